@@ -1,0 +1,22 @@
+//! yarnsim: yarn-level simulation of knitted cloth with adaptive contact linearization.
+//!
+//! The CPU reference path lives in the stage modules below; the GPU path (`gpu`) runs the same stages as
+//! WGSL kernels of the same names. See `DESIGN.md` in the steering repository for the vocabulary.
+
+pub mod acl;
+pub mod bcc;
+pub mod contact;
+pub mod export;
+pub mod gpu;
+pub mod knit;
+pub mod links;
+pub mod math;
+pub mod polar;
+pub mod render;
+pub mod rod;
+pub mod scene;
+pub mod sched;
+pub mod sim;
+pub mod spline;
+pub mod state;
+pub mod step;
