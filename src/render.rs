@@ -25,7 +25,9 @@ mod mesh;
 
 pub use camera::{Bounds, CameraView, DEFAULT_FOV_DEG};
 pub use contact_matrix::contact_matrix;
-pub use mesh::{MeshVertex, TubeInstance, SAMPLES, SIDES, VERTICES_PER_TUBE};
+pub use mesh::{
+    MeshVertex, TubeInstance, PLANE_COLORS, SAMPLES, SIDES, SOLID_COLOR, VERTICES_PER_TUBE,
+};
 
 use crate::gpu::{Gpu, GpuError};
 use crate::scene::{Camera, Obstacle};
@@ -173,7 +175,7 @@ pub fn segment_colors(
             .map(|s| {
                 if v[s] > 0.0 {
                     // Any update shows clearly; the shade deepens to pure red at UPDATES_FULL_RED.
-                    mix(base(s), UPDATE_RED, 0.35 + 0.65 * (v[s] / UPDATES_FULL_RED))
+                    mix(base(s), UPDATE_RED, 0.6 + 0.4 * (v[s] / UPDATES_FULL_RED))
                 } else {
                     base(s)
                 }
