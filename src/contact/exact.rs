@@ -485,6 +485,16 @@ impl ExactContact {
         &self.candidates
     }
 
+    /// Padded segment boxes `(lo, hi)` of the last [`Self::detect`].
+    pub fn segment_boxes(&self) -> (&[[f32; 4]], &[[f32; 4]]) {
+        (&self.seg_lo, &self.seg_hi)
+    }
+
+    /// Quadrature points (`seg * b + k`) of the last [`Self::detect`].
+    pub fn quadrature_positions(&self) -> &[[f32; 4]] {
+        &self.qpts
+    }
+
     /// Contact energy of the last [`ContactForce::add_forces`] call.
     pub fn last_energy(&self) -> f64 {
         self.last_energy
