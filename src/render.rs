@@ -30,7 +30,7 @@ pub use mesh::{
 };
 
 use crate::gpu::{Gpu, GpuError};
-use crate::scene::{Camera, Obstacle};
+use crate::scene::{Camera, Obstacle, Scene};
 use crate::state::{Topology, TopologyError};
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
@@ -47,6 +47,8 @@ pub enum RenderError {
     GpuInit(#[from] GpuError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Bcc(#[from] crate::bcc::BccError),
     #[error("{path}: cannot write image: {source}")]
     Image {
         path: String,
@@ -840,5 +842,102 @@ impl Capture {
         let path = self.path_for(frame_index);
         save_png(&img, &path)?;
         Ok(Some(path))
+    }
+}
+
+/// `yarnsim render STATE.bcc`: draws a saved state without simulating and writes `out_png`.
+///
+/// The yarn radius, obstacles (at their rest placement: a saved state carries no time, so keyframes
+/// are not applied) and camera come from `scene` when given, else from the defaults. A BCC file holds
+/// positions only, so only `ColorMode::Yarn` is possible.
+pub fn render_bcc_command(
+    bcc_path: &Path,
+    scene: Option<&Scene>,
+    out_png: &Path,
+    width: u32,
+    height: u32,
+    color: ColorMode,
+) -> Result<(), RenderError> {
+    if color != ColorMode::Yarn {
+        return Err(RenderError::InvalidInput(format!(
+            "colour mode {color} needs per-segment values from a simulation; a saved state has none (use yarn)"
+        )));
+    }
+    let curves = crate::bcc::read(bcc_path)?;
+    let (topo, pos) = Topology::from_curves(&curves)?;
+    let default_scene;
+    let scene = match scene {
+        Some(s) => s,
+        None => {
+            default_scene = Scene::default();
+            &default_scene
+        }
+    };
+    let gpu = Gpu::new()?;
+    let mut renderer = Renderer::new(&gpu, width, height)?;
+    let img = renderer.render(&RenderInput {
+        topo: &topo,
+        pos: &pos,
+        radius: scene.yarn.radius,
+        obstacles: &scene.obstacle,
+        camera: &scene.camera,
+        color,
+        segment_values: None,
+    })?;
+    save_png(&img, out_png)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Curve;
+
+    fn topo() -> Topology {
+        let line = |y: f32| Curve {
+            points: (0..6).map(|i| [i as f32, y, 0.0]).collect(),
+            closed: false,
+        };
+        Topology::from_curves(&[line(0.0), line(1.0)]).unwrap().0
+    }
+
+    #[test]
+    fn colour_modes() {
+        let t = topo(); // 3 segments per yarn
+        let yarn = segment_colors(&t, ColorMode::Yarn, None).unwrap();
+        assert_eq!(
+            yarn,
+            vec![PALETTE[0], PALETTE[0], PALETTE[0], PALETTE[1], PALETTE[1], PALETTE[1]]
+        );
+
+        let v = [0.0, 1.0, 13.0, 0.0, 50.0, 0.0];
+        let up = segment_colors(&t, ColorMode::Updates, Some(&v)).unwrap();
+        assert_eq!(up[0], PALETTE[0]);
+        assert_eq!(up[3], PALETTE[1]);
+        assert_eq!(up[2], UPDATE_RED, "13 updates is pure red");
+        assert_eq!(up[4], UPDATE_RED, "more than 13 stays pure red");
+        assert!(up[1] != PALETTE[0] && up[1] != UPDATE_RED);
+        assert!(
+            up[1][0] > PALETTE[0][0],
+            "one update already leans red: {:?}",
+            up[1]
+        );
+
+        let c = segment_colors(&t, ColorMode::Contacts, Some(&v)).unwrap();
+        assert_eq!(c[0], NO_CONTACT);
+        assert_eq!(c[4], contact_ramp(1.0));
+        assert_eq!(c[2], contact_ramp(13.0 / 50.0));
+
+        assert!(segment_colors(&t, ColorMode::Updates, None).is_err());
+        assert!(segment_colors(&t, ColorMode::Contacts, Some(&v[..5])).is_err());
+        let nan = [0.0, f32::NAN, 0.0, 0.0, 0.0, 0.0];
+        assert!(segment_colors(&t, ColorMode::Updates, Some(&nan)).is_err());
+    }
+
+    #[test]
+    fn colour_mode_names() {
+        for m in [ColorMode::Yarn, ColorMode::Updates, ColorMode::Contacts] {
+            assert_eq!(m.to_string().parse::<ColorMode>().unwrap(), m);
+        }
+        assert!("red".parse::<ColorMode>().is_err());
     }
 }

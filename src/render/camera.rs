@@ -247,3 +247,133 @@ impl CameraView {
         (s, s.cross(f), -f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Camera;
+
+    fn bounds(min: [f32; 3], max: [f32; 3]) -> Bounds {
+        Bounds {
+            min: Vec3::from_array(min),
+            max: Vec3::from_array(max),
+        }
+    }
+
+    fn corners(b: &Bounds) -> Vec<[f32; 3]> {
+        (0..8)
+            .map(|k| {
+                [
+                    if k & 1 == 0 { b.min.x } else { b.max.x },
+                    if k & 2 == 0 { b.min.y } else { b.max.y },
+                    if k & 4 == 0 { b.min.z } else { b.max.z },
+                ]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn target_projects_to_image_centre_and_depth_spans_near_far() {
+        let cam = Camera {
+            position: Some([1.0, 2.0, 7.0]),
+            target: Some([0.5, -0.5, 0.0]),
+            fov_deg: Some(30.0),
+        };
+        let b = bounds([-1.0; 3], [1.0; 3]);
+        let v = CameraView::resolve(&cam, &b, &b, 300, 200).unwrap();
+        let p = v.project([0.5, -0.5, 0.0], 300, 200).unwrap();
+        assert!(
+            (p[0] - 150.0).abs() < 1e-3 && (p[1] - 100.0).abs() < 1e-3,
+            "{p:?}"
+        );
+        let fwd = (v.target - v.eye).normalize();
+        for (d, want) in [(v.near, 0.0), (v.far, 1.0)] {
+            let q = v.eye + fwd * d;
+            let c = v.view_proj() * q.extend(1.0);
+            assert!(
+                (c.z / c.w - want).abs() < 1e-4,
+                "depth at {d}: {}",
+                c.z / c.w
+            );
+        }
+        // A point above the target appears above the centre (image y grows downwards).
+        let up = v.project([0.5, 0.5, 0.0], 300, 200).unwrap();
+        assert!(up[1] < 100.0);
+        // Behind the eye: no projection.
+        assert!(v.project([1.0, 2.0, 9.0], 300, 200).is_none());
+    }
+
+    #[test]
+    fn pixels_per_unit_matches_projection() {
+        let cam = Camera {
+            position: Some([0.0, 0.0, 10.0]),
+            target: Some([0.0; 3]),
+            fov_deg: Some(40.0),
+        };
+        let b = bounds([-1.0; 3], [1.0; 3]);
+        let v = CameraView::resolve(&cam, &b, &b, 200, 100).unwrap();
+        let (right, up, _) = v.basis();
+        let p = [0.3, -0.2, 1.0];
+        let a = v.project(p, 200, 100).unwrap();
+        let d = 1e-2;
+        for dir in [right, up] {
+            let q = Vec3::from_array(p) + dir * d;
+            let bq = v.project(q.to_array(), 200, 100).unwrap();
+            let moved = ((bq[0] - a[0]).powi(2) + (bq[1] - a[1]).powi(2)).sqrt() / d;
+            let ppu = v.pixels_per_unit(p, 100).unwrap();
+            assert!((moved - ppu).abs() < 0.01 * ppu, "{moved} vs {ppu}");
+        }
+    }
+
+    #[test]
+    fn default_camera_frames_the_cloth() {
+        // A swatch lying flat, one hanging, and a long thin one, at various aspect ratios.
+        let cases = [
+            (bounds([-3.0, -0.2, -2.0], [3.0, 0.2, 2.0]), 640, 480),
+            (bounds([10.0, 0.0, -0.3], [14.0, 6.0, 0.3]), 320, 480),
+            (bounds([-8.0, 1.0, 1.0], [8.0, 1.5, 1.5]), 400, 400),
+        ];
+        for (b, w, h) in cases {
+            let v = CameraView::resolve(&Camera::default(), &b, &b, w, h).unwrap();
+            let (mut lo, mut hi) = ([f32::MAX; 2], [f32::MIN; 2]);
+            for c in corners(&b) {
+                let p = v.project(c, w, h).expect("corner in front of the camera");
+                for k in 0..2 {
+                    lo[k] = lo[k].min(p[k]);
+                    hi[k] = hi[k].max(p[k]);
+                }
+            }
+            assert!(lo[0] >= 0.0 && lo[1] >= 0.0, "{b:?}: {lo:?}");
+            assert!(hi[0] <= w as f32 && hi[1] <= h as f32, "{b:?}: {hi:?}");
+            // Tight: the box fills most of the limiting dimension.
+            let fill = ((hi[0] - lo[0]) / w as f32).max((hi[1] - lo[1]) / h as f32);
+            assert!(fill > 0.8, "{b:?} fills only {fill}");
+            // The thinnest extent faces the camera.
+            let ext = b.max - b.min;
+            let thin = ext.min_position();
+            let dir = (v.eye - v.target).normalize();
+            assert_eq!(dir.abs().max_position(), thin, "{b:?}: {dir}");
+        }
+    }
+
+    #[test]
+    fn bad_cameras_are_errors() {
+        let b = bounds([-1.0; 3], [1.0; 3]);
+        let same = Camera {
+            position: Some([1.0, 1.0, 1.0]),
+            target: Some([1.0, 1.0, 1.0]),
+            fov_deg: None,
+        };
+        assert!(CameraView::resolve(&same, &b, &b, 10, 10).is_err());
+        let fov = Camera {
+            fov_deg: Some(0.0),
+            ..Camera::default()
+        };
+        assert!(CameraView::resolve(&fov, &b, &b, 10, 10).is_err());
+        let nan = Camera {
+            position: Some([f32::NAN, 0.0, 0.0]),
+            ..Camera::default()
+        };
+        assert!(CameraView::resolve(&nan, &b, &b, 10, 10).is_err());
+    }
+}

@@ -302,3 +302,141 @@ fn capsule(a: Vec3, b: Vec3, r: f32, out: &mut Vec<MeshVertex>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Curve;
+
+    /// The ring-0 radial direction of an instance's ring `j` as the shader computes it.
+    fn ring_radial(inst: &TubeInstance, j: u32) -> Vec3 {
+        let q = inst.q.map(Vec3::from_array);
+        let mut n = Vec3::from_array(inst.n0);
+        for i in 1..=j {
+            n = project_perp(n, tangent(&q, i as f32 / SAMPLES as f32));
+        }
+        let t = j as f32 / SAMPLES as f32;
+        let tg = tangent(&q, t);
+        let angle = inst.twist[0] + (inst.twist[1] - inst.twist[0]) * t;
+        n * angle.cos() + tg.cross(n) * angle.sin()
+    }
+
+    fn instances(curves: &[Curve]) -> (Topology, Vec<TubeInstance>) {
+        let (topo, pos) = Topology::from_curves(curves).unwrap();
+        let colors = vec![0u32; topo.segments.len()];
+        let mut out = Vec::new();
+        tube_instances(&topo, &pos, &colors, &mut out);
+        (topo, out)
+    }
+
+    #[test]
+    fn neighbouring_segments_share_their_joining_ring() {
+        // A trefoil-like closed knot (non-planar, so parallel transport leaves a twist) and an open helix.
+        let knot = Curve {
+            points: (0..24)
+                .map(|i| {
+                    let a = i as f32 / 24.0 * std::f32::consts::TAU;
+                    [
+                        a.sin() + 2.0 * (2.0 * a).sin(),
+                        a.cos() - 2.0 * (2.0 * a).cos(),
+                        -(3.0 * a).sin(),
+                    ]
+                })
+                .collect(),
+            closed: true,
+        };
+        let helix = Curve {
+            points: (0..15)
+                .map(|i| {
+                    let a = i as f32 * 0.9;
+                    [a.cos(), a.sin(), 0.3 * i as f32]
+                })
+                .collect(),
+            closed: false,
+        };
+        let (topo, inst) = instances(&[knot, helix]);
+        let mut some_twist = false;
+        for y in &topo.yarns {
+            let first = y.first_segment as usize;
+            let n = y.num_segments as usize;
+            let pairs = if y.closed != 0 { n } else { n - 1 };
+            for k in 0..pairs {
+                let a = &inst[first + k];
+                let b = &inst[first + (k + 1) % n];
+                let end = ring_radial(a, SAMPLES);
+                let start = ring_radial(b, 0);
+                assert!(
+                    (end - start).length() < 1e-4,
+                    "yarn {:?} segment {k}: ring mismatch {end} vs {start}",
+                    y
+                );
+            }
+            if y.closed != 0 {
+                some_twist |= inst[first + n - 1].twist[1].abs() > 1e-3;
+            }
+            // Every frame normal is a unit vector perpendicular to its tangent.
+            for s in &inst[first..first + n] {
+                let q = s.q.map(Vec3::from_array);
+                let n0 = Vec3::from_array(s.n0);
+                assert!((n0.length() - 1.0).abs() < 1e-5);
+                assert!(n0.dot(tangent(&q, 0.0)).abs() < 1e-5);
+            }
+        }
+        assert!(some_twist, "the knot should need a twist correction");
+        // Caps only at the ends of the open yarn.
+        let caps: Vec<(usize, u32)> = inst
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.flags != 0)
+            .map(|(i, s)| (i, s.flags))
+            .collect();
+        let h = &topo.yarns[1];
+        let last = (h.first_segment + h.num_segments - 1) as usize;
+        assert_eq!(
+            caps,
+            vec![(h.first_segment as usize, CAP_START), (last, CAP_END)]
+        );
+    }
+
+    #[test]
+    fn tube_indices_stay_inside_the_instance() {
+        let idx = tube_indices();
+        assert_eq!(idx.len() as u32, SAMPLES * SIDES * 6 + 2 * SIDES * 3);
+        assert!(idx.iter().all(|&i| (i as u32) < VERTICES_PER_TUBE));
+    }
+
+    #[test]
+    fn obstacles_validated_and_meshed() {
+        let good = [
+            Obstacle::Plane {
+                point: [0.0; 3],
+                normal: [0.0, 2.0, 0.0],
+                friction: 0.0,
+            },
+            Obstacle::Capsule {
+                a: [0.0; 3],
+                b: [1.0, 0.0, 0.0],
+                radius: 0.5,
+                friction: 0.0,
+                keyframes: vec![],
+            },
+        ];
+        let mut out = Vec::new();
+        obstacle_mesh(&good, Vec3::new(0.0, 3.0, 0.0), 2.0, &mut out).unwrap();
+        // The plane square lies in y = 0 under the cloth; the capsule within its radius of the axis.
+        let plane_verts = 10 * 10 * 6;
+        assert!(out[..plane_verts].iter().all(|v| v.pos[1].abs() < 1e-6));
+        for v in &out[plane_verts..] {
+            let p = Vec3::from_array(v.pos);
+            let on_axis = Vec3::new(p.x.clamp(0.0, 1.0), 0.0, 0.0);
+            assert!(((p - on_axis).length() - 0.5).abs() < 1e-4, "{p}");
+        }
+        let bad = [Obstacle::Sphere {
+            center: [0.0; 3],
+            radius: -1.0,
+            friction: 0.0,
+            keyframes: vec![],
+        }];
+        assert!(obstacle_mesh(&bad, Vec3::ZERO, 1.0, &mut out).is_err());
+    }
+}
