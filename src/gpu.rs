@@ -20,12 +20,23 @@ pub const BACKEND_ENV: &str = "YARNSIM_GPU_BACKEND";
 /// Why no GPU context could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
-    #[error("no GPU adapter found on backends [{backends}]: {reason}; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or pick another backend with {BACKEND_ENV}")]
+    #[error("no GPU adapter on backends [{backends}]: {reason}; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or pick another backend with {BACKEND_ENV}")]
     NoAdapter { backends: String, reason: String },
     #[error("{BACKEND_ENV}={value:?} names no backend (use a comma list of vulkan, gl, metal, dx12, or none)")]
     BadBackend { value: String },
     #[error("the adapter {adapter:?} refused to open a device: {reason}")]
     RequestDevice { adapter: String, reason: String },
+}
+
+impl GpuError {
+    /// The error without its leading "no GPU adapter", for messages that already say so.
+    pub fn reason(&self) -> String {
+        let s = self.to_string();
+        match s.strip_prefix("no GPU adapter ") {
+            Some(rest) => rest.to_string(),
+            None => s,
+        }
+    }
 }
 
 /// What identifies an adapter in `yarnsim info` and in test output.
@@ -101,6 +112,27 @@ pub fn requested_backends() -> Result<wgpu::Backends, GpuError> {
     }
 }
 
+/// `vulkan, gl` style names of a backend set ("none" when empty).
+fn backend_list(b: wgpu::Backends) -> String {
+    let names: Vec<&str> = [
+        (wgpu::Backends::VULKAN, "vulkan"),
+        (wgpu::Backends::GL, "gl"),
+        (wgpu::Backends::METAL, "metal"),
+        (wgpu::Backends::DX12, "dx12"),
+        (wgpu::Backends::BROWSER_WEBGPU, "webgpu"),
+        (wgpu::Backends::NOOP, "noop"),
+    ]
+    .iter()
+    .filter(|(f, _)| b.contains(*f))
+    .map(|(_, n)| *n)
+    .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
 fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
     desc.backends = backends;
@@ -127,7 +159,7 @@ impl Gpu {
     /// Opens the preferred adapter among `backends`; an empty set gives [`GpuError::NoAdapter`].
     pub fn with_backends(backends: wgpu::Backends) -> Result<Gpu, GpuError> {
         let instance = make_instance(backends);
-        let backend_names = format!("{backends:?}");
+        let backend_names = backend_list(backends);
         if backends.is_empty() {
             return Err(GpuError::NoAdapter {
                 backends: backend_names,
@@ -244,7 +276,8 @@ pub mod testing {
             Err(e) => {
                 let _ = writeln!(
                     std::io::stderr(),
-                    "SKIPPED {test_name}: no GPU adapter ({e})"
+                    "SKIPPED {test_name}: no GPU adapter ({})",
+                    e.reason()
                 );
                 None
             }
