@@ -35,7 +35,7 @@ fn main() {
 
 /// Parses and validates one shader; the error text is naga's diagnostic, which points at
 /// `path:line:column` and quotes the offending line.
-fn check(path: &Path) -> Result<(), String> {
+pub fn check(path: &Path) -> Result<(), String> {
     let name = path.display().to_string();
     let src =
         std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read shader: {e}"))?;

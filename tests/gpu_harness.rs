@@ -103,3 +103,34 @@ fn adapter_listing_names_adapters() {
         gpu.summary()
     );
 }
+
+/// The build script's shader check, compiled into this test so it can be run on files of our choosing.
+#[allow(dead_code)]
+#[path = "../build.rs"]
+mod build_script;
+
+#[test]
+fn build_script_accepts_every_shader_and_rejects_a_broken_one() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "wgsl") {
+            build_script::check(&p).unwrap_or_else(|m| panic!("{m}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "expected the render shaders in {}", dir.display());
+
+    let tmp = std::env::temp_dir().join(format!("yarnsim-broken-{}.wgsl", std::process::id()));
+    std::fs::write(
+        &tmp,
+        "fn ok() -> f32 { return 1.0; }\n\nfn f() -> i32 { return 1.0; }\n",
+    )
+    .unwrap();
+    let msg = build_script::check(&tmp).unwrap_err();
+    std::fs::remove_file(&tmp).ok();
+    // naga's diagnostic names the file, line 3 and the column of the bad expression.
+    let loc = format!("{}:3:", tmp.display());
+    assert!(msg.contains(&loc), "no {loc} in:\n{msg}");
+}
