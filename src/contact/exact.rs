@@ -64,6 +64,7 @@ fn bucket_of(key: u64, mask: usize) -> usize {
 /// Stage `aabb_raster`: the AABB of every segment (exact, from the roots of `y'`), padded by `pad`, into
 /// `seg_lo`/`seg_hi`, and one [`CellEntry`] per grid cell (width `cell`, origin `origin`) it overlaps,
 /// appended to `entries` in segment order.
+#[allow(clippy::too_many_arguments)]
 pub fn aabb_raster(
     segments: &[Segment],
     pos: &[[f32; 4]],
@@ -267,7 +268,7 @@ fn candidate_force(
         for (kb, pb) in yb.iter().enumerate() {
             let yj = V3::<f32>::from4(*pb);
             let x = yi - yj;
-            if !(x.norm2() < four_r2) {
+            if x.norm2() >= four_r2 {
                 continue;
             }
             if mode == SegmentExclusion::Mixed && excl.excluded(sa, ka as u32, sb, kb as u32) {
@@ -285,11 +286,10 @@ fn candidate_force(
         return out;
     }
     // Force = −gradient, spread through the basis weights.
-    for k in 0..b {
-        let w = &weights[k];
-        for m in 0..4 {
-            out.force[m] -= ga[k] * w[m];
-            out.force[4 + m] -= gb[k] * w[m];
+    for (k, w) in weights.iter().enumerate() {
+        for (m, &wm) in w.iter().enumerate() {
+            out.force[m] -= ga[k] * wm;
+            out.force[4 + m] -= gb[k] * wm;
         }
     }
     out
