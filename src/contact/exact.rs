@@ -263,8 +263,19 @@ fn candidate_force(
     // Gradient on each quadrature point of a and b (b ≤ 64 is checked at construction).
     let mut ga = [V3::<f32>::zero(); 64];
     let mut gb = [V3::<f32>::zero(); 64];
+    // Bounds of b's quadrature points grown by 2r: a point of a outside them meets none of b's.
+    let (mut lo, mut hi) = (V3::splat(f32::INFINITY), V3::splat(f32::NEG_INFINITY));
+    for p in yb {
+        let y = V3::<f32>::from4(*p);
+        lo = lo.min_el(y);
+        hi = hi.max_el(y);
+    }
+    let (lo, hi) = (lo - V3::splat(2.0 * r), hi + V3::splat(2.0 * r));
     for (ka, pa) in ya.iter().enumerate() {
         let yi = V3::<f32>::from4(*pa);
+        if yi.x < lo.x || yi.y < lo.y || yi.z < lo.z || yi.x > hi.x || yi.y > hi.y || yi.z > hi.z {
+            continue;
+        }
         for (kb, pb) in yb.iter().enumerate() {
             let yj = V3::<f32>::from4(*pb);
             let x = yi - yj;
