@@ -306,6 +306,17 @@ pub struct SchedStats {
     pub newcomers: u64,
 }
 
+/// Wall-clock time of the scheduler's phases in the last step (milliseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SchedTimes {
+    /// `aabb_raster`, `segment_movement`, `grid_build`, `drop_entries`.
+    pub raster_ms: f64,
+    /// `newcomer_schedule` and monitoring.
+    pub newcomers_ms: f64,
+    /// `schedule_process` (examination, processing, binning).
+    pub schedule_ms: f64,
+}
+
 /// Stage `aabb_raster`: for every segment, its exact AABB padded by `radius` and the box of grid cells
 /// (width `cell`, integer cell `anchor` at world position `anchor·cell`) that cover it.
 ///
@@ -492,6 +503,7 @@ fn bit_set(bits: &[u32; 4], bit: u32) -> bool {
 }
 
 /// The scheduler's state: everything persists from step to step.
+#[derive(Debug)]
 pub struct Scheduler {
     params: SchedParams,
     /// Steps done (the next step is number `step`).
@@ -535,6 +547,7 @@ pub struct Scheduler {
     /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
     touching: Vec<[u32; 2]>,
     stats: SchedStats,
+    times: SchedTimes,
 }
 
 impl Scheduler {
@@ -571,6 +584,7 @@ impl Scheduler {
             due_next: Vec::new(),
             touching: Vec::new(),
             stats: SchedStats::default(),
+            times: SchedTimes::default(),
         })
     }
 
@@ -585,6 +599,10 @@ impl Scheduler {
 
     pub fn stats(&self) -> SchedStats {
         self.stats
+    }
+
+    pub fn times(&self) -> SchedTimes {
+        self.times
     }
 
     /// The unowned touching quadrature pairs found by the last [`Self::detect`].
@@ -661,6 +679,7 @@ impl Scheduler {
         let n = self.step;
 
         // 1. Raster and movement.
+        let t0 = std::time::Instant::now();
         std::mem::swap(&mut self.cells, &mut self.prev_cells);
         let anchor = self.anchor(pos);
         aabb_raster(
@@ -688,6 +707,7 @@ impl Scheduler {
         self.work.clear();
         std::mem::swap(&mut self.work, &mut self.due_next);
 
+        let t1 = std::time::Instant::now();
         // 4. Newcomers.
         self.newcomer_schedule(rules, owner);
 
@@ -707,6 +727,7 @@ impl Scheduler {
             }
         }
 
+        let t2 = std::time::Instant::now();
         // 6. Due bins, then process everything queued.
         for l in 0..=self.params.max_bin {
             if n % (1u64 << l) == 0 {
@@ -729,6 +750,12 @@ impl Scheduler {
         self.prev1.copy_from_slice(pos);
         self.stats.tracked = self.live;
         self.step += 1;
+        let t3 = std::time::Instant::now();
+        self.times = SchedTimes {
+            raster_ms: (t1 - t0).as_secs_f64() * 1e3,
+            newcomers_ms: (t2 - t1).as_secs_f64() * 1e3,
+            schedule_ms: (t3 - t2).as_secs_f64() * 1e3,
+        };
         Ok(())
     }
 
