@@ -293,12 +293,12 @@ impl<T: Real> BendLocal<T> {
         // dE = s Σ_j (ωʲ − ω̄ʲ)·dωʲ and dωʲ = (m₂ʲ·dκb, −m₁ʲ·dκb), so dE = gv·dκb.
         let mut gv = V3::zero();
         let mut gtheta = [T::zero(); 2];
-        for j in 0..2 {
+        for (j, gt) in gtheta.iter_mut().enumerate() {
             let d0 = g.omega[j][0] - self.rest_kappa[j][0];
             let d1 = g.omega[j][1] - self.rest_kappa[j][1];
             gv += (g.m2[j] * d0 - g.m1[j] * d1) * s;
             // ∂ωʲ/∂θⱼ = (ω₁ʲ, −ω₀ʲ) in (first, second) component order.
-            gtheta[j] = s * (d0 * g.omega[j][1] - d1 * g.omega[j][0]);
+            *gt = s * (d0 * g.omega[j][1] - d1 * g.omega[j][0]);
         }
         (kb_gradient_transpose(&g, gv), gtheta)
     }
@@ -405,7 +405,7 @@ impl RodState {
                 let e = &topo.edges[fe + k];
                 let d = V3::<f64>::from4(pos[e.b as usize]) - V3::from4(pos[e.a as usize]);
                 let l = d.norm();
-                if !(l > 0.0) {
+                if l.is_nan() || l <= 0.0 {
                     return Err(RodError::ZeroEdge { yarn: yi, edge: k });
                 }
                 let t = d / l;
@@ -656,7 +656,7 @@ pub fn material_frames(
 #[inline]
 fn newton_angle_step(g: f32, h: f32, ht: f32) -> f32 {
     let h = if h > 0.5 * ht { h } else { ht.max(h.abs()) };
-    if !(h > 0.0) || g == 0.0 {
+    if h.is_nan() || h <= 0.0 || g == 0.0 {
         return 0.0;
     }
     (-g / h).clamp(-1.0, 1.0)

@@ -140,14 +140,14 @@ fn check_gradient(w: Which, seed: u64) {
                 den += gx[v].get(a).powi(2);
             }
         }
-        for j in 0..2 {
+        for (j, gtj) in gt.iter().enumerate() {
             let mut bp = b;
             let mut bm = b;
             bp.theta[j] += eps;
             bm.theta[j] -= eps;
             let fd = (energy_of(&bp, &k, w) - energy_of(&bm, &k, w)) / (2.0 * eps);
-            num += (fd - gt[j]).powi(2);
-            den += gt[j].powi(2);
+            num += (fd - gtj).powi(2);
+            den += gtj.powi(2);
         }
         assert!(den > 1e-8, "degenerate random sample");
         worst = worst.max((num / den).sqrt());
