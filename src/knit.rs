@@ -1,1 +1,449 @@
-//! (not yet written)
+//! Knit generators: Catmull-Rom control points of stockinette, garter, 1×1 rib and tubes.
+//!
+//! Output: [`Knit`], whose curves follow the `state.rs` convention (open yarns carry a tangent handle
+//! at each end), with the (wale, course) of the loop each control point belongs to and the loop
+//! count. Frame: a flat swatch lies in the xy-plane, wales along +x, courses along +y (the first
+//! course at the bottom), the knit face towards +z, centred on the origin. A tube has its axis on y,
+//! centred on the origin, with the knit face outward. Lengths are in the unit of `radius` (cm).
+//!
+//! ## Loop geometry
+//!
+//! Every loop has 8 control points, in yarn order for a course running towards +x (relative to the
+//! loop's centre `x_i = i·W`, the course's base `y_c = c·H`; all values in units of r, [`SHAPE`]):
+//!
+//! | point | role | x | y | z (knit stitch) |
+//! |---|---|---|---|---|
+//! | S  | sinker, between this loop and the previous one | −W/2 | ys | −zs |
+//! | X  | passes *behind* the leg of the loop below, inside that loop | −xn | yn | −zn |
+//! | L  | leg, passes *in front of* the head of the loop below | −xl | yl | +zl |
+//! | Hs | head side, in front of the upper loop's X | −xh | yh | +zh |
+//! | T  | head top, behind the upper loop's legs | 0 | yt | −zt |
+//! | Hs', L', X' | mirror images | + | | |
+//!
+//! So the yarn of course c comes from behind the loop of course c − 1 (S, X), passes through it and
+//! crosses in front of its head (L): the loop is pulled through the loop below, from back to front.
+//! The head of course c − 1 thereby wraps around the legs of course c (in front of X, behind L).
+//! Courses overlap by more than half a loop (H < yt − ys). A purl stitch is the mirror image in z
+//! (pulled through from front to back); where the loop above is a purl stitch the head bends the
+//! other way (the signs of zh and zt follow the stitch above), and a sinker between a knit and a purl
+//! loop sits at z = 0.
+//!
+//! Patterns: stockinette (all knit), garter (knit and purl courses alternate), 1×1 rib (knit and purl
+//! wales alternate), tube (stockinette knit in the round).
+//!
+//! The numbers in [`SHAPE`] were found by a numerical search over the point positions that maximized
+//! the smallest distance between non-neighbouring parts of yarn (below) for all four patterns, with
+//! a small penalty on thickness, at a wale pitch W = 8.4 r and a course pitch H = 6 r. At r = 0.125 cm
+//! a loop is then 1.05 cm wide (4.2 yarn diameters, as real stockinette) and 0.75 cm high; the
+//! fabric is about 5.4 r thick.
+//!
+//! ## Clearance
+//!
+//! Two parts of one yarn are *neighbours along the yarn* when their arc length separation (measured
+//! on the Catmull-Rom curve; the shorter way round a closed yarn) is at most [`NEIGHBOUR_ARC`] r.
+//! All other pairs of points of the yarns (same yarn farther apart, or different yarns) are at least
+//! 1.6 r apart (measured: 1.78 r for garter, 1.80 r stockinette and rib, 1.90 r tube). The same
+//! minimum holds for any exclusion from 3 r to 8 r (1 cm at r = 0.125), so the contact parameter
+//! `contact.exclusion_arc` may be anything in that range without the rest state touching itself.
+//!
+//! ## Yarns
+//!
+//! A flat swatch is ONE continuous open yarn that runs course by course, turning at the edges (one
+//! extra point outside the edge loop, half a course up), as a hand-knitted piece: with one yarn per
+//! course the course ends would be free and the edge loops could slip out of each other. The yarn
+//! therefore has 8 points per loop plus a closing sinker and a turn point per course and two tangent
+//! handles (a 36 × 90 scarf: 26,101 points, 26,098 segments; the seed's scarf has 26,240 segments).
+//! A tube has one CLOSED yarn per course of exactly 8 points per loop (a real tube knitted in the
+//! round is one helix; closed courses keep the structure periodic and give the contact work closed
+//! curves whose linking it can check).
+//!
+//! `point_loop` assigns each sinker S to the loop on its +x side (the last sinker of a course, the
+//! turn point and the handles to the nearest edge loop).
+
+use crate::math::V3;
+use crate::scene::Pattern;
+use crate::spline;
+use crate::state::Curve;
+
+/// Fewest wales a tube may have (its circumference must leave room for the loops' depth).
+pub const MIN_TUBE_WALES: u32 = 8;
+/// Most loops one generated piece may have.
+pub const MAX_LOOPS: u32 = 20_000_000;
+
+/// A generated piece of knit.
+#[derive(Clone, Debug)]
+pub struct Knit {
+    pub curves: Vec<Curve>,
+    /// Per curve, per control point: the (wale, course) of the loop the point belongs to.
+    pub point_loop: Vec<Vec<[u32; 2]>>,
+    /// Number of knit loops.
+    pub loops: u32,
+}
+
+/// Why a generator could not make the requested piece.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum KnitError {
+    #[error("yarn radius must be a finite number > 0, got {0}")]
+    Radius(f32),
+    #[error("{pattern:?} needs at least {min} wales and 1 course, got {wales} × {courses}")]
+    TooSmall {
+        pattern: Pattern,
+        wales: u32,
+        courses: u32,
+        min: u32,
+    },
+    #[error("{wales} × {courses} loops is more than the {max} a generator makes")]
+    TooLarge { wales: u32, courses: u32, max: u32 },
+}
+
+/// The loop shape, in units of the yarn radius r; the table in the module doc gives each field's
+/// meaning (`wale` = W, `course` = H, `turn` = how far the edge turn lies outside the last sinker).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub wale: f64,
+    pub course: f64,
+    pub ys: f64,
+    pub yn: f64,
+    pub yl: f64,
+    pub yh: f64,
+    pub yt: f64,
+    pub xn: f64,
+    pub xl: f64,
+    pub xh: f64,
+    pub zs: f64,
+    pub zn: f64,
+    pub zl: f64,
+    pub zh: f64,
+    pub zt: f64,
+    pub turn: f64,
+}
+
+/// The loop shape [`generate`] uses.
+pub const SHAPE: Shape = Shape {
+    wale: 8.4,
+    course: 6.0,
+    ys: -3.67,
+    yn: -2.23,
+    yl: -0.46,
+    yh: 4.68,
+    yt: 6.6,
+    xn: 2.21,
+    xl: 0.92,
+    xh: 3.26,
+    zs: 1.51,
+    zn: 1.72,
+    zl: 1.13,
+    zh: 0.47,
+    zt: 1.72,
+    turn: 1.49,
+};
+
+/// Parts of one yarn closer than this many r in arc length are neighbours along the yarn.
+pub const NEIGHBOUR_ARC: f64 = 3.0;
+
+/// +1 for a knit loop (pulled through from back to front), −1 for purl.
+fn stitch_sign(pattern: Pattern, wale: u32, course: u32) -> f64 {
+    match pattern {
+        Pattern::Stockinette | Pattern::Tube => 1.0,
+        Pattern::Garter => {
+            if course.is_multiple_of(2) {
+                1.0
+            } else {
+                -1.0
+            }
+        }
+        Pattern::Rib => {
+            if wale.is_multiple_of(2) {
+                1.0
+            } else {
+                -1.0
+            }
+        }
+    }
+}
+
+/// Generates `wales × courses` loops of `pattern` for yarn radius `radius` (cm).
+pub fn generate(
+    pattern: Pattern,
+    wales: u32,
+    courses: u32,
+    radius: f32,
+) -> Result<Knit, KnitError> {
+    generate_shape(pattern, wales, courses, radius, &SHAPE)
+}
+
+/// [`generate`] with an explicit loop shape (for tuning and tests).
+pub fn generate_shape(
+    pattern: Pattern,
+    wales: u32,
+    courses: u32,
+    radius: f32,
+    sh: &Shape,
+) -> Result<Knit, KnitError> {
+    if !(radius.is_finite() && radius > 0.0) {
+        return Err(KnitError::Radius(radius));
+    }
+    let min = if pattern == Pattern::Tube {
+        MIN_TUBE_WALES
+    } else {
+        1
+    };
+    if wales < min || courses < 1 {
+        return Err(KnitError::TooSmall {
+            pattern,
+            wales,
+            courses,
+            min,
+        });
+    }
+    if wales as u64 * courses as u64 > MAX_LOOPS as u64 {
+        return Err(KnitError::TooLarge {
+            wales,
+            courses,
+            max: MAX_LOOPS,
+        });
+    }
+    let s = |i: u32, c: u32| stitch_sign(pattern, i, c);
+    // The loop above decides which way the head bends; the top course bends as if the same stitch
+    // followed.
+    let s_up = |i: u32, c: u32| {
+        if c + 1 < courses {
+            s(i, c + 1)
+        } else {
+            s(i, c)
+        }
+    };
+
+    // One course as (points, loop of each point), running left to right in flat coordinates (r units).
+    let course_points =
+        |c: u32, out: &mut Vec<[f64; 3]>, owner: &mut Vec<[u32; 2]>, closed: bool| {
+            let y0 = c as f64 * sh.course;
+            for i in 0..wales {
+                let x0 = i as f64 * sh.wale;
+                let si = s(i, c);
+                let left = if i > 0 {
+                    s(i - 1, c)
+                } else if closed {
+                    s(wales - 1, c)
+                } else {
+                    si
+                };
+                let su = s_up(i, c);
+                let pts = [
+                    [x0 - 0.5 * sh.wale, y0 + sh.ys, -0.5 * (left + si) * sh.zs],
+                    [x0 - sh.xn, y0 + sh.yn, -si * sh.zn],
+                    [x0 - sh.xl, y0 + sh.yl, si * sh.zl],
+                    [x0 - sh.xh, y0 + sh.yh, su * sh.zh],
+                    [x0, y0 + sh.yt, -su * sh.zt],
+                    [x0 + sh.xh, y0 + sh.yh, su * sh.zh],
+                    [x0 + sh.xl, y0 + sh.yl, si * sh.zl],
+                    [x0 + sh.xn, y0 + sh.yn, -si * sh.zn],
+                ];
+                for p in pts {
+                    out.push(p);
+                    owner.push([i, c]);
+                }
+            }
+            if !closed {
+                let i = wales - 1;
+                out.push([(wales as f64 - 0.5) * sh.wale, y0 + sh.ys, -s(i, c) * sh.zs]);
+                owner.push([i, c]);
+            }
+        };
+
+    let r = radius as f64;
+    let mut curves = Vec::new();
+    let mut point_loop = Vec::new();
+    let width = wales as f64 * sh.wale;
+    let height = courses as f64 * sh.course;
+    if pattern == Pattern::Tube {
+        // Each course is a closed ring around the y axis; the flat +z (knit face) points outward.
+        let r0 = width / (2.0 * std::f64::consts::PI);
+        for c in 0..courses {
+            let mut pts = Vec::new();
+            let mut owner = Vec::new();
+            course_points(c, &mut pts, &mut owner, true);
+            let pts = pts
+                .iter()
+                .map(|p| {
+                    let th = (p[0] + 0.5 * sh.wale) / width * 2.0 * std::f64::consts::PI;
+                    let rad = r0 + p[2];
+                    [
+                        rad * th.sin() * r,
+                        (p[1] - 0.5 * height) * r,
+                        rad * th.cos() * r,
+                    ]
+                    .map(|v| v as f32)
+                })
+                .collect();
+            curves.push(Curve {
+                points: pts,
+                closed: true,
+            });
+            point_loop.push(owner);
+        }
+    } else {
+        let mut pts: Vec<[f64; 3]> = Vec::new();
+        let mut owner = Vec::new();
+        for c in 0..courses {
+            let start = pts.len();
+            course_points(c, &mut pts, &mut owner, false);
+            if c % 2 == 1 {
+                // Odd courses run right to left: the same points, visited in reverse order (the loop
+                // shape is symmetric in x).
+                pts[start..].reverse();
+                owner[start..].reverse();
+            }
+            if c + 1 < courses {
+                // The turn at the edge: one point outside the edge loops, halfway up.
+                let last = pts[pts.len() - 1];
+                let side = if c % 2 == 0 { 1.0 } else { -1.0 };
+                pts.push([last[0] + side * sh.turn, last[1] + 0.5 * sh.course, last[2]]);
+                owner.push(*owner.last().unwrap());
+            }
+        }
+        let n = pts.len();
+        let first = [
+            2.0 * pts[0][0] - pts[1][0],
+            2.0 * pts[0][1] - pts[1][1],
+            2.0 * pts[0][2] - pts[1][2],
+        ];
+        let last = [
+            2.0 * pts[n - 1][0] - pts[n - 2][0],
+            2.0 * pts[n - 1][1] - pts[n - 2][1],
+            2.0 * pts[n - 1][2] - pts[n - 2][2],
+        ];
+        pts.insert(0, first);
+        owner.insert(0, owner[0]);
+        pts.push(last);
+        owner.push(*owner.last().unwrap());
+        let cx = 0.5 * (width - sh.wale);
+        let cy = 0.5 * height;
+        curves.push(Curve {
+            points: pts
+                .iter()
+                .map(|p| [(p[0] - cx) * r, (p[1] - cy) * r, p[2] * r].map(|v| v as f32))
+                .collect(),
+            closed: false,
+        });
+        point_loop.push(owner);
+    }
+    Ok(Knit {
+        curves,
+        point_loop,
+        loops: wales * courses,
+    })
+}
+
+/// Dense samples of curves: position, yarn and arc length from the yarn's start.
+pub struct Samples {
+    pub pos: Vec<V3<f64>>,
+    pub yarn: Vec<u32>,
+    pub arc: Vec<f64>,
+    /// Total arc length of each yarn.
+    pub length: Vec<f64>,
+    pub closed: Vec<bool>,
+}
+
+/// Samples every segment of every curve at `per_segment` parameters `t = k / per_segment`.
+pub fn sample_curves(curves: &[Curve], per_segment: u32) -> Samples {
+    let mut s = Samples {
+        pos: Vec::new(),
+        yarn: Vec::new(),
+        arc: Vec::new(),
+        length: Vec::new(),
+        closed: Vec::new(),
+    };
+    for (yi, c) in curves.iter().enumerate() {
+        let n = c.points.len();
+        let q = |i: usize| V3::<f64>::from3(c.points[i % n]);
+        let segs: Vec<usize> = if c.closed {
+            (0..n).collect()
+        } else {
+            (1..n.saturating_sub(2)).collect()
+        };
+        let mut arc = 0.0;
+        let mut prev: Option<V3<f64>> = None;
+        let first_pos = s.pos.len();
+        for &i in &segs {
+            let cp = [q(i + n - 1), q(i), q(i + 1), q(i + 2)];
+            for k in 0..per_segment {
+                let p = spline::eval(&cp, k as f64 / per_segment as f64);
+                if let Some(pp) = prev {
+                    arc += (p - pp).norm();
+                }
+                prev = Some(p);
+                s.pos.push(p);
+                s.yarn.push(yi as u32);
+                s.arc.push(arc);
+            }
+        }
+        // Close the arc-length bookkeeping: the end of the last segment.
+        let end = if c.closed {
+            s.pos.get(first_pos).copied()
+        } else if n >= 4 {
+            Some(q(n - 2))
+        } else {
+            None
+        };
+        if let (Some(e), Some(pp)) = (end, prev) {
+            arc += (e - pp).norm();
+        }
+        s.length.push(arc);
+        s.closed.push(c.closed);
+    }
+    s
+}
+
+/// Smallest distance between samples of the curves that are not neighbours along the yarn: samples
+/// on different yarns, or on the same yarn more than `exclusion_arc` apart in arc length (the shorter
+/// way round for closed yarns). Pairs farther than `cutoff` are not examined; if none is closer the
+/// result is `cutoff`. Returns the distance and the two sample indices.
+pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usize, usize) {
+    use std::collections::HashMap;
+    let cell = cutoff;
+    let key = |p: V3<f64>| {
+        [
+            (p.x / cell).floor() as i64,
+            (p.y / cell).floor() as i64,
+            (p.z / cell).floor() as i64,
+        ]
+    };
+    let mut grid: HashMap<[i64; 3], Vec<usize>> = HashMap::new();
+    for (i, p) in s.pos.iter().enumerate() {
+        grid.entry(key(*p)).or_default().push(i);
+    }
+    let mut best = (cutoff, usize::MAX, usize::MAX);
+    for (i, p) in s.pos.iter().enumerate() {
+        let k = key(*p);
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for dz in -1..=1 {
+                    let Some(list) = grid.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) else {
+                        continue;
+                    };
+                    for &j in list {
+                        if j <= i {
+                            continue;
+                        }
+                        if s.yarn[i] == s.yarn[j] {
+                            let y = s.yarn[i] as usize;
+                            let mut d = (s.arc[i] - s.arc[j]).abs();
+                            if s.closed[y] {
+                                d = d.min(s.length[y] - d);
+                            }
+                            if d <= exclusion_arc {
+                                continue;
+                            }
+                        }
+                        let d = (s.pos[j] - *p).norm();
+                        if d < best.0 {
+                            best = (d, i, j);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    best
+}

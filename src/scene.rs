@@ -255,8 +255,8 @@ pub struct Camera {
     pub fov_deg: Option<f32>,
 }
 
-/// Why a scene could not be loaded or built. Every variant names the file; parse errors name the line
-/// and the key.
+/// Why a scene could not be loaded, overridden or built. Errors about the file name it, the line and
+/// the dotted key (`cloth.0.scale`, array entries counted from 0); `--set` errors name the assignment.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
     #[error("{path}: cannot read scene file: {source}")]
@@ -265,29 +265,733 @@ pub enum SceneError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}: {key}: {message}")]
-    Parse {
+    #[error("{path}:{line}: {}TOML syntax error: {message}", key_prefix(.key))]
+    Syntax {
+        path: String,
+        line: usize,
+        /// The key the error sits in or follows, when there is one.
+        key: String,
+        message: String,
+    },
+    #[error("{path}:{line}: {key}: unknown key ({message})")]
+    UnknownKey {
         path: String,
         line: usize,
         key: String,
         message: String,
     },
+    /// A value of the wrong type, out of its range, or inconsistent with another.
+    #[error("{path}:{line}: {key}: {message}")]
+    Invalid {
+        path: String,
+        line: usize,
+        key: String,
+        message: String,
+    },
+    #[error("--set {assignment}: {key}: {message}")]
+    Set {
+        assignment: String,
+        key: String,
+        message: String,
+    },
+    #[error("cloth.{piece}: {source}")]
+    Bcc {
+        piece: usize,
+        #[source]
+        source: crate::bcc::BccError,
+    },
+    #[error("cloth.{piece}: {source}")]
+    Knit {
+        piece: usize,
+        #[source]
+        source: crate::knit::KnitError,
+    },
+    #[error("cloth.{piece}: {message}")]
+    Cloth { piece: usize, message: String },
+    #[error("pin.{pin}: {message}")]
+    Pin { pin: usize, message: String },
     #[error("{0}")]
     Other(String),
 }
 
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+impl SceneError {
+    /// The dotted key the error is about, if it is about one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            SceneError::Syntax { key, .. }
+            | SceneError::UnknownKey { key, .. }
+            | SceneError::Invalid { key, .. }
+            | SceneError::Set { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The 1-based line the error is on, for errors about a file.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            SceneError::Syntax { line, .. }
+            | SceneError::UnknownKey { line, .. }
+            | SceneError::Invalid { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+}
+
 impl Scene {
-    /// Reads and validates a scene file.
+    /// Reads, parses and validates a scene file. Relative BCC paths in it are resolved by
+    /// [`build_curves`] against the directory given there (normally the file's own directory).
     pub fn load(path: &std::path::Path) -> Result<Scene, SceneError> {
         let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        toml::from_str(&text).map_err(|e| SceneError::Parse {
-            path: path.display().to_string(),
+        Scene::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates scene text; `origin` names it in errors (usually the file path).
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Scene, SceneError> {
+        let doc = match toml::de::DeTable::parse(text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                // Parse again with recovery to learn which key the error sits in.
+                let (partial, _) = toml::de::DeTable::parse_recoverable(text);
+                let nodes = Nodes::new(partial.get_ref());
+                let span = e.span().unwrap_or(0..0);
+                let key = nodes
+                    .containing(&span)
+                    .or_else(|| nodes.preceding(span.start))
+                    .map(|n| n.path.clone())
+                    .unwrap_or_default();
+                return Err(SceneError::Syntax {
+                    path: origin.to_string(),
+                    line: line_of(text, span.start),
+                    key,
+                    message: e.message().trim().to_string(),
+                });
+            }
+        };
+        let nodes = Nodes::new(doc.get_ref());
+        let scene: Scene = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let (key, line, message) = nodes.explain(text, &span, e.message().trim());
+            let unknown =
+                message.starts_with("unknown field") || message.starts_with("unexpected keys");
+            if unknown {
+                SceneError::UnknownKey {
+                    path: origin.to_string(),
+                    line,
+                    key,
+                    message,
+                }
+            } else {
+                SceneError::Invalid {
+                    path: origin.to_string(),
+                    line,
+                    key,
+                    message,
+                }
+            }
+        })?;
+        if let Err((key, message)) = scene.check() {
+            return Err(SceneError::Invalid {
+                path: origin.to_string(),
+                line: nodes.line_of_path(text, &key),
+                key,
+                message,
+            });
+        }
+        Ok(scene)
+    }
+
+    /// Checks every value's range and the consistency between values (the same rules `load` applies);
+    /// for scenes built in code. The error has no file, so it reports line 0 in `<scene>`.
+    pub fn validate(&self) -> Result<(), SceneError> {
+        self.check().map_err(|(key, message)| SceneError::Invalid {
+            path: "<scene>".to_string(),
             line: 0,
-            key: String::new(),
-            message: e.to_string(),
+            key,
+            message,
         })
     }
+
+    /// Applies a command-line override `key.path=value` (array entries by index: `cloth.0.scale=2`).
+    ///
+    /// The value is a TOML value (`0.1`, `[0, -981, 0]`, `"acl"`, `{ first = 0, last = 9 }`); a bare
+    /// word that is not valid TOML (`acl`) is taken as a string. The scene is written out as TOML, the
+    /// value set there, and the result read back with the same checks as a file, so an unknown key, a
+    /// wrong type or an out-of-range value is an error naming the key, and `self` is left unchanged.
+    pub fn apply_set(&mut self, assignment: &str) -> Result<(), SceneError> {
+        let set_err = |key: &str, message: String| SceneError::Set {
+            assignment: assignment.to_string(),
+            key: key.to_string(),
+            message,
+        };
+        let (key, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| set_err("", "expected key.path=value".to_string()))?;
+        let key = key.trim();
+        let value = value.trim();
+        if key.is_empty() || key.split('.').any(|c| c.trim().is_empty()) {
+            return Err(set_err(
+                key,
+                "the key path has an empty component".to_string(),
+            ));
+        }
+        let value = parse_set_value(value).map_err(|m| set_err(key, m))?;
+        let mut doc = toml::Value::try_from(&*self)
+            .map_err(|e| set_err(key, format!("cannot serialize the scene: {e}")))?;
+        set_path(&mut doc, key, value).map_err(|m| set_err(key, m))?;
+        let text = toml::to_string(&doc)
+            .map_err(|e| set_err(key, format!("cannot serialize the scene: {e}")))?;
+        let scene = Scene::from_toml_str(&text, "--set").map_err(|e| match e {
+            SceneError::UnknownKey {
+                key: k, message, ..
+            } => set_err(&k, format!("unknown key ({message})")),
+            SceneError::Invalid {
+                key: k, message, ..
+            }
+            | SceneError::Syntax {
+                key: k, message, ..
+            } => set_err(&k, message),
+            other => set_err(key, other.to_string()),
+        })?;
+        *self = scene;
+        Ok(())
+    }
+
+    /// The range and consistency rules; the error is `(dotted key, message)`.
+    fn check(&self) -> Result<(), (String, String)> {
+        let s = &self.simulation;
+        in_range("simulation.dt", s.dt, 1e-8, 1e-2)?;
+        in_range("simulation.frames", s.frames as f64, 1.0, 1e7)?;
+        in_range("simulation.fps", s.fps, 1e-3, 1e4)?;
+        if 1.0 / s.fps < s.dt {
+            return Err((
+                "simulation.fps".into(),
+                format!(
+                    "a frame (1/fps = {} s) is shorter than one time step (dt = {} s)",
+                    1.0 / s.fps,
+                    s.dt
+                ),
+            ));
+        }
+        finite3("simulation.gravity", s.gravity)?;
+
+        let y = &self.yarn;
+        in_range("yarn.radius", y.radius as f64, 1e-4, 10.0)?;
+        positive("yarn.linear_density", y.linear_density as f64)?;
+        non_negative("yarn.bending_stiffness", y.bending_stiffness as f64)?;
+        non_negative("yarn.twisting_stiffness", y.twisting_stiffness as f64)?;
+        non_negative("yarn.plastic_radius", y.plastic_radius as f64)?;
+        non_negative("yarn.plastic_max", y.plastic_max as f64)?;
+        if y.plastic_max < y.plastic_radius {
+            return Err((
+                "yarn.plastic_max".into(),
+                format!(
+                    "must be at least yarn.plastic_radius ({}), got {}",
+                    y.plastic_radius, y.plastic_max
+                ),
+            ));
+        }
+        non_negative("yarn.damping_const", y.damping_const as f64)?;
+        non_negative("yarn.damping_prop", y.damping_prop as f64)?;
+        in_range(
+            "yarn.damping_block_loops",
+            y.damping_block_loops as f64,
+            1.0,
+            1e6,
+        )?;
+
+        let c = &self.contact;
+        non_negative("contact.stiffness", c.stiffness as f64)?;
+        non_negative("contact.tolerance", c.tolerance as f64)?;
+        in_range("contact.quadrature", c.quadrature as f64, 1.0, 32.0)?;
+        in_range("contact.padding", c.padding as f64, 0.0, 64.0)?;
+        positive("contact.grid_cell", c.grid_cell as f64)?;
+        in_range("contact.max_bin", c.max_bin as f64, 0.0, 30.0)?;
+        non_negative("contact.omega", c.omega as f64)?;
+        non_negative("contact.exclusion_arc", c.exclusion_arc as f64)?;
+        in_range(
+            "contact.delete_distance",
+            c.delete_distance as f64,
+            2.0,
+            100.0,
+        )?;
+        non_negative("contact.stiction_stiffness", c.stiction_stiffness as f64)?;
+        non_negative(
+            "contact.stiction_break_energy",
+            c.stiction_break_energy as f64,
+        )?;
+
+        if self.cloth.is_empty() {
+            return Err((
+                "cloth".into(),
+                "the scene has no cloth piece (add a [[cloth]] table)".into(),
+            ));
+        }
+        for (i, p) in self.cloth.iter().enumerate() {
+            let k = |f: &str| format!("cloth.{i}.{f}");
+            match &p.source {
+                ClothSource::Generator {
+                    pattern,
+                    wales,
+                    courses,
+                } => {
+                    let min_wales = if *pattern == Pattern::Tube {
+                        crate::knit::MIN_TUBE_WALES
+                    } else {
+                        1
+                    };
+                    in_range(
+                        &k("source.generator.wales"),
+                        *wales as f64,
+                        min_wales as f64,
+                        1e5,
+                    )?;
+                    in_range(&k("source.generator.courses"), *courses as f64, 1.0, 1e5)?;
+                    if (*wales as u64) * (*courses as u64) > crate::knit::MAX_LOOPS as u64 {
+                        return Err((
+                            k("source.generator"),
+                            format!(
+                                "{wales} × {courses} loops is more than the {} a generator makes",
+                                crate::knit::MAX_LOOPS
+                            ),
+                        ));
+                    }
+                }
+                ClothSource::Bcc { path } => {
+                    if path.trim().is_empty() {
+                        return Err((k("source.bcc.path"), "must not be empty".into()));
+                    }
+                }
+            }
+            in_range(&k("scale"), p.scale as f64, 1e-6, 1e6)?;
+            finite3(&k("rotate_deg"), p.rotate_deg)?;
+            finite3(&k("translate"), p.translate)?;
+        }
+
+        for (i, p) in self.pin.iter().enumerate() {
+            match p {
+                Pin::Range { first, last } => {
+                    if first > last {
+                        return Err((
+                            format!("pin.{i}.range.last"),
+                            format!("must be at least first ({first}), got {last}"),
+                        ));
+                    }
+                }
+                Pin::Region { min, max } => {
+                    finite3(&format!("pin.{i}.region.min"), *min)?;
+                    finite3(&format!("pin.{i}.region.max"), *max)?;
+                    if (0..3).any(|d| min[d] > max[d]) {
+                        return Err((
+                            format!("pin.{i}.region.max"),
+                            format!(
+                                "must be at least min ({min:?}) in every coordinate, got {max:?}"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+
+        for (i, o) in self.obstacle.iter().enumerate() {
+            let k = |f: &str| format!("obstacle.{i}.{f}");
+            let keyframes = match o {
+                Obstacle::Plane {
+                    point,
+                    normal,
+                    friction,
+                } => {
+                    finite3(&k("point"), *point)?;
+                    finite3(&k("normal"), *normal)?;
+                    let n2: f32 = normal.iter().map(|v| v * v).sum();
+                    if n2 <= 1e-12 {
+                        return Err((k("normal"), "must not be the zero vector".into()));
+                    }
+                    non_negative(&k("friction"), *friction as f64)?;
+                    &[][..]
+                }
+                Obstacle::Sphere {
+                    center,
+                    radius,
+                    friction,
+                    keyframes,
+                } => {
+                    finite3(&k("center"), *center)?;
+                    positive(&k("radius"), *radius as f64)?;
+                    non_negative(&k("friction"), *friction as f64)?;
+                    &keyframes[..]
+                }
+                Obstacle::Capsule {
+                    a,
+                    b,
+                    radius,
+                    friction,
+                    keyframes,
+                } => {
+                    finite3(&k("a"), *a)?;
+                    finite3(&k("b"), *b)?;
+                    positive(&k("radius"), *radius as f64)?;
+                    non_negative(&k("friction"), *friction as f64)?;
+                    &keyframes[..]
+                }
+            };
+            for (j, kf) in keyframes.iter().enumerate() {
+                let kk = |f: &str| format!("obstacle.{i}.keyframes.{j}.{f}");
+                if !kf.t.is_finite() || kf.t < 0.0 {
+                    return Err((
+                        kk("t"),
+                        format!("must be a finite time ≥ 0 s, got {}", kf.t),
+                    ));
+                }
+                if j > 0 && kf.t <= keyframes[j - 1].t {
+                    return Err((
+                        kk("t"),
+                        format!(
+                            "keyframe times must increase, but {} follows {}",
+                            kf.t,
+                            keyframes[j - 1].t
+                        ),
+                    ));
+                }
+                finite3(&kk("offset"), kf.offset)?;
+            }
+        }
+
+        let cam = &self.camera;
+        if let Some(p) = cam.position {
+            finite3("camera.position", p)?;
+        }
+        if let Some(t) = cam.target {
+            finite3("camera.target", t)?;
+        }
+        if let (Some(p), Some(t)) = (cam.position, cam.target) {
+            if p == t {
+                return Err((
+                    "camera.target".into(),
+                    "must differ from camera.position".into(),
+                ));
+            }
+        }
+        if let Some(f) = cam.fov_deg {
+            if !(f > 0.0 && f < 180.0) {
+                return Err((
+                    "camera.fov_deg".into(),
+                    format!("must be between 0 and 180 degrees (exclusive), got {f}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+type Bad = (String, String);
+
+fn in_range(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), Bad> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be in [{lo}, {hi}], got {v}")))
+    }
+}
+
+fn positive(key: &str, v: f64) -> Result<(), Bad> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be a finite number > 0, got {v}")))
+    }
+}
+
+fn non_negative(key: &str, v: f64) -> Result<(), Bad> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be a finite number ≥ 0, got {v}")))
+    }
+}
+
+fn finite3(key: &str, v: [f32; 3]) -> Result<(), Bad> {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err((key.into(), format!("must be finite, got {v:?}")))
+    }
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// A key or an array entry of the parsed document, with its dotted path and source spans.
+struct Node {
+    path: String,
+    /// The key's own span (absent for array entries).
+    key_span: Option<std::ops::Range<usize>>,
+    value_span: std::ops::Range<usize>,
+    /// How serde would describe the value in an "invalid type" message (`string "a"`), for leaves.
+    unexpected: Option<String>,
+}
+
+/// Every key and array entry of a document, flattened, so error spans map back to dotted keys.
+struct Nodes(Vec<Node>);
+
+impl Nodes {
+    fn new(doc: &toml::de::DeTable) -> Nodes {
+        let mut nodes = Vec::new();
+        Self::walk_table(doc, "", &mut nodes);
+        Nodes(nodes)
+    }
+
+    fn join(prefix: &str, k: &str) -> String {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    }
+
+    fn walk_table(t: &toml::de::DeTable, prefix: &str, out: &mut Vec<Node>) {
+        for (k, v) in t.iter() {
+            let path = Self::join(prefix, k.get_ref());
+            out.push(Node {
+                path: path.clone(),
+                key_span: Some(k.span()),
+                value_span: v.span(),
+                unexpected: Self::describe(v.get_ref()),
+            });
+            Self::walk_value(v.get_ref(), &path, out);
+        }
+    }
+
+    fn walk_value(v: &toml::de::DeValue, path: &str, out: &mut Vec<Node>) {
+        match v {
+            toml::de::DeValue::Table(t) => Self::walk_table(t, path, out),
+            toml::de::DeValue::Array(a) => {
+                for (i, item) in a.iter().enumerate() {
+                    let p = format!("{path}.{i}");
+                    out.push(Node {
+                        path: p.clone(),
+                        key_span: None,
+                        value_span: item.span(),
+                        unexpected: Self::describe(item.get_ref()),
+                    });
+                    Self::walk_value(item.get_ref(), &p, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// serde's `Unexpected` rendering of a scalar, as it appears in "invalid type: ..." messages.
+    fn describe(v: &toml::de::DeValue) -> Option<String> {
+        use toml::de::DeValue;
+        match v {
+            DeValue::String(s) => Some(format!("string {:?}", s.as_ref())),
+            DeValue::Integer(i) => i
+                .as_str()
+                .replace('_', "")
+                .parse::<i64>()
+                .ok()
+                .map(|n| format!("integer `{n}`")),
+            DeValue::Float(f) => Some(format!("floating point `{}`", f.as_str())),
+            DeValue::Boolean(b) => Some(format!("boolean `{b}`")),
+            _ => None,
+        }
+    }
+
+    fn contains(outer: &std::ops::Range<usize>, inner: &std::ops::Range<usize>) -> bool {
+        outer.start <= inner.start && inner.end <= outer.end
+    }
+
+    /// The innermost node whose key or value span contains `span`.
+    fn containing(&self, span: &std::ops::Range<usize>) -> Option<&Node> {
+        let mut best: Option<(&Node, usize)> = None;
+        for n in &self.0 {
+            for s in n.key_span.iter().chain(std::iter::once(&n.value_span)) {
+                if Self::contains(s, span) {
+                    let len = s.end - s.start;
+                    // Ties go to the later (deeper) node: nodes are pushed parent first.
+                    if best.is_none_or(|(_, l)| len <= l) {
+                        best = Some((n, len));
+                    }
+                }
+            }
+        }
+        best.map(|(n, _)| n)
+    }
+
+    /// The node whose key starts last at or before `offset`.
+    fn preceding(&self, offset: usize) -> Option<&Node> {
+        self.0
+            .iter()
+            .filter_map(|n| n.key_span.as_ref().map(|s| (n, s.start)))
+            .filter(|&(_, s)| s <= offset)
+            .max_by_key(|&(_, s)| s)
+            .map(|(n, _)| n)
+    }
+
+    fn by_path(&self, path: &str) -> Option<&Node> {
+        self.0.iter().find(|n| n.path == path)
+    }
+
+    fn node_line(text: &str, n: &Node) -> usize {
+        line_of(
+            text,
+            n.key_span.as_ref().map_or(n.value_span.start, |s| s.start),
+        )
+    }
+
+    /// Line of the key at `path`, or of its nearest ancestor present in the file (a default value has
+    /// no line of its own), or 1.
+    fn line_of_path(&self, text: &str, path: &str) -> usize {
+        let mut p = path;
+        loop {
+            if let Some(n) = self.by_path(p) {
+                return Self::node_line(text, n);
+            }
+            match p.rfind('.') {
+                Some(i) => p = &p[..i],
+                None => return 1,
+            }
+        }
+    }
+
+    /// Turns a deserialization error (span + message) into (dotted key, line, message).
+    ///
+    /// Internally tagged enums (`[[obstacle]]` with `type = ...`) are buffered by serde, so their errors
+    /// carry the span of the whole table; the key is then recovered from the message (`unknown field
+    /// `x``, `missing field `x``) or by finding the one value the "invalid type" message describes.
+    fn explain(
+        &self,
+        text: &str,
+        span: &std::ops::Range<usize>,
+        message: &str,
+    ) -> (String, usize, String) {
+        let Some(node) = self.containing(span) else {
+            return (
+                String::new(),
+                line_of(text, span.start),
+                message.to_string(),
+            );
+        };
+        let is_table_header = node.unexpected.is_none()
+            && node
+                .key_span
+                .as_ref()
+                .is_none_or(|k| !Self::contains(k, span));
+        if is_table_header {
+            let quoted = message.split('`').nth(1);
+            if let Some(field) = quoted {
+                let child = format!("{}.{}", node.path, field);
+                if message.starts_with("unknown field") {
+                    if let Some(c) = self.by_path(&child) {
+                        return (child, Self::node_line(text, c), message.to_string());
+                    }
+                }
+                if message.starts_with("missing field") {
+                    return (child, Self::node_line(text, node), message.to_string());
+                }
+            }
+            for prefix in ["invalid type: ", "invalid value: "] {
+                if let Some(rest) = message.strip_prefix(prefix) {
+                    let what = rest.split(", expected").next().unwrap_or("");
+                    let inside: Vec<&Node> = self
+                        .0
+                        .iter()
+                        .filter(|n| n.path.starts_with(&format!("{}.", node.path)))
+                        .filter(|n| n.unexpected.as_deref() == Some(what))
+                        .collect();
+                    if let [only] = inside[..] {
+                        return (
+                            only.path.clone(),
+                            Self::node_line(text, only),
+                            message.to_string(),
+                        );
+                    }
+                }
+            }
+        }
+        (
+            node.path.clone(),
+            Self::node_line(text, node),
+            message.to_string(),
+        )
+    }
+}
+
+/// Parses the value of a `--set` assignment as a TOML value (a bare word becomes a string).
+fn parse_set_value(value: &str) -> Result<toml::Value, String> {
+    let doc = format!("v = {value}");
+    match doc.parse::<toml::Table>() {
+        Ok(mut t) => Ok(t.remove("v").expect("the key just written")),
+        Err(e) => {
+            let bare = !value.is_empty()
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if bare {
+                Ok(toml::Value::String(value.to_string()))
+            } else {
+                Err(format!(
+                    "{value:?} is not a TOML value: {}",
+                    e.message().trim()
+                ))
+            }
+        }
+    }
+}
+
+/// Sets `key` (dotted, array entries by index) in the document; the parent of the last component
+/// must exist, the last component may be new (deserialization rejects it if the scene has no such key).
+fn set_path(doc: &mut toml::Value, key: &str, value: toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('.').map(str::trim).collect();
+    let (last, parents) = parts.split_last().expect("non-empty key");
+    let mut here = doc;
+    let mut walked = String::new();
+    for p in parents.iter().chain(std::iter::once(last)) {
+        let is_last = std::ptr::eq(p, last);
+        here = match here {
+            toml::Value::Table(t) => {
+                if is_last {
+                    t.insert(p.to_string(), value);
+                    return Ok(());
+                }
+                t.get_mut(*p)
+                    .ok_or_else(|| format!("unknown key `{}`", Nodes::join(&walked, p)))?
+            }
+            toml::Value::Array(a) => {
+                let i: usize = p.parse().map_err(|_| {
+                    format!("`{walked}` is a list; index it with a number, not `{p}`")
+                })?;
+                let n = a.len();
+                let slot = a.get_mut(i).ok_or_else(|| {
+                    format!("`{walked}` has {n} entries, so index {i} does not exist")
+                })?;
+                if is_last {
+                    *slot = value;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => return Err(format!("`{walked}` is a value, not a table")),
+        };
+        walked = Nodes::join(&walked, p);
+    }
+    unreachable!("the loop returns at the last component")
 }

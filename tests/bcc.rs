@@ -255,8 +255,8 @@ fn bspline_becomes_catmull_rom_through_its_knots() {
         } else {
             bspline(&pts[k - 2..k + 2], 1.0)
         };
-        for d in 0..3 {
-            assert!((open.points[k][d] as f64 - want[d]).abs() < 1e-6);
+        for (got, want) in open.points[k].iter().zip(want) {
+            assert!((*got as f64 - want).abs() < 1e-6);
         }
     }
     // End tangents match the B-spline's (Catmull-Rom tangent at q1 is (q2 − q0)/2).
@@ -279,8 +279,8 @@ fn bspline_becomes_catmull_rom_through_its_knots() {
             &[pts[(k + 5) % 6], pts[k], pts[(k + 1) % 6], pts[(k + 2) % 6]],
             0.0,
         );
-        for d in 0..3 {
-            assert!((closed.points[k][d] as f64 - want[d]).abs() < 1e-6);
+        for (got, want) in closed.points[k].iter().zip(want) {
+            assert!((*got as f64 - want).abs() < 1e-6);
         }
     }
 }

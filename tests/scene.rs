@@ -1,0 +1,370 @@
+//! Scene files: loading, error reporting (file, line, dotted key) and `--set` overrides.
+
+use std::path::{Path, PathBuf};
+use yarnsim::scene::{ClothSource, ContactModel, Obstacle, Pattern, Pin, Scene, SceneError};
+
+/// A scratch directory for this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("yarnsim-scene-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const MINIMAL: &str = r#"
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 4, courses = 3 }
+"#;
+
+/// Loads `text` from a file and returns the error, checking it names the file.
+fn load_err(name: &str, text: &str) -> SceneError {
+    let dir = scratch(name);
+    let path = write(&dir, "s.toml", text);
+    let err = Scene::load(&path).expect_err("the scene must not load");
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    err
+}
+
+#[test]
+fn minimal_scene_gets_table1_defaults() {
+    let s = Scene::from_toml_str(MINIMAL, "m.toml").unwrap();
+    assert_eq!(s.yarn.radius, 0.125);
+    assert_eq!(s.simulation.dt, 1.0 / 16200.0);
+    assert_eq!(s.contact.quadrature, 11);
+    assert_eq!(s.contact.padding, 3);
+    assert_eq!(s.contact.grid_cell, 0.6);
+    assert_eq!(s.contact.max_bin, 8);
+    assert_eq!(s.contact.omega, 0.0006);
+    assert_eq!(s.contact.tolerance, 0.04);
+    assert_eq!(s.contact.model, ContactModel::Acl);
+    assert_eq!(s.yarn.plastic_radius, 0.01);
+    assert_eq!(s.yarn.plastic_max, 2.5);
+    assert_eq!(s.yarn.damping_const, 500.0);
+    assert_eq!(s.cloth.len(), 1);
+    assert_eq!(s.cloth[0].scale, 1.0);
+    assert_eq!(
+        s.cloth[0].source,
+        ClothSource::Generator {
+            pattern: Pattern::Stockinette,
+            wales: 4,
+            courses: 3
+        }
+    );
+}
+
+#[test]
+fn missing_file() {
+    let err = Scene::load(Path::new("/nonexistent/yarnsim/none.toml")).unwrap_err();
+    assert!(matches!(err, SceneError::Io { .. }));
+    assert!(
+        err.to_string().contains("/nonexistent/yarnsim/none.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn syntax_error_names_line_and_key() {
+    let text = format!("{MINIMAL}\n[simulation]\nframes = 3\ndt = 1.0.0\n");
+    let err = load_err("syntax", &text);
+    assert!(matches!(err, SceneError::Syntax { .. }), "{err}");
+    assert_eq!(err.line(), Some(7), "{err}");
+    assert_eq!(err.key(), Some("simulation.dt"), "{err}");
+    assert!(err.to_string().contains(":7: simulation.dt:"), "{err}");
+
+    // An unclosed table header: the line is right even though there is no key yet.
+    let err = load_err("syntax2", "[simulation\ndt = 0.001\n");
+    assert!(matches!(err, SceneError::Syntax { line: 1, .. }), "{err}");
+}
+
+#[test]
+fn unknown_keys_name_line_and_dotted_key() {
+    // A key in a plain table.
+    let err = load_err(
+        "unknown1",
+        &format!("{MINIMAL}\n[contact]\nstiffness = 3000\nstifness = 1\n"),
+    );
+    assert!(matches!(err, SceneError::UnknownKey { .. }), "{err}");
+    assert_eq!(err.line(), Some(7));
+    assert_eq!(err.key(), Some("contact.stifness"));
+    assert!(
+        err.to_string()
+            .contains(":7: contact.stifness: unknown key"),
+        "{err}"
+    );
+
+    // A top-level key.
+    let err = load_err("unknown2", &format!("frame = 3\n{MINIMAL}"));
+    assert_eq!((err.line(), err.key()), (Some(1), Some("frame")), "{err}");
+
+    // Inside an inline table of an array-of-tables entry.
+    let text = "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 3, courses = 4 }\n\
+                [[cloth]]\nscale = 2\nsource.generator = { pattern = \"rib\", wales = 3, courses = 4, colour = 1 }\n";
+    let err = load_err("unknown3", text);
+    assert!(matches!(err, SceneError::UnknownKey { .. }), "{err}");
+    assert_eq!(err.line(), Some(5), "{err}");
+    assert_eq!(err.key(), Some("cloth.1.source.generator.colour"), "{err}");
+
+    // In an internally tagged obstacle table (serde reports the whole table; we find the key).
+    let text = format!(
+        "{MINIMAL}\n[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = 1\nfriction = 0.2\nbounce = 1\n"
+    );
+    let err = load_err("unknown4", &text);
+    assert!(matches!(err, SceneError::UnknownKey { .. }), "{err}");
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(10), Some("obstacle.0.bounce")),
+        "{err}"
+    );
+
+    // A sub-table the scene does not have.
+    let err = load_err(
+        "unknown5",
+        &format!("{MINIMAL}\n[yarn]\nradius = 0.1\n[yarn.colour]\nr = 1\n"),
+    );
+    assert_eq!(err.key(), Some("yarn.colour"), "{err}");
+    assert_eq!(err.line(), Some(7), "{err}");
+}
+
+#[test]
+fn out_of_range_values_name_line_and_key() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("[contact]\nquadrature = 33\n", 6, "contact.quadrature"),
+        ("[contact]\nquadrature = 0\n", 6, "contact.quadrature"),
+        ("[contact]\ntolerance = -0.1\n", 6, "contact.tolerance"),
+        ("[contact]\nstiffness = nan\n", 6, "contact.stiffness"),
+        (
+            "[yarn]\nlinear_density = 0.003\nradius = -0.125\n",
+            7,
+            "yarn.radius",
+        ),
+        ("[yarn]\nradius = 0\n", 6, "yarn.radius"),
+        ("[simulation]\ndt = 0.5\n", 6, "simulation.dt"),
+        ("[simulation]\ndt = 0.0\n", 6, "simulation.dt"),
+        (
+            "[simulation]\nfps = 30\ndt = 0.001\nframes = 0\n",
+            8,
+            "simulation.frames",
+        ),
+        (
+            "[simulation]\ngravity = [0, inf, 0]\n",
+            6,
+            "simulation.gravity",
+        ),
+        (
+            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = -1\n",
+            8,
+            "obstacle.0.radius",
+        ),
+        (
+            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 0]\n",
+            8,
+            "obstacle.0.normal",
+        ),
+        (
+            "[[pin]]\nrange = { first = 5, last = 2 }\n",
+            6,
+            "pin.0.range.last",
+        ),
+        ("[camera]\nfov_deg = 200\n", 6, "camera.fov_deg"),
+    ];
+    for (i, (extra, line, key)) in cases.iter().enumerate() {
+        let err = load_err(&format!("range{i}"), &format!("{MINIMAL}\n{extra}"));
+        assert!(matches!(err, SceneError::Invalid { .. }), "{extra}: {err}");
+        assert_eq!(err.line(), Some(*line), "{extra}: {err}");
+        assert_eq!(err.key(), Some(*key), "{extra}: {err}");
+    }
+    // A key inside an array-of-tables entry with an inline source.
+    let text = "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 3, courses = 4 }\nscale = -2\n";
+    let err = load_err("range-cloth", text);
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(3), Some("cloth.0.scale")),
+        "{err}"
+    );
+    let text =
+        "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 3, courses = 0 }\n";
+    let err = load_err("range-courses", text);
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(2), Some("cloth.0.source.generator.courses")),
+        "{err}"
+    );
+    // No cloth at all.
+    let err = load_err("nocloth", "[yarn]\nradius = 0.1\n");
+    assert_eq!(err.key(), Some("cloth"), "{err}");
+}
+
+#[test]
+fn wrong_types_name_line_and_key() {
+    let err = load_err(
+        "type1",
+        &format!("{MINIMAL}\n[contact]\nmodel = \"fast\"\n"),
+    );
+    assert!(matches!(err, SceneError::Invalid { .. }), "{err}");
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(6), Some("contact.model")),
+        "{err}"
+    );
+    let err = load_err("type2", &format!("{MINIMAL}\n[simulation]\nframes = -3\n"));
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(6), Some("simulation.frames")),
+        "{err}"
+    );
+    let err = load_err(
+        "type3",
+        &format!(
+            "{MINIMAL}\n[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = \"big\"\n"
+        ),
+    );
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(8), Some("obstacle.0.radius")),
+        "{err}"
+    );
+    let err = load_err(
+        "type4",
+        &format!("{MINIMAL}\n[[pin]]\nregion = {{ min = [0, 0, 0], max = [1, 1] }}\n"),
+    );
+    assert_eq!(
+        (err.line(), err.key()),
+        (Some(6), Some("pin.0.region.max")),
+        "{err}"
+    );
+}
+
+#[test]
+fn full_scene_parses_every_section() {
+    let text = r#"
+[simulation]
+dt = 5e-5
+frames = 10
+fps = 24
+gravity = [0, 0, -981]
+
+[yarn]
+radius = 0.1
+damping_block_loops = 2
+
+[contact]
+model = "exact"
+quadrature = 8
+exclusion_arc = 0.5
+
+[[cloth]]
+source.bcc = { path = "model.bcc" }
+scale = 0.5
+rotate_deg = [90, 0, 0]
+translate = [0, 10, 0]
+
+[[pin]]
+range = { first = 0, last = 3 }
+
+[[pin]]
+region = { min = [-1, -1, -1], max = [1, 1, 1] }
+
+[[obstacle]]
+type = "plane"
+point = [0, 0, 0]
+normal = [0, 1, 0]
+friction = 0.3
+
+[[obstacle]]
+type = "capsule"
+a = [0, 0, 0]
+b = [1, 0, 0]
+radius = 0.5
+keyframes = [{ t = 0.0, offset = [0, 0, 0] }, { t = 1.0, offset = [0, 1, 0] }]
+
+[camera]
+position = [0, 5, 30]
+fov_deg = 40
+"#;
+    let s = Scene::from_toml_str(text, "full.toml").unwrap();
+    assert_eq!(s.simulation.frames, 10);
+    assert_eq!(s.simulation.gravity, [0.0, 0.0, -981.0]);
+    assert_eq!(s.contact.model, ContactModel::Exact);
+    assert_eq!(
+        s.cloth[0].source,
+        ClothSource::Bcc {
+            path: "model.bcc".into()
+        }
+    );
+    assert_eq!(s.pin[0], Pin::Range { first: 0, last: 3 });
+    assert!(
+        matches!(s.obstacle[1], Obstacle::Capsule { ref keyframes, .. } if keyframes.len() == 2)
+    );
+    assert_eq!(s.camera.fov_deg, Some(40.0));
+    assert_eq!(s.camera.target, None);
+    // Decreasing keyframe times are rejected.
+    let bad = text.replace("{ t = 1.0,", "{ t = 0.0,");
+    let err = Scene::from_toml_str(&bad, "full.toml").unwrap_err();
+    assert_eq!(err.key(), Some("obstacle.1.keyframes.1.t"), "{err}");
+}
+
+#[test]
+fn set_overrides_fields() {
+    let mut s = Scene::from_toml_str(MINIMAL, "m.toml").unwrap();
+    s.apply_set("contact.tolerance=0.1").unwrap();
+    assert_eq!(s.contact.tolerance, 0.1);
+    s.apply_set("simulation.frames = 5").unwrap();
+    assert_eq!(s.simulation.frames, 5);
+    s.apply_set("cloth.0.scale=2").unwrap();
+    assert_eq!(s.cloth[0].scale, 2.0);
+    s.apply_set("yarn.radius=0.1").unwrap();
+    assert_eq!(s.yarn.radius, 0.1);
+    s.apply_set("contact.model=exact").unwrap();
+    assert_eq!(s.contact.model, ContactModel::Exact);
+    s.apply_set("contact.model=\"none\"").unwrap();
+    assert_eq!(s.contact.model, ContactModel::None);
+    s.apply_set("simulation.gravity=[0, 0, -981]").unwrap();
+    assert_eq!(s.simulation.gravity, [0.0, 0.0, -981.0]);
+    s.apply_set("cloth.0.source.generator.wales=7").unwrap();
+    assert!(matches!(
+        s.cloth[0].source,
+        ClothSource::Generator { wales: 7, .. }
+    ));
+    s.apply_set("camera.fov_deg=35").unwrap();
+    assert_eq!(s.camera.fov_deg, Some(35.0));
+    s.apply_set("pin=[{ range = { first = 0, last = 2 } }]")
+        .unwrap();
+    assert_eq!(s.pin, vec![Pin::Range { first: 0, last: 2 }]);
+    // f32 values survive the trip through TOML exactly.
+    s.apply_set("yarn.linear_density=0.003").unwrap();
+    assert_eq!(s.yarn.linear_density, 0.003f32);
+    assert_eq!(s.yarn.bending_stiffness, 10.0);
+}
+
+#[test]
+fn bad_set_is_an_error_naming_the_key_and_changes_nothing() {
+    let orig = Scene::from_toml_str(MINIMAL, "m.toml").unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("contact.stifness=1", "contact.stifness"),
+        ("contac.stiffness=1", "contac.stiffness"),
+        ("contact.tolerance=-1", "contact.tolerance"),
+        ("contact.quadrature=40", "contact.quadrature"),
+        ("simulation.frames=\"many\"", "simulation.frames"),
+        ("cloth.3.scale=2", "cloth.3.scale"),
+        ("cloth.x.scale=2", "cloth.x.scale"),
+        ("yarn.radius.x=2", "yarn.radius.x"),
+        ("yarn.radius=[1,", "yarn.radius"),
+        ("contact.model=fast", "contact.model"),
+    ];
+    for (assignment, key) in cases {
+        let mut s = orig.clone();
+        let err = s.apply_set(assignment).unwrap_err();
+        assert!(matches!(err, SceneError::Set { .. }), "{assignment}: {err}");
+        assert_eq!(err.key(), Some(*key), "{assignment}: {err}");
+        assert!(err.to_string().contains(assignment), "{err}");
+        assert_eq!(s, orig, "{assignment} changed the scene");
+    }
+    let mut s = orig.clone();
+    assert!(s.apply_set("no equals sign").is_err());
+}
