@@ -57,6 +57,7 @@ use crate::spline::QuadratureTable;
 use crate::state::Topology;
 use bytemuck::{Pod, Zeroable};
 use model::SymBlock;
+use rayon::prelude::*;
 
 /// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
 pub const MERGE_BIN: u32 = 8;
@@ -283,6 +284,142 @@ impl Ownership for SetView<'_> {
             }
         }
         bits
+    }
+}
+
+/// The read-only buffers of the `set_evaluate` stage.
+struct EvalCtx<'a> {
+    pos: &'a [[f32; 4]],
+    cp_pool: &'a [u32],
+    f0_pool: &'a [[f32; 4]],
+    dbar_pool: &'a [[f32; 4]],
+    m_pool: &'a [f32],
+    k_pool: &'a [SymBlock<f32>],
+    watch_pool: &'a [WatchPair],
+    seg_cp: &'a [[u32; 4]],
+    weights: &'a [[f32; 4]],
+    b: u32,
+    r: f32,
+    tolerance: f32,
+    extra: bool,
+}
+
+impl EvalCtx<'_> {
+    #[inline]
+    fn quad_point(&self, i: u32) -> V3<f32> {
+        let cp = &self.seg_cp[(i / self.b) as usize];
+        let w = &self.weights[(i % self.b) as usize];
+        let q = cp.map(|c| V3::<f32>::from4(self.pos[c as usize]));
+        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+    }
+
+    /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
+    /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
+    /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
+    /// (missing from the model) and the linear model's spurious force on one that left.
+    fn crossing_error(&self, s: &ContactSet) -> f32 {
+        let r = self.r;
+        let mut err = 0.0f32;
+        for w in &self.watch_pool[s.w_off as usize..(s.w_off + s.n_watch) as usize] {
+            let d = (self.quad_point(w.i) - self.quad_point(w.j)).norm();
+            if (d < 2.0 * r) != (w.touching != 0) {
+                let dm = 2.0 * r - (d - 2.0 * r).abs();
+                let (_, df, _) = crate::contact::penalty(dm * dm, r);
+                err += 2.0 * w.kw * df.abs() * dm;
+            }
+        }
+        err
+    }
+
+    /// Stage `set_evaluate` for one clean set: rotation (warm-started from and stored back into the
+    /// header), deviation, invalidation; when the model is still valid its corotational force into
+    /// `fout`. `q`, `dev`, `fout` are the set's ranges of the per-step scratch pools. Returns true when
+    /// the set must be rebuilt.
+    fn set_evaluate(
+        &self,
+        s: &mut ContactSet,
+        q: &mut [V3<f32>],
+        dev: &mut [V3<f32>],
+        fout: &mut [V3<f32>],
+    ) -> Result<bool, ContactError> {
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        for t in 0..n {
+            q[t] = V3::from4(self.pos[self.cp_pool[o + t] as usize]);
+            fout[t] = V3::from4(self.dbar_pool[o + t]);
+        }
+        let (c, polar) =
+            model::set_rotation(q, fout, s.quat).map_err(|_| ContactError::NotFinite {
+                point: self.cp_pool[o] as usize,
+            })?;
+        s.quat = polar.quat;
+        model::set_deviation(q, c, &polar.r, fout, dev);
+        let metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
+        if !(metric <= self.tolerance) {
+            return Ok(true);
+        }
+        if self.extra {
+            // Rigid motions keep distances, so a member pair's distance changed by at most
+            // 2 · 1.25 · max|Δ| since the rebuild.
+            let maxdev = dev.iter().map(|d| d.norm()).fold(0.0f32, f32::max);
+            let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
+            if bound >= s.guard_far {
+                // An unwatched pair may have crossed 2r.
+                return Ok(true);
+            }
+            if bound >= s.guard_near && self.crossing_error(s) > self.tolerance * s.f_ref {
+                return Ok(true);
+            }
+        }
+        if s.flags & SET_ZERO != 0 {
+            fout.fill(V3::zero());
+            return Ok(false);
+        }
+        // f0 into q (no longer needed) as the kernel's input.
+        for t in 0..n {
+            q[t] = V3::from4(self.f0_pool[o + t]);
+        }
+        let nk = model::tri_len(n);
+        model::corotational_force(
+            &polar.r,
+            q,
+            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
+            dev,
+            fout,
+        );
+        if self.extra {
+            // The linear model's change of force since the rebuild, relative to the force then. Its
+            // error is second order in that change: for a force growing as the square of the depth,
+            // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
+            // change by 2√τ bounds the relative error by τ. Beyond it the contact is loading or
+            // unloading too far for its linear model: rebuild.
+            let (mut change, mut reference) = (0.0f32, 0.0f32);
+            for t in 0..n {
+                let f0 = polar.r.mul_v(q[t]);
+                change += (fout[t] - f0).norm();
+                reference += f0.norm();
+            }
+            if change > 2.0 * self.tolerance.sqrt() * reference {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Raw base pointer of a per-step scratch pool that the parallel `set_evaluate` stage writes at
+/// disjoint ranges (each set owns `[cp_off, cp_off + n_cp)`, handed out by the pool allocator).
+#[derive(Clone, Copy)]
+struct PoolPtr(*mut V3<f32>);
+// SAFETY: the pointer is only dereferenced through `range`, at ranges no two sets share.
+unsafe impl Send for PoolPtr {}
+unsafe impl Sync for PoolPtr {}
+
+impl PoolPtr {
+    /// # Safety
+    /// `[off, off + n)` must lie inside the pool and no other live reference may overlap it.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range(&self, off: usize, n: usize) -> &mut [V3<f32>] {
+        std::slice::from_raw_parts_mut(self.0.add(off), n)
     }
 }
 
@@ -1054,95 +1191,22 @@ impl AclContact {
         }
     }
 
-    /// Stage `set_evaluate` for one clean set: rotation, deviation, metric; the corotational force into
-    /// `fout_pool` when the model is still valid. Returns the metric.
-    fn set_evaluate(&mut self, k: usize, pos: &[[f32; 4]]) -> Result<f32, ContactError> {
-        let s = self.sets[k];
-        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-        for t in 0..n {
-            self.q_pool[o + t] = V3::from4(pos[self.cp_pool[o + t] as usize]);
-            self.fout_pool[o + t] = V3::from4(self.dbar_pool[o + t]);
+    fn eval_ctx<'a>(&'a self, pos: &'a [[f32; 4]]) -> EvalCtx<'a> {
+        EvalCtx {
+            pos,
+            cp_pool: &self.cp_pool,
+            f0_pool: &self.f0_pool,
+            dbar_pool: &self.dbar_pool,
+            m_pool: &self.m_pool,
+            k_pool: &self.k_pool,
+            watch_pool: &self.watch_pool,
+            seg_cp: &self.seg_cp,
+            weights: &self.table.weights,
+            b: self.b,
+            r: self.r,
+            tolerance: self.params.tolerance,
+            extra: self.params.extra_invalidation,
         }
-        let q = &self.q_pool[o..o + n];
-        let dbar = &self.fout_pool[o..o + n];
-        let (c, polar) =
-            model::set_rotation(q, dbar, s.quat).map_err(|_| ContactError::NotFinite {
-                point: self.cp_pool[o] as usize,
-            })?;
-        let dev = &mut self.dev_pool[o..o + n];
-        model::set_deviation(q, c, &polar.r, dbar, dev);
-        let mut metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
-        if self.params.extra_invalidation && metric <= self.params.tolerance {
-            // Rigid motions keep distances, so a member pair's distance changed by at most
-            // 2 · 1.25 · max|Δ| since the rebuild.
-            let maxdev = dev.iter().map(|d| d.norm()).fold(0.0f32, f32::max);
-            let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
-            if bound >= s.guard_far {
-                // An unwatched pair may have crossed 2r.
-                metric = f32::INFINITY;
-            } else if bound >= s.guard_near
-                && self.crossing_error(&s, pos) > self.params.tolerance * s.f_ref
-            {
-                metric = f32::INFINITY;
-            }
-        }
-        self.sets[k].quat = polar.quat;
-        if metric > self.params.tolerance || !metric.is_finite() {
-            return Ok(metric);
-        }
-        if s.flags & SET_ZERO != 0 {
-            for t in 0..n {
-                self.fout_pool[o + t] = V3::zero();
-            }
-            return Ok(metric);
-        }
-        // f0 into q_pool (no longer needed) as the kernel's input.
-        for t in 0..n {
-            self.q_pool[o + t] = V3::from4(self.f0_pool[o + t]);
-        }
-        let nk = model::tri_len(n);
-        model::corotational_force(
-            &polar.r,
-            &self.q_pool[o..o + n],
-            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
-            &self.dev_pool[o..o + n],
-            &mut self.fout_pool[o..o + n],
-        );
-        if self.params.extra_invalidation {
-            // The linear model's change of force since the rebuild, relative to the force then. Its
-            // error is second order in that change: for a force growing as the square of the depth,
-            // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
-            // change by 2√τ bounds the relative error by τ. Beyond it the contact is loading or
-            // unloading too far for its linear model: rebuild.
-            let (mut change, mut reference) = (0.0f32, 0.0f32);
-            for t in 0..n {
-                let f0 = polar.r.mul_v(self.q_pool[o + t]);
-                change += (self.fout_pool[o + t] - f0).norm();
-                reference += f0.norm();
-            }
-            if change > 2.0 * self.params.tolerance.sqrt() * reference {
-                return Ok(f32::INFINITY);
-            }
-        }
-        Ok(metric)
-    }
-
-    /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
-    /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
-    /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
-    /// (missing from the model) and the linear model's spurious force on one that left.
-    fn crossing_error(&self, s: &ContactSet, pos: &[[f32; 4]]) -> f32 {
-        let r = self.r;
-        let mut err = 0.0f32;
-        for w in &self.watch_pool[s.w_off as usize..(s.w_off + s.n_watch) as usize] {
-            let d = (self.quad_point_pos(pos, w.i) - self.quad_point_pos(pos, w.j)).norm();
-            if (d < 2.0 * r) != (w.touching != 0) {
-                let dm = 2.0 * r - (d - 2.0 * r).abs();
-                let (_, df, _) = crate::contact::penalty(dm * dm, r);
-                err += 2.0 * w.kw * df.abs() * dm;
-            }
-        }
-        err
     }
 
     fn stiction_forces(&mut self, topo: &Topology, pos: &[[f32; 4]], force: &mut [[f32; 4]]) {
@@ -1228,15 +1292,31 @@ impl AclContact {
             self.dev_pool.resize(plen, V3::zero());
             self.fout_pool.resize(plen, V3::zero());
         }
-        for k in 0..self.sets.len() {
-            let f = self.sets[k].flags;
-            if f & SET_LIVE == 0 || f & SET_DIRTY != 0 {
-                continue;
-            }
-            let metric = self.set_evaluate(k, pos)?;
-            if metric > self.params.tolerance || !metric.is_finite() {
-                self.sets[k].flags |= SET_DIRTY;
-            }
+        {
+            // Sets in parallel: each reads shared buffers and writes only its header and its own
+            // ranges of the scratch pools (the pool allocator hands out disjoint ranges).
+            let mut sets = std::mem::take(&mut self.sets);
+            let (qp, dp, fp) = (
+                PoolPtr(self.q_pool.as_mut_ptr()),
+                PoolPtr(self.dev_pool.as_mut_ptr()),
+                PoolPtr(self.fout_pool.as_mut_ptr()),
+            );
+            let ctx = self.eval_ctx(pos);
+            let res = sets.par_iter_mut().try_for_each(|s| {
+                if s.flags & SET_LIVE == 0 || s.flags & SET_DIRTY != 0 {
+                    return Ok(());
+                }
+                let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+                // SAFETY: live sets own disjoint pool ranges, all inside the pools (resized above
+                // to the point pools' length).
+                let (q, dev, fout) = unsafe { (qp.range(o, n), dp.range(o, n), fp.range(o, n)) };
+                if ctx.set_evaluate(s, q, dev, fout)? {
+                    s.flags |= SET_DIRTY;
+                }
+                Ok::<(), ContactError>(())
+            });
+            self.sets = sets;
+            res?;
         }
         let mut evaluate = t1.elapsed().as_secs_f64();
         // 4. Rebuilds, and merges of what grew, until nothing is dirty.
@@ -1344,6 +1424,15 @@ impl ContactForce for AclContact {
         stats.set("coalesce_ms", st.coalesce_ms);
         stats.set("evaluate_ms", st.evaluate_ms);
         stats.set("rebuild_ms", st.rebuild_ms);
+        stats.set(
+            "contact_ms",
+            st.raster_ms
+                + st.newcomers_ms
+                + st.schedule_ms
+                + st.coalesce_ms
+                + st.evaluate_ms
+                + st.rebuild_ms,
+        );
         Ok(())
     }
 }
