@@ -138,8 +138,8 @@ pub struct WatchPair {
     pub j: u32,
     /// The pair's weight `κw`.
     pub kw: f32,
-    /// 1 when the pair was touching at the rebuild.
-    pub touching: u32,
+    /// `d − 2r` at the rebuild (negative: touching). A set's watched pairs are sorted by `|gap|`.
+    pub gap: f32,
 }
 const _: () = assert!(std::mem::size_of::<WatchPair>() == 16);
 
@@ -317,12 +317,17 @@ impl EvalCtx<'_> {
     /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
     /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
     /// (missing from the model) and the linear model's spurious force on one that left.
-    fn crossing_error(&self, s: &ContactSet) -> f32 {
+    /// Only pairs with `|gap| ≤ bound` (the largest possible change of a pair distance) can have
+    /// crossed; the list is sorted by `|gap|`, so the scan stops at the first farther one.
+    fn crossing_error(&self, s: &ContactSet, bound: f32) -> f32 {
         let r = self.r;
         let mut err = 0.0f32;
         for w in &self.watch_pool[s.w_off as usize..(s.w_off + s.n_watch) as usize] {
+            if w.gap.abs() > bound {
+                break;
+            }
             let d = (self.quad_point(w.i) - self.quad_point(w.j)).norm();
-            if (d < 2.0 * r) != (w.touching != 0) {
+            if (d < 2.0 * r) != (w.gap < 0.0) {
                 let dm = 2.0 * r - (d - 2.0 * r).abs();
                 let (_, df, _) = crate::contact::penalty(dm * dm, r);
                 err += 2.0 * w.kw * df.abs() * dm;
@@ -366,7 +371,7 @@ impl EvalCtx<'_> {
                 // An unwatched pair may have crossed 2r.
                 return Ok(true);
             }
-            if bound >= s.guard_near && self.crossing_error(s) > self.tolerance * s.f_ref {
+            if bound >= s.guard_near && self.crossing_error(s, bound) > self.tolerance * s.f_ref {
                 return Ok(true);
             }
         }
@@ -1118,6 +1123,7 @@ impl AclContact {
                 .map(|m| m.0)
                 .fold(f32::INFINITY, f32::min)
         };
+        members[..nw].sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let w_off = self.watch_pool.len();
         for m in &members[..nw] {
             let (sa, sb) = (m.1 / b, m.2 / b);
@@ -1125,7 +1131,7 @@ impl AclContact {
                 i: m.1,
                 j: m.2,
                 kw: self.params.stiffness * self.seg_w[sa as usize] * self.seg_w[sb as usize],
-                touching: (m.3 < 2.0 * r) as u32,
+                gap: m.3 - 2.0 * r,
             });
         }
         self.scratch.members = members;
