@@ -1038,7 +1038,10 @@ impl Scheduler {
     ) {
         let n = self.step;
         let margin = 1e-4 * self.params.radius;
-        let work = std::mem::take(&mut self.work);
+        let mut work = std::mem::take(&mut self.work);
+        // In entry order: neighbouring entries share segments and cache lines, and the bins refill in
+        // this order, so next time the lists are nearly sorted already.
+        work.sort_unstable_by_key(|w| w[0]);
         for &[e, ticket] in &work {
             let en = self.entries[e as usize];
             if en.flags & ENTRY_LIVE == 0 || en.ticket != ticket {
