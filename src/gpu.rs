@@ -1,1 +1,298 @@
-//! (not yet written)
+//! The GPU context: one wgpu instance, adapter, device and queue, and the harness every GPU test uses.
+//!
+//! `Gpu::new` asks wgpu for an adapter (a hardware GPU when there is one, otherwise Mesa's lavapipe on
+//! Vulkan), then opens a device with the adapter's own limits, so large scenes get what the hardware
+//! offers (DESIGN §7), and with the few optional features later kernels may use when the adapter has
+//! them. Nothing here owns simulation buffers; the stage modules create their own from `Gpu::device`.
+//!
+//! Backend selection: `YARNSIM_GPU_BACKEND` (a comma list of `vulkan`, `gl`, `metal`, `dx12`, or `none`
+//! for no backend at all) overrides wgpu's own `WGPU_BACKEND`. `none` exists so tests can check the
+//! behaviour without an adapter on a machine that has one.
+//!
+//! [`testing`] holds the test harness: [`testing::gpu_or_skip`] serializes GPU tests within a process and
+//! skips loudly (or fails under `CI=true`) when no adapter is available.
+
+use std::fmt;
+
+/// Environment variable naming the backends to try (overrides `WGPU_BACKEND`).
+pub const BACKEND_ENV: &str = "YARNSIM_GPU_BACKEND";
+
+/// Why no GPU context could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter on backends [{backends}]: {reason}; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or pick another backend with {BACKEND_ENV}")]
+    NoAdapter { backends: String, reason: String },
+    #[error("{BACKEND_ENV}={value:?} names no backend (use a comma list of vulkan, gl, metal, dx12, or none)")]
+    BadBackend { value: String },
+    #[error("the adapter {adapter:?} refused to open a device: {reason}")]
+    RequestDevice { adapter: String, reason: String },
+}
+
+impl GpuError {
+    /// The error without its leading "no GPU adapter", for messages that already say so.
+    pub fn reason(&self) -> String {
+        let s = self.to_string();
+        match s.strip_prefix("no GPU adapter ") {
+            Some(rest) => rest.to_string(),
+            None => s,
+        }
+    }
+}
+
+/// What identifies an adapter in `yarnsim info` and in test output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub driver_info: String,
+}
+
+impl AdapterSummary {
+    fn from_info(info: &wgpu::AdapterInfo) -> Self {
+        AdapterSummary {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: info.driver.clone(),
+            driver_info: info.driver_info.clone(),
+        }
+    }
+}
+
+impl fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}, driver {} {})",
+            self.name, self.backend, self.device_type, self.driver, self.driver_info
+        )
+    }
+}
+
+/// One opened GPU: everything a stage needs to create buffers, pipelines and submit work.
+pub struct Gpu {
+    pub instance: wgpu::Instance,
+    pub adapter: wgpu::Adapter,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
+impl fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gpu({})", self.summary())
+    }
+}
+
+/// Optional features a kernel may use when the adapter has them; everything else stays off so
+/// behaviour does not depend on which extras a driver happens to expose.
+fn wanted_features() -> wgpu::Features {
+    wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+        | wgpu::Features::SUBGROUP
+}
+
+/// The backends to try: `YARNSIM_GPU_BACKEND`, else `WGPU_BACKEND`, else all compiled in.
+pub fn requested_backends() -> Result<wgpu::Backends, GpuError> {
+    match std::env::var(BACKEND_ENV) {
+        Ok(value) => {
+            let v = value.trim().to_ascii_lowercase();
+            if v == "none" {
+                return Ok(wgpu::Backends::empty());
+            }
+            let b = wgpu::Backends::from_comma_list(&v);
+            if b.is_empty() {
+                Err(GpuError::BadBackend { value })
+            } else {
+                Ok(b)
+            }
+        }
+        Err(_) => Ok(wgpu::Backends::all().with_env()),
+    }
+}
+
+/// `vulkan, gl` style names of a backend set ("none" when empty).
+fn backend_list(b: wgpu::Backends) -> String {
+    let names: Vec<&str> = [
+        (wgpu::Backends::VULKAN, "vulkan"),
+        (wgpu::Backends::GL, "gl"),
+        (wgpu::Backends::METAL, "metal"),
+        (wgpu::Backends::DX12, "dx12"),
+        (wgpu::Backends::BROWSER_WEBGPU, "webgpu"),
+        (wgpu::Backends::NOOP, "noop"),
+    ]
+    .iter()
+    .filter(|(f, _)| b.contains(*f))
+    .map(|(_, n)| *n)
+    .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    desc.backends = backends;
+    wgpu::Instance::new(desc)
+}
+
+/// Every adapter the requested backends offer (for `yarnsim info`).
+pub fn list_adapters() -> Result<Vec<AdapterSummary>, GpuError> {
+    let backends = requested_backends()?;
+    let instance = make_instance(backends);
+    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+    Ok(adapters
+        .iter()
+        .map(|a| AdapterSummary::from_info(&a.get_info()))
+        .collect())
+}
+
+impl Gpu {
+    /// Opens the preferred adapter of the requested backends (see the module doc).
+    pub fn new() -> Result<Gpu, GpuError> {
+        Self::with_backends(requested_backends()?)
+    }
+
+    /// Opens the preferred adapter among `backends`; an empty set gives [`GpuError::NoAdapter`].
+    pub fn with_backends(backends: wgpu::Backends) -> Result<Gpu, GpuError> {
+        let instance = make_instance(backends);
+        let backend_names = backend_list(backends);
+        if backends.is_empty() {
+            return Err(GpuError::NoAdapter {
+                backends: backend_names,
+                reason: format!("{BACKEND_ENV}=none disables every backend"),
+            });
+        }
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| GpuError::NoAdapter {
+            backends: backend_names,
+            reason: e.to_string(),
+        })?;
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("yarnsim"),
+            required_features: adapter.features() & wanted_features(),
+            // Ask for everything the adapter offers: big scenes need big storage bindings.
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            GpuError::RequestDevice {
+                adapter: adapter.get_info().name,
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(Gpu {
+            instance,
+            adapter,
+            device,
+            queue,
+        })
+    }
+
+    /// Name, backend and driver of the opened adapter.
+    pub fn summary(&self) -> AdapterSummary {
+        AdapterSummary::from_info(&self.adapter.get_info())
+    }
+}
+
+/// The harness every GPU test uses.
+///
+/// ```no_run
+/// let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("my_test") else { return };
+/// // `gpu` derefs to `Gpu`; other GPU tests of this process wait until it is dropped.
+/// let _queue = &gpu.queue;
+/// ```
+pub mod testing {
+    use super::{Gpu, GpuError};
+    use std::io::Write;
+    use std::sync::{Mutex, MutexGuard, OnceLock};
+
+    /// One GPU test at a time per process: lavapipe shares the few CPU cores, and timings or memory
+    /// of concurrent devices would make failures hard to read.
+    static GPU_TEST_LOCK: Mutex<()> = Mutex::new(());
+
+    /// An opened GPU that holds the per-process GPU test lock until dropped.
+    pub struct GpuTestGuard {
+        // Declared before the lock so the device is released before the next test may start.
+        gpu: Gpu,
+        _lock: MutexGuard<'static, ()>,
+    }
+
+    impl std::ops::Deref for GpuTestGuard {
+        type Target = Gpu;
+        fn deref(&self) -> &Gpu {
+            &self.gpu
+        }
+    }
+
+    /// True when the environment says this is CI (`CI=true` or `CI=1`), where a missing GPU is a failure.
+    pub fn is_ci() -> bool {
+        std::env::var("CI")
+            .map(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v == "true" || v == "1"
+            })
+            .unwrap_or(false)
+    }
+
+    /// Gives the Vulkan loader a private runtime directory when none is set, which silences its
+    /// "XDG_RUNTIME_DIR is invalid or not set" complaint in test output. Done once, under the GPU lock.
+    fn ensure_runtime_dir() {
+        static DONE: OnceLock<()> = OnceLock::new();
+        DONE.get_or_init(|| {
+            if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+                return;
+            }
+            let dir = std::env::temp_dir().join(format!("yarnsim-xdg-{}", std::process::id()));
+            if std::fs::create_dir_all(&dir).is_ok() {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+                }
+                std::env::set_var("XDG_RUNTIME_DIR", &dir);
+            }
+        });
+    }
+
+    /// Decides what a test does with the outcome of opening a GPU: run, skip loudly, or (under CI) fail.
+    ///
+    /// The skip line goes straight to the process's stderr, not through `eprintln!`, so the test
+    /// runner's output capture cannot hide it.
+    pub fn skip_or_fail(test_name: &str, opened: Result<Gpu, GpuError>, ci: bool) -> Option<Gpu> {
+        match opened {
+            Ok(gpu) => Some(gpu),
+            Err(e) if ci => panic!("{test_name}: a GPU adapter is required under CI=true: {e}"),
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "SKIPPED {test_name}: no GPU adapter ({})",
+                    e.reason()
+                );
+                None
+            }
+        }
+    }
+
+    /// Opens a GPU for test `test_name`, holding the process-wide GPU test lock while it lives.
+    ///
+    /// Without an adapter it prints `SKIPPED <test>: no GPU adapter (<reason>)` to stderr and returns
+    /// `None`, except under `CI=true`, where it panics so the missing GPU fails the run.
+    pub fn gpu_or_skip(test_name: &str) -> Option<GpuTestGuard> {
+        // A test that panicked while holding the lock must not fail every later GPU test.
+        let lock = GPU_TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        ensure_runtime_dir();
+        let gpu = skip_or_fail(test_name, Gpu::new(), is_ci())?;
+        Some(GpuTestGuard { gpu, _lock: lock })
+    }
+}

@@ -1,0 +1,672 @@
+//! Exact yarn–yarn penalty contact: derivatives against finite differences, continuity at 2r, action and
+//! reaction, grid vs brute force, and the exact force path on whole configurations.
+
+use yarnsim::contact::{
+    excluded, pair_coeffs, pair_energy_grad_hess, pair_kappa_w, penalty, point_pair,
+    segment_pair_energy_grad_hess, ExactContact, Exclusion, SegmentExclusion,
+};
+use yarnsim::math::{V3d, V3};
+use yarnsim::scene::ContactParams;
+use yarnsim::sim::{ContactForce, ContactStats};
+use yarnsim::spline::{basis, quad_param};
+use yarnsim::state::{Curve, Topology};
+
+/// Small deterministic generator (xorshift64*), so tests need no extra crate.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn range(&mut self, a: f64, b: f64) -> f64 {
+        a + (b - a) * self.next()
+    }
+    fn v3(&mut self, s: f64) -> V3d {
+        V3d::new(self.range(-s, s), self.range(-s, s), self.range(-s, s))
+    }
+}
+
+const R: f64 = 0.125;
+
+/// A random segment pair whose quadrature pair `(ka, kb)` sits at distance `d` (control points spaced
+/// like a knit's, ~0.3 cm).
+fn pair_at_distance(rng: &mut Rng, d: f64, wa: &[f64; 4], wb: &[f64; 4]) -> ([V3d; 4], [V3d; 4]) {
+    let mut qa = [V3d::zero(); 4];
+    let mut qb = [V3d::zero(); 4];
+    let da = rng.v3(1.0).normalized();
+    let db = rng.v3(1.0).normalized();
+    for k in 0..4 {
+        qa[k] = da * (0.3 * k as f64) + rng.v3(0.05);
+        qb[k] = db * (0.3 * k as f64) + rng.v3(0.05);
+    }
+    let ya = contact_point(&qa, wa);
+    let yb = contact_point(&qb, wb);
+    let dir = rng.v3(1.0).normalized();
+    // Shift b so that its point lies exactly at distance d from a's (weights sum to one).
+    let shift = ya + dir * d - yb;
+    for q in &mut qb {
+        *q += shift;
+    }
+    (qa, qb)
+}
+
+fn contact_point(q: &[V3d; 4], w: &[f64; 4]) -> V3d {
+    q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+}
+
+fn energy_of(qa: &[V3d; 4], qb: &[V3d; 4], wa: &[f64; 4], wb: &[f64; 4], kw: f64) -> f64 {
+    pair_energy_grad_hess(qa, qb, wa, wb, kw, R).map_or(0.0, |t| t.energy)
+}
+
+/// The 8 control points as one array, and back.
+fn join(qa: &[V3d; 4], qb: &[V3d; 4]) -> [V3d; 8] {
+    [qa[0], qa[1], qa[2], qa[3], qb[0], qb[1], qb[2], qb[3]]
+}
+fn split(p: &[V3d; 8]) -> ([V3d; 4], [V3d; 4]) {
+    ([p[0], p[1], p[2], p[3]], [p[4], p[5], p[6], p[7]])
+}
+/// `p` with coordinate `a` of slot `k` moved by `h`.
+fn moved(p: &[V3d; 8], k: usize, a: usize, h: f64) -> ([V3d; 4], [V3d; 4]) {
+    let mut p = *p;
+    p[k].set(a, p[k].get(a) + h);
+    split(&p)
+}
+
+#[test]
+fn penalty_derivatives_match_finite_differences() {
+    for &d in &[0.05f64, 0.1, 0.2, 0.249, 0.2499] {
+        let s = d * d;
+        // Step small against the distance to 4r² but large against the cancellation in f near it.
+        let e = (1e-4 * s).min(1e-3 * (4.0 * R * R - s));
+        let (_, df, ddf) = penalty(s, R);
+        let (fp, dfp, _) = penalty(s + e, R);
+        let (fm, dfm, _) = penalty(s - e, R);
+        assert!(
+            ((fp - fm) / (2.0 * e) - df).abs() <= 1e-6 * df.abs().max(1e-3),
+            "d={d}"
+        );
+        assert!(
+            ((dfp - dfm) / (2.0 * e) - ddf).abs() <= 1e-6 * ddf.abs(),
+            "d={d}"
+        );
+    }
+    assert_eq!(penalty(4.0 * R * R, R), (0.0, 0.0, 0.0));
+    assert_eq!(penalty(1.0, R), (0.0, 0.0, 0.0));
+}
+
+/// Gradient and Hessian of one quadrature pair w.r.t. the 8 control points, vs central differences
+/// of the same generic code in f64: near-contact (d just below 2r), moderate and deep overlaps.
+#[test]
+fn pair_gradient_and_hessian_match_finite_differences() {
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let b = 11;
+    let kw = 3500.0 * (0.3 / b as f64) * (0.3 / b as f64);
+    let mut checked = 0;
+    for trial in 0..60 {
+        let ka = (rng.next() * b as f64) as u32 % b;
+        let kb = (rng.next() * b as f64) as u32 % b;
+        let wa = basis::<f64>(quad_param(ka, b));
+        let wb = basis::<f64>(quad_param(kb, b));
+        let d = match trial % 3 {
+            0 => 2.0 * R * (1.0 - 1e-3 * rng.next() - 1e-4),
+            1 => R * rng.range(0.8, 1.9),
+            _ => R * rng.range(0.15, 0.5),
+        };
+        let (qa, qb) = pair_at_distance(&mut rng, d, &wa, &wb);
+        let p = join(&qa, &qb);
+        let t = pair_energy_grad_hess(&qa, &qb, &wa, &wb, kw, R).expect("pair touches");
+        // Step small against the distance to 2r so the finite difference stays on one side of it.
+        let h = (1e-3 * (2.0 * R - d)).min(1e-4 * d);
+        let gscale = t.grad.iter().map(|g| g.norm()).fold(0.0, f64::max);
+        let hscale = t
+            .hess
+            .iter()
+            .flat_map(|r| r.iter())
+            .map(|m| m.norm())
+            .fold(0.0, f64::max);
+        for k in 0..8 {
+            for a in 0..3 {
+                let (pa, pb) = moved(&p, k, a, h);
+                let ep = energy_of(&pa, &pb, &wa, &wb, kw);
+                let tp = pair_energy_grad_hess(&pa, &pb, &wa, &wb, kw, R).unwrap();
+                let (ma, mb) = moved(&p, k, a, -h);
+                let em = energy_of(&ma, &mb, &wa, &wb, kw);
+                let tm = pair_energy_grad_hess(&ma, &mb, &wa, &wb, kw, R).unwrap();
+                let fd = (ep - em) / (2.0 * h);
+                let an = t.grad[k].get(a);
+                assert!(
+                    (fd - an).abs() <= 1e-6 * gscale,
+                    "trial {trial} d/2r={} grad slot {k} axis {a}: fd {fd} analytic {an}",
+                    d / (2.0 * R)
+                );
+                // Column (k, a) of the Hessian from the gradient's finite difference.
+                for l in 0..8 {
+                    let fdh = (tp.grad[l] - tm.grad[l]) / (2.0 * h);
+                    let an = t.hess[l][k].c[a];
+                    assert!(
+                        (fdh - an).norm() <= 1e-6 * hscale,
+                        "trial {trial} hess ({l},{k}) axis {a}: fd {fdh:?} analytic {an:?}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        // Symmetry of the assembled Hessian.
+        for k in 0..8 {
+            for l in 0..8 {
+                assert!((t.hess[k][l].sub_m(&t.hess[l][k].transpose())).norm() <= 1e-12 * hscale);
+            }
+        }
+    }
+    assert_eq!(checked, 60 * 24);
+}
+
+/// The segment-pair sum equals the sum of its touching quadrature pairs, and its derivatives match
+/// finite differences.
+#[test]
+fn segment_pair_sum_matches_finite_differences() {
+    let mut rng = Rng(77);
+    let b = 11u32;
+    let weights: Vec<[f64; 4]> = (0..b).map(|k| basis::<f64>(quad_param(k, b))).collect();
+    let kw = 3500.0 * (0.3f64 / 11.0).powi(2);
+    for trial in 0..10 {
+        let d = R * rng.range(0.5, 1.5);
+        let (qa, qb) = pair_at_distance(&mut rng, d, &weights[5], &weights[5]);
+        let p = join(&qa, &qb);
+        let s = segment_pair_energy_grad_hess(&qa, &qb, &weights, kw, R, |_, _| false);
+        assert!(s.touching > 0);
+        let mut direct = 0.0;
+        let mut touching = 0;
+        for wa in &weights {
+            for wb in &weights {
+                if let Some(t) = pair_energy_grad_hess(&qa, &qb, wa, wb, kw, R) {
+                    direct += t.energy;
+                    touching += 1;
+                }
+            }
+        }
+        assert_eq!(touching, s.touching);
+        assert!((direct - s.terms.energy).abs() <= 1e-12 * direct);
+        let e_of = |qa: &[V3d; 4], qb: &[V3d; 4]| {
+            segment_pair_energy_grad_hess(qa, qb, &weights, kw, R, |_, _| false)
+                .terms
+                .energy
+        };
+        let h = 1e-7;
+        let gscale = s.terms.grad.iter().map(|g| g.norm()).fold(0.0, f64::max);
+        for k in 0..8 {
+            for a in 0..3 {
+                let (pa, pb) = moved(&p, k, a, h);
+                let (ma, mb) = moved(&p, k, a, -h);
+                let (ep, em) = (e_of(&pa, &pb), e_of(&ma, &mb));
+                let fd = (ep - em) / (2.0 * h);
+                // A pair crossing 2r within ±h makes a C¹ kink of size O(h) in the gradient only.
+                assert!(
+                    (fd - s.terms.grad[k].get(a)).abs() <= 1e-5 * gscale,
+                    "trial {trial} slot {k} axis {a}"
+                );
+            }
+        }
+    }
+}
+
+/// Point-level blocks: ∂²E/∂y_i∂y_j = −H and the (C⊗I)ᵀ h (C⊗I) structure.
+#[test]
+fn point_pair_blocks_give_pair_terms() {
+    let mut rng = Rng(5);
+    let wa = basis::<f64>(0.3);
+    let wb = basis::<f64>(0.8);
+    let (qa, qb) = pair_at_distance(&mut rng, 0.17, &wa, &wb);
+    let t = pair_energy_grad_hess(&qa, &qb, &wa, &wb, 2.0, R).unwrap();
+    let pp = point_pair(contact_point(&qa, &wa), contact_point(&qb, &wb), 2.0, R).unwrap();
+    let c = pair_coeffs(&wa, &wb);
+    for k in 0..8 {
+        assert!((t.grad[k] - pp.grad_i * c[k]).norm() < 1e-12);
+        for l in 0..8 {
+            assert!(t.hess[k][l].sub_m(&pp.hess_ii.scale(c[k] * c[l])).norm() < 1e-10);
+        }
+    }
+}
+
+/// Energy and force of a pair approach zero continuously as d → 2r and vanish beyond.
+#[test]
+fn energy_and_force_vanish_continuously_at_two_r() {
+    let yi = V3d::zero();
+    let dir = V3d::new(0.3, -0.5, 0.8).normalized();
+    let mut last = f64::INFINITY;
+    for &gap in &[1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6] {
+        let d = 2.0 * R * (1.0 - gap);
+        let pp = point_pair(yi, dir * d, 1.0, R).unwrap();
+        // f ~ c·gap², |f'| ~ c·gap near 2r.
+        assert!(
+            pp.energy > 0.0 && pp.energy < 10.0 * gap * gap,
+            "gap {gap}: E {}",
+            pp.energy
+        );
+        assert!(
+            pp.grad_i.norm() < 10.0 * gap / R,
+            "gap {gap}: |g| {}",
+            pp.grad_i.norm()
+        );
+        assert!(pp.energy < last);
+        last = pp.energy;
+    }
+    assert!(point_pair(yi, dir * (2.0 * R), 1.0, R).is_none());
+    assert!(point_pair(yi, dir * (2.0 * R * (1.0 + 1e-9)), 1.0, R).is_none());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Whole configurations.
+
+/// Smooth random walks (open) and randomly placed rings (closed) crowded into a few cm³.
+fn random_curves(rng: &mut Rng, open: usize, rings: usize, size: f64) -> Vec<Curve> {
+    let mut curves = Vec::new();
+    for _ in 0..open {
+        let n = 10 + (rng.next() * 20.0) as usize;
+        let mut p = rng.v3(size * 0.5);
+        let mut dir = rng.v3(1.0).normalized();
+        let mut pts = Vec::new();
+        for _ in 0..n {
+            pts.push(p.to3());
+            dir = (dir + rng.v3(0.5)).normalized();
+            p += dir * rng.range(0.2, 0.35);
+        }
+        curves.push(Curve {
+            points: pts,
+            closed: false,
+        });
+    }
+    for _ in 0..rings {
+        let c = rng.v3(size * 0.5);
+        let u = rng.v3(1.0).normalized();
+        let v = u.cross(rng.v3(1.0)).normalized();
+        let w = u.cross(v);
+        let rad = rng.range(0.3, 0.8);
+        let n = 8 + (rad * 12.0) as usize;
+        let pts = (0..n)
+            .map(|i| {
+                let a = std::f64::consts::TAU * i as f64 / n as f64;
+                (c + u * (rad * a.cos()) + w * (rad * a.sin())).to3()
+            })
+            .collect();
+        curves.push(Curve {
+            points: pts,
+            closed: true,
+        });
+    }
+    curves
+}
+
+/// A plain weave: warp yarns along x over and under weft yarns along y, touching at every crossing
+/// (2·amp < 2r), and one long serpentine yarn laid over it with turn-arounds (same-yarn contacts).
+fn woven_curves(n: usize, spacing: f64, amp: f64) -> Vec<Curve> {
+    let mut curves = Vec::new();
+    let len = n as f64 * spacing;
+    let m = 4 * n + 3;
+    for j in 0..n {
+        let y = (j as f64 + 0.5) * spacing;
+        let pts = (0..m)
+            .map(|i| {
+                let x = (i as f64 - 1.0) * len / (m - 3) as f64;
+                let z = amp
+                    * (std::f64::consts::PI * x / spacing + j as f64 * std::f64::consts::PI).sin();
+                [x as f32, y as f32, z as f32]
+            })
+            .collect();
+        curves.push(Curve {
+            points: pts,
+            closed: false,
+        });
+        let pts = (0..m)
+            .map(|i| {
+                let yy = (i as f64 - 1.0) * len / (m - 3) as f64;
+                let z = -amp
+                    * (std::f64::consts::PI * yy / spacing + j as f64 * std::f64::consts::PI).sin();
+                [y as f32, yy as f32, z as f32]
+            })
+            .collect();
+        curves.push(Curve {
+            points: pts,
+            closed: false,
+        });
+    }
+    // Serpentine yarn at z = 2·amp + 1.9 r above the weave: rows 2r·0.95 apart joined by tight U-turns.
+    let mut pts = Vec::new();
+    let z = (2.0 * amp + 1.9 * R) as f32;
+    let rows = 4;
+    for row in 0..rows {
+        let y0 = row as f64 * 2.0 * R * 0.95;
+        let xs: Vec<f64> = (0..12).map(|i| i as f64 * len / 11.0).collect();
+        let it: Box<dyn Iterator<Item = &f64>> = if row % 2 == 0 {
+            Box::new(xs.iter())
+        } else {
+            Box::new(xs.iter().rev())
+        };
+        for &x in it {
+            pts.push([x as f32, y0 as f32, z]);
+        }
+    }
+    curves.push(Curve {
+        points: pts,
+        closed: false,
+    });
+    curves
+}
+
+fn params() -> ContactParams {
+    ContactParams {
+        model: yarnsim::scene::ContactModel::Exact,
+        ..ContactParams::default()
+    }
+}
+
+/// The generic f64 oracle: all segment pairs (brute force), each summed by
+/// `segment_pair_energy_grad_hess`, gradients scattered onto the global control points.
+fn oracle_gradient(topo: &Topology, pos: &[[f32; 4]], p: &ContactParams) -> (Vec<V3d>, f64, u32) {
+    let b = p.quadrature;
+    let weights: Vec<[f64; 4]> = (0..b).map(|k| basis::<f64>(quad_param(k, b))).collect();
+    let excl = Exclusion::new(topo, p);
+    let mut grad = vec![V3d::zero(); pos.len()];
+    let mut energy = 0.0;
+    let mut touching = 0;
+    let len = |s: usize| topo.edges[topo.segments[s].edge as usize].rest_length as f64;
+    for sa in 0..topo.segments.len() {
+        for sb in sa + 1..topo.segments.len() {
+            let (ca, cb) = (topo.segments[sa].cp, topo.segments[sb].cp);
+            let qa = ca.map(|i| V3d::from4(pos[i as usize]));
+            let qb = cb.map(|i| V3d::from4(pos[i as usize]));
+            let kw = pair_kappa_w(p.stiffness as f64, len(sa), len(sb), b);
+            let t = segment_pair_energy_grad_hess(&qa, &qb, &weights, kw, R, |ka, kb| {
+                excl.excluded(sa as u32, ka, sb as u32, kb)
+            });
+            energy += t.terms.energy;
+            touching += t.touching;
+            for k in 0..8 {
+                let gi = if k < 4 { ca[k] } else { cb[k - 4] } as usize;
+                grad[gi] += t.terms.grad[k];
+            }
+        }
+    }
+    (grad, energy, touching)
+}
+
+/// Action and reaction: total contact force and torque about the origin vanish (relative 1e-9, f64).
+#[test]
+fn total_force_and_torque_vanish() {
+    let mut rng = Rng(99);
+    let p = params();
+    for trial in 0..4 {
+        let curves = if trial == 3 {
+            woven_curves(4, 0.6, 0.11)
+        } else {
+            random_curves(&mut rng, 8, 4, 1.5)
+        };
+        let (topo, pos) = Topology::from_curves(&curves).unwrap();
+        let (grad, _, touching) = oracle_gradient(&topo, &pos, &p);
+        assert!(
+            touching > 50,
+            "trial {trial}: only {touching} touching pairs"
+        );
+        let mut f = V3d::zero();
+        let mut tq = V3d::zero();
+        let (mut fs, mut ts) = (0.0, 0.0);
+        for (g, q) in grad.iter().zip(&pos) {
+            let q = V3d::from4(*q);
+            f += *g;
+            tq += q.cross(*g);
+            fs += g.norm();
+            ts += q.norm() * g.norm();
+        }
+        assert!(
+            f.norm() <= 1e-9 * fs,
+            "trial {trial}: |ΣF| {} vs Σ|F| {fs}",
+            f.norm()
+        );
+        assert!(
+            tq.norm() <= 1e-9 * ts,
+            "trial {trial}: |Στ| {} vs Σ|τ| {ts}",
+            tq.norm()
+        );
+    }
+}
+
+/// The f32 exact path gives the f64 oracle's force and energy (to f32 accuracy), and its statistics.
+#[test]
+fn exact_path_matches_oracle() {
+    let mut rng = Rng(4242);
+    let p = params();
+    for trial in 0..3 {
+        let curves = if trial == 2 {
+            woven_curves(5, 0.6, 0.11)
+        } else {
+            random_curves(&mut rng, 6, 3, 2.5)
+        };
+        let (topo, pos) = Topology::from_curves(&curves).unwrap();
+        let (grad, energy, touching) = oracle_gradient(&topo, &pos, &p);
+        eprintln!("trial {trial}: {touching} touching pairs");
+        assert!(
+            touching > 50,
+            "trial {trial}: only {touching} touching pairs"
+        );
+        let mut exact = ExactContact::new(R as f32, &p).unwrap();
+        let mut force = vec![[0.0f32; 4]; pos.len()];
+        let mut stats = ContactStats::default();
+        exact
+            .add_forces(&topo, &pos, &pos, &mut force, &mut stats)
+            .unwrap();
+        assert_eq!(exact.last_touching(), touching as u64, "trial {trial}");
+        let get = |n: &str| stats.values.iter().find(|v| v.0 == n).map(|v| v.1);
+        assert_eq!(get("touching_pairs"), Some(touching as f64));
+        assert_eq!(
+            get("candidate_segment_pairs"),
+            Some(exact.candidates().len() as f64)
+        );
+        assert!(get("contact_ms").is_some());
+        assert!(
+            (exact.last_energy() - energy).abs() <= 1e-4 * energy,
+            "trial {trial}"
+        );
+        let scale = grad.iter().map(|g| g.norm()).fold(0.0, f64::max);
+        for (i, (g, f)) in grad.iter().zip(&force).enumerate() {
+            let f = V3d::from4(*f);
+            // f32 positions, and a deep-overlap pair amplifies their rounding; 1e-3 of the largest force.
+            assert!(
+                (f + *g).norm() <= 1e-3 * scale,
+                "trial {trial} point {i}: {f:?} vs {:?}",
+                -*g
+            );
+        }
+    }
+}
+
+/// Pairs the grid finds are exactly those a brute-force all-pairs search finds: segment pairs with
+/// overlapping padded boxes, and touching non-excluded quadrature pairs.
+#[test]
+fn grid_finds_exactly_the_brute_force_pairs() {
+    let mut rng = Rng(31337);
+    for trial in 0..6 {
+        let mut p = params();
+        // Several cell widths, down to cells much smaller than a segment.
+        p.grid_cell = [0.6, 0.25, 1.7][trial % 3];
+        let curves = if trial % 2 == 1 {
+            woven_curves(6, 0.55, 0.1)
+        } else {
+            random_curves(&mut rng, 8, 5, 3.0)
+        };
+        let (topo, pos) = Topology::from_curves(&curves).unwrap();
+        let mut exact = ExactContact::new(R as f32, &p).unwrap();
+        let mut grid_pairs = Vec::new();
+        exact
+            .touching_quadrature_pairs(&topo, &pos, &mut grid_pairs)
+            .unwrap();
+        // Segment pairs.
+        let (lo, hi) = exact.segment_boxes();
+        let mut brute_seg = Vec::new();
+        for a in 0..topo.segments.len() {
+            for b in a + 1..topo.segments.len() {
+                if (0..3).all(|x| lo[a][x] <= hi[b][x] && lo[b][x] <= hi[a][x]) {
+                    brute_seg.push([a as u32, b as u32]);
+                }
+            }
+        }
+        assert_eq!(
+            exact.candidates(),
+            &brute_seg[..],
+            "trial {trial}: candidate segment pairs"
+        );
+        // Quadrature pairs, over all of S × S.
+        let b = p.quadrature;
+        let q = exact.quadrature_positions();
+        let four_r2 = 4.0 * (R as f32) * (R as f32);
+        let mut brute = Vec::new();
+        for i in 0..q.len() {
+            for j in i + 1..q.len() {
+                let (si, sj) = (i as u32 / b, j as u32 / b);
+                if si == sj {
+                    continue; // a segment never meets itself (documented)
+                }
+                let d2 = (V3::<f32>::from4(q[i]) - V3::<f32>::from4(q[j])).norm2();
+                if d2 < four_r2 && !excluded(&topo, si, i as u32 % b, sj, j as u32 % b, &p) {
+                    brute.push([i as u32, j as u32]);
+                }
+            }
+        }
+        assert!(
+            brute.len() > 30,
+            "trial {trial}: only {} touching pairs",
+            brute.len()
+        );
+        assert_eq!(
+            grid_pairs, brute,
+            "trial {trial}: touching quadrature pairs"
+        );
+    }
+}
+
+/// The walking and the precomputed exclusion rule agree, the segment-block shortcut agrees with the
+/// per-pair rule, and the rule does what it says on simple yarns.
+#[test]
+fn exclusion_rule() {
+    let mut rng = Rng(8);
+    let mut p = params();
+    let curves = random_curves(&mut rng, 3, 3, 2.0);
+    let (topo, _) = Topology::from_curves(&curves).unwrap();
+    for &arc in &[0.4f32, 1.0, 2.5] {
+        p.exclusion_arc = arc;
+        let ex = Exclusion::new(&topo, &p);
+        let b = p.quadrature;
+        let ns = topo.segments.len() as u32;
+        let (mut n_excl, mut n_clear) = (0, 0);
+        for sa in 0..ns {
+            for sb in 0..ns {
+                let block = ex.segment_exclusion(sa, sb);
+                for ka in 0..b {
+                    for kb in 0..b {
+                        let e1 = excluded(&topo, sa, ka, sb, kb, &p);
+                        let e2 = ex.excluded(sa, ka, sb, kb);
+                        assert_eq!(e1, e2, "arc {arc} ({sa},{ka}) ({sb},{kb})");
+                        assert_eq!(e1, excluded(&topo, sb, kb, sa, ka, &p), "symmetry");
+                        match block {
+                            SegmentExclusion::All => assert!(e1),
+                            SegmentExclusion::Clear => assert!(!e1),
+                            SegmentExclusion::Mixed => {}
+                        }
+                        if e1 {
+                            n_excl += 1
+                        } else {
+                            n_clear += 1
+                        }
+                    }
+                }
+            }
+        }
+        assert!(n_excl > 0 && n_clear > 0);
+    }
+    // A straight open yarn with unit edges: points 0.5 and 1.5 units apart (b = 1).
+    let line = Curve {
+        points: (0..8).map(|i| [i as f32, 0.0, 0.0]).collect(),
+        closed: false,
+    };
+    let (t, _) = Topology::from_curves(&[line]).unwrap();
+    let p1 = ContactParams {
+        quadrature: 1,
+        exclusion_arc: 1.5,
+        ..params()
+    };
+    assert!(excluded(&t, 0, 0, 0, 0, &p1));
+    assert!(excluded(&t, 0, 0, 1, 0, &p1));
+    assert!(!excluded(&t, 0, 0, 2, 0, &p1));
+    // A closed square ring of 8 unit edges: segments 0 and 7 are neighbours the short way round.
+    let ring = Curve {
+        points: vec![
+            [0., 0., 0.],
+            [1., 0., 0.],
+            [2., 0., 0.],
+            [2., 1., 0.],
+            [2., 2., 0.],
+            [1., 2., 0.],
+            [0., 2., 0.],
+            [0., 1., 0.],
+        ],
+        closed: true,
+    };
+    let (t, _) = Topology::from_curves(&[ring]).unwrap();
+    assert!(excluded(&t, 0, 0, 7, 0, &p1));
+    assert!(!excluded(&t, 0, 0, 4, 0, &p1));
+    assert!(Exclusion::new(&t, &p1).excluded(0, 0, 7, 0));
+}
+
+/// Forces do not depend on the number of threads (bitwise).
+#[test]
+fn exact_forces_independent_of_thread_count() {
+    let mut rng = Rng(1);
+    let curves = random_curves(&mut rng, 30, 20, 5.0);
+    let (topo, pos) = Topology::from_curves(&curves).unwrap();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut exact = ExactContact::new(R as f32, &params()).unwrap();
+            let mut force = vec![[0.0f32; 4]; pos.len()];
+            let mut stats = ContactStats::default();
+            exact
+                .add_forces(&topo, &pos, &pos, &mut force, &mut stats)
+                .unwrap();
+            force
+        })
+    };
+    let f1 = run(1);
+    assert!(f1.iter().any(|f| f[0] != 0.0));
+    assert_eq!(f1, run(3));
+    assert_eq!(f1, run(4));
+}
+
+/// Coincident quadrature points and non-finite positions are errors, not NaN forces.
+#[test]
+fn non_finite_is_an_error() {
+    let a = Curve {
+        points: (0..6).map(|i| [i as f32 * 0.3, 0.0, 0.0]).collect(),
+        closed: false,
+    };
+    // Exact copy: every quadrature point coincides with its twin, d = 0.
+    let (topo, pos) = Topology::from_curves(&[a.clone(), a.clone()]).unwrap();
+    let mut exact = ExactContact::new(R as f32, &params()).unwrap();
+    let mut force = vec![[0.0f32; 4]; pos.len()];
+    let mut stats = ContactStats::default();
+    let err = exact.add_forces(&topo, &pos, &pos, &mut force, &mut stats);
+    assert!(
+        matches!(err, Err(yarnsim::sim::ContactError::NotFinite { .. })),
+        "{err:?}"
+    );
+    let (topo, mut pos) = Topology::from_curves(&[a]).unwrap();
+    pos[3][1] = f32::NAN;
+    let err = exact.add_forces(&topo, &pos, &pos, &mut force, &mut stats);
+    assert!(
+        matches!(err, Err(yarnsim::sim::ContactError::NotFinite { point: 3 })),
+        "{err:?}"
+    );
+}
