@@ -2,14 +2,24 @@
 //!
 //! This module owns the configuration types. Loading, `--set` overrides and error reporting (file, line,
 //! key) live here too; building cloth from generators or BCC files is `build_curves`.
-//! Units: centimetres, grams, seconds.
+//! Units: centimetres, grams, seconds. `scenes/README.md` documents every key.
+//!
+//! - [`Scene::load`] parses the text twice: once into a span-carrying TOML tree (`toml::de::DeTable`)
+//!   and once into [`Scene`] with serde. A serde error's byte span is mapped back to the innermost key
+//!   of the tree that contains it, which gives the dotted key (`cloth.1.source.generator.wales`) and
+//!   its line; range and consistency checks ([`Scene::validate`]) name a dotted key whose line is
+//!   looked up in the same tree.
+//! - [`Scene::apply_set`] writes the scene out as a TOML value, sets one key in it, and reads it back
+//!   through the same checks.
+//! - [`build_curves`] turns the cloth pieces into [`Curve`]s with their damping blocks and loop count
+//!   ([`ClothBuild`]); [`pinned_points`] resolves the pins against that build.
 
 use crate::state::Curve;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// A whole scene.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scene {
     pub simulation: Simulation,
@@ -19,20 +29,6 @@ pub struct Scene {
     pub pin: Vec<Pin>,
     pub obstacle: Vec<Obstacle>,
     pub camera: Camera,
-}
-
-impl Default for Scene {
-    fn default() -> Self {
-        Scene {
-            simulation: Simulation::default(),
-            yarn: YarnMaterial::default(),
-            contact: ContactParams::default(),
-            cloth: Vec::new(),
-            pin: Vec::new(),
-            obstacle: Vec::new(),
-            camera: Camera::default(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
