@@ -768,12 +768,13 @@ impl Sim {
             &self.pos,
             &mut self.rod.rest,
             &mut self.rod.frames,
+            &mut self.rod.bend_kb,
         );
         rod::plasticity(
             &p.rod,
             &self.rod.bends,
             &self.rod.frames,
-            &self.pos,
+            &self.rod.bend_kb,
             &mut self.rod.rest,
         );
         let t5 = Instant::now();
