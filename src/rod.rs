@@ -436,8 +436,10 @@ pub struct RodState {
     pub color_start: [u32; 4],
     /// Scratch: per bending element the energy gradient on its three vertices.
     pub bend_grad: Vec<[f32; 4]>,
-    /// Scratch: per bending element κb (xyz) at the configuration the frame solve works on.
+    /// Scratch: per bending element κb (xyz) at the configuration the frame solve works on; w = l̄.
     pub bend_kb: Vec<[f32; 4]>,
+    /// Scratch: the Newton step of each edge of the colour being solved (in `edge_order` order).
+    pub theta_step: Vec<f32>,
 }
 
 impl RodState {
@@ -556,6 +558,7 @@ impl RodState {
             color_start,
             bend_grad: vec![[0.0; 4]; nb * 3],
             bend_kb: vec![[0.0; 4]; nb],
+            theta_step: vec![0.0; ne],
         })
     }
 
@@ -645,6 +648,7 @@ pub fn material_frames(
     rest: &mut [BendRest],
     frames: &mut [EdgeFrame],
     bend_kb: &mut [[f32; 4]],
+    theta_step: &mut [f32],
 ) {
     frames
         .par_iter_mut()
@@ -691,40 +695,63 @@ pub fn material_frames(
     for _ in 0..sweeps {
         for c in 0..3 {
             let range = color_start[c] as usize..color_start[c + 1] as usize;
-            for &e in &edge_order[range] {
-                let e = e as usize;
-                let f = frames[e];
-                let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
-                let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
-                for (side, &bi) in edge_bends[e].iter().enumerate() {
-                    if bi == NONE {
-                        continue;
-                    }
-                    // side 0: this edge is e¹ of the element; side 1: it is e⁰.
-                    let role = 1 - side;
-                    let b = &bends[bi as usize];
-                    let r = &rest[bi as usize];
-                    let kb = bend_kb[bi as usize];
-                    let twist =
-                        frames[b.e[1] as usize].u[3] - frames[b.e[0] as usize].u[3] + r.ref_twist;
-                    let (gr, hs, tw) = theta_terms(
-                        &k,
-                        V3::from4(kb),
-                        m1,
-                        m2,
-                        r.kappa[role],
-                        kb[3],
-                        twist - r.twist,
-                        role,
-                    );
-                    g += gr;
-                    h += hs;
-                    ht += tw;
-                }
-                frames[e].u[3] += newton_angle_step(g, h, ht);
+            let order = &edge_order[range.clone()];
+            let steps = &mut theta_step[range];
+            // Edges of one colour share no bending element: compute all their steps from the
+            // current angles (in parallel), then apply them.
+            let fr = &*frames;
+            steps
+                .par_iter_mut()
+                .with_min_len(PAR_MIN)
+                .zip(order.par_iter())
+                .for_each(|(step, &e)| {
+                    *step = theta_newton_step(&k, bends, rest, bend_kb, edge_bends, fr, e as usize)
+                });
+            for (&e, &s) in order.iter().zip(steps.iter()) {
+                frames[e as usize].u[3] += s;
             }
         }
     }
+}
+
+/// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]).
+fn theta_newton_step(
+    k: &Stiffness<f32>,
+    bends: &[Bend],
+    rest: &[BendRest],
+    bend_kb: &[[f32; 4]],
+    edge_bends: &[[u32; 2]],
+    frames: &[EdgeFrame],
+    e: usize,
+) -> f32 {
+    let f = frames[e];
+    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
+    let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
+    for (side, &bi) in edge_bends[e].iter().enumerate() {
+        if bi == NONE {
+            continue;
+        }
+        // side 0: this edge is e¹ of the element; side 1: it is e⁰.
+        let role = 1 - side;
+        let b = &bends[bi as usize];
+        let r = &rest[bi as usize];
+        let kb = bend_kb[bi as usize];
+        let twist = frames[b.e[1] as usize].u[3] - frames[b.e[0] as usize].u[3] + r.ref_twist;
+        let (gr, hs, tw) = theta_terms(
+            k,
+            V3::from4(kb),
+            m1,
+            m2,
+            r.kappa[role],
+            kb[3],
+            twist - r.twist,
+            role,
+        );
+        g += gr;
+        h += hs;
+        ht += tw;
+    }
+    newton_angle_step(g, h, ht)
 }
 
 /// One safeguarded Newton step `−g/h` for a material angle: where bending makes the curvature small

@@ -769,6 +769,7 @@ impl Sim {
             &mut self.rod.rest,
             &mut self.rod.frames,
             &mut self.rod.bend_kb,
+            &mut self.rod.theta_step,
         );
         rod::plasticity(
             &p.rod,

@@ -361,6 +361,7 @@ fn rod_forces_are_internal_no_net_force_or_torque() {
         &mut rod.rest,
         &mut rod.frames,
         &mut rod.bend_kb,
+        &mut rod.theta_step,
     );
     let f = forces(&mut rod, &p, &pos, &vec![1.0; pos.len()]);
     let mut net = V3d::zero();
@@ -409,6 +410,7 @@ fn quasi_static_frames_remove_twist_gradient() {
             &mut rod.rest,
             &mut rod.frames,
             &mut rod.bend_kb,
+            &mut rod.theta_step,
         );
         let e = rod.energy(&p, &pos);
         assert!(e <= prev * (1.0 + 1e-5) + 1e-9, "energy rose {prev} → {e}");
@@ -439,6 +441,7 @@ fn plasticity_drags_rest_curvature_and_bounds_it() {
         &mut rod.rest,
         &mut rod.frames,
         &mut rod.bend_kb,
+        &mut rod.theta_step,
     );
     p.plastic_radius = 0.01;
     p.plastic_max = 0.5;
