@@ -433,3 +433,45 @@ fn frame_runs_its_steps_and_reports_contact_stats() {
         "{err}"
     );
 }
+
+#[test]
+fn friction_stops_a_yarn_sliding_on_a_plane() {
+    // A yarn resting on the floor, sliding along x at 20 cm/s: the plane's friction must stop it; a
+    // frictionless plane lets it glide (damping leaves rigid motion alone).
+    let slide = |friction: f32| -> f32 {
+        let r = Scene::default().yarn.radius;
+        let points: Vec<[f32; 3]> = (0..16)
+            .map(|i| [0.25 * i as f32 - 2.0, r, 0.1 * (i as f32 * 0.9).sin()])
+            .collect();
+        let mut scene = no_contact_scene();
+        scene.obstacle.push(Obstacle::Plane {
+            point: [0.0, 0.0, 0.0],
+            normal: [0.0, 1.0, 0.0],
+            friction,
+        });
+        let mut sim = Sim::from_scene(
+            &scene,
+            &[Curve {
+                points,
+                closed: false,
+            }],
+            &[],
+            &[],
+        )
+        .unwrap();
+        for v in sim.vel.iter_mut() {
+            *v = [20.0, 0.0, 0.0, 0.0];
+        }
+        for _ in 0..3000 {
+            sim.step().unwrap();
+        }
+        let n = sim.vel.len() as f32;
+        sim.vel.iter().map(|v| v[0]).sum::<f32>() / n
+    };
+    let (with, without) = (slide(0.5), slide(0.0));
+    assert!(
+        with.abs() < 0.1,
+        "still sliding at {with} cm/s with friction"
+    );
+    assert!(without > 19.0, "slowed to {without} cm/s without friction");
+}
