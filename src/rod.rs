@@ -1,1 +1,806 @@
-//! (not yet written)
+//! Discrete Elastic Rods on the polyline through the control points (seed §3.1 and Appendix A).
+//!
+//! Buffers: control points `pos` (`[f32; 4]`, xyz), per polyline edge an [`EdgeFrame`] (reference
+//! director `u`, material angle `θ`, and the tangent `u` was last transported to), per bending element
+//! a [`Bend`] (its three vertices and two edges) and a [`BendRest`] (rest curvature, rest twist and the
+//! accumulated reference twist ψ). A closed yarn has a bending element at every vertex, an open yarn at
+//! its interior vertices (the tangent handles are polyline vertices too, so the handle edges carry
+//! the clamping direction of an end).
+//!
+//! Energies (per bending element `i` between edges `e⁰ = x_i − x_{i−1}` and `e¹ = x_{i+1} − x_i`, rest
+//! lengths `l₀, l₁`, `l̄ = l₀ + l₁`, i.e. twice the Voronoi length of the vertex):
+//!
+//! * curvature binormal `κb = 2 e⁰ × e¹ / (l₀ l₁ + e⁰·e¹)` (Bergou 2008, rest lengths in the
+//!   denominator), material curvatures `ωʲ = (κb·m₂ʲ, −κb·m₁ʲ)` in the material frame of edge `j`;
+//! * bending `E_b = EI / (2 l̄) Σ_{j∈{0,1}} |ωʲ − ω̄ʲ|²`, which is `½ EI ∫ κ² ds` for a smooth rod;
+//! * twisting `E_t = GJ (m − m̄)² / l̄` with the twist `m = θ₁ − θ₀ + ψ`, where ψ is the reference twist:
+//!   the signed angle about `t¹` from `u⁰` parallel-transported in space onto `t¹`, to `u¹`. The seed
+//!   writes `θ₁ − θ₀ − θ̂`, so `θ̂ = −ψ`.
+//!
+//! The reference directors are parallel-transported *through time* (from `e(t)` to `e(t+h)`), not along
+//! the rod, so every force has the local support of one bending element (Appendix A). ψ is tracked by
+//! accumulation — each update measures only the change since the last step, in (−π, π] — so windings
+//! beyond 2π are kept. Gradients are analytic: `∇ω = (m₂ᵀ; −m₁ᵀ) ∇(κb)` (exact because the
+//! time-transported frame turns about `t × δt` and `κb ⊥ t`), and `∇ψ` is the holonomy gradient
+//! `∂ψ/∂x_{i−1} = −(t⁰×t¹)/((1+t⁰·t¹)|e⁰|)`, `∂ψ/∂x_{i+1} = +(t⁰×t¹)/((1+t⁰·t¹)|e¹|)` (which is the
+//! seed's `∓(κb)/(2|ē|)` when the edges have their rest lengths). Both are exact at the configuration
+//! whose frames were just transported, which is where the step evaluates them.
+//!
+//! Because the reference frame does not turn with a rigid rotation about the tangents, the positional
+//! gradient at fixed θ conserves angular momentum only where `∂E/∂θ = 0`; the quasi-static frame solve
+//! provides that.
+//!
+//! Quasi-static material frames: after each position update the angles θ minimise the rod energy with
+//! positions fixed. We do a fixed number of sweeps of one safeguarded Newton step per edge in a
+//! red–black(–green) ordering: edges of one colour share no bending element, so their updates are
+//! independent (deterministic and parallel, like the future WGSL kernel); a closed yarn with an odd
+//! number of edges gives its last edge a third colour.
+//!
+//! Plasticity (§3.1): each rest curvature `ω̄ʲ` (a 2D point per bending element and edge) is projected
+//! onto the circle of radius `p_plastic` about the current `ωʲ` when outside it, then onto the circle of
+//! radius `p_max` about the origin.
+//!
+//! Everything physical is written once over [`Real`]; the stages run it in f32, tests in f64.
+
+use crate::math::{Real, V3};
+use crate::state::Topology;
+use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
+
+/// Marks an empty slot in the index tables.
+pub const NONE: u32 = u32::MAX;
+
+/// A bending element: vertex `v[1]` between edges `e[0]` (`v[0]→v[1]`) and `e[1]` (`v[1]→v[2]`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Bend {
+    pub v: [u32; 3],
+    pub e: [u32; 2],
+    /// Rest lengths `l₀, l₁` of the two edges.
+    pub rest_len: [f32; 2],
+    pub _pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<Bend>() == 32);
+
+/// The rest state and the tracked reference twist of a bending element.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct BendRest {
+    /// Rest material curvature `ω̄ʲ` in the frame of edge `j` (j = 0, 1); moved by plasticity.
+    pub kappa: [[f32; 2]; 2],
+    /// Rest twist `m̄`.
+    pub twist: f32,
+    /// Reference twist ψ, accumulated over time (not wrapped to (−π, π]).
+    pub ref_twist: f32,
+    pub _pad: [f32; 2],
+}
+const _: () = assert!(std::mem::size_of::<BendRest>() == 32);
+
+/// The frame of a polyline edge.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct EdgeFrame {
+    /// Reference director `u` (xyz, unit, ⊥ `t`); w = material angle θ from `u`.
+    pub u: [f32; 4],
+    /// Unit tangent `t` that `u` was last transported to (xyz); w unused (0).
+    pub t: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<EdgeFrame>() == 32);
+
+/// Rod material constants, as the stages (and later a WGSL uniform) take them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct RodParams {
+    /// Bending stiffness EI (g·cm³/s²).
+    pub bending: f32,
+    /// Twisting stiffness GJ (g·cm³/s²).
+    pub twisting: f32,
+    /// Plasticity radius `p_plastic` (integrated curvature; `inf` disables plastic flow).
+    pub plastic_radius: f32,
+    /// Largest rest curvature `p_max` (`inf` disables the bound).
+    pub plastic_max: f32,
+}
+const _: () = assert!(std::mem::size_of::<RodParams>() == 16);
+
+/// Why rod state cannot be built from a configuration.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RodError {
+    #[error("yarn {yarn}: the polyline folds back on itself at control point {point} (consecutive edges are anti-parallel), so its curvature is unbounded")]
+    FoldedBack { yarn: usize, point: usize },
+    #[error("yarn {yarn}: edge {edge} has zero length")]
+    ZeroEdge { yarn: usize, edge: usize },
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Generic geometry
+// ---------------------------------------------------------------------------------------------------
+
+/// Parallel transport of `u` from unit tangent `a` to unit tangent `b`: the rotation about `a × b`
+/// taking `a` to `b`, `R u = u + k×u + k×(k×u)/(1 + a·b)` with `k = a × b`. Undefined for `b = −a`.
+#[inline]
+pub fn parallel_transport<T: Real>(u: V3<T>, a: V3<T>, b: V3<T>) -> V3<T> {
+    let k = a.cross(b);
+    let ku = k.cross(u);
+    u + ku + k.cross(ku) / (T::one() + a.dot(b))
+}
+
+/// Integrated curvature binormal `κb = 2 e⁰ × e¹ / (l₀ l₁ + e⁰·e¹)` and its denominator.
+#[inline]
+pub fn curvature_binormal<T: Real>(e0: V3<T>, e1: V3<T>, l0: T, l1: T) -> (V3<T>, T) {
+    let d = l0 * l1 + e0.dot(e1);
+    (e0.cross(e1) * (T::from_f64(2.0) / d), d)
+}
+
+/// Material frame `(m₁, m₂)` of an edge with unit tangent `t`, reference director `u` and angle θ.
+#[inline]
+pub fn material_frame<T: Real>(t: V3<T>, u: V3<T>, theta: T) -> (V3<T>, V3<T>) {
+    let v = t.cross(u);
+    let (s, c) = (theta.sin(), theta.cos());
+    (u * c + v * s, v * c - u * s)
+}
+
+/// New value of the reference twist ψ of a bending element after its directors were transported.
+///
+/// ψ is the angle about `t1` from `P(u0)` (u0 transported in space from `t0` to `t1`) to `u1`. Only the
+/// change since `previous` is measured (rotate `P(u0)` by `previous`, measure the remaining angle in
+/// (−π, π]), so the accumulated value follows windings beyond ±π and ±2π continuously.
+#[inline]
+pub fn reference_twist<T: Real>(u0: V3<T>, t0: V3<T>, u1: V3<T>, t1: V3<T>, previous: T) -> T {
+    let p = parallel_transport(u0, t0, t1);
+    let (s, c) = (previous.sin(), previous.cos());
+    let w = p * c + t1.cross(p) * s;
+    previous + w.cross(u1).dot(t1).atan2(w.dot(u1))
+}
+
+/// A unit vector perpendicular to unit `t` (deterministic choice).
+pub fn any_perpendicular<T: Real>(t: V3<T>) -> V3<T> {
+    let (ax, ay, az) = (t.x.abs(), t.y.abs(), t.z.abs());
+    let axis = if ax <= ay && ax <= az {
+        V3::new(T::one(), T::zero(), T::zero())
+    } else if ay <= az {
+        V3::new(T::zero(), T::one(), T::zero())
+    } else {
+        V3::new(T::zero(), T::zero(), T::one())
+    };
+    t.cross(axis).normalized()
+}
+
+/// Rod stiffnesses of one bending element.
+#[derive(Clone, Copy, Debug)]
+pub struct Stiffness<T> {
+    /// EI.
+    pub bending: T,
+    /// GJ.
+    pub twisting: T,
+}
+
+/// Everything one bending element's energy depends on, in the working precision `T`.
+#[derive(Clone, Copy, Debug)]
+pub struct BendLocal<T> {
+    /// `x_{i−1}, x_i, x_{i+1}`.
+    pub x: [V3<T>; 3],
+    /// Reference directors of the two edges (unit, ⊥ the current tangents).
+    pub u: [V3<T>; 2],
+    /// Material angles of the two edges.
+    pub theta: [T; 2],
+    /// Reference twist ψ.
+    pub ref_twist: T,
+    pub rest_len: [T; 2],
+    pub rest_kappa: [[T; 2]; 2],
+    pub rest_twist: T,
+}
+
+/// Derived quantities of a bending element.
+#[derive(Clone, Copy, Debug)]
+pub struct BendGeometry<T> {
+    pub e: [V3<T>; 2],
+    pub len: [T; 2],
+    pub t: [V3<T>; 2],
+    pub m1: [V3<T>; 2],
+    pub m2: [V3<T>; 2],
+    pub kb: V3<T>,
+    /// Denominator `l₀ l₁ + e⁰·e¹` of κb.
+    pub denom: T,
+    /// Material curvatures `ωʲ`.
+    pub omega: [[T; 2]; 2],
+    /// `l̄ = l₀ + l₁` (rest).
+    pub lbar: T,
+}
+
+impl<T: Real> BendLocal<T> {
+    /// Reads one element from the flat f32 buffers.
+    pub fn gather(
+        bend: &Bend,
+        rest: &BendRest,
+        frames: &[EdgeFrame],
+        pos: &[[f32; 4]],
+    ) -> BendLocal<T> {
+        let f0 = &frames[bend.e[0] as usize];
+        let f1 = &frames[bend.e[1] as usize];
+        let c = |x: f32| T::from_f64(x as f64);
+        BendLocal {
+            x: [
+                V3::from4(pos[bend.v[0] as usize]),
+                V3::from4(pos[bend.v[1] as usize]),
+                V3::from4(pos[bend.v[2] as usize]),
+            ],
+            u: [V3::from4(f0.u), V3::from4(f1.u)],
+            theta: [c(f0.u[3]), c(f1.u[3])],
+            ref_twist: c(rest.ref_twist),
+            rest_len: [c(bend.rest_len[0]), c(bend.rest_len[1])],
+            rest_kappa: [
+                [c(rest.kappa[0][0]), c(rest.kappa[0][1])],
+                [c(rest.kappa[1][0]), c(rest.kappa[1][1])],
+            ],
+            rest_twist: c(rest.twist),
+        }
+    }
+
+    pub fn geometry(&self) -> BendGeometry<T> {
+        let e = [self.x[1] - self.x[0], self.x[2] - self.x[1]];
+        let len = [e[0].norm(), e[1].norm()];
+        let t = [e[0] / len[0], e[1] / len[1]];
+        let (kb, denom) = curvature_binormal(e[0], e[1], self.rest_len[0], self.rest_len[1]);
+        let f0 = material_frame(t[0], self.u[0], self.theta[0]);
+        let f1 = material_frame(t[1], self.u[1], self.theta[1]);
+        let m1 = [f0.0, f1.0];
+        let m2 = [f0.1, f1.1];
+        let omega = [
+            [kb.dot(m2[0]), -kb.dot(m1[0])],
+            [kb.dot(m2[1]), -kb.dot(m1[1])],
+        ];
+        BendGeometry {
+            e,
+            len,
+            t,
+            m1,
+            m2,
+            kb,
+            denom,
+            omega,
+            lbar: self.rest_len[0] + self.rest_len[1],
+        }
+    }
+
+    /// Twist `m = θ₁ − θ₀ + ψ`.
+    #[inline]
+    pub fn twist(&self) -> T {
+        self.theta[1] - self.theta[0] + self.ref_twist
+    }
+
+    /// Bending energy `EI/(2 l̄) Σ_j |ωʲ − ω̄ʲ|²`.
+    pub fn bending_energy(&self, k: &Stiffness<T>) -> T {
+        let g = self.geometry();
+        let mut s = T::zero();
+        for j in 0..2 {
+            let d0 = g.omega[j][0] - self.rest_kappa[j][0];
+            let d1 = g.omega[j][1] - self.rest_kappa[j][1];
+            s += d0 * d0 + d1 * d1;
+        }
+        k.bending * s / (T::from_f64(2.0) * g.lbar)
+    }
+
+    /// Twisting energy `GJ (m − m̄)² / l̄`.
+    pub fn twisting_energy(&self, k: &Stiffness<T>) -> T {
+        let d = self.twist() - self.rest_twist;
+        k.twisting * d * d / (self.rest_len[0] + self.rest_len[1])
+    }
+
+    /// Gradient of the bending energy with respect to the three vertices and the two angles θ.
+    pub fn bending_gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
+        self.bending_gradient_at(k, &self.geometry())
+    }
+
+    fn bending_gradient_at(&self, k: &Stiffness<T>, g: &BendGeometry<T>) -> ([V3<T>; 3], [T; 2]) {
+        let s = k.bending / g.lbar;
+        // dE = s Σ_j (ωʲ − ω̄ʲ)·dωʲ and dωʲ = (m₂ʲ·dκb, −m₁ʲ·dκb), so dE = gv·dκb.
+        let mut gv = V3::zero();
+        let mut gtheta = [T::zero(); 2];
+        for (j, gt) in gtheta.iter_mut().enumerate() {
+            let d0 = g.omega[j][0] - self.rest_kappa[j][0];
+            let d1 = g.omega[j][1] - self.rest_kappa[j][1];
+            gv += (g.m2[j] * d0 - g.m1[j] * d1) * s;
+            // ∂ωʲ/∂θⱼ = (ω₁ʲ, −ω₀ʲ) in (first, second) component order.
+            *gt = s * (d0 * g.omega[j][1] - d1 * g.omega[j][0]);
+        }
+        (kb_gradient_transpose(g, gv), gtheta)
+    }
+
+    /// Gradient of the twisting energy with respect to the three vertices (through ψ, the holonomy
+    /// gradient) and the two angles θ.
+    pub fn twisting_gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
+        let e0 = self.x[1] - self.x[0];
+        let e1 = self.x[2] - self.x[1];
+        let (l0, l1) = (e0.norm(), e1.norm());
+        self.twisting_gradient_at(k, [e0 / l0, e1 / l1], [l0, l1])
+    }
+
+    fn twisting_gradient_at(
+        &self,
+        k: &Stiffness<T>,
+        t: [V3<T>; 2],
+        len: [T; 2],
+    ) -> ([V3<T>; 3], [T; 2]) {
+        let lbar = self.rest_len[0] + self.rest_len[1];
+        let dm = T::from_f64(2.0) * k.twisting * (self.twist() - self.rest_twist) / lbar;
+        let (t0, t1, l0, l1) = (t[0], t[1], len[0], len[1]);
+        let h = t0.cross(t1) / (T::one() + t0.dot(t1));
+        let g0 = h * (-dm / l0);
+        let g2 = h * (dm / l1);
+        ([g0, -(g0 + g2), g2], [-dm, dm])
+    }
+
+    /// Sum of both energies.
+    pub fn energy(&self, k: &Stiffness<T>) -> T {
+        self.bending_energy(k) + self.twisting_energy(k)
+    }
+
+    /// Gradient of both energies.
+    pub fn gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
+        let g = self.geometry();
+        let (gb, tb) = self.bending_gradient_at(k, &g);
+        let (gt, tt) = self.twisting_gradient_at(k, g.t, g.len);
+        (
+            [gb[0] + gt[0], gb[1] + gt[1], gb[2] + gt[2]],
+            [tb[0] + tt[0], tb[1] + tt[1]],
+        )
+    }
+
+    /// First and second derivatives of the energy with respect to θ₀ and θ₁ (each alone), for the
+    /// quasi-static frame solve. Returns `(gradient, curvature, twist_curvature)`; the last is the
+    /// always-positive twisting part of the curvature, used as a safeguard.
+    pub fn theta_derivatives(&self, k: &Stiffness<T>) -> ([T; 2], [T; 2], T) {
+        let g = self.geometry();
+        let excess = self.twist() - self.rest_twist;
+        let mut grad = [T::zero(); 2];
+        let mut hess = [T::zero(); 2];
+        let mut ht = T::zero();
+        for j in 0..2 {
+            let (gj, hj, tj) = theta_terms(
+                k,
+                g.kb,
+                g.m1[j],
+                g.m2[j],
+                self.rest_kappa[j],
+                g.lbar,
+                excess,
+                j,
+            );
+            grad[j] = gj;
+            hess[j] = hj;
+            ht = tj;
+        }
+        (grad, hess, ht)
+    }
+}
+
+/// One bending element's contribution to `∂E/∂θ` and `∂²E/∂θ²` for the angle of its edge `role`
+/// (0: `e⁰`, 1: `e¹`), given κb, that edge's material frame, its rest curvature, `l̄` and the twist
+/// excess `m − m̄`. Returns `(gradient, curvature, twist_curvature)`.
+///
+/// Bending: `E_j(θ) = s/2 |ω(θ) − ω̄|²` with `s = EI/l̄`, `∂ω/∂θ = (ω₁, −ω₀)`, `∂²ω/∂θ² = −ω`, so
+/// `E' = s (ω̄₁ ω₀ − ω̄₀ ω₁)` and `E'' = s ω̄·ω`. Twisting: `±2 GJ (m − m̄)/l̄` and `2 GJ/l̄`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn theta_terms<T: Real>(
+    k: &Stiffness<T>,
+    kb: V3<T>,
+    m1: V3<T>,
+    m2: V3<T>,
+    rest_kappa: [T; 2],
+    lbar: T,
+    twist_excess: T,
+    role: usize,
+) -> (T, T, T) {
+    let s = k.bending / lbar;
+    let (w0, w1) = (kb.dot(m2), -kb.dot(m1));
+    let (r0, r1) = (rest_kappa[0], rest_kappa[1]);
+    let two = T::from_f64(2.0);
+    let dm = two * k.twisting * twist_excess / lbar;
+    let ht = two * k.twisting / lbar;
+    let dm = if role == 0 { -dm } else { dm };
+    (
+        dm + s * (r1 * w0 - r0 * w1),
+        ht + s * (r0 * w0 + r1 * w1),
+        ht,
+    )
+}
+
+/// `(∂κb/∂x_k)ᵀ gv` for k = i−1, i, i+1.
+#[inline]
+fn kb_gradient_transpose<T: Real>(g: &BendGeometry<T>, gv: V3<T>) -> [V3<T>; 3] {
+    let two = T::from_f64(2.0);
+    let kg = g.kb.dot(gv);
+    // ∂κb/∂e⁰ = (−2[e¹] − κb e¹ᵀ)/d, ∂κb/∂e¹ = (2[e⁰] − κb e⁰ᵀ)/d, x_{i−1} = −e⁰, x_{i+1} = +e¹.
+    let g0 = (g.e[1] * kg - g.e[1].cross(gv) * two) / g.denom;
+    let g2 = (-(g.e[0].cross(gv) * two) - g.e[0] * kg) / g.denom;
+    [g0, -(g0 + g2), g2]
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Rod state and its construction
+// ---------------------------------------------------------------------------------------------------
+
+/// The rod buffers of a scene, built from its initial configuration (which is its rest shape).
+#[derive(Clone, Debug, Default)]
+pub struct RodState {
+    pub bends: Vec<Bend>,
+    pub rest: Vec<BendRest>,
+    pub frames: Vec<EdgeFrame>,
+    /// Per control point, up to three slots `bend * 3 + role` into `bend_grad` (gather table).
+    pub point_bends: Vec<[u32; 4]>,
+    /// Per edge, the bending element in which it is `e¹` and the one in which it is `e⁰`.
+    pub edge_bends: Vec<[u32; 2]>,
+    /// Edges sorted by colour; colour `c` is `edge_order[color_start[c]..color_start[c + 1]]`.
+    pub edge_order: Vec<u32>,
+    pub color_start: [u32; 4],
+    /// Scratch: per bending element the energy gradient on its three vertices.
+    pub bend_grad: Vec<[f32; 4]>,
+    /// Scratch: per bending element κb (xyz) at the configuration the frame solve works on; w = l̄.
+    pub bend_kb: Vec<[f32; 4]>,
+    /// Scratch: the Newton step of each edge of the colour being solved (in `edge_order` order).
+    pub theta_step: Vec<f32>,
+}
+
+impl RodState {
+    /// Twist-free reference frames along each yarn (θ = 0), and rest curvature and twist equal to the
+    /// initial ones, so the initial configuration is a rest state.
+    pub fn new(topo: &Topology, pos: &[[f32; 4]]) -> Result<RodState, RodError> {
+        let ne = topo.edges.len();
+        let mut frames = vec![EdgeFrame::default(); ne];
+        let mut bends = Vec::new();
+        let mut edge_bends = vec![[NONE; 2]; ne];
+        let mut color = vec![0u8; ne];
+        for (yi, y) in topo.yarns.iter().enumerate() {
+            let (fe, nedge) = (y.first_edge as usize, y.num_edges as usize);
+            let n = y.num_points as usize;
+            // Frames: space-parallel transport from an arbitrary director on the first edge.
+            let mut prev: Option<(V3<f64>, V3<f64>)> = None;
+            for k in 0..nedge {
+                let e = &topo.edges[fe + k];
+                let d = V3::<f64>::from4(pos[e.b as usize]) - V3::from4(pos[e.a as usize]);
+                let l = d.norm();
+                if l.is_nan() || l <= 0.0 {
+                    return Err(RodError::ZeroEdge { yarn: yi, edge: k });
+                }
+                let t = d / l;
+                let u = match prev {
+                    None => any_perpendicular(t),
+                    Some((pu, pt)) => {
+                        if pt.dot(t) < -0.999 {
+                            return Err(RodError::FoldedBack { yarn: yi, point: k });
+                        }
+                        let u = parallel_transport(pu, pt, t);
+                        (u - t * u.dot(t)).normalized()
+                    }
+                };
+                frames[fe + k] = EdgeFrame {
+                    u: u.to4(0.0),
+                    t: t.to4(0.0),
+                };
+                prev = Some((u, t));
+                color[fe + k] = (k % 2) as u8;
+            }
+            let closed = y.closed != 0;
+            if closed && nedge % 2 == 1 {
+                color[fe + nedge - 1] = 2;
+            }
+            // Bending elements: vertex k between edges k−1 and k.
+            let verts: Vec<usize> = if closed {
+                (0..n).collect()
+            } else {
+                (1..n - 1).collect()
+            };
+            for k in verts {
+                let ea = fe + (k + nedge - 1) % nedge;
+                let eb = fe + k;
+                let (a, b) = (&topo.edges[ea], &topo.edges[eb]);
+                let bi = bends.len() as u32;
+                edge_bends[ea][1] = bi;
+                edge_bends[eb][0] = bi;
+                let ta = V3::<f64>::from4(frames[ea].t);
+                let tb = V3::<f64>::from4(frames[eb].t);
+                if ta.dot(tb) < -0.999 {
+                    return Err(RodError::FoldedBack { yarn: yi, point: k });
+                }
+                bends.push(Bend {
+                    v: [a.a, a.b, b.b],
+                    e: [ea as u32, eb as u32],
+                    rest_len: [a.rest_length, b.rest_length],
+                    _pad: 0,
+                });
+            }
+        }
+        let mut rest = vec![BendRest::default(); bends.len()];
+        for (b, r) in bends.iter().zip(rest.iter_mut()) {
+            let f0 = &frames[b.e[0] as usize];
+            let f1 = &frames[b.e[1] as usize];
+            let psi = reference_twist(
+                V3::<f64>::from4(f0.u),
+                V3::from4(f0.t),
+                V3::from4(f1.u),
+                V3::from4(f1.t),
+                0.0,
+            );
+            r.ref_twist = psi as f32;
+            r.twist = r.ref_twist;
+            let local = BendLocal::<f64>::gather(b, r, &frames, pos);
+            let g = local.geometry();
+            for j in 0..2 {
+                r.kappa[j] = [g.omega[j][0] as f32, g.omega[j][1] as f32];
+            }
+        }
+        let mut point_bends = vec![[NONE; 4]; pos.len()];
+        for (bi, b) in bends.iter().enumerate() {
+            for role in 0..3 {
+                let slots = &mut point_bends[b.v[role] as usize];
+                // A polyline vertex belongs to at most three bending elements (yarns of ≥ 3 points).
+                if let Some(free) = slots.iter().position(|&s| s == NONE) {
+                    slots[free] = (bi * 3 + role) as u32;
+                }
+            }
+        }
+        let mut edge_order = Vec::with_capacity(ne);
+        let mut color_start = [0u32; 4];
+        for c in 0..3u8 {
+            color_start[c as usize] = edge_order.len() as u32;
+            edge_order.extend((0..ne as u32).filter(|&e| color[e as usize] == c));
+        }
+        color_start[3] = edge_order.len() as u32;
+        let nb = bends.len();
+        Ok(RodState {
+            bends,
+            rest,
+            frames,
+            point_bends,
+            edge_bends,
+            edge_order,
+            color_start,
+            bend_grad: vec![[0.0; 4]; nb * 3],
+            bend_kb: vec![[0.0; 4]; nb],
+            theta_step: vec![0.0; ne],
+        })
+    }
+
+    /// Total rod energy (bending + twisting) of the current state, in f64 (diagnostics and tests).
+    pub fn energy(&self, params: &RodParams, pos: &[[f32; 4]]) -> f64 {
+        let k = Stiffness {
+            bending: params.bending as f64,
+            twisting: params.twisting as f64,
+        };
+        self.bends
+            .iter()
+            .zip(&self.rest)
+            .map(|(b, r)| BendLocal::<f64>::gather(b, r, &self.frames, pos).energy(&k))
+            .sum()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Stages
+// ---------------------------------------------------------------------------------------------------
+
+/// Smallest chunk a stage hands to one rayon task (below this, threads cost more than they save).
+const PAR_MIN: usize = 512;
+
+/// Stage `rod_forces`: `force = m g − ∇E_rod` for every control point (overwrites `force`).
+///
+/// Two passes, as the WGSL kernel will do them: each bending element writes its gradient on its three
+/// vertices into `bend_grad`, then each control point gathers its (up to three) slots in a fixed order,
+/// so the result does not depend on the thread count.
+#[allow(clippy::too_many_arguments)]
+pub fn rod_forces(
+    params: &RodParams,
+    gravity: [f32; 3],
+    bends: &[Bend],
+    rest: &[BendRest],
+    frames: &[EdgeFrame],
+    point_bends: &[[u32; 4]],
+    pos: &[[f32; 4]],
+    mass: &[f32],
+    bend_grad: &mut [[f32; 4]],
+    force: &mut [[f32; 4]],
+) {
+    let k = Stiffness {
+        bending: params.bending,
+        twisting: params.twisting,
+    };
+    bend_grad
+        .par_chunks_mut(3)
+        .with_min_len(PAR_MIN / 3)
+        .zip(bends.par_iter().zip(rest.par_iter()))
+        .for_each(|(out, (b, r))| {
+            let (g, _) = BendLocal::<f32>::gather(b, r, frames, pos).gradient(&k);
+            for role in 0..3 {
+                out[role] = g[role].to4(0.0);
+            }
+        });
+    let bend_grad = &*bend_grad;
+    force
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(point_bends.par_iter().zip(mass.par_iter()))
+        .for_each(|(f, (slots, &m))| {
+            let mut acc = V3::<f32>::from3(gravity) * m;
+            for &s in slots.iter() {
+                if s != NONE {
+                    acc -= V3::from4(bend_grad[s as usize]);
+                }
+            }
+            *f = acc.to4(0.0);
+        });
+}
+
+/// Stage `material_frames`: transport each reference director through time onto its edge's new
+/// tangent, update every reference twist ψ, then solve for the material angles θ quasi-statically
+/// (`sweeps` red–black Newton sweeps, see the module documentation). Positions are fixed during the
+/// solve, so κb of every bending element is computed once into `bend_kb`.
+#[allow(clippy::too_many_arguments)]
+pub fn material_frames(
+    params: &RodParams,
+    edges: &[crate::state::Edge],
+    bends: &[Bend],
+    edge_bends: &[[u32; 2]],
+    edge_order: &[u32],
+    color_start: &[u32; 4],
+    sweeps: u32,
+    pos: &[[f32; 4]],
+    rest: &mut [BendRest],
+    frames: &mut [EdgeFrame],
+    bend_kb: &mut [[f32; 4]],
+    theta_step: &mut [f32],
+) {
+    frames
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(edges.par_iter())
+        .for_each(|(f, e)| {
+            let d = V3::<f32>::from4(pos[e.b as usize]) - V3::from4(pos[e.a as usize]);
+            let t = d.normalized();
+            let t_old = V3::<f32>::from4(f.t);
+            let u = parallel_transport(V3::from4(f.u), t_old, t);
+            // Re-orthonormalise so round-off never accumulates over millions of steps.
+            let u = (u - t * u.dot(t)).normalized();
+            f.u = u.to4(f.u[3]);
+            f.t = t.to4(0.0);
+        });
+    {
+        let frames = &*frames;
+        rest.par_iter_mut()
+            .with_min_len(PAR_MIN)
+            .zip(bends.par_iter().zip(bend_kb.par_iter_mut()))
+            .for_each(|(r, (b, kb))| {
+                let f0 = &frames[b.e[0] as usize];
+                let f1 = &frames[b.e[1] as usize];
+                r.ref_twist = reference_twist(
+                    V3::<f32>::from4(f0.u),
+                    V3::from4(f0.t),
+                    V3::from4(f1.u),
+                    V3::from4(f1.t),
+                    r.ref_twist,
+                );
+                let x0 = V3::<f32>::from4(pos[b.v[0] as usize]);
+                let x1 = V3::<f32>::from4(pos[b.v[1] as usize]);
+                let x2 = V3::<f32>::from4(pos[b.v[2] as usize]);
+                let (k, _) = curvature_binormal(x1 - x0, x2 - x1, b.rest_len[0], b.rest_len[1]);
+                *kb = k.to4(b.rest_len[0] + b.rest_len[1]);
+            });
+    }
+    let k = Stiffness {
+        bending: params.bending,
+        twisting: params.twisting,
+    };
+    let rest = &*rest;
+    let bend_kb = &*bend_kb;
+    for _ in 0..sweeps {
+        for c in 0..3 {
+            let range = color_start[c] as usize..color_start[c + 1] as usize;
+            let order = &edge_order[range.clone()];
+            let steps = &mut theta_step[range];
+            // Edges of one colour share no bending element: compute all their steps from the
+            // current angles (in parallel), then apply them.
+            let fr = &*frames;
+            steps
+                .par_iter_mut()
+                .with_min_len(PAR_MIN)
+                .zip(order.par_iter())
+                .for_each(|(step, &e)| {
+                    *step = theta_newton_step(&k, bends, rest, bend_kb, edge_bends, fr, e as usize)
+                });
+            for (&e, &s) in order.iter().zip(steps.iter()) {
+                frames[e as usize].u[3] += s;
+            }
+        }
+    }
+}
+
+/// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]).
+fn theta_newton_step(
+    k: &Stiffness<f32>,
+    bends: &[Bend],
+    rest: &[BendRest],
+    bend_kb: &[[f32; 4]],
+    edge_bends: &[[u32; 2]],
+    frames: &[EdgeFrame],
+    e: usize,
+) -> f32 {
+    let f = frames[e];
+    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
+    let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
+    for (side, &bi) in edge_bends[e].iter().enumerate() {
+        if bi == NONE {
+            continue;
+        }
+        // side 0: this edge is e¹ of the element; side 1: it is e⁰.
+        let role = 1 - side;
+        let b = &bends[bi as usize];
+        let r = &rest[bi as usize];
+        let kb = bend_kb[bi as usize];
+        let twist = frames[b.e[1] as usize].u[3] - frames[b.e[0] as usize].u[3] + r.ref_twist;
+        let (gr, hs, tw) = theta_terms(
+            k,
+            V3::from4(kb),
+            m1,
+            m2,
+            r.kappa[role],
+            kb[3],
+            twist - r.twist,
+            role,
+        );
+        g += gr;
+        h += hs;
+        ht += tw;
+    }
+    newton_angle_step(g, h, ht)
+}
+
+/// One safeguarded Newton step `−g/h` for a material angle: where bending makes the curvature small
+/// or negative, fall back to the (positive) twisting part or `|h|`; never turn more than one radian.
+#[inline]
+fn newton_angle_step(g: f32, h: f32, ht: f32) -> f32 {
+    let h = if h > 0.5 * ht { h } else { ht.max(h.abs()) };
+    if h.is_nan() || h <= 0.0 || g == 0.0 {
+        return 0.0;
+    }
+    (-g / h).clamp(-1.0, 1.0)
+}
+
+/// Stage `plasticity`: drag each rest curvature to within `p_plastic` of the current one, then bound
+/// it by `p_max` (seed §3.1). Runs right after `material_frames`, with its frames and the κb it left in
+/// `bend_kb` (the positions have not moved since).
+pub fn plasticity(
+    params: &RodParams,
+    bends: &[Bend],
+    frames: &[EdgeFrame],
+    bend_kb: &[[f32; 4]],
+    rest: &mut [BendRest],
+) {
+    let (pp, pm) = (params.plastic_radius, params.plastic_max);
+    if pp.is_infinite() && pm.is_infinite() {
+        return;
+    }
+    rest.par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(bends.par_iter().zip(bend_kb.par_iter()))
+        .for_each(|(r, (b, kb))| {
+            let kb = V3::<f32>::from4(*kb);
+            for j in 0..2 {
+                let f = &frames[b.e[j] as usize];
+                let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
+                let w = [kb.dot(m2), -kb.dot(m1)];
+                let mut k = r.kappa[j];
+                let d = [k[0] - w[0], k[1] - w[1]];
+                let dn = (d[0] * d[0] + d[1] * d[1]).sqrt();
+                if dn > pp {
+                    let s = pp / dn;
+                    k = [w[0] + d[0] * s, w[1] + d[1] * s];
+                }
+                let kn = (k[0] * k[0] + k[1] * k[1]).sqrt();
+                if kn > pm {
+                    let s = pm / kn;
+                    k = [k[0] * s, k[1] * s];
+                }
+                r.kappa[j] = k;
+            }
+        });
+}

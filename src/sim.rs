@@ -1,11 +1,25 @@
-//! The simulation driver: owns the flat state arrays and runs the time step of DESIGN §6.
+//! The simulation driver: owns the flat state arrays and runs the time step of DESIGN §6 (seed
+//! Figure 4) on the CPU path.
 //!
-//! (Skeleton: the contact interface below is fixed; `Sim` itself is filled in by the mechanics work.)
+//! One step: `rod_forces` (gravity + rod) → the contact model ([`ContactForce`]) → `integrate_velocity`
+//! → `glue_projection` → `length_projection` → `nonrigid_damping` → `object_contact` →
+//! `integrate_position` → `material_frames` → `plasticity`. All buffers are allocated when the [`Sim`]
+//! is built; the step loop allocates nothing. Every stage's output is independent of the thread count.
+//!
+//! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
+//! it is detected before the positions are updated, so `pos` still holds the last good configuration.
 
-use crate::state::Topology;
+use std::time::Instant;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use crate::rod::{self, RodError, RodParams, RodState};
+use crate::scene::{ContactModel, Keyframe, Obstacle, Scene};
+use crate::state::{Curve, Topology, TopologyError};
+use crate::step::{self, LengthScratch, ObstacleShape};
 
 /// Named per-step statistics a contact model reports (`("touching_pairs", 1234.0)`, ...). The driver
-/// sums or averages them into the frame's JSON record under the same names.
+/// averages them over the steps of a frame into the frame's JSON record under the same names.
 #[derive(Clone, Debug, Default)]
 pub struct ContactStats {
     pub values: Vec<(&'static str, f64)>,
@@ -42,4 +56,814 @@ pub enum ContactError {
     NotFinite { point: usize },
     #[error("{0}")]
     Other(String),
+}
+
+/// The `none` contact model: yarns pass through each other.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoContact;
+
+impl ContactForce for NoContact {
+    fn add_forces(
+        &mut self,
+        _topo: &Topology,
+        _pos: &[[f32; 4]],
+        _vel: &[[f32; 4]],
+        _force: &mut [[f32; 4]],
+        _stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        Ok(())
+    }
+}
+
+/// The contact model a scene asks for, where this build has it.
+pub fn contact_model(model: ContactModel) -> Result<Box<dyn ContactForce>, SimError> {
+    match model {
+        ContactModel::None => Ok(Box::new(NoContact)),
+        ContactModel::Exact => Err(SimError::ContactUnavailable("exact")),
+        ContactModel::Acl => Err(SimError::ContactUnavailable("acl")),
+    }
+}
+
+/// Why a simulation cannot be built or cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Rod(#[from] RodError),
+    #[error("{key} = {value}: {message}")]
+    Parameter {
+        key: &'static str,
+        value: String,
+        message: &'static str,
+    },
+    #[error("contact model {0:?} is not available yet (use contact.model = \"none\")")]
+    ContactUnavailable(&'static str),
+    #[error("pinned control point {point} does not exist (the scene has {count} control points)")]
+    PinOutOfRange { point: u32, count: usize },
+    #[error("damping blocks are given for {given} control points, but the scene has {count}")]
+    DampingBlocks { given: usize, count: usize },
+    #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local}) is not finite")]
+    NotFinite {
+        step: u64,
+        what: &'static str,
+        point: usize,
+        yarn: usize,
+        local: usize,
+    },
+    #[error("step {step}: the length constraints of yarn {yarn} did not converge in {iterations} Fast Projection iterations (relative error {error:e}); the time step is probably too large")]
+    LengthProjection {
+        step: u64,
+        yarn: usize,
+        iterations: u32,
+        error: f32,
+    },
+    #[error("step {step}: contact model failed")]
+    Contact {
+        step: u64,
+        #[source]
+        source: ContactError,
+    },
+}
+
+/// Step parameters, taken from the scene with the seed's defaults; public so tests and tools may tune
+/// the solver knobs that are not scene fields.
+#[derive(Clone, Debug)]
+pub struct SimParams {
+    /// Time step h (s).
+    pub h: f32,
+    /// Steps per output frame, `round(1 / (fps h))`.
+    pub steps_per_frame: u32,
+    pub gravity: [f32; 3],
+    pub rod: RodParams,
+    /// Yarn radius r (cm), the distance kept from obstacles.
+    pub radius: f32,
+    pub damping_const: f32,
+    pub damping_prop: f32,
+    /// Relative length error the Fast Projection iterates down to.
+    pub length_tolerance: f32,
+    /// Iteration cap of the Fast Projection; exceeding it is an error.
+    pub length_max_iterations: u32,
+    /// Red–black Newton sweeps of the quasi-static material frames per step.
+    pub frame_sweeps: u32,
+}
+
+/// One frame's record (`--stats` writes one JSON object per frame). The contact model's named values
+/// are flattened in, each the mean over the frame's steps.
+#[derive(Clone, Debug, Default)]
+pub struct FrameStats {
+    pub frame: u32,
+    pub sim_time: f64,
+    pub steps: u32,
+    pub wall_ms: f64,
+    pub kinetic_energy: f64,
+    pub max_speed: f64,
+    /// Largest relative length error after any length projection of the frame.
+    pub max_length_error: f64,
+    /// Largest Fast Projection iteration count of the frame.
+    pub max_projection_iterations: u32,
+    /// Milliseconds per phase over the frame: forces (gravity + rod), contact, constraints (glue +
+    /// length), damping and objects, frames (material frames + plasticity).
+    pub phase_ms: [(&'static str, f64); 5],
+    pub contact: Vec<(&'static str, f64)>,
+}
+
+impl Serialize for FrameStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("frame", &self.frame)?;
+        m.serialize_entry("sim_time", &self.sim_time)?;
+        m.serialize_entry("steps", &self.steps)?;
+        m.serialize_entry("wall_ms", &self.wall_ms)?;
+        m.serialize_entry("kinetic_energy", &self.kinetic_energy)?;
+        m.serialize_entry("max_speed", &self.max_speed)?;
+        m.serialize_entry("max_length_error", &self.max_length_error)?;
+        m.serialize_entry("max_projection_iterations", &self.max_projection_iterations)?;
+        for (k, v) in &self.phase_ms {
+            m.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.contact {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+const PHASES: [&str; 5] = [
+    "forces_ms",
+    "contact_ms",
+    "constraints_ms",
+    "damping_objects_ms",
+    "frames_ms",
+];
+
+/// A placed obstacle definition with its keyframes.
+#[derive(Clone, Debug)]
+struct ObstacleDef {
+    rest: ObstacleShape,
+    keyframes: Vec<Keyframe>,
+}
+
+/// The running simulation (CPU path).
+pub struct Sim {
+    pub topo: Topology,
+    /// Control points (xyz; w = 0).
+    pub pos: Vec<[f32; 4]>,
+    /// Velocities (xyz; w = 0).
+    pub vel: Vec<[f32; 4]>,
+    /// Simulated time (s).
+    pub time: f64,
+    /// Steps taken so far.
+    pub steps: u64,
+    /// Frames completed so far.
+    pub frames: u32,
+    pub params: SimParams,
+    /// Lumped mass per control point: linear density × half the adjacent rest edge lengths.
+    pub mass: Vec<f32>,
+    /// `1 / mass`, and 0 for glued points.
+    pub inv_mass: Vec<f32>,
+    pub rod: RodState,
+    /// Glued control points and the positions they are held at (their initial ones).
+    pub glue_points: Vec<u32>,
+    pub glue_target: Vec<[f32; 4]>,
+    /// Damping blocks: points of block `b` are `block_points[block_start[b]..block_start[b + 1]]`.
+    pub block_start: Vec<u32>,
+    pub block_points: Vec<u32>,
+    /// Obstacles placed at the end of the current step.
+    pub obstacles: Vec<ObstacleShape>,
+    obstacle_defs: Vec<ObstacleDef>,
+    force: Vec<[f32; 4]>,
+    length: LengthScratch,
+    contact: Box<dyn ContactForce>,
+    step_stats: ContactStats,
+    frame_contact: Vec<(&'static str, f64)>,
+    last_length: step::LengthReport,
+    frame_length_error: f32,
+    frame_iterations: u32,
+    phase: [f64; 5],
+}
+
+fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
+    SimError::Parameter {
+        key,
+        value: value.to_string(),
+        message,
+    }
+}
+
+fn params_from_scene(scene: &Scene) -> Result<SimParams, SimError> {
+    let s = &scene.simulation;
+    let y = &scene.yarn;
+    if !(s.dt.is_finite() && s.dt > 0.0) {
+        return Err(param_err(
+            "simulation.dt",
+            s.dt,
+            "must be a positive number",
+        ));
+    }
+    if !(s.fps.is_finite() && s.fps > 0.0) {
+        return Err(param_err(
+            "simulation.fps",
+            s.fps,
+            "must be a positive number",
+        ));
+    }
+    let spf = (1.0 / (s.fps * s.dt)).round();
+    if !(spf >= 1.0 && spf < u32::MAX as f64) {
+        return Err(param_err(
+            "simulation.fps",
+            s.fps,
+            "gives less than one time step per frame",
+        ));
+    }
+    if !s.gravity.iter().all(|g| g.is_finite()) {
+        return Err(param_err(
+            "simulation.gravity",
+            format!("{:?}", s.gravity),
+            "must be finite",
+        ));
+    }
+    let positive = |key, v: f32| {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(param_err(key, v, "must be a positive number"))
+        }
+    };
+    let non_negative = |key, v: f32| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(())
+        } else {
+            Err(param_err(key, v, "must be a non-negative number"))
+        }
+    };
+    positive("yarn.radius", y.radius)?;
+    positive("yarn.linear_density", y.linear_density)?;
+    non_negative("yarn.bending_stiffness", y.bending_stiffness)?;
+    non_negative("yarn.twisting_stiffness", y.twisting_stiffness)?;
+    non_negative("yarn.damping_const", y.damping_const)?;
+    non_negative("yarn.damping_prop", y.damping_prop)?;
+    if y.plastic_radius.is_nan() || y.plastic_radius < 0.0 {
+        return Err(param_err(
+            "yarn.plastic_radius",
+            y.plastic_radius,
+            "must be non-negative (inf disables plasticity)",
+        ));
+    }
+    if y.plastic_max.is_nan() || y.plastic_max < 0.0 {
+        return Err(param_err(
+            "yarn.plastic_max",
+            y.plastic_max,
+            "must be non-negative (inf removes the bound)",
+        ));
+    }
+    Ok(SimParams {
+        h: s.dt as f32,
+        steps_per_frame: spf as u32,
+        gravity: s.gravity,
+        rod: RodParams {
+            bending: y.bending_stiffness,
+            twisting: y.twisting_stiffness,
+            plastic_radius: y.plastic_radius,
+            plastic_max: y.plastic_max,
+        },
+        radius: y.radius,
+        damping_const: y.damping_const,
+        damping_prop: y.damping_prop,
+        length_tolerance: 1e-4,
+        length_max_iterations: 100,
+        frame_sweeps: 2,
+    })
+}
+
+fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
+    let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+    let friction_ok = |f: f32| f.is_finite() && f >= 0.0;
+    let p4 = |p: [f32; 3]| [p[0], p[1], p[2], 0.0];
+    match o {
+        Obstacle::Plane {
+            point,
+            normal,
+            friction,
+        } => {
+            let n = crate::math::V3::<f32>::from3(*normal);
+            let l = n.norm();
+            if !(finite(point) && l.is_finite() && l > 0.0) {
+                return Err(param_err(
+                    "obstacle.normal",
+                    format!("{normal:?}"),
+                    "a plane needs a finite point and a non-zero normal",
+                ));
+            }
+            if !friction_ok(*friction) {
+                return Err(param_err("obstacle.friction", friction, "must be ≥ 0"));
+            }
+            Ok(ObstacleDef {
+                rest: ObstacleShape {
+                    kind: step::OBSTACLE_PLANE,
+                    friction: *friction,
+                    radius: 0.0,
+                    _pad: 0,
+                    a: p4(*point),
+                    b: (n / l).to4(0.0),
+                    vel: [0.0; 4],
+                },
+                keyframes: Vec::new(),
+            })
+        }
+        Obstacle::Sphere {
+            center,
+            radius,
+            friction,
+            keyframes,
+        } => {
+            if !(finite(center) && radius.is_finite() && *radius > 0.0) {
+                return Err(param_err(
+                    "obstacle.radius",
+                    radius,
+                    "a sphere needs a finite centre and a positive radius",
+                ));
+            }
+            if !friction_ok(*friction) {
+                return Err(param_err("obstacle.friction", friction, "must be ≥ 0"));
+            }
+            check_keyframes(keyframes)?;
+            Ok(ObstacleDef {
+                rest: ObstacleShape {
+                    kind: step::OBSTACLE_SPHERE,
+                    friction: *friction,
+                    radius: *radius,
+                    _pad: 0,
+                    a: p4(*center),
+                    b: [0.0; 4],
+                    vel: [0.0; 4],
+                },
+                keyframes: keyframes.clone(),
+            })
+        }
+        Obstacle::Capsule {
+            a,
+            b,
+            radius,
+            friction,
+            keyframes,
+        } => {
+            if !(finite(a) && finite(b) && radius.is_finite() && *radius > 0.0) {
+                return Err(param_err(
+                    "obstacle.radius",
+                    radius,
+                    "a capsule needs finite ends and a positive radius",
+                ));
+            }
+            if !friction_ok(*friction) {
+                return Err(param_err("obstacle.friction", friction, "must be ≥ 0"));
+            }
+            check_keyframes(keyframes)?;
+            Ok(ObstacleDef {
+                rest: ObstacleShape {
+                    kind: step::OBSTACLE_CAPSULE,
+                    friction: *friction,
+                    radius: *radius,
+                    _pad: 0,
+                    a: p4(*a),
+                    b: p4(*b),
+                    vel: [0.0; 4],
+                },
+                keyframes: keyframes.clone(),
+            })
+        }
+    }
+}
+
+fn check_keyframes(k: &[Keyframe]) -> Result<(), SimError> {
+    for w in k.windows(2) {
+        if w[1].t.partial_cmp(&w[0].t) != Some(std::cmp::Ordering::Greater) {
+            return Err(param_err(
+                "obstacle.keyframes.t",
+                w[1].t,
+                "keyframe times must increase",
+            ));
+        }
+    }
+    if k.iter()
+        .any(|f| !f.t.is_finite() || !f.offset.iter().all(|x| x.is_finite()))
+    {
+        return Err(param_err(
+            "obstacle.keyframes",
+            "…",
+            "keyframes must be finite",
+        ));
+    }
+    Ok(())
+}
+
+/// Offset of a keyframed obstacle at time `t`: linear interpolation, held constant outside the keys.
+pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
+    match keys {
+        [] => [0.0; 3],
+        [only] => only.offset,
+        _ => {
+            if t <= keys[0].t {
+                return keys[0].offset;
+            }
+            for w in keys.windows(2) {
+                if t <= w[1].t {
+                    let s = ((t - w[0].t) / (w[1].t - w[0].t)) as f32;
+                    let mut o = [0.0; 3];
+                    for (a, oa) in o.iter_mut().enumerate() {
+                        *oa = w[0].offset[a] + s * (w[1].offset[a] - w[0].offset[a]);
+                    }
+                    return o;
+                }
+            }
+            keys[keys.len() - 1].offset
+        }
+    }
+}
+
+impl Sim {
+    /// Builds a simulation from the scene's parameters, the cloth's curves, the damping block of each
+    /// control point (empty: one block per yarn), the glued control points and a contact model.
+    pub fn new(
+        scene: &Scene,
+        curves: &[Curve],
+        damping_block: &[u32],
+        pins: &[u32],
+        contact: Box<dyn ContactForce>,
+    ) -> Result<Sim, SimError> {
+        let params = params_from_scene(scene)?;
+        let (topo, pos) = Topology::from_curves(curves)?;
+        let n = pos.len();
+        let rod = RodState::new(&topo, &pos)?;
+        let mut mass = vec![0.0f32; n];
+        for e in &topo.edges {
+            let m = 0.5 * scene.yarn.linear_density * e.rest_length;
+            mass[e.a as usize] += m;
+            mass[e.b as usize] += m;
+        }
+        let mut inv_mass: Vec<f32> = mass.iter().map(|&m| 1.0 / m).collect();
+        let mut glue_points: Vec<u32> = pins.to_vec();
+        glue_points.sort_unstable();
+        glue_points.dedup();
+        for &p in &glue_points {
+            if p as usize >= n {
+                return Err(SimError::PinOutOfRange { point: p, count: n });
+            }
+            inv_mass[p as usize] = 0.0;
+        }
+        let glue_target = glue_points.iter().map(|&p| pos[p as usize]).collect();
+        let blocks: Vec<u32> = if damping_block.is_empty() {
+            let mut b = vec![0u32; n];
+            for (yi, y) in topo.yarns.iter().enumerate() {
+                let r = y.first_point as usize..(y.first_point + y.num_points) as usize;
+                b[r].fill(yi as u32);
+            }
+            b
+        } else if damping_block.len() != n {
+            return Err(SimError::DampingBlocks {
+                given: damping_block.len(),
+                count: n,
+            });
+        } else {
+            damping_block.to_vec()
+        };
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&p| (blocks[p as usize], p));
+        let mut block_start = vec![0u32];
+        for k in 1..n {
+            if blocks[order[k] as usize] != blocks[order[k - 1] as usize] {
+                block_start.push(k as u32);
+            }
+        }
+        block_start.push(n as u32);
+        if n == 0 {
+            block_start = vec![0];
+        }
+        let obstacle_defs = scene
+            .obstacle
+            .iter()
+            .map(obstacle_def)
+            .collect::<Result<Vec<_>, _>>()?;
+        let obstacles = obstacle_defs.iter().map(|d| d.rest).collect();
+        let ne = topo.edges.len();
+        let mut sim = Sim {
+            pos,
+            vel: vec![[0.0; 4]; n],
+            time: 0.0,
+            steps: 0,
+            frames: 0,
+            params,
+            mass,
+            inv_mass,
+            rod,
+            glue_points,
+            glue_target,
+            block_start,
+            block_points: order,
+            obstacles,
+            obstacle_defs,
+            force: vec![[0.0; 4]; n],
+            length: LengthScratch::new(n, ne),
+            contact,
+            step_stats: ContactStats::default(),
+            frame_contact: Vec::new(),
+            last_length: step::LengthReport::default(),
+            frame_length_error: 0.0,
+            frame_iterations: 0,
+            phase: [0.0; 5],
+            topo,
+        };
+        sim.place_obstacles();
+        Ok(sim)
+    }
+
+    /// Like [`Sim::new`], with the contact model the scene names (`none` only, until the exact and
+    /// ACL models are wired in).
+    pub fn from_scene(
+        scene: &Scene,
+        curves: &[Curve],
+        damping_block: &[u32],
+        pins: &[u32],
+    ) -> Result<Sim, SimError> {
+        let contact = contact_model(scene.contact.model)?;
+        Sim::new(scene, curves, damping_block, pins, contact)
+    }
+
+    /// The forces of the last step (gravity + rod + contact).
+    pub fn force(&self) -> &[[f32; 4]] {
+        &self.force
+    }
+
+    /// The length projection report of the last step.
+    pub fn last_length_report(&self) -> step::LengthReport {
+        self.last_length
+    }
+
+    /// Places the obstacles for the step from `time` to `time + h`.
+    fn place_obstacles(&mut self) {
+        let h = self.params.h as f64;
+        let (t0, t1) = (self.time, self.time + h);
+        for (o, d) in self.obstacles.iter_mut().zip(&self.obstacle_defs) {
+            if d.keyframes.is_empty() {
+                continue;
+            }
+            let a = keyframe_offset(&d.keyframes, t0);
+            let b = keyframe_offset(&d.keyframes, t1);
+            *o = d.rest;
+            for k in 0..3 {
+                o.a[k] += b[k];
+                if o.kind == step::OBSTACLE_CAPSULE {
+                    o.b[k] += b[k];
+                }
+                o.vel[k] = ((b[k] - a[k]) as f64 / h) as f32;
+            }
+        }
+    }
+
+    fn not_finite(&self, what: &'static str, point: usize) -> SimError {
+        let (yarn, local) = self
+            .topo
+            .yarns
+            .iter()
+            .enumerate()
+            .find(|(_, y)| {
+                (point as u32) >= y.first_point && (point as u32) < y.first_point + y.num_points
+            })
+            .map(|(i, y)| (i, point - y.first_point as usize))
+            .unwrap_or((0, point));
+        SimError::NotFinite {
+            step: self.steps,
+            what,
+            point,
+            yarn,
+            local,
+        }
+    }
+
+    /// Runs one time step h.
+    pub fn step(&mut self) -> Result<(), SimError> {
+        let p = &self.params;
+        let h = p.h;
+        let t = Instant::now();
+        rod::rod_forces(
+            &p.rod,
+            p.gravity,
+            &self.rod.bends,
+            &self.rod.rest,
+            &self.rod.frames,
+            &self.rod.point_bends,
+            &self.pos,
+            &self.mass,
+            &mut self.rod.bend_grad,
+            &mut self.force,
+        );
+        let t1 = Instant::now();
+        self.contact
+            .add_forces(
+                &self.topo,
+                &self.pos,
+                &self.vel,
+                &mut self.force,
+                &mut self.step_stats,
+            )
+            .map_err(|source| SimError::Contact {
+                step: self.steps,
+                source,
+            })?;
+        let t2 = Instant::now();
+        if let Some(bad) = self
+            .force
+            .iter()
+            .position(|f| !(f[0].is_finite() && f[1].is_finite() && f[2].is_finite()))
+        {
+            // A bad position spreads to its neighbours' forces; name the cause where there is one.
+            if let Some(p) = self
+                .pos
+                .iter()
+                .position(|q| !q.iter().all(|x| x.is_finite()))
+            {
+                return Err(self.not_finite("position", p));
+            }
+            return Err(self.not_finite("force", bad));
+        }
+        let p = &self.params;
+        step::integrate_velocity(h, &self.inv_mass, &self.force, &mut self.vel);
+        step::glue_projection(
+            h,
+            &self.glue_points,
+            &self.glue_target,
+            &self.pos,
+            &mut self.vel,
+        );
+        let report = step::length_projection(
+            h,
+            p.length_tolerance,
+            p.length_max_iterations,
+            &self.topo.yarns,
+            &self.topo.edges,
+            &self.inv_mass,
+            &self.pos,
+            &mut self.vel,
+            &mut self.length,
+        );
+        let report = match report {
+            Ok(r) => r,
+            Err(f) => {
+                // A NaN velocity shows up here first; name the point rather than the yarn.
+                if let Some(bad) = self
+                    .vel
+                    .iter()
+                    .position(|v| !v.iter().all(|x| x.is_finite()))
+                {
+                    return Err(self.not_finite("velocity", bad));
+                }
+                return Err(SimError::LengthProjection {
+                    step: self.steps,
+                    yarn: f.yarn,
+                    iterations: f.iterations,
+                    error: f.error,
+                });
+            }
+        };
+        let t3 = Instant::now();
+        let p = &self.params;
+        step::nonrigid_damping(
+            h,
+            p.damping_const,
+            p.damping_prop,
+            &self.block_start,
+            &self.block_points,
+            &self.mass,
+            &self.inv_mass,
+            &self.pos,
+            &mut self.vel,
+        );
+        self.place_obstacles();
+        step::object_contact(
+            h,
+            self.params.radius,
+            &self.obstacles,
+            &self.inv_mass,
+            &self.pos,
+            &mut self.vel,
+        );
+        if let Some(bad) = self
+            .vel
+            .iter()
+            .position(|v| !v.iter().all(|x| x.is_finite()))
+        {
+            return Err(self.not_finite("velocity", bad));
+        }
+        step::integrate_position(h, &self.vel, &mut self.pos);
+        let t4 = Instant::now();
+        let p = &self.params;
+        rod::material_frames(
+            &p.rod,
+            &self.topo.edges,
+            &self.rod.bends,
+            &self.rod.edge_bends,
+            &self.rod.edge_order,
+            &self.rod.color_start,
+            p.frame_sweeps,
+            &self.pos,
+            &mut self.rod.rest,
+            &mut self.rod.frames,
+            &mut self.rod.bend_kb,
+            &mut self.rod.theta_step,
+        );
+        rod::plasticity(
+            &p.rod,
+            &self.rod.bends,
+            &self.rod.frames,
+            &self.rod.bend_kb,
+            &mut self.rod.rest,
+        );
+        let t5 = Instant::now();
+        self.time += h as f64;
+        self.steps += 1;
+        self.last_length = report;
+        self.frame_length_error = self.frame_length_error.max(report.max_error);
+        self.frame_iterations = self.frame_iterations.max(report.iterations);
+        for (acc, (a, b)) in
+            self.phase
+                .iter_mut()
+                .zip([(t, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)])
+        {
+            *acc += (b - a).as_secs_f64() * 1e3;
+        }
+        for &(name, v) in &self.step_stats.values {
+            match self.frame_contact.iter_mut().find(|(n, _)| *n == name) {
+                Some(e) => e.1 += v,
+                None => self.frame_contact.push((name, v)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the steps of one output frame and reports on it.
+    pub fn frame(&mut self) -> Result<FrameStats, SimError> {
+        let start = Instant::now();
+        self.frame_length_error = 0.0;
+        self.frame_iterations = 0;
+        self.phase = [0.0; 5];
+        for v in self.frame_contact.iter_mut() {
+            v.1 = 0.0;
+        }
+        let n = self.params.steps_per_frame;
+        for _ in 0..n {
+            self.step()?;
+        }
+        self.frames += 1;
+        let (ke, vmax) = self.kinetic_energy_and_max_speed();
+        let mut phase_ms = [("", 0.0); 5];
+        for (out, (name, v)) in phase_ms.iter_mut().zip(PHASES.iter().zip(self.phase)) {
+            *out = (name, v);
+        }
+        Ok(FrameStats {
+            frame: self.frames,
+            sim_time: self.time,
+            steps: n,
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            kinetic_energy: ke,
+            max_speed: vmax,
+            max_length_error: self.frame_length_error as f64,
+            max_projection_iterations: self.frame_iterations,
+            phase_ms,
+            contact: self
+                .frame_contact
+                .iter()
+                .map(|&(k, v)| (k, v / n as f64))
+                .collect(),
+        })
+    }
+
+    /// `½ Σ m v²` (g·cm²/s²) and the largest speed (cm/s).
+    pub fn kinetic_energy_and_max_speed(&self) -> (f64, f64) {
+        let mut ke = 0.0f64;
+        let mut vmax = 0.0f64;
+        for (v, &m) in self.vel.iter().zip(&self.mass) {
+            let s2 = (v[0] as f64).powi(2) + (v[1] as f64).powi(2) + (v[2] as f64).powi(2);
+            ke += 0.5 * m as f64 * s2;
+            vmax = vmax.max(s2.sqrt());
+        }
+        (ke, vmax)
+    }
+
+    /// Largest relative deviation of any edge from its rest length, in f64.
+    pub fn max_length_error(&self) -> f64 {
+        self.topo
+            .edges
+            .iter()
+            .map(|e| {
+                let a = crate::math::V3::<f64>::from4(self.pos[e.a as usize]);
+                let b = crate::math::V3::<f64>::from4(self.pos[e.b as usize]);
+                ((b - a).norm() / e.rest_length as f64 - 1.0).abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// The current yarns as curves (for export).
+    pub fn curves(&self) -> Vec<Curve> {
+        self.topo.curves(&self.pos)
+    }
 }

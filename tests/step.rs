@@ -1,0 +1,477 @@
+//! The time step without yarn–yarn contact: rest state, constraints after every step, damping, object
+//! contact, determinism, errors, and the per-frame record.
+
+use yarnsim::scene::{ContactModel, Keyframe, Obstacle, Scene};
+use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim, SimError};
+use yarnsim::state::{Curve, Topology};
+
+/// A hand-made swatch: `courses` open yarns that curl into loops (about 8 control points per loop),
+/// stacked in y, with damping blocks of `block` loops along each course.
+fn swatch(courses: usize, loops: usize) -> (Vec<Curve>, Vec<u32>) {
+    let per_loop = 8;
+    let mut curves = Vec::new();
+    let mut blocks = Vec::new();
+    for c in 0..courses {
+        let n = loops * per_loop + 3;
+        let points = (0..n)
+            .map(|i| {
+                let a = (i as f32 - 1.0) / per_loop as f32 * std::f32::consts::TAU;
+                [
+                    0.6 * a / std::f32::consts::TAU - 0.25 * a.sin() - 0.3 * loops as f32,
+                    c as f32 * 0.5 + 0.3 * a.cos() - 0.25 * courses as f32,
+                    0.12 * (a + c as f32).sin(),
+                ]
+            })
+            .collect();
+        curves.push(Curve {
+            points,
+            closed: false,
+        });
+        blocks.extend((0..n).map(|i| (c / 4 * 100 + (i / per_loop) / 4) as u32));
+    }
+    (curves, blocks)
+}
+
+fn no_contact_scene() -> Scene {
+    let mut s = Scene::default();
+    s.contact.model = ContactModel::None;
+    s
+}
+
+#[test]
+fn swatch_without_gravity_stays_at_rest() {
+    let (curves, blocks) = swatch(6, 10);
+    let mut scene = no_contact_scene();
+    scene.simulation.gravity = [0.0; 3];
+    let mut sim = Sim::from_scene(&scene, &curves, &blocks, &[]).unwrap();
+    let start = sim.pos.clone();
+    for _ in 0..100 {
+        sim.step().unwrap();
+    }
+    let (_, vmax) = sim.kinetic_energy_and_max_speed();
+    assert!(vmax < 1e-4, "max speed {vmax} cm/s after 100 steps");
+    let drift = sim
+        .pos
+        .iter()
+        .zip(&start)
+        .map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).fold(0.0, f32::max))
+        .fold(0.0, f32::max);
+    assert!(drift < 1e-5, "rest shape drifted by {drift} cm");
+}
+
+/// A closed loop and an open yarn, each pinned at one point, swinging under gravity: the constraint
+/// solves (cyclic and plain tridiagonal) must hold every edge to 1e-4 and keep the pins still.
+#[test]
+fn length_constraints_and_glue_hold_after_every_step() {
+    let loop_pts: Vec<[f32; 3]> = (0..24)
+        .map(|i| {
+            let a = i as f32 / 24.0 * std::f32::consts::TAU;
+            [2.0 * a.cos(), 2.0 * a.sin(), 0.3 * (3.0 * a).sin()]
+        })
+        .collect();
+    let open_pts: Vec<[f32; 3]> = (0..20)
+        .map(|i| [4.0 + 0.25 * i as f32, 0.2 * (i as f32 * 0.7).sin(), 0.0])
+        .collect();
+    let curves = vec![
+        Curve {
+            points: loop_pts,
+            closed: true,
+        },
+        Curve {
+            points: open_pts,
+            closed: false,
+        },
+    ];
+    let mut scene = no_contact_scene();
+    scene.yarn.damping_prop = 0.0;
+    scene.yarn.damping_const = 0.0;
+    // Pins: the top of the loop, and the first two points of the open yarn (a clamp).
+    let pins = [6u32, 24, 25];
+    let mut sim = Sim::from_scene(&scene, &curves, &[], &pins).unwrap();
+    let held: Vec<[f32; 4]> = pins.iter().map(|&p| sim.pos[p as usize]).collect();
+    let mut moved = 0.0f32;
+    for _ in 0..2000 {
+        sim.step().unwrap();
+        let err = sim.max_length_error();
+        assert!(err < 1e-4, "step {}: length error {err:e}", sim.steps);
+        for (&p, h) in pins.iter().zip(&held) {
+            assert_eq!(sim.pos[p as usize], *h, "pinned point {p} moved");
+        }
+        moved = moved
+            .max((sim.pos[18][1] - 2.0 * (18.0f32 / 24.0 * std::f32::consts::TAU).sin()).abs());
+    }
+    // The loop really swung (the test is not vacuous).
+    assert!(moved > 0.05, "bottom of the loop moved only {moved}");
+}
+
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let (curves, blocks) = swatch(12, 12);
+    let mut scene = no_contact_scene();
+    scene.obstacle.push(Obstacle::Sphere {
+        center: [0.0, 0.0, -1.0],
+        radius: 1.0,
+        friction: 0.3,
+        keyframes: vec![],
+    });
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut sim = Sim::from_scene(&scene, &curves, &blocks, &[0, 1]).unwrap();
+            for _ in 0..200 {
+                sim.step().unwrap();
+            }
+            (sim.pos, sim.vel)
+        })
+    };
+    let (p1, v1) = run(1);
+    let (p3, v3) = run(3);
+    assert!(p1 == p3 && v1 == v3, "1 and 3 threads disagree");
+}
+
+#[test]
+fn damping_keeps_rigid_motion_and_stops_deformation_in_finite_time() {
+    let (curves, _) = swatch(1, 6);
+    let mut scene = no_contact_scene();
+    scene.simulation.gravity = [0.0; 3];
+    let mut sim = Sim::from_scene(&scene, &curves, &[], &[]).unwrap();
+    // A rigid translation: nothing to damp.
+    for v in sim.vel.iter_mut() {
+        *v = [3.0, -1.0, 0.5, 0.0];
+    }
+    for _ in 0..50 {
+        sim.step().unwrap();
+    }
+    for v in &sim.vel {
+        assert!(
+            (v[0] - 3.0).abs() < 1e-3 && (v[1] + 1.0).abs() < 1e-3 && (v[2] - 0.5).abs() < 1e-3
+        );
+    }
+    // A deformation (one point kicked): the non-rigid part vanishes after a finite number of steps,
+    // after which the yarn moves rigidly (all pairwise distances frozen) with the kick's momentum.
+    for v in sim.vel.iter_mut() {
+        *v = [0.0; 4];
+    }
+    sim.vel[20] = [0.0, 0.0, 50.0, 0.0];
+    let kick = sim.mass[20] as f64 * 50.0;
+    let dist = |pos: &[[f32; 4]]| -> Vec<f64> {
+        let mut d = Vec::new();
+        for i in (0..pos.len()).step_by(3) {
+            for j in (i + 1..pos.len()).step_by(5) {
+                d.push(
+                    (0..3)
+                        .map(|k| (pos[i][k] as f64 - pos[j][k] as f64).powi(2))
+                        .sum::<f64>()
+                        .sqrt(),
+                );
+            }
+        }
+        d
+    };
+    let mut steps = 0;
+    let mut before = dist(&sim.pos);
+    loop {
+        for _ in 0..10 {
+            sim.step().unwrap();
+        }
+        steps += 10;
+        let after = dist(&sim.pos);
+        let change = before
+            .iter()
+            .zip(&after)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        before = after;
+        if change < 2e-6 {
+            break;
+        }
+        assert!(
+            steps < 3000,
+            "still deforming after {steps} steps ({change} cm)"
+        );
+    }
+    let p: f64 = sim
+        .vel
+        .iter()
+        .zip(&sim.mass)
+        .map(|(v, &m)| v[2] as f64 * m as f64)
+        .sum();
+    assert!((p / kick - 1.0).abs() < 1e-3, "momentum {p} vs kick {kick}");
+    let (_, vmax) = sim.kinetic_energy_and_max_speed();
+    assert!(vmax > 0.1, "the rigid motion was damped too");
+}
+
+#[test]
+fn yarn_lands_on_plane_and_sphere_at_its_radius() {
+    let points: Vec<[f32; 3]> = (0..30)
+        .map(|i| [-3.6 + 0.25 * i as f32, 1.0, 0.1 * (i as f32).sin()])
+        .collect();
+    let curves = vec![Curve {
+        points,
+        closed: false,
+    }];
+    let mut scene = no_contact_scene();
+    scene.obstacle.push(Obstacle::Plane {
+        point: [0.0, 0.0, 0.0],
+        normal: [0.0, 2.0, 0.0],
+        friction: 0.5,
+    });
+    scene.obstacle.push(Obstacle::Sphere {
+        center: [0.0, 0.2, 0.0],
+        radius: 0.5,
+        friction: 0.5,
+        keyframes: vec![],
+    });
+    let r = scene.yarn.radius;
+    let mut sim = Sim::from_scene(&scene, &curves, &[], &[]).unwrap();
+    for _ in 0..6000 {
+        sim.step().unwrap();
+        for p in &sim.pos {
+            assert!(p[1] >= r * 0.98, "point below the plane: {p:?}");
+            let d = (p[0] * p[0] + (p[1] - 0.2).powi(2) + p[2] * p[2]).sqrt();
+            assert!(d >= (0.5 + r) * 0.98, "point inside the sphere: {p:?}");
+        }
+    }
+    // It came down: the ends lie on the plane, the middle drapes over the sphere.
+    assert!(sim.pos[1][1] < r * 1.5 && sim.pos[28][1] < r * 1.5);
+    assert!(sim.pos[15][1] > 0.5);
+}
+
+#[test]
+fn keyframed_capsule_pushes_the_yarn() {
+    let points: Vec<[f32; 3]> = (0..12).map(|i| [0.0, 0.25 * i as f32 - 1.4, 0.0]).collect();
+    let mut scene = no_contact_scene();
+    scene.simulation.gravity = [0.0; 3];
+    scene.obstacle.push(Obstacle::Capsule {
+        a: [-1.0, 0.0, -5.0],
+        b: [-1.0, 0.0, 5.0],
+        radius: 0.3,
+        friction: 0.0,
+        keyframes: vec![
+            Keyframe {
+                t: 0.0,
+                offset: [0.0; 3],
+            },
+            Keyframe {
+                t: 0.1,
+                offset: [2.0, 0.0, 0.0],
+            },
+        ],
+    });
+    let mut sim = Sim::from_scene(
+        &scene,
+        &[Curve {
+            points,
+            closed: false,
+        }],
+        &[],
+        &[],
+    )
+    .unwrap();
+    let steps = (0.1 / scene.simulation.dt).round() as usize;
+    for _ in 0..steps {
+        sim.step().unwrap();
+    }
+    // At t = 0.1 the capsule's axis is at x = 1; the yarn point it hit is ahead of its surface.
+    let x = sim.pos[6][0];
+    assert!(x >= 1.0 + 0.3 + 0.125 * 0.98 - 0.01, "x = {x}");
+    assert!(sim.obstacles[0].vel[0] > 0.0);
+}
+
+#[test]
+fn nan_in_the_input_is_an_error_not_a_panic() {
+    let (mut curves, _) = swatch(2, 3);
+    curves[1].points[4][2] = f32::NAN;
+    let err = Sim::from_scene(&no_contact_scene(), &curves, &[], &[])
+        .err()
+        .expect("a NaN control point must be rejected");
+    assert!(err.to_string().contains("not finite"), "{err}");
+
+    let (curves, _) = swatch(2, 3);
+    let mut scene = no_contact_scene();
+    scene.simulation.dt = f64::NAN;
+    let err = Sim::from_scene(&scene, &curves, &[], &[]).err().unwrap();
+    assert!(err.to_string().contains("simulation.dt"), "{err}");
+
+    // A NaN appearing during the run names the step and the control point and keeps the positions.
+    let mut sim = Sim::from_scene(&no_contact_scene(), &curves, &[], &[]).unwrap();
+    for _ in 0..3 {
+        sim.step().unwrap();
+    }
+    let before = sim.pos.clone();
+    sim.vel[30][0] = f32::NAN;
+    match sim.step() {
+        Err(SimError::NotFinite { step, point, .. }) => {
+            assert_eq!(step, 3);
+            assert_eq!(point, 30);
+        }
+        other => panic!("expected NotFinite, got {other:?}"),
+    }
+    assert_eq!(sim.pos, before);
+
+    let mut sim = Sim::from_scene(&no_contact_scene(), &curves, &[], &[]).unwrap();
+    sim.pos[7][1] = f32::INFINITY;
+    let err = sim.step().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SimError::NotFinite {
+                point: 7,
+                what: "position",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_pins_and_blocks_are_errors() {
+    let (curves, _) = swatch(1, 2);
+    let n: usize = curves.iter().map(|c| c.points.len()).sum();
+    let err = Sim::from_scene(&no_contact_scene(), &curves, &[], &[n as u32])
+        .err()
+        .unwrap();
+    assert!(matches!(err, SimError::PinOutOfRange { .. }), "{err}");
+    let err = Sim::from_scene(&no_contact_scene(), &curves, &[0, 1], &[])
+        .err()
+        .unwrap();
+    assert!(matches!(err, SimError::DampingBlocks { .. }), "{err}");
+}
+
+#[test]
+fn unavailable_contact_models_say_so() {
+    let (curves, _) = swatch(1, 2);
+    for (model, name) in [(ContactModel::Exact, "exact"), (ContactModel::Acl, "acl")] {
+        let mut scene = Scene::default();
+        scene.contact.model = model;
+        let err = Sim::from_scene(&scene, &curves, &[], &[]).err().unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(name) && msg.contains("not available yet"),
+            "{msg}"
+        );
+    }
+}
+
+/// A contact model that counts its calls, pushes every point a little, and can produce a NaN.
+struct Probe {
+    calls: u32,
+    nan_at: Option<u32>,
+}
+
+impl ContactForce for Probe {
+    fn add_forces(
+        &mut self,
+        topo: &Topology,
+        _pos: &[[f32; 4]],
+        _vel: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+        stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        assert_eq!(force.len(), topo.num_points());
+        self.calls += 1;
+        stats.set("probe_calls", self.calls as f64);
+        stats.set("touching_pairs", 2.0);
+        if Some(self.calls) == self.nan_at {
+            force[5][1] = f32::NAN;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn frame_runs_its_steps_and_reports_contact_stats() {
+    let (curves, _) = swatch(2, 3);
+    let mut scene = no_contact_scene();
+    scene.simulation.fps = 100.0;
+    scene.simulation.dt = 1.0 / 16200.0;
+    let probe = Box::new(Probe {
+        calls: 0,
+        nan_at: None,
+    });
+    let mut sim = Sim::new(&scene, &curves, &[], &[], probe).unwrap();
+    assert_eq!(sim.params.steps_per_frame, 162);
+    let f = sim.frame().unwrap();
+    assert_eq!((f.frame, f.steps), (1, 162));
+    assert!((f.sim_time - 0.01).abs() < 1e-6);
+    let json = serde_json::to_value(&f).unwrap();
+    for key in [
+        "frame",
+        "sim_time",
+        "steps",
+        "wall_ms",
+        "kinetic_energy",
+        "max_speed",
+    ] {
+        assert!(json.get(key).is_some(), "missing {key} in {json}");
+    }
+    // Per-step values are averaged over the frame.
+    assert_eq!(json["touching_pairs"], 2.0);
+    assert!((json["probe_calls"].as_f64().unwrap() - 81.5).abs() < 1e-9);
+    assert!(json["kinetic_energy"].as_f64().unwrap() > 0.0);
+
+    let probe = Box::new(Probe {
+        calls: 0,
+        nan_at: Some(4),
+    });
+    let mut sim = Sim::new(&scene, &curves, &[], &[], probe).unwrap();
+    let err = sim.frame().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SimError::NotFinite {
+                step: 3,
+                point: 5,
+                what: "force",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn friction_stops_a_yarn_sliding_on_a_plane() {
+    // A yarn resting on the floor, sliding along x at 20 cm/s: the plane's friction must stop it; a
+    // frictionless plane lets it glide (damping leaves rigid motion alone).
+    let slide = |friction: f32| -> f32 {
+        let r = Scene::default().yarn.radius;
+        let points: Vec<[f32; 3]> = (0..16)
+            .map(|i| [0.25 * i as f32 - 2.0, r, 0.1 * (i as f32 * 0.9).sin()])
+            .collect();
+        let mut scene = no_contact_scene();
+        scene.obstacle.push(Obstacle::Plane {
+            point: [0.0, 0.0, 0.0],
+            normal: [0.0, 1.0, 0.0],
+            friction,
+        });
+        let mut sim = Sim::from_scene(
+            &scene,
+            &[Curve {
+                points,
+                closed: false,
+            }],
+            &[],
+            &[],
+        )
+        .unwrap();
+        for v in sim.vel.iter_mut() {
+            *v = [20.0, 0.0, 0.0, 0.0];
+        }
+        for _ in 0..3000 {
+            sim.step().unwrap();
+        }
+        let n = sim.vel.len() as f32;
+        sim.vel.iter().map(|v| v[0]).sum::<f32>() / n
+    };
+    let (with, without) = (slide(0.5), slide(0.0));
+    assert!(
+        with.abs() < 0.1,
+        "still sliding at {with} cm/s with friction"
+    );
+    assert!(without > 19.0, "slowed to {without} cm/s without friction");
+}
