@@ -74,11 +74,12 @@ pub use exact::{
 /// Penalty `f` and its derivatives with respect to the **squared** distance `s = d²`:
 /// returns `(f, df/ds, d²f/ds²)`, all zero for `s ≥ 4r²`.
 ///
-/// At `s = 0` the values are infinite; callers check finiteness.
+/// At `s = 0` the values are infinite and a NaN `s` gives NaN; callers check finiteness.
 #[inline]
 pub fn penalty<T: Real>(d2: T, r: T) -> (T, T, T) {
     let four_r2 = T::from_f64(4.0) * r * r;
-    if !(d2 < four_r2) {
+    // Written so that a NaN distance propagates into the result instead of reading as "no contact".
+    if d2 >= four_r2 {
         return (T::zero(), T::zero(), T::zero());
     }
     let inv = T::one() / d2;
@@ -112,7 +113,7 @@ pub struct PointPair<T> {
 pub fn point_pair_grad<T: Real>(yi: V3<T>, yj: V3<T>, kappa_w: T, r: T) -> Option<(T, V3<T>)> {
     let x = yi - yj;
     let s = x.norm2();
-    if !(s < T::from_f64(4.0) * r * r) {
+    if s >= T::from_f64(4.0) * r * r {
         return None;
     }
     let (f, df, _) = penalty(s, r);
@@ -124,7 +125,7 @@ pub fn point_pair_grad<T: Real>(yi: V3<T>, yj: V3<T>, kappa_w: T, r: T) -> Optio
 pub fn point_pair<T: Real>(yi: V3<T>, yj: V3<T>, kappa_w: T, r: T) -> Option<PointPair<T>> {
     let x = yi - yj;
     let s = x.norm2();
-    if !(s < T::from_f64(4.0) * r * r) {
+    if s >= T::from_f64(4.0) * r * r {
         return None;
     }
     let (f, df, ddf) = penalty(s, r);
@@ -169,8 +170,8 @@ impl<T: Real> PairTerms<T> {
     #[inline]
     pub fn accumulate(&mut self, c: &[T; 8], pp: &PointPair<T>) {
         self.energy += pp.energy;
-        for k in 0..8 {
-            self.grad[k] += pp.grad_i * c[k];
+        for (g, &ck) in self.grad.iter_mut().zip(c) {
+            *g += pp.grad_i * ck;
         }
         for k in 0..8 {
             for l in k..8 {

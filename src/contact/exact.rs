@@ -64,6 +64,7 @@ fn bucket_of(key: u64, mask: usize) -> usize {
 /// Stage `aabb_raster`: the AABB of every segment (exact, from the roots of `y'`), padded by `pad`, into
 /// `seg_lo`/`seg_hi`, and one [`CellEntry`] per grid cell (width `cell`, origin `origin`) it overlaps,
 /// appended to `entries` in segment order.
+#[allow(clippy::too_many_arguments)]
 pub fn aabb_raster(
     segments: &[Segment],
     pos: &[[f32; 4]],
@@ -262,12 +263,23 @@ fn candidate_force(
     // Gradient on each quadrature point of a and b (b ≤ 64 is checked at construction).
     let mut ga = [V3::<f32>::zero(); 64];
     let mut gb = [V3::<f32>::zero(); 64];
+    // Bounds of b's quadrature points grown by 2r: a point of a outside them meets none of b's.
+    let (mut lo, mut hi) = (V3::splat(f32::INFINITY), V3::splat(f32::NEG_INFINITY));
+    for p in yb {
+        let y = V3::<f32>::from4(*p);
+        lo = lo.min_el(y);
+        hi = hi.max_el(y);
+    }
+    let (lo, hi) = (lo - V3::splat(2.0 * r), hi + V3::splat(2.0 * r));
     for (ka, pa) in ya.iter().enumerate() {
         let yi = V3::<f32>::from4(*pa);
+        if yi.x < lo.x || yi.y < lo.y || yi.z < lo.z || yi.x > hi.x || yi.y > hi.y || yi.z > hi.z {
+            continue;
+        }
         for (kb, pb) in yb.iter().enumerate() {
             let yj = V3::<f32>::from4(*pb);
             let x = yi - yj;
-            if !(x.norm2() < four_r2) {
+            if x.norm2() >= four_r2 {
                 continue;
             }
             if mode == SegmentExclusion::Mixed && excl.excluded(sa, ka as u32, sb, kb as u32) {
@@ -285,11 +297,10 @@ fn candidate_force(
         return out;
     }
     // Force = −gradient, spread through the basis weights.
-    for k in 0..b {
-        let w = &weights[k];
-        for m in 0..4 {
-            out.force[m] -= ga[k] * w[m];
-            out.force[4 + m] -= gb[k] * w[m];
+    for (k, w) in weights.iter().enumerate() {
+        for (m, &wm) in w.iter().enumerate() {
+            out.force[m] -= ga[k] * wm;
+            out.force[4 + m] -= gb[k] * wm;
         }
     }
     out
