@@ -1,1 +1,1104 @@
-//! (not yet written)
+//! The space-time contact scheduler (seed §5.2, DESIGN §5): finds the quadrature pairs of *empty space*
+//! (pairs owned by no contact set) that start touching, without visiting most segment pairs each step.
+//!
+//! # Buffers
+//!
+//! Per segment `s` (flat `Pod` arrays, indexed by segment):
+//! - `aabb[s]`: its exact AABB (roots of `y'`) padded by `r`; `cells[s]`, `prev_cells[s]`: the box of
+//!   grid cells it covers now and at the previous step.
+//! - `mv1[s]`: per-axis interval (over the whole segment) of its movement over the last step,
+//!   `Δy(t) = Σ_k B_k(t) Δq_k` with `Δq = q^n − q^{n−1}`; `mv2[s]`: the same for the change of movement
+//!   `Δ²q = q^n − 2q^{n−1} + q^{n−2}`; `mv2_ref[s]`: the reference change of movement (monitoring).
+//! - `win[λ][s]`: the movement since bin λ's snapshot of the positions (lazily, per step).
+//!
+//! Per schedule entry: [`SchedEntry`] — the segment pair, the distance bound, the bin, and a `b×b`
+//! bitmap of the quadrature pairs already owned by contact sets.
+//!
+//! # Stages (future kernels), in step order
+//!
+//! 1. [`aabb_raster`]: AABB and cell box of every segment; [`segment_movement`] for `mv1`, `mv2`.
+//! 2. `grid_build`: (cell, segment) items counting-sorted by hash bucket; the grid is centred on the
+//!    cloth's centre of mass, snapped to whole cells so that cell identities persist between steps.
+//! 3. `drop_entries`: a segment that left cells drops the entries whose partner no longer shares a cell
+//!    with it (two segments in disjoint cell sets have disjoint padded boxes: a certificate that they
+//!    cannot touch).
+//! 4. [`Scheduler::newcomer_schedule`]: each (segment, cell) pair new this step meets the other segments
+//!    of the cell; a pair without an entry gets one, due immediately. The entry belongs to the lower
+//!    segment index. Together with 3 this keeps the invariant *every non-excluded segment pair sharing a
+//!    cell has exactly one entry*.
+//! 5. Monitoring: a segment whose change of movement left its reference interval by more than `ω/2`
+//!    sends all its entries to be re-examined now and takes the current value as its new reference.
+//! 6. [`Scheduler::schedule_process`]: the entries due now (new, monitored, released by a contact set)
+//!    and those of every bin λ with `n mod 2^λ = 0` are *examined*: the bound is lowered by the largest
+//!    relative movement of the two segments since it was set. If it is still positive the entry is only
+//!    re-binned; otherwise it is *processed*: the true distances of its unowned quadrature pairs are
+//!    computed, touching ones (`d < 2r`) are reported to the coalescer, and the bound becomes the smallest
+//!    gap `d − 2r` over the remaining unowned pairs (the touching ones are about to be owned).
+//!
+//! # Distance bounds and bins
+//!
+//! Movement intervals make relative movement cheap and tight: if every point of segment `a` moved by a
+//! vector in the per-axis interval `[lo_a, hi_a]` and every point of `b` in `[lo_b, hi_b]`, their relative
+//! movement is in `[lo_a − hi_b, hi_a − lo_b]` per axis, whose largest norm `|Δx_ab|` bounds the change of
+//! every pair distance (common motion — a falling cloth — cancels). The extremes of each axis of
+//! `Σ_k B_k(t) Δq_k` over `t ∈ [0, 1]` come from the roots of its derivative, as for the AABB.
+//!
+//! After an examination at step `n` with gap bound `d`, last-step relative movement `m = |Δx_ab|` and
+//! relative change of movement bounded by `A = |Δ²x_ab| + ω` per step (guaranteed by monitoring, see
+//! below), the relative movement at step `n + j` is at most `m + jA`, so the gap after `k` steps is at
+//! least `d − k m − k(k+1)/2 · A`. Its smallest non-negative root
+//! `k* = 2d / ((m + A/2) + sqrt((m + A/2)² + 2Ad))` is the earliest possible contact, and the entry goes to
+//! bin `λ = clamp(⌊log₂ k*⌋, 0, λ_max)`, examined every `2^λ` steps: always before `k*`. This is the
+//! seed's quadratic with `t/h = k` (everything in steps; ω in cm/step²). The seed writes the linear term
+//! with `|Δx^λ|`; the derivation needs the last step's movement `m`, which is what we use.
+//!
+//! *Monitoring.* `A` must hold until the next examination. Each segment keeps a reference interval for
+//! its change of movement; the bins use the *reference* intervals of both segments plus `ω`. When a
+//! segment's current interval leaves its reference interval by a vector of norm more than `ω/2`, all of
+//! its entries are re-examined at once and the reference is reset, so between re-examinations each
+//! segment stays within `ω/2` of its reference and a pair within `ω` of the bins' assumption.
+//!
+//! *Window bookkeeping.* Bin λ is examined at the steps `n ≡ 0 (mod 2^λ)` and the positions at its last
+//! examination are kept (`snap_λ`). The bound stored in an entry of bin λ refers to the time of that
+//! snapshot (the window start), so at the next examination `d ← d − |Δx^λ|` with `Δx^λ` the movement
+//! since the snapshot: a measured displacement, not a prediction. An entry assigned to bin λ at a step
+//! that is not a multiple of `2^λ` converts its bound to the window start by subtracting the movement from
+//! the snapshot to now (the triangle inequality works backwards in time too).
+//!
+//! *Rounding margin.* An entry is processed when its bound falls below `1e-4 r`, not 0, so that f32
+//! rounding in the bound cannot hide a pair that is touching by less than that.
+//!
+//! Only the CPU path exists so far; each stage is written element-wise (one segment or one entry per
+//! invocation) with the buffers it will bind as a kernel.
+
+use crate::math::V3;
+use crate::spline::segment_aabb;
+use crate::state::Segment;
+use bytemuck::{Pod, Zeroable};
+
+/// Largest `b` the `b × b` pair bitmap ([u32; 4]) can hold.
+pub const MAX_QUADRATURE: u32 = 11;
+/// A segment may cover at most this many grid cells (guards against an exploded state).
+pub const MAX_CELLS_PER_SEGMENT: i64 = 1 << 12;
+/// Bound of an entry with no unowned pair left (never needs processing for distance reasons).
+pub const FAR: f32 = f32::MAX;
+
+/// Why the scheduler cannot run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SchedError {
+    #[error(
+        "contact.quadrature = {0}: the schedule bitmap holds at most 11 × 11 quadrature pairs"
+    )]
+    Quadrature(u32),
+    #[error("contact.grid_cell = {0} cm must be positive and finite")]
+    Cell(f32),
+    #[error("contact.max_bin = {0}: at most 24 schedule bins are supported")]
+    MaxBin(u32),
+    #[error("contact.omega = {0} cm/step² must be non-negative and finite")]
+    Omega(f32),
+    #[error("yarn radius {0} cm must be positive and finite")]
+    Radius(f32),
+    #[error("control point {point} is not finite")]
+    NotFinite { point: usize },
+    #[error("segment {seg} covers {cells} grid cells (more than {MAX_CELLS_PER_SEGMENT}): the cloth exploded or contact.grid_cell is far too small")]
+    TooManyCells { seg: usize, cells: i64 },
+    #[error("positions hold {got} points but the topology needs {need}")]
+    Size { got: usize, need: usize },
+}
+
+/// Per-axis interval `[lo, hi]` of a vector field over one segment (w unused, 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Interval {
+    pub lo: [f32; 4],
+    pub hi: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<Interval>() == 32);
+
+impl Interval {
+    /// Largest norm of `x − y` for `x` in `self`, `y` in `o`, per axis: the relative movement bound.
+    #[inline]
+    pub fn rel_norm(&self, o: &Interval) -> f32 {
+        let mut s = 0.0f32;
+        for a in 0..3 {
+            let m = (self.hi[a] - o.lo[a])
+                .abs()
+                .max((self.lo[a] - o.hi[a]).abs());
+            s += m * m;
+        }
+        s.sqrt()
+    }
+
+    /// Norm of the vector by which `self` sticks out of `reference` per axis.
+    #[inline]
+    pub fn drift_from(&self, reference: &Interval) -> f32 {
+        let mut s = 0.0f32;
+        for a in 0..3 {
+            let m = (reference.lo[a] - self.lo[a])
+                .max(self.hi[a] - reference.hi[a])
+                .max(0.0);
+            s += m * m;
+        }
+        s.sqrt()
+    }
+}
+
+/// Inclusive box of integer grid cells; `lo[3] = 1` marks a valid box (0: none yet).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CellBox {
+    pub lo: [i32; 4],
+    pub hi: [i32; 4],
+}
+const _: () = assert!(std::mem::size_of::<CellBox>() == 32);
+
+impl CellBox {
+    #[inline]
+    pub fn valid(&self) -> bool {
+        self.lo[3] == 1
+    }
+    #[inline]
+    pub fn contains(&self, c: [i32; 3]) -> bool {
+        self.valid() && (0..3).all(|a| self.lo[a] <= c[a] && c[a] <= self.hi[a])
+    }
+    #[inline]
+    pub fn intersects(&self, o: &CellBox) -> bool {
+        self.valid() && o.valid() && (0..3).all(|a| self.lo[a] <= o.hi[a] && o.lo[a] <= self.hi[a])
+    }
+    /// True when `o` covers every cell of `self`.
+    #[inline]
+    pub fn within(&self, o: &CellBox) -> bool {
+        !self.valid()
+            || (o.valid() && (0..3).all(|a| o.lo[a] <= self.lo[a] && self.hi[a] <= o.hi[a]))
+    }
+}
+
+/// One (cell, segment) occupancy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GridItem {
+    pub cell: [i32; 3],
+    pub seg: u32,
+}
+const _: () = assert!(std::mem::size_of::<GridItem>() == 16);
+
+/// Entry flag: the two segments are on one yarn and only some of their pairs are excluded.
+pub const ENTRY_MIXED: u32 = 1;
+/// Entry flag: the slot is in use.
+pub const ENTRY_LIVE: u32 = 2;
+
+/// A tracked segment pair (`seg_a < seg_b`; the entry belongs to `seg_a`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SchedEntry {
+    pub seg_a: u32,
+    pub seg_b: u32,
+    /// Lower bound on the gap `distance − 2r` over the unowned quadrature pairs, at the start of the
+    /// window of bin `bin` (see the module docs). Negative: process at the next examination.
+    pub d: f32,
+    pub bin: u32,
+    /// Bit `ka·b + kb` set: quadrature pair `(seg_a·b + ka, seg_b·b + kb)` is owned by a contact set.
+    pub owned: [u32; 4],
+    /// Bumped whenever the entry is (re)binned; queued references carry it, stale ones are skipped.
+    pub ticket: u32,
+    pub flags: u32,
+    pub _pad: [u32; 2],
+}
+const _: () = assert!(std::mem::size_of::<SchedEntry>() == 48);
+
+/// How the same-yarn exclusion rule treats all pairs of two segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairClass {
+    /// No pair excluded.
+    Clear,
+    /// Every pair excluded (no entry is made).
+    All,
+    /// Test each pair.
+    Mixed,
+}
+
+/// The exclusion rule, as the scheduler needs it (implemented by the contact module's rule).
+pub trait PairRules {
+    fn segment_class(&self, seg_a: u32, seg_b: u32) -> PairClass;
+    fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool;
+}
+
+/// Which quadrature pairs of a segment pair contact sets own (implemented by the contact sets).
+pub trait Ownership {
+    /// Bitmap (bit `ka·b + kb`) of the owned pairs `(seg_a·b + ka, seg_b·b + kb)`, `seg_a < seg_b`.
+    fn owned_bits(&self, seg_a: u32, seg_b: u32) -> [u32; 4];
+}
+
+/// No contact sets at all.
+pub struct NoOwnership;
+impl Ownership for NoOwnership {
+    fn owned_bits(&self, _: u32, _: u32) -> [u32; 4] {
+        [0; 4]
+    }
+}
+
+/// Switches that disable one safety rule, only so that tests can show the brute-force safety check
+/// fails without it. Never set in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SafetyRuleSwitches {
+    /// Do not lower bounds by the measured movement at examinations.
+    pub no_movement_update: bool,
+    /// Do not re-examine a segment's entries when its change of movement drifts.
+    pub no_monitoring: bool,
+    /// Do not convert a bound to the window start when binning off-phase.
+    pub no_window_correction: bool,
+}
+
+/// Scheduler parameters (from `ContactParams` and the yarn radius).
+#[derive(Clone, Copy, Debug)]
+pub struct SchedParams {
+    /// `b`, quadrature points per segment.
+    pub quadrature: u32,
+    /// Yarn radius `r` (cm).
+    pub radius: f32,
+    /// Grid cell width γ (cm).
+    pub cell: f32,
+    /// λ_max.
+    pub max_bin: u32,
+    /// ω, cm/step².
+    pub omega: f32,
+    /// Test-only switches (all off in a run).
+    pub disable: SafetyRuleSwitches,
+}
+
+impl SchedParams {
+    pub fn validate(&self) -> Result<(), SchedError> {
+        if self.quadrature == 0 || self.quadrature > MAX_QUADRATURE {
+            return Err(SchedError::Quadrature(self.quadrature));
+        }
+        if !(self.cell > 0.0 && self.cell.is_finite()) {
+            return Err(SchedError::Cell(self.cell));
+        }
+        if self.max_bin > 24 {
+            return Err(SchedError::MaxBin(self.max_bin));
+        }
+        if !(self.omega >= 0.0 && self.omega.is_finite()) {
+            return Err(SchedError::Omega(self.omega));
+        }
+        if !(self.radius > 0.0 && self.radius.is_finite()) {
+            return Err(SchedError::Radius(self.radius));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedStats {
+    /// Live schedule entries after the step.
+    pub tracked: u64,
+    /// Entries examined (bound updated) this step.
+    pub examined: u64,
+    /// Entries fully processed (pair distances computed) this step.
+    pub processed: u64,
+    /// Entries created this step.
+    pub created: u64,
+    /// Entries dropped this step (segments no longer sharing a cell).
+    pub dropped: u64,
+    /// Segments whose change of movement triggered a re-examination.
+    pub monitored: u64,
+    /// (segment, cell) newcomers.
+    pub newcomers: u64,
+}
+
+/// Wall-clock time of the scheduler's phases in the last step (milliseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SchedTimes {
+    /// `aabb_raster`, `segment_movement`, `grid_build`, `drop_entries`.
+    pub raster_ms: f64,
+    /// `newcomer_schedule` and monitoring.
+    pub newcomers_ms: f64,
+    /// `schedule_process` (examination, processing, binning).
+    pub schedule_ms: f64,
+}
+
+/// Stage `aabb_raster`: for every segment, its exact AABB padded by `radius` and the box of grid cells
+/// (width `cell`, integer cell `anchor` at world position `anchor·cell`) that cover it.
+///
+/// Cell coordinates are absolute integers (`⌊x/γ⌋`, computed relative to the anchor for precision), so
+/// a cell keeps its identity when the anchor moves.
+pub fn aabb_raster(
+    segments: &[Segment],
+    pos: &[[f32; 4]],
+    radius: f32,
+    cell: f32,
+    anchor: [i32; 3],
+    aabbs: &mut [Interval],
+    cells: &mut [CellBox],
+) -> Result<(), SchedError> {
+    let inv = 1.0 / cell;
+    let origin = [
+        anchor[0] as f32 * cell,
+        anchor[1] as f32 * cell,
+        anchor[2] as f32 * cell,
+    ];
+    for (s, seg) in segments.iter().enumerate() {
+        let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
+        // (min/max would silently skip a NaN, so test the points themselves.)
+        for k in 0..4 {
+            if !q[k].is_finite() {
+                return Err(SchedError::NotFinite {
+                    point: seg.cp[k] as usize,
+                });
+            }
+        }
+        let (lo, hi) = segment_aabb(&q);
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(SchedError::NotFinite {
+                point: seg.cp[1] as usize,
+            });
+        }
+        // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
+        let pad = radius * (1.0 + 1e-4);
+        let lo = lo - V3::splat(pad);
+        let hi = hi + V3::splat(pad);
+        aabbs[s] = Interval {
+            lo: lo.to4(0.0),
+            hi: hi.to4(0.0),
+        };
+        let mut cb = CellBox {
+            lo: [0, 0, 0, 1],
+            hi: [0, 0, 0, 0],
+        };
+        let mut count = 1i64;
+        for a in 0..3 {
+            let c0 = ((lo.get(a) - origin[a]) * inv).floor() as i64 + anchor[a] as i64;
+            let c1 = ((hi.get(a) - origin[a]) * inv).floor() as i64 + anchor[a] as i64;
+            count = count.saturating_mul(c1 - c0 + 1);
+            if count > MAX_CELLS_PER_SEGMENT || c0 < i32::MIN as i64 / 2 || c1 > i32::MAX as i64 / 2
+            {
+                return Err(SchedError::TooManyCells {
+                    seg: s,
+                    cells: count,
+                });
+            }
+            cb.lo[a] = c0 as i32;
+            cb.hi[a] = c1 as i32;
+        }
+        cells[s] = cb;
+    }
+    Ok(())
+}
+
+/// Stage `segment_movement`: for every segment, the per-axis interval over `t ∈ [0, 1]` of the field
+/// `Σ_k B_k(t) (a_k − 2b_k + c_k)` if `c` is given (change of movement), else `Σ_k B_k(t) (a_k − b_k)`
+/// (movement). Exact extremes from the roots of the derivative, as for the AABB, widened by a few ulps
+/// of the coordinates so that rounding in the differences cannot make the interval too small.
+pub fn segment_movement(
+    segments: &[Segment],
+    a: &[[f32; 4]],
+    b: &[[f32; 4]],
+    c: Option<&[[f32; 4]]>,
+    out: &mut [Interval],
+) {
+    for (s, seg) in segments.iter().enumerate() {
+        out[s] = movement_of(seg, a, b, c);
+    }
+}
+
+#[inline]
+fn movement_of(seg: &Segment, a: &[[f32; 4]], b: &[[f32; 4]], c: Option<&[[f32; 4]]>) -> Interval {
+    let mut d = [V3::<f32>::zero(); 4];
+    let mut mag = 0.0f32;
+    for k in 0..4 {
+        let i = seg.cp[k] as usize;
+        let pa = V3::<f32>::from4(a[i]);
+        let pb = V3::<f32>::from4(b[i]);
+        d[k] = match c {
+            Some(c) => {
+                let pc = V3::<f32>::from4(c[i]);
+                mag = mag.max(pa.norm()).max(pb.norm()).max(pc.norm());
+                pa - pb * 2.0 + pc
+            }
+            None => {
+                mag = mag.max(pa.norm()).max(pb.norm());
+                pa - pb
+            }
+        };
+    }
+    let (lo, hi) = segment_aabb(&d);
+    // Each difference carries a rounding error of at most a few ulps of the coordinates.
+    let pad = 4.0 * f32::EPSILON * mag;
+    Interval {
+        lo: (lo - V3::splat(pad)).to4(0.0),
+        hi: (hi + V3::splat(pad)).to4(0.0),
+    }
+}
+
+#[inline]
+fn hash_cell(c: [i32; 3], mask: usize) -> usize {
+    let h = (c[0] as u32 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (c[1] as u32 as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        ^ (c[2] as u32 as u64).wrapping_mul(0x1656_67B1_9E37_79F9);
+    ((h ^ (h >> 29)) >> 16) as usize & mask
+}
+
+/// Smallest non-negative root `k*` of `−d + m k + (k² + k)/2 · A` (steps), `+∞` if none.
+#[inline]
+pub fn earliest_contact_steps(d: f32, m: f32, acc: f32) -> f32 {
+    if !(d > 0.0) {
+        return 0.0;
+    }
+    if d >= FAR {
+        return f32::INFINITY;
+    }
+    let p = m + 0.5 * acc;
+    let den = p + (p * p + 2.0 * acc * d).sqrt();
+    if den > 0.0 {
+        2.0 * d / den
+    } else {
+        f32::INFINITY
+    }
+}
+
+/// The bin for an earliest possible contact `k*` steps away: `clamp(⌊log₂ k*⌋, 0, λ_max)`.
+#[inline]
+pub fn bin_for(k: f32, max_bin: u32) -> u32 {
+    if !(k >= 2.0) {
+        return 0;
+    }
+    if !k.is_finite() {
+        return max_bin;
+    }
+    let l = k.log2().floor();
+    // log2 of a float can round up across an integer; make sure 2^λ ≤ k.
+    let mut l = (l.max(0.0) as u32).min(max_bin);
+    while l > 0 && ((1u64 << l) as f32) > k {
+        l -= 1;
+    }
+    l
+}
+
+/// Bitmap of the pairs `(seg_a·b + ka, seg_b·b + kb)` that lie in the box `[u0, u1] × [v0, v1]`
+/// (quadrature indices, inclusive) with `i < j`.
+pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
+    let mut bits = [0u32; 4];
+    let (a0, b0) = (seg_a * b, seg_b * b);
+    let ka0 = bx[0].max(a0);
+    let ka1 = bx[1].min(a0 + b - 1);
+    let kb0 = bx[2].max(b0);
+    let kb1 = bx[3].min(b0 + b - 1);
+    if ka0 > ka1 || kb0 > kb1 {
+        return bits;
+    }
+    for i in ka0..=ka1 {
+        for j in kb0..=kb1 {
+            if i < j {
+                let bit = (i - a0) * b + (j - b0);
+                bits[(bit / 32) as usize] |= 1 << (bit % 32);
+            }
+        }
+    }
+    bits
+}
+
+#[inline]
+fn bit_set(bits: &[u32; 4], bit: u32) -> bool {
+    bits[(bit / 32) as usize] & (1 << (bit % 32)) != 0
+}
+
+/// The scheduler's state: everything persists from step to step.
+#[derive(Debug)]
+pub struct Scheduler {
+    params: SchedParams,
+    /// Steps done (the next step is number `step`).
+    step: u64,
+    nseg: usize,
+    npts: usize,
+    // Per segment.
+    aabb: Vec<Interval>,
+    cells: Vec<CellBox>,
+    prev_cells: Vec<CellBox>,
+    mv1: Vec<Interval>,
+    mv2: Vec<Interval>,
+    mv2_ref: Vec<Interval>,
+    /// `win[(λ−1)·nseg + s]`, valid when `win_stamp` equals the step (λ ≥ 1; λ = 0 is `mv1`).
+    win: Vec<Interval>,
+    win_stamp: Vec<u64>,
+    // Positions history.
+    prev1: Vec<[f32; 4]>,
+    prev2: Vec<[f32; 4]>,
+    /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination step.
+    snaps: Vec<[f32; 4]>,
+    // Grid.
+    items: Vec<GridItem>,
+    sorted: Vec<GridItem>,
+    bucket_start: Vec<u32>,
+    bucket_mask: usize,
+    // Entries.
+    entries: Vec<SchedEntry>,
+    free: Vec<u32>,
+    live: u64,
+    /// `adj[s·adj_cap ..][..adj_len[s]]`: the entries naming segment `s` (either side).
+    adj: Vec<u32>,
+    adj_len: Vec<u32>,
+    adj_cap: usize,
+    /// Bin lists of `[entry, ticket]`.
+    bins: Vec<Vec<[u32; 2]>>,
+    /// Entries to examine this step.
+    work: Vec<[u32; 2]>,
+    /// Entries whose pairs were released by a contact set: examined at the next step.
+    due_next: Vec<[u32; 2]>,
+    /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
+    touching: Vec<[u32; 2]>,
+    stats: SchedStats,
+    times: SchedTimes,
+}
+
+impl Scheduler {
+    pub fn new(params: SchedParams) -> Result<Self, SchedError> {
+        params.validate()?;
+        Ok(Scheduler {
+            params,
+            step: 0,
+            nseg: 0,
+            npts: 0,
+            aabb: Vec::new(),
+            cells: Vec::new(),
+            prev_cells: Vec::new(),
+            mv1: Vec::new(),
+            mv2: Vec::new(),
+            mv2_ref: Vec::new(),
+            win: Vec::new(),
+            win_stamp: Vec::new(),
+            prev1: Vec::new(),
+            prev2: Vec::new(),
+            snaps: Vec::new(),
+            items: Vec::new(),
+            sorted: Vec::new(),
+            bucket_start: Vec::new(),
+            bucket_mask: 0,
+            entries: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            adj: Vec::new(),
+            adj_len: Vec::new(),
+            adj_cap: 16,
+            bins: (0..=params.max_bin).map(|_| Vec::new()).collect(),
+            work: Vec::new(),
+            due_next: Vec::new(),
+            touching: Vec::new(),
+            stats: SchedStats::default(),
+            times: SchedTimes::default(),
+        })
+    }
+
+    pub fn params(&self) -> &SchedParams {
+        &self.params
+    }
+
+    /// Steps scheduled so far.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    pub fn stats(&self) -> SchedStats {
+        self.stats
+    }
+
+    pub fn times(&self) -> SchedTimes {
+        self.times
+    }
+
+    /// The unowned touching quadrature pairs found by the last [`Self::detect`].
+    pub fn touching(&self) -> &[[u32; 2]] {
+        &self.touching
+    }
+
+    /// All entry slots (dead ones have no `ENTRY_LIVE` flag).
+    pub fn entries(&self) -> &[SchedEntry] {
+        &self.entries
+    }
+
+    /// The cell box of each segment at the last step.
+    pub fn cell_boxes(&self) -> &[CellBox] {
+        &self.cells
+    }
+
+    fn resize(&mut self, nseg: usize, npts: usize, pos: &[[f32; 4]]) {
+        let nb = self.params.max_bin as usize;
+        self.nseg = nseg;
+        self.npts = npts;
+        self.aabb = vec![Interval::default(); nseg];
+        self.cells = vec![CellBox::default(); nseg];
+        self.prev_cells = vec![CellBox::default(); nseg];
+        self.mv1 = vec![Interval::default(); nseg];
+        self.mv2 = vec![Interval::default(); nseg];
+        self.mv2_ref = vec![Interval::default(); nseg];
+        self.win = vec![Interval::default(); nseg * nb];
+        self.win_stamp = vec![u64::MAX; nseg * nb];
+        self.prev1 = pos.to_vec();
+        self.prev2 = pos.to_vec();
+        self.snaps = Vec::with_capacity(npts * nb);
+        for _ in 0..nb {
+            self.snaps.extend_from_slice(pos);
+        }
+        self.entries.clear();
+        self.free.clear();
+        self.live = 0;
+        self.adj = vec![0; nseg * self.adj_cap];
+        self.adj_len = vec![0; nseg];
+        for b in &mut self.bins {
+            b.clear();
+        }
+        self.work.clear();
+        self.due_next.clear();
+        self.step = 0;
+    }
+
+    /// Runs stages 1–6 for the step with positions `pos` and fills [`Self::touching`].
+    pub fn detect(
+        &mut self,
+        segments: &[Segment],
+        pos: &[[f32; 4]],
+        rules: &dyn PairRules,
+        owner: &dyn Ownership,
+    ) -> Result<(), SchedError> {
+        let need = segments
+            .iter()
+            .flat_map(|s| s.cp.iter())
+            .map(|&i| i as usize + 1)
+            .max()
+            .unwrap_or(0);
+        if pos.len() < need {
+            return Err(SchedError::Size {
+                got: pos.len(),
+                need,
+            });
+        }
+        if segments.len() != self.nseg || pos.len() != self.npts || self.step == 0 {
+            self.resize(segments.len(), pos.len(), pos);
+        }
+        self.stats = SchedStats::default();
+        self.touching.clear();
+        let n = self.step;
+
+        // 1. Raster and movement.
+        let t0 = std::time::Instant::now();
+        std::mem::swap(&mut self.cells, &mut self.prev_cells);
+        let anchor = self.anchor(pos);
+        aabb_raster(
+            segments,
+            pos,
+            self.params.radius,
+            self.params.cell,
+            anchor,
+            &mut self.aabb,
+            &mut self.cells,
+        )?;
+        segment_movement(segments, pos, &self.prev1, None, &mut self.mv1);
+        segment_movement(segments, pos, &self.prev1, Some(&self.prev2), &mut self.mv2);
+        if n == 0 {
+            self.mv2_ref.copy_from_slice(&self.mv2);
+        }
+
+        // 2. Grid.
+        self.grid_build();
+
+        // 3. Drop entries of segments that left cells.
+        self.drop_entries();
+
+        // Entries released by contact sets during the last step.
+        self.work.clear();
+        std::mem::swap(&mut self.work, &mut self.due_next);
+
+        let t1 = std::time::Instant::now();
+        // 4. Newcomers.
+        self.newcomer_schedule(rules, owner);
+
+        // 5. Monitoring.
+        if !self.params.disable.no_monitoring {
+            let half_omega = 0.5 * self.params.omega;
+            for s in 0..self.nseg {
+                if self.mv2[s].drift_from(&self.mv2_ref[s]) > half_omega {
+                    self.mv2_ref[s] = self.mv2[s];
+                    self.stats.monitored += 1;
+                    let base = s * self.adj_cap;
+                    for k in 0..self.adj_len[s] as usize {
+                        let e = self.adj[base + k];
+                        self.work.push([e, self.entries[e as usize].ticket]);
+                    }
+                }
+            }
+        }
+
+        let t2 = std::time::Instant::now();
+        // 6. Due bins, then process everything queued.
+        for l in 0..=self.params.max_bin {
+            if n % (1u64 << l) == 0 {
+                let mut list = std::mem::take(&mut self.bins[l as usize]);
+                self.work.extend_from_slice(&list);
+                list.clear();
+                self.bins[l as usize] = list;
+            }
+        }
+        self.schedule_process(segments, pos, rules);
+
+        // Snapshots of the bins examined this step, and the position history.
+        for l in 1..=self.params.max_bin as usize {
+            if n % (1u64 << l) == 0 {
+                let off = (l - 1) * self.npts;
+                self.snaps[off..off + self.npts].copy_from_slice(pos);
+            }
+        }
+        std::mem::swap(&mut self.prev2, &mut self.prev1);
+        self.prev1.copy_from_slice(pos);
+        self.stats.tracked = self.live;
+        self.step += 1;
+        let t3 = std::time::Instant::now();
+        self.times = SchedTimes {
+            raster_ms: (t1 - t0).as_secs_f64() * 1e3,
+            newcomers_ms: (t2 - t1).as_secs_f64() * 1e3,
+            schedule_ms: (t3 - t2).as_secs_f64() * 1e3,
+        };
+        Ok(())
+    }
+
+    /// Integer cell nearest to the centre of mass of the control points (equal masses).
+    fn anchor(&self, pos: &[[f32; 4]]) -> [i32; 3] {
+        let mut c = [0.0f64; 3];
+        for p in pos {
+            for a in 0..3 {
+                c[a] += p[a] as f64;
+            }
+        }
+        let n = pos.len().max(1) as f64;
+        let g = self.params.cell as f64;
+        c.map(|x| {
+            let v = (x / n / g).round();
+            v.clamp(-1e8, 1e8) as i32
+        })
+    }
+
+    /// Stage `grid_build`: one item per (cell, segment), counting-sorted by hash bucket.
+    fn grid_build(&mut self) {
+        self.items.clear();
+        for (s, cb) in self.cells.iter().enumerate() {
+            for z in cb.lo[2]..=cb.hi[2] {
+                for y in cb.lo[1]..=cb.hi[1] {
+                    for x in cb.lo[0]..=cb.hi[0] {
+                        self.items.push(GridItem {
+                            cell: [x, y, z],
+                            seg: s as u32,
+                        });
+                    }
+                }
+            }
+        }
+        let nb = (2 * self.items.len()).next_power_of_two().max(64);
+        self.bucket_mask = nb - 1;
+        self.bucket_start.clear();
+        self.bucket_start.resize(nb + 1, 0);
+        for it in &self.items {
+            self.bucket_start[hash_cell(it.cell, self.bucket_mask) + 1] += 1;
+        }
+        for i in 0..nb {
+            self.bucket_start[i + 1] += self.bucket_start[i];
+        }
+        self.sorted.clear();
+        self.sorted.resize(self.items.len(), GridItem::default());
+        // Stable scatter: items keep segment order within a bucket.
+        for it in &self.items {
+            let h = hash_cell(it.cell, self.bucket_mask);
+            let slot = self.bucket_start[h] as usize;
+            self.sorted[slot] = *it;
+            self.bucket_start[h] += 1;
+        }
+        // Restore bucket starts (shifted by the scatter).
+        for i in (1..=nb).rev() {
+            self.bucket_start[i] = self.bucket_start[i - 1];
+        }
+        self.bucket_start[0] = 0;
+    }
+
+    fn drop_entries(&mut self) {
+        for s in 0..self.nseg {
+            if self.prev_cells[s].within(&self.cells[s]) {
+                continue;
+            }
+            let base = s * self.adj_cap;
+            let mut k = self.adj_len[s] as usize;
+            while k > 0 {
+                k -= 1;
+                let e = self.adj[base + k] as usize;
+                let en = self.entries[e];
+                let other = if en.seg_a as usize == s {
+                    en.seg_b
+                } else {
+                    en.seg_a
+                } as usize;
+                if !self.cells[s].intersects(&self.cells[other]) {
+                    self.remove_entry(e as u32);
+                    self.stats.dropped += 1;
+                }
+            }
+        }
+    }
+
+    fn adj_remove(&mut self, s: usize, e: u32) {
+        let base = s * self.adj_cap;
+        let len = self.adj_len[s] as usize;
+        if let Some(k) = self.adj[base..base + len].iter().position(|&x| x == e) {
+            self.adj[base + k] = self.adj[base + len - 1];
+            self.adj_len[s] -= 1;
+        }
+    }
+
+    fn adj_push(&mut self, s: usize, e: u32) {
+        if self.adj_len[s] as usize == self.adj_cap {
+            // Grow every list (rare: amortized, only when a segment meets more neighbours than ever).
+            let cap = self.adj_cap * 2;
+            let mut adj = vec![0u32; self.nseg * cap];
+            for t in 0..self.nseg {
+                let len = self.adj_len[t] as usize;
+                adj[t * cap..t * cap + len]
+                    .copy_from_slice(&self.adj[t * self.adj_cap..t * self.adj_cap + len]);
+            }
+            self.adj = adj;
+            self.adj_cap = cap;
+        }
+        let len = self.adj_len[s] as usize;
+        self.adj[s * self.adj_cap + len] = e;
+        self.adj_len[s] += 1;
+    }
+
+    fn remove_entry(&mut self, e: u32) {
+        let en = self.entries[e as usize];
+        self.adj_remove(en.seg_a as usize, e);
+        self.adj_remove(en.seg_b as usize, e);
+        let slot = &mut self.entries[e as usize];
+        slot.flags = 0;
+        slot.ticket = slot.ticket.wrapping_add(1);
+        self.free.push(e);
+        self.live -= 1;
+    }
+
+    /// The entry of segments `a < b`, if any.
+    pub fn find_entry(&self, a: u32, b: u32) -> Option<u32> {
+        let (la, lb) = (self.adj_len[a as usize], self.adj_len[b as usize]);
+        let s = if la <= lb { a } else { b } as usize;
+        let base = s * self.adj_cap;
+        self.adj[base..base + self.adj_len[s] as usize]
+            .iter()
+            .copied()
+            .find(|&e| {
+                let en = &self.entries[e as usize];
+                en.seg_a == a && en.seg_b == b
+            })
+    }
+
+    /// Stage `newcomer_schedule`: entries for new (segment, cell) meetings, queued for processing.
+    pub fn newcomer_schedule(&mut self, rules: &dyn PairRules, owner: &dyn Ownership) {
+        for s in 0..self.nseg {
+            let cb = self.cells[s];
+            let pb = self.prev_cells[s];
+            for z in cb.lo[2]..=cb.hi[2] {
+                for y in cb.lo[1]..=cb.hi[1] {
+                    for x in cb.lo[0]..=cb.hi[0] {
+                        let c = [x, y, z];
+                        if pb.contains(c) {
+                            continue;
+                        }
+                        self.stats.newcomers += 1;
+                        let h = hash_cell(c, self.bucket_mask);
+                        let (b0, b1) = (self.bucket_start[h], self.bucket_start[h + 1]);
+                        for it in b0..b1 {
+                            let item = self.sorted[it as usize];
+                            if item.cell != c || item.seg as usize == s {
+                                continue;
+                            }
+                            let t = item.seg as usize;
+                            let (a, b) = if s < t { (s, t) } else { (t, s) };
+                            let class = rules.segment_class(a as u32, b as u32);
+                            if class == PairClass::All {
+                                continue;
+                            }
+                            if self.find_entry(a as u32, b as u32).is_some() {
+                                continue;
+                            }
+                            let e = match self.free.pop() {
+                                Some(e) => e,
+                                None => {
+                                    self.entries.push(SchedEntry::default());
+                                    (self.entries.len() - 1) as u32
+                                }
+                            };
+                            let ticket = self.entries[e as usize].ticket.wrapping_add(1);
+                            self.entries[e as usize] = SchedEntry {
+                                seg_a: a as u32,
+                                seg_b: b as u32,
+                                d: -1.0,
+                                bin: 0,
+                                owned: owner.owned_bits(a as u32, b as u32),
+                                ticket,
+                                flags: ENTRY_LIVE
+                                    | if class == PairClass::Mixed {
+                                        ENTRY_MIXED
+                                    } else {
+                                        0
+                                    },
+                                _pad: [0; 2],
+                            };
+                            self.adj_push(a, e);
+                            self.adj_push(b, e);
+                            self.live += 1;
+                            self.stats.created += 1;
+                            self.work.push([e, ticket]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Movement of segment `s` since bin λ's snapshot (λ ≥ 1), cached for the step.
+    fn window(&mut self, l: u32, s: usize, segments: &[Segment], pos: &[[f32; 4]]) -> Interval {
+        if l == 0 {
+            return self.mv1[s];
+        }
+        let idx = (l as usize - 1) * self.nseg + s;
+        if self.win_stamp[idx] != self.step {
+            let off = (l as usize - 1) * self.npts;
+            self.win[idx] = movement_of(&segments[s], pos, &self.snaps[off..off + self.npts], None);
+            self.win_stamp[idx] = self.step;
+        }
+        self.win[idx]
+    }
+
+    /// Stage `schedule_process`: examine the queued entries, process those whose bound is gone, bin them.
+    pub fn schedule_process(
+        &mut self,
+        segments: &[Segment],
+        pos: &[[f32; 4]],
+        rules: &dyn PairRules,
+    ) {
+        let n = self.step;
+        let margin = 1e-4 * self.params.radius;
+        let work = std::mem::take(&mut self.work);
+        for &[e, ticket] in &work {
+            let en = self.entries[e as usize];
+            if en.flags & ENTRY_LIVE == 0 || en.ticket != ticket {
+                continue;
+            }
+            self.stats.examined += 1;
+            let (a, b) = (en.seg_a as usize, en.seg_b as usize);
+            let mut d = en.d;
+            if d < FAR && !self.params.disable.no_movement_update {
+                let wa = self.window(en.bin, a, segments, pos);
+                let wb = self.window(en.bin, b, segments, pos);
+                d -= wa.rel_norm(&wb);
+            }
+            if d < margin {
+                d = self.process_entry(e as usize, segments, pos, rules);
+                self.stats.processed += 1;
+            }
+            // Next bin.
+            let m = self.mv1[a].rel_norm(&self.mv1[b]);
+            let acc = self.mv2_ref[a].rel_norm(&self.mv2_ref[b]) + self.params.omega;
+            let l = bin_for(earliest_contact_steps(d, m, acc), self.params.max_bin);
+            let mut dw = d;
+            if d < FAR && n % (1u64 << l) != 0 && !self.params.disable.no_window_correction {
+                let wa = self.window(l, a, segments, pos);
+                let wb = self.window(l, b, segments, pos);
+                dw -= wa.rel_norm(&wb);
+            }
+            let slot = &mut self.entries[e as usize];
+            slot.d = dw;
+            slot.bin = l;
+            slot.ticket = slot.ticket.wrapping_add(1);
+            let t = slot.ticket;
+            self.bins[l as usize].push([e, t]);
+        }
+        self.work = work;
+        self.work.clear();
+    }
+
+    /// Full processing: distances of all unowned, non-excluded pairs; touching ones are reported; returns
+    /// the smallest gap over the others ([`FAR`] if none).
+    fn process_entry(
+        &mut self,
+        e: usize,
+        segments: &[Segment],
+        pos: &[[f32; 4]],
+        rules: &dyn PairRules,
+    ) -> f32 {
+        let en = self.entries[e];
+        let b = self.params.quadrature;
+        let r = self.params.radius;
+        let four_r2 = 4.0 * r * r;
+        let qa = segments[en.seg_a as usize]
+            .cp
+            .map(|i| V3::<f32>::from4(pos[i as usize]));
+        let qb = segments[en.seg_b as usize]
+            .cp
+            .map(|i| V3::<f32>::from4(pos[i as usize]));
+        let mut yb = [V3::<f32>::zero(); MAX_QUADRATURE as usize];
+        for (k, y) in yb.iter_mut().enumerate().take(b as usize) {
+            *y = crate::spline::eval(&qb, crate::spline::quad_param(k as u32, b));
+        }
+        let mut min_d2 = f32::INFINITY;
+        let mixed = en.flags & ENTRY_MIXED != 0;
+        for ka in 0..b {
+            let ya = crate::spline::eval(&qa, crate::spline::quad_param(ka, b));
+            for kb in 0..b {
+                if bit_set(&en.owned, ka * b + kb) {
+                    continue;
+                }
+                if mixed && rules.excluded(en.seg_a, ka, en.seg_b, kb) {
+                    continue;
+                }
+                let d2 = (ya - yb[kb as usize]).norm2();
+                if d2 < four_r2 {
+                    self.touching.push([en.seg_a * b + ka, en.seg_b * b + kb]);
+                } else if d2 < min_d2 {
+                    min_d2 = d2;
+                }
+            }
+        }
+        if min_d2.is_finite() {
+            min_d2.sqrt() - 2.0 * r
+        } else {
+            FAR
+        }
+    }
+
+    /// A contact set's box changed from `old` to `new` (either may be absent): update the ownership
+    /// bitmaps of the entries it covers. Entries that lose owned pairs must be re-processed (their bound
+    /// ignored those pairs): they are examined at the next step.
+    pub fn update_ownership(&mut self, old: Option<[u32; 4]>, new: Option<[u32; 4]>) {
+        let b = self.params.quadrature;
+        let span = |bx: Option<[u32; 4]>| bx.map(|x| (x[0] / b, x[1] / b, x[2] / b, x[3] / b));
+        let (so, sn) = (span(old), span(new));
+        let (ua0, ua1, vb0, vb1) = match (so, sn) {
+            (Some(o), Some(n)) => (o.0.min(n.0), o.1.max(n.1), o.2.min(n.2), o.3.max(n.3)),
+            (Some(o), None) => o,
+            (None, Some(n)) => n,
+            (None, None) => return,
+        };
+        for sa in ua0..=ua1 {
+            for sb in vb0.max(sa + 1)..=vb1 {
+                let Some(e) = self.find_entry(sa, sb) else {
+                    continue;
+                };
+                let ob = old.map(|x| box_bits(x, sa, sb, b)).unwrap_or([0; 4]);
+                let nb = new.map(|x| box_bits(x, sa, sb, b)).unwrap_or([0; 4]);
+                let en = &mut self.entries[e as usize];
+                let mut released = false;
+                for w in 0..4 {
+                    released |= ob[w] & !nb[w] != 0;
+                    en.owned[w] = (en.owned[w] & !ob[w]) | nb[w];
+                }
+                if released {
+                    en.d = -1.0;
+                    let t = en.ticket;
+                    self.due_next.push([e, t]);
+                }
+            }
+        }
+    }
+}
