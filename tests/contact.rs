@@ -5,8 +5,9 @@ use yarnsim::contact::{
     excluded, pair_coeffs, pair_energy_grad_hess, pair_kappa_w, penalty, point_pair,
     segment_pair_energy_grad_hess, ExactContact, Exclusion, SegmentExclusion,
 };
+use yarnsim::knit;
 use yarnsim::math::{V3d, V3};
-use yarnsim::scene::ContactParams;
+use yarnsim::scene::{ContactParams, Pattern};
 use yarnsim::sim::{ContactForce, ContactStats};
 use yarnsim::spline::{basis, quad_param};
 use yarnsim::state::{Curve, Topology};
@@ -397,11 +398,15 @@ fn oracle_gradient(topo: &Topology, pos: &[[f32; 4]], p: &ContactParams) -> (Vec
 fn total_force_and_torque_vanish() {
     let mut rng = Rng(99);
     let p = params();
-    for trial in 0..4 {
-        let curves = if trial == 3 {
-            woven_curves(4, 0.6, 0.11)
-        } else {
-            random_curves(&mut rng, 8, 4, 1.5)
+    for trial in 0..5 {
+        let curves = match trial {
+            3 => woven_curves(4, 0.6, 0.11),
+            4 => {
+                knit::generate(Pattern::Garter, 4, 4, R as f32)
+                    .unwrap()
+                    .curves
+            }
+            _ => random_curves(&mut rng, 8, 4, 1.5),
         };
         let (topo, pos) = Topology::from_curves(&curves).unwrap();
         let (grad, _, touching) = oracle_gradient(&topo, &pos, &p);
@@ -437,11 +442,20 @@ fn total_force_and_torque_vanish() {
 fn exact_path_matches_oracle() {
     let mut rng = Rng(4242);
     let p = params();
-    for trial in 0..3 {
-        let curves = if trial == 2 {
-            woven_curves(5, 0.6, 0.11)
-        } else {
-            random_curves(&mut rng, 6, 3, 2.5)
+    for trial in 0..5 {
+        let curves = match trial {
+            0 | 1 => random_curves(&mut rng, 6, 3, 2.5),
+            2 => woven_curves(5, 0.6, 0.11),
+            3 => {
+                knit::generate(Pattern::Stockinette, 4, 4, R as f32)
+                    .unwrap()
+                    .curves
+            }
+            _ => {
+                knit::generate(Pattern::Tube, 8, 2, R as f32)
+                    .unwrap()
+                    .curves
+            }
         };
         let (topo, pos) = Topology::from_curves(&curves).unwrap();
         let (grad, energy, touching) = oracle_gradient(&topo, &pos, &p);
@@ -486,14 +500,29 @@ fn exact_path_matches_oracle() {
 #[test]
 fn grid_finds_exactly_the_brute_force_pairs() {
     let mut rng = Rng(31337);
-    for trial in 0..6 {
+    for trial in 0..9 {
         let mut p = params();
         // Several cell widths, down to cells much smaller than a segment.
         p.grid_cell = [0.6, 0.25, 1.7][trial % 3];
-        let curves = if trial % 2 == 1 {
-            woven_curves(6, 0.55, 0.1)
-        } else {
-            random_curves(&mut rng, 8, 5, 3.0)
+        let curves = match trial {
+            0 | 2 | 4 => random_curves(&mut rng, 8, 5, 3.0),
+            1 | 3 => woven_curves(6, 0.55, 0.1),
+            5 => {
+                knit::generate(Pattern::Stockinette, 5, 4, R as f32)
+                    .unwrap()
+                    .curves
+            }
+            6 => {
+                knit::generate(Pattern::Garter, 4, 4, R as f32)
+                    .unwrap()
+                    .curves
+            }
+            7 => knit::generate(Pattern::Rib, 4, 3, R as f32).unwrap().curves,
+            _ => {
+                knit::generate(Pattern::Tube, 8, 3, R as f32)
+                    .unwrap()
+                    .curves
+            }
         };
         let (topo, pos) = Topology::from_curves(&curves).unwrap();
         let mut exact = ExactContact::new(R as f32, &p).unwrap();
@@ -511,9 +540,11 @@ fn grid_finds_exactly_the_brute_force_pairs() {
                 }
             }
         }
+        // Each pair once (no duplicates survive the sort), the same set.
+        let mut grid_seg = exact.candidates().to_vec();
+        grid_seg.sort_unstable();
         assert_eq!(
-            exact.candidates(),
-            &brute_seg[..],
+            grid_seg, brute_seg,
             "trial {trial}: candidate segment pairs"
         );
         // Quadrature pairs, over all of S × S.
