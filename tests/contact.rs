@@ -12,6 +12,35 @@ use yarnsim::sim::{ContactForce, ContactStats};
 use yarnsim::spline::{basis, quad_param};
 use yarnsim::state::{Curve, Topology};
 
+/// Counts heap allocations made on threads that opted in (thread-local flag), so the allocation test
+/// below is not disturbed by other tests running in parallel.
+struct Counting;
+thread_local! {
+    static COUNT_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+static ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        if COUNT_HERE.with(|c| c.get()) {
+            ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        if COUNT_HERE.with(|c| c.get()) {
+            ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        unsafe { std::alloc::System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
 /// Small deterministic generator (xorshift64*), so tests need no extra crate.
 struct Rng(u64);
 impl Rng {
@@ -958,4 +987,55 @@ fn linked_chain_holds_with_contact_and_falls_apart_without() {
     assert!(with.iter().all(|c| *c == cert0), "{with:?}");
     let without = run(yarnsim::scene::ContactModel::None);
     assert_ne!(without.last(), Some(&cert0), "{without:?}");
+}
+
+/// Once warmed up, an exact contact step allocates nothing (one-worker pool, so every stage runs on
+/// the counting thread; the stage code is the same with more workers).
+#[test]
+fn exact_contact_step_does_not_allocate() {
+    let k = knit::generate(Pattern::Stockinette, 12, 12, R as f32).unwrap();
+    let (topo, pos0) = Topology::from_curves(&k.curves).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut exact = ExactContact::new(R as f32, &params()).unwrap();
+        let mut force = vec![[0.0f32; 4]; pos0.len()];
+        let mut stats = ContactStats::default();
+        let mut pos = pos0.clone();
+        let mut rng = Rng(3);
+        let mut jiggle = |pos: &mut Vec<[f32; 4]>| {
+            for (p, p0) in pos.iter_mut().zip(&pos0) {
+                for a in 0..3 {
+                    p[a] = p0[a] + rng.range(-0.002, 0.002) as f32;
+                }
+            }
+        };
+        for _ in 0..3 {
+            jiggle(&mut pos);
+            exact
+                .add_forces(&topo, &pos, &pos, &mut force, &mut stats)
+                .unwrap();
+        }
+        ALLOCATIONS.store(0, std::sync::atomic::Ordering::SeqCst);
+        let mut touching = 0;
+        for _ in 0..20 {
+            jiggle(&mut pos);
+            COUNT_HERE.with(|c| c.set(true));
+            exact
+                .add_forces(&topo, &pos, &pos, &mut force, &mut stats)
+                .unwrap();
+            COUNT_HERE.with(|c| c.set(false));
+            touching += exact.last_touching();
+        }
+        assert!(touching > 0);
+        assert_eq!(ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // The counter works: building a model allocates.
+        COUNT_HERE.with(|c| c.set(true));
+        let fresh = ExactContact::new(R as f32, &params()).unwrap();
+        COUNT_HERE.with(|c| c.set(false));
+        drop(fresh);
+        assert!(ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    });
 }
