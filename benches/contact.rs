@@ -24,7 +24,7 @@ fn bench(c: &mut Criterion) {
         ..ContactParams::default()
     };
     let r = YarnMaterial::default().radius;
-    for n in [20u32, 60] {
+    for n in [20u32, 60, 100] {
         let (topo, pos) = Topology::from_curves(&swatch(n, r)).unwrap();
         let mut exact = ExactContact::new(r, &params).unwrap();
         let mut force = vec![[0.0f32; 4]; pos.len()];

@@ -1039,3 +1039,30 @@ fn exact_contact_step_does_not_allocate() {
         assert!(ALLOCATIONS.load(std::sync::atomic::Ordering::SeqCst) > 0);
     });
 }
+
+/// No quadratic blow-up: the exact path's work (candidate segment pairs, touching pairs) per segment
+/// stays flat from a 10 × 10 to a 100 × 100-loop swatch.
+#[test]
+fn exact_work_grows_linearly_with_swatch_size() {
+    let mut per_segment = Vec::new();
+    for n in [10u32, 40, 100] {
+        let k = knit::generate(Pattern::Stockinette, n, n, R as f32).unwrap();
+        let (topo, pos) = Topology::from_curves(&k.curves).unwrap();
+        let mut exact = ExactContact::new(R as f32, &params()).unwrap();
+        let mut force = vec![[0.0f32; 4]; pos.len()];
+        let mut stats = ContactStats::default();
+        exact
+            .add_forces(&topo, &pos, &pos, &mut force, &mut stats)
+            .unwrap();
+        let s = topo.segments.len() as f64;
+        per_segment.push((
+            exact.candidates().len() as f64 / s,
+            exact.last_touching() as f64 / s,
+        ));
+    }
+    eprintln!("candidates, touching pairs per segment: {per_segment:?}");
+    let (c10, t10) = per_segment[0];
+    for &(c, t) in &per_segment[1..] {
+        assert!(c < 1.25 * c10 && t < 1.25 * t10, "{per_segment:?}");
+    }
+}
