@@ -149,7 +149,12 @@ pub fn boxes_overlap(a: &[u32; 4], b: &[u32; 4]) -> bool {
 /// Smallest box holding both.
 #[inline]
 pub fn box_hull(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
-    [a[0].min(b[0]), a[1].max(b[1]), a[2].min(b[2]), a[3].max(b[3])]
+    [
+        a[0].min(b[0]),
+        a[1].max(b[1]),
+        a[2].min(b[2]),
+        a[3].max(b[3]),
+    ]
 }
 
 /// `[i − α, i + α] × [j − α, j + α]` clamped to `S = [0, nq)`, trimmed of rows and columns without
@@ -424,7 +429,10 @@ impl AclContact {
 
     /// Control points of set `k` and its stored model `(f0, K̄ blocks, d̄, M)`, for tests.
     #[allow(clippy::type_complexity)]
-    pub fn set_model(&self, k: usize) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
+    pub fn set_model(
+        &self,
+        k: usize,
+    ) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
         let s = &self.sets[k];
         let (o, n) = (s.cp_off as usize, s.n_cp as usize);
         let nk = if s.flags & SET_ZERO != 0 {
@@ -496,7 +504,8 @@ impl AclContact {
             }
             None => {
                 self.sets.push(set);
-                self.springs.extend_from_slice(&[StictionSpring::default(); 4]);
+                self.springs
+                    .extend_from_slice(&[StictionSpring::default(); 4]);
                 (self.sets.len() - 1) as u32
             }
         };
@@ -544,7 +553,8 @@ impl AclContact {
                 Some(c) if boxes_overlap(&c, &bx) => cur = Some(box_hull(&c, &bx)),
                 Some(c) => {
                     let k = self.new_set(c);
-                    self.sched.update_ownership(None, Some(self.sets[k as usize].bx));
+                    self.sched
+                        .update_ownership(None, Some(self.sets[k as usize].bx));
                     cur = Some(bx);
                 }
                 None => cur = Some(bx),
@@ -552,7 +562,8 @@ impl AclContact {
         }
         if let Some(c) = cur {
             let k = self.new_set(c);
-            self.sched.update_ownership(None, Some(self.sets[k as usize].bx));
+            self.sched
+                .update_ownership(None, Some(self.sets[k as usize].bx));
         }
         self.scratch.pairs = pairs;
         n
@@ -627,7 +638,8 @@ impl AclContact {
                     continue;
                 }
                 let hull = self.hulls[root];
-                self.sched.update_ownership(Some(self.sets[k].bx), Some(hull));
+                self.sched
+                    .update_ownership(Some(self.sets[k].bx), Some(hull));
                 if root != k {
                     self.delete_set(k);
                     merged += 1;
@@ -664,7 +676,9 @@ impl AclContact {
         // Models were allocated in increasing offset order; moving each down in that order never
         // overwrites a model not yet moved.
         let mut order: Vec<u32> = (0..self.sets.len() as u32)
-            .filter(|&k| self.sets[k as usize].flags & SET_LIVE != 0 && self.sets[k as usize].n_cp > 0)
+            .filter(|&k| {
+                self.sets[k as usize].flags & SET_LIVE != 0 && self.sets[k as usize].n_cp > 0
+            })
             .collect();
         order.sort_by_key(|&k| self.sets[k as usize].cp_off);
         let mut cp = 0usize;
@@ -701,7 +715,12 @@ impl AclContact {
 
     /// Stage `set_rebuild`: the exact model of set `k` at the current positions, and its resize.
     /// Returns false when the set was deleted.
-    fn set_rebuild(&mut self, k: usize, topo: &Topology, pos: &[[f32; 4]]) -> Result<bool, ContactError> {
+    fn set_rebuild(
+        &mut self,
+        k: usize,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+    ) -> Result<bool, ContactError> {
         let b = self.b;
         let r = self.r;
         let four_r2 = 4.0 * r * r;
@@ -779,7 +798,10 @@ impl AclContact {
         // Control points of the new box's segments (sorted, unique).
         let mut cps = std::mem::take(&mut self.scratch.cps);
         cps.clear();
-        for range in [(new_bx[0] / b, new_bx[1] / b), (new_bx[2] / b, new_bx[3] / b)] {
+        for range in [
+            (new_bx[0] / b, new_bx[1] / b),
+            (new_bx[2] / b, new_bx[3] / b),
+        ] {
             for s in range.0..=range.1 {
                 cps.extend_from_slice(&topo.segments[s as usize].cp);
             }
@@ -803,7 +825,8 @@ impl AclContact {
                 let wb = self.table.weights[kb as usize].map(|x| x as f64);
                 let yi = self.quad_point(topo, pos, i).cast::<f64>();
                 let yj = self.quad_point(topo, pos, j).cast::<f64>();
-                let kw = stiffness * self.seg_w[sa as usize] as f64 * self.seg_w[sb as usize] as f64;
+                let kw =
+                    stiffness * self.seg_w[sa as usize] as f64 * self.seg_w[sb as usize] as f64;
                 let Some(pp) = point_pair(yi, yj, kw, r as f64) else {
                     continue;
                 };
@@ -938,9 +961,10 @@ impl AclContact {
         }
         let q = &self.q_pool[o..o + n];
         let dbar = &self.fout_pool[o..o + n];
-        let (c, polar) = model::set_rotation(q, dbar, s.quat).map_err(|_| ContactError::NotFinite {
-            point: self.cp_pool[o] as usize,
-        })?;
+        let (c, polar) =
+            model::set_rotation(q, dbar, s.quat).map_err(|_| ContactError::NotFinite {
+                point: self.cp_pool[o] as usize,
+            })?;
         let dev = &mut self.dev_pool[o..o + n];
         model::set_deviation(q, c, &polar.r, dbar, dev);
         let metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
@@ -995,7 +1019,10 @@ impl AclContact {
                 }
                 // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
                 let g = x * kst;
-                let (si, sj) = (&topo.segments[(sp.i / b) as usize], &topo.segments[(sp.j / b) as usize]);
+                let (si, sj) = (
+                    &topo.segments[(sp.i / b) as usize],
+                    &topo.segments[(sp.j / b) as usize],
+                );
                 let (wi, wj) = (
                     self.table.weights[(sp.i % b) as usize],
                     self.table.weights[(sp.j % b) as usize],

@@ -418,6 +418,19 @@ impl Exclusion {
         let b = self.b;
         let y = self.seg_yarn[seg_a as usize] as usize;
         let (len, closed) = (self.yarn_len[y], self.yarn_closed[y]);
+        // Fast path: the segments' whole arc intervals are clear of each other both ways round.
+        let (sa, sb) = (
+            self.seg_start[seg_a as usize],
+            self.seg_start[seg_b as usize],
+        );
+        let (ea, eb) = (
+            sa + self.seg_len[seg_a as usize],
+            sb + self.seg_len[seg_b as usize],
+        );
+        let (d_min, d_max) = ((sa.max(sb) - ea.min(eb)).max(0.0), ea.max(eb) - sa.min(sb));
+        if d_min >= self.arc && (!closed || d_max <= len - self.arc) {
+            return SegmentExclusion::Clear;
+        }
         // For two different segments the positions occupy disjoint arc intervals, so D = |pos_a − pos_b|
         // is linear in (k_a, k_b) over the block and takes its extremes at the corners. The excluded set
         // is {D < arc} ∪ {D > L − arc (closed yarns)}; the block is uniform when all corners fall in the
