@@ -1066,3 +1066,22 @@ fn exact_work_grows_linearly_with_swatch_size() {
         assert!(c < 1.25 * c10 && t < 1.25 * t10, "{per_segment:?}");
     }
 }
+
+/// Unusable parameters are errors naming the parameter.
+#[test]
+fn bad_parameters_are_errors() {
+    let bad = |r: f32, f: &dyn Fn(&mut ContactParams)| {
+        let mut p = params();
+        f(&mut p);
+        ExactContact::new(r, &p)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(bad(0.0, &|_| {}).contains("yarn.radius"));
+    assert!(bad(R as f32, &|p| p.quadrature = 0).contains("contact.quadrature"));
+    assert!(bad(R as f32, &|p| p.grid_cell = 0.0).contains("contact.grid_cell"));
+    assert!(bad(R as f32, &|p| p.stiffness = f32::NAN).contains("contact.stiffness"));
+    assert!(bad(R as f32, &|p| p.exclusion_arc = -1.0).contains("contact.exclusion_arc"));
+    assert!(ExactContact::new(R as f32, &params()).is_ok());
+}

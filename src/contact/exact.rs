@@ -400,6 +400,12 @@ impl ExactContact {
                 params.stiffness
             )));
         }
+        if !(params.exclusion_arc >= 0.0 && params.exclusion_arc.is_finite()) {
+            return Err(ContactError::Other(format!(
+                "contact.exclusion_arc = {}: must be a non-negative length (cm)",
+                params.exclusion_arc
+            )));
+        }
         Ok(ExactContact {
             r: radius,
             stiffness: params.stiffness,
