@@ -799,12 +799,13 @@ fn damping_blocks(point_loop: &[Vec<[u32; 2]>], wales: u32, side: u32) -> Vec<u3
         .collect()
 }
 
-/// A 10 × 10-loop stockinette swatch pinned along its top course hangs under gravity for 0.25 s with
-/// the seed's parameters and exact contact: it does not unravel (no two parts of yarn closer than
-/// 0.5 r, every loop still interlocked with the one below) and settles towards rest.
-#[test]
-fn hanging_swatch_holds_together_and_comes_to_rest() {
-    let scene = exact_scene();
+/// The 10 × 10-loop stockinette swatch of the hanging tests, pinned at the heads of its top course,
+/// with the seed's parameters and the given contact model.
+fn hanging_swatch(
+    model: yarnsim::scene::ContactModel,
+) -> (yarnsim::sim::Sim, knit::Knit, yarnsim::scene::Scene) {
+    let mut scene = exact_scene();
+    scene.contact.model = model;
     let r = scene.yarn.radius;
     let (wales, courses) = (10, 10);
     let k = knit::generate(Pattern::Stockinette, wales, courses, r).unwrap();
@@ -821,9 +822,39 @@ fn hanging_swatch_holds_together_and_comes_to_rest() {
         .map(|(g, _)| g as u32)
         .collect();
     assert!(pins.len() >= 3 * wales as usize, "{} pins", pins.len());
-    let contact = ExactContact::new(r, &scene.contact).unwrap();
-    let mut sim =
-        yarnsim::sim::Sim::new(&scene, &k.curves, &blocks, &pins, Box::new(contact)).unwrap();
+    let contact: Box<dyn ContactForce> = match model {
+        yarnsim::scene::ContactModel::Exact => {
+            Box::new(ExactContact::new(r, &scene.contact).unwrap())
+        }
+        _ => Box::new(yarnsim::sim::NoContact),
+    };
+    let sim = yarnsim::sim::Sim::new(&scene, &k.curves, &blocks, &pins, contact).unwrap();
+    (sim, k, scene)
+}
+
+/// The control: without contact the same swatch's yarns pass through each other within 0.05 s, so
+/// the hanging test's criteria do fail for a knit that unravels.
+#[test]
+fn hanging_swatch_without_contact_falls_through_itself() {
+    let (mut sim, k, scene) = hanging_swatch(yarnsim::scene::ContactModel::None);
+    let mut probe = KnitProbe::new(&sim.topo, &k.point_loop, &scene.contact);
+    let mut dmin = f64::INFINITY;
+    while sim.time < 0.05 {
+        sim.step().unwrap();
+        if sim.steps % 50 == 0 {
+            dmin = dmin.min(probe.measure(&sim.topo, &sim.pos).0);
+        }
+    }
+    assert!(dmin < 0.5 * R, "closest approach {:.3} r", dmin / R);
+}
+
+/// A 10 × 10-loop stockinette swatch pinned along its top course hangs under gravity for 0.25 s with
+/// the seed's parameters and exact contact: it does not unravel (no two parts of yarn closer than
+/// 0.5 r, every loop still interlocked with the one below) and settles towards rest.
+#[test]
+fn hanging_swatch_holds_together_and_settles() {
+    let (mut sim, k, scene) = hanging_swatch(yarnsim::scene::ContactModel::Exact);
+    let (wales, courses) = (10, 10);
     let mut probe = KnitProbe::new(&sim.topo, &k.point_loop, &scene.contact);
     let (d0, links0) = probe.measure(&sim.topo, &sim.pos);
     eprintln!("start: dmin {:.3} r, interlocks {links0}", d0 / R);
