@@ -932,7 +932,7 @@ fn hang_tube(model: yarnsim::scene::ContactModel) -> Vec<String> {
     let every = steps / 5;
     while sim.steps < steps {
         sim.step().unwrap();
-        if sim.steps % every == 0 {
+        if sim.steps.is_multiple_of(every) {
             // Curves that cross each other give a non-integer Gauss integral: record that too.
             certs.push(match yarnsim::links::certificate(&sim.curves()) {
                 Ok(c) => c,
@@ -1005,7 +1005,7 @@ fn linked_chain_holds_with_contact_and_falls_apart_without() {
         let mut certs = Vec::new();
         while sim.steps < steps {
             sim.step().unwrap();
-            if sim.steps % (steps / 5) == 0 {
+            if sim.steps.is_multiple_of(steps / 5) {
                 certs.push(match yarnsim::links::certificate(&sim.curves()) {
                     Ok(c) => c,
                     Err(e) => format!("error: {e}"),
