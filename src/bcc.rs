@@ -279,7 +279,7 @@ fn knot_point(a: [f32; 3], b: [f32; 3], c: [f32; 3]) -> [f32; 3] {
 
 /// Encodes curves as a `C0` BCC buffer; open curves keep their tangent handles.
 ///
-/// Panics only if a curve has more than `i32::MAX` points (use [`write`] for an error instead).
+/// Panics only if a curve has more than `i32::MAX` points (use [`write()`] for an error instead).
 pub fn write_bytes(curves: &[Curve]) -> Vec<u8> {
     try_write_bytes(curves).expect("curve too long for BCC")
 }

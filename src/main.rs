@@ -1,1 +1,295 @@
-fn main() {}
+//! The `yarnsim` command line: `run` simulates a scene headless, `info` reports adapters and scene size.
+//!
+//! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
+//! usage errors exit with status 2. Nothing here panics on bad input.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use yarnsim::scene::{self, Scene};
+use yarnsim::sim::{FrameStats, Sim};
+use yarnsim::state::Topology;
+
+#[derive(Parser)]
+#[command(
+    name = "yarnsim",
+    version,
+    about = "Yarn-level simulation of knitted cloth with adaptive contact linearization"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a scene headless.
+    Run(RunArgs),
+    /// List the GPU adapters and, given a scene, its size.
+    Info(InfoArgs),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Cpu,
+    Gpu,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Scene file (TOML).
+    scene: PathBuf,
+    /// Number of frames to simulate (default: the scene's simulation.frames).
+    #[arg(long)]
+    frames: Option<u32>,
+    /// Write every frame's state as BCC into this directory (frame_0000.bcc is the initial state).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where the time step runs.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// Override a scene field, e.g. --set contact.model=none (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Write one JSON record per frame to this file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    stats: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct InfoArgs {
+    /// Scene file (TOML) to report the size of.
+    scene: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Override a scene field (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run(a),
+        Command::Info(a) => info(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A loaded scene with its overrides applied, and the cloth built from it.
+struct Loaded {
+    scene: Scene,
+    build: scene::ClothBuild,
+    pins: Vec<u32>,
+}
+
+fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
+    let mut scene = Scene::load(path)?;
+    for s in sets {
+        scene.apply_set(s).with_context(|| format!("--set {s}"))?;
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let build = scene::build_curves(&scene, dir)
+        .with_context(|| format!("building the cloth of {}", path.display()))?;
+    let pins = scene::pinned_points(&scene, &build)
+        .with_context(|| format!("selecting the pinned points of {}", path.display()))?;
+    Ok(Loaded { scene, build, pins })
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    if a.backend == Backend::Gpu {
+        bail!("the GPU backend is not yet available; run with --backend cpu (the default)");
+    }
+    let Loaded { scene, build, pins } = load(&a.scene, &a.set)?;
+    let frames = a.frames.unwrap_or(scene.simulation.frames);
+    let mut sim = Sim::from_build(&scene, &build, &pins)
+        .with_context(|| format!("setting up the simulation of {}", a.scene.display()))?;
+
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        write_frame(dir, 0, &sim)?;
+    }
+    let mut stats_out = match &a.stats {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).with_context(|| {
+                format!("cannot create stats file {}", p.display())
+            })?))
+        }
+        None => None,
+    };
+
+    eprintln!(
+        "{}: {} yarns, {} control points, {} pinned; h = {:.3e} s, {} steps per frame, contact {:?}",
+        a.scene.display(),
+        sim.topo.yarns.len(),
+        sim.pos.len(),
+        sim.glue_points.len(),
+        sim.params.h,
+        sim.params.steps_per_frame,
+        scene.contact.model
+    );
+    let bar = ProgressBar::with_draw_target(
+        Some(frames as u64),
+        if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {elapsed} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let start = Instant::now();
+    for k in 1..=frames {
+        let st = sim
+            .frame()
+            .with_context(|| format!("frame {k} of {}", a.scene.display()))?;
+        if let Some(w) = stats_out.as_mut() {
+            serde_json::to_writer(&mut *w, &st)?;
+            writeln!(w)?;
+            // Flush every record so an error later loses nothing already computed.
+            w.flush()?;
+        }
+        if let Some(dir) = &a.out {
+            write_frame(dir, k, &sim)?;
+        }
+        bar.suspend(|| println!("{}", summary_line(&st, frames)));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    eprintln!(
+        "{frames} frames, {} steps in {wall:.2} s ({:.0} steps/s)",
+        sim.steps,
+        sim.steps as f64 / wall.max(1e-9)
+    );
+    Ok(())
+}
+
+fn write_frame(dir: &Path, k: u32, sim: &Sim) -> Result<()> {
+    let path = dir.join(format!("frame_{k:04}.bcc"));
+    yarnsim::bcc::write(&path, &sim.curves())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn summary_line(s: &FrameStats, frames: u32) -> String {
+    let mut line = format!(
+        "frame {:>4}/{frames}  t = {:.4} s  {} steps  {:.0} ms  KE = {:.3e}  v_max = {:.3e} cm/s  length err = {:.1e}",
+        s.frame, s.sim_time, s.steps, s.wall_ms, s.kinetic_energy, s.max_speed, s.max_length_error
+    );
+    for (k, v) in &s.contact {
+        line.push_str(&format!("  {k} = {v:.4}"));
+    }
+    line
+}
+
+fn info(a: InfoArgs) -> Result<()> {
+    let adapters = yarnsim::gpu::list_adapters();
+    let size = match &a.scene {
+        Some(p) => Some(scene_size(p, &a.set)?),
+        None => None,
+    };
+    if a.json {
+        let mut obj = serde_json::Map::new();
+        let list = match &adapters {
+            Ok(list) => list
+                .iter()
+                .map(|ad| {
+                    serde_json::json!({
+                        "name": ad.name,
+                        "backend": ad.backend,
+                        "device_type": ad.device_type,
+                        "driver": ad.driver,
+                        "driver_info": ad.driver_info,
+                    })
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        obj.insert("adapters".into(), serde_json::Value::Array(list));
+        if let Err(e) = &adapters {
+            obj.insert("adapter_error".into(), e.to_string().into());
+        }
+        if let Some(s) = &size {
+            if let serde_json::Value::Object(m) = serde_json::to_value(s)? {
+                obj.extend(m);
+            }
+        }
+        println!("{}", serde_json::Value::Object(obj));
+        return Ok(());
+    }
+    match &adapters {
+        Ok(list) if list.is_empty() => println!("GPU adapters: none found"),
+        Ok(list) => {
+            println!("GPU adapters:");
+            for ad in list {
+                println!(
+                    "  {} ({}, {}, driver {} {})",
+                    ad.name, ad.backend, ad.device_type, ad.driver, ad.driver_info
+                );
+            }
+        }
+        Err(e) => println!("GPU adapters: none ({e})"),
+    }
+    if let Some(s) = size {
+        println!("scene {}:", s.scene);
+        println!("  yarns             {}", s.yarns);
+        println!("  control points    {}", s.control_points);
+        println!("  segments          {}", s.segments);
+        println!("  quadrature points {}", s.quadrature_points);
+        println!("  loops             {}", s.loops);
+        println!("  pinned points     {}", s.pinned_points);
+        println!("  steps per frame   {}", s.steps_per_frame);
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct SceneSize {
+    scene: String,
+    yarns: usize,
+    control_points: usize,
+    segments: usize,
+    edges: usize,
+    quadrature_points: usize,
+    loops: u32,
+    pinned_points: usize,
+    steps_per_frame: u64,
+}
+
+fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
+    let Loaded { scene, build, pins } = load(path, sets)?;
+    let (topo, _) = Topology::from_curves(&build.curves)
+        .with_context(|| format!("laying out the yarns of {}", path.display()))?;
+    Ok(SceneSize {
+        scene: path.display().to_string(),
+        yarns: topo.yarns.len(),
+        control_points: topo.num_points(),
+        segments: topo.segments.len(),
+        edges: topo.edges.len(),
+        quadrature_points: topo.num_quadrature_points(scene.contact.quadrature),
+        loops: build.loops,
+        pinned_points: pins.len(),
+        steps_per_frame: (1.0 / (scene.simulation.fps * scene.simulation.dt)).round() as u64,
+    })
+}

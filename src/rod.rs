@@ -288,7 +288,10 @@ impl<T: Real> BendLocal<T> {
 
     /// Gradient of the bending energy with respect to the three vertices and the two angles θ.
     pub fn bending_gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
-        let g = self.geometry();
+        self.bending_gradient_at(k, &self.geometry())
+    }
+
+    fn bending_gradient_at(&self, k: &Stiffness<T>, g: &BendGeometry<T>) -> ([V3<T>; 3], [T; 2]) {
         let s = k.bending / g.lbar;
         // dE = s Σ_j (ωʲ − ω̄ʲ)·dωʲ and dωʲ = (m₂ʲ·dκb, −m₁ʲ·dκb), so dE = gv·dκb.
         let mut gv = V3::zero();
@@ -300,18 +303,27 @@ impl<T: Real> BendLocal<T> {
             // ∂ωʲ/∂θⱼ = (ω₁ʲ, −ω₀ʲ) in (first, second) component order.
             *gt = s * (d0 * g.omega[j][1] - d1 * g.omega[j][0]);
         }
-        (kb_gradient_transpose(&g, gv), gtheta)
+        (kb_gradient_transpose(g, gv), gtheta)
     }
 
     /// Gradient of the twisting energy with respect to the three vertices (through ψ, the holonomy
     /// gradient) and the two angles θ.
     pub fn twisting_gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
-        let lbar = self.rest_len[0] + self.rest_len[1];
-        let dm = T::from_f64(2.0) * k.twisting * (self.twist() - self.rest_twist) / lbar;
         let e0 = self.x[1] - self.x[0];
         let e1 = self.x[2] - self.x[1];
         let (l0, l1) = (e0.norm(), e1.norm());
-        let (t0, t1) = (e0 / l0, e1 / l1);
+        self.twisting_gradient_at(k, [e0 / l0, e1 / l1], [l0, l1])
+    }
+
+    fn twisting_gradient_at(
+        &self,
+        k: &Stiffness<T>,
+        t: [V3<T>; 2],
+        len: [T; 2],
+    ) -> ([V3<T>; 3], [T; 2]) {
+        let lbar = self.rest_len[0] + self.rest_len[1];
+        let dm = T::from_f64(2.0) * k.twisting * (self.twist() - self.rest_twist) / lbar;
+        let (t0, t1, l0, l1) = (t[0], t[1], len[0], len[1]);
         let h = t0.cross(t1) / (T::one() + t0.dot(t1));
         let g0 = h * (-dm / l0);
         let g2 = h * (dm / l1);
@@ -325,8 +337,9 @@ impl<T: Real> BendLocal<T> {
 
     /// Gradient of both energies.
     pub fn gradient(&self, k: &Stiffness<T>) -> ([V3<T>; 3], [T; 2]) {
-        let (gb, tb) = self.bending_gradient(k);
-        let (gt, tt) = self.twisting_gradient(k);
+        let g = self.geometry();
+        let (gb, tb) = self.bending_gradient_at(k, &g);
+        let (gt, tt) = self.twisting_gradient_at(k, g.t, g.len);
         (
             [gb[0] + gt[0], gb[1] + gt[1], gb[2] + gt[2]],
             [tb[0] + tt[0], tb[1] + tt[1]],
@@ -338,21 +351,59 @@ impl<T: Real> BendLocal<T> {
     /// always-positive twisting part of the curvature, used as a safeguard.
     pub fn theta_derivatives(&self, k: &Stiffness<T>) -> ([T; 2], [T; 2], T) {
         let g = self.geometry();
-        let s = k.bending / g.lbar;
-        let dm = T::from_f64(2.0) * k.twisting * (self.twist() - self.rest_twist) / g.lbar;
-        let ht = T::from_f64(2.0) * k.twisting / g.lbar;
-        let mut grad = [-dm, dm];
-        let mut hess = [ht, ht];
+        let excess = self.twist() - self.rest_twist;
+        let mut grad = [T::zero(); 2];
+        let mut hess = [T::zero(); 2];
+        let mut ht = T::zero();
         for j in 0..2 {
-            let (w0, w1) = (g.omega[j][0], g.omega[j][1]);
-            let (r0, r1) = (self.rest_kappa[j][0], self.rest_kappa[j][1]);
-            // E_j(θ) = s/2 |ω(θ) − ω̄|² with ∂ω/∂θ = (ω₁, −ω₀) and ∂²ω/∂θ² = −ω:
-            // E' = s (r₁ ω₀ − r₀ ω₁), E'' = s ω̄·ω.
-            grad[j] += s * (r1 * w0 - r0 * w1);
-            hess[j] += s * (r0 * w0 + r1 * w1);
+            let (gj, hj, tj) = theta_terms(
+                k,
+                g.kb,
+                g.m1[j],
+                g.m2[j],
+                self.rest_kappa[j],
+                g.lbar,
+                excess,
+                j,
+            );
+            grad[j] = gj;
+            hess[j] = hj;
+            ht = tj;
         }
         (grad, hess, ht)
     }
+}
+
+/// One bending element's contribution to `∂E/∂θ` and `∂²E/∂θ²` for the angle of its edge `role`
+/// (0: `e⁰`, 1: `e¹`), given κb, that edge's material frame, its rest curvature, `l̄` and the twist
+/// excess `m − m̄`. Returns `(gradient, curvature, twist_curvature)`.
+///
+/// Bending: `E_j(θ) = s/2 |ω(θ) − ω̄|²` with `s = EI/l̄`, `∂ω/∂θ = (ω₁, −ω₀)`, `∂²ω/∂θ² = −ω`, so
+/// `E' = s (ω̄₁ ω₀ − ω̄₀ ω₁)` and `E'' = s ω̄·ω`. Twisting: `±2 GJ (m − m̄)/l̄` and `2 GJ/l̄`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn theta_terms<T: Real>(
+    k: &Stiffness<T>,
+    kb: V3<T>,
+    m1: V3<T>,
+    m2: V3<T>,
+    rest_kappa: [T; 2],
+    lbar: T,
+    twist_excess: T,
+    role: usize,
+) -> (T, T, T) {
+    let s = k.bending / lbar;
+    let (w0, w1) = (kb.dot(m2), -kb.dot(m1));
+    let (r0, r1) = (rest_kappa[0], rest_kappa[1]);
+    let two = T::from_f64(2.0);
+    let dm = two * k.twisting * twist_excess / lbar;
+    let ht = two * k.twisting / lbar;
+    let dm = if role == 0 { -dm } else { dm };
+    (
+        dm + s * (r1 * w0 - r0 * w1),
+        ht + s * (r0 * w0 + r1 * w1),
+        ht,
+    )
 }
 
 /// `(∂κb/∂x_k)ᵀ gv` for k = i−1, i, i+1.
@@ -385,6 +436,10 @@ pub struct RodState {
     pub color_start: [u32; 4],
     /// Scratch: per bending element the energy gradient on its three vertices.
     pub bend_grad: Vec<[f32; 4]>,
+    /// Scratch: per bending element κb (xyz) at the configuration the frame solve works on; w = l̄.
+    pub bend_kb: Vec<[f32; 4]>,
+    /// Scratch: the Newton step of each edge of the colour being solved (in `edge_order` order).
+    pub theta_step: Vec<f32>,
 }
 
 impl RodState {
@@ -502,6 +557,8 @@ impl RodState {
             edge_order,
             color_start,
             bend_grad: vec![[0.0; 4]; nb * 3],
+            bend_kb: vec![[0.0; 4]; nb],
+            theta_step: vec![0.0; ne],
         })
     }
 
@@ -576,7 +633,8 @@ pub fn rod_forces(
 
 /// Stage `material_frames`: transport each reference director through time onto its edge's new
 /// tangent, update every reference twist ψ, then solve for the material angles θ quasi-statically
-/// (`sweeps` red–black Newton sweeps, see the module documentation).
+/// (`sweeps` red–black Newton sweeps, see the module documentation). Positions are fixed during the
+/// solve, so κb of every bending element is computed once into `bend_kb`.
 #[allow(clippy::too_many_arguments)]
 pub fn material_frames(
     params: &RodParams,
@@ -589,6 +647,8 @@ pub fn material_frames(
     pos: &[[f32; 4]],
     rest: &mut [BendRest],
     frames: &mut [EdgeFrame],
+    bend_kb: &mut [[f32; 4]],
+    theta_step: &mut [f32],
 ) {
     frames
         .par_iter_mut()
@@ -608,8 +668,8 @@ pub fn material_frames(
         let frames = &*frames;
         rest.par_iter_mut()
             .with_min_len(PAR_MIN)
-            .zip(bends.par_iter())
-            .for_each(|(r, b)| {
+            .zip(bends.par_iter().zip(bend_kb.par_iter_mut()))
+            .for_each(|(r, (b, kb))| {
                 let f0 = &frames[b.e[0] as usize];
                 let f1 = &frames[b.e[1] as usize];
                 r.ref_twist = reference_twist(
@@ -619,6 +679,11 @@ pub fn material_frames(
                     V3::from4(f1.t),
                     r.ref_twist,
                 );
+                let x0 = V3::<f32>::from4(pos[b.v[0] as usize]);
+                let x1 = V3::<f32>::from4(pos[b.v[1] as usize]);
+                let x2 = V3::<f32>::from4(pos[b.v[2] as usize]);
+                let (k, _) = curvature_binormal(x1 - x0, x2 - x1, b.rest_len[0], b.rest_len[1]);
+                *kb = k.to4(b.rest_len[0] + b.rest_len[1]);
             });
     }
     let k = Stiffness {
@@ -626,29 +691,67 @@ pub fn material_frames(
         twisting: params.twisting,
     };
     let rest = &*rest;
+    let bend_kb = &*bend_kb;
     for _ in 0..sweeps {
         for c in 0..3 {
             let range = color_start[c] as usize..color_start[c + 1] as usize;
-            for &e in &edge_order[range] {
-                let e = e as usize;
-                let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
-                for (side, &bi) in edge_bends[e].iter().enumerate() {
-                    if bi == NONE {
-                        continue;
-                    }
-                    // side 0: this edge is e¹ of the element; side 1: it is e⁰.
-                    let role = 1 - side;
-                    let b = &bends[bi as usize];
-                    let local = BendLocal::<f32>::gather(b, &rest[bi as usize], frames, pos);
-                    let (gr, hs, tw) = local.theta_derivatives(&k);
-                    g += gr[role];
-                    h += hs[role];
-                    ht += tw;
-                }
-                frames[e].u[3] += newton_angle_step(g, h, ht);
+            let order = &edge_order[range.clone()];
+            let steps = &mut theta_step[range];
+            // Edges of one colour share no bending element: compute all their steps from the
+            // current angles (in parallel), then apply them.
+            let fr = &*frames;
+            steps
+                .par_iter_mut()
+                .with_min_len(PAR_MIN)
+                .zip(order.par_iter())
+                .for_each(|(step, &e)| {
+                    *step = theta_newton_step(&k, bends, rest, bend_kb, edge_bends, fr, e as usize)
+                });
+            for (&e, &s) in order.iter().zip(steps.iter()) {
+                frames[e as usize].u[3] += s;
             }
         }
     }
+}
+
+/// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]).
+fn theta_newton_step(
+    k: &Stiffness<f32>,
+    bends: &[Bend],
+    rest: &[BendRest],
+    bend_kb: &[[f32; 4]],
+    edge_bends: &[[u32; 2]],
+    frames: &[EdgeFrame],
+    e: usize,
+) -> f32 {
+    let f = frames[e];
+    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
+    let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
+    for (side, &bi) in edge_bends[e].iter().enumerate() {
+        if bi == NONE {
+            continue;
+        }
+        // side 0: this edge is e¹ of the element; side 1: it is e⁰.
+        let role = 1 - side;
+        let b = &bends[bi as usize];
+        let r = &rest[bi as usize];
+        let kb = bend_kb[bi as usize];
+        let twist = frames[b.e[1] as usize].u[3] - frames[b.e[0] as usize].u[3] + r.ref_twist;
+        let (gr, hs, tw) = theta_terms(
+            k,
+            V3::from4(kb),
+            m1,
+            m2,
+            r.kappa[role],
+            kb[3],
+            twist - r.twist,
+            role,
+        );
+        g += gr;
+        h += hs;
+        ht += tw;
+    }
+    newton_angle_step(g, h, ht)
 }
 
 /// One safeguarded Newton step `−g/h` for a material angle: where bending makes the curvature small
@@ -663,12 +766,13 @@ fn newton_angle_step(g: f32, h: f32, ht: f32) -> f32 {
 }
 
 /// Stage `plasticity`: drag each rest curvature to within `p_plastic` of the current one, then bound
-/// it by `p_max` (seed §3.1). Runs after `material_frames`, with the frames of the new configuration.
+/// it by `p_max` (seed §3.1). Runs right after `material_frames`, with its frames and the κb it left in
+/// `bend_kb` (the positions have not moved since).
 pub fn plasticity(
     params: &RodParams,
     bends: &[Bend],
     frames: &[EdgeFrame],
-    pos: &[[f32; 4]],
+    bend_kb: &[[f32; 4]],
     rest: &mut [BendRest],
 ) {
     let (pp, pm) = (params.plastic_radius, params.plastic_max);
@@ -677,16 +781,19 @@ pub fn plasticity(
     }
     rest.par_iter_mut()
         .with_min_len(PAR_MIN)
-        .zip(bends.par_iter())
-        .for_each(|(r, b)| {
-            let g = BendLocal::<f32>::gather(b, r, frames, pos).geometry();
+        .zip(bends.par_iter().zip(bend_kb.par_iter()))
+        .for_each(|(r, (b, kb))| {
+            let kb = V3::<f32>::from4(*kb);
             for j in 0..2 {
+                let f = &frames[b.e[j] as usize];
+                let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
+                let w = [kb.dot(m2), -kb.dot(m1)];
                 let mut k = r.kappa[j];
-                let d = [k[0] - g.omega[j][0], k[1] - g.omega[j][1]];
+                let d = [k[0] - w[0], k[1] - w[1]];
                 let dn = (d[0] * d[0] + d[1] * d[1]).sqrt();
                 if dn > pp {
                     let s = pp / dn;
-                    k = [g.omega[j][0] + d[0] * s, g.omega[j][1] + d[1] * s];
+                    k = [w[0] + d[0] * s, w[1] + d[1] * s];
                 }
                 let kn = (k[0] * k[0] + k[1] * k[1]).sqrt();
                 if kn > pm {

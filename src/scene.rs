@@ -2,12 +2,24 @@
 //!
 //! This module owns the configuration types. Loading, `--set` overrides and error reporting (file, line,
 //! key) live here too; building cloth from generators or BCC files is `build_curves`.
-//! Units: centimetres, grams, seconds.
+//! Units: centimetres, grams, seconds. `scenes/README.md` documents every key.
+//!
+//! - [`Scene::load`] parses the text twice: once into a span-carrying TOML tree (`toml::de::DeTable`)
+//!   and once into [`Scene`] with serde. A serde error's byte span is mapped back to the innermost key
+//!   of the tree that contains it, which gives the dotted key (`cloth.1.source.generator.wales`) and
+//!   its line; range and consistency checks ([`Scene::validate`]) name a dotted key whose line is
+//!   looked up in the same tree.
+//! - [`Scene::apply_set`] writes the scene out as a TOML value, sets one key in it, and reads it back
+//!   through the same checks.
+//! - [`build_curves`] turns the cloth pieces into [`Curve`]s with their damping blocks and loop count
+//!   ([`ClothBuild`]); [`pinned_points`] resolves the pins against that build.
 
+use crate::state::Curve;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// A whole scene.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scene {
     pub simulation: Simulation,
@@ -17,20 +29,6 @@ pub struct Scene {
     pub pin: Vec<Pin>,
     pub obstacle: Vec<Obstacle>,
     pub camera: Camera,
-}
-
-impl Default for Scene {
-    fn default() -> Self {
-        Scene {
-            simulation: Simulation::default(),
-            yarn: YarnMaterial::default(),
-            contact: ContactParams::default(),
-            cloth: Vec::new(),
-            pin: Vec::new(),
-            obstacle: Vec::new(),
-            camera: Camera::default(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -698,6 +696,199 @@ impl Scene {
         }
         Ok(())
     }
+}
+
+/// The cloth of a scene, ready for `Topology::from_curves`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClothBuild {
+    /// Every yarn of every cloth piece, pieces in scene order.
+    pub curves: Vec<Curve>,
+    /// Per control point (global order: the curves concatenated), its non-rigid damping block.
+    /// Blocks of different pieces are distinct; ids run from 0 without gaps.
+    pub damping_block: Vec<u32>,
+    /// Knit loops in the scene (for BCC pieces an estimate, see [`build_curves`]).
+    pub loops: u32,
+}
+
+/// Generates or loads every cloth piece and places it: scale, then rotate (degrees about x, then y,
+/// then z), then translate. Relative BCC paths are resolved against `scene_dir`.
+///
+/// Damping blocks (DESIGN §2, seed §3.3): a generated piece is cut into blocks of
+/// `yarn.damping_block_loops` × `yarn.damping_block_loops` loops by (wale, course), using the loop the
+/// generator assigns each control point to. A BCC file carries no loop structure, so its blocks are
+/// the cells of a uniform grid over the placed control points, `damping_block_loops` loop sizes wide,
+/// where a loop size is estimated as 8 control-point spacings (the mean polyline edge length): our
+/// generator and the seed's models have about 8 control points per loop. For the same reason a BCC
+/// piece counts as `control points / 8` loops (rounded, at least 1); this is an estimate.
+pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, SceneError> {
+    let mut build = ClothBuild::default();
+    let mut next_block = 0u32;
+    let side = scene.yarn.damping_block_loops.max(1);
+    for (pi, piece) in scene.cloth.iter().enumerate() {
+        let cloth_err = |message: String| SceneError::Cloth { piece: pi, message };
+        let xf = Placement::new(piece);
+        match &piece.source {
+            ClothSource::Generator {
+                pattern,
+                wales,
+                courses,
+            } => {
+                let k = crate::knit::generate(*pattern, *wales, *courses, scene.yarn.radius)
+                    .map_err(|source| SceneError::Knit { piece: pi, source })?;
+                let blocks_x = wales.div_ceil(side);
+                let blocks_y = courses.div_ceil(side);
+                for (curve, owners) in k.curves.into_iter().zip(&k.point_loop) {
+                    build.damping_block.extend(
+                        owners
+                            .iter()
+                            .map(|&[w, c]| next_block + w / side + blocks_x * (c / side)),
+                    );
+                    build.curves.push(xf.apply(curve));
+                }
+                next_block += blocks_x * blocks_y;
+                build.loops += k.loops;
+            }
+            ClothSource::Bcc { path } => {
+                let full = scene_dir.join(path);
+                let curves = crate::bcc::read(&full)
+                    .map_err(|source| SceneError::Bcc { piece: pi, source })?;
+                let curves: Vec<Curve> = curves.into_iter().map(|c| xf.apply(c)).collect();
+                let points: usize = curves.iter().map(|c| c.points.len()).sum();
+                if points == 0 {
+                    return Err(cloth_err(format!(
+                        "{}: the file has no curves",
+                        full.display()
+                    )));
+                }
+                // Mean control-point spacing over every polyline edge of the piece.
+                let (mut total, mut edges) = (0.0f64, 0usize);
+                for c in &curves {
+                    let n = c.points.len();
+                    let m = if c.closed { n } else { n - 1 };
+                    for e in 0..m {
+                        let (a, b) = (c.points[e], c.points[(e + 1) % n]);
+                        total += (0..3)
+                            .map(|d| ((a[d] - b[d]) as f64).powi(2))
+                            .sum::<f64>()
+                            .sqrt();
+                        edges += 1;
+                    }
+                }
+                let spacing = total / edges.max(1) as f64;
+                if !(spacing > 0.0 && spacing.is_finite()) {
+                    return Err(cloth_err(format!(
+                        "{}: the control points do not have a positive mean spacing",
+                        full.display()
+                    )));
+                }
+                let cell = side as f64 * 8.0 * spacing;
+                // Cells numbered in order of first appearance along the curves: deterministic.
+                let mut ids: std::collections::HashMap<[i64; 3], u32> = Default::default();
+                for c in &curves {
+                    for p in &c.points {
+                        let key = p.map(|v| (v as f64 / cell).floor() as i64);
+                        let n = ids.len() as u32;
+                        let id = *ids.entry(key).or_insert(n);
+                        build.damping_block.push(next_block + id);
+                    }
+                }
+                next_block += ids.len() as u32;
+                build.loops += ((points as f64 / 8.0).round() as u32).max(1);
+                build.curves.extend(curves);
+            }
+        }
+    }
+    Ok(build)
+}
+
+/// Scale, rotation and translation of a cloth piece, in f64.
+struct Placement {
+    scale: f64,
+    rot: [[f64; 3]; 3],
+    translate: [f64; 3],
+}
+
+impl Placement {
+    fn new(p: &ClothPiece) -> Placement {
+        let [ax, ay, az] = p.rotate_deg.map(|d| (d as f64).to_radians());
+        let rx = [
+            [1.0, 0.0, 0.0],
+            [0.0, ax.cos(), -ax.sin()],
+            [0.0, ax.sin(), ax.cos()],
+        ];
+        let ry = [
+            [ay.cos(), 0.0, ay.sin()],
+            [0.0, 1.0, 0.0],
+            [-ay.sin(), 0.0, ay.cos()],
+        ];
+        let rz = [
+            [az.cos(), -az.sin(), 0.0],
+            [az.sin(), az.cos(), 0.0],
+            [0.0, 0.0, 1.0],
+        ];
+        let mul = |a: [[f64; 3]; 3], b: [[f64; 3]; 3]| -> [[f64; 3]; 3] {
+            std::array::from_fn(|i| {
+                std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum())
+            })
+        };
+        Placement {
+            scale: p.scale as f64,
+            // x first, then y, then z: R = Rz · Ry · Rx.
+            rot: mul(rz, mul(ry, rx)),
+            translate: p.translate.map(|v| v as f64),
+        }
+    }
+
+    fn apply(&self, mut c: Curve) -> Curve {
+        for p in &mut c.points {
+            let q = p.map(|v| v as f64 * self.scale);
+            *p = std::array::from_fn(|i| {
+                ((0..3).map(|k| self.rot[i][k] * q[k]).sum::<f64>() + self.translate[i]) as f32
+            });
+        }
+        c
+    }
+}
+
+/// Global control-point indices held by the scene's pins, sorted and without duplicates. A range
+/// beyond the scene's control points, or a region that holds none, is an error naming the pin.
+pub fn pinned_points(scene: &Scene, build: &ClothBuild) -> Result<Vec<u32>, SceneError> {
+    let total: usize = build.curves.iter().map(|c| c.points.len()).sum();
+    let mut out = Vec::new();
+    for (i, pin) in scene.pin.iter().enumerate() {
+        let err = |message: String| SceneError::Pin { pin: i, message };
+        match *pin {
+            Pin::Range { first, last } => {
+                if first > last {
+                    return Err(err(format!("range first {first} is after last {last}")));
+                }
+                if last as usize >= total {
+                    return Err(err(format!(
+                        "range {first}..={last} reaches past the scene's {total} control points (0..={})",
+                        total.saturating_sub(1)
+                    )));
+                }
+                out.extend(first..=last);
+            }
+            Pin::Region { min, max } => {
+                let before = out.len();
+                let points = build.curves.iter().flat_map(|c| c.points.iter());
+                for (g, p) in points.enumerate() {
+                    if (0..3).all(|d| p[d] >= min[d] && p[d] <= max[d]) {
+                        out.push(g as u32);
+                    }
+                }
+                if out.len() == before {
+                    return Err(err(format!(
+                        "region {min:?}..{max:?} holds none of the scene's control points"
+                    )));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 type Bad = (String, String);

@@ -75,13 +75,27 @@ impl ContactForce for NoContact {
     }
 }
 
-/// The contact model a scene asks for, where this build has it.
-pub fn contact_model(model: ContactModel) -> Result<Box<dyn ContactForce>, SimError> {
-    match model {
-        ContactModel::None => Ok(Box::new(NoContact)),
-        ContactModel::Exact => Err(SimError::ContactUnavailable("exact")),
-        ContactModel::Acl => Err(SimError::ContactUnavailable("acl")),
-    }
+/// The contact model a scene asks for (`contact.model`), built from the scene's yarn radius and
+/// contact parameters.
+pub fn contact_model(scene: &Scene) -> Result<Box<dyn ContactForce>, SimError> {
+    let (r, p) = (scene.yarn.radius, &scene.contact);
+    Ok(match p.model {
+        ContactModel::None => Box::new(NoContact),
+        ContactModel::Exact => Box::new(crate::contact::ExactContact::new(r, p).map_err(|e| {
+            SimError::ContactSetup {
+                model: "exact",
+                source: Box::new(e),
+            }
+        })?),
+        ContactModel::Acl => {
+            Box::new(
+                crate::acl::AclContact::new(r, p).map_err(|e| SimError::ContactSetup {
+                    model: "acl",
+                    source: Box::new(e),
+                })?,
+            )
+        }
+    })
 }
 
 /// Why a simulation cannot be built or cannot go on.
@@ -97,8 +111,12 @@ pub enum SimError {
         value: String,
         message: &'static str,
     },
-    #[error("contact model {0:?} is not available yet (use contact.model = \"none\")")]
-    ContactUnavailable(&'static str),
+    #[error("cannot set up the {model} contact model")]
+    ContactSetup {
+        model: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("pinned control point {point} does not exist (the scene has {count} control points)")]
     PinOutOfRange { point: u32, count: usize },
     #[error("damping blocks are given for {given} control points, but the scene has {count}")]
@@ -162,8 +180,8 @@ pub struct FrameStats {
     pub max_length_error: f64,
     /// Largest Fast Projection iteration count of the frame.
     pub max_projection_iterations: u32,
-    /// Milliseconds per phase over the frame: forces (gravity + rod), contact, constraints (glue +
-    /// length), damping and objects, frames (material frames + plasticity).
+    /// Milliseconds per phase over the frame (keys `phase_*_ms`): forces (gravity + rod), contact,
+    /// constraints (glue + length), damping and objects, frames (material frames + plasticity).
     pub phase_ms: [(&'static str, f64); 5],
     pub contact: Vec<(&'static str, f64)>,
 }
@@ -189,12 +207,14 @@ impl Serialize for FrameStats {
     }
 }
 
+/// Keys of the phase timings in the frame record; prefixed so they never collide with a contact
+/// model's own names.
 const PHASES: [&str; 5] = [
-    "forces_ms",
-    "contact_ms",
-    "constraints_ms",
-    "damping_objects_ms",
-    "frames_ms",
+    "phase_forces_ms",
+    "phase_contact_ms",
+    "phase_constraints_ms",
+    "phase_damping_objects_ms",
+    "phase_frames_ms",
 ];
 
 /// A placed obstacle definition with its keyframes.
@@ -577,16 +597,25 @@ impl Sim {
         Ok(sim)
     }
 
-    /// Like [`Sim::new`], with the contact model the scene names (`none` only, until the exact and
-    /// ACL models are wired in).
+    /// Like [`Sim::new`], with the contact model the scene names (`contact.model`).
     pub fn from_scene(
         scene: &Scene,
         curves: &[Curve],
         damping_block: &[u32],
         pins: &[u32],
     ) -> Result<Sim, SimError> {
-        let contact = contact_model(scene.contact.model)?;
+        let contact = contact_model(scene)?;
         Sim::new(scene, curves, damping_block, pins, contact)
+    }
+
+    /// A simulation of a built scene ([`crate::scene::build_curves`], [`crate::scene::pinned_points`])
+    /// with the contact model the scene names.
+    pub fn from_build(
+        scene: &Scene,
+        build: &crate::scene::ClothBuild,
+        pins: &[u32],
+    ) -> Result<Sim, SimError> {
+        Sim::from_scene(scene, &build.curves, &build.damping_block, pins)
     }
 
     /// The forces of the last step (gravity + rod + contact).
@@ -768,12 +797,14 @@ impl Sim {
             &self.pos,
             &mut self.rod.rest,
             &mut self.rod.frames,
+            &mut self.rod.bend_kb,
+            &mut self.rod.theta_step,
         );
         rod::plasticity(
             &p.rod,
             &self.rod.bends,
             &self.rod.frames,
-            &self.pos,
+            &self.rod.bend_kb,
             &mut self.rod.rest,
         );
         let t5 = Instant::now();

@@ -103,6 +103,10 @@ pub struct LengthFailure {
 /// positions `q + h v`; on return `vel` holds `(x − q)/h` of the projected `x`. Each iteration solves
 /// `(∇C W ∇Cᵀ) λ = C(x)` and sets `x −= W ∇Cᵀ λ`, with `W = inv_mass` (glued points do not move). A row
 /// whose edge has two immovable ends is inert (both ends are glued, so its length is already kept).
+///
+/// Yarns are independent; they are solved in parallel over disjoint slices of the buffers (each yarn's
+/// points and edges are contiguous), and the report combines them in yarn order, so the result does
+/// not depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 pub fn length_projection(
     h: f32,
@@ -115,116 +119,256 @@ pub fn length_projection(
     vel: &mut [[f32; 4]],
     s: &mut LengthScratch,
 ) -> Result<LengthReport, LengthFailure> {
-    for (d, v) in s.disp.iter_mut().zip(vel.iter()) {
-        *d = [h * v[0], h * v[1], h * v[2], 0.0];
+    let ctx = Ctx {
+        h,
+        tolerance,
+        max_iterations,
+        edges,
+        inv_mass,
+        pos,
+    };
+    let sl = YarnSlices {
+        p0: 0,
+        e0: 0,
+        vel,
+        disp: &mut s.disp,
+        dir: &mut s.dir,
+        diag: &mut s.diag,
+        off: &mut s.off,
+        rhs: &mut s.rhs,
+        work: &mut s.work,
+        z: &mut s.z,
+    };
+    project_yarns(&ctx, yarns, 0, sl)
+}
+
+/// The read-only inputs of the length projection.
+struct Ctx<'a> {
+    h: f32,
+    tolerance: f32,
+    max_iterations: u32,
+    edges: &'a [Edge],
+    inv_mass: &'a [f32],
+    pos: &'a [[f32; 4]],
+}
+
+/// The buffers of a run of consecutive yarns, starting at global point `p0` and edge `e0`.
+struct YarnSlices<'a> {
+    p0: usize,
+    e0: usize,
+    vel: &'a mut [[f32; 4]],
+    disp: &'a mut [[f32; 4]],
+    dir: &'a mut [[f32; 4]],
+    diag: &'a mut [f32],
+    off: &'a mut [f32],
+    rhs: &'a mut [f32],
+    work: &'a mut [f32],
+    z: &'a mut [f32],
+}
+
+impl<'a> YarnSlices<'a> {
+    /// Splits at global point `p` and edge `e` (the start of a yarn).
+    fn split(self, p: usize, e: usize) -> (YarnSlices<'a>, YarnSlices<'a>) {
+        let (lp, le) = (p - self.p0, e - self.e0);
+        let (v0, v1) = self.vel.split_at_mut(lp);
+        let (d0, d1) = self.disp.split_at_mut(lp);
+        let (r0, r1) = self.dir.split_at_mut(le);
+        let (g0, g1) = self.diag.split_at_mut(le);
+        let (o0, o1) = self.off.split_at_mut(le);
+        let (h0, h1) = self.rhs.split_at_mut(le);
+        let (w0, w1) = self.work.split_at_mut(le);
+        let (z0, z1) = self.z.split_at_mut(le);
+        (
+            YarnSlices {
+                p0: self.p0,
+                e0: self.e0,
+                vel: v0,
+                disp: d0,
+                dir: r0,
+                diag: g0,
+                off: o0,
+                rhs: h0,
+                work: w0,
+                z: z0,
+            },
+            YarnSlices {
+                p0: p,
+                e0: e,
+                vel: v1,
+                disp: d1,
+                dir: r1,
+                diag: g1,
+                off: o1,
+                rhs: h1,
+                work: w1,
+                z: z1,
+            },
+        )
+    }
+}
+
+/// Below this many control points a run of yarns is solved on one thread.
+const PAR_POINTS: usize = 1024;
+
+fn project_yarns(
+    ctx: &Ctx,
+    yarns: &[Yarn],
+    first_yarn: usize,
+    sl: YarnSlices,
+) -> Result<LengthReport, LengthFailure> {
+    let points = sl.vel.len();
+    if yarns.len() > 1 && points >= PAR_POINTS {
+        let mid = yarns.len() / 2;
+        let (lo, hi) = sl.split(
+            yarns[mid].first_point as usize,
+            yarns[mid].first_edge as usize,
+        );
+        let (a, b) = rayon::join(
+            || project_yarns(ctx, &yarns[..mid], first_yarn, lo),
+            || project_yarns(ctx, &yarns[mid..], first_yarn + mid, hi),
+        );
+        // The lower yarn's failure wins, as in a sequential sweep.
+        let (a, b) = (a?, b?);
+        return Ok(LengthReport {
+            iterations: a.iterations.max(b.iterations),
+            max_error: a.max_error.max(b.max_error),
+        });
     }
     let mut report = LengthReport::default();
-    for (yi, y) in yarns.iter().enumerate() {
-        let e0 = y.first_edge as usize;
-        let ne = y.num_edges as usize;
-        let er = e0..e0 + ne;
-        let closed = y.closed != 0;
-        let mut it = 0;
-        loop {
-            let err = edge_directions(edges, &er, pos, &s.disp, &mut s.dir[er.clone()]);
-            // Always project at least once: the unconstrained velocities break the constraints by
-            // O(h²) every step, and letting that drift up to the tolerance would leave it there.
-            if err < tolerance && it > 0 {
-                report.iterations = report.iterations.max(it);
-                report.max_error = report.max_error.max(err);
-                break;
-            }
-            if it == max_iterations {
-                return Err(LengthFailure {
-                    yarn: yi,
-                    iterations: it,
-                    error: err,
-                });
-            }
-            it += 1;
-            // Assemble ∇C W ∇Cᵀ: edge k has ∇_a C = −t_k, ∇_b C = t_k; edges k and k+1 share point
-            // b_k = a_{k+1}, so their coupling is −W_b t_k·t_{k+1}.
-            for k in 0..ne {
-                let e = &edges[e0 + k];
-                let (wa, wb) = (inv_mass[e.a as usize], inv_mass[e.b as usize]);
-                let dk = s.dir[e0 + k];
-                let (diag, rhs) = if wa + wb > 0.0 {
-                    (wa + wb, dk[3])
-                } else {
-                    (1.0, 0.0)
-                };
-                s.diag[e0 + k] = diag;
-                s.rhs[e0 + k] = rhs;
-                let next = if k + 1 < ne {
-                    Some(k + 1)
-                } else if closed {
-                    Some(0)
-                } else {
-                    None
-                };
-                s.off[e0 + k] = match next {
-                    Some(n) => {
-                        let dn = s.dir[e0 + n];
-                        -wb * (dk[0] * dn[0] + dk[1] * dn[1] + dk[2] * dn[2])
-                    }
-                    None => 0.0,
-                };
-            }
-            if closed && ne >= 3 {
-                cyclic_solve(
-                    &s.diag[er.clone()],
-                    &s.off[er.clone()],
-                    &mut s.rhs[er.clone()],
-                    &mut s.work[er.clone()],
-                    &mut s.z[er.clone()],
-                );
-            } else {
-                thomas_solve(
-                    &s.diag[er.clone()],
-                    &s.off[er.clone()],
-                    &mut s.rhs[er.clone()],
-                    &mut s.work[er.clone()],
-                );
-            }
-            // x −= W ∇Cᵀ λ, point by point (gather from the two edges that touch it).
-            for k in 0..ne {
-                let e = &edges[e0 + k];
-                let l = s.rhs[e0 + k];
-                let d = s.dir[e0 + k];
-                let (a, b) = (e.a as usize, e.b as usize);
-                let (wa, wb) = (inv_mass[a], inv_mass[b]);
-                for (c, dc) in d.iter().take(3).enumerate() {
-                    s.disp[a][c] += wa * l * dc;
-                    s.disp[b][c] -= wb * l * dc;
-                }
-            }
-        }
-    }
-    let inv_h = 1.0 / h;
-    for (v, d) in vel.iter_mut().zip(s.disp.iter()) {
-        *v = [d[0] * inv_h, d[1] * inv_h, d[2] * inv_h, 0.0];
+    let mut sl = sl;
+    for (k, y) in yarns.iter().enumerate() {
+        let r = project_yarn(ctx, first_yarn + k, y, &mut sl)?;
+        report.iterations = report.iterations.max(r.iterations);
+        report.max_error = report.max_error.max(r.max_error);
     }
     Ok(report)
 }
 
+/// Fast Projection of one yarn, on the slices of the run it belongs to.
+fn project_yarn(
+    ctx: &Ctx,
+    yi: usize,
+    y: &Yarn,
+    s: &mut YarnSlices,
+) -> Result<LengthReport, LengthFailure> {
+    let (h, inv_mass, edges) = (ctx.h, ctx.inv_mass, ctx.edges);
+    let pr = y.first_point as usize - s.p0..(y.first_point + y.num_points) as usize - s.p0;
+    let ge = y.first_edge as usize;
+    let ne = y.num_edges as usize;
+    let er = ge - s.e0..ge - s.e0 + ne;
+    let closed = y.closed != 0;
+    let p0 = s.p0;
+    for (d, v) in s.disp[pr.clone()].iter_mut().zip(s.vel[pr.clone()].iter()) {
+        *d = [h * v[0], h * v[1], h * v[2], 0.0];
+    }
+    let mut it = 0;
+    let err = loop {
+        let err = edge_directions(
+            &edges[ge..ge + ne],
+            p0,
+            ctx.pos,
+            s.disp,
+            &mut s.dir[er.clone()],
+        );
+        // Always project at least once: the unconstrained velocities break the constraints by
+        // O(h²) every step, and letting that drift up to the tolerance would leave it there.
+        if err < ctx.tolerance && it > 0 {
+            break err;
+        }
+        if it == ctx.max_iterations {
+            return Err(LengthFailure {
+                yarn: yi,
+                iterations: it,
+                error: err,
+            });
+        }
+        it += 1;
+        let dir = &s.dir[er.clone()];
+        // Assemble ∇C W ∇Cᵀ: edge k has ∇_a C = −t_k, ∇_b C = t_k; edges k and k+1 share point
+        // b_k = a_{k+1}, so their coupling is −W_b t_k·t_{k+1}.
+        for k in 0..ne {
+            let e = &edges[ge + k];
+            let (wa, wb) = (inv_mass[e.a as usize], inv_mass[e.b as usize]);
+            let dk = dir[k];
+            let (diag, rhs) = if wa + wb > 0.0 {
+                (wa + wb, dk[3])
+            } else {
+                (1.0, 0.0)
+            };
+            s.diag[er.start + k] = diag;
+            s.rhs[er.start + k] = rhs;
+            let next = if k + 1 < ne {
+                Some(k + 1)
+            } else if closed {
+                Some(0)
+            } else {
+                None
+            };
+            s.off[er.start + k] = match next {
+                Some(n) => {
+                    let dn = dir[n];
+                    -wb * (dk[0] * dn[0] + dk[1] * dn[1] + dk[2] * dn[2])
+                }
+                None => 0.0,
+            };
+        }
+        if closed && ne >= 3 {
+            cyclic_solve(
+                &s.diag[er.clone()],
+                &s.off[er.clone()],
+                &mut s.rhs[er.clone()],
+                &mut s.work[er.clone()],
+                &mut s.z[er.clone()],
+            );
+        } else {
+            thomas_solve(
+                &s.diag[er.clone()],
+                &s.off[er.clone()],
+                &mut s.rhs[er.clone()],
+                &mut s.work[er.clone()],
+            );
+        }
+        // x −= W ∇Cᵀ λ.
+        for k in 0..ne {
+            let e = &edges[ge + k];
+            let l = s.rhs[er.start + k];
+            let d = s.dir[er.start + k];
+            let (a, b) = (e.a as usize, e.b as usize);
+            let (wa, wb) = (inv_mass[a], inv_mass[b]);
+            for (c, dc) in d.iter().take(3).enumerate() {
+                s.disp[a - p0][c] += wa * l * dc;
+                s.disp[b - p0][c] -= wb * l * dc;
+            }
+        }
+    };
+    let inv_h = 1.0 / h;
+    for (v, d) in s.vel[pr.clone()].iter_mut().zip(s.disp[pr].iter()) {
+        *v = [d[0] * inv_h, d[1] * inv_h, d[2] * inv_h, 0.0];
+    }
+    Ok(LengthReport {
+        iterations: it,
+        max_error: err,
+    })
+}
+
 /// Writes each edge's unit direction and constraint value at `q + disp`; returns the largest relative
 /// error. The edge vector is formed from differences (`q_b − q_a` plus `d_b − d_a`) so it keeps its
-/// precision far from the origin.
+/// precision far from the origin. `disp` starts at global point `p0`.
 fn edge_directions(
     edges: &[Edge],
-    range: &std::ops::Range<usize>,
+    p0: usize,
     pos: &[[f32; 4]],
     disp: &[[f32; 4]],
     dir: &mut [[f32; 4]],
 ) -> f32 {
     let mut worst = 0.0f32;
-    for (k, out) in range.clone().zip(dir.iter_mut()) {
-        let e = &edges[k];
+    for (e, out) in edges.iter().zip(dir.iter_mut()) {
         let (a, b) = (e.a as usize, e.b as usize);
+        let (da, db) = (disp[a - p0], disp[b - p0]);
         let v = V3::<f32>::new(
-            (pos[b][0] - pos[a][0]) + (disp[b][0] - disp[a][0]),
-            (pos[b][1] - pos[a][1]) + (disp[b][1] - disp[a][1]),
-            (pos[b][2] - pos[a][2]) + (disp[b][2] - disp[a][2]),
+            (pos[b][0] - pos[a][0]) + (db[0] - da[0]),
+            (pos[b][1] - pos[a][1]) + (db[1] - da[1]),
+            (pos[b][2] - pos[a][2]) + (db[2] - da[2]),
         );
         let len = v.norm();
         let c = len - e.rest_length;

@@ -360,6 +360,8 @@ fn rod_forces_are_internal_no_net_force_or_torque() {
         &pos,
         &mut rod.rest,
         &mut rod.frames,
+        &mut rod.bend_kb,
+        &mut rod.theta_step,
     );
     let f = forces(&mut rod, &p, &pos, &vec![1.0; pos.len()]);
     let mut net = V3d::zero();
@@ -407,6 +409,8 @@ fn quasi_static_frames_remove_twist_gradient() {
             &pos,
             &mut rod.rest,
             &mut rod.frames,
+            &mut rod.bend_kb,
+            &mut rod.theta_step,
         );
         let e = rod.energy(&p, &pos);
         assert!(e <= prev * (1.0 + 1e-5) + 1e-9, "energy rose {prev} → {e}");
@@ -436,11 +440,13 @@ fn plasticity_drags_rest_curvature_and_bounds_it() {
         &pos,
         &mut rod.rest,
         &mut rod.frames,
+        &mut rod.bend_kb,
+        &mut rod.theta_step,
     );
     p.plastic_radius = 0.01;
     p.plastic_max = 0.5;
     let before = rod.rest.clone();
-    plasticity(&p, &rod.bends, &rod.frames, &pos, &mut rod.rest);
+    plasticity(&p, &rod.bends, &rod.frames, &rod.bend_kb, &mut rod.rest);
     let mut moved = 0;
     for (bi, b) in rod.bends.iter().enumerate() {
         let g = BendLocal::<f64>::gather(b, &rod.rest[bi], &rod.frames, &pos).geometry();

@@ -368,3 +368,249 @@ fn bad_set_is_an_error_naming_the_key_and_changes_nothing() {
     let mut s = orig.clone();
     assert!(s.apply_set("no equals sign").is_err());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Building cloth and resolving pins.
+
+use yarnsim::knit;
+use yarnsim::scene::{build_curves, pinned_points, ClothBuild};
+use yarnsim::state::{Curve, Topology};
+
+fn scenes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes")
+}
+
+/// Damping block ids are dense: every id below the largest is used.
+fn assert_dense_blocks(b: &ClothBuild) {
+    let n = b.damping_block.iter().max().map_or(0, |m| m + 1) as usize;
+    let mut used = vec![false; n];
+    for &id in &b.damping_block {
+        used[id as usize] = true;
+    }
+    assert!(used.iter().all(|&u| u), "damping block ids have gaps");
+}
+
+#[test]
+fn every_scene_loads_and_builds() {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(scenes_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let scene = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let build = build_curves(&scene, &scenes_dir()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let points: usize = build.curves.iter().map(|c| c.points.len()).sum();
+        assert_eq!(build.damping_block.len(), points, "{name}");
+        assert_dense_blocks(&build);
+        let (topo, _) =
+            Topology::from_curves(&build.curves).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(topo.num_points(), points);
+        let pins = pinned_points(&scene, &build).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(pins.is_empty(), scene.pin.is_empty(), "{name}");
+        let want_loops = match name.as_str() {
+            "scarf" => Some(3_240),
+            "sack" => Some(41_272),
+            "afghan" => Some(54_340),
+            "swatch" => Some(144),
+            _ => None,
+        };
+        if let Some(l) = want_loops {
+            assert_eq!(build.loops, l, "{name}");
+        }
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(names, ["afghan", "drop", "sack", "scarf", "swatch", "tiny"]);
+}
+
+#[test]
+fn swatch_is_pinned_along_its_top_course() {
+    let scene = Scene::load(&scenes_dir().join("swatch.toml")).unwrap();
+    let build = build_curves(&scene, &scenes_dir()).unwrap();
+    let pins = pinned_points(&scene, &build).unwrap();
+    let ClothSource::Generator {
+        pattern,
+        wales,
+        courses,
+    } = scene.cloth[0].source
+    else {
+        panic!("swatch.toml should generate its cloth");
+    };
+    let k = knit::generate(pattern, wales, courses, scene.yarn.radius).unwrap();
+    // Every loop of the top course is held, by its head, and nothing else is.
+    let mut held = vec![0; wales as usize];
+    for &p in &pins {
+        let [w, c] = k.point_loop[0][p as usize];
+        assert_eq!(c, courses - 1, "control point {p} of course {c} is pinned");
+        held[w as usize] += 1;
+    }
+    assert!(held.iter().all(|&n| n >= 2), "{held:?}");
+}
+
+fn generator_scene(extra: &str) -> Scene {
+    let text = format!(
+        "[yarn]\ndamping_block_loops = 4\n[[cloth]]\nsource.generator = {{ pattern = \"rib\", wales = 9, courses = 5 }}\n{extra}"
+    );
+    Scene::from_toml_str(&text, "gen.toml").unwrap()
+}
+
+#[test]
+fn pieces_are_scaled_rotated_and_translated() {
+    let k = knit::generate(Pattern::Rib, 9, 5, 0.125).unwrap();
+    let plain = build_curves(&generator_scene(""), Path::new(".")).unwrap();
+    assert_eq!(plain.curves, k.curves);
+    assert_eq!(plain.loops, 45);
+    // Scale 2, rotate 90° about x then 90° about y, then translate: (x, y, z) ↦ 2 (y, −z, −x) + t.
+    let s = generator_scene("scale = 2\nrotate_deg = [90, 90, 0]\ntranslate = [1, -2, 3]\n");
+    let b = build_curves(&s, Path::new(".")).unwrap();
+    for (p, q) in b.curves[0].points.iter().zip(&k.curves[0].points) {
+        let want = [2.0 * q[1] + 1.0, -2.0 * q[2] - 2.0, -2.0 * q[0] + 3.0];
+        for d in 0..3 {
+            assert!((p[d] - want[d]).abs() < 1e-5, "{p:?} vs {want:?}");
+        }
+    }
+    // Rotation about z alone: (x, y, z) ↦ (−y, x, z).
+    let s = generator_scene("rotate_deg = [0, 0, 90]\n");
+    let b = build_curves(&s, Path::new(".")).unwrap();
+    for (p, q) in b.curves[0].points.iter().zip(&k.curves[0].points) {
+        let want = [-q[1], q[0], q[2]];
+        for d in 0..3 {
+            assert!((p[d] - want[d]).abs() < 1e-5, "{p:?} vs {want:?}");
+        }
+    }
+}
+
+#[test]
+fn generated_damping_blocks_are_loop_blocks_distinct_per_piece() {
+    let extra = "[[cloth]]\nsource.generator = { pattern = \"tube\", wales = 8, courses = 3 }\n";
+    let s = generator_scene(extra);
+    let b = build_curves(&s, Path::new(".")).unwrap();
+    assert_eq!(b.loops, 45 + 24);
+    let k1 = knit::generate(Pattern::Rib, 9, 5, 0.125).unwrap();
+    let k2 = knit::generate(Pattern::Tube, 8, 3, 0.125).unwrap();
+    let owners: Vec<(usize, [u32; 2])> = k1
+        .point_loop
+        .iter()
+        .flatten()
+        .map(|&l| (0, l))
+        .chain(k2.point_loop.iter().flatten().map(|&l| (1, l)))
+        .collect();
+    assert_eq!(owners.len(), b.damping_block.len());
+    // Piece 0: 9 × 5 loops in 4 × 4 blocks → 3 × 2 blocks; piece 1: 8 × 3 → 2 × 1 blocks.
+    for (&(piece, [w, c]), &block) in owners.iter().zip(&b.damping_block) {
+        let want = if piece == 0 {
+            w / 4 + 3 * (c / 4)
+        } else {
+            6 + w / 4
+        };
+        assert_eq!(block, want, "piece {piece} loop ({w}, {c})");
+    }
+    assert_dense_blocks(&b);
+}
+
+#[test]
+fn bcc_pieces_load_with_grid_damping_blocks() {
+    let dir = scratch("bcc-piece");
+    std::fs::create_dir_all(dir.join("models")).unwrap();
+    let k = knit::generate(Pattern::Stockinette, 10, 10, 0.125).unwrap();
+    yarnsim::bcc::write(&dir.join("models/sw.bcc"), &k.curves).unwrap();
+    let path = write(
+        &dir,
+        "s.toml",
+        "[[cloth]]\nsource.bcc = { path = \"models/sw.bcc\" }\ntranslate = [0, 1, 0]\n",
+    );
+    let scene = Scene::load(&path).unwrap();
+    let b = build_curves(&scene, &dir).unwrap();
+    let points: usize = k.curves[0].points.len();
+    assert_eq!(b.loops, (points as f64 / 8.0).round() as u32);
+    let moved: Vec<[f32; 3]> = k.curves[0]
+        .points
+        .iter()
+        .map(|p| [p[0], p[1] + 1.0, p[2]])
+        .collect();
+    assert_eq!(
+        b.curves,
+        vec![Curve {
+            points: moved,
+            closed: false
+        }]
+    );
+    // Blocks are grid cells 4 loops wide, a loop being 8 mean control-point spacings.
+    let pts = &b.curves[0].points;
+    let spacing: f64 = pts
+        .windows(2)
+        .map(|w| {
+            (0..3)
+                .map(|d| ((w[0][d] - w[1][d]) as f64).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .sum::<f64>()
+        / (pts.len() - 1) as f64;
+    let cell = 4.0 * 8.0 * spacing;
+    let nblocks = b.damping_block.iter().max().unwrap() + 1;
+    assert!(nblocks > 1);
+    for id in 0..nblocks {
+        let members: Vec<&[f32; 3]> = pts
+            .iter()
+            .zip(&b.damping_block)
+            .filter(|(_, &k)| k == id)
+            .map(|(p, _)| p)
+            .collect();
+        for d in 0..3 {
+            let lo = members.iter().map(|p| p[d]).fold(f32::MAX, f32::min);
+            let hi = members.iter().map(|p| p[d]).fold(f32::MIN, f32::max);
+            assert!(
+                ((hi - lo) as f64) < cell,
+                "block {id} spans {} > cell {cell}",
+                hi - lo
+            );
+        }
+    }
+    assert_dense_blocks(&b);
+
+    // A missing file names the piece and the path.
+    let path = write(
+        &dir,
+        "m.toml",
+        "[[cloth]]\nsource.bcc = { path = \"models/none.bcc\" }\n",
+    );
+    let err = build_curves(&Scene::load(&path).unwrap(), &dir).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("cloth.0") && msg.contains("none.bcc"), "{msg}");
+}
+
+#[test]
+fn pins_resolve_to_sorted_unique_indices() {
+    let s = generator_scene(
+        "[[pin]]\nrange = { first = 5, last = 9 }\n[[pin]]\nrange = { first = 0, last = 6 }\n\
+         [[pin]]\nregion = { min = [-100, -100, -100], max = [100, -1.0, 100] }\n",
+    );
+    let b = build_curves(&s, Path::new(".")).unwrap();
+    let pins = pinned_points(&s, &b).unwrap();
+    assert!(pins.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+    assert!((0..=9).all(|i| pins.contains(&i)));
+    let low: Vec<u32> = b.curves[0]
+        .points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p[1] <= -1.0)
+        .map(|(i, _)| i as u32)
+        .collect();
+    assert!(!low.is_empty());
+    assert!(low.iter().all(|i| pins.contains(i)));
+    assert_eq!(pins.len(), low.iter().filter(|&&i| i > 9).count() + 10);
+
+    let total = b.curves[0].points.len() as u32;
+    let s = generator_scene(&format!(
+        "[[pin]]\nrange = {{ first = 0, last = {total} }}\n"
+    ));
+    let err = pinned_points(&s, &b).unwrap_err();
+    assert!(matches!(err, SceneError::Pin { pin: 0, .. }), "{err}");
+    assert!(err.to_string().contains(&total.to_string()), "{err}");
+    let s = generator_scene("[[pin]]\nrange = { first = 0, last = 1 }\n[[pin]]\nregion = { min = [50, 50, 50], max = [60, 60, 60] }\n");
+    let err = pinned_points(&s, &b).unwrap_err();
+    assert!(matches!(err, SceneError::Pin { pin: 1, .. }), "{err}");
+}

@@ -1,7 +1,11 @@
 //! The time step without yarn–yarn contact: rest state, constraints after every step, damping, object
 //! contact, determinism, errors, and the per-frame record.
 
-use yarnsim::scene::{ContactModel, Keyframe, Obstacle, Scene};
+use std::path::Path;
+
+use yarnsim::scene::{
+    build_curves, ClothPiece, ClothSource, ContactModel, Keyframe, Obstacle, Pattern, Scene,
+};
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim, SimError};
 use yarnsim::state::{Curve, Topology};
 
@@ -38,25 +42,68 @@ fn no_contact_scene() -> Scene {
     s
 }
 
+/// A generated piece (no gravity, no contact), built as a scene builds it: curves, 4×4-loop damping
+/// blocks.
+fn knit_sim(pattern: Pattern, wales: u32, courses: u32) -> Sim {
+    let mut scene = no_contact_scene();
+    scene.simulation.gravity = [0.0; 3];
+    scene.cloth.push(ClothPiece {
+        source: ClothSource::Generator {
+            pattern,
+            wales,
+            courses,
+        },
+        scale: 1.0,
+        rotate_deg: [0.0; 3],
+        translate: [0.0; 3],
+    });
+    let build = build_curves(&scene, Path::new(".")).unwrap();
+    assert!(build.loops >= wales * courses);
+    Sim::from_build(&scene, &build, &[]).unwrap()
+}
+
 #[test]
-fn swatch_without_gravity_stays_at_rest() {
+fn generated_swatches_without_gravity_stay_at_rest() {
+    for (pattern, wales) in [
+        (Pattern::Stockinette, 6),
+        (Pattern::Garter, 6),
+        (Pattern::Rib, 6),
+        (Pattern::Tube, 8),
+    ] {
+        let mut sim = knit_sim(pattern, wales, 6);
+        let start = sim.pos.clone();
+        for _ in 0..100 {
+            sim.step().unwrap();
+        }
+        let (_, vmax) = sim.kinetic_energy_and_max_speed();
+        assert!(
+            vmax < 1e-4,
+            "{pattern:?}: max speed {vmax} cm/s after 100 steps"
+        );
+        let drift = sim
+            .pos
+            .iter()
+            .zip(&start)
+            .map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).fold(0.0, f32::max))
+            .fold(0.0, f32::max);
+        assert!(
+            drift < 1e-5,
+            "{pattern:?}: rest shape drifted by {drift} cm"
+        );
+    }
+}
+
+#[test]
+fn hand_made_swatch_without_gravity_stays_at_rest() {
     let (curves, blocks) = swatch(6, 10);
     let mut scene = no_contact_scene();
     scene.simulation.gravity = [0.0; 3];
     let mut sim = Sim::from_scene(&scene, &curves, &blocks, &[]).unwrap();
-    let start = sim.pos.clone();
     for _ in 0..100 {
         sim.step().unwrap();
     }
     let (_, vmax) = sim.kinetic_energy_and_max_speed();
     assert!(vmax < 1e-4, "max speed {vmax} cm/s after 100 steps");
-    let drift = sim
-        .pos
-        .iter()
-        .zip(&start)
-        .map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).fold(0.0, f32::max))
-        .fold(0.0, f32::max);
-    assert!(drift < 1e-5, "rest shape drifted by {drift} cm");
 }
 
 /// A closed loop and an open yarn, each pinned at one point, swinging under gravity: the constraint
@@ -343,18 +390,28 @@ fn bad_pins_and_blocks_are_errors() {
 }
 
 #[test]
-fn unavailable_contact_models_say_so() {
-    let (curves, _) = swatch(1, 2);
-    for (model, name) in [(ContactModel::Exact, "exact"), (ContactModel::Acl, "acl")] {
+fn the_scene_selects_the_contact_model() {
+    let (curves, _) = swatch(2, 3);
+    for model in [ContactModel::None, ContactModel::Exact, ContactModel::Acl] {
         let mut scene = Scene::default();
         scene.contact.model = model;
-        let err = Sim::from_scene(&scene, &curves, &[], &[]).err().unwrap();
-        let msg = err.to_string();
-        assert!(
-            msg.contains(name) && msg.contains("not available yet"),
-            "{msg}"
-        );
+        let mut sim =
+            Sim::from_scene(&scene, &curves, &[], &[]).unwrap_or_else(|e| panic!("{model:?}: {e}"));
+        for _ in 0..3 {
+            sim.step().unwrap();
+        }
     }
+    // A parameter the model cannot work with is a set-up error naming the model and the field.
+    let mut scene = Scene::default();
+    scene.contact.model = ContactModel::Exact;
+    scene.contact.grid_cell = 0.0;
+    let err = Sim::from_scene(&scene, &curves, &[], &[]).err().unwrap();
+    assert!(
+        matches!(err, SimError::ContactSetup { model: "exact", .. }),
+        "{err}"
+    );
+    let chain = format!("{err}: {}", std::error::Error::source(&err).unwrap());
+    assert!(chain.contains("grid_cell"), "{chain}");
 }
 
 /// A contact model that counts its calls, pushes every point a little, and can produce a NaN.
@@ -432,4 +489,46 @@ fn frame_runs_its_steps_and_reports_contact_stats() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn friction_stops_a_yarn_sliding_on_a_plane() {
+    // A yarn resting on the floor, sliding along x at 20 cm/s: the plane's friction must stop it; a
+    // frictionless plane lets it glide (damping leaves rigid motion alone).
+    let slide = |friction: f32| -> f32 {
+        let r = Scene::default().yarn.radius;
+        let points: Vec<[f32; 3]> = (0..16)
+            .map(|i| [0.25 * i as f32 - 2.0, r, 0.1 * (i as f32 * 0.9).sin()])
+            .collect();
+        let mut scene = no_contact_scene();
+        scene.obstacle.push(Obstacle::Plane {
+            point: [0.0, 0.0, 0.0],
+            normal: [0.0, 1.0, 0.0],
+            friction,
+        });
+        let mut sim = Sim::from_scene(
+            &scene,
+            &[Curve {
+                points,
+                closed: false,
+            }],
+            &[],
+            &[],
+        )
+        .unwrap();
+        for v in sim.vel.iter_mut() {
+            *v = [20.0, 0.0, 0.0, 0.0];
+        }
+        for _ in 0..3000 {
+            sim.step().unwrap();
+        }
+        let n = sim.vel.len() as f32;
+        sim.vel.iter().map(|v| v[0]).sum::<f32>() / n
+    };
+    let (with, without) = (slide(0.5), slide(0.0));
+    assert!(
+        with.abs() < 0.1,
+        "still sliding at {with} cm/s with friction"
+    );
+    assert!(without > 19.0, "slowed to {without} cm/s without friction");
 }

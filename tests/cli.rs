@@ -1,0 +1,256 @@
+//! The `yarnsim` binary on a tiny scene: stats records, BCC frames, overrides, info, and errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use yarnsim::state::Curve;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn tiny_curves() -> Vec<Curve> {
+    let wavy = |y: f32| Curve {
+        points: (0..12)
+            .map(|i| {
+                [
+                    0.25 * i as f32 - 1.4,
+                    y + 0.1 * (i as f32).sin(),
+                    0.05 * i as f32,
+                ]
+            })
+            .collect(),
+        closed: false,
+    };
+    let ring = Curve {
+        points: (0..10)
+            .map(|i| {
+                let a = i as f32 / 10.0 * std::f32::consts::TAU;
+                [0.5 * a.cos(), -1.0 + 0.5 * a.sin(), 0.1 * a.sin()]
+            })
+            .collect(),
+        closed: true,
+    };
+    vec![wavy(0.0), wavy(0.6), ring]
+}
+
+/// Writes `tiny.bcc` and a scene using it (16 steps per frame, contact off, two points pinned).
+fn tiny_scene(dir: &Path, model: &str) -> PathBuf {
+    yarnsim::bcc::write(&dir.join("tiny.bcc"), &tiny_curves()).unwrap();
+    let scene = dir.join("tiny.toml");
+    std::fs::write(
+        &scene,
+        format!(
+            r#"[simulation]
+dt = 6.25e-5
+frames = 5
+fps = 1000.0
+
+[contact]
+model = "{model}"
+
+[[cloth]]
+source = {{ bcc = {{ path = "tiny.bcc" }} }}
+
+[[pin]]
+range = {{ first = 0, last = 1 }}
+"#
+        ),
+    )
+    .unwrap();
+    scene
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn run_writes_stats_lines_and_bcc_frames() {
+    let dir = scratch("run");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "2", "--out"])
+        .arg(dir.join("frames"))
+        .arg("--stats")
+        .arg(dir.join("stats.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    // One summary line per frame on stdout.
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("frame")).count(),
+        2,
+        "{stdout}"
+    );
+
+    let stats = std::fs::read_to_string(dir.join("stats.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = stats
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
+        .collect();
+    assert_eq!(records.len(), 2);
+    for (k, r) in records.iter().enumerate() {
+        assert_eq!(r["frame"], k as u64 + 1);
+        assert_eq!(r["steps"], 16);
+        assert!((r["sim_time"].as_f64().unwrap() - 0.001 * (k + 1) as f64).abs() < 1e-6);
+        for key in ["wall_ms", "kinetic_energy", "max_speed"] {
+            assert!(r[key].as_f64().unwrap() >= 0.0, "{key} in {r}");
+        }
+    }
+    // Gravity pulls the cloth, so it moves.
+    assert!(records[1]["max_speed"].as_f64().unwrap() > 0.1);
+
+    let initial = tiny_curves();
+    let frames: Vec<Vec<Curve>> = (0..=2)
+        .map(|k| {
+            let p = dir.join("frames").join(format!("frame_{k:04}.bcc"));
+            yarnsim::bcc::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        })
+        .collect();
+    assert_eq!(frames[0], initial, "frame 0 is the initial state");
+    for f in &frames {
+        assert_eq!(f.len(), initial.len());
+        for (c, i) in f.iter().zip(&initial) {
+            assert_eq!((c.points.len(), c.closed), (i.points.len(), i.closed));
+        }
+    }
+    assert_ne!(frames[2], frames[0]);
+    // The pinned points stayed.
+    assert_eq!(frames[2][0].points[..2], initial[0].points[..2]);
+}
+
+#[test]
+fn set_overrides_a_scene_field() {
+    let dir = scratch("set");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "1", "--set", "simulation.fps=500", "--stats"])
+        .arg(dir.join("s.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let line = std::fs::read_to_string(dir.join("s.jsonl")).unwrap();
+    let r: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(r["steps"], 32);
+
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--set", "simulation.no_such_key=1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no_such_key"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn missing_scene_is_an_error_naming_the_file() {
+    let dir = scratch("missing");
+    let missing = dir.join("does_not_exist.toml");
+    let out = bin().arg("run").arg(&missing).output().unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("does_not_exist.toml"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn gpu_backend_is_not_available_yet() {
+    let dir = scratch("gpu");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--backend", "gpu"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("GPU backend is not yet available"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn contact_models_add_their_counters_to_the_stats() {
+    let dir = scratch("contact");
+    let keys = |model: &str| -> Vec<String> {
+        let sub = dir.join(model);
+        std::fs::create_dir_all(&sub).unwrap();
+        let scene = tiny_scene(&sub, model);
+        let out = bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--frames", "1", "--stats"])
+            .arg(sub.join("s.jsonl"))
+            .output()
+            .unwrap();
+        check_ok(&out);
+        let line = std::fs::read_to_string(sub.join("s.jsonl")).unwrap();
+        let r: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        r.as_object().unwrap().keys().cloned().collect()
+    };
+    let none = keys("none");
+    for model in ["exact", "acl"] {
+        let with = keys(model);
+        assert!(none.iter().all(|k| with.contains(k)), "{model}: {with:?}");
+        assert!(
+            with.contains(&"touching_pairs".to_string()),
+            "{model}: {with:?}"
+        );
+    }
+}
+
+#[test]
+fn info_json_reports_the_scene_size() {
+    let dir = scratch("info");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("info")
+        .arg(&scene)
+        .arg("--json")
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    // Two open yarns of 12 points (9 segments each) and a closed ring of 10 (10 segments).
+    assert_eq!(v["yarns"], 3);
+    assert_eq!(v["control_points"], 34);
+    assert_eq!(v["segments"], 28);
+    assert_eq!(v["quadrature_points"], 28 * 11);
+    assert!(v["loops"].is_u64());
+    assert!(v["adapters"].is_array());
+
+    let out = bin().arg("info").output().unwrap();
+    check_ok(&out);
+    assert!(text(&out.stdout).contains("GPU adapters"));
+}
