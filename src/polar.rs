@@ -50,6 +50,10 @@
 //!
 //! Quaternions are stored `[x, y, z, w]` (the vector part first, as a WGSL `vec4<f32>`).
 
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
 use crate::math::{Real, M3, V3};
 
 /// Iteration cap. Newton converges in a handful of steps; the cap only bounds the linear gradient

@@ -73,6 +73,10 @@
 //! Only the CPU path exists so far; each stage is written element-wise (one segment or one entry per
 //! invocation) with the buffers it will bind as a kernel.
 
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
 use crate::math::V3;
 use crate::spline::segment_aabb;
 use crate::state::Segment;
@@ -769,6 +773,18 @@ impl Scheduler {
         let t1 = std::time::Instant::now();
         // 4. Newcomers.
         self.newcomer_schedule(rules, owner);
+        // Every queue can hold every entry: they grow only when the number of entries reaches a new
+        // maximum, never from the steps' fluctuations.
+        let cap = self.entries.len();
+        if self.free.capacity() < cap {
+            let more = cap + cap / 4 + 64;
+            self.free.reserve(more - self.free.len());
+            for b in &mut self.bins {
+                b.reserve(more - b.len());
+            }
+            self.work.reserve(2 * more - self.work.len());
+            self.due_next.reserve(more - self.due_next.len());
+        }
 
         // 5. Monitoring.
         if !self.params.disable.no_monitoring {
@@ -789,7 +805,7 @@ impl Scheduler {
         let t2 = std::time::Instant::now();
         // 6. Due bins, then process everything queued.
         for l in 0..=self.params.max_bin {
-            if n % (1u64 << l) == 0 {
+            if n.is_multiple_of(1u64 << l) {
                 let mut list = std::mem::take(&mut self.bins[l as usize]);
                 self.work.extend_from_slice(&list);
                 list.clear();
@@ -800,7 +816,7 @@ impl Scheduler {
 
         // Snapshots of the bins examined this step, and the position history.
         for l in 1..=self.params.max_bin as usize {
-            if n % (1u64 << l) == 0 {
+            if n.is_multiple_of(1u64 << l) {
                 let off = (l - 1) * self.npts;
                 self.snaps[off..off + self.npts].copy_from_slice(pos);
             }
@@ -1064,7 +1080,8 @@ impl Scheduler {
             let acc = self.mv2_ref[a].rel_norm(&self.mv2_ref[b]) + self.params.omega;
             let l = bin_for(earliest_contact_steps(d, m, acc), self.params.max_bin);
             let mut dw = d;
-            if d < FAR && n % (1u64 << l) != 0 && !self.params.disable.no_window_correction {
+            if d < FAR && !n.is_multiple_of(1u64 << l) && !self.params.disable.no_window_correction
+            {
                 let wa = self.window(l, a, segments, pos);
                 let wb = self.window(l, b, segments, pos);
                 dw -= wa.rel_norm(&wb);
