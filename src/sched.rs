@@ -778,12 +778,14 @@ impl Scheduler {
         let cap = self.entries.len();
         if self.free.capacity() < cap {
             let more = cap + cap / 4 + 64;
-            self.free.reserve(more - self.free.len());
+            self.free.reserve(more.saturating_sub(self.free.len()));
             for b in &mut self.bins {
-                b.reserve(more - b.len());
+                b.reserve(more.saturating_sub(b.len()));
             }
-            self.work.reserve(2 * more - self.work.len());
-            self.due_next.reserve(more - self.due_next.len());
+            self.work
+                .reserve((2 * more).saturating_sub(self.work.len()));
+            self.due_next
+                .reserve(more.saturating_sub(self.due_next.len()));
         }
 
         // 5. Monitoring.
