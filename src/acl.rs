@@ -57,6 +57,7 @@ use crate::spline::QuadratureTable;
 use crate::state::Topology;
 use bytemuck::{Pod, Zeroable};
 use model::SymBlock;
+use rayon::prelude::*;
 
 /// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
 pub const MERGE_BIN: u32 = 8;
@@ -114,13 +115,39 @@ pub struct ContactSet {
     pub touching: u32,
     /// Step of the last rebuild.
     pub rebuilt_step: u32,
-    pub _pad: u32,
+    /// Watched pairs (the member pairs closest to the contact distance `2r`): offset in `watch_pool`.
+    pub w_off: u32,
+    pub n_watch: u32,
+    /// Smallest `|d − 2r|` over the watched pairs, and over the other member pairs, at the rebuild.
+    pub guard_near: f32,
+    pub guard_far: f32,
+    /// Sum of the touching pairs' force magnitudes at the rebuild (the scale of the crossing budget).
+    pub f_ref: f32,
     /// Rotation from the reference frame to the current one, `[x, y, z, w]` (polar warm start).
     pub quat: [f32; 4],
     /// Reference centre of mass `c̄` (w unused).
     pub centre: [f32; 4],
 }
-const _: () = assert!(std::mem::size_of::<ContactSet>() == 80);
+const _: () = assert!(std::mem::size_of::<ContactSet>() == 96);
+
+/// A member pair watched for crossing the contact distance.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct WatchPair {
+    pub i: u32,
+    pub j: u32,
+    /// The pair's weight `κw`.
+    pub kw: f32,
+    /// 1 when the pair was touching at the rebuild.
+    pub touching: u32,
+}
+const _: () = assert!(std::mem::size_of::<WatchPair>() == 16);
+
+/// Pairs watched per set.
+pub const MAX_WATCH: usize = 32;
+/// `max_t Σ_k |B_k(t)| = 1 + max t(1 − t)`: a control-point deviation `δ` moves a curve point by at
+/// most `1.25 δ`, so a pair distance changes by at most `2.5 δ`.
+pub const BASIS_ABS_SUM_MAX: f32 = 1.25;
 
 /// Spring flag: active.
 pub const SPRING_ACTIVE: u32 = 1;
@@ -149,7 +176,12 @@ pub fn boxes_overlap(a: &[u32; 4], b: &[u32; 4]) -> bool {
 /// Smallest box holding both.
 #[inline]
 pub fn box_hull(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
-    [a[0].min(b[0]), a[1].max(b[1]), a[2].min(b[2]), a[3].max(b[3])]
+    [
+        a[0].min(b[0]),
+        a[1].max(b[1]),
+        a[2].min(b[2]),
+        a[3].max(b[3]),
+    ]
 }
 
 /// `[i − α, i + α] × [j − α, j + α]` clamped to `S = [0, nq)`, trimmed of rows and columns without
@@ -255,6 +287,142 @@ impl Ownership for SetView<'_> {
     }
 }
 
+/// The read-only buffers of the `set_evaluate` stage.
+struct EvalCtx<'a> {
+    pos: &'a [[f32; 4]],
+    cp_pool: &'a [u32],
+    f0_pool: &'a [[f32; 4]],
+    dbar_pool: &'a [[f32; 4]],
+    m_pool: &'a [f32],
+    k_pool: &'a [SymBlock<f32>],
+    watch_pool: &'a [WatchPair],
+    seg_cp: &'a [[u32; 4]],
+    weights: &'a [[f32; 4]],
+    b: u32,
+    r: f32,
+    tolerance: f32,
+    extra: bool,
+}
+
+impl EvalCtx<'_> {
+    #[inline]
+    fn quad_point(&self, i: u32) -> V3<f32> {
+        let cp = &self.seg_cp[(i / self.b) as usize];
+        let w = &self.weights[(i % self.b) as usize];
+        let q = cp.map(|c| V3::<f32>::from4(self.pos[c as usize]));
+        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+    }
+
+    /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
+    /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
+    /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
+    /// (missing from the model) and the linear model's spurious force on one that left.
+    fn crossing_error(&self, s: &ContactSet) -> f32 {
+        let r = self.r;
+        let mut err = 0.0f32;
+        for w in &self.watch_pool[s.w_off as usize..(s.w_off + s.n_watch) as usize] {
+            let d = (self.quad_point(w.i) - self.quad_point(w.j)).norm();
+            if (d < 2.0 * r) != (w.touching != 0) {
+                let dm = 2.0 * r - (d - 2.0 * r).abs();
+                let (_, df, _) = crate::contact::penalty(dm * dm, r);
+                err += 2.0 * w.kw * df.abs() * dm;
+            }
+        }
+        err
+    }
+
+    /// Stage `set_evaluate` for one clean set: rotation (warm-started from and stored back into the
+    /// header), deviation, invalidation; when the model is still valid its corotational force into
+    /// `fout`. `q`, `dev`, `fout` are the set's ranges of the per-step scratch pools. Returns true when
+    /// the set must be rebuilt.
+    fn set_evaluate(
+        &self,
+        s: &mut ContactSet,
+        q: &mut [V3<f32>],
+        dev: &mut [V3<f32>],
+        fout: &mut [V3<f32>],
+    ) -> Result<bool, ContactError> {
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        for t in 0..n {
+            q[t] = V3::from4(self.pos[self.cp_pool[o + t] as usize]);
+            fout[t] = V3::from4(self.dbar_pool[o + t]);
+        }
+        let (c, polar) =
+            model::set_rotation(q, fout, s.quat).map_err(|_| ContactError::NotFinite {
+                point: self.cp_pool[o] as usize,
+            })?;
+        s.quat = polar.quat;
+        model::set_deviation(q, c, &polar.r, fout, dev);
+        let metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
+        if !(metric <= self.tolerance) {
+            return Ok(true);
+        }
+        if self.extra {
+            // Rigid motions keep distances, so a member pair's distance changed by at most
+            // 2 · 1.25 · max|Δ| since the rebuild.
+            let maxdev = dev.iter().map(|d| d.norm()).fold(0.0f32, f32::max);
+            let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
+            if bound >= s.guard_far {
+                // An unwatched pair may have crossed 2r.
+                return Ok(true);
+            }
+            if bound >= s.guard_near && self.crossing_error(s) > self.tolerance * s.f_ref {
+                return Ok(true);
+            }
+        }
+        if s.flags & SET_ZERO != 0 {
+            fout.fill(V3::zero());
+            return Ok(false);
+        }
+        // f0 into q (no longer needed) as the kernel's input.
+        for t in 0..n {
+            q[t] = V3::from4(self.f0_pool[o + t]);
+        }
+        let nk = model::tri_len(n);
+        model::corotational_force(
+            &polar.r,
+            q,
+            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
+            dev,
+            fout,
+        );
+        if self.extra {
+            // The linear model's change of force since the rebuild, relative to the force then. Its
+            // error is second order in that change: for a force growing as the square of the depth,
+            // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
+            // change by 2√τ bounds the relative error by τ. Beyond it the contact is loading or
+            // unloading too far for its linear model: rebuild.
+            let (mut change, mut reference) = (0.0f32, 0.0f32);
+            for t in 0..n {
+                let f0 = polar.r.mul_v(q[t]);
+                change += (fout[t] - f0).norm();
+                reference += f0.norm();
+            }
+            if change > 2.0 * self.tolerance.sqrt() * reference {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Raw base pointer of a per-step scratch pool that the parallel `set_evaluate` stage writes at
+/// disjoint ranges (each set owns `[cp_off, cp_off + n_cp)`, handed out by the pool allocator).
+#[derive(Clone, Copy)]
+struct PoolPtr(*mut V3<f32>);
+// SAFETY: the pointer is only dereferenced through `range`, at ranges no two sets share.
+unsafe impl Send for PoolPtr {}
+unsafe impl Sync for PoolPtr {}
+
+impl PoolPtr {
+    /// # Safety
+    /// `[off, off + n)` must lie inside the pool and no other live reference may overlap it.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range(&self, off: usize, n: usize) -> &mut [V3<f32>] {
+        std::slice::from_raw_parts_mut(self.0.add(off), n)
+    }
+}
+
 /// Counters and times of the last step.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AclStepStats {
@@ -280,6 +448,8 @@ pub struct AclStepStats {
 #[derive(Debug, Default)]
 struct RebuildScratch {
     pairs: Vec<[u32; 2]>,
+    /// Member pairs of the rebuilt box: `(|d − 2r|, i, j, d)`.
+    members: Vec<(f32, u32, u32, f32)>,
     cps: Vec<u32>,
     f: Vec<V3<f64>>,
     k: Vec<SymBlock<f64>>,
@@ -297,6 +467,8 @@ pub struct AclContact {
     excl: Exclusion,
     /// `ℓ/b` per segment (quadrature weight).
     seg_w: Vec<f32>,
+    /// The control points of each segment (a copy of the topology's, for the evaluation stage).
+    seg_cp: Vec<[u32; 4]>,
     sched: Scheduler,
     sets: Vec<ContactSet>,
     springs: Vec<StictionSpring>,
@@ -307,8 +479,10 @@ pub struct AclContact {
     dbar_pool: Vec<[f32; 4]>,
     m_pool: Vec<f32>,
     k_pool: Vec<SymBlock<f32>>,
+    watch_pool: Vec<WatchPair>,
     garbage_cp: usize,
     garbage_k: usize,
+    garbage_w: usize,
     // Per-step scratch parallel to the point pools.
     q_pool: Vec<V3<f32>>,
     dev_pool: Vec<V3<f32>>,
@@ -374,6 +548,7 @@ impl AclContact {
             topo_sig: (usize::MAX, 0, 0),
             excl: Exclusion::default(),
             seg_w: Vec::new(),
+            seg_cp: Vec::new(),
             sched,
             sets: Vec::new(),
             springs: Vec::new(),
@@ -383,8 +558,10 @@ impl AclContact {
             dbar_pool: Vec::new(),
             m_pool: Vec::new(),
             k_pool: Vec::new(),
+            watch_pool: Vec::new(),
             garbage_cp: 0,
             garbage_k: 0,
+            garbage_w: 0,
             q_pool: Vec::new(),
             dev_pool: Vec::new(),
             fout_pool: Vec::new(),
@@ -424,7 +601,10 @@ impl AclContact {
 
     /// Control points of set `k` and its stored model `(f0, K̄ blocks, d̄, M)`, for tests.
     #[allow(clippy::type_complexity)]
-    pub fn set_model(&self, k: usize) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
+    pub fn set_model(
+        &self,
+        k: usize,
+    ) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
         let s = &self.sets[k];
         let (o, n) = (s.cp_off as usize, s.n_cp as usize);
         let nk = if s.flags & SET_ZERO != 0 {
@@ -458,6 +638,7 @@ impl AclContact {
             .iter()
             .map(|s| topo.edges[s.edge as usize].rest_length / self.b as f32)
             .collect();
+        self.seg_cp = topo.segments.iter().map(|s| s.cp).collect();
         self.nq = topo.segments.len() as u32 * self.b;
         self.sets.clear();
         self.springs.clear();
@@ -467,18 +648,25 @@ impl AclContact {
         self.dbar_pool.clear();
         self.m_pool.clear();
         self.k_pool.clear();
+        self.watch_pool.clear();
         self.garbage_cp = 0;
         self.garbage_k = 0;
+        self.garbage_w = 0;
         self.index = SetIndex::default();
         self.step = 0;
     }
 
     /// Quadrature point `i` (global index), computed as the exact path does (same weights, same order).
     #[inline]
-    fn quad_point(&self, topo: &Topology, pos: &[[f32; 4]], i: u32) -> V3<f32> {
-        let seg = &topo.segments[(i / self.b) as usize];
+    fn quad_point(&self, _topo: &Topology, pos: &[[f32; 4]], i: u32) -> V3<f32> {
+        self.quad_point_pos(pos, i)
+    }
+
+    #[inline]
+    fn quad_point_pos(&self, pos: &[[f32; 4]], i: u32) -> V3<f32> {
+        let cp = &self.seg_cp[(i / self.b) as usize];
         let w = &self.table.weights[(i % self.b) as usize];
-        let q = seg.cp.map(|c| V3::<f32>::from4(pos[c as usize]));
+        let q = cp.map(|c| V3::<f32>::from4(pos[c as usize]));
         q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
     }
 
@@ -496,7 +684,8 @@ impl AclContact {
             }
             None => {
                 self.sets.push(set);
-                self.springs.extend_from_slice(&[StictionSpring::default(); 4]);
+                self.springs
+                    .extend_from_slice(&[StictionSpring::default(); 4]);
                 (self.sets.len() - 1) as u32
             }
         };
@@ -512,6 +701,9 @@ impl AclContact {
         if s.flags & SET_ZERO == 0 {
             self.garbage_k += model::tri_len(s.n_cp as usize);
         }
+        self.garbage_w += s.n_watch as usize;
+        s.n_watch = 0;
+        s.w_off = 0;
         s.n_cp = 0;
         s.k_off = 0;
         s.cp_off = 0;
@@ -544,7 +736,8 @@ impl AclContact {
                 Some(c) if boxes_overlap(&c, &bx) => cur = Some(box_hull(&c, &bx)),
                 Some(c) => {
                     let k = self.new_set(c);
-                    self.sched.update_ownership(None, Some(self.sets[k as usize].bx));
+                    self.sched
+                        .update_ownership(None, Some(self.sets[k as usize].bx));
                     cur = Some(bx);
                 }
                 None => cur = Some(bx),
@@ -552,7 +745,8 @@ impl AclContact {
         }
         if let Some(c) = cur {
             let k = self.new_set(c);
-            self.sched.update_ownership(None, Some(self.sets[k as usize].bx));
+            self.sched
+                .update_ownership(None, Some(self.sets[k as usize].bx));
         }
         self.scratch.pairs = pairs;
         n
@@ -627,7 +821,8 @@ impl AclContact {
                     continue;
                 }
                 let hull = self.hulls[root];
-                self.sched.update_ownership(Some(self.sets[k].bx), Some(hull));
+                self.sched
+                    .update_ownership(Some(self.sets[k].bx), Some(hull));
                 if root != k {
                     self.delete_set(k);
                     merged += 1;
@@ -658,13 +853,16 @@ impl AclContact {
     fn compact(&mut self) {
         if self.garbage_cp * 2 <= self.cp_pool.len() + 4096
             && self.garbage_k * 2 <= self.k_pool.len() + 65536
+            && self.garbage_w * 2 <= self.watch_pool.len() + 4096
         {
             return;
         }
         // Models were allocated in increasing offset order; moving each down in that order never
         // overwrites a model not yet moved.
         let mut order: Vec<u32> = (0..self.sets.len() as u32)
-            .filter(|&k| self.sets[k as usize].flags & SET_LIVE != 0 && self.sets[k as usize].n_cp > 0)
+            .filter(|&k| {
+                self.sets[k as usize].flags & SET_LIVE != 0 && self.sets[k as usize].n_cp > 0
+            })
             .collect();
         order.sort_by_key(|&k| self.sets[k as usize].cp_off);
         let mut cp = 0usize;
@@ -683,6 +881,8 @@ impl AclContact {
         for &k in &order {
             let s = self.sets[k as usize];
             if s.flags & SET_ZERO != 0 {
+                // No blocks; keep the (empty) range inside the pool.
+                self.sets[k as usize].k_off = 0;
                 continue;
             }
             let (o, n) = (s.k_off as usize, model::tri_len(s.n_cp as usize));
@@ -690,6 +890,17 @@ impl AclContact {
             self.sets[k as usize].k_off = ko as u32;
             ko += n;
         }
+        order.sort_by_key(|&k| self.sets[k as usize].w_off);
+        let mut wo = 0usize;
+        for &k in &order {
+            let s = self.sets[k as usize];
+            let (o, n) = (s.w_off as usize, s.n_watch as usize);
+            self.watch_pool.copy_within(o..o + n, wo);
+            self.sets[k as usize].w_off = wo as u32;
+            wo += n;
+        }
+        self.watch_pool.truncate(wo);
+        self.garbage_w = 0;
         self.cp_pool.truncate(cp);
         self.f0_pool.truncate(cp);
         self.dbar_pool.truncate(cp);
@@ -701,7 +912,12 @@ impl AclContact {
 
     /// Stage `set_rebuild`: the exact model of set `k` at the current positions, and its resize.
     /// Returns false when the set was deleted.
-    fn set_rebuild(&mut self, k: usize, topo: &Topology, pos: &[[f32; 4]]) -> Result<bool, ContactError> {
+    fn set_rebuild(
+        &mut self,
+        k: usize,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+    ) -> Result<bool, ContactError> {
         let b = self.b;
         let r = self.r;
         let four_r2 = 4.0 * r * r;
@@ -711,6 +927,8 @@ impl AclContact {
         let mut pairs = std::mem::take(&mut self.scratch.pairs);
         pairs.clear();
         let mut min_d2 = f32::INFINITY;
+        let mut members = std::mem::take(&mut self.scratch.members);
+        members.clear();
         let (mut i0, mut i1, mut j0, mut j1) = (u32::MAX, 0u32, u32::MAX, 0u32);
         let mut ya = [V3::<f32>::zero(); crate::sched::MAX_QUADRATURE as usize];
         let mut yb = [V3::<f32>::zero(); crate::sched::MAX_QUADRATURE as usize];
@@ -751,6 +969,8 @@ impl AclContact {
                             });
                         }
                         min_d2 = min_d2.min(d2);
+                        let d = d2.sqrt();
+                        members.push(((d - 2.0 * r).abs(), i, j, d));
                         if d2 < four_r2 {
                             pairs.push([i, j]);
                             i0 = i0.min(i);
@@ -769,6 +989,7 @@ impl AclContact {
             self.sched.update_ownership(Some(bx), None);
             self.delete_set(k);
             self.scratch.pairs = pairs;
+            self.scratch.members = members;
             return Ok(false);
         }
         let new_bx = if zero {
@@ -779,7 +1000,10 @@ impl AclContact {
         // Control points of the new box's segments (sorted, unique).
         let mut cps = std::mem::take(&mut self.scratch.cps);
         cps.clear();
-        for range in [(new_bx[0] / b, new_bx[1] / b), (new_bx[2] / b, new_bx[3] / b)] {
+        for range in [
+            (new_bx[0] / b, new_bx[1] / b),
+            (new_bx[2] / b, new_bx[3] / b),
+        ] {
             for s in range.0..=range.1 {
                 cps.extend_from_slice(&topo.segments[s as usize].cp);
             }
@@ -788,6 +1012,7 @@ impl AclContact {
         cps.dedup();
         let n = cps.len();
         // Pass 2: force and stiffness of the touching pairs, accumulated in f64.
+        let mut f_ref = 0.0f64;
         if !zero {
             self.scratch.f.clear();
             self.scratch.f.resize(n, V3::zero());
@@ -803,7 +1028,8 @@ impl AclContact {
                 let wb = self.table.weights[kb as usize].map(|x| x as f64);
                 let yi = self.quad_point(topo, pos, i).cast::<f64>();
                 let yj = self.quad_point(topo, pos, j).cast::<f64>();
-                let kw = stiffness * self.seg_w[sa as usize] as f64 * self.seg_w[sb as usize] as f64;
+                let kw =
+                    stiffness * self.seg_w[sa as usize] as f64 * self.seg_w[sb as usize] as f64;
                 let Some(pp) = point_pair(yi, yj, kw, r as f64) else {
                     continue;
                 };
@@ -812,6 +1038,7 @@ impl AclContact {
                     loc[m] = cps.binary_search(&seg_a.cp[m]).unwrap_or(0);
                     loc[4 + m] = cps.binary_search(&seg_b.cp[m]).unwrap_or(0);
                 }
+                f_ref += pp.grad_i.norm();
                 let c = pair_coeffs(&wa, &wb);
                 model::accumulate_pair(
                     n,
@@ -870,6 +1097,38 @@ impl AclContact {
                 }
             }
         }
+        // Watched pairs: the member pairs of the new box closest to the contact distance.
+        members.retain(|m| in_box(&new_bx, m.1, m.2));
+        let nw = members.len().min(MAX_WATCH);
+        if members.len() > MAX_WATCH {
+            members.select_nth_unstable_by(MAX_WATCH - 1, |a, b| a.0.total_cmp(&b.0));
+        }
+        let guard_near = members[..nw]
+            .iter()
+            .map(|m| m.0)
+            .fold(f32::INFINITY, f32::min);
+        let grew = new_bx[0] < bx[0] || new_bx[1] > bx[1] || new_bx[2] < bx[2] || new_bx[3] > bx[3];
+        let guard_far = if grew {
+            // Pairs of the grown part were not measured (they do not touch, see `set_rebuild`'s
+            // caller): look at them at the next step.
+            0.0
+        } else {
+            members[nw..]
+                .iter()
+                .map(|m| m.0)
+                .fold(f32::INFINITY, f32::min)
+        };
+        let w_off = self.watch_pool.len();
+        for m in &members[..nw] {
+            let (sa, sb) = (m.1 / b, m.2 / b);
+            self.watch_pool.push(WatchPair {
+                i: m.1,
+                j: m.2,
+                kw: self.params.stiffness * self.seg_w[sa as usize] * self.seg_w[sb as usize],
+                touching: (m.3 < 2.0 * r) as u32,
+            });
+        }
+        self.scratch.members = members;
         let box_changed = new_bx != bx || old.flags & SET_DIRTY != 0;
         if new_bx != bx {
             self.sched.update_ownership(Some(bx), Some(new_bx));
@@ -881,6 +1140,11 @@ impl AclContact {
         s.k_off = k_off;
         s.flags = SET_LIVE | if zero { SET_ZERO } else { 0 };
         s.eps = eps;
+        s.w_off = w_off as u32;
+        s.n_watch = nw as u32;
+        s.guard_near = guard_near;
+        s.guard_far = guard_far;
+        s.f_ref = f_ref as f32;
         s.touching = pairs.len() as u32;
         s.rebuilt_step = self.step as u32;
         s.quat = quat_identity();
@@ -927,46 +1191,22 @@ impl AclContact {
         }
     }
 
-    /// Stage `set_evaluate` for one clean set: rotation, deviation, metric; the corotational force into
-    /// `fout_pool` when the model is still valid. Returns the metric.
-    fn set_evaluate(&mut self, k: usize, pos: &[[f32; 4]]) -> Result<f32, ContactError> {
-        let s = self.sets[k];
-        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-        for t in 0..n {
-            self.q_pool[o + t] = V3::from4(pos[self.cp_pool[o + t] as usize]);
-            self.fout_pool[o + t] = V3::from4(self.dbar_pool[o + t]);
+    fn eval_ctx<'a>(&'a self, pos: &'a [[f32; 4]]) -> EvalCtx<'a> {
+        EvalCtx {
+            pos,
+            cp_pool: &self.cp_pool,
+            f0_pool: &self.f0_pool,
+            dbar_pool: &self.dbar_pool,
+            m_pool: &self.m_pool,
+            k_pool: &self.k_pool,
+            watch_pool: &self.watch_pool,
+            seg_cp: &self.seg_cp,
+            weights: &self.table.weights,
+            b: self.b,
+            r: self.r,
+            tolerance: self.params.tolerance,
+            extra: self.params.extra_invalidation,
         }
-        let q = &self.q_pool[o..o + n];
-        let dbar = &self.fout_pool[o..o + n];
-        let (c, polar) = model::set_rotation(q, dbar, s.quat).map_err(|_| ContactError::NotFinite {
-            point: self.cp_pool[o] as usize,
-        })?;
-        let dev = &mut self.dev_pool[o..o + n];
-        model::set_deviation(q, c, &polar.r, dbar, dev);
-        let metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
-        self.sets[k].quat = polar.quat;
-        if metric > self.params.tolerance || !metric.is_finite() {
-            return Ok(metric);
-        }
-        if s.flags & SET_ZERO != 0 {
-            for t in 0..n {
-                self.fout_pool[o + t] = V3::zero();
-            }
-            return Ok(metric);
-        }
-        // f0 into q_pool (no longer needed) as the kernel's input.
-        for t in 0..n {
-            self.q_pool[o + t] = V3::from4(self.f0_pool[o + t]);
-        }
-        let nk = model::tri_len(n);
-        model::corotational_force(
-            &polar.r,
-            &self.q_pool[o..o + n],
-            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
-            &self.dev_pool[o..o + n],
-            &mut self.fout_pool[o..o + n],
-        );
-        Ok(metric)
     }
 
     fn stiction_forces(&mut self, topo: &Topology, pos: &[[f32; 4]], force: &mut [[f32; 4]]) {
@@ -995,7 +1235,10 @@ impl AclContact {
                 }
                 // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
                 let g = x * kst;
-                let (si, sj) = (&topo.segments[(sp.i / b) as usize], &topo.segments[(sp.j / b) as usize]);
+                let (si, sj) = (
+                    &topo.segments[(sp.i / b) as usize],
+                    &topo.segments[(sp.j / b) as usize],
+                );
                 let (wi, wj) = (
                     self.table.weights[(sp.i % b) as usize],
                     self.table.weights[(sp.j % b) as usize],
@@ -1049,15 +1292,31 @@ impl AclContact {
             self.dev_pool.resize(plen, V3::zero());
             self.fout_pool.resize(plen, V3::zero());
         }
-        for k in 0..self.sets.len() {
-            let f = self.sets[k].flags;
-            if f & SET_LIVE == 0 || f & SET_DIRTY != 0 {
-                continue;
-            }
-            let metric = self.set_evaluate(k, pos)?;
-            if metric > self.params.tolerance || !metric.is_finite() {
-                self.sets[k].flags |= SET_DIRTY;
-            }
+        {
+            // Sets in parallel: each reads shared buffers and writes only its header and its own
+            // ranges of the scratch pools (the pool allocator hands out disjoint ranges).
+            let mut sets = std::mem::take(&mut self.sets);
+            let (qp, dp, fp) = (
+                PoolPtr(self.q_pool.as_mut_ptr()),
+                PoolPtr(self.dev_pool.as_mut_ptr()),
+                PoolPtr(self.fout_pool.as_mut_ptr()),
+            );
+            let ctx = self.eval_ctx(pos);
+            let res = sets.par_iter_mut().try_for_each(|s| {
+                if s.flags & SET_LIVE == 0 || s.flags & SET_DIRTY != 0 {
+                    return Ok(());
+                }
+                let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+                // SAFETY: live sets own disjoint pool ranges, all inside the pools (resized above
+                // to the point pools' length).
+                let (q, dev, fout) = unsafe { (qp.range(o, n), dp.range(o, n), fp.range(o, n)) };
+                if ctx.set_evaluate(s, q, dev, fout)? {
+                    s.flags |= SET_DIRTY;
+                }
+                Ok::<(), ContactError>(())
+            });
+            self.sets = sets;
+            res?;
         }
         let mut evaluate = t1.elapsed().as_secs_f64();
         // 4. Rebuilds, and merges of what grew, until nothing is dirty.
@@ -1165,6 +1424,15 @@ impl ContactForce for AclContact {
         stats.set("coalesce_ms", st.coalesce_ms);
         stats.set("evaluate_ms", st.evaluate_ms);
         stats.set("rebuild_ms", st.rebuild_ms);
+        stats.set(
+            "contact_ms",
+            st.raster_ms
+                + st.newcomers_ms
+                + st.schedule_ms
+                + st.coalesce_ms
+                + st.evaluate_ms
+                + st.rebuild_ms,
+        );
         Ok(())
     }
 }

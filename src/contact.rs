@@ -45,12 +45,21 @@
 //! adjacent loops, joined by a sinker arc). The exclusion arc must stay below the arc length between those
 //! contact points or the knit loses them.
 //!
-//! *Default:* `exclusion_arc = 1.0 cm = 8r` (scene.rs). It is `2.5×` the lower bound, so a yarn bent
-//! somewhat tighter than its radius (as happens transiently under load, and at the quadrature's
-//! resolution) still does not fight itself; and it is below the yarn length of half a knit loop, so the
-//! contacts that hold a knit together (loop head around the next course's legs) are never excluded.
-//! Consequence: a yarn can tie no knot and form no contact with itself tighter than 1 cm of yarn; at a
-//! swatch's edge, the turn-around of a single-yarn flat knit does not touch itself.
+//! *Default:* `exclusion_arc = 1.0 cm = 8r` (scene.rs), kept. It is `2.5×` the lower bound, so a
+//! yarn bent somewhat tighter than its radius (transiently under load, and at the quadrature's
+//! resolution) still does not fight itself. For the upper bound, the knit generator's measurement
+//! (knit.rs, "Clearance") puts the closest pairs of non-neighbouring yarn parts — the two legs of one
+//! loop where they cross the head of the loop below — about 21r apart along the yarn, and the rest
+//! state keeps the same smallest separation for any exclusion from 3r to 16r; 8r sits inside that
+//! range with margin on both sides, so the contacts that hold a knit together (a head wrapped around
+//! the legs of the next course, a course against the next one at a swatch's turn) are never
+//! excluded.
+//!
+//! Consequences: a yarn cannot hold a knot or any contact with itself tighter than 1 cm of yarn
+//! (8r); such parts may pass through each other. Scaling the yarn radius without scaling
+//! `exclusion_arc` moves it out of the `[πr, 16r]` window. A segment never meets itself (its points
+//! are at most `ℓ_seg` apart along the yarn, below the exclusion arc for any sensible
+//! discretization), so the exact path never evaluates a segment against itself.
 //!
 //! # Exact path
 //!
@@ -418,6 +427,19 @@ impl Exclusion {
         let b = self.b;
         let y = self.seg_yarn[seg_a as usize] as usize;
         let (len, closed) = (self.yarn_len[y], self.yarn_closed[y]);
+        // Fast path: the segments' whole arc intervals are clear of each other both ways round.
+        let (sa, sb) = (
+            self.seg_start[seg_a as usize],
+            self.seg_start[seg_b as usize],
+        );
+        let (ea, eb) = (
+            sa + self.seg_len[seg_a as usize],
+            sb + self.seg_len[seg_b as usize],
+        );
+        let (d_min, d_max) = ((sa.max(sb) - ea.min(eb)).max(0.0), ea.max(eb) - sa.min(sb));
+        if d_min >= self.arc && (!closed || d_max <= len - self.arc) {
+            return SegmentExclusion::Clear;
+        }
         // For two different segments the positions occupy disjoint arc intervals, so D = |pos_a − pos_b|
         // is linear in (k_a, k_b) over the block and takes its extremes at the corners. The excluded set
         // is {D < arc} ∪ {D > L − arc (closed yarns)}; the block is uniform when all corners fall in the

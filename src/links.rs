@@ -45,8 +45,8 @@ pub enum LinkError {
     NotFinite { curve: usize, point: usize },
     #[error("curve {curve} is closed but has {points} control points (at least 3 needed)")]
     TooFewPoints { curve: usize, points: usize },
-    #[error("{path}: {message}")]
-    Read { path: String, message: String },
+    #[error(transparent)]
+    Bcc(#[from] crate::bcc::BccError),
 }
 
 /// Contribution of segment `p1→p2` against segment `p3→p4` to the Gauss integral, `Ω/4π`.
@@ -186,43 +186,6 @@ pub fn certificate(curves: &[Curve]) -> Result<String, LinkError> {
 
 /// `yarnsim links FILE.bcc`: the certificate of the curves in a BCC file.
 pub fn links_command(path: &Path) -> Result<String, LinkError> {
-    let curves = read_bcc_c0(path)?;
+    let curves = crate::bcc::read(path)?;
     certificate(&curves)
-}
-
-/// Minimal reader for uniform Catmull-Rom (`C0`) BCC files, until `bcc::read` reaches this branch.
-fn read_bcc_c0(path: &Path) -> Result<Vec<Curve>, LinkError> {
-    let err = |message: String| LinkError::Read {
-        path: path.display().to_string(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-    if bytes.len() < 64 || &bytes[0..3] != b"BCC" || bytes[3] != 0x44 || &bytes[4..6] != b"C0" {
-        return Err(err(
-            "not a BCC file of 4-byte uniform Catmull-Rom (C0) curves".into(),
-        ));
-    }
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    let count = u64_at(8) as usize;
-    let mut off = 64;
-    let mut curves = Vec::new();
-    for ci in 0..count {
-        let take = |off: usize, n: usize| -> Result<&[u8], LinkError> {
-            bytes
-                .get(off..off + n)
-                .ok_or_else(|| err(format!("truncated in curve {ci} at byte {off}")))
-        };
-        let n = i32::from_le_bytes(take(off, 4)?.try_into().unwrap());
-        off += 4;
-        let (closed, n) = (n < 0, n.unsigned_abs() as usize);
-        let mut points = Vec::with_capacity(n);
-        for _ in 0..n {
-            let b = take(off, 12)?;
-            let f = |k: usize| f32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap());
-            points.push([f(0), f(1), f(2)]);
-            off += 12;
-        }
-        curves.push(Curve { points, closed });
-    }
-    Ok(curves)
 }

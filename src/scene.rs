@@ -132,6 +132,11 @@ pub struct ContactParams {
     pub stiction_stiffness: f32,
     /// Stiction spring energy above which it breaks and is re-made.
     pub stiction_break_energy: f32,
+    /// ACL: besides the seed's invalidation metric (eq. 6), also rebuild a contact set when its
+    /// quadrature pairs start or stop touching with an estimated force error above τ of the set's
+    /// force, or when its linear model's force has changed by more than 2√τ of the force at the
+    /// rebuild (src/acl.rs). Off: eq. 6 alone.
+    pub extra_invalidation: bool,
 }
 
 impl Default for ContactParams {
@@ -149,6 +154,7 @@ impl Default for ContactParams {
             delete_distance: 2.1,
             stiction_stiffness: 0.0,
             stiction_break_energy: 1e-6,
+            extra_invalidation: true,
         }
     }
 }

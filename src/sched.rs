@@ -75,6 +75,7 @@ use crate::math::V3;
 use crate::spline::segment_aabb;
 use crate::state::Segment;
 use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 
 /// Largest `b` the `b × b` pair bitmap ([u32; 4]) can hold.
 pub const MAX_QUADRATURE: u32 = 11;
@@ -331,58 +332,87 @@ pub fn aabb_raster(
     aabbs: &mut [Interval],
     cells: &mut [CellBox],
 ) -> Result<(), SchedError> {
-    let inv = 1.0 / cell;
-    let origin = [
-        anchor[0] as f32 * cell,
-        anchor[1] as f32 * cell,
-        anchor[2] as f32 * cell,
-    ];
+    // One segment per task; in parallel, then the first failing segment (deterministically) if any.
+    let ok = aabbs
+        .par_iter_mut()
+        .zip(cells.par_iter_mut())
+        .zip(segments.par_iter())
+        .enumerate()
+        .map(
+            |(s, ((a, c), seg))| match raster_segment(s, seg, pos, radius, cell, anchor) {
+                Ok((ab, cb)) => {
+                    *a = ab;
+                    *c = cb;
+                    true
+                }
+                Err(_) => false,
+            },
+        )
+        .all(|x| x);
+    if ok {
+        return Ok(());
+    }
     for (s, seg) in segments.iter().enumerate() {
-        let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
-        // (min/max would silently skip a NaN, so test the points themselves.)
-        for k in 0..4 {
-            if !q[k].is_finite() {
-                return Err(SchedError::NotFinite {
-                    point: seg.cp[k] as usize,
-                });
-            }
-        }
-        let (lo, hi) = segment_aabb(&q);
-        if !(lo.is_finite() && hi.is_finite()) {
-            return Err(SchedError::NotFinite {
-                point: seg.cp[1] as usize,
-            });
-        }
-        // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
-        let pad = radius * (1.0 + 1e-4);
-        let lo = lo - V3::splat(pad);
-        let hi = hi + V3::splat(pad);
-        aabbs[s] = Interval {
-            lo: lo.to4(0.0),
-            hi: hi.to4(0.0),
-        };
-        let mut cb = CellBox {
-            lo: [0, 0, 0, 1],
-            hi: [0, 0, 0, 0],
-        };
-        let mut count = 1i64;
-        for a in 0..3 {
-            let c0 = ((lo.get(a) - origin[a]) * inv).floor() as i64 + anchor[a] as i64;
-            let c1 = ((hi.get(a) - origin[a]) * inv).floor() as i64 + anchor[a] as i64;
-            count = count.saturating_mul(c1 - c0 + 1);
-            if count > MAX_CELLS_PER_SEGMENT || c0 < i32::MIN as i64 / 2 || c1 > i32::MAX as i64 / 2
-            {
-                return Err(SchedError::TooManyCells {
-                    seg: s,
-                    cells: count,
-                });
-            }
-            cb.lo[a] = c0 as i32;
-            cb.hi[a] = c1 as i32;
-        }
-        cells[s] = cb;
+        raster_segment(s, seg, pos, radius, cell, anchor)?;
     }
     Ok(())
+}
+
+/// `aabb_raster` for one segment: its padded AABB and its cell box.
+#[inline]
+fn raster_segment(
+    s: usize,
+    seg: &Segment,
+    pos: &[[f32; 4]],
+    radius: f32,
+    cell: f32,
+    anchor: [i32; 3],
+) -> Result<(Interval, CellBox), SchedError> {
+    let inv = 1.0 / cell;
+    let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
+    // (min/max would silently skip a NaN, so test the points themselves.)
+    for k in 0..4 {
+        if !q[k].is_finite() {
+            return Err(SchedError::NotFinite {
+                point: seg.cp[k] as usize,
+            });
+        }
+    }
+    let (lo, hi) = segment_aabb(&q);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(SchedError::NotFinite {
+            point: seg.cp[1] as usize,
+        });
+    }
+    // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
+    let pad = radius * (1.0 + 1e-4);
+    let lo = lo - V3::splat(pad);
+    let hi = hi + V3::splat(pad);
+    let aabb = Interval {
+        lo: lo.to4(0.0),
+        hi: hi.to4(0.0),
+    };
+    let mut cb = CellBox {
+        lo: [0, 0, 0, 1],
+        hi: [0, 0, 0, 0],
+    };
+    let mut count = 1i64;
+    for a in 0..3 {
+        // Relative to the anchor cell for precision, then back to absolute cell indices.
+        let origin = anchor[a] as f32 * cell;
+        let c0 = ((lo.get(a) - origin) * inv).floor() as i64 + anchor[a] as i64;
+        let c1 = ((hi.get(a) - origin) * inv).floor() as i64 + anchor[a] as i64;
+        count = count.saturating_mul(c1 - c0 + 1);
+        if count > MAX_CELLS_PER_SEGMENT || c0 < i32::MIN as i64 / 2 || c1 > i32::MAX as i64 / 2 {
+            return Err(SchedError::TooManyCells {
+                seg: s,
+                cells: count,
+            });
+        }
+        cb.lo[a] = c0 as i32;
+        cb.hi[a] = c1 as i32;
+    }
+    Ok((aabb, cb))
 }
 
 /// Stage `segment_movement`: for every segment, the per-axis interval over `t ∈ [0, 1]` of the field
@@ -396,9 +426,9 @@ pub fn segment_movement(
     c: Option<&[[f32; 4]]>,
     out: &mut [Interval],
 ) {
-    for (s, seg) in segments.iter().enumerate() {
-        out[s] = movement_of(seg, a, b, c);
-    }
+    out.par_iter_mut()
+        .zip(segments.par_iter())
+        .for_each(|(o, seg)| *o = movement_of(seg, a, b, c));
 }
 
 #[inline]

@@ -195,7 +195,7 @@ fn certificate_scales_to_thousands_of_loops() {
     assert!(lines[1].starts_with("0,1,"));
 }
 
-/// `yarnsim links FILE.bcc`: reads a C0 BCC file (closed curves have a negative point count).
+/// `yarnsim links FILE.bcc`: the certificate of a BCC file's curves.
 #[test]
 fn links_command_reads_bcc() {
     let curves = [
@@ -211,29 +211,10 @@ fn links_command_reads_bcc() {
         },
         ring([1.0, 0.0, 0.0], X, Z, 1.0, 12),
     ];
-    let mut bytes = Vec::new();
-    bytes.extend_from_slice(b"BCC");
-    bytes.push(0x44);
-    bytes.extend_from_slice(b"C0");
-    bytes.push(3);
-    bytes.push(1);
-    bytes.extend_from_slice(&(curves.len() as u64).to_le_bytes());
-    let total: usize = curves.iter().map(|c| c.points.len()).sum();
-    bytes.extend_from_slice(&(total as u64).to_le_bytes());
-    bytes.resize(64, 0);
-    for c in &curves {
-        let n = c.points.len() as i32;
-        bytes.extend_from_slice(&(if c.closed { -n } else { n }).to_le_bytes());
-        for p in &c.points {
-            for v in p {
-                bytes.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-    }
     let dir = std::env::temp_dir().join(format!("yarnsim-links-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("hopf.bcc");
-    std::fs::write(&path, &bytes).unwrap();
+    yarnsim::bcc::write(&path, &curves).unwrap();
     let cert = yarnsim::links::links_command(&path).unwrap();
     let lines: Vec<&str> = cert.lines().collect();
     assert_eq!(lines.len(), 2, "{cert}");

@@ -126,13 +126,7 @@ pub fn set_rotation<T: Real>(
 }
 
 /// `Δ_i = Rᵀ(q_i − c) − d̄_i` into `dev`.
-pub fn set_deviation<T: Real>(
-    q: &[V3<T>],
-    c: V3<T>,
-    r: &M3<T>,
-    dbar: &[V3<T>],
-    dev: &mut [V3<T>],
-) {
+pub fn set_deviation<T: Real>(q: &[V3<T>], c: V3<T>, r: &M3<T>, dbar: &[V3<T>], dev: &mut [V3<T>]) {
     let rt = r.transpose();
     for i in 0..q.len() {
         dev[i] = rt.mul_v(q[i] - c) - dbar[i];

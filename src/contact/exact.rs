@@ -6,7 +6,8 @@
 //!   lose a pair at exactly `2r`), relative to nothing: world coordinates.
 //! - `entries` / `sorted`: one [`CellEntry`] per (segment, grid cell it overlaps), then counting-sorted by
 //!   hash bucket (`bucket_start`).
-//! - `candidates`: segment pairs `[a, b]`, `a < b`, sharing a cell, each exactly once, sorted.
+//! - `seg_cell`: per segment, the grid cell of its padded box's lower corner.
+//! - `candidates`: segment pairs `[a, b]`, `a < b`, sharing a cell, each exactly once, in bucket order.
 //! - `qpts`: the `b` quadrature points of every segment (`seg * b + k`).
 //! - `cand_out`: per candidate of the current chunk, the force on its 8 control-point slots.
 
@@ -62,7 +63,7 @@ fn bucket_of(key: u64, mask: usize) -> usize {
 }
 
 /// Stage `aabb_raster`: the AABB of every segment (exact, from the roots of `y'`), padded by `pad`, into
-/// `seg_lo`/`seg_hi`, and one [`CellEntry`] per grid cell (width `cell`, origin `origin`) it overlaps,
+/// `seg_lo`/`seg_hi`, the grid cell of its lower corner into `seg_cell`, and one [`CellEntry`] per grid cell (width `cell`, origin `origin`) it overlaps,
 /// appended to `entries` in segment order.
 #[allow(clippy::too_many_arguments)]
 pub fn aabb_raster(
@@ -73,6 +74,7 @@ pub fn aabb_raster(
     origin: [f32; 3],
     seg_lo: &mut [[f32; 4]],
     seg_hi: &mut [[f32; 4]],
+    seg_cell: &mut [[i32; 4]],
     entries: &mut Vec<CellEntry>,
 ) -> Result<(), ContactError> {
     entries.clear();
@@ -110,6 +112,7 @@ pub fn aabb_raster(
             }
             count *= c1[a] - c0[a] + 1;
         }
+        seg_cell[s] = [c0[0] as i32, c0[1] as i32, c0[2] as i32, 0];
         if count > MAX_CELLS_PER_SEGMENT {
             return Err(ContactError::Other(format!(
                 "segment {s} covers {count} grid cells (more than {MAX_CELLS_PER_SEGMENT}): contact.grid_cell = \
@@ -168,37 +171,39 @@ fn bucket_sort(
 }
 
 /// Stage `candidate_pairs`: every pair of segments whose padded AABBs overlap, found through the cells
-/// they share, written to `out` as `[a, b]` with `a < b`, each pair once, sorted.
+/// they share, written to `out` as `[a, b]` with `a < b`, each pair once, in bucket order (deterministic;
+/// sort for a canonical order).
 ///
 /// A pair overlapping in several cells is emitted only from the cell holding the minimum corner of the
-/// two boxes' intersection (both boxes rasterized that cell), which needs no deduplication pass.
-#[allow(clippy::too_many_arguments)]
+/// two boxes' intersection (both boxes rasterized that cell), which needs no deduplication pass. Since
+/// `floor` is monotone, that cell is the per-axis maximum of the two boxes' lower cells (`seg_cell`).
 pub fn candidate_pairs(
     sorted: &[CellEntry],
     bucket_start: &[u32],
     seg_lo: &[[f32; 4]],
     seg_hi: &[[f32; 4]],
-    cell: f32,
-    origin: [f32; 3],
+    seg_cell: &[[i32; 4]],
     out: &mut Vec<[u32; 2]>,
 ) {
     out.clear();
-    let inv = 1.0 / cell;
     for w in bucket_start.windows(2) {
         let bucket = &sorted[w[0] as usize..w[1] as usize];
         for (i, ea) in bucket.iter().enumerate() {
             let key = ea.key();
-            let (la, ha) = (seg_lo[ea.segment as usize], seg_hi[ea.segment as usize]);
+            let a = ea.segment as usize;
+            let (la, ha, ca) = (seg_lo[a], seg_hi[a], seg_cell[a]);
             for eb in &bucket[i + 1..] {
                 if eb.key() != key {
                     continue;
                 }
-                let (lb, hb) = (seg_lo[eb.segment as usize], seg_hi[eb.segment as usize]);
-                let overlap = (0..3).all(|a| la[a] <= hb[a] && lb[a] <= ha[a]);
+                let b = eb.segment as usize;
+                let (lb, hb) = (seg_lo[b], seg_hi[b]);
+                let overlap = (0..3).all(|x| la[x] <= hb[x] && lb[x] <= ha[x]);
                 if !overlap {
                     continue;
                 }
-                let corner = [0, 1, 2].map(|a| cell_coord(la[a].max(lb[a]), origin[a], inv));
+                let cb = seg_cell[b];
+                let corner = [0, 1, 2].map(|x| ca[x].max(cb[x]) as i64);
                 if pack_key(corner) != key {
                     continue;
                 }
@@ -207,8 +212,6 @@ pub fn candidate_pairs(
             }
         }
     }
-    // Sorted candidates: canonical, and neighbouring segments' points stay in cache.
-    out.sort_unstable();
 }
 
 /// Stage `quadrature_points`: `out[seg * b + k] = Σ_m weights[k][m] pos[cp[m]]`.
@@ -260,9 +263,6 @@ fn candidate_force(
     let four_r2 = 4.0 * r * r;
     let ya = &qpts[sa as usize * b..(sa as usize + 1) * b];
     let yb = &qpts[sb as usize * b..(sb as usize + 1) * b];
-    // Gradient on each quadrature point of a and b (b ≤ 64 is checked at construction).
-    let mut ga = [V3::<f32>::zero(); 64];
-    let mut gb = [V3::<f32>::zero(); 64];
     // Bounds of b's quadrature points grown by 2r: a point of a outside them meets none of b's.
     let (mut lo, mut hi) = (V3::splat(f32::INFINITY), V3::splat(f32::NEG_INFINITY));
     for p in yb {
@@ -288,19 +288,13 @@ fn candidate_force(
             if let Some((e, g)) = super::point_pair_grad(yi, yj, kw, r) {
                 out.energy += e;
                 out.touching += 1;
-                ga[ka] += g;
-                gb[kb] -= g;
+                // Force = −gradient: −c_k g on each slot, c = (w_a, −w_b).
+                let (wa, wb) = (&weights[ka], &weights[kb]);
+                for m in 0..4 {
+                    out.force[m] -= g * wa[m];
+                    out.force[4 + m] += g * wb[m];
+                }
             }
-        }
-    }
-    if out.touching == 0 {
-        return out;
-    }
-    // Force = −gradient, spread through the basis weights.
-    for (k, w) in weights.iter().enumerate() {
-        for (m, &wm) in w.iter().enumerate() {
-            out.force[m] -= ga[k] * wm;
-            out.force[4 + m] -= gb[k] * wm;
         }
     }
     out
@@ -369,6 +363,7 @@ pub struct ExactContact {
     seg_w: Vec<f32>,
     seg_lo: Vec<[f32; 4]>,
     seg_hi: Vec<[f32; 4]>,
+    seg_cell: Vec<[i32; 4]>,
     entries: Vec<CellEntry>,
     sorted: Vec<CellEntry>,
     bucket_start: Vec<u32>,
@@ -405,6 +400,12 @@ impl ExactContact {
                 params.stiffness
             )));
         }
+        if !(params.exclusion_arc >= 0.0 && params.exclusion_arc.is_finite()) {
+            return Err(ContactError::Other(format!(
+                "contact.exclusion_arc = {}: must be a non-negative length (cm)",
+                params.exclusion_arc
+            )));
+        }
         Ok(ExactContact {
             r: radius,
             stiffness: params.stiffness,
@@ -416,6 +417,7 @@ impl ExactContact {
             seg_w: Vec::new(),
             seg_lo: Vec::new(),
             seg_hi: Vec::new(),
+            seg_cell: Vec::new(),
             entries: Vec::new(),
             sorted: Vec::new(),
             bucket_start: Vec::new(),
@@ -443,6 +445,7 @@ impl ExactContact {
         let n = topo.segments.len();
         self.seg_lo.resize(n, [0.0; 4]);
         self.seg_hi.resize(n, [0.0; 4]);
+        self.seg_cell.resize(n, [0; 4]);
         self.qpts.resize(n * self.table.b as usize, [0.0; 4]);
     }
 
@@ -475,6 +478,7 @@ impl ExactContact {
             origin,
             &mut self.seg_lo,
             &mut self.seg_hi,
+            &mut self.seg_cell,
             &mut self.entries,
         )?;
         bucket_sort(&self.entries, &mut self.sorted, &mut self.bucket_start);
@@ -483,15 +487,14 @@ impl ExactContact {
             &self.bucket_start,
             &self.seg_lo,
             &self.seg_hi,
-            self.cell,
-            origin,
+            &self.seg_cell,
             &mut self.candidates,
         );
         quadrature_points(&topo.segments, pos, &self.table.weights, &mut self.qpts);
         Ok(())
     }
 
-    /// Candidate segment pairs found by the last [`Self::detect`] (`a < b`, sorted).
+    /// Candidate segment pairs found by the last [`Self::detect`] (`a < b`, in bucket order).
     pub fn candidates(&self) -> &[[u32; 2]] {
         &self.candidates
     }
