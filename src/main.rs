@@ -1,4 +1,6 @@
-//! The `yarnsim` command line: `run` simulates a scene headless, `info` reports adapters and scene size.
+//! The `yarnsim` command line: `run` simulates a scene headless (optionally capturing PNG frames),
+//! `info` reports adapters and scene size, `render` draws a saved BCC state, `links` prints the linking
+//! certificate of a BCC file's closed loops.
 //!
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
@@ -13,8 +15,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use yarnsim::scene::{self, Scene};
-use yarnsim::sim::{FrameStats, Sim};
+use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
+use yarnsim::scene::{self, Obstacle, Scene};
+use yarnsim::sim::{keyframe_offset, FrameStats, Sim};
 use yarnsim::state::Topology;
 
 #[derive(Parser)]
@@ -34,6 +37,13 @@ enum Command {
     Run(RunArgs),
     /// List the GPU adapters and, given a scene, its size.
     Info(InfoArgs),
+    /// Render a saved state (BCC) to a PNG without simulating (needs a GPU adapter).
+    Render(RenderArgs),
+    /// Print the linking certificate of the closed loops in a BCC file.
+    Links {
+        /// BCC file.
+        file: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -61,6 +71,34 @@ struct RunArgs {
     /// Write one JSON record per frame to this file.
     #[arg(long, value_name = "FILE.jsonl")]
     stats: Option<PathBuf>,
+    /// Render frames to DIR/frame_NNNN.png (frame 0 is the initial state; needs a GPU adapter).
+    #[arg(long, value_name = "DIR")]
+    capture: Option<PathBuf>,
+    /// Capture every N-th frame.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    capture_every: u32,
+    /// Width of captured frames in pixels.
+    #[arg(long, default_value_t = 640)]
+    width: u32,
+    /// Height of captured frames in pixels.
+    #[arg(long, default_value_t = 480)]
+    height: u32,
+}
+
+#[derive(clap::Args)]
+struct RenderArgs {
+    /// Saved state (BCC).
+    state: PathBuf,
+    /// PNG to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Scene whose yarn radius, obstacles and camera to use.
+    #[arg(long)]
+    scene: Option<PathBuf>,
+    #[arg(long, default_value_t = 640)]
+    width: u32,
+    #[arg(long, default_value_t = 480)]
+    height: u32,
 }
 
 #[derive(clap::Args)]
@@ -77,10 +115,16 @@ struct InfoArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime_dir = ensure_runtime_dir();
     let result = match cli.command {
         Command::Run(a) => run(a),
         Command::Info(a) => info(a),
+        Command::Render(a) => render(a),
+        Command::Links { file } => links(&file),
     };
+    if let Some(dir) = runtime_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -91,6 +135,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The Vulkan loader complains on stderr when `XDG_RUNTIME_DIR` is unset (common in containers and CI);
+/// give it a private directory then (returned, to be removed at exit). Runs first thing in `main`,
+/// while the process has one thread.
+fn ensure_runtime_dir() -> Option<PathBuf> {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("yarnsim-xdg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    }
+    std::env::set_var("XDG_RUNTIME_DIR", &dir);
+    Some(dir)
 }
 
 /// A loaded scene with its overrides applied, and the cloth built from it.
@@ -127,6 +189,22 @@ fn run(a: RunArgs) -> Result<()> {
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
         write_frame(dir, 0, &sim)?;
     }
+    let mut capture = match &a.capture {
+        Some(dir) => {
+            let gpu = yarnsim::gpu::Gpu::new().context("--capture needs a GPU adapter")?;
+            let mut c = Capture::new(
+                &gpu,
+                dir,
+                a.width,
+                a.height,
+                a.capture_every,
+                ColorMode::Yarn,
+            )?;
+            capture_frame(&mut c, 0, &sim, &scene)?;
+            Some((gpu, c))
+        }
+        None => None,
+    };
     let mut stats_out = match &a.stats {
         Some(p) => {
             Some(BufWriter::new(File::create(p).with_context(|| {
@@ -172,6 +250,9 @@ fn run(a: RunArgs) -> Result<()> {
         if let Some(dir) = &a.out {
             write_frame(dir, k, &sim)?;
         }
+        if let Some((_, c)) = capture.as_mut() {
+            capture_frame(c, k, &sim, &scene)?;
+        }
         bar.suspend(|| println!("{}", summary_line(&st, frames)));
         bar.inc(1);
     }
@@ -189,6 +270,79 @@ fn write_frame(dir: &Path, k: u32, sim: &Sim) -> Result<()> {
     let path = dir.join(format!("frame_{k:04}.bcc"));
     yarnsim::bcc::write(&path, &sim.curves())
         .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Renders frame `k` when the capture wants it, with the obstacles where they are now.
+fn capture_frame(c: &mut Capture, k: u32, sim: &Sim, scene: &Scene) -> Result<()> {
+    let obstacles = placed_obstacles(&scene.obstacle, sim.time);
+    c.frame(
+        k,
+        &RenderInput {
+            topo: &sim.topo,
+            pos: &sim.pos,
+            radius: scene.yarn.radius,
+            obstacles: &obstacles,
+            camera: &scene.camera,
+            color: ColorMode::Yarn,
+            segment_values: None,
+        },
+    )
+    .with_context(|| format!("capturing frame {k}"))?;
+    Ok(())
+}
+
+/// The scene's obstacles moved by their keyframe offsets at time `t`.
+fn placed_obstacles(obstacles: &[Obstacle], t: f64) -> Vec<Obstacle> {
+    let shift = |p: &mut [f32; 3], o: [f32; 3]| {
+        for (a, b) in p.iter_mut().zip(o) {
+            *a += b;
+        }
+    };
+    obstacles
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            match &mut o {
+                Obstacle::Plane { .. } => {}
+                Obstacle::Sphere {
+                    center, keyframes, ..
+                } => shift(center, keyframe_offset(keyframes, t)),
+                Obstacle::Capsule {
+                    a, b, keyframes, ..
+                } => {
+                    let off = keyframe_offset(keyframes, t);
+                    shift(a, off);
+                    shift(b, off);
+                }
+            }
+            o
+        })
+        .collect()
+}
+
+fn render(a: RenderArgs) -> Result<()> {
+    let scene = match &a.scene {
+        Some(p) => Some(Scene::load(p)?),
+        None => None,
+    };
+    render_bcc_command(
+        &a.state,
+        scene.as_ref(),
+        &a.out,
+        a.width,
+        a.height,
+        ColorMode::Yarn,
+    )
+    .with_context(|| format!("rendering {}", a.state.display()))?;
+    eprintln!("wrote {}", a.out.display());
+    Ok(())
+}
+
+fn links(file: &Path) -> Result<()> {
+    let cert = yarnsim::links::links_command(file)
+        .with_context(|| format!("linking certificate of {}", file.display()))?;
+    print!("{cert}");
     Ok(())
 }
 

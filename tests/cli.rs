@@ -254,3 +254,95 @@ fn info_json_reports_the_scene_size() {
     check_ok(&out);
     assert!(text(&out.stdout).contains("GPU adapters"));
 }
+
+fn ring(center: [f32; 3], axis: usize) -> Curve {
+    Curve {
+        points: (0..16)
+            .map(|i| {
+                let a = i as f32 / 16.0 * std::f32::consts::TAU;
+                let (c, s) = (a.cos(), a.sin());
+                match axis {
+                    0 => [center[0] + c, center[1] + s, center[2]],
+                    _ => [center[0] + c, center[1], center[2] + s],
+                }
+            })
+            .collect(),
+        closed: true,
+    }
+}
+
+#[test]
+fn links_prints_the_certificate() {
+    let dir = scratch("links");
+    // Two rings through each other (a Hopf link), and a third far away.
+    let curves = vec![
+        ring([0.0, 0.0, 0.0], 0),
+        ring([1.0, 0.0, 0.0], 1),
+        ring([10.0, 0.0, 0.0], 0),
+    ];
+    let file = dir.join("rings.bcc");
+    yarnsim::bcc::write(&file, &curves).unwrap();
+    let out = bin().arg("links").arg(&file).output().unwrap();
+    check_ok(&out);
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "3", "{stdout}");
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[1] == "0,1,1" || lines[1] == "0,1,-1", "{stdout}");
+
+    let out = bin()
+        .arg("links")
+        .arg(dir.join("nope.bcc"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("nope.bcc"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn render_and_capture_write_pngs() {
+    // Only asks whether this machine has an adapter (skips loudly, or fails under CI=true); the
+    // binary opens its own device.
+    if yarnsim::gpu::testing::gpu_or_skip("render_and_capture_write_pngs").is_none() {
+        return;
+    }
+    let dir = scratch("render");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args([
+            "--frames",
+            "1",
+            "--width",
+            "64",
+            "--height",
+            "48",
+            "--capture",
+        ])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for k in 0..=1 {
+        let p = dir.join("png").join(format!("frame_{k:04}.png"));
+        let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!((img.width(), img.height()), (64, 48));
+    }
+    let out = bin()
+        .arg("render")
+        .arg(dir.join("tiny.bcc"))
+        .arg("--out")
+        .arg(dir.join("state.png"))
+        .args(["--width", "32", "--height", "24", "--scene"])
+        .arg(&scene)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let img = image::open(dir.join("state.png")).unwrap();
+    assert_eq!((img.width(), img.height()), (32, 24));
+}
