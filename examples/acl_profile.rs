@@ -1,0 +1,165 @@
+//! Profiling driver for the ACL benchmark scene (benches/acl.rs): the 50 × 40 stockinette swatch
+//! falling onto a plane, τ = 0.04. Runs `STEPS` steps of exact and of ACL contact (same start state,
+//! back to back in one process) and prints the mean contact time per step, whole-step time and ACL's
+//! phase times and counters. Usage: `cargo run --release --example acl_profile -- [steps] [acl|exact|both]`.
+
+use std::sync::{Arc, Mutex};
+use yarnsim::acl::AclContact;
+use yarnsim::contact::ExactContact;
+use yarnsim::knit;
+use yarnsim::scene::{Obstacle, Pattern, Scene};
+use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
+use yarnsim::state::{Curve, Topology};
+
+type Log = Arc<Mutex<Vec<Vec<(&'static str, f64)>>>>;
+
+struct Recorder {
+    inner: Box<dyn ContactForce>,
+    log: Log,
+    time: Arc<Mutex<f64>>,
+}
+
+impl ContactForce for Recorder {
+    fn add_forces(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        vel: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+        stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        let t = std::time::Instant::now();
+        self.inner.add_forces(topo, pos, vel, force, stats)?;
+        *self.time.lock().unwrap() += t.elapsed().as_secs_f64();
+        self.log.lock().unwrap().push(stats.values.clone());
+        Ok(())
+    }
+}
+
+fn swatch(r: f32) -> Vec<Curve> {
+    let k = knit::generate(Pattern::Stockinette, 50, 40, r).expect("swatch");
+    let mut curves: Vec<Curve> = k
+        .curves
+        .into_iter()
+        .map(|c| Curve {
+            points: c.points.iter().map(|p| [p[0], p[2], -p[1]]).collect(),
+            closed: c.closed,
+        })
+        .collect();
+    let low = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p[1]))
+        .fold(f32::INFINITY, f32::min);
+    for c in &mut curves {
+        for p in &mut c.points {
+            p[1] += 0.3 - low;
+        }
+    }
+    curves
+}
+
+/// CPU time of the whole process (all threads), seconds, from /proc/self/stat (Linux; 0 elsewhere).
+/// Less sensitive than wall-clock time to other processes competing for the cores.
+fn cpu_time() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+fn mean(log: &[Vec<(&'static str, f64)>], name: &str) -> f64 {
+    let v: Vec<f64> = log
+        .iter()
+        .filter_map(|s| s.iter().find(|(n, _)| *n == name).map(|x| x.1))
+        .collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let steps: u64 = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(40);
+    let which = args.get(2).cloned().unwrap_or_else(|| "both".into());
+    let mut scene = Scene::default();
+    scene.contact.tolerance = 0.04;
+    scene.obstacle.push(Obstacle::Plane {
+        point: [0.0; 3],
+        normal: [0.0, 1.0, 0.0],
+        friction: 0.3,
+    });
+    let r = scene.yarn.radius;
+    let curves = swatch(r);
+    let (pos0, vel0) = {
+        let exact = ExactContact::new(r, &scene.contact)?;
+        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact))?;
+        for v in &mut sim.vel {
+            v[1] = -30.0;
+        }
+        for _ in 0..60 {
+            sim.step()?;
+        }
+        (sim.pos.clone(), sim.vel.clone())
+    };
+    for name in ["exact", "acl"] {
+        if which != "both" && which != name {
+            continue;
+        }
+        let model: Box<dyn ContactForce> = match name {
+            "exact" => Box::new(ExactContact::new(r, &scene.contact)?),
+            _ => Box::new(AclContact::new(r, &scene.contact)?),
+        };
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let time = Arc::new(Mutex::new(0.0));
+        let rec = Recorder {
+            inner: model,
+            log: log.clone(),
+            time: time.clone(),
+        };
+        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(rec))?;
+        sim.pos.copy_from_slice(&pos0);
+        sim.vel.copy_from_slice(&vel0);
+        for _ in 0..20 {
+            sim.step()?;
+        }
+        log.lock().unwrap().clear();
+        *time.lock().unwrap() = 0.0;
+        let t0 = std::time::Instant::now();
+        let c0 = cpu_time();
+        for _ in 0..steps {
+            sim.step()?;
+        }
+        let wall = t0.elapsed().as_secs_f64() * 1e3 / steps as f64;
+        let cpu = (cpu_time() - c0) * 1e3 / steps as f64;
+        let contact = *time.lock().unwrap() * 1e3 / steps as f64;
+        let log = log.lock().unwrap().clone();
+        println!("{name:5}: whole step cpu {cpu:.2} ms, wall {wall:.2} ms, contact (measured around add_forces) {contact:.2} ms, contact_ms stat {:.2}", mean(&log, "contact_ms"));
+        if name == "acl" {
+            println!(
+                "  sets {:.0}, rebuild fraction {:.4} ({:.1} rebuilds), touching pairs {:.0}; entries tracked {:.0}, examined {:.0}, processed {:.1}",
+                mean(&log, "contact_sets"),
+                mean(&log, "rebuild_fraction"),
+                mean(&log, "rebuilds"),
+                mean(&log, "touching_pairs"),
+                mean(&log, "entries_tracked"),
+                mean(&log, "entries_examined"),
+                mean(&log, "entries_processed")
+            );
+            println!(
+                "  phases (ms): raster {:.3}, newcomers {:.3}, schedule {:.3}, coalesce {:.3}, evaluate {:.3}, rebuild {:.3}",
+                mean(&log, "raster_ms"),
+                mean(&log, "newcomers_ms"),
+                mean(&log, "schedule_ms"),
+                mean(&log, "coalesce_ms"),
+                mean(&log, "evaluate_ms"),
+                mean(&log, "rebuild_ms")
+            );
+        } else {
+            println!("  touching pairs {:.0}", mean(&log, "touching_pairs"));
+        }
+    }
+    Ok(())
+}
