@@ -15,7 +15,9 @@
 //! - pools indexed by `cp_off + i` for the set's `n` control points: `cp_pool` (global indices),
 //!   `f0_pool`, `dbar_pool`, `m_pool`, and the per-step scratch `dev_pool`, `fout_pool`;
 //! - `k_pool` indexed by `k_off`: the `n(n+1)/2` symmetric 3×3 blocks of `K̄` (see [`model`]);
-//! - `watch_pool` indexed by `w_off`: the set's [`WatchPair`]s (see Invalidation);
+//! - `watch_pool` indexed by `w_off`: the set's [`WatchPair`]s (see Invalidation), and parallel to it
+//!   `watch_loc_pool`: for each watched pair the set-local indices of the 4 + 4 control points of its two
+//!   quadrature points (so `set_evaluate` forms them from the set's already gathered points);
 //! - `springs`: 4 [`StictionSpring`]s per set slot.
 //!
 //! # One step (`add_forces`), in stage order
@@ -324,7 +326,7 @@ struct EvalCtx<'a> {
     m_pool: &'a [f32],
     k_pool: &'a [SymBlock<f32>],
     watch_pool: &'a [WatchPair],
-    seg_cp: &'a [[u32; 4]],
+    watch_loc_pool: &'a [[u16; 8]],
     weights: &'a [[f32; 4]],
     b: u32,
     r: f32,
@@ -333,12 +335,15 @@ struct EvalCtx<'a> {
 }
 
 impl EvalCtx<'_> {
+    /// Quadrature point `i` from the set's gathered control points `q` (`loc`: the set-local indices of
+    /// its segment's 4 control points); the same arithmetic as the exact path's quadrature points.
     #[inline]
-    fn quad_point(&self, i: u32) -> V3<f32> {
-        let cp = &self.seg_cp[(i / self.b) as usize];
+    fn quad_point_local(&self, q: &[V3<f32>], loc: &[u16], i: u32) -> V3<f32> {
         let w = &self.weights[(i % self.b) as usize];
-        let q = cp.map(|c| V3::<f32>::from4(self.pos[c as usize]));
-        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+        q[loc[0] as usize] * w[0]
+            + q[loc[1] as usize] * w[1]
+            + q[loc[2] as usize] * w[2]
+            + q[loc[3] as usize] * w[3]
     }
 
     /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
@@ -347,14 +352,21 @@ impl EvalCtx<'_> {
     /// (missing from the model) and the linear model's spurious force on one that left.
     /// Only pairs with `|gap| ≤ bound` (the largest possible change of a pair distance) can have
     /// crossed; the list is sorted by `|gap|`, so the scan stops at the first farther one.
-    fn crossing_error(&self, s: &ContactSet, bound: f32) -> f32 {
+    /// `q`: the set's control points (current positions).
+    fn crossing_error(&self, s: &ContactSet, q: &[V3<f32>], bound: f32) -> f32 {
         let r = self.r;
         let mut err = 0.0f32;
-        for w in &self.watch_pool[s.w_off as usize..(s.w_off + s.n_watch) as usize] {
+        let range = s.w_off as usize..(s.w_off + s.n_watch) as usize;
+        for (w, loc) in self.watch_pool[range.clone()]
+            .iter()
+            .zip(&self.watch_loc_pool[range])
+        {
             if w.gap.abs() > bound {
                 break;
             }
-            let d = (self.quad_point(w.i) - self.quad_point(w.j)).norm();
+            let d = (self.quad_point_local(q, &loc[..4], w.i)
+                - self.quad_point_local(q, &loc[4..], w.j))
+            .norm();
             if (d < 2.0 * r) != (w.gap < 0.0) {
                 let dm = 2.0 * r - (d - 2.0 * r).abs();
                 let (_, df, _) = crate::contact::penalty(dm * dm, r);
@@ -386,20 +398,20 @@ impl EvalCtx<'_> {
             })?;
         s.quat = polar.quat;
         model::set_deviation(q, c, &polar.r, fout, dev);
-        let metric = model::set_metric(dev, &self.m_pool[o..o + n], self.r, s.eps);
+        let (metric, maxdev) =
+            model::set_metric_and_max_deviation(dev, &self.m_pool[o..o + n], self.r, s.eps);
         if !(metric <= self.tolerance) {
             return Ok(true);
         }
         if self.extra {
             // Rigid motions keep distances, so a member pair's distance changed by at most
             // 2 · 1.25 · max|Δ| since the rebuild.
-            let maxdev = dev.iter().map(|d| d.norm()).fold(0.0f32, f32::max);
             let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
             if bound >= s.guard_far {
                 // An unwatched pair may have crossed 2r.
                 return Ok(true);
             }
-            if bound >= s.guard_near && self.crossing_error(s, bound) > self.tolerance * s.f_ref {
+            if bound >= s.guard_near && self.crossing_error(s, q, bound) > self.tolerance * s.f_ref {
                 return Ok(true);
             }
         }
@@ -513,6 +525,7 @@ pub struct AclContact {
     m_pool: Vec<f32>,
     k_pool: Vec<SymBlock<f32>>,
     watch_pool: Vec<WatchPair>,
+    watch_loc_pool: Vec<[u16; 8]>,
     garbage_cp: usize,
     garbage_k: usize,
     garbage_w: usize,
@@ -594,6 +607,7 @@ impl AclContact {
             m_pool: Vec::new(),
             k_pool: Vec::new(),
             watch_pool: Vec::new(),
+            watch_loc_pool: Vec::new(),
             garbage_cp: 0,
             garbage_k: 0,
             garbage_w: 0,
@@ -685,6 +699,7 @@ impl AclContact {
         self.m_pool.clear();
         self.k_pool.clear();
         self.watch_pool.clear();
+        self.watch_loc_pool.clear();
         self.garbage_cp = 0;
         self.garbage_k = 0;
         self.garbage_w = 0;
@@ -932,10 +947,12 @@ impl AclContact {
             let s = self.sets[k as usize];
             let (o, n) = (s.w_off as usize, s.n_watch as usize);
             self.watch_pool.copy_within(o..o + n, wo);
+            self.watch_loc_pool.copy_within(o..o + n, wo);
             self.sets[k as usize].w_off = wo as u32;
             wo += n;
         }
         self.watch_pool.truncate(wo);
+        self.watch_loc_pool.truncate(wo);
         self.garbage_w = 0;
         self.order = order;
         self.cp_pool.truncate(cp);
@@ -1165,6 +1182,15 @@ impl AclContact {
                 kw: self.params.stiffness * self.seg_w[sa as usize] * self.seg_w[sb as usize],
                 gap: m.3 - 2.0 * r,
             });
+            // Both segments lie in the new box's ranges, so their control points are the set's.
+            let mut loc = [0u16; 8];
+            for (k, seg) in [sa, sb].into_iter().enumerate() {
+                for c in 0..4 {
+                    let p = topo.segments[seg as usize].cp[c];
+                    loc[4 * k + c] = self.scratch.cps.binary_search(&p).unwrap_or(0) as u16;
+                }
+            }
+            self.watch_loc_pool.push(loc);
         }
         self.scratch.members = members;
         let box_changed = new_bx != bx || old.flags & SET_DIRTY != 0;
@@ -1238,7 +1264,7 @@ impl AclContact {
             m_pool: &self.m_pool,
             k_pool: &self.k_pool,
             watch_pool: &self.watch_pool,
-            seg_cp: &self.seg_cp,
+            watch_loc_pool: &self.watch_loc_pool,
             weights: &self.table.weights,
             b: self.b,
             r: self.r,

@@ -142,6 +142,19 @@ pub fn set_metric<T: Real>(dev: &[V3<T>], m: &[T], radius: T, eps: T) -> T {
     worst * T::from_f64(2.0) * radius / (eps * eps)
 }
 
+/// [`set_metric`] and `max_i |Δ_i|` (the invalidation's deviation bound) from one pass over the
+/// deviations: the same arithmetic as each alone, the norms computed once.
+pub fn set_metric_and_max_deviation<T: Real>(dev: &[V3<T>], m: &[T], radius: T, eps: T) -> (T, T) {
+    let mut worst = T::zero();
+    let mut maxdev = T::zero();
+    for (d, w) in dev.iter().zip(m) {
+        let norm = d.norm();
+        worst = worst.max(*w * norm);
+        maxdev = maxdev.max(norm);
+    }
+    (worst * T::from_f64(2.0) * radius / (eps * eps), maxdev)
+}
+
 /// Stage `corotational_force`: `f_i = R (f0_i + Σ_j K̄_ij Δ_j)` into `out` (n points), with `K̄` the
 /// upper-triangular symmetric blocks `k`.
 pub fn corotational_force<T: Real>(
