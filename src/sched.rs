@@ -421,6 +421,52 @@ fn raster_segment(
     Ok((aabb, cb))
 }
 
+/// Stages `aabb_raster` and `segment_movement` (movement and change of movement) fused into one
+/// pass over the segments (one task per segment, each gathering its control points once): the same
+/// results as [`aabb_raster`] into `aabbs`/`cells`, [`segment_movement`] of `(pos, prev1)` into `mv1` and
+/// of `(pos, prev1, prev2)` into `mv2`.
+#[allow(clippy::too_many_arguments)]
+pub fn aabb_raster_movement(
+    segments: &[Segment],
+    pos: &[[f32; 4]],
+    prev1: &[[f32; 4]],
+    prev2: &[[f32; 4]],
+    radius: f32,
+    cell: f32,
+    anchor: [i32; 3],
+    aabbs: &mut [Interval],
+    cells: &mut [CellBox],
+    mv1: &mut [Interval],
+    mv2: &mut [Interval],
+) -> Result<(), SchedError> {
+    let ok = aabbs
+        .par_iter_mut()
+        .zip(cells.par_iter_mut())
+        .zip(mv1.par_iter_mut().zip(mv2.par_iter_mut()))
+        .zip(segments.par_iter())
+        .enumerate()
+        .map(|(s, (((a, c), (m1, m2)), seg))| {
+            *m1 = movement_of(seg, pos, prev1, None);
+            *m2 = movement_of(seg, pos, prev1, Some(prev2));
+            match raster_segment(s, seg, pos, radius, cell, anchor) {
+                Ok((ab, cb)) => {
+                    *a = ab;
+                    *c = cb;
+                    true
+                }
+                Err(_) => false,
+            }
+        })
+        .all(|x| x);
+    if ok {
+        return Ok(());
+    }
+    for (s, seg) in segments.iter().enumerate() {
+        raster_segment(s, seg, pos, radius, cell, anchor)?;
+    }
+    Ok(())
+}
+
 /// Stage `segment_movement`: for every segment, a per-axis interval containing the field
 /// `Σ_k B_k(t) (a_k − 2b_k + c_k)` over `t ∈ [0, 1]` if `c` is given (change of movement), else
 /// `Σ_k B_k(t) (a_k − b_k)` (movement): [`basis_field_bounds`], widened by a few ulps of the
@@ -528,13 +574,9 @@ pub fn bin_for(k: f32, max_bin: u32) -> u32 {
     if !k.is_finite() {
         return max_bin;
     }
-    let l = k.log2().floor();
-    // log2 of a float can round up across an integer; make sure 2^λ ≤ k.
-    let mut l = (l.max(0.0) as u32).min(max_bin);
-    while l > 0 && ((1u64 << l) as f32) > k {
-        l -= 1;
-    }
-    l
+    // ⌊log₂ k⌋ is the binary exponent of k (a normal float, k ≥ 2): exact, no libm call.
+    let l = ((k.to_bits() >> 23) & 0xff) - 127;
+    l.min(max_bin)
 }
 
 /// Bitmap of the pairs `(seg_a·b + ka, seg_b·b + kb)` that lie in the box `[u0, u1] × [v0, v1]`
@@ -757,17 +799,19 @@ impl Scheduler {
         let t0 = std::time::Instant::now();
         std::mem::swap(&mut self.cells, &mut self.prev_cells);
         let anchor = self.anchor(pos);
-        aabb_raster(
+        aabb_raster_movement(
             segments,
             pos,
+            &self.prev1,
+            &self.prev2,
             self.params.radius,
             self.params.cell,
             anchor,
             &mut self.aabb,
             &mut self.cells,
+            &mut self.mv1,
+            &mut self.mv2,
         )?;
-        segment_movement(segments, pos, &self.prev1, None, &mut self.mv1);
-        segment_movement(segments, pos, &self.prev1, Some(&self.prev2), &mut self.mv2);
         if n == 0 {
             self.mv2_ref.copy_from_slice(&self.mv2);
         }
