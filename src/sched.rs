@@ -17,8 +17,9 @@
 //! # Stages (future kernels), in step order
 //!
 //! 1. [`aabb_raster`]: AABB and cell box of every segment; [`segment_movement`] for `mv1`, `mv2`.
-//! 2. `grid_build`: (cell, segment) items counting-sorted by hash bucket; the grid is centred on the
-//!    cloth's centre of mass, snapped to whole cells so that cell identities persist between steps.
+//! 2. `grid_build` (on steps where some segment entered a cell): (cell, segment) items counting-sorted
+//!    by hash bucket; the grid is centred on the cloth's centre of mass, snapped to whole cells so that
+//!    cell identities persist between steps.
 //! 3. `drop_entries`: a segment that left cells drops the entries whose partner no longer shares a cell
 //!    with it (two segments in disjoint cell sets have disjoint padded boxes: a certificate that they
 //!    cannot touch).
@@ -816,8 +817,12 @@ impl Scheduler {
             self.mv2_ref.copy_from_slice(&self.mv2);
         }
 
-        // 2. Grid.
-        self.grid_build();
+        // 2. Grid. Only `newcomer_schedule` reads it, and only for segments that entered cells, so it is
+        // rebuilt only on steps that have such a segment (the grid is a function of the current cell
+        // boxes alone; at rest most steps have none).
+        if (0..self.nseg).any(|s| !self.cells[s].within(&self.prev_cells[s])) {
+            self.grid_build();
+        }
 
         // 3. Drop entries of segments that left cells.
         self.drop_entries();
