@@ -605,7 +605,7 @@ pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
 
 /// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults, whatever the address; SSE is part of the x86_64 baseline.
     unsafe {
