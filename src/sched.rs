@@ -1048,6 +1048,10 @@ impl Scheduler {
         for s in 0..self.nseg {
             let cb = self.cells[s];
             let pb = self.prev_cells[s];
+            if cb.valid() && cb.within(&pb) {
+                // No cell of `cb` is new (most segments, most steps).
+                continue;
+            }
             for z in cb.lo[2]..=cb.hi[2] {
                 for y in cb.lo[1]..=cb.hi[1] {
                     for x in cb.lo[0]..=cb.hi[0] {
