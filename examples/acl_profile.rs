@@ -137,9 +137,13 @@ fn main() -> anyhow::Result<()> {
         let contact = *time.lock().unwrap() * 1e3 / steps as f64;
         let log = log.lock().unwrap().clone();
         // Fingerprint of the final state: equal fingerprints mean bitwise equal trajectories.
-        let fp = sim.pos.iter().flatten().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
-            (h ^ x.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
-        });
+        let fp = sim
+            .pos
+            .iter()
+            .flatten()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+                (h ^ x.to_bits() as u64).wrapping_mul(0x0100_0000_01b3)
+            });
         println!("{name:5}: state fingerprint {fp:016x}");
         println!("{name:5}: whole step cpu {cpu:.2} ms, wall {wall:.2} ms, contact (measured around add_forces) {contact:.2} ms, contact_ms stat {:.2}", mean(&log, "contact_ms"));
         if name == "acl" {

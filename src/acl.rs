@@ -436,7 +436,8 @@ impl EvalCtx<'_> {
                 // An unwatched pair may have crossed 2r.
                 return Ok(true);
             }
-            if bound >= s.guard_near && self.crossing_error(s, q, bound) > self.tolerance * s.f_ref {
+            if bound >= s.guard_near && self.crossing_error(s, q, bound) > self.tolerance * s.f_ref
+            {
                 return Ok(true);
             }
         }

@@ -1335,7 +1335,12 @@ mod tests {
     fn bin_for_is_the_floor_of_log2() {
         for l in 1..30u32 {
             let p = (1u64 << l) as f32;
-            for k in [p, p * (1.0 + f32::EPSILON), p * (1.0 - f32::EPSILON / 2.0), p * 1.5] {
+            for k in [
+                p,
+                p * (1.0 + f32::EPSILON),
+                p * (1.0 - f32::EPSILON / 2.0),
+                p * 1.5,
+            ] {
                 let expect = (k as f64).log2().floor() as u32;
                 assert_eq!(bin_for(k, 40), expect, "{k}");
                 assert_eq!(bin_for(k, 5), expect.min(5), "{k}");
