@@ -447,8 +447,7 @@ pub fn aabb_raster_movement(
         .zip(segments.par_iter())
         .enumerate()
         .map(|(s, (((a, c), (m1, m2)), seg))| {
-            *m1 = movement_of(seg, pos, prev1, None);
-            *m2 = movement_of(seg, pos, prev1, Some(prev2));
+            (*m1, *m2) = movements_of(seg, pos, prev1, prev2);
             match raster_segment(s, seg, pos, radius, cell, anchor) {
                 Ok((ab, cb)) => {
                     *a = ab;
@@ -497,28 +496,13 @@ pub fn segment_movement(
         .for_each(|(o, seg)| *o = movement_of(seg, a, b, c));
 }
 
+/// The padded per-axis interval of `Σ_k B_k(t) d_k` (see [`segment_movement`]); `mag2` is the largest
+/// squared norm of the coordinates the differences `d` were formed from.
 #[inline]
-fn movement_of(seg: &Segment, a: &[[f32; 4]], b: &[[f32; 4]], c: Option<&[[f32; 4]]>) -> Interval {
-    let mut d = [V3::<f32>::zero(); 4];
-    let mut mag = 0.0f32;
-    for k in 0..4 {
-        let i = seg.cp[k] as usize;
-        let pa = V3::<f32>::from4(a[i]);
-        let pb = V3::<f32>::from4(b[i]);
-        d[k] = match c {
-            Some(c) => {
-                let pc = V3::<f32>::from4(c[i]);
-                mag = mag.max(pa.norm()).max(pb.norm()).max(pc.norm());
-                pa - pb * 2.0 + pc
-            }
-            None => {
-                mag = mag.max(pa.norm()).max(pb.norm());
-                pa - pb
-            }
-        };
-    }
-    // Each difference carries a rounding error of at most a few ulps of the coordinates.
-    let pad = 4.0 * f32::EPSILON * mag;
+fn movement_interval(d: &[V3<f32>; 4], mag2: f32) -> Interval {
+    // Each difference carries a rounding error of at most a few ulps of the coordinates. (The largest
+    // norm is the root of the largest squared norm: the rounded square root is monotone.)
+    let pad = 4.0 * f32::EPSILON * mag2.sqrt();
     let mut out = Interval::default();
     for axis in 0..3 {
         let (lo, hi) = basis_field_bounds([
@@ -531,6 +515,54 @@ fn movement_of(seg: &Segment, a: &[[f32; 4]], b: &[[f32; 4]], c: Option<&[[f32; 
         out.hi[axis] = hi + pad;
     }
     out
+}
+
+#[inline]
+fn movement_of(seg: &Segment, a: &[[f32; 4]], b: &[[f32; 4]], c: Option<&[[f32; 4]]>) -> Interval {
+    let mut d = [V3::<f32>::zero(); 4];
+    let mut mag2 = 0.0f32;
+    for k in 0..4 {
+        let i = seg.cp[k] as usize;
+        let pa = V3::<f32>::from4(a[i]);
+        let pb = V3::<f32>::from4(b[i]);
+        d[k] = match c {
+            Some(c) => {
+                let pc = V3::<f32>::from4(c[i]);
+                mag2 = mag2.max(pa.norm2()).max(pb.norm2()).max(pc.norm2());
+                pa - pb * 2.0 + pc
+            }
+            None => {
+                mag2 = mag2.max(pa.norm2()).max(pb.norm2());
+                pa - pb
+            }
+        };
+    }
+    movement_interval(&d, mag2)
+}
+
+/// `movement_of(seg, a, b, None)` and `movement_of(seg, a, b, Some(c))` from one gather.
+#[inline]
+fn movements_of(
+    seg: &Segment,
+    a: &[[f32; 4]],
+    b: &[[f32; 4]],
+    c: &[[f32; 4]],
+) -> (Interval, Interval) {
+    let mut d1 = [V3::<f32>::zero(); 4];
+    let mut d2 = [V3::<f32>::zero(); 4];
+    let (mut mag1, mut mag2) = (0.0f32, 0.0f32);
+    for k in 0..4 {
+        let i = seg.cp[k] as usize;
+        let pa = V3::<f32>::from4(a[i]);
+        let pb = V3::<f32>::from4(b[i]);
+        let pc = V3::<f32>::from4(c[i]);
+        let (na, nb) = (pa.norm2(), pb.norm2());
+        mag1 = mag1.max(na).max(nb);
+        mag2 = mag2.max(na).max(nb).max(pc.norm2());
+        d1[k] = pa - pb;
+        d2[k] = pa - pb * 2.0 + pc;
+    }
+    (movement_interval(&d1, mag1), movement_interval(&d2, mag2))
 }
 
 /// `max_t |B_0(t)| = max_t |B_3(t)| = 2/27` (at `t = 1/3`, `2/3`).
@@ -1328,6 +1360,43 @@ mod tests {
         }
         for x in xs {
             assert_eq!(floor_i64(x), x.floor() as i64, "{x}");
+        }
+    }
+
+    #[test]
+    fn fused_movements_equal_the_single_ones_and_the_norm_maximum() {
+        // A small deterministic pseudo-random cloud (xorshift), coordinates over several magnitudes.
+        let mut x = 0x9E37_79B9u32;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32 - 0.5) * 10f32.powi((x % 7) as i32 - 3)
+        };
+        let pts = |rnd: &mut dyn FnMut() -> f32| -> Vec<[f32; 4]> {
+            (0..16).map(|_| [rnd(), rnd(), rnd(), 0.0]).collect()
+        };
+        let (a, b, c) = (pts(&mut rnd), pts(&mut rnd), pts(&mut rnd));
+        for s in 0..13u32 {
+            let seg = Segment {
+                cp: [s, s + 1, s + 2, s + 3],
+                ..Default::default()
+            };
+            let (m1, m2) = movements_of(&seg, &a, &b, &c);
+            assert_eq!(m1, movement_of(&seg, &a, &b, None));
+            assert_eq!(m2, movement_of(&seg, &a, &b, Some(&c)));
+            // The pad is 4 ε times the largest coordinate norm, as a maximum of norms.
+            let mag = seg.cp.iter().fold(0.0f32, |m, &i| {
+                let n = |p: [f32; 4]| V3::<f32>::from4(p).norm();
+                m.max(n(a[i as usize])).max(n(b[i as usize]))
+            });
+            let d: Vec<V3<f32>> = seg
+                .cp
+                .iter()
+                .map(|&i| V3::from4(a[i as usize]) - V3::from4(b[i as usize]))
+                .collect();
+            let (lo, _) = basis_field_bounds([d[0].x, d[1].x, d[2].x, d[3].x]);
+            assert_eq!(m1.lo[0], lo - 4.0 * f32::EPSILON * mag);
         }
     }
 
