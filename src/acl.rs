@@ -515,6 +515,35 @@ pub struct AclStepStats {
     pub rebuild_ms: f64,
 }
 
+/// The pools' second buffers, for compaction (see `AclContact::compact`).
+#[derive(Debug, Default)]
+struct CompactScratch {
+    cp: Vec<u32>,
+    f0: Vec<[f32; 4]>,
+    dbar: Vec<[f32; 4]>,
+    m: Vec<f32>,
+    k: Vec<SymBlock<f32>>,
+    watch: Vec<WatchPair>,
+    watch_loc: Vec<[u16; 8]>,
+}
+
+impl CompactScratch {
+    /// Empties the buffers, each with at least the capacity of the pool it will replace.
+    fn clear_reserving(&mut self, a: &AclContact) {
+        fn prep<T>(v: &mut Vec<T>, cap: usize) {
+            v.clear();
+            v.reserve(cap);
+        }
+        prep(&mut self.cp, a.cp_pool.capacity());
+        prep(&mut self.f0, a.f0_pool.capacity());
+        prep(&mut self.dbar, a.dbar_pool.capacity());
+        prep(&mut self.m, a.m_pool.capacity());
+        prep(&mut self.k, a.k_pool.capacity());
+        prep(&mut self.watch, a.watch_pool.capacity());
+        prep(&mut self.watch_loc, a.watch_loc_pool.capacity());
+    }
+}
+
 /// Scratch of one rebuild (reused).
 #[derive(Debug, Default)]
 struct RebuildScratch {
@@ -565,6 +594,7 @@ pub struct AclContact {
     multi: Vec<bool>,
     /// Scratch of the pool compaction.
     order: Vec<u32>,
+    compact_scratch: CompactScratch,
     scratch: RebuildScratch,
     dirty: Vec<u32>,
     step: u64,
@@ -645,6 +675,7 @@ impl AclContact {
             hulls: Vec::new(),
             multi: Vec::new(),
             order: Vec::new(),
+            compact_scratch: CompactScratch::default(),
             scratch: RebuildScratch::default(),
             dirty: Vec::new(),
             step: 0,
@@ -926,7 +957,12 @@ impl AclContact {
         (cp_off as u32, k_off as u32)
     }
 
-    /// Moves every live model to the front of the pools when more than half of them is garbage.
+    /// Rewrites the pools with only the live models, in set order, when more than half of them is
+    /// garbage. Set order is the order `set_evaluate` walks the sets in: rebuilt models are appended in
+    /// rebuild order, so without the reordering the pools drift into an order unrelated to the sets
+    /// and every set's evaluation starts with cache misses (measured: the evaluation stage of the bench
+    /// scene slowed by a quarter over 800 steps). The pools are written into `compact_scratch` and
+    /// swapped with it (both keep their capacity, so steady-state compaction does not allocate).
     fn compact(&mut self) {
         if self.garbage_cp * 2 <= self.cp_pool.len() + 4096
             && self.garbage_k * 2 <= self.k_pool.len() + 65536
@@ -934,60 +970,47 @@ impl AclContact {
         {
             return;
         }
-        // Models were allocated in increasing offset order; moving each down in that order never
-        // overwrites a model not yet moved.
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         order.extend((0..self.sets.len() as u32).filter(|&k| {
             self.sets[k as usize].flags & SET_LIVE != 0 && self.sets[k as usize].n_cp > 0
         }));
-        order.sort_by_key(|&k| self.sets[k as usize].cp_off);
-        let mut cp = 0usize;
+        let mut sc = std::mem::take(&mut self.compact_scratch);
+        sc.clear_reserving(self);
         for &k in &order {
-            let s = self.sets[k as usize];
+            let s = &mut self.sets[k as usize];
             let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-            self.cp_pool.copy_within(o..o + n, cp);
-            self.f0_pool.copy_within(o..o + n, cp);
-            self.dbar_pool.copy_within(o..o + n, cp);
-            self.m_pool.copy_within(o..o + n, cp);
-            self.sets[k as usize].cp_off = cp as u32;
-            cp += n;
-        }
-        order.sort_by_key(|&k| self.sets[k as usize].k_off);
-        let mut ko = 0usize;
-        for &k in &order {
-            let s = self.sets[k as usize];
+            s.cp_off = sc.cp.len() as u32;
+            sc.cp.extend_from_slice(&self.cp_pool[o..o + n]);
+            sc.f0.extend_from_slice(&self.f0_pool[o..o + n]);
+            sc.dbar.extend_from_slice(&self.dbar_pool[o..o + n]);
+            sc.m.extend_from_slice(&self.m_pool[o..o + n]);
             if s.flags & SET_ZERO != 0 {
                 // No blocks; keep the (empty) range inside the pool.
-                self.sets[k as usize].k_off = 0;
-                continue;
+                s.k_off = 0;
+            } else {
+                let (ko, nk) = (s.k_off as usize, model::tri_len(n));
+                s.k_off = sc.k.len() as u32;
+                sc.k.extend_from_slice(&self.k_pool[ko..ko + nk]);
             }
-            let (o, n) = (s.k_off as usize, model::tri_len(s.n_cp as usize));
-            self.k_pool.copy_within(o..o + n, ko);
-            self.sets[k as usize].k_off = ko as u32;
-            ko += n;
+            let (wo, nw) = (s.w_off as usize, s.n_watch as usize);
+            s.w_off = sc.watch.len() as u32;
+            sc.watch.extend_from_slice(&self.watch_pool[wo..wo + nw]);
+            sc.watch_loc
+                .extend_from_slice(&self.watch_loc_pool[wo..wo + nw]);
         }
-        order.sort_by_key(|&k| self.sets[k as usize].w_off);
-        let mut wo = 0usize;
-        for &k in &order {
-            let s = self.sets[k as usize];
-            let (o, n) = (s.w_off as usize, s.n_watch as usize);
-            self.watch_pool.copy_within(o..o + n, wo);
-            self.watch_loc_pool.copy_within(o..o + n, wo);
-            self.sets[k as usize].w_off = wo as u32;
-            wo += n;
-        }
-        self.watch_pool.truncate(wo);
-        self.watch_loc_pool.truncate(wo);
-        self.garbage_w = 0;
+        std::mem::swap(&mut self.cp_pool, &mut sc.cp);
+        std::mem::swap(&mut self.f0_pool, &mut sc.f0);
+        std::mem::swap(&mut self.dbar_pool, &mut sc.dbar);
+        std::mem::swap(&mut self.m_pool, &mut sc.m);
+        std::mem::swap(&mut self.k_pool, &mut sc.k);
+        std::mem::swap(&mut self.watch_pool, &mut sc.watch);
+        std::mem::swap(&mut self.watch_loc_pool, &mut sc.watch_loc);
+        self.compact_scratch = sc;
         self.order = order;
-        self.cp_pool.truncate(cp);
-        self.f0_pool.truncate(cp);
-        self.dbar_pool.truncate(cp);
-        self.m_pool.truncate(cp);
-        self.k_pool.truncate(ko);
         self.garbage_cp = 0;
         self.garbage_k = 0;
+        self.garbage_w = 0;
     }
 
     /// Stage `set_rebuild`: the exact model of set `k` at the current positions, and its resize.
