@@ -648,6 +648,47 @@ pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
     bits
 }
 
+/// Digit width of [`radix_sort_by_entry`].
+const RADIX_BITS: u32 = 11;
+const RADIX: usize = 1 << RADIX_BITS;
+
+/// Sorts queue items `[entry, ticket]` by entry, ascending, by an LSD radix sort through `tmp` (which
+/// may end up swapped with `v`; no allocation while `tmp` has `v`'s capacity). Items of one entry end
+/// up in some order among themselves: the examination does not depend on it (at most one of them
+/// carries the entry's current ticket, and identical items are interchangeable). The queue is a few
+/// sorted runs (the bin lists) of tens of thousands of items per step; this is linear in them.
+pub fn radix_sort_by_entry(v: &mut Vec<[u32; 2]>, tmp: &mut Vec<[u32; 2]>, counts: &mut [u32]) {
+    let n = v.len();
+    if n < 256 {
+        v.sort_unstable_by_key(|w| w[0]);
+        return;
+    }
+    let max = v.iter().map(|w| w[0]).max().unwrap_or(0);
+    let passes = (32 - max.leading_zeros()).div_ceil(RADIX_BITS);
+    tmp.clear();
+    tmp.resize(n, [0; 2]);
+    let mask = RADIX as u32 - 1;
+    for pass in 0..passes {
+        let shift = pass * RADIX_BITS;
+        counts.fill(0);
+        for w in v.iter() {
+            counts[((w[0] >> shift) & mask) as usize] += 1;
+        }
+        let mut sum = 0u32;
+        for c in counts.iter_mut() {
+            let t = *c;
+            *c = sum;
+            sum += t;
+        }
+        for w in v.iter() {
+            let d = ((w[0] >> shift) & mask) as usize;
+            tmp[counts[d] as usize] = *w;
+            counts[d] += 1;
+        }
+        std::mem::swap(v, tmp);
+    }
+}
+
 /// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
 #[inline(always)]
 pub(crate) fn prefetch<T>(p: *const T) {
@@ -705,6 +746,9 @@ pub struct Scheduler {
     bins: Vec<Vec<[u32; 2]>>,
     /// Entries to examine this step.
     work: Vec<[u32; 2]>,
+    /// Second buffer and digit counts of the queue's radix sort.
+    sort_tmp: Vec<[u32; 2]>,
+    sort_counts: Vec<u32>,
     /// Entries whose pairs were released by a contact set: examined at the next step.
     due_next: Vec<[u32; 2]>,
     /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
@@ -744,6 +788,8 @@ impl Scheduler {
             adj_cap: 16,
             bins: (0..=params.max_bin).map(|_| Vec::new()).collect(),
             work: Vec::new(),
+            sort_tmp: Vec::new(),
+            sort_counts: vec![0; RADIX],
             due_next: Vec::new(),
             touching: Vec::new(),
             stats: SchedStats::default(),
@@ -890,6 +936,9 @@ impl Scheduler {
             }
             self.work
                 .reserve((2 * more).saturating_sub(self.work.len()));
+            // The sort's buffer swaps with `work`: the same capacity.
+            self.sort_tmp.clear();
+            self.sort_tmp.reserve(self.work.capacity());
             self.due_next
                 .reserve(more.saturating_sub(self.due_next.len()));
         }
@@ -1184,7 +1233,7 @@ impl Scheduler {
         let mut work = std::mem::take(&mut self.work);
         // In entry order: neighbouring entries share segments and cache lines, and the bins refill in
         // this order, so next time the lists are nearly sorted already.
-        work.sort_unstable_by_key(|w| w[0]);
+        radix_sort_by_entry(&mut work, &mut self.sort_tmp, &mut self.sort_counts);
         // The loop is bound by memory latency: the queued entries are a sparse subset of a large
         // array and their segments' per-segment data is scattered. Two-stage software prefetch: the
         // entry `2·AHEAD` items ahead, and the per-segment data of the entry `AHEAD` items ahead
@@ -1397,6 +1446,30 @@ mod tests {
                 .collect();
             let (lo, _) = basis_field_bounds([d[0].x, d[1].x, d[2].x, d[3].x]);
             assert_eq!(m1.lo[0], lo - 4.0 * f32::EPSILON * mag);
+        }
+    }
+
+    #[test]
+    fn radix_sort_orders_by_entry() {
+        let mut x = 12345u32;
+        for n in [0usize, 1, 100, 255, 256, 3000, 70000] {
+            for range in [7u32, 2048, 1 << 20, u32::MAX] {
+                let mut v: Vec<[u32; 2]> = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        [x % range.max(1), x % 3]
+                    })
+                    .collect();
+                let mut expect = v.clone();
+                expect.sort_unstable();
+                let (mut tmp, mut counts) = (Vec::new(), vec![0; RADIX]);
+                radix_sort_by_entry(&mut v, &mut tmp, &mut counts);
+                assert!(v.windows(2).all(|w| w[0][0] <= w[1][0]));
+                v.sort_unstable();
+                assert_eq!(v, expect);
+            }
         }
     }
 
