@@ -68,7 +68,7 @@ fn exact_rebuilds_count_the_steps_each_segment_touched() {
     assert!(sim.segment_values(SegmentValue::Rebuilds, &mut v).unwrap());
     let spf = sim.params.steps_per_frame as f32;
     assert!(v.iter().all(|&x| x <= spf));
-    assert!(v.iter().any(|&x| x == spf));
+    assert!(v.contains(&spf));
 }
 
 #[test]
@@ -158,8 +158,8 @@ fn acl_counts_rebuilds_of_the_segments_in_rebuilt_boxes() {
             })
             .count() as f32
     };
-    for s in 0..n {
-        assert_eq!(counts[s], sets_per_segment(s as u32), "segment {s}");
+    for (s, &c) in counts.iter().enumerate() {
+        assert_eq!(c, sets_per_segment(s as u32), "segment {s}");
     }
     // Boxes are disjoint and every touching pair lies in one (positions unchanged since the step).
     for (k, a) in boxes.iter().enumerate() {
