@@ -179,16 +179,15 @@ struct InfoArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime_dir = ensure_runtime_dir();
+    // The Vulkan loader complains on stderr when XDG_RUNTIME_DIR is unset; give it a private
+    // per-user directory (kept for later runs). Done first, while the process has one thread.
+    yarnsim::gpu::ensure_runtime_dir();
     let result = match cli.command {
         Command::Run(a) => run(a),
         Command::Info(a) => info(a),
         Command::Render(a) => render(a),
         Command::Links { file } => links(&file),
     };
-    if let Some(dir) = runtime_dir {
-        let _ = std::fs::remove_dir_all(dir);
-    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -199,24 +198,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The Vulkan loader complains on stderr when `XDG_RUNTIME_DIR` is unset (common in containers and CI);
-/// give it a private directory then (returned, to be removed at exit). Runs first thing in `main`,
-/// while the process has one thread.
-fn ensure_runtime_dir() -> Option<PathBuf> {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("yarnsim-xdg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-    }
-    std::env::set_var("XDG_RUNTIME_DIR", &dir);
-    Some(dir)
 }
 
 /// A loaded scene with its overrides applied, and the cloth built from it.

@@ -533,3 +533,41 @@ fn obj_frames_parse_back_to_the_bcc_frames() {
     let out = bin().arg("run").arg(&scene).arg("--obj").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn runtime_dir_is_one_private_folder_per_user() {
+    // Without XDG_RUNTIME_DIR the binary makes one under TMPDIR for the Vulkan loader; two runs share
+    // it and leave nothing else behind.
+    let dir = scratch("xdg");
+    for _ in 0..2 {
+        let out = bin()
+            .arg("info")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        assert!(
+            !text(&out.stderr).contains("XDG_RUNTIME_DIR"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let name = entries[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("yarnsim-xdg-"), "{name}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&entries[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}
