@@ -1,6 +1,7 @@
-//! The `yarnsim` command line: `run` simulates a scene headless (optionally capturing PNG frames),
-//! `info` reports adapters and scene size, `render` draws a saved BCC state, `links` prints the linking
-//! certificate of a BCC file's closed loops.
+//! The `yarnsim` command line: `run` simulates a scene headless (optionally writing BCC/OBJ frames,
+//! capturing PNG frames coloured per yarn, by contact-model rebuilds or by contact density, and the
+//! seed's Figure 2 contact matrix of chosen frames), `info` reports adapters and scene size, `render`
+//! draws a saved BCC state, `links` prints the linking certificate of a BCC file's closed loops.
 //!
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
