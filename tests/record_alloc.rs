@@ -75,7 +75,7 @@ fn recording_rebuilds_does_not_allocate() {
         // It did record: the swatch is in contact.
         let mut v = Vec::new();
         assert!(sim.segment_values(SegmentValue::Rebuilds, &mut v).unwrap());
-        assert!(v.iter().any(|&x| x == 35.0));
+        assert!(v.contains(&35.0));
 
         let (topo, pos) = Topology::from_curves(&build.curves).unwrap();
         let mut acl = AclContact::new(scene.yarn.radius, &scene.contact).unwrap();
