@@ -3,48 +3,15 @@
 //! exact model recording, and ACL's per-step count on its own. One rayon worker, as in
 //! tests/step_alloc.rs (rayon's first cross-thread steals may allocate queue space).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use yarnsim::acl::AclContact;
 use yarnsim::scene::{self, ContactModel, Scene};
 use yarnsim::sim::{ContactForce, ContactStats, SegmentValue, Sim};
 use yarnsim::state::Topology;
 
-struct Counting;
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Allocations made by `f`.
-fn count(f: impl FnOnce()) -> usize {
-    ALLOCATIONS.store(0, Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
-    f();
-    COUNTING.store(false, Ordering::SeqCst);
-    ALLOCATIONS.load(Ordering::SeqCst)
-}
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[test]
 fn recording_rebuilds_does_not_allocate() {
@@ -64,11 +31,12 @@ fn recording_rebuilds_does_not_allocate() {
             sim.step().unwrap();
         }
         assert_eq!(
-            count(|| {
+            alloc::count(|| {
                 for _ in 0..30 {
                     sim.step().unwrap();
                 }
-            }),
+            })
+            .1,
             0,
             "exact model, recording"
         );
@@ -85,7 +53,7 @@ fn recording_rebuilds_does_not_allocate() {
             .unwrap();
         let mut counts = vec![0.0f32; topo.segments.len()];
         assert_eq!(
-            count(|| assert!(acl.add_step_rebuilds(&topo, &mut counts))),
+            alloc::count(|| assert!(acl.add_step_rebuilds(&topo, &mut counts))).1,
             0,
             "ACL rebuild count"
         );
