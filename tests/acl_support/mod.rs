@@ -1,9 +1,11 @@
-//! Shared helpers of the scheduler and ACL tests: a woven test cloth, prescribed ("kinematic")
-//! randomized drops and stretches, a small deterministic random generator, and the brute-force search
-//! for touching quadrature pairs that the safety tests compare against.
+//! Shared helpers of the scheduler and ACL tests: a woven test cloth, a flat knitted swatch,
+//! prescribed ("kinematic") randomized drops and stretches, a small deterministic random generator,
+//! and the brute-force search for touching quadrature pairs that the safety tests compare against.
 #![allow(dead_code)]
 
+use yarnsim::knit;
 use yarnsim::math::V3;
+use yarnsim::scene::Pattern;
 use yarnsim::sched::{PairClass, PairRules};
 use yarnsim::spline;
 use yarnsim::state::{Curve, Topology};
@@ -271,4 +273,29 @@ pub fn two_patches(n: usize, r: f32) -> (Topology, Vec<[f32; 3]>, usize) {
     let (topo, pos) = Topology::from_curves(&all).unwrap();
     let rest = pos.iter().map(|p| [p[0], p[1], p[2]]).collect();
     (topo, rest, n_a)
+}
+
+/// A stockinette swatch of `w × c` loops of yarn radius `r`, lying flat (knit face up, +y) with its
+/// lowest point `gap` above the plane y = 0.
+pub fn flat_swatch(w: u32, c: u32, r: f32, gap: f32) -> Vec<Curve> {
+    let k = knit::generate(Pattern::Stockinette, w, c, r).unwrap();
+    // (x, y, z) → (x, z, −y): the swatch's normal (+z) becomes +y.
+    let mut curves: Vec<Curve> = k
+        .curves
+        .into_iter()
+        .map(|cv| Curve {
+            points: cv.points.iter().map(|p| [p[0], p[2], -p[1]]).collect(),
+            closed: cv.closed,
+        })
+        .collect();
+    let low = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p[1]))
+        .fold(f32::INFINITY, f32::min);
+    for cv in &mut curves {
+        for p in &mut cv.points {
+            p[1] += gap - low;
+        }
+    }
+    curves
 }
