@@ -8,18 +8,12 @@ use yarnsim::rod::{
 };
 use yarnsim::state::{Curve, Topology};
 
-/// Small deterministic generator (xorshift64*), so the tests need no extra crate.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        ((self.0.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64) / (1u64 << 53) as f64
-    }
-    fn range(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.next()
-    }
+    /// A random unit vector (rejection sampling in the unit ball, away from its centre).
     fn unit(&mut self) -> V3d {
         loop {
             let v = V3d::new(

@@ -10,61 +10,38 @@ use yarnsim::sched::{PairClass, PairRules};
 use yarnsim::spline;
 use yarnsim::state::{Curve, Topology};
 
-/// xorshift64* — deterministic, no extra crate.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (v >> 11) as f64 / (1u64 << 53) as f64
-    }
-    pub fn range(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.next_f64()
-    }
-}
+#[path = "../support/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// A plain-weave patch: `n` yarns along x and `n` along y with pitch `p`, undulating by ±`amp` so
 /// that crossing yarns overlap slightly (`2 amp < 2r`) and touch at every crossing. Control points
 /// every `p / per_pitch`; open yarns with one tangent handle at each end.
 pub fn woven_patch(n: usize, p: f32, amp: f32, per_pitch: usize) -> Vec<Curve> {
-    let mut curves = Vec::new();
-    let len = n as f32 * p;
+    use std::f32::consts::PI;
     let npts = n * per_pitch + 3;
-    for j in 0..n {
-        let y = (j as f32 + 0.5) * p;
-        let pts = (0..npts)
-            .map(|i| {
-                let x = (i as f32 - 1.0) * p / per_pitch as f32;
-                let z = amp
-                    * (std::f32::consts::PI * (x / p - 0.5) + std::f32::consts::PI * j as f32)
-                        .cos();
-                [x, y, z]
-            })
-            .collect();
-        curves.push(Curve {
-            points: pts,
-            closed: false,
-        });
+    let mut curves = Vec::new();
+    // The yarns along x first, then those along y, undulating in opposite phase so that they cross.
+    for (along_x, sign) in [(true, 1.0f32), (false, -1.0)] {
+        for j in 0..n {
+            let across = (j as f32 + 0.5) * p;
+            let points = (0..npts)
+                .map(|i| {
+                    let s = (i as f32 - 1.0) * p / per_pitch as f32;
+                    let z = sign * amp * (PI * (s / p - 0.5) + PI * j as f32).cos();
+                    if along_x {
+                        [s, across, z]
+                    } else {
+                        [across, s, z]
+                    }
+                })
+                .collect();
+            curves.push(Curve {
+                points,
+                closed: false,
+            });
+        }
     }
-    for i in 0..n {
-        let x = (i as f32 + 0.5) * p;
-        let pts = (0..npts)
-            .map(|k| {
-                let y = (k as f32 - 1.0) * p / per_pitch as f32;
-                let z = -amp
-                    * (std::f32::consts::PI * (y / p - 0.5) + std::f32::consts::PI * i as f32)
-                        .cos();
-                [x, y, z]
-            })
-            .collect();
-        curves.push(Curve {
-            points: pts,
-            closed: false,
-        });
-    }
-    let _ = len;
     curves
 }
 
