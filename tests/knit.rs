@@ -123,15 +123,8 @@ fn brute_min_separation(s: &knit::Samples, exclusion: f64) -> f64 {
     let mut best = f64::MAX;
     for i in 0..s.pos.len() {
         for j in i + 1..s.pos.len() {
-            if s.yarn[i] == s.yarn[j] {
-                let y = s.yarn[i] as usize;
-                let mut d = (s.arc[i] - s.arc[j]).abs();
-                if s.closed[y] {
-                    d = d.min(s.length[y] - d);
-                }
-                if d <= exclusion {
-                    continue;
-                }
+            if s.neighbours_along_yarn(i, j, exclusion) {
+                continue;
             }
             best = best.min((s.pos[i] - s.pos[j]).norm());
         }
