@@ -73,6 +73,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs `cmd`, asserts that it fails, and returns its standard error.
+fn failure(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "succeeded: {cmd:?}");
+    text(&out.stderr)
+}
+
 fn check_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -157,27 +164,20 @@ fn set_overrides_a_scene_field() {
     let r: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(r["steps"], 32);
 
-    let out = bin()
-        .arg("run")
-        .arg(&scene)
-        .args(["--set", "simulation.no_such_key=1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("no_such_key"),
-        "{}",
-        text(&out.stderr)
+    let err = failure(
+        bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--set", "simulation.no_such_key=1"]),
     );
+    assert!(err.contains("no_such_key"), "{err}");
 }
 
 #[test]
 fn missing_scene_is_an_error_naming_the_file() {
     let dir = scratch("missing");
     let missing = dir.join("does_not_exist.toml");
-    let out = bin().arg("run").arg(&missing).output().unwrap();
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
+    let err = failure(bin().arg("run").arg(&missing));
     assert!(err.contains("does_not_exist.toml"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -186,18 +186,8 @@ fn missing_scene_is_an_error_naming_the_file() {
 fn gpu_backend_is_not_available_yet() {
     let dir = scratch("gpu");
     let scene = tiny_scene(&dir, "none");
-    let out = bin()
-        .arg("run")
-        .arg(&scene)
-        .args(["--backend", "gpu"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("GPU backend is not yet available"),
-        "{}",
-        text(&out.stderr)
-    );
+    let err = failure(bin().arg("run").arg(&scene).args(["--backend", "gpu"]));
+    assert!(err.contains("GPU backend is not yet available"), "{err}");
 }
 
 #[test]
@@ -290,17 +280,8 @@ fn links_prints_the_certificate() {
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(lines[1] == "0,1,1" || lines[1] == "0,1,-1", "{stdout}");
 
-    let out = bin()
-        .arg("links")
-        .arg(dir.join("nope.bcc"))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("nope.bcc"),
-        "{}",
-        text(&out.stderr)
-    );
+    let err = failure(bin().arg("links").arg(dir.join("nope.bcc")));
+    assert!(err.contains("nope.bcc"), "{err}");
 }
 
 #[test]
