@@ -50,6 +50,10 @@
 //!
 //! Quaternions are stored `[x, y, z, w]` (the vector part first, as a WGSL `vec4<f32>`).
 
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
 use crate::math::{Real, M3, V3};
 
 /// Iteration cap. Newton converges in a handful of steps; the cap only bounds the linear gradient
@@ -240,10 +244,15 @@ pub fn polar_decompose<T: Real>(f: &M3<T>, warm: [T; 4]) -> Result<Polar<T>, Pol
     for it in 0..MAX_ITERATIONS {
         let r = quat_to_matrix(q);
         let (g, h) = ascent_terms(&r, &a);
+        let newton = solve_spd(&h, g, T::one());
+        let mut last = false;
         let axis = if g.norm() <= tol {
-            // Stationary. A maximum unless H has a direction of negative curvature (a saddle or
-            // the minimum, e.g. the identity for F = −I): then E grows monotonically all the way to a
-            // half turn about that direction.
+            // Stationary: a maximum where H is positive definite. Otherwise H may have a direction
+            // of negative curvature (a saddle or the minimum, e.g. the identity for F = −I): then E
+            // grows monotonically all the way to a half turn about that direction.
+            if newton.is_some() {
+                break;
+            }
             match negative_curvature_direction(&h, tol) {
                 Some(n) => n * T::from_f64(std::f64::consts::PI),
                 None => break,
@@ -254,16 +263,22 @@ pub fn polar_decompose<T: Real>(f: &M3<T>, warm: [T; 4]) -> Result<Polar<T>, Pol
             // E(φ) = E₀ + (n·g) sin φ − (nᵀHn)(1 − cos φ), maximal at φ = atan2(n·g, nᵀHn) ∈ (0, π):
             // an exact line search, so every step increases E. Near the maximum, along the Newton
             // direction φ equals the Newton step length to second order (quadratic convergence).
-            let dir = solve_spd(&h, g, T::one()).unwrap_or(g);
+            let dir = newton.unwrap_or(g);
             let n = dir.normalized();
             let phi = n.dot(g).atan2(n.dot(h.mul_v(n)));
             if !(phi > tol) {
                 break;
             }
+            // Quadratic convergence: after a Newton step of φ the error is of order φ², so a step
+            // with φ² below the tolerance is the last one (saves re-evaluating at the answer).
+            last = newton.is_some() && phi * phi < tol;
             n * phi
         };
         q = quat_normalize(quat_mul(quat_from_rotation_vector(axis), q));
         iterations = it + 1;
+        if last {
+            break;
+        }
     }
     let r = quat_to_matrix(q);
     let rtf = r.transpose().mul_m(f);

@@ -40,8 +40,10 @@
 //! Movement intervals make relative movement cheap and tight: if every point of segment `a` moved by a
 //! vector in the per-axis interval `[lo_a, hi_a]` and every point of `b` in `[lo_b, hi_b]`, their relative
 //! movement is in `[lo_a − hi_b, hi_a − lo_b]` per axis, whose largest norm `|Δx_ab|` bounds the change of
-//! every pair distance (common motion — a falling cloth — cancels). The extremes of each axis of
-//! `Σ_k B_k(t) Δq_k` over `t ∈ [0, 1]` come from the roots of its derivative, as for the AABB.
+//! every pair distance (common motion — a falling cloth — cancels). The seed finds the extremes of each
+//! axis of `Σ_k B_k(t) Δq_k` over `t ∈ [0, 1]` from the roots of its derivative; we use the closed-form
+//! conservative bound of [`basis_field_bounds`] instead (no roots, at most 2/27 of the handle
+//! differences wider), since these intervals are formed for every segment several times per step.
 //!
 //! After an examination at step `n` with gap bound `d`, last-step relative movement `m = |Δx_ab|` and
 //! relative change of movement bounded by `A = |Δ²x_ab| + ω` per step (guaranteed by monitoring, see
@@ -70,6 +72,10 @@
 //!
 //! Only the CPU path exists so far; each stage is written element-wise (one segment or one entry per
 //! invocation) with the buffers it will bind as a kernel.
+
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 use crate::math::V3;
 use crate::spline::segment_aabb;
@@ -415,10 +421,10 @@ fn raster_segment(
     Ok((aabb, cb))
 }
 
-/// Stage `segment_movement`: for every segment, the per-axis interval over `t ∈ [0, 1]` of the field
-/// `Σ_k B_k(t) (a_k − 2b_k + c_k)` if `c` is given (change of movement), else `Σ_k B_k(t) (a_k − b_k)`
-/// (movement). Exact extremes from the roots of the derivative, as for the AABB, widened by a few ulps
-/// of the coordinates so that rounding in the differences cannot make the interval too small.
+/// Stage `segment_movement`: for every segment, a per-axis interval containing the field
+/// `Σ_k B_k(t) (a_k − 2b_k + c_k)` over `t ∈ [0, 1]` if `c` is given (change of movement), else
+/// `Σ_k B_k(t) (a_k − b_k)` (movement): [`basis_field_bounds`], widened by a few ulps of the
+/// coordinates so that rounding in the differences cannot make the interval too small.
 pub fn segment_movement(
     segments: &[Segment],
     a: &[[f32; 4]],
@@ -451,13 +457,40 @@ fn movement_of(seg: &Segment, a: &[[f32; 4]], b: &[[f32; 4]], c: Option<&[[f32; 
             }
         };
     }
-    let (lo, hi) = segment_aabb(&d);
     // Each difference carries a rounding error of at most a few ulps of the coordinates.
     let pad = 4.0 * f32::EPSILON * mag;
-    Interval {
-        lo: (lo - V3::splat(pad)).to4(0.0),
-        hi: (hi + V3::splat(pad)).to4(0.0),
+    let mut out = Interval::default();
+    for axis in 0..3 {
+        let (lo, hi) = basis_field_bounds([
+            d[0].get(axis),
+            d[1].get(axis),
+            d[2].get(axis),
+            d[3].get(axis),
+        ]);
+        out.lo[axis] = lo - pad;
+        out.hi[axis] = hi + pad;
     }
+    out
+}
+
+/// `max_t |B_0(t)| = max_t |B_3(t)| = 2/27` (at `t = 1/3`, `2/3`).
+const HANDLE_BASIS_MAX: f32 = 2.0 / 27.0;
+
+/// Conservative bounds of `Σ_k B_k(t) d_k` over `t ∈ [0, 1]` (one axis), without root finding.
+///
+/// With `m = max(d_1, d_2)` and `Σ_k B_k = 1`: `y − m = B_1(d_1 − m) + B_2(d_2 − m) + B_0(d_0 − m) +
+/// B_3(d_3 − m)`; the first two terms are `≤ 0` (`B_1, B_2 ≥ 0`) and `B_0, B_3 ∈ [−2/27, 0]`, so
+/// `y ≤ m + 2/27 (max(0, m − d_0) + max(0, m − d_3))`, and symmetrically for the minimum. At most
+/// `2/27` of the handle differences looser than the exact extremes (the roots of the derivative, as
+/// `segment_aabb` finds them), and a fraction of the cost: the scheduler evaluates it for every
+/// segment twice per step and for the windows of the bins.
+#[inline]
+pub fn basis_field_bounds(d: [f32; 4]) -> (f32, f32) {
+    let m = d[1].max(d[2]);
+    let hi = m + HANDLE_BASIS_MAX * ((m - d[0]).max(0.0) + (m - d[3]).max(0.0));
+    let n = d[1].min(d[2]);
+    let lo = n - HANDLE_BASIS_MAX * ((d[0] - n).max(0.0) + (d[3] - n).max(0.0));
+    (lo, hi)
 }
 
 #[inline]
@@ -740,6 +773,20 @@ impl Scheduler {
         let t1 = std::time::Instant::now();
         // 4. Newcomers.
         self.newcomer_schedule(rules, owner);
+        // Every queue can hold every entry: they grow only when the number of entries reaches a new
+        // maximum, never from the steps' fluctuations.
+        let cap = self.entries.len();
+        if self.free.capacity() < cap {
+            let more = cap + cap / 4 + 64;
+            self.free.reserve(more.saturating_sub(self.free.len()));
+            for b in &mut self.bins {
+                b.reserve(more.saturating_sub(b.len()));
+            }
+            self.work
+                .reserve((2 * more).saturating_sub(self.work.len()));
+            self.due_next
+                .reserve(more.saturating_sub(self.due_next.len()));
+        }
 
         // 5. Monitoring.
         if !self.params.disable.no_monitoring {
@@ -760,7 +807,7 @@ impl Scheduler {
         let t2 = std::time::Instant::now();
         // 6. Due bins, then process everything queued.
         for l in 0..=self.params.max_bin {
-            if n % (1u64 << l) == 0 {
+            if n.is_multiple_of(1u64 << l) {
                 let mut list = std::mem::take(&mut self.bins[l as usize]);
                 self.work.extend_from_slice(&list);
                 list.clear();
@@ -771,7 +818,7 @@ impl Scheduler {
 
         // Snapshots of the bins examined this step, and the position history.
         for l in 1..=self.params.max_bin as usize {
-            if n % (1u64 << l) == 0 {
+            if n.is_multiple_of(1u64 << l) {
                 let off = (l - 1) * self.npts;
                 self.snaps[off..off + self.npts].copy_from_slice(pos);
             }
@@ -1009,7 +1056,10 @@ impl Scheduler {
     ) {
         let n = self.step;
         let margin = 1e-4 * self.params.radius;
-        let work = std::mem::take(&mut self.work);
+        let mut work = std::mem::take(&mut self.work);
+        // In entry order: neighbouring entries share segments and cache lines, and the bins refill in
+        // this order, so next time the lists are nearly sorted already.
+        work.sort_unstable_by_key(|w| w[0]);
         for &[e, ticket] in &work {
             let en = self.entries[e as usize];
             if en.flags & ENTRY_LIVE == 0 || en.ticket != ticket {
@@ -1032,7 +1082,8 @@ impl Scheduler {
             let acc = self.mv2_ref[a].rel_norm(&self.mv2_ref[b]) + self.params.omega;
             let l = bin_for(earliest_contact_steps(d, m, acc), self.params.max_bin);
             let mut dw = d;
-            if d < FAR && n % (1u64 << l) != 0 && !self.params.disable.no_window_correction {
+            if d < FAR && !n.is_multiple_of(1u64 << l) && !self.params.disable.no_window_correction
+            {
                 let wa = self.window(l, a, segments, pos);
                 let wb = self.window(l, b, segments, pos);
                 dw -= wa.rel_norm(&wb);

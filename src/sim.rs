@@ -49,6 +49,38 @@ pub trait ContactForce: Send {
         force: &mut [[f32; 4]],
         stats: &mut ContactStats,
     ) -> Result<(), ContactError>;
+
+    /// Adds 1 to `counts[s]` for every segment `s` whose contact model was (re)built by the last
+    /// [`Self::add_forces`] call; returns false (and leaves `counts` alone) when the model keeps no
+    /// contact models to rebuild. The driver calls it after every step while it records rebuilds
+    /// ([`Sim::record_rebuilds`]), so `counts` sums the rebuilds of a frame (seed Figures 1 and 8).
+    /// `counts` has one entry per segment of `topo`. Before the first step it adds nothing.
+    fn add_step_rebuilds(&mut self, _topo: &Topology, _counts: &mut [f32]) -> bool {
+        false
+    }
+
+    /// The touching, non-excluded quadrature pairs `[i, j]` (`i < j`, global index `segment * b + k`)
+    /// at positions `pos` into `touching`, and the boxes `[u0, u1, v0, v1]` (inclusive quadrature
+    /// indices) of the model's contact sets into `boxes` (seed Figure 2). Both are cleared first.
+    /// Returns false when the model has no notion of contact. Not part of the step: it may allocate.
+    fn contact_pairs(
+        &mut self,
+        _topo: &Topology,
+        _pos: &[[f32; 4]],
+        _touching: &mut Vec<[u32; 2]>,
+        _boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        Ok(false)
+    }
+}
+
+/// Per-segment values a contact model can colour the yarn with ([`Sim::segment_values`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentValue {
+    /// Contact-model rebuilds touching the segment during the last frame.
+    Rebuilds,
+    /// Touching quadrature pairs the segment takes part in, at the current positions.
+    Contacts,
 }
 
 /// A contact model could not produce a force this step.
@@ -267,6 +299,14 @@ pub struct Sim {
     frame_length_error: f32,
     frame_iterations: u32,
     phase: [f64; 5],
+    /// Quadrature points per segment (`contact.quadrature`), to map contact pairs to segments.
+    quadrature: u32,
+    /// Per-segment contact-model rebuilds of the current frame, counted while `record_rebuilds` is on
+    /// (empty otherwise).
+    rebuild_counts: Vec<f32>,
+    record_rebuilds: bool,
+    /// Whether the contact model reported rebuilds at the last step.
+    rebuilds_known: bool,
 }
 
 fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
@@ -620,6 +660,10 @@ impl Sim {
             frame_length_error: 0.0,
             frame_iterations: 0,
             phase: [0.0; 5],
+            quadrature: scene.contact.quadrature,
+            rebuild_counts: Vec::new(),
+            record_rebuilds: false,
+            rebuilds_known: false,
             topo,
         };
         sim.place_obstacles();
@@ -736,6 +780,11 @@ impl Sim {
                 step: self.steps,
                 source,
             })?;
+        if self.record_rebuilds {
+            self.rebuilds_known = self
+                .contact
+                .add_step_rebuilds(&self.topo, &mut self.rebuild_counts);
+        }
         let t2 = Instant::now();
         if let Some(bad) = self
             .force
@@ -883,6 +932,7 @@ impl Sim {
         for v in self.frame_contact.iter_mut() {
             v.1 = 0.0;
         }
+        self.rebuild_counts.fill(0.0);
         let n = self.params.steps_per_frame;
         for _ in 0..n {
             self.step()?;
@@ -939,5 +989,86 @@ impl Sim {
     /// The current yarns as curves (for export).
     pub fn curves(&self) -> Vec<Curve> {
         self.topo.curves(&self.pos)
+    }
+
+    /// Starts or stops counting the contact model's rebuilds per segment (for
+    /// [`SegmentValue::Rebuilds`]). Counting costs a pass over the model's contacts each step, so it
+    /// is off by default. The counts cover one frame: [`Sim::frame`] resets them when it starts.
+    pub fn record_rebuilds(&mut self, on: bool) {
+        self.record_rebuilds = on;
+        self.rebuild_counts.clear();
+        self.rebuilds_known = false;
+        if on {
+            self.rebuild_counts.resize(self.topo.segments.len(), 0.0);
+            // Whether the model has anything to rebuild; what it adds now (its last step's rebuilds,
+            // nothing before the first step) is not part of any recorded frame.
+            self.rebuilds_known = self
+                .contact
+                .add_step_rebuilds(&self.topo, &mut self.rebuild_counts);
+            self.rebuild_counts.fill(0.0);
+        }
+    }
+
+    /// One value per segment of `kind` into `out` (resized to the segment count):
+    /// - [`SegmentValue::Rebuilds`]: the contact-model rebuilds touching each segment during the last
+    ///   frame (zero before the first frame). Needs [`Sim::record_rebuilds`] on; `Ok(false)` when it
+    ///   is off or the contact model keeps no models to rebuild (`none`).
+    /// - [`SegmentValue::Contacts`]: the touching quadrature pairs each segment takes part in at the
+    ///   current positions (a pair within one segment counts twice); `Ok(false)` for a model without
+    ///   contact (`none`).
+    pub fn segment_values(
+        &mut self,
+        kind: SegmentValue,
+        out: &mut Vec<f32>,
+    ) -> Result<bool, SimError> {
+        let n = self.topo.segments.len();
+        out.clear();
+        out.resize(n, 0.0);
+        match kind {
+            SegmentValue::Rebuilds => {
+                if !(self.record_rebuilds && self.rebuilds_known) {
+                    return Ok(false);
+                }
+                out.copy_from_slice(&self.rebuild_counts);
+                Ok(true)
+            }
+            SegmentValue::Contacts => {
+                let (mut touching, mut boxes) = (Vec::new(), Vec::new());
+                if !self.contact_pairs(&mut touching, &mut boxes)? {
+                    return Ok(false);
+                }
+                let b = self.quadrature.max(1);
+                for [i, j] in touching {
+                    for q in [i, j] {
+                        if let Some(v) = out.get_mut((q / b) as usize) {
+                            *v += 1.0;
+                        }
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// The contact model's touching quadrature pairs at the current positions and its contact-set
+    /// boxes (see [`ContactForce::contact_pairs`]); `Ok(false)` for a model without contact.
+    pub fn contact_pairs(
+        &mut self,
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, SimError> {
+        touching.clear();
+        boxes.clear();
+        self.contact
+            .contact_pairs(&self.topo, &self.pos, touching, boxes)
+            .map_err(|source| SimError::Contact {
+                step: self.steps,
+                source,
+            })
+    }
+
+    /// The size `S` of the quadrature-pair matrix: segments × quadrature points per segment.
+    pub fn num_quadrature_points(&self) -> usize {
+        self.topo.num_quadrature_points(self.quadrature)
     }
 }

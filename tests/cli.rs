@@ -346,3 +346,228 @@ fn render_and_capture_write_pngs() {
     let img = image::open(dir.join("state.png")).unwrap();
     assert_eq!((img.width(), img.height()), (32, 24));
 }
+
+/// `scenes/tiny.toml`: a 4 × 4-loop swatch that starts in contact (540 steps a frame).
+fn tiny_swatch() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml")
+}
+
+/// Pixels of an update red (the renderer's `UPDATE_RED` over a yarn colour, lit): strongly red,
+/// which neither the tiny swatch's one yarn colour (blue) nor the grey floor or background is.
+fn red_pixels(img: &image::RgbImage) -> usize {
+    img.pixels()
+        .filter(|p| {
+            let [r, g, b] = p.0.map(|c| c as f32);
+            r > 120.0 && r > 2.0 * g && r > 1.5 * b
+        })
+        .count()
+}
+
+#[test]
+fn capture_colour_modes() {
+    if yarnsim::gpu::testing::gpu_or_skip("capture_colour_modes").is_none() {
+        return;
+    }
+    let dir = scratch("colour");
+    let capture = |model: &str, color: &str| -> Vec<image::RgbImage> {
+        let png = dir.join(format!("{model}-{color}"));
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1", "--width", "96", "--height", "72"])
+            .args(["--set", &format!("contact.model={model}")])
+            .args(["--color", color, "--capture"])
+            .arg(&png)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        (0..=1)
+            .map(|k| {
+                let p = png.join(format!("frame_{k:04}.png"));
+                let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!((img.width(), img.height()), (96, 72));
+                img.to_rgb8()
+            })
+            .collect()
+    };
+    // Frame 0 is the initial state: nothing rebuilt yet. The first frame builds every contact set.
+    let acl = capture("acl", "updates");
+    assert_eq!(red_pixels(&acl[0]), 0);
+    assert!(red_pixels(&acl[1]) > 200, "{}", red_pixels(&acl[1]));
+    // The exact model recomputes every contact every step: everything touching is red.
+    let exact = capture("exact", "updates");
+    assert_eq!(red_pixels(&exact[0]), 0);
+    assert!(red_pixels(&exact[1]) > 200, "{}", red_pixels(&exact[1]));
+    // Per-yarn colours show no red; contact density is another picture of the same frame.
+    let yarn = capture("acl", "yarn");
+    assert_eq!(red_pixels(&yarn[1]), 0);
+    let contacts = capture("acl", "contacts");
+    assert_ne!(contacts[1], yarn[1]);
+}
+
+#[test]
+fn colour_mode_errors() {
+    let dir = scratch("colour-errors");
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args(["--color", "red", "--capture"])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("yarn, updates, contacts"), "{err}");
+
+    // Needs a contact model; refused before any GPU is opened or frame computed.
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args([
+            "--set",
+            "contact.model=none",
+            "--color",
+            "updates",
+            "--capture",
+        ])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("contact.model = none"), "{err}");
+    assert!(!dir.join("png").exists());
+
+    // Only with --capture.
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args(["--color", "updates"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn contact_matrix_shows_pairs_and_boxes() {
+    let dir = scratch("matrix");
+    let matrix = |model: &str| -> image::RgbImage {
+        let sub = dir.join(model);
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1", "--set", &format!("contact.model={model}")])
+            .args(["--contact-matrix", "1:737", "--out"])
+            .arg(&sub)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        let p = sub.join("contact_matrix_0001.png");
+        let img = image::open(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .to_rgb8();
+        assert_eq!((img.width(), img.height()), (737, 737));
+        img
+    };
+    let black = |img: &image::RgbImage| img.pixels().filter(|p| p.0 == [0, 0, 0]).count();
+    let acl = matrix("acl");
+    assert!(red_pixels(&acl) > 0);
+    assert!(black(&acl) > 0, "contact-set boxes are outlined");
+    // The exact model has touching pairs but no contact sets.
+    let exact = matrix("exact");
+    assert!(red_pixels(&exact) > 0);
+    assert_eq!(black(&exact), 0);
+
+    for (args, want) in [
+        (&["--contact-matrix", "1"][..], "--capture or --out"),
+        (
+            &["--contact-matrix", "9", "--out", "x"][..],
+            "frames 0 to 1",
+        ),
+        (&["--contact-matrix", "1:0", "--out", "x"][..], "size"),
+    ] {
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1"])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn obj_frames_parse_back_to_the_bcc_frames() {
+    let dir = scratch("obj");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "2", "--obj", "--out"])
+        .arg(dir.join("frames"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for k in 0..=2 {
+        let f = dir.join("frames");
+        let bcc = yarnsim::bcc::read(&f.join(format!("frame_{k:04}.bcc"))).unwrap();
+        let obj = yarnsim::export::read_obj(&f.join(format!("frame_{k:04}.obj"))).unwrap();
+        assert_eq!(obj, bcc, "frame {k}");
+        assert!(obj.iter().any(|c| c.closed) && obj.iter().any(|c| !c.closed));
+    }
+    // Without --obj, no OBJ files; --obj needs --out.
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "1", "--out"])
+        .arg(dir.join("plain"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(!dir.join("plain/frame_0001.obj").exists());
+    assert!(dir.join("plain/frame_0001.bcc").exists());
+    let out = bin().arg("run").arg(&scene).arg("--obj").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn runtime_dir_is_one_private_folder_per_user() {
+    // Without XDG_RUNTIME_DIR the binary makes one under TMPDIR for the Vulkan loader; two runs share
+    // it and leave nothing else behind.
+    let dir = scratch("xdg");
+    for _ in 0..2 {
+        let out = bin()
+            .arg("info")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        assert!(
+            !text(&out.stderr).contains("XDG_RUNTIME_DIR"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let name = entries[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("yarnsim-xdg-"), "{name}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&entries[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}

@@ -214,6 +214,33 @@ fn bins_follow_the_quadratic() {
 }
 
 #[test]
+fn movement_bounds_contain_the_field() {
+    let mut rng = Rng(2024);
+    for _ in 0..2000 {
+        let d = [0; 4].map(|_| rng.range(-1.0, 1.0) as f32);
+        let (lo, hi) = basis_field_bounds(d);
+        let q = d.map(|x| yarnsim::math::V3::new(x, 0.0, 0.0));
+        let (elo, ehi) = spline::segment_aabb(&q);
+        // Contains the exact extremes, and is at most 2/27 of the handle differences wider.
+        assert!(
+            lo <= elo.x + 1e-6 && hi >= ehi.x - 1e-6,
+            "{d:?}: [{lo}, {hi}] vs [{}, {}]",
+            elo.x,
+            ehi.x
+        );
+        let spread = d
+            .iter()
+            .fold(0.0f32, |m, x| m.max((x - d[1]).abs()).max((x - d[2]).abs()));
+        assert!(hi - ehi.x <= 2.0 * 2.0 / 27.0 * spread + 1e-6);
+        assert!(elo.x - lo <= 2.0 * 2.0 / 27.0 * spread + 1e-6);
+        for i in 0..=100 {
+            let y = spline::eval(&q, i as f32 / 100.0).x;
+            assert!(lo - 1e-6 <= y && y <= hi + 1e-6);
+        }
+    }
+}
+
+#[test]
 fn box_bits_mark_the_pairs_of_the_box() {
     // Segments 2 and 5 (b = 11): box covering quadrature 25..=27 × 57..=60.
     let bits = box_bits([25, 27, 57, 60], 2, 5, B);

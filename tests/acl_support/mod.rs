@@ -143,7 +143,9 @@ impl Kinematic {
         let jitter_freq = (0..npts)
             .map(|_| rng.range(0.01, 0.05) as f32 * speed / 0.004)
             .collect();
-        let jitter_phase = (0..npts).map(|_| rng.range(0.0, 6.28) as f32).collect();
+        let jitter_phase = (0..npts)
+            .map(|_| rng.range(0.0, std::f64::consts::TAU) as f32)
+            .collect();
         // B: starts 0.6 – 1.0 cm above, falls at 0.5–1.5 × speed, velocity changes at random times;
         // turns back once it is 0.05 – 0.2 cm into A.
         let mut h = rng.range(0.6, 1.0) as f32;
