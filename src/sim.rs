@@ -5,6 +5,8 @@
 //! → `glue_projection` → `length_projection` → `nonrigid_damping` → `object_contact` →
 //! `integrate_position` → `material_frames` → `plasticity`. All buffers are allocated when the [`Sim`]
 //! is built; the step loop allocates nothing. Every stage's output is independent of the thread count.
+//! `nonrigid_damping` damps one block partition (phase) per step, in turn: a built scene has two, the
+//! second shifted by half a block ([`crate::scene::build_curves`], [`crate::step`]).
 //!
 //! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
 //! it is detected before the positions are updated, so `pos` still holds the last good configuration.
@@ -278,9 +280,13 @@ pub struct Sim {
     /// Glued control points and the positions they are held at (their initial ones).
     pub glue_points: Vec<u32>,
     pub glue_target: Vec<[f32; 4]>,
-    /// Damping blocks: points of block `b` are `block_points[block_start[b]..block_start[b + 1]]`.
+    /// Damping blocks of every phase: points of block `b` are
+    /// `block_points[block_start[b]..block_start[b + 1]]`.
     pub block_start: Vec<u32>,
     pub block_points: Vec<u32>,
+    /// Damping phases: phase `p` is blocks `phase_start[p]..phase_start[p + 1]`; step `s` damps phase
+    /// `s mod phases` only (seed §3.3, see [`crate::scene::build_curves`]).
+    pub phase_start: Vec<u32>,
     /// Obstacles placed at the end of the current step.
     pub obstacles: Vec<ObstacleShape>,
     obstacle_defs: Vec<ObstacleDef>,
@@ -543,11 +549,25 @@ pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
 
 impl Sim {
     /// Builds a simulation from the scene's parameters, the cloth's curves, the damping block of each
-    /// control point (empty: one block per yarn), the glued control points and a contact model.
+    /// control point (one damping phase; empty: one block per yarn), the glued control points and a
+    /// contact model.
     pub fn new(
         scene: &Scene,
         curves: &[Curve],
         damping_block: &[u32],
+        pins: &[u32],
+        contact: Box<dyn ContactForce>,
+    ) -> Result<Sim, SimError> {
+        Sim::with_damping_phases(scene, curves, &[damping_block], pins, contact)
+    }
+
+    /// Like [`Sim::new`] with several damping partitions (phases), each a block id per control point
+    /// (empty: one block per yarn); step `s` damps over phase `s mod phases.len()` only. No phase
+    /// means no damping.
+    pub fn with_damping_phases(
+        scene: &Scene,
+        curves: &[Curve],
+        phases: &[&[u32]],
         pins: &[u32],
         contact: Box<dyn ContactForce>,
     ) -> Result<Sim, SimError> {
@@ -572,32 +592,40 @@ impl Sim {
             inv_mass[p as usize] = 0.0;
         }
         let glue_target = glue_points.iter().map(|&p| pos[p as usize]).collect();
-        let blocks: Vec<u32> = if damping_block.is_empty() {
-            let mut b = vec![0u32; n];
-            for (yi, y) in topo.yarns.iter().enumerate() {
-                let r = y.first_point as usize..(y.first_point + y.num_points) as usize;
-                b[r].fill(yi as u32);
-            }
-            b
-        } else if damping_block.len() != n {
-            return Err(SimError::DampingBlocks {
-                given: damping_block.len(),
-                count: n,
-            });
-        } else {
-            damping_block.to_vec()
-        };
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&p| (blocks[p as usize], p));
+        // Each phase's blocks as runs of `block_points` (sorted by block id, then point), the
+        // phases one after another.
         let mut block_start = vec![0u32];
-        for k in 1..n {
-            if blocks[order[k] as usize] != blocks[order[k - 1] as usize] {
-                block_start.push(k as u32);
+        let mut block_points: Vec<u32> = Vec::with_capacity(n * phases.len());
+        let mut phase_start = vec![0u32];
+        for damping_block in phases {
+            let blocks: Vec<u32> = if damping_block.is_empty() {
+                let mut b = vec![0u32; n];
+                for (yi, y) in topo.yarns.iter().enumerate() {
+                    let r = y.first_point as usize..(y.first_point + y.num_points) as usize;
+                    b[r].fill(yi as u32);
+                }
+                b
+            } else if damping_block.len() != n {
+                return Err(SimError::DampingBlocks {
+                    given: damping_block.len(),
+                    count: n,
+                });
+            } else {
+                damping_block.to_vec()
+            };
+            let base = block_points.len();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&p| (blocks[p as usize], p));
+            for k in 1..n {
+                if blocks[order[k] as usize] != blocks[order[k - 1] as usize] {
+                    block_start.push((base + k) as u32);
+                }
             }
-        }
-        block_start.push(n as u32);
-        if n == 0 {
-            block_start = vec![0];
+            block_points.extend(order);
+            if n > 0 {
+                block_start.push(block_points.len() as u32);
+            }
+            phase_start.push((block_start.len() - 1) as u32);
         }
         let obstacle_defs = scene
             .obstacle
@@ -619,7 +647,8 @@ impl Sim {
             glue_points,
             glue_target,
             block_start,
-            block_points: order,
+            block_points,
+            phase_start,
             obstacles,
             obstacle_defs,
             force: vec![[0.0; 4]; n],
@@ -653,13 +682,21 @@ impl Sim {
     }
 
     /// A simulation of a built scene ([`crate::scene::build_curves`], [`crate::scene::pinned_points`])
-    /// with the contact model the scene names.
+    /// with the contact model the scene names; damping alternates between the build's two block
+    /// partitions (phases A and B).
     pub fn from_build(
         scene: &Scene,
         build: &crate::scene::ClothBuild,
         pins: &[u32],
     ) -> Result<Sim, SimError> {
-        Sim::from_scene(scene, &build.curves, &build.damping_block, pins)
+        let contact = contact_model(scene)?;
+        Sim::with_damping_phases(
+            scene,
+            &build.curves,
+            &[&build.damping_block, &build.damping_block_shifted],
+            pins,
+            contact,
+        )
     }
 
     /// The forces of the last step (gravity + rod + contact).
@@ -805,11 +842,19 @@ impl Sim {
         };
         let t3 = Instant::now();
         let p = &self.params;
+        // One damping phase per step, in turn (seed §3.3).
+        let phases = self.phase_start.len() - 1;
+        let blocks = if phases == 0 {
+            &self.block_start[..1]
+        } else {
+            let ph = (self.steps % phases as u64) as usize;
+            &self.block_start[self.phase_start[ph] as usize..=self.phase_start[ph + 1] as usize]
+        };
         step::nonrigid_damping(
             h,
             p.damping_const,
             p.damping_prop,
-            &self.block_start,
+            blocks,
             &self.block_points,
             &self.mass,
             &self.inv_mass,

@@ -800,7 +800,8 @@ fn damping_blocks(point_loop: &[Vec<[u32; 2]>], wales: u32, side: u32) -> Vec<u3
 }
 
 /// The 10 × 10-loop stockinette swatch of the hanging tests, pinned at the heads of its top course,
-/// with the seed's parameters and the given contact model.
+/// with the seed's parameters and the given contact model, built as a scene builds it (both damping
+/// phases).
 fn hanging_swatch(
     model: yarnsim::scene::ContactModel,
 ) -> (yarnsim::sim::Sim, knit::Knit, yarnsim::scene::Scene) {
@@ -808,8 +809,20 @@ fn hanging_swatch(
     scene.contact.model = model;
     let r = scene.yarn.radius;
     let (wales, courses) = (10, 10);
+    scene.cloth.push(yarnsim::scene::ClothPiece {
+        source: yarnsim::scene::ClothSource::Generator {
+            pattern: Pattern::Stockinette,
+            wales,
+            courses,
+        },
+        scale: 1.0,
+        rotate_deg: [0.0; 3],
+        translate: [0.0; 3],
+    });
+    let build = yarnsim::scene::build_curves(&scene, std::path::Path::new(".")).unwrap();
+    // The generator's loop of each control point, for the probe.
     let k = knit::generate(Pattern::Stockinette, wales, courses, r).unwrap();
-    let blocks = damping_blocks(&k.point_loop, wales, scene.yarn.damping_block_loops);
+    assert_eq!(build.curves, k.curves);
     // The top course's heads (the generator centres the courses on y = 0, H = 6r).
     let top = (courses as f32 / 2.0 - 1.0) * 6.0 * r + 2.4 * r;
     let flat: Vec<[u32; 2]> = k.point_loop.iter().flatten().copied().collect();
@@ -828,7 +841,14 @@ fn hanging_swatch(
         }
         _ => Box::new(yarnsim::sim::NoContact),
     };
-    let sim = yarnsim::sim::Sim::new(&scene, &k.curves, &blocks, &pins, contact).unwrap();
+    let sim = yarnsim::sim::Sim::with_damping_phases(
+        &scene,
+        &build.curves,
+        &[&build.damping_block, &build.damping_block_shifted],
+        &pins,
+        contact,
+    )
+    .unwrap();
     (sim, k, scene)
 }
 
@@ -848,27 +868,80 @@ fn hanging_swatch_without_contact_falls_through_itself() {
     assert!(dmin < 0.5 * R, "closest approach {:.3} r", dmin / R);
 }
 
+/// Kinetic energy of the best rigid motion of the control points `pts` (mass-weighted least squares:
+/// the linear velocity of their centre of mass plus the angular velocity `I⁻¹ L`), in f64.
+fn rigid_kinetic_energy(pts: &[usize], mass: &[f32], pos: &[[f32; 4]], vel: &[[f32; 4]]) -> f64 {
+    let (mut m, mut c, mut p) = (0.0, V3d::zero(), V3d::zero());
+    for &i in pts {
+        m += mass[i] as f64;
+        c += V3d::from4(pos[i]) * mass[i] as f64;
+        p += V3d::from4(vel[i]) * mass[i] as f64;
+    }
+    let (c, vcm) = (c / m, p / m);
+    let mut l = V3d::zero();
+    let mut inertia = yarnsim::math::M3::<f64>::zero();
+    for &i in pts {
+        let (r, w) = (V3d::from4(pos[i]) - c, mass[i] as f64);
+        l += r.cross(V3d::from4(vel[i]) - vcm) * w;
+        inertia = inertia.add_m(
+            &yarnsim::math::M3::diag(r.norm2())
+                .sub_m(&r.outer(r))
+                .scale(w),
+        );
+    }
+    // ω = I⁻¹ L by Cramer's rule (I is positive definite for points not all on one line).
+    let det = inertia.det();
+    let col = |k: usize| V3d::new(inertia.at(0, k), inertia.at(1, k), inertia.at(2, k));
+    let solve = |k: usize| {
+        let c: Vec<V3d> = (0..3).map(|j| if j == k { l } else { col(j) }).collect();
+        yarnsim::math::M3::from_cols(c[0], c[1], c[2]).det() / det
+    };
+    let omega = V3d::new(solve(0), solve(1), solve(2));
+    0.5 * m * vcm.norm2() + 0.5 * omega.dot(l)
+}
+
 /// A 10 × 10-loop stockinette swatch pinned along its top course hangs under gravity for 0.25 s with
 /// the seed's parameters and exact contact: it does not unravel (no two parts of yarn closer than
-/// 0.5 r, every loop still interlocked with the one below) and settles towards rest.
+/// 0.5 r, every loop still interlocked with the one below), its yarns have come to rest within their
+/// loops, and the cloth as a whole has slowed down — but it is *not at rest* at 0.25 s.
+///
+/// Measured (two damping phases; h = 1/16200): kinetic energy peaks at 85 g·cm²/s² near 0.035 s as
+/// the swatch drops into its hanging shape; at 0.25 s it is 2.0 (2.4 % of the peak), the fastest
+/// point moves at 4.6 cm/s, and the motion of the yarns relative to their loops holds 6e-4 of the
+/// peak. What is left is motion at the scale of the whole cloth, which the seed's non-rigid damping
+/// over 4 × 4-loop blocks hardly touches: the swatch is still sagging and curling into its hanging
+/// shape (bottom edge at 1.2 cm/s, a side-edge loop at 4.6 cm/s), and it swings out of plane about its
+/// pinned top like a pendulum (period ≈ 0.5 s; 2π√(2H/3g) = 0.45 s for a rigid plate of height
+/// H = 7.5 cm), a rigid motion that damping leaves alone by design. From 0.85 s on the kinetic
+/// energy is that swing (over 99 % of it, except near the swing's turning points); its amplitude
+/// decays with an e-folding time of about 1.7 s, so
+/// "at rest" (no point faster than 0.4 cm/s, a tenth of a yarn radius per 30 fps frame) takes
+/// seconds of simulated time, not 0.25 s. With a single fixed block partition instead of the two
+/// alternating ones the peak is 136, and at 0.25 s the energy is 2.8 and a corner loop still moves at
+/// 8.7 cm/s (the blocks' relative motion is not damped).
 #[test]
-fn hanging_swatch_holds_together_and_settles() {
+fn hanging_swatch_holds_together_and_slows_down() {
     let (mut sim, k, scene) = hanging_swatch(yarnsim::scene::ContactModel::Exact);
     let (wales, courses) = (10, 10);
     let mut probe = KnitProbe::new(&sim.topo, &k.point_loop, &scene.contact);
     let (d0, links0) = probe.measure(&sim.topo, &sim.pos);
     eprintln!("start: dmin {:.3} r, interlocks {links0}", d0 / R);
     assert_eq!(links0, (wales * (courses - 1)) as usize);
+    // The control points of each loop.
+    let mut loops = vec![Vec::new(); (wales * courses) as usize];
+    for (g, &[w, c]) in k.point_loop.iter().flatten().enumerate() {
+        loops[(w + wales * c) as usize].push(g);
+    }
     let steps = (0.25 / scene.simulation.dt).round() as u64;
     let t0 = std::time::Instant::now();
-    let mut ke_hist = Vec::new();
+    let mut peak = 0.0f64;
     let mut last_links = 0;
     while sim.steps < steps {
         sim.step().unwrap();
         if sim.steps % 150 == 0 || sim.steps == steps {
             let (dmin, links) = probe.measure(&sim.topo, &sim.pos);
             let (ke, vmax) = sim.kinetic_energy_and_max_speed();
-            ke_hist.push(ke);
+            peak = peak.max(ke);
             eprintln!(
                 "step {} t {:.4}: dmin {:.3} r, interlocks {links}, ke {ke:.3e}, vmax {vmax:.3} cm/s, wall {:.1} s",
                 sim.steps,
@@ -888,20 +961,44 @@ fn hanging_swatch_holds_together_and_settles() {
     // While the cloth falls into its hanging shape a loop may sit slack in the one below; once it
     // hangs, every loop is loaded against the one below and touches it.
     assert_eq!(last_links, links0, "loops came apart");
-    // Comes to rest: the kinetic energy has fallen far below its peak and falls steadily.
-    // (Measured: peak 136 g·cm²/s² at 0.03 s, 2.8 at 0.25 s, 0.36 at 0.5 s, 0.03 at 1 s. Full rest
-    // takes about a second of simulated time, because non-rigid damping leaves the blocks' rigid
-    // motions relative to each other to decay through the yarn alone.)
-    let peak = ke_hist.iter().copied().fold(0.0, f64::max);
-    let last = *ke_hist.last().unwrap();
-    assert!(
-        last < 0.05 * peak,
-        "kinetic energy {last} at 0.25 s, peak {peak}"
+    let (ke, vmax) = sim.kinetic_energy_and_max_speed();
+    let all: Vec<usize> = (0..sim.pos.len()).collect();
+    let swing = rigid_kinetic_energy(&all, &sim.mass, &sim.pos, &sim.vel);
+    let in_loops: f64 = ke
+        - loops
+            .iter()
+            .map(|l| rigid_kinetic_energy(l, &sim.mass, &sim.pos, &sim.vel))
+            .sum::<f64>();
+    eprintln!(
+        "at 0.25 s: ke {ke:.3e} ({:.4} of peak {peak:.3e}), of it rigid motion of the whole {swing:.3e}, \
+         motion within loops {in_loops:.3e} ({:.1e} of peak); vmax {vmax:.3} cm/s",
+        ke / peak,
+        in_loops / peak
     );
-    let tail = &ke_hist[ke_hist.len() - 6..];
+    // At rest at the scale of the yarns: what moves, moves loop by loop (the energy of motion within
+    // the loops, where contact and bending act, is below 1e-3 of the peak).
     assert!(
-        tail.windows(2).all(|w| w[1] < w[0]),
-        "kinetic energy not falling: {tail:?}"
+        in_loops < 1e-3 * peak,
+        "motion within loops {in_loops} at 0.25 s, peak {peak}"
+    );
+    // Slowed down: below 5 % of the peak energy, and no point faster than 5 % of the free-fall speed
+    // scale √(2 g H) over the swatch's height H = 6r per course.
+    assert!(
+        ke < 0.05 * peak,
+        "kinetic energy {ke} at 0.25 s, peak {peak}"
+    );
+    let height = courses as f64 * 6.0 * R;
+    let g = scene
+        .simulation
+        .gravity
+        .map(|x| x as f64 * x as f64)
+        .iter()
+        .sum::<f64>()
+        .sqrt();
+    let fall = (2.0 * g * height).sqrt();
+    assert!(
+        vmax < 0.05 * fall,
+        "max speed {vmax:.2} cm/s at 0.25 s; free-fall scale {fall:.1} cm/s"
     );
 }
 
