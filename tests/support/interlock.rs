@@ -194,7 +194,15 @@ pub fn interlock_numbers_of(
             let (ci, _, _) = pair.lower;
             let reference = V3::from3(curves[ci].points[pair.lower_top]);
             let (cu, uf, ut, ul) = pair.upper;
-            let top = ring.iter().map(|p| p.y).fold(f64::MIN, f64::max) + 50.0;
+            // "Up": from the lower loop's head top to the upper loop's (the +y axis of a knit as
+            // generated, and still the way up the wale where the cloth has since bent or curled).
+            let up = {
+                let d = u(V3::from3(curves[cu].points[ut]), reference)
+                    - u(V3::from3(curves[ci].points[pair.lower_top]), reference);
+                d * (1.0 / d.norm())
+            };
+            let top = ring.iter().map(|p| p.dot(up)).fold(f64::MIN, f64::max) + 50.0;
+            let lift = |p: V3<f64>| p + up * (top - p.dot(up));
             let half = |from: usize, to: usize, reverse: bool| {
                 let mut h: Vec<V3<f64>> = spline_run(&curves[cu], from, to, SAMPLES)
                     .into_iter()
@@ -205,8 +213,8 @@ pub fn interlock_numbers_of(
                 }
                 // h runs sinker → head top; close over the top.
                 let (s, t) = (h[0], *h.last().unwrap());
-                h.push(V3::new(t.x, top, t.z));
-                h.push(V3::new(s.x, top, s.z));
+                h.push(lift(t));
+                h.push(lift(s));
                 h
             };
             let a = half(uf, ut, false);
@@ -221,7 +229,7 @@ pub fn interlock_numbers_of(
 ///   the straight chord between the two sinkers;
 /// - rings B_left, B_right: the upper loop's two halves (sinker → head top, head top → sinker), each
 ///   closed over the top of the fabric: straight up from the head top to far above, across, and down
-///   to the sinker, a path that in the plane of the fabric stays clear of A.
+///   to the sinker ("up" being the direction from the lower loop's head top to the upper one's), a path that in the plane of the fabric stays clear of A.
 ///
 /// Returns the linking numbers (A, B_left), (A, B_right), both halves oriented sinker → head top. In
 /// real knit the head of the lower loop passes in front of the upper loop's sinker part and behind
