@@ -552,3 +552,146 @@ fn runtime_dir_is_one_private_folder_per_user() {
         assert_eq!(mode & 0o777, 0o700);
     }
 }
+
+/// The ACL statistics of `--stats` (issue 4, item 8): contact sets, rebuilds and the rebuild fraction,
+/// schedule entries tracked / examined / processed, and the time of each phase (raster, newcomers,
+/// schedule, coalesce, evaluate, rebuild), on scenes/tiny.toml (a 4 × 4-loop swatch whose yarns touch
+/// from the start).
+///
+/// A frame record holds each value's mean over the frame's steps. What holds at every step, and so for
+/// the means: every count is a whole number (its mean times the steps is the frame's total); tracked ≥
+/// examined ≥ processed (src/sched.rs: `tracked` is the live entries after the step, none removed
+/// after the examination; each live entry is examined at most once a step, its ticket advancing when
+/// it is; `processed` counts only examined entries); `contact_ms` is the sum of the six phases. With one
+/// step per frame the records are the steps themselves, and then also `rebuild_fraction` = rebuilds /
+/// contact sets, and at the first step every contact set is built (fraction 1).
+///
+/// The rebuild fraction is asserted to lie in [0, 1]. It is rebuilds over the sets alive after the
+/// step, so a step that rebuilt more sets than survive it (sets rebuilt and then deleted, or rebuilt
+/// again after a merge) could exceed 1; none does on this scene.
+#[test]
+fn acl_stats_report_sets_rebuilds_entries_and_phase_times() {
+    const COUNTS: [&str; 6] = [
+        "contact_sets",
+        "rebuilds",
+        "entries_tracked",
+        "entries_examined",
+        "entries_processed",
+        "touching_pairs",
+    ];
+    const PHASES: [&str; 6] = [
+        "raster_ms",
+        "newcomers_ms",
+        "schedule_ms",
+        "coalesce_ms",
+        "evaluate_ms",
+        "rebuild_ms",
+    ];
+    let dir = scratch("acl-stats");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml");
+    let run = |name: &str, frames: &str, extra: &[&str]| -> Vec<serde_json::Value> {
+        let file = dir.join(name);
+        let out = bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--frames", frames, "--set", "contact.model=acl"])
+            .args(extra)
+            .arg("--stats")
+            .arg(&file)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
+            .collect()
+    };
+    let check = |r: &serde_json::Value| {
+        let get = |k: &str| -> f64 {
+            let v = r[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} missing or not a number in {r}"));
+            assert!(v.is_finite() && v >= 0.0, "{k} = {v} in {r}");
+            v
+        };
+        let steps = r["steps"].as_u64().unwrap() as f64;
+        for k in COUNTS {
+            let total = get(k) * steps;
+            assert!(
+                (total - total.round()).abs() < 1e-6 * total.max(1.0),
+                "{k}: {} × {steps} steps is not a whole number",
+                get(k)
+            );
+        }
+        let fraction = get("rebuild_fraction");
+        assert!(fraction <= 1.0, "rebuild fraction {fraction} in {r}");
+        assert!(get("contact_sets") > 0.0, "no contact sets in {r}");
+        assert!(get("touching_pairs") > 0.0, "no touching pairs in {r}");
+        let (tracked, examined, processed) = (
+            get("entries_tracked"),
+            get("entries_examined"),
+            get("entries_processed"),
+        );
+        assert!(tracked > 0.0, "{r}");
+        assert!(
+            tracked >= examined && examined >= processed,
+            "tracked {tracked}, examined {examined}, processed {processed}"
+        );
+        let phases: f64 = PHASES.iter().map(|k| get(k)).sum();
+        let total = get("contact_ms");
+        assert!(
+            (phases - total).abs() <= 1e-9 * total.max(1e-3),
+            "phases {phases} ms, contact {total} ms"
+        );
+    };
+    // Two frames of the scene's own 540 steps.
+    let frames = run("frames.jsonl", "2", &[]);
+    assert_eq!(frames.len(), 2);
+    for r in &frames {
+        assert_eq!(r["steps"], 540);
+        check(r);
+    }
+    // The first frame builds sets (every set is built at its first step).
+    let rebuilds: Vec<f64> = frames
+        .iter()
+        .map(|r| r["rebuilds"].as_f64().unwrap())
+        .collect();
+    assert!(rebuilds[0] > 0.0, "{rebuilds:?}");
+    // One step per frame: each record is one step.
+    let steps = run(
+        "steps.jsonl",
+        "40",
+        &[
+            "--set",
+            "simulation.dt=1e-4",
+            "--set",
+            "simulation.fps=10000",
+        ],
+    );
+    assert_eq!(steps.len(), 40);
+    for (n, r) in steps.iter().enumerate() {
+        assert_eq!(r["steps"], 1);
+        check(r);
+        let (rebuilt, sets) = (
+            r["rebuilds"].as_f64().unwrap(),
+            r["contact_sets"].as_f64().unwrap(),
+        );
+        // (serde_json's default float parsing may be one unit in the last place off.)
+        let fraction = r["rebuild_fraction"].as_f64().unwrap();
+        assert!(
+            (fraction - rebuilt / sets).abs() <= 1e-12,
+            "step {n}: fraction {fraction}, {rebuilt} rebuilds of {sets} sets"
+        );
+        if n == 0 {
+            assert_eq!(rebuilt, sets, "every set is built at the first step");
+        }
+    }
+    // The scheduler examines a part of what it tracks and processes a part of that.
+    assert!(steps
+        .iter()
+        .any(|r| r["entries_examined"].as_f64() < r["entries_tracked"].as_f64()));
+    assert!(steps
+        .iter()
+        .any(|r| r["entries_processed"].as_f64() < r["entries_examined"].as_f64()));
+}
