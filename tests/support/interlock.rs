@@ -175,6 +175,60 @@ fn lower_ring(curves: &[Curve], tube: bool, pair: &LoopPair) -> Vec<V3<f64>> {
         .collect()
 }
 
+/// Rings A, B_left, B_right of `pair` (see [`interlock_numbers`]) with the control points at `curves`,
+/// in unrolled coordinates for a tube. A is closed by its last point joining its first (the chord);
+/// each B ends with its three closing points (above its head top, above the far point, and the far
+/// point level with its sinker).
+pub fn interlock_rings(curves: &[Curve], pattern: Pattern, pair: &LoopPair) -> [Vec<V3<f64>>; 3] {
+    let tube = pattern == Pattern::Tube;
+    let u = unroll(curves, tube);
+    let mut ring = lower_ring(curves, tube, pair);
+    if pair.reverse {
+        ring.reverse();
+    }
+    let (ci, _, _) = pair.lower;
+    let reference = V3::from3(curves[ci].points[pair.lower_top]);
+    let (cu, uf, ut, ul) = pair.upper;
+    // "Up": from the lower loop's head top to the upper loop's (the +y axis of a knit as
+    // generated, and still the way up the wale where the cloth has since bent or curled).
+    let up = {
+        let d = u(V3::from3(curves[cu].points[ut]), reference)
+            - u(V3::from3(curves[ci].points[pair.lower_top]), reference);
+        d * (1.0 / d.norm())
+    };
+    let top = ring.iter().map(|p| p.dot(up)).fold(f64::MIN, f64::max) + 50.0;
+    let lift = |p: V3<f64>| p + up * (top - p.dot(up));
+    // Far out level with a sinker, on its side away from A: the sinker of a hanging cloth can sag
+    // below the head of the loop under it (at a side edge the head then lies straight above it), so
+    // the way up from the sinker starts out sideways.
+    let centre = ring.iter().fold(V3::zero(), |a, &p| a + p) * (1.0 / ring.len() as f64);
+    let far_side = |s: V3<f64>| {
+        let away = s - centre;
+        let away = away - up * away.dot(up);
+        s + away * (50.0 / away.norm())
+    };
+    let half = |from: usize, to: usize, reverse: bool| {
+        let mut h: Vec<V3<f64>> = spline_run(&curves[cu], from, to, SAMPLES)
+            .into_iter()
+            .map(|p| u(p, reference))
+            .collect();
+        if reverse {
+            h.reverse();
+        }
+        // h runs sinker → head top; close over the top: up from the head top, across, down far to
+        // the side of A, and level to the sinker.
+        let (s, t) = (h[0], *h.last().unwrap());
+        let side = far_side(s);
+        h.push(lift(t));
+        h.push(lift(side));
+        h.push(side);
+        h
+    };
+    let a = half(uf, ut, false);
+    let b = half(ut, ul, true);
+    [ring, a, b]
+}
+
 /// The linking numbers (A, B_left), (A, B_right) of every pair of `pairs` (from [`interlock_runs`]),
 /// with the control points at `curves` (the knit's curves, or later positions of the same points).
 pub fn interlock_numbers_of(
@@ -182,43 +236,10 @@ pub fn interlock_numbers_of(
     pattern: Pattern,
     pairs: &[LoopPair],
 ) -> Vec<(f64, f64)> {
-    let tube = pattern == Pattern::Tube;
-    let u = unroll(curves, tube);
     pairs
         .iter()
         .map(|pair| {
-            let mut ring = lower_ring(curves, tube, pair);
-            if pair.reverse {
-                ring.reverse();
-            }
-            let (ci, _, _) = pair.lower;
-            let reference = V3::from3(curves[ci].points[pair.lower_top]);
-            let (cu, uf, ut, ul) = pair.upper;
-            // "Up": from the lower loop's head top to the upper loop's (the +y axis of a knit as
-            // generated, and still the way up the wale where the cloth has since bent or curled).
-            let up = {
-                let d = u(V3::from3(curves[cu].points[ut]), reference)
-                    - u(V3::from3(curves[ci].points[pair.lower_top]), reference);
-                d * (1.0 / d.norm())
-            };
-            let top = ring.iter().map(|p| p.dot(up)).fold(f64::MIN, f64::max) + 50.0;
-            let lift = |p: V3<f64>| p + up * (top - p.dot(up));
-            let half = |from: usize, to: usize, reverse: bool| {
-                let mut h: Vec<V3<f64>> = spline_run(&curves[cu], from, to, SAMPLES)
-                    .into_iter()
-                    .map(|p| u(p, reference))
-                    .collect();
-                if reverse {
-                    h.reverse();
-                }
-                // h runs sinker → head top; close over the top.
-                let (s, t) = (h[0], *h.last().unwrap());
-                h.push(lift(t));
-                h.push(lift(s));
-                h
-            };
-            let a = half(uf, ut, false);
-            let b = half(ut, ul, true);
+            let [ring, a, b] = interlock_rings(curves, pattern, pair);
             (polyline_linking(&ring, &a), polyline_linking(&ring, &b))
         })
         .collect()
@@ -228,8 +249,10 @@ pub fn interlock_numbers_of(
 /// - ring A: the lower loop from the sinker before it to the sinker after it along the yarn, closed by
 ///   the straight chord between the two sinkers;
 /// - rings B_left, B_right: the upper loop's two halves (sinker → head top, head top → sinker), each
-///   closed over the top of the fabric: straight up from the head top to far above, across, and down
-///   to the sinker ("up" being the direction from the lower loop's head top to the upper one's), a path that in the plane of the fabric stays clear of A.
+///   closed over the top of the fabric: straight up from the head top to far above, across to above
+///   a point far out to the side of the sinker (away from A), down to that point, and level to the
+///   sinker — a path that stays clear of A. "Up" is the direction from the lower loop's head top to
+///   the upper one's (+y for a knit as generated).
 ///
 /// Returns the linking numbers (A, B_left), (A, B_right), both halves oriented sinker → head top. In
 /// real knit the head of the lower loop passes in front of the upper loop's sinker part and behind
