@@ -218,7 +218,13 @@ pub struct FrameStats {
     /// constraints (glue + length), damping and objects, frames (material frames + plasticity).
     pub phase_ms: [(&'static str, f64); 5],
     pub contact: Vec<(&'static str, f64)>,
+    /// Totals over the frame of the contact values named in [`FRAME_TOTALS`], written as
+    /// `<name>_frame` (e.g. `rebuilds_frame`: contact-set rebuilds during this frame).
+    pub contact_frame_totals: Vec<(&'static str, f64)>,
 }
+
+/// Contact values that also make sense summed over a frame (the seed's "model updates per frame").
+pub const FRAME_TOTALS: [(&str, &str); 1] = [("rebuilds", "rebuilds_frame")];
 
 impl Serialize for FrameStats {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -235,6 +241,9 @@ impl Serialize for FrameStats {
             m.serialize_entry(k, v)?;
         }
         for (k, v) in &self.contact {
+            m.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.contact_frame_totals {
             m.serialize_entry(k, v)?;
         }
         m.end()
@@ -957,6 +966,16 @@ impl Sim {
                 .frame_contact
                 .iter()
                 .map(|&(k, v)| (k, v / n as f64))
+                .collect(),
+            contact_frame_totals: self
+                .frame_contact
+                .iter()
+                .filter_map(|&(k, v)| {
+                    FRAME_TOTALS
+                        .iter()
+                        .find(|(name, _)| *name == k)
+                        .map(|&(_, total)| (total, v))
+                })
                 .collect(),
         })
     }

@@ -624,6 +624,16 @@ fn acl_stats_report_sets_rebuilds_entries_and_phase_times() {
                 get(k)
             );
         }
+        let rebuilds_frame = get("rebuilds_frame");
+        assert_eq!(
+            rebuilds_frame,
+            rebuilds_frame.round(),
+            "rebuilds_frame is a count"
+        );
+        assert!(
+            (rebuilds_frame - get("rebuilds") * steps).abs() < 1e-6 * rebuilds_frame.max(1.0),
+            "rebuilds_frame {rebuilds_frame} is not the frame's total of rebuilds per step in {r}"
+        );
         let fraction = get("rebuild_fraction");
         assert!(fraction <= 1.0, "rebuild fraction {fraction} in {r}");
         assert!(get("contact_sets") > 0.0, "no contact sets in {r}");
