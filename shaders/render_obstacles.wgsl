@@ -1,7 +1,9 @@
 // render_obstacles: planes (as finite checkered squares), spheres and capsules as lit triangle meshes.
 //
-// The meshes are built on the CPU (src/render/mesh.rs `obstacle_mesh`) in world space. Uniforms and
-// lighting are those of render_tubes.wgsl: keep the two in step.
+// The meshes are built on the CPU (src/render/mesh.rs `obstacle_mesh`) in world space. `Uniforms` and
+// `shade` are copies of those in render_tubes.wgsl (WGSL has no include; both pipelines share one
+// uniform buffer): tests/gpu_harness.rs `render_shaders_share_uniforms_and_lighting` checks that the
+// copies agree, comments aside.
 
 struct Uniforms {
     view_proj: mat4x4<f32>,

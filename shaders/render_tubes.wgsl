@@ -5,7 +5,8 @@
 // it. The ring frame starts from the instance's n0 and is carried from ring to ring by projecting it onto
 // the plane normal to the tangent (the same chain mesh.rs runs, so neighbouring segments share their
 // joining ring). Vertices past the rings are the end caps, collapsed to a point unless the instance's
-// flags ask for them. Lighting is shared in spirit with render_obstacles.wgsl: keep the two in step.
+// flags ask for them. `Uniforms` and `shade` are copied in render_obstacles.wgsl (WGSL has no include):
+// tests/gpu_harness.rs `render_shaders_share_uniforms_and_lighting` checks that the copies agree.
 
 struct Uniforms {
     view_proj: mat4x4<f32>,

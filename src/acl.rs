@@ -76,6 +76,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 pub mod model;
+mod outputs;
 
 use crate::contact::{pair_coeffs, point_pair, Exclusion, SegmentExclusion};
 use crate::math::{M3, V3};
@@ -1555,6 +1556,21 @@ impl ContactForce for AclContact {
                 + st.rebuild_ms,
         );
         Ok(())
+    }
+
+    // Rebuild counts and the contact matrix live in `acl/outputs.rs`.
+    fn add_step_rebuilds(&mut self, topo: &Topology, counts: &mut [f32]) -> bool {
+        self.count_step_rebuilds(topo, counts)
+    }
+
+    fn contact_pairs(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        self.touching_pairs_and_boxes(topo, pos, touching, boxes)
     }
 }
 

@@ -248,7 +248,7 @@ pub fn segment_pair_energy_grad_hess<T: Real>(
         touching: 0,
         min_d2: T::from_f64(f64::INFINITY),
     };
-    // Quadrature points of b, computed once.
+    // Quadrature points of b, computed once rather than once per quadrature point of a.
     let mut yb_buf = [V3::zero(); 64];
     let yb: &mut [V3<T>] = if b <= 64 {
         &mut yb_buf[..b]

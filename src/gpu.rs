@@ -85,6 +85,56 @@ impl fmt::Debug for Gpu {
     }
 }
 
+/// Points `XDG_RUNTIME_DIR` at a private directory when it is unset, which silences the Vulkan
+/// loader's "XDG_RUNTIME_DIR is invalid or not set" complaint (common in containers and CI). Call it
+/// while the process has one thread (it sets an environment variable).
+///
+/// The directory is `<temp>/yarnsim-xdg-<uid>`: one per user, created with mode 0700 and reused by
+/// every later process, so runs and test processes leave no per-process folders behind. An existing
+/// one is used only when it is a real directory (not a link) owned by this user with no group or
+/// other permissions; otherwise the variable stays unset (the loader only complains). Returns the
+/// directory it set, if any.
+pub fn ensure_runtime_dir() -> Option<std::path::PathBuf> {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        return None;
+    }
+    let dir = private_runtime_dir()?;
+    std::env::set_var("XDG_RUNTIME_DIR", &dir);
+    Some(dir)
+}
+
+#[cfg(unix)]
+fn private_runtime_dir() -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let tmp = std::env::temp_dir();
+    // This process's user: the owner of `/proc/self` on Linux, else of a file it creates.
+    let uid = match std::fs::metadata("/proc/self") {
+        Ok(m) => m.uid(),
+        Err(_) => {
+            let probe = tmp.join(format!("yarnsim-uid-{}", std::process::id()));
+            let uid = std::fs::File::create(&probe).ok()?.metadata().ok()?.uid();
+            let _ = std::fs::remove_file(&probe);
+            uid
+        }
+    };
+    let dir = tmp.join(format!("yarnsim-xdg-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    // Made now or earlier (possibly by someone else): check before trusting it.
+    let m = std::fs::symlink_metadata(&dir).ok()?;
+    (m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0).then_some(dir)
+}
+
+#[cfg(not(unix))]
+fn private_runtime_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join("yarnsim-xdg");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
 /// Optional features a kernel may use when the adapter has them; everything else stays off so
 /// behaviour does not depend on which extras a driver happens to expose.
 fn wanted_features() -> wgpu::Features {
@@ -245,23 +295,12 @@ pub mod testing {
             .unwrap_or(false)
     }
 
-    /// Gives the Vulkan loader a private runtime directory when none is set, which silences its
-    /// "XDG_RUNTIME_DIR is invalid or not set" complaint in test output. Done once, under the GPU lock.
+    /// [`super::ensure_runtime_dir`] once per process, under the GPU lock, so the loader does not
+    /// complain in test output.
     fn ensure_runtime_dir() {
         static DONE: OnceLock<()> = OnceLock::new();
         DONE.get_or_init(|| {
-            if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
-                return;
-            }
-            let dir = std::env::temp_dir().join(format!("yarnsim-xdg-{}", std::process::id()));
-            if std::fs::create_dir_all(&dir).is_ok() {
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-                }
-                std::env::set_var("XDG_RUNTIME_DIR", &dir);
-            }
+            super::ensure_runtime_dir();
         });
     }
 

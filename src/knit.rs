@@ -348,6 +348,23 @@ pub struct Samples {
     pub closed: Vec<bool>,
 }
 
+impl Samples {
+    /// Whether samples `i` and `j` lie on the same yarn at most `exclusion_arc` apart in arc length
+    /// (the shorter way round on a closed yarn): such pairs touch by construction, so separation
+    /// checks skip them.
+    pub fn neighbours_along_yarn(&self, i: usize, j: usize, exclusion_arc: f64) -> bool {
+        if self.yarn[i] != self.yarn[j] {
+            return false;
+        }
+        let y = self.yarn[i] as usize;
+        let mut d = (self.arc[i] - self.arc[j]).abs();
+        if self.closed[y] {
+            d = d.min(self.length[y] - d);
+        }
+        d <= exclusion_arc
+    }
+}
+
 /// Samples every segment of every curve at `per_segment` parameters `t = k / per_segment`.
 pub fn sample_curves(curves: &[Curve], per_segment: u32) -> Samples {
     let mut s = Samples {
@@ -429,15 +446,8 @@ pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usi
                         if j <= i {
                             continue;
                         }
-                        if s.yarn[i] == s.yarn[j] {
-                            let y = s.yarn[i] as usize;
-                            let mut d = (s.arc[i] - s.arc[j]).abs();
-                            if s.closed[y] {
-                                d = d.min(s.length[y] - d);
-                            }
-                            if d <= exclusion_arc {
-                                continue;
-                            }
+                        if s.neighbours_along_yarn(i, j, exclusion_arc) {
+                            continue;
                         }
                         let d = (s.pos[j] - *p).norm();
                         if d < best.0 {

@@ -125,7 +125,8 @@ pub fn certificate(curves: &[Curve]) -> Result<String, LinkError> {
         .enumerate()
         .filter(|(_, c)| c.closed)
         .collect();
-    // Validate, sample, bound.
+    // Each loop as a dense polyline with its bounding box; the boxes let the pair search skip most
+    // pairs.
     let mut polys = Vec::with_capacity(closed.len());
     for &(ci, c) in &closed {
         if c.points.len() < 3 {
@@ -151,7 +152,8 @@ pub fn certificate(curves: &[Curve]) -> Result<String, LinkError> {
         );
         polys.push((pts, lo, hi));
     }
-    // Sweep and prune along x: pairs whose boxes overlap.
+    // Sweep and prune along x: loops with disjoint boxes are separated by a plane, so they cannot
+    // link and only pairs whose boxes overlap are integrated.
     let mut order: Vec<usize> = (0..polys.len()).collect();
     order.sort_by(|&a, &b| polys[a].1.x.total_cmp(&polys[b].1.x).then(a.cmp(&b)));
     let mut pairs = Vec::new();

@@ -1,6 +1,7 @@
-//! The `yarnsim` command line: `run` simulates a scene headless (optionally capturing PNG frames),
-//! `info` reports adapters and scene size, `render` draws a saved BCC state, `links` prints the linking
-//! certificate of a BCC file's closed loops.
+//! The `yarnsim` command line: `run` simulates a scene headless (optionally writing BCC/OBJ frames,
+//! capturing PNG frames coloured per yarn, by contact-model rebuilds or by contact density, and the
+//! seed's Figure 2 contact matrix of chosen frames), `info` reports adapters and scene size, `render`
+//! draws a saved BCC state, `links` prints the linking certificate of a BCC file's closed loops.
 //!
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
@@ -16,8 +17,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
-use yarnsim::scene::{self, Obstacle, Scene};
-use yarnsim::sim::{keyframe_offset, FrameStats, Sim};
+use yarnsim::scene::{self, ContactModel, Obstacle, Scene};
+use yarnsim::sim::{keyframe_offset, FrameStats, SegmentValue, Sim};
 use yarnsim::state::Topology;
 
 #[derive(Parser)]
@@ -52,6 +53,27 @@ enum Backend {
     Gpu,
 }
 
+/// How captured frames colour the yarn (`--color`).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorArg {
+    /// One colour per yarn.
+    Yarn,
+    /// Contact-model rebuilds during the frame in red over the yarn colour (seed Figures 1 and 8).
+    Updates,
+    /// Touching quadrature pairs per segment on a blue-yellow-red ramp.
+    Contacts,
+}
+
+impl ColorArg {
+    fn mode(self) -> ColorMode {
+        match self {
+            ColorArg::Yarn => ColorMode::Yarn,
+            ColorArg::Updates => ColorMode::Updates,
+            ColorArg::Contacts => ColorMode::Contacts,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct RunArgs {
     /// Scene file (TOML).
@@ -62,6 +84,9 @@ struct RunArgs {
     /// Write every frame's state as BCC into this directory (frame_0000.bcc is the initial state).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// With --out, also write every frame as OBJ polylines (frame_NNNN.obj beside frame_NNNN.bcc).
+    #[arg(long, requires = "out")]
+    obj: bool,
     /// Where the time step runs.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
@@ -83,6 +108,46 @@ struct RunArgs {
     /// Height of captured frames in pixels.
     #[arg(long, default_value_t = 480)]
     height: u32,
+    /// Colour of captured yarn: per yarn, contact-model rebuilds of the frame in red, or contact
+    /// density (the last two need contact.model = exact or acl).
+    #[arg(long, value_enum, default_value = "yarn", requires = "capture")]
+    color: ColorArg,
+    /// Write the seed's Figure 2 (touching quadrature pairs in red, contact-set boxes outlined) of
+    /// frame FRAME as contact_matrix_FRAME.png (4 digits) into the capture directory, else the --out
+    /// directory; SIZE pixels square (default: S clamped to 256..1024). Repeatable.
+    #[arg(long, value_name = "FRAME[:SIZE]")]
+    contact_matrix: Vec<String>,
+}
+
+/// One `--contact-matrix FRAME[:SIZE]` request.
+struct MatrixRequest {
+    frame: u32,
+    size: Option<u32>,
+}
+
+fn parse_matrix_request(s: &str) -> Result<MatrixRequest> {
+    let (f, size) = match s.split_once(':') {
+        Some((f, z)) => (f, Some(z)),
+        None => (s, None),
+    };
+    let frame = f
+        .trim()
+        .parse::<u32>()
+        .with_context(|| format!("--contact-matrix {s}: frame {f:?} is not a frame number"))?;
+    let size = match size {
+        Some(z) => {
+            let z = z
+                .trim()
+                .parse::<u32>()
+                .with_context(|| format!("--contact-matrix {s}: size {z:?} is not a number"))?;
+            if !(1..=16384).contains(&z) {
+                bail!("--contact-matrix {s}: size must be between 1 and 16384 pixels");
+            }
+            Some(z)
+        }
+        None => None,
+    };
+    Ok(MatrixRequest { frame, size })
 }
 
 #[derive(clap::Args)]
@@ -115,16 +180,15 @@ struct InfoArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime_dir = ensure_runtime_dir();
+    // The Vulkan loader complains on stderr when XDG_RUNTIME_DIR is unset; give it a private
+    // per-user directory (kept for later runs). Done first, while the process has one thread.
+    yarnsim::gpu::ensure_runtime_dir();
     let result = match cli.command {
         Command::Run(a) => run(a),
         Command::Info(a) => info(a),
         Command::Render(a) => render(a),
         Command::Links { file } => links(&file),
     };
-    if let Some(dir) = runtime_dir {
-        let _ = std::fs::remove_dir_all(dir);
-    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -135,24 +199,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The Vulkan loader complains on stderr when `XDG_RUNTIME_DIR` is unset (common in containers and CI);
-/// give it a private directory then (returned, to be removed at exit). Runs first thing in `main`,
-/// while the process has one thread.
-fn ensure_runtime_dir() -> Option<PathBuf> {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("yarnsim-xdg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-    }
-    std::env::set_var("XDG_RUNTIME_DIR", &dir);
-    Some(dir)
 }
 
 /// A loaded scene with its overrides applied, and the cloth built from it.
@@ -181,30 +227,58 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let Loaded { scene, build, pins } = load(&a.scene, &a.set)?;
     let frames = a.frames.unwrap_or(scene.simulation.frames);
+    let color = a.color.mode();
+    if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
+        bail!("--color {color} needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
+    }
+    let matrices = a
+        .contact_matrix
+        .iter()
+        .map(|s| parse_matrix_request(s))
+        .collect::<Result<Vec<_>>>()?;
+    let matrix_dir = match (&matrices[..], &a.capture, &a.out) {
+        ([], _, _) => None,
+        (_, Some(d), _) | (_, None, Some(d)) => Some(d.clone()),
+        (_, None, None) => {
+            bail!("--contact-matrix writes into the --capture or --out directory; give one of them")
+        }
+    };
+    if !matrices.is_empty() && scene.contact.model == ContactModel::None {
+        bail!("--contact-matrix needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
+    }
+    if let Some(m) = matrices.iter().find(|m| m.frame > frames) {
+        bail!(
+            "--contact-matrix {}: the run has frames 0 to {frames}",
+            m.frame
+        );
+    }
     let mut sim = Sim::from_build(&scene, &build, &pins)
         .with_context(|| format!("setting up the simulation of {}", a.scene.display()))?;
+    if color == ColorMode::Updates {
+        sim.record_rebuilds(true);
+    }
 
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        write_frame(dir, 0, &sim)?;
+        write_frame(dir, 0, &sim, a.obj)?;
     }
     let mut capture = match &a.capture {
         Some(dir) => {
             let gpu = yarnsim::gpu::Gpu::new().context("--capture needs a GPU adapter")?;
-            let mut c = Capture::new(
-                &gpu,
-                dir,
-                a.width,
-                a.height,
-                a.capture_every,
-                ColorMode::Yarn,
-            )?;
-            capture_frame(&mut c, 0, &sim, &scene)?;
-            Some((gpu, c))
+            let c = Capture::new(&gpu, dir, a.width, a.height, a.capture_every, color)?;
+            Some((gpu, c, Vec::new()))
         }
         None => None,
     };
+    if let Some((_, c, values)) = capture.as_mut() {
+        capture_frame(c, 0, &mut sim, &scene, values)?;
+    }
+    if let Some(dir) = &matrix_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        write_matrices(dir, 0, &matrices, &mut sim)?;
+    }
     let mut stats_out = match &a.stats {
         Some(p) => {
             Some(BufWriter::new(File::create(p).with_context(|| {
@@ -248,10 +322,13 @@ fn run(a: RunArgs) -> Result<()> {
             w.flush()?;
         }
         if let Some(dir) = &a.out {
-            write_frame(dir, k, &sim)?;
+            write_frame(dir, k, &sim, a.obj)?;
         }
-        if let Some((_, c)) = capture.as_mut() {
-            capture_frame(c, k, &sim, &scene)?;
+        if let Some((_, c, values)) = capture.as_mut() {
+            capture_frame(c, k, &mut sim, &scene, values)?;
+        }
+        if let Some(dir) = &matrix_dir {
+            bar.suspend(|| write_matrices(dir, k, &matrices, &mut sim))?;
         }
         bar.suspend(|| println!("{}", summary_line(&st, frames)));
         bar.inc(1);
@@ -266,15 +343,46 @@ fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_frame(dir: &Path, k: u32, sim: &Sim) -> Result<()> {
+/// Writes frame `k` as `DIR/frame_NNNN.bcc`, and with `obj` also as `DIR/frame_NNNN.obj`.
+fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
     let path = dir.join(format!("frame_{k:04}.bcc"));
-    yarnsim::bcc::write(&path, &sim.curves())
-        .with_context(|| format!("writing {}", path.display()))?;
+    let curves = sim.curves();
+    yarnsim::bcc::write(&path, &curves).with_context(|| format!("writing {}", path.display()))?;
+    if obj {
+        yarnsim::export::write_obj_frame(dir, k, &curves)
+            .with_context(|| format!("writing the OBJ of frame {k}"))?;
+    }
     Ok(())
 }
 
-/// Renders frame `k` when the capture wants it, with the obstacles where they are now.
-fn capture_frame(c: &mut Capture, k: u32, sim: &Sim, scene: &Scene) -> Result<()> {
+/// Renders frame `k` when the capture wants it, with the obstacles where they are now and, for the
+/// contact colour modes, the simulation's per-segment values (`values` is reused scratch).
+fn capture_frame(
+    c: &mut Capture,
+    k: u32,
+    sim: &mut Sim,
+    scene: &Scene,
+    values: &mut Vec<f32>,
+) -> Result<()> {
+    if !c.wants(k) {
+        return Ok(());
+    }
+    let kind = match c.color {
+        ColorMode::Yarn => None,
+        ColorMode::Updates => Some(SegmentValue::Rebuilds),
+        ColorMode::Contacts => Some(SegmentValue::Contacts),
+    };
+    if let Some(kind) = kind {
+        let have = sim
+            .segment_values(kind, values)
+            .with_context(|| format!("per-segment values of frame {k}"))?;
+        if !have {
+            bail!(
+                "--color {}: the contact model gives no per-segment values",
+                c.color
+            );
+        }
+    }
     let obstacles = placed_obstacles(&scene.obstacle, sim.time);
     c.frame(
         k,
@@ -284,11 +392,39 @@ fn capture_frame(c: &mut Capture, k: u32, sim: &Sim, scene: &Scene) -> Result<()
             radius: scene.yarn.radius,
             obstacles: &obstacles,
             camera: &scene.camera,
-            color: ColorMode::Yarn,
-            segment_values: None,
+            color: c.color,
+            segment_values: kind.map(|_| &values[..]),
         },
     )
     .with_context(|| format!("capturing frame {k}"))?;
+    Ok(())
+}
+
+/// Writes the contact matrices requested for frame `k` (seed Figure 2) into `dir`.
+fn write_matrices(dir: &Path, k: u32, requests: &[MatrixRequest], sim: &mut Sim) -> Result<()> {
+    for m in requests.iter().filter(|m| m.frame == k) {
+        let (mut touching, mut boxes) = (Vec::new(), Vec::new());
+        if !sim
+            .contact_pairs(&mut touching, &mut boxes)
+            .with_context(|| format!("contact pairs of frame {k}"))?
+        {
+            bail!("--contact-matrix: the contact model reports no contact pairs");
+        }
+        let s = sim.num_quadrature_points();
+        let size = m.size.unwrap_or_else(|| (s as u32).clamp(256, 1024));
+        let pairs: Vec<(u32, u32)> = touching.iter().map(|&[i, j]| (i, j)).collect();
+        let img = yarnsim::render::contact_matrix(s, &pairs, &boxes, size)
+            .with_context(|| format!("contact matrix of frame {k}"))?;
+        let path = dir.join(format!("contact_matrix_{k:04}.png"));
+        img.save_with_format(&path, image::ImageFormat::Png)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "wrote {} (S = {s}, {} touching pairs, {} contact sets)",
+            path.display(),
+            touching.len(),
+            boxes.len()
+        );
+    }
     Ok(())
 }
 

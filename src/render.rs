@@ -274,7 +274,7 @@ pub struct Renderer {
     padded_row: u32,
     instances: GrowBuffer,
     obstacle_verts: GrowBuffer,
-    // CPU scratch reused between frames.
+    // CPU scratch kept between frames so a capture run does not allocate per frame.
     scratch_instances: Vec<TubeInstance>,
     scratch_mesh: Vec<MeshVertex>,
 }

@@ -5,6 +5,8 @@
 //! → `glue_projection` → `length_projection` → `nonrigid_damping` → `object_contact` →
 //! `integrate_position` → `material_frames` → `plasticity`. All buffers are allocated when the [`Sim`]
 //! is built; the step loop allocates nothing. Every stage's output is independent of the thread count.
+//! `nonrigid_damping` damps one block partition (phase) per step, in turn: a built scene has two, the
+//! second shifted by half a block ([`crate::scene::build_curves`], [`crate::step`]).
 //!
 //! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
 //! it is detected before the positions are updated, so `pos` still holds the last good configuration.
@@ -47,6 +49,38 @@ pub trait ContactForce: Send {
         force: &mut [[f32; 4]],
         stats: &mut ContactStats,
     ) -> Result<(), ContactError>;
+
+    /// Adds 1 to `counts[s]` for every segment `s` whose contact model was (re)built by the last
+    /// [`Self::add_forces`] call; returns false (and leaves `counts` alone) when the model keeps no
+    /// contact models to rebuild. The driver calls it after every step while it records rebuilds
+    /// ([`Sim::record_rebuilds`]), so `counts` sums the rebuilds of a frame (seed Figures 1 and 8).
+    /// `counts` has one entry per segment of `topo`. Before the first step it adds nothing.
+    fn add_step_rebuilds(&mut self, _topo: &Topology, _counts: &mut [f32]) -> bool {
+        false
+    }
+
+    /// The touching, non-excluded quadrature pairs `[i, j]` (`i < j`, global index `segment * b + k`)
+    /// at positions `pos` into `touching`, and the boxes `[u0, u1, v0, v1]` (inclusive quadrature
+    /// indices) of the model's contact sets into `boxes` (seed Figure 2). Both are cleared first.
+    /// Returns false when the model has no notion of contact. Not part of the step: it may allocate.
+    fn contact_pairs(
+        &mut self,
+        _topo: &Topology,
+        _pos: &[[f32; 4]],
+        _touching: &mut Vec<[u32; 2]>,
+        _boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        Ok(false)
+    }
+}
+
+/// Per-segment values a contact model can colour the yarn with ([`Sim::segment_values`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentValue {
+    /// Contact-model rebuilds touching the segment during the last frame.
+    Rebuilds,
+    /// Touching quadrature pairs the segment takes part in, at the current positions.
+    Contacts,
 }
 
 /// A contact model could not produce a force this step.
@@ -184,7 +218,13 @@ pub struct FrameStats {
     /// constraints (glue + length), damping and objects, frames (material frames + plasticity).
     pub phase_ms: [(&'static str, f64); 5],
     pub contact: Vec<(&'static str, f64)>,
+    /// Totals over the frame of the contact values named in [`FRAME_TOTALS`], written as
+    /// `<name>_frame` (e.g. `rebuilds_frame`: contact-set rebuilds during this frame).
+    pub contact_frame_totals: Vec<(&'static str, f64)>,
 }
+
+/// Contact values that also make sense summed over a frame (the seed's "model updates per frame").
+pub const FRAME_TOTALS: [(&str, &str); 1] = [("rebuilds", "rebuilds_frame")];
 
 impl Serialize for FrameStats {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -201,6 +241,9 @@ impl Serialize for FrameStats {
             m.serialize_entry(k, v)?;
         }
         for (k, v) in &self.contact {
+            m.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.contact_frame_totals {
             m.serialize_entry(k, v)?;
         }
         m.end()
@@ -246,9 +289,13 @@ pub struct Sim {
     /// Glued control points and the positions they are held at (their initial ones).
     pub glue_points: Vec<u32>,
     pub glue_target: Vec<[f32; 4]>,
-    /// Damping blocks: points of block `b` are `block_points[block_start[b]..block_start[b + 1]]`.
+    /// Damping blocks of every phase: points of block `b` are
+    /// `block_points[block_start[b]..block_start[b + 1]]`.
     pub block_start: Vec<u32>,
     pub block_points: Vec<u32>,
+    /// Damping phases: phase `p` is blocks `phase_start[p]..phase_start[p + 1]`; step `s` damps phase
+    /// `s mod phases` only (seed §3.3, see [`crate::scene::build_curves`]).
+    pub phase_start: Vec<u32>,
     /// Obstacles placed at the end of the current step.
     pub obstacles: Vec<ObstacleShape>,
     obstacle_defs: Vec<ObstacleDef>,
@@ -261,6 +308,14 @@ pub struct Sim {
     frame_length_error: f32,
     frame_iterations: u32,
     phase: [f64; 5],
+    /// Quadrature points per segment (`contact.quadrature`), to map contact pairs to segments.
+    quadrature: u32,
+    /// Per-segment contact-model rebuilds of the current frame, counted while `record_rebuilds` is on
+    /// (empty otherwise).
+    rebuild_counts: Vec<f32>,
+    record_rebuilds: bool,
+    /// Whether the contact model reported rebuilds at the last step.
+    rebuilds_known: bool,
 }
 
 fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
@@ -503,11 +558,25 @@ pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
 
 impl Sim {
     /// Builds a simulation from the scene's parameters, the cloth's curves, the damping block of each
-    /// control point (empty: one block per yarn), the glued control points and a contact model.
+    /// control point (one damping phase; empty: one block per yarn), the glued control points and a
+    /// contact model.
     pub fn new(
         scene: &Scene,
         curves: &[Curve],
         damping_block: &[u32],
+        pins: &[u32],
+        contact: Box<dyn ContactForce>,
+    ) -> Result<Sim, SimError> {
+        Sim::with_damping_phases(scene, curves, &[damping_block], pins, contact)
+    }
+
+    /// Like [`Sim::new`] with several damping partitions (phases), each a block id per control point
+    /// (empty: one block per yarn); step `s` damps over phase `s mod phases.len()` only. No phase
+    /// means no damping.
+    pub fn with_damping_phases(
+        scene: &Scene,
+        curves: &[Curve],
+        phases: &[&[u32]],
         pins: &[u32],
         contact: Box<dyn ContactForce>,
     ) -> Result<Sim, SimError> {
@@ -532,32 +601,40 @@ impl Sim {
             inv_mass[p as usize] = 0.0;
         }
         let glue_target = glue_points.iter().map(|&p| pos[p as usize]).collect();
-        let blocks: Vec<u32> = if damping_block.is_empty() {
-            let mut b = vec![0u32; n];
-            for (yi, y) in topo.yarns.iter().enumerate() {
-                let r = y.first_point as usize..(y.first_point + y.num_points) as usize;
-                b[r].fill(yi as u32);
-            }
-            b
-        } else if damping_block.len() != n {
-            return Err(SimError::DampingBlocks {
-                given: damping_block.len(),
-                count: n,
-            });
-        } else {
-            damping_block.to_vec()
-        };
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&p| (blocks[p as usize], p));
+        // Each phase's blocks as runs of `block_points` (sorted by block id, then point), the
+        // phases one after another.
         let mut block_start = vec![0u32];
-        for k in 1..n {
-            if blocks[order[k] as usize] != blocks[order[k - 1] as usize] {
-                block_start.push(k as u32);
+        let mut block_points: Vec<u32> = Vec::with_capacity(n * phases.len());
+        let mut phase_start = vec![0u32];
+        for damping_block in phases {
+            let blocks: Vec<u32> = if damping_block.is_empty() {
+                let mut b = vec![0u32; n];
+                for (yi, y) in topo.yarns.iter().enumerate() {
+                    let r = y.first_point as usize..(y.first_point + y.num_points) as usize;
+                    b[r].fill(yi as u32);
+                }
+                b
+            } else if damping_block.len() != n {
+                return Err(SimError::DampingBlocks {
+                    given: damping_block.len(),
+                    count: n,
+                });
+            } else {
+                damping_block.to_vec()
+            };
+            let base = block_points.len();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&p| (blocks[p as usize], p));
+            for k in 1..n {
+                if blocks[order[k] as usize] != blocks[order[k - 1] as usize] {
+                    block_start.push((base + k) as u32);
+                }
             }
-        }
-        block_start.push(n as u32);
-        if n == 0 {
-            block_start = vec![0];
+            block_points.extend(order);
+            if n > 0 {
+                block_start.push(block_points.len() as u32);
+            }
+            phase_start.push((block_start.len() - 1) as u32);
         }
         let obstacle_defs = scene
             .obstacle
@@ -579,7 +656,8 @@ impl Sim {
             glue_points,
             glue_target,
             block_start,
-            block_points: order,
+            block_points,
+            phase_start,
             obstacles,
             obstacle_defs,
             force: vec![[0.0; 4]; n],
@@ -591,6 +669,10 @@ impl Sim {
             frame_length_error: 0.0,
             frame_iterations: 0,
             phase: [0.0; 5],
+            quadrature: scene.contact.quadrature,
+            rebuild_counts: Vec::new(),
+            record_rebuilds: false,
+            rebuilds_known: false,
             topo,
         };
         sim.place_obstacles();
@@ -609,13 +691,21 @@ impl Sim {
     }
 
     /// A simulation of a built scene ([`crate::scene::build_curves`], [`crate::scene::pinned_points`])
-    /// with the contact model the scene names.
+    /// with the contact model the scene names; damping alternates between the build's two block
+    /// partitions (phases A and B).
     pub fn from_build(
         scene: &Scene,
         build: &crate::scene::ClothBuild,
         pins: &[u32],
     ) -> Result<Sim, SimError> {
-        Sim::from_scene(scene, &build.curves, &build.damping_block, pins)
+        let contact = contact_model(scene)?;
+        Sim::with_damping_phases(
+            scene,
+            &build.curves,
+            &[&build.damping_block, &build.damping_block_shifted],
+            pins,
+            contact,
+        )
     }
 
     /// The forces of the last step (gravity + rod + contact).
@@ -699,6 +789,11 @@ impl Sim {
                 step: self.steps,
                 source,
             })?;
+        if self.record_rebuilds {
+            self.rebuilds_known = self
+                .contact
+                .add_step_rebuilds(&self.topo, &mut self.rebuild_counts);
+        }
         let t2 = Instant::now();
         if let Some(bad) = self
             .force
@@ -756,11 +851,19 @@ impl Sim {
         };
         let t3 = Instant::now();
         let p = &self.params;
+        // One damping phase per step, in turn (seed §3.3).
+        let phases = self.phase_start.len() - 1;
+        let blocks = if phases == 0 {
+            &self.block_start[..1]
+        } else {
+            let ph = (self.steps % phases as u64) as usize;
+            &self.block_start[self.phase_start[ph] as usize..=self.phase_start[ph + 1] as usize]
+        };
         step::nonrigid_damping(
             h,
             p.damping_const,
             p.damping_prop,
-            &self.block_start,
+            blocks,
             &self.block_points,
             &self.mass,
             &self.inv_mass,
@@ -838,6 +941,7 @@ impl Sim {
         for v in self.frame_contact.iter_mut() {
             v.1 = 0.0;
         }
+        self.rebuild_counts.fill(0.0);
         let n = self.params.steps_per_frame;
         for _ in 0..n {
             self.step()?;
@@ -862,6 +966,16 @@ impl Sim {
                 .frame_contact
                 .iter()
                 .map(|&(k, v)| (k, v / n as f64))
+                .collect(),
+            contact_frame_totals: self
+                .frame_contact
+                .iter()
+                .filter_map(|&(k, v)| {
+                    FRAME_TOTALS
+                        .iter()
+                        .find(|(name, _)| *name == k)
+                        .map(|&(_, total)| (total, v))
+                })
                 .collect(),
         })
     }
@@ -894,5 +1008,86 @@ impl Sim {
     /// The current yarns as curves (for export).
     pub fn curves(&self) -> Vec<Curve> {
         self.topo.curves(&self.pos)
+    }
+
+    /// Starts or stops counting the contact model's rebuilds per segment (for
+    /// [`SegmentValue::Rebuilds`]). Counting costs a pass over the model's contacts each step, so it
+    /// is off by default. The counts cover one frame: [`Sim::frame`] resets them when it starts.
+    pub fn record_rebuilds(&mut self, on: bool) {
+        self.record_rebuilds = on;
+        self.rebuild_counts.clear();
+        self.rebuilds_known = false;
+        if on {
+            self.rebuild_counts.resize(self.topo.segments.len(), 0.0);
+            // Whether the model has anything to rebuild; what it adds now (its last step's rebuilds,
+            // nothing before the first step) is not part of any recorded frame.
+            self.rebuilds_known = self
+                .contact
+                .add_step_rebuilds(&self.topo, &mut self.rebuild_counts);
+            self.rebuild_counts.fill(0.0);
+        }
+    }
+
+    /// One value per segment of `kind` into `out` (resized to the segment count):
+    /// - [`SegmentValue::Rebuilds`]: the contact-model rebuilds touching each segment during the last
+    ///   frame (zero before the first frame). Needs [`Sim::record_rebuilds`] on; `Ok(false)` when it
+    ///   is off or the contact model keeps no models to rebuild (`none`).
+    /// - [`SegmentValue::Contacts`]: the touching quadrature pairs each segment takes part in at the
+    ///   current positions (a pair within one segment counts twice); `Ok(false)` for a model without
+    ///   contact (`none`).
+    pub fn segment_values(
+        &mut self,
+        kind: SegmentValue,
+        out: &mut Vec<f32>,
+    ) -> Result<bool, SimError> {
+        let n = self.topo.segments.len();
+        out.clear();
+        out.resize(n, 0.0);
+        match kind {
+            SegmentValue::Rebuilds => {
+                if !(self.record_rebuilds && self.rebuilds_known) {
+                    return Ok(false);
+                }
+                out.copy_from_slice(&self.rebuild_counts);
+                Ok(true)
+            }
+            SegmentValue::Contacts => {
+                let (mut touching, mut boxes) = (Vec::new(), Vec::new());
+                if !self.contact_pairs(&mut touching, &mut boxes)? {
+                    return Ok(false);
+                }
+                let b = self.quadrature.max(1);
+                for [i, j] in touching {
+                    for q in [i, j] {
+                        if let Some(v) = out.get_mut((q / b) as usize) {
+                            *v += 1.0;
+                        }
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// The contact model's touching quadrature pairs at the current positions and its contact-set
+    /// boxes (see [`ContactForce::contact_pairs`]); `Ok(false)` for a model without contact.
+    pub fn contact_pairs(
+        &mut self,
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, SimError> {
+        touching.clear();
+        boxes.clear();
+        self.contact
+            .contact_pairs(&self.topo, &self.pos, touching, boxes)
+            .map_err(|source| SimError::Contact {
+                step: self.steps,
+                source,
+            })
+    }
+
+    /// The size `S` of the quadrature-pair matrix: segments × quadrature points per segment.
+    pub fn num_quadrature_points(&self) -> usize {
+        self.topo.num_quadrature_points(self.quadrature)
     }
 }

@@ -8,8 +8,18 @@
 //! Buffers: control points `pos` and velocities `vel` (`[f32; 4]`, xyz, w unused), per-point `mass` and
 //! `inv_mass` (0 for glued points, which the constraint solves treat as immovable), the polyline
 //! [`Edge`]s with their rest lengths, damping blocks as `block_start`/`block_points` (points of block
-//! `b` are `block_points[block_start[b]..block_start[b+1]]`), and the placed obstacles
-//! [`ObstacleShape`].
+//! `b` are `block_points[block_start[b]..block_start[b+1]]`; one step damps the blocks of one phase,
+//! a run of `block_start`), and the placed obstacles [`ObstacleShape`].
+//!
+//! Non-rigid damping phases: the seed applies "only one phase of nonrigid damping on each timestep,
+//! over blocks of 4 × 4 knit loops" (§3.3). We read it as alternating block partitions: scenes build
+//! phase A (blocks aligned with a piece's first loop; grid cells for BCC pieces) and phase B (shifted
+//! by half a block), and step `s` damps phase `s mod 2`. Damping removes only motion that is non-rigid within
+//! a block, so with one fixed partition the blocks' rigid motions relative to each other are never
+//! damped: deformation gathers at the seams and rings there. The shifted phase puts every seam inside
+//! a block every other step. Motion that is close to rigid on the scale of a block in both phases —
+//! the whole cloth's rigid motion, and slow deformation whose wavelength is many blocks — is damped
+//! little or not at all, by design (falling or swinging cloth is not slowed down).
 //!
 //! Constraints are solved by Fast Projection (Goldenthal et al. 2007) on *positions predicted by the
 //! velocities*, `x = q + h v`, and turned back into velocities, as Figure 4 writes
@@ -451,6 +461,10 @@ fn cyclic_solve(d: &[f32], o: &[f32], r: &mut [f32], w: &mut [f32], z: &mut [f32
 /// block's rigid motion (mass-weighted linear and angular velocity about its centre of mass at `pos`),
 /// apply `Δv = −v_nr · min(1, max(h μ_prop, h μ_const √k / ‖v_nr‖))`. Glued points (`inv_mass = 0`) take
 /// part in the rigid fit but are not changed.
+///
+/// The blocks are those of one damping phase: the caller passes that phase's run of `block_start`
+/// (its entries index `block_points` directly, so the run need not start at 0). The blocks of one
+/// phase are disjoint, so they could be damped in any order or in parallel with the same result.
 #[allow(clippy::too_many_arguments)]
 pub fn nonrigid_damping(
     h: f32,

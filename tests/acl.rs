@@ -9,40 +9,14 @@ use acl_support::*;
 use std::sync::{Arc, Mutex};
 use yarnsim::acl::{boxes_overlap, model, AclContact, SET_LIVE};
 use yarnsim::contact::{ExactContact, Exclusion};
-use yarnsim::knit;
 use yarnsim::math::{M3, V3};
 use yarnsim::polar::{quat_from_rotation_vector, quat_to_matrix};
-use yarnsim::scene::{ContactParams, Obstacle, Pattern, Scene};
+use yarnsim::scene::{ContactParams, Obstacle, Scene};
 use yarnsim::sched::{box_bits, SafetyRuleSwitches, ENTRY_LIVE};
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::{Curve, Topology};
 
 const R: f32 = 0.125;
-
-/// A stockinette swatch of `w × c` loops, lying flat (knit face up, +y) with its lowest point `gap`
-/// above the plane y = 0.
-fn flat_swatch(w: u32, c: u32, gap: f32) -> Vec<Curve> {
-    let k = knit::generate(Pattern::Stockinette, w, c, R).unwrap();
-    // (x, y, z) → (x, z, −y): the swatch's normal (+z) becomes +y.
-    let mut curves: Vec<Curve> = k
-        .curves
-        .into_iter()
-        .map(|cv| Curve {
-            points: cv.points.iter().map(|p| [p[0], p[2], -p[1]]).collect(),
-            closed: cv.closed,
-        })
-        .collect();
-    let low = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p[1]))
-        .fold(f32::INFINITY, f32::min);
-    for cv in &mut curves {
-        for p in &mut cv.points {
-            p[1] += gap - low;
-        }
-    }
-    curves
-}
 
 fn drop_scene(tau: f32) -> Scene {
     let mut scene = Scene::default();
@@ -223,7 +197,7 @@ fn drop_compare_with(
 ) -> Vec<StepError> {
     let mut scene = drop_scene(tau);
     scene.contact.extra_invalidation = extra;
-    let curves = flat_swatch(w, c, 0.15);
+    let curves = flat_swatch(w, c, R, 0.15);
     let (topo, _) = Topology::from_curves(&curves).unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
     let cmp = Compare {
@@ -257,7 +231,7 @@ fn drop_compare_with(
 /// steps (it relaxes from the generator's shape while it falls): positions and velocities.
 fn relaxed_falling_state(w: u32, c: u32, gap: f32, steps: usize) -> (Vec<[f32; 4]>, Vec<[f32; 4]>) {
     let scene = drop_scene(0.0);
-    let curves = flat_swatch(w, c, gap);
+    let curves = flat_swatch(w, c, R, gap);
     let exact = ExactContact::new(R, &scene.contact).unwrap();
     let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact)).unwrap();
     for _ in 0..steps {
@@ -392,7 +366,7 @@ fn check_invariants(
 /// The safety check on a real drop: a swatch falling onto the plane under ACL (τ = 0.04).
 fn sim_drop_safety(disable: SafetyRuleSwitches, steps: usize) -> Result<(), String> {
     let scene = drop_scene(0.04);
-    let curves = flat_swatch(3, 3, 0.1);
+    let curves = flat_swatch(3, 3, R, 0.1);
     // The simulation is driven by the exact force; ACL runs alongside on the same positions, so a
     // disabled rule cannot change the trajectory it is checked on.
     let (topo, _) = Topology::from_curves(&curves).unwrap();
@@ -519,7 +493,7 @@ fn safety_check_fails_when_a_rescheduling_rule_is_disabled() {
 /// rotation, without a rebuild.
 #[test]
 fn rigid_motion_rotates_the_force_without_rebuilds() {
-    let curves = flat_swatch(3, 3, 1.0);
+    let curves = flat_swatch(3, 3, R, 1.0);
     let (topo, pos0) = Topology::from_curves(&curves).unwrap();
     let params = ContactParams::default();
     let mut acl = AclContact::new(R, &params).unwrap();
@@ -687,7 +661,7 @@ fn corotational_model_kernels_in_f64() {
 /// module's pair terms.
 #[test]
 fn stored_stiffness_matches_finite_differences_of_the_force() {
-    let curves = flat_swatch(2, 2, 1.0);
+    let curves = flat_swatch(2, 2, R, 1.0);
     let (topo, pos) = Topology::from_curves(&curves).unwrap();
     let params = ContactParams::default();
     let mut acl = AclContact::new(R, &params).unwrap();

@@ -1,37 +1,13 @@
 //! The ACL contact step does not allocate once its buffers have grown to the scene (a swatch moving
 //! slowly and rigidly, so that sets persist, are evaluated, and some are rebuilt).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use yarnsim::acl::AclContact;
 use yarnsim::knit;
 use yarnsim::scene::{ContactParams, Pattern};
 use yarnsim::state::Topology;
 
-struct Counting;
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[test]
 fn acl_step_does_not_allocate_in_steady_state() {
@@ -65,16 +41,12 @@ fn acl_step_does_not_allocate_in_steady_state() {
         for p in &frames[..40] {
             acl.step(&topo, p, &mut force).unwrap();
         }
-        COUNTING.store(true, Ordering::SeqCst);
-        for p in &frames[40..] {
-            acl.step(&topo, p, &mut force).unwrap();
-        }
-        COUNTING.store(false, Ordering::SeqCst);
+        let ((), allocations) = alloc::count(|| {
+            for p in &frames[40..] {
+                acl.step(&topo, p, &mut force).unwrap();
+            }
+        });
         assert!(acl.last_stats().contact_sets > 0);
-        assert_eq!(
-            ALLOCATIONS.load(Ordering::SeqCst),
-            0,
-            "the ACL step allocated"
-        );
+        assert_eq!(allocations, 0, "the ACL step allocated");
     });
 }

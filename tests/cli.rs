@@ -73,6 +73,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs `cmd`, asserts that it fails, and returns its standard error.
+fn failure(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "succeeded: {cmd:?}");
+    text(&out.stderr)
+}
+
 fn check_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -157,27 +164,20 @@ fn set_overrides_a_scene_field() {
     let r: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(r["steps"], 32);
 
-    let out = bin()
-        .arg("run")
-        .arg(&scene)
-        .args(["--set", "simulation.no_such_key=1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("no_such_key"),
-        "{}",
-        text(&out.stderr)
+    let err = failure(
+        bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--set", "simulation.no_such_key=1"]),
     );
+    assert!(err.contains("no_such_key"), "{err}");
 }
 
 #[test]
 fn missing_scene_is_an_error_naming_the_file() {
     let dir = scratch("missing");
     let missing = dir.join("does_not_exist.toml");
-    let out = bin().arg("run").arg(&missing).output().unwrap();
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
+    let err = failure(bin().arg("run").arg(&missing));
     assert!(err.contains("does_not_exist.toml"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -186,18 +186,8 @@ fn missing_scene_is_an_error_naming_the_file() {
 fn gpu_backend_is_not_available_yet() {
     let dir = scratch("gpu");
     let scene = tiny_scene(&dir, "none");
-    let out = bin()
-        .arg("run")
-        .arg(&scene)
-        .args(["--backend", "gpu"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("GPU backend is not yet available"),
-        "{}",
-        text(&out.stderr)
-    );
+    let err = failure(bin().arg("run").arg(&scene).args(["--backend", "gpu"]));
+    assert!(err.contains("GPU backend is not yet available"), "{err}");
 }
 
 #[test]
@@ -290,17 +280,8 @@ fn links_prints_the_certificate() {
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(lines[1] == "0,1,1" || lines[1] == "0,1,-1", "{stdout}");
 
-    let out = bin()
-        .arg("links")
-        .arg(dir.join("nope.bcc"))
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("nope.bcc"),
-        "{}",
-        text(&out.stderr)
-    );
+    let err = failure(bin().arg("links").arg(dir.join("nope.bcc")));
+    assert!(err.contains("nope.bcc"), "{err}");
 }
 
 #[test]
@@ -345,4 +326,382 @@ fn render_and_capture_write_pngs() {
     check_ok(&out);
     let img = image::open(dir.join("state.png")).unwrap();
     assert_eq!((img.width(), img.height()), (32, 24));
+}
+
+/// `scenes/tiny.toml`: a 4 × 4-loop swatch that starts in contact (540 steps a frame).
+fn tiny_swatch() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml")
+}
+
+/// Pixels of an update red (the renderer's `UPDATE_RED` over a yarn colour, lit): strongly red,
+/// which neither the tiny swatch's one yarn colour (blue) nor the grey floor or background is.
+fn red_pixels(img: &image::RgbImage) -> usize {
+    img.pixels()
+        .filter(|p| {
+            let [r, g, b] = p.0.map(|c| c as f32);
+            r > 120.0 && r > 2.0 * g && r > 1.5 * b
+        })
+        .count()
+}
+
+#[test]
+fn capture_colour_modes() {
+    if yarnsim::gpu::testing::gpu_or_skip("capture_colour_modes").is_none() {
+        return;
+    }
+    let dir = scratch("colour");
+    let capture = |model: &str, color: &str| -> Vec<image::RgbImage> {
+        let png = dir.join(format!("{model}-{color}"));
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1", "--width", "96", "--height", "72"])
+            .args(["--set", &format!("contact.model={model}")])
+            .args(["--color", color, "--capture"])
+            .arg(&png)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        (0..=1)
+            .map(|k| {
+                let p = png.join(format!("frame_{k:04}.png"));
+                let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert_eq!((img.width(), img.height()), (96, 72));
+                img.to_rgb8()
+            })
+            .collect()
+    };
+    // Frame 0 is the initial state: nothing rebuilt yet. The first frame builds every contact set.
+    let acl = capture("acl", "updates");
+    assert_eq!(red_pixels(&acl[0]), 0);
+    assert!(red_pixels(&acl[1]) > 200, "{}", red_pixels(&acl[1]));
+    // The exact model recomputes every contact every step: everything touching is red.
+    let exact = capture("exact", "updates");
+    assert_eq!(red_pixels(&exact[0]), 0);
+    assert!(red_pixels(&exact[1]) > 200, "{}", red_pixels(&exact[1]));
+    // Per-yarn colours show no red; contact density is another picture of the same frame.
+    let yarn = capture("acl", "yarn");
+    assert_eq!(red_pixels(&yarn[1]), 0);
+    let contacts = capture("acl", "contacts");
+    assert_ne!(contacts[1], yarn[1]);
+}
+
+#[test]
+fn colour_mode_errors() {
+    let dir = scratch("colour-errors");
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args(["--color", "red", "--capture"])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("yarn, updates, contacts"), "{err}");
+
+    // Needs a contact model; refused before any GPU is opened or frame computed.
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args([
+            "--set",
+            "contact.model=none",
+            "--color",
+            "updates",
+            "--capture",
+        ])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("contact.model = none"), "{err}");
+    assert!(!dir.join("png").exists());
+
+    // Only with --capture.
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args(["--color", "updates"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn contact_matrix_shows_pairs_and_boxes() {
+    let dir = scratch("matrix");
+    let matrix = |model: &str| -> image::RgbImage {
+        let sub = dir.join(model);
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1", "--set", &format!("contact.model={model}")])
+            .args(["--contact-matrix", "1:737", "--out"])
+            .arg(&sub)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        let p = sub.join("contact_matrix_0001.png");
+        let img = image::open(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .to_rgb8();
+        assert_eq!((img.width(), img.height()), (737, 737));
+        img
+    };
+    let black = |img: &image::RgbImage| img.pixels().filter(|p| p.0 == [0, 0, 0]).count();
+    let acl = matrix("acl");
+    assert!(red_pixels(&acl) > 0);
+    assert!(black(&acl) > 0, "contact-set boxes are outlined");
+    // The exact model has touching pairs but no contact sets.
+    let exact = matrix("exact");
+    assert!(red_pixels(&exact) > 0);
+    assert_eq!(black(&exact), 0);
+
+    for (args, want) in [
+        (&["--contact-matrix", "1"][..], "--capture or --out"),
+        (
+            &["--contact-matrix", "9", "--out", "x"][..],
+            "frames 0 to 1",
+        ),
+        (&["--contact-matrix", "1:0", "--out", "x"][..], "size"),
+    ] {
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "1"])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn obj_frames_parse_back_to_the_bcc_frames() {
+    let dir = scratch("obj");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "2", "--obj", "--out"])
+        .arg(dir.join("frames"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for k in 0..=2 {
+        let f = dir.join("frames");
+        let bcc = yarnsim::bcc::read(&f.join(format!("frame_{k:04}.bcc"))).unwrap();
+        let obj = yarnsim::export::read_obj(&f.join(format!("frame_{k:04}.obj"))).unwrap();
+        assert_eq!(obj, bcc, "frame {k}");
+        assert!(obj.iter().any(|c| c.closed) && obj.iter().any(|c| !c.closed));
+    }
+    // Without --obj, no OBJ files; --obj needs --out.
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "1", "--out"])
+        .arg(dir.join("plain"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(!dir.join("plain/frame_0001.obj").exists());
+    assert!(dir.join("plain/frame_0001.bcc").exists());
+    let out = bin().arg("run").arg(&scene).arg("--obj").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn runtime_dir_is_one_private_folder_per_user() {
+    // Without XDG_RUNTIME_DIR the binary makes one under TMPDIR for the Vulkan loader; two runs share
+    // it and leave nothing else behind.
+    let dir = scratch("xdg");
+    for _ in 0..2 {
+        let out = bin()
+            .arg("info")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("TMPDIR", &dir)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        assert!(
+            !text(&out.stderr).contains("XDG_RUNTIME_DIR"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let name = entries[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("yarnsim-xdg-"), "{name}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&entries[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}
+
+/// The ACL statistics of `--stats` (issue 4, item 8): contact sets, rebuilds and the rebuild fraction,
+/// schedule entries tracked / examined / processed, and the time of each phase (raster, newcomers,
+/// schedule, coalesce, evaluate, rebuild), on scenes/tiny.toml (a 4 × 4-loop swatch whose yarns touch
+/// from the start).
+///
+/// A frame record holds each value's mean over the frame's steps. What holds at every step, and so for
+/// the means: every count is a whole number (its mean times the steps is the frame's total); tracked ≥
+/// examined ≥ processed (src/sched.rs: `tracked` is the live entries after the step, none removed
+/// after the examination; each live entry is examined at most once a step, its ticket advancing when
+/// it is; `processed` counts only examined entries); `contact_ms` is the sum of the six phases. With one
+/// step per frame the records are the steps themselves, and then also `rebuild_fraction` = rebuilds /
+/// contact sets, and at the first step every contact set is built (fraction 1).
+///
+/// The rebuild fraction is asserted to lie in [0, 1]. It is rebuilds over the sets alive after the
+/// step, so a step that rebuilt more sets than survive it (sets rebuilt and then deleted, or rebuilt
+/// again after a merge) could exceed 1; none does on this scene.
+#[test]
+fn acl_stats_report_sets_rebuilds_entries_and_phase_times() {
+    const COUNTS: [&str; 6] = [
+        "contact_sets",
+        "rebuilds",
+        "entries_tracked",
+        "entries_examined",
+        "entries_processed",
+        "touching_pairs",
+    ];
+    const PHASES: [&str; 6] = [
+        "raster_ms",
+        "newcomers_ms",
+        "schedule_ms",
+        "coalesce_ms",
+        "evaluate_ms",
+        "rebuild_ms",
+    ];
+    let dir = scratch("acl-stats");
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml");
+    let run = |name: &str, frames: &str, extra: &[&str]| -> Vec<serde_json::Value> {
+        let file = dir.join(name);
+        let out = bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--frames", frames, "--set", "contact.model=acl"])
+            .args(extra)
+            .arg("--stats")
+            .arg(&file)
+            .output()
+            .unwrap();
+        check_ok(&out);
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
+            .collect()
+    };
+    let check = |r: &serde_json::Value| {
+        let get = |k: &str| -> f64 {
+            let v = r[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{k} missing or not a number in {r}"));
+            assert!(v.is_finite() && v >= 0.0, "{k} = {v} in {r}");
+            v
+        };
+        let steps = r["steps"].as_u64().unwrap() as f64;
+        for k in COUNTS {
+            let total = get(k) * steps;
+            assert!(
+                (total - total.round()).abs() < 1e-6 * total.max(1.0),
+                "{k}: {} × {steps} steps is not a whole number",
+                get(k)
+            );
+        }
+        let rebuilds_frame = get("rebuilds_frame");
+        assert_eq!(
+            rebuilds_frame,
+            rebuilds_frame.round(),
+            "rebuilds_frame is a count"
+        );
+        assert!(
+            (rebuilds_frame - get("rebuilds") * steps).abs() < 1e-6 * rebuilds_frame.max(1.0),
+            "rebuilds_frame {rebuilds_frame} is not the frame's total of rebuilds per step in {r}"
+        );
+        let fraction = get("rebuild_fraction");
+        assert!(fraction <= 1.0, "rebuild fraction {fraction} in {r}");
+        assert!(get("contact_sets") > 0.0, "no contact sets in {r}");
+        assert!(get("touching_pairs") > 0.0, "no touching pairs in {r}");
+        let (tracked, examined, processed) = (
+            get("entries_tracked"),
+            get("entries_examined"),
+            get("entries_processed"),
+        );
+        assert!(tracked > 0.0, "{r}");
+        assert!(
+            tracked >= examined && examined >= processed,
+            "tracked {tracked}, examined {examined}, processed {processed}"
+        );
+        let phases: f64 = PHASES.iter().map(|k| get(k)).sum();
+        let total = get("contact_ms");
+        assert!(
+            (phases - total).abs() <= 1e-9 * total.max(1e-3),
+            "phases {phases} ms, contact {total} ms"
+        );
+    };
+    // Two frames of the scene's own 540 steps.
+    let frames = run("frames.jsonl", "2", &[]);
+    assert_eq!(frames.len(), 2);
+    for r in &frames {
+        assert_eq!(r["steps"], 540);
+        check(r);
+    }
+    // The first frame builds sets (every set is built at its first step).
+    let rebuilds: Vec<f64> = frames
+        .iter()
+        .map(|r| r["rebuilds"].as_f64().unwrap())
+        .collect();
+    assert!(rebuilds[0] > 0.0, "{rebuilds:?}");
+    // One step per frame: each record is one step.
+    let steps = run(
+        "steps.jsonl",
+        "40",
+        &[
+            "--set",
+            "simulation.dt=1e-4",
+            "--set",
+            "simulation.fps=10000",
+        ],
+    );
+    assert_eq!(steps.len(), 40);
+    for (n, r) in steps.iter().enumerate() {
+        assert_eq!(r["steps"], 1);
+        check(r);
+        let (rebuilt, sets) = (
+            r["rebuilds"].as_f64().unwrap(),
+            r["contact_sets"].as_f64().unwrap(),
+        );
+        // (serde_json's default float parsing may be one unit in the last place off.)
+        let fraction = r["rebuild_fraction"].as_f64().unwrap();
+        assert!(
+            (fraction - rebuilt / sets).abs() <= 1e-12,
+            "step {n}: fraction {fraction}, {rebuilt} rebuilds of {sets} sets"
+        );
+        if n == 0 {
+            assert_eq!(rebuilt, sets, "every set is built at the first step");
+        }
+    }
+    // The scheduler examines a part of what it tracks and processes a part of that.
+    assert!(steps
+        .iter()
+        .any(|r| r["entries_examined"].as_f64() < r["entries_tracked"].as_f64()));
+    assert!(steps
+        .iter()
+        .any(|r| r["entries_processed"].as_f64() < r["entries_examined"].as_f64()));
 }

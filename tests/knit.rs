@@ -3,10 +3,14 @@
 //! through the loop below, which a stack of loops would not do).
 
 use yarnsim::knit::{self, Knit, KnitError, Shape};
+use yarnsim::links::polyline_linking;
 use yarnsim::math::V3;
 use yarnsim::scene::Pattern;
-use yarnsim::spline;
-use yarnsim::state::{Curve, Topology};
+use yarnsim::state::Topology;
+
+#[path = "support/interlock.rs"]
+mod interlock;
+use interlock::interlock_numbers;
 
 const PATTERNS: [Pattern; 4] = [
     Pattern::Stockinette,
@@ -122,15 +126,8 @@ fn brute_min_separation(s: &knit::Samples, exclusion: f64) -> f64 {
     let mut best = f64::MAX;
     for i in 0..s.pos.len() {
         for j in i + 1..s.pos.len() {
-            if s.yarn[i] == s.yarn[j] {
-                let y = s.yarn[i] as usize;
-                let mut d = (s.arc[i] - s.arc[j]).abs();
-                if s.closed[y] {
-                    d = d.min(s.length[y] - d);
-                }
-                if d <= exclusion {
-                    continue;
-                }
+            if s.neighbours_along_yarn(i, j, exclusion) {
+                continue;
             }
             best = best.min((s.pos[i] - s.pos[j]).norm());
         }
@@ -182,29 +179,6 @@ fn minimum_distance_is_at_least_1_6_r() {
     }
 }
 
-/// Signed solid angle of the triangle (a, b, c) seen from the origin (Van Oosterom & Strackee 1983).
-fn solid_angle(a: V3<f64>, b: V3<f64>, c: V3<f64>) -> f64 {
-    let (la, lb, lc) = (a.norm(), b.norm(), c.norm());
-    let num = a.dot(b.cross(c));
-    let den = la * lb * lc + a.dot(b) * lc + a.dot(c) * lb + b.dot(c) * la;
-    2.0 * num.atan2(den)
-}
-
-/// Gauss linking number of two closed polygons, exact per segment pair: the Gauss integral over two
-/// segments is the solid angle of the parallelogram of their difference vectors over 4π.
-fn linking_number(a: &[V3<f64>], b: &[V3<f64>]) -> f64 {
-    let mut total = 0.0;
-    for i in 0..a.len() {
-        let (p1, p2) = (a[i], a[(i + 1) % a.len()]);
-        for j in 0..b.len() {
-            let (p3, p4) = (b[j], b[(j + 1) % b.len()]);
-            let (r13, r14, r24, r23) = (p3 - p1, p4 - p1, p4 - p2, p3 - p2);
-            total += solid_angle(r13, r14, r24) + solid_angle(r13, r24, r23);
-        }
-    }
-    total / (4.0 * std::f64::consts::PI)
-}
-
 fn circle(center: V3<f64>, u: V3<f64>, v: V3<f64>, n: usize) -> Vec<V3<f64>> {
     (0..n)
         .map(|k| {
@@ -214,6 +188,9 @@ fn circle(center: V3<f64>, u: V3<f64>, v: V3<f64>, n: usize) -> Vec<V3<f64>> {
         .collect()
 }
 
+/// The Gauss linking number used by the interlock check is the topology oracle's
+/// (`links::polyline_linking`); checked here on the polygon cases the interlock check meets (coarse
+/// rings, collinear and coplanar segments).
 #[test]
 fn linking_number_oracle() {
     let x = V3::new(1.0, 0.0, 0.0);
@@ -221,9 +198,9 @@ fn linking_number_oracle() {
     let z = V3::new(0.0, 0.0, 1.0);
     let a = circle(V3::zero(), x, y, 40);
     let hopf = circle(x, x, z, 40);
-    assert!((linking_number(&a, &hopf).abs() - 1.0).abs() < 1e-9);
+    assert!((polyline_linking(&a, &hopf).abs() - 1.0).abs() < 1e-9);
     let apart = circle(x * 3.0, x, z, 40);
-    assert!(linking_number(&a, &apart).abs() < 1e-9);
+    assert!(polyline_linking(&a, &apart).abs() < 1e-9);
     // A curve on a thin torus about `a` that winds twice around the torus tube: linking number 2.
     let twice: Vec<V3<f64>> = (0..400)
         .map(|k| {
@@ -232,11 +209,11 @@ fn linking_number_oracle() {
             radial * (1.0 + 0.3 * (2.0 * t).cos()) + z * (0.3 * (2.0 * t).sin())
         })
         .collect();
-    assert!((linking_number(&a, &twice).abs() - 2.0).abs() < 1e-9);
+    assert!((polyline_linking(&a, &twice).abs() - 2.0).abs() < 1e-9);
     // Reversing one ring flips the sign.
     let mut rev = hopf.clone();
     rev.reverse();
-    assert!((linking_number(&a, &hopf) + linking_number(&a, &rev)).abs() < 1e-9);
+    assert!((polyline_linking(&a, &hopf) + polyline_linking(&a, &rev)).abs() < 1e-9);
     // Collinear and coplanar segments between the rings do not upset it.
     let square = vec![
         V3::new(-1.0, -1.0, 0.0),
@@ -250,174 +227,14 @@ fn linking_number_oracle() {
         V3::new(0.0, 3.0, 1.0),
         V3::new(0.0, 3.0, -1.0),
     ];
-    assert!((linking_number(&square, &through).abs() - 1.0).abs() < 1e-9);
+    assert!((polyline_linking(&square, &through).abs() - 1.0).abs() < 1e-9);
     let beside = vec![
         V3::new(-1.0, 2.0, 0.0),
         V3::new(1.0, 2.0, 0.0),
         V3::new(1.0, 3.0, 0.0),
         V3::new(-1.0, 3.0, 0.0),
     ];
-    assert!(linking_number(&square, &beside).abs() < 1e-9);
-}
-
-/// Spline samples of the segments starting at control points `from..to` of `curve` (indices mod n),
-/// ending at point `to`.
-fn spline_run(curve: &Curve, from: usize, to: usize, per_segment: usize) -> Vec<V3<f64>> {
-    let n = curve.points.len();
-    let q = |i: usize| V3::<f64>::from3(curve.points[i % n]);
-    let mut out = Vec::new();
-    for i in from..to {
-        let cp = [q(i + n - 1), q(i), q(i + 1), q(i + 2)];
-        for k in 0..per_segment {
-            out.push(spline::eval(&cp, k as f64 / per_segment as f64));
-        }
-    }
-    out.push(q(to));
-    out
-}
-
-/// The interlock check. For every loop with a loop above it:
-/// - ring A: the lower loop from the sinker before it to the sinker after it along the yarn, closed by
-///   the straight chord between the two sinkers;
-/// - rings B_left, B_right: the upper loop's two halves (sinker → head top, head top → sinker), each
-///   closed over the top of the fabric: straight up from the head top to far above, across, and down
-///   to the sinker, a path that in the plane of the fabric stays clear of A.
-///
-/// Returns the linking numbers (A, B_left), (A, B_right), both halves oriented sinker → head top. In
-/// real knit the head of the lower loop passes in front of the upper loop's sinker part and behind
-/// its leg (it wraps around the leg), so each half links A once, both in the same sense (both legs
-/// come through the lower loop the same way: back to front for a knit stitch, front to back for a
-/// purl). Loops that are merely stacked, or that lie in front of the lower loop without being pulled
-/// through it, link it zero times.
-///
-/// Tubes are first unrolled about their axis (arc length along the circumference, height, radial
-/// offset), which turns them into the flat case.
-fn interlock_numbers(k: &Knit, pattern: Pattern, wales: u32, courses: u32) -> Vec<(f64, f64)> {
-    let tube = pattern == Pattern::Tube;
-    let mut own: Vec<Vec<(usize, usize)>> = vec![Vec::new(); (wales * courses) as usize];
-    for (ci, pl) in k.point_loop.iter().enumerate() {
-        for (pi, &[w, c]) in pl.iter().enumerate() {
-            own[(c * wales + w) as usize].push((ci, pi));
-        }
-    }
-    // Unrolled coordinates of a point, relative to the angle of a reference point (tubes only).
-    let r0 = if tube {
-        let pts = &k.curves[0].points;
-        pts.iter()
-            .map(|p| (p[0] as f64).hypot(p[2] as f64))
-            .sum::<f64>()
-            / pts.len() as f64
-    } else {
-        0.0
-    };
-    let unroll = |p: V3<f64>, reference: V3<f64>| -> V3<f64> {
-        if tube {
-            let th = p.x.atan2(p.z) - reference.x.atan2(reference.z);
-            let th = (th + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU)
-                - std::f64::consts::PI;
-            V3::new(r0 * th, p.y, p.x.hypot(p.z) - r0)
-        } else {
-            p
-        }
-    };
-    let point = |(c, p): (usize, usize)| V3::<f64>::from3(k.curves[c].points[p]);
-    // A flat swatch also assigns its edge turns and yarn-end handles to edge loops; they lie more than
-    // half a wale sideways from the loop's median control point and are left out.
-    let median_x = |l: usize| -> f64 {
-        let mut xs: Vec<f64> = own[l].iter().map(|&q| point(q).x).collect();
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
-    let pitch = if tube {
-        f64::MAX
-    } else {
-        (median_x(1) - median_x(0)).abs()
-    };
-    // (curve, first, head top, last): the loop's run from the sinker before it to the sinker after
-    // it, and its head top (highest control point).
-    let run = |l: usize| -> (usize, usize, usize, usize) {
-        // The head top: the highest point near the loop's median (the turn and handles are a good
-        // half wale away from it); then keep what lies within about half a wale of the head top.
-        let near = |q: (usize, usize), x: f64, f: f64| tube || (point(q).x - x).abs() <= f * pitch;
-        let med = if tube { 0.0 } else { median_x(l) };
-        let head = own[l]
-            .iter()
-            .copied()
-            .filter(|&q| near(q, med, 0.4))
-            .max_by(|a, b| point(*a).y.total_cmp(&point(*b).y))
-            .unwrap();
-        let mid = point(head).x;
-        let idx: Vec<(usize, usize)> = own[l]
-            .iter()
-            .copied()
-            .filter(|&q| near(q, mid, 0.55))
-            .collect();
-        let ci = idx[0].0;
-        let top = if tube {
-            *idx.iter()
-                .max_by(|a, b| point(**a).y.total_cmp(&point(**b).y))
-                .unwrap()
-        } else {
-            head
-        };
-        let (a, b) = (
-            idx.iter().map(|q| q.1).min().unwrap(),
-            idx.iter().map(|q| q.1).max().unwrap(),
-        );
-        assert_eq!(
-            b - a + 1,
-            idx.len(),
-            "a loop's points are contiguous along its yarn"
-        );
-        let y = |i: usize| point((ci, i)).y;
-        // Extend by one point on the side whose sinker belongs to the neighbouring loop (an edge loop
-        // owns both of its sinkers, which lie at the same height).
-        let (a, b) = if (y(a) - y(b)).abs() < 1e-6 {
-            (a, b)
-        } else if y(a) < y(b) {
-            (a, b + 1)
-        } else {
-            (a - 1, b)
-        };
-        (ci, a, top.1, b)
-    };
-    let mut out = Vec::new();
-    for c in 0..courses - 1 {
-        for w in 0..wales {
-            let lower = (c * wales + w) as usize;
-            let upper = lower + wales as usize;
-            let (ci, first, lt, last) = run(lower);
-            let reference = V3::from3(k.curves[ci].points[lt]);
-            let mut ring: Vec<V3<f64>> = spline_run(&k.curves[ci], first, last, 12)
-                .into_iter()
-                .map(|p| unroll(p, reference))
-                .collect();
-            // Orient A left to right whichever way its course runs.
-            if ring[0].x > ring[ring.len() - 1].x {
-                ring.reverse();
-            }
-            let (cu, uf, ut, ul) = run(upper);
-            let top = ring.iter().map(|p| p.y).fold(f64::MIN, f64::max) + 50.0;
-            let half = |from: usize, to: usize, reverse: bool| {
-                let mut h: Vec<V3<f64>> = spline_run(&k.curves[cu], from, to, 12)
-                    .into_iter()
-                    .map(|p| unroll(p, reference))
-                    .collect();
-                if reverse {
-                    h.reverse();
-                }
-                // h runs sinker → head top; close over the top.
-                let (s, t) = (h[0], *h.last().unwrap());
-                h.push(V3::new(t.x, top, t.z));
-                h.push(V3::new(s.x, top, s.z));
-                h
-            };
-            let a = half(uf, ut, false);
-            let b = half(ut, ul, true);
-            out.push((linking_number(&ring, &a), linking_number(&ring, &b)));
-        }
-    }
-    out
+    assert!(polyline_linking(&square, &beside).abs() < 1e-9);
 }
 
 #[test]

@@ -45,6 +45,19 @@ fn reversed(c: &Curve) -> Curve {
     }
 }
 
+/// An open straight yarn along x at y = 5, away from the rings of the tests.
+fn straight_yarn() -> Curve {
+    Curve {
+        points: vec![
+            [0.0, 5.0, 0.0],
+            [1.0, 5.0, 0.0],
+            [2.0, 5.0, 0.0],
+            [3.0, 5.0, 0.0],
+        ],
+        closed: false,
+    }
+}
+
 const X: [f64; 3] = [1.0, 0.0, 0.0];
 const Y: [f64; 3] = [0.0, 1.0, 0.0];
 const Z: [f64; 3] = [0.0, 0.0, 1.0];
@@ -137,15 +150,7 @@ fn certificate_of_a_chain() {
     // A chain of 6 rings, each linked to the next, alternating planes, plus two open yarns and a
     // far-away ring: the certificate lists exactly the consecutive pairs.
     let mut curves = Vec::new();
-    let open = Curve {
-        points: vec![
-            [0.0, 5.0, 0.0],
-            [1.0, 5.0, 0.0],
-            [2.0, 5.0, 0.0],
-            [3.0, 5.0, 0.0],
-        ],
-        closed: false,
-    };
+    let open = straight_yarn();
     curves.push(open.clone());
     for k in 0..6 {
         let c = [1.6 * k as f64, 0.0, 0.0];
@@ -200,15 +205,7 @@ fn certificate_scales_to_thousands_of_loops() {
 fn links_command_reads_bcc() {
     let curves = [
         ring([0.0; 3], X, Y, 1.0, 12),
-        Curve {
-            points: vec![
-                [0.0, 5.0, 0.0],
-                [1.0, 5.0, 0.0],
-                [2.0, 5.0, 0.0],
-                [3.0, 5.0, 0.0],
-            ],
-            closed: false,
-        },
+        straight_yarn(),
         ring([1.0, 0.0, 0.0], X, Z, 1.0, 12),
     ];
     let dir = std::env::temp_dir().join(format!("yarnsim-links-{}", std::process::id()));

@@ -6,16 +6,11 @@ use yarnsim::polar::{
     polar_decompose, quat_from_rotation_vector, quat_identity, quat_to_matrix, Polar,
 };
 
-/// Small deterministic generator (xorshift64*), so the tests need no extra crate.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 impl Rng {
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (v >> 11) as f64 / (1u64 << 53) as f64
-    }
     fn sym(&mut self) -> f64 {
         2.0 * self.next_f64() - 1.0
     }

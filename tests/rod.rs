@@ -8,18 +8,12 @@ use yarnsim::rod::{
 };
 use yarnsim::state::{Curve, Topology};
 
-/// Small deterministic generator (xorshift64*), so the tests need no extra crate.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        ((self.0.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64) / (1u64 << 53) as f64
-    }
-    fn range(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.next()
-    }
+    /// A random unit vector (rejection sampling in the unit ball, away from its centre).
     fn unit(&mut self) -> V3d {
         loop {
             let v = V3d::new(
@@ -300,6 +294,25 @@ fn forces(rod: &mut RodState, p: &RodParams, pos: &[[f32; 4]], mass: &[f32]) -> 
     f
 }
 
+/// Stage `material_frames` over the rod's own buffers: directors transported to `pos`, then `sweeps`
+/// red–black sweeps of the material angles.
+fn frames(rod: &mut RodState, p: &RodParams, topo: &Topology, sweeps: u32, pos: &[[f32; 4]]) {
+    material_frames(
+        p,
+        &topo.edges,
+        &rod.bends,
+        &rod.edge_bends,
+        &rod.edge_order,
+        &rod.color_start,
+        sweeps,
+        pos,
+        &mut rod.rest,
+        &mut rod.frames,
+        &mut rod.bend_kb,
+        &mut rod.theta_step,
+    );
+}
+
 #[test]
 fn initial_configuration_is_a_rest_state_for_open_and_closed_yarns() {
     let curves = [
@@ -349,20 +362,7 @@ fn rod_forces_are_internal_no_net_force_or_torque() {
         f.u[3] = rng.range(-0.5, 0.5) as f32;
     }
     let p = params();
-    material_frames(
-        &p,
-        &topo.edges,
-        &rod.bends,
-        &rod.edge_bends,
-        &rod.edge_order,
-        &rod.color_start,
-        400,
-        &pos,
-        &mut rod.rest,
-        &mut rod.frames,
-        &mut rod.bend_kb,
-        &mut rod.theta_step,
-    );
+    frames(&mut rod, &p, &topo, 400, &pos);
     let f = forces(&mut rod, &p, &pos, &vec![1.0; pos.len()]);
     let mut net = V3d::zero();
     let mut torque = V3d::zero();
@@ -398,20 +398,7 @@ fn quasi_static_frames_remove_twist_gradient() {
     assert!(e0 > 1e-3);
     let mut prev = e0;
     for _ in 0..200 {
-        material_frames(
-            &p,
-            &topo.edges,
-            &rod.bends,
-            &rod.edge_bends,
-            &rod.edge_order,
-            &rod.color_start,
-            4,
-            &pos,
-            &mut rod.rest,
-            &mut rod.frames,
-            &mut rod.bend_kb,
-            &mut rod.theta_step,
-        );
+        frames(&mut rod, &p, &topo, 4, &pos);
         let e = rod.energy(&p, &pos);
         assert!(e <= prev * (1.0 + 1e-5) + 1e-9, "energy rose {prev} → {e}");
         prev = e;
@@ -429,20 +416,7 @@ fn plasticity_drags_rest_curvature_and_bounds_it() {
     pos[6][1] += 0.2;
     pos[6][2] -= 0.15;
     let mut p = params();
-    material_frames(
-        &p,
-        &topo.edges,
-        &rod.bends,
-        &rod.edge_bends,
-        &rod.edge_order,
-        &rod.color_start,
-        0,
-        &pos,
-        &mut rod.rest,
-        &mut rod.frames,
-        &mut rod.bend_kb,
-        &mut rod.theta_step,
-    );
+    frames(&mut rod, &p, &topo, 0, &pos);
     p.plastic_radius = 0.01;
     p.plastic_max = 0.5;
     let before = rod.rest.clone();

@@ -3,37 +3,12 @@
 //! own first cross-thread steals may allocate queue space (scheduling-dependent, so a test counting
 //! them would be flaky); the stage code that runs is the same.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use yarnsim::scene::{ContactModel, Obstacle, Scene};
 use yarnsim::sim::Sim;
 use yarnsim::state::Curve;
 
-struct Counting;
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "support/alloc.rs"]
+mod alloc;
 
 #[test]
 fn step_loop_does_not_allocate() {
@@ -65,26 +40,21 @@ fn step_loop_does_not_allocate() {
         .num_threads(1)
         .build()
         .unwrap();
-    pool.install(|| {
+    let allocations = pool.install(|| {
         // The counter is live: building the simulation allocates.
-        COUNTING.store(true, Ordering::SeqCst);
-        let mut sim = Sim::from_scene(&scene, &curves, &[], &[0, 1]).unwrap();
-        COUNTING.store(false, Ordering::SeqCst);
-        assert!(ALLOCATIONS.load(Ordering::SeqCst) > 0);
+        let (mut sim, built) =
+            alloc::count(|| Sim::from_scene(&scene, &curves, &[], &[0, 1]).unwrap());
+        assert!(built > 0);
         // Warm up: the thread pool's first jobs may set up internal queues.
         for _ in 0..5 {
             sim.step().unwrap();
         }
-        ALLOCATIONS.store(0, Ordering::SeqCst);
-        COUNTING.store(true, Ordering::SeqCst);
-        for _ in 0..50 {
-            sim.step().unwrap();
-        }
-        COUNTING.store(false, Ordering::SeqCst);
+        let ((), allocations) = alloc::count(|| {
+            for _ in 0..50 {
+                sim.step().unwrap();
+            }
+        });
+        allocations
     });
-    assert_eq!(
-        ALLOCATIONS.load(Ordering::SeqCst),
-        0,
-        "allocations during 50 steps"
-    );
+    assert_eq!(allocations, 0, "allocations during 50 steps");
 }

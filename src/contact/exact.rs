@@ -372,6 +372,8 @@ pub struct ExactContact {
     cand_out: Vec<CandidateForce>,
     last_energy: f64,
     last_touching: u64,
+    /// Per-segment flags of [`ContactForce::add_step_rebuilds`] (sized with the segment tables).
+    seg_touched: Vec<bool>,
 }
 
 impl ExactContact {
@@ -426,6 +428,7 @@ impl ExactContact {
             cand_out: Vec::new(),
             last_energy: 0.0,
             last_touching: 0,
+            seg_touched: Vec::new(),
         })
     }
 
@@ -447,6 +450,28 @@ impl ExactContact {
         self.seg_hi.resize(n, [0.0; 4]);
         self.seg_cell.resize(n, [0; 4]);
         self.qpts.resize(n * self.table.b as usize, [0.0; 4]);
+        self.seg_touched.resize(n, false);
+    }
+
+    /// Calls `f(sa, ka, sb, kb)` for every touching, non-excluded quadrature pair among the candidates
+    /// of the last [`Self::detect`], in candidate order.
+    fn for_each_touching(&self, mut f: impl FnMut(u32, u32, u32, u32)) {
+        let b = self.table.b;
+        let four_r2 = 4.0 * self.r * self.r;
+        for &[sa, sb] in &self.candidates {
+            if self.excl.segment_exclusion(sa, sb) == SegmentExclusion::All {
+                continue;
+            }
+            for ka in 0..b {
+                let yi = V3::<f32>::from4(self.qpts[(sa * b + ka) as usize]);
+                for kb in 0..b {
+                    let yj = V3::<f32>::from4(self.qpts[(sb * b + kb) as usize]);
+                    if (yi - yj).norm2() < four_r2 && !self.excl.excluded(sa, ka, sb, kb) {
+                        f(sa, ka, sb, kb);
+                    }
+                }
+            }
+        }
     }
 
     /// Runs `aabb_raster`, `candidate_pairs` and `quadrature_points` for positions `pos`.
@@ -530,19 +555,10 @@ impl ExactContact {
         self.detect(topo, pos)?;
         out.clear();
         let b = self.table.b;
-        let four_r2 = 4.0 * self.r * self.r;
-        for &[sa, sb] in &self.candidates {
-            for ka in 0..b {
-                let yi = V3::<f32>::from4(self.qpts[(sa * b + ka) as usize]);
-                for kb in 0..b {
-                    let yj = V3::<f32>::from4(self.qpts[(sb * b + kb) as usize]);
-                    if (yi - yj).norm2() < four_r2 && !self.excl.excluded(sa, ka, sb, kb) {
-                        let (i, j) = (sa * b + ka, sb * b + kb);
-                        out.push([i.min(j), i.max(j)]);
-                    }
-                }
-            }
-        }
+        self.for_each_touching(|sa, ka, sb, kb| {
+            let (i, j) = (sa * b + ka, sb * b + kb);
+            out.push([i.min(j), i.max(j)]);
+        });
         out.sort_unstable();
         Ok(())
     }
@@ -577,5 +593,45 @@ impl ContactForce for ExactContact {
         stats.set("candidate_segment_pairs", self.candidates.len() as f64);
         stats.set("contact_ms", t0.elapsed().as_secs_f64() * 1e3);
         Ok(())
+    }
+
+    /// The exact model keeps no contact models: every touching pair's force is computed afresh every
+    /// step, which is a rebuild of everything in contact. So each segment with a touching pair in the
+    /// last step counts one rebuild, and over a frame a segment counts the steps it was in contact
+    /// (under `--color updates` everything that touched for 13 or more steps is pure red). The pairs
+    /// are those of the last [`Self::detect`] (the positions the forces were computed at), re-tested
+    /// here, so recording costs a second pass over the candidates.
+    fn add_step_rebuilds(&mut self, topo: &Topology, counts: &mut [f32]) -> bool {
+        if self.seg_touched.len() != topo.segments.len() {
+            // No step has run on this topology yet: nothing was computed.
+            return true;
+        }
+        let mut touched = std::mem::take(&mut self.seg_touched);
+        touched.fill(false);
+        self.for_each_touching(|sa, _, sb, _| {
+            touched[sa as usize] = true;
+            touched[sb as usize] = true;
+        });
+        for (c, &t) in counts.iter_mut().zip(&touched) {
+            if t {
+                *c += 1.0;
+            }
+        }
+        self.seg_touched = touched;
+        true
+    }
+
+    /// Touching pairs at `pos` (through [`Self::touching_quadrature_pairs`]); the exact model has no
+    /// contact sets, so `boxes` stays empty.
+    fn contact_pairs(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        boxes.clear();
+        self.touching_quadrature_pairs(topo, pos, touching)?;
+        Ok(true)
     }
 }

@@ -45,16 +45,6 @@ impl Bounds {
         self.min = self.min.min(p);
         self.max = self.max.max(p);
     }
-    pub fn add_sphere(&mut self, c: Vec3, r: f32) {
-        self.add_point(c - Vec3::splat(r));
-        self.add_point(c + Vec3::splat(r));
-    }
-    pub fn union(&self, o: &Bounds) -> Bounds {
-        Bounds {
-            min: self.min.min(o.min),
-            max: self.max.max(o.max),
-        }
-    }
     pub fn center(&self) -> Vec3 {
         (self.min + self.max) * 0.5
     }

@@ -1,68 +1,47 @@
-//! Shared helpers of the scheduler and ACL tests: a woven test cloth, prescribed ("kinematic")
-//! randomized drops and stretches, a small deterministic random generator, and the brute-force search
-//! for touching quadrature pairs that the safety tests compare against.
+//! Shared helpers of the scheduler and ACL tests: a woven test cloth, a flat knitted swatch,
+//! prescribed ("kinematic") randomized drops and stretches, a small deterministic random generator,
+//! and the brute-force search for touching quadrature pairs that the safety tests compare against.
 #![allow(dead_code)]
 
+use yarnsim::knit;
 use yarnsim::math::V3;
+use yarnsim::scene::Pattern;
 use yarnsim::sched::{PairClass, PairRules};
 use yarnsim::spline;
 use yarnsim::state::{Curve, Topology};
 
-/// xorshift64* — deterministic, no extra crate.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (v >> 11) as f64 / (1u64 << 53) as f64
-    }
-    pub fn range(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.next_f64()
-    }
-}
+#[path = "../support/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// A plain-weave patch: `n` yarns along x and `n` along y with pitch `p`, undulating by ±`amp` so
 /// that crossing yarns overlap slightly (`2 amp < 2r`) and touch at every crossing. Control points
 /// every `p / per_pitch`; open yarns with one tangent handle at each end.
 pub fn woven_patch(n: usize, p: f32, amp: f32, per_pitch: usize) -> Vec<Curve> {
-    let mut curves = Vec::new();
-    let len = n as f32 * p;
+    use std::f32::consts::PI;
     let npts = n * per_pitch + 3;
-    for j in 0..n {
-        let y = (j as f32 + 0.5) * p;
-        let pts = (0..npts)
-            .map(|i| {
-                let x = (i as f32 - 1.0) * p / per_pitch as f32;
-                let z = amp
-                    * (std::f32::consts::PI * (x / p - 0.5) + std::f32::consts::PI * j as f32)
-                        .cos();
-                [x, y, z]
-            })
-            .collect();
-        curves.push(Curve {
-            points: pts,
-            closed: false,
-        });
+    let mut curves = Vec::new();
+    // The yarns along x first, then those along y, undulating in opposite phase so that they cross.
+    for (along_x, sign) in [(true, 1.0f32), (false, -1.0)] {
+        for j in 0..n {
+            let across = (j as f32 + 0.5) * p;
+            let points = (0..npts)
+                .map(|i| {
+                    let s = (i as f32 - 1.0) * p / per_pitch as f32;
+                    let z = sign * amp * (PI * (s / p - 0.5) + PI * j as f32).cos();
+                    if along_x {
+                        [s, across, z]
+                    } else {
+                        [across, s, z]
+                    }
+                })
+                .collect();
+            curves.push(Curve {
+                points,
+                closed: false,
+            });
+        }
     }
-    for i in 0..n {
-        let x = (i as f32 + 0.5) * p;
-        let pts = (0..npts)
-            .map(|k| {
-                let y = (k as f32 - 1.0) * p / per_pitch as f32;
-                let z = -amp
-                    * (std::f32::consts::PI * (y / p - 0.5) + std::f32::consts::PI * i as f32)
-                        .cos();
-                [x, y, z]
-            })
-            .collect();
-        curves.push(Curve {
-            points: pts,
-            closed: false,
-        });
-    }
-    let _ = len;
     curves
 }
 
@@ -271,4 +250,29 @@ pub fn two_patches(n: usize, r: f32) -> (Topology, Vec<[f32; 3]>, usize) {
     let (topo, pos) = Topology::from_curves(&all).unwrap();
     let rest = pos.iter().map(|p| [p[0], p[1], p[2]]).collect();
     (topo, rest, n_a)
+}
+
+/// A stockinette swatch of `w × c` loops of yarn radius `r`, lying flat (knit face up, +y) with its
+/// lowest point `gap` above the plane y = 0.
+pub fn flat_swatch(w: u32, c: u32, r: f32, gap: f32) -> Vec<Curve> {
+    let k = knit::generate(Pattern::Stockinette, w, c, r).unwrap();
+    // (x, y, z) → (x, z, −y): the swatch's normal (+z) becomes +y.
+    let mut curves: Vec<Curve> = k
+        .curves
+        .into_iter()
+        .map(|cv| Curve {
+            points: cv.points.iter().map(|p| [p[0], p[2], -p[1]]).collect(),
+            closed: cv.closed,
+        })
+        .collect();
+    let low = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p[1]))
+        .fold(f32::INFINITY, f32::min);
+    for cv in &mut curves {
+        for p in &mut cv.points {
+            p[1] += gap - low;
+        }
+    }
+    curves
 }
