@@ -3,13 +3,15 @@
 //! back to back in one process) and prints the mean contact time per step, whole-step time and ACL's
 //! phase times and counters. Usage: `cargo run --release --example acl_profile -- [steps] [acl|exact|both]`.
 
+#[path = "../tests/acl_support/mod.rs"]
+mod acl_support;
+
 use std::sync::{Arc, Mutex};
 use yarnsim::acl::AclContact;
 use yarnsim::contact::ExactContact;
-use yarnsim::knit;
-use yarnsim::scene::{Obstacle, Pattern, Scene};
+use yarnsim::scene::{Obstacle, Scene};
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
-use yarnsim::state::{Curve, Topology};
+use yarnsim::state::Topology;
 
 type Log = Arc<Mutex<Vec<Vec<(&'static str, f64)>>>>;
 
@@ -34,28 +36,6 @@ impl ContactForce for Recorder {
         self.log.lock().unwrap().push(stats.values.clone());
         Ok(())
     }
-}
-
-fn swatch(r: f32) -> Vec<Curve> {
-    let k = knit::generate(Pattern::Stockinette, 50, 40, r).expect("swatch");
-    let mut curves: Vec<Curve> = k
-        .curves
-        .into_iter()
-        .map(|c| Curve {
-            points: c.points.iter().map(|p| [p[0], p[2], -p[1]]).collect(),
-            closed: c.closed,
-        })
-        .collect();
-    let low = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p[1]))
-        .fold(f32::INFINITY, f32::min);
-    for c in &mut curves {
-        for p in &mut c.points {
-            p[1] += 0.3 - low;
-        }
-    }
-    curves
 }
 
 /// CPU time of the whole process (all threads), seconds, from /proc/self/stat (Linux; 0 elsewhere).
@@ -92,7 +72,8 @@ fn main() -> anyhow::Result<()> {
         friction: 0.3,
     });
     let r = scene.yarn.radius;
-    let curves = swatch(r);
+    // The bench scene of benches/acl.rs: 50 × 40 loops lying 0.3 cm above the plane.
+    let curves = acl_support::flat_swatch(50, 40, r, 0.3);
     let (pos0, vel0) = {
         let exact = ExactContact::new(r, &scene.contact)?;
         let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact))?;
