@@ -22,7 +22,7 @@
 //!
 //! # One step (`add_forces`), in stage order
 //!
-//! 1. Scheduler (`aabb_raster`, `newcomer_schedule`, `schedule_process`): touching pairs of empty space.
+//! 1. Scheduler (`aabb_raster_movement`, `newcomer_schedule`, `schedule_process`): touching pairs of empty space.
 //! 2. `contact_coalesce`: each new touching pair's box `± α` (consecutive ones pre-merged) becomes a new
 //!    set, marked dirty; `set_merge` then merges overlapping sets through bins of 8 quadrature indices
 //!    along the first axis, cascading until no two sets overlap; merged sets are dirty.

@@ -16,7 +16,8 @@
 //!
 //! # Stages (future kernels), in step order
 //!
-//! 1. [`aabb_raster`]: AABB and cell box of every segment; [`segment_movement`] for `mv1`, `mv2`.
+//! 1. [`aabb_raster_movement`]: AABB and cell box of every segment, and its movement and change of
+//!    movement (`mv1`, `mv2`).
 //! 2. `grid_build` (on steps where some segment entered a cell): (cell, segment) items counting-sorted
 //!    by hash bucket; the grid is centred on the cloth's centre of mass, snapped to whole cells so that
 //!    cell identities persist between steps.
@@ -317,7 +318,7 @@ pub struct SchedStats {
 /// Wall-clock time of the scheduler's phases in the last step (milliseconds).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SchedTimes {
-    /// `aabb_raster`, `segment_movement`, `grid_build`, `drop_entries`.
+    /// `aabb_raster_movement`, `grid_build`, `drop_entries`.
     pub raster_ms: f64,
     /// `newcomer_schedule` and monitoring.
     pub newcomers_ms: f64,
@@ -325,47 +326,11 @@ pub struct SchedTimes {
     pub schedule_ms: f64,
 }
 
-/// Stage `aabb_raster`: for every segment, its exact AABB padded by `radius` and the box of grid cells
+/// One segment of `aabb_raster_movement`: its exact AABB padded by `radius` and the box of grid cells
 /// (width `cell`, integer cell `anchor` at world position `anchor·cell`) that cover it.
 ///
 /// Cell coordinates are absolute integers (`⌊x/γ⌋`, computed relative to the anchor for precision), so
 /// a cell keeps its identity when the anchor moves.
-pub fn aabb_raster(
-    segments: &[Segment],
-    pos: &[[f32; 4]],
-    radius: f32,
-    cell: f32,
-    anchor: [i32; 3],
-    aabbs: &mut [Interval],
-    cells: &mut [CellBox],
-) -> Result<(), SchedError> {
-    // One segment per task; in parallel, then the first failing segment (deterministically) if any.
-    let ok = aabbs
-        .par_iter_mut()
-        .zip(cells.par_iter_mut())
-        .zip(segments.par_iter())
-        .enumerate()
-        .map(
-            |(s, ((a, c), seg))| match raster_segment(s, seg, pos, radius, cell, anchor) {
-                Ok((ab, cb)) => {
-                    *a = ab;
-                    *c = cb;
-                    true
-                }
-                Err(_) => false,
-            },
-        )
-        .all(|x| x);
-    if ok {
-        return Ok(());
-    }
-    for (s, seg) in segments.iter().enumerate() {
-        raster_segment(s, seg, pos, radius, cell, anchor)?;
-    }
-    Ok(())
-}
-
-/// `aabb_raster` for one segment: its padded AABB and its cell box.
 #[inline]
 fn raster_segment(
     s: usize,
@@ -422,10 +387,10 @@ fn raster_segment(
     Ok((aabb, cb))
 }
 
-/// Stages `aabb_raster` and `segment_movement` (movement and change of movement) fused into one
-/// pass over the segments (one task per segment, each gathering its control points once): the same
-/// results as [`aabb_raster`] into `aabbs`/`cells`, [`segment_movement`] of `(pos, prev1)` into `mv1` and
-/// of `(pos, prev1, prev2)` into `mv2`.
+/// Stage `aabb_raster_movement`, one task per segment gathering its control points once: the padded
+/// AABB and cell box of every segment into `aabbs`/`cells`, its movement over the last step
+/// (`pos − prev1`) into `mv1` and its change of movement (`pos − 2 prev1 + prev2`) into `mv2`, each a
+/// per-axis interval over `t ∈ [0, 1]`. On a non-finite point it reports the first failing segment.
 #[allow(clippy::too_many_arguments)]
 pub fn aabb_raster_movement(
     segments: &[Segment],
@@ -480,24 +445,10 @@ pub fn floor_i64(x: f32) -> i64 {
     }
 }
 
-/// Stage `segment_movement`: for every segment, a per-axis interval containing the field
-/// `Σ_k B_k(t) (a_k − 2b_k + c_k)` over `t ∈ [0, 1]` if `c` is given (change of movement), else
-/// `Σ_k B_k(t) (a_k − b_k)` (movement): [`basis_field_bounds`], widened by a few ulps of the
-/// coordinates so that rounding in the differences cannot make the interval too small.
-pub fn segment_movement(
-    segments: &[Segment],
-    a: &[[f32; 4]],
-    b: &[[f32; 4]],
-    c: Option<&[[f32; 4]]>,
-    out: &mut [Interval],
-) {
-    out.par_iter_mut()
-        .zip(segments.par_iter())
-        .for_each(|(o, seg)| *o = movement_of(seg, a, b, c));
-}
-
-/// The padded per-axis interval of `Σ_k B_k(t) d_k` (see [`segment_movement`]); `mag2` is the largest
-/// squared norm of the coordinates the differences `d` were formed from.
+/// The per-axis interval containing the field `Σ_k B_k(t) d_k` over `t ∈ [0, 1]` ([`basis_field_bounds`]),
+/// widened by a few ulps of the coordinates so that rounding in the differences cannot make it too
+/// small. `d` is `a − b` (movement) or `a − 2b + c` (change of movement); `mag2` is the largest squared
+/// norm of the coordinates the differences were formed from.
 #[inline]
 fn movement_interval(d: &[V3<f32>; 4], mag2: f32) -> Interval {
     // Each difference carries a rounding error of at most a few ulps of the coordinates. (The largest
