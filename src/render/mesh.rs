@@ -40,7 +40,7 @@ pub struct TubeInstance {
     pub color: u32,
     /// Ring-angle offset in radians at `t = 0` and `t = 1` (non-zero only on closed yarns).
     pub twist: [f32; 2],
-    /// [`CAP_START`] | [`CAP_END`].
+    /// `CAP_START` | `CAP_END`.
     pub flags: u32,
 }
 const _: () = assert!(std::mem::size_of::<TubeInstance>() == 76);
