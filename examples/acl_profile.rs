@@ -52,6 +52,36 @@ fn cpu_time() -> f64 {
     ticks / 100.0
 }
 
+/// ACL with a snapshot of its live sets after every step: `[n_cp, box rows, box columns, touching]`.
+struct AclSnapshot {
+    inner: AclContact,
+    snap: Arc<Mutex<Vec<[u32; 4]>>>,
+}
+
+impl ContactForce for AclSnapshot {
+    fn add_forces(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        vel: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+        stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        self.inner.add_forces(topo, pos, vel, force, stats)?;
+        let mut v = self.snap.lock().unwrap();
+        v.clear();
+        v.extend(self.inner.sets().iter().filter(|s| s.n_cp > 0).map(|s| {
+            [
+                s.n_cp,
+                s.bx[1] - s.bx[0] + 1,
+                s.bx[3] - s.bx[2] + 1,
+                s.touching,
+            ]
+        }));
+        Ok(())
+    }
+}
+
 fn mean(log: &[Vec<(&'static str, f64)>], name: &str) -> f64 {
     let v: Vec<f64> = log
         .iter()
@@ -85,13 +115,17 @@ fn main() -> anyhow::Result<()> {
         }
         (sim.pos.clone(), sim.vel.clone())
     };
+    let snap: Arc<Mutex<Vec<[u32; 4]>>> = Arc::new(Mutex::new(Vec::new()));
     for name in ["exact", "acl"] {
         if which != "both" && which != name {
             continue;
         }
         let model: Box<dyn ContactForce> = match name {
             "exact" => Box::new(ExactContact::new(r, &scene.contact)?),
-            _ => Box::new(AclContact::new(r, &scene.contact)?),
+            _ => Box::new(AclSnapshot {
+                inner: AclContact::new(r, &scene.contact)?,
+                snap: snap.clone(),
+            }),
         };
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let time = Arc::new(Mutex::new(0.0));
@@ -128,6 +162,23 @@ fn main() -> anyhow::Result<()> {
         println!("{name:5}: state fingerprint {fp:016x}");
         println!("{name:5}: whole step cpu {cpu:.2} ms, wall {wall:.2} ms, contact (measured around add_forces) {contact:.2} ms, contact_ms stat {:.2}", mean(&log, "contact_ms"));
         if name == "acl" {
+            let v = snap.lock().unwrap().clone();
+            let n = v.len().max(1) as f64;
+            let m = |k: usize| v.iter().map(|x| x[k] as f64).sum::<f64>() / n;
+            let blocks = v
+                .iter()
+                .map(|x| (x[0] * (x[0] + 1) / 2) as f64)
+                .sum::<f64>()
+                / n;
+            println!(
+                "  live sets at the end {}: mean control points {:.1} ({blocks:.0} blocks), box {:.1} × {:.1}, touching pairs {:.1}, {} with none",
+                v.len(),
+                m(0),
+                m(1),
+                m(2),
+                m(3),
+                v.iter().filter(|x| x[3] == 0).count()
+            );
             println!(
                 "  sets {:.0}, rebuild fraction {:.4} ({:.1} rebuilds), touching pairs {:.0}; entries tracked {:.0}, examined {:.0}, processed {:.1}",
                 mean(&log, "contact_sets"),

@@ -84,6 +84,7 @@ use crate::spline::segment_aabb;
 use crate::state::Segment;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Largest `b` the `b × b` pair bitmap ([u32; 4]) can hold.
 pub const MAX_QUADRATURE: u32 = 11;
@@ -227,7 +228,7 @@ pub enum PairClass {
 }
 
 /// The exclusion rule, as the scheduler needs it (implemented by the contact module's rule).
-pub trait PairRules {
+pub trait PairRules: Sync {
     fn segment_class(&self, seg_a: u32, seg_b: u32) -> PairClass;
     fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool;
 }
@@ -640,6 +641,62 @@ pub fn radix_sort_by_entry(v: &mut Vec<[u32; 2]>, tmp: &mut Vec<[u32; 2]>, count
     }
 }
 
+/// Queued entries per parallel task of [`Scheduler::schedule_process`]: a fixed count, so the split
+/// — and with it the order of every output — does not depend on the number of threads.
+pub const PROCESS_TASK: usize = 2048;
+
+/// What one task of `schedule_process` found: touching pairs and `[bin, entry, ticket]` re-binnings, in
+/// queue order, and its counts.
+#[derive(Debug, Default)]
+struct ProcessTask {
+    touching: Vec<[u32; 2]>,
+    rebin: Vec<[u32; 3]>,
+    examined: u64,
+    processed: u64,
+}
+
+/// Base pointer of the entry slots while the tasks of `schedule_process` write disjoint ones.
+#[derive(Clone, Copy)]
+struct EntryPtr(*mut SchedEntry);
+// SAFETY: only dereferenced inside `examine_run`, at slots no two tasks share.
+unsafe impl Send for EntryPtr {}
+unsafe impl Sync for EntryPtr {}
+
+/// A cached movement window (see `Scheduler::window`): the interval's bits and the step it is for.
+#[derive(Debug)]
+struct WindowSlot {
+    stamp: AtomicU64,
+    bits: [AtomicU32; 8],
+}
+
+impl Default for WindowSlot {
+    fn default() -> Self {
+        WindowSlot {
+            stamp: AtomicU64::new(u64::MAX),
+            bits: Default::default(),
+        }
+    }
+}
+
+impl WindowSlot {
+    #[inline]
+    fn load(&self) -> Interval {
+        let f = |k: usize| f32::from_bits(self.bits[k].load(Ordering::Relaxed));
+        Interval {
+            lo: [f(0), f(1), f(2), f(3)],
+            hi: [f(4), f(5), f(6), f(7)],
+        }
+    }
+
+    #[inline]
+    fn store(&self, w: &Interval) {
+        for k in 0..4 {
+            self.bits[k].store(w.lo[k].to_bits(), Ordering::Relaxed);
+            self.bits[k + 4].store(w.hi[k].to_bits(), Ordering::Relaxed);
+        }
+    }
+}
+
 /// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
 #[inline(always)]
 pub(crate) fn prefetch<T>(p: *const T) {
@@ -672,9 +729,8 @@ pub struct Scheduler {
     mv1: Vec<Interval>,
     mv2: Vec<Interval>,
     mv2_ref: Vec<Interval>,
-    /// `win[(λ−1)·nseg + s]`, valid when `win_stamp` equals the step (λ ≥ 1; λ = 0 is `mv1`).
-    win: Vec<Interval>,
-    win_stamp: Vec<u64>,
+    /// `win[(λ−1)·nseg + s]`, valid when its stamp equals the step (λ ≥ 1; λ = 0 is `mv1`).
+    win: Vec<WindowSlot>,
     // Positions history.
     prev1: Vec<[f32; 4]>,
     prev2: Vec<[f32; 4]>,
@@ -704,6 +760,8 @@ pub struct Scheduler {
     due_next: Vec<[u32; 2]>,
     /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
     touching: Vec<[u32; 2]>,
+    /// Per task of `schedule_process` (kept between steps for their capacity).
+    tasks: Vec<ProcessTask>,
     stats: SchedStats,
     times: SchedTimes,
 }
@@ -723,7 +781,6 @@ impl Scheduler {
             mv2: Vec::new(),
             mv2_ref: Vec::new(),
             win: Vec::new(),
-            win_stamp: Vec::new(),
             prev1: Vec::new(),
             prev2: Vec::new(),
             snaps: Vec::new(),
@@ -743,6 +800,7 @@ impl Scheduler {
             sort_counts: vec![0; RADIX],
             due_next: Vec::new(),
             touching: Vec::new(),
+            tasks: Vec::new(),
             stats: SchedStats::default(),
             times: SchedTimes::default(),
         })
@@ -790,8 +848,7 @@ impl Scheduler {
         self.mv1 = vec![Interval::default(); nseg];
         self.mv2 = vec![Interval::default(); nseg];
         self.mv2_ref = vec![Interval::default(); nseg];
-        self.win = vec![Interval::default(); nseg * nb];
-        self.win_stamp = vec![u64::MAX; nseg * nb];
+        self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
         self.prev1 = pos.to_vec();
         self.prev2 = pos.to_vec();
         self.snaps = Vec::with_capacity(npts * nb);
@@ -1143,18 +1200,22 @@ impl Scheduler {
         }
     }
 
-    /// Movement of segment `s` since bin λ's snapshot (λ ≥ 1), cached for the step.
-    fn window(&mut self, l: u32, s: usize, segments: &[Segment], pos: &[[f32; 4]]) -> Interval {
+    /// Movement of segment `s` since bin λ's snapshot (λ ≥ 1), cached for the step. Called by the
+    /// parallel tasks of `schedule_process`: two that miss on the same slot compute the same value from
+    /// the same inputs and store equal bits; the stamp is published after the value.
+    fn window(&self, l: u32, s: usize, segments: &[Segment], pos: &[[f32; 4]]) -> Interval {
         if l == 0 {
             return self.mv1[s];
         }
-        let idx = (l as usize - 1) * self.nseg + s;
-        if self.win_stamp[idx] != self.step {
-            let off = (l as usize - 1) * self.npts;
-            self.win[idx] = movement_of(&segments[s], pos, &self.snaps[off..off + self.npts], None);
-            self.win_stamp[idx] = self.step;
+        let slot = &self.win[(l as usize - 1) * self.nseg + s];
+        if slot.stamp.load(Ordering::Acquire) == self.step {
+            return slot.load();
         }
-        self.win[idx]
+        let off = (l as usize - 1) * self.npts;
+        let w = movement_of(&segments[s], pos, &self.snaps[off..off + self.npts], None);
+        slot.store(&w);
+        slot.stamp.store(self.step, Ordering::Release);
+        w
     }
 
     /// Prefetches what examining entry `en` reads per segment: movement, reference change of movement,
@@ -1167,44 +1228,119 @@ impl Scheduler {
             if en.bin > 0 {
                 let idx = (en.bin as usize - 1) * self.nseg + s;
                 prefetch(self.win.as_ptr().wrapping_add(idx));
-                prefetch(self.win_stamp.as_ptr().wrapping_add(idx));
             }
         }
     }
 
     /// Stage `schedule_process`: examine the queued entries, process those whose bound is gone, bin them.
+    ///
+    /// The queue is sorted by entry and cleared of stale and repeated references, so every entry in it
+    /// is examined once; it is then cut into runs of [`PROCESS_TASK`] entries, examined in parallel.
+    /// Each run writes only its own entries and collects its touching pairs and re-binnings, which are
+    /// appended run by run: the outputs are those of examining the queue in order, whatever the number
+    /// of threads.
     pub fn schedule_process(
         &mut self,
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
     ) {
-        let n = self.step;
-        let margin = 1e-4 * self.params.radius;
         let mut work = std::mem::take(&mut self.work);
         // In entry order: neighbouring entries share segments and cache lines, and the bins refill in
         // this order, so next time the lists are nearly sorted already.
         radix_sort_by_entry(&mut work, &mut self.sort_tmp, &mut self.sort_counts);
+        // Only live references to the current ticket, each entry once (examining an entry bumps its
+        // ticket, so a later reference to it would have been stale).
+        let mut kept = 0;
+        let mut last = u32::MAX;
+        for k in 0..work.len() {
+            let [e, t] = work[k];
+            let en = &self.entries[e as usize];
+            if en.flags & ENTRY_LIVE == 0 || en.ticket != t || e == last {
+                continue;
+            }
+            last = e;
+            work[kept] = work[k];
+            kept += 1;
+        }
+        work.truncate(kept);
+        let ntasks = work.len().div_ceil(PROCESS_TASK);
+        if self.tasks.len() < ntasks {
+            self.tasks.resize_with(ntasks, ProcessTask::default);
+        }
+        let mut tasks = std::mem::take(&mut self.tasks);
+        let mut entries = std::mem::take(&mut self.entries);
+        let slots = EntryPtr(entries.as_mut_ptr());
+        {
+            let this = &*self;
+            let run = |(task, items): (&mut ProcessTask, &[[u32; 2]])| {
+                // SAFETY: the queue names each entry at most once and every name is in bounds, so the
+                // runs write disjoint slots and nothing else reads them meanwhile.
+                unsafe { this.examine_run(items, slots, task, segments, pos, rules) }
+            };
+            if ntasks > 1 {
+                tasks[..ntasks]
+                    .par_iter_mut()
+                    .zip(work.par_chunks(PROCESS_TASK))
+                    .for_each(run);
+            } else {
+                tasks[..ntasks]
+                    .iter_mut()
+                    .zip(work.chunks(PROCESS_TASK))
+                    .for_each(run);
+            }
+        }
+        self.entries = entries;
+        for task in &tasks[..ntasks] {
+            self.touching.extend_from_slice(&task.touching);
+            for &[l, e, t] in &task.rebin {
+                self.bins[l as usize].push([e, t]);
+            }
+            self.stats.examined += task.examined;
+            self.stats.processed += task.processed;
+        }
+        self.tasks = tasks;
+        self.work = work;
+        self.work.clear();
+    }
+
+    /// One run of `schedule_process`: examines the entries `items` (whose slots are at `slots`),
+    /// recording into `task`.
+    ///
+    /// # Safety
+    /// Every entry named by `items` must be a valid index of the entries behind `slots`, and no other
+    /// reference may access those entries while this runs.
+    unsafe fn examine_run(
+        &self,
+        items: &[[u32; 2]],
+        slots: EntryPtr,
+        task: &mut ProcessTask,
+        segments: &[Segment],
+        pos: &[[f32; 4]],
+        rules: &dyn PairRules,
+    ) {
+        let n = self.step;
+        let margin = 1e-4 * self.params.radius;
+        task.touching.clear();
+        task.rebin.clear();
+        task.examined = 0;
+        task.processed = 0;
         // The loop is bound by memory latency: the queued entries are a sparse subset of a large
         // array and their segments' per-segment data is scattered. Two-stage software prefetch: the
         // entry `2·AHEAD` items ahead, and the per-segment data of the entry `AHEAD` items ahead
         // (whose header is in cache by then).
         const AHEAD: usize = 8;
-        for k in 0..work.len() {
-            if let Some(w) = work.get(k + 2 * AHEAD) {
-                prefetch(self.entries.as_ptr().wrapping_add(w[0] as usize));
+        for k in 0..items.len() {
+            if let Some(w) = items.get(k + 2 * AHEAD) {
+                prefetch(slots.0.wrapping_add(w[0] as usize));
             }
-            if let Some(w) = work.get(k + AHEAD) {
-                if let Some(en) = self.entries.get(w[0] as usize) {
-                    self.prefetch_segment_data(en);
-                }
+            if let Some(w) = items.get(k + AHEAD) {
+                self.prefetch_segment_data(&*slots.0.add(w[0] as usize));
             }
-            let [e, ticket] = work[k];
-            let en = self.entries[e as usize];
-            if en.flags & ENTRY_LIVE == 0 || en.ticket != ticket {
-                continue;
-            }
-            self.stats.examined += 1;
+            let e = items[k][0];
+            let slot = &mut *slots.0.add(e as usize);
+            let en = *slot;
+            task.examined += 1;
             let (a, b) = (en.seg_a as usize, en.seg_b as usize);
             let mut d = en.d;
             if d < FAR && !self.params.disable.no_movement_update {
@@ -1213,8 +1349,8 @@ impl Scheduler {
                 d -= wa.rel_norm(&wb);
             }
             if d < margin {
-                d = self.process_entry(e as usize, segments, pos, rules);
-                self.stats.processed += 1;
+                d = self.process_entry(&en, segments, pos, rules, &mut task.touching);
+                task.processed += 1;
             }
             // Next bin.
             let m = self.mv1[a].rel_norm(&self.mv1[b]);
@@ -1227,27 +1363,23 @@ impl Scheduler {
                 let wb = self.window(l, b, segments, pos);
                 dw -= wa.rel_norm(&wb);
             }
-            let slot = &mut self.entries[e as usize];
             slot.d = dw;
             slot.bin = l;
             slot.ticket = slot.ticket.wrapping_add(1);
-            let t = slot.ticket;
-            self.bins[l as usize].push([e, t]);
+            task.rebin.push([l, e, slot.ticket]);
         }
-        self.work = work;
-        self.work.clear();
     }
 
-    /// Full processing: distances of all unowned, non-excluded pairs; touching ones are reported; returns
-    /// the smallest gap over the others ([`FAR`] if none).
+    /// Full processing of entry `en`: distances of all its unowned, non-excluded pairs; touching ones are
+    /// appended to `touching`; returns the smallest gap over the others ([`FAR`] if none).
     fn process_entry(
-        &mut self,
-        e: usize,
+        &self,
+        en: &SchedEntry,
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
+        touching: &mut Vec<[u32; 2]>,
     ) -> f32 {
-        let en = self.entries[e];
         let b = self.params.quadrature;
         let r = self.params.radius;
         let four_r2 = 4.0 * r * r;
@@ -1274,7 +1406,7 @@ impl Scheduler {
                 }
                 let d2 = (ya - yb[kb as usize]).norm2();
                 if d2 < four_r2 {
-                    self.touching.push([en.seg_a * b + ka, en.seg_b * b + kb]);
+                    touching.push([en.seg_a * b + ka, en.seg_b * b + kb]);
                 } else if d2 < min_d2 {
                     min_d2 = d2;
                 }

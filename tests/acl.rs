@@ -895,3 +895,64 @@ fn stiction_springs_resist_sliding_and_break() {
     );
     assert!(fx.abs() < 1e-5, "broken springs still pull: {fx}");
 }
+
+/// ACL's forces, contact sets and scheduler counters do not depend on the number of threads
+/// (bitwise), on a swatch large enough that the scheduler's queue is split into several parallel runs
+/// (more than `PROCESS_TASK` entries examined in a step) and many sets are evaluated in parallel.
+#[test]
+fn acl_is_independent_of_thread_count() {
+    let r = 0.125;
+    let curves = flat_swatch(16, 12, r, 0.3);
+    let (topo, pos0) = Topology::from_curves(&curves).unwrap();
+    // Kinematic: the swatch is squeezed along x and waved along y, so contacts form, deepen and move.
+    let at = |step: usize| -> Vec<[f32; 4]> {
+        let t = step as f32;
+        pos0.iter()
+            .map(|p| {
+                [
+                    p[0] * (1.0 - 4e-4 * t),
+                    p[1] + 2e-3 * t * (p[0] * 0.7).sin(),
+                    p[2],
+                    0.0,
+                ]
+            })
+            .collect()
+    };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut acl = AclContact::new(r, &ContactParams::default()).unwrap();
+            let mut out = Vec::new();
+            let mut most_examined = 0;
+            for step in 0..40 {
+                let mut force = vec![[0.0f32; 4]; pos0.len()];
+                acl.step(&topo, &at(step), &mut force).unwrap();
+                let s = acl.last_stats();
+                most_examined = most_examined.max(s.entries_examined);
+                out.push((
+                    force,
+                    acl.boxes().collect::<Vec<_>>(),
+                    s.entries_examined,
+                    s.entries_processed,
+                    s.rebuilds,
+                ));
+            }
+            (out, most_examined)
+        })
+    };
+    let (one, most) = run(1);
+    assert!(
+        most > yarnsim::sched::PROCESS_TASK as u64,
+        "the queue never needed more than one run ({most} entries)"
+    );
+    assert!(one.iter().any(|(_, b, ..)| b.len() > 50));
+    for threads in [2, 3] {
+        let (other, _) = run(threads);
+        for (step, (a, b)) in one.iter().zip(&other).enumerate() {
+            assert!(a == b, "step {step}: {threads} threads differ from 1");
+        }
+    }
+}
