@@ -169,14 +169,19 @@ pub fn corotational_force<T: Real>(
     let mut idx = 0;
     for p in 0..n {
         // Diagonal block, then (p, q) and its mirror (q, p) — equal, since every block is symmetric.
-        out[p] += sym_mul(&k[idx], dev[p]);
+        // Row p's sum stays in a register: through `out[p]` every iteration would wait on the store
+        // of the one before (the compiler cannot tell `out[p]` from `out[q]`). Same additions, same
+        // order.
+        let dp = dev[p];
+        let mut acc = out[p] + sym_mul(&k[idx], dp);
         idx += 1;
         for q in p + 1..n {
             let blk = &k[idx];
-            out[p] += sym_mul(blk, dev[q]);
-            out[q] += sym_mul(blk, dev[p]);
+            acc += sym_mul(blk, dev[q]);
+            out[q] += sym_mul(blk, dp);
             idx += 1;
         }
+        out[p] = acc;
     }
     for o in out[..n].iter_mut() {
         *o = r.mul_v(*o);
