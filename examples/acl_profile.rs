@@ -1,7 +1,10 @@
 //! Profiling driver for the ACL benchmark scene (benches/acl.rs): the 50 × 40 stockinette swatch
 //! falling onto a plane, τ = 0.04. Runs `STEPS` steps of exact and of ACL contact (same start state,
 //! back to back in one process) and prints the mean contact time per step, whole-step time and ACL's
-//! phase times and counters. Usage: `cargo run --release --example acl_profile -- [steps] [acl|exact|both]`.
+//! phase times and counters. Usage: `cargo run --release --example acl_profile -- [steps] [acl|exact|both]
+//! [SCENE STATE.bcc]`. With a scene and a saved state of it (a frame written by `yarnsim run --out`),
+//! both models start from that state instead (at rest: a BCC file holds no velocities), with the
+//! scene's pins, damping blocks and obstacles.
 
 #[path = "../tests/acl_support/mod.rs"]
 mod acl_support;
@@ -94,27 +97,51 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps: u64 = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(40);
     let which = args.get(2).cloned().unwrap_or_else(|| "both".into());
-    let mut scene = Scene::default();
-    scene.contact.tolerance = 0.04;
-    scene.obstacle.push(Obstacle::Plane {
-        point: [0.0; 3],
-        normal: [0.0, 1.0, 0.0],
-        friction: 0.3,
-    });
-    let r = scene.yarn.radius;
-    // The bench scene of benches/acl.rs: 50 × 40 loops lying 0.3 cm above the plane.
-    let curves = acl_support::flat_swatch(50, 40, r, 0.3);
-    let (pos0, vel0) = {
-        let exact = ExactContact::new(r, &scene.contact)?;
-        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact))?;
-        for v in &mut sim.vel {
-            v[1] = -30.0;
+    // The scene, its curves, damping phases and pins, and the common starting state.
+    let (scene, curves, phases, pins, pos0, vel0) = match (args.get(3), args.get(4)) {
+        (Some(scene_path), Some(state)) => {
+            let path = std::path::Path::new(scene_path);
+            let scene = Scene::load(path)?;
+            let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            let build = yarnsim::scene::build_curves(&scene, dir)?;
+            let pins = yarnsim::scene::pinned_points(&scene, &build)?;
+            let saved = yarnsim::bcc::read(std::path::Path::new(state))?;
+            let pos0: Vec<[f32; 4]> = saved
+                .iter()
+                .flat_map(|c| c.points.iter().map(|p| [p[0], p[1], p[2], 0.0]))
+                .collect();
+            let vel0 = vec![[0.0f32; 4]; pos0.len()];
+            let phases = vec![
+                build.damping_block.clone(),
+                build.damping_block_shifted.clone(),
+            ];
+            (scene, build.curves, phases, pins, pos0, vel0)
         }
-        for _ in 0..60 {
-            sim.step()?;
+        _ => {
+            let mut scene = Scene::default();
+            scene.contact.tolerance = 0.04;
+            scene.obstacle.push(Obstacle::Plane {
+                point: [0.0; 3],
+                normal: [0.0, 1.0, 0.0],
+                friction: 0.3,
+            });
+            let r = scene.yarn.radius;
+            // The bench scene of benches/acl.rs: 50 × 40 loops lying 0.3 cm above the plane.
+            let curves = acl_support::flat_swatch(50, 40, r, 0.3);
+            let exact = ExactContact::new(r, &scene.contact)?;
+            let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact))?;
+            for v in &mut sim.vel {
+                v[1] = -30.0;
+            }
+            for _ in 0..60 {
+                sim.step()?;
+            }
+            let (pos0, vel0) = (sim.pos.clone(), sim.vel.clone());
+            (scene, curves, Vec::new(), Vec::new(), pos0, vel0)
         }
-        (sim.pos.clone(), sim.vel.clone())
     };
+    let r = scene.yarn.radius;
+    let phase_refs: Vec<&[u32]> = phases.iter().map(|p| p.as_slice()).collect();
     let snap: Arc<Mutex<Vec<[u32; 4]>>> = Arc::new(Mutex::new(Vec::new()));
     for name in ["exact", "acl"] {
         if which != "both" && which != name {
@@ -134,7 +161,11 @@ fn main() -> anyhow::Result<()> {
             log: log.clone(),
             time: time.clone(),
         };
-        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(rec))?;
+        let mut sim = if phase_refs.is_empty() {
+            Sim::new(&scene, &curves, &[], &pins, Box::new(rec))?
+        } else {
+            Sim::with_damping_phases(&scene, &curves, &phase_refs, &pins, Box::new(rec))?
+        };
         sim.pos.copy_from_slice(&pos0);
         sim.vel.copy_from_slice(&vel0);
         for _ in 0..20 {
