@@ -82,6 +82,9 @@ fn bench_acl(c: &mut Criterion) {
         }
         (sim.pos.clone(), sim.vel.clone())
     };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .build()
+        .expect("thread pool");
     let mut group = c.benchmark_group("acl_vs_exact_2000_loops");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
@@ -106,7 +109,11 @@ fn bench_acl(c: &mut Criterion) {
         log.lock().unwrap().clear();
         let t0 = std::time::Instant::now();
         let steps0 = sim.steps;
-        group.bench_function(name, |b| b.iter(|| sim.step().expect("step")));
+        // Each step runs on a worker of `pool`, as `yarnsim run` runs: its parallel stages then start
+        // on the calling worker rather than waking the pool from outside.
+        group.bench_function(name, |b| {
+            b.iter(|| pool.install(|| sim.step().expect("step")))
+        });
         let wall = t0.elapsed().as_secs_f64() * 1e3 / (sim.steps - steps0).max(1) as f64;
         let log = log.lock().unwrap().clone();
         summary.push((name, log, wall, sim.steps - steps0, sim.pos.len()));

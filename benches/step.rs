@@ -54,8 +54,12 @@ fn bench_step(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("cpu_step");
     group.throughput(Throughput::Elements(1));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .build()
+        .expect("thread pool");
     group.bench_function("stockinette_20x20_no_contact", |b| {
-        b.iter(|| sim.step().expect("step"))
+        // On a worker of `pool`, as `yarnsim run` steps (see benches/acl.rs).
+        b.iter(|| pool.install(|| sim.step().expect("step")))
     });
     group.finish();
 }

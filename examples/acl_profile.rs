@@ -94,6 +94,12 @@ fn mean(log: &[Vec<(&'static str, f64)>], name: &str) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    // On a worker of its own pool, as `yarnsim run` runs.
+    let pool = rayon::ThreadPoolBuilder::new().build()?;
+    pool.install(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps: u64 = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(40);
     let which = args.get(2).cloned().unwrap_or_else(|| "both".into());

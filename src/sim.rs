@@ -10,6 +10,11 @@
 //!
 //! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
 //! it is detected before the positions are updated, so `pos` still holds the last good configuration.
+//!
+//! The stages are rayon parallel loops, a few dozen per step. Stepping from a thread outside the pool
+//! wakes the pool and waits for it at each of them; stepping on a worker (`ThreadPool::install`, as
+//! `yarnsim run` and the benchmarks do) avoids that: 7% of a step of a 2,000-loop swatch, a third of
+//! one of the 144-loop default swatch.
 
 use std::time::Instant;
 
