@@ -5,18 +5,10 @@
 // it. The ring frame starts from the instance's n0 and is carried from ring to ring by projecting it onto
 // the plane normal to the tangent (the same chain mesh.rs runs, so neighbouring segments share their
 // joining ring). Vertices past the rings are the end caps, collapsed to a point unless the instance's
-// flags ask for them. `Uniforms` and `shade` are copied in render_obstacles.wgsl (WGSL has no include):
-// tests/gpu_harness.rs `render_shaders_share_uniforms_and_lighting` checks that the copies agree.
+// flags ask for them. `Uniforms` and `shade` come
+// from shaders/shared/render_common.wgsl.
 
-struct Uniforms {
-    view_proj: mat4x4<f32>,
-    eye: vec4<f32>,      // xyz: camera position
-    key_dir: vec4<f32>,  // xyz: unit direction towards the key light
-    fill_dir: vec4<f32>, // xyz: unit direction towards the fill light
-    tube: vec4<f32>,     // x: radius, y: samples per segment, z: sides, w: unused
-};
-
-@group(0) @binding(0) var<uniform> u: Uniforms;
+#import render_common
 
 struct Instance {
     @location(0) q0: vec3<f32>,
@@ -156,23 +148,6 @@ fn vs_tube(@builtin(vertex_index) vid: u32, s: Instance) -> VsOut {
     out.normal = nrm;
     out.color = s.color;
     return out;
-}
-
-// Two directional lights fixed to the camera, ambient, a little specular; lit in linear space.
-fn shade(albedo_srgb: vec3<f32>, normal: vec3<f32>, world: vec3<f32>) -> vec4<f32> {
-    let v = normalize(u.eye.xyz - world);
-    var n = normalize(normal);
-    // Triangles are drawn from both sides: light the side that faces the eye.
-    if dot(n, v) < 0.0 {
-        n = -n;
-    }
-    let albedo = pow(albedo_srgb, vec3<f32>(2.2));
-    let l = u.key_dir.xyz;
-    let diffuse = 0.72 * max(dot(n, l), 0.0) + 0.25 * max(dot(n, u.fill_dir.xyz), 0.0);
-    let h = normalize(l + v);
-    let spec = 0.12 * pow(max(dot(n, h), 0.0), 40.0);
-    let c = albedo * (0.16 + diffuse) + vec3<f32>(spec);
-    return vec4<f32>(pow(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)), vec3<f32>(1.0 / 2.2)), 1.0);
 }
 
 @fragment

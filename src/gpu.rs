@@ -7,7 +7,12 @@
 //!
 //! Backend selection: `YARNSIM_GPU_BACKEND` (a comma list of `vulkan`, `gl`, `metal`, `dx12`, or `none`
 //! for no backend at all) overrides wgpu's own `WGPU_BACKEND`. `none` exists so tests can check the
-//! behaviour without an adapter on a machine that has one.
+//! behaviour without an adapter on a machine that has one. Without either variable, the primary
+//! backends (Vulkan, Metal, DX12) are tried first and OpenGL only when none of them has an adapter.
+//! The GL backend is never initialised otherwise: on Mesa, merely creating a wgpu instance with GL
+//! loads libEGL and starts llvmpipe's threads, and libEGL's destructor then ran during `exit` while
+//! those threads were still shutting down, which crashed 1–4 % of `run --capture` processes *after*
+//! all their files were written (segfault or glibc heap-corruption abort in `_dl_fini`).
 //!
 //! [`testing`] holds the test harness: [`testing::gpu_or_skip`] serializes GPU tests within a process and
 //! skips loudly (or fails under `CI=true`) when no adapter is available.
@@ -72,11 +77,14 @@ impl fmt::Display for AdapterSummary {
 }
 
 /// One opened GPU: everything a stage needs to create buffers, pipelines and submit work.
+///
+/// Fields drop in declaration order: the queue and device go before the adapter and the instance
+/// that made them.
 pub struct Gpu {
-    pub instance: wgpu::Instance,
-    pub adapter: wgpu::Adapter,
-    pub device: wgpu::Device,
     pub queue: wgpu::Queue,
+    pub device: wgpu::Device,
+    pub adapter: wgpu::Adapter,
+    pub instance: wgpu::Instance,
 }
 
 impl fmt::Debug for Gpu {
@@ -143,7 +151,8 @@ fn wanted_features() -> wgpu::Features {
         | wgpu::Features::SUBGROUP
 }
 
-/// The backends to try: `YARNSIM_GPU_BACKEND`, else `WGPU_BACKEND`, else all compiled in.
+/// The backends to try: `YARNSIM_GPU_BACKEND`, else `WGPU_BACKEND`, else the primary ones (Vulkan,
+/// Metal, DX12; see the module doc for why GL is not among them).
 pub fn requested_backends() -> Result<wgpu::Backends, GpuError> {
     match std::env::var(BACKEND_ENV) {
         Ok(value) => {
@@ -158,8 +167,13 @@ pub fn requested_backends() -> Result<wgpu::Backends, GpuError> {
                 Ok(b)
             }
         }
-        Err(_) => Ok(wgpu::Backends::all().with_env()),
+        Err(_) => Ok(wgpu::Backends::PRIMARY.with_env()),
     }
+}
+
+/// Whether the user named the backends (then no fallback to GL is tried).
+fn backends_named() -> bool {
+    std::env::var_os(BACKEND_ENV).is_some() || std::env::var_os("WGPU_BACKEND").is_some()
 }
 
 /// `vulkan, gl` style names of a backend set ("none" when empty).
@@ -201,9 +215,24 @@ pub fn list_adapters() -> Result<Vec<AdapterSummary>, GpuError> {
 }
 
 impl Gpu {
-    /// Opens the preferred adapter of the requested backends (see the module doc).
+    /// Opens the preferred adapter of the requested backends (see the module doc): with no backend
+    /// named, the primary backends first and GL only when they have no adapter.
     pub fn new() -> Result<Gpu, GpuError> {
-        Self::with_backends(requested_backends()?)
+        let backends = requested_backends()?;
+        match Self::with_backends(backends) {
+            Err(GpuError::NoAdapter { .. })
+                if !backends_named() && !backends.contains(wgpu::Backends::GL) =>
+            {
+                Self::with_backends(wgpu::Backends::GL).map_err(|e| match e {
+                    GpuError::NoAdapter { reason, .. } => GpuError::NoAdapter {
+                        backends: backend_list(backends | wgpu::Backends::GL),
+                        reason,
+                    },
+                    other => other,
+                })
+            }
+            other => other,
+        }
     }
 
     /// Opens the preferred adapter among `backends`; an empty set gives [`GpuError::NoAdapter`].

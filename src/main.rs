@@ -346,6 +346,11 @@ fn run(a: RunArgs) -> Result<()> {
         sim.steps,
         sim.steps as f64 / wall.max(1e-9)
     );
+    // The renderer before the device it renders with, and both before the process exits.
+    if let Some((gpu, c, _)) = capture.take() {
+        drop(c);
+        drop(gpu);
+    }
     Ok(())
 }
 

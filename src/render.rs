@@ -46,6 +46,8 @@ pub enum RenderError {
     #[error(transparent)]
     GpuInit(#[from] GpuError),
     #[error(transparent)]
+    Shader(#[from] crate::shaders::ShaderError),
+    #[error(transparent)]
     Topology(#[from] TopologyError),
     #[error(transparent)]
     Bcc(#[from] crate::bcc::BccError),
@@ -336,12 +338,12 @@ impl Renderer {
 
         let tube_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("render_tubes"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../shaders/render_tubes.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(crate::shaders::expanded_text("render_tubes")?.into()),
         });
         let obstacle_module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("render_obstacles"),
             source: wgpu::ShaderSource::Wgsl(
-                include_str!("../shaders/render_obstacles.wgsl").into(),
+                crate::shaders::expanded_text("render_obstacles")?.into(),
             ),
         });
         let tube_attrs = wgpu::vertex_attr_array![

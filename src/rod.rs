@@ -44,48 +44,16 @@
 
 use crate::math::{Real, V3};
 use crate::state::Topology;
+pub use crate::layout::{Bend, BendRest, EdgeFrame};
+use crate::layout::Params;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
 /// Marks an empty slot in the index tables.
 pub const NONE: u32 = u32::MAX;
 
-/// A bending element: vertex `v[1]` between edges `e[0]` (`v[0]→v[1]`) and `e[1]` (`v[1]→v[2]`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct Bend {
-    pub v: [u32; 3],
-    pub e: [u32; 2],
-    /// Rest lengths `l₀, l₁` of the two edges.
-    pub rest_len: [f32; 2],
-    pub _pad: u32,
-}
-const _: () = assert!(std::mem::size_of::<Bend>() == 32);
 
-/// The rest state and the tracked reference twist of a bending element.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct BendRest {
-    /// Rest material curvature `ω̄ʲ` in the frame of edge `j` (j = 0, 1); moved by plasticity.
-    pub kappa: [[f32; 2]; 2],
-    /// Rest twist `m̄`.
-    pub twist: f32,
-    /// Reference twist ψ, accumulated over time (not wrapped to (−π, π]).
-    pub ref_twist: f32,
-    pub _pad: [f32; 2],
-}
-const _: () = assert!(std::mem::size_of::<BendRest>() == 32);
 
-/// The frame of a polyline edge.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct EdgeFrame {
-    /// Reference director `u` (xyz, unit, ⊥ `t`); w = material angle θ from `u`.
-    pub u: [f32; 4],
-    /// Unit tangent `t` that `u` was last transported to (xyz); w unused (0).
-    pub t: [f32; 4],
-}
-const _: () = assert!(std::mem::size_of::<EdgeFrame>() == 32);
 
 /// Rod material constants, as the stages (and later a WGSL uniform) take them.
 #[repr(C)]
@@ -583,45 +551,50 @@ impl RodState {
 /// Smallest chunk a stage hands to one rayon task (below this, threads cost more than they save).
 const PAR_MIN: usize = 512;
 
-/// Stage `rod_forces`: `force = m g − ∇E_rod` for every control point (overwrites `force`).
-///
-/// Two passes, as the WGSL kernel will do them: each bending element writes its gradient on its three
-/// vertices into `bend_grad`, then each control point gathers its (up to three) slots in a fixed order,
-/// so the result does not depend on the thread count.
-#[allow(clippy::too_many_arguments)]
-pub fn rod_forces(
-    params: &RodParams,
-    gravity: [f32; 3],
+/// Stage `bend_gradient`: each bending element writes the gradient of its bending and twisting
+/// energy on its three vertices into `bend_grad[3 b + role]` (first pass of the rod force).
+pub fn bend_gradient(
+    params: &Params,
     bends: &[Bend],
-    rest: &[BendRest],
+    bend_rest: &[BendRest],
     frames: &[EdgeFrame],
-    point_bends: &[[u32; 4]],
     pos: &[[f32; 4]],
-    mass: &[f32],
     bend_grad: &mut [[f32; 4]],
-    force: &mut [[f32; 4]],
 ) {
     let k = Stiffness {
         bending: params.bending,
         twisting: params.twisting,
     };
-    bend_grad
+    let nb = params.num_bends as usize;
+    bend_grad[..3 * nb]
         .par_chunks_mut(3)
         .with_min_len(PAR_MIN / 3)
-        .zip(bends.par_iter().zip(rest.par_iter()))
+        .zip(bends.par_iter().zip(bend_rest.par_iter()))
         .for_each(|(out, (b, r))| {
             let (g, _) = BendLocal::<f32>::gather(b, r, frames, pos).gradient(&k);
             for role in 0..3 {
                 out[role] = g[role].to4(0.0);
             }
         });
-    let bend_grad = &*bend_grad;
-    force
+}
+
+/// Stage `rod_forces`: `force = m g − ∇E_rod` for every control point (overwrites `force`): each
+/// point gathers its (up to three) `bend_grad` slots from `point_bends` in slot order, so the sum does
+/// not depend on the thread count (second pass after [`bend_gradient`]).
+pub fn rod_forces(
+    params: &Params,
+    point_bends: &[[u32; 4]],
+    mass: &[f32],
+    bend_grad: &[[f32; 4]],
+    force: &mut [[f32; 4]],
+) {
+    let gravity = V3::new(params.gravity_x, params.gravity_y, params.gravity_z);
+    force[..params.num_points as usize]
         .par_iter_mut()
         .with_min_len(PAR_MIN)
         .zip(point_bends.par_iter().zip(mass.par_iter()))
         .for_each(|(f, (slots, &m))| {
-            let mut acc = V3::<f32>::from3(gravity) * m;
+            let mut acc = gravity * m;
             for &s in slots.iter() {
                 if s != NONE {
                     acc -= V3::from4(bend_grad[s as usize]);

@@ -24,6 +24,7 @@ use crate::rod::{self, RodError, RodParams, RodState};
 use crate::scene::{ContactModel, Keyframe, Obstacle, Scene};
 use crate::state::{Curve, Topology, TopologyError};
 use crate::step::{self, LengthScratch, ObstacleShape};
+use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 
 /// Named per-step statistics a contact model reports (`("touching_pairs", 1234.0)`, ...). The driver
 /// averages them over the steps of a frame into the frame's JSON record under the same names.
@@ -274,6 +275,8 @@ struct ObstacleDef {
 
 /// The running simulation (CPU path).
 pub struct Sim {
+    /// The kernels' `params` block without this step's values (see [`Sim::step_params`]).
+    base_params: Params,
     pub topo: Topology,
     /// Control points (xyz; w = 0).
     pub pos: Vec<[f32; 4]>,
@@ -648,7 +651,35 @@ impl Sim {
             .collect::<Result<Vec<_>, _>>()?;
         let obstacles = obstacle_defs.iter().map(|d| d.rest).collect();
         let ne = topo.edges.len();
+        let base_params = Params {
+            h: params.h,
+            radius: params.radius,
+            gravity_x: params.gravity[0],
+            gravity_y: params.gravity[1],
+            gravity_z: params.gravity[2],
+            bending: params.rod.bending,
+            twisting: params.rod.twisting,
+            plastic_radius: params.rod.plastic_radius,
+            plastic_max: params.rod.plastic_max,
+            damping_const: params.damping_const,
+            damping_prop: params.damping_prop,
+            length_tolerance: params.length_tolerance,
+            length_max_iterations: params.length_max_iterations,
+            frame_sweeps: params.frame_sweeps,
+            num_points: n as u32,
+            num_edges: ne as u32,
+            num_bends: rod.bends.len() as u32,
+            num_segments: topo.segments.len() as u32,
+            num_yarns: topo.yarns.len() as u32,
+            num_glue: glue_points.len() as u32,
+            k_contact: scene.contact.stiffness,
+            quadrature: scene.contact.quadrature,
+            grid_cell: scene.contact.grid_cell,
+            exclusion_arc: scene.contact.exclusion_arc,
+            ..Params::default()
+        };
         let mut sim = Sim {
+            base_params,
             pos,
             vel: vec![[0.0; 4]; n],
             time: 0.0,
@@ -764,21 +795,53 @@ impl Sim {
         }
     }
 
+    /// The damping phase of step `step`: its first block and number of blocks in `block_start`.
+    pub fn damping_phase(&self, step: u64) -> (u32, u32) {
+        // One damping phase per step, in turn (seed §3.3).
+        let phases = self.phase_start.len() - 1;
+        if phases == 0 {
+            return (0, 0);
+        }
+        let ph = (step % phases as u64) as usize;
+        let (a, b) = (self.phase_start[ph], self.phase_start[ph + 1]);
+        (a, b - a)
+    }
+
+    /// The kernels' `params` block for the next step (the step index and its damping phase filled in).
+    pub fn step_params(&self) -> Params {
+        let (first_block, num_blocks) = self.damping_phase(self.steps);
+        Params {
+            step: self.steps as u32,
+            first_block,
+            num_blocks,
+            num_obstacles: self.obstacles.len() as u32,
+            ..self.base_params
+        }
+    }
+
     /// Runs one time step h.
     pub fn step(&mut self) -> Result<(), SimError> {
+        let kp = self.step_params();
+        let mut counters = Counters {
+            first_bad_point: u32::MAX,
+            ..Counters::default()
+        };
         let p = &self.params;
         let h = p.h;
         let t = Instant::now();
-        rod::rod_forces(
-            &p.rod,
-            p.gravity,
+        rod::bend_gradient(
+            &kp,
             &self.rod.bends,
             &self.rod.rest,
             &self.rod.frames,
-            &self.rod.point_bends,
             &self.pos,
-            &self.mass,
             &mut self.rod.bend_grad,
+        );
+        rod::rod_forces(
+            &kp,
+            &self.rod.point_bends,
+            &self.mass,
+            &self.rod.bend_grad,
             &mut self.force,
         );
         let t1 = Instant::now();
@@ -800,11 +863,14 @@ impl Sim {
                 .add_step_rebuilds(&self.topo, &mut self.rebuild_counts);
         }
         let t2 = Instant::now();
-        if let Some(bad) = self
-            .force
-            .iter()
-            .position(|f| !(f[0].is_finite() && f[1].is_finite() && f[2].is_finite()))
-        {
+        step::integrate_velocity(
+            &kp,
+            &self.inv_mass,
+            &self.force,
+            &mut self.vel,
+            &mut counters,
+        );
+        if counters.errors & ERROR_NAN_FORCE != 0 {
             // A bad position spreads to its neighbours' forces; name the cause where there is one.
             if let Some(p) = self
                 .pos
@@ -813,12 +879,11 @@ impl Sim {
             {
                 return Err(self.not_finite("position", p));
             }
-            return Err(self.not_finite("force", bad));
+            return Err(self.not_finite("force", counters.first_bad_point as usize));
         }
         let p = &self.params;
-        step::integrate_velocity(h, &self.inv_mass, &self.force, &mut self.vel);
         step::glue_projection(
-            h,
+            &kp,
             &self.glue_points,
             &self.glue_target,
             &self.pos,
@@ -891,7 +956,7 @@ impl Sim {
         {
             return Err(self.not_finite("velocity", bad));
         }
-        step::integrate_position(h, &self.vel, &mut self.pos);
+        step::integrate_position(&kp, &self.vel, &mut self.pos);
         let t4 = Instant::now();
         let p = &self.params;
         rod::material_frames(

@@ -9,7 +9,7 @@
 //! `q_{i−1..i+2}`. A closed yarn of `n ≥ 3` points has `n` segments, indices taken modulo `n`. Polyline
 //! edges join consecutive control points (handles included); a closed yarn also has the closing edge.
 
-use bytemuck::{Pod, Zeroable};
+pub use crate::layout::{Edge, Segment, Yarn};
 
 /// A yarn as it comes from a generator or a BCC file: Catmull-Rom control points.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,47 +18,8 @@ pub struct Curve {
     pub closed: bool,
 }
 
-/// One yarn's ranges in the flat arrays.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct Yarn {
-    pub first_point: u32,
-    pub num_points: u32,
-    /// 1 for a closed loop, 0 for an open yarn with tangent handles.
-    pub closed: u32,
-    pub first_segment: u32,
-    pub num_segments: u32,
-    pub first_edge: u32,
-    pub num_edges: u32,
-    pub _pad: u32,
-}
-const _: () = assert!(std::mem::size_of::<Yarn>() == 32);
 
-/// A spline segment: the four control points it depends on.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct Segment {
-    /// Global indices of `q_{i−1}, q_i, q_{i+1}, q_{i+2}`.
-    pub cp: [u32; 4],
-    pub yarn: u32,
-    /// Index of the polyline edge `q_i → q_{i+1}` this segment spans; its rest length is `ℓ_seg`.
-    pub edge: u32,
-    /// Position of the segment along its yarn (0-based), used by the same-yarn contact exclusion.
-    pub index_in_yarn: u32,
-    pub _pad: u32,
-}
-const _: () = assert!(std::mem::size_of::<Segment>() == 32);
 
-/// A polyline edge between consecutive control points.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct Edge {
-    pub a: u32,
-    pub b: u32,
-    pub yarn: u32,
-    pub rest_length: f32,
-}
-const _: () = assert!(std::mem::size_of::<Edge>() == 16);
 
 /// Yarns, segments and edges of a scene.
 #[derive(Clone, Debug, Default)]

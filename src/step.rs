@@ -31,12 +31,24 @@
 
 use crate::math::{Real, V3};
 use crate::state::{Edge, Yarn};
-use bytemuck::{Pod, Zeroable};
+pub use crate::layout::ObstacleShape;
+use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 use rayon::prelude::*;
 
-/// Stage `integrate_velocity`: `v += h M⁻¹ f` (glued points have `inv_mass = 0` and stay put).
-pub fn integrate_velocity(h: f32, inv_mass: &[f32], force: &[[f32; 4]], vel: &mut [[f32; 4]]) {
-    vel.par_iter_mut()
+/// Stage `integrate_velocity`: `v += h M⁻¹ f` (glued points have `inv_mass = 0` and stay put). A
+/// non-finite force raises [`ERROR_NAN_FORCE`] and lowers `first_bad_point` to its point, as the
+/// kernel's atomics do.
+pub fn integrate_velocity(
+    params: &Params,
+    inv_mass: &[f32],
+    force: &[[f32; 4]],
+    vel: &mut [[f32; 4]],
+    counters: &mut Counters,
+) {
+    let h = params.h;
+    let n = params.num_points as usize;
+    vel[..n]
+        .par_iter_mut()
         .with_min_len(2048)
         .zip(inv_mass.par_iter().zip(force.par_iter()))
         .for_each(|(v, (&w, f))| {
@@ -44,18 +56,28 @@ pub fn integrate_velocity(h: f32, inv_mass: &[f32], force: &[[f32; 4]], vel: &mu
                 v[a] += h * w * f[a];
             }
         });
+    let bad = force[..n]
+        .par_iter()
+        .with_min_len(4096)
+        .position_first(|f| !(f[0].is_finite() && f[1].is_finite() && f[2].is_finite()));
+    if let Some(p) = bad {
+        counters.errors |= ERROR_NAN_FORCE;
+        counters.first_bad_point = counters.first_bad_point.min(p as u32);
+    }
 }
 
 /// Stage `glue_projection`: Fast Projection of the glue constraints `q_p + h v_p = target_p`. The
 /// constraint gradient is the identity, so the solve is diagonal and exact: `v_p = (target_p − q_p)/h`.
 pub fn glue_projection(
-    h: f32,
+    params: &Params,
     glue_points: &[u32],
     glue_target: &[[f32; 4]],
     pos: &[[f32; 4]],
     vel: &mut [[f32; 4]],
 ) {
-    for (&p, t) in glue_points.iter().zip(glue_target) {
+    let h = params.h;
+    let n = params.num_glue as usize;
+    for (&p, t) in glue_points[..n].iter().zip(glue_target) {
         let p = p as usize;
         for a in 0..3 {
             vel[p][a] = (t[a] - pos[p][a]) / h;
@@ -570,26 +592,6 @@ fn rigid_motion(
     (c, vcm, omega)
 }
 
-/// An obstacle placed at the end of the current step, as the `object_contact` kernel reads it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct ObstacleShape {
-    /// [`OBSTACLE_PLANE`], [`OBSTACLE_SPHERE`] or [`OBSTACLE_CAPSULE`].
-    pub kind: u32,
-    /// Coulomb-like friction coefficient: tangential relative speed drops by at most this times the
-    /// removed normal speed.
-    pub friction: f32,
-    /// Sphere/capsule radius (0 for a plane).
-    pub radius: f32,
-    pub _pad: u32,
-    /// Plane: a point on it; sphere: centre; capsule: first end.
-    pub a: [f32; 4],
-    /// Plane: unit normal (the free side); capsule: second end.
-    pub b: [f32; 4],
-    /// Velocity of the obstacle over this step.
-    pub vel: [f32; 4],
-}
-const _: () = assert!(std::mem::size_of::<ObstacleShape>() == 64);
 
 pub const OBSTACLE_PLANE: u32 = 0;
 pub const OBSTACLE_SPHERE: u32 = 1;
@@ -687,8 +689,10 @@ pub fn object_contact(
 }
 
 /// Stage `integrate_position`: `q += h v`.
-pub fn integrate_position(h: f32, vel: &[[f32; 4]], pos: &mut [[f32; 4]]) {
-    pos.par_iter_mut()
+pub fn integrate_position(params: &Params, vel: &[[f32; 4]], pos: &mut [[f32; 4]]) {
+    let h = params.h;
+    pos[..params.num_points as usize]
+        .par_iter_mut()
         .with_min_len(4096)
         .zip(vel.par_iter())
         .for_each(|(q, v)| {

@@ -132,44 +132,25 @@ fn build_script_accepts_every_shader_and_rejects_a_broken_one() {
     )
     .unwrap();
     let msg = build_script::check(&tmp).unwrap_err();
+    // The first line names the file and line 3; naga's diagnostic follows.
+    let loc = format!("error: {}:3: WGSL validation error", tmp.display());
+    assert!(msg.starts_with(&loc), "no {loc} in:\n{msg}");
+
+    // After an import, the error is still reported at the importing file's own line, not at the
+    // line of the expanded text.
+    std::fs::write(
+        &tmp,
+        "#import render_common\n\nfn f() -> i32 { return 1.0; }\n",
+    )
+    .unwrap();
+    let msg = build_script::check(&tmp).unwrap_err();
+    let loc = format!("error: {}:3: WGSL validation error", tmp.display());
+    assert!(msg.starts_with(&loc), "no {loc} in:\n{msg}");
+
+    // An unknown import names the file and line of the directive.
+    std::fs::write(&tmp, "\n#import no_such_file\n").unwrap();
+    let msg = build_script::check(&tmp).unwrap_err();
     std::fs::remove_file(&tmp).ok();
-    // naga's diagnostic names the file, line 3 and the column of the bad expression.
-    let loc = format!("{}:3:", tmp.display());
-    assert!(msg.contains(&loc), "no {loc} in:\n{msg}");
-}
-
-/// The code of `shader` from the line starting with `start` through the next line that is exactly
-/// `end`, with comments and blank lines dropped and white space trimmed.
-fn shader_block(shader: &str, start: &str, end: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("shaders")
-        .join(shader);
-    let src = std::fs::read_to_string(&path).unwrap();
-    let mut lines = src.lines().skip_while(|l| !l.starts_with(start));
-    let mut out = Vec::new();
-    for l in lines.by_ref() {
-        let code = l.split("//").next().unwrap().trim();
-        if !code.is_empty() {
-            out.push(code.to_string());
-        }
-        if l == end {
-            return out;
-        }
-    }
-    panic!("{shader}: no block from {start:?} to {end:?}");
-}
-
-/// WGSL has no include: render_tubes.wgsl and render_obstacles.wgsl each declare the uniforms and
-/// `shade`, and must light yarn and obstacles alike (the renderer binds one uniform buffer to both).
-#[test]
-fn render_shaders_share_uniforms_and_lighting() {
-    for (start, end) in [("struct Uniforms", "};"), ("fn shade(", "}")] {
-        let tubes = shader_block("render_tubes.wgsl", start, end);
-        let obstacles = shader_block("render_obstacles.wgsl", start, end);
-        assert!(tubes.len() > 3, "{start}: {tubes:?}");
-        assert_eq!(
-            tubes, obstacles,
-            "{start} differs between the render shaders"
-        );
-    }
+    let loc = format!("error: {}:2: `#import no_such_file`", tmp.display());
+    assert!(msg.starts_with(&loc), "no {loc} in:\n{msg}");
 }

@@ -1,9 +1,11 @@
 //! Rod mechanics: analytic gradients against central finite differences (f64, the same generic code),
 //! reference-twist bookkeeping, rest-state construction, force balance, quasi-static frames, plasticity.
 
+use yarnsim::layout::Params;
 use yarnsim::math::{V3d, V3};
 use yarnsim::rod::{
-    material_frames, parallel_transport, plasticity, reference_twist, rod_forces, BendLocal,
+    bend_gradient, material_frames, parallel_transport, plasticity, reference_twist, rod_forces,
+    BendLocal,
     RodParams, RodState, Stiffness,
 };
 use yarnsim::state::{Curve, Topology};
@@ -279,18 +281,22 @@ fn params() -> RodParams {
 
 fn forces(rod: &mut RodState, p: &RodParams, pos: &[[f32; 4]], mass: &[f32]) -> Vec<[f32; 4]> {
     let mut f = vec![[0.0; 4]; pos.len()];
-    rod_forces(
-        p,
-        [0.0; 3],
+    let params = Params {
+        bending: p.bending,
+        twisting: p.twisting,
+        num_points: pos.len() as u32,
+        num_bends: rod.bends.len() as u32,
+        ..Params::default()
+    };
+    bend_gradient(
+        &params,
         &rod.bends,
         &rod.rest,
         &rod.frames,
-        &rod.point_bends,
         pos,
-        mass,
         &mut rod.bend_grad,
-        &mut f,
     );
+    rod_forces(&params, &rod.point_bends, mass, &rod.bend_grad, &mut f);
     f
 }
 

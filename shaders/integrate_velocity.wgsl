@@ -1,0 +1,30 @@
+// integrate_velocity: v += h M⁻¹ f for every control point (CPU twin: step::integrate_velocity).
+// A non-finite force raises ERROR_NAN_FORCE and lowers counters.first_bad_point to its point.
+// One thread per control point; no loops.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> inv_mass: array<f32>;
+@group(0) @binding(2) var<storage, read> force: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> vel: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> counters: Counters;
+
+@compute @workgroup_size(256)
+fn integrate_velocity(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let p = thread_index(wid, nwg, lid, 256u);
+    if p >= params.num_points {
+        return;
+    }
+    let f = force[p].xyz;
+    let v = vel[p];
+    vel[p] = vec4<f32>(v.xyz + params.h * inv_mass[p] * f, v.w);
+    if !finite3(f) {
+        atomicOr(&counters.errors, ERROR_NAN_FORCE);
+        atomicMin(&counters.first_bad_point, p);
+    }
+}

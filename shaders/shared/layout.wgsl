@@ -1,0 +1,127 @@
+// layout: the records every kernel binds, field for field the structs of src/layout.rs (checked by
+// tests/layout.rs against naga's reflection of this file), plus the indexing helper of the 2-D
+// dispatch grid (src/shaders.rs `dispatch_grid`).
+
+struct Yarn {
+    first_point: u32,
+    num_points: u32,
+    closed: u32,
+    first_segment: u32,
+    num_segments: u32,
+    first_edge: u32,
+    num_edges: u32,
+    _pad: u32,
+};
+
+struct Segment {
+    cp: array<u32, 4>,
+    yarn: u32,
+    edge: u32,
+    index_in_yarn: u32,
+    _pad: u32,
+};
+
+struct Edge {
+    a: u32,
+    b: u32,
+    yarn: u32,
+    rest_length: f32,
+};
+
+struct Bend {
+    v: array<u32, 3>,
+    e: array<u32, 2>,
+    rest_len: array<f32, 2>,
+    _pad: u32,
+};
+
+struct BendRest {
+    kappa: array<array<f32, 2>, 2>,
+    twist: f32,
+    ref_twist: f32,
+    _pad: array<f32, 2>,
+};
+
+struct EdgeFrame {
+    u: vec4<f32>, // xyz: reference director; w: material angle θ
+    t: vec4<f32>, // xyz: unit tangent it was last transported to
+};
+
+struct ObstacleShape {
+    kind: u32,
+    friction: f32,
+    radius: f32,
+    _pad: u32,
+    a: vec4<f32>,
+    b: vec4<f32>,
+    vel: vec4<f32>,
+};
+
+struct Params {
+    h: f32,
+    radius: f32,
+    gravity_x: f32,
+    gravity_y: f32,
+    gravity_z: f32,
+    bending: f32,
+    twisting: f32,
+    plastic_radius: f32,
+    plastic_max: f32,
+    damping_const: f32,
+    damping_prop: f32,
+    length_tolerance: f32,
+    length_max_iterations: u32,
+    frame_sweeps: u32,
+    num_points: u32,
+    num_edges: u32,
+    num_bends: u32,
+    num_segments: u32,
+    num_yarns: u32,
+    num_glue: u32,
+    num_obstacles: u32,
+    first_block: u32,
+    num_blocks: u32,
+    step: u32,
+    k_contact: f32,
+    quadrature: u32,
+    grid_cell: f32,
+    exclusion_arc: f32,
+    grid_origin_x: f32,
+    grid_origin_y: f32,
+    grid_origin_z: f32,
+    _pad0: u32,
+};
+
+const ERROR_NAN_FORCE: u32 = 1u;
+const ERROR_NAN_VELOCITY: u32 = 2u;
+const ERROR_LENGTH_NOT_CONVERGED: u32 = 4u;
+const ERROR_NAN_POSITION: u32 = 8u;
+
+struct Capacity {
+    count: atomic<u32>,
+    capacity: u32,
+    overflow: atomic<u32>,
+    _pad: u32,
+};
+
+struct Counters {
+    errors: atomic<u32>,
+    first_bad_point: atomic<u32>,
+    length_iterations: atomic<u32>,
+    length_error_bits: atomic<u32>,
+    grid_entries: Capacity,
+    candidate_pairs: Capacity,
+    touching_pairs: Capacity,
+};
+
+// The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.
+fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
+    return (wid.y * nwg.x + wid.x) * wg + lid;
+}
+
+// True when no component of v is NaN or infinite (WGSL has no isnan: a finite float is one whose
+// magnitude is at most the largest finite f32, which NaN fails too).
+fn finite3(v: vec3<f32>) -> bool {
+    let a = abs(v);
+    return a.x <= 3.4028235e38 && a.y <= 3.4028235e38 && a.z <= 3.4028235e38;
+}

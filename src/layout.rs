@@ -1,0 +1,259 @@
+//! The layout contract of the GPU time step: every record a kernel binds, as a `#[repr(C)]` bytemuck
+//! `Pod` struct of 4-byte scalars (and arrays of them) with its padding written out and its size
+//! asserted, mirrored field for field by `shaders/shared/layout.wgsl`.
+//!
+//! Besides the topology and rod records (which the CPU stages use as they are), it holds the two
+//! blocks every kernel may bind:
+//! - [`Params`], the `params` uniform: the scene's constants and the per-step values (step index,
+//!   damping phase) that the host writes before each step;
+//! - [`Counters`], the `counters` storage block: error flags the kernels raise (NaN, length
+//!   projection not converged), the worst values they saw, and for every variable-size output its
+//!   count, capacity and overflow flag. The host reads it back once per step.
+//!
+//! [`layouts`] lists each struct's size and field offsets; `tests/layout.rs` compares them with
+//! naga's reflection of the WGSL structs, so a field added on one side only fails a test.
+//! WGSL's `vec3` has 16-byte alignment, so points are `[f32; 4]` / `vec4<f32>` (w documented where
+//! used), and nothing bound is a `u16` or a 12-byte vector.
+
+use bytemuck::{Pod, Zeroable};
+use std::mem::{offset_of, size_of};
+
+/// One yarn's ranges in the flat arrays.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Yarn {
+    pub first_point: u32,
+    pub num_points: u32,
+    /// 1 for a closed loop, 0 for an open yarn with tangent handles.
+    pub closed: u32,
+    pub first_segment: u32,
+    pub num_segments: u32,
+    pub first_edge: u32,
+    pub num_edges: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<Yarn>() == 32);
+
+/// A spline segment: the four control points it depends on.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Segment {
+    /// Global indices of `q_{i−1}, q_i, q_{i+1}, q_{i+2}`.
+    pub cp: [u32; 4],
+    pub yarn: u32,
+    /// Index of the polyline edge `q_i → q_{i+1}` this segment spans; its rest length is `ℓ_seg`.
+    pub edge: u32,
+    /// Position of the segment along its yarn (0-based), used by the same-yarn contact exclusion.
+    pub index_in_yarn: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<Segment>() == 32);
+
+/// A polyline edge between consecutive control points.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Edge {
+    pub a: u32,
+    pub b: u32,
+    pub yarn: u32,
+    pub rest_length: f32,
+}
+const _: () = assert!(size_of::<Edge>() == 16);
+
+/// A bending element: vertex `v[1]` between edges `e[0]` (`v[0]→v[1]`) and `e[1]` (`v[1]→v[2]`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Bend {
+    pub v: [u32; 3],
+    pub e: [u32; 2],
+    /// Rest lengths `l₀, l₁` of the two edges.
+    pub rest_len: [f32; 2],
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<Bend>() == 32);
+
+/// The rest state and the tracked reference twist of a bending element.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct BendRest {
+    /// Rest material curvature `ω̄ʲ` in the frame of edge `j` (j = 0, 1); moved by plasticity.
+    pub kappa: [[f32; 2]; 2],
+    /// Rest twist `m̄`.
+    pub twist: f32,
+    /// Reference twist ψ, accumulated over time (not wrapped to (−π, π]).
+    pub ref_twist: f32,
+    pub _pad: [f32; 2],
+}
+const _: () = assert!(size_of::<BendRest>() == 32);
+
+/// The frame of a polyline edge.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct EdgeFrame {
+    /// Reference director `u` (xyz, unit, ⊥ `t`); w = material angle θ from `u`.
+    pub u: [f32; 4],
+    /// Unit tangent `t` that `u` was last transported to (xyz); w unused (0).
+    pub t: [f32; 4],
+}
+const _: () = assert!(size_of::<EdgeFrame>() == 32);
+
+/// An obstacle placed at the end of the current step, as the `object_contact` kernel reads it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct ObstacleShape {
+    /// [`crate::step::OBSTACLE_PLANE`], [`crate::step::OBSTACLE_SPHERE`] or
+    /// [`crate::step::OBSTACLE_CAPSULE`].
+    pub kind: u32,
+    /// Coulomb-like friction coefficient: tangential relative speed drops by at most this times the
+    /// removed normal speed.
+    pub friction: f32,
+    /// Sphere/capsule radius (0 for a plane).
+    pub radius: f32,
+    pub _pad: u32,
+    /// Plane: a point on it; sphere: centre; capsule: first end.
+    pub a: [f32; 4],
+    /// Plane: unit normal (the free side); capsule: second end.
+    pub b: [f32; 4],
+    /// Velocity of the obstacle over this step.
+    pub vel: [f32; 4],
+}
+const _: () = assert!(size_of::<ObstacleShape>() == 64);
+
+/// The `params` uniform: scene constants and this step's values. Field names are the WGSL names.
+///
+/// Only 4-byte scalars, so the uniform address space's 16-byte rules for vectors and arrays never
+/// apply; the size is a multiple of 16 as uniform blocks require.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Params {
+    /// Time step h (s).
+    pub h: f32,
+    /// Yarn radius r (cm).
+    pub radius: f32,
+    pub gravity_x: f32,
+    pub gravity_y: f32,
+    pub gravity_z: f32,
+    /// Bending stiffness EI and twisting stiffness GJ.
+    pub bending: f32,
+    pub twisting: f32,
+    /// Plasticity radius and bound (`inf` allowed: the comparisons then never hold).
+    pub plastic_radius: f32,
+    pub plastic_max: f32,
+    /// Non-rigid damping μ_const, μ_prop.
+    pub damping_const: f32,
+    pub damping_prop: f32,
+    /// Relative edge-length tolerance of the length projection and its iteration cap.
+    pub length_tolerance: f32,
+    pub length_max_iterations: u32,
+    /// Red–black sweeps of the quasi-static material-frame solve.
+    pub frame_sweeps: u32,
+    pub num_points: u32,
+    pub num_edges: u32,
+    pub num_bends: u32,
+    pub num_segments: u32,
+    pub num_yarns: u32,
+    pub num_glue: u32,
+    pub num_obstacles: u32,
+    /// The blocks `first_block .. first_block + num_blocks` of `block_start` are this step's damping
+    /// phase.
+    pub first_block: u32,
+    pub num_blocks: u32,
+    /// Steps taken before this one (low 32 bits; only parities and small moduli are taken of it).
+    pub step: u32,
+    /// Contact: k_contact, quadrature points per segment b, grid cell width γ, and the same-yarn
+    /// exclusion arc (cm).
+    pub k_contact: f32,
+    pub quadrature: u32,
+    pub grid_cell: f32,
+    pub exclusion_arc: f32,
+    /// Grid origin (the cell lattice's corner), so cell coordinates are small integers.
+    pub grid_origin_x: f32,
+    pub grid_origin_y: f32,
+    pub grid_origin_z: f32,
+    pub _pad0: u32,
+}
+const _: () = assert!(size_of::<Params>() == 128);
+
+/// Error flags in [`Counters::errors`].
+pub const ERROR_NAN_FORCE: u32 = 1;
+pub const ERROR_NAN_VELOCITY: u32 = 2;
+pub const ERROR_LENGTH_NOT_CONVERGED: u32 = 4;
+pub const ERROR_NAN_POSITION: u32 = 8;
+
+/// A variable-size output's bookkeeping: how many records the kernels wanted to write, how many
+/// fit, and whether any were dropped (`count > capacity`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Capacity {
+    pub count: u32,
+    pub capacity: u32,
+    pub overflow: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<Capacity>() == 16);
+
+/// The `counters` storage block (atomics in WGSL). Zeroed by the host at the start of every step,
+/// except the capacities, which the host writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Counters {
+    /// `ERROR_*` bits raised this step.
+    pub errors: u32,
+    /// The lowest control point with a non-finite force/velocity/position (`u32::MAX`: none).
+    pub first_bad_point: u32,
+    /// Largest Fast Projection iteration count of the length projection.
+    pub length_iterations: u32,
+    /// Largest relative edge-length error after the length projection, as f32 bits (non-negative
+    /// floats order like their bits, so `atomicMax` on the bits is a float max).
+    pub length_error_bits: u32,
+    /// Grid entries (segment, cell) of the exact contact path.
+    pub grid_entries: Capacity,
+    /// Candidate segment pairs.
+    pub candidate_pairs: Capacity,
+    /// Touching quadrature pairs.
+    pub touching_pairs: Capacity,
+}
+const _: () = assert!(size_of::<Counters>() == 64);
+
+/// A struct's size and field offsets, for the reflection test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StructLayout {
+    pub name: &'static str,
+    pub size: usize,
+    pub fields: Vec<(&'static str, usize)>,
+}
+
+macro_rules! layout_of {
+    ($t:ident { $($f:ident),* $(,)? }) => {
+        StructLayout {
+            name: stringify!($t),
+            size: size_of::<$t>(),
+            fields: vec![$((stringify!($f), offset_of!($t, $f))),*],
+        }
+    };
+}
+
+/// Every struct of the contract with every field, in declaration order (the WGSL order).
+pub fn layouts() -> Vec<StructLayout> {
+    vec![
+        layout_of!(Yarn { first_point, num_points, closed, first_segment, num_segments, first_edge, num_edges, _pad }),
+        layout_of!(Segment { cp, yarn, edge, index_in_yarn, _pad }),
+        layout_of!(Edge { a, b, yarn, rest_length }),
+        layout_of!(Bend { v, e, rest_len, _pad }),
+        layout_of!(BendRest { kappa, twist, ref_twist, _pad }),
+        layout_of!(EdgeFrame { u, t }),
+        layout_of!(ObstacleShape { kind, friction, radius, _pad, a, b, vel }),
+        layout_of!(Params {
+            h, radius, gravity_x, gravity_y, gravity_z, bending, twisting, plastic_radius,
+            plastic_max, damping_const, damping_prop, length_tolerance, length_max_iterations,
+            frame_sweeps, num_points, num_edges, num_bends, num_segments, num_yarns, num_glue,
+            num_obstacles, first_block, num_blocks, step, k_contact, quadrature, grid_cell,
+            exclusion_arc, grid_origin_x, grid_origin_y, grid_origin_z, _pad0
+        }),
+        layout_of!(Capacity { count, capacity, overflow, _pad }),
+        layout_of!(Counters {
+            errors, first_bad_point, length_iterations, length_error_bits, grid_entries,
+            candidate_pairs, touching_pairs
+        }),
+    ]
+}

@@ -1,0 +1,335 @@
+//! The compute pipelines of the kernel table ([`crate::shaders::KERNELS`]) and the named GPU buffers
+//! they bind.
+//!
+//! Each kernel's bind group layout is built explicitly from its binding list (uniform / read-only
+//! storage / read-write storage, in order), never inferred from the shader, so the table is the
+//! contract. Pipelines are created once per device ([`Pipelines::new`]); bind groups are made from a
+//! [`Buffers`] set, where the buffer bound to a binding is the one of the same name.
+//!
+//! [`run_kernel`] dispatches one kernel on buffers uploaded from byte slices and reads back every
+//! buffer it may write; the parity tests compare that with the kernel's CPU twin.
+
+use crate::gpu::Gpu;
+use crate::shaders::{self, Access, Kernel, ShaderError};
+use std::collections::BTreeMap;
+
+/// Why a pipeline could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Shader(#[from] ShaderError),
+    #[error("kernel {kernel}: no buffer named {binding} to bind")]
+    MissingBuffer {
+        kernel: &'static str,
+        binding: &'static str,
+    },
+    #[error("kernel {kernel}: {message}")]
+    Gpu {
+        kernel: &'static str,
+        message: String,
+    },
+    #[error("reading buffer {name} back: {message}")]
+    Readback { name: String, message: String },
+}
+
+/// One kernel's layout and pipeline.
+struct Entry {
+    kernel: &'static Kernel,
+    layout: wgpu::BindGroupLayout,
+    pipeline: wgpu::ComputePipeline,
+}
+
+/// The pipelines of some or all kernels of the table, made once per device.
+pub struct Pipelines {
+    entries: Vec<Entry>,
+}
+
+fn layout_entry(i: usize, access: Access) -> wgpu::BindGroupLayoutEntry {
+    let ty = match access {
+        Access::Uniform => wgpu::BufferBindingType::Uniform,
+        Access::Read => wgpu::BufferBindingType::Storage { read_only: true },
+        Access::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+    };
+    wgpu::BindGroupLayoutEntry {
+        binding: i as u32,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl Pipelines {
+    /// Every kernel of the table.
+    pub fn new(device: &wgpu::Device) -> Result<Pipelines, PipelineError> {
+        let names: Vec<&str> = shaders::KERNELS.iter().map(|k| k.name).collect();
+        Self::only(device, &names)
+    }
+
+    /// The kernels named in `names`.
+    pub fn only(device: &wgpu::Device, names: &[&str]) -> Result<Pipelines, PipelineError> {
+        let mut entries = Vec::with_capacity(names.len());
+        for &name in names {
+            let kernel = shaders::kernel(name)?;
+            let source = shaders::expanded_text(kernel.name)?;
+            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(kernel.name),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            let layout_entries: Vec<_> = kernel
+                .bindings
+                .iter()
+                .enumerate()
+                .map(|(i, b)| layout_entry(i, b.access))
+                .collect();
+            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(kernel.name),
+                entries: &layout_entries,
+            });
+            let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(kernel.name),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(kernel.name),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(kernel.name),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(PipelineError::Gpu {
+                    kernel: kernel.name,
+                    message: e.to_string(),
+                });
+            }
+            entries.push(Entry {
+                kernel,
+                layout,
+                pipeline,
+            });
+        }
+        Ok(Pipelines { entries })
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry, PipelineError> {
+        self.entries
+            .iter()
+            .find(|e| e.kernel.name == name)
+            .ok_or_else(|| ShaderError::UnknownKernel(name.into()).into())
+    }
+
+    /// The bind group of kernel `name` over `buffers` (each binding gets the buffer of its name).
+    pub fn bind_group(
+        &self,
+        device: &wgpu::Device,
+        name: &str,
+        buffers: &Buffers,
+    ) -> Result<wgpu::BindGroup, PipelineError> {
+        let e = self.entry(name)?;
+        let mut entries = Vec::with_capacity(e.kernel.bindings.len());
+        for (i, b) in e.kernel.bindings.iter().enumerate() {
+            let buf = buffers
+                .get(b.name)
+                .ok_or(PipelineError::MissingBuffer {
+                    kernel: e.kernel.name,
+                    binding: b.name,
+                })?;
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: buf.as_entire_binding(),
+            });
+        }
+        Ok(device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(e.kernel.name),
+            layout: &e.layout,
+            entries: &entries,
+        }))
+    }
+
+    /// Records kernel `name` over `threads` threads (a 2-D grid beyond 65,535 workgroups).
+    pub fn dispatch(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        name: &str,
+        bind_group: &wgpu::BindGroup,
+        threads: u32,
+    ) -> Result<(), PipelineError> {
+        let e = self.entry(name)?;
+        if threads == 0 {
+            return Ok(());
+        }
+        let [x, y, z] = shaders::dispatch_grid(threads, e.kernel.workgroup_size);
+        pass.set_pipeline(&e.pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+        Ok(())
+    }
+}
+
+/// Named GPU buffers: the buffer a kernel binding of the same name gets.
+#[derive(Default)]
+pub struct Buffers {
+    map: BTreeMap<String, wgpu::Buffer>,
+}
+
+/// wgpu rejects empty bindings; an empty array is bound as this many zero bytes.
+const MIN_BUFFER: u64 = 16;
+
+impl Buffers {
+    pub fn get(&self, name: &str) -> Option<&wgpu::Buffer> {
+        self.map.get(name)
+    }
+
+    /// Creates (or replaces) buffer `name` holding `bytes`, padded to 4 bytes and at least 16 bytes.
+    pub fn upload(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        name: &str,
+        bytes: &[u8],
+        uniform: bool,
+    ) -> &wgpu::Buffer {
+        let size = (bytes.len() as u64).next_multiple_of(4).max(MIN_BUFFER);
+        let usage = if uniform {
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST
+        } else {
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC
+        };
+        let buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(name),
+            size,
+            usage,
+            mapped_at_creation: false,
+        });
+        if !bytes.is_empty() {
+            let mut padded = bytes.to_vec();
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            queue.write_buffer(&buf, 0, &padded);
+        }
+        self.map.insert(name.to_string(), buf);
+        &self.map[name]
+    }
+
+    /// Copies the first `bytes` bytes of buffer `name` back to the host (blocking).
+    pub fn read(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        name: &str,
+        bytes: u64,
+    ) -> Result<Vec<u8>, PipelineError> {
+        let err = |message: String| PipelineError::Readback {
+            name: name.into(),
+            message,
+        };
+        let src = self.get(name).ok_or_else(|| err("no such buffer".into()))?;
+        let size = bytes.next_multiple_of(4).max(4);
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("readback"),
+        });
+        enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        queue.submit([enc.finish()]);
+        read_mapped(device, &staging, bytes as usize).map_err(err)
+    }
+}
+
+/// Maps `staging` (already the target of a submitted copy) and returns its first `bytes` bytes.
+pub fn read_mapped(
+    device: &wgpu::Device,
+    staging: &wgpu::Buffer,
+    bytes: usize,
+) -> Result<Vec<u8>, String> {
+    let slice = staging.slice(..);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| format!("waiting for the GPU: {e}"))?;
+    rx.recv()
+        .map_err(|_| "the buffer was never mapped".to_string())?
+        .map_err(|e| format!("mapping: {e}"))?;
+    let out = {
+        let data = slice
+            .get_mapped_range()
+            .map_err(|e| format!("reading the mapped range: {e}"))?;
+        data[..bytes].to_vec()
+    };
+    staging.unmap();
+    Ok(out)
+}
+
+/// Runs kernel `name` once over `threads` threads on buffers made from `inputs` (binding name →
+/// bytes; every binding of the kernel must be given) and returns the contents of every binding it
+/// may write (read-write storage), by name, at the sizes given. For parity tests and benches.
+pub fn run_kernel(
+    gpu: &Gpu,
+    name: &str,
+    inputs: &[(&str, &[u8])],
+    threads: u32,
+) -> Result<BTreeMap<String, Vec<u8>>, PipelineError> {
+    let pipelines = Pipelines::only(&gpu.device, &[name])?;
+    let kernel = shaders::kernel(name)?;
+    let mut buffers = Buffers::default();
+    for b in kernel.bindings {
+        let bytes = inputs
+            .iter()
+            .find(|(n, _)| *n == b.name)
+            .map(|(_, v)| *v)
+            .ok_or(PipelineError::MissingBuffer {
+                kernel: kernel.name,
+                binding: b.name,
+            })?;
+        buffers.upload(
+            &gpu.device,
+            &gpu.queue,
+            b.name,
+            bytes,
+            b.access == Access::Uniform,
+        );
+    }
+    let bg = pipelines.bind_group(&gpu.device, name, &buffers)?;
+    let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut enc = gpu
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(name) });
+    {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(name),
+            timestamp_writes: None,
+        });
+        pipelines.dispatch(&mut pass, name, &bg, threads)?;
+    }
+    gpu.queue.submit([enc.finish()]);
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(PipelineError::Gpu {
+            kernel: kernel.name,
+            message: e.to_string(),
+        });
+    }
+    let mut out = BTreeMap::new();
+    for b in kernel.bindings {
+        if b.access == Access::ReadWrite {
+            let len = inputs.iter().find(|(n, _)| *n == b.name).unwrap().1.len();
+            let data = buffers.read(&gpu.device, &gpu.queue, b.name, len as u64)?;
+            out.insert(b.name.to_string(), data);
+        }
+    }
+    Ok(out)
+}

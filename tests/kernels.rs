@@ -1,0 +1,122 @@
+//! The kernel table (`src/shaders.rs`) against the shaders themselves, through naga's reflection:
+//! every kernel's file has an entry point of its name with the table's workgroup size, and declares
+//! exactly the table's bindings (group 0, numbered in order, same names and access). And every
+//! compute shader in `shaders/` is in the table.
+
+use yarnsim::shaders::{self, Access, KERNELS};
+
+fn module(name: &str) -> naga::Module {
+    let e = shaders::expanded(name).unwrap_or_else(|e| panic!("{e}"));
+    naga::front::wgsl::parse_str(&e.source)
+        .unwrap_or_else(|err| panic!("{name}: {}", err.emit_to_string(&e.source)))
+}
+
+fn reflected_bindings(m: &naga::Module) -> Vec<(u32, u32, String, Access)> {
+    let mut out: Vec<_> = m
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| {
+            let b = g.binding.as_ref()?;
+            let access = match g.space {
+                naga::AddressSpace::Uniform => Access::Uniform,
+                naga::AddressSpace::Storage { access } => {
+                    if access.contains(naga::StorageAccess::STORE) {
+                        Access::ReadWrite
+                    } else {
+                        Access::Read
+                    }
+                }
+                other => panic!("unexpected address space {other:?}"),
+            };
+            Some((b.group, b.binding, g.name.clone().unwrap_or_default(), access))
+        })
+        .collect();
+    out.sort_by_key(|b| (b.0, b.1));
+    out
+}
+
+#[test]
+fn table_matches_every_kernel_file() {
+    assert!(!KERNELS.is_empty());
+    for k in KERNELS {
+        let m = module(k.name);
+        let ep = m
+            .entry_points
+            .iter()
+            .find(|e| e.name == k.name)
+            .unwrap_or_else(|| panic!("shaders/{}.wgsl has no entry point {}", k.name, k.name));
+        assert_eq!(ep.stage, naga::ShaderStage::Compute, "{}", k.name);
+        assert_eq!(
+            ep.workgroup_size,
+            [k.workgroup_size, 1, 1],
+            "{}: workgroup size",
+            k.name
+        );
+        let want: Vec<_> = k
+            .bindings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (0u32, i as u32, b.name.to_string(), b.access))
+            .collect();
+        assert_eq!(
+            reflected_bindings(&m),
+            want,
+            "{}: WGSL bindings differ from the kernel table",
+            k.name
+        );
+        assert!(
+            k.bindings.len() <= 9,
+            "{}: more bindings than wgpu's default limits allow",
+            k.name
+        );
+        let storage = k
+            .bindings
+            .iter()
+            .filter(|b| b.access != Access::Uniform)
+            .count();
+        assert!(storage <= 8, "{}: {storage} storage buffers (limit 8)", k.name);
+        assert!(
+            k.twin.ends_with(&format!("::{}", k.name)),
+            "{}: the CPU twin {} must carry the kernel's name",
+            k.name,
+            k.twin
+        );
+    }
+}
+
+#[test]
+fn every_compute_shader_is_in_the_table() {
+    for name in shaders::shader_names() {
+        let m = module(name);
+        let compute = m
+            .entry_points
+            .iter()
+            .any(|e| e.stage == naga::ShaderStage::Compute);
+        if compute {
+            assert!(
+                KERNELS.iter().any(|k| k.name == name),
+                "shaders/{name}.wgsl has a compute entry point but is not in the kernel table"
+            );
+        }
+    }
+}
+
+/// The header of every kernel states its per-thread loop bound (lavapipe ends an invocation after
+/// 65,535 loop iterations in total), either "no loops" or a stated bound.
+#[test]
+fn every_kernel_states_its_loop_bound() {
+    for k in KERNELS {
+        let src = shaders::raw_source(k.name).unwrap();
+        let header: String = src
+            .lines()
+            .take_while(|l| l.starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase();
+        assert!(
+            header.contains("no loops") || header.contains("loop bound"),
+            "shaders/{}.wgsl: the header must state the per-thread loop bound",
+            k.name
+        );
+    }
+}
