@@ -124,8 +124,11 @@ pub struct Kernel {
 /// Threads per workgroup of the element-wise kernels.
 pub const WG: u32 = 256;
 
-/// Every compute kernel, in the order the time step runs them.
+/// Every compute kernel, in the order the time step runs them (one block per stage group; each
+/// block is edited on its own).
 pub const KERNELS: &[Kernel] = &[
+    // --- rod: forces (bend_gradient, rod_forces) ---
+    // --- end rod forces ---
     Kernel {
         name: "integrate_velocity",
         workgroup_size: WG,
@@ -150,12 +153,20 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "step::glue_projection",
     },
+    // --- length projection ---
+    // --- end length projection ---
+    // --- damping and object contact ---
+    // --- end damping and object contact ---
     Kernel {
         name: "integrate_position",
         workgroup_size: WG,
         bindings: &[uniform("params"), read("vel"), read_write("pos")],
         twin: "step::integrate_position",
     },
+    // --- rod: material frames and plasticity ---
+    // --- end material frames and plasticity ---
+    // --- exact contact ---
+    // --- end exact contact ---
 ];
 
 /// The kernel named `name`.

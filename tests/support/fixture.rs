@@ -1,0 +1,45 @@
+//! Fixtures for the GPU parity tests: a real scene, stepped on the CPU path for a while, so kernels
+//! are compared on states with motion, bending, contact and pinned points (not zeros or noise).
+#![allow(dead_code)]
+
+use std::path::Path;
+use yarnsim::scene::{self, Scene};
+use yarnsim::sim::Sim;
+
+/// `scenes/NAME.toml` with the `--set` style overrides `sets`, built and stepped `steps` times on
+/// the CPU path.
+pub fn scene_sim(name: &str, sets: &[&str], steps: usize) -> Sim {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let path = dir.join(format!("{name}.toml"));
+    let mut sc = Scene::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for s in sets {
+        sc.apply_set(s).unwrap_or_else(|e| panic!("--set {s}: {e}"));
+    }
+    let build = scene::build_curves(&sc, &dir).unwrap();
+    let pins = scene::pinned_points(&sc, &build).unwrap();
+    let mut sim = Sim::from_build(&sc, &build, &pins).unwrap();
+    for _ in 0..steps {
+        sim.step().unwrap();
+    }
+    sim
+}
+
+/// The bytes of a Pod slice.
+pub fn bytes<T: bytemuck::Pod>(v: &[T]) -> &[u8] {
+    bytemuck::cast_slice(v)
+}
+
+/// The largest component-wise difference of two point arrays, relative to `scale`, and where.
+pub fn max_rel_diff(a: &[[f32; 4]], b: &[[f32; 4]], scale: f32) -> (f32, usize) {
+    assert_eq!(a.len(), b.len());
+    let mut worst = (0.0f32, 0);
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        for k in 0..3 {
+            let d = (x[k] - y[k]).abs() / scale;
+            if !(d <= worst.0) {
+                worst = (d, i);
+            }
+        }
+    }
+    worst
+}
