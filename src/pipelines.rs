@@ -132,11 +132,27 @@ impl Pipelines {
         name: &str,
         buffers: &Buffers,
     ) -> Result<wgpu::BindGroup, PipelineError> {
+        self.bind_group_with(device, name, buffers, &[])
+    }
+
+    /// Like [`Pipelines::bind_group`], with some bindings given other buffers: for a kernel
+    /// dispatched several times per step with a small per-dispatch uniform (a colour, a level), one
+    /// bind group per variant.
+    pub fn bind_group_with(
+        &self,
+        device: &wgpu::Device,
+        name: &str,
+        buffers: &Buffers,
+        overrides: &[(&str, &wgpu::Buffer)],
+    ) -> Result<wgpu::BindGroup, PipelineError> {
         let e = self.entry(name)?;
         let mut entries = Vec::with_capacity(e.kernel.bindings.len());
         for (i, b) in e.kernel.bindings.iter().enumerate() {
-            let buf = buffers
-                .get(b.name)
+            let buf = overrides
+                .iter()
+                .find(|(n, _)| *n == b.name)
+                .map(|(_, buf)| *buf)
+                .or_else(|| buffers.get(b.name))
                 .ok_or(PipelineError::MissingBuffer {
                     kernel: e.kernel.name,
                     binding: b.name,
