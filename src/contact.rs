@@ -61,23 +61,33 @@
 //! are at most `ℓ_seg` apart along the yarn, below the exclusion arc for any sensible
 //! discretization), so the exact path never evaluates a segment against itself.
 //!
+//! *Precision.* The decision is made on f32 arc positions measured from the yarn's start (summed in
+//! f64 on the host, rounded once) by [`arc_excluded`], which only subtracts, takes `abs`/`min` and
+//! compares: exact IEEE operations, so the CPU path and the GPU kernels exclude the same pairs bit for
+//! bit (DESIGN §7). Along a yarn of length `L` the positions carry an absolute rounding of up to
+//! `ulp(L)/2` (0.008 cm at `L` = 10⁵ cm, under 1 % of the default arc), so the exclusion radius is
+//! exact to that.
+//!
 //! # Exact path
 //!
-//! [`ExactContact`] runs, every step, the stages
-//! `aabb_raster` (exact segment bounds padded by `r` into a hashed grid of cell width γ, counting-sorted
-//! by hash bucket), `candidate_pairs` (segments sharing a cell, each pair emitted once: only in the cell
-//! holding the minimum corner of the two boxes' intersection) and `exact_contact_forces` (all
-//! quadrature pairs of each candidate closer than `2r`, except excluded ones; chunks of candidates are
-//! evaluated in parallel into per-candidate 8-point force records which are then scattered in candidate
-//! order, so the result does not depend on the thread count).
+//! [`ExactContact`] runs, every step, the kernels' CPU twins in the GPU's order (see [`grid`] and
+//! `exact.rs`): `aabb_raster` → scan → `grid_write` → radix sort by cell key → `candidate_count` → scan
+//! → `candidate_write` (every segment pair with overlapping padded boxes, once) →
+//! `quadrature_points` → `exact_contact_forces` (one [`crate::layout::ContactRecord`] per candidate:
+//! all its quadrature pairs closer than `2r`, except excluded ones) → `contact_slots` → radix sort by
+//! control point → `contact_gather` (each control point adds the forces of the records naming it, in
+//! candidate order). So the CPU and GPU exact paths select the same pairs and sum in the same order.
 
 use crate::math::{Real, M3, V3};
 use crate::scene::ContactParams;
 use crate::state::Topology;
 
 mod exact;
+pub mod exact_gpu;
+pub mod grid;
 pub use exact::{
-    aabb_raster, candidate_pairs, exact_contact_forces, quadrature_points, CellEntry, ExactContact,
+    contact_gather, contact_slots, exact_contact_forces, key_bits, quadrature_points, ExactContact,
+    MAX_GATHER,
 };
 
 /// Penalty `f` and its derivatives with respect to the **squared** distance `s = d²`:
@@ -283,23 +293,73 @@ fn eval_with<T: Real>(q: &[V3<T>; 4], w: &[T; 4]) -> V3<T> {
     q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
 }
 
-/// Arc position (in rest length) of quadrature point `k` within a segment of length `len`.
+/// Arc position (rest length from the yarn's start) of quadrature point `k` of a segment that starts
+/// at `start` and is `len` long, in f64, rounded to the f32 both paths decide with.
 #[inline]
-fn quad_arc(k: u32, b: u32, len: f64) -> f64 {
-    (k as f64 + 0.5) / b as f64 * len
+fn quad_arc_f32(start: f64, k: u32, b: u32, len: f64) -> f32 {
+    (start + (k as f64 + 0.5) / b as f64 * len) as f32
 }
 
 fn seg_len(topo: &Topology, seg: u32) -> f64 {
     topo.edges[topo.segments[seg as usize].edge as usize].rest_length as f64
 }
 
+/// The same-yarn exclusion decision on the f32 arc positions `pa`, `pb` of two quadrature points of
+/// one yarn: closer than `arc` along it, the shorter way round on a closed yarn of rest length
+/// `loop_len` (0 for an open yarn). Only subtraction, `abs`, `min` and a comparison of stored f32
+/// values, which IEEE (and Vulkan) evaluate exactly, so the CPU path and the GPU kernels
+/// (shaders/shared/penalty.wgsl `arc_excluded`) select the same pairs bit for bit.
+#[inline]
+pub fn arc_excluded(pa: f32, pb: f32, loop_len: f32, arc: f32) -> bool {
+    let mut d = (pa - pb).abs();
+    if loop_len > 0.0 {
+        d = d.min(loop_len - d);
+    }
+    d < arc
+}
+
+/// The class of a pair of arc positions under the exclusion rule: 0 near along the yarn, 2 near the
+/// other way round a closed loop of rest length `loop_len`, 1 not excluded (shaders/shared/
+/// penalty.wgsl `exclusion_class`).
+#[inline]
+pub fn exclusion_class(pa: f32, pb: f32, loop_len: f32, arc: f32) -> u8 {
+    let mut d = (pa - pb).abs();
+    if d < arc {
+        return 0;
+    }
+    if loop_len > 0.0 {
+        d = d.min(loop_len - d);
+        if d < arc {
+            return 2;
+        }
+    }
+    1
+}
+
+/// Whether every quadrature pair of two different segments of one yarn is excluded, from the arc
+/// positions of their first (`a0`, `b0`) and last (`a1`, `b1`) quadrature points: all four corners
+/// near, or all four near round the loop (exact; see [`Exclusion::segment_exclusion`]). The force
+/// kernel and its twin skip such blocks (shaders/shared/penalty.wgsl `block_excluded`).
+#[inline]
+pub fn block_excluded(a0: f32, a1: f32, b0: f32, b1: f32, loop_len: f32, arc: f32) -> bool {
+    let c = [
+        exclusion_class(a0, b0, loop_len, arc),
+        exclusion_class(a0, b1, loop_len, arc),
+        exclusion_class(a1, b0, loop_len, arc),
+        exclusion_class(a1, b1, loop_len, arc),
+    ];
+    c[0] != 1 && c.iter().all(|&x| x == c[0])
+}
+
 /// The same-yarn exclusion rule: true when quadrature points `(seg_a, k_a)` and `(seg_b, k_b)` (global
 /// segment indices, `k` in `0..b`) lie on the same yarn less than `params.exclusion_arc` of rest length
-/// apart along it (the shorter way round on a closed yarn). A point is always excluded from itself.
+/// apart along it (the shorter way round for a closed yarn). A point is always excluded from itself
+/// (for `exclusion_arc > 0`).
 ///
-/// Walks the segments between the two points and stops as soon as the arc exceeds the exclusion arc, so
-/// the cost is bounded by `exclusion_arc / ℓ_min` whatever the yarn length. [`Exclusion`] precomputes
-/// arc positions for an O(1) test.
+/// Arc positions are measured from the yarn's start: summed along the yarn in f64, rounded to f32
+/// once, and compared by [`arc_excluded`], exactly as [`Exclusion`] (which precomputes them) and the
+/// GPU kernels decide. This reference walks the yarn from its start, so it costs O(yarn length); for
+/// tests and diagnostics.
 pub fn excluded(
     topo: &Topology,
     seg_a: u32,
@@ -315,83 +375,84 @@ pub fn excluded(
     if sa.yarn != sb.yarn {
         return false;
     }
-    let arc = params.exclusion_arc as f64;
     let b = params.quadrature;
     let yarn = &topo.yarns[sa.yarn as usize];
-    let n = yarn.num_segments;
-    // Arc from point (ia, ka) forward along the yarn to point (ib, kb), walking at most until `arc`.
-    let forward = |ia: u32, ka: u32, ib: u32, kb: u32| -> f64 {
-        let la = seg_len(topo, yarn.first_segment + ia);
-        if ia == ib && ka <= kb {
-            return quad_arc(kb, b, la) - quad_arc(ka, b, la);
+    // Segment starts and the yarn's length, summed in the order Exclusion::new sums them.
+    let (mut start_a, mut start_b, mut acc) = (0.0, 0.0, 0.0);
+    for m in 0..yarn.num_segments {
+        if m == sa.index_in_yarn {
+            start_a = acc;
         }
-        let mut sum = la - quad_arc(ka, b, la);
-        let mut m = (ia + 1) % n;
-        while m != ib {
-            if sum >= arc {
-                return sum;
-            }
-            sum += seg_len(topo, yarn.first_segment + m);
-            m = (m + 1) % n;
+        if m == sb.index_in_yarn {
+            start_b = acc;
         }
-        sum + quad_arc(kb, b, seg_len(topo, yarn.first_segment + ib))
-    };
-    let (ia, ib) = (sa.index_in_yarn, sb.index_in_yarn);
-    // Order so that (ia, ka) comes first along the yarn.
-    let ((ia, ka), (ib, kb)) = if (ia, k_a) <= (ib, k_b) {
-        ((ia, k_a), (ib, k_b))
-    } else {
-        ((ib, k_b), (ia, k_a))
-    };
-    if forward(ia, ka, ib, kb) < arc {
-        return true;
+        acc += seg_len(topo, yarn.first_segment + m);
     }
-    yarn.closed != 0 && forward(ib, kb, ia, ka) < arc
+    let pa = quad_arc_f32(start_a, k_a, b, seg_len(topo, seg_a));
+    let pb = quad_arc_f32(start_b, k_b, b, seg_len(topo, seg_b));
+    let loop_len = if yarn.closed != 0 { acc as f32 } else { 0.0 };
+    arc_excluded(pa, pb, loop_len, params.exclusion_arc)
 }
 
-/// Precomputed arc positions for an O(1) same-yarn exclusion test (same rule as [`excluded`]).
+/// Precomputed f32 arc positions for an O(1) same-yarn exclusion test, the same rule and numbers as
+/// [`excluded`] and the GPU kernels (which get [`Exclusion::quad_arc`] and
+/// [`Exclusion::loop_len`] as buffers).
 #[derive(Clone, Debug, Default)]
 pub struct Exclusion {
-    /// Arc position (rest length) of the start of each segment along its yarn.
-    seg_start: Vec<f64>,
-    seg_len: Vec<f64>,
+    /// Arc position (rest length from the yarn's start, f32) of every quadrature point `seg·b + k`.
+    quad_arc: Vec<f32>,
     seg_yarn: Vec<u32>,
-    /// Total rest length of each yarn's segments, and whether it is closed.
-    yarn_len: Vec<f64>,
-    yarn_closed: Vec<bool>,
+    /// Per segment: the rest length of its yarn when closed, 0 when open.
+    seg_loop: Vec<f32>,
     b: u32,
-    arc: f64,
+    arc: f32,
 }
 
 impl Exclusion {
     pub fn new(topo: &Topology, params: &ContactParams) -> Self {
+        let b = params.quadrature;
+        let n = topo.segments.len();
         let mut e = Exclusion {
-            b: params.quadrature,
-            arc: params.exclusion_arc as f64,
-            ..Default::default()
+            quad_arc: vec![0.0; n * b as usize],
+            seg_yarn: vec![0; n],
+            seg_loop: vec![0.0; n],
+            b,
+            arc: params.exclusion_arc,
         };
-        e.seg_start.resize(topo.segments.len(), 0.0);
-        e.seg_len.resize(topo.segments.len(), 0.0);
-        e.seg_yarn.resize(topo.segments.len(), 0);
         for (yi, y) in topo.yarns.iter().enumerate() {
             let mut acc = 0.0;
             for m in 0..y.num_segments {
-                let s = (y.first_segment + m) as usize;
-                e.seg_start[s] = acc;
-                e.seg_len[s] = seg_len(topo, s as u32);
-                e.seg_yarn[s] = yi as u32;
-                acc += e.seg_len[s];
+                let s = y.first_segment + m;
+                let len = seg_len(topo, s);
+                for k in 0..b {
+                    e.quad_arc[(s * b + k) as usize] = quad_arc_f32(acc, k, b, len);
+                }
+                e.seg_yarn[s as usize] = yi as u32;
+                acc += len;
             }
-            e.yarn_len.push(acc);
-            e.yarn_closed.push(y.closed != 0);
+            let loop_len = if y.closed != 0 { acc as f32 } else { 0.0 };
+            for m in 0..y.num_segments {
+                e.seg_loop[(y.first_segment + m) as usize] = loop_len;
+            }
         }
         e
     }
 
     /// Arc position of quadrature point `k` of segment `seg` along its yarn.
     #[inline]
-    pub fn arc_position(&self, seg: u32, k: u32) -> f64 {
-        self.seg_start[seg as usize] + quad_arc(k, self.b, self.seg_len[seg as usize])
+    pub fn arc_position(&self, seg: u32, k: u32) -> f32 {
+        self.quad_arc[(seg * self.b + k) as usize]
+    }
+
+    /// Every quadrature point's arc position (`seg·b + k`): the `quad_arc` buffer of the kernels.
+    pub fn quad_arc(&self) -> &[f32] {
+        &self.quad_arc
+    }
+
+    /// Rest length of segment `seg`'s yarn when it is closed, 0 when open.
+    #[inline]
+    pub fn loop_len(&self, seg: u32) -> f32 {
+        self.seg_loop[seg as usize]
     }
 
     /// True when the two segments could hold an excluded pair at all (same yarn).
@@ -403,19 +464,24 @@ impl Exclusion {
     /// The rule of [`excluded`].
     #[inline]
     pub fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool {
-        let y = self.seg_yarn[seg_a as usize];
-        if y != self.seg_yarn[seg_b as usize] {
-            return false;
-        }
-        let mut d = (self.arc_position(seg_a, k_a) - self.arc_position(seg_b, k_b)).abs();
-        if self.yarn_closed[y as usize] {
-            d = d.min(self.yarn_len[y as usize] - d);
-        }
-        d < self.arc
+        self.same_yarn(seg_a, seg_b)
+            && arc_excluded(
+                self.arc_position(seg_a, k_a),
+                self.arc_position(seg_b, k_b),
+                self.seg_loop[seg_a as usize],
+                self.arc,
+            )
     }
 
-    /// How the rule treats the whole `b × b` block of two segments, so the force loop tests pairs only
-    /// where it must.
+    /// How the rule treats the whole `b × b` block of two segments, so a force loop tests pairs only
+    /// where it must; it never disagrees with [`Self::excluded`].
+    ///
+    /// For two different segments of one yarn, all positions of one lie at or after all positions of
+    /// the other, and the stored positions increase (weakly) with `k`, so `D = fl(|p_a − p_b|)` is
+    /// monotone in each of `k_a`, `k_b` (rounding is monotone) and takes its extremes at the block's
+    /// corners. "Near" (`D < arc`) holds on a lower set of `D` and "round the loop"
+    /// (`fl(L − D) < arc`) on an upper set, so when all four corners are near, or all round the
+    /// loop, every pair is excluded, and when no corner is excluded none is.
     #[inline]
     pub fn segment_exclusion(&self, seg_a: u32, seg_b: u32) -> SegmentExclusion {
         if !self.same_yarn(seg_a, seg_b) {
@@ -425,34 +491,14 @@ impl Exclusion {
             return SegmentExclusion::Mixed;
         }
         let b = self.b;
-        let y = self.seg_yarn[seg_a as usize] as usize;
-        let (len, closed) = (self.yarn_len[y], self.yarn_closed[y]);
-        // Fast path: the segments' whole arc intervals are clear of each other both ways round.
-        let (sa, sb) = (
-            self.seg_start[seg_a as usize],
-            self.seg_start[seg_b as usize],
-        );
-        let (ea, eb) = (
-            sa + self.seg_len[seg_a as usize],
-            sb + self.seg_len[seg_b as usize],
-        );
-        let (d_min, d_max) = ((sa.max(sb) - ea.min(eb)).max(0.0), ea.max(eb) - sa.min(sb));
-        if d_min >= self.arc && (!closed || d_max <= len - self.arc) {
-            return SegmentExclusion::Clear;
-        }
-        // For two different segments the positions occupy disjoint arc intervals, so D = |pos_a − pos_b|
-        // is linear in (k_a, k_b) over the block and takes its extremes at the corners. The excluded set
-        // is {D < arc} ∪ {D > L − arc (closed yarns)}; the block is uniform when all corners fall in the
-        // same one of the three D ranges.
+        let loop_len = self.seg_loop[seg_a as usize];
         let class = |ka: u32, kb: u32| -> u8 {
-            let d = (self.arc_position(seg_a, ka) - self.arc_position(seg_b, kb)).abs();
-            if d < self.arc {
-                0
-            } else if closed && d > len - self.arc {
-                2
-            } else {
-                1
-            }
+            exclusion_class(
+                self.arc_position(seg_a, ka),
+                self.arc_position(seg_b, kb),
+                loop_len,
+                self.arc,
+            )
         };
         let c = [
             class(0, 0),

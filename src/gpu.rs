@@ -205,12 +205,20 @@ fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
 
 /// Every adapter the requested backends offer (for `yarnsim info`).
 pub fn list_adapters() -> Result<Vec<AdapterSummary>, GpuError> {
+    Ok(list_adapters_with_limits()?
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect())
+}
+
+/// Every adapter the requested backends offer, with the limits a device on it can have.
+pub fn list_adapters_with_limits() -> Result<Vec<(AdapterSummary, wgpu::Limits)>, GpuError> {
     let backends = requested_backends()?;
     let instance = make_instance(backends);
     let adapters = pollster::block_on(instance.enumerate_adapters(backends));
     Ok(adapters
         .iter()
-        .map(|a| AdapterSummary::from_info(&a.get_info()))
+        .map(|a| (AdapterSummary::from_info(&a.get_info()), a.limits()))
         .collect())
 }
 
@@ -255,6 +263,39 @@ impl Gpu {
             backends: backend_names,
             reason: e.to_string(),
         })?;
+        Self::open(instance, adapter)
+    }
+
+    /// Opens the first adapter whose name contains `name` (ignoring case), among the requested
+    /// backends (see the module doc; an OpenGL adapter needs `YARNSIM_GPU_BACKEND=gl`); the error
+    /// lists the adapters there are.
+    pub fn with_adapter_name(name: &str) -> Result<Gpu, GpuError> {
+        let backends = requested_backends()?;
+        let instance = make_instance(backends);
+        let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+        let want = name.to_lowercase();
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        match adapters
+            .into_iter()
+            .find(|a| a.get_info().name.to_lowercase().contains(&want))
+        {
+            Some(adapter) => Self::open(instance, adapter),
+            None => Err(GpuError::NoAdapter {
+                backends: backend_list(backends),
+                reason: if names.is_empty() {
+                    format!("no adapter named like {name:?}: no adapters at all")
+                } else {
+                    format!(
+                        "no adapter named like {name:?}; there are: {}",
+                        names.join("; ")
+                    )
+                },
+            }),
+        }
+    }
+
+    /// Opens a device on `adapter` with the adapter's own limits.
+    fn open(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu, GpuError> {
         let desc = wgpu::DeviceDescriptor {
             label: Some("yarnsim"),
             required_features: adapter.features() & wanted_features(),

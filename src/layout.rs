@@ -97,6 +97,19 @@ pub struct EdgeFrame {
 }
 const _: () = assert!(size_of::<EdgeFrame>() == 32);
 
+/// The `color_range` uniform of the `theta_sweep` kernel: the slice `first .. first + count` of
+/// `edge_order` holding the edges of one colour (`rod::color_ranges`). The GPU step keeps one small
+/// uniform buffer and one bind group per colour, since the kernel is dispatched once per colour.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ColorRange {
+    pub first: u32,
+    pub count: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+const _: () = assert!(size_of::<ColorRange>() == 16);
+
 /// An obstacle placed at the end of the current step, as the `object_contact` kernel reads it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -170,7 +183,9 @@ pub struct Params {
     pub grid_origin_x: f32,
     pub grid_origin_y: f32,
     pub grid_origin_z: f32,
-    pub _pad0: u32,
+    /// `1 / grid_cell`, computed on the host (`contact::grid::set_grid_frame`), so that both paths
+    /// multiply by the same f32 rather than each dividing (a GPU division is not correctly rounded).
+    pub grid_inv_cell: f32,
 }
 const _: () = assert!(size_of::<Params>() == 128);
 
@@ -179,6 +194,19 @@ pub const ERROR_NAN_FORCE: u32 = 1;
 pub const ERROR_NAN_VELOCITY: u32 = 2;
 pub const ERROR_LENGTH_NOT_CONVERGED: u32 = 4;
 pub const ERROR_NAN_POSITION: u32 = 8;
+/// Exact contact grid: a segment's box lies beyond the grid's key range (±2²⁰ cells from the
+/// origin) or covers more than `contact::grid::MAX_CELLS_PER_SEGMENT` cells (cloth exploded, or
+/// `contact.grid_cell` far too small); the segment was left out of the grid.
+pub const ERROR_GRID_RANGE: u32 = 16;
+/// Exact contact grid: a cell holds more than `contact::grid::MAX_CELL_RUN` entries; pairs beyond
+/// were not examined.
+pub const ERROR_GRID_CELL_FULL: u32 = 32;
+/// Exact contact: a penalty force is not finite (coincident quadrature points); the lowest control
+/// point it acts on is in `first_bad_point`.
+pub const ERROR_CONTACT_NOT_FINITE: u32 = 64;
+/// Exact contact: a control point is named by more than `MAX_GATHER` (4096) touching force slots;
+/// the rest were not added.
+pub const ERROR_GATHER_FULL: u32 = 128;
 
 /// A variable-size output's bookkeeping: how many records the kernels wanted to write, how many
 /// fit, and whether any were dropped (`count > capacity`).
@@ -210,10 +238,96 @@ pub struct Counters {
     pub grid_entries: Capacity,
     /// Candidate segment pairs.
     pub candidate_pairs: Capacity,
-    /// Touching quadrature pairs.
+    /// Touching quadrature pairs of the exact path (a count only: no list is stored, so its
+    /// capacity and overflow stay 0).
     pub touching_pairs: Capacity,
+    /// Candidate pairs with a touching quadrature pair (records in the exact path's gather table,
+    /// 8 slots each).
+    pub touching_records: Capacity,
 }
-const _: () = assert!(size_of::<Counters>() == 64);
+const _: () = assert!(size_of::<Counters>() == 80);
+
+/// The per-dispatch `scan_pass` uniform of `scan_reduce` / `scan_add` (src/scan.rs): one level of
+/// the multi-level exclusive prefix sum.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ScanPass {
+    /// Elements at this level.
+    pub n: u32,
+    /// 0: the level is `scan_data` itself; k ≥ 1: it is `scan_partials[offset .. offset + n]`.
+    pub level: u32,
+    pub offset: u32,
+    /// Where the next level up (one sum per 256 elements of this one) starts in `scan_partials`.
+    pub next_offset: u32,
+}
+const _: () = assert!(size_of::<ScanPass>() == 16);
+
+/// The per-dispatch `sort_pass` uniform of `sort_histogram` / `sort_scatter` (src/sort.rs): one
+/// 8-bit digit pass of the radix sort.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SortPass {
+    /// Records sorted.
+    pub n: u32,
+    /// Bit position of the digit in the 64-bit key (0, 8, …, 56).
+    pub shift: u32,
+    /// Blocks of 256 records: `ceil(n / 256)`.
+    pub num_blocks: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<SortPass>() == 16);
+
+/// A sort record: a 64-bit key (`key_hi:key_lo`) and a value, sorted by key, stably (src/sort.rs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct KeyValue {
+    pub key_lo: u32,
+    pub key_hi: u32,
+    pub value: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<KeyValue>() == 16);
+
+/// A spline segment in the exact contact grid (`aabb_raster`): its exact AABB padded by r, and the
+/// box of grid cells it covers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SegmentBox {
+    /// Padded bounds (xyz; w = 0).
+    pub lo: [f32; 4],
+    pub hi: [f32; 4],
+    /// Cell coordinates of the lower and upper corner (xyz, inclusive); `cell_lo[3]` is the number
+    /// of cells (0 when the segment was left out: non-finite or out of the grid's range).
+    pub cell_lo: [i32; 4],
+    pub cell_hi: [i32; 4],
+}
+const _: () = assert!(size_of::<SegmentBox>() == 64);
+
+/// Per spline segment, what the contact force and the same-yarn exclusion need (host-computed once
+/// per topology).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SegmentContact {
+    /// Quadrature weight `ℓ/b` (rest length of the central edge over b).
+    pub weight: f32,
+    /// Rest length of the segment's yarn when it is closed; 0 for an open yarn.
+    pub loop_len: f32,
+    pub _pad: [u32; 2],
+}
+const _: () = assert!(size_of::<SegmentContact>() == 16);
+
+/// The contact of one candidate segment pair (`exact_contact_forces`): the force on its 8
+/// control-point slots (`cp` of segment a, then of b; xyz, w = 0), its energy and its number of
+/// touching quadrature pairs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct ContactRecord {
+    pub force: [[f32; 4]; 8],
+    pub energy: f32,
+    pub touching: u32,
+    pub _pad: [u32; 2],
+}
+const _: () = assert!(size_of::<ContactRecord>() == 144);
 
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -242,18 +356,25 @@ pub fn layouts() -> Vec<StructLayout> {
         layout_of!(Bend { v, e, rest_len, _pad }),
         layout_of!(BendRest { kappa, twist, ref_twist, _pad }),
         layout_of!(EdgeFrame { u, t }),
+        layout_of!(ColorRange { first, count, _pad0, _pad1 }),
         layout_of!(ObstacleShape { kind, friction, radius, _pad, a, b, vel }),
         layout_of!(Params {
             h, radius, gravity_x, gravity_y, gravity_z, bending, twisting, plastic_radius,
             plastic_max, damping_const, damping_prop, length_tolerance, length_max_iterations,
             frame_sweeps, num_points, num_edges, num_bends, num_segments, num_yarns, num_glue,
             num_obstacles, first_block, num_blocks, step, k_contact, quadrature, grid_cell,
-            exclusion_arc, grid_origin_x, grid_origin_y, grid_origin_z, _pad0
+            exclusion_arc, grid_origin_x, grid_origin_y, grid_origin_z, grid_inv_cell
         }),
         layout_of!(Capacity { count, capacity, overflow, _pad }),
         layout_of!(Counters {
             errors, first_bad_point, length_iterations, length_error_bits, grid_entries,
-            candidate_pairs, touching_pairs
+            candidate_pairs, touching_pairs, touching_records
         }),
+        layout_of!(ScanPass { n, level, offset, next_offset }),
+        layout_of!(SortPass { n, shift, num_blocks, _pad }),
+        layout_of!(KeyValue { key_lo, key_hi, value, _pad }),
+        layout_of!(SegmentBox { lo, hi, cell_lo, cell_hi }),
+        layout_of!(SegmentContact { weight, loop_len, _pad }),
+        layout_of!(ContactRecord { force, energy, touching, _pad }),
     ]
 }

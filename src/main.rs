@@ -16,6 +16,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use yarnsim::gpu::Gpu;
+use yarnsim::gpu_step::GpuSim;
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
 use yarnsim::scene::{self, ContactModel, Obstacle, Scene};
 use yarnsim::sim::{keyframe_offset, FrameStats, SegmentValue, Sim};
@@ -90,12 +92,19 @@ struct RunArgs {
     /// Where the time step runs.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
+    /// The GPU adapter to use (the first whose name contains this text, ignoring case; see
+    /// `yarnsim info` for the names). Default: the preferred adapter.
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
     /// Override a scene field, e.g. --set contact.model=none (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Write one JSON record per frame to this file.
     #[arg(long, value_name = "FILE.jsonl")]
     stats: Option<PathBuf>,
+    /// Print nothing but errors (no progress bar, no per-frame lines, no summary).
+    #[arg(long, short)]
+    quiet: bool,
     /// Render frames to DIR/frame_NNNN.png (frame 0 is the initial state; needs a GPU adapter).
     #[arg(long, value_name = "DIR")]
     capture: Option<PathBuf>,
@@ -227,11 +236,57 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     Ok(Loaded { scene, build, pins })
 }
 
+/// The time step of a run: the CPU reference path or the GPU path (which keeps a host `Sim` whose
+/// positions it refreshes every frame, so the writers below serve both).
+enum Runner {
+    Cpu(Sim),
+    Gpu(Box<GpuSim>),
+}
+
+impl Runner {
+    fn sim(&self) -> &Sim {
+        match self {
+            Runner::Cpu(s) => s,
+            Runner::Gpu(g) => &g.sim,
+        }
+    }
+
+    fn sim_mut(&mut self) -> &mut Sim {
+        match self {
+            Runner::Cpu(s) => s,
+            Runner::Gpu(g) => &mut g.sim,
+        }
+    }
+
+    fn frame(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats> {
+        Ok(match self {
+            Runner::Cpu(s) => s.frame_with(on_step)?,
+            Runner::Gpu(g) => g.frame_with(on_step)?.0,
+        })
+    }
+}
+
+/// Opens the adapter `--adapter` names, or the preferred one.
+fn open_gpu(adapter: &Option<String>) -> Result<Gpu, yarnsim::gpu::GpuError> {
+    match adapter {
+        Some(name) => Gpu::with_adapter_name(name),
+        None => Gpu::new(),
+    }
+}
+
 fn run(a: RunArgs) -> Result<()> {
-    if a.backend == Backend::Gpu {
-        bail!("the GPU backend is not yet available; run with --backend cpu (the default)");
+    if a.adapter.is_some() && a.backend == Backend::Cpu && a.capture.is_none() {
+        bail!("--adapter picks the GPU of --backend gpu or --capture; this run uses neither");
     }
     let Loaded { scene, build, pins } = load(&a.scene, &a.set)?;
+    if a.backend == Backend::Gpu {
+        if a.color.mode() != ColorMode::Yarn {
+            bail!("--color {} is not available with --backend gpu yet (the GPU step keeps no per-segment contact values); use --backend cpu", a.color.mode());
+        }
+        if !a.contact_matrix.is_empty() {
+            bail!("--contact-matrix is not available with --backend gpu yet; use --backend cpu");
+        }
+    }
     let frames = a.frames.unwrap_or(scene.simulation.frames);
     let color = a.color.mode();
     if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
@@ -263,27 +318,46 @@ fn run(a: RunArgs) -> Result<()> {
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
+    // One device for the step and the capture.
+    let gpu = if a.backend == Backend::Gpu || a.capture.is_some() {
+        let what = if a.backend == Backend::Gpu {
+            "--backend gpu"
+        } else {
+            "--capture"
+        };
+        Some(open_gpu(&a.adapter).with_context(|| format!("{what} needs a GPU adapter"))?)
+    } else {
+        None
+    };
+    let mut runner = match (&gpu, a.backend) {
+        (Some(g), Backend::Gpu) => {
+            let gs = GpuSim::new(g, sim, scene.contact.model)
+                .with_context(|| format!("setting up the GPU step of {}", a.scene.display()))?;
+            eprintln!("GPU step on {}", g.summary());
+            Runner::Gpu(Box::new(gs))
+        }
+        _ => Runner::Cpu(sim),
+    };
 
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        write_frame(dir, 0, &sim, a.obj)?;
+        write_frame(dir, 0, runner.sim(), a.obj)?;
     }
-    let mut capture = match &a.capture {
-        Some(dir) => {
-            let gpu = yarnsim::gpu::Gpu::new().context("--capture needs a GPU adapter")?;
-            let c = Capture::new(&gpu, dir, a.width, a.height, a.capture_every, color)?;
-            Some((gpu, c, Vec::new()))
+    let mut capture = match (&a.capture, &gpu) {
+        (Some(dir), Some(gpu)) => {
+            let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)?;
+            Some((c, Vec::new()))
         }
-        None => None,
+        _ => None,
     };
-    if let Some((_, c, values)) = capture.as_mut() {
-        capture_frame(c, 0, &mut sim, &scene, values)?;
+    if let Some((c, values)) = capture.as_mut() {
+        capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
     }
     if let Some(dir) = &matrix_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        write_matrices(dir, 0, &matrices, &mut sim)?;
+        write_matrices(dir, 0, &matrices, runner.sim_mut())?;
     }
     let mut stats_out = match &a.stats {
         Some(p) => {
@@ -294,32 +368,52 @@ fn run(a: RunArgs) -> Result<()> {
         None => None,
     };
 
-    eprintln!(
+    let quiet = a.quiet;
+    let say = |line: String| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    say(format!(
         "{}: {} yarns, {} control points, {} pinned; h = {:.3e} s, {} steps per frame, contact {:?}",
         a.scene.display(),
-        sim.topo.yarns.len(),
-        sim.pos.len(),
-        sim.glue_points.len(),
-        sim.params.h,
-        sim.params.steps_per_frame,
+        runner.sim().topo.yarns.len(),
+        runner.sim().pos.len(),
+        runner.sim().glue_points.len(),
+        runner.sim().params.h,
+        runner.sim().params.steps_per_frame,
         scene.contact.model
-    );
+    ));
+    let p = &runner.sim().params;
+    if let Some(h) = p.dt_adjusted() {
+        say(format!(
+            "note: simulation.dt = {:e} s is not a whole fraction of a frame (1/fps = {:e} s); using dt = {h:e} s, {} steps per frame",
+            p.dt_requested,
+            1.0 / p.fps,
+            p.steps_per_frame
+        ));
+    }
+    // The bar advances by steps, so a long frame shows progress, steps/s and a real ETA.
+    let steps_per_frame = runner.sim().params.steps_per_frame as u64;
     let bar = ProgressBar::with_draw_target(
-        Some(frames as u64),
-        if std::io::stderr().is_terminal() {
+        Some(frames as u64 * steps_per_frame),
+        if std::io::stderr().is_terminal() && !quiet {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()
         },
     );
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {elapsed} (eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{bar:40} frame {msg}  {pos}/{len} steps  {per_sec}  {elapsed} (eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
     for k in 1..=frames {
-        let st = sim
-            .frame()
+        bar.set_message(format!("{k}/{frames}"));
+        let st = runner
+            .frame(&mut || bar.inc(1))
             .with_context(|| format!("frame {k} of {}", a.scene.display()))?;
         if let Some(w) = stats_out.as_mut() {
             serde_json::to_writer(&mut *w, &st)?;
@@ -328,29 +422,29 @@ fn run(a: RunArgs) -> Result<()> {
             w.flush()?;
         }
         if let Some(dir) = &a.out {
-            write_frame(dir, k, &sim, a.obj)?;
+            write_frame(dir, k, runner.sim(), a.obj)?;
         }
-        if let Some((_, c, values)) = capture.as_mut() {
-            capture_frame(c, k, &mut sim, &scene, values)?;
+        if let Some((c, values)) = capture.as_mut() {
+            capture_frame(c, k, runner.sim_mut(), &scene, values)?;
         }
         if let Some(dir) = &matrix_dir {
-            bar.suspend(|| write_matrices(dir, k, &matrices, &mut sim))?;
+            bar.suspend(|| write_matrices(dir, k, &matrices, runner.sim_mut()))?;
         }
-        bar.suspend(|| println!("{}", summary_line(&st, frames)));
-        bar.inc(1);
+        if !quiet {
+            bar.suspend(|| println!("{}", summary_line(&st, frames)));
+        }
     }
     bar.finish_and_clear();
     let wall = start.elapsed().as_secs_f64();
-    eprintln!(
+    say(format!(
         "{frames} frames, {} steps in {wall:.2} s ({:.0} steps/s)",
-        sim.steps,
-        sim.steps as f64 / wall.max(1e-9)
-    );
-    // The renderer before the device it renders with, and both before the process exits.
-    if let Some((gpu, c, _)) = capture.take() {
-        drop(c);
-        drop(gpu);
-    }
+        runner.sim().steps,
+        runner.sim().steps as f64 / wall.max(1e-9)
+    ));
+    // The renderer and the GPU step before the device they use, and all before the process exits.
+    drop(capture);
+    drop(runner);
+    drop(gpu);
     Ok(())
 }
 
@@ -493,22 +587,38 @@ fn links(file: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The per-frame line a person reads: time, cost, energy, speed, length error and, with contact,
+/// how much of it there is; everything else is in `--stats`.
 fn summary_line(s: &FrameStats, frames: u32) -> String {
     let mut line = format!(
         "frame {:>4}/{frames}  t = {:.4} s  {} steps  {:.0} ms  KE = {:.3e}  v_max = {:.3e} cm/s  length err = {:.1e}",
         s.frame, s.sim_time, s.steps, s.wall_ms, s.kinetic_energy, s.max_speed, s.max_length_error
     );
-    for (k, v) in &s.contact {
-        line.push_str(&format!("  {k} = {v:.4}"));
+    for key in ["touching_pairs", "contact_sets", "rebuild_fraction"] {
+        if let Some((k, v)) = s.contact.iter().find(|(k, _)| *k == key) {
+            line.push_str(&format!("  {k} = {v:.4}"));
+        }
     }
     line
 }
 
 fn info(a: InfoArgs) -> Result<()> {
-    let adapters = yarnsim::gpu::list_adapters();
+    let with_limits = yarnsim::gpu::list_adapters_with_limits();
+    let adapters = with_limits
+        .as_ref()
+        .map(|l| l.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>())
+        .map_err(|e| anyhow::anyhow!("{e}"));
     let size = match &a.scene {
         Some(p) => Some(scene_size(p, &a.set)?),
         None => None,
+    };
+    // What the GPU step of the scene needs of each adapter.
+    let needs: Vec<(String, Vec<yarnsim::gpu_step::Need>)> = match (&size, &with_limits) {
+        (Some(s), Ok(list)) => list
+            .iter()
+            .map(|(ad, limits)| (ad.name.clone(), yarnsim::gpu_step::needs(&s.counts, limits)))
+            .collect(),
+        _ => Vec::new(),
     };
     if a.json {
         let mut obj = serde_json::Map::new();
@@ -536,6 +646,24 @@ fn info(a: InfoArgs) -> Result<()> {
                 obj.extend(m);
             }
         }
+        if !needs.is_empty() {
+            let list: Vec<_> = needs
+                .iter()
+                .map(|(name, ns)| {
+                    serde_json::json!({
+                        "adapter": name,
+                        "fits": ns.iter().all(|n| n.ok()),
+                        "limits": ns.iter().map(|n| serde_json::json!({
+                            "limit": n.limit_name,
+                            "what": n.what,
+                            "needed": n.needed,
+                            "offered": n.offered,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            obj.insert("gpu_needs".into(), serde_json::Value::Array(list));
+        }
         println!("{}", serde_json::Value::Object(obj));
         return Ok(());
     }
@@ -562,6 +690,24 @@ fn info(a: InfoArgs) -> Result<()> {
         println!("  pinned points     {}", s.pinned_points);
         println!("  steps per frame   {}", s.steps_per_frame);
     }
+    for (name, ns) in &needs {
+        let verdict = if ns.iter().all(|n| n.ok()) {
+            "fits"
+        } else {
+            "does NOT fit"
+        };
+        println!("GPU step on {name}: {verdict}");
+        for n in ns {
+            println!(
+                "  {:<36} needs {:>12}  offers {:>12}  ({}){}",
+                n.what,
+                n.needed,
+                n.offered,
+                n.limit_name,
+                if n.ok() { "" } else { "  <- too small" }
+            );
+        }
+    }
     Ok(())
 }
 
@@ -576,6 +722,8 @@ struct SceneSize {
     loops: u32,
     pinned_points: usize,
     steps_per_frame: u64,
+    #[serde(skip)]
+    counts: yarnsim::gpu_step::SceneCounts,
 }
 
 fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
@@ -592,5 +740,14 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         loops: build.loops,
         pinned_points: pins.len(),
         steps_per_frame: (1.0 / (scene.simulation.fps * scene.simulation.dt)).round() as u64,
+        // Bending elements and damping-block entries are bounded by these (a bend per interior
+        // point, every point in a block of each of the two damping phases).
+        counts: yarnsim::gpu_step::SceneCounts {
+            points: topo.num_points() as u64,
+            edges: topo.edges.len() as u64,
+            bends: topo.num_points() as u64,
+            segments: topo.segments.len() as u64,
+            block_points: 2 * topo.num_points() as u64,
+        },
     })
 }

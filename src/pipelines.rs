@@ -181,10 +181,26 @@ impl Pipelines {
         if threads == 0 {
             return Ok(());
         }
-        let [x, y, z] = shaders::dispatch_grid(threads, e.kernel.workgroup_size);
+        let groups = shaders::dispatch_grid(threads, e.kernel.workgroup_size);
+        self.dispatch_groups(pass, name, bind_group, groups)
+    }
+
+    /// Records kernel `name` over the workgroup grid `groups` (for kernels that work per
+    /// workgroup, e.g. one workgroup per damping block).
+    pub fn dispatch_groups(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        name: &str,
+        bind_group: &wgpu::BindGroup,
+        groups: [u32; 3],
+    ) -> Result<(), PipelineError> {
+        let e = self.entry(name)?;
+        if groups.contains(&0) {
+            return Ok(());
+        }
         pass.set_pipeline(&e.pipeline);
         pass.set_bind_group(0, bind_group, &[]);
-        pass.dispatch_workgroups(x, y, z);
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         Ok(())
     }
 }
@@ -348,4 +364,18 @@ pub fn run_kernel(
         }
     }
     Ok(out)
+}
+
+/// CPU twin of the `loop_probe` kernel: an invocation that is not cut short counts to `probe[0]`.
+pub fn loop_probe(probe: &mut [u32]) {
+    probe[1] = probe[0];
+}
+
+/// The number of loop iterations after which the adapter silently ends a shader invocation, if
+/// it does below `tries` (e.g. 65,535 on Mesa lavapipe 22.3.6), found by running `loop_probe`.
+pub fn measure_loop_cap(gpu: &Gpu, tries: u32) -> Result<Option<u32>, PipelineError> {
+    let probe = [tries, 0u32];
+    let out = run_kernel(gpu, "loop_probe", &[("probe", bytemuck::cast_slice(&probe))], 1)?;
+    let reached = bytemuck::pod_read_unaligned::<[u32; 2]>(&out["probe"])[1];
+    Ok((reached < tries).then_some(reached))
 }

@@ -33,8 +33,16 @@
 //! Quasi-static material frames: after each position update the angles θ minimise the rod energy with
 //! positions fixed. We do a fixed number of sweeps of one safeguarded Newton step per edge in a
 //! red–black(–green) ordering: edges of one colour share no bending element, so their updates are
-//! independent (deterministic and parallel, like the future WGSL kernel); a closed yarn with an odd
-//! number of edges gives its last edge a third colour.
+//! independent (deterministic and parallel); a closed yarn with an odd number of edges gives its last
+//! edge a third colour.
+//!
+//! GPU kernels (`shaders/NAME.wgsl`, shared helpers in `shaders/shared/rod.wgsl`) and their CPU twins
+//! here, in the order of a time step: [`bend_gradient`], [`rod_forces`]; after the position update
+//! the stage [`material_frames`] = [`frame_transport`], [`bend_twist`], then `frame_sweeps` × 3
+//! [`theta_sweep`] (one dispatch per colour, the colour given by a [`ColorRange`] uniform); then
+//! [`plasticity`]. Each twin computes its kernel's result element by element with the same f32
+//! operations in the same order; the per-element functions are generic over [`Real`], so tests
+//! evaluate them in f64 too.
 //!
 //! Plasticity (§3.1): each rest curvature `ω̄ʲ` (a 2D point per bending element and edge) is projected
 //! onto the circle of radius `p_plastic` about the current `ωʲ` when outside it, then onto the circle of
@@ -42,18 +50,15 @@
 //!
 //! Everything physical is written once over [`Real`]; the stages run it in f32, tests in f64.
 
+pub use crate::layout::{Bend, BendRest, ColorRange, EdgeFrame};
+use crate::layout::{Edge, Params};
 use crate::math::{Real, V3};
 use crate::state::Topology;
-pub use crate::layout::{Bend, BendRest, EdgeFrame};
-use crate::layout::Params;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
 /// Marks an empty slot in the index tables.
 pub const NONE: u32 = u32::MAX;
-
-
-
 
 /// Rod material constants, as the stages (and later a WGSL uniform) take them.
 #[repr(C)]
@@ -604,102 +609,189 @@ pub fn rod_forces(
         });
 }
 
-/// Stage `material_frames`: transport each reference director through time onto its edge's new
-/// tangent, update every reference twist ψ, then solve for the material angles θ quasi-statically
-/// (`sweeps` red–black Newton sweeps, see the module documentation). Positions are fixed during the
-/// solve, so κb of every bending element is computed once into `bend_kb`.
+/// The three colour ranges of `edge_order` (`color_start[c] .. color_start[c + 1]`), as the
+/// `color_range` uniform of [`theta_sweep`] takes them: one per colour, dispatched in colour order.
+pub fn color_ranges(color_start: &[u32; 4]) -> [ColorRange; 3] {
+    std::array::from_fn(|c| ColorRange {
+        first: color_start[c],
+        count: color_start[c + 1] - color_start[c],
+        _pad0: 0,
+        _pad1: 0,
+    })
+}
+
+/// Stage `material_frames` (CPU path): transport each reference director through time onto its
+/// edge's new tangent ([`frame_transport`]), update every reference twist ψ and κb
+/// ([`bend_twist`]), then solve for the material angles θ quasi-statically: `params.frame_sweeps`
+/// sweeps of one [`theta_sweep`] per colour, in colour order (see the module documentation).
+/// Positions are fixed during the solve, so κb of every bending element is computed once into
+/// `bend_kb`. The GPU path dispatches the same kernels in the same order.
 #[allow(clippy::too_many_arguments)]
 pub fn material_frames(
-    params: &RodParams,
-    edges: &[crate::state::Edge],
+    params: &Params,
+    edges: &[Edge],
     bends: &[Bend],
     edge_bends: &[[u32; 2]],
     edge_order: &[u32],
     color_start: &[u32; 4],
-    sweeps: u32,
     pos: &[[f32; 4]],
-    rest: &mut [BendRest],
+    bend_rest: &mut [BendRest],
     frames: &mut [EdgeFrame],
     bend_kb: &mut [[f32; 4]],
     theta_step: &mut [f32],
 ) {
-    frames
-        .par_iter_mut()
-        .with_min_len(PAR_MIN)
-        .zip(edges.par_iter())
-        .for_each(|(f, e)| {
-            let d = V3::<f32>::from4(pos[e.b as usize]) - V3::from4(pos[e.a as usize]);
-            let t = d.normalized();
-            let t_old = V3::<f32>::from4(f.t);
-            let u = parallel_transport(V3::from4(f.u), t_old, t);
-            // Re-orthonormalise so round-off never accumulates over millions of steps.
-            let u = (u - t * u.dot(t)).normalized();
-            f.u = u.to4(f.u[3]);
-            f.t = t.to4(0.0);
-        });
-    {
-        let frames = &*frames;
-        rest.par_iter_mut()
-            .with_min_len(PAR_MIN)
-            .zip(bends.par_iter().zip(bend_kb.par_iter_mut()))
-            .for_each(|(r, (b, kb))| {
-                let f0 = &frames[b.e[0] as usize];
-                let f1 = &frames[b.e[1] as usize];
-                r.ref_twist = reference_twist(
-                    V3::<f32>::from4(f0.u),
-                    V3::from4(f0.t),
-                    V3::from4(f1.u),
-                    V3::from4(f1.t),
-                    r.ref_twist,
-                );
-                let x0 = V3::<f32>::from4(pos[b.v[0] as usize]);
-                let x1 = V3::<f32>::from4(pos[b.v[1] as usize]);
-                let x2 = V3::<f32>::from4(pos[b.v[2] as usize]);
-                let (k, _) = curvature_binormal(x1 - x0, x2 - x1, b.rest_len[0], b.rest_len[1]);
-                *kb = k.to4(b.rest_len[0] + b.rest_len[1]);
-            });
-    }
-    let k = Stiffness {
-        bending: params.bending,
-        twisting: params.twisting,
-    };
-    let rest = &*rest;
-    let bend_kb = &*bend_kb;
-    for _ in 0..sweeps {
-        for c in 0..3 {
-            let range = color_start[c] as usize..color_start[c + 1] as usize;
-            let order = &edge_order[range.clone()];
-            let steps = &mut theta_step[range];
-            // Edges of one colour share no bending element: compute all their steps from the
-            // current angles (in parallel), then apply them.
-            let fr = &*frames;
-            steps
-                .par_iter_mut()
-                .with_min_len(PAR_MIN)
-                .zip(order.par_iter())
-                .for_each(|(step, &e)| {
-                    *step = theta_newton_step(&k, bends, rest, bend_kb, edge_bends, fr, e as usize)
-                });
-            for (&e, &s) in order.iter().zip(steps.iter()) {
-                frames[e as usize].u[3] += s;
-            }
+    frame_transport(params, edges, pos, frames);
+    bend_twist(params, bends, frames, pos, bend_rest, bend_kb);
+    let ranges = color_ranges(color_start);
+    for _ in 0..params.frame_sweeps {
+        for range in &ranges {
+            theta_sweep(
+                params, range, bends, bend_rest, bend_kb, edge_bends, edge_order, theta_step,
+                frames,
+            );
         }
     }
 }
 
-/// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]).
-fn theta_newton_step(
-    k: &Stiffness<f32>,
+/// One edge's frame transported through time onto the edge `xa → xb`: the new unit tangent `t` and
+/// the reference director `u` parallel-transported from the old tangent `t_old` onto it,
+/// re-orthonormalised so round-off never accumulates over millions of steps. Returns `(u, t)`.
+#[inline]
+pub fn transport_frame<T: Real>(u: V3<T>, t_old: V3<T>, xa: V3<T>, xb: V3<T>) -> (V3<T>, V3<T>) {
+    let t = (xb - xa).normalized();
+    let u = parallel_transport(u, t_old, t);
+    ((u - t * u.dot(t)).normalized(), t)
+}
+
+/// Kernel `frame_transport` (first stage of `material_frames`): each edge's reference director
+/// transported through time onto its new tangent ([`transport_frame`]); θ is kept.
+pub fn frame_transport(
+    params: &Params,
+    edges: &[Edge],
+    pos: &[[f32; 4]],
+    frames: &mut [EdgeFrame],
+) {
+    frames[..params.num_edges as usize]
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(edges.par_iter())
+        .for_each(|(f, e)| {
+            let (u, t) = transport_frame(
+                V3::<f32>::from4(f.u),
+                V3::from4(f.t),
+                V3::from4(pos[e.a as usize]),
+                V3::from4(pos[e.b as usize]),
+            );
+            f.u = u.to4(f.u[3]);
+            f.t = t.to4(0.0);
+        });
+}
+
+/// One bending element after its edges' frames were transported: the new reference twist ψ
+/// (accumulated from `previous`, see [`reference_twist`]), κb at the current positions and
+/// `l̄ = l₀ + l₁`.
+#[inline]
+pub fn twist_and_binormal<T: Real>(
+    b: &Bend,
+    previous: T,
+    frames: &[EdgeFrame],
+    pos: &[[f32; 4]],
+) -> (T, V3<T>, T) {
+    let f0 = &frames[b.e[0] as usize];
+    let f1 = &frames[b.e[1] as usize];
+    let psi = reference_twist(
+        V3::<T>::from4(f0.u),
+        V3::from4(f0.t),
+        V3::from4(f1.u),
+        V3::from4(f1.t),
+        previous,
+    );
+    let x0 = V3::<T>::from4(pos[b.v[0] as usize]);
+    let x1 = V3::<T>::from4(pos[b.v[1] as usize]);
+    let x2 = V3::<T>::from4(pos[b.v[2] as usize]);
+    let c = |x: f32| T::from_f64(x as f64);
+    let (l0, l1) = (c(b.rest_len[0]), c(b.rest_len[1]));
+    let (kb, _) = curvature_binormal(x1 - x0, x2 - x1, l0, l1);
+    (psi, kb, l0 + l1)
+}
+
+/// Kernel `bend_twist` (second stage of `material_frames`): per bending element, the reference twist
+/// ψ in `bend_rest` and κb (xyz, w = l̄) in `bend_kb` ([`twist_and_binormal`]).
+pub fn bend_twist(
+    params: &Params,
     bends: &[Bend],
-    rest: &[BendRest],
+    frames: &[EdgeFrame],
+    pos: &[[f32; 4]],
+    bend_rest: &mut [BendRest],
+    bend_kb: &mut [[f32; 4]],
+) {
+    let nb = params.num_bends as usize;
+    bend_rest[..nb]
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(bends.par_iter().zip(bend_kb.par_iter_mut()))
+        .for_each(|(r, (b, kb))| {
+            let (psi, k, lbar) = twist_and_binormal::<f32>(b, r.ref_twist, frames, pos);
+            r.ref_twist = psi;
+            *kb = k.to4(lbar);
+        });
+}
+
+/// Kernel `theta_sweep` (third stage of `material_frames`, dispatched `frame_sweeps` × 3 times, one
+/// colour each): the safeguarded Newton step ([`theta_newton_step`]) of the material angle of every
+/// edge `edge_order[first .. first + count]` of the colour `color_range`, written to the same slots of
+/// `theta_step` and added to θ (`frames[e].u[3]`). Edges of one colour share no bending element, so
+/// each step reads only its own θ and those of other colours: computing all steps first and then
+/// applying them (here) equals updating in place (the kernel).
+#[allow(clippy::too_many_arguments)]
+pub fn theta_sweep(
+    params: &Params,
+    color_range: &ColorRange,
+    bends: &[Bend],
+    bend_rest: &[BendRest],
+    bend_kb: &[[f32; 4]],
+    edge_bends: &[[u32; 2]],
+    edge_order: &[u32],
+    theta_step: &mut [f32],
+    frames: &mut [EdgeFrame],
+) {
+    let k = Stiffness {
+        bending: params.bending,
+        twisting: params.twisting,
+    };
+    let first = color_range.first as usize;
+    let range = first..first + color_range.count as usize;
+    let order = &edge_order[range.clone()];
+    let steps = &mut theta_step[range];
+    let fr = &*frames;
+    steps
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(order.par_iter())
+        .for_each(|(step, &e)| {
+            *step = theta_newton_step(&k, bends, bend_rest, bend_kb, edge_bends, fr, e as usize)
+        });
+    for (&e, &s) in order.iter().zip(steps.iter()) {
+        frames[e as usize].u[3] += s;
+    }
+}
+
+/// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]): the
+/// derivatives of the energy of its (one or two) bending elements in θ, from the κb and l̄ of
+/// `bend_kb`, the side where the edge is `e¹` first.
+pub fn theta_newton_step<T: Real>(
+    k: &Stiffness<T>,
+    bends: &[Bend],
+    bend_rest: &[BendRest],
     bend_kb: &[[f32; 4]],
     edge_bends: &[[u32; 2]],
     frames: &[EdgeFrame],
     e: usize,
-) -> f32 {
+) -> T {
+    let c = |x: f32| T::from_f64(x as f64);
     let f = frames[e];
-    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
-    let (mut g, mut h, mut ht) = (0.0f32, 0.0f32, 0.0f32);
+    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), c(f.u[3]));
+    let (mut g, mut h, mut ht) = (T::zero(), T::zero(), T::zero());
     for (side, &bi) in edge_bends[e].iter().enumerate() {
         if bi == NONE {
             continue;
@@ -707,17 +799,18 @@ fn theta_newton_step(
         // side 0: this edge is e¹ of the element; side 1: it is e⁰.
         let role = 1 - side;
         let b = &bends[bi as usize];
-        let r = &rest[bi as usize];
+        let r = &bend_rest[bi as usize];
         let kb = bend_kb[bi as usize];
-        let twist = frames[b.e[1] as usize].u[3] - frames[b.e[0] as usize].u[3] + r.ref_twist;
+        let twist =
+            c(frames[b.e[1] as usize].u[3]) - c(frames[b.e[0] as usize].u[3]) + c(r.ref_twist);
         let (gr, hs, tw) = theta_terms(
             k,
             V3::from4(kb),
             m1,
             m2,
-            r.kappa[role],
-            kb[3],
-            twist - r.twist,
+            [c(r.kappa[role][0]), c(r.kappa[role][1])],
+            c(kb[3]),
+            twist - c(r.twist),
             role,
         );
         g += gr;
@@ -727,53 +820,104 @@ fn theta_newton_step(
     newton_angle_step(g, h, ht)
 }
 
-/// One safeguarded Newton step `−g/h` for a material angle: where bending makes the curvature small
-/// or negative, fall back to the (positive) twisting part or `|h|`; never turn more than one radian.
+/// NaN is the one value unequal to itself ([`Real`] has no `is_nan`).
 #[inline]
-fn newton_angle_step(g: f32, h: f32, ht: f32) -> f32 {
-    let h = if h > 0.5 * ht { h } else { ht.max(h.abs()) };
-    if h.is_nan() || h <= 0.0 || g == 0.0 {
-        return 0.0;
-    }
-    (-g / h).clamp(-1.0, 1.0)
+#[allow(clippy::eq_op)]
+fn is_nan<T: Real>(x: T) -> bool {
+    x != x
 }
 
-/// Stage `plasticity`: drag each rest curvature to within `p_plastic` of the current one, then bound
-/// it by `p_max` (seed §3.1). Runs right after `material_frames`, with its frames and the κb it left in
-/// `bend_kb` (the positions have not moved since).
+/// One safeguarded Newton step `−g/h` for a material angle: where bending makes the curvature small
+/// or negative, fall back to the (positive) twisting part or `|h|`; never turn more than one radian.
+/// (Written with comparisons only, so the f32 instantiation is exactly `f32::max` and `f32::clamp`,
+/// NaN cases included, and the kernel can spell out the same selections.)
+#[inline]
+pub fn newton_angle_step<T: Real>(g: T, h: T, ht: T) -> T {
+    let h = if h > T::from_f64(0.5) * ht {
+        h
+    } else {
+        // f32::max: the other operand when one is NaN.
+        let ah = h.abs();
+        if ah > ht || is_nan(ht) {
+            ah
+        } else {
+            ht
+        }
+    };
+    if is_nan(h) || h <= T::zero() || g == T::zero() {
+        return T::zero();
+    }
+    let mut s = -g / h;
+    if s < -T::one() {
+        s = -T::one();
+    }
+    if s > T::one() {
+        s = T::one();
+    }
+    s
+}
+
+/// One rest curvature `ω̄` after plastic flow (seed §3.1): dragged to within `p_plastic` of the
+/// current `ω`, then bounded by `p_max`. Infinite bounds never act (the comparisons never hold).
+#[inline]
+pub fn plastic_kappa<T: Real>(kappa: [T; 2], w: [T; 2], pp: T, pm: T) -> [T; 2] {
+    let mut k = kappa;
+    let d = [k[0] - w[0], k[1] - w[1]];
+    let dn = (d[0] * d[0] + d[1] * d[1]).sqrt();
+    if dn > pp {
+        let s = pp / dn;
+        k = [w[0] + d[0] * s, w[1] + d[1] * s];
+    }
+    let kn = (k[0] * k[0] + k[1] * k[1]).sqrt();
+    if kn > pm {
+        let s = pm / kn;
+        k = [k[0] * s, k[1] * s];
+    }
+    k
+}
+
+/// Both rest curvatures of one bending element after plastic flow: `ωʲ = (κb·m₂ʲ, −κb·m₁ʲ)` from the
+/// κb of `bend_kb` and the material frame of edge `j`, then [`plastic_kappa`].
+#[inline]
+pub fn plastic_rest<T: Real>(
+    b: &Bend,
+    r: &BendRest,
+    frames: &[EdgeFrame],
+    kb: [f32; 4],
+    pp: T,
+    pm: T,
+) -> [[T; 2]; 2] {
+    let c = |x: f32| T::from_f64(x as f64);
+    let kb = V3::<T>::from4(kb);
+    std::array::from_fn(|j| {
+        let f = &frames[b.e[j] as usize];
+        let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), c(f.u[3]));
+        let w = [kb.dot(m2), -kb.dot(m1)];
+        plastic_kappa([c(r.kappa[j][0]), c(r.kappa[j][1])], w, pp, pm)
+    })
+}
+
+/// Kernel `plasticity`: drag each rest curvature to within `p_plastic` of the current one, then bound
+/// it by `p_max` (seed §3.1, [`plastic_rest`]). Runs right after `material_frames`, with its frames and
+/// the κb it left in `bend_kb` (the positions have not moved since). Does nothing when both bounds are
+/// infinite (the kernel returns at once too).
 pub fn plasticity(
-    params: &RodParams,
+    params: &Params,
     bends: &[Bend],
     frames: &[EdgeFrame],
     bend_kb: &[[f32; 4]],
-    rest: &mut [BendRest],
+    bend_rest: &mut [BendRest],
 ) {
     let (pp, pm) = (params.plastic_radius, params.plastic_max);
     if pp.is_infinite() && pm.is_infinite() {
         return;
     }
-    rest.par_iter_mut()
+    let nb = params.num_bends as usize;
+    bend_rest[..nb]
+        .par_iter_mut()
         .with_min_len(PAR_MIN)
         .zip(bends.par_iter().zip(bend_kb.par_iter()))
-        .for_each(|(r, (b, kb))| {
-            let kb = V3::<f32>::from4(*kb);
-            for j in 0..2 {
-                let f = &frames[b.e[j] as usize];
-                let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), f.u[3]);
-                let w = [kb.dot(m2), -kb.dot(m1)];
-                let mut k = r.kappa[j];
-                let d = [k[0] - w[0], k[1] - w[1]];
-                let dn = (d[0] * d[0] + d[1] * d[1]).sqrt();
-                if dn > pp {
-                    let s = pp / dn;
-                    k = [w[0] + d[0] * s, w[1] + d[1] * s];
-                }
-                let kn = (k[0] * k[0] + k[1] * k[1]).sqrt();
-                if kn > pm {
-                    let s = pm / kn;
-                    k = [k[0] * s, k[1] * s];
-                }
-                r.kappa[j] = k;
-            }
+        .for_each(|(r, (b, &kb))| {
+            r.kappa = plastic_rest::<f32>(b, r, frames, kb, pp, pm);
         });
 }

@@ -476,7 +476,8 @@ impl Scene {
         let s = &self.simulation;
         in_range("simulation.dt", s.dt, 1e-8, 1e-2)?;
         in_range("simulation.frames", s.frames as f64, 1.0, 1e7)?;
-        in_range("simulation.fps", s.fps, 1e-3, 1e4)?;
+        // Up to one frame per step (the next rule); dt ≥ 1e-8 bounds fps by 1e8.
+        in_range("simulation.fps", s.fps, 1e-3, 1e8)?;
         if 1.0 / s.fps < s.dt {
             return Err((
                 "simulation.fps".into(),

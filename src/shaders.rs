@@ -128,6 +128,31 @@ pub const WG: u32 = 256;
 /// block is edited on its own).
 pub const KERNELS: &[Kernel] = &[
     // --- rod: forces (bend_gradient, rod_forces) ---
+    Kernel {
+        name: "bend_gradient",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("bends"),
+            read("bend_rest"),
+            read("frames"),
+            read("pos"),
+            read_write("bend_grad"),
+        ],
+        twin: "rod::bend_gradient",
+    },
+    Kernel {
+        name: "rod_forces",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("point_bends"),
+            read("mass"),
+            read("bend_grad"),
+            read_write("force"),
+        ],
+        twin: "rod::rod_forces",
+    },
     // --- end rod forces ---
     Kernel {
         name: "integrate_velocity",
@@ -154,8 +179,152 @@ pub const KERNELS: &[Kernel] = &[
         twin: "step::glue_projection",
     },
     // --- length projection ---
+    // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
+    // for it in 0..length_max_iterations: length_error, length_check, length_assemble,
+    // length_reduce (levels 0..L−1), length_back (levels L−1..0), length_cyclic, length_update;
+    // then length_error, length_check of it = length_max_iterations; then length_finish. Each
+    // dispatch but setup/finish binds its own `length_level` uniform (iteration, level offset,
+    // level rows, 0) (length::level_uniform); a kernel of an iteration that is not wanted returns
+    // at once (counters.length_iterations).
+    Kernel {
+        name: "length_setup",
+        workgroup_size: WG,
+        bindings: &[uniform("params"), read("vel"), read_write("length_disp")],
+        twin: "length::length_setup",
+    },
+    Kernel {
+        name: "length_error",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("edges"),
+            read("pos"),
+            read("length_disp"),
+            read_write("length_dir"),
+            read_write("counters"),
+        ],
+        twin: "length::length_error",
+    },
+    Kernel {
+        name: "length_check",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read_write("counters"),
+        ],
+        twin: "length::length_check",
+    },
+    Kernel {
+        name: "length_assemble",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("yarns"),
+            read("edges"),
+            read("inv_mass"),
+            read("length_dir"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_assemble",
+    },
+    // One thread per block of length::BLOCK rows of the level.
+    Kernel {
+        name: "length_reduce",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("length_level"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_reduce",
+    },
+    Kernel {
+        name: "length_back",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("length_level"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_back",
+    },
+    Kernel {
+        name: "length_cyclic",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("yarns"),
+            read("edges"),
+            read("inv_mass"),
+            read("length_dir"),
+            read("length_sys"),
+            read_write("length_fact"),
+            read_write("counters"),
+        ],
+        twin: "length::length_cyclic",
+    },
+    Kernel {
+        name: "length_update",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("point_edges"),
+            read("inv_mass"),
+            read("length_dir"),
+            read("length_sys"),
+            read("length_fact"),
+            read_write("length_disp"),
+            read_write("counters"),
+        ],
+        twin: "length::length_update",
+    },
+    Kernel {
+        name: "length_finish",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("length_disp"),
+            read_write("vel"),
+            read_write("counters"),
+        ],
+        twin: "length::length_finish",
+    },
     // --- end length projection ---
     // --- damping and object contact ---
+    // One workgroup per block of this step's damping phase (`params.first_block`,
+    // `params.num_blocks`): dispatched over `num_blocks × DAMPING_WG` threads.
+    Kernel {
+        name: "nonrigid_damping",
+        workgroup_size: crate::step::DAMPING_WG,
+        bindings: &[
+            uniform("params"),
+            read("block_start"),
+            read("block_points"),
+            read("mass"),
+            read("inv_mass"),
+            read("pos"),
+            read_write("vel"),
+        ],
+        twin: "step::nonrigid_damping",
+    },
+    Kernel {
+        name: "object_contact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("obstacles"),
+            read("inv_mass"),
+            read("pos"),
+            read_write("vel"),
+        ],
+        twin: "step::object_contact",
+    },
     // --- end damping and object contact ---
     Kernel {
         name: "integrate_position",
@@ -164,15 +333,232 @@ pub const KERNELS: &[Kernel] = &[
         twin: "step::integrate_position",
     },
     // --- rod: material frames and plasticity ---
+    // Stage material_frames: frame_transport, bend_twist, then `frame_sweeps` × (theta_sweep of
+    // colour 0, 1, 2), each theta_sweep dispatch with its colour's `color_range` uniform
+    // (`rod::color_ranges`) over that colour's edge count; then plasticity.
+    Kernel {
+        name: "frame_transport",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("edges"),
+            read("pos"),
+            read_write("frames"),
+        ],
+        twin: "rod::frame_transport",
+    },
+    Kernel {
+        name: "bend_twist",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("bends"),
+            read("frames"),
+            read("pos"),
+            read_write("bend_rest"),
+            read_write("bend_kb"),
+        ],
+        twin: "rod::bend_twist",
+    },
+    Kernel {
+        name: "theta_sweep",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("color_range"),
+            read("bends"),
+            read("bend_rest"),
+            read("bend_kb"),
+            read("edge_bends"),
+            read("edge_order"),
+            read_write("theta_step"),
+            read_write("frames"),
+        ],
+        twin: "rod::theta_sweep",
+    },
+    Kernel {
+        name: "plasticity",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("bends"),
+            read("frames"),
+            read("bend_kb"),
+            read_write("bend_rest"),
+        ],
+        twin: "rod::plasticity",
+    },
     // --- end material frames and plasticity ---
     // --- exact contact ---
+    // Generic blocks (src/scan.rs, src/sort.rs), dispatched several times per use with a
+    // per-dispatch uniform (`scan_pass` = one level, `sort_pass` = one digit pass) and the buffer
+    // they work on bound to `scan_data` / `sort_in` / `sort_out` (bind-group overrides).
+    Kernel {
+        name: "scan_reduce",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("scan_pass"),
+            read("scan_data"),
+            read_write("scan_partials"),
+        ],
+        twin: "scan::scan_reduce",
+    },
+    Kernel {
+        name: "scan_add",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("scan_pass"),
+            read_write("scan_data"),
+            read_write("scan_partials"),
+        ],
+        twin: "scan::scan_add",
+    },
+    Kernel {
+        name: "sort_histogram",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sort_pass"),
+            read("sort_in"),
+            read_write("sort_hist"),
+        ],
+        twin: "sort::sort_histogram",
+    },
+    Kernel {
+        name: "sort_scatter",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sort_pass"),
+            read("sort_in"),
+            read("sort_hist"),
+            read_write("sort_out"),
+        ],
+        twin: "sort::sort_scatter",
+    },
+    // The exact contact path (src/contact/grid.rs, src/contact/exact.rs), in dispatch order with
+    // the scans and sorts between them (see `contact::exact_gpu`).
+    Kernel {
+        name: "aabb_raster",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("segments"),
+            read("pos"),
+            read_write("seg_box"),
+            read_write("grid_offsets"),
+            read_write("counters"),
+        ],
+        twin: "contact::grid::aabb_raster",
+    },
+    Kernel {
+        name: "grid_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("seg_box"),
+            read("grid_offsets"),
+            read_write("grid_entries"),
+            read_write("counters"),
+        ],
+        twin: "contact::grid::grid_write",
+    },
+    Kernel {
+        name: "candidate_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("grid_entries"),
+            read("seg_box"),
+            read_write("cand_offsets"),
+            read_write("counters"),
+        ],
+        twin: "contact::grid::candidate_count",
+    },
+    Kernel {
+        name: "candidate_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("grid_entries"),
+            read("seg_box"),
+            read("cand_offsets"),
+            read_write("candidates"),
+            read_write("counters"),
+        ],
+        twin: "contact::grid::candidate_write",
+    },
+    Kernel {
+        name: "quadrature_points",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("segments"),
+            read("pos"),
+            read("quad_weights"),
+            read("quad_arc"),
+            read_write("qpts"),
+        ],
+        twin: "contact::quadrature_points",
+    },
+    Kernel {
+        name: "exact_contact_forces",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("segments"),
+            read("candidates"),
+            read("qpts"),
+            read("quad_weights"),
+            read("seg_contact"),
+            read_write("contact_records"),
+            read_write("touch_offsets"),
+            read_write("counters"),
+        ],
+        twin: "contact::exact_contact_forces",
+    },
+    Kernel {
+        name: "contact_slots",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("segments"),
+            read("candidates"),
+            read("touch_offsets"),
+            read_write("counters"),
+            read_write("gather_slots"),
+        ],
+        twin: "contact::contact_slots",
+    },
+    Kernel {
+        name: "contact_gather",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("gather_slots"),
+            read("contact_records"),
+            read_write("counters"),
+            read_write("force"),
+        ],
+        twin: "contact::contact_gather",
+    },
     // --- end exact contact ---
 ];
 
+/// Kernels that are not stages of the time step: tools and probes.
+pub const TOOL_KERNELS: &[Kernel] = &[Kernel {
+    name: "loop_probe",
+    workgroup_size: 1,
+    bindings: &[read_write("probe")],
+    twin: "pipelines::loop_probe",
+}];
+
+/// Every kernel: the time step's and the tools'.
+pub fn all_kernels() -> impl Iterator<Item = &'static Kernel> {
+    KERNELS.iter().chain(TOOL_KERNELS)
+}
+
 /// The kernel named `name`.
 pub fn kernel(name: &str) -> Result<&'static Kernel, ShaderError> {
-    KERNELS
-        .iter()
+    all_kernels()
         .find(|k| k.name == name)
         .ok_or_else(|| ShaderError::UnknownKernel(name.into()))
 }

@@ -190,8 +190,14 @@ pub enum SimError {
 pub struct SimParams {
     /// Time step h (s).
     pub h: f32,
-    /// Steps per output frame, `round(1 / (fps h))`.
+    /// Steps per output frame, `round(1 / (fps dt))`.
     pub steps_per_frame: u32,
+    /// Frames per second of the output; a frame is exactly `steps_per_frame` steps and `1/fps` s.
+    pub fps: f64,
+    /// The scene's `simulation.dt`. `h` is `1 / (fps · steps_per_frame)`, which equals it unless
+    /// `1/(fps dt)` is not a whole number (then `h` is the nearest step that makes it one, so frames
+    /// land on their times instead of drifting; see [`SimParams::dt_adjusted`]).
+    pub dt_requested: f64,
     pub gravity: [f32; 3],
     pub rod: RodParams,
     /// Yarn radius r (cm), the distance kept from obstacles.
@@ -206,6 +212,15 @@ pub struct SimParams {
     pub frame_sweeps: u32,
 }
 
+impl SimParams {
+    /// `Some(h)` when the time step differs from the scene's `simulation.dt` (by more than f64
+    /// rounding) because `1/(fps dt)` is not a whole number of steps.
+    pub fn dt_adjusted(&self) -> Option<f64> {
+        let h = 1.0 / (self.fps * self.steps_per_frame as f64);
+        ((h - self.dt_requested).abs() > 1e-9 * self.dt_requested).then_some(h)
+    }
+}
+
 /// One frame's record (`--stats` writes one JSON object per frame). The contact model's named values
 /// are flattened in, each the mean over the frame's steps.
 #[derive(Clone, Debug, Default)]
@@ -216,8 +231,13 @@ pub struct FrameStats {
     pub wall_ms: f64,
     pub kinetic_energy: f64,
     pub max_speed: f64,
-    /// Largest relative length error after any length projection of the frame.
+    /// Largest relative edge-length error `|ℓ − ℓ̄| / ℓ̄` of the frame's final state, the one written
+    /// out (damping and object contact change velocities after the length projection, so this is
+    /// what the output really has).
     pub max_length_error: f64,
+    /// Largest relative length error right after any length projection of the frame (what the
+    /// projection reached; key `projection_error`).
+    pub projection_error: f64,
     /// Largest Fast Projection iteration count of the frame.
     pub max_projection_iterations: u32,
     /// Milliseconds per phase over the frame (keys `phase_*_ms`): forces (gravity + rod), contact,
@@ -227,6 +247,9 @@ pub struct FrameStats {
     /// Totals over the frame of the contact values named in [`FRAME_TOTALS`], written as
     /// `<name>_frame` (e.g. `rebuilds_frame`: contact-set rebuilds during this frame).
     pub contact_frame_totals: Vec<(&'static str, f64)>,
+    /// Further keys of other backends (the GPU step's per-kernel times, dispatches and bytes read
+    /// back per step), written as they are.
+    pub extra: Vec<(String, f64)>,
 }
 
 /// Contact values that also make sense summed over a frame (the seed's "model updates per frame").
@@ -242,14 +265,19 @@ impl Serialize for FrameStats {
         m.serialize_entry("kinetic_energy", &self.kinetic_energy)?;
         m.serialize_entry("max_speed", &self.max_speed)?;
         m.serialize_entry("max_length_error", &self.max_length_error)?;
+        m.serialize_entry("projection_error", &self.projection_error)?;
         m.serialize_entry("max_projection_iterations", &self.max_projection_iterations)?;
-        for (k, v) in &self.phase_ms {
+        // A backend without these phases (the GPU step) leaves them unnamed.
+        for (k, v) in self.phase_ms.iter().filter(|(k, _)| !k.is_empty()) {
             m.serialize_entry(k, v)?;
         }
         for (k, v) in &self.contact {
             m.serialize_entry(k, v)?;
         }
         for (k, v) in &self.contact_frame_totals {
+            m.serialize_entry(k, v)?;
+        }
+        for (k, v) in &self.extra {
             m.serialize_entry(k, v)?;
         }
         m.end()
@@ -401,8 +429,10 @@ fn params_from_scene(scene: &Scene) -> Result<SimParams, SimError> {
         ));
     }
     Ok(SimParams {
-        h: s.dt as f32,
+        h: (1.0 / (s.fps * spf)) as f32,
         steps_per_frame: spf as u32,
+        fps: s.fps,
+        dt_requested: s.dt,
         gravity: s.gravity,
         rod: RodParams {
             bending: y.bending_stiffness,
@@ -697,7 +727,7 @@ impl Sim {
             obstacles,
             obstacle_defs,
             force: vec![[0.0; 4]; n],
-            length: LengthScratch::new(n, ne),
+            length: LengthScratch::new(&topo.yarns, &topo.edges, n),
             contact,
             step_stats: ContactStats::default(),
             frame_contact: Vec::new(),
@@ -754,8 +784,9 @@ impl Sim {
         self.last_length
     }
 
-    /// Places the obstacles for the step from `time` to `time + h`.
-    fn place_obstacles(&mut self) {
+    /// Places the obstacles for the step from `time` to `time + h` (positions at its end, velocities
+    /// over it).
+    pub fn place_obstacles(&mut self) {
         let h = self.params.h as f64;
         let (t0, t1) = (self.time, self.time + h);
         for (o, d) in self.obstacles.iter_mut().zip(&self.obstacle_defs) {
@@ -881,7 +912,6 @@ impl Sim {
             }
             return Err(self.not_finite("force", counters.first_bad_point as usize));
         }
-        let p = &self.params;
         step::glue_projection(
             &kp,
             &self.glue_points,
@@ -889,15 +919,14 @@ impl Sim {
             &self.pos,
             &mut self.vel,
         );
-        let report = step::length_projection(
-            h,
-            p.length_tolerance,
-            p.length_max_iterations,
+        let report = crate::length::length_projection(
+            &kp,
             &self.topo.yarns,
             &self.topo.edges,
             &self.inv_mass,
             &self.pos,
             &mut self.vel,
+            &mut counters,
             &mut self.length,
         );
         let report = match report {
@@ -920,20 +949,11 @@ impl Sim {
             }
         };
         let t3 = Instant::now();
-        let p = &self.params;
-        // One damping phase per step, in turn (seed §3.3).
-        let phases = self.phase_start.len() - 1;
-        let blocks = if phases == 0 {
-            &self.block_start[..1]
-        } else {
-            let ph = (self.steps % phases as u64) as usize;
-            &self.block_start[self.phase_start[ph] as usize..=self.phase_start[ph + 1] as usize]
-        };
+        // One damping phase per step, in turn (seed §3.3): `kp.first_block`, `kp.num_blocks` are
+        // this step's phase (`Sim::damping_phase`).
         step::nonrigid_damping(
-            h,
-            p.damping_const,
-            p.damping_prop,
-            blocks,
+            &kp,
+            &self.block_start,
             &self.block_points,
             &self.mass,
             &self.inv_mass,
@@ -942,8 +962,7 @@ impl Sim {
         );
         self.place_obstacles();
         step::object_contact(
-            h,
-            self.params.radius,
+            &kp,
             &self.obstacles,
             &self.inv_mass,
             &self.pos,
@@ -958,15 +977,13 @@ impl Sim {
         }
         step::integrate_position(&kp, &self.vel, &mut self.pos);
         let t4 = Instant::now();
-        let p = &self.params;
         rod::material_frames(
-            &p.rod,
+            &kp,
             &self.topo.edges,
             &self.rod.bends,
             &self.rod.edge_bends,
             &self.rod.edge_order,
             &self.rod.color_start,
-            p.frame_sweeps,
             &self.pos,
             &mut self.rod.rest,
             &mut self.rod.frames,
@@ -974,7 +991,7 @@ impl Sim {
             &mut self.rod.theta_step,
         );
         rod::plasticity(
-            &p.rod,
+            &kp,
             &self.rod.bends,
             &self.rod.frames,
             &self.rod.bend_kb,
@@ -1004,6 +1021,11 @@ impl Sim {
 
     /// Runs the steps of one output frame and reports on it.
     pub fn frame(&mut self) -> Result<FrameStats, SimError> {
+        self.frame_with(&mut || {})
+    }
+
+    /// [`Sim::frame`], calling `on_step` after every step (progress reporting).
+    pub fn frame_with(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats, SimError> {
         let start = Instant::now();
         self.frame_length_error = 0.0;
         self.frame_iterations = 0;
@@ -1013,9 +1035,13 @@ impl Sim {
         }
         self.rebuild_counts.fill(0.0);
         let n = self.params.steps_per_frame;
+        let t0 = self.time;
         for _ in 0..n {
             self.step()?;
+            on_step();
         }
+        // The frame ends at its own time, not at a sum of f32 steps.
+        self.time = t0 + 1.0 / self.params.fps;
         self.frames += 1;
         let (ke, vmax) = self.kinetic_energy_and_max_speed();
         let mut phase_ms = [("", 0.0); 5];
@@ -1029,7 +1055,8 @@ impl Sim {
             wall_ms: start.elapsed().as_secs_f64() * 1e3,
             kinetic_energy: ke,
             max_speed: vmax,
-            max_length_error: self.frame_length_error as f64,
+            max_length_error: self.max_length_error(),
+            projection_error: self.frame_length_error as f64,
             max_projection_iterations: self.frame_iterations,
             phase_ms,
             contact: self
@@ -1047,6 +1074,7 @@ impl Sim {
                         .map(|&(_, total)| (total, v))
                 })
                 .collect(),
+            extra: Vec::new(),
         })
     }
 

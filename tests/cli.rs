@@ -182,12 +182,51 @@ fn missing_scene_is_an_error_naming_the_file() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// `--backend gpu` runs a scene without contact and reports the GPU's own figures; a contact model
+/// the GPU does not have yet is refused clearly.
 #[test]
-fn gpu_backend_is_not_available_yet() {
+fn gpu_backend_runs_and_refuses_what_it_lacks() {
+    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("gpu_backend_runs_and_refuses_what_it_lacks")
+    else {
+        return;
+    };
+    let timed = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+    drop(gpu);
     let dir = scratch("gpu");
     let scene = tiny_scene(&dir, "none");
-    let err = failure(bin().arg("run").arg(&scene).args(["--backend", "gpu"]));
-    assert!(err.contains("GPU backend is not yet available"), "{err}");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--backend", "gpu", "--frames", "2", "--out"])
+        .arg(dir.join("frames"))
+        .arg("--stats")
+        .arg(dir.join("s.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(text(&out.stderr).contains("GPU step on "), "{}", text(&out.stderr));
+    assert!(dir.join("frames/frame_0002.bcc").is_file());
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert!(r["dispatches_per_step"].as_f64().unwrap() >= 10.0, "{r}");
+        assert!(r["readback_bytes_per_step"].as_f64().unwrap() >= 64.0, "{r}");
+        assert!(r["kinetic_energy"].as_f64().unwrap() > 0.0, "{r}");
+        if timed {
+            for k in ["rod_forces_ms", "integrate_velocity_ms", "gpu_step_ms"] {
+                assert!(r[k].as_f64().is_some_and(|v| v >= 0.0), "{k} in {r}");
+            }
+        }
+    }
+    let acl_dir = dir.join("acl");
+    std::fs::create_dir_all(&acl_dir).unwrap();
+    let acl = tiny_scene(&acl_dir, "acl");
+    let err = failure(bin().arg("run").arg(&acl).args(["--backend", "gpu"]));
+    assert!(err.contains("contact.model = Acl is not available on the GPU yet"), "{err}");
 }
 
 #[test]
@@ -704,4 +743,159 @@ fn acl_stats_report_sets_rebuilds_entries_and_phase_times() {
     assert!(steps
         .iter()
         .any(|r| r["entries_processed"].as_f64() < r["entries_examined"].as_f64()));
+}
+
+/// `--quiet` prints nothing on success but still writes every output; the stats keep the detail the
+/// shortened per-frame line leaves out.
+#[test]
+fn quiet_run_prints_nothing_and_writes_everything() {
+    let dir = scratch("quiet");
+    let scene = tiny_scene(&dir, "exact");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "2", "--quiet", "--out"])
+        .arg(dir.join("frames"))
+        .arg("--stats")
+        .arg(dir.join("stats.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(out.stdout.is_empty(), "stdout: {}", text(&out.stdout));
+    assert!(out.stderr.is_empty(), "stderr: {}", text(&out.stderr));
+    assert!(dir.join("frames/frame_0002.bcc").is_file());
+    let stats = std::fs::read_to_string(dir.join("stats.jsonl")).unwrap();
+    assert_eq!(stats.lines().count(), 2);
+    assert!(stats.contains("\"touching_pairs\""), "{stats}");
+
+    // Without --quiet the per-frame line names the contact figures a person reads, not every
+    // phase time.
+    let out = bin().arg("run").arg(&scene).args(["--frames", "1"]).output().unwrap();
+    check_ok(&out);
+    let line = text(&out.stdout);
+    assert!(line.starts_with("frame    1/1"), "{line}");
+    assert!(line.contains("touching_pairs"), "{line}");
+    assert!(!line.contains("_ms"), "{line}");
+}
+
+/// The GPU backend's refusals are clear errors, before any frame is computed.
+#[test]
+fn gpu_backend_refuses_what_it_cannot_do() {
+    let dir = scratch("gpu-refusals");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--backend", "gpu", "--contact-matrix", "1", "--out"])
+        .arg(dir.join("o"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--contact-matrix is not available with --backend gpu"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--adapter", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--adapter picks the GPU of --backend gpu or --capture"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Frames land on their times: when 1/(fps dt) is not a whole number, dt is adjusted (and the run
+/// says so) instead of letting frame times drift; a frame per step is possible at any dt.
+#[test]
+fn frames_are_whole_steps_and_land_on_their_times() {
+    let dir = scratch("frame-times");
+    let scene = tiny_scene(&dir, "none");
+    // dt = 7e-5 s at 1000 fps: 14.29 steps per frame → 14 steps of 1/14000 s.
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "3", "--set", "simulation.dt=7e-5", "--stats"])
+        .arg(dir.join("s.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(err.contains("note: simulation.dt = 7e-5 s is not a whole fraction"), "{err}");
+    assert!(err.contains("14 steps per frame"), "{err}");
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (k, r) in recs.iter().enumerate() {
+        assert_eq!(r["steps"], 14);
+        let t = r["sim_time"].as_f64().unwrap();
+        assert!((t - (k + 1) as f64 * 1e-3).abs() < 1e-12, "frame {}: t = {t}", k + 1);
+    }
+    // A frame per step, above the old cap of 10⁴ fps.
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "2", "--set", "simulation.dt=2e-5", "--set", "simulation.fps=50000"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(!text(&out.stderr).contains("note:"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("frame    2/2  t = 0.0000 s  1 steps"), "{}", text(&out.stdout));
+}
+
+/// The printed and recorded length error is the edge strain of the state written for that frame
+/// (recomputed here from the BCC frames: rest lengths from frame 0, the initial state, as the
+/// topology takes them). The scene rests on a floor and hangs from pins, so object contact and
+/// damping act after the length projection.
+#[test]
+fn reported_length_error_is_that_of_the_written_frame() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let out_dir = scratch("length-error");
+    let out = bin()
+        .arg("run")
+        .arg(dir.join("tiny.toml"))
+        .args(["--frames", "2", "--set", "contact.model=none", "--out"])
+        .arg(&out_dir)
+        .arg("--stats")
+        .arg(out_dir.join("s.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("s.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (topo, _) =
+        yarnsim::state::Topology::from_curves(&yarnsim::bcc::read(&out_dir.join("frame_0000.bcc")).unwrap())
+            .unwrap();
+    for (k, r) in recs.iter().enumerate() {
+        let curves = yarnsim::bcc::read(&out_dir.join(format!("frame_{:04}.bcc", k + 1))).unwrap();
+        let (_, pos) = yarnsim::state::Topology::from_curves(&curves).unwrap();
+        let strain = topo
+            .edges
+            .iter()
+            .map(|e| {
+                let (a, b) = (pos[e.a as usize], pos[e.b as usize]);
+                let d: f64 = (0..3).map(|i| (b[i] as f64 - a[i] as f64).powi(2)).sum::<f64>().sqrt();
+                (d / e.rest_length as f64 - 1.0).abs()
+            })
+            .fold(0.0, f64::max);
+        let reported = r["max_length_error"].as_f64().unwrap();
+        // f32 positions and rest lengths: a few roundings of a relative 6e-8 each.
+        assert!(
+            (reported - strain).abs() <= 1e-6,
+            "frame {}: reported {reported:e}, written frame has {strain:e}",
+            k + 1
+        );
+        assert!(strain > 0.0);
+        assert!(r["projection_error"].as_f64().is_some());
+    }
 }

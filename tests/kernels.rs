@@ -3,7 +3,7 @@
 //! exactly the table's bindings (group 0, numbered in order, same names and access). And every
 //! compute shader in `shaders/` is in the table.
 
-use yarnsim::shaders::{self, Access, KERNELS};
+use yarnsim::shaders::{self, Access};
 
 fn module(name: &str) -> naga::Module {
     let e = shaders::expanded(name).unwrap_or_else(|e| panic!("{e}"));
@@ -37,8 +37,8 @@ fn reflected_bindings(m: &naga::Module) -> Vec<(u32, u32, String, Access)> {
 
 #[test]
 fn table_matches_every_kernel_file() {
-    assert!(!KERNELS.is_empty());
-    for k in KERNELS {
+    assert!(!shaders::KERNELS.is_empty());
+    for k in shaders::all_kernels() {
         let m = module(k.name);
         let ep = m
             .entry_points
@@ -94,7 +94,7 @@ fn every_compute_shader_is_in_the_table() {
             .any(|e| e.stage == naga::ShaderStage::Compute);
         if compute {
             assert!(
-                KERNELS.iter().any(|k| k.name == name),
+                shaders::all_kernels().any(|k| k.name == name),
                 "shaders/{name}.wgsl has a compute entry point but is not in the kernel table"
             );
         }
@@ -105,7 +105,7 @@ fn every_compute_shader_is_in_the_table() {
 /// 65,535 loop iterations in total), either "no loops" or a stated bound.
 #[test]
 fn every_kernel_states_its_loop_bound() {
-    for k in KERNELS {
+    for k in shaders::all_kernels() {
         let src = shaders::raw_source(k.name).unwrap();
         let header: String = src
             .lines()
@@ -118,5 +118,26 @@ fn every_kernel_states_its_loop_bound() {
             "shaders/{}.wgsl: the header must state the per-thread loop bound",
             k.name
         );
+    }
+}
+
+/// The loop cap of the adapter in use, measured and reported (DESIGN §7: lavapipe 22.3.6 ends an
+/// invocation after 65,535 iterations). The probe must count exactly when far below any cap, and a
+/// cap, where there is one, must be the one every kernel's stated loop bound is designed under.
+#[test]
+fn loop_cap_of_the_adapter_is_detected_and_reported() {
+    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("loop_cap_of_the_adapter_is_detected_and_reported")
+    else {
+        return;
+    };
+    assert_eq!(yarnsim::pipelines::measure_loop_cap(&gpu, 1000).unwrap(), None);
+    let cap = yarnsim::pipelines::measure_loop_cap(&gpu, 1_000_000).unwrap();
+    eprintln!(
+        "loop cap of {}: {}",
+        gpu.summary(),
+        cap.map_or("none below 1,000,000 iterations".to_string(), |c| format!("{c} iterations"))
+    );
+    if let Some(c) = cap {
+        assert!(c >= 65_000, "a cap of {c} iterations is below what the kernels are designed for");
     }
 }

@@ -5,8 +5,7 @@ use yarnsim::layout::Params;
 use yarnsim::math::{V3d, V3};
 use yarnsim::rod::{
     bend_gradient, material_frames, parallel_transport, plasticity, reference_twist, rod_forces,
-    BendLocal,
-    RodParams, RodState, Stiffness,
+    BendLocal, RodParams, RodState, Stiffness,
 };
 use yarnsim::state::{Curve, Topology};
 
@@ -279,15 +278,25 @@ fn params() -> RodParams {
     }
 }
 
-fn forces(rod: &mut RodState, p: &RodParams, pos: &[[f32; 4]], mass: &[f32]) -> Vec<[f32; 4]> {
-    let mut f = vec![[0.0; 4]; pos.len()];
-    let params = Params {
+/// The kernels' `params` block for a bare rod: the material constants of `p`, `sweeps` frame sweeps
+/// and the element counts of `rod` and `pos`.
+fn kernel_params(rod: &RodState, p: &RodParams, sweeps: u32, pos: &[[f32; 4]]) -> Params {
+    Params {
         bending: p.bending,
         twisting: p.twisting,
+        plastic_radius: p.plastic_radius,
+        plastic_max: p.plastic_max,
+        frame_sweeps: sweeps,
         num_points: pos.len() as u32,
+        num_edges: rod.frames.len() as u32,
         num_bends: rod.bends.len() as u32,
         ..Params::default()
-    };
+    }
+}
+
+fn forces(rod: &mut RodState, p: &RodParams, pos: &[[f32; 4]], mass: &[f32]) -> Vec<[f32; 4]> {
+    let mut f = vec![[0.0; 4]; pos.len()];
+    let params = kernel_params(rod, p, 0, pos);
     bend_gradient(
         &params,
         &rod.bends,
@@ -303,14 +312,14 @@ fn forces(rod: &mut RodState, p: &RodParams, pos: &[[f32; 4]], mass: &[f32]) -> 
 /// Stage `material_frames` over the rod's own buffers: directors transported to `pos`, then `sweeps`
 /// red–black sweeps of the material angles.
 fn frames(rod: &mut RodState, p: &RodParams, topo: &Topology, sweeps: u32, pos: &[[f32; 4]]) {
+    let params = kernel_params(rod, p, sweeps, pos);
     material_frames(
-        p,
+        &params,
         &topo.edges,
         &rod.bends,
         &rod.edge_bends,
         &rod.edge_order,
         &rod.color_start,
-        sweeps,
         pos,
         &mut rod.rest,
         &mut rod.frames,
@@ -426,7 +435,14 @@ fn plasticity_drags_rest_curvature_and_bounds_it() {
     p.plastic_radius = 0.01;
     p.plastic_max = 0.5;
     let before = rod.rest.clone();
-    plasticity(&p, &rod.bends, &rod.frames, &rod.bend_kb, &mut rod.rest);
+    let params = kernel_params(&rod, &p, 0, &pos);
+    plasticity(
+        &params,
+        &rod.bends,
+        &rod.frames,
+        &rod.bend_kb,
+        &mut rod.rest,
+    );
     let mut moved = 0;
     for (bi, b) in rod.bends.iter().enumerate() {
         let g = BendLocal::<f64>::gather(b, &rod.rest[bi], &rod.frames, &pos).geometry();

@@ -686,12 +686,16 @@ fn each_damping_phase_keeps_rigid_motion_and_momenta() {
             seen.iter().all(|&s| s == 1),
             "phase {ph} is not a partition"
         );
+        let (first_block, num_blocks) = sim.damping_phase(ph as u64);
+        let params = yarnsim::layout::Params {
+            first_block,
+            num_blocks,
+            ..sim.step_params()
+        };
         let damp = |vel: &mut Vec<[f32; 4]>| {
             yarnsim::step::nonrigid_damping(
-                sim.params.h,
-                sim.params.damping_const,
-                sim.params.damping_prop,
-                blocks,
+                &params,
+                &sim.block_start,
                 &sim.block_points,
                 &sim.mass,
                 &sim.inv_mass,

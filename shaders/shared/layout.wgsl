@@ -47,6 +47,15 @@ struct EdgeFrame {
     t: vec4<f32>, // xyz: unit tangent it was last transported to
 };
 
+// Uniform (theta_sweep): one colour's slice of edge_order. Scalars only, so the uniform
+// address space's 16-byte array stride never applies.
+struct ColorRange {
+    first: u32,
+    count: u32,
+    _pad0: u32,
+    _pad1: u32,
+};
+
 struct ObstacleShape {
     kind: u32,
     friction: f32,
@@ -89,13 +98,17 @@ struct Params {
     grid_origin_x: f32,
     grid_origin_y: f32,
     grid_origin_z: f32,
-    _pad0: u32,
+    grid_inv_cell: f32,
 };
 
 const ERROR_NAN_FORCE: u32 = 1u;
 const ERROR_NAN_VELOCITY: u32 = 2u;
 const ERROR_LENGTH_NOT_CONVERGED: u32 = 4u;
 const ERROR_NAN_POSITION: u32 = 8u;
+const ERROR_GRID_RANGE: u32 = 16u;
+const ERROR_GRID_CELL_FULL: u32 = 32u;
+const ERROR_CONTACT_NOT_FINITE: u32 = 64u;
+const ERROR_GATHER_FULL: u32 = 128u;
 
 struct Capacity {
     count: atomic<u32>,
@@ -112,6 +125,50 @@ struct Counters {
     grid_entries: Capacity,
     candidate_pairs: Capacity,
     touching_pairs: Capacity,
+    touching_records: Capacity,
+};
+
+// Uniform (scan_reduce, scan_add): one level of the multi-level exclusive prefix sum.
+struct ScanPass {
+    n: u32,
+    level: u32,
+    offset: u32,
+    next_offset: u32,
+};
+
+// Uniform (sort_histogram, sort_scatter): one 8-bit digit pass of the radix sort.
+struct SortPass {
+    n: u32,
+    shift: u32,
+    num_blocks: u32,
+    _pad: u32,
+};
+
+struct KeyValue {
+    key_lo: u32,
+    key_hi: u32,
+    value: u32,
+    _pad: u32,
+};
+
+struct SegmentBox {
+    lo: vec4<f32>,
+    hi: vec4<f32>,
+    cell_lo: vec4<i32>, // w: number of cells (0: left out)
+    cell_hi: vec4<i32>,
+};
+
+struct SegmentContact {
+    weight: f32,
+    loop_len: f32,
+    _pad: array<u32, 2>,
+};
+
+struct ContactRecord {
+    force: array<vec4<f32>, 8>,
+    energy: f32,
+    touching: u32,
+    _pad: array<u32, 2>,
 };
 
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.

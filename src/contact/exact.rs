@@ -1,377 +1,348 @@
-//! The exact reference contact path: every step, all quadrature pairs closer than `2r` found through a
-//! hashed uniform grid over spline segments, and their full penalty force applied.
+//! The exact reference contact path: every step, all quadrature pairs closer than `2r` found through
+//! the hashed uniform grid over spline segments ([`super::grid`]), and their full penalty force
+//! applied, by the CPU twins of the GPU kernels, in the kernels' order (see the module doc of
+//! [`super`]).
 //!
-//! Buffers (all preallocated in [`ExactContact`], grown only when the scene grows):
-//! - `seg_lo`, `seg_hi`: per segment, its exact AABB padded by `r` (plus a hair, so that rounding cannot
-//!   lose a pair at exactly `2r`), relative to nothing: world coordinates.
-//! - `entries` / `sorted`: one [`CellEntry`] per (segment, grid cell it overlaps), then counting-sorted by
-//!   hash bucket (`bucket_start`).
-//! - `seg_cell`: per segment, the grid cell of its padded box's lower corner.
-//! - `candidates`: segment pairs `[a, b]`, `a < b`, sharing a cell, each exactly once, in bucket order.
-//! - `qpts`: the `b` quadrature points of every segment (`seg * b + k`).
-//! - `cand_out`: per candidate of the current chunk, the force on its 8 control-point slots.
+//! The kernels of this file, after the grid's:
+//! - [`quadrature_points`]: the `b` points of every segment;
+//! - [`exact_contact_forces`]: one [`ContactRecord`] per candidate segment pair — the force of its
+//!   touching, non-excluded quadrature pairs on its 8 control-point slots, its energy and its
+//!   touching count (added to `Counters::touching_pairs`);
+//! - [`contact_slots`] + radix sort by key: the point → record table, one [`KeyValue`] per slot of a
+//!   touching record (key: its control point; value: `8·candidate + slot`), sorted stably so each
+//!   point's slots are in candidate order;
+//! - [`contact_gather`]: every control point adds the slot forces naming it, in that order (no float
+//!   atomics; the same sum on both paths and every run).
+//!
+//! [`ExactContact`] owns every buffer (grown, never shrunk, so a warmed-up step does not allocate)
+//! and sizes each variable-size output exactly from the scanned total before writing it, so on the
+//! CPU no capacity ever overflows. The GPU driver ([`super::exact_gpu`]) takes the same tables.
 
-use super::{Exclusion, SegmentExclusion};
+use super::grid::{self, aabb_raster, candidate_count, candidate_write, grid_write};
+use super::Exclusion;
+use crate::layout::{
+    ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact, ERROR_CONTACT_NOT_FINITE,
+    ERROR_GATHER_FULL, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+};
 use crate::math::V3;
+use crate::scan::{self, resize_with_headroom};
 use crate::scene::ContactParams;
 use crate::sim::{ContactError, ContactForce, ContactStats};
-use crate::spline::{segment_aabb, QuadratureTable};
+use crate::sort;
+use crate::spline::QuadratureTable;
 use crate::state::{Segment, Topology};
 use rayon::prelude::*;
 
-/// One segment's presence in one grid cell.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct CellEntry {
-    /// Packed cell coordinates relative to the grid origin (21 bits per axis).
-    pub key_lo: u32,
-    pub key_hi: u32,
-    pub segment: u32,
-    pub _pad: u32,
-}
-const _: () = assert!(std::mem::size_of::<CellEntry>() == 16);
+/// A control point named by more touching force slots than this is an error
+/// (`ERROR_GATHER_FULL`): the loop bound of `contact_gather`.
+pub const MAX_GATHER: u32 = 4096;
 
-impl CellEntry {
-    #[inline]
-    fn key(&self) -> u64 {
-        (self.key_hi as u64) << 32 | self.key_lo as u64
-    }
-}
-
-/// Cells per axis on either side of the grid origin that a packed key can name.
-const GRID_HALF_RANGE: i64 = 1 << 20;
-/// A single segment may cover at most this many cells (a guard against absurd scenes / exploded state).
-const MAX_CELLS_PER_SEGMENT: i64 = 1 << 16;
-/// Candidates evaluated per parallel chunk before their forces are scattered.
-const CHUNK: usize = 4096;
-
-#[inline]
-fn cell_coord(x: f32, origin: f32, inv_cell: f32) -> i64 {
-    ((x - origin) * inv_cell).floor() as i64
-}
-
-#[inline]
-fn pack_key(c: [i64; 3]) -> u64 {
-    let f = |v: i64| (v + GRID_HALF_RANGE) as u64 & 0x1F_FFFF;
-    f(c[0]) | f(c[1]) << 21 | f(c[2]) << 42
-}
-
-#[inline]
-fn bucket_of(key: u64, mask: usize) -> usize {
-    // Fibonacci hashing; the high bits are the well-mixed ones.
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
-}
-
-/// Stage `aabb_raster`: the AABB of every segment (exact, from the roots of `y'`), padded by `pad`, into
-/// `seg_lo`/`seg_hi`, the grid cell of its lower corner into `seg_cell`, and one [`CellEntry`] per grid cell (width `cell`, origin `origin`) it overlaps,
-/// appended to `entries` in segment order.
-#[allow(clippy::too_many_arguments)]
-pub fn aabb_raster(
-    segments: &[Segment],
-    pos: &[[f32; 4]],
-    pad: f32,
-    cell: f32,
-    origin: [f32; 3],
-    seg_lo: &mut [[f32; 4]],
-    seg_hi: &mut [[f32; 4]],
-    seg_cell: &mut [[i32; 4]],
-    entries: &mut Vec<CellEntry>,
-) -> Result<(), ContactError> {
-    entries.clear();
-    let inv = 1.0 / cell;
-    for (s, seg) in segments.iter().enumerate() {
-        let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
-        let (lo, hi) = segment_aabb(&q);
-        let lo = lo - V3::splat(pad);
-        let hi = hi + V3::splat(pad);
-        if !(lo.is_finite() && hi.is_finite()) {
-            let bad = seg
-                .cp
-                .iter()
-                .copied()
-                .find(|&i| !V3::<f32>::from4(pos[i as usize]).is_finite())
-                .unwrap_or(seg.cp[1]);
-            return Err(ContactError::NotFinite {
-                point: bad as usize,
-            });
-        }
-        seg_lo[s] = lo.to4(0.0);
-        seg_hi[s] = hi.to4(0.0);
-        let mut c0 = [0i64; 3];
-        let mut c1 = [0i64; 3];
-        let mut count = 1i64;
-        for a in 0..3 {
-            c0[a] = cell_coord(lo.get(a), origin[a], inv);
-            c1[a] = cell_coord(hi.get(a), origin[a], inv);
-            if c0[a] < -GRID_HALF_RANGE || c1[a] >= GRID_HALF_RANGE {
-                return Err(ContactError::Other(format!(
-                    "segment {s} lies {} grid cells from the cloth's centre, beyond the contact grid's \
-                     range of {GRID_HALF_RANGE} (contact.grid_cell = {cell} cm too small, or the cloth exploded)",
-                    c0[a].abs().max(c1[a].abs())
-                )));
-            }
-            count *= c1[a] - c0[a] + 1;
-        }
-        seg_cell[s] = [c0[0] as i32, c0[1] as i32, c0[2] as i32, 0];
-        if count > MAX_CELLS_PER_SEGMENT {
-            return Err(ContactError::Other(format!(
-                "segment {s} covers {count} grid cells (more than {MAX_CELLS_PER_SEGMENT}): contact.grid_cell = \
-                 {cell} cm is far smaller than the segments, or the cloth exploded"
-            )));
-        }
-        for z in c0[2]..=c1[2] {
-            for y in c0[1]..=c1[1] {
-                for x in c0[0]..=c1[0] {
-                    let key = pack_key([x, y, z]);
-                    entries.push(CellEntry {
-                        key_lo: key as u32,
-                        key_hi: (key >> 32) as u32,
-                        segment: s as u32,
-                        _pad: 0,
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Counting sort of `entries` by hash bucket into `sorted`; `bucket_start` gets `nb + 1` offsets.
-/// Entries of one bucket keep their (segment) order.
-fn bucket_sort(
-    entries: &[CellEntry],
-    sorted: &mut Vec<CellEntry>,
-    bucket_start: &mut Vec<u32>,
-) -> usize {
-    let nb = (2 * entries.len()).next_power_of_two().max(16);
-    let mask = nb - 1;
-    bucket_start.clear();
-    bucket_start.resize(nb + 1, 0);
-    for e in entries {
-        bucket_start[bucket_of(e.key(), mask) + 1] += 1;
-    }
-    for i in 0..nb {
-        bucket_start[i + 1] += bucket_start[i];
-    }
-    sorted.clear();
-    sorted.resize(entries.len(), CellEntry::default());
-    // Scatter with a running cursor per bucket; reuse the counts array shifted by one.
-    for e in entries {
-        let b = bucket_of(e.key(), mask);
-        let slot = bucket_start[b] as usize;
-        sorted[slot] = *e;
-        bucket_start[b] += 1;
-    }
-    // bucket_start[b] now holds the end of bucket b = start of b + 1; shift back.
-    for i in (1..=nb).rev() {
-        bucket_start[i] = bucket_start[i - 1];
-    }
-    bucket_start[0] = 0;
-    nb
-}
-
-/// Stage `candidate_pairs`: every pair of segments whose padded AABBs overlap, found through the cells
-/// they share, written to `out` as `[a, b]` with `a < b`, each pair once, in bucket order (deterministic;
-/// sort for a canonical order).
-///
-/// A pair overlapping in several cells is emitted only from the cell holding the minimum corner of the
-/// two boxes' intersection (both boxes rasterized that cell), which needs no deduplication pass. Since
-/// `floor` is monotone, that cell is the per-axis maximum of the two boxes' lower cells (`seg_cell`).
-pub fn candidate_pairs(
-    sorted: &[CellEntry],
-    bucket_start: &[u32],
-    seg_lo: &[[f32; 4]],
-    seg_hi: &[[f32; 4]],
-    seg_cell: &[[i32; 4]],
-    out: &mut Vec<[u32; 2]>,
-) {
-    out.clear();
-    for w in bucket_start.windows(2) {
-        let bucket = &sorted[w[0] as usize..w[1] as usize];
-        for (i, ea) in bucket.iter().enumerate() {
-            let key = ea.key();
-            let a = ea.segment as usize;
-            let (la, ha, ca) = (seg_lo[a], seg_hi[a], seg_cell[a]);
-            for eb in &bucket[i + 1..] {
-                if eb.key() != key {
-                    continue;
-                }
-                let b = eb.segment as usize;
-                let (lb, hb) = (seg_lo[b], seg_hi[b]);
-                let overlap = (0..3).all(|x| la[x] <= hb[x] && lb[x] <= ha[x]);
-                if !overlap {
-                    continue;
-                }
-                let cb = seg_cell[b];
-                let corner = [0, 1, 2].map(|x| ca[x].max(cb[x]) as i64);
-                if pack_key(corner) != key {
-                    continue;
-                }
-                let (s, t) = (ea.segment.min(eb.segment), ea.segment.max(eb.segment));
-                out.push([s, t]);
-            }
-        }
-    }
-}
-
-/// Stage `quadrature_points`: `out[seg * b + k] = Σ_m weights[k][m] pos[cp[m]]`.
+/// Kernel `quadrature_points`: `qpts[s·b + k] = Σ_m quad_weights[k][m] pos[cp[m]]`, with
+/// w = `quad_arc[s·b + k]` (the point's arc position, for the exclusion rule).
 pub fn quadrature_points(
+    params: &Params,
     segments: &[Segment],
     pos: &[[f32; 4]],
-    weights: &[[f32; 4]],
-    out: &mut [[f32; 4]],
+    quad_weights: &[[f32; 4]],
+    quad_arc: &[f32],
+    qpts: &mut [[f32; 4]],
 ) {
-    let b = weights.len();
-    for (s, seg) in segments.iter().enumerate() {
-        let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
-        for (k, w) in weights.iter().enumerate() {
-            let y = q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3];
-            out[s * b + k] = y.to4(0.0);
-        }
-    }
+    let b = params.quadrature as usize;
+    let n = params.num_segments as usize;
+    qpts[..n * b]
+        .par_chunks_mut(b)
+        .with_min_len(256)
+        .zip(quad_arc[..n * b].par_chunks(b))
+        .zip(segments[..n].par_iter())
+        .for_each(|((out, arc), seg)| {
+            let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
+            for ((o, w), &a) in out.iter_mut().zip(quad_weights).zip(arc) {
+                let y = q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3];
+                *o = y.to4(a);
+            }
+        });
 }
 
-/// The contact of one candidate segment pair: the force on its 8 control-point slots
-/// (`cp` of segment a, then of segment b).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CandidateForce {
-    pub force: [V3<f32>; 8],
-    pub energy: f32,
-    pub touching: u32,
-}
+/// A point of one segment outside the box of the other's quadrature points grown by
+/// `2r · PREFILTER` touches none of them (1 + 2⁻¹⁰, exact in f32): the margin dwarfs the rounding
+/// of coordinates below ~2000 cm, so the skip never drops a pair closer than `2r`. Both paths skip
+/// alike (shaders/shared/penalty.wgsl).
+pub const PREFILTER: f32 = 1.000_976_562_5;
 
-/// Evaluates all quadrature pairs of candidate `[sa, sb]` (see [`exact_contact_forces`]).
-#[allow(clippy::too_many_arguments)]
+/// Calls `f(ka, kb, x = y_a − y_b, s = |x|²)` for every touching, non-excluded quadrature pair of
+/// candidate `[sa, sb]`, in the order of `exact_contact_forces` (which is this loop): whole blocks
+/// the exclusion rule excludes are skipped, and points of `sa` outside `sb`'s grown box.
 #[inline]
-fn candidate_force(
-    sa: u32,
-    sb: u32,
+pub fn for_each_touching_pair(
+    params: &Params,
+    segments: &[Segment],
+    pair: [u32; 2],
     qpts: &[[f32; 4]],
-    weights: &[[f32; 4]],
-    seg_w: &[f32],
-    stiffness: f32,
-    r: f32,
-    excl: &Exclusion,
-) -> CandidateForce {
-    let b = weights.len();
-    let mode = excl.segment_exclusion(sa, sb);
-    let mut out = CandidateForce::default();
-    if mode == SegmentExclusion::All {
-        return out;
-    }
-    let kw = stiffness * seg_w[sa as usize] * seg_w[sb as usize];
+    seg_contact: &[SegmentContact],
+    mut f: impl FnMut(u32, u32, V3<f32>, f32),
+) {
+    let [sa, sb] = pair;
+    let b = params.quadrature;
+    let r = params.radius;
     let four_r2 = 4.0 * r * r;
-    let ya = &qpts[sa as usize * b..(sa as usize + 1) * b];
-    let yb = &qpts[sb as usize * b..(sb as usize + 1) * b];
-    // Bounds of b's quadrature points grown by 2r: a point of a outside them meets none of b's.
-    let (mut lo, mut hi) = (V3::splat(f32::INFINITY), V3::splat(f32::NEG_INFINITY));
-    for p in yb {
-        let y = V3::<f32>::from4(*p);
+    let same_yarn = segments[sa as usize].yarn == segments[sb as usize].yarn;
+    let loop_len = seg_contact[sa as usize].loop_len;
+    let arc = params.exclusion_arc;
+    let qa = &qpts[(sa * b) as usize..((sa + 1) * b) as usize];
+    let qb = &qpts[(sb * b) as usize..((sb + 1) * b) as usize];
+    let last = (b - 1) as usize;
+    if same_yarn
+        && super::block_excluded(qa[0][3], qa[last][3], qb[0][3], qb[last][3], loop_len, arc)
+    {
+        return;
+    }
+    let mut lo = V3::<f32>::from4(qb[0]);
+    let mut hi = lo;
+    for y in &qb[1..] {
+        let y = V3::from4(*y);
         lo = lo.min_el(y);
         hi = hi.max_el(y);
     }
-    let (lo, hi) = (lo - V3::splat(2.0 * r), hi + V3::splat(2.0 * r));
-    for (ka, pa) in ya.iter().enumerate() {
+    let margin = 2.0 * r * PREFILTER;
+    let (lo, hi) = (lo - V3::splat(margin), hi + V3::splat(margin));
+    for (ka, pa) in qa.iter().enumerate() {
         let yi = V3::<f32>::from4(*pa);
         if yi.x < lo.x || yi.y < lo.y || yi.z < lo.z || yi.x > hi.x || yi.y > hi.y || yi.z > hi.z {
             continue;
         }
-        for (kb, pb) in yb.iter().enumerate() {
-            let yj = V3::<f32>::from4(*pb);
-            let x = yi - yj;
-            if x.norm2() >= four_r2 {
+        for (kb, pb) in qb.iter().enumerate() {
+            let x = yi - V3::from4(*pb);
+            let s = x.x * x.x + x.y * x.y + x.z * x.z;
+            if s >= four_r2 {
                 continue;
             }
-            if mode == SegmentExclusion::Mixed && excl.excluded(sa, ka as u32, sb, kb as u32) {
+            if same_yarn && super::arc_excluded(pa[3], pb[3], loop_len, arc) {
                 continue;
             }
-            if let Some((e, g)) = super::point_pair_grad(yi, yj, kw, r) {
-                out.energy += e;
-                out.touching += 1;
-                // Force = −gradient: −c_k g on each slot, c = (w_a, −w_b).
-                let (wa, wb) = (&weights[ka], &weights[kb]);
-                for m in 0..4 {
-                    out.force[m] -= g * wa[m];
-                    out.force[4 + m] += g * wb[m];
-                }
-            }
+            f(ka as u32, kb as u32, x, s);
         }
     }
-    out
 }
 
-/// Stage `exact_contact_forces`: evaluates every candidate pair's quadrature pairs closer than `2r`
-/// (excluded same-yarn pairs skipped) and adds the forces into `force` (xyz), scattering in candidate
-/// order. Returns `(touching pairs, energy)`.
+/// One candidate of [`exact_contact_forces`]: its record, and the lowest point of a non-finite slot.
+#[inline]
+fn candidate_record(
+    params: &Params,
+    segments: &[Segment],
+    pair: [u32; 2],
+    qpts: &[[f32; 4]],
+    quad_weights: &[[f32; 4]],
+    seg_contact: &[SegmentContact],
+) -> (ContactRecord, u32) {
+    let [sa, sb] = pair;
+    let r = params.radius;
+    let kw = params.k_contact * seg_contact[sa as usize].weight * seg_contact[sb as usize].weight;
+    let mut force = [V3::<f32>::zero(); 8];
+    let mut energy = 0.0f32;
+    let mut touching = 0u32;
+    for_each_touching_pair(params, segments, pair, qpts, seg_contact, |ka, kb, x, s| {
+        let (f, df, _) = super::penalty(s, r);
+        energy += kw * f;
+        touching += 1;
+        let g = x * (2.0 * kw * df);
+        let (wa, wb) = (&quad_weights[ka as usize], &quad_weights[kb as usize]);
+        for m in 0..4 {
+            force[m] = force[m] - g * wa[m];
+            force[4 + m] = force[4 + m] + g * wb[m];
+        }
+    });
+    let mut rec = ContactRecord {
+        energy,
+        touching,
+        ..ContactRecord::default()
+    };
+    let mut bad = u32::MAX;
+    for m in 0..8 {
+        rec.force[m] = force[m].to4(0.0);
+        if !force[m].is_finite() {
+            let seg = &segments[pair[m / 4] as usize];
+            bad = bad.min(seg.cp[m % 4]);
+        }
+    }
+    (rec, bad)
+}
+
+/// Kernel `exact_contact_forces`: for every candidate `c < min(count, capacity)` of
+/// `counters.candidate_pairs`, the touching, non-excluded quadrature pairs of
+/// [`for_each_touching_pair`] add their force `−∂E/∂y_i` spread through the basis weights,
+/// `κw = k_contact · weight_a · weight_b`. A touching candidate writes its [`ContactRecord`] (others
+/// leave theirs alone) and adds its pairs to `counters.touching_pairs.count`;
+/// `touch_offsets[c]` = 1 when it touches, else 0, for every `c ≤ capacity`. A non-finite slot
+/// force raises `ERROR_CONTACT_NOT_FINITE` with the lowest such point in `first_bad_point`.
 #[allow(clippy::too_many_arguments)]
 pub fn exact_contact_forces(
+    params: &Params,
     segments: &[Segment],
     candidates: &[[u32; 2]],
     qpts: &[[f32; 4]],
-    weights: &[[f32; 4]],
-    seg_w: &[f32],
-    stiffness: f32,
-    r: f32,
-    excl: &Exclusion,
-    cand_out: &mut Vec<CandidateForce>,
-    force: &mut [[f32; 4]],
-) -> Result<(u64, f64), ContactError> {
-    let mut touching = 0u64;
-    let mut energy = 0f64;
-    cand_out.resize(CHUNK.min(candidates.len()), CandidateForce::default());
-    for chunk in candidates.chunks(CHUNK) {
-        let outs = &mut cand_out[..chunk.len()];
-        outs.par_iter_mut()
-            .zip(chunk.par_iter())
-            .for_each(|(o, c)| {
-                *o = candidate_force(c[0], c[1], qpts, weights, seg_w, stiffness, r, excl);
-            });
-        for (o, c) in outs.iter().zip(chunk) {
-            if o.touching == 0 {
-                continue;
+    quad_weights: &[[f32; 4]],
+    seg_contact: &[SegmentContact],
+    contact_records: &mut [ContactRecord],
+    touch_offsets: &mut [u32],
+    counters: &mut Counters,
+) {
+    let cap_c = counters.candidate_pairs.capacity as usize;
+    let count = (counters.candidate_pairs.count as usize).min(cap_c);
+    let (touching, bad) = contact_records[..count]
+        .par_iter_mut()
+        .with_min_len(64)
+        .zip(touch_offsets[..count].par_iter_mut())
+        .zip(candidates[..count].par_iter())
+        .map(|((rec, flag), &pair)| {
+            let (r, bad) =
+                candidate_record(params, segments, pair, qpts, quad_weights, seg_contact);
+            *flag = (r.touching > 0) as u32;
+            if r.touching > 0 {
+                *rec = r;
             }
-            touching += o.touching as u64;
-            energy += o.energy as f64;
-            let (a, b) = (&segments[c[0] as usize], &segments[c[1] as usize]);
-            for m in 0..8 {
-                let p = if m < 4 { a.cp[m] } else { b.cp[m - 4] } as usize;
-                let f = o.force[m];
-                if !f.is_finite() {
-                    return Err(ContactError::NotFinite { point: p });
-                }
-                force[p][0] += f.x;
-                force[p][1] += f.y;
-                force[p][2] += f.z;
-            }
-        }
+            (r.touching, bad)
+        })
+        .reduce(|| (0, u32::MAX), |a, b| (a.0 + b.0, a.1.min(b.1)));
+    touch_offsets[count..=cap_c].fill(0);
+    counters.touching_pairs.count += touching;
+    if bad != u32::MAX {
+        counters.errors |= ERROR_CONTACT_NOT_FINITE;
+        counters.first_bad_point = counters.first_bad_point.min(bad);
     }
-    Ok((touching, energy))
+}
+
+/// Kernel `contact_slots`: slot `j = 8r + m` of the gather table (`8 · touching_records.capacity`)
+/// gets key = the control point of slot `m` of the `r`-th touching candidate `c` (from the scanned
+/// `touch_offsets`), value `8c + m`; slots past the touching records get key `num_points` (the
+/// sentinel), value `u32::MAX`. Records the number of touching records and its overflow flag in
+/// `counters.touching_records`.
+pub fn contact_slots(
+    params: &Params,
+    segments: &[Segment],
+    candidates: &[[u32; 2]],
+    touch_offsets: &[u32],
+    counters: &mut Counters,
+    gather_slots: &mut [KeyValue],
+) {
+    let cap_c = counters.candidate_pairs.capacity;
+    let cap_t = counters.touching_records.capacity;
+    let total = touch_offsets[cap_c as usize];
+    counters.touching_records.count = total;
+    if total > cap_t {
+        counters.touching_records.overflow = 1;
+    }
+    gather_slots[..8 * cap_t as usize]
+        .par_chunks_mut(8)
+        .with_min_len(512)
+        .enumerate()
+        .for_each(|(r, out)| {
+            let r = r as u32;
+            if r >= total {
+                out.fill(KeyValue {
+                    key_lo: params.num_points,
+                    key_hi: 0,
+                    value: u32::MAX,
+                    _pad: 0,
+                });
+                return;
+            }
+            let c = grid::upper_segment(touch_offsets, cap_c, r);
+            let pair = candidates[c as usize];
+            for (m, kv) in out.iter_mut().enumerate() {
+                *kv = KeyValue {
+                    key_lo: segments[pair[m / 4] as usize].cp[m % 4],
+                    key_hi: 0,
+                    value: 8 * c + m as u32,
+                    _pad: 0,
+                };
+            }
+        });
+}
+
+/// Kernel `contact_gather`: `force[p]` (xyz) += the slot forces of the records naming point `p`,
+/// in the order of the sorted `gather_slots` (candidate, then slot); more than [`MAX_GATHER`]
+/// raises `ERROR_GATHER_FULL` and the rest are not added.
+pub fn contact_gather(
+    params: &Params,
+    gather_slots: &[KeyValue],
+    contact_records: &[ContactRecord],
+    counters: &mut Counters,
+    force: &mut [[f32; 4]],
+) {
+    let n = 8 * counters.touching_records.capacity as usize;
+    let slots = &gather_slots[..n];
+    let full = force[..params.num_points as usize]
+        .par_iter_mut()
+        .with_min_len(1024)
+        .enumerate()
+        .map(|(p, f)| {
+            let p = p as u32;
+            let start = slots.partition_point(|s| s.key_lo < p);
+            let mut acc = V3::<f32>::from4(*f);
+            let mut full = false;
+            for (k, s) in slots[start..].iter().enumerate() {
+                if s.key_lo != p {
+                    break;
+                }
+                if k as u32 == MAX_GATHER {
+                    full = true;
+                    break;
+                }
+                let rec = &contact_records[(s.value / 8) as usize];
+                acc += V3::from4(rec.force[(s.value % 8) as usize]);
+            }
+            *f = acc.to4(f[3]);
+            full
+        })
+        .reduce(|| false, |a, b| a || b);
+    if full {
+        counters.errors |= ERROR_GATHER_FULL;
+    }
+}
+
+/// The bit length of `n`: the key bits of a sort whose largest key is `n`.
+pub fn key_bits(n: u32) -> u32 {
+    32 - n.leading_zeros()
 }
 
 /// The exact contact model (`contact.model = "exact"`): the full penalty force of every touching
 /// quadrature pair, every step. Owns all scratch buffers, so a warmed-up step does not allocate.
+///
+/// The grid origin is the centroid of the positions of the first [`Self::detect`] on a topology,
+/// then kept (a fixed origin keeps the cell keys, and so the summation order, a function of the
+/// positions alone; keys reach 2²⁰ cells either side, kilometres at any sensible cell width).
 #[derive(Debug)]
 pub struct ExactContact {
-    r: f32,
-    stiffness: f32,
-    cell: f32,
     params: ContactParams,
     table: QuadratureTable,
     /// Topology the per-segment tables below were built for: (segments, yarns, edges).
     topo_sig: (usize, usize, usize),
     excl: Exclusion,
-    seg_w: Vec<f32>,
+    /// The kernels' `params` (the contact fields, counts and grid frame).
+    kp: Params,
+    origin: Option<[f32; 3]>,
+    seg_contact: Vec<SegmentContact>,
+    seg_box: Vec<SegmentBox>,
     seg_lo: Vec<[f32; 4]>,
     seg_hi: Vec<[f32; 4]>,
-    seg_cell: Vec<[i32; 4]>,
-    entries: Vec<CellEntry>,
-    sorted: Vec<CellEntry>,
-    bucket_start: Vec<u32>,
+    grid_offsets: Vec<u32>,
+    entries: Vec<KeyValue>,
+    cand_offsets: Vec<u32>,
     candidates: Vec<[u32; 2]>,
     qpts: Vec<[f32; 4]>,
-    cand_out: Vec<CandidateForce>,
+    records: Vec<ContactRecord>,
+    touch_offsets: Vec<u32>,
+    /// The topology's segments (the touching-pair walk needs their yarns).
+    topo_segments: Vec<Segment>,
+    slots: Vec<KeyValue>,
+    sort_scratch: Vec<KeyValue>,
+    sort_hist: Vec<u32>,
+    scan_partials: Vec<u32>,
+    counters: Counters,
     last_energy: f64,
     last_touching: u64,
+    /// Whether `records` belong to the current `candidates` (set by the forces, cleared by detect).
+    records_valid: bool,
     /// Per-segment flags of [`ContactForce::add_step_rebuilds`] (sized with the segment tables).
     seg_touched: Vec<bool>,
 }
@@ -408,118 +379,337 @@ impl ExactContact {
                 params.exclusion_arc
             )));
         }
+        let kp = Params {
+            radius,
+            k_contact: params.stiffness,
+            quadrature: b,
+            grid_cell: params.grid_cell,
+            exclusion_arc: params.exclusion_arc,
+            ..Params::default()
+        };
         Ok(ExactContact {
-            r: radius,
-            stiffness: params.stiffness,
-            cell: params.grid_cell,
             params: params.clone(),
             table: QuadratureTable::new(b),
             topo_sig: (usize::MAX, 0, 0),
             excl: Exclusion::default(),
-            seg_w: Vec::new(),
+            kp,
+            origin: None,
+            seg_contact: Vec::new(),
+            seg_box: Vec::new(),
             seg_lo: Vec::new(),
             seg_hi: Vec::new(),
-            seg_cell: Vec::new(),
+            grid_offsets: Vec::new(),
             entries: Vec::new(),
-            sorted: Vec::new(),
-            bucket_start: Vec::new(),
+            cand_offsets: Vec::new(),
             candidates: Vec::new(),
             qpts: Vec::new(),
-            cand_out: Vec::new(),
+            records: Vec::new(),
+            touch_offsets: Vec::new(),
+            topo_segments: Vec::new(),
+            slots: Vec::new(),
+            sort_scratch: Vec::new(),
+            sort_hist: Vec::new(),
+            scan_partials: Vec::new(),
+            counters: Counters::default(),
             last_energy: 0.0,
             last_touching: 0,
+            records_valid: false,
             seg_touched: Vec::new(),
         })
     }
 
-    fn prepare(&mut self, topo: &Topology) {
+    fn prepare(&mut self, topo: &Topology, num_points: usize) {
+        self.kp.num_points = num_points as u32;
         let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
         if sig == self.topo_sig {
             return;
         }
         self.topo_sig = sig;
+        self.origin = None;
         self.excl = Exclusion::new(topo, &self.params);
+        self.topo_segments = topo.segments.clone();
         let b = self.table.b as f32;
-        self.seg_w = topo
+        self.seg_contact = topo
             .segments
             .iter()
-            .map(|s| topo.edges[s.edge as usize].rest_length / b)
+            .enumerate()
+            .map(|(s, seg)| SegmentContact {
+                weight: topo.edges[seg.edge as usize].rest_length / b,
+                loop_len: self.excl.loop_len(s as u32),
+                _pad: [0; 2],
+            })
             .collect();
         let n = topo.segments.len();
+        self.kp.num_segments = n as u32;
+        self.seg_box.resize(n, SegmentBox::default());
         self.seg_lo.resize(n, [0.0; 4]);
         self.seg_hi.resize(n, [0.0; 4]);
-        self.seg_cell.resize(n, [0; 4]);
+        self.grid_offsets.resize(n + 1, 0);
         self.qpts.resize(n * self.table.b as usize, [0.0; 4]);
         self.seg_touched.resize(n, false);
     }
 
-    /// Calls `f(sa, ka, sb, kb)` for every touching, non-excluded quadrature pair among the candidates
-    /// of the last [`Self::detect`], in candidate order.
-    fn for_each_touching(&self, mut f: impl FnMut(u32, u32, u32, u32)) {
-        let b = self.table.b;
-        let four_r2 = 4.0 * self.r * self.r;
-        for &[sa, sb] in &self.candidates {
-            if self.excl.segment_exclusion(sa, sb) == SegmentExclusion::All {
-                continue;
-            }
-            for ka in 0..b {
-                let yi = V3::<f32>::from4(self.qpts[(sa * b + ka) as usize]);
-                for kb in 0..b {
-                    let yj = V3::<f32>::from4(self.qpts[(sb * b + kb) as usize]);
-                    if (yi - yj).norm2() < four_r2 && !self.excl.excluded(sa, ka, sb, kb) {
-                        f(sa, ka, sb, kb);
-                    }
-                }
-            }
+    /// The error of the bits raised so far this step, if any.
+    fn check(&self) -> Result<(), ContactError> {
+        let c = &self.counters;
+        let cell = self.params.grid_cell;
+        if c.errors & (ERROR_NAN_POSITION | ERROR_CONTACT_NOT_FINITE) != 0 {
+            return Err(ContactError::NotFinite {
+                point: c.first_bad_point as usize,
+            });
         }
-    }
-
-    /// Runs `aabb_raster`, `candidate_pairs` and `quadrature_points` for positions `pos`.
-    pub fn detect(&mut self, topo: &Topology, pos: &[[f32; 4]]) -> Result<(), ContactError> {
-        self.prepare(topo);
-        // Grid origin: the control points' centroid (DESIGN §5.1), so keys stay small.
-        let mut c = [0f64; 3];
-        for p in pos {
-            for a in 0..3 {
-                c[a] += p[a] as f64;
-            }
+        if c.errors & ERROR_GRID_RANGE != 0 {
+            return Err(ContactError::Other(format!(
+                "a segment lies beyond the contact grid's range of {} cells from its origin or covers \
+                 more than {} cells (contact.grid_cell = {cell} cm too small, or the cloth exploded)",
+                grid::GRID_HALF_RANGE,
+                grid::MAX_CELLS_PER_SEGMENT
+            )));
         }
-        let n = pos.len().max(1) as f64;
-        let origin = c.map(|v| (v / n) as f32);
-        if !origin.iter().all(|v| v.is_finite()) {
-            let bad = pos
-                .iter()
-                .position(|p| !p[..3].iter().all(|v| v.is_finite()))
-                .unwrap_or(0);
-            return Err(ContactError::NotFinite { point: bad });
+        if c.errors & ERROR_GRID_CELL_FULL != 0 {
+            return Err(ContactError::Other(format!(
+                "a contact grid cell holds more than {} segments (contact.grid_cell = {cell} cm too \
+                 large, or the cloth collapsed onto itself)",
+                grid::MAX_CELL_RUN
+            )));
         }
-        // Pad by r and a relative hair, so a pair at exactly 2r after f32 rounding is still a candidate.
-        let pad = self.r * (1.0 + 1e-4);
-        aabb_raster(
-            &topo.segments,
-            pos,
-            pad,
-            self.cell,
-            origin,
-            &mut self.seg_lo,
-            &mut self.seg_hi,
-            &mut self.seg_cell,
-            &mut self.entries,
-        )?;
-        bucket_sort(&self.entries, &mut self.sorted, &mut self.bucket_start);
-        candidate_pairs(
-            &self.sorted,
-            &self.bucket_start,
-            &self.seg_lo,
-            &self.seg_hi,
-            &self.seg_cell,
-            &mut self.candidates,
-        );
-        quadrature_points(&topo.segments, pos, &self.table.weights, &mut self.qpts);
+        if c.errors & ERROR_GATHER_FULL != 0 {
+            return Err(ContactError::Other(format!(
+                "a control point is in more than {MAX_GATHER} touching contact slots (the cloth \
+                 collapsed onto itself)"
+            )));
+        }
         Ok(())
     }
 
-    /// Candidate segment pairs found by the last [`Self::detect`] (`a < b`, in bucket order).
+    /// Runs the grid and candidate stages and `quadrature_points` for positions `pos`.
+    pub fn detect(&mut self, topo: &Topology, pos: &[[f32; 4]]) -> Result<(), ContactError> {
+        self.prepare(topo, pos.len());
+        if self.origin.is_none() {
+            let o = grid::grid_origin(pos).ok_or_else(|| ContactError::NotFinite {
+                point: pos
+                    .iter()
+                    .position(|p| !p[..3].iter().all(|v| v.is_finite()))
+                    .unwrap_or(0),
+            })?;
+            self.origin = Some(o);
+            grid::set_grid_frame(&mut self.kp, o);
+        }
+        let kp = self.kp;
+        let n = topo.segments.len();
+        self.records_valid = false;
+        self.counters = Counters {
+            first_bad_point: u32::MAX,
+            ..Counters::default()
+        };
+        aabb_raster(
+            &kp,
+            &topo.segments,
+            pos,
+            &mut self.seg_box,
+            &mut self.grid_offsets,
+            &mut self.counters,
+        );
+        self.check()?;
+        scan::exclusive_scan(&mut self.grid_offsets, &mut self.scan_partials);
+        let total = self.grid_offsets[n];
+        self.counters.grid_entries.capacity = total;
+        resize_with_headroom(&mut self.entries, total as usize, KeyValue::default());
+        grid_write(
+            &kp,
+            &self.seg_box,
+            &self.grid_offsets,
+            &mut self.entries,
+            &mut self.counters,
+        );
+        sort::radix_sort(
+            &mut self.entries,
+            64,
+            &mut self.sort_scratch,
+            &mut self.sort_hist,
+            &mut self.scan_partials,
+        );
+        resize_with_headroom(&mut self.cand_offsets, total as usize + 1, 0);
+        candidate_count(
+            &kp,
+            &self.entries,
+            &self.seg_box,
+            &mut self.cand_offsets,
+            &mut self.counters,
+        );
+        self.check()?;
+        scan::exclusive_scan(&mut self.cand_offsets, &mut self.scan_partials);
+        let total_c = self.cand_offsets[total as usize];
+        self.counters.candidate_pairs.capacity = total_c;
+        resize_with_headroom(&mut self.candidates, total_c as usize, [0; 2]);
+        candidate_write(
+            &kp,
+            &self.entries,
+            &self.seg_box,
+            &self.cand_offsets,
+            &mut self.candidates,
+            &mut self.counters,
+        );
+        quadrature_points(
+            &kp,
+            &topo.segments,
+            pos,
+            &self.table.weights,
+            self.excl.quad_arc(),
+            &mut self.qpts,
+        );
+        for (b, (lo, hi)) in self
+            .seg_box
+            .iter()
+            .zip(self.seg_lo.iter_mut().zip(self.seg_hi.iter_mut()))
+        {
+            *lo = b.lo;
+            *hi = b.hi;
+        }
+        Ok(())
+    }
+
+    /// `exact_contact_forces`, `contact_slots`, the sort and `contact_gather` after a
+    /// [`Self::detect`]: adds the contact force into `force`; returns (touching pairs, energy).
+    fn forces(
+        &mut self,
+        topo: &Topology,
+        force: &mut [[f32; 4]],
+    ) -> Result<(u64, f64), ContactError> {
+        let kp = self.kp;
+        let cap_c = self.counters.candidate_pairs.capacity as usize;
+        resize_with_headroom(&mut self.records, cap_c, ContactRecord::default());
+        resize_with_headroom(&mut self.touch_offsets, cap_c + 1, 0);
+        exact_contact_forces(
+            &kp,
+            &topo.segments,
+            &self.candidates,
+            &self.qpts,
+            &self.table.weights,
+            &self.seg_contact,
+            &mut self.records,
+            &mut self.touch_offsets,
+            &mut self.counters,
+        );
+        self.check()?;
+        scan::exclusive_scan(&mut self.touch_offsets, &mut self.scan_partials);
+        let cap_t = self.touch_offsets[cap_c];
+        self.counters.touching_records.capacity = cap_t;
+        resize_with_headroom(&mut self.slots, 8 * cap_t as usize, KeyValue::default());
+        contact_slots(
+            &kp,
+            &topo.segments,
+            &self.candidates,
+            &self.touch_offsets,
+            &mut self.counters,
+            &mut self.slots,
+        );
+        sort::radix_sort(
+            &mut self.slots,
+            key_bits(kp.num_points),
+            &mut self.sort_scratch,
+            &mut self.sort_hist,
+            &mut self.scan_partials,
+        );
+        contact_gather(
+            &kp,
+            &self.slots,
+            &self.records,
+            &mut self.counters,
+            force,
+        );
+        self.check()?;
+        self.records_valid = true;
+        let energy = self.touching_records().map(|(_, r)| r.energy as f64).sum();
+        Ok((self.counters.touching_pairs.count as u64, energy))
+    }
+
+    /// The candidates with a touching pair and their records, after the last step's forces.
+    fn touching_records(&self) -> impl Iterator<Item = (&[u32; 2], &ContactRecord)> + '_ {
+        let n = self.candidates.len();
+        (0..n)
+            .filter(|&c| self.touch_offsets[c + 1] > self.touch_offsets[c])
+            .map(|c| (&self.candidates[c], &self.records[c]))
+    }
+
+    /// Calls `f(sa, ka, sb, kb)` for every touching, non-excluded quadrature pair among the candidates
+    /// of the last [`Self::detect`], in candidate order (the decisions of `exact_contact_forces`).
+    fn for_each_touching(&self, mut f: impl FnMut(u32, u32, u32, u32)) {
+        for &pair in &self.candidates {
+            for_each_touching_pair(
+                &self.kp,
+                &self.topo_segments,
+                pair,
+                &self.qpts,
+                &self.seg_contact,
+                |ka, kb, _, _| f(pair[0], ka, pair[1], kb),
+            );
+        }
+    }
+
+    /// The kernels' `params` of the last [`Self::detect`] (contact fields, counts, grid frame).
+    pub fn kernel_params(&self) -> &Params {
+        &self.kp
+    }
+
+    /// The grid origin in use (`None` before the first [`Self::detect`] on this topology).
+    pub fn grid_origin(&self) -> Option<[f32; 3]> {
+        self.origin
+    }
+
+    /// The counters of the last step's stages.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The quadrature basis weights (`quad_weights`, b entries).
+    pub fn quad_weights(&self) -> &[[f32; 4]] {
+        &self.table.weights
+    }
+
+    /// The same-yarn exclusion tables (`quad_arc` comes from here).
+    pub fn exclusion(&self) -> &Exclusion {
+        &self.excl
+    }
+
+    /// Per segment weight and loop length (`seg_contact`).
+    pub fn segment_contact(&self) -> &[SegmentContact] {
+        &self.seg_contact
+    }
+
+    /// The padded boxes and cell boxes of the last [`Self::detect`] (`seg_box`).
+    pub fn segment_grid_boxes(&self) -> &[SegmentBox] {
+        &self.seg_box
+    }
+
+    /// The scanned `grid_offsets` of the last [`Self::detect`] (`num_segments + 1`).
+    pub fn grid_offsets(&self) -> &[u32] {
+        &self.grid_offsets
+    }
+
+    /// The grid entries of the last [`Self::detect`], sorted by cell key.
+    pub fn grid_entries(&self) -> &[KeyValue] {
+        &self.entries
+    }
+
+    /// The contact records of the last step (one per candidate; valid where the candidate touches,
+    /// see [`Self::touch_offsets`]).
+    pub fn records(&self) -> &[ContactRecord] {
+        &self.records
+    }
+
+    /// The scanned touch flags of the last step: candidate `c` touches when
+    /// `touch_offsets[c + 1] > touch_offsets[c]`.
+    pub fn touch_offsets(&self) -> &[u32] {
+        &self.touch_offsets
+    }
+
+    /// The sorted point → slot table of the last step.
+    pub fn slots(&self) -> &[KeyValue] {
+        &self.slots
+    }
+
+    /// Candidate segment pairs found by the last [`Self::detect`] (`a < b`, in cell-key order).
     pub fn candidates(&self) -> &[[u32; 2]] {
         &self.candidates
     }
@@ -575,18 +765,7 @@ impl ContactForce for ExactContact {
     ) -> Result<(), ContactError> {
         let t0 = std::time::Instant::now();
         self.detect(topo, pos)?;
-        let (touching, energy) = exact_contact_forces(
-            &topo.segments,
-            &self.candidates,
-            &self.qpts,
-            &self.table.weights,
-            &self.seg_w,
-            self.stiffness,
-            self.r,
-            &self.excl,
-            &mut self.cand_out,
-            force,
-        )?;
+        let (touching, energy) = self.forces(topo, force)?;
         self.last_energy = energy;
         self.last_touching = touching;
         stats.set("touching_pairs", touching as f64);
@@ -598,9 +777,9 @@ impl ContactForce for ExactContact {
     /// The exact model keeps no contact models: every touching pair's force is computed afresh every
     /// step, which is a rebuild of everything in contact. So each segment with a touching pair in the
     /// last step counts one rebuild, and over a frame a segment counts the steps it was in contact
-    /// (under `--color updates` everything that touched for 13 or more steps is pure red). The pairs
-    /// are those of the last [`Self::detect`] (the positions the forces were computed at), re-tested
-    /// here, so recording costs a second pass over the candidates.
+    /// (under `--color updates` everything that touched for 13 or more steps is pure red). The
+    /// segments are those of the last step's touching records (or, when a detection ran since, the
+    /// touching pairs of its candidates, re-tested).
     fn add_step_rebuilds(&mut self, topo: &Topology, counts: &mut [f32]) -> bool {
         if self.seg_touched.len() != topo.segments.len() {
             // No step has run on this topology yet: nothing was computed.
@@ -608,10 +787,17 @@ impl ContactForce for ExactContact {
         }
         let mut touched = std::mem::take(&mut self.seg_touched);
         touched.fill(false);
-        self.for_each_touching(|sa, _, sb, _| {
-            touched[sa as usize] = true;
-            touched[sb as usize] = true;
-        });
+        if self.records_valid {
+            for (c, _) in self.touching_records() {
+                touched[c[0] as usize] = true;
+                touched[c[1] as usize] = true;
+            }
+        } else {
+            self.for_each_touching(|sa, _, sb, _| {
+                touched[sa as usize] = true;
+                touched[sb as usize] = true;
+            });
+        }
         for (c, &t) in counts.iter_mut().zip(&touched) {
             if t {
                 *c += 1.0;

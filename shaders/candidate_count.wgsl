@@ -1,0 +1,53 @@
+// candidate_count: cand_offsets[i] = the candidate segment pairs that entry i of the sorted grid
+// entries emits: pairs with each later entry of the same cell whose padded box overlaps its own,
+// counted only in the lowest cell both boxes cover (grid.wgsl pair_here), so every pair is
+// emitted once. cand_offsets[capacity] = 0 (the scan's trailing element). A cell run longer than
+// MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. CPU twin: contact::grid::candidate_count.
+// One thread per slot of counters.grid_entries.capacity, plus one.
+// Loop bound: MAX_CELL_RUN = 4096 later entries of the cell.
+
+#import layout
+#import grid
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> grid_entries: array<KeyValue>;
+@group(0) @binding(2) var<storage, read> seg_box: array<SegmentBox>;
+@group(0) @binding(3) var<storage, read_write> cand_offsets: array<u32>;
+@group(0) @binding(4) var<storage, read_write> counters: Counters;
+
+@compute @workgroup_size(256)
+fn candidate_count(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    let cap = counters.grid_entries.capacity;
+    if i >= cap {
+        if i == cap {
+            cand_offsets[i] = 0u;
+        }
+        return;
+    }
+    let e = grid_entries[i];
+    var count = 0u;
+    if e.key_hi != GRID_SENTINEL {
+        let ba = seg_box[e.value];
+        var j = i + 1u;
+        for (var steps = 0u; j < cap; steps = steps + 1u) {
+            let o = grid_entries[j];
+            if o.key_lo != e.key_lo || o.key_hi != e.key_hi {
+                break;
+            }
+            if steps == MAX_CELL_RUN {
+                atomicOr(&counters.errors, ERROR_GRID_CELL_FULL);
+                break;
+            }
+            if pair_here(e, ba, seg_box[o.value]) {
+                count = count + 1u;
+            }
+            j = j + 1u;
+        }
+    }
+    cand_offsets[i] = count;
+}

@@ -1,0 +1,28 @@
+// frame_transport: first stage of material_frames: each edge's reference director transported
+// through time onto the edge's new tangent, re-orthonormalised; θ kept (CPU twin:
+// rod::frame_transport, per edge rod::transport_frame). One thread per edge; no loops.
+
+#import rod
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> edges: array<Edge>;
+@group(0) @binding(2) var<storage, read> pos: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> frames: array<EdgeFrame>;
+
+@compute @workgroup_size(256)
+fn frame_transport(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    if i >= params.num_edges {
+        return;
+    }
+    let e = edges[i];
+    let f = frames[i];
+    let t = normalized3(pos[e.b].xyz - pos[e.a].xyz);
+    let u = parallel_transport(f.u.xyz, f.t.xyz, t);
+    let un = normalized3(u - t * dot3(u, t));
+    frames[i] = EdgeFrame(vec4<f32>(un, f.u.w), vec4<f32>(t, 0.0));
+}

@@ -1,0 +1,74 @@
+// length_assemble: stage length_projection, projection length_level.x + 1 (only while
+// counters.length_iterations equals it): row k of level 0 of length_sys for every edge k,
+// (diagonal w_a + w_b, coupling to the previous row −w_a t_{k−1}·t_k, r = C_k, z = 0); an inert row
+// (both ends immovable) is (1, 0, 0, 0), a yarn's first row has no coupling (yarns are decoupled
+// blocks of one system); for a closed yarn of 3 or more edges, Sherman–Morrison: with γ = −d₀ and
+// corner = −w t_last·t_first, the first diagonal gets −γ and z = γ, the last gets −corner²/γ and
+// z = corner (CPU twin: length::length_assemble). One thread per edge; no loops.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<uniform> length_level: vec4<u32>;
+@group(0) @binding(2) var<storage, read> yarns: array<Yarn>;
+@group(0) @binding(3) var<storage, read> edges: array<Edge>;
+@group(0) @binding(4) var<storage, read> inv_mass: array<f32>;
+@group(0) @binding(5) var<storage, read> length_dir: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> length_sys: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> counters: Counters;
+
+fn dot3(a: vec4<f32>, b: vec4<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+@compute @workgroup_size(256)
+fn length_assemble(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let k = thread_index(wid, nwg, lid, 256u);
+    if k >= params.num_edges || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+        return;
+    }
+    let e = edges[k];
+    let y = yarns[e.yarn];
+    let i = k - y.first_edge;
+    let wa = inv_mass[e.a];
+    let wb = inv_mass[e.b];
+    let dk = length_dir[k];
+    var d = 1.0;
+    var r = 0.0;
+    if wa + wb > 0.0 {
+        d = wa + wb;
+        r = dk.w;
+    }
+    var o = 0.0;
+    if i > 0u {
+        o = -wa * dot3(length_dir[k - 1u], dk);
+    }
+    var z = 0.0;
+    if y.closed != 0u && y.num_edges >= 3u {
+        // The Sherman–Morrison terms (recomputed the same way by length_cyclic).
+        let f = y.first_edge;
+        let l = f + y.num_edges - 1u;
+        let ef = edges[f];
+        let wfa = inv_mass[ef.a];
+        let wf = wfa + inv_mass[ef.b];
+        var d0 = 1.0;
+        if wf > 0.0 {
+            d0 = wf;
+        }
+        let gamma = -d0;
+        let corner = -wfa * dot3(length_dir[l], length_dir[f]);
+        if i == 0u {
+            d = d - gamma;
+            z = gamma;
+        }
+        if i == y.num_edges - 1u {
+            d = d - corner * corner / gamma;
+            z = corner;
+        }
+    }
+    length_sys[k] = vec4<f32>(d, o, r, z);
+}

@@ -1,0 +1,40 @@
+// length_error: stage length_projection, iteration length_level.x (only while
+// counters.length_iterations equals it): per edge, the unit direction t and the constraint value
+// C = |x_b − x_a| − ℓ at x = q + length_disp into length_dir (xyz: t, w: C), and the largest relative
+// error |C / ℓ| into counters.length_error_bits by atomicMax on its bits (NaN and ∞ as +∞)
+// (CPU twin: length::length_error). The edge vector is formed from differences (q_b − q_a plus
+// d_b − d_a) so it keeps its precision far from the origin. One thread per edge; no loops.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<uniform> length_level: vec4<u32>;
+@group(0) @binding(2) var<storage, read> edges: array<Edge>;
+@group(0) @binding(3) var<storage, read> pos: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> length_disp: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> length_dir: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> counters: Counters;
+
+@compute @workgroup_size(256)
+fn length_error(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let k = thread_index(wid, nwg, lid, 256u);
+    if k >= params.num_edges || atomicLoad(&counters.length_iterations) != length_level.x {
+        return;
+    }
+    let e = edges[k];
+    let v = (pos[e.b].xyz - pos[e.a].xyz) + (length_disp[e.b].xyz - length_disp[e.a].xyz);
+    let len = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
+    let c = len - e.rest_length;
+    var t = v;
+    if len > 0.0 {
+        t = v / len;
+    }
+    length_dir[k] = vec4<f32>(t, c);
+    // Bits of the non-negative error order like the floats; anything above +∞'s bits is a NaN.
+    let bits = min(bitcast<u32>(abs(c / e.rest_length)), 0x7f800000u);
+    atomicMax(&counters.length_error_bits, bits);
+}

@@ -1,0 +1,111 @@
+// length_reduce: stage length_projection, projection length_level.x + 1 (only while
+// counters.length_iterations equals it), on the level of length_sys at rows
+// length_level.y .. length_level.y + length_level.z: one level of the partitioned tridiagonal solver
+// (CPU twin: length::length_reduce). Rows are (diagonal, coupling to the previous row, r, z). The
+// level is cut into blocks of BLOCK rows, the last row of each being its separator; thread j writes
+// row j of the next level (right after this one), the Schur complement on the separators: separator
+// j's row minus what block j's interior gives it (forward sweep, which also gives the coupling to
+// separator j − 1) and what block j+1's interior gives it (backward sweep). When the next level has
+// one row, thread 0 writes its solution (d, 0, r/d, z/d) instead.
+// Loop bound: 2 (BLOCK − 2) = 60 iterations per thread (two sweeps over at most BLOCK − 1 interior
+// rows), whatever the number of rows.
+
+#import layout
+
+const BLOCK: u32 = 32u;
+
+// a b, but exactly 0 when either factor is 0 even if the other is not finite (length::mul0): the
+// products that cross a zero coupling (between yarns) keep a NaN in its own yarn.
+fn mul0(a: f32, b: f32) -> f32 {
+    if a == 0.0 || b == 0.0 {
+        return 0.0;
+    }
+    return a * b;
+}
+
+// a / b, but exactly 0 when a is 0 (length::div0).
+fn div0(a: f32, b: f32) -> f32 {
+    if a == 0.0 {
+        return 0.0;
+    }
+    return a / b;
+}
+
+@group(0) @binding(0) var<uniform> length_level: vec4<u32>;
+@group(0) @binding(1) var<storage, read_write> length_sys: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> counters: Counters;
+
+@compute @workgroup_size(64)
+fn length_reduce(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let j = thread_index(wid, nwg, lid, 64u);
+    let off = length_level.y;
+    let n = length_level.z;
+    let nb = (n + BLOCK - 1u) / BLOCK;
+    if j >= nb || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+        return;
+    }
+    let s = j * BLOCK;
+    let sep = min(s + BLOCK, n) - 1u;
+    let row = length_sys[off + sep];
+    var dd = row.x;
+    var rr = row.z;
+    var zz = row.w;
+    var oo = row.y; // no interior: the previous separator is the row before
+    if sep > s {
+        // Block j's interior s .. sep, top-down: beta, rho, zeta end as the last interior row's
+        // pivot and right-hand sides; g / beta is (T⁻¹)[last, first].
+        let first = length_sys[off + s];
+        var beta = first.x;
+        var rho = first.z;
+        var zeta = first.w;
+        var g = 1.0;
+        for (var i = s + 1u; i < sep; i = i + 1u) {
+            let ri = length_sys[off + i];
+            let w = div0(ri.y, beta);
+            beta = ri.x - mul0(ri.y, w);
+            rho = ri.z - mul0(w, rho);
+            zeta = ri.w - mul0(w, zeta);
+            g = -mul0(w, g);
+        }
+        let cr = row.y;
+        let q = div0(cr, beta);
+        dd = dd - mul0(q, cr);
+        rr = rr - mul0(q, rho);
+        zz = zz - mul0(q, zeta);
+        oo = -mul0(first.y, mul0(q, g));
+    }
+    if j + 1u < nb {
+        // Block j+1's interior s2 .. sep2, bottom-up: beta, rho, zeta end as its first row's.
+        let s2 = sep + 1u;
+        let sep2 = min(s2 + BLOCK, n) - 1u;
+        if sep2 > s2 {
+            let last = length_sys[off + sep2 - 1u];
+            var beta = last.x;
+            var rho = last.z;
+            var zeta = last.w;
+            var below = last.y;
+            for (var i = sep2 - 1u; i > s2; i = i - 1u) {
+                let ri = length_sys[off + i - 1u];
+                let w = div0(below, beta);
+                beta = ri.x - mul0(below, w);
+                rho = ri.z - mul0(w, rho);
+                zeta = ri.w - mul0(w, zeta);
+                below = ri.y;
+            }
+            // below is now the coupling of separator j to row s2.
+            let q = div0(below, beta);
+            dd = dd - mul0(q, below);
+            rr = rr - mul0(q, rho);
+            zz = zz - mul0(q, zeta);
+        }
+    }
+    if nb == 1u {
+        length_sys[off + n] = vec4<f32>(dd, 0.0, rr / dd, zz / dd);
+    } else {
+        length_sys[off + n + j] = vec4<f32>(dd, oo, rr, zz);
+    }
+}

@@ -1,0 +1,23 @@
+// length_setup: first kernel of stage length_projection: length_disp = h vel (w 0) for every control
+// point, the displacement x − q that the Fast Projection iterations move (CPU twin:
+// length::length_setup). One thread per control point; no loops.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> vel: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> length_disp: array<vec4<f32>>;
+
+@compute @workgroup_size(256)
+fn length_setup(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let p = thread_index(wid, nwg, lid, 256u);
+    if p >= params.num_points {
+        return;
+    }
+    let v = vel[p];
+    length_disp[p] = vec4<f32>(params.h * v.x, params.h * v.y, params.h * v.z, 0.0);
+}

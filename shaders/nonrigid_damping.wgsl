@@ -1,0 +1,204 @@
+// nonrigid_damping: seed §3.3 non-rigid damping over the blocks of this step's damping phase (CPU
+// twin: step::nonrigid_damping). One workgroup per block: workgroup g of the 2-D grid
+// (g = wid.y * nwg.x + wid.x; those past params.num_blocks do nothing) damps block
+// b = params.first_block + g, whose k points are block_points[block_start[b] .. block_start[b + 1]]
+// (blocks with k < 2 are left alone). The workgroup fits the block's rigid motion (mass, centre of
+// mass, linear velocity; angular momentum and inertia tensor about the centre, ω from a 3×3
+// cofactor solve), sums the squared non-rigid speed ‖v_nr‖², then every free point (inv_mass ≠ 0)
+// loses v_nr · min(1, max(h μ_prop, h μ_const √k / ‖v_nr‖)). The blocks of one phase are disjoint,
+// so workgroups never write the same velocity.
+// Fixed reduction order, mirrored by the twin operation for operation: thread t sums the block's
+// points t, t + 64, t + 128, … in increasing order, then a tree adds partial t + h into partial t for
+// h = 32, 16, …, 1.
+// Loop bound per thread: 4 ⌈k / 64⌉ (three sums, one update) + 3 × 6 tree levels × (1 + at most 9
+// components) = 4 ⌈k / 64⌉ + 180; setup refuses blocks of more than 64 × 4096 points
+// (step::check_damping_blocks), so at most 16,564.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> block_start: array<u32>;
+@group(0) @binding(2) var<storage, read> block_points: array<u32>;
+@group(0) @binding(3) var<storage, read> mass: array<f32>;
+@group(0) @binding(4) var<storage, read> inv_mass: array<f32>;
+@group(0) @binding(5) var<storage, read> pos: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> vel: array<vec4<f32>>;
+
+const WG: u32 = 64u;
+
+// Partial sums: component c of thread t at red[c * WG + t] (at most 9 components).
+var<workgroup> red: array<f32, 576>;
+
+// Written out rather than the builtins, so the order of operations is the twin's (math::V3).
+fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+// Tree-reduces components 0 .. n of red (each thread has written its partials); the totals are at
+// red[c * WG]. Called by every thread of the workgroup (uniform control flow).
+fn reduce(t: u32, n: u32) {
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half = half >> 1u) {
+        if t < half {
+            for (var c = 0u; c < n; c++) {
+                red[c * WG + t] = red[c * WG + t] + red[c * WG + t + half];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+@compute @workgroup_size(64)
+fn nonrigid_damping(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // No early return: every thread must reach every barrier. An idle workgroup has k = 0.
+    let g = wid.y * nwg.x + wid.x;
+    var s = 0u;
+    var k = 0u;
+    if g < params.num_blocks {
+        let b = params.first_block + g;
+        s = block_start[b];
+        let e = block_start[b + 1u];
+        if e >= s + 2u {
+            k = e - s;
+        }
+    }
+    let h = params.h;
+    // Positions relative to the first point, to keep f32 precision.
+    var o = vec3<f32>(0.0);
+    if k > 0u {
+        o = pos[block_points[s]].xyz;
+    }
+
+    // 1. Mass, first moment about o, momentum.
+    var m = 0.0;
+    var mx = vec3<f32>(0.0);
+    var mv = vec3<f32>(0.0);
+    for (var i = t; i < k; i += WG) {
+        let p = block_points[s + i];
+        let w = mass[p];
+        m = m + w;
+        mx = mx + (pos[p].xyz - o) * w;
+        mv = mv + vel[p].xyz * w;
+    }
+    red[t] = m;
+    red[WG + t] = mx.x;
+    red[2u * WG + t] = mx.y;
+    red[3u * WG + t] = mx.z;
+    red[4u * WG + t] = mv.x;
+    red[5u * WG + t] = mv.y;
+    red[6u * WG + t] = mv.z;
+    reduce(t, 7u);
+    let mt = red[0];
+    let mxt = vec3<f32>(red[WG], red[2u * WG], red[3u * WG]);
+    let mvt = vec3<f32>(red[4u * WG], red[5u * WG], red[6u * WG]);
+    workgroupBarrier(); // everyone has read the totals before step 2 overwrites them
+    // A massless block has no rigid motion to keep (twin: rigid_motion's early return).
+    let massive = !(mt <= 0.0);
+    var c = o;
+    var vcm = vec3<f32>(0.0);
+    if massive {
+        c = o + mxt / mt;
+        vcm = mvt / mt;
+    }
+
+    // 2. Angular momentum and inertia tensor about c.
+    var l = vec3<f32>(0.0);
+    var ixx = 0.0;
+    var iyy = 0.0;
+    var izz = 0.0;
+    var ixy = 0.0;
+    var ixz = 0.0;
+    var iyz = 0.0;
+    for (var i = t; i < k; i += WG) {
+        let p = block_points[s + i];
+        let r = pos[p].xyz - c;
+        let w = mass[p];
+        l = l + cross3(r, vel[p].xyz - vcm) * w;
+        ixx = ixx + w * (r.y * r.y + r.z * r.z);
+        iyy = iyy + w * (r.x * r.x + r.z * r.z);
+        izz = izz + w * (r.x * r.x + r.y * r.y);
+        ixy = ixy - w * r.x * r.y;
+        ixz = ixz - w * r.x * r.z;
+        iyz = iyz - w * r.y * r.z;
+    }
+    red[t] = l.x;
+    red[WG + t] = l.y;
+    red[2u * WG + t] = l.z;
+    red[3u * WG + t] = ixx;
+    red[4u * WG + t] = iyy;
+    red[5u * WG + t] = izz;
+    red[6u * WG + t] = ixy;
+    red[7u * WG + t] = ixz;
+    red[8u * WG + t] = iyz;
+    reduce(t, 9u);
+    let lt = vec3<f32>(red[0], red[WG], red[2u * WG]);
+    let sxx = red[3u * WG];
+    let syy = red[4u * WG];
+    let szz = red[5u * WG];
+    let sxy = red[6u * WG];
+    let sxz = red[7u * WG];
+    let syz = red[8u * WG];
+    workgroupBarrier();
+    // Inertia regularised by 1e-5 of its trace; symmetric inverse by cofactors of
+    // [[a d e] [d b f] [e f cc]].
+    let reg = 1e-5 * (sxx + syy + szz);
+    let a = sxx + reg;
+    let bb = syy + reg;
+    let cc = szz + reg;
+    let d = sxy;
+    let e = sxz;
+    let f = syz;
+    let c00 = bb * cc - f * f;
+    let c01 = e * f - d * cc;
+    let c02 = d * f - bb * e;
+    let c11 = a * cc - e * e;
+    let c12 = d * e - a * f;
+    let c22 = a * bb - d * d;
+    let det = a * c00 + d * c01 + e * c02;
+    var omega = vec3<f32>(0.0);
+    if massive && det > 0.0 {
+        omega = vec3<f32>(
+            c00 * lt.x + c01 * lt.y + c02 * lt.z,
+            c01 * lt.x + c11 * lt.y + c12 * lt.z,
+            c02 * lt.x + c12 * lt.y + c22 * lt.z,
+        ) / det;
+    }
+
+    // 3. Squared non-rigid speed.
+    var nr2 = 0.0;
+    for (var i = t; i < k; i += WG) {
+        let p = block_points[s + i];
+        let r = pos[p].xyz - c;
+        let vnr = vel[p].xyz - vcm - cross3(omega, r);
+        nr2 = nr2 + dot3(vnr, vnr);
+    }
+    red[t] = nr2;
+    reduce(t, 1u);
+    let nr2t = red[0];
+    // (No barrier needed: red is not written again.)
+
+    // 4. The update: thread t writes its own share of the block (disjoint from the other threads').
+    if k == 0u || nr2t <= 0.0 {
+        return;
+    }
+    let nr = sqrt(nr2t);
+    let ff = min(max(h * params.damping_prop, h * params.damping_const * sqrt(f32(k)) / nr), 1.0);
+    for (var i = t; i < k; i += WG) {
+        let p = block_points[s + i];
+        if inv_mass[p] == 0.0 {
+            continue;
+        }
+        let r = pos[p].xyz - c;
+        let v = vel[p].xyz;
+        let vnr = v - vcm - cross3(omega, r);
+        vel[p] = vec4<f32>(v - vnr * ff, 0.0);
+    }
+}

@@ -1,0 +1,60 @@
+// plasticity: per bending element, each rest curvature ω̄ʲ dragged to within p_plastic of the current
+// ωʲ = (κb·m₂ʲ, −κb·m₁ʲ), then bounded by p_max (seed §3.1; κb from bend_kb as material_frames left
+// it). Returns at once when both bounds are infinite, like its CPU twin (rod::plasticity, per element
+// rod::plastic_rest); an infinite bound alone never acts (the comparison never holds). One thread
+// per bending element; loop bound: 2 iterations (the element's two edges).
+
+#import rod
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> bends: array<Bend>;
+@group(0) @binding(2) var<storage, read> frames: array<EdgeFrame>;
+@group(0) @binding(3) var<storage, read> bend_kb: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> bend_rest: array<BendRest>;
+
+// f32::is_infinite (NaN is not).
+fn is_infinite(x: f32) -> bool {
+    return abs(x) > 3.4028235e38;
+}
+
+@compute @workgroup_size(256)
+fn plasticity(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    let pp = params.plastic_radius;
+    let pm = params.plastic_max;
+    if i >= params.num_bends || (is_infinite(pp) && is_infinite(pm)) {
+        return;
+    }
+    let b = bends[i];
+    let kb = bend_kb[i].xyz;
+    var kappa = bend_rest[i].kappa;
+    for (var j = 0u; j < 2u; j++) {
+        let f = frames[b.e[j]];
+        let mf = material_frame(f.t.xyz, f.u.xyz, f.u.w);
+        let w0 = dot3(kb, mf.m2);
+        let w1 = -dot3(kb, mf.m1);
+        // rod::plastic_kappa.
+        var k0 = kappa[j][0];
+        var k1 = kappa[j][1];
+        let d0 = k0 - w0;
+        let d1 = k1 - w1;
+        let dn = sqrt(d0 * d0 + d1 * d1);
+        if dn > pp {
+            let s = pp / dn;
+            k0 = w0 + d0 * s;
+            k1 = w1 + d1 * s;
+        }
+        let kn = sqrt(k0 * k0 + k1 * k1);
+        if kn > pm {
+            let s = pm / kn;
+            k0 = k0 * s;
+            k1 = k1 * s;
+        }
+        kappa[j] = array<f32, 2>(k0, k1);
+    }
+    bend_rest[i].kappa = kappa;
+}

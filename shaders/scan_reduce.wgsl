@@ -1,0 +1,42 @@
+// scan_reduce: the up-sweep of the exclusive prefix sum (src/scan.rs; CPU twin scan::scan_reduce):
+// each workgroup sums its block of 256 elements of level `scan_pass.level` (level 0: scan_data,
+// level k ≥ 1: scan_partials at scan_pass.offset) into scan_partials[next_offset + block].
+// One thread per element; loop bound: 8 halving steps of the tree reduction (fixed).
+
+#import layout
+
+@group(0) @binding(0) var<uniform> scan_pass: ScanPass;
+@group(0) @binding(1) var<storage, read> scan_data: array<u32>;
+@group(0) @binding(2) var<storage, read_write> scan_partials: array<u32>;
+
+var<workgroup> sums: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn scan_reduce(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    let block = wid.y * nwg.x + wid.x;
+    var v = 0u;
+    if i < scan_pass.n {
+        if scan_pass.level == 0u {
+            v = scan_data[i];
+        } else {
+            v = scan_partials[scan_pass.offset + i];
+        }
+    }
+    sums[lid] = v;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if lid < s {
+            sums[lid] = sums[lid] + sums[lid + s];
+        }
+        workgroupBarrier();
+    }
+    // Workgroups of the 2-D grid's last row past the level's blocks write nothing.
+    if lid == 0u && block * 256u < scan_pass.n {
+        scan_partials[scan_pass.next_offset + block] = sums[0];
+    }
+}

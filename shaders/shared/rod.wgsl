@@ -1,0 +1,118 @@
+// rod: the Discrete Elastic Rods helpers of the rod kernels, ported from src/rod.rs in f32 with the
+// operation order of the f32 instantiation of the generic Rust code (math.rs `V3`), so a kernel and
+// its CPU twin agree to rounding. Dot and cross products are written out (not the `dot`/`cross`
+// builtins, whose evaluation order is the driver's). No loops.
+
+#import layout
+
+// An empty slot of the index tables (point_bends, edge_bends): rod::NONE.
+const NONE: u32 = 0xffffffffu;
+
+// V3::dot: (x x' + y y') + z z'.
+fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+// V3::cross.
+fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+
+fn norm3(a: vec3<f32>) -> f32 {
+    return sqrt(dot3(a, a));
+}
+
+// V3::normalized: divided by the norm; the zero vector stays zero.
+fn normalized3(a: vec3<f32>) -> vec3<f32> {
+    let n = norm3(a);
+    if n > 0.0 {
+        return a / n;
+    }
+    return a;
+}
+
+// rod::parallel_transport: u rotated about a × b taking unit a to unit b.
+fn parallel_transport(u: vec3<f32>, a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    let k = cross3(a, b);
+    let ku = cross3(k, u);
+    return u + ku + cross3(k, ku) / (1.0 + dot3(a, b));
+}
+
+// rod::curvature_binormal: κb = 2 e⁰ × e¹ / d (xyz) and d = l₀ l₁ + e⁰·e¹ (w).
+fn curvature_binormal(e0: vec3<f32>, e1: vec3<f32>, l0: f32, l1: f32) -> vec4<f32> {
+    let d = l0 * l1 + dot3(e0, e1);
+    return vec4<f32>(cross3(e0, e1) * (2.0 / d), d);
+}
+
+// The material frame (m₁, m₂) of an edge.
+struct MaterialFrame {
+    m1: vec3<f32>,
+    m2: vec3<f32>,
+};
+
+// rod::material_frame: (m₁, m₂) of an edge with unit tangent t, reference director u and angle θ.
+fn material_frame(t: vec3<f32>, u: vec3<f32>, theta: f32) -> MaterialFrame {
+    let v = cross3(t, u);
+    let s = sin(theta);
+    let c = cos(theta);
+    return MaterialFrame(u * c + v * s, v * c - u * s);
+}
+
+// rod::reference_twist: ψ after the directors were transported, accumulated from `previous`.
+fn reference_twist(u0: vec3<f32>, t0: vec3<f32>, u1: vec3<f32>, t1: vec3<f32>, previous: f32) -> f32 {
+    let p = parallel_transport(u0, t0, t1);
+    let s = sin(previous);
+    let c = cos(previous);
+    let w = p * c + cross3(t1, p) * s;
+    return previous + atan2(dot3(cross3(w, u1), t1), dot3(w, u1));
+}
+
+// rod::theta_terms: one bending element's (∂E/∂θ, ∂²E/∂θ², twisting part of ∂²E/∂θ²) for the angle of
+// its edge `role` (0: e⁰, 1: e¹).
+fn theta_terms(
+    bending: f32,
+    twisting: f32,
+    kb: vec3<f32>,
+    m1: vec3<f32>,
+    m2: vec3<f32>,
+    r0: f32,
+    r1: f32,
+    lbar: f32,
+    twist_excess: f32,
+    role: u32,
+) -> vec3<f32> {
+    let s = bending / lbar;
+    let w0 = dot3(kb, m2);
+    let w1 = -dot3(kb, m1);
+    var dm = 2.0 * twisting * twist_excess / lbar;
+    let ht = 2.0 * twisting / lbar;
+    if role == 0u {
+        dm = -dm;
+    }
+    return vec3<f32>(dm + s * (r1 * w0 - r0 * w1), ht + s * (r0 * w0 + r1 * w1), ht);
+}
+
+// rod::newton_angle_step: the safeguarded Newton step −g/h, within one radian (same selections as
+// the twin's, NaN cases included).
+fn newton_angle_step(g: f32, h_in: f32, ht: f32) -> f32 {
+    var h = h_in;
+    if !(h > 0.5 * ht) {
+        let ah = abs(h);
+        if ah > ht || ht != ht {
+            h = ah;
+        } else {
+            h = ht;
+        }
+    }
+    if h != h || h <= 0.0 || g == 0.0 {
+        return 0.0;
+    }
+    var s = -g / h;
+    if s < -1.0 {
+        s = -1.0;
+    }
+    if s > 1.0 {
+        s = 1.0;
+    }
+    return s;
+}

@@ -1,0 +1,225 @@
+//! The exact contact path on the GPU: the buffers and the ordered dispatch list of the kernels whose
+//! CPU twins [`super::ExactContact`] runs (see [`super::grid`] and `exact.rs`).
+//!
+//! [`ExactGpu::new`] adds the path's own buffers to a named buffer set that already holds the step's
+//! `params`, `counters`, `segments`, `pos` and `force`, and makes every bind group; the dispatches
+//! ([`ExactGpu::dispatches`]) are, for one step:
+//!
+//! | # | kernel | threads |
+//! |---|--------|---------|
+//! | 1 | `aabb_raster` | segments + 1 |
+//! | 2 | scan of `grid_offsets` (`scan_reduce`…, `scan_add`…) | segments + 1 |
+//! | 3 | `grid_write` | entry capacity |
+//! | 4 | radix sort of `grid_entries`, 8 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry capacity |
+//! | 5 | `candidate_count` | entry capacity + 1 |
+//! | 6 | scan of `cand_offsets` | entry capacity + 1 |
+//! | 7 | `candidate_write` | entry capacity |
+//! | 8 | `quadrature_points` | segments · b |
+//! | 9 | `exact_contact_forces` | candidate capacity + 1 |
+//! | 10 | scan of `touch_offsets` | candidate capacity + 1 |
+//! | 11 | `contact_slots` | 8 · touching-record capacity |
+//! | 12 | radix sort of `gather_slots` on `key_bits(num_points)` bits (2 or 4 passes) | 8 · touching-record capacity |
+//! | 13 | `contact_gather` | control points |
+//!
+//! Scans and sorts get their level or pass through small per-dispatch uniforms (`scan_pass`,
+//! `sort_pass`) and their data through bind-group overrides; the capacities are fixed when the
+//! path is built and written into `counters` by the host each step ([`ExactGpu::set_capacities`]).
+//! When a step reports an overflow (`counters.grid_entries` / `candidate_pairs` /
+//! `touching_records`: count above
+//! capacity, flag set), its forces are incomplete: the host builds the path again with
+//! [`ExactGpu::grown_capacities`] and reruns the step.
+//!
+//! The `params` uniform must carry the contact fields (`radius`, `k_contact`, `quadrature`,
+//! `exclusion_arc`, `grid_cell`), the counts (`num_segments`, `num_points`) and the grid frame
+//! ([`super::grid::set_grid_frame`]; the CPU path's origin is [`super::ExactContact::grid_origin`]).
+
+use super::exact::key_bits;
+use crate::layout::{ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact};
+use crate::pipelines::{Buffers, PipelineError, Pipelines};
+use crate::scan::GpuScan;
+use crate::sort::GpuSort;
+
+/// The kernels of the path (besides the scan and sort blocks).
+pub const KERNELS: &[&str] = &[
+    "aabb_raster",
+    "grid_write",
+    "candidate_count",
+    "candidate_write",
+    "quadrature_points",
+    "exact_contact_forces",
+    "contact_slots",
+    "contact_gather",
+    "scan_reduce",
+    "scan_add",
+    "sort_histogram",
+    "sort_scatter",
+];
+
+/// The static inputs of the path: per-topology tables the host computes once.
+pub struct ExactTables<'a> {
+    pub params: &'a Params,
+    /// `quad_weights`: the b basis weight vectors.
+    pub quad_weights: &'a [[f32; 4]],
+    /// `quad_arc`: every quadrature point's arc position along its yarn.
+    pub quad_arc: &'a [f32],
+    /// `seg_contact`: per segment weight and loop length.
+    pub seg_contact: &'a [SegmentContact],
+}
+
+/// The exact contact path's buffers and dispatches for fixed capacities.
+pub struct ExactGpu {
+    pub entry_capacity: u32,
+    pub candidate_capacity: u32,
+    /// Touching candidates the gather table holds (8 slots each).
+    pub record_capacity: u32,
+    dispatches: Vec<Dispatch>,
+    // Kept alive with the bind groups that use their buffers.
+    _scans: Vec<GpuScan>,
+    _sorts: Vec<GpuSort>,
+}
+
+/// One dispatch: kernel, bind group, threads.
+pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+
+fn owned<'a>(
+    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
+) -> Vec<Dispatch> {
+    it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)).collect()
+}
+
+fn zeros(bytes: usize) -> Vec<u8> {
+    vec![0u8; bytes.max(16)]
+}
+
+impl ExactGpu {
+    /// Adds the path's buffers to `buffers` (which holds `params`, `counters`, `segments`, `pos` and
+    /// `force`) and builds every bind group, for `entry_capacity` grid entries,
+    /// `candidate_capacity` candidate pairs and `record_capacity` touching candidates.
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        buffers: &mut Buffers,
+        tables: &ExactTables<'_>,
+        entry_capacity: u32,
+        candidate_capacity: u32,
+        record_capacity: u32,
+    ) -> Result<ExactGpu, PipelineError> {
+        let p = tables.params;
+        let ns = p.num_segments as usize;
+        let s = ns * p.quadrature as usize;
+        let (ec, cc, tc) = (
+            entry_capacity as usize,
+            candidate_capacity as usize,
+            record_capacity as usize,
+        );
+        let mut up = |name: &str, bytes: &[u8]| {
+            buffers.upload(device, queue, name, bytes, false);
+        };
+        up("seg_box", &zeros(ns * std::mem::size_of::<SegmentBox>()));
+        up("grid_offsets", &zeros((ns + 1) * 4));
+        up("grid_entries", &zeros(ec * std::mem::size_of::<KeyValue>()));
+        up("cand_offsets", &zeros((ec + 1) * 4));
+        up("candidates", &zeros(cc * 8));
+        up("quad_weights", bytemuck::cast_slice(tables.quad_weights));
+        up("qpts", &zeros(s * 16));
+        up("quad_arc", bytemuck::cast_slice(tables.quad_arc));
+        up("seg_contact", bytemuck::cast_slice(tables.seg_contact));
+        up(
+            "contact_records",
+            &zeros(cc * std::mem::size_of::<ContactRecord>()),
+        );
+        up("touch_offsets", &zeros((cc + 1) * 4));
+        up("gather_slots", &zeros(8 * tc * std::mem::size_of::<KeyValue>()));
+        let get = |n: &str| buffers.get(n).expect("uploaded above");
+        let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
+        let sort_entries =
+            GpuSort::new(device, pipelines, get("grid_entries"), entry_capacity, 64)?;
+        let scan_cand = GpuScan::new(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;
+        let scan_touch =
+            GpuScan::new(device, pipelines, get("touch_offsets"), candidate_capacity + 1)?;
+        let sort_slots = GpuSort::new(
+            device,
+            pipelines,
+            get("gather_slots"),
+            8 * record_capacity,
+            key_bits(p.num_points),
+        )?;
+        let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
+            Ok((name, pipelines.bind_group(device, name, buffers)?, threads))
+        };
+        let mut d: Vec<Dispatch> = Vec::new();
+        d.push(own("aabb_raster", ns as u32 + 1)?);
+        d.extend(owned(scan_seg.dispatches()));
+        d.push(own("grid_write", entry_capacity)?);
+        d.extend(owned(sort_entries.dispatches()));
+        d.push(own("candidate_count", entry_capacity + 1)?);
+        d.extend(owned(scan_cand.dispatches()));
+        d.push(own("candidate_write", entry_capacity)?);
+        d.push(own("quadrature_points", s as u32)?);
+        d.push(own("exact_contact_forces", candidate_capacity + 1)?);
+        d.extend(owned(scan_touch.dispatches()));
+        d.push(own("contact_slots", 8 * record_capacity)?);
+        d.extend(owned(sort_slots.dispatches()));
+        d.push(own("contact_gather", p.num_points)?);
+        Ok(ExactGpu {
+            entry_capacity,
+            candidate_capacity,
+            record_capacity,
+            dispatches: d,
+            _scans: vec![scan_seg, scan_cand, scan_touch],
+            _sorts: vec![sort_entries, sort_slots],
+        })
+    }
+
+    /// The step's dispatches in order: kernel, bind group, threads.
+    pub fn dispatches(&self) -> &[Dispatch] {
+        &self.dispatches
+    }
+
+    /// Records every dispatch into `pass`.
+    pub fn record(
+        &self,
+        pipelines: &Pipelines,
+        pass: &mut wgpu::ComputePass<'_>,
+    ) -> Result<(), PipelineError> {
+        for (name, bg, threads) in &self.dispatches {
+            pipelines.dispatch(pass, name, bg, *threads)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the path's capacities into a freshly zeroed `counters` block.
+    pub fn set_capacities(&self, counters: &mut Counters) {
+        counters.grid_entries.capacity = self.entry_capacity;
+        counters.candidate_pairs.capacity = self.candidate_capacity;
+        counters.touching_records.capacity = self.record_capacity;
+    }
+
+    /// After a step: the capacities `(entries, candidates, touching records)` to rebuild with when
+    /// one overflowed (the count it needed plus a quarter), else `None`. An overflow upstream hides
+    /// the counts downstream of it, so those are kept until the rerun tells.
+    pub fn grown_capacities(&self, counters: &Counters) -> Option<(u32, u32, u32)> {
+        let grow = |c: u32| c.saturating_add(c / 4).max(16);
+        let (ge, gc, gt) = (
+            &counters.grid_entries,
+            &counters.candidate_pairs,
+            &counters.touching_records,
+        );
+        let caps = (
+            self.entry_capacity,
+            self.candidate_capacity,
+            self.record_capacity,
+        );
+        if ge.overflow != 0 {
+            return Some((grow(ge.count), caps.1, caps.2));
+        }
+        if gc.overflow != 0 {
+            return Some((caps.0, grow(gc.count), caps.2));
+        }
+        if gt.overflow != 0 {
+            return Some((caps.0, caps.1, grow(gt.count)));
+        }
+        None
+    }
+}

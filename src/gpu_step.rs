@@ -1,0 +1,595 @@
+//! The GPU time step: the stages of DESIGN §6 as a fixed list of kernel dispatches over buffers that
+//! stay on the GPU.
+//!
+//! [`GpuSim`] is built from a CPU [`Sim`] (which did the set-up: topology, masses, rod state, pins,
+//! damping blocks, obstacles) and uploads its arrays once, each under the binding name the kernels
+//! use (`pos`, `vel`, `force`, `bends`, …; see [`crate::shaders`]). Pipelines and bind groups are made
+//! once. A step writes the `params` uniform (step index, damping phase) and the placed obstacles,
+//! clears `counters`, records every dispatch in one command encoder, and submits; the only readback
+//! is the `counters` block (plus the step's timestamps when profiling), once per step, to report
+//! errors the kernels raised with the step they happened in. Positions and velocities come back only
+//! when asked for ([`GpuSim::download`]: output frames, capture, statistics).
+//!
+//! The CPU `Sim` stays inside as the host's view: its obstacle keyframes, time and step count drive
+//! the per-step uniforms, and `download` refreshes its positions and velocities so every writer of
+//! the CPU path (BCC, OBJ, capture) works unchanged on a GPU run.
+
+use crate::gpu::Gpu;
+use crate::layout::{
+    Counters, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE, ERROR_NAN_POSITION,
+    ERROR_NAN_VELOCITY,
+};
+use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
+use crate::scene::ContactModel;
+use crate::shaders;
+use crate::sim::{FrameStats, Sim};
+use std::time::Instant;
+
+/// Why the GPU step could not be set up or run.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuStepError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    DampingBlocks(#[from] crate::step::DampingBlockError),
+    #[error("contact.model = {0:?} is not available on the GPU yet (GPU contact models: none{1}); run with --backend cpu")]
+    Model(ContactModel, &'static str),
+    #[error("the GPU time step is not complete yet: the stages {0} have no GPU kernels; run with --backend cpu")]
+    Incomplete(String),
+    #[error("the scene needs {what} = {needed}, but the adapter {adapter:?} offers {limit} ({limit_name})")]
+    Limit {
+        what: &'static str,
+        needed: u64,
+        limit: u64,
+        limit_name: &'static str,
+        adapter: String,
+    },
+    #[error("step {step}: {what} is not finite at control point {point} (yarn {yarn}, point {local} of it); try a smaller simulation.dt or check the scene's stiffnesses")]
+    NotFinite {
+        step: u64,
+        what: &'static str,
+        point: u32,
+        yarn: usize,
+        local: u32,
+    },
+    #[error("step {step}: the length projection did not converge in {iterations} iterations (relative length error {error:.3e}); try a smaller simulation.dt")]
+    LengthProjection {
+        step: u64,
+        iterations: u32,
+        error: f32,
+    },
+    #[error("GPU error at step {step}: {message}")]
+    Device { step: u64, message: String },
+}
+
+/// Stages of DESIGN §6 that have no kernels yet; while this is not empty the GPU step refuses to
+/// run (a step without them would be a different simulation, not a faster one).
+pub const MISSING_STAGES: &[&str] = &["length_projection"];
+
+/// One recorded dispatch of the step.
+struct Dispatch {
+    kernel: &'static str,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
+/// Per-kernel GPU time (from timestamp queries) and counts of one frame.
+#[derive(Clone, Debug, Default)]
+pub struct GpuFrameTimes {
+    /// Kernel name and milliseconds over the frame (summed over its dispatches and steps).
+    pub kernel_ms: Vec<(&'static str, f64)>,
+    pub dispatches_per_step: u32,
+    pub readback_bytes_per_step: u64,
+    /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
+    pub timed: bool,
+}
+
+/// The simulation running on the GPU.
+pub struct GpuSim {
+    /// The host's view (see the module doc); positions and velocities are stale until
+    /// [`GpuSim::download`].
+    pub sim: Sim,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    adapter_name: String,
+    pipelines: Pipelines,
+    buffers: Buffers,
+    dispatches: Vec<Dispatch>,
+    /// Staging buffer for `counters` and the step's timestamps.
+    readback: wgpu::Buffer,
+    queries: Option<(wgpu::QuerySet, wgpu::Buffer)>,
+    timestamp_period_ns: f32,
+    frame_kernel_ns: Vec<f64>,
+    frame_length_error: f32,
+    frame_iterations: u32,
+}
+
+/// Bytes of the `counters` block.
+const COUNTERS_BYTES: u64 = std::mem::size_of::<Counters>() as u64;
+
+impl GpuSim {
+    /// Uploads `sim` and builds every pipeline and bind group of the step.
+    pub fn new(gpu: &Gpu, sim: Sim, contact: ContactModel) -> Result<GpuSim, GpuStepError> {
+        if !MISSING_STAGES.is_empty() {
+            return Err(GpuStepError::Incomplete(MISSING_STAGES.join(", ")));
+        }
+        if contact != ContactModel::None {
+            return Err(GpuStepError::Model(contact, ""));
+        }
+        let device = gpu.device.clone();
+        let queue = gpu.queue.clone();
+        let adapter_name = gpu.adapter.get_info().name;
+        check_limits(&device, &sim, &adapter_name)?;
+        crate::step::check_damping_blocks(&sim.block_start)?;
+        let mut buffers = Buffers::default();
+        let params = sim.step_params();
+        upload_state(&mut buffers, &device, &queue, &sim, &params);
+        // One small uniform per colour of the material-angle sweep.
+        let color_ranges: Vec<wgpu::Buffer> = crate::rod::color_ranges(&sim.rod.color_start)
+            .iter()
+            .map(|r| {
+                let mut b = Buffers::default();
+                b.upload(&device, &queue, "color_range", bytemuck::bytes_of(r), true);
+                b.get("color_range").unwrap().clone()
+            })
+            .collect();
+        let ranges = crate::rod::color_ranges(&sim.rod.color_start);
+        let n = params.num_points;
+        let nb = params.num_bends;
+        // The step's dispatches (DESIGN §6, in order): kernel, threads, and buffers that differ
+        // from the named ones for this dispatch.
+        let mut plan: Vec<(&'static str, u32, Option<usize>)> = vec![
+            ("bend_gradient", nb, None),
+            ("rod_forces", n, None),
+            ("integrate_velocity", n, None),
+            ("glue_projection", params.num_glue, None),
+        ];
+        // (length_projection)
+        // Enough workgroups for the largest damping phase; the kernel skips those past this step's
+        // `params.num_blocks`.
+        let phases = sim.phase_start.len().saturating_sub(1).max(1) as u64;
+        let max_blocks = (0..phases)
+            .map(|s| sim.damping_phase(s).1)
+            .max()
+            .unwrap_or(0);
+        plan.extend([
+            ("nonrigid_damping", max_blocks * crate::step::DAMPING_WG, None),
+            ("object_contact", n, None),
+            ("integrate_position", n, None),
+            ("frame_transport", params.num_edges, None),
+            ("bend_twist", nb, None),
+        ]);
+        for _ in 0..params.frame_sweeps {
+            for (c, range) in ranges.iter().enumerate() {
+                plan.push(("theta_sweep", range.count, Some(c)));
+            }
+        }
+        plan.push(("plasticity", nb, None));
+        let mut names: Vec<&str> = plan.iter().map(|p| p.0).collect();
+        names.sort_unstable();
+        names.dedup();
+        let pipelines = Pipelines::only(&device, &names)?;
+        let mut dispatches = Vec::with_capacity(plan.len());
+        for (kernel, threads, color) in plan {
+            let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+            let overrides: Vec<(&str, &wgpu::Buffer)> =
+                color.map(|c| ("color_range", &color_ranges[c])).into_iter().collect();
+            dispatches.push(Dispatch {
+                kernel,
+                bind_group: pipelines.bind_group_with(&device, kernel, &buffers, &overrides)?,
+                groups: shaders::dispatch_grid(threads, k.workgroup_size),
+            });
+        }
+        let timed = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let queries = timed.then(|| {
+            let count = 2 * dispatches.len() as u32;
+            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("kernel timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count,
+            });
+            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("kernel timestamps"),
+                size: 8 * count as u64,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            (set, resolve)
+        });
+        let ts_bytes = queries.as_ref().map_or(0, |(_, b)| b.size());
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("counters readback"),
+            size: COUNTERS_BYTES + ts_bytes,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        let nd = dispatches.len();
+        Ok(GpuSim {
+            sim,
+            device,
+            queue,
+            adapter_name,
+            pipelines,
+            buffers,
+            dispatches,
+            readback,
+            queries,
+            timestamp_period_ns: gpu.queue.get_timestamp_period(),
+            frame_kernel_ns: vec![0.0; nd],
+            frame_length_error: 0.0,
+            frame_iterations: 0,
+        })
+    }
+
+    /// The adapter's name.
+    pub fn adapter(&self) -> &str {
+        &self.adapter_name
+    }
+
+    /// Dispatches recorded per step.
+    pub fn dispatches_per_step(&self) -> u32 {
+        self.dispatches.len() as u32
+    }
+
+    /// Bytes read back per step (the `counters` block and the timestamps).
+    pub fn readback_bytes_per_step(&self) -> u64 {
+        self.readback.size()
+    }
+
+    /// Runs one time step on the GPU.
+    pub fn step(&mut self) -> Result<(), GpuStepError> {
+        let step = self.sim.steps;
+        let params = self.sim.step_params();
+        self.sim.place_obstacles();
+        let q = &self.queue;
+        let bufs = &self.buffers;
+        q.write_buffer(bufs.get("params").unwrap(), 0, bytemuck::bytes_of(&params));
+        if !self.sim.obstacles.is_empty() {
+            q.write_buffer(
+                bufs.get("obstacles").unwrap(),
+                0,
+                bytemuck::cast_slice(&self.sim.obstacles),
+            );
+        }
+        let fresh = Counters {
+            first_bad_point: u32::MAX,
+            ..Counters::default()
+        };
+        q.write_buffer(bufs.get("counters").unwrap(), 0, bytemuck::bytes_of(&fresh));
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("step"),
+            });
+        for (i, d) in self.dispatches.iter().enumerate() {
+            let timestamp_writes =
+                self.queries
+                    .as_ref()
+                    .map(|(set, _)| wgpu::ComputePassTimestampWrites {
+                        query_set: set,
+                        beginning_of_pass_write_index: Some(2 * i as u32),
+                        end_of_pass_write_index: Some(2 * i as u32 + 1),
+                    });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(d.kernel),
+                timestamp_writes,
+            });
+            self.pipelines
+                .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+        }
+        enc.copy_buffer_to_buffer(
+            bufs.get("counters").unwrap(),
+            0,
+            &self.readback,
+            0,
+            COUNTERS_BYTES,
+        );
+        if let Some((set, resolve)) = &self.queries {
+            let count = 2 * self.dispatches.len() as u32;
+            enc.resolve_query_set(set, 0..count, resolve, 0);
+            enc.copy_buffer_to_buffer(resolve, 0, &self.readback, COUNTERS_BYTES, resolve.size());
+        }
+        q.submit([enc.finish()]);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuStepError::Device {
+                step,
+                message: e.to_string(),
+            });
+        }
+        let bytes = read_mapped(&self.device, &self.readback, self.readback.size() as usize)
+            .map_err(|message| GpuStepError::Device { step, message })?;
+        let counters: Counters = bytemuck::pod_read_unaligned(&bytes[..COUNTERS_BYTES as usize]);
+        if self.queries.is_some() {
+            let ts: &[u64] = bytemuck::cast_slice(&bytes[COUNTERS_BYTES as usize..]);
+            for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
+                *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
+            }
+        }
+        self.check(step, &counters)?;
+        self.frame_length_error = self
+            .frame_length_error
+            .max(f32::from_bits(counters.length_error_bits));
+        self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
+        self.sim.time += self.sim.params.h as f64;
+        self.sim.steps += 1;
+        Ok(())
+    }
+
+    /// Turns the error flags of a step into an error naming the step and the place.
+    fn check(&self, step: u64, c: &Counters) -> Result<(), GpuStepError> {
+        let what = if c.errors & ERROR_NAN_POSITION != 0 {
+            Some("the position")
+        } else if c.errors & ERROR_NAN_FORCE != 0 {
+            Some("the force")
+        } else if c.errors & ERROR_NAN_VELOCITY != 0 {
+            Some("the velocity")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            let point = c.first_bad_point;
+            let (yarn, local) = self
+                .sim
+                .topo
+                .yarns
+                .iter()
+                .enumerate()
+                .find(|(_, y)| point >= y.first_point && point < y.first_point + y.num_points)
+                .map(|(i, y)| (i, point - y.first_point))
+                .unwrap_or((0, point));
+            return Err(GpuStepError::NotFinite {
+                step,
+                what,
+                point,
+                yarn,
+                local,
+            });
+        }
+        if c.errors & ERROR_LENGTH_NOT_CONVERGED != 0 {
+            return Err(GpuStepError::LengthProjection {
+                step,
+                iterations: c.length_iterations,
+                error: f32::from_bits(c.length_error_bits),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies positions and velocities back into [`GpuSim::sim`].
+    pub fn download(&mut self) -> Result<(), GpuStepError> {
+        let n = self.sim.pos.len() as u64 * 16;
+        let step = self.sim.steps;
+        let err = |e: PipelineError| GpuStepError::Device {
+            step,
+            message: e.to_string(),
+        };
+        let pos = self
+            .buffers
+            .read(&self.device, &self.queue, "pos", n)
+            .map_err(err)?;
+        let vel = self
+            .buffers
+            .read(&self.device, &self.queue, "vel", n)
+            .map_err(err)?;
+        self.sim.pos.copy_from_slice(bytemuck::cast_slice(&pos));
+        self.sim.vel.copy_from_slice(bytemuck::cast_slice(&vel));
+        Ok(())
+    }
+
+    /// Runs the steps of one output frame, downloads the state and reports on it like
+    /// [`Sim::frame`], plus the per-kernel GPU times.
+    pub fn frame(&mut self) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {
+        self.frame_with(&mut || {})
+    }
+
+    /// [`GpuSim::frame`], calling `on_step` after every step (progress reporting).
+    pub fn frame_with(
+        &mut self,
+        on_step: &mut dyn FnMut(),
+    ) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {
+        let start = Instant::now();
+        self.frame_kernel_ns.fill(0.0);
+        self.frame_length_error = 0.0;
+        self.frame_iterations = 0;
+        let n = self.sim.params.steps_per_frame;
+        let t0 = self.sim.time;
+        for _ in 0..n {
+            self.step()?;
+            on_step();
+        }
+        // As on the CPU path: the frame ends at its own time.
+        self.sim.time = t0 + 1.0 / self.sim.params.fps;
+        self.download()?;
+        self.sim.frames += 1;
+        let (ke, vmax) = self.sim.kinetic_energy_and_max_speed();
+        let mut stats = FrameStats {
+            frame: self.sim.frames,
+            sim_time: self.sim.time,
+            steps: n,
+            wall_ms: start.elapsed().as_secs_f64() * 1e3,
+            kinetic_energy: ke,
+            max_speed: vmax,
+            max_length_error: self.sim.max_length_error(),
+            projection_error: self.frame_length_error as f64,
+            max_projection_iterations: self.frame_iterations,
+            ..FrameStats::default()
+        };
+        let mut kernel_ms: Vec<(&'static str, f64)> = Vec::new();
+        if self.queries.is_some() {
+            for (d, ns) in self.dispatches.iter().zip(&self.frame_kernel_ns) {
+                match kernel_ms.iter_mut().find(|(k, _)| *k == d.kernel) {
+                    Some(e) => e.1 += ns * 1e-6,
+                    None => kernel_ms.push((d.kernel, ns * 1e-6)),
+                }
+            }
+        }
+        let per_step = 1.0 / n.max(1) as f64;
+        let total: f64 = kernel_ms.iter().map(|(_, v)| v).sum();
+        for (k, v) in &kernel_ms {
+            stats.extra.push((format!("{k}_ms"), v * per_step));
+        }
+        if self.queries.is_some() {
+            stats.extra.push(("gpu_step_ms".into(), total * per_step));
+        }
+        stats
+            .extra
+            .push(("dispatches_per_step".into(), self.dispatches_per_step() as f64));
+        stats.extra.push((
+            "readback_bytes_per_step".into(),
+            self.readback_bytes_per_step() as f64,
+        ));
+        Ok((
+            stats,
+            GpuFrameTimes {
+                kernel_ms,
+                dispatches_per_step: self.dispatches_per_step(),
+                readback_bytes_per_step: self.readback_bytes_per_step(),
+                timed: self.queries.is_some(),
+            },
+        ))
+    }
+}
+
+/// The sizes of a scene that decide which adapter limits it needs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SceneCounts {
+    pub points: u64,
+    pub edges: u64,
+    pub bends: u64,
+    pub segments: u64,
+    pub block_points: u64,
+}
+
+impl SceneCounts {
+    pub fn of(sim: &Sim) -> SceneCounts {
+        SceneCounts {
+            points: sim.pos.len() as u64,
+            edges: sim.topo.edges.len() as u64,
+            bends: sim.rod.bends.len() as u64,
+            segments: sim.topo.segments.len() as u64,
+            block_points: sim.block_points.len() as u64,
+        }
+    }
+}
+
+/// One adapter limit a scene needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub what: &'static str,
+    pub needed: u64,
+    pub limit_name: &'static str,
+    pub offered: u64,
+}
+
+impl Need {
+    pub fn ok(&self) -> bool {
+        self.needed <= self.offered
+    }
+}
+
+/// What the GPU step of a scene of these sizes needs of `limits`: the largest storage binding, the
+/// storage buffers of the busiest kernel, and the total buffer size of the largest array.
+pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
+    let largest = [
+        ("pos/vel/force", c.points * 16),
+        ("bend_grad", c.bends * 3 * 16),
+        ("frames", c.edges * 32),
+        ("segments", c.segments * 32),
+        ("block_points", c.block_points * 4),
+    ]
+    .into_iter()
+    .max_by_key(|(_, b)| *b)
+    .unwrap_or(("", 0));
+    let per_stage = shaders::KERNELS
+        .iter()
+        .map(|k| {
+            k.bindings
+                .iter()
+                .filter(|b| b.access != shaders::Access::Uniform)
+                .count() as u64
+        })
+        .max()
+        .unwrap_or(0);
+    vec![
+        Need {
+            what: "largest storage binding (bytes)",
+            needed: largest.1,
+            limit_name: "max_storage_buffer_binding_size",
+            offered: limits.max_storage_buffer_binding_size as u64,
+        },
+        Need {
+            what: "largest buffer (bytes)",
+            needed: largest.1,
+            limit_name: "max_buffer_size",
+            offered: limits.max_buffer_size,
+        },
+        Need {
+            what: "storage buffers per kernel",
+            needed: per_stage,
+            limit_name: "max_storage_buffers_per_shader_stage",
+            offered: limits.max_storage_buffers_per_shader_stage as u64,
+        },
+        Need {
+            what: "threads per workgroup",
+            needed: shaders::WG as u64,
+            limit_name: "max_compute_invocations_per_workgroup",
+            offered: limits.max_compute_invocations_per_workgroup as u64,
+        },
+    ]
+}
+
+/// Fails with the first limit the scene exceeds on this device.
+fn check_limits(device: &wgpu::Device, sim: &Sim, adapter: &str) -> Result<(), GpuStepError> {
+    match needs(&SceneCounts::of(sim), &device.limits())
+        .into_iter()
+        .find(|n| !n.ok())
+    {
+        Some(n) => Err(GpuStepError::Limit {
+            what: n.what,
+            needed: n.needed,
+            limit: n.offered,
+            limit_name: n.limit_name,
+            adapter: adapter.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Uploads every array of `sim` under its binding name.
+fn upload_state(
+    b: &mut Buffers,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    sim: &Sim,
+    params: &Params,
+) {
+    use bytemuck::cast_slice as bytes;
+    let mut up = |name: &str, data: &[u8]| {
+        b.upload(device, queue, name, data, false);
+    };
+    up("counters", bytemuck::bytes_of(&Counters::default()));
+    up("pos", bytes(&sim.pos));
+    up("vel", bytes(&sim.vel));
+    up("force", bytes(sim.force()));
+    up("mass", bytes(&sim.mass));
+    up("inv_mass", bytes(&sim.inv_mass));
+    up("glue_points", bytes(&sim.glue_points));
+    up("glue_target", bytes(&sim.glue_target));
+    up("obstacles", bytes(&sim.obstacles));
+    up("yarns", bytes(&sim.topo.yarns));
+    up("edges", bytes(&sim.topo.edges));
+    up("segments", bytes(&sim.topo.segments));
+    up("bends", bytes(&sim.rod.bends));
+    up("bend_rest", bytes(&sim.rod.rest));
+    up("frames", bytes(&sim.rod.frames));
+    up("point_bends", bytes(&sim.rod.point_bends));
+    up("bend_grad", bytes(&sim.rod.bend_grad));
+    up("bend_kb", bytes(&sim.rod.bend_kb));
+    up("edge_bends", bytes(&sim.rod.edge_bends));
+    up("edge_order", bytes(&sim.rod.edge_order));
+    up("theta_step", bytes(&sim.rod.theta_step));
+    up("block_start", bytes(&sim.block_start));
+    up("block_points", bytes(&sim.block_points));
+    b.upload(device, queue, "params", bytemuck::bytes_of(params), true);
+}

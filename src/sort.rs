@@ -1,0 +1,296 @@
+//! A deterministic sort of [`KeyValue`] records (64-bit key `key_hi:key_lo`, u32 value) on the GPU:
+//! an LSD radix sort with 8-bit digits, stable, so the output is one fixed function of the input,
+//! bitwise the same every run and on both paths. With the CPU twins of its two kernels.
+//!
+//! One pass per digit (`shift = 0, 8, …`), each three steps over blocks of 256 records, one
+//! workgroup each:
+//! 1. `sort_histogram`: per block, the count of every digit, into `sort_hist[d · num_blocks + w]`
+//!    (digit-major);
+//! 2. the exclusive prefix sum of `sort_hist` ([`crate::scan`]): now `sort_hist[d · num_blocks + w]`
+//!    is where block `w`'s first record of digit `d` goes;
+//! 3. `sort_scatter`: each record goes to that slot plus its rank among its block's records of the
+//!    same digit before it. The kernel finds ranks by sorting the block's digits stably in workgroup
+//!    memory (no atomics whose order could vary); the twin counts them in order.
+//!
+//! Passes ping-pong between the data buffer and a scratch buffer of the same size; the number of
+//! passes is rounded up to an even one, so the result always ends where the data started. Digits
+//! above the key's significant bits are zero everywhere, so a smaller `key_bits` (fewer passes)
+//! sorts the same when the keys fit it.
+//!
+//! Variable-size inputs are sorted at their capacity with the unused tail set to a sentinel key
+//! larger than every real key (e.g. all ones), which the stable sort keeps at the end.
+
+use crate::layout::{KeyValue, SortPass};
+use crate::pipelines::{Buffers, PipelineError, Pipelines};
+use crate::scan::{self, GpuScan, ScanPlan};
+
+/// Records per block (the workgroup size of both kernels) and digit values per pass.
+pub const BLOCK: u32 = 256;
+
+/// The 64-bit key of a record.
+#[inline]
+pub fn key(kv: &KeyValue) -> u64 {
+    (kv.key_hi as u64) << 32 | kv.key_lo as u64
+}
+
+/// The 8-bit digit of `kv`'s key at bit `shift` (shaders/shared/radix.wgsl `sort_digit`).
+#[inline]
+pub fn digit(kv: &KeyValue, shift: u32) -> u32 {
+    if shift < 32 {
+        (kv.key_lo >> shift) & 255
+    } else {
+        (kv.key_hi >> (shift - 32)) & 255
+    }
+}
+
+/// The passes of a sort of `n` records on the low `key_bits` bits of their keys (no heap: the CPU
+/// path makes one per sort, inside the step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortPlan {
+    passes: [SortPass; 8],
+    num_passes: usize,
+    /// `256 · num_blocks`: the length of `sort_hist`.
+    pub hist_len: u32,
+    /// The scan of `sort_hist`.
+    pub scan: ScanPlan,
+}
+
+impl SortPlan {
+    pub fn new(n: u32, key_bits: u32) -> SortPlan {
+        assert!(key_bits <= 64, "keys have 64 bits");
+        let num_blocks = n.div_ceil(BLOCK);
+        let num_passes = key_bits.div_ceil(8).next_multiple_of(2).max(2) as usize;
+        let hist_len = BLOCK * num_blocks;
+        let mut passes = [SortPass::default(); 8];
+        for (p, pass) in passes.iter_mut().enumerate().take(num_passes) {
+            *pass = SortPass {
+                n,
+                shift: 8 * p as u32,
+                num_blocks,
+                _pad: 0,
+            };
+        }
+        SortPlan {
+            passes,
+            num_passes,
+            hist_len,
+            scan: ScanPlan::new(hist_len),
+        }
+    }
+
+    /// One per digit pass, in order (an even number of them).
+    pub fn passes(&self) -> &[SortPass] {
+        &self.passes[..self.num_passes]
+    }
+}
+
+/// Kernel `sort_histogram`: `sort_hist[d · num_blocks + w]` = the number of records of block `w` of
+/// `sort_in[..n]` whose digit at `shift` is `d`.
+pub fn sort_histogram(sort_pass: &SortPass, sort_in: &[KeyValue], sort_hist: &mut [u32]) {
+    let p = *sort_pass;
+    let nb = p.num_blocks as usize;
+    sort_hist[..BLOCK as usize * nb].fill(0);
+    for (i, kv) in sort_in[..p.n as usize].iter().enumerate() {
+        let w = i / BLOCK as usize;
+        sort_hist[digit(kv, p.shift) as usize * nb + w] += 1;
+    }
+}
+
+/// Kernel `sort_scatter`: record `i` of block `w` with digit `d` goes to
+/// `sort_out[sort_hist[d · num_blocks + w] + r]`, `r` its rank among the records of block `w` with
+/// digit `d` before it (`sort_hist` scanned).
+pub fn sort_scatter(
+    sort_pass: &SortPass,
+    sort_in: &[KeyValue],
+    sort_hist: &[u32],
+    sort_out: &mut [KeyValue],
+) {
+    let p = *sort_pass;
+    let nb = p.num_blocks as usize;
+    let mut rank = [0u32; 256];
+    for (w, block) in sort_in[..p.n as usize]
+        .chunks(BLOCK as usize)
+        .enumerate()
+    {
+        rank.fill(0);
+        for kv in block {
+            let d = digit(kv, p.shift) as usize;
+            sort_out[(sort_hist[d * nb + w] + rank[d]) as usize] = *kv;
+            rank[d] += 1;
+        }
+    }
+}
+
+/// The CPU path of a sort: the passes of [`SortPlan::new`]`(data.len(), key_bits)` through the
+/// twins, with `scratch`, `hist` and `partials` as the scratch buffers (resized; they allocate only
+/// when they grow). Sorts `data` in place.
+pub fn radix_sort(
+    data: &mut [KeyValue],
+    key_bits: u32,
+    scratch: &mut Vec<KeyValue>,
+    hist: &mut Vec<u32>,
+    partials: &mut Vec<u32>,
+) {
+    let plan = SortPlan::new(data.len() as u32, key_bits);
+    scan::resize_with_headroom(scratch, data.len(), KeyValue::default());
+    scan::resize_with_headroom(hist, plan.hist_len as usize, 0);
+    for (k, p) in plan.passes().iter().enumerate() {
+        let (src, dst): (&mut [KeyValue], &mut [KeyValue]) = if k % 2 == 0 {
+            (data, scratch)
+        } else {
+            (scratch, data)
+        };
+        sort_histogram(p, src, hist);
+        scan::run_plan(&plan.scan, hist, partials);
+        sort_scatter(p, src, hist, dst);
+    }
+}
+
+/// A sort of one GPU buffer, ready to record: the pass uniforms, `sort_hist` with its scan, the
+/// scratch buffer and one bind group per dispatch. Made once per buffer and size.
+pub struct GpuSort {
+    plan: SortPlan,
+    _uniforms: Vec<wgpu::Buffer>,
+    _hist: wgpu::Buffer,
+    _scratch: wgpu::Buffer,
+    scan: GpuScan,
+    /// Per pass: the bind groups of `sort_histogram` and `sort_scatter`.
+    groups: Vec<(wgpu::BindGroup, wgpu::BindGroup)>,
+}
+
+impl GpuSort {
+    /// The sort of the first `n` records of `data` on the low `key_bits` bits of their keys.
+    pub fn new(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        n: u32,
+        key_bits: u32,
+    ) -> Result<GpuSort, PipelineError> {
+        use wgpu::util::DeviceExt;
+        let plan = SortPlan::new(n, key_bits);
+        let storage = |label: &str, bytes: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(16),
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            })
+        };
+        let hist = storage("sort_hist", plan.hist_len as u64 * 4);
+        let scratch = storage("sort_scratch", n as u64 * 16);
+        let uniforms: Vec<wgpu::Buffer> = plan
+            .passes()
+            .iter()
+            .map(|p| {
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("sort_pass"),
+                    contents: bytemuck::bytes_of(p),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                })
+            })
+            .collect();
+        let none = Buffers::default();
+        let mut groups = Vec::new();
+        for (k, u) in uniforms.iter().enumerate() {
+            let (src, dst) = if k % 2 == 0 {
+                (data, &scratch)
+            } else {
+                (&scratch, data)
+            };
+            let h = pipelines.bind_group_with(
+                device,
+                "sort_histogram",
+                &none,
+                &[("sort_pass", u), ("sort_in", src), ("sort_hist", &hist)],
+            )?;
+            let s = pipelines.bind_group_with(
+                device,
+                "sort_scatter",
+                &none,
+                &[
+                    ("sort_pass", u),
+                    ("sort_in", src),
+                    ("sort_hist", &hist),
+                    ("sort_out", dst),
+                ],
+            )?;
+            groups.push((h, s));
+        }
+        let scan = GpuScan::new(device, pipelines, &hist, plan.hist_len)?;
+        Ok(GpuSort {
+            plan,
+            _uniforms: uniforms,
+            _hist: hist,
+            _scratch: scratch,
+            scan,
+            groups,
+        })
+    }
+
+    pub fn plan(&self) -> &SortPlan {
+        &self.plan
+    }
+
+    /// The dispatches in order: kernel, bind group, threads (for a step that records its own list).
+    pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, u32)> {
+        let mut out = Vec::new();
+        for (p, (h, s)) in self.plan.passes().iter().zip(&self.groups) {
+            let threads = p.num_blocks * BLOCK;
+            out.push(("sort_histogram", h, threads));
+            out.extend(self.scan.dispatches());
+            out.push(("sort_scatter", s, threads));
+        }
+        out
+    }
+
+    /// Records every pass into `pass`: `sort_histogram`, the scan of `sort_hist`, `sort_scatter`.
+    pub fn record(
+        &self,
+        pipelines: &Pipelines,
+        pass: &mut wgpu::ComputePass<'_>,
+    ) -> Result<(), PipelineError> {
+        for (p, (h, s)) in self.plan.passes().iter().zip(&self.groups) {
+            let threads = p.num_blocks * BLOCK;
+            pipelines.dispatch(pass, "sort_histogram", h, threads)?;
+            self.scan.record(pipelines, pass)?;
+            pipelines.dispatch(pass, "sort_scatter", s, threads)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twins_sort_stably() {
+        let mut x = 12345u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0usize, 1, 255, 256, 300, 5000] {
+            let data: Vec<KeyValue> = (0..n)
+                .map(|i| {
+                    let k = next() % 97 * 0x0123_4567_89AB;
+                    KeyValue {
+                        key_lo: k as u32,
+                        key_hi: (k >> 32) as u32,
+                        value: i as u32,
+                        _pad: 0,
+                    }
+                })
+                .collect();
+            let mut want = data.clone();
+            want.sort_by_key(key);
+            let mut got = data.clone();
+            let (mut s, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
+            radix_sort(&mut got, 64, &mut s, &mut h, &mut p);
+            assert_eq!(got, want, "n {n}");
+        }
+    }
+}
