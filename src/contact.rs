@@ -71,12 +71,14 @@
 //! # Exact path
 //!
 //! [`ExactContact`] runs, every step, the kernels' CPU twins in the GPU's order (see [`grid`] and
-//! `exact.rs`): `aabb_raster` → scan → `grid_write` → radix sort by cell key → `candidate_count` → scan
-//! → `candidate_write` (every segment pair with overlapping padded boxes, once) →
-//! `quadrature_points` → `exact_contact_forces` (one [`crate::layout::ContactRecord`] per candidate:
-//! all its quadrature pairs closer than `2r`, except excluded ones) → `contact_slots` → radix sort by
-//! control point → `contact_gather` (each control point adds the forces of the records naming it, in
-//! candidate order). So the CPU and GPU exact paths select the same pairs and sum in the same order.
+//! `exact.rs`; the GPU side is [`exact_gpu`]): `aabb_raster` → scan → `grid_write` → radix sort by
+//! cell key → `candidate_count` → scan → `candidate_write` (every segment pair with overlapping padded
+//! boxes, once) → `quadrature_points` → `exact_contact_forces` (a [`crate::layout::ContactRecord`]
+//! per touching candidate: all its quadrature pairs closer than `2r`, except excluded ones) → scan of
+//! the touch flags → `contact_slots` → radix sort by control point → `contact_gather` (each control
+//! point adds the forces of the records naming it, in candidate order). So the CPU and GPU exact
+//! paths select the same pairs and sum in the same order (bitwise equal on lavapipe,
+//! tests/gpu_exact.rs).
 
 use crate::math::{Real, M3, V3};
 use crate::scene::ContactParams;

@@ -16,13 +16,15 @@
 
 use crate::gpu::Gpu;
 use crate::layout::{
-    Counters, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE, ERROR_NAN_POSITION,
+    Counters, ObstacleShape, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE, ERROR_NAN_POSITION,
     ERROR_NAN_VELOCITY,
 };
+use crate::length::{LengthGpu, LengthScratch};
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
 use crate::scene::ContactModel;
 use crate::shaders;
 use crate::sim::{FrameStats, Sim};
+use std::mem::size_of;
 use std::time::Instant;
 
 /// Why the GPU step could not be set up or run.
@@ -64,7 +66,7 @@ pub enum GpuStepError {
 
 /// Stages of DESIGN §6 that have no kernels yet; while this is not empty the GPU step refuses to
 /// run (a step without them would be a different simulation, not a faster one).
-pub const MISSING_STAGES: &[&str] = &["length_projection"];
+pub const MISSING_STAGES: &[&str] = &[];
 
 /// One recorded dispatch of the step.
 struct Dispatch {
@@ -76,10 +78,12 @@ struct Dispatch {
 /// Per-kernel GPU time (from timestamp queries) and counts of one frame.
 #[derive(Clone, Debug, Default)]
 pub struct GpuFrameTimes {
-    /// Kernel name and milliseconds over the frame (summed over its dispatches and steps).
+    /// Kernel name and milliseconds per step (summed over its dispatches; the mean over the timed
+    /// steps of the frame).
     pub kernel_ms: Vec<(&'static str, f64)>,
     pub dispatches_per_step: u32,
-    pub readback_bytes_per_step: u64,
+    /// Counters and timestamps read back, per step (downloads of the state for output excluded).
+    pub readback_bytes_per_step: f64,
     /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
     pub timed: bool,
 }
@@ -95,8 +99,25 @@ pub struct GpuSim {
     pipelines: Pipelines,
     buffers: Buffers,
     dispatches: Vec<Dispatch>,
-    /// Staging buffer for `counters` and the step's timestamps.
+    /// Staging buffer for the `counters` of each step of a batch and the timed step's timestamps.
     readback: wgpu::Buffer,
+    /// Per step of a batch: its `params`, its placed obstacles; and the `counters` a step starts from.
+    param_ring: wgpu::Buffer,
+    obstacle_ring: wgpu::Buffer,
+    fresh_counters: wgpu::Buffer,
+    /// The length projection's per-dispatch uniforms (its dispatches are in the list).
+    length_uniforms: Vec<wgpu::Buffer>,
+    length_levels: Vec<crate::length::Level>,
+    /// Length-projection iterations encoded per step (see [`LENGTH_BUDGET`]).
+    length_budget: u32,
+    color_ranges: Vec<wgpu::Buffer>,
+    /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
+    snapshots: Vec<wgpu::Buffer>,
+    /// Batches rerun because a step needed more length iterations than were encoded.
+    reruns: u32,
+    /// Bytes read back over the current frame, and steps timed per kernel in it.
+    readback_bytes: u64,
+    frame_timed_steps: u32,
     queries: Option<(wgpu::QuerySet, wgpu::Buffer)>,
     timestamp_period_ns: f32,
     frame_kernel_ns: Vec<f64>,
@@ -105,7 +126,37 @@ pub struct GpuSim {
 }
 
 /// Bytes of the `counters` block.
-const COUNTERS_BYTES: u64 = std::mem::size_of::<Counters>() as u64;
+const COUNTERS_BYTES: u64 = size_of::<Counters>() as u64;
+
+/// Kernels of the step besides the length projection's (`length_*`).
+const STEP_KERNELS: &[&str] = &[
+    "bend_gradient",
+    "rod_forces",
+    "integrate_velocity",
+    "glue_projection",
+    "nonrigid_damping",
+    "object_contact",
+    "integrate_position",
+    "frame_transport",
+    "bend_twist",
+    "theta_sweep",
+    "plasticity",
+];
+
+/// The buffers whose contents carry from one step to the next (everything else is rewritten by
+/// the step before it is read): what a rerun of a batch restores.
+const SNAPSHOT: &[&str] = &["pos", "vel", "frames", "bend_rest"];
+
+/// Length-projection iterations encoded per step at first. Each encoded iteration is about a dozen
+/// dispatches that return at once after convergence (2–4 iterations in knits at the seed's time
+/// step), and encoding the scene's whole cap (100 by default) costs more than the step itself on a
+/// small scene. A step that needs more than the budget is detected from its counters; its batch is
+/// restored from the snapshot and rerun with the full cap encoded, which gives bitwise the result
+/// of encoding the cap from the start (iterations past convergence do nothing).
+pub const LENGTH_BUDGET: u32 = 8;
+
+/// Most steps submitted at once ([`GpuSim::steps`]).
+pub const MAX_BATCH: usize = 64;
 
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
@@ -133,23 +184,117 @@ impl GpuSim {
                 b.get("color_range").unwrap().clone()
             })
             .collect();
-        let ranges = crate::rod::color_ranges(&sim.rod.color_start);
+        let names: Vec<&str> = shaders::KERNELS
+            .iter()
+            .map(|k| k.name)
+            .filter(|k| STEP_KERNELS.contains(k) || k.starts_with("length_"))
+            .collect();
+        let pipelines = Pipelines::only(&device, &names)?;
+        let length_scratch =
+            LengthScratch::new(&sim.topo.yarns, &sim.topo.edges, params.num_points as usize);
+        LengthGpu::upload(&mut buffers, &device, &queue, &length_scratch);
+        // Copies of the state a step changes, taken before each batch, for a rerun.
+        let snapshots = SNAPSHOT
+            .iter()
+            .map(|&name| {
+                let src = buffers.get(name).unwrap();
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(name),
+                    size: src.size(),
+                    usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
+        let ring = |label, bytes: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (MAX_BATCH as u64 * bytes).max(16),
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            })
+        };
+        let param_ring = ring("params ring", size_of::<Params>() as u64);
+        let obstacle_ring = ring(
+            "obstacles ring",
+            (sim.obstacles.len() * size_of::<ObstacleShape>()) as u64,
+        );
+        let fresh_counters = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("fresh counters"),
+            size: COUNTERS_BYTES,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(
+            &fresh_counters,
+            0,
+            bytemuck::bytes_of(&Counters {
+                first_bad_point: u32::MAX,
+                ..Counters::default()
+            }),
+        );
+        let placeholder = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 16,
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+                mapped_at_creation: false,
+            })
+        };
+        let length_budget = params.length_max_iterations.min(LENGTH_BUDGET);
+        let mut g = GpuSim {
+            sim,
+            device: device.clone(),
+            queue,
+            adapter_name,
+            pipelines,
+            buffers,
+            color_ranges,
+            length_levels: length_scratch.levels,
+            length_budget,
+            dispatches: Vec::new(),
+            readback: placeholder("counters readback"),
+            param_ring,
+            obstacle_ring,
+            fresh_counters,
+            snapshots,
+            length_uniforms: Vec::new(),
+            readback_bytes: 0,
+            frame_timed_steps: 0,
+            reruns: 0,
+            queries: None,
+            timestamp_period_ns: gpu.queue.get_timestamp_period(),
+            frame_kernel_ns: Vec::new(),
+            frame_length_error: 0.0,
+            frame_iterations: 0,
+        };
+        g.build(length_budget)?;
+        Ok(g)
+    }
+
+    /// (Re)builds the dispatch list with the length projection encoded for `length_iterations`
+    /// iterations, and the timestamp queries and readback buffer sized for it.
+    fn build(&mut self, length_iterations: u32) -> Result<(), GpuStepError> {
+        let device = &self.device;
+        let params = self.sim.step_params();
+        let ranges = crate::rod::color_ranges(&self.sim.rod.color_start);
         let n = params.num_points;
         let nb = params.num_bends;
-        // The step's dispatches (DESIGN §6, in order): kernel, threads, and buffers that differ
-        // from the named ones for this dispatch.
+        // The step's dispatches (DESIGN §6, in order): kernel, threads, and the colour whose
+        // `color_range` uniform replaces the named one.
         let mut plan: Vec<(&'static str, u32, Option<usize>)> = vec![
             ("bend_gradient", nb, None),
             ("rod_forces", n, None),
             ("integrate_velocity", n, None),
             ("glue_projection", params.num_glue, None),
         ];
-        // (length_projection)
+        // The length projection's dispatches go here (see below).
+        let length_at = plan.len();
         // Enough workgroups for the largest damping phase; the kernel skips those past this step's
         // `params.num_blocks`.
-        let phases = sim.phase_start.len().saturating_sub(1).max(1) as u64;
+        let phases = self.sim.phase_start.len().saturating_sub(1).max(1) as u64;
         let max_blocks = (0..phases)
-            .map(|s| sim.damping_phase(s).1)
+            .map(|s| self.sim.damping_phase(s).1)
             .max()
             .unwrap_or(0);
         plan.extend([
@@ -165,22 +310,45 @@ impl GpuSim {
             }
         }
         plan.push(("plasticity", nb, None));
-        let mut names: Vec<&str> = plan.iter().map(|p| p.0).collect();
-        names.sort_unstable();
-        names.dedup();
-        let pipelines = Pipelines::only(&device, &names)?;
-        let mut dispatches = Vec::with_capacity(plan.len());
-        for (kernel, threads, color) in plan {
+        let budget = Params {
+            length_max_iterations: length_iterations,
+            ..params
+        };
+        let mut length = LengthGpu::new(
+            device,
+            &self.pipelines,
+            &self.buffers,
+            &budget,
+            &self.length_levels,
+        )?;
+        let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
+        for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
+            if i == length_at {
+                dispatches.extend(length.dispatches.drain(..).map(|d| Dispatch {
+                    kernel: d.kernel,
+                    bind_group: d.bind_group,
+                    groups: d.groups,
+                }));
+            }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
-            let overrides: Vec<(&str, &wgpu::Buffer)> =
-                color.map(|c| ("color_range", &color_ranges[c])).into_iter().collect();
+            let overrides: Vec<(&str, &wgpu::Buffer)> = color
+                .map(|c| ("color_range", &self.color_ranges[c]))
+                .into_iter()
+                .collect();
             dispatches.push(Dispatch {
                 kernel,
-                bind_group: pipelines.bind_group_with(&device, kernel, &buffers, &overrides)?,
+                bind_group: self.pipelines.bind_group_with(
+                    device,
+                    kernel,
+                    &self.buffers,
+                    &overrides,
+                )?,
                 groups: shaders::dispatch_grid(threads, k.workgroup_size),
             });
         }
-        let timed = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
+        let timed = device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+            && 2 * dispatches.len() <= 4096;
         let queries = timed.then(|| {
             let count = 2 * dispatches.len() as u32;
             let set = device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -197,28 +365,18 @@ impl GpuSim {
             (set, resolve)
         });
         let ts_bytes = queries.as_ref().map_or(0, |(_, b)| b.size());
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        self.readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("counters readback"),
-            size: COUNTERS_BYTES + ts_bytes,
+            size: MAX_BATCH as u64 * COUNTERS_BYTES + ts_bytes,
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         });
-        let nd = dispatches.len();
-        Ok(GpuSim {
-            sim,
-            device,
-            queue,
-            adapter_name,
-            pipelines,
-            buffers,
-            dispatches,
-            readback,
-            queries,
-            timestamp_period_ns: gpu.queue.get_timestamp_period(),
-            frame_kernel_ns: vec![0.0; nd],
-            frame_length_error: 0.0,
-            frame_iterations: 0,
-        })
+        self.frame_kernel_ns = vec![0.0; dispatches.len()];
+        self.dispatches = dispatches;
+        self.queries = queries;
+        self.length_uniforms = length.into_uniforms();
+        self.length_budget = length_iterations;
+        Ok(())
     }
 
     /// The adapter's name.
@@ -231,89 +389,198 @@ impl GpuSim {
         self.dispatches.len() as u32
     }
 
-    /// Bytes read back per step (the `counters` block and the timestamps).
-    pub fn readback_bytes_per_step(&self) -> u64 {
-        self.readback.size()
-    }
-
     /// Runs one time step on the GPU.
     pub fn step(&mut self) -> Result<(), GpuStepError> {
-        let step = self.sim.steps;
-        let params = self.sim.step_params();
-        self.sim.place_obstacles();
-        let q = &self.queue;
-        let bufs = &self.buffers;
-        q.write_buffer(bufs.get("params").unwrap(), 0, bytemuck::bytes_of(&params));
-        if !self.sim.obstacles.is_empty() {
-            q.write_buffer(
-                bufs.get("obstacles").unwrap(),
-                0,
-                bytemuck::cast_slice(&self.sim.obstacles),
-            );
+        self.steps(1)
+    }
+
+    /// Runs `k` time steps (at most [`MAX_BATCH`]) in one submission: each step's `params` and
+    /// placed obstacles are written into ring buffers beforehand and copied into place by the
+    /// command encoder between steps, and each step's `counters` are copied out after it, so the
+    /// host still sees every step's flags (and reports the first step that raised one) but waits
+    /// for the GPU once per batch, not once per step. The first step of the batch is timed per
+    /// kernel when the adapter has timestamp queries.
+    pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
+        assert!((1..=MAX_BATCH).contains(&k), "batch of {k} steps");
+        let (base, t0) = (self.sim.steps, self.sim.time);
+        match self.run_batch(k)? {
+            None => Ok(()),
+            Some(needed) => {
+                // A step needed more length iterations than were encoded: back to the snapshot,
+                // encode the scene's whole cap, and run the batch again.
+                self.restore_snapshot();
+                self.sim.steps = base;
+                self.sim.time = t0;
+                self.reruns += 1;
+                let cap = self.sim.step_params().length_max_iterations;
+                let before = self.length_budget;
+                debug_assert!(needed > before && before < cap);
+                self.build(cap)?;
+                if self.run_batch(k)?.is_some() {
+                    unreachable!("the whole cap is encoded");
+                }
+                // Later batches: a budget with room for what this one needed.
+                self.build(cap.min(before.max(2 * needed)))
+            }
         }
-        let fresh = Counters {
-            first_bad_point: u32::MAX,
-            ..Counters::default()
-        };
-        q.write_buffer(bufs.get("counters").unwrap(), 0, bytemuck::bytes_of(&fresh));
+    }
+
+    /// Copies the snapshot taken at the start of the last batch back into the state buffers.
+    fn restore_snapshot(&self) {
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("restore"),
+            });
+        for (name, snap) in SNAPSHOT.iter().zip(&self.snapshots) {
+            enc.copy_buffer_to_buffer(snap, 0, self.buffers.get(name).unwrap(), 0, snap.size());
+        }
+        self.queue.submit([enc.finish()]);
+    }
+
+    /// Encodes `iterations` length-projection iterations per step from now on (at most the scene's
+    /// cap); fewer than a step needs makes its batch run twice (tests use it to check that a rerun
+    /// changes nothing).
+    pub fn set_length_budget(&mut self, iterations: u32) -> Result<(), GpuStepError> {
+        let cap = self.sim.params.length_max_iterations;
+        self.build(iterations.clamp(1, cap))
+    }
+
+    /// Batches rerun so far because a step needed more length iterations than were encoded.
+    pub fn reruns(&self) -> u32 {
+        self.reruns
+    }
+
+    /// One batch (see [`GpuSim::steps`]); `Some(iterations)` when a step needed more length
+    /// iterations than are encoded (the batch's results are then not to be used).
+    fn run_batch(&mut self, k: usize) -> Result<Option<u32>, GpuStepError> {
+        let base = self.sim.steps;
+        let (t0, h) = (self.sim.time, self.sim.params.h as f64);
+        let mut params = Vec::with_capacity(k);
+        let mut obstacles = Vec::with_capacity(k * self.sim.obstacles.len());
+        for _ in 0..k {
+            params.push(self.sim.step_params());
+            self.sim.place_obstacles();
+            obstacles.extend_from_slice(&self.sim.obstacles);
+            self.sim.time += h;
+            self.sim.steps += 1;
+        }
+        let q = &self.queue;
+        q.write_buffer(&self.param_ring, 0, bytemuck::cast_slice(&params));
+        let obstacle_bytes = (self.sim.obstacles.len() * size_of::<ObstacleShape>()) as u64;
+        if obstacle_bytes > 0 {
+            q.write_buffer(&self.obstacle_ring, 0, bytemuck::cast_slice(&obstacles));
+        }
+        let bufs = &self.buffers;
+        let (params_buf, obstacles_buf, counters_buf) = (
+            bufs.get("params").unwrap(),
+            bufs.get("obstacles").unwrap(),
+            bufs.get("counters").unwrap(),
+        );
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("step"),
+                label: Some("steps"),
             });
-        for (i, d) in self.dispatches.iter().enumerate() {
-            let timestamp_writes =
-                self.queries
-                    .as_ref()
-                    .map(|(set, _)| wgpu::ComputePassTimestampWrites {
-                        query_set: set,
-                        beginning_of_pass_write_index: Some(2 * i as u32),
-                        end_of_pass_write_index: Some(2 * i as u32 + 1),
-                    });
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(d.kernel),
-                timestamp_writes,
-            });
-            self.pipelines
-                .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+        const PARAMS_BYTES: u64 = size_of::<Params>() as u64;
+        for (name, snap) in SNAPSHOT.iter().zip(&self.snapshots) {
+            enc.copy_buffer_to_buffer(bufs.get(name).unwrap(), 0, snap, 0, snap.size());
         }
-        enc.copy_buffer_to_buffer(
-            bufs.get("counters").unwrap(),
-            0,
-            &self.readback,
-            0,
-            COUNTERS_BYTES,
-        );
+        for s in 0..k as u64 {
+            enc.copy_buffer_to_buffer(&self.param_ring, s * PARAMS_BYTES, params_buf, 0, PARAMS_BYTES);
+            if obstacle_bytes > 0 {
+                enc.copy_buffer_to_buffer(
+                    &self.obstacle_ring,
+                    s * obstacle_bytes,
+                    obstacles_buf,
+                    0,
+                    obstacle_bytes,
+                );
+            }
+            enc.copy_buffer_to_buffer(&self.fresh_counters, 0, counters_buf, 0, COUNTERS_BYTES);
+            if s == 0 && self.queries.is_some() {
+                // The timed step: a pass per dispatch, each with its two timestamps.
+                let (set, _) = self.queries.as_ref().unwrap();
+                for (i, d) in self.dispatches.iter().enumerate() {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(d.kernel),
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: set,
+                            beginning_of_pass_write_index: Some(2 * i as u32),
+                            end_of_pass_write_index: Some(2 * i as u32 + 1),
+                        }),
+                    });
+                    self.pipelines
+                        .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+                }
+            } else {
+                // One pass for the whole step (wgpu orders the dispatches inside it and puts the
+                // barriers between them that their storage buffers need).
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("step"),
+                    timestamp_writes: None,
+                });
+                for d in &self.dispatches {
+                    self.pipelines
+                        .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+                }
+            }
+            enc.copy_buffer_to_buffer(
+                counters_buf,
+                0,
+                &self.readback,
+                s * COUNTERS_BYTES,
+                COUNTERS_BYTES,
+            );
+        }
+        let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
         if let Some((set, resolve)) = &self.queries {
             let count = 2 * self.dispatches.len() as u32;
             enc.resolve_query_set(set, 0..count, resolve, 0);
-            enc.copy_buffer_to_buffer(resolve, 0, &self.readback, COUNTERS_BYTES, resolve.size());
+            enc.copy_buffer_to_buffer(resolve, 0, &self.readback, ts_at, resolve.size());
         }
         q.submit([enc.finish()]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuStepError::Device {
-                step,
+                step: base,
                 message: e.to_string(),
             });
         }
         let bytes = read_mapped(&self.device, &self.readback, self.readback.size() as usize)
-            .map_err(|message| GpuStepError::Device { step, message })?;
-        let counters: Counters = bytemuck::pod_read_unaligned(&bytes[..COUNTERS_BYTES as usize]);
+            .map_err(|message| GpuStepError::Device {
+                step: base,
+                message,
+            })?;
+        self.readback_bytes += k as u64 * COUNTERS_BYTES
+            + self.queries.as_ref().map_or(0, |(_, r)| r.size());
         if self.queries.is_some() {
-            let ts: &[u64] = bytemuck::cast_slice(&bytes[COUNTERS_BYTES as usize..]);
+            let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
             for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
                 *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
             }
+            self.frame_timed_steps += 1;
         }
-        self.check(step, &counters)?;
-        self.frame_length_error = self
-            .frame_length_error
-            .max(f32::from_bits(counters.length_error_bits));
-        self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
-        self.sim.time += self.sim.params.h as f64;
-        self.sim.steps += 1;
-        Ok(())
+        let cap = self.sim.params.length_max_iterations;
+        for s in 0..k {
+            let at = s * COUNTERS_BYTES as usize;
+            let counters: Counters =
+                bytemuck::pod_read_unaligned(&bytes[at..at + COUNTERS_BYTES as usize]);
+            if self.length_budget < cap && counters.length_iterations > self.length_budget {
+                return Ok(Some(counters.length_iterations));
+            }
+            if let Err(e) = self.check(base + s as u64, &counters) {
+                // The state on the GPU is past the failing step; the host's clock stops at it.
+                self.sim.steps = base + s as u64;
+                self.sim.time = t0 + s as f64 * h;
+                return Err(e);
+            }
+            self.frame_length_error = self
+                .frame_length_error
+                .max(f32::from_bits(counters.length_error_bits));
+            self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
+        }
+        Ok(None)
     }
 
     /// Turns the error flags of a step into an error naming the step and the place.
@@ -390,13 +657,20 @@ impl GpuSim {
     ) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {
         let start = Instant::now();
         self.frame_kernel_ns.fill(0.0);
+        self.frame_timed_steps = 0;
+        self.readback_bytes = 0;
         self.frame_length_error = 0.0;
         self.frame_iterations = 0;
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
-        for _ in 0..n {
-            self.step()?;
-            on_step();
+        let mut left = n as usize;
+        while left > 0 {
+            let k = left.min(MAX_BATCH);
+            self.steps(k)?;
+            for _ in 0..k {
+                on_step();
+            }
+            left -= k;
         }
         // As on the CPU path: the frame ends at its own time.
         self.sim.time = t0 + 1.0 / self.sim.params.fps;
@@ -415,36 +689,38 @@ impl GpuSim {
             max_projection_iterations: self.frame_iterations,
             ..FrameStats::default()
         };
+        // Per-kernel milliseconds per step, the mean over the timed steps of the frame.
         let mut kernel_ms: Vec<(&'static str, f64)> = Vec::new();
+        let timed = self.frame_timed_steps.max(1) as f64;
         if self.queries.is_some() {
             for (d, ns) in self.dispatches.iter().zip(&self.frame_kernel_ns) {
+                let ms = ns * 1e-6 / timed;
                 match kernel_ms.iter_mut().find(|(k, _)| *k == d.kernel) {
-                    Some(e) => e.1 += ns * 1e-6,
-                    None => kernel_ms.push((d.kernel, ns * 1e-6)),
+                    Some(e) => e.1 += ms,
+                    None => kernel_ms.push((d.kernel, ms)),
                 }
             }
         }
-        let per_step = 1.0 / n.max(1) as f64;
         let total: f64 = kernel_ms.iter().map(|(_, v)| v).sum();
         for (k, v) in &kernel_ms {
-            stats.extra.push((format!("{k}_ms"), v * per_step));
+            stats.extra.push((format!("{k}_ms"), *v));
         }
         if self.queries.is_some() {
-            stats.extra.push(("gpu_step_ms".into(), total * per_step));
+            stats.extra.push(("gpu_step_ms".into(), total));
         }
+        let readback_per_step = self.readback_bytes as f64 / n.max(1) as f64;
         stats
             .extra
             .push(("dispatches_per_step".into(), self.dispatches_per_step() as f64));
-        stats.extra.push((
-            "readback_bytes_per_step".into(),
-            self.readback_bytes_per_step() as f64,
-        ));
+        stats
+            .extra
+            .push(("readback_bytes_per_step".into(), readback_per_step));
         Ok((
             stats,
             GpuFrameTimes {
                 kernel_ms,
                 dispatches_per_step: self.dispatches_per_step(),
-                readback_bytes_per_step: self.readback_bytes_per_step(),
+                readback_bytes_per_step: readback_per_step,
                 timed: self.queries.is_some(),
             },
         ))

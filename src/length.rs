@@ -840,6 +840,12 @@ impl LengthGpu {
         Ok(out)
     }
 
+    /// The `length_level` uniforms the dispatches' bind groups hold (for a caller that keeps the
+    /// dispatches elsewhere).
+    pub fn into_uniforms(self) -> Vec<wgpu::Buffer> {
+        self._uniforms
+    }
+
     /// Records every dispatch into `pass`, in order (wgpu orders storage accesses between dispatches).
     pub fn record(
         &self,

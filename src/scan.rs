@@ -70,7 +70,11 @@ impl ScanPlan {
                 n: sizes[k],
                 level: k as u32,
                 offset: offsets[k],
-                next_offset: if k + 1 < num_levels { offsets[k + 1] } else { 0 },
+                next_offset: if k + 1 < num_levels {
+                    offsets[k + 1]
+                } else {
+                    0
+                },
             };
         }
         ScanPlan {
@@ -302,7 +306,9 @@ mod tests {
     #[test]
     fn twins_scan() {
         for n in [0usize, 1, 255, 256, 257, 1000, 65_537, 70_001] {
-            let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 20).collect();
+            let data: Vec<u32> = (0..n as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761) >> 20)
+                .collect();
             let mut got = data.clone();
             let mut partials = Vec::new();
             exclusive_scan(&mut got, &mut partials);

@@ -108,10 +108,7 @@ pub fn sort_scatter(
     let p = *sort_pass;
     let nb = p.num_blocks as usize;
     let mut rank = [0u32; 256];
-    for (w, block) in sort_in[..p.n as usize]
-        .chunks(BLOCK as usize)
-        .enumerate()
-    {
+    for (w, block) in sort_in[..p.n as usize].chunks(BLOCK as usize).enumerate() {
         rank.fill(0);
         for kv in block {
             let d = digit(kv, p.shift) as usize;
@@ -124,6 +121,10 @@ pub fn sort_scatter(
 /// The CPU path of a sort: the passes of [`SortPlan::new`]`(data.len(), key_bits)` through the
 /// twins, with `scratch`, `hist` and `partials` as the scratch buffers (resized; they allocate only
 /// when they grow). Sorts `data` in place.
+///
+/// A pass whose digit is the same in every key is the identity (the scatter is stable), so the CPU
+/// path skips it, which gives bitwise the GPU's result at a fraction of the cost: packed cell keys
+/// and point indices leave most digits constant.
 pub fn radix_sort(
     data: &mut [KeyValue],
     key_bits: u32,
@@ -132,17 +133,30 @@ pub fn radix_sort(
     partials: &mut Vec<u32>,
 ) {
     let plan = SortPlan::new(data.len() as u32, key_bits);
+    let Some(first) = data.first() else {
+        return;
+    };
+    let k0 = key(first);
+    let varying = data.iter().fold(0u64, |acc, kv| acc | (key(kv) ^ k0));
     scan::resize_with_headroom(scratch, data.len(), KeyValue::default());
     scan::resize_with_headroom(hist, plan.hist_len as usize, 0);
-    for (k, p) in plan.passes().iter().enumerate() {
-        let (src, dst): (&mut [KeyValue], &mut [KeyValue]) = if k % 2 == 0 {
-            (data, scratch)
-        } else {
+    let mut in_scratch = false;
+    for p in plan.passes() {
+        if varying >> p.shift & 255 == 0 {
+            continue;
+        }
+        let (src, dst): (&mut [KeyValue], &mut [KeyValue]) = if in_scratch {
             (scratch, data)
+        } else {
+            (data, scratch)
         };
         sort_histogram(p, src, hist);
         scan::run_plan(&plan.scan, hist, partials);
         sort_scatter(p, src, hist, dst);
+        in_scratch = !in_scratch;
+    }
+    if in_scratch {
+        data.copy_from_slice(&scratch[..data.len()]);
     }
 }
 

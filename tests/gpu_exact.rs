@@ -90,11 +90,13 @@ struct GpuOut {
     candidates: Vec<[u32; 2]>,
     qpts: Vec<[f32; 4]>,
     records: Vec<ContactRecord>,
+    touch_offsets: Vec<u32>,
     slots: Vec<KeyValue>,
     force: Vec<[f32; 4]>,
 }
 
-fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, entry_cap: u32, cand_cap: u32) -> GpuOut {
+fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, caps: [u32; 3]) -> GpuOut {
+    let [entry_cap, cand_cap, rec_cap] = caps;
     let (device, queue) = (&gpu.device, &gpu.queue);
     let pipelines = Pipelines::only(device, exact_gpu::KERNELS).unwrap();
     let kp = *c.exact.kernel_params();
@@ -117,16 +119,21 @@ fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, entry_cap: u32, cand_cap: u32) -> GpuO
     };
     counters.grid_entries.capacity = entry_cap;
     counters.candidate_pairs.capacity = cand_cap;
+    counters.touching_records.capacity = rec_cap;
     bufs.upload(device, queue, "counters", bytes(&[counters]), false);
     let path = ExactGpu::new(
-        device, queue, &pipelines, &mut bufs, &tables, entry_cap, cand_cap,
+        device, queue, &pipelines, &mut bufs, &tables, entry_cap, cand_cap, rec_cap,
     )
     .unwrap();
     let mut check = Counters::default();
     path.set_capacities(&mut check);
     assert_eq!(
-        (check.grid_entries.capacity, check.candidate_pairs.capacity),
-        (entry_cap, cand_cap)
+        [
+            check.grid_entries.capacity,
+            check.candidate_pairs.capacity,
+            check.touching_records.capacity
+        ],
+        caps
     );
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
@@ -145,14 +152,18 @@ fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, entry_cap: u32, cand_cap: u32) -> GpuO
     let s = ns * kp.quadrature as u64;
     let read = |name: &str, n: u64| bufs.read(device, queue, name, n).unwrap();
     GpuOut {
-        counters: bytemuck::pod_read_unaligned(&read("counters", 64)),
+        counters: bytemuck::pod_read_unaligned(&read("counters", 80)),
         seg_box: bytemuck::pod_collect_to_vec(&read("seg_box", ns * 64)),
         grid_offsets: bytemuck::pod_collect_to_vec(&read("grid_offsets", (ns + 1) * 4)),
         entries: bytemuck::pod_collect_to_vec(&read("grid_entries", entry_cap as u64 * 16)),
         candidates: bytemuck::pod_collect_to_vec(&read("candidates", cand_cap as u64 * 8)),
         qpts: bytemuck::pod_collect_to_vec(&read("qpts", s * 16)),
         records: bytemuck::pod_collect_to_vec(&read("contact_records", cand_cap as u64 * 144)),
-        slots: bytemuck::pod_collect_to_vec(&read("gather_slots", 8 * cand_cap as u64 * 16)),
+        touch_offsets: bytemuck::pod_collect_to_vec(&read(
+            "touch_offsets",
+            (cand_cap as u64 + 1) * 4,
+        )),
+        slots: bytemuck::pod_collect_to_vec(&read("gather_slots", 8 * rec_cap as u64 * 16)),
         force: bytemuck::pod_collect_to_vec(&read("force", sim.pos.len() as u64 * 16)),
     }
 }
@@ -175,7 +186,9 @@ fn force_bounds(sim: &Sim, c: &Cpu) -> Vec<f64> {
     let mut terms = vec![0.0f64; sim.pos.len()];
     let seg_c = ex.segment_contact();
     for &[sa, sb] in ex.candidates() {
-        let kw = kp.k_contact as f64 * seg_c[sa as usize].weight as f64 * seg_c[sb as usize].weight as f64;
+        let kw = kp.k_contact as f64
+            * seg_c[sa as usize].weight as f64
+            * seg_c[sb as usize].weight as f64;
         for ka in 0..b {
             for kb in 0..b {
                 let (yi, yj) = (q[(sa * b + ka) as usize], q[(sb * b + kb) as usize]);
@@ -219,30 +232,73 @@ fn compare(sim: &Sim, c: &Cpu, g: &GpuOut, name: &str) {
     // Discrete outputs, exactly.
     assert_eq!(g.counters.errors, 0, "{name}: GPU errors");
     assert_eq!(g.counters.first_bad_point, u32::MAX);
-    assert_eq!(g.counters.grid_entries.count, cc.grid_entries.count, "{name}: entries");
+    assert_eq!(
+        g.counters.grid_entries.count, cc.grid_entries.count,
+        "{name}: entries"
+    );
     assert_eq!(g.counters.grid_entries.overflow, 0);
-    assert_eq!(g.counters.candidate_pairs.count, cc.candidate_pairs.count, "{name}: candidates");
+    assert_eq!(
+        g.counters.candidate_pairs.count, cc.candidate_pairs.count,
+        "{name}: candidates"
+    );
     assert_eq!(g.counters.candidate_pairs.overflow, 0);
-    assert_eq!(g.counters.touching_pairs.count, cc.touching_pairs.count, "{name}: touching pairs");
+    assert_eq!(
+        g.counters.touching_pairs.count, cc.touching_pairs.count,
+        "{name}: touching pairs"
+    );
     assert_eq!(
         bytemuck::cast_slice::<_, u8>(&g.seg_box),
         bytemuck::cast_slice::<_, u8>(ex.segment_grid_boxes()),
         "{name}: segment boxes (bitwise: padded AABBs and cell boxes)"
     );
     assert_eq!(g.grid_offsets, ex.grid_offsets(), "{name}: grid offsets");
-    assert_eq!(&g.entries[..ne], &ex.grid_entries()[..ne], "{name}: sorted grid entries");
+    assert_eq!(
+        &g.entries[..ne],
+        &ex.grid_entries()[..ne],
+        "{name}: sorted grid entries"
+    );
     assert!(
         g.entries[ne..].iter().all(|e| *e == grid::SENTINEL_ENTRY),
         "{name}: unused entry slots hold the sentinel"
     );
-    assert_eq!(&g.candidates[..nc], &ex.candidates()[..nc], "{name}: candidate pairs");
-    for (i, (gr, cr)) in g.records[..nc].iter().zip(ex.records()).enumerate() {
-        assert_eq!(gr.touching, cr.touching, "{name}: record {i} touching count");
+    assert_eq!(
+        &g.candidates[..nc],
+        &ex.candidates()[..nc],
+        "{name}: candidate pairs"
+    );
+    let nt = cc.touching_records.count as usize;
+    assert_eq!(
+        g.counters.touching_records.count, cc.touching_records.count,
+        "{name}: touching records"
+    );
+    assert_eq!(g.counters.touching_records.overflow, 0);
+    assert_eq!(
+        &g.touch_offsets[..=nc],
+        &ex.touch_offsets()[..=nc],
+        "{name}: touch offsets"
+    );
+    assert!(g.touch_offsets[nc..].iter().all(|&t| t == nt as u32));
+    for c in 0..nc {
+        if ex.touch_offsets()[c + 1] > ex.touch_offsets()[c] {
+            assert_eq!(
+                g.records[c].touching,
+                ex.records()[c].touching,
+                "{name}: record {c} touching count"
+            );
+            assert_eq!(g.records[c]._pad, [0, 0]);
+        }
     }
     let live = |s: &[KeyValue]| -> Vec<KeyValue> {
-        s.iter().filter(|k| k.key_lo < sim.pos.len() as u32).copied().collect()
+        s.iter()
+            .filter(|k| k.key_lo < sim.pos.len() as u32)
+            .copied()
+            .collect()
     };
-    assert_eq!(live(&g.slots), live(ex.slots()), "{name}: sorted point → slot table");
+    assert_eq!(
+        live(&g.slots),
+        live(ex.slots()),
+        "{name}: sorted point → slot table"
+    );
     // Quadrature points: 8ε Σ|w q|.
     let b = ex.kernel_params().quadrature as usize;
     let (mut worst_q, mut exact_q) = (0.0f64, 0usize);
@@ -254,7 +310,12 @@ fn compare(sim: &Sim, c: &Cpu, g: &GpuOut, name: &str) {
                 .map(|m| (w[m] as f64 * sim.pos[seg.cp[m] as usize][k] as f64).abs())
                 .sum();
             let d = (gq[k] as f64 - cq[k] as f64).abs();
-            assert!(d <= 8.0 * EPS * mag, "{name}: qpt {i}[{k}]: {} vs {}", gq[k], cq[k]);
+            assert!(
+                d <= 8.0 * EPS * mag,
+                "{name}: qpt {i}[{k}]: {} vs {}",
+                gq[k],
+                cq[k]
+            );
             worst_q = worst_q.max(d / (EPS * mag).max(f64::MIN_POSITIVE));
             exact_q += (d == 0.0) as usize;
         }
@@ -286,7 +347,10 @@ fn compare(sim: &Sim, c: &Cpu, g: &GpuOut, name: &str) {
         3 * g.qpts.len(),
         3 * g.force.len()
     );
-    assert!(cc.touching_pairs.count > 100, "{name}: the state is in contact");
+    assert!(
+        cc.touching_pairs.count > 100,
+        "{name}: the state is in contact"
+    );
     assert!(moved > 20, "{name}: contact forces reached the points");
 }
 
@@ -297,16 +361,23 @@ fn parity(name: &str, scene: &str, steps: usize) {
     let sim = scene_sim(scene, &["contact.model=exact"], steps);
     let c = cpu(&sim);
     let cc = *c.exact.counters();
-    let (ne, nc) = (cc.grid_entries.count, cc.candidate_pairs.count);
+    let (ne, nc, nt) = (
+        cc.grid_entries.count,
+        cc.candidate_pairs.count,
+        cc.touching_records.count,
+    );
     // Capacities exactly the counts, as on the CPU path.
-    let g = run_gpu(&gpu, &sim, &c, ne, nc);
+    let g = run_gpu(&gpu, &sim, &c, [ne, nc, nt]);
     compare(&sim, &c, &g, &format!("{scene}, exact capacities"));
     // Spare capacity: sentinel entries and empty candidate slots change nothing, bitwise.
-    let g2 = run_gpu(&gpu, &sim, &c, ne + 300, nc + 77);
+    let g2 = run_gpu(&gpu, &sim, &c, [ne + 300, nc + 77, nt + 5]);
     compare(&sim, &c, &g2, &format!("{scene}, spare capacities"));
-    assert_eq!(g.force, g2.force, "{scene}: spare capacity changed the forces");
+    assert_eq!(
+        g.force, g2.force,
+        "{scene}: spare capacity changed the forces"
+    );
     // And the GPU path repeats itself bitwise.
-    let g3 = run_gpu(&gpu, &sim, &c, ne + 300, nc + 77);
+    let g3 = run_gpu(&gpu, &sim, &c, [ne + 300, nc + 77, nt + 5]);
     assert_eq!(
         bytemuck::cast_slice::<_, u8>(&g2.force),
         bytemuck::cast_slice::<_, u8>(&g3.force),
@@ -325,8 +396,8 @@ fn exact_path_gpu_matches_twins_swatch() {
 }
 
 /// Too small a capacity is never a silent loss: the overflow flag is set and the count says what
-/// was needed (grid entries first, then candidate pairs with enough entries), and
-/// `grown_capacities` asks for at least that.
+/// was needed (grid entries; candidate pairs with enough entries; touching records with enough
+/// candidates).
 #[test]
 fn overflow_sets_flag_and_needed_count() {
     let Some(gpu) = gpu_or_skip("overflow_sets_flag_and_needed_count") else {
@@ -335,16 +406,28 @@ fn overflow_sets_flag_and_needed_count() {
     let sim = scene_sim("tiny", &["contact.model=exact"], 200);
     let c = cpu(&sim);
     let cc = *c.exact.counters();
-    let (ne, nc) = (cc.grid_entries.count, cc.candidate_pairs.count);
-    let g = run_gpu(&gpu, &sim, &c, ne / 2, nc);
+    let (ne, nc, nt) = (
+        cc.grid_entries.count,
+        cc.candidate_pairs.count,
+        cc.touching_records.count,
+    );
+    let g = run_gpu(&gpu, &sim, &c, [ne / 2, nc, nt]);
     assert_eq!(g.counters.grid_entries.overflow, 1);
     assert_eq!(g.counters.grid_entries.count, ne);
     assert_eq!(g.counters.grid_entries.capacity, ne / 2);
-    let g = run_gpu(&gpu, &sim, &c, ne, nc / 3);
+    let g = run_gpu(&gpu, &sim, &c, [ne, nc / 3, nt]);
     assert_eq!(g.counters.grid_entries.overflow, 0);
     assert_eq!(g.counters.candidate_pairs.overflow, 1);
     assert_eq!(g.counters.candidate_pairs.count, nc);
-    assert_eq!(&g.candidates[..], &c.exact.candidates()[..(nc / 3) as usize]);
+    assert_eq!(
+        &g.candidates[..],
+        &c.exact.candidates()[..(nc / 3) as usize]
+    );
+    let g = run_gpu(&gpu, &sim, &c, [ne, nc, nt / 2]);
+    assert_eq!(g.counters.candidate_pairs.overflow, 0);
+    assert_eq!(g.counters.touching_records.overflow, 1);
+    assert_eq!(g.counters.touching_records.count, nt);
+    assert_eq!(g.counters.errors, 0);
 }
 
 /// The twins flag an overflow the same way (CPU only).

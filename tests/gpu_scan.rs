@@ -132,8 +132,8 @@ fn gpu_scan_matches_twin() {
         let data = counts(&mut rng, n);
         let mut bufs = Buffers::default();
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
-        let scan = GpuScan::new(&gpu.device, &pipelines, bufs.get("data").unwrap(), n as u32)
-            .unwrap();
+        let scan =
+            GpuScan::new(&gpu.device, &pipelines, bufs.get("data").unwrap(), n as u32).unwrap();
         submit(&gpu, |pass| scan.record(&pipelines, pass).unwrap());
         let out = bufs
             .read(&gpu.device, &gpu.queue, "data", 4 * n as u64)

@@ -90,3 +90,40 @@ fn gpu_step_reports_a_blow_up_with_its_step() {
     assert!(msg.starts_with("step "), "{msg}");
     assert!(msg.contains("not finite") || msg.contains("did not converge"), "{msg}");
 }
+
+/// A step that needs more length-projection iterations than the GPU step encodes is rerun from
+/// the batch's snapshot with the whole cap encoded, and the result is bitwise the one of encoding
+/// the cap from the start.
+#[test]
+fn length_budget_rerun_changes_nothing() {
+    let Some(gpu) = gpu_or_skip("length_budget_rerun_changes_nothing") else {
+        return;
+    };
+    let sets = ["contact.model=none"];
+    let run = |budget: u32| {
+        let mut sim = fixture::scene_sim("tiny", &sets, 0);
+        // Violent, rough initial velocities, so the first steps' projections take several
+        // iterations.
+        for (i, v) in sim.vel.iter_mut().enumerate() {
+            let s = (i as f32 * 12.9898).sin() * 43_758.547;
+            let r = s - s.floor() - 0.5;
+            *v = [400.0 * r, -300.0 * r * r, 200.0 * (0.3 - r), 0.0];
+        }
+        let mut g = GpuSim::new(&gpu, sim, ContactModel::None).unwrap();
+        g.set_length_budget(budget).unwrap();
+        for _ in 0..3 {
+            g.steps(32).unwrap();
+        }
+        g.download().unwrap();
+        g
+    };
+    let tight = run(1);
+    let full = run(1000);
+    assert!(tight.reruns() > 0, "no step needed a second iteration");
+    eprintln!("batches rerun with a budget of 1 iteration: {}", tight.reruns());
+    assert_eq!(full.reruns(), 0);
+    assert_eq!(tight.sim.steps, full.sim.steps);
+    let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(bits(&tight.sim.pos) == bits(&full.sim.pos), "positions differ");
+    assert!(bits(&tight.sim.vel) == bits(&full.sim.vel), "velocities differ");
+}

@@ -4,15 +4,23 @@
 //! [`super`]).
 //!
 //! The kernels of this file, after the grid's:
-//! - [`quadrature_points`]: the `b` points of every segment;
-//! - [`exact_contact_forces`]: one [`ContactRecord`] per candidate segment pair — the force of its
-//!   touching, non-excluded quadrature pairs on its 8 control-point slots, its energy and its
-//!   touching count (added to `Counters::touching_pairs`);
-//! - [`contact_slots`] + radix sort by key: the point → record table, one [`KeyValue`] per slot of a
-//!   touching record (key: its control point; value: `8·candidate + slot`), sorted stably so each
+//! - [`quadrature_points`]: the `b` points of every segment (w: the point's arc position along its
+//!   yarn, for the exclusion rule);
+//! - [`exact_contact_forces`]: per candidate segment pair, its touching, non-excluded quadrature
+//!   pairs ([`for_each_touching_pair`]); a touching candidate writes its [`ContactRecord`] (forces on
+//!   its 8 control-point slots, energy, touching count, which also goes to
+//!   `Counters::touching_pairs`) and a 1 into `touch_offsets`;
+//! - exclusive scan of `touch_offsets`: the touching candidates numbered, their total in
+//!   `Counters::touching_records`;
+//! - [`contact_slots`] + radix sort by key: the point → record table, 8 [`KeyValue`]s per touching
+//!   record (key: the slot's control point; value: `8·candidate + slot`), sorted stably so each
 //!   point's slots are in candidate order;
 //! - [`contact_gather`]: every control point adds the slot forces naming it, in that order (no float
 //!   atomics; the same sum on both paths and every run).
+//!
+//! Two skips keep the force loop cheap and change no decision: a candidate whose whole `b × b`
+//! block the exclusion rule excludes ([`super::block_excluded`], exact), and points outside the
+//! other segment's box of quadrature points grown by `2r ·` [`PREFILTER`].
 //!
 //! [`ExactContact`] owns every buffer (grown, never shrunk, so a warmed-up step does not allocate)
 //! and sizes each variable-size output exactly from the scanned total before writing it, so on the
@@ -21,8 +29,9 @@
 use super::grid::{self, aabb_raster, candidate_count, candidate_write, grid_write};
 use super::Exclusion;
 use crate::layout::{
-    ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact, ERROR_CONTACT_NOT_FINITE,
-    ERROR_GATHER_FULL, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+    ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact,
+    ERROR_CONTACT_NOT_FINITE, ERROR_GATHER_FULL, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE,
+    ERROR_NAN_POSITION,
 };
 use crate::math::V3;
 use crate::scan::{self, resize_with_headroom};
@@ -67,7 +76,7 @@ pub fn quadrature_points(
 /// `2r · PREFILTER` touches none of them (1 + 2⁻¹⁰, exact in f32): the margin dwarfs the rounding
 /// of coordinates below ~2000 cm, so the skip never drops a pair closer than `2r`. Both paths skip
 /// alike (shaders/shared/penalty.wgsl).
-pub const PREFILTER: f32 = 1.000_976_562_5;
+pub const PREFILTER: f32 = 1.0 + 1.0 / 1024.0;
 
 /// Calls `f(ka, kb, x = y_a − y_b, s = |x|²)` for every touching, non-excluded quadrature pair of
 /// candidate `[sa, sb]`, in the order of `exact_contact_forces` (which is this loop): whole blocks
@@ -147,8 +156,8 @@ fn candidate_record(
         let g = x * (2.0 * kw * df);
         let (wa, wb) = (&quad_weights[ka as usize], &quad_weights[kb as usize]);
         for m in 0..4 {
-            force[m] = force[m] - g * wa[m];
-            force[4 + m] = force[4 + m] + g * wb[m];
+            force[m] -= g * wa[m];
+            force[4 + m] += g * wb[m];
         }
     });
     let mut rec = ContactRecord {
@@ -611,13 +620,7 @@ impl ExactContact {
             &mut self.sort_hist,
             &mut self.scan_partials,
         );
-        contact_gather(
-            &kp,
-            &self.slots,
-            &self.records,
-            &mut self.counters,
-            force,
-        );
+        contact_gather(&kp, &self.slots, &self.records, &mut self.counters, force);
         self.check()?;
         self.records_valid = true;
         let energy = self.touching_records().map(|(_, r)| r.energy as f64).sum();

@@ -84,7 +84,9 @@ pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
 fn owned<'a>(
     it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
 ) -> Vec<Dispatch> {
-    it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)).collect()
+    it.into_iter()
+        .map(|(n, bg, t)| (n, bg.clone(), t))
+        .collect()
 }
 
 fn zeros(bytes: usize) -> Vec<u8> {
@@ -95,6 +97,7 @@ impl ExactGpu {
     /// Adds the path's buffers to `buffers` (which holds `params`, `counters`, `segments`, `pos` and
     /// `force`) and builds every bind group, for `entry_capacity` grid entries,
     /// `candidate_capacity` candidate pairs and `record_capacity` touching candidates.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         device: &wgpu::Device,
         queue: &wgpu::Queue,
@@ -130,14 +133,21 @@ impl ExactGpu {
             &zeros(cc * std::mem::size_of::<ContactRecord>()),
         );
         up("touch_offsets", &zeros((cc + 1) * 4));
-        up("gather_slots", &zeros(8 * tc * std::mem::size_of::<KeyValue>()));
+        up(
+            "gather_slots",
+            &zeros(8 * tc * std::mem::size_of::<KeyValue>()),
+        );
         let get = |n: &str| buffers.get(n).expect("uploaded above");
         let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
         let sort_entries =
             GpuSort::new(device, pipelines, get("grid_entries"), entry_capacity, 64)?;
         let scan_cand = GpuScan::new(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;
-        let scan_touch =
-            GpuScan::new(device, pipelines, get("touch_offsets"), candidate_capacity + 1)?;
+        let scan_touch = GpuScan::new(
+            device,
+            pipelines,
+            get("touch_offsets"),
+            candidate_capacity + 1,
+        )?;
         let sort_slots = GpuSort::new(
             device,
             pipelines,

@@ -45,7 +45,7 @@ use rayon::prelude::*;
 
 /// The AABB padding is `r` times this (1 + 2⁻¹³, exactly representable, so both paths use the same
 /// f32): the hair above 1 keeps a pair at exactly `2r` after rounding a candidate.
-pub const PAD_FACTOR: f32 = 1.000_122_070_312_5;
+pub const PAD_FACTOR: f32 = 1.0 + 1.0 / 8192.0;
 /// Cells per axis on either side of the grid origin that a key can name.
 pub const GRID_HALF_RANGE: i32 = 1 << 20;
 /// A segment covering more cells than this is left out (`ERROR_GRID_RANGE`): the cloth exploded or
@@ -213,19 +213,22 @@ pub fn grid_write(
     if total > cap {
         counters.grid_entries.overflow = 1;
     }
-    grid_entries[..cap as usize]
-        .par_iter_mut()
-        .with_min_len(4096)
-        .enumerate()
-        .for_each(|(i, e)| {
-            let i = i as u32;
-            *e = if i < total {
-                let s = upper_segment(grid_offsets, n, i);
-                entry_of(&seg_box[s as usize], s, i - grid_offsets[s as usize])
-            } else {
-                SENTINEL_ENTRY
-            };
-        });
+    // Entry i of the kernel is entry i − grid_offsets[s] of the segment s holding it; walking the
+    // segments' ranges in order writes the same slots without the search.
+    let cap = cap as usize;
+    for (s, b) in seg_box[..n as usize].iter().enumerate() {
+        let start = grid_offsets[s] as usize;
+        if start >= cap {
+            break;
+        }
+        let end = (grid_offsets[s + 1] as usize).min(cap);
+        for (j, e) in grid_entries[start..end].iter_mut().enumerate() {
+            *e = entry_of(b, s as u32, j as u32);
+        }
+    }
+    if (total as usize) < cap {
+        grid_entries[total as usize..cap].fill(SENTINEL_ENTRY);
+    }
 }
 
 /// Entry `j` (x-fastest) of segment `s` with box `b`.
@@ -341,13 +344,46 @@ pub fn candidate_write(
         counters.candidate_pairs.overflow = 1;
     }
     let entries = &grid_entries[..cap];
-    // Entry i writes its own range of slots; the twin runs them in order.
-    for i in 0..cap {
-        let mut k = cand_offsets[i] as usize;
+    let out = &mut candidates[..cap_c.min(total as usize)];
+    write_range(entries, 0..cap, seg_box, cand_offsets, out, 0);
+}
+
+/// The candidates of entries `range` into `out`, which holds slots `base ..` of the list: entry
+/// `i` writes from slot `cand_offsets[i]` on (those below the capacity). Halves the range, and
+/// with it the output at the first slot of the upper half, for rayon until it is small.
+fn write_range(
+    entries: &[KeyValue],
+    range: std::ops::Range<usize>,
+    seg_box: &[SegmentBox],
+    cand_offsets: &[u32],
+    out: &mut [[u32; 2]],
+    base: usize,
+) {
+    if range.len() > 2048 {
+        let mid = range.start + range.len() / 2;
+        let split = (cand_offsets[mid] as usize - base).min(out.len());
+        let (lo, hi) = out.split_at_mut(split);
+        rayon::join(
+            || write_range(entries, range.start..mid, seg_box, cand_offsets, lo, base),
+            || {
+                write_range(
+                    entries,
+                    mid..range.end,
+                    seg_box,
+                    cand_offsets,
+                    hi,
+                    base + split,
+                )
+            },
+        );
+        return;
+    }
+    for i in range {
+        let mut k = cand_offsets[i] as usize - base;
         let a = entries[i].value;
         for_each_pair_of_entry(entries, i, seg_box, |o| {
-            if k < cap_c {
-                candidates[k] = [a.min(o.value), a.max(o.value)];
+            if k < out.len() {
+                out[k] = [a.min(o.value), a.max(o.value)];
             }
             k += 1;
         });
