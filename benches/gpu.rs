@@ -13,17 +13,17 @@ use std::time::Instant;
 
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
-use yarnsim::scene::{self, ContactModel, Scene};
+use yarnsim::scene::{self, ContactParams, Scene};
 use yarnsim::sim::Sim;
 
-fn load(name: &str, model: &str) -> (Sim, ContactModel) {
+fn load(name: &str, model: &str) -> (Sim, ContactParams) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
     let mut sc = Scene::load(&dir.join(format!("{name}.toml"))).expect("scene loads");
     sc.apply_set(&format!("contact.model={model}")).unwrap();
     let build = scene::build_curves(&sc, &dir).unwrap();
     let pins = scene::pinned_points(&sc, &build).unwrap();
-    let model = sc.contact.model;
-    (Sim::from_build(&sc, &build, &pins).unwrap(), model)
+    let contact = sc.contact.clone();
+    (Sim::from_build(&sc, &build, &pins).unwrap(), contact)
 }
 
 fn main() {
@@ -67,7 +67,7 @@ fn main() {
             println!("  cpu: {cpu_rate:>9.1} steps/s");
             let Some(g) = &gpu else { continue };
             let (fresh, _) = load(name, model);
-            let mut gs = match GpuSim::new(g, fresh, m) {
+            let mut gs = match GpuSim::new(g, fresh, &m) {
                 Ok(gs) => gs,
                 Err(e) => {
                     println!("  gpu: not run: {e}");

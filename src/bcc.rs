@@ -314,11 +314,12 @@ fn try_write_bytes(curves: &[Curve]) -> Result<Vec<u8>, BccError> {
     Ok(out)
 }
 
-/// Writes curves to a `C0` BCC file.
+/// Writes curves to a `C0` BCC file, atomically (see [`crate::output`]): a failed write leaves no
+/// partial file under `path`.
 pub fn write(path: &Path, curves: &[Curve]) -> Result<(), BccError> {
     let bytes = try_write_bytes(curves)?;
-    std::fs::write(path, bytes).map_err(|source| BccError::Io {
+    crate::output::write_bytes_atomic(path, &bytes).map_err(|e| BccError::Io {
         path: path.display().to_string(),
-        source,
+        source: e.into_io_error(),
     })
 }

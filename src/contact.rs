@@ -88,8 +88,8 @@ mod exact;
 pub mod exact_gpu;
 pub mod grid;
 pub use exact::{
-    contact_gather, contact_slots, exact_contact_forces, key_bits, quadrature_points, ExactContact,
-    MAX_GATHER,
+    check_counters, contact_gather, contact_slots, exact_contact_forces, key_bits,
+    quadrature_points, ExactContact, MAX_GATHER,
 };
 
 /// Penalty `f` and its derivatives with respect to the **squared** distance `s = d²`:

@@ -23,6 +23,8 @@ pub enum ExportError {
     },
     #[error("OBJ line {line}: {message}")]
     Parse { line: usize, message: String },
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
 }
 
 /// The OBJ text for `curves` (see the module doc for the layout).
@@ -53,12 +55,11 @@ pub fn obj_string(curves: &[Curve]) -> String {
     s
 }
 
-/// Writes [`obj_string`] to `path`.
+/// Writes [`obj_string`] to `path`, atomically (see [`crate::output`]): a failed write leaves no
+/// partial file under `path`.
 pub fn write_obj(path: &Path, curves: &[Curve]) -> Result<(), ExportError> {
-    std::fs::write(path, obj_string(curves)).map_err(|source| ExportError::Io {
-        path: path.display().to_string(),
-        source,
-    })
+    crate::output::write_bytes_atomic(path, obj_string(curves).as_bytes())?;
+    Ok(())
 }
 
 /// Writes frame `frame` as `dir/frame_NNNN.obj` (the same numbering as captured PNGs and BCC frames)

@@ -21,7 +21,12 @@ use crate::layout::{
 };
 use crate::length::{LengthGpu, LengthScratch};
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::scene::ContactModel;
+use crate::contact::{check_counters, ExactContact};
+use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
+use crate::contact::grid;
+use crate::layout::SegmentContact;
+use crate::scene::{ContactModel, ContactParams};
+use crate::sim::ContactError;
 use crate::shaders;
 use crate::sim::{FrameStats, Sim};
 use std::mem::size_of;
@@ -34,10 +39,8 @@ pub enum GpuStepError {
     Pipeline(#[from] PipelineError),
     #[error(transparent)]
     DampingBlocks(#[from] crate::step::DampingBlockError),
-    #[error("contact.model = {0:?} is not available on the GPU yet (GPU contact models: none{1}); run with --backend cpu")]
-    Model(ContactModel, &'static str),
-    #[error("the GPU time step is not complete yet: the stages {0} have no GPU kernels; run with --backend cpu")]
-    Incomplete(String),
+    #[error("contact.model = {0:?} is not available on the GPU yet (the GPU step has: {models}); run with --backend cpu", models = GPU_CONTACT_MODELS.join(", "))]
+    Model(ContactModel),
     #[error("the scene needs {what} = {needed}, but the adapter {adapter:?} offers {limit} ({limit_name})")]
     Limit {
         what: &'static str,
@@ -60,13 +63,33 @@ pub enum GpuStepError {
         iterations: u32,
         error: f32,
     },
+    #[error("step {step}: {source}")]
+    Contact {
+        step: u64,
+        #[source]
+        source: ContactError,
+    },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
 }
 
-/// Stages of DESIGN §6 that have no kernels yet; while this is not empty the GPU step refuses to
-/// run (a step without them would be a different simulation, not a faster one).
-pub const MISSING_STAGES: &[&str] = &[];
+
+/// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
+/// static tables it is rebuilt from when a capacity grows.
+struct ExactState {
+    path: ExactGpu,
+    origin: [f32; 3],
+    cell: f32,
+    tables: (Vec<[f32; 4]>, Vec<f32>, Vec<SegmentContact>),
+}
+
+/// Why a batch must run again.
+enum Rerun {
+    /// A step needed this many length iterations, more than were encoded.
+    Length(u32),
+    /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with.
+    Capacity((u32, u32, u32)),
+}
 
 /// One recorded dispatch of the step.
 struct Dispatch {
@@ -111,6 +134,13 @@ pub struct GpuSim {
     /// Length-projection iterations encoded per step (see [`LENGTH_BUDGET`]).
     length_budget: u32,
     color_ranges: Vec<wgpu::Buffer>,
+    /// The exact contact path, when the scene has `contact.model = "exact"`.
+    exact: Option<ExactState>,
+    /// Batches rerun because a variable-size contact output overflowed its capacity.
+    grows: u32,
+    /// Touching quadrature pairs and candidate segment pairs summed over the frame's steps.
+    frame_touching: u64,
+    frame_candidates: u64,
     /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun because a step needed more length iterations than were encoded.
@@ -127,6 +157,9 @@ pub struct GpuSim {
 
 /// Bytes of the `counters` block.
 const COUNTERS_BYTES: u64 = size_of::<Counters>() as u64;
+
+/// The contact models the GPU step runs (`contact.model`).
+pub const GPU_CONTACT_MODELS: &[&str] = &["none", "exact"];
 
 /// Kernels of the step besides the length projection's (`length_*`).
 const STEP_KERNELS: &[&str] = &[
@@ -160,13 +193,12 @@ pub const MAX_BATCH: usize = 64;
 
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
-    pub fn new(gpu: &Gpu, sim: Sim, contact: ContactModel) -> Result<GpuSim, GpuStepError> {
-        if !MISSING_STAGES.is_empty() {
-            return Err(GpuStepError::Incomplete(MISSING_STAGES.join(", ")));
-        }
-        if contact != ContactModel::None {
-            return Err(GpuStepError::Model(contact, ""));
-        }
+    pub fn new(gpu: &Gpu, sim: Sim, contact: &ContactParams) -> Result<GpuSim, GpuStepError> {
+        let exact = match contact.model {
+            ContactModel::None => false,
+            ContactModel::Exact => true,
+            other => return Err(GpuStepError::Model(other)),
+        };
         let device = gpu.device.clone();
         let queue = gpu.queue.clone();
         let adapter_name = gpu.adapter.get_info().name;
@@ -187,9 +219,59 @@ impl GpuSim {
         let names: Vec<&str> = shaders::KERNELS
             .iter()
             .map(|k| k.name)
-            .filter(|k| STEP_KERNELS.contains(k) || k.starts_with("length_"))
+            .filter(|k| {
+                STEP_KERNELS.contains(k)
+                    || k.starts_with("length_")
+                    || (exact && exact_gpu::KERNELS.contains(k))
+            })
             .collect();
         let pipelines = Pipelines::only(&device, &names)?;
+        // Exact contact: the host computes the static tables and the grid origin with one detection
+        // on the CPU twin (the CPU path takes the same origin at its first step), which also gives
+        // the first capacities.
+        let exact = if exact {
+            let contact_err = |source| GpuStepError::Contact { step: 0, source };
+            let mut host = ExactContact::new(sim.params.radius, contact).map_err(contact_err)?;
+            host.detect(&sim.topo, &sim.pos).map_err(contact_err)?;
+            let origin = host.grid_origin().expect("set by detect");
+            let c = host.counters();
+            let room = |n: u32| n.saturating_add(n / 4).max(64);
+            let caps = (
+                room(c.grid_entries.count),
+                room(c.candidate_pairs.count),
+                room(c.candidate_pairs.count),
+            );
+            let mut p = params;
+            grid::set_grid_frame(&mut p, origin);
+            let tables = ExactTables {
+                params: &p,
+                quad_weights: host.quad_weights(),
+                quad_arc: host.exclusion().quad_arc(),
+                seg_contact: host.segment_contact(),
+            };
+            let path = ExactGpu::new(
+                &device,
+                &queue,
+                &pipelines,
+                &mut buffers,
+                &tables,
+                caps.0,
+                caps.1,
+                caps.2,
+            )?;
+            Some(ExactState {
+                path,
+                origin,
+                cell: contact.grid_cell,
+                tables: (
+                    host.quad_weights().to_vec(),
+                    host.exclusion().quad_arc().to_vec(),
+                    host.segment_contact().to_vec(),
+                ),
+            })
+        } else {
+            None
+        };
         let length_scratch =
             LengthScratch::new(&sim.topo.yarns, &sim.topo.edges, params.num_points as usize);
         LengthGpu::upload(&mut buffers, &device, &queue, &length_scratch);
@@ -225,14 +307,6 @@ impl GpuSim {
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        queue.write_buffer(
-            &fresh_counters,
-            0,
-            bytemuck::bytes_of(&Counters {
-                first_bad_point: u32::MAX,
-                ..Counters::default()
-            }),
-        );
         let placeholder = |label| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -243,6 +317,10 @@ impl GpuSim {
         };
         let length_budget = params.length_max_iterations.min(LENGTH_BUDGET);
         let mut g = GpuSim {
+            exact,
+            grows: 0,
+            frame_touching: 0,
+            frame_candidates: 0,
             sim,
             device: device.clone(),
             queue,
@@ -268,6 +346,7 @@ impl GpuSim {
             frame_length_error: 0.0,
             frame_iterations: 0,
         };
+        g.write_fresh_counters();
         g.build(length_budget)?;
         Ok(g)
     }
@@ -285,9 +364,13 @@ impl GpuSim {
         let mut plan: Vec<(&'static str, u32, Option<usize>)> = vec![
             ("bend_gradient", nb, None),
             ("rod_forces", n, None),
+        ];
+        // The exact contact path's dispatches go here (they add into `force`).
+        let contact_at = plan.len();
+        plan.extend([
             ("integrate_velocity", n, None),
             ("glue_projection", params.num_glue, None),
-        ];
+        ]);
         // The length projection's dispatches go here (see below).
         let length_at = plan.len();
         // Enough workgroups for the largest damping phase; the kernel skips those past this step's
@@ -323,6 +406,16 @@ impl GpuSim {
         )?;
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
         for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
+            if let (true, Some(ex)) = (i == contact_at, &self.exact) {
+                for (kernel, bg, threads) in ex.path.dispatches() {
+                    let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+                    dispatches.push(Dispatch {
+                        kernel,
+                        bind_group: bg.clone(),
+                        groups: shaders::dispatch_grid(*threads, k.workgroup_size),
+                    });
+                }
+            }
             if i == length_at {
                 dispatches.extend(length.dispatches.drain(..).map(|d| Dispatch {
                     kernel: d.kernel,
@@ -403,26 +496,105 @@ impl GpuSim {
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
         assert!((1..=MAX_BATCH).contains(&k), "batch of {k} steps");
         let (base, t0) = (self.sim.steps, self.sim.time);
-        match self.run_batch(k)? {
-            None => Ok(()),
-            Some(needed) => {
-                // A step needed more length iterations than were encoded: back to the snapshot,
-                // encode the scene's whole cap, and run the batch again.
-                self.restore_snapshot();
-                self.sim.steps = base;
-                self.sim.time = t0;
-                self.reruns += 1;
-                let cap = self.sim.step_params().length_max_iterations;
-                let before = self.length_budget;
-                debug_assert!(needed > before && before < cap);
-                self.build(cap)?;
-                if self.run_batch(k)?.is_some() {
-                    unreachable!("the whole cap is encoded");
+        // A rerun may itself find the next reason to rerun (a capacity grown upstream shows the
+        // true count downstream), so loop; each round grows something, and the length cap and
+        // the counts bound the growth.
+        loop {
+            let frame_touching = (self.frame_touching, self.frame_candidates);
+            let Some(rerun) = self.run_batch(k)? else {
+                return Ok(());
+            };
+            self.restore_snapshot();
+            self.sim.steps = base;
+            self.sim.time = t0;
+            (self.frame_touching, self.frame_candidates) = frame_touching;
+            self.reruns += 1;
+            match rerun {
+                Rerun::Length(needed) => {
+                    // Encode the scene's whole cap for this batch, then a budget with room for
+                    // what it needed for the batches after it.
+                    let cap = self.sim.step_params().length_max_iterations;
+                    let before = self.length_budget;
+                    debug_assert!(needed > before && before < cap);
+                    self.build(cap)?;
+                    if self.run_batch(k)?.is_none() {
+                        return self.build(cap.min(before.max(2 * needed)));
+                    }
+                    // Something else overflowed as well: restore and go round again.
+                    self.restore_snapshot();
+                    self.sim.steps = base;
+                    self.sim.time = t0;
+                    (self.frame_touching, self.frame_candidates) = frame_touching;
                 }
-                // Later batches: a budget with room for what this one needed.
-                self.build(cap.min(before.max(2 * needed)))
+                Rerun::Capacity(caps) => {
+                    self.grows += 1;
+                    self.grow_exact(caps)?;
+                }
             }
         }
+    }
+
+    /// Rebuilds the exact contact path with capacities `caps` (entries, candidates, records).
+    fn grow_exact(&mut self, caps: (u32, u32, u32)) -> Result<(), GpuStepError> {
+        let Some(ex) = self.exact.as_mut() else {
+            return Ok(());
+        };
+        let mut p = self.sim.step_params();
+        grid::set_grid_frame(&mut p, ex.origin);
+        let tables = ExactTables {
+            params: &p,
+            quad_weights: &ex.tables.0,
+            quad_arc: &ex.tables.1,
+            seg_contact: &ex.tables.2,
+        };
+        ex.path = ExactGpu::new(
+            &self.device,
+            &self.queue,
+            &self.pipelines,
+            &mut self.buffers,
+            &tables,
+            caps.0,
+            caps.1,
+            caps.2,
+        )?;
+        self.write_fresh_counters();
+        self.build(self.length_budget)
+    }
+
+    /// Writes the `counters` block every step starts from: no errors, no bad point, and the
+    /// exact path's capacities.
+    fn write_fresh_counters(&self) {
+        let mut fresh = Counters {
+            first_bad_point: u32::MAX,
+            ..Counters::default()
+        };
+        if let Some(ex) = &self.exact {
+            ex.path.set_capacities(&mut fresh);
+        }
+        self.queue
+            .write_buffer(&self.fresh_counters, 0, bytemuck::bytes_of(&fresh));
+    }
+
+    /// Batches rerun because a contact output overflowed its capacity (each grew it).
+    pub fn capacity_grows(&self) -> u32 {
+        self.grows
+    }
+
+    /// The exact path's capacities (grid entries, candidate pairs, touching records), if any.
+    pub fn contact_capacities(&self) -> Option<(u32, u32, u32)> {
+        self.exact.as_ref().map(|ex| {
+            (
+                ex.path.entry_capacity,
+                ex.path.candidate_capacity,
+                ex.path.record_capacity,
+            )
+        })
+    }
+
+    /// Rebuilds the exact path with these capacities (tests: a deliberately small capacity must
+    /// grow and give the same result).
+    pub fn set_contact_capacities(&mut self, caps: (u32, u32, u32)) -> Result<(), GpuStepError> {
+        self.grow_exact(caps)
     }
 
     /// Copies the snapshot taken at the start of the last batch back into the state buffers.
@@ -453,13 +625,17 @@ impl GpuSim {
 
     /// One batch (see [`GpuSim::steps`]); `Some(iterations)` when a step needed more length
     /// iterations than are encoded (the batch's results are then not to be used).
-    fn run_batch(&mut self, k: usize) -> Result<Option<u32>, GpuStepError> {
+    fn run_batch(&mut self, k: usize) -> Result<Option<Rerun>, GpuStepError> {
         let base = self.sim.steps;
         let (t0, h) = (self.sim.time, self.sim.params.h as f64);
         let mut params = Vec::with_capacity(k);
         let mut obstacles = Vec::with_capacity(k * self.sim.obstacles.len());
         for _ in 0..k {
-            params.push(self.sim.step_params());
+            let mut p = self.sim.step_params();
+            if let Some(ex) = &self.exact {
+                grid::set_grid_frame(&mut p, ex.origin);
+            }
+            params.push(p);
             self.sim.place_obstacles();
             obstacles.extend_from_slice(&self.sim.obstacles);
             self.sim.time += h;
@@ -566,8 +742,15 @@ impl GpuSim {
             let at = s * COUNTERS_BYTES as usize;
             let counters: Counters =
                 bytemuck::pod_read_unaligned(&bytes[at..at + COUNTERS_BYTES as usize]);
+            if let Some(caps) = self
+                .exact
+                .as_ref()
+                .and_then(|ex| ex.path.grown_capacities(&counters))
+            {
+                return Ok(Some(Rerun::Capacity(caps)));
+            }
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
-                return Ok(Some(counters.length_iterations));
+                return Ok(Some(Rerun::Length(counters.length_iterations)));
             }
             if let Err(e) = self.check(base + s as u64, &counters) {
                 // The state on the GPU is past the failing step; the host's clock stops at it.
@@ -579,12 +762,18 @@ impl GpuSim {
                 .frame_length_error
                 .max(f32::from_bits(counters.length_error_bits));
             self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
+            self.frame_touching += counters.touching_pairs.count as u64;
+            self.frame_candidates += counters.candidate_pairs.count as u64;
         }
         Ok(None)
     }
 
     /// Turns the error flags of a step into an error naming the step and the place.
     fn check(&self, step: u64, c: &Counters) -> Result<(), GpuStepError> {
+        if let Some(ex) = &self.exact {
+            check_counters(c, ex.cell)
+                .map_err(|source| GpuStepError::Contact { step, source })?;
+        }
         let what = if c.errors & ERROR_NAN_POSITION != 0 {
             Some("the position")
         } else if c.errors & ERROR_NAN_FORCE != 0 {
@@ -661,6 +850,8 @@ impl GpuSim {
         self.readback_bytes = 0;
         self.frame_length_error = 0.0;
         self.frame_iterations = 0;
+        self.frame_touching = 0;
+        self.frame_candidates = 0;
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
         let mut left = n as usize;
@@ -709,6 +900,17 @@ impl GpuSim {
             stats.extra.push(("gpu_step_ms".into(), total));
         }
         let readback_per_step = self.readback_bytes as f64 / n.max(1) as f64;
+        if self.exact.is_some() {
+            // The CPU exact path's keys, means over the frame's steps.
+            let per = 1.0 / n.max(1) as f64;
+            stats
+                .contact
+                .push(("touching_pairs", self.frame_touching as f64 * per));
+            stats.contact.push((
+                "candidate_segment_pairs",
+                self.frame_candidates as f64 * per,
+            ));
+        }
         stats
             .extra
             .push(("dispatches_per_step".into(), self.dispatches_per_step() as f64));

@@ -14,6 +14,7 @@ pub mod layout;
 pub mod length;
 pub mod links;
 pub mod math;
+pub mod output;
 pub mod pipelines;
 pub mod polar;
 pub mod render;

@@ -6,8 +6,7 @@
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -126,6 +125,10 @@ struct RunArgs {
     /// directory; SIZE pixels square (default: S clamped to 256..1024). Repeatable.
     #[arg(long, value_name = "FRAME[:SIZE]")]
     contact_matrix: Vec<String>,
+    /// Let --out and --capture write into directories that hold frames (`frame_*`) of another run:
+    /// their `frame_*` files, contact matrices and manifest.json are removed first.
+    #[arg(long)]
+    overwrite: bool,
 }
 
 /// One `--contact-matrix FRAME[:SIZE]` request.
@@ -313,6 +316,9 @@ fn run(a: RunArgs) -> Result<()> {
             m.frame
         );
     }
+    // Everything about the output paths is checked before anything is created or removed, so a
+    // rejected run leaves no directory or file behind.
+    check_output_dirs(&a)?;
     let mut sim = Sim::from_build(&scene, &build, &pins)
         .with_context(|| format!("setting up the simulation of {}", a.scene.display()))?;
     if color == ColorMode::Updates {
@@ -331,7 +337,7 @@ fn run(a: RunArgs) -> Result<()> {
     };
     let mut runner = match (&gpu, a.backend) {
         (Some(g), Backend::Gpu) => {
-            let gs = GpuSim::new(g, sim, scene.contact.model)
+            let gs = GpuSim::new(g, sim, &scene.contact)
                 .with_context(|| format!("setting up the GPU step of {}", a.scene.display()))?;
             eprintln!("GPU step on {}", g.summary());
             Runner::Gpu(Box::new(gs))
@@ -339,34 +345,39 @@ fn run(a: RunArgs) -> Result<()> {
         _ => Runner::Cpu(sim),
     };
 
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        write_frame(dir, 0, runner.sim(), a.obj)?;
-    }
+    // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
     let mut capture = match (&a.capture, &gpu) {
         (Some(dir), Some(gpu)) => {
-            let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)?;
+            let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)
+                .with_context(|| format!("--capture {}", dir.display()))?;
             Some((c, Vec::new()))
         }
         _ => None,
     };
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    }
+    if a.overwrite {
+        for dir in a.out.iter().chain(&a.capture) {
+            remove_old_outputs(dir)?;
+        }
+    }
+    let mut stats_out = match &a.stats {
+        Some(p) => Some(StatsFile::create(p)?),
+        None => None,
+    };
+    let mut manifest = RunManifest::start(&a, &scene, gpu.as_ref(), frames)?;
+    if let Some(dir) = &a.out {
+        write_frame(dir, 0, runner.sim(), a.obj)?;
+    }
     if let Some((c, values)) = capture.as_mut() {
         capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
     }
     if let Some(dir) = &matrix_dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
         write_matrices(dir, 0, &matrices, runner.sim_mut())?;
     }
-    let mut stats_out = match &a.stats {
-        Some(p) => {
-            Some(BufWriter::new(File::create(p).with_context(|| {
-                format!("cannot create stats file {}", p.display())
-            })?))
-        }
-        None => None,
-    };
+    manifest.frame_written(0);
 
     let quiet = a.quiet;
     let say = |line: String| {
@@ -415,11 +426,8 @@ fn run(a: RunArgs) -> Result<()> {
         let st = runner
             .frame(&mut || bar.inc(1))
             .with_context(|| format!("frame {k} of {}", a.scene.display()))?;
-        if let Some(w) = stats_out.as_mut() {
-            serde_json::to_writer(&mut *w, &st)?;
-            writeln!(w)?;
-            // Flush every record so an error later loses nothing already computed.
-            w.flush()?;
+        if let Some(s) = stats_out.as_mut() {
+            s.record(&st)?;
         }
         if let Some(dir) = &a.out {
             write_frame(dir, k, runner.sim(), a.obj)?;
@@ -430,11 +438,13 @@ fn run(a: RunArgs) -> Result<()> {
         if let Some(dir) = &matrix_dir {
             bar.suspend(|| write_matrices(dir, k, &matrices, runner.sim_mut()))?;
         }
+        manifest.frame_written(k);
         if !quiet {
             bar.suspend(|| println!("{}", summary_line(&st, frames)));
         }
     }
     bar.finish_and_clear();
+    manifest.finish()?;
     let wall = start.elapsed().as_secs_f64();
     say(format!(
         "{frames} frames, {} steps in {wall:.2} s ({:.0} steps/s)",
@@ -458,6 +468,209 @@ fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
             .with_context(|| format!("writing the OBJ of frame {k}"))?;
     }
     Ok(())
+}
+
+/// Checks the output paths of a run before anything is created or removed: `--out` and
+/// `--capture` must be directories (or not exist yet) that hold no frames (`frame_*`) of another
+/// run unless `--overwrite` is given, and `--stats` must name a file in an existing directory (or in
+/// the `--out` / `--capture` directory about to be created).
+fn check_output_dirs(a: &RunArgs) -> Result<()> {
+    for (flag, dir) in [("--out", &a.out), ("--capture", &a.capture)] {
+        let Some(dir) = dir else { continue };
+        if dir.exists() && !dir.is_dir() {
+            bail!("{flag} {}: exists and is not a directory", dir.display());
+        }
+        if !a.overwrite && !old_outputs(dir, |name| name.starts_with("frame_"))?.is_empty() {
+            bail!(
+                "{} already holds frames of another run; use --overwrite to replace them",
+                dir.display()
+            );
+        }
+    }
+    if let Some(p) = &a.stats {
+        if p.is_dir() {
+            bail!("--stats {}: is a directory", p.display());
+        }
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let made_by_run = a.out.iter().chain(&a.capture).any(|d| d == parent);
+        if !parent.is_dir() && !made_by_run {
+            bail!(
+                "--stats {}: the directory {} does not exist",
+                p.display(),
+                parent.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The files (anything but directories) in `dir` whose names `keep` accepts, sorted; none when
+/// `dir` does not exist.
+fn old_outputs(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if keep(name) && !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// `--overwrite`: removes what another run left in `dir`: its `frame_*` files, contact matrices
+/// (`contact_matrix_*.png`), `manifest.json`, and temporary files of interrupted writes of those.
+fn remove_old_outputs(dir: &Path) -> Result<()> {
+    let ours = |name: &str| {
+        name.starts_with("frame_")
+            || (name.starts_with("contact_matrix_") && name.ends_with(".png"))
+            || name == MANIFEST
+    };
+    let old = old_outputs(dir, |name| {
+        ours(name) || yarnsim::output::temp_target(name).is_some_and(ours)
+    })?;
+    for path in old {
+        std::fs::remove_file(&path)
+            .with_context(|| format!("--overwrite: cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The `--stats` file: one JSON record per frame.
+///
+/// Scheme: the file is only ever replaced whole and atomically (`yarnsim::output`): at the start
+/// (empty), then after every frame with all its records so far, which are kept in memory. So its
+/// name always holds complete records only (never a partial line, not even after a crash or on a
+/// full disk), and each record is on disk under the final name as soon as its frame is done, as the
+/// flushed-per-record file of earlier versions was: a run that fails or is killed loses no completed
+/// record, and the file can be watched during a run. Appending to a temporary file renamed at the
+/// end would write less, but a killed run would leave its records under a hidden temporary name.
+/// The price is rewriting the file every frame; a record is under 1 KB, so even a 1,000-frame run
+/// writes only a few hundred MB in all, little next to the cost of its frames.
+struct StatsFile {
+    path: PathBuf,
+    text: Vec<u8>,
+}
+
+impl StatsFile {
+    fn create(path: &Path) -> Result<StatsFile> {
+        yarnsim::output::write_bytes_atomic(path, b"")
+            .with_context(|| format!("cannot create stats file {}", path.display()))?;
+        Ok(StatsFile {
+            path: path.to_path_buf(),
+            text: Vec::new(),
+        })
+    }
+
+    fn record(&mut self, st: &FrameStats) -> Result<()> {
+        let mut line = serde_json::to_vec(st)?;
+        line.push(b'\n');
+        self.text.extend_from_slice(&line);
+        yarnsim::output::write_bytes_atomic(&self.path, &self.text)
+            .with_context(|| format!("writing stats file {}", self.path.display()))
+    }
+}
+
+/// The name of the run manifest in the `--out` and `--capture` directories.
+const MANIFEST: &str = "manifest.json";
+
+/// `manifest.json` in each output directory of a run (`--out`, and `--capture` when it is another
+/// directory): what made the frames there. Written atomically at the start, and again at the end
+/// (or, when the run fails, when it stops) with the number of frames written.
+struct RunManifest {
+    dirs: Vec<PathBuf>,
+    fields: serde_json::Map<String, serde_json::Value>,
+    frames_written: u32,
+    finished: bool,
+}
+
+impl RunManifest {
+    fn start(a: &RunArgs, scene: &Scene, gpu: Option<&Gpu>, frames: u32) -> Result<RunManifest> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let mut seen = Vec::new();
+        for d in a.out.iter().chain(&a.capture) {
+            let canon = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+            if !seen.contains(&canon) {
+                seen.push(canon);
+                dirs.push(d.clone());
+            }
+        }
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let summary = gpu.map(|g| g.summary());
+        let serde_json::Value::Object(fields) = serde_json::json!({
+            "yarnsim_version": env!("CARGO_PKG_VERSION"),
+            "command_line": std::env::args_os()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+            "start_time_unix": start,
+            "scene_path": a.scene.display().to_string(),
+            "overrides": a.set,
+            "scene": serde_json::to_value(scene).context("recording the scene in the manifest")?,
+            "backend": match a.backend {
+                Backend::Cpu => "cpu",
+                Backend::Gpu => "gpu",
+            },
+            "adapter": summary.as_ref().map(|s| s.name.clone()),
+            "adapter_info": summary.as_ref().map(|s| s.to_string()),
+            "frames_requested": frames,
+        }) else {
+            unreachable!("json! of an object literal is an object")
+        };
+        let m = RunManifest {
+            dirs,
+            fields,
+            frames_written: 0,
+            finished: false,
+        };
+        m.write()?;
+        Ok(m)
+    }
+
+    /// Frame `k` and all before it are written.
+    fn frame_written(&mut self, k: u32) {
+        self.frames_written = k + 1;
+    }
+
+    fn write(&self) -> Result<()> {
+        let mut fields = self.fields.clone();
+        fields.insert("frames_written".into(), self.frames_written.into());
+        fields.insert("finished".into(), self.finished.into());
+        let mut text = serde_json::to_vec_pretty(&serde_json::Value::Object(fields))?;
+        text.push(b'\n');
+        for dir in &self.dirs {
+            let path = dir.join(MANIFEST);
+            yarnsim::output::write_bytes_atomic(&path, &text)
+                .with_context(|| format!("writing the run manifest {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The run is complete: records it.
+    fn finish(mut self) -> Result<()> {
+        self.finished = true;
+        self.write()
+    }
+}
+
+impl Drop for RunManifest {
+    /// A run that stops early still records how many frames it wrote (`finished` stays false).
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.write();
+        }
+    }
 }
 
 /// Renders frame `k` when the capture wants it, with the obstacles where they are now and, for the
@@ -521,7 +734,7 @@ fn write_matrices(dir: &Path, k: u32, requests: &[MatrixRequest], sim: &mut Sim)
         let img = yarnsim::render::contact_matrix(s, &pairs, &boxes, size)
             .with_context(|| format!("contact matrix of frame {k}"))?;
         let path = dir.join(format!("contact_matrix_{k:04}.png"));
-        img.save_with_format(&path, image::ImageFormat::Png)
+        yarnsim::render::save_png(&img, &path)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
             "wrote {} (S = {s}, {} touching pairs, {} contact sets)",

@@ -63,6 +63,8 @@ pub enum RenderError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
 }
 
 /// How yarn is coloured.
@@ -769,13 +771,36 @@ impl Renderer {
     }
 }
 
-/// Writes `img` as a PNG at `path`.
-pub fn save_png(img: &image::RgbaImage, path: &Path) -> Result<(), RenderError> {
-    img.save_with_format(path, image::ImageFormat::Png)
-        .map_err(|source| RenderError::Image {
+/// Writes `img` (RGBA frames, RGB contact matrices) as a PNG at `path`, atomically (see
+/// [`crate::output`]): a failed write leaves no partial file under `path`.
+pub fn save_png<P>(
+    img: &image::ImageBuffer<P, Vec<P::Subpixel>>,
+    path: &Path,
+) -> Result<(), RenderError>
+where
+    P: image::PixelWithColorType,
+    [P::Subpixel]: image::EncodableLayout,
+{
+    // An encoder error that is not the writer's own I/O error is reported as an image error.
+    let mut encode_error = None;
+    let written = crate::output::write_atomic(path, |w| {
+        match img.write_with_encoder(image::codecs::png::PngEncoder::new(w)) {
+            Ok(()) => Ok(()),
+            Err(image::ImageError::IoError(e)) => Err(e),
+            Err(e) => {
+                encode_error = Some(e);
+                Err(std::io::Error::other("PNG encoding failed"))
+            }
+        }
+    });
+    match (written, encode_error) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(source)) => Err(RenderError::Image {
             path: path.display().to_string(),
             source,
-        })
+        }),
+        (Err(e), None) => Err(e.into()),
+    }
 }
 
 /// Frame capture during a run: every `every`-th frame rendered to `dir/frame_NNNN.png`.
@@ -803,6 +828,8 @@ impl Capture {
                 "capture every 0 frames: must be at least 1".into(),
             ));
         }
+        // The renderer first, so a size or device it refuses leaves no empty directory behind.
+        let renderer = Renderer::new(gpu, width, height)?;
         std::fs::create_dir_all(dir).map_err(|source| RenderError::Io {
             path: dir.display().to_string(),
             source,
@@ -813,7 +840,7 @@ impl Capture {
             height,
             every,
             color,
-            renderer: Renderer::new(gpu, width, height)?,
+            renderer,
         })
     }
 

@@ -12,16 +12,11 @@ mod fixture;
 
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu_step::GpuSim;
-use yarnsim::scene::ContactModel;
 
 fn run_gpu(gpu: &yarnsim::gpu::Gpu, sets: &[&str], steps: usize) -> GpuSim {
     let sim = fixture::scene_sim("tiny", sets, 0);
-    let model = if sets.contains(&"contact.model=exact") {
-        ContactModel::Exact
-    } else {
-        ContactModel::None
-    };
-    let mut g = GpuSim::new(gpu, sim, model).unwrap_or_else(|e| panic!("{e}"));
+    let contact = fixture::scene_contact("tiny", sets);
+    let mut g = GpuSim::new(gpu, sim, &contact).unwrap_or_else(|e| panic!("{e}"));
     for _ in 0..steps {
         g.step().unwrap_or_else(|e| panic!("{e}"));
     }
@@ -58,6 +53,79 @@ fn gpu_step_matches_cpu_without_contact() {
     );
 }
 
+/// Exact contact: the swatch hangs from its pins and its loops press on each other (and it rests
+/// on a floor). Besides positions, the touching-pair counts of the two paths must be equal at every
+/// frame of the run (they select pairs with bitwise the same decisions, tests/gpu_exact.rs).
+#[test]
+fn gpu_step_matches_cpu_with_exact_contact() {
+    whole_run_parity(
+        "gpu_step_matches_cpu_with_exact_contact",
+        &["contact.model=exact"],
+    );
+}
+
+/// Touching-pair counts per step, GPU vs CPU, over 300 steps of exact contact: equal at every
+/// step. (Both paths decide touching with the same f32 operations; on an adapter that fuses
+/// multiply-adds a pair within rounding of 2r could flip, which this test would show.)
+#[test]
+fn touching_pairs_agree_at_every_step() {
+    let Some(gpu) = gpu_or_skip("touching_pairs_agree_at_every_step") else {
+        return;
+    };
+    let sets = ["contact.model=exact", "simulation.fps=16200"];
+    let mut cpu = fixture::scene_sim("tiny", &sets, 0);
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    assert_eq!(g.sim.params.steps_per_frame, 1);
+    let mut touching_total = 0.0;
+    for step in 0..300 {
+        let c = cpu.frame().unwrap();
+        let (s, _) = g.frame().unwrap();
+        let key = |st: &yarnsim::sim::FrameStats| {
+            st.contact
+                .iter()
+                .find(|(k, _)| *k == "touching_pairs")
+                .map(|(_, v)| *v)
+                .expect("touching_pairs")
+        };
+        assert_eq!(key(&s), key(&c), "step {step}: touching pairs GPU vs CPU");
+        touching_total += key(&c);
+    }
+    assert!(touching_total > 1000.0, "hardly any contact ({touching_total})");
+}
+
+/// A deliberately small capacity for every contact output grows and reruns, and the result equals
+/// a run with ample capacity, bitwise.
+#[test]
+fn contact_overflow_grows_and_reruns_identically() {
+    let Some(gpu) = gpu_or_skip("contact_overflow_grows_and_reruns_identically") else {
+        return;
+    };
+    let sets = ["contact.model=exact"];
+    let run = |caps: Option<(u32, u32, u32)>| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        if let Some(c) = caps {
+            g.set_contact_capacities(c).unwrap();
+        }
+        for _ in 0..2 {
+            g.steps(40).unwrap();
+        }
+        g.download().unwrap();
+        g
+    };
+    let small = run(Some((16, 16, 16)));
+    let ample = run(None);
+    assert!(small.capacity_grows() >= 2, "grew {} times", small.capacity_grows());
+    assert_eq!(ample.capacity_grows(), 0);
+    let (s, a) = (small.contact_capacities().unwrap(), ample.contact_capacities().unwrap());
+    assert!(s.0 > 16 && s.1 > 16, "{s:?}");
+    eprintln!("capacities grown from 16 to {s:?} (ample run: {a:?})");
+    let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(bits(&small.sim.pos) == bits(&ample.sim.pos), "positions differ");
+    assert!(bits(&small.sim.vel) == bits(&ample.sim.vel), "velocities differ");
+}
+
 #[test]
 fn two_gpu_runs_are_bitwise_identical() {
     let Some(gpu) = gpu_or_skip("two_gpu_runs_are_bitwise_identical") else {
@@ -77,8 +145,9 @@ fn gpu_step_reports_a_blow_up_with_its_step() {
         return;
     };
     // Gravity of 1e30 cm/s² makes forces overflow to infinity at once.
-    let sim = fixture::scene_sim("tiny", &["contact.model=none", "simulation.gravity=[0, -1e38, 0]"], 0);
-    let mut g = GpuSim::new(&gpu, sim, ContactModel::None).unwrap();
+    let sets = ["contact.model=none", "simulation.gravity=[0, -1e38, 0]"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
     let mut err = None;
     for _ in 0..20 {
         if let Err(e) = g.step() {
@@ -109,7 +178,7 @@ fn length_budget_rerun_changes_nothing() {
             let r = s - s.floor() - 0.5;
             *v = [400.0 * r, -300.0 * r * r, 200.0 * (0.3 - r), 0.0];
         }
-        let mut g = GpuSim::new(&gpu, sim, ContactModel::None).unwrap();
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
         g.set_length_budget(budget).unwrap();
         for _ in 0..3 {
             g.steps(32).unwrap();
@@ -126,4 +195,29 @@ fn length_budget_rerun_changes_nothing() {
     let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert!(bits(&tight.sim.pos) == bits(&full.sim.pos), "positions differ");
     assert!(bits(&tight.sim.vel) == bits(&full.sim.vel), "velocities differ");
+}
+
+/// A scene too big for an adapter's limits is found before anything is uploaded, and the error
+/// names the limit (checked against wgpu's default limits, no adapter needed).
+#[test]
+fn scene_needs_are_checked_against_the_limits() {
+    use yarnsim::gpu_step::{needs, SceneCounts};
+    let limits = wgpu::Limits::default();
+    let small = SceneCounts {
+        points: 26_101,
+        edges: 26_100,
+        bends: 26_099,
+        segments: 26_098,
+        block_points: 52_202,
+    };
+    assert!(needs(&small, &limits).iter().all(|n| n.ok()));
+    // Ten million control points: 160 MB of positions, over the 128 MiB default binding.
+    let big = SceneCounts {
+        points: 10_000_000,
+        ..small
+    };
+    let failing: Vec<_> = needs(&big, &limits).into_iter().filter(|n| !n.ok()).collect();
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0].limit_name, "max_storage_buffer_binding_size");
+    assert_eq!(failing[0].needed, 160_000_000);
 }

@@ -460,35 +460,7 @@ impl ExactContact {
 
     /// The error of the bits raised so far this step, if any.
     fn check(&self) -> Result<(), ContactError> {
-        let c = &self.counters;
-        let cell = self.params.grid_cell;
-        if c.errors & (ERROR_NAN_POSITION | ERROR_CONTACT_NOT_FINITE) != 0 {
-            return Err(ContactError::NotFinite {
-                point: c.first_bad_point as usize,
-            });
-        }
-        if c.errors & ERROR_GRID_RANGE != 0 {
-            return Err(ContactError::Other(format!(
-                "a segment lies beyond the contact grid's range of {} cells from its origin or covers \
-                 more than {} cells (contact.grid_cell = {cell} cm too small, or the cloth exploded)",
-                grid::GRID_HALF_RANGE,
-                grid::MAX_CELLS_PER_SEGMENT
-            )));
-        }
-        if c.errors & ERROR_GRID_CELL_FULL != 0 {
-            return Err(ContactError::Other(format!(
-                "a contact grid cell holds more than {} segments (contact.grid_cell = {cell} cm too \
-                 large, or the cloth collapsed onto itself)",
-                grid::MAX_CELL_RUN
-            )));
-        }
-        if c.errors & ERROR_GATHER_FULL != 0 {
-            return Err(ContactError::Other(format!(
-                "a control point is in more than {MAX_GATHER} touching contact slots (the cloth \
-                 collapsed onto itself)"
-            )));
-        }
-        Ok(())
+        check_counters(&self.counters, self.params.grid_cell)
     }
 
     /// Runs the grid and candidate stages and `quadrature_points` for positions `pos`.
@@ -823,4 +795,36 @@ impl ContactForce for ExactContact {
         self.touching_quadrature_pairs(topo, pos, touching)?;
         Ok(true)
     }
+}
+
+/// The error that the exact path's bits in `c` stand for, if any (the same messages on the CPU and
+/// the GPU path); `cell` is `contact.grid_cell`.
+pub fn check_counters(c: &Counters, cell: f32) -> Result<(), ContactError> {
+    if c.errors & (ERROR_NAN_POSITION | ERROR_CONTACT_NOT_FINITE) != 0 {
+        return Err(ContactError::NotFinite {
+            point: c.first_bad_point as usize,
+        });
+    }
+    if c.errors & ERROR_GRID_RANGE != 0 {
+        return Err(ContactError::Other(format!(
+            "a segment lies beyond the contact grid's range of {} cells from its origin or covers \
+             more than {} cells (contact.grid_cell = {cell} cm too small, or the cloth exploded)",
+            grid::GRID_HALF_RANGE,
+            grid::MAX_CELLS_PER_SEGMENT
+        )));
+    }
+    if c.errors & ERROR_GRID_CELL_FULL != 0 {
+        return Err(ContactError::Other(format!(
+            "a contact grid cell holds more than {} segments (contact.grid_cell = {cell} cm too \
+             large, or the cloth collapsed onto itself)",
+            grid::MAX_CELL_RUN
+        )));
+    }
+    if c.errors & ERROR_GATHER_FULL != 0 {
+        return Err(ContactError::Other(format!(
+            "a control point is in more than {MAX_GATHER} touching contact slots (the cloth \
+             collapsed onto itself)"
+        )));
+    }
+    Ok(())
 }

@@ -24,6 +24,16 @@ pub fn scene_sim(name: &str, sets: &[&str], steps: usize) -> Sim {
     sim
 }
 
+/// The contact parameters of `scenes/NAME.toml` with the overrides `sets`.
+pub fn scene_contact(name: &str, sets: &[&str]) -> yarnsim::scene::ContactParams {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{name}.toml"));
+    let mut sc = Scene::load(&path).unwrap();
+    for s in sets {
+        sc.apply_set(s).unwrap();
+    }
+    sc.contact
+}
+
 /// The bytes of a Pod slice.
 pub fn bytes<T: bytemuck::Pod>(v: &[T]) -> &[u8] {
     bytemuck::cast_slice(v)

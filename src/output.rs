@@ -1,0 +1,206 @@
+//! Atomic file output: every file yarnsim writes (BCC and OBJ frames, PNGs, the run manifest, the
+//! `--stats` records) goes through [`write_atomic`].
+//!
+//! The bytes go to a temporary file in the same directory as the final name (a hidden name,
+//! `.NAME.PID.N.tmp`, so globs such as `frame_*.bcc` never match it), which is flushed to disk
+//! (`sync_all`) and then renamed over the final name. A rename within one directory replaces the
+//! name in one step, so a reader, a crash or a full disk sees either the previous complete file or
+//! the new complete file under the final name, never a partial one. When anything fails (creating,
+//! writing, flushing or renaming; or the writer closure panics) the temporary file is removed and the
+//! final name is left as it was.
+//!
+//! The directory itself is not flushed after the rename: after a power loss the rename may be undone
+//! (the final name then holds the previous file, or nothing), but never a partial file.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why an atomic write failed. Every variant names the final path and the temporary file; in every
+/// case the temporary file has been removed and the final path is untouched.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{}: not a file name to write to", path.display())]
+    NoFileName { path: PathBuf },
+    #[error("{}: cannot create the temporary file {}: {source}", path.display(), tmp.display())]
+    Create {
+        path: PathBuf,
+        tmp: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: writing the temporary file {} failed: {source}", path.display(), tmp.display())]
+    Write {
+        path: PathBuf,
+        tmp: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: flushing the temporary file {} to disk failed: {source}", path.display(), tmp.display())]
+    Sync {
+        path: PathBuf,
+        tmp: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: renaming the temporary file {} to it failed: {source}", path.display(), tmp.display())]
+    Rename {
+        path: PathBuf,
+        tmp: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl OutputError {
+    /// The final path that was to be written.
+    pub fn path(&self) -> &Path {
+        match self {
+            OutputError::NoFileName { path }
+            | OutputError::Create { path, .. }
+            | OutputError::Write { path, .. }
+            | OutputError::Sync { path, .. }
+            | OutputError::Rename { path, .. } => path,
+        }
+    }
+
+    /// The underlying I/O error, if any.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            OutputError::NoFileName { .. } => None,
+            OutputError::Create { source, .. }
+            | OutputError::Write { source, .. }
+            | OutputError::Sync { source, .. }
+            | OutputError::Rename { source, .. } => Some(source),
+        }
+    }
+
+    /// The error as an [`io::Error`] of the same kind whose message is this error's without the
+    /// leading final path (for error types that print the path themselves, e.g. `BccError::Io`).
+    pub fn into_io_error(self) -> io::Error {
+        let kind = self
+            .io_error()
+            .map(io::Error::kind)
+            .unwrap_or(io::ErrorKind::InvalidInput);
+        let full = self.to_string();
+        let prefix = format!("{}: ", self.path().display());
+        let message = full.strip_prefix(&prefix).unwrap_or(&full).to_string();
+        io::Error::new(kind, message)
+    }
+}
+
+/// Distinguishes the temporary files of one process.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The temporary name a write of `path` uses: `.NAME.PID.N.tmp` in the same directory.
+fn temp_path(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.{n}.tmp", std::process::id()));
+    Some(path.with_file_name(tmp_name))
+}
+
+/// The final name a temporary file name of [`write_atomic`] stands for (`.NAME.PID.N.tmp` gives
+/// `NAME`), or `None` when `name` is not one.
+pub fn temp_target(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    // rest = NAME.PID.N
+    let mut parts = rest.rsplitn(3, '.');
+    let (n, pid, base) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(n) && digits(pid) && !base.is_empty()).then_some(base)
+}
+
+/// Removes the temporary file when dropped unless disarmed (also when the writer panics).
+struct TempGuard<'a> {
+    tmp: &'a Path,
+    armed: bool,
+}
+
+impl Drop for TempGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(self.tmp);
+        }
+    }
+}
+
+/// Writes `path` atomically: `write` fills a buffered temporary file beside `path`, which is then
+/// flushed to disk and renamed to `path` (see the module doc). If `write` returns an error, or any
+/// step fails, nothing is left behind and `path` keeps what it held before.
+pub fn write_atomic<F>(path: &Path, write: F) -> Result<(), OutputError>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    let Some(tmp) = temp_path(path) else {
+        return Err(OutputError::NoFileName {
+            path: path.to_path_buf(),
+        });
+    };
+    let err_path = || path.to_path_buf();
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|source| OutputError::Create {
+            path: err_path(),
+            tmp: tmp.clone(),
+            source,
+        })?;
+    let mut guard = TempGuard {
+        tmp: &tmp,
+        armed: true,
+    };
+    let mut w = BufWriter::with_capacity(1 << 16, file);
+    let written = write(&mut w).and_then(|()| w.flush());
+    if let Err(source) = written {
+        return Err(OutputError::Write {
+            path: err_path(),
+            tmp: tmp.clone(),
+            source,
+        });
+    }
+    let file = w.into_inner().map_err(|e| OutputError::Write {
+        path: err_path(),
+        tmp: tmp.clone(),
+        source: e.into_error(),
+    })?;
+    file.sync_all().map_err(|source| OutputError::Sync {
+        path: err_path(),
+        tmp: tmp.clone(),
+        source,
+    })?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(|source| OutputError::Rename {
+        path: err_path(),
+        tmp: tmp.clone(),
+        source,
+    })?;
+    guard.armed = false;
+    Ok(())
+}
+
+/// [`write_atomic`] of a byte buffer.
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    write_atomic(path, |w| w.write_all(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_recognised() {
+        let t = temp_path(Path::new("/a/b/frame_0001.bcc")).unwrap();
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert_eq!(t.parent(), Some(Path::new("/a/b")));
+        assert_eq!(temp_target(name), Some("frame_0001.bcc"), "{name}");
+        assert_eq!(temp_target("frame_0001.bcc"), None);
+        assert_eq!(temp_target(".frame_0001.bcc.tmp"), None);
+        assert_eq!(temp_target(".1.2.tmp"), None);
+        assert!(temp_path(Path::new("/")).is_none());
+    }
+}

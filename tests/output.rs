@@ -1,0 +1,546 @@
+//! Output hygiene: atomic writes (no partial file under a final name, no temporary file left), runs
+//! refusing to mix their frames with another run's unless `--overwrite`, the run manifest, and
+//! rejected options leaving no directory behind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use yarnsim::output::{temp_target, write_atomic, write_bytes_atomic, OutputError};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("output-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn tiny_scene() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml")
+}
+
+/// `yarnsim run scenes/tiny.toml --set contact.model=none --frames N --quiet` plus `extra`.
+fn run_tiny(frames: u32, extra: &[&std::ffi::OsStr]) -> Output {
+    bin()
+        .arg("run")
+        .arg(tiny_scene())
+        .args(["--set", "contact.model=none", "--quiet", "--frames"])
+        .arg(frames.to_string())
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn check_failed(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "succeeded\nstdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    text(&out.stderr)
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn assert_no_temp_files(dir: &Path) {
+    let temps: Vec<String> = names(dir)
+        .into_iter()
+        .filter(|n| temp_target(n).is_some())
+        .collect();
+    assert!(temps.is_empty(), "temporary files left in {dir:?}: {temps:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The atomic writer itself.
+
+#[test]
+fn atomic_write_writes_the_whole_content_and_leaves_no_temp_file() {
+    let dir = scratch("atomic-ok");
+    let path = dir.join("a.txt");
+    write_atomic(&path, |w| {
+        w.write_all(b"hello ")?;
+        w.write_all(b"world")
+    })
+    .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"hello world");
+    // Replacing an existing file.
+    write_bytes_atomic(&path, b"second").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"second");
+    assert_eq!(names(&dir), ["a.txt"]);
+}
+
+#[test]
+fn a_write_failing_midway_leaves_no_partial_file() {
+    let dir = scratch("atomic-fail");
+    let path = dir.join("frame_0001.bcc");
+    // More than the writer's buffer, so part of it reaches the temporary file before the error.
+    let big = vec![7u8; 300_000];
+    let err = write_atomic(&path, |w| {
+        w.write_all(&big)?;
+        Err(std::io::Error::other("simulated failure after 300000 bytes"))
+    })
+    .unwrap_err();
+    assert!(matches!(err, OutputError::Write { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("frame_0001.bcc"), "{msg}");
+    assert!(msg.contains("simulated failure"), "{msg}");
+    assert_eq!(err.path(), path);
+    assert!(!path.exists(), "a partial file was left under the final name");
+    assert!(names(&dir).is_empty(), "left behind: {:?}", names(&dir));
+
+    // With a previous complete file, that file survives untouched.
+    std::fs::write(&path, b"previous complete content").unwrap();
+    let err = write_atomic(&path, |w| {
+        w.write_all(&big)?;
+        Err(std::io::Error::other("simulated failure"))
+    })
+    .unwrap_err();
+    assert!(matches!(err, OutputError::Write { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"previous complete content");
+    assert_eq!(names(&dir), ["frame_0001.bcc"]);
+}
+
+#[test]
+fn a_panicking_writer_leaves_no_temp_file() {
+    let dir = scratch("atomic-panic");
+    let path = dir.join("x.bin");
+    std::fs::write(&path, b"old").unwrap();
+    let r = std::panic::catch_unwind(|| {
+        let _ = write_atomic(&path, |w| {
+            w.write_all(&[1u8; 100_000])?;
+            panic!("writer panics midway");
+        });
+    });
+    assert!(r.is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    assert_eq!(names(&dir), ["x.bin"]);
+}
+
+#[test]
+fn create_and_rename_failures_name_the_path_and_leave_nothing() {
+    let dir = scratch("atomic-errors");
+    // The directory does not exist.
+    let missing = dir.join("no/such/dir/f.png");
+    let err = write_bytes_atomic(&missing, b"x").unwrap_err();
+    assert!(matches!(err, OutputError::Create { .. }), "{err:?}");
+    assert!(err.to_string().contains("no/such/dir/f.png"), "{err}");
+    // The final name is a (non-empty) directory: the rename fails, the temporary file goes.
+    let taken = dir.join("taken");
+    std::fs::create_dir_all(taken.join("inside")).unwrap();
+    let err = write_bytes_atomic(&taken, b"x").unwrap_err();
+    assert!(matches!(err, OutputError::Rename { .. }), "{err:?}");
+    assert!(err.to_string().contains("taken"), "{err}");
+    assert!(taken.is_dir());
+    assert_eq!(names(&dir), ["taken"]);
+    // Not a file name at all.
+    let err = write_bytes_atomic(Path::new("/"), b"x").unwrap_err();
+    assert!(matches!(err, OutputError::NoFileName { .. }), "{err:?}");
+    // Errors of the format writers built on it still name the file.
+    let err = yarnsim::bcc::write(&dir.join("nope/f.bcc"), &[]).unwrap_err();
+    assert!(err.to_string().contains("nope/f.bcc"), "{err}");
+}
+
+#[test]
+fn png_obj_and_bcc_writers_are_complete_and_leave_no_temp_files() {
+    let dir = scratch("writers");
+    let img = image::RgbaImage::from_fn(5, 3, |x, y| image::Rgba([x as u8 * 40, y as u8 * 80, 7, 255]));
+    let png = dir.join("frame_0000.png");
+    yarnsim::render::save_png(&img, &png).unwrap();
+    let back = image::open(&png).unwrap().to_rgba8();
+    assert_eq!(back, img);
+    let rgb = image::RgbImage::from_pixel(4, 4, image::Rgb([1, 2, 3]));
+    let cm = dir.join("contact_matrix_0000.png");
+    yarnsim::render::save_png(&rgb, &cm).unwrap();
+    assert_eq!(image::open(&cm).unwrap().to_rgb8(), rgb);
+    let curves = vec![yarnsim::state::Curve {
+        points: (0..6).map(|i| [i as f32, 0.5, -1.0]).collect(),
+        closed: false,
+    }];
+    let obj = yarnsim::export::write_obj_frame(&dir, 0, &curves).unwrap();
+    assert_eq!(yarnsim::export::read_obj(&obj).unwrap(), curves);
+    let bcc = dir.join("frame_0000.bcc");
+    yarnsim::bcc::write(&bcc, &curves).unwrap();
+    assert_eq!(yarnsim::bcc::read(&bcc).unwrap(), curves);
+    assert_eq!(
+        names(&dir),
+        [
+            "contact_matrix_0000.png",
+            "frame_0000.bcc",
+            "frame_0000.obj",
+            "frame_0000.png"
+        ]
+    );
+}
+
+/// Unmounts the small tmpfs when dropped.
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A full disk: a 64 KiB tmpfs. Skipped (with the reason printed) where it cannot be mounted.
+#[test]
+fn a_full_disk_leaves_no_partial_file() {
+    let dir = scratch("full-disk");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .output();
+    let reason = match &mounted {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!("mount failed: {}", text(&o.stderr).trim())),
+        Err(e) => Some(format!("cannot run mount: {e}")),
+    };
+    if let Some(reason) = reason {
+        eprintln!("SKIPPED a_full_disk_leaves_no_partial_file: cannot mount a small tmpfs ({reason})");
+        return;
+    }
+    let _guard = Tmpfs(mnt.clone());
+
+    // A small complete file fits.
+    let path = mnt.join("frame_0001.bcc");
+    write_bytes_atomic(&path, b"complete small file").unwrap();
+    // A file larger than the disk: the write fails and the previous content stays.
+    let big = vec![3u8; 1 << 20];
+    let err = write_bytes_atomic(&path, &big).unwrap_err();
+    assert!(
+        matches!(err, OutputError::Write { .. } | OutputError::Sync { .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("frame_0001.bcc"), "{msg}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"complete small file");
+    assert_eq!(names(&mnt), ["frame_0001.bcc"]);
+    // A new name: nothing at all is left.
+    let fresh = mnt.join("frame_0002.bcc");
+    assert!(write_bytes_atomic(&fresh, &big).is_err());
+    assert!(!fresh.exists());
+    // Through the BCC and OBJ writers: many long curves.
+    let curves: Vec<yarnsim::state::Curve> = (0..20)
+        .map(|k| yarnsim::state::Curve {
+            points: (0..1000).map(|i| [i as f32, k as f32, 0.25]).collect(),
+            closed: false,
+        })
+        .collect();
+    let bcc = mnt.join("frame_0003.bcc");
+    let err = yarnsim::bcc::write(&bcc, &curves).unwrap_err();
+    assert!(err.to_string().contains("frame_0003.bcc"), "{err}");
+    assert!(!bcc.exists());
+    assert!(yarnsim::export::write_obj_frame(&mnt, 4, &curves).is_err());
+    assert!(!mnt.join("frame_0004.obj").exists());
+    let img = image::RgbaImage::from_fn(512, 512, |x, y| {
+        image::Rgba([(x * 7 + y * 13) as u8, (x ^ y) as u8, (x * y) as u8, 255])
+    });
+    assert!(yarnsim::render::save_png(&img, &mnt.join("frame_0005.png")).is_err());
+    assert_eq!(names(&mnt), ["frame_0001.bcc"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs.
+
+#[test]
+fn out_into_a_used_directory_needs_overwrite() {
+    let dir = scratch("overwrite");
+    let out = dir.join("frames");
+    check_ok(&run_tiny(2, &[os("--out"), out.as_os_str(), os("--obj")]));
+    assert_eq!(
+        names(&out),
+        [
+            "frame_0000.bcc",
+            "frame_0000.obj",
+            "frame_0001.bcc",
+            "frame_0001.obj",
+            "frame_0002.bcc",
+            "frame_0002.obj",
+            "manifest.json"
+        ]
+    );
+    std::fs::write(out.join("notes.txt"), "not ours").unwrap();
+    let before: Vec<(String, Vec<u8>)> = names(&out)
+        .into_iter()
+        .map(|n| {
+            let b = std::fs::read(out.join(&n)).unwrap();
+            (n, b)
+        })
+        .collect();
+
+    // Refused, with nothing touched (and no --capture directory made).
+    let capture = dir.join("capture");
+    let err = check_failed(&run_tiny(
+        1,
+        &[os("--out"), out.as_os_str(), os("--capture"), capture.as_os_str()],
+    ));
+    let want = format!(
+        "{} already holds frames of another run; use --overwrite to replace them",
+        out.display()
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(!capture.exists());
+    for (n, b) in &before {
+        assert_eq!(&std::fs::read(out.join(n)).unwrap(), b, "{n} changed");
+    }
+    assert_eq!(names(&out).len(), before.len());
+
+    // With --overwrite: the old frames (and OBJs, of which this run writes none) are gone.
+    check_ok(&run_tiny(1, &[os("--out"), out.as_os_str(), os("--overwrite")]));
+    assert_eq!(
+        names(&out),
+        ["frame_0000.bcc", "frame_0001.bcc", "manifest.json", "notes.txt"]
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["frames_written"], 2);
+    let frames = yarnsim::bcc::read(&out.join("frame_0001.bcc")).unwrap();
+    assert!(!frames.is_empty());
+}
+
+#[test]
+fn capture_into_a_used_directory_needs_overwrite() {
+    let dir = scratch("capture-used");
+    let capture = dir.join("capture");
+    std::fs::create_dir_all(&capture).unwrap();
+    std::fs::write(capture.join("frame_0000.png"), b"old capture").unwrap();
+    let out = dir.join("out");
+    let err = check_failed(&run_tiny(
+        1,
+        &[os("--capture"), capture.as_os_str(), os("--out"), out.as_os_str()],
+    ));
+    assert!(
+        err.contains(&format!(
+            "{} already holds frames of another run; use --overwrite to replace them",
+            capture.display()
+        )),
+        "{err}"
+    );
+    assert!(!out.exists(), "the refused run created {out:?}");
+    assert_eq!(
+        std::fs::read(capture.join("frame_0000.png")).unwrap(),
+        b"old capture"
+    );
+}
+
+#[test]
+fn manifest_records_the_run() {
+    let dir = scratch("manifest");
+    let out = dir.join("frames");
+    let stats = dir.join("stats.jsonl");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    check_ok(&run_tiny(
+        2,
+        &[
+            os("--out"),
+            out.as_os_str(),
+            os("--stats"),
+            stats.as_os_str(),
+            os("--set"),
+            os("yarn.radius=0.0125"),
+        ],
+    ));
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap())
+            .expect("manifest.json is JSON");
+    for key in [
+        "yarnsim_version",
+        "scene_path",
+        "scene",
+        "overrides",
+        "backend",
+        "adapter",
+        "command_line",
+        "start_time_unix",
+        "frames_requested",
+        "frames_written",
+        "finished",
+    ] {
+        assert!(m.get(key).is_some(), "manifest lacks {key}: {m:#}");
+    }
+    assert_eq!(m["yarnsim_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(m["scene_path"], tiny_scene().display().to_string());
+    assert_eq!(
+        m["overrides"],
+        serde_json::json!(["contact.model=none", "yarn.radius=0.0125"])
+    );
+    // The resolved scene: the file's contents with the overrides applied.
+    assert_eq!(m["scene"]["contact"]["model"], "none");
+    assert_eq!(m["scene"]["yarn"]["radius"].as_f64().unwrap() as f32, 0.0125f32);
+    assert_eq!(m["scene"]["simulation"]["frames"], 2);
+    assert_eq!(m["backend"], "cpu");
+    assert!(m["adapter"].is_null());
+    let cmd: Vec<&str> = m["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(cmd[1], "run");
+    assert!(cmd.contains(&"--stats") && cmd.contains(&"yarn.radius=0.0125"), "{cmd:?}");
+    let t = m["start_time_unix"].as_u64().unwrap();
+    assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
+    assert_eq!(m["frames_requested"], 2);
+    assert_eq!(m["frames_written"], 3, "frame 0 (the initial state) counts");
+    assert_eq!(m["finished"], true);
+    // The stats file: complete records only, and no temporary files anywhere.
+    let s = std::fs::read_to_string(&stats).unwrap();
+    assert_eq!(s.lines().count(), 2);
+    for l in s.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    assert!(s.ends_with('\n'));
+    assert_no_temp_files(&dir);
+    assert_no_temp_files(&out);
+}
+
+#[test]
+fn a_stats_path_that_is_a_directory_is_refused_before_anything_is_made() {
+    let dir = scratch("stats-dir");
+    let out = dir.join("frames");
+    let stats = dir.join("stats.jsonl");
+    std::fs::create_dir_all(&stats).unwrap();
+    let err = check_failed(&run_tiny(
+        1,
+        &[os("--out"), out.as_os_str(), os("--stats"), stats.as_os_str()],
+    ));
+    assert!(err.contains("stats.jsonl"), "{err}");
+    assert!(!out.exists(), "a rejected --stats left {out:?}");
+}
+
+#[test]
+fn a_run_failing_midway_records_the_frames_it_wrote() {
+    let dir = scratch("manifest-failed");
+    let out = dir.join("frames");
+    let stats = dir.join("stats.jsonl");
+    // A directory where frame 1 is to go: frame 0 is written, frame 1 cannot be.
+    std::fs::create_dir_all(out.join("frame_0001.bcc/inside")).unwrap();
+    let err = check_failed(&run_tiny(
+        2,
+        &[os("--out"), out.as_os_str(), os("--stats"), stats.as_os_str()],
+    ));
+    assert!(err.contains("frame_0001.bcc"), "{err}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["frames_written"], 1, "{m:#}");
+    assert_eq!(m["finished"], false, "{m:#}");
+    assert_eq!(names(&out), ["frame_0000.bcc", "frame_0001.bcc", "manifest.json"]);
+    assert!(out.join("frame_0001.bcc").is_dir());
+    // The record of frame 1 was complete before its frame failed to be written; none is partial.
+    let s = std::fs::read_to_string(&stats).unwrap();
+    assert_eq!(s.lines().count(), 1, "{s}");
+    serde_json::from_str::<serde_json::Value>(s.lines().next().unwrap()).unwrap();
+    assert_no_temp_files(&dir);
+    assert_no_temp_files(&out);
+}
+
+#[test]
+fn rejected_options_leave_no_directory() {
+    let dir = scratch("rejected");
+    let out = dir.join("out");
+    let capture = dir.join("capture");
+    let o = out.as_os_str();
+    let c = capture.as_os_str();
+    let missing_stats = dir.join("no/such/dir/stats.jsonl");
+    let cases: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
+        // A contact matrix of a frame the run does not reach.
+        (
+            "--contact-matrix",
+            vec![os("--out"), o, os("--contact-matrix"), os("5")],
+        ),
+        // A contact matrix without a contact model.
+        (
+            "--contact-matrix",
+            vec![os("--out"), o, os("--contact-matrix"), os("1")],
+        ),
+        // A contact-colour capture without a contact model.
+        (
+            "--color",
+            vec![os("--out"), o, os("--capture"), c, os("--color"), os("contacts")],
+        ),
+        // Refusals of the GPU backend.
+        (
+            "--backend gpu",
+            vec![
+                os("--out"),
+                o,
+                os("--backend"),
+                os("gpu"),
+                os("--set"),
+                os("contact.model=acl"),
+                os("--contact-matrix"),
+                os("1"),
+            ],
+        ),
+        (
+            "--adapter",
+            vec![os("--out"), o, os("--adapter"), os("nothing")],
+        ),
+        // A bad override.
+        ("--set", vec![os("--out"), o, os("--set"), os("no.such.key=1")]),
+        // A stats file in a directory that does not exist.
+        (
+            "--stats",
+            vec![os("--out"), o, os("--stats"), missing_stats.as_os_str()],
+        ),
+        // Capturing every 0 frames (refused by the renderer, or for want of a GPU adapter).
+        (
+            "--capture",
+            vec![os("--out"), o, os("--capture"), c, os("--capture-every"), os("0")],
+        ),
+        // A capture size no adapter renders (or no GPU adapter at all).
+        (
+            "--capture",
+            vec![os("--out"), o, os("--capture"), c, os("--width"), os("0")],
+        ),
+    ];
+    for (what, args) in cases {
+        let err = check_failed(&run_tiny(1, &args));
+        assert!(err.contains(what), "{args:?}: expected {what:?} in\n{err}");
+        assert!(!out.exists(), "{args:?} left {out:?} behind:\n{err}");
+        assert!(!capture.exists(), "{args:?} left {capture:?} behind:\n{err}");
+        assert!(!missing_stats.exists());
+    }
+    assert!(names(&dir).is_empty(), "{:?}", names(&dir));
+}
