@@ -675,9 +675,8 @@ impl GpuSim {
                 );
             }
             enc.copy_buffer_to_buffer(&self.fresh_counters, 0, counters_buf, 0, COUNTERS_BYTES);
-            if s == 0 && self.queries.is_some() {
+            if let (0, Some((set, _))) = (s, self.queries.as_ref()) {
                 // The timed step: a pass per dispatch, each with its two timestamps.
-                let (set, _) = self.queries.as_ref().unwrap();
                 for (i, d) in self.dispatches.iter().enumerate() {
                     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some(d.kernel),
@@ -994,7 +993,7 @@ pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
             what: "largest storage binding (bytes)",
             needed: largest.1,
             limit_name: "max_storage_buffer_binding_size",
-            offered: limits.max_storage_buffer_binding_size as u64,
+            offered: limits.max_storage_buffer_binding_size,
         },
         Need {
             what: "largest buffer (bytes)",

@@ -242,7 +242,7 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
 /// The time step of a run: the CPU reference path or the GPU path (which keeps a host `Sim` whose
 /// positions it refreshes every frame, so the writers below serve both).
 enum Runner {
-    Cpu(Sim),
+    Cpu(Box<Sim>),
     Gpu(Box<GpuSim>),
 }
 
@@ -342,14 +342,16 @@ fn run(a: RunArgs) -> Result<()> {
             eprintln!("GPU step on {}", g.summary());
             Runner::Gpu(Box::new(gs))
         }
-        _ => Runner::Cpu(sim),
+        _ => Runner::Cpu(Box::new(sim)),
     };
 
     // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
     let mut capture = match (&a.capture, &gpu) {
         (Some(dir), Some(gpu)) => {
             let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)
-                .with_context(|| format!("--capture {}", dir.display()))?;
+                .with_context(|| {
+                    format!("--capture {}: cannot set up the capture", dir.display())
+                })?;
             Some((c, Vec::new()))
         }
         _ => None,

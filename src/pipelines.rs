@@ -211,8 +211,10 @@ pub struct Buffers {
     map: BTreeMap<String, wgpu::Buffer>,
 }
 
-/// wgpu rejects empty bindings; an empty array is bound as this many zero bytes.
-const MIN_BUFFER: u64 = 16;
+/// wgpu rejects empty bindings, and a runtime-sized array must hold at least one element of its
+/// record: an empty array is bound as this many zero bytes, more than the largest record of the
+/// layout contract (checked in tests/layout.rs).
+pub const MIN_BUFFER: u64 = 256;
 
 impl Buffers {
     pub fn get(&self, name: &str) -> Option<&wgpu::Buffer> {

@@ -182,6 +182,85 @@ pub enum SimError {
         #[source]
         source: ContactError,
     },
+    /// The end-of-frame pass-through check ([`Sim::check_pass_through`]) found two parts of the
+    /// yarns inside each other. The state is that of the end of the failed frame; the frame before
+    /// it is the last good one.
+    #[error("frame {frame} (steps {first_step} to {step}): {place}; frame {} is the last good one. \
+             Try a smaller simulation.dt (now {dt:e} s) or a larger contact.stiffness (now {stiffness})",
+             frame.saturating_sub(1))]
+    PassThrough {
+        /// The frame that failed (1-based, as in the frame records).
+        frame: u32,
+        /// Index of the frame's first step (0-based, as in [`SimError::NotFinite`]).
+        first_step: u64,
+        /// Index of its last step: the check ran on the state after it.
+        step: u64,
+        /// Where the yarns are inside each other.
+        place: PassThroughPlace,
+        /// The time step h in use (s).
+        dt: f32,
+        /// `contact.stiffness`.
+        stiffness: f32,
+    },
+}
+
+/// How the pass-through check saw two yarn parts inside each other.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PassThroughKind {
+    /// A touching quadrature pair closer than [`PASS_THROUGH_DEPTH`]` · r`.
+    Deep,
+    /// A quadrature pair that touched at the previous check, on one side of each other, and now
+    /// lies on the other side (see [`Sim::check_pass_through`]); `previous_distance` is its
+    /// distance then (cm).
+    Crossed { previous_distance: f32 },
+}
+
+/// The place of a pass-through: the two quadrature points, their yarns, segments and positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassThroughPlace {
+    pub kind: PassThroughKind,
+    /// Global quadrature indices `segment · b + k` (the indices of [`Sim::contact_pairs`]).
+    pub quadrature: [u32; 2],
+    /// The yarn of each point (0-based, in scene order).
+    pub yarns: [usize; 2],
+    /// The control points (indices within the yarn) between which each point lies: its segment
+    /// runs from the first to the second.
+    pub points: [[usize; 2]; 2],
+    /// The global indices of those control points.
+    pub global_points: [[usize; 2]; 2],
+    /// Positions (cm) of the two quadrature points.
+    pub positions: [[f32; 3]; 2],
+    /// Their distance (cm).
+    pub distance: f32,
+    /// The yarn radius r (cm).
+    pub radius: f32,
+}
+
+impl std::fmt::Display for PassThroughPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part = |i: usize| {
+            let p = self.positions[i];
+            format!(
+                "yarn {} between its control points {} and {} (quadrature point {} at ({:.4}, {:.4}, {:.4}) cm)",
+                self.yarns[i], self.points[i][0], self.points[i][1], self.quadrature[i], p[0], p[1], p[2]
+            )
+        };
+        write!(f, "yarns passed through each other: {} and {} ", part(0), part(1))?;
+        match self.kind {
+            PassThroughKind::Deep => write!(
+                f,
+                "are {:.4} cm apart, less than {PASS_THROUGH_DEPTH} r = {:.4} cm (contact starts at 2r = {:.4} cm): the contact penalty lost",
+                self.distance,
+                PASS_THROUGH_DEPTH * self.radius,
+                2.0 * self.radius
+            ),
+            PassThroughKind::Crossed { previous_distance } => write!(
+                f,
+                "touched at the previous frame ({previous_distance:.4} cm apart) and now lie on opposite sides of each other ({:.4} cm apart)",
+                self.distance
+            ),
+        }
+    }
 }
 
 /// Step parameters, taken from the scene with the seed's defaults; public so tests and tools may tune
@@ -352,6 +431,8 @@ pub struct Sim {
     record_rebuilds: bool,
     /// Whether the contact model reported rebuilds at the last step.
     rebuilds_known: bool,
+    /// The end-of-frame pass-through check's switch, scratch and last crossings.
+    pass: PassCheck,
 }
 
 fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
@@ -739,6 +820,7 @@ impl Sim {
             rebuild_counts: Vec::new(),
             record_rebuilds: false,
             rebuilds_known: false,
+            pass: PassCheck::default(),
             topo,
         };
         sim.place_obstacles();
@@ -1036,10 +1118,13 @@ impl Sim {
         self.rebuild_counts.fill(0.0);
         let n = self.params.steps_per_frame;
         let t0 = self.time;
+        let first_step = self.steps;
         for _ in 0..n {
             self.step()?;
             on_step();
         }
+        // Once per frame, outside the step: did yarns pass through each other?
+        self.pass_through_error(self.frames + 1, first_step)?;
         // The frame ends at its own time, not at a sum of f32 steps.
         self.time = t0 + 1.0 / self.params.fps;
         self.frames += 1;

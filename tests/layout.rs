@@ -50,6 +50,20 @@ fn rust_structs_match_wgsl_layout() {
     }
 }
 
+/// An empty array is bound as `pipelines::MIN_BUFFER` bytes, which must hold one of any record
+/// (a runtime-sized array binding needs at least one element).
+#[test]
+fn empty_buffers_hold_one_record_of_any_kind() {
+    for s in layouts() {
+        assert!(
+            s.size as u64 <= yarnsim::pipelines::MIN_BUFFER,
+            "{} is {} bytes, more than MIN_BUFFER",
+            s.name,
+            s.size
+        );
+    }
+}
+
 /// The check itself can fail: a struct whose WGSL mirror is laid out differently is caught.
 #[test]
 fn a_vec3_field_would_be_caught() {

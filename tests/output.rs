@@ -2,7 +2,6 @@
 //! refusing to mix their frames with another run's unless `--overwrite`, the run manifest, and
 //! rejected options leaving no directory behind.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -80,7 +79,10 @@ fn assert_no_temp_files(dir: &Path) {
         .into_iter()
         .filter(|n| temp_target(n).is_some())
         .collect();
-    assert!(temps.is_empty(), "temporary files left in {dir:?}: {temps:?}");
+    assert!(
+        temps.is_empty(),
+        "temporary files left in {dir:?}: {temps:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -110,7 +112,9 @@ fn a_write_failing_midway_leaves_no_partial_file() {
     let big = vec![7u8; 300_000];
     let err = write_atomic(&path, |w| {
         w.write_all(&big)?;
-        Err(std::io::Error::other("simulated failure after 300000 bytes"))
+        Err(std::io::Error::other(
+            "simulated failure after 300000 bytes",
+        ))
     })
     .unwrap_err();
     assert!(matches!(err, OutputError::Write { .. }), "{err:?}");
@@ -118,7 +122,10 @@ fn a_write_failing_midway_leaves_no_partial_file() {
     assert!(msg.contains("frame_0001.bcc"), "{msg}");
     assert!(msg.contains("simulated failure"), "{msg}");
     assert_eq!(err.path(), path);
-    assert!(!path.exists(), "a partial file was left under the final name");
+    assert!(
+        !path.exists(),
+        "a partial file was left under the final name"
+    );
     assert!(names(&dir).is_empty(), "left behind: {:?}", names(&dir));
 
     // With a previous complete file, that file survives untouched.
@@ -176,7 +183,9 @@ fn create_and_rename_failures_name_the_path_and_leave_nothing() {
 #[test]
 fn png_obj_and_bcc_writers_are_complete_and_leave_no_temp_files() {
     let dir = scratch("writers");
-    let img = image::RgbaImage::from_fn(5, 3, |x, y| image::Rgba([x as u8 * 40, y as u8 * 80, 7, 255]));
+    let img = image::RgbaImage::from_fn(5, 3, |x, y| {
+        image::Rgba([x as u8 * 40, y as u8 * 80, 7, 255])
+    });
     let png = dir.join("frame_0000.png");
     yarnsim::render::save_png(&img, &png).unwrap();
     let back = image::open(&png).unwrap().to_rgba8();
@@ -230,7 +239,9 @@ fn a_full_disk_leaves_no_partial_file() {
         Err(e) => Some(format!("cannot run mount: {e}")),
     };
     if let Some(reason) = reason {
-        eprintln!("SKIPPED a_full_disk_leaves_no_partial_file: cannot mount a small tmpfs ({reason})");
+        eprintln!(
+            "SKIPPED a_full_disk_leaves_no_partial_file: cannot mount a small tmpfs ({reason})"
+        );
         return;
     }
     let _guard = Tmpfs(mnt.clone());
@@ -306,7 +317,12 @@ fn out_into_a_used_directory_needs_overwrite() {
     let capture = dir.join("capture");
     let err = check_failed(&run_tiny(
         1,
-        &[os("--out"), out.as_os_str(), os("--capture"), capture.as_os_str()],
+        &[
+            os("--out"),
+            out.as_os_str(),
+            os("--capture"),
+            capture.as_os_str(),
+        ],
     ));
     let want = format!(
         "{} already holds frames of another run; use --overwrite to replace them",
@@ -320,10 +336,18 @@ fn out_into_a_used_directory_needs_overwrite() {
     assert_eq!(names(&out).len(), before.len());
 
     // With --overwrite: the old frames (and OBJs, of which this run writes none) are gone.
-    check_ok(&run_tiny(1, &[os("--out"), out.as_os_str(), os("--overwrite")]));
+    check_ok(&run_tiny(
+        1,
+        &[os("--out"), out.as_os_str(), os("--overwrite")],
+    ));
     assert_eq!(
         names(&out),
-        ["frame_0000.bcc", "frame_0001.bcc", "manifest.json", "notes.txt"]
+        [
+            "frame_0000.bcc",
+            "frame_0001.bcc",
+            "manifest.json",
+            "notes.txt"
+        ]
     );
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
@@ -341,7 +365,12 @@ fn capture_into_a_used_directory_needs_overwrite() {
     let out = dir.join("out");
     let err = check_failed(&run_tiny(
         1,
-        &[os("--capture"), capture.as_os_str(), os("--out"), out.as_os_str()],
+        &[
+            os("--capture"),
+            capture.as_os_str(),
+            os("--out"),
+            out.as_os_str(),
+        ],
     ));
     assert!(
         err.contains(&format!(
@@ -374,7 +403,7 @@ fn manifest_records_the_run() {
             os("--stats"),
             stats.as_os_str(),
             os("--set"),
-            os("yarn.radius=0.0125"),
+            os("camera.fov_deg=30"),
         ],
     ));
     let after = std::time::SystemTime::now()
@@ -403,11 +432,11 @@ fn manifest_records_the_run() {
     assert_eq!(m["scene_path"], tiny_scene().display().to_string());
     assert_eq!(
         m["overrides"],
-        serde_json::json!(["contact.model=none", "yarn.radius=0.0125"])
+        serde_json::json!(["contact.model=none", "camera.fov_deg=30"])
     );
     // The resolved scene: the file's contents with the overrides applied.
     assert_eq!(m["scene"]["contact"]["model"], "none");
-    assert_eq!(m["scene"]["yarn"]["radius"].as_f64().unwrap() as f32, 0.0125f32);
+    assert_eq!(m["scene"]["camera"]["fov_deg"].as_f64(), Some(30.0));
     assert_eq!(m["scene"]["simulation"]["frames"], 2);
     assert_eq!(m["backend"], "cpu");
     assert!(m["adapter"].is_null());
@@ -418,7 +447,10 @@ fn manifest_records_the_run() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(cmd[1], "run");
-    assert!(cmd.contains(&"--stats") && cmd.contains(&"yarn.radius=0.0125"), "{cmd:?}");
+    assert!(
+        cmd.contains(&"--stats") && cmd.contains(&"camera.fov_deg=30"),
+        "{cmd:?}"
+    );
     let t = m["start_time_unix"].as_u64().unwrap();
     assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
     assert_eq!(m["frames_requested"], 2);
@@ -443,7 +475,12 @@ fn a_stats_path_that_is_a_directory_is_refused_before_anything_is_made() {
     std::fs::create_dir_all(&stats).unwrap();
     let err = check_failed(&run_tiny(
         1,
-        &[os("--out"), out.as_os_str(), os("--stats"), stats.as_os_str()],
+        &[
+            os("--out"),
+            out.as_os_str(),
+            os("--stats"),
+            stats.as_os_str(),
+        ],
     ));
     assert!(err.contains("stats.jsonl"), "{err}");
     assert!(!out.exists(), "a rejected --stats left {out:?}");
@@ -458,14 +495,22 @@ fn a_run_failing_midway_records_the_frames_it_wrote() {
     std::fs::create_dir_all(out.join("frame_0001.bcc/inside")).unwrap();
     let err = check_failed(&run_tiny(
         2,
-        &[os("--out"), out.as_os_str(), os("--stats"), stats.as_os_str()],
+        &[
+            os("--out"),
+            out.as_os_str(),
+            os("--stats"),
+            stats.as_os_str(),
+        ],
     ));
     assert!(err.contains("frame_0001.bcc"), "{err}");
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["frames_written"], 1, "{m:#}");
     assert_eq!(m["finished"], false, "{m:#}");
-    assert_eq!(names(&out), ["frame_0000.bcc", "frame_0001.bcc", "manifest.json"]);
+    assert_eq!(
+        names(&out),
+        ["frame_0000.bcc", "frame_0001.bcc", "manifest.json"]
+    );
     assert!(out.join("frame_0001.bcc").is_dir());
     // The record of frame 1 was complete before its frame failed to be written; none is partial.
     let s = std::fs::read_to_string(&stats).unwrap();
@@ -497,7 +542,14 @@ fn rejected_options_leave_no_directory() {
         // A contact-colour capture without a contact model.
         (
             "--color",
-            vec![os("--out"), o, os("--capture"), c, os("--color"), os("contacts")],
+            vec![
+                os("--out"),
+                o,
+                os("--capture"),
+                c,
+                os("--color"),
+                os("contacts"),
+            ],
         ),
         // Refusals of the GPU backend.
         (
@@ -518,7 +570,10 @@ fn rejected_options_leave_no_directory() {
             vec![os("--out"), o, os("--adapter"), os("nothing")],
         ),
         // A bad override.
-        ("--set", vec![os("--out"), o, os("--set"), os("no.such.key=1")]),
+        (
+            "--set",
+            vec![os("--out"), o, os("--set"), os("no.such.key=1")],
+        ),
         // A stats file in a directory that does not exist.
         (
             "--stats",
@@ -527,7 +582,14 @@ fn rejected_options_leave_no_directory() {
         // Capturing every 0 frames (refused by the renderer, or for want of a GPU adapter).
         (
             "--capture",
-            vec![os("--out"), o, os("--capture"), c, os("--capture-every"), os("0")],
+            vec![
+                os("--out"),
+                o,
+                os("--capture"),
+                c,
+                os("--capture-every"),
+                os("0"),
+            ],
         ),
         // A capture size no adapter renders (or no GPU adapter at all).
         (
@@ -539,7 +601,10 @@ fn rejected_options_leave_no_directory() {
         let err = check_failed(&run_tiny(1, &args));
         assert!(err.contains(what), "{args:?}: expected {what:?} in\n{err}");
         assert!(!out.exists(), "{args:?} left {out:?} behind:\n{err}");
-        assert!(!capture.exists(), "{args:?} left {capture:?} behind:\n{err}");
+        assert!(
+            !capture.exists(),
+            "{args:?} left {capture:?} behind:\n{err}"
+        );
         assert!(!missing_stats.exists());
     }
     assert!(names(&dir).is_empty(), "{:?}", names(&dir));

@@ -46,7 +46,8 @@ pub fn max_rel_diff(a: &[[f32; 4]], b: &[[f32; 4]], scale: f32) -> (f32, usize) 
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         for k in 0..3 {
             let d = (x[k] - y[k]).abs() / scale;
-            if !(d <= worst.0) {
+            // A NaN difference counts as the worst.
+            if d.is_nan() || d > worst.0 {
                 worst = (d, i);
             }
         }
