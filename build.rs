@@ -93,15 +93,29 @@ pub fn check(path: &Path) -> Result<(), String> {
         std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read shader: {e}"))?;
     let expanded = wgsl::expand(&name, &text, &read_shared).map_err(|e| format!("error: {e}"))?;
     let src = &expanded.source;
+    let expanded_name = format!("{name} (expanded)");
+    // The place of a diagnostic: the line naga's report points at (`┌─ NAME (expanded):LINE:COL`),
+    // else its first label, mapped back to the original file and line.
+    let place = |report: &str, first: Option<naga::SourceLocation>| {
+        let marker = format!("{expanded_name}:");
+        let line = report.find(&marker).and_then(|i| {
+            let rest = &report[i + marker.len()..];
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            digits.parse::<usize>().ok()
+        });
+        match (line, first) {
+            (Some(l), _) => match expanded.origin(l) {
+                Some((f, l)) => format!("{f}:{l}"),
+                None => name.clone(),
+            },
+            (None, Some(l)) => expanded.place_of_offset(l.offset as usize),
+            (None, None) => name.clone(),
+        }
+    };
     let module = naga::front::wgsl::parse_str(src).map_err(|e| {
-        let at = e
-            .location(src)
-            .map(|l| expanded.place_of_offset(l.offset as usize))
-            .unwrap_or_else(|| name.clone());
-        format!(
-            "error: {at}: WGSL parse error in {name}\n{}",
-            e.emit_to_string_with_path(src, &format!("{name} (expanded)"))
-        )
+        let report = e.emit_to_string_with_path(src, &expanded_name);
+        let at = place(&report, e.location(src));
+        format!("error: {at}: WGSL parse error in {name}\n{report}")
     })?;
     // All capabilities: this check catches syntax and type errors; whether the adapter at hand offers
     // a capability is checked by wgpu when the module is created.
@@ -110,14 +124,9 @@ pub fn check(path: &Path) -> Result<(), String> {
         naga::valid::Capabilities::all(),
     );
     validator.validate(&module).map_err(|e| {
-        let at = e
-            .location(src)
-            .map(|l| expanded.place_of_offset(l.offset as usize))
-            .unwrap_or_else(|| name.clone());
-        format!(
-            "error: {at}: WGSL validation error in {name}\n{}",
-            e.emit_to_string_with_path(src, &format!("{name} (expanded)"))
-        )
+        let report = e.emit_to_string_with_path(src, &expanded_name);
+        let at = place(&report, e.location(src));
+        format!("error: {at}: WGSL validation error in {name}\n{report}")
     })?;
     Ok(())
 }

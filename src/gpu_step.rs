@@ -141,6 +141,8 @@ pub struct GpuSim {
     /// Touching quadrature pairs and candidate segment pairs summed over the frame's steps.
     frame_touching: u64,
     frame_candidates: u64,
+    /// Touching quadrature pairs of each step of the last batch.
+    batch_touching: Vec<u32>,
     /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun because a step needed more length iterations than were encoded.
@@ -321,6 +323,7 @@ impl GpuSim {
             grows: 0,
             frame_touching: 0,
             frame_candidates: 0,
+            batch_touching: Vec::new(),
             sim,
             device: device.clone(),
             queue,
@@ -575,6 +578,12 @@ impl GpuSim {
             .write_buffer(&self.fresh_counters, 0, bytemuck::bytes_of(&fresh));
     }
 
+    /// The touching quadrature pairs of each step of the last batch ([`GpuSim::steps`]), from its
+    /// counters (exact contact; zeros without contact).
+    pub fn batch_touching_pairs(&self) -> &[u32] {
+        &self.batch_touching
+    }
+
     /// Batches rerun because a contact output overflowed its capacity (each grew it).
     pub fn capacity_grows(&self) -> u32 {
         self.grows
@@ -627,6 +636,7 @@ impl GpuSim {
     /// iterations than are encoded (the batch's results are then not to be used).
     fn run_batch(&mut self, k: usize) -> Result<Option<Rerun>, GpuStepError> {
         let base = self.sim.steps;
+        self.batch_touching.clear();
         let (t0, h) = (self.sim.time, self.sim.params.h as f64);
         let mut params = Vec::with_capacity(k);
         let mut obstacles = Vec::with_capacity(k * self.sim.obstacles.len());
@@ -762,6 +772,7 @@ impl GpuSim {
                 .max(f32::from_bits(counters.length_error_bits));
             self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
             self.frame_touching += counters.touching_pairs.count as u64;
+            self.batch_touching.push(counters.touching_pairs.count);
             self.frame_candidates += counters.candidate_pairs.count as u64;
         }
         Ok(None)

@@ -24,14 +24,39 @@ fn run_gpu(gpu: &yarnsim::gpu::Gpu, sets: &[&str], steps: usize) -> GpuSim {
     g
 }
 
+/// 300 steps of `scenes/tiny.toml` with overrides `sets` on both paths: positions within 1e-3 r at
+/// the end and, with contact, the touching-pair counts equal at every step (the CPU runs a frame per
+/// step, so each frame record is one step's count; the GPU reports each step of a batch).
 fn whole_run_parity(test: &str, sets: &[&str]) {
     let Some(gpu) = gpu_or_skip(test) else {
         return;
     };
     const STEPS: usize = 300;
-    let g = run_gpu(&gpu, sets, STEPS);
-    let cpu = fixture::scene_sim("tiny", sets, STEPS);
+    let mut sets = sets.to_vec();
+    sets.push("simulation.fps=16200");
+    let sets = &sets[..];
+    let sim = fixture::scene_sim("tiny", sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", sets)).unwrap();
+    let mut cpu = fixture::scene_sim("tiny", sets, 0);
+    assert_eq!(cpu.params.steps_per_frame, 1);
+    let mut touching_total = 0.0;
+    for batch in 0..STEPS / 60 {
+        g.steps(60).unwrap_or_else(|e| panic!("{e}"));
+        for (i, &gpu_count) in g.batch_touching_pairs().iter().enumerate() {
+            let c = cpu.frame().unwrap();
+            if let Some((_, cpu_count)) = c.contact.iter().find(|(k, _)| *k == "touching_pairs") {
+                let step = batch * 60 + i;
+                assert_eq!(gpu_count as f64, *cpu_count, "step {step}: touching pairs GPU vs CPU");
+                touching_total += cpu_count;
+            }
+        }
+    }
+    g.download().unwrap();
     assert_eq!(g.sim.steps, STEPS as u64);
+    assert_eq!(cpu.steps, STEPS as u64);
+    if sets.contains(&"contact.model=exact") {
+        assert!(touching_total > 1000.0, "hardly any contact ({touching_total})");
+    }
     let r = cpu.params.radius;
     let (worst, at) = fixture::max_rel_diff(&g.sim.pos, &cpu.pos, r);
     eprintln!("{test}: worst position difference after {STEPS} steps: {worst:.3e} r (point {at})");
@@ -55,42 +80,15 @@ fn gpu_step_matches_cpu_without_contact() {
 
 /// Exact contact: the swatch hangs from its pins, its loops press on each other, and its lower
 /// edge falls onto the floor, raised to 0.16 cm below it (it lands after about 140 of the 300 steps).
+/// Touching-pair counts must agree at every step: both paths decide touching with the same f32
+/// operations (on an adapter that fuses multiply-adds, a pair within rounding of 2r could flip,
+/// which this would show).
 #[test]
 fn gpu_step_matches_cpu_with_exact_contact() {
     whole_run_parity(
         "gpu_step_matches_cpu_with_exact_contact",
         &["contact.model=exact", "obstacle.0.point=[0, 0.7, 0]"],
     );
-}
-
-/// Touching-pair counts per step, GPU vs CPU, over 300 steps of exact contact: equal at every
-/// step. (Both paths decide touching with the same f32 operations; on an adapter that fuses
-/// multiply-adds a pair within rounding of 2r could flip, which this test would show.)
-#[test]
-fn touching_pairs_agree_at_every_step() {
-    let Some(gpu) = gpu_or_skip("touching_pairs_agree_at_every_step") else {
-        return;
-    };
-    let sets = ["contact.model=exact", "simulation.fps=16200"];
-    let mut cpu = fixture::scene_sim("tiny", &sets, 0);
-    let sim = fixture::scene_sim("tiny", &sets, 0);
-    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-    assert_eq!(g.sim.params.steps_per_frame, 1);
-    let mut touching_total = 0.0;
-    for step in 0..300 {
-        let c = cpu.frame().unwrap();
-        let (s, _) = g.frame().unwrap();
-        let key = |st: &yarnsim::sim::FrameStats| {
-            st.contact
-                .iter()
-                .find(|(k, _)| *k == "touching_pairs")
-                .map(|(_, v)| *v)
-                .expect("touching_pairs")
-        };
-        assert_eq!(key(&s), key(&c), "step {step}: touching pairs GPU vs CPU");
-        touching_total += key(&c);
-    }
-    assert!(touching_total > 1000.0, "hardly any contact ({touching_total})");
 }
 
 /// A deliberately small capacity for every contact output grows and reruns, and the result equals
