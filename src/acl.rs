@@ -77,6 +77,7 @@
 
 pub mod model;
 mod outputs;
+mod state;
 
 use crate::contact::{pair_coeffs, point_pair, Exclusion, SegmentExclusion};
 use crate::math::{M3, V3};
@@ -1571,6 +1572,24 @@ impl ContactForce for AclContact {
         boxes: &mut Vec<[u32; 4]>,
     ) -> Result<bool, ContactError> {
         self.touching_pairs_and_boxes(topo, pos, touching, boxes)
+    }
+
+    // The checkpoint state lives in `acl/state.rs`.
+    fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        self.export_checkpoint(out);
+        Ok(())
+    }
+
+    fn import_state(
+        &mut self,
+        topo: &Topology,
+        num_points: usize,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        self.import_checkpoint(topo, num_points, inp)
     }
 }
 

@@ -39,6 +39,8 @@ pub enum GpuStepError {
     Pipeline(#[from] PipelineError),
     #[error(transparent)]
     DampingBlocks(#[from] crate::step::DampingBlockError),
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
     #[error("contact.model = {0:?} is not available on the GPU yet (the GPU step has: {models}); run with --backend cpu", models = GPU_CONTACT_MODELS.join(", "))]
     Model(ContactModel),
     #[error("the scene needs {what} = {needed}, but the adapter {adapter:?} offers {limit} ({limit_name})")]
@@ -182,13 +184,15 @@ const STEP_KERNELS: &[&str] = &[
 /// the step before it is read): what a rerun of a batch restores.
 const SNAPSHOT: &[&str] = &["pos", "vel", "frames", "bend_rest"];
 
-/// Length-projection iterations encoded per step at first. Each encoded iteration is about a dozen
-/// dispatches that return at once after convergence (2–4 iterations in knits at the seed's time
-/// step), and encoding the scene's whole cap (100 by default) costs more than the step itself on a
-/// small scene. A step that needs more than the budget is detected from its counters; its batch is
-/// restored from the snapshot and rerun with the full cap encoded, which gives bitwise the result
-/// of encoding the cap from the start (iterations past convergence do nothing).
-pub const LENGTH_BUDGET: u32 = 8;
+/// Length-projection iterations encoded per step at first. Each encoded iteration is 5 + 2L
+/// dispatches (L solver levels) that return at once after convergence, which takes one iteration in
+/// the shipped scenes at the seed's time step (measured: `max_projection_iterations` = 1 on the tiny
+/// swatch at dt up to 5e-4 s), and encoding the scene's whole cap (100 by default) costs more than
+/// the step itself. A step that needs more than the budget is detected from its counters; its batch
+/// is restored from the snapshot and rerun with the full cap encoded, which gives bitwise the result
+/// of encoding the cap from the start (iterations past convergence do nothing); later batches then
+/// get twice what it needed.
+pub const LENGTH_BUDGET: u32 = 4;
 
 /// Most steps submitted at once ([`GpuSim::steps`]).
 pub const MAX_BATCH: usize = 64;
@@ -864,6 +868,10 @@ impl GpuSim {
         self.frame_candidates = 0;
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
+        let first_step = self.sim.steps;
+        // The CPU path's pass-through check on the host's copy of the state (the frame's start
+        // positions are the ones downloaded at the end of the last frame).
+        self.sim.pass_through_begin_frame()?;
         let mut left = n as usize;
         while left > 0 {
             let k = left.min(MAX_BATCH);
@@ -876,6 +884,7 @@ impl GpuSim {
         // As on the CPU path: the frame ends at its own time.
         self.sim.time = t0 + 1.0 / self.sim.params.fps;
         self.download()?;
+        self.sim.pass_through_end_frame(first_step)?;
         self.sim.frames += 1;
         let (ke, vmax) = self.sim.kinetic_energy_and_max_speed();
         let mut stats = FrameStats {

@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod bcc;
+pub mod checkpoint;
 pub mod contact;
 pub mod export;
 pub mod gpu;

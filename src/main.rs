@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use yarnsim::checkpoint;
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
@@ -55,7 +56,8 @@ enum Backend {
 }
 
 /// How captured frames colour the yarn (`--color`).
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 enum ColorArg {
     /// One colour per yarn.
     Yarn,
@@ -77,8 +79,9 @@ impl ColorArg {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Scene file (TOML).
-    scene: PathBuf,
+    /// Scene file (TOML); not with --resume, which takes the checkpoint's.
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    scene: Option<PathBuf>,
     /// Number of frames to simulate (default: the scene's simulation.frames).
     #[arg(long)]
     frames: Option<u32>,
@@ -126,9 +129,131 @@ struct RunArgs {
     #[arg(long, value_name = "FRAME[:SIZE]")]
     contact_matrix: Vec<String>,
     /// Let --out and --capture write into directories that hold frames (`frame_*`) of another run:
-    /// their `frame_*` files, contact matrices and manifest.json are removed first.
+    /// their `frame_*` files, contact matrices, manifest.json and checkpoint are removed first.
     #[arg(long)]
     overwrite: bool,
+    /// Write the whole simulation state to OUT/checkpoint.bin every N frames and after the last
+    /// one (atomically: the previous checkpoint stays until the new one is complete), so that
+    /// --resume can continue the run bit for bit (--backend cpu only).
+    #[arg(long, value_name = "N")]
+    checkpoint_every: Option<u32>,
+    /// Continue the run whose --out directory DIR holds a checkpoint, with its scene, overrides and
+    /// outputs, until it has --frames frames in all (default: the frames it was started for).
+    /// Frames, stats and manifest continue where the checkpoint was taken. Only --frames,
+    /// --checkpoint-every, --quiet and --adapter may be given with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "out", "set", "overwrite", "obj", "backend", "stats", "capture", "capture_every",
+        "width", "height", "color", "contact_matrix",
+    ])]
+    resume: Option<PathBuf>,
+}
+
+/// What a checkpoint records of the run's options (`--resume` restores them): the scene and its
+/// overrides, the frames asked for, and what is written where.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedRun {
+    /// The scene file as given (for messages and the manifest; the scene itself is in the
+    /// checkpoint).
+    scene_path: PathBuf,
+    set: Vec<String>,
+    frames: u32,
+    obj: bool,
+    stats: Option<SavedPath>,
+    checkpoint_every: u32,
+    capture: Option<SavedPath>,
+    capture_every: u32,
+    width: u32,
+    height: u32,
+    color: ColorArg,
+    contact_matrix: Vec<String>,
+    adapter: Option<String>,
+}
+
+/// A path of a run's output: relative to the --out directory when inside it (so the directory may
+/// move), else absolute.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedPath {
+    path: PathBuf,
+    in_out: bool,
+}
+
+impl SavedPath {
+    fn new(p: &Path, out: &Path) -> SavedPath {
+        let canon = |p: &Path| {
+            std::fs::canonicalize(p)
+                .or_else(|_| std::path::absolute(p))
+                .unwrap_or_else(|_| p.to_path_buf())
+        };
+        // The file itself may not exist yet: its directory does.
+        let full = match (p.parent(), p.file_name()) {
+            (Some(d), Some(name)) if !p.is_dir() => canon(if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            })
+            .join(name),
+            _ => canon(p),
+        };
+        match full.strip_prefix(canon(out)) {
+            Ok(rel) => SavedPath {
+                path: rel.to_path_buf(),
+                in_out: true,
+            },
+            Err(_) => SavedPath {
+                path: full,
+                in_out: false,
+            },
+        }
+    }
+
+    fn resolve(&self, out: &Path) -> PathBuf {
+        if self.in_out {
+            out.join(&self.path)
+        } else {
+            self.path.clone()
+        }
+    }
+}
+
+impl SavedRun {
+    fn new(a: &RunArgs, scene_path: &Path, frames: u32, every: u32, out: &Path) -> SavedRun {
+        SavedRun {
+            scene_path: scene_path.to_path_buf(),
+            set: a.set.clone(),
+            frames,
+            obj: a.obj,
+            stats: a.stats.as_deref().map(|p| SavedPath::new(p, out)),
+            checkpoint_every: every,
+            capture: a.capture.as_deref().map(|p| SavedPath::new(p, out)),
+            capture_every: a.capture_every,
+            width: a.width,
+            height: a.height,
+            color: a.color,
+            contact_matrix: a.contact_matrix.clone(),
+            adapter: a.adapter.clone(),
+        }
+    }
+
+    /// Fills `a` (a `--resume DIR` command line) with the saved options; what the command line
+    /// gives (--frames, --checkpoint-every, --adapter) wins.
+    fn apply(self, a: &mut RunArgs, dir: &Path) {
+        a.scene = Some(self.scene_path);
+        a.set = self.set;
+        a.frames = a.frames.or(Some(self.frames));
+        a.out = Some(dir.to_path_buf());
+        a.obj = self.obj;
+        a.stats = self.stats.map(|p| p.resolve(dir));
+        a.checkpoint_every = a.checkpoint_every.or(Some(self.checkpoint_every));
+        a.capture = self.capture.map(|p| p.resolve(dir));
+        a.capture_every = self.capture_every;
+        a.width = self.width;
+        a.height = self.height;
+        a.color = self.color;
+        a.contact_matrix = self.contact_matrix;
+        a.adapter = a.adapter.take().or(self.adapter);
+        a.backend = Backend::Cpu;
+        a.overwrite = false;
+    }
 }
 
 /// One `--contact-matrix FRAME[:SIZE]` request.
@@ -277,11 +402,36 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu, yarnsim::gpu::GpuError> {
     }
 }
 
-fn run(a: RunArgs) -> Result<()> {
+fn run(mut a: RunArgs) -> Result<()> {
+    // `--resume DIR`: the checkpoint's scene and options, then the same run as any other.
+    let resumed = match a.resume.take() {
+        Some(dir) => Some(open_resume(&mut a, &dir)?),
+        None => None,
+    };
+    let scene_path = a
+        .scene
+        .clone()
+        .context("no scene file given (the scene, or --resume DIR)")?;
     if a.adapter.is_some() && a.backend == Backend::Cpu && a.capture.is_none() {
         bail!("--adapter picks the GPU of --backend gpu or --capture; this run uses neither");
     }
-    let Loaded { scene, build, pins } = load(&a.scene, &a.set)?;
+    // The scene (with its overrides) and the cloth: from the file, or from the checkpoint, whose
+    // simulation is built below.
+    let (scene, scene_dir, cloth) = match &resumed {
+        Some(ck) => (ck.scene.clone(), ck.meta.scene_dir.clone(), None),
+        None => {
+            let Loaded { scene, build, pins } = load(&scene_path, &a.set)?;
+            let dir = scene_path.parent().unwrap_or(Path::new("."));
+            let dir = std::fs::canonicalize(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            })
+            .unwrap_or_else(|_| dir.to_path_buf());
+            (scene, dir, Some((build, pins)))
+        }
+    };
+    let first_frame = resumed.as_ref().map_or(0, |ck| ck.frames());
     if a.backend == Backend::Gpu {
         if a.color.mode() != ColorMode::Yarn {
             bail!("--color {} is not available with --backend gpu yet (the GPU step keeps no per-segment contact values); use --backend cpu", a.color.mode());
@@ -291,6 +441,22 @@ fn run(a: RunArgs) -> Result<()> {
         }
     }
     let frames = a.frames.unwrap_or(scene.simulation.frames);
+    if frames < first_frame {
+        bail!(
+            "--frames {frames}: the checkpoint is at frame {first_frame}; a resumed run can only go on from there"
+        );
+    }
+    if let Some(n) = a.checkpoint_every {
+        if n == 0 {
+            bail!("--checkpoint-every must be at least 1 frame");
+        }
+        if a.out.is_none() {
+            bail!("--checkpoint-every writes the checkpoint into the --out directory; give --out");
+        }
+        if a.backend == Backend::Gpu {
+            bail!("--checkpoint-every is not available with --backend gpu yet (the GPU step's state lives on the device); use --backend cpu");
+        }
+    }
     let color = a.color.mode();
     if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
         bail!("--color {color} needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
@@ -318,9 +484,18 @@ fn run(a: RunArgs) -> Result<()> {
     }
     // Everything about the output paths is checked before anything is created or removed, so a
     // rejected run leaves no directory or file behind.
-    check_output_dirs(&a)?;
-    let mut sim = Sim::from_build(&scene, &build, &pins)
-        .with_context(|| format!("setting up the simulation of {}", a.scene.display()))?;
+    check_output_dirs(&a, resumed.is_some())?;
+    let mut sim = match (&resumed, cloth) {
+        (Some(ck), _) => ck.build_sim().with_context(|| {
+            format!(
+                "restoring the simulation of {} from its checkpoint",
+                scene_path.display()
+            )
+        })?,
+        (None, Some((build, pins))) => Sim::from_build(&scene, &build, &pins)
+            .with_context(|| format!("setting up the simulation of {}", scene_path.display()))?,
+        (None, None) => unreachable!("the cloth is built unless resuming"),
+    };
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
@@ -338,7 +513,7 @@ fn run(a: RunArgs) -> Result<()> {
     let mut runner = match (&gpu, a.backend) {
         (Some(g), Backend::Gpu) => {
             let gs = GpuSim::new(g, sim, &scene.contact)
-                .with_context(|| format!("setting up the GPU step of {}", a.scene.display()))?;
+                .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))?;
             eprintln!("GPU step on {}", g.summary());
             Runner::Gpu(Box::new(gs))
         }
@@ -365,21 +540,40 @@ fn run(a: RunArgs) -> Result<()> {
             remove_old_outputs(dir)?;
         }
     }
+    if resumed.is_some() {
+        if let Some(dir) = &a.out {
+            remove_stale_checkpoint_temps(dir)?;
+        }
+    }
     let mut stats_out = match &a.stats {
+        Some(p) if resumed.is_some() => Some(StatsFile::resume(p, first_frame)?),
         Some(p) => Some(StatsFile::create(p)?),
         None => None,
     };
-    let mut manifest = RunManifest::start(&a, &scene, gpu.as_ref(), frames)?;
-    if let Some(dir) = &a.out {
-        write_frame(dir, 0, runner.sim(), a.obj)?;
+    let resumed_at = resumed.as_ref().map(|_| first_frame);
+    let mut manifest =
+        RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_at)?;
+    // What a checkpoint records of this run, for --resume.
+    let checkpointing = match (a.checkpoint_every, &a.out) {
+        (Some(n), Some(dir)) => Some((
+            n,
+            dir.clone(),
+            serde_json::to_value(SavedRun::new(&a, &scene_path, frames, n, dir))?,
+        )),
+        _ => None,
+    };
+    if resumed.is_none() {
+        if let Some(dir) = &a.out {
+            write_frame(dir, 0, runner.sim(), a.obj)?;
+        }
+        if let Some((c, values)) = capture.as_mut() {
+            capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
+        }
+        if let Some(dir) = &matrix_dir {
+            write_matrices(dir, 0, &matrices, runner.sim_mut())?;
+        }
     }
-    if let Some((c, values)) = capture.as_mut() {
-        capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
-    }
-    if let Some(dir) = &matrix_dir {
-        write_matrices(dir, 0, &matrices, runner.sim_mut())?;
-    }
-    manifest.frame_written(0);
+    manifest.frame_written(first_frame);
 
     let quiet = a.quiet;
     let say = |line: String| {
@@ -387,9 +581,16 @@ fn run(a: RunArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
+    if resumed.is_some() {
+        say(format!(
+            "resuming from the checkpoint at frame {first_frame} (t = {:.4} s, step {})",
+            runner.sim().time,
+            runner.sim().steps
+        ));
+    }
     say(format!(
         "{}: {} yarns, {} control points, {} pinned; h = {:.3e} s, {} steps per frame, contact {:?}",
-        a.scene.display(),
+        scene_path.display(),
         runner.sim().topo.yarns.len(),
         runner.sim().pos.len(),
         runner.sim().glue_points.len(),
@@ -409,7 +610,7 @@ fn run(a: RunArgs) -> Result<()> {
     // The bar advances by steps, so a long frame shows progress, steps/s and a real ETA.
     let steps_per_frame = runner.sim().params.steps_per_frame as u64;
     let bar = ProgressBar::with_draw_target(
-        Some(frames as u64 * steps_per_frame),
+        Some((frames - first_frame) as u64 * steps_per_frame),
         if std::io::stderr().is_terminal() && !quiet {
             ProgressDrawTarget::stderr()
         } else {
@@ -423,11 +624,12 @@ fn run(a: RunArgs) -> Result<()> {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
-    for k in 1..=frames {
+    let steps_before = runner.sim().steps;
+    for k in first_frame + 1..=frames {
         bar.set_message(format!("{k}/{frames}"));
         let st = runner
             .frame(&mut || bar.inc(1))
-            .with_context(|| format!("frame {k} of {}", a.scene.display()))?;
+            .with_context(|| format!("frame {k} of {}", scene_path.display()))?;
         if let Some(s) = stats_out.as_mut() {
             s.record(&st)?;
         }
@@ -441,6 +643,12 @@ fn run(a: RunArgs) -> Result<()> {
             bar.suspend(|| write_matrices(dir, k, &matrices, runner.sim_mut()))?;
         }
         manifest.frame_written(k);
+        // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
+        if let Some((n, dir, saved)) = &checkpointing {
+            if k % n == 0 || k == frames {
+                bar.suspend(|| write_checkpoint(dir, runner.sim(), &scene, &scene_dir, saved))?;
+            }
+        }
         if !quiet {
             bar.suspend(|| println!("{}", summary_line(&st, frames)));
         }
@@ -448,10 +656,11 @@ fn run(a: RunArgs) -> Result<()> {
     bar.finish_and_clear();
     manifest.finish()?;
     let wall = start.elapsed().as_secs_f64();
+    let steps_run = runner.sim().steps - steps_before;
     say(format!(
-        "{frames} frames, {} steps in {wall:.2} s ({:.0} steps/s)",
-        runner.sim().steps,
-        runner.sim().steps as f64 / wall.max(1e-9)
+        "{} frames, {steps_run} steps in {wall:.2} s ({:.0} steps/s)",
+        frames - first_frame,
+        steps_run as f64 / wall.max(1e-9)
     ));
     // The renderer and the GPU step before the device they use, and all before the process exits.
     drop(capture);
@@ -472,21 +681,86 @@ fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
     Ok(())
 }
 
+/// Writes the checkpoint of `sim` into `dir` (atomically: the previous one stays until the new one
+/// is complete).
+fn write_checkpoint(
+    dir: &Path,
+    sim: &Sim,
+    scene: &Scene,
+    scene_dir: &Path,
+    saved: &serde_json::Value,
+) -> Result<()> {
+    let path = dir.join(checkpoint::FILE_NAME);
+    checkpoint::write(&path, sim, scene, scene_dir, saved.clone()).with_context(|| {
+        format!(
+            "writing checkpoint {} at frame {}",
+            path.display(),
+            sim.frames
+        )
+    })
+}
+
+/// `--resume DIR`: reads DIR's checkpoint and fills `a` with the options it records.
+fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<checkpoint::Checkpoint> {
+    let path = dir.join(checkpoint::FILE_NAME);
+    if !dir.is_dir() {
+        bail!("--resume {}: not a directory", dir.display());
+    }
+    if !path.exists() {
+        bail!(
+            "--resume {}: no checkpoint ({}) there; a run writes one with --out DIR --checkpoint-every N",
+            dir.display(),
+            checkpoint::FILE_NAME
+        );
+    }
+    let ck = checkpoint::Checkpoint::read(&path)
+        .with_context(|| format!("--resume {}: cannot use the checkpoint", dir.display()))?;
+    let saved: SavedRun = serde_json::from_value(ck.meta.options.clone()).with_context(|| {
+        format!(
+            "--resume {}: the checkpoint's run options are not readable",
+            path.display()
+        )
+    })?;
+    saved.apply(a, dir);
+    Ok(ck)
+}
+
+/// Removes the temporary files of checkpoint writes that never finished (a killed run's).
+fn remove_stale_checkpoint_temps(dir: &Path) -> Result<()> {
+    let stale = old_outputs(dir, |name| {
+        yarnsim::output::temp_target(name) == Some(checkpoint::FILE_NAME)
+    })?;
+    for path in stale {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Checks the output paths of a run before anything is created or removed: `--out` and
 /// `--capture` must be directories (or not exist yet) that hold no frames (`frame_*`) of another
 /// run unless `--overwrite` is given, and `--stats` must name a file in an existing directory (or in
-/// the `--out` / `--capture` directory about to be created).
-fn check_output_dirs(a: &RunArgs) -> Result<()> {
+/// the `--out` / `--capture` directory about to be created). A resumed run (`resuming`) continues
+/// the frames in its directories.
+fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
     for (flag, dir) in [("--out", &a.out), ("--capture", &a.capture)] {
         let Some(dir) = dir else { continue };
         if dir.exists() && !dir.is_dir() {
             bail!("{flag} {}: exists and is not a directory", dir.display());
         }
-        if !a.overwrite && !old_outputs(dir, |name| name.starts_with("frame_"))?.is_empty() {
-            bail!(
-                "{} already holds frames of another run; use --overwrite to replace them",
-                dir.display()
-            );
+        if !a.overwrite && !resuming {
+            if !old_outputs(dir, |name| name.starts_with("frame_"))?.is_empty() {
+                bail!(
+                    "{} already holds frames of another run; use --overwrite to replace them",
+                    dir.display()
+                );
+            }
+            if !old_outputs(dir, |name| name == checkpoint::FILE_NAME)?.is_empty() {
+                bail!(
+                    "{} already holds the checkpoint of another run (continue it with --resume {}); use --overwrite to replace it",
+                    dir.display(),
+                    dir.display()
+                );
+            }
         }
     }
     if let Some(p) = &a.stats {
@@ -531,12 +805,14 @@ fn old_outputs(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> 
 }
 
 /// `--overwrite`: removes what another run left in `dir`: its `frame_*` files, contact matrices
-/// (`contact_matrix_*.png`), `manifest.json`, and temporary files of interrupted writes of those.
+/// (`contact_matrix_*.png`), `manifest.json`, its checkpoint, and temporary files of interrupted
+/// writes of those.
 fn remove_old_outputs(dir: &Path) -> Result<()> {
     let ours = |name: &str| {
         name.starts_with("frame_")
             || (name.starts_with("contact_matrix_") && name.ends_with(".png"))
             || name == MANIFEST
+            || name == checkpoint::FILE_NAME
     };
     let old = old_outputs(dir, |name| {
         ours(name) || yarnsim::output::temp_target(name).is_some_and(ours)
@@ -574,6 +850,33 @@ impl StatsFile {
         })
     }
 
+    /// The stats file of a run resumed at frame `k`: its records of frames 1 to `k` are kept (later
+    /// ones, of frames the resumed run writes again, and partial lines are dropped).
+    fn resume(path: &Path, k: u32) -> Result<StatsFile> {
+        let old = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read stats file {}", path.display()))
+            }
+        };
+        let mut text = Vec::new();
+        for line in old.split_inclusive(|&b| b == b'\n') {
+            let frame = serde_json::from_slice::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("frame")?.as_u64());
+            if line.ends_with(b"\n") && frame.is_some_and(|f| f <= k as u64) {
+                text.extend_from_slice(line);
+            }
+        }
+        yarnsim::output::write_bytes_atomic(path, &text)
+            .with_context(|| format!("cannot write stats file {}", path.display()))?;
+        Ok(StatsFile {
+            path: path.to_path_buf(),
+            text,
+        })
+    }
+
     fn record(&mut self, st: &FrameStats) -> Result<()> {
         let mut line = serde_json::to_vec(st)?;
         line.push(b'\n');
@@ -597,7 +900,17 @@ struct RunManifest {
 }
 
 impl RunManifest {
-    fn start(a: &RunArgs, scene: &Scene, gpu: Option<&Gpu>, frames: u32) -> Result<RunManifest> {
+    /// The manifest of a run; for a run resumed at frame `k` (`resumed_at`), the manifest of the
+    /// run it continues (from the first directory), with the frames now requested and the resumption
+    /// appended to `resumed`.
+    fn start(
+        a: &RunArgs,
+        scene_path: &Path,
+        scene: &Scene,
+        gpu: Option<&Gpu>,
+        frames: u32,
+        resumed_at: Option<u32>,
+    ) -> Result<RunManifest> {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut seen = Vec::new();
         for d in a.out.iter().chain(&a.capture) {
@@ -617,7 +930,7 @@ impl RunManifest {
                 .map(|s| s.to_string_lossy().into_owned())
                 .collect::<Vec<_>>(),
             "start_time_unix": start,
-            "scene_path": a.scene.display().to_string(),
+            "scene_path": scene_path.display().to_string(),
             "overrides": a.set,
             "scene": serde_json::to_value(scene).context("recording the scene in the manifest")?,
             "backend": match a.backend {
@@ -627,8 +940,37 @@ impl RunManifest {
             "adapter": summary.as_ref().map(|s| s.name.clone()),
             "adapter_info": summary.as_ref().map(|s| s.to_string()),
             "frames_requested": frames,
+            "checkpoint_every": a.checkpoint_every,
         }) else {
             unreachable!("json! of an object literal is an object")
+        };
+        let fields = match resumed_at {
+            None => fields,
+            Some(k) => {
+                let old = dirs
+                    .first()
+                    .and_then(|d| std::fs::read(d.join(MANIFEST)).ok())
+                    .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t).ok());
+                let mut merged = match old {
+                    Some(serde_json::Value::Object(m)) => m,
+                    _ => fields.clone(),
+                };
+                merged.insert("frames_requested".into(), frames.into());
+                merged.insert("checkpoint_every".into(), a.checkpoint_every.into());
+                let entry = serde_json::json!({
+                    "from_frame": k,
+                    "command_line": fields.get("command_line"),
+                    "start_time_unix": start,
+                    "yarnsim_version": env!("CARGO_PKG_VERSION"),
+                });
+                match merged.get_mut("resumed") {
+                    Some(serde_json::Value::Array(list)) => list.push(entry),
+                    _ => {
+                        merged.insert("resumed".into(), serde_json::Value::Array(vec![entry]));
+                    }
+                }
+                merged
+            }
         };
         let m = RunManifest {
             dirs,

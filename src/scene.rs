@@ -535,6 +535,38 @@ impl Scene {
             "contact.stiction_break_energy",
             c.stiction_break_energy as f64,
         )?;
+        // Values valid in type that the contact models are known to break on.
+        if c.model != ContactModel::None {
+            let model = match c.model {
+                ContactModel::Exact => "exact",
+                _ => "acl",
+            };
+            if c.stiffness == 0.0 {
+                return Err((
+                    "contact.stiffness".into(),
+                    format!(
+                        "must be > 0 with contact.model = \"{model}\", got 0: without a penalty \
+                         force the yarns pass through each other and the knit comes apart (for a \
+                         run without yarn contact, set contact.model = \"none\")"
+                    ),
+                ));
+            }
+            let least = std::f64::consts::PI * y.radius as f64;
+            if (c.exclusion_arc as f64) < least {
+                return Err((
+                    "contact.exclusion_arc".into(),
+                    format!(
+                        "must be at least π · yarn.radius = {least:.4} cm (yarn.radius = {} cm) \
+                         with contact.model = \"{model}\", got {}: below that, a yarn bent as \
+                         tightly as a tube of its radius can bend pushes on itself, which acts as a \
+                         spurious bending stiffness that grows without bound at tighter bends \
+                         (src/contact.rs, \"Same-yarn exclusion\"); the default is 1 cm, 8 r at \
+                         r = 0.125 cm",
+                        y.radius, c.exclusion_arc
+                    ),
+                ));
+            }
+        }
 
         if self.cloth.is_empty() {
             return Err((

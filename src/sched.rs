@@ -1455,6 +1455,256 @@ impl Scheduler {
     }
 }
 
+/// Checkpoints ([`crate::checkpoint`]): the state that persists from step to step, bit for bit.
+///
+/// Saved: the step count, the entries (dead slots too: their tickets tell stale bin references
+/// apart), the free slots in order, the per-segment adjacency lists in order, the bins, the
+/// entries released for the next step, the reference changes of movement, the last cell boxes, the
+/// position history (`prev1`, `prev2`) and the bins' position snapshots (each distinct snapshot
+/// once; most equal `prev1`, `prev2` or one another). Not saved, because every step recomputes it
+/// before reading it: AABBs, movements, the grid (rebuilt on every step on which a segment enters
+/// a cell, the only steps that read it), the movement-window cache (keyed by the step number) and
+/// the queues' scratch.
+impl Scheduler {
+    /// Writes the state into `out` (sections `sched.*`).
+    pub fn export_state(&self, out: &mut crate::checkpoint::StateWriter) {
+        let nb = self.params.max_bin as usize;
+        out.put(
+            "sched.counts",
+            &[
+                self.step,
+                self.nseg as u64,
+                self.npts as u64,
+                self.live,
+                self.adj_cap as u64,
+                self.params.max_bin as u64,
+            ],
+        );
+        out.put("sched.cells", &self.cells);
+        out.put("sched.mv2_ref", &self.mv2_ref);
+        out.put_points("sched.prev1", &self.prev1);
+        out.put_points("sched.prev2", &self.prev2);
+        // Snapshot λ is `prev1` (0), `prev2` (1) or distinct snapshot k (2 + k).
+        let npts = self.npts;
+        let same = |a: &[[f32; 4]], b: &[[f32; 4]]| {
+            bytemuck::cast_slice::<_, u8>(a) == bytemuck::cast_slice::<_, u8>(b)
+        };
+        let mut src = Vec::with_capacity(nb);
+        let mut distinct: Vec<[f32; 4]> = Vec::new();
+        if self.snaps.len() == nb * npts {
+            for l in 0..nb {
+                let s = &self.snaps[l * npts..(l + 1) * npts];
+                let k = if same(s, &self.prev1) {
+                    0
+                } else if same(s, &self.prev2) {
+                    1
+                } else if let Some(k) = (0..distinct.len() / npts.max(1))
+                    .find(|&k| same(s, &distinct[k * npts..(k + 1) * npts]))
+                {
+                    2 + k as u32
+                } else {
+                    distinct.extend_from_slice(s);
+                    1 + (distinct.len() / npts) as u32
+                };
+                src.push(k);
+            }
+        }
+        out.put("sched.snap_src", &src);
+        out.put_points("sched.snaps", &distinct);
+        out.put("sched.entries", &self.entries);
+        out.put("sched.free", &self.free);
+        out.put("sched.adj_len", &self.adj_len);
+        let mut adj = Vec::with_capacity(self.adj_len.iter().map(|&l| l as usize).sum());
+        for (s, &len) in self.adj_len.iter().enumerate() {
+            adj.extend_from_slice(&self.adj[s * self.adj_cap..s * self.adj_cap + len as usize]);
+        }
+        out.put("sched.adj", &adj);
+        let bin_len: Vec<u64> = self.bins.iter().map(|b| b.len() as u64).collect();
+        out.put("sched.bin_len", &bin_len);
+        let bins: Vec<[u32; 2]> = self.bins.iter().flatten().copied().collect();
+        out.put("sched.bins", &bins);
+        out.put("sched.due_next", &self.due_next);
+    }
+
+    /// Restores what [`Self::export_state`] wrote into a scheduler made by [`Scheduler::new`] with
+    /// the same parameters, for `nseg` segments and `npts` control points. Everything is checked
+    /// before anything is changed.
+    pub fn import_state(
+        &mut self,
+        inp: &crate::checkpoint::StateReader,
+        nseg: usize,
+        npts: usize,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        use crate::checkpoint::{check_index, check_len, CheckpointError};
+        let c = inp.get_len::<u64>("sched.counts", 6)?;
+        let (step, s_nseg, s_npts, live, adj_cap, max_bin) = (c[0], c[1], c[2], c[3], c[4], c[5]);
+        if max_bin != self.params.max_bin as u64 {
+            return Err(CheckpointError::Mismatch {
+                what: "contact.max_bin",
+                checkpoint: max_bin.to_string(),
+                sim: self.params.max_bin.to_string(),
+            });
+        }
+        if step == 0 {
+            // Nothing ran yet: the first step sets everything up, as in a fresh scheduler.
+            self.step = 0;
+            return Ok(());
+        }
+        if s_nseg != nseg as u64 || s_npts != npts as u64 {
+            return Err(CheckpointError::Mismatch {
+                what: "the scheduler's segments and points",
+                checkpoint: format!("{s_nseg} and {s_npts}"),
+                sim: format!("{nseg} and {npts}"),
+            });
+        }
+        let nb = max_bin as usize;
+        let cells = inp.get_len::<CellBox>("sched.cells", nseg)?;
+        let mv2_ref = inp.get_len::<Interval>("sched.mv2_ref", nseg)?;
+        let prev1 = inp.get_points_len("sched.prev1", npts)?;
+        let prev2 = inp.get_points_len("sched.prev2", npts)?;
+        let src = inp.get_len::<u32>("sched.snap_src", nb)?;
+        let distinct = inp.get_points("sched.snaps")?;
+        if distinct.len() % npts.max(1) != 0 {
+            return Err(CheckpointError::bad(
+                "sched.snaps",
+                format!(
+                    "{} points is not a whole number of snapshots",
+                    distinct.len()
+                ),
+            ));
+        }
+        let nd = distinct.len() / npts.max(1);
+        let mut snaps = Vec::with_capacity(nb * npts);
+        for &k in &src {
+            check_index("sched.snap_src", "snapshot", k as usize, 2 + nd)?;
+            snaps.extend_from_slice(match k {
+                0 => &prev1[..],
+                1 => &prev2[..],
+                k => &distinct[(k as usize - 2) * npts..(k as usize - 1) * npts],
+            });
+        }
+        let entries = inp.get::<SchedEntry>("sched.entries")?;
+        let ne = entries.len();
+        let mut n_live = 0u64;
+        for en in &entries {
+            if en.flags & ENTRY_LIVE != 0 {
+                n_live += 1;
+                check_index("sched.entries", "segment", en.seg_a as usize, nseg)?;
+                check_index("sched.entries", "segment", en.seg_b as usize, nseg)?;
+                check_index("sched.entries", "bin", en.bin as usize, nb + 1)?;
+            }
+        }
+        if n_live != live {
+            return Err(CheckpointError::bad(
+                "sched.entries",
+                format!("{n_live} live entries, {live} expected"),
+            ));
+        }
+        let free = inp.get::<u32>("sched.free")?;
+        let mut listed = vec![false; ne];
+        for &e in &free {
+            check_index("sched.free", "entry", e as usize, ne)?;
+            if entries[e as usize].flags & ENTRY_LIVE != 0 || listed[e as usize] {
+                return Err(CheckpointError::bad(
+                    "sched.free",
+                    format!("entry {e} is live or listed twice"),
+                ));
+            }
+            listed[e as usize] = true;
+        }
+        let adj_len = inp.get_len::<u32>("sched.adj_len", nseg)?;
+        let adj_list = inp.get::<u32>("sched.adj")?;
+        let longest = adj_len.iter().copied().max().unwrap_or(0) as u64;
+        // The lists start at 16 and double when one is full; a segment meets each other at most
+        // once.
+        if !adj_cap.is_power_of_two()
+            || adj_cap < 16
+            || adj_cap < longest
+            || adj_cap > (2 * nseg as u64).max(16)
+        {
+            return Err(CheckpointError::bad(
+                "sched.counts",
+                format!("adjacency capacity {adj_cap} (longest list {longest})"),
+            ));
+        }
+        let adj_cap = adj_cap as usize;
+        check_len(
+            "sched.adj",
+            adj_list.len(),
+            adj_len.iter().map(|&l| l as usize).sum(),
+        )?;
+        for &e in &adj_list {
+            check_index("sched.adj", "entry", e as usize, ne)?;
+        }
+        let bin_len = inp.get_len::<u64>("sched.bin_len", nb + 1)?;
+        let bin_items = inp.get::<[u32; 2]>("sched.bins")?;
+        let total = bin_len
+            .iter()
+            .try_fold(0u64, |acc, &l| acc.checked_add(l))
+            .unwrap_or(u64::MAX);
+        if total != bin_items.len() as u64 {
+            return Err(CheckpointError::bad(
+                "sched.bins",
+                format!("{} items, {total} expected", bin_items.len()),
+            ));
+        }
+        for &[e, _] in &bin_items {
+            check_index("sched.bins", "entry", e as usize, ne)?;
+        }
+        let due_next = inp.get::<[u32; 2]>("sched.due_next")?;
+        for &[e, _] in &due_next {
+            check_index("sched.due_next", "entry", e as usize, ne)?;
+        }
+        // All checked: install.
+        let mut adj = vec![0u32; nseg * adj_cap];
+        let mut at = 0;
+        for (s, &len) in adj_len.iter().enumerate() {
+            let len = len as usize;
+            adj[s * adj_cap..s * adj_cap + len].copy_from_slice(&adj_list[at..at + len]);
+            at += len;
+        }
+        let mut bins = Vec::with_capacity(nb + 1);
+        let mut at = 0;
+        for &len in &bin_len {
+            let len = len as usize;
+            bins.push(bin_items[at..at + len].to_vec());
+            at += len;
+        }
+        self.step = step;
+        self.nseg = nseg;
+        self.npts = npts;
+        self.aabb = vec![Interval::default(); nseg];
+        self.cells = cells;
+        self.prev_cells = vec![CellBox::default(); nseg];
+        self.mv1 = vec![Interval::default(); nseg];
+        self.mv2 = vec![Interval::default(); nseg];
+        self.mv2_ref = mv2_ref;
+        self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
+        self.prev1 = prev1;
+        self.prev2 = prev2;
+        self.snaps = snaps;
+        self.items.clear();
+        self.sorted.clear();
+        self.bucket_start.clear();
+        self.bucket_mask = 0;
+        self.entries = entries;
+        self.free = free;
+        self.live = live;
+        self.adj = adj;
+        self.adj_len = adj_len;
+        self.adj_cap = adj_cap;
+        self.bins = bins;
+        self.work.clear();
+        self.sort_tmp.clear();
+        self.due_next = due_next;
+        self.touching.clear();
+        self.tasks.clear();
+        self.stats = SchedStats::default();
+        self.times = SchedTimes::default();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

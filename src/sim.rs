@@ -11,6 +11,12 @@
 //! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
 //! it is detected before the positions are updated, so `pos` still holds the last good configuration.
 //!
+//! Yarns passing through each other are caught once per frame, outside the step: at the end of every
+//! frame [`Sim::check_pass_through`] looks at the contact model's touching quadrature pairs and stops
+//! the run with a [`SimError::PassThrough`] when a pair is closer than `r/2` (the penalty lost) or
+//! has moved to the other side of its partner since the previous frame. The frame is not counted;
+//! the one before it is the last good one. With `contact.model = none` nothing is checked.
+//!
 //! The stages are rayon parallel loops, a few dozen per step. Stepping from a thread outside the pool
 //! wakes the pool and waits for it at each of them; stepping on a worker (`ThreadPool::install`, as
 //! `yarnsim run` and the benchmarks do) avoids that: 7% of a step of a 2,000-loop swatch, a third of
@@ -78,6 +84,31 @@ pub trait ContactForce: Send {
     ) -> Result<bool, ContactError> {
         Ok(false)
     }
+
+    /// Writes everything of the model that later steps read, bit for bit, into `out` (a
+    /// checkpoint, [`crate::checkpoint`]), starting with its tag in section `contact.model`. Not
+    /// part of the step: it may allocate. The default refuses: a model must say what its state is.
+    fn export_state(
+        &self,
+        _out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        Err(crate::checkpoint::CheckpointError::Unsupported(
+            "this contact model cannot be checkpointed".into(),
+        ))
+    }
+
+    /// Restores what [`Self::export_state`] wrote into a model built afresh from the same scene,
+    /// for `topo` with `num_points` control points. On error the model must be discarded.
+    fn import_state(
+        &mut self,
+        _topo: &Topology,
+        _num_points: usize,
+        _inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        Err(crate::checkpoint::CheckpointError::Unsupported(
+            "this contact model cannot be restored from a checkpoint".into(),
+        ))
+    }
 }
 
 /// Per-segment values a contact model can colour the yarn with ([`Sim::segment_values`]).
@@ -112,6 +143,24 @@ impl ContactForce for NoContact {
         _stats: &mut ContactStats,
     ) -> Result<(), ContactError> {
         Ok(())
+    }
+
+    /// No state: only the tag.
+    fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        out.put_str("contact.model", "none");
+        Ok(())
+    }
+
+    fn import_state(
+        &mut self,
+        _topo: &Topology,
+        _num_points: usize,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        inp.expect_model("none")
     }
 }
 
@@ -186,7 +235,7 @@ pub enum SimError {
     /// yarns inside each other. The state is that of the end of the failed frame; the frame before
     /// it is the last good one.
     #[error("frame {frame} (steps {first_step} to {step}): {place}; frame {} is the last good one. \
-             Try a smaller simulation.dt (now {dt:e} s) or a larger contact.stiffness (now {stiffness})",
+             Try a smaller simulation.dt (now {dt:.4e} s) or a larger contact.stiffness (now {stiffness})",
              frame.saturating_sub(1))]
     PassThrough {
         /// The frame that failed (1-based, as in the frame records).
@@ -196,7 +245,7 @@ pub enum SimError {
         /// Index of its last step: the check ran on the state after it.
         step: u64,
         /// Where the yarns are inside each other.
-        place: PassThroughPlace,
+        place: Box<PassThroughPlace>,
         /// The time step h in use (s).
         dt: f32,
         /// `contact.stiffness`.
@@ -245,7 +294,12 @@ impl std::fmt::Display for PassThroughPlace {
                 self.yarns[i], self.points[i][0], self.points[i][1], self.quadrature[i], p[0], p[1], p[2]
             )
         };
-        write!(f, "yarns passed through each other: {} and {} ", part(0), part(1))?;
+        write!(
+            f,
+            "yarns passed through each other: {} and {} ",
+            part(0),
+            part(1)
+        )?;
         match self.kind {
             PassThroughKind::Deep => write!(
                 f,
@@ -360,6 +414,158 @@ impl Serialize for FrameStats {
             m.serialize_entry(k, v)?;
         }
         m.end()
+    }
+}
+
+/// Checkpoints ([`crate::checkpoint`]): the state later steps read, bit for bit.
+impl Sim {
+    /// A hash of what the simulation derives from its scene and cloth (masses, glue targets,
+    /// damping blocks, bending elements, edges, step parameters): equal for equal builds.
+    fn build_fingerprint(&self) -> u64 {
+        let mut c = crate::checkpoint::Checksum::default();
+        c.update(bytemuck::bytes_of(&self.base_params));
+        c.update_pod(&self.mass);
+        c.update_pod(&self.inv_mass);
+        c.update_pod(&self.glue_points);
+        c.update_pod(&self.glue_target);
+        c.update_pod(&self.block_start);
+        c.update_pod(&self.block_points);
+        c.update_pod(&self.phase_start);
+        c.update_pod(&self.rod.bends);
+        c.update_pod(&self.topo.edges);
+        c.update_pod(&self.topo.segments);
+        c.update_pod(&self.topo.yarns);
+        c.finish()
+    }
+
+    /// The sizes a checkpoint must agree on, with their names.
+    fn state_shape(&self) -> [(&'static str, u64); 8] {
+        [
+            ("the number of control points", self.pos.len() as u64),
+            ("the number of edges", self.topo.edges.len() as u64),
+            (
+                "the number of bending elements",
+                self.rod.bends.len() as u64,
+            ),
+            ("the number of segments", self.topo.segments.len() as u64),
+            ("the number of yarns", self.topo.yarns.len() as u64),
+            ("the number of obstacles", self.obstacles.len() as u64),
+            (
+                "the number of damping phases",
+                self.phase_start.len() as u64 - 1,
+            ),
+            ("the number of glued points", self.glue_points.len() as u64),
+        ]
+    }
+
+    /// Writes the state that later steps read into `out`: positions, velocities, edge frames and
+    /// bending rest state, obstacles, time, step and frame counts (the damping phase is
+    /// `steps mod phases`), the pass-through check's switches and crossings, and the contact model's
+    /// state ([`ContactForce::export_state`]). Per-step scratch is not written.
+    pub fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        let shape = self.state_shape().map(|(_, n)| n);
+        out.put("sim.shape", &shape);
+        out.put_value("sim.fingerprint", &self.build_fingerprint());
+        out.put_points("sim.pos", &self.pos);
+        out.put_points("sim.vel", &self.vel);
+        out.put_value("sim.time", &self.time);
+        out.put_value("sim.steps", &self.steps);
+        out.put_value("sim.frames", &self.frames);
+        out.put("rod.frames", &self.rod.frames);
+        out.put("rod.rest", &self.rod.rest);
+        out.put("sim.obstacles", &self.obstacles);
+        out.put(
+            "pass.flags",
+            &[self.pass.off as u32, self.pass.recorded as u32],
+        );
+        let crossings: Vec<[u32; 7]> = self
+            .pass
+            .crossings
+            .iter()
+            .map(|c| {
+                [
+                    c.quad[0],
+                    c.quad[1],
+                    c.n.x.to_bits(),
+                    c.n.y.to_bits(),
+                    c.n.z.to_bits(),
+                    c.side.to_bits(),
+                    c.dist.to_bits(),
+                ]
+            })
+            .collect();
+        out.put("pass.crossings", &crossings);
+        self.contact.export_state(out)
+    }
+
+    /// Restores what [`Sim::export_state`] wrote into a simulation built afresh from the same scene
+    /// and cloth (checked: sizes and a fingerprint of the build must match). Afterwards the
+    /// simulation steps exactly as the one that was saved. On error `self` must be discarded.
+    pub fn import_state(
+        &mut self,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        use crate::checkpoint::CheckpointError;
+        let ours = self.state_shape();
+        let theirs = inp.get_len::<u64>("sim.shape", ours.len())?;
+        for (&(what, n), &m) in ours.iter().zip(&theirs) {
+            if n != m {
+                return Err(CheckpointError::Mismatch {
+                    what,
+                    checkpoint: m.to_string(),
+                    sim: n.to_string(),
+                });
+            }
+        }
+        let fp = inp.get_value::<u64>("sim.fingerprint")?;
+        if fp != self.build_fingerprint() {
+            return Err(CheckpointError::Mismatch {
+                what: "the cloth and parameters (a fingerprint of masses, rest lengths, pins, \
+                       damping blocks and step parameters; did a BCC file the scene reads change?)",
+                checkpoint: format!("{fp:016x}"),
+                sim: format!("{:016x}", self.build_fingerprint()),
+            });
+        }
+        let n = self.pos.len();
+        let pos = inp.get_points_len("sim.pos", n)?;
+        let vel = inp.get_points_len("sim.vel", n)?;
+        let time = inp.get_value::<f64>("sim.time")?;
+        let steps = inp.get_value::<u64>("sim.steps")?;
+        let frames = inp.get_value::<u32>("sim.frames")?;
+        let rod_frames = inp.get_len("rod.frames", self.rod.frames.len())?;
+        let rod_rest = inp.get_len("rod.rest", self.rod.rest.len())?;
+        let obstacles = inp.get_len("sim.obstacles", self.obstacles.len())?;
+        let [off, recorded] = inp.get_value::<[u32; 2]>("pass.flags")?.map(|f| f != 0);
+        let crossings = inp
+            .get::<[u32; 7]>("pass.crossings")?
+            .into_iter()
+            .map(|c| Crossing {
+                quad: [c[0], c[1]],
+                n: crate::math::V3 {
+                    x: f32::from_bits(c[2]),
+                    y: f32::from_bits(c[3]),
+                    z: f32::from_bits(c[4]),
+                },
+                side: f32::from_bits(c[5]),
+                dist: f32::from_bits(c[6]),
+            })
+            .collect();
+        self.contact.import_state(&self.topo, n, inp)?;
+        self.pos = pos;
+        self.vel = vel;
+        self.time = time;
+        self.steps = steps;
+        self.frames = frames;
+        self.rod.frames = rod_frames;
+        self.rod.rest = rod_rest;
+        self.obstacles = obstacles;
+        self.pass.off = off;
+        self.pass.recorded = recorded;
+        self.pass.crossings = crossings;
+        Ok(())
     }
 }
 
@@ -1119,12 +1325,12 @@ impl Sim {
         let n = self.params.steps_per_frame;
         let t0 = self.time;
         let first_step = self.steps;
+        self.pass_through_begin_frame()?;
         for _ in 0..n {
             self.step()?;
             on_step();
         }
-        // Once per frame, outside the step: did yarns pass through each other?
-        self.pass_through_error(self.frames + 1, first_step)?;
+        self.pass_through_end_frame(first_step)?;
         // The frame ends at its own time, not at a sum of f32 steps.
         self.time = t0 + 1.0 / self.params.fps;
         self.frames += 1;
@@ -1273,4 +1479,273 @@ impl Sim {
     pub fn num_quadrature_points(&self) -> usize {
         self.topo.num_quadrature_points(self.quadrature)
     }
+
+    /// Checks the current state for yarns inside each other; [`Sim::frame`] runs it at the end of
+    /// every frame (a driver with its own frame loop may call it after its frames). The error is a
+    /// [`SimError::PassThrough`] naming frame `self.frames` and its steps.
+    ///
+    /// The pairs are the contact model's touching, non-excluded quadrature pairs at the current
+    /// positions ([`ContactForce::contact_pairs`]; for `exact` and `acl` the exact model's grid
+    /// search, so the same-yarn exclusion applies). A model without contact pairs (`none`) is not
+    /// checked. Two rules, with `r` the yarn radius:
+    ///
+    /// - *Deep pair*: a touching pair closer than [`PASS_THROUGH_DEPTH`]` · r = r/2`. Contact
+    ///   starts at `2r`; the penalty `f = 4r²/d² + d²/4r² − 2` is 0.34 at `1.5r`, 2.25 at `r` and
+    ///   14.1 at `r/2`, and its force `κw|f'(d)|` at `r/2` is 8.5 times that at `r` and 39 times
+    ///   that at `1.5r` (at the default stiffness on a generated knit, segments about 0.5 cm long:
+    ///   some 3,600 dyn per pair, over 10⁴ times the weight of the yarn a quadrature point stands
+    ///   for). A pair that deep means
+    ///   the penalty lost: the yarns moved into each other faster than a step can push them apart
+    ///   (the step too large for the speed) or the stiffness is too small for the load, and the
+    ///   centre line of each yarn is well inside the other. Healthy runs of the shipped scenes keep
+    ///   every pair above `1.7r` (measured with acl: `tiny` and `swatch` over 10 frames, `drop` over
+    ///   15, through their impacts; tests/passthrough.rs asserts `> r`), so `r/2` leaves a wide
+    ///   margin for harder scenes while still catching a pair on its way through.
+    /// - *Crossed pair*: a pair that touched at the last check and now lies on the other side of
+    ///   its partner. The side is the sign of `s = (y_i − y_j) · n`, `n = t_i × t_j / |t_i × t_j|`
+    ///   (`t` the yarn tangents at the two points): the side of one yarn's tangent line relative to
+    ///   the other's, which sliding along each other keeps and only passing through (or the
+    ///   tangents turning parallel) changes. Counted when the tangents make at least 30° at both
+    ///   checks, `n` turned by less than 60°, `|s| ≥ r/2` at both (clearly on one side, then on the
+    ///   other), and the pair is now closer than `3r` (so the tangent lines still describe the
+    ///   yarns there).
+    ///
+    /// *Limits.* The check sees the state once per frame: a pass-through that begins and ends
+    /// within one frame and carries the pair more than `3r` apart is not seen. *Cost:* one grid
+    /// search at the current positions (about one exact step's detection; `acl` builds a fresh
+    /// exact search) and a few dozen flops per touching pair, once per frame.
+    pub fn check_pass_through(&mut self) -> Result<(), SimError> {
+        let first = self
+            .steps
+            .saturating_sub(self.params.steps_per_frame as u64);
+        self.pass_through_check(self.frames, first, false)
+    }
+
+    /// The pass-through check's part at the start of a frame (positions are the frame's start):
+    /// the first checked frame notes which side of each other the touching yarns start on. For a
+    /// driver that runs the steps itself (the GPU step), with [`Sim::pass_through_end_frame`].
+    pub fn pass_through_begin_frame(&mut self) -> Result<(), SimError> {
+        if !self.pass.recorded {
+            self.pass_through_check(self.frames + 1, self.steps, true)?;
+        }
+        Ok(())
+    }
+
+    /// The pass-through check at the end of frame `self.frames + 1`, whose first step was
+    /// `first_step` (positions are the frame's end): did yarns pass through each other?
+    pub fn pass_through_end_frame(&mut self, first_step: u64) -> Result<(), SimError> {
+        self.pass_through_check(self.frames + 1, first_step, false)
+    }
+
+    /// Turns the end-of-frame pass-through check ([`Sim::check_pass_through`]) on (the default) or
+    /// off. Turning it on starts afresh: crossings are counted from the next check on.
+    pub fn set_pass_through_check(&mut self, on: bool) {
+        self.pass.off = !on;
+        self.pass.recorded = false;
+        self.pass.crossings.clear();
+    }
+
+    /// The pass-through check, naming `frame` whose first step was `first_step`; with `record_only`
+    /// it only notes the crossings of the current state (the start of the first checked frame).
+    fn pass_through_check(
+        &mut self,
+        frame: u32,
+        first_step: u64,
+        record_only: bool,
+    ) -> Result<(), SimError> {
+        if self.pass.off {
+            return Ok(());
+        }
+        let step = self.steps.saturating_sub(1);
+        let pc = &mut self.pass;
+        let has_pairs = self
+            .contact
+            .contact_pairs(&self.topo, &self.pos, &mut pc.touching, &mut pc.boxes)
+            .map_err(|source| SimError::Contact { step, source })?;
+        pc.recorded = true;
+        if !has_pairs {
+            // No contact (`none`): nothing to check.
+            pc.crossings.clear();
+            return Ok(());
+        }
+        let found = pass_through_scan(
+            &self.topo,
+            &self.pos,
+            self.quadrature,
+            self.params.radius,
+            record_only,
+            pc,
+        );
+        match found {
+            None => Ok(()),
+            Some(place) => Err(SimError::PassThrough {
+                frame,
+                first_step,
+                step,
+                place: Box::new(place),
+                dt: self.params.h,
+                stiffness: self.base_params.k_contact,
+            }),
+        }
+    }
+}
+
+/// Pass-through check ([`Sim::check_pass_through`]): a touching quadrature pair closer than this
+/// many yarn radii has lost to the penalty.
+pub const PASS_THROUGH_DEPTH: f32 = 0.5;
+
+/// Crossed pairs: the smallest sine of the angle between the tangents (30°) at both checks.
+const CROSS_MIN_SIN: f32 = 0.5;
+/// Crossed pairs: the smallest `|s| / r` at both checks.
+const CROSS_MIN_SIDE: f32 = 0.5;
+/// Crossed pairs: the largest distance now, in r.
+const CROSS_MAX_DIST: f32 = 3.0;
+/// Crossed pairs: the smallest cosine of the turn of `n` between the checks (60°).
+const CROSS_MIN_TURN: f32 = 0.5;
+
+/// A touching pair clearly on one side of its partner at the last check.
+#[derive(Clone, Copy, Debug)]
+struct Crossing {
+    quad: [u32; 2],
+    n: crate::math::V3<f32>,
+    side: f32,
+    dist: f32,
+}
+
+/// State of the pass-through check: the switch, the quadrature table (basis and derivative weights,
+/// made on first use), reused pair buffers, and the crossings of the last check.
+#[derive(Debug, Default)]
+struct PassCheck {
+    off: bool,
+    /// Whether `crossings` holds the crossings of an earlier state.
+    recorded: bool,
+    weights: Vec<[f32; 4]>,
+    dweights: Vec<[f32; 4]>,
+    touching: Vec<[u32; 2]>,
+    boxes: Vec<[u32; 4]>,
+    crossings: Vec<Crossing>,
+    next: Vec<Crossing>,
+}
+
+/// The rules of [`Sim::check_pass_through`] on the pairs in `pc.touching`; records this check's
+/// crossings for the next one. Returns the deepest pair closer than `r/2`, else the first crossed
+/// pair; nothing with `record_only`.
+fn pass_through_scan(
+    topo: &Topology,
+    pos: &[[f32; 4]],
+    b: u32,
+    r: f32,
+    record_only: bool,
+    pc: &mut PassCheck,
+) -> Option<PassThroughPlace> {
+    use crate::math::V3;
+    let b = b.max(1);
+    if pc.weights.len() != b as usize {
+        pc.weights = (0..b)
+            .map(|k| crate::spline::basis::<f32>(crate::spline::quad_param(k, b)))
+            .collect();
+        pc.dweights = (0..b)
+            .map(|k| crate::spline::basis_deriv::<f32>(crate::spline::quad_param(k, b)))
+            .collect();
+    }
+    let (weights, dweights) = (&pc.weights, &pc.dweights);
+    // Point and tangent of quadrature point `q`; None when its segment does not exist.
+    let eval = |q: u32| -> Option<(V3<f32>, V3<f32>)> {
+        let seg = topo.segments.get((q / b) as usize)?;
+        let k = (q % b) as usize;
+        let (w, dw) = (weights[k], dweights[k]);
+        let mut y = V3::zero();
+        let mut t = V3::zero();
+        for m in 0..4 {
+            let p = V3::<f32>::from4(*pos.get(seg.cp[m] as usize)?);
+            y += p * w[m];
+            t += p * dw[m];
+        }
+        Some((y, t))
+    };
+    // The unit crossing direction of tangents `ti`, `tj`, when they make at least 30°.
+    let direction = |ti: V3<f32>, tj: V3<f32>| -> Option<V3<f32>> {
+        let c = ti.cross(tj);
+        let cn = c.norm();
+        (cn >= CROSS_MIN_SIN * ti.norm() * tj.norm() && cn > 0.0).then(|| c / cn)
+    };
+    let place = |kind, quad: [u32; 2], ys: [V3<f32>; 2], distance| {
+        let part = |q: u32| {
+            let seg = &topo.segments[(q / b) as usize];
+            let yarn = seg.yarn as usize;
+            let first = topo.yarns.get(yarn).map_or(0, |y| y.first_point as usize);
+            let g = [seg.cp[1] as usize, seg.cp[2] as usize];
+            (yarn, [g[0] - first.min(g[0]), g[1] - first.min(g[1])], g)
+        };
+        let (pa, pb) = (part(quad[0]), part(quad[1]));
+        PassThroughPlace {
+            kind,
+            quadrature: quad,
+            yarns: [pa.0, pb.0],
+            points: [pa.1, pb.1],
+            global_points: [pa.2, pb.2],
+            positions: [ys[0].to3(), ys[1].to3()],
+            distance,
+            radius: r,
+        }
+    };
+    let deep = PASS_THROUGH_DEPTH * r;
+    let mut deepest: Option<(f32, [u32; 2], [V3<f32>; 2])> = None;
+    pc.next.clear();
+    for &[i, j] in &pc.touching {
+        let (Some((yi, ti)), Some((yj, tj))) = (eval(i), eval(j)) else {
+            continue;
+        };
+        let x = yi - yj;
+        let d = x.norm();
+        if d < deep && deepest.is_none_or(|(dd, _, _)| d < dd) {
+            deepest = Some((d, [i, j], [yi, yj]));
+        }
+        if let Some(n) = direction(ti, tj) {
+            let side = x.dot(n);
+            if side.abs() >= CROSS_MIN_SIDE * r {
+                pc.next.push(Crossing {
+                    quad: [i, j],
+                    n,
+                    side,
+                    dist: d,
+                });
+            }
+        }
+    }
+    let mut found = deepest.map(|(d, q, ys)| place(PassThroughKind::Deep, q, ys, d));
+    if record_only {
+        found = None;
+    } else if found.is_none() {
+        for c in &pc.crossings {
+            let (Some((yi, ti)), Some((yj, tj))) = (eval(c.quad[0]), eval(c.quad[1])) else {
+                continue;
+            };
+            let x = yi - yj;
+            let d = x.norm();
+            if d.is_nan() || d >= CROSS_MAX_DIST * r {
+                continue;
+            }
+            let Some(n) = direction(ti, tj) else {
+                continue;
+            };
+            if n.dot(c.n) < CROSS_MIN_TURN {
+                continue;
+            }
+            let side = x.dot(n);
+            if side * c.side < 0.0 && side.abs() >= CROSS_MIN_SIDE * r {
+                found = Some(place(
+                    PassThroughKind::Crossed {
+                        previous_distance: c.dist,
+                    },
+                    c.quad,
+                    [yi, yj],
+                    d,
+                ));
+                break;
+            }
+        }
+    }
+    std::mem::swap(&mut pc.crossings, &mut pc.next);
+    found
 }

@@ -795,6 +795,42 @@ impl ContactForce for ExactContact {
         self.touching_quadrature_pairs(topo, pos, touching)?;
         Ok(true)
     }
+
+    /// The exact model computes everything afresh each step except the grid origin, fixed at its
+    /// first detection on a topology (the cell keys, hence the candidate order and every sum in
+    /// the gather, depend on it).
+    fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        out.put_str("contact.model", "exact");
+        let origin: Vec<[f32; 3]> = self.origin.into_iter().collect();
+        out.put("exact.origin", &origin);
+        Ok(())
+    }
+
+    fn import_state(
+        &mut self,
+        topo: &Topology,
+        num_points: usize,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        inp.expect_model("exact")?;
+        let origin = inp.get::<[f32; 3]>("exact.origin")?;
+        if origin.len() > 1 {
+            return Err(crate::checkpoint::CheckpointError::bad(
+                "exact.origin",
+                format!("{} origins", origin.len()),
+            ));
+        }
+        // The per-topology tables as the first detection would make them, then the saved origin.
+        self.prepare(topo, num_points);
+        self.origin = origin.first().copied();
+        if let Some(o) = self.origin {
+            grid::set_grid_frame(&mut self.kp, o);
+        }
+        Ok(())
+    }
 }
 
 /// The error that the exact path's bits in `c` stand for, if any (the same messages on the CPU and

@@ -1,0 +1,578 @@
+//! Checkpoint and resume (`yarnsim run --checkpoint-every N`, `yarnsim run --resume DIR`): a resumed
+//! run is bitwise the uninterrupted one for every contact model, also after a kill (real, or as a
+//! killed checkpoint write leaves the directory); stats and manifest continue; a checkpoint of
+//! another version, a truncated or a damaged one is a clear error, never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use yarnsim::checkpoint::{self, Checkpoint, Checksum};
+use yarnsim::scene::Scene;
+use yarnsim::sim::Sim;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+}
+
+fn tiny() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/tiny.toml")
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("checkpoint-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Runs `cmd`, asserts it fails cleanly (status 1 or 2, no panic), returns its standard error.
+fn failure(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "succeeded: {cmd:?}");
+    assert!(
+        matches!(out.status.code(), Some(1) | Some(2)),
+        "{:?}: {err}",
+        out.status
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// `yarnsim run tiny.toml --out DIR -q` with `args`.
+fn run(dir: &Path, args: &[&str]) {
+    let out = bin()
+        .arg("run")
+        .arg(tiny())
+        .arg("--out")
+        .arg(dir)
+        .arg("-q")
+        .args(args)
+        .output()
+        .unwrap();
+    check_ok(&out);
+}
+
+/// `yarnsim run --resume DIR -q` with `args`.
+fn resume(dir: &Path, args: &[&str]) {
+    let out = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(dir)
+        .arg("-q")
+        .args(args)
+        .output()
+        .unwrap();
+    check_ok(&out);
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn frame(dir: &Path, k: u32) -> Vec<u8> {
+    read(&dir.join(format!("frame_{k:04}.bcc")))
+}
+
+fn stats_frames(p: &Path) -> Vec<u64> {
+    text(&read(p))
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a whole JSON record");
+            v["frame"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&read(&dir.join("manifest.json"))).unwrap()
+}
+
+/// For each model: 3 frames in one go, and 1 frame + a checkpoint resumed for 2 more, give the
+/// same bytes in every frame file.
+#[test]
+fn resumed_run_equals_the_uninterrupted_one_for_every_contact_model() {
+    for model in ["none", "exact", "acl"] {
+        let dir = scratch(&format!("models-{model}"));
+        let (full, part) = (dir.join("full"), dir.join("part"));
+        let set = format!("contact.model={model}");
+        let full_stats = full.join("stats.jsonl");
+        run(
+            &full,
+            &[
+                "--frames",
+                "3",
+                "--set",
+                &set,
+                "--stats",
+                full_stats.to_str().unwrap(),
+            ],
+        );
+        // Every 5 frames: the only checkpoint is the one after the last frame.
+        let stats = part.join("stats.jsonl");
+        run(
+            &part,
+            &[
+                "--frames",
+                "1",
+                "--set",
+                &set,
+                "--checkpoint-every",
+                "5",
+                "--stats",
+                stats.to_str().unwrap(),
+            ],
+        );
+        assert!(part.join(checkpoint::FILE_NAME).is_file());
+        let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+        assert_eq!(ck.frames(), 1);
+        assert_eq!(
+            format!("{:?}", ck.scene.contact.model).to_lowercase(),
+            model
+        );
+        resume(&part, &["--frames", "3"]);
+        for k in 0..=3 {
+            assert!(
+                frame(&full, k) == frame(&part, k),
+                "{model}: frame {k} differs"
+            );
+        }
+        // The stats and the manifest continue; the records are those of the uninterrupted run but
+        // for the times measured.
+        assert_eq!(stats_frames(&stats), [1, 2, 3], "{model}");
+        let records = |p: &Path| -> Vec<Vec<(String, serde_json::Value)>> {
+            text(&read(p))
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Map<String, serde_json::Value> =
+                        serde_json::from_str(l).unwrap();
+                    v.into_iter().filter(|(k, _)| !k.ends_with("_ms")).collect()
+                })
+                .collect()
+        };
+        assert_eq!(records(&stats), records(&full_stats), "{model}");
+        let m = manifest(&part);
+        assert_eq!(m["frames_written"], 4, "{m:#}");
+        assert_eq!(m["finished"], true);
+        assert_eq!(m["frames_requested"], 3);
+        assert_eq!(m["overrides"][0], set.as_str());
+        assert_eq!(m["resumed"][0]["from_frame"], 1, "{m:#}");
+        // The resumed run checkpointed its last frame too: the run can be extended.
+        assert_eq!(
+            Checkpoint::read(&part.join(checkpoint::FILE_NAME))
+                .unwrap()
+                .frames(),
+            3
+        );
+    }
+}
+
+/// Through the library, mid-frame: a simulation restored from the checkpoint of another after 77
+/// steps steps on bitwise as the original, and after 150 more steps both write identical
+/// checkpoints (so every saved piece of state, contact sets and scheduler included, evolved alike).
+#[test]
+fn restored_simulation_steps_as_the_original() {
+    for model in ["none", "exact", "acl"] {
+        let mut scene = Scene::load(&tiny()).unwrap();
+        scene.apply_set(&format!("contact.model={model}")).unwrap();
+        let dir = tiny().parent().unwrap().to_path_buf();
+        let build = yarnsim::scene::build_curves(&scene, &dir).unwrap();
+        let pins = yarnsim::scene::pinned_points(&scene, &build).unwrap();
+        let mut a = Sim::from_build(&scene, &build, &pins).unwrap();
+        for _ in 0..77 {
+            a.step().unwrap();
+        }
+        let bytes = checkpoint::encode(&a, &scene, &dir, serde_json::Value::Null).unwrap();
+        let ck = Checkpoint::decode(bytes, "memory").unwrap();
+        let mut b = ck.build_sim().unwrap();
+        assert_eq!((b.steps, b.time.to_bits()), (a.steps, a.time.to_bits()));
+        for s in 0..150 {
+            a.step().unwrap();
+            b.step().unwrap();
+            let bits = |v: &[[f32; 4]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&a.pos) == bits(&b.pos),
+                "{model}: positions differ after step {s}"
+            );
+            assert!(
+                bits(&a.vel) == bits(&b.vel),
+                "{model}: velocities differ after step {s}"
+            );
+        }
+        let ea = checkpoint::encode(&a, &scene, &dir, serde_json::Value::Null).unwrap();
+        let eb = checkpoint::encode(&b, &scene, &dir, serde_json::Value::Null).unwrap();
+        assert!(ea == eb, "{model}: the states differ after 150 steps");
+    }
+}
+
+/// A kill -9 during a checkpoint write leaves the previous checkpoint and a hidden temporary file
+/// holding part of the new one; frames after the previous checkpoint may exist. Resuming ignores
+/// (and removes) the temporary file, rewrites those frames and ends as the uninterrupted run.
+#[test]
+fn resume_after_a_killed_checkpoint_write() {
+    let dir = scratch("killed-write");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    run(&full, &["--frames", "3"]);
+    let ckpt = part.join(checkpoint::FILE_NAME);
+    let stats = part.join("stats.jsonl");
+    run(
+        &part,
+        &[
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "--stats",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let first = read(&ckpt);
+    // Frame 2 and its checkpoint, then the state a kill during that checkpoint's write leaves:
+    // the frame-1 checkpoint under the final name, half the frame-2 one in a temporary file.
+    resume(&part, &["--frames", "2"]);
+    let second = read(&ckpt);
+    assert_ne!(first, second);
+    std::fs::write(&ckpt, &first).unwrap();
+    let tmp = part.join(format!(".{}.4242424.7.tmp", checkpoint::FILE_NAME));
+    std::fs::write(&tmp, &second[..second.len() / 2]).unwrap();
+    resume(&part, &["--frames", "3"]);
+    assert!(!tmp.exists(), "the stale temporary file is removed");
+    for k in 0..=3 {
+        assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
+    }
+    // Frame 2's record was written twice (before the kill and after the resume): once in the file.
+    assert_eq!(stats_frames(&stats), [1, 2, 3]);
+    let m = manifest(&part);
+    assert_eq!(
+        (m["frames_written"].as_u64(), m["finished"].as_bool()),
+        (Some(4), Some(true))
+    );
+    assert_eq!(m["resumed"].as_array().map(|l| l.len()), Some(2), "{m:#}");
+}
+
+/// Real kill -9s, alternately in the middle of a checkpoint write (while its temporary file
+/// exists) and during a frame, each run resumed until the run is done: every frame equals the
+/// uninterrupted run's, and no temporary file is left. A 1,177-point swatch with 10 steps per
+/// frame, so checkpoint writes (about 1.4 MB, flushed to disk) take a measurable part of the time.
+#[test]
+fn resume_after_kill_9() {
+    let dir = scratch("kill");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/swatch.toml");
+    let frames = 16u32;
+    let common = [
+        "--frames".to_string(),
+        frames.to_string(),
+        "--set".into(),
+        "simulation.fps=1620".into(),
+        "-q".into(),
+    ];
+    check_ok(
+        &bin()
+            .arg("run")
+            .arg(&scene)
+            .arg("--out")
+            .arg(&full)
+            .args(&common)
+            .output()
+            .unwrap(),
+    );
+    let ckpt = part.join(checkpoint::FILE_NAME);
+    let temps = || -> Vec<PathBuf> {
+        std::fs::read_dir(&part)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        yarnsim::output::temp_target(&e.file_name().to_string_lossy())
+                            == Some(checkpoint::FILE_NAME)
+                    })
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let modified = || std::fs::metadata(&ckpt).and_then(|m| m.modified()).ok();
+    let (mut kills, mut mid_write) = (0, 0);
+    for attempt in 0.. {
+        assert!(attempt < 60, "no progress");
+        let mut cmd = bin();
+        cmd.arg("run");
+        if attempt == 0 {
+            cmd.arg(&scene)
+                .arg("--out")
+                .arg(&part)
+                .args(&common)
+                .args(["--checkpoint-every", "1"]);
+        } else {
+            cmd.arg("--resume").arg(&part).arg("-q");
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let before = modified();
+        let during_write = attempt % 2 == 1;
+        let t0 = Instant::now();
+        let mut killed = false;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                use std::io::Read;
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                assert!(status.success(), "{status:?}: {err}");
+                break;
+            }
+            // Kill only after this run completed a checkpoint of its own (so each run makes
+            // progress): then at the next sight of a checkpoint write in progress, or a few
+            // milliseconds later.
+            let progressed = modified().is_some() && modified() != before;
+            if progressed && (!during_write || !temps().is_empty()) {
+                if !during_write {
+                    std::thread::sleep(Duration::from_millis(7 * (attempt % 4) as u64));
+                }
+                child.kill().unwrap();
+                child.wait().unwrap();
+                killed = true;
+                kills += 1;
+                if !temps().is_empty() {
+                    mid_write += 1;
+                }
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(300), "run hangs");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        if !killed {
+            break;
+        }
+    }
+    eprintln!("{kills} kills, {mid_write} of them during a checkpoint write");
+    assert!(kills > 0);
+    assert_eq!(Checkpoint::read(&ckpt).unwrap().frames(), frames);
+    for k in 0..=frames {
+        assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
+    }
+    assert!(temps().is_empty(), "{:?}", temps());
+}
+
+/// Header layout: magic, format version, crate version length and text, body length.
+fn header_len(b: &[u8]) -> usize {
+    16 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize
+}
+
+#[test]
+fn another_version_is_refused_naming_both() {
+    let dir = scratch("version");
+    let out = dir.join("out");
+    run(&out, &["--frames", "1", "--checkpoint-every", "1"]);
+    let ckpt = out.join(checkpoint::FILE_NAME);
+    let good = read(&ckpt);
+    // Another crate version (same length, so only the text differs).
+    let mut b = good.clone();
+    let other: String = checkpoint::CRATE_VERSION
+        .chars()
+        .map(|c| if c == '.' { '.' } else { '9' })
+        .collect();
+    assert_ne!(other, checkpoint::CRATE_VERSION);
+    b[16..header_len(&good)].copy_from_slice(other.as_bytes());
+    std::fs::write(&ckpt, &b).unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(
+        err.contains(&format!("written by yarnsim {other}"))
+            && err.contains(&format!("this is yarnsim {}", checkpoint::CRATE_VERSION)),
+        "{err}"
+    );
+    // Another format version.
+    let mut b = good.clone();
+    b[8..12].copy_from_slice(&999u32.to_le_bytes());
+    std::fs::write(&ckpt, &b).unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(
+        err.contains("checkpoint format 999")
+            && err.contains(&format!("checkpoint format {}", checkpoint::FORMAT_VERSION)),
+        "{err}"
+    );
+    // Not a checkpoint at all.
+    std::fs::write(&ckpt, b"hello, world\n").unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(err.contains("not a yarnsim checkpoint"), "{err}");
+}
+
+#[test]
+fn truncated_or_damaged_checkpoints_are_clear_errors() {
+    let dir = scratch("truncated");
+    let out = dir.join("out");
+    run(&out, &["--frames", "1", "--checkpoint-every", "1"]);
+    let ckpt = out.join(checkpoint::FILE_NAME);
+    let good = read(&ckpt);
+    let n = good.len();
+    for cut in [0, 5, 14, 30, n / 2, n - 9, n - 1] {
+        std::fs::write(&ckpt, &good[..cut]).unwrap();
+        let err = failure(bin().args(["run", "--resume"]).arg(&out));
+        assert!(err.contains("truncated"), "cut at {cut}: {err}");
+        assert!(err.contains(&format!("the file has {cut}")), "{err}");
+    }
+    // One flipped bit in the body: the checksum says so.
+    let mut b = good.clone();
+    b[n / 3] ^= 0x10;
+    std::fs::write(&ckpt, &b).unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(err.contains("corrupt") && err.contains("checksum"), "{err}");
+    // Extra bytes at the end.
+    let mut b = good.clone();
+    b.extend_from_slice(b"more");
+    std::fs::write(&ckpt, &b).unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(err.contains("corrupt"), "{err}");
+    // Every prefix, through the library: an error, never a panic.
+    for cut in (0..n).step_by(97) {
+        assert!(Checkpoint::decode(good[..cut].to_vec(), "cut").is_err());
+    }
+    // The good one still works.
+    std::fs::write(&ckpt, &good).unwrap();
+    resume(&out, &["--frames", "2"]);
+}
+
+/// Damage that the checksum does not catch (the checksum recomputed, as a bug writing wrong values
+/// would leave it): decoding and restoring give an error or a simulation, never a panic.
+#[test]
+fn damaged_state_with_a_valid_checksum_never_panics() {
+    let scene = Scene::load(&tiny()).unwrap();
+    let dir = tiny().parent().unwrap().to_path_buf();
+    let build = yarnsim::scene::build_curves(&scene, &dir).unwrap();
+    let pins = yarnsim::scene::pinned_points(&scene, &build).unwrap();
+    let mut sim = Sim::from_build(&scene, &build, &pins).unwrap();
+    for _ in 0..60 {
+        sim.step().unwrap();
+    }
+    let good = checkpoint::encode(&sim, &scene, &dir, serde_json::Value::Null).unwrap();
+    let h = header_len(&good);
+    let body = h + 8..good.len() - 8;
+    let reseal = |b: &mut Vec<u8>| {
+        let mut c = Checksum::default();
+        c.update(&b[body.clone()]);
+        let end = b.len() - 8;
+        b[end..].copy_from_slice(&c.finish().to_le_bytes());
+    };
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut b = good.clone();
+        // A few bytes set to random or extreme values.
+        for _ in 0..1 + next() % 3 {
+            let at = body.start + (next() as usize) % body.len();
+            b[at] = match next() % 3 {
+                0 => 0xFF,
+                1 => 0,
+                _ => next() as u8,
+            };
+        }
+        reseal(&mut b);
+        let result = std::panic::catch_unwind(|| {
+            Checkpoint::decode(b, "damaged").and_then(|ck| ck.build_sim().map(|_| ()))
+        });
+        match result {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(_)) => refused += 1,
+            Err(_) => panic!("restoring a damaged checkpoint panicked"),
+        }
+    }
+    eprintln!("{ok} restored, {refused} refused");
+    assert!(refused > 0);
+}
+
+#[test]
+fn option_errors() {
+    let dir = scratch("options");
+    let out = dir.join("out");
+    let err =
+        failure(
+            bin()
+                .arg("run")
+                .arg(tiny())
+                .args(["--frames", "1", "--checkpoint-every", "1"]),
+        );
+    assert!(
+        err.contains("--checkpoint-every") && err.contains("--out"),
+        "{err}"
+    );
+    let err = failure(bin().arg("run").arg(tiny()).arg("--out").arg(&out).args([
+        "--frames",
+        "1",
+        "--checkpoint-every",
+        "0",
+    ]));
+    assert!(err.contains("at least 1"), "{err}");
+    assert!(!out.exists(), "a refused run creates nothing");
+    let err = failure(bin().arg("run").arg(tiny()).arg("--out").arg(&out).args([
+        "--frames",
+        "1",
+        "--checkpoint-every",
+        "1",
+        "--backend",
+        "gpu",
+    ]));
+    assert!(err.contains("--backend cpu"), "{err}");
+    assert!(!out.exists(), "a refused run creates nothing");
+    let err = failure(bin().args(["run", "--resume"]).arg(&dir));
+    assert!(err.contains("no checkpoint"), "{err}");
+    // With --resume, the scene, overrides and outputs are the checkpoint's.
+    let err = failure(
+        bin()
+            .args(["run", "--resume"])
+            .arg(&dir)
+            .args(["--set", "contact.model=none"]),
+    );
+    assert!(err.contains("--set"), "{err}");
+    let err = failure(bin().args(["run", "--resume"]).arg(&dir).arg(tiny()));
+    assert!(err.contains("--resume"), "{err}");
+    // A resumed run goes on from its checkpoint, never back.
+    run(&out, &["--frames", "2", "--checkpoint-every", "2"]);
+    let err = failure(
+        bin()
+            .args(["run", "--resume"])
+            .arg(&out)
+            .args(["--frames", "1"]),
+    );
+    assert!(err.contains("at frame 2"), "{err}");
+    // A new run into the directory needs --overwrite, which removes the checkpoint too.
+    let frames_err = failure(
+        bin()
+            .arg("run")
+            .arg(tiny())
+            .arg("--out")
+            .arg(&out)
+            .args(["--frames", "1"]),
+    );
+    assert!(frames_err.contains("--overwrite"), "{frames_err}");
+    run(&out, &["--frames", "1", "--overwrite"]);
+    assert!(!out.join(checkpoint::FILE_NAME).exists());
+}
