@@ -7,6 +7,7 @@
 // z = corner (CPU twin: length::length_assemble). One thread per edge; no loops.
 
 #import layout
+#import vec
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -16,10 +17,6 @@
 @group(0) @binding(5) var<storage, read> length_dir: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> length_sys: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> counters: Counters;
-
-fn dot3(a: vec4<f32>, b: vec4<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
 
 @compute @workgroup_size(256)
 fn length_assemble(
@@ -45,7 +42,7 @@ fn length_assemble(
     }
     var o = 0.0;
     if i > 0u {
-        o = -wa * dot3(length_dir[k - 1u], dk);
+        o = -wa * dot3(length_dir[k - 1u].xyz, dk.xyz);
     }
     var z = 0.0;
     if y.closed != 0u && y.num_edges >= 3u {
@@ -60,7 +57,7 @@ fn length_assemble(
             d0 = wf;
         }
         let gamma = -d0;
-        let corner = -wfa * dot3(length_dir[l], length_dir[f]);
+        let corner = -wfa * dot3(length_dir[l].xyz, length_dir[f].xyz);
         if i == 0u {
             d = d - gamma;
             z = gamma;

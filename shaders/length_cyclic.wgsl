@@ -6,6 +6,7 @@
 // One thread per yarn; no loops.
 
 #import layout
+#import vec
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -16,10 +17,6 @@
 @group(0) @binding(6) var<storage, read> length_sys: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> length_fact: array<f32>;
 @group(0) @binding(8) var<storage, read_write> counters: Counters;
-
-fn dot3(a: vec4<f32>, b: vec4<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
 
 @compute @workgroup_size(256)
 fn length_cyclic(
@@ -44,7 +41,7 @@ fn length_cyclic(
             d0 = wf;
         }
         let gamma = -d0;
-        let corner = -wfa * dot3(length_dir[l], length_dir[f]);
+        let corner = -wfa * dot3(length_dir[l].xyz, length_dir[f].xyz);
         let first = length_sys[f];
         let last = length_sys[l];
         fact = (first.z + corner * last.z / gamma) / (1.0 + first.w + corner * last.w / gamma);

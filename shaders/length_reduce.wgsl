@@ -11,25 +11,7 @@
 // rows), whatever the number of rows.
 
 #import layout
-
-const BLOCK: u32 = 32u;
-
-// a b, but exactly 0 when either factor is 0 even if the other is not finite (length::mul0): the
-// products that cross a zero coupling (between yarns) keep a NaN in its own yarn.
-fn mul0(a: f32, b: f32) -> f32 {
-    if a == 0.0 || b == 0.0 {
-        return 0.0;
-    }
-    return a * b;
-}
-
-// a / b, but exactly 0 when a is 0 (length::div0).
-fn div0(a: f32, b: f32) -> f32 {
-    if a == 0.0 {
-        return 0.0;
-    }
-    return a / b;
-}
+#import length
 
 @group(0) @binding(0) var<uniform> length_level: vec4<u32>;
 @group(0) @binding(1) var<storage, read_write> length_sys: array<vec4<f32>>;

@@ -15,6 +15,7 @@
 // (step::check_damping_blocks), so at most 16,564.
 
 #import layout
+#import vec
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> block_start: array<u32>;
@@ -30,9 +31,6 @@ const WG: u32 = 64u;
 var<workgroup> red: array<f32, 576>;
 
 // Written out rather than the builtins, so the order of operations is the twin's (math::V3).
-fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
 
 fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);

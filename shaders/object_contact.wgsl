@@ -8,6 +8,7 @@
 // sack 91), no other loops.
 
 #import layout
+#import vec
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> obstacles: array<ObstacleShape>;
@@ -20,9 +21,6 @@ const OBSTACLE_PLANE: u32 = 0u;
 const OBSTACLE_SPHERE: u32 = 1u;
 
 // Written out rather than the builtin, so the order of operations is the twin's (math::V3::dot).
-fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
 
 struct Distance {
     d: f32,

@@ -1188,10 +1188,10 @@ fn not_converged_is_flagged_on_both_paths() {
 fn solver_kernels_use_the_twins_block_size() {
     let want = format!("const BLOCK: u32 = {}u;", length::BLOCK);
     for name in ["length_reduce", "length_back"] {
-        let src = yarnsim::shaders::raw_source(name).unwrap();
+        let src = yarnsim::shaders::expanded_text(name).unwrap();
         assert!(
             src.contains(&want),
-            "shaders/{name}.wgsl must declare `{want}`"
+            "shaders/{name}.wgsl must declare `{want}` (through shaders/shared/length.wgsl)"
         );
     }
 }

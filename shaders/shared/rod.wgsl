@@ -4,14 +4,10 @@
 // builtins, whose evaluation order is the driver's). No loops.
 
 #import layout
+#import vec
 
 // An empty slot of the index tables (point_bends, edge_bends): rod::NONE.
 const NONE: u32 = 0xffffffffu;
-
-// V3::dot: (x x' + y y') + z z'.
-fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
-}
 
 // V3::cross.
 fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
