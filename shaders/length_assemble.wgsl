@@ -8,6 +8,7 @@
 
 #import layout
 #import vec
+#import length_cyclic_terms
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -46,18 +47,9 @@ fn length_assemble(
     }
     var z = 0.0;
     if y.closed != 0u && y.num_edges >= 3u {
-        // The Sherman–Morrison terms (recomputed the same way by length_cyclic).
-        let f = y.first_edge;
-        let l = f + y.num_edges - 1u;
-        let ef = edges[f];
-        let wfa = inv_mass[ef.a];
-        let wf = wfa + inv_mass[ef.b];
-        var d0 = 1.0;
-        if wf > 0.0 {
-            d0 = wf;
-        }
-        let gamma = -d0;
-        let corner = -wfa * dot3(length_dir[l].xyz, length_dir[f].xyz);
+        let sm = sherman_morrison(y);
+        let gamma = sm.x;
+        let corner = sm.y;
         if i == 0u {
             d = d - gamma;
             z = gamma;

@@ -7,6 +7,7 @@
 
 #import layout
 #import vec
+#import length_cyclic_terms
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -33,15 +34,9 @@ fn length_cyclic(
     if y.closed != 0u && y.num_edges >= 3u {
         let f = y.first_edge;
         let l = f + y.num_edges - 1u;
-        let ef = edges[f];
-        let wfa = inv_mass[ef.a];
-        let wf = wfa + inv_mass[ef.b];
-        var d0 = 1.0;
-        if wf > 0.0 {
-            d0 = wf;
-        }
-        let gamma = -d0;
-        let corner = -wfa * dot3(length_dir[l].xyz, length_dir[f].xyz);
+        let sm = sherman_morrison(y);
+        let gamma = sm.x;
+        let corner = sm.y;
         let first = length_sys[f];
         let last = length_sys[l];
         fact = (first.z + corner * last.z / gamma) / (1.0 + first.w + corner * last.w / gamma);

@@ -6,10 +6,10 @@
 //! the live sets' ranges of them (in set order) and the garbage counts, so the pools come back with
 //! the same layout (compaction happens at the same steps and moves the same ranges; the garbage
 //! between the ranges, which nothing reads, comes back as zeros); and the scheduler's state
-//! ([`crate::sched::Scheduler::export_state`]). Rebuilt
-//! instead, by the same code from the same inputs: the per-topology tables (exclusion rule, segment
-//! weights and control points, `nq`) and the sets' bin index, which every step leaves equal to
-//! the index of its final sets. The per-step scratch pools are written before they are read.
+//! ([`crate::sched::Scheduler::export_state`]). Rebuilt instead, by the same code from the same
+//! inputs: the per-topology tables (exclusion rule, segment weights and control points, `nq`) and
+//! the sets' bin index, which every step leaves equal to the index of its final sets. The per-step
+//! scratch pools are written before they are read.
 
 use super::{model, AclContact, SET_LIVE, SET_ZERO};
 use crate::checkpoint::{check_index, check_len, CheckpointError, StateReader, StateWriter};
@@ -74,7 +74,8 @@ impl AclContact {
     }
 
     /// Restores what [`Self::export_checkpoint`] wrote into a model made by [`AclContact::new`]
-    /// with the same parameters. Everything is checked before the model is changed.
+    /// with the same parameters. The sets and pools are checked before the model is changed; on
+    /// an error from the scheduler's part the model is reset and must be discarded.
     pub(crate) fn import_checkpoint(
         &mut self,
         topo: &Topology,
