@@ -55,7 +55,11 @@ fn write_source_table(files: &[std::path::PathBuf]) {
     };
     let root = std::env::current_dir().expect("the build script's working directory");
     let entry = |p: &Path| {
-        let stem = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let stem = p
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         format!(
             "    ({stem:?}, include_str!({:?})),\n",
             root.join(p).display().to_string()
@@ -69,7 +73,8 @@ fn write_source_table(files: &[std::path::PathBuf]) {
         })
         .unwrap_or_default();
     shared.sort();
-    let mut text = String::from("/// Every `shaders/*.wgsl`, by file stem, as written (not expanded).\n");
+    let mut text =
+        String::from("/// Every `shaders/*.wgsl`, by file stem, as written (not expanded).\n");
     text += "pub const SHADER_FILES: &[(&str, &str)] = &[\n";
     text.extend(files.iter().map(|p| entry(p)));
     text += "];\n/// Every `shaders/shared/*.wgsl`, by file stem.\n";

@@ -32,8 +32,8 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(200);
-    let scenes = std::env::var("YARNSIM_BENCH_SCENES")
-        .unwrap_or_else(|_| "swatch,drop,scarf".into());
+    let scenes =
+        std::env::var("YARNSIM_BENCH_SCENES").unwrap_or_else(|_| "swatch,drop,scarf".into());
     yarnsim::gpu::ensure_runtime_dir();
     let gpu = match Gpu::new() {
         Ok(g) => Some(g),

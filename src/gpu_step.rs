@@ -14,20 +14,20 @@
 //! the per-step uniforms, and `download` refreshes its positions and velocities so every writer of
 //! the CPU path (BCC, OBJ, capture) works unchanged on a GPU run.
 
+use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
+use crate::contact::grid;
+use crate::contact::{check_counters, ExactContact};
 use crate::gpu::Gpu;
+use crate::layout::SegmentContact;
 use crate::layout::{
-    Counters, ObstacleShape, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE, ERROR_NAN_POSITION,
-    ERROR_NAN_VELOCITY,
+    Counters, ObstacleShape, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE,
+    ERROR_NAN_POSITION, ERROR_NAN_VELOCITY,
 };
 use crate::length::{LengthGpu, LengthScratch};
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::contact::{check_counters, ExactContact};
-use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
-use crate::contact::grid;
-use crate::layout::SegmentContact;
 use crate::scene::{ContactModel, ContactParams};
-use crate::sim::ContactError;
 use crate::shaders;
+use crate::sim::ContactError;
 use crate::sim::{FrameStats, Sim};
 use std::mem::size_of;
 use std::time::Instant;
@@ -74,7 +74,6 @@ pub enum GpuStepError {
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
 }
-
 
 /// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
 /// static tables it is rebuilt from when a capacity grows.
@@ -368,10 +367,8 @@ impl GpuSim {
         let nb = params.num_bends;
         // The step's dispatches (DESIGN §6, in order): kernel, threads, and the colour whose
         // `color_range` uniform replaces the named one.
-        let mut plan: Vec<(&'static str, u32, Option<usize>)> = vec![
-            ("bend_gradient", nb, None),
-            ("rod_forces", n, None),
-        ];
+        let mut plan: Vec<(&'static str, u32, Option<usize>)> =
+            vec![("bend_gradient", nb, None), ("rod_forces", n, None)];
         // The exact contact path's dispatches go here (they add into `force`).
         let contact_at = plan.len();
         plan.extend([
@@ -388,7 +385,11 @@ impl GpuSim {
             .max()
             .unwrap_or(0);
         plan.extend([
-            ("nonrigid_damping", max_blocks * crate::step::DAMPING_WG, None),
+            (
+                "nonrigid_damping",
+                max_blocks * crate::step::DAMPING_WG,
+                None,
+            ),
             ("object_contact", n, None),
             ("integrate_position", n, None),
             ("frame_transport", params.num_edges, None),
@@ -678,7 +679,13 @@ impl GpuSim {
             enc.copy_buffer_to_buffer(bufs.get(name).unwrap(), 0, snap, 0, snap.size());
         }
         for s in 0..k as u64 {
-            enc.copy_buffer_to_buffer(&self.param_ring, s * PARAMS_BYTES, params_buf, 0, PARAMS_BYTES);
+            enc.copy_buffer_to_buffer(
+                &self.param_ring,
+                s * PARAMS_BYTES,
+                params_buf,
+                0,
+                PARAMS_BYTES,
+            );
             if obstacle_bytes > 0 {
                 enc.copy_buffer_to_buffer(
                     &self.obstacle_ring,
@@ -741,8 +748,8 @@ impl GpuSim {
                 step: base,
                 message,
             })?;
-        self.readback_bytes += k as u64 * COUNTERS_BYTES
-            + self.queries.as_ref().map_or(0, |(_, r)| r.size());
+        self.readback_bytes +=
+            k as u64 * COUNTERS_BYTES + self.queries.as_ref().map_or(0, |(_, r)| r.size());
         if self.queries.is_some() {
             let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
             for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
@@ -785,8 +792,7 @@ impl GpuSim {
     /// Turns the error flags of a step into an error naming the step and the place.
     fn check(&self, step: u64, c: &Counters) -> Result<(), GpuStepError> {
         if let Some(ex) = &self.exact {
-            check_counters(c, ex.cell)
-                .map_err(|source| GpuStepError::Contact { step, source })?;
+            check_counters(c, ex.cell).map_err(|source| GpuStepError::Contact { step, source })?;
         }
         let what = if c.errors & ERROR_NAN_POSITION != 0 {
             Some("the position")
@@ -930,9 +936,10 @@ impl GpuSim {
                 self.frame_candidates as f64 * per,
             ));
         }
-        stats
-            .extra
-            .push(("dispatches_per_step".into(), self.dispatches_per_step() as f64));
+        stats.extra.push((
+            "dispatches_per_step".into(),
+            self.dispatches_per_step() as f64,
+        ));
         stats
             .extra
             .push(("readback_bytes_per_step".into(), readback_per_step));

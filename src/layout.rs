@@ -350,31 +350,141 @@ macro_rules! layout_of {
 /// Every struct of the contract with every field, in declaration order (the WGSL order).
 pub fn layouts() -> Vec<StructLayout> {
     vec![
-        layout_of!(Yarn { first_point, num_points, closed, first_segment, num_segments, first_edge, num_edges, _pad }),
-        layout_of!(Segment { cp, yarn, edge, index_in_yarn, _pad }),
-        layout_of!(Edge { a, b, yarn, rest_length }),
-        layout_of!(Bend { v, e, rest_len, _pad }),
-        layout_of!(BendRest { kappa, twist, ref_twist, _pad }),
+        layout_of!(Yarn {
+            first_point,
+            num_points,
+            closed,
+            first_segment,
+            num_segments,
+            first_edge,
+            num_edges,
+            _pad
+        }),
+        layout_of!(Segment {
+            cp,
+            yarn,
+            edge,
+            index_in_yarn,
+            _pad
+        }),
+        layout_of!(Edge {
+            a,
+            b,
+            yarn,
+            rest_length
+        }),
+        layout_of!(Bend {
+            v,
+            e,
+            rest_len,
+            _pad
+        }),
+        layout_of!(BendRest {
+            kappa,
+            twist,
+            ref_twist,
+            _pad
+        }),
         layout_of!(EdgeFrame { u, t }),
-        layout_of!(ColorRange { first, count, _pad0, _pad1 }),
-        layout_of!(ObstacleShape { kind, friction, radius, _pad, a, b, vel }),
+        layout_of!(ColorRange {
+            first,
+            count,
+            _pad0,
+            _pad1
+        }),
+        layout_of!(ObstacleShape {
+            kind,
+            friction,
+            radius,
+            _pad,
+            a,
+            b,
+            vel
+        }),
         layout_of!(Params {
-            h, radius, gravity_x, gravity_y, gravity_z, bending, twisting, plastic_radius,
-            plastic_max, damping_const, damping_prop, length_tolerance, length_max_iterations,
-            frame_sweeps, num_points, num_edges, num_bends, num_segments, num_yarns, num_glue,
-            num_obstacles, first_block, num_blocks, step, k_contact, quadrature, grid_cell,
-            exclusion_arc, grid_origin_x, grid_origin_y, grid_origin_z, grid_inv_cell
+            h,
+            radius,
+            gravity_x,
+            gravity_y,
+            gravity_z,
+            bending,
+            twisting,
+            plastic_radius,
+            plastic_max,
+            damping_const,
+            damping_prop,
+            length_tolerance,
+            length_max_iterations,
+            frame_sweeps,
+            num_points,
+            num_edges,
+            num_bends,
+            num_segments,
+            num_yarns,
+            num_glue,
+            num_obstacles,
+            first_block,
+            num_blocks,
+            step,
+            k_contact,
+            quadrature,
+            grid_cell,
+            exclusion_arc,
+            grid_origin_x,
+            grid_origin_y,
+            grid_origin_z,
+            grid_inv_cell
         }),
-        layout_of!(Capacity { count, capacity, overflow, _pad }),
+        layout_of!(Capacity {
+            count,
+            capacity,
+            overflow,
+            _pad
+        }),
         layout_of!(Counters {
-            errors, first_bad_point, length_iterations, length_error_bits, grid_entries,
-            candidate_pairs, touching_pairs, touching_records
+            errors,
+            first_bad_point,
+            length_iterations,
+            length_error_bits,
+            grid_entries,
+            candidate_pairs,
+            touching_pairs,
+            touching_records
         }),
-        layout_of!(ScanPass { n, level, offset, next_offset }),
-        layout_of!(SortPass { n, shift, num_blocks, _pad }),
-        layout_of!(KeyValue { key_lo, key_hi, value, _pad }),
-        layout_of!(SegmentBox { lo, hi, cell_lo, cell_hi }),
-        layout_of!(SegmentContact { weight, loop_len, _pad }),
-        layout_of!(ContactRecord { force, energy, touching, _pad }),
+        layout_of!(ScanPass {
+            n,
+            level,
+            offset,
+            next_offset
+        }),
+        layout_of!(SortPass {
+            n,
+            shift,
+            num_blocks,
+            _pad
+        }),
+        layout_of!(KeyValue {
+            key_lo,
+            key_hi,
+            value,
+            _pad
+        }),
+        layout_of!(SegmentBox {
+            lo,
+            hi,
+            cell_lo,
+            cell_hi
+        }),
+        layout_of!(SegmentContact {
+            weight,
+            loop_len,
+            _pad
+        }),
+        layout_of!(ContactRecord {
+            force,
+            energy,
+            touching,
+            _pad
+        }),
     ]
 }

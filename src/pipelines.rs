@@ -377,7 +377,12 @@ pub fn loop_probe(probe: &mut [u32]) {
 /// it does below `tries` (e.g. 65,535 on Mesa lavapipe 22.3.6), found by running `loop_probe`.
 pub fn measure_loop_cap(gpu: &Gpu, tries: u32) -> Result<Option<u32>, PipelineError> {
     let probe = [tries, 0u32];
-    let out = run_kernel(gpu, "loop_probe", &[("probe", bytemuck::cast_slice(&probe))], 1)?;
+    let out = run_kernel(
+        gpu,
+        "loop_probe",
+        &[("probe", bytemuck::cast_slice(&probe))],
+        1,
+    )?;
     let reached = bytemuck::pod_read_unaligned::<[u32; 2]>(&out["probe"])[1];
     Ok((reached < tries).then_some(reached))
 }

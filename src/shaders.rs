@@ -582,7 +582,13 @@ mod tests {
 
     #[test]
     fn grid_covers_every_thread_within_limits() {
-        for (n, wg) in [(0u32, 256u32), (1, 256), (256, 256), (257, 64), (70_000_000, 256)] {
+        for (n, wg) in [
+            (0u32, 256u32),
+            (1, 256),
+            (256, 256),
+            (257, 64),
+            (70_000_000, 256),
+        ] {
             let g = dispatch_grid(n, wg);
             assert!(g[0] <= 65_535 && g[1] <= 65_535, "{g:?}");
             assert!(g[0] as u64 * g[1] as u64 * wg as u64 >= n as u64);

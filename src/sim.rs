@@ -26,11 +26,11 @@ use std::time::Instant;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 use crate::rod::{self, RodError, RodParams, RodState};
 use crate::scene::{ContactModel, Keyframe, Obstacle, Scene};
 use crate::state::{Curve, Topology, TopologyError};
 use crate::step::{self, LengthScratch, ObstacleShape};
-use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 
 /// Named per-step statistics a contact model reports (`("touching_pairs", 1234.0)`, ...). The driver
 /// averages them over the steps of a frame into the frame's JSON record under the same names.

@@ -18,9 +18,6 @@ pub struct Curve {
     pub closed: bool,
 }
 
-
-
-
 /// Yarns, segments and edges of a scene.
 #[derive(Clone, Debug, Default)]
 pub struct Topology {

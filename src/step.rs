@@ -31,10 +31,10 @@
 //! in [`crate::length`] (a partitioned parallel solver shared with the GPU path); its report and
 //! scratch types are re-exported here.
 
-use crate::math::{Real, V3};
 pub use crate::layout::ObstacleShape;
 use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 pub use crate::length::{LengthFailure, LengthReport, LengthScratch};
+use crate::math::{Real, V3};
 use rayon::prelude::*;
 
 /// Stage `integrate_velocity`: `v += h M⁻¹ f` (glued points have `inv_mass = 0` and stay put). A

@@ -164,7 +164,12 @@ mod tests {
         assert_eq!(e.source.matches("struct A").count(), 1);
         let main_line = e.source.lines().position(|l| l == "fn main() {}").unwrap() + 1;
         assert_eq!(e.origin(main_line), Some(("k.wgsl", 3)));
-        let a_line = e.source.lines().position(|l| l.starts_with("struct A")).unwrap() + 1;
+        let a_line = e
+            .source
+            .lines()
+            .position(|l| l.starts_with("struct A"))
+            .unwrap()
+            + 1;
         assert_eq!(e.origin(a_line), Some(("shaders/shared/a.wgsl", 1)));
         let off = e.source.find("fn b").unwrap();
         assert_eq!(e.place_of_offset(off), "shaders/shared/b.wgsl:2");
@@ -179,7 +184,10 @@ mod tests {
         );
         let e = expand("k.wgsl", "#import loop1\n", &lib).unwrap_err();
         assert!(matches!(e, WgslError::Cycle { .. }), "{e}");
-        assert!(e.to_string().starts_with("shaders/shared/loop2.wgsl:1"), "{e}");
+        assert!(
+            e.to_string().starts_with("shaders/shared/loop2.wgsl:1"),
+            "{e}"
+        );
         let e = expand("k.wgsl", "#import a b\n", &lib).unwrap_err();
         assert!(matches!(e, WgslError::BadDirective { line: 1, .. }), "{e}");
         let e = expand("k.wgsl", "#importa\n", &lib).unwrap_err();

@@ -186,11 +186,15 @@ fn missing_scene_is_an_error_naming_the_file() {
 /// the GPU does not have yet is refused clearly.
 #[test]
 fn gpu_backend_runs_and_refuses_what_it_lacks() {
-    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("gpu_backend_runs_and_refuses_what_it_lacks")
+    let Some(gpu) =
+        yarnsim::gpu::testing::gpu_or_skip("gpu_backend_runs_and_refuses_what_it_lacks")
     else {
         return;
     };
-    let timed = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+    let timed = gpu
+        .device
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY);
     drop(gpu);
     let dir = scratch("gpu");
     let scene = tiny_scene(&dir, "none");
@@ -204,7 +208,11 @@ fn gpu_backend_runs_and_refuses_what_it_lacks() {
         .output()
         .unwrap();
     check_ok(&out);
-    assert!(text(&out.stderr).contains("GPU step on "), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("GPU step on "),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(dir.join("frames/frame_0002.bcc").is_file());
     let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
         .unwrap()
@@ -214,7 +222,10 @@ fn gpu_backend_runs_and_refuses_what_it_lacks() {
     assert_eq!(recs.len(), 2);
     for r in &recs {
         assert!(r["dispatches_per_step"].as_f64().unwrap() >= 10.0, "{r}");
-        assert!(r["readback_bytes_per_step"].as_f64().unwrap() >= 64.0, "{r}");
+        assert!(
+            r["readback_bytes_per_step"].as_f64().unwrap() >= 64.0,
+            "{r}"
+        );
         assert!(r["kinetic_energy"].as_f64().unwrap() > 0.0, "{r}");
         if timed {
             for k in ["rod_forces_ms", "integrate_velocity_ms", "gpu_step_ms"] {
@@ -226,7 +237,10 @@ fn gpu_backend_runs_and_refuses_what_it_lacks() {
     std::fs::create_dir_all(&acl_dir).unwrap();
     let acl = tiny_scene(&acl_dir, "acl");
     let err = failure(bin().arg("run").arg(&acl).args(["--backend", "gpu"]));
-    assert!(err.contains("contact.model = Acl is not available on the GPU yet"), "{err}");
+    assert!(
+        err.contains("contact.model = Acl is not available on the GPU yet"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -770,7 +784,12 @@ fn quiet_run_prints_nothing_and_writes_everything() {
 
     // Without --quiet the per-frame line names the contact figures a person reads, not every
     // phase time.
-    let out = bin().arg("run").arg(&scene).args(["--frames", "1"]).output().unwrap();
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--frames", "1"])
+        .output()
+        .unwrap();
     check_ok(&out);
     let line = text(&out.stdout);
     assert!(line.starts_with("frame    1/1"), "{line}");
@@ -826,7 +845,10 @@ fn frames_are_whole_steps_and_land_on_their_times() {
         .unwrap();
     check_ok(&out);
     let err = text(&out.stderr);
-    assert!(err.contains("note: simulation.dt = 7e-5 s is not a whole fraction"), "{err}");
+    assert!(
+        err.contains("note: simulation.dt = 7e-5 s is not a whole fraction"),
+        "{err}"
+    );
     assert!(err.contains("14 steps per frame"), "{err}");
     let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
         .unwrap()
@@ -836,18 +858,37 @@ fn frames_are_whole_steps_and_land_on_their_times() {
     for (k, r) in recs.iter().enumerate() {
         assert_eq!(r["steps"], 14);
         let t = r["sim_time"].as_f64().unwrap();
-        assert!((t - (k + 1) as f64 * 1e-3).abs() < 1e-12, "frame {}: t = {t}", k + 1);
+        assert!(
+            (t - (k + 1) as f64 * 1e-3).abs() < 1e-12,
+            "frame {}: t = {t}",
+            k + 1
+        );
     }
     // A frame per step, above the old cap of 10⁴ fps.
     let out = bin()
         .arg("run")
         .arg(&scene)
-        .args(["--frames", "2", "--set", "simulation.dt=2e-5", "--set", "simulation.fps=50000"])
+        .args([
+            "--frames",
+            "2",
+            "--set",
+            "simulation.dt=2e-5",
+            "--set",
+            "simulation.fps=50000",
+        ])
         .output()
         .unwrap();
     check_ok(&out);
-    assert!(!text(&out.stderr).contains("note:"), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("frame    2/2  t = 0.0000 s  1 steps"), "{}", text(&out.stdout));
+    assert!(
+        !text(&out.stderr).contains("note:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("frame    2/2  t = 0.0000 s  1 steps"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// The printed and recorded length error is the edge strain of the state written for that frame
@@ -873,9 +914,10 @@ fn reported_length_error_is_that_of_the_written_frame() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let (topo, _) =
-        yarnsim::state::Topology::from_curves(&yarnsim::bcc::read(&out_dir.join("frame_0000.bcc")).unwrap())
-            .unwrap();
+    let (topo, _) = yarnsim::state::Topology::from_curves(
+        &yarnsim::bcc::read(&out_dir.join("frame_0000.bcc")).unwrap(),
+    )
+    .unwrap();
     for (k, r) in recs.iter().enumerate() {
         let curves = yarnsim::bcc::read(&out_dir.join(format!("frame_{:04}.bcc", k + 1))).unwrap();
         let (_, pos) = yarnsim::state::Topology::from_curves(&curves).unwrap();
@@ -884,7 +926,10 @@ fn reported_length_error_is_that_of_the_written_frame() {
             .iter()
             .map(|e| {
                 let (a, b) = (pos[e.a as usize], pos[e.b as usize]);
-                let d: f64 = (0..3).map(|i| (b[i] as f64 - a[i] as f64).powi(2)).sum::<f64>().sqrt();
+                let d: f64 = (0..3)
+                    .map(|i| (b[i] as f64 - a[i] as f64).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
                 (d / e.rest_length as f64 - 1.0).abs()
             })
             .fold(0.0, f64::max);

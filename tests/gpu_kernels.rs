@@ -19,7 +19,12 @@ use yarnsim::step;
 
 const EPS: f32 = 1.0 / (1u32 << 23) as f32;
 
-fn assert_close(name: &str, gpu: &[[f32; 4]], cpu: &[[f32; 4]], bound: impl Fn(usize, usize) -> f32) {
+fn assert_close(
+    name: &str,
+    gpu: &[[f32; 4]],
+    cpu: &[[f32; 4]],
+    bound: impl Fn(usize, usize) -> f32,
+) {
     assert_eq!(gpu.len(), cpu.len());
     let mut checked = 0;
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {

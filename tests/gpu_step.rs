@@ -46,7 +46,10 @@ fn whole_run_parity(test: &str, sets: &[&str]) {
             let c = cpu.frame().unwrap();
             if let Some((_, cpu_count)) = c.contact.iter().find(|(k, _)| *k == "touching_pairs") {
                 let step = batch * 60 + i;
-                assert_eq!(gpu_count as f64, *cpu_count, "step {step}: touching pairs GPU vs CPU");
+                assert_eq!(
+                    gpu_count as f64, *cpu_count,
+                    "step {step}: touching pairs GPU vs CPU"
+                );
                 touching_total += cpu_count;
             }
         }
@@ -55,7 +58,10 @@ fn whole_run_parity(test: &str, sets: &[&str]) {
     assert_eq!(g.sim.steps, STEPS as u64);
     assert_eq!(cpu.steps, STEPS as u64);
     if sets.contains(&"contact.model=exact") {
-        assert!(touching_total > 1000.0, "hardly any contact ({touching_total})");
+        assert!(
+            touching_total > 1000.0,
+            "hardly any contact ({touching_total})"
+        );
     }
     let r = cpu.params.radius;
     let (worst, at) = fixture::max_rel_diff(&g.sim.pos, &cpu.pos, r);
@@ -113,14 +119,27 @@ fn contact_overflow_grows_and_reruns_identically() {
     };
     let small = run(Some((16, 16, 16)));
     let ample = run(None);
-    assert!(small.capacity_grows() >= 2, "grew {} times", small.capacity_grows());
+    assert!(
+        small.capacity_grows() >= 2,
+        "grew {} times",
+        small.capacity_grows()
+    );
     assert_eq!(ample.capacity_grows(), 0);
-    let (s, a) = (small.contact_capacities().unwrap(), ample.contact_capacities().unwrap());
+    let (s, a) = (
+        small.contact_capacities().unwrap(),
+        ample.contact_capacities().unwrap(),
+    );
     assert!(s.0 > 16 && s.1 > 16, "{s:?}");
     eprintln!("capacities grown from 16 to {s:?} (ample run: {a:?})");
     let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert!(bits(&small.sim.pos) == bits(&ample.sim.pos), "positions differ");
-    assert!(bits(&small.sim.vel) == bits(&ample.sim.vel), "velocities differ");
+    assert!(
+        bits(&small.sim.pos) == bits(&ample.sim.pos),
+        "positions differ"
+    );
+    assert!(
+        bits(&small.sim.vel) == bits(&ample.sim.vel),
+        "velocities differ"
+    );
 }
 
 #[test]
@@ -135,8 +154,14 @@ fn two_gpu_runs_are_bitwise_identical() {
     ] {
         let a = run_gpu(&gpu, sets, 100);
         let b = run_gpu(&gpu, sets, 100);
-        assert!(bits(&a.sim.pos) == bits(&b.sim.pos), "{sets:?}: positions differ");
-        assert!(bits(&a.sim.vel) == bits(&b.sim.vel), "{sets:?}: velocities differ");
+        assert!(
+            bits(&a.sim.pos) == bits(&b.sim.pos),
+            "{sets:?}: positions differ"
+        );
+        assert!(
+            bits(&a.sim.vel) == bits(&b.sim.vel),
+            "{sets:?}: velocities differ"
+        );
     }
 }
 
@@ -158,7 +183,10 @@ fn gpu_step_reports_a_blow_up_with_its_step() {
     }
     let msg = err.expect("the blow-up was not reported");
     assert!(msg.starts_with("step "), "{msg}");
-    assert!(msg.contains("not finite") || msg.contains("did not converge"), "{msg}");
+    assert!(
+        msg.contains("not finite") || msg.contains("did not converge"),
+        "{msg}"
+    );
 }
 
 /// A step that needs more length-projection iterations than the GPU step encodes is rerun from
@@ -190,12 +218,21 @@ fn length_budget_rerun_changes_nothing() {
     let tight = run(1);
     let full = run(1000);
     assert!(tight.reruns() > 0, "no step needed a second iteration");
-    eprintln!("batches rerun with a budget of 1 iteration: {}", tight.reruns());
+    eprintln!(
+        "batches rerun with a budget of 1 iteration: {}",
+        tight.reruns()
+    );
     assert_eq!(full.reruns(), 0);
     assert_eq!(tight.sim.steps, full.sim.steps);
     let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert!(bits(&tight.sim.pos) == bits(&full.sim.pos), "positions differ");
-    assert!(bits(&tight.sim.vel) == bits(&full.sim.vel), "velocities differ");
+    assert!(
+        bits(&tight.sim.pos) == bits(&full.sim.pos),
+        "positions differ"
+    );
+    assert!(
+        bits(&tight.sim.vel) == bits(&full.sim.vel),
+        "velocities differ"
+    );
 }
 
 /// A scene too big for an adapter's limits is found before anything is uploaded, and the error
@@ -217,7 +254,10 @@ fn scene_needs_are_checked_against_the_limits() {
         points: 10_000_000,
         ..small
     };
-    let failing: Vec<_> = needs(&big, &limits).into_iter().filter(|n| !n.ok()).collect();
+    let failing: Vec<_> = needs(&big, &limits)
+        .into_iter()
+        .filter(|n| !n.ok())
+        .collect();
     assert_eq!(failing.len(), 1, "{failing:?}");
     assert_eq!(failing[0].limit_name, "max_storage_buffer_binding_size");
     assert_eq!(failing[0].needed, 160_000_000);

@@ -28,7 +28,12 @@ fn reflected_bindings(m: &naga::Module) -> Vec<(u32, u32, String, Access)> {
                 }
                 other => panic!("unexpected address space {other:?}"),
             };
-            Some((b.group, b.binding, g.name.clone().unwrap_or_default(), access))
+            Some((
+                b.group,
+                b.binding,
+                g.name.clone().unwrap_or_default(),
+                access,
+            ))
         })
         .collect();
     out.sort_by_key(|b| (b.0, b.1));
@@ -74,7 +79,11 @@ fn table_matches_every_kernel_file() {
             .iter()
             .filter(|b| b.access != Access::Uniform)
             .count();
-        assert!(storage <= 8, "{}: {storage} storage buffers (limit 8)", k.name);
+        assert!(
+            storage <= 8,
+            "{}: {storage} storage buffers (limit 8)",
+            k.name
+        );
         assert!(
             k.twin.ends_with(&format!("::{}", k.name)),
             "{}: the CPU twin {} must carry the kernel's name",
@@ -126,18 +135,27 @@ fn every_kernel_states_its_loop_bound() {
 /// cap, where there is one, must be the one every kernel's stated loop bound is designed under.
 #[test]
 fn loop_cap_of_the_adapter_is_detected_and_reported() {
-    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("loop_cap_of_the_adapter_is_detected_and_reported")
+    let Some(gpu) =
+        yarnsim::gpu::testing::gpu_or_skip("loop_cap_of_the_adapter_is_detected_and_reported")
     else {
         return;
     };
-    assert_eq!(yarnsim::pipelines::measure_loop_cap(&gpu, 1000).unwrap(), None);
+    assert_eq!(
+        yarnsim::pipelines::measure_loop_cap(&gpu, 1000).unwrap(),
+        None
+    );
     let cap = yarnsim::pipelines::measure_loop_cap(&gpu, 1_000_000).unwrap();
     eprintln!(
         "loop cap of {}: {}",
         gpu.summary(),
-        cap.map_or("none below 1,000,000 iterations".to_string(), |c| format!("{c} iterations"))
+        cap.map_or("none below 1,000,000 iterations".to_string(), |c| format!(
+            "{c} iterations"
+        ))
     );
     if let Some(c) = cap {
-        assert!(c >= 65_000, "a cap of {c} iterations is below what the kernels are designed for");
+        assert!(
+            c >= 65_000,
+            "a cap of {c} iterations is below what the kernels are designed for"
+        );
     }
 }

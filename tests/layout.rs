@@ -69,7 +69,11 @@ fn empty_buffers_hold_one_record_of_any_kind() {
 fn a_vec3_field_would_be_caught() {
     let src = "struct Edge { a: u32, b: vec3<f32>, yarn: u32, rest_length: f32 };";
     let m = naga::front::wgsl::parse_str(src).unwrap();
-    let (_, ty) = m.types.iter().find(|(_, t)| t.name.as_deref() == Some("Edge")).unwrap();
+    let (_, ty) = m
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some("Edge"))
+        .unwrap();
     let naga::TypeInner::Struct { members, span } = &ty.inner else {
         unreachable!()
     };

@@ -352,11 +352,15 @@ fn the_gpu_step_checks_too() {
     scene.contact.stiffness = 1e-6;
     let r = scene.yarn.radius;
     let lower = Curve {
-        points: (0..17).map(|i| [-2.0 + 0.25 * i as f32, 0.0, 0.0]).collect(),
+        points: (0..17)
+            .map(|i| [-2.0 + 0.25 * i as f32, 0.0, 0.0])
+            .collect(),
         closed: false,
     };
     let upper = Curve {
-        points: (0..17).map(|i| [0.0, 1.9 * r, -2.0 + 0.25 * i as f32]).collect(),
+        points: (0..17)
+            .map(|i| [0.0, 1.9 * r, -2.0 + 0.25 * i as f32])
+            .collect(),
         closed: false,
     };
     let pins: Vec<u32> = (0..17).collect();
