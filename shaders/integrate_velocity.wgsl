@@ -1,4 +1,5 @@
-// integrate_velocity: v += h M⁻¹ f for every control point (CPU twin: step::integrate_velocity).
+// integrate_velocity: v += h M⁻¹ f for every control point (CPU twin: step::integrate_velocity),
+// then, with air drag, v *= 1 / (1 + h c) (implicit, so stable for any c; params.air_factor).
 // A non-finite force raises ERROR_NAN_FORCE and lowers counters.first_bad_point to its point.
 // One thread per control point; no loops.
 
@@ -22,7 +23,11 @@ fn integrate_velocity(
     }
     let f = force[p].xyz;
     let v = vel[p];
-    vel[p] = vec4<f32>(v.xyz + params.h * inv_mass[p] * f, v.w);
+    var nv = v.xyz + params.h * inv_mass[p] * f;
+    if params.air_factor != 1.0 {
+        nv = nv * params.air_factor;
+    }
+    vel[p] = vec4<f32>(nv, v.w);
     if !finite3(f) {
         atomicOr(&counters.errors, ERROR_NAN_FORCE);
         atomicMin(&counters.first_bad_point, p);

@@ -137,7 +137,7 @@ const _: () = assert!(size_of::<ObstacleShape>() == 64);
 /// Only 4-byte scalars, so the uniform address space's 16-byte rules for vectors and arrays never
 /// apply; the size is a multiple of 16 as uniform blocks require.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct Params {
     /// Time step h (s).
     pub h: f32,
@@ -186,8 +186,25 @@ pub struct Params {
     /// `1 / grid_cell`, computed on the host (`contact::grid::set_grid_frame`), so that both paths
     /// multiply by the same f32 rather than each dividing (a GPU division is not correctly rounded).
     pub grid_inv_cell: f32,
+    /// `1 / (1 + h c)` for air drag c (`damping.air`, 1/s), applied implicitly by
+    /// `integrate_velocity`; exactly 1 without drag. Computed on the host so both paths multiply
+    /// by the same f32.
+    pub air_factor: f32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+    pub _pad3: u32,
 }
-const _: () = assert!(size_of::<Params>() == 128);
+const _: () = assert!(size_of::<Params>() == 144);
+
+impl Default for Params {
+    /// All zero but `air_factor`, which is 1 (no drag).
+    fn default() -> Self {
+        Params {
+            air_factor: 1.0,
+            ..Zeroable::zeroed()
+        }
+    }
+}
 
 /// Error flags in [`Counters::errors`].
 pub const ERROR_NAN_FORCE: u32 = 1;
@@ -433,7 +450,11 @@ pub fn layouts() -> Vec<StructLayout> {
             grid_origin_x,
             grid_origin_y,
             grid_origin_z,
-            grid_inv_cell
+            grid_inv_cell,
+            air_factor,
+            _pad1,
+            _pad2,
+            _pad3
         }),
         layout_of!(Capacity {
             count,

@@ -29,6 +29,17 @@ pub struct Scene {
     pub pin: Vec<Pin>,
     pub obstacle: Vec<Obstacle>,
     pub camera: Camera,
+    pub damping: Damping,
+}
+
+/// Damping beyond the seed's non-rigid damping (which is in `yarn`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Damping {
+    /// Air drag c (1/s): every control point feels `−c m v`, so the whole cloth's motion decays as
+    /// `e^{−c t}`, rigid motion included (the seed's non-rigid damping leaves rigid motion alone, so a
+    /// hanging swatch swings about its pins for seconds). 0 (the default) keeps the seed's behaviour.
+    pub air: f32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -507,6 +518,7 @@ impl Scene {
             ));
         }
         non_negative("yarn.damping_const", y.damping_const as f64)?;
+        non_negative("damping.air", self.damping.air as f64)?;
         non_negative("yarn.damping_prop", y.damping_prop as f64)?;
         in_range(
             "yarn.damping_block_loops",

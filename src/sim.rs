@@ -993,6 +993,7 @@ impl Sim {
             quadrature: scene.contact.quadrature,
             grid_cell: scene.contact.grid_cell,
             exclusion_arc: scene.contact.exclusion_arc,
+            air_factor: (1.0 / (1.0 + params.h as f64 * scene.damping.air as f64)) as f32,
             ..Params::default()
         };
         let mut sim = Sim {

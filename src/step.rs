@@ -37,7 +37,8 @@ pub use crate::length::{LengthFailure, LengthReport, LengthScratch};
 use crate::math::{Real, V3};
 use rayon::prelude::*;
 
-/// Stage `integrate_velocity`: `v += h M⁻¹ f` (glued points have `inv_mass = 0` and stay put). A
+/// Stage `integrate_velocity`: `v += h M⁻¹ f` (glued points have `inv_mass = 0` and stay put), then
+/// with air drag `v *= 1/(1 + h c)` (`params.air_factor`: the implicit step of `v̇ = −c v`). A
 /// non-finite force raises [`ERROR_NAN_FORCE`] and lowers `first_bad_point` to its point, as the
 /// kernel's atomics do.
 pub fn integrate_velocity(
@@ -49,6 +50,7 @@ pub fn integrate_velocity(
 ) {
     let h = params.h;
     let n = params.num_points as usize;
+    let air = params.air_factor;
     vel[..n]
         .par_iter_mut()
         .with_min_len(2048)
@@ -56,6 +58,11 @@ pub fn integrate_velocity(
         .for_each(|(v, (&w, f))| {
             for a in 0..3 {
                 v[a] += h * w * f[a];
+            }
+            if air != 1.0 {
+                for a in 0..3 {
+                    v[a] *= air;
+                }
             }
         });
     let bad = force[..n]

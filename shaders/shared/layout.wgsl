@@ -99,6 +99,10 @@ struct Params {
     grid_origin_y: f32,
     grid_origin_z: f32,
     grid_inv_cell: f32,
+    air_factor: f32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 };
 
 const ERROR_NAN_FORCE: u32 = 1u;
