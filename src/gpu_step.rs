@@ -943,6 +943,13 @@ impl GpuSim {
         stats
             .extra
             .push(("readback_bytes_per_step".into(), readback_per_step));
+        // Batches run again so far (a budget or a capacity too small), and capacity growths.
+        stats
+            .extra
+            .push(("batch_reruns".into(), self.reruns as f64));
+        stats
+            .extra
+            .push(("capacity_grows".into(), self.grows as f64));
         Ok((
             stats,
             GpuFrameTimes {

@@ -42,7 +42,11 @@ fn air_drag_decays_rigid_motion_exponentially() {
         for (k, v0) in [(0, 5.0), (2, -2.0)] {
             let want = v0 * factor;
             let rel = ((v[k] as f64 - want) / want).abs();
-            assert!(rel < 2e-4, "point {i} axis {k}: {} vs {want} ({rel:e})", v[k]);
+            assert!(
+                rel < 2e-4,
+                "point {i} axis {k}: {} vs {want} ({rel:e})",
+                v[k]
+            );
         }
         assert!(v[1].abs() < 1e-4, "point {i}: {v:?}");
     }
