@@ -171,7 +171,7 @@ fn workgroup_sum<const N: usize>(k: usize, mut add: impl FnMut(usize, &mut [f32;
 /// params.first_block + params.num_blocks` of `block_start` (whose entries index `block_points`
 /// directly). The blocks of one phase are disjoint, so they are damped in any order (the kernel: one
 /// workgroup each) with the same result. Every sum over a block is taken in the kernel's order
-/// ([`workgroup_sum`]), so this twin and the kernel agree bit for bit where the GPU does not fuse
+/// (`workgroup_sum`), so this twin and the kernel agree bit for bit where the GPU does not fuse
 /// multiply-adds.
 pub fn nonrigid_damping(
     params: &Params,

@@ -178,7 +178,7 @@ fn candidate_record(
 
 /// Kernel `exact_contact_forces`: for every candidate `c < min(count, capacity)` of
 /// `counters.candidate_pairs`, the touching, non-excluded quadrature pairs of
-/// [`for_each_touching_pair`] add their force `−∂E/∂y_i` spread through the basis weights,
+/// `for_each_touching_pair` add their force `−∂E/∂y_i` spread through the basis weights,
 /// `κw = k_contact · weight_a · weight_b`. A touching candidate writes its [`ContactRecord`] (others
 /// leave theirs alone) and adds its pairs to `counters.touching_pairs.count`;
 /// `touch_offsets[c]` = 1 when it touches, else 0, for every `c ≤ capacity`. A non-finite slot
