@@ -47,7 +47,7 @@ fn length_assemble(
     }
     var z = 0.0;
     if y.closed != 0u && y.num_edges >= 3u {
-        let sm = sherman_morrison(y);
+        let sm = cyclic_terms(y);
         let gamma = sm.x;
         let corner = sm.y;
         if i == 0u {

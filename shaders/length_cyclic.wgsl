@@ -34,7 +34,7 @@ fn length_cyclic(
     if y.closed != 0u && y.num_edges >= 3u {
         let f = y.first_edge;
         let l = f + y.num_edges - 1u;
-        let sm = sherman_morrison(y);
+        let sm = cyclic_terms(y);
         let gamma = sm.x;
         let corner = sm.y;
         let first = length_sys[f];

@@ -142,6 +142,13 @@ fn no_contact_model_no_check() {
 /// (1.9 r apart) with a contact stiffness of 1e-6: the upper yarn falls through the lower one
 /// (0.55 cm, 4.4 r, in the first frame) and ends 2.5 r below it, not deep but on the other side.
 fn crossing(model: ContactModel, stiffness: f32) -> Result<Vec<()>, SimError> {
+    let (scene, curves, pins) = crossing_scene(model, stiffness);
+    let mut sim = Sim::from_scene(&scene, &curves, &[], &pins).unwrap();
+    (0..3).map(|_| sim.frame().map(|_| ())).collect()
+}
+
+/// The scene of [`crossing`]: the scene, the two yarns, and the lower yarn's points (glued).
+fn crossing_scene(model: ContactModel, stiffness: f32) -> (Scene, Vec<Curve>, Vec<u32>) {
     let mut scene = Scene::default();
     scene.contact.model = model;
     scene.contact.stiffness = stiffness;
@@ -158,9 +165,7 @@ fn crossing(model: ContactModel, stiffness: f32) -> Result<Vec<()>, SimError> {
             .collect(),
         closed: false,
     };
-    let pins: Vec<u32> = (0..17).collect();
-    let mut sim = Sim::from_scene(&scene, &[lower, upper], &[], &pins).unwrap();
-    (0..3).map(|_| sim.frame().map(|_| ())).collect()
+    (scene, vec![lower, upper], (0..17).collect())
 }
 
 #[test]
@@ -347,24 +352,8 @@ fn the_gpu_step_checks_too() {
     let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("the_gpu_step_checks_too") else {
         return;
     };
-    let mut scene = Scene::default();
-    scene.contact.model = ContactModel::Exact;
-    scene.contact.stiffness = 1e-6;
-    let r = scene.yarn.radius;
-    let lower = Curve {
-        points: (0..17)
-            .map(|i| [-2.0 + 0.25 * i as f32, 0.0, 0.0])
-            .collect(),
-        closed: false,
-    };
-    let upper = Curve {
-        points: (0..17)
-            .map(|i| [0.0, 1.9 * r, -2.0 + 0.25 * i as f32])
-            .collect(),
-        closed: false,
-    };
-    let pins: Vec<u32> = (0..17).collect();
-    let sim = Sim::from_scene(&scene, &[lower, upper], &[], &pins).unwrap();
+    let (scene, curves, pins) = crossing_scene(ContactModel::Exact, 1e-6);
+    let sim = Sim::from_scene(&scene, &curves, &[], &pins).unwrap();
     let mut g = yarnsim::gpu_step::GpuSim::new(&gpu, sim, &scene.contact).unwrap();
     let err = (0..3)
         .try_for_each(|_| g.frame().map(|_| ()))

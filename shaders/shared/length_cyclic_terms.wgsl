@@ -5,9 +5,9 @@
 
 #import vec
 
-// (γ, corner) of closed yarn y (at least 3 edges): γ = −d₀ with d₀ the first row's diagonal
+// length::cyclic_terms: (γ, corner) of closed yarn y (at least 3 edges): γ = −d₀ with d₀ the first row's diagonal
 // (1 when both ends are immovable), corner = −w_a (t_last · t_first).
-fn sherman_morrison(y: Yarn) -> vec2<f32> {
+fn cyclic_terms(y: Yarn) -> vec2<f32> {
     let f = y.first_edge;
     let l = f + y.num_edges - 1u;
     let ef = edges[f];
