@@ -4,15 +4,27 @@
 //! [`GpuSim`] is built from a CPU [`Sim`] (which did the set-up: topology, masses, rod state, pins,
 //! damping blocks, obstacles) and uploads its arrays once, each under the binding name the kernels
 //! use (`pos`, `vel`, `force`, `bends`, …; see [`crate::shaders`]). Pipelines and bind groups are made
-//! once. A step writes the `params` uniform (step index, damping phase) and the placed obstacles,
-//! clears `counters`, records every dispatch in one command encoder, and submits; the only readback
-//! is the `counters` block (plus the step's timestamps when profiling), once per step, to report
-//! errors the kernels raised with the step they happened in. Positions and velocities come back only
-//! when asked for ([`GpuSim::download`]: output frames, capture, statistics).
+//! once (and again only when a batch is rerun with more room, below). With `contact.model = exact`
+//! the exact path's dispatches ([`crate::contact::exact_gpu`]) come between `rod_forces` and
+//! `integrate_velocity`; its static tables and grid origin come from one detection on the CPU twin.
+//!
+//! **Batches.** [`GpuSim::steps`] submits up to [`MAX_BATCH`] steps at once: each step's `params`
+//! (step index, damping phase, grid frame) and placed obstacles are written into ring buffers and
+//! copied into place by the command encoder, `counters` are reset from a fresh copy before each step
+//! and copied out after it, so the host reads every step's flags with one readback per batch and
+//! reports an error with the step it happened in. The first step of a batch is timed per kernel
+//! (timestamp queries, where the adapter has them).
+//!
+//! **Reruns.** The batch starts by copying the state that carries over between steps ([`SNAPSHOT`])
+//! aside. When a step needed more length-projection iterations than are encoded
+//! ([`LENGTH_BUDGET`]) or a contact output overflowed its capacity, the state is restored, the
+//! dispatches are rebuilt with more room, and the batch runs again: bitwise the result of having had
+//! the room from the start.
 //!
 //! The CPU `Sim` stays inside as the host's view: its obstacle keyframes, time and step count drive
-//! the per-step uniforms, and `download` refreshes its positions and velocities so every writer of
-//! the CPU path (BCC, OBJ, capture) works unchanged on a GPU run.
+//! the per-step uniforms, and [`GpuSim::download`] refreshes its positions and velocities (output
+//! frames, capture, statistics, the end-of-frame pass-through check), so every writer of the CPU path
+//! (BCC, OBJ, capture) works unchanged on a GPU run.
 
 use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
 use crate::contact::grid;
