@@ -15,7 +15,7 @@
 //! reports an error with the step it happened in. The first step of a batch is timed per kernel
 //! (timestamp queries, where the adapter has them).
 //!
-//! **Reruns.** The batch starts by copying the state that carries over between steps ([`SNAPSHOT`])
+//! **Reruns.** The batch starts by copying the state that carries over between steps (`SNAPSHOT`: positions, velocities, rod frames and rest state)
 //! aside. When a step needed more length-projection iterations than are encoded
 //! ([`LENGTH_BUDGET`]) or a contact output overflowed its capacity, the state is restored, the
 //! dispatches are rebuilt with more room, and the batch runs again: bitwise the result of having had
