@@ -15,11 +15,11 @@
 //! reports an error with the step it happened in. The first step of a batch is timed per kernel
 //! (timestamp queries, where the adapter has them).
 //!
-//! **Reruns.** The batch starts by copying the state that carries over between steps (`SNAPSHOT`: positions, velocities, rod frames and rest state)
-//! aside. When a step needed more length-projection iterations than are encoded
-//! ([`LENGTH_BUDGET`]) or a contact output overflowed its capacity, the state is restored, the
-//! dispatches are rebuilt with more room, and the batch runs again: bitwise the result of having had
-//! the room from the start.
+//! **Reruns.** A batch starts by copying aside the state that carries over between steps
+//! (positions, velocities, rod frames and rest state). When a step needed more length-projection
+//! iterations than are encoded ([`LENGTH_BUDGET`]) or a contact output overflowed its capacity, the
+//! state is restored, the dispatches are rebuilt with more room, and the batch runs again: bitwise
+//! the result of having had the room from the start.
 //!
 //! The CPU `Sim` stays inside as the host's view: its obstacle keyframes, time and step count drive
 //! the per-step uniforms, and [`GpuSim::download`] refreshes its positions and velocities (output
