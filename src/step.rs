@@ -60,8 +60,8 @@ pub fn integrate_velocity(
                 v[a] += h * w * f[a];
             }
             if air != 1.0 {
-                for a in 0..3 {
-                    v[a] *= air;
+                for c in &mut v[..3] {
+                    *c *= air;
                 }
             }
         });
