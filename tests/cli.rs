@@ -80,6 +80,15 @@ fn failure(cmd: &mut Command) -> String {
     text(&out.stderr)
 }
 
+/// The records of a `--stats` JSONL file, one JSON object per line.
+fn read_stats(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
+        .collect()
+}
+
 fn check_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -112,11 +121,7 @@ fn run_writes_stats_lines_and_bcc_frames() {
         "{stdout}"
     );
 
-    let stats = std::fs::read_to_string(dir.join("stats.jsonl")).unwrap();
-    let records: Vec<serde_json::Value> = stats
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
-        .collect();
+    let records = read_stats(&dir.join("stats.jsonl"));
     assert_eq!(records.len(), 2);
     for (k, r) in records.iter().enumerate() {
         assert_eq!(r["frame"], k as u64 + 1);
@@ -214,11 +219,7 @@ fn gpu_backend_runs_and_refuses_what_it_lacks() {
         text(&out.stderr)
     );
     assert!(dir.join("frames/frame_0002.bcc").is_file());
-    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recs = read_stats(&dir.join("s.jsonl"));
     assert_eq!(recs.len(), 2);
     for r in &recs {
         assert!(r["dispatches_per_step"].as_f64().unwrap() >= 10.0, "{r}");
@@ -654,11 +655,7 @@ fn acl_stats_report_sets_rebuilds_entries_and_phase_times() {
             .output()
             .unwrap();
         check_ok(&out);
-        std::fs::read_to_string(&file)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("each stats line is one JSON object"))
-            .collect()
+        read_stats(&file)
     };
     let check = |r: &serde_json::Value| {
         let get = |k: &str| -> f64 {
@@ -850,11 +847,7 @@ fn frames_are_whole_steps_and_land_on_their_times() {
         "{err}"
     );
     assert!(err.contains("14 steps per frame"), "{err}");
-    let recs: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("s.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recs = read_stats(&dir.join("s.jsonl"));
     for (k, r) in recs.iter().enumerate() {
         assert_eq!(r["steps"], 14);
         let t = r["sim_time"].as_f64().unwrap();
@@ -909,11 +902,7 @@ fn reported_length_error_is_that_of_the_written_frame() {
         .output()
         .unwrap();
     check_ok(&out);
-    let recs: Vec<serde_json::Value> = std::fs::read_to_string(out_dir.join("s.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recs = read_stats(&out_dir.join("s.jsonl"));
     let (topo, _) = yarnsim::state::Topology::from_curves(
         &yarnsim::bcc::read(&out_dir.join("frame_0000.bcc")).unwrap(),
     )
