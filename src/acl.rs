@@ -83,7 +83,9 @@ use crate::contact::{pair_coeffs, point_pair, Exclusion, SegmentExclusion};
 use crate::math::{M3, V3};
 use crate::polar::{quat_identity, quat_to_matrix};
 use crate::scene::ContactParams;
-use crate::sched::{box_bits, prefetch, Ownership, PairClass, PairRules, SchedParams, Scheduler};
+use crate::sched::{
+    box_bits, prefetch, Ownership, PairClass, PairRules, Release, SchedParams, Scheduler, EMPTY_BOX,
+};
 use crate::sim::{ContactError, ContactForce, ContactStats};
 use crate::spline::QuadratureTable;
 use crate::state::Topology;
@@ -599,6 +601,8 @@ pub struct AclContact {
     compact_scratch: CompactScratch,
     scratch: RebuildScratch,
     dirty: Vec<u32>,
+    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
+    released: Vec<Release>,
     step: u64,
     last: AclStepStats,
 }
@@ -680,6 +684,7 @@ impl AclContact {
             compact_scratch: CompactScratch::default(),
             scratch: RebuildScratch::default(),
             dirty: Vec::new(),
+            released: Vec::new(),
             step: 0,
             last: AclStepStats::default(),
         })
@@ -763,6 +768,7 @@ impl AclContact {
         self.garbage_k = 0;
         self.garbage_w = 0;
         self.index = SetIndex::default();
+        self.released.clear();
         self.step = 0;
     }
 
@@ -845,18 +851,14 @@ impl AclContact {
             match cur {
                 Some(c) if boxes_overlap(&c, &bx) => cur = Some(box_hull(&c, &bx)),
                 Some(c) => {
-                    let k = self.new_set(c);
-                    self.sched
-                        .update_ownership(None, Some(self.sets[k as usize].bx));
+                    self.new_set(c);
                     cur = Some(bx);
                 }
                 None => cur = Some(bx),
             }
         }
         if let Some(c) = cur {
-            let k = self.new_set(c);
-            self.sched
-                .update_ownership(None, Some(self.sets[k as usize].bx));
+            self.new_set(c);
         }
         self.scratch.pairs = pairs;
         n
@@ -930,9 +932,8 @@ impl AclContact {
                 if !self.multi[root] {
                     continue;
                 }
+                // The hull holds the set's box: no pair is released.
                 let hull = self.hulls[root];
-                self.sched
-                    .update_ownership(Some(self.sets[k].bx), Some(hull));
                 if root != k {
                     self.delete_set(k);
                     merged += 1;
@@ -1091,7 +1092,10 @@ impl AclContact {
         let zero = pairs.is_empty();
         if zero && !(eps <= self.params.delete_distance * r) {
             // Closest pair beyond the delete distance (or no member pair at all): back to empty space.
-            self.sched.update_ownership(Some(bx), None);
+            self.released.push(Release {
+                old: bx,
+                new: EMPTY_BOX,
+            });
             self.delete_set(k);
             self.scratch.pairs = pairs;
             self.scratch.members = members;
@@ -1246,7 +1250,10 @@ impl AclContact {
         self.scratch.members = members;
         let box_changed = new_bx != bx || old.flags & SET_DIRTY != 0;
         if new_bx != bx {
-            self.sched.update_ownership(Some(bx), Some(new_bx));
+            self.released.push(Release {
+                old: bx,
+                new: new_bx,
+            });
         }
         let s = &mut self.sets[k];
         s.bx = new_bx;
@@ -1388,9 +1395,10 @@ impl AclContact {
                 b: self.b,
             };
             self.sched
-                .detect(&topo.segments, pos, &self.excl, &view)
+                .detect(&topo.segments, pos, &self.excl, &view, &self.released)
                 .map_err(AclError::from)?;
         }
+        self.released.clear();
         let ss = self.sched.stats();
         let stimes = self.sched.times();
         // 2. Coalescing.

@@ -207,14 +207,11 @@ pub struct SchedEntry {
     /// window of bin `bin` (see the module docs). Negative: process at the next examination.
     pub d: f32,
     pub bin: u32,
-    /// Bit `ka·b + kb` set: quadrature pair `(seg_a·b + ka, seg_b·b + kb)` is owned by a contact set.
-    pub owned: [u32; 4],
     /// Bumped whenever the entry is (re)binned; queued references carry it, stale ones are skipped.
     pub ticket: u32,
     pub flags: u32,
-    pub _pad: [u32; 2],
 }
-const _: () = assert!(std::mem::size_of::<SchedEntry>() == 48);
+const _: () = assert!(std::mem::size_of::<SchedEntry>() == 24);
 
 /// How the same-yarn exclusion rule treats all pairs of two segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,8 +230,9 @@ pub trait PairRules: Sync {
     fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool;
 }
 
-/// Which quadrature pairs of a segment pair contact sets own (implemented by the contact sets).
-pub trait Ownership {
+/// Which quadrature pairs of a segment pair contact sets own (implemented by the contact sets): a
+/// lookup the scheduler makes when it processes an entry, never state it keeps.
+pub trait Ownership: Sync {
     /// Bitmap (bit `ka·b + kb`) of the owned pairs `(seg_a·b + ka, seg_b·b + kb)`, `seg_a < seg_b`.
     fn owned_bits(&self, seg_a: u32, seg_b: u32) -> [u32; 4];
 }
@@ -245,6 +243,20 @@ impl Ownership for NoOwnership {
     fn owned_bits(&self, _: u32, _: u32) -> [u32; 4] {
         [0; 4]
     }
+}
+
+/// The box `[u0, u1, v0, v1]` that holds no pair (a deleted contact set's new box).
+pub const EMPTY_BOX: [u32; 4] = [1, 0, 1, 0];
+
+/// A contact set's box changed from `old` to `new` ([`EMPTY_BOX`] when the set was deleted): the
+/// pairs of `old` outside `new` are back in empty space, and the entries holding them must be
+/// processed at the next step (their bounds ignored those pairs). The contact sets list these as
+/// they change; the scheduler reads the list at its next [`Scheduler::detect`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Release {
+    pub old: [u32; 4],
+    pub new: [u32; 4],
 }
 
 /// Switches that disable one safety rule, only so that tests can show the brute-force safety check
@@ -756,8 +768,6 @@ pub struct Scheduler {
     /// Second buffer and digit counts of the queue's radix sort.
     sort_tmp: Vec<[u32; 2]>,
     sort_counts: Vec<u32>,
-    /// Entries whose pairs were released by a contact set: examined at the next step.
-    due_next: Vec<[u32; 2]>,
     /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
     touching: Vec<[u32; 2]>,
     /// Per task of `schedule_process` (kept between steps for their capacity).
@@ -798,7 +808,6 @@ impl Scheduler {
             work: Vec::new(),
             sort_tmp: Vec::new(),
             sort_counts: vec![0; RADIX],
-            due_next: Vec::new(),
             touching: Vec::new(),
             tasks: Vec::new(),
             stats: SchedStats::default(),
@@ -864,7 +873,6 @@ impl Scheduler {
             b.clear();
         }
         self.work.clear();
-        self.due_next.clear();
         self.step = 0;
     }
 
@@ -875,6 +883,7 @@ impl Scheduler {
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
         owner: &dyn Ownership,
+        released: &[Release],
     ) -> Result<(), SchedError> {
         let need = segments
             .iter()
@@ -926,13 +935,13 @@ impl Scheduler {
         // 3. Drop entries of segments that left cells.
         self.drop_entries();
 
-        // Entries released by contact sets during the last step.
+        // Entries whose pairs contact sets released during the last step.
         self.work.clear();
-        std::mem::swap(&mut self.work, &mut self.due_next);
+        self.release_entries(released);
 
         let t1 = std::time::Instant::now();
         // 4. Newcomers.
-        self.newcomer_schedule(rules, owner);
+        self.newcomer_schedule(rules);
         // Every queue can hold every entry: they grow only when the number of entries reaches a new
         // maximum, never from the steps' fluctuations.
         let cap = self.entries.len();
@@ -947,8 +956,6 @@ impl Scheduler {
             // The sort's buffer swaps with `work`: the same capacity.
             self.sort_tmp.clear();
             self.sort_tmp.reserve(self.work.capacity());
-            self.due_next
-                .reserve(more.saturating_sub(self.due_next.len()));
         }
 
         // 5. Monitoring.
@@ -977,7 +984,7 @@ impl Scheduler {
                 self.bins[l as usize] = list;
             }
         }
-        self.schedule_process(segments, pos, rules);
+        self.schedule_process(segments, pos, rules, owner);
 
         // Snapshots of the bins examined this step, and the position history.
         for l in 1..=self.params.max_bin as usize {
@@ -1133,7 +1140,7 @@ impl Scheduler {
     }
 
     /// Stage `newcomer_schedule`: entries for new (segment, cell) meetings, queued for processing.
-    pub fn newcomer_schedule(&mut self, rules: &dyn PairRules, owner: &dyn Ownership) {
+    pub fn newcomer_schedule(&mut self, rules: &dyn PairRules) {
         for s in 0..self.nseg {
             let cb = self.cells[s];
             let pb = self.prev_cells[s];
@@ -1178,7 +1185,6 @@ impl Scheduler {
                                 seg_b: b as u32,
                                 d: -1.0,
                                 bin: 0,
-                                owned: owner.owned_bits(a as u32, b as u32),
                                 ticket,
                                 flags: ENTRY_LIVE
                                     | if class == PairClass::Mixed {
@@ -1186,7 +1192,6 @@ impl Scheduler {
                                     } else {
                                         0
                                     },
-                                _pad: [0; 2],
                             };
                             self.adj_push(a, e);
                             self.adj_push(b, e);
@@ -1244,6 +1249,7 @@ impl Scheduler {
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
+        owner: &dyn Ownership,
     ) {
         let mut work = std::mem::take(&mut self.work);
         // In entry order: neighbouring entries share segments and cache lines, and the bins refill in
@@ -1276,7 +1282,7 @@ impl Scheduler {
             let run = |(task, items): (&mut ProcessTask, &[[u32; 2]])| {
                 // SAFETY: the queue names each entry at most once and every name is in bounds, so the
                 // runs write disjoint slots and nothing else reads them meanwhile.
-                unsafe { this.examine_run(items, slots, task, segments, pos, rules) }
+                unsafe { this.examine_run(items, slots, task, segments, pos, rules, owner) }
             };
             if ntasks > 1 {
                 tasks[..ntasks]
@@ -1310,6 +1316,7 @@ impl Scheduler {
     /// # Safety
     /// Every entry named by `items` must be a valid index of the entries behind `slots`, and no other
     /// reference may access those entries while this runs.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn examine_run(
         &self,
         items: &[[u32; 2]],
@@ -1318,6 +1325,7 @@ impl Scheduler {
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
+        owner: &dyn Ownership,
     ) {
         let n = self.step;
         let margin = 1e-4 * self.params.radius;
@@ -1349,7 +1357,8 @@ impl Scheduler {
                 d -= wa.rel_norm(&wb);
             }
             if d < margin {
-                d = self.process_entry(&en, segments, pos, rules, &mut task.touching);
+                let owned = owner.owned_bits(en.seg_a, en.seg_b);
+                d = self.process_entry(&en, &owned, segments, pos, rules, &mut task.touching);
                 task.processed += 1;
             }
             // Next bin.
@@ -1370,11 +1379,13 @@ impl Scheduler {
         }
     }
 
-    /// Full processing of entry `en`: distances of all its unowned, non-excluded pairs; touching ones are
-    /// appended to `touching`; returns the smallest gap over the others ([`FAR`] if none).
+    /// Full processing of entry `en`: distances of all its non-excluded pairs not in `owned` (the
+    /// contact sets' bitmap for its segment pair, looked up now); touching ones are appended to
+    /// `touching`; returns the smallest gap over the others ([`FAR`] if none).
     fn process_entry(
         &self,
         en: &SchedEntry,
+        owned: &[u32; 4],
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
@@ -1398,7 +1409,7 @@ impl Scheduler {
         for ka in 0..b {
             let ya = crate::spline::eval(&qa, crate::spline::quad_param(ka, b));
             for kb in 0..b {
-                if bit_set(&en.owned, ka * b + kb) {
+                if bit_set(owned, ka * b + kb) {
                     continue;
                 }
                 if mixed && rules.excluded(en.seg_a, ka, en.seg_b, kb) {
@@ -1419,36 +1430,30 @@ impl Scheduler {
         }
     }
 
-    /// A contact set's box changed from `old` to `new` (either may be absent): update the ownership
-    /// bitmaps of the entries it covers. Entries that lose owned pairs must be re-processed (their bound
-    /// ignored those pairs): they are examined at the next step.
-    pub fn update_ownership(&mut self, old: Option<[u32; 4]>, new: Option<[u32; 4]>) {
+    /// Queues for processing at this step every entry holding a pair that a contact set released
+    /// (in `old`, not in `new`), with its bound cleared: the bound ignored those pairs.
+    fn release_entries(&mut self, released: &[Release]) {
         let b = self.params.quadrature;
-        let span = |bx: Option<[u32; 4]>| bx.map(|x| (x[0] / b, x[1] / b, x[2] / b, x[3] / b));
-        let (so, sn) = (span(old), span(new));
-        let (ua0, ua1, vb0, vb1) = match (so, sn) {
-            (Some(o), Some(n)) => (o.0.min(n.0), o.1.max(n.1), o.2.min(n.2), o.3.max(n.3)),
-            (Some(o), None) => o,
-            (None, Some(n)) => n,
-            (None, None) => return,
-        };
-        for sa in ua0..=ua1 {
-            for sb in vb0.max(sa + 1)..=vb1 {
-                let Some(e) = self.find_entry(sa, sb) else {
-                    continue;
-                };
-                let ob = old.map(|x| box_bits(x, sa, sb, b)).unwrap_or([0; 4]);
-                let nb = new.map(|x| box_bits(x, sa, sb, b)).unwrap_or([0; 4]);
-                let en = &mut self.entries[e as usize];
-                let mut released = false;
-                for w in 0..4 {
-                    released |= ob[w] & !nb[w] != 0;
-                    en.owned[w] = (en.owned[w] & !ob[w]) | nb[w];
-                }
-                if released {
+        for rel in released {
+            let (old, new) = (rel.old, rel.new);
+            if old[0] > old[1] || old[2] > old[3] {
+                continue;
+            }
+            // (Clamped to the segments: the list may come from a checkpoint file.)
+            let last = self.nseg.saturating_sub(1) as u32;
+            for sa in old[0] / b..=(old[1] / b).min(last) {
+                for sb in (old[2] / b).max(sa + 1)..=(old[3] / b).min(last) {
+                    let ob = box_bits(old, sa, sb, b);
+                    let nb = box_bits(new, sa, sb, b);
+                    if (0..4).all(|w| ob[w] & !nb[w] == 0) {
+                        continue;
+                    }
+                    let Some(e) = self.find_entry(sa, sb) else {
+                        continue;
+                    };
+                    let en = &mut self.entries[e as usize];
                     en.d = -1.0;
-                    let t = en.ticket;
-                    self.due_next.push([e, t]);
+                    self.work.push([e, en.ticket]);
                 }
             }
         }
@@ -1459,7 +1464,7 @@ impl Scheduler {
 ///
 /// Saved: the step count, the entries (dead slots too: their tickets tell stale bin references
 /// apart), the free slots in order, the per-segment adjacency lists in order, the bins, the
-/// entries released for the next step, the reference changes of movement, the last cell boxes, the
+/// reference changes of movement, the last cell boxes, the
 /// position history (`prev1`, `prev2`) and the bins' position snapshots (each distinct snapshot
 /// once; most equal `prev1`, `prev2` or one another). Not saved, because every step recomputes it
 /// before reading it: AABBs, movements, the grid (rebuilt on every step on which a segment enters
@@ -1523,7 +1528,6 @@ impl Scheduler {
         out.put("sched.bin_len", &bin_len);
         let bins: Vec<[u32; 2]> = self.bins.iter().flatten().copied().collect();
         out.put("sched.bins", &bins);
-        out.put("sched.due_next", &self.due_next);
     }
 
     /// Restores what [`Self::export_state`] wrote into a scheduler made by [`Scheduler::new`] with
@@ -1651,10 +1655,6 @@ impl Scheduler {
         for &[e, _] in &bin_items {
             check_index("sched.bins", "entry", e as usize, ne)?;
         }
-        let due_next = inp.get::<[u32; 2]>("sched.due_next")?;
-        for &[e, _] in &due_next {
-            check_index("sched.due_next", "entry", e as usize, ne)?;
-        }
         // All checked: install.
         let mut adj = vec![0u32; nseg * adj_cap];
         let mut at = 0;
@@ -1696,7 +1696,6 @@ impl Scheduler {
         self.bins = bins;
         self.work.clear();
         self.sort_tmp.clear();
-        self.due_next = due_next;
         self.touching.clear();
         self.tasks.clear();
         self.stats = SchedStats::default();

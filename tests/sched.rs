@@ -66,9 +66,13 @@ fn run_safety(
     };
     let mut pos = Vec::new();
     let mut totals = [0u64; 3];
+    let mut released = Vec::new();
     for step in 0..=steps {
         kin.positions(step, &mut pos);
-        sched.detect(&topo.segments, &pos, &rules, &owner).unwrap();
+        sched
+            .detect(&topo.segments, &pos, &rules, &owner, &released)
+            .unwrap();
+        released.clear();
         let st = sched.stats();
         totals[0] += st.examined;
         totals[1] += st.processed;
@@ -80,7 +84,6 @@ fn run_safety(
                 owner.owned.insert((i, j)),
                 "pair ({i}, {j}) reported although owned"
             );
-            sched.update_ownership(None, Some([i, i, j, j]));
         }
         let gone: Vec<(u32, u32)> = owner
             .owned
@@ -105,7 +108,10 @@ fn run_safety(
         }
         for (i, j) in gone {
             owner.owned.remove(&(i, j));
-            sched.update_ownership(Some([i, i, j, j]), None);
+            released.push(Release {
+                old: [i, i, j, j],
+                new: EMPTY_BOX,
+            });
         }
     }
     (Ok(()), totals)
@@ -258,7 +264,7 @@ fn box_bits_mark_the_pairs_of_the_box() {
 }
 
 /// Invariants after every step: each non-excluded segment pair whose cell boxes meet has exactly one
-/// entry, every live entry's segments still share a cell, and bitmaps match the owner.
+/// entry, and every live entry's segments still share a cell.
 #[test]
 fn entries_cover_every_pair_sharing_a_cell() {
     let (topo, rest, n_a) = two_patches(3, R);
@@ -270,7 +276,9 @@ fn entries_cover_every_pair_sharing_a_cell() {
     let nseg = topo.segments.len();
     for step in 0..=150 {
         kin.positions(step, &mut pos);
-        sched.detect(&topo.segments, &pos, &rules, &owner).unwrap();
+        sched
+            .detect(&topo.segments, &pos, &rules, &owner, &[])
+            .unwrap();
         let cells = sched.cell_boxes();
         let mut seen = std::collections::HashSet::new();
         for e in sched.entries() {
@@ -280,7 +288,6 @@ fn entries_cover_every_pair_sharing_a_cell() {
             assert!(e.seg_a < e.seg_b);
             assert!(seen.insert((e.seg_a, e.seg_b)), "duplicate entry");
             assert!(cells[e.seg_a as usize].intersects(&cells[e.seg_b as usize]));
-            assert_eq!(e.owned, [0; 4]);
         }
         for a in 0..nseg {
             for b in a + 1..nseg {
@@ -317,7 +324,8 @@ fn bad_parameters_are_errors() {
     let rules = IndexExclusion::new(&topo, 7);
     let mut s = Scheduler::new(params(Default::default(), 0.0006)).unwrap();
     assert_eq!(
-        s.detect(&topo.segments, &pos, &rules, &NoOwnership).err(),
+        s.detect(&topo.segments, &pos, &rules, &NoOwnership, &[])
+            .err(),
         Some(SchedError::NotFinite { point: 5 })
     );
 }

@@ -5,7 +5,8 @@
 //! free slots in order (reused last-in first-out); the stiction springs; the model pools' lengths,
 //! the live sets' ranges of them (in set order) and the garbage counts, so the pools come back with
 //! the same layout (compaction happens at the same steps and moves the same ranges; the garbage
-//! between the ranges, which nothing reads, comes back as zeros); and the scheduler's state
+//! between the ranges, which nothing reads, comes back as zeros); the boxes that released pairs
+//! for the scheduler's next step; and the scheduler's state
 //! ([`crate::sched::Scheduler::export_state`]). Rebuilt instead, by the same code from the same
 //! inputs: the per-topology tables (exclusion rule, segment weights and control points, `nq`) and
 //! the sets' bin index, which every step leaves equal to the index of its final sets. The per-step
@@ -70,6 +71,7 @@ impl AclContact {
         out.put("acl.k", &k);
         out.put("acl.watch", &watch);
         out.put("acl.watch_loc", &watch_loc);
+        out.put("acl.released", &self.released);
         self.sched.export_state(out);
     }
 
@@ -132,6 +134,8 @@ impl AclContact {
         let k = inp.get::<model::SymBlock<f32>>("acl.k")?;
         let watch = inp.get::<super::WatchPair>("acl.watch")?;
         let watch_loc = inp.get_len::<[u16; 8]>("acl.watch_loc", watch.len())?;
+        // Boxes are only compared, and clamped to the scheduler's segments, so any values are safe.
+        let released = inp.get::<crate::sched::Release>("acl.released")?;
         // The live ranges must fit the pools and account for every saved item.
         let live = || sets.iter().filter(|s| s.flags & SET_LIVE != 0);
         let sum = |f: &dyn Fn(&super::ContactSet) -> usize| {
@@ -267,6 +271,7 @@ impl AclContact {
             at_w += nwatch;
         }
         self.index.build(&self.sets, self.nq);
+        self.released = released;
         Ok(())
     }
 }
