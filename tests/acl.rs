@@ -12,7 +12,7 @@ use yarnsim::contact::{ExactContact, Exclusion};
 use yarnsim::math::{M3, V3};
 use yarnsim::polar::{quat_from_rotation_vector, quat_to_matrix};
 use yarnsim::scene::{ContactParams, Obstacle, Scene};
-use yarnsim::sched::{box_bits, SafetyRuleSwitches, ENTRY_LIVE};
+use yarnsim::sched::SafetyRuleSwitches;
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::{Curve, Topology};
 
@@ -908,12 +908,12 @@ fn acl_is_independent_of_thread_count() {
         pool.install(|| {
             let mut acl = AclContact::new(r, &ContactParams::default()).unwrap();
             let mut out = Vec::new();
-            let mut most_examined = 0;
+            let mut most_tracked = 0;
             for step in 0..40 {
                 let mut force = vec![[0.0f32; 4]; pos0.len()];
                 acl.step(&topo, &at(step), &mut force).unwrap();
                 let s = acl.last_stats();
-                most_examined = most_examined.max(s.entries_examined);
+                most_tracked = most_tracked.max(s.entries_tracked);
                 out.push((
                     force,
                     acl.boxes().collect::<Vec<_>>(),
@@ -922,13 +922,13 @@ fn acl_is_independent_of_thread_count() {
                     s.rebuilds,
                 ));
             }
-            (out, most_examined)
+            (out, most_tracked)
         })
     };
     let (one, most) = run(1);
     assert!(
         most > yarnsim::sched::PROCESS_TASK as u64,
-        "the queue never needed more than one run ({most} entries)"
+        "the entry table never needed more than one task ({most} entries)"
     );
     assert!(one.iter().any(|(_, b, ..)| b.len() > 50));
     for threads in [2, 3] {

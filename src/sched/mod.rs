@@ -1,0 +1,763 @@
+//! The space-time contact scheduler (seed §5.2, DESIGN §5): finds the quadrature pairs of *empty space*
+//! (pairs owned by no contact set) that start touching, without visiting most segment pairs each step.
+//!
+//! # Buffers
+//!
+//! Per segment `s` (flat `Pod` arrays, indexed by segment):
+//! - `aabb[s]`: its exact AABB (roots of `y'`) padded by `r`; `cells[s]`, `prev_cells[s]`: the box of
+//!   grid cells it covers now and at the previous step.
+//! - `mv1[s]`: per-axis interval (over the whole segment) of its movement over the last step,
+//!   `Δy(t) = Σ_k B_k(t) Δq_k` with `Δq = q^n − q^{n−1}`; `mv2[s]`: the same for the change of movement
+//!   `Δ²q = q^n − 2q^{n−1} + q^{n−2}`; `mv2_ref[s]`: the reference change of movement (monitoring).
+//! - `win[λ][s]`: the movement since bin λ's snapshot of the positions (lazily, per step).
+//!
+//! Per schedule entry: [`SchedEntry`] — the segment pair, the distance bound, the bin, and a `b×b`
+//! bitmap of the quadrature pairs already owned by contact sets.
+//!
+//! # Stages (future kernels), in step order
+//!
+//! 1. [`aabb_raster_movement`]: AABB and cell box of every segment, and its movement and change of
+//!    movement (`mv1`, `mv2`).
+//! 2. `grid_build` (on steps where some segment entered a cell): (cell, segment) items counting-sorted
+//!    by hash bucket; the grid is centred on the cloth's centre of mass, snapped to whole cells so that
+//!    cell identities persist between steps.
+//! 3. `drop_entries`: a segment that left cells drops the entries whose partner no longer shares a cell
+//!    with it (two segments in disjoint cell sets have disjoint padded boxes: a certificate that they
+//!    cannot touch).
+//! 4. [`Scheduler::newcomer_schedule`]: each (segment, cell) pair new this step meets the other segments
+//!    of the cell; a pair without an entry gets one, due immediately. The entry belongs to the lower
+//!    segment index. Together with 3 this keeps the invariant *every non-excluded segment pair sharing a
+//!    cell has exactly one entry*.
+//! 5. Monitoring: a segment whose change of movement left its reference interval by more than `ω/2`
+//!    sends all its entries to be re-examined now and takes the current value as its new reference.
+//! 6. [`Scheduler::schedule_process`]: the entries due now (new, monitored, released by a contact set)
+//!    and those of every bin λ with `n mod 2^λ = 0` are *examined*: the bound is lowered by the largest
+//!    relative movement of the two segments since it was set. If it is still positive the entry is only
+//!    re-binned; otherwise it is *processed*: the true distances of its unowned quadrature pairs are
+//!    computed, touching ones (`d < 2r`) are reported to the coalescer, and the bound becomes the smallest
+//!    gap `d − 2r` over the remaining unowned pairs (the touching ones are about to be owned).
+//!
+//! # Distance bounds and bins
+//!
+//! Movement intervals make relative movement cheap and tight: if every point of segment `a` moved by a
+//! vector in the per-axis interval `[lo_a, hi_a]` and every point of `b` in `[lo_b, hi_b]`, their relative
+//! movement is in `[lo_a − hi_b, hi_a − lo_b]` per axis, whose largest norm `|Δx_ab|` bounds the change of
+//! every pair distance (common motion — a falling cloth — cancels). The seed finds the extremes of each
+//! axis of `Σ_k B_k(t) Δq_k` over `t ∈ [0, 1]` from the roots of its derivative; we use the closed-form
+//! conservative bound of [`basis_field_bounds`] instead (no roots, at most 2/27 of the handle
+//! differences wider), since these intervals are formed for every segment several times per step.
+//!
+//! After an examination at step `n` with gap bound `d`, last-step relative movement `m = |Δx_ab|` and
+//! relative change of movement bounded by `A = |Δ²x_ab| + ω` per step (guaranteed by monitoring, see
+//! below), the relative movement at step `n + j` is at most `m + jA`, so the gap after `k` steps is at
+//! least `d − k m − k(k+1)/2 · A`. Its smallest non-negative root
+//! `k* = 2d / ((m + A/2) + sqrt((m + A/2)² + 2Ad))` is the earliest possible contact, and the entry goes to
+//! bin `λ = clamp(⌊log₂ k*⌋, 0, λ_max)`, examined every `2^λ` steps: always before `k*`. This is the
+//! seed's quadratic with `t/h = k` (everything in steps; ω in cm/step²). The seed writes the linear term
+//! with `|Δx^λ|`; the derivation needs the last step's movement `m`, which is what we use.
+//!
+//! *Monitoring.* `A` must hold until the next examination. Each segment keeps a reference interval for
+//! its change of movement; the bins use the *reference* intervals of both segments plus `ω`. When a
+//! segment's current interval leaves its reference interval by a vector of norm more than `ω/2`, all of
+//! its entries are re-examined at once and the reference is reset, so between re-examinations each
+//! segment stays within `ω/2` of its reference and a pair within `ω` of the bins' assumption.
+//!
+//! *Window bookkeeping.* Bin λ is examined at the steps `n ≡ 0 (mod 2^λ)` and the positions at its last
+//! examination are kept (`snap_λ`). The bound stored in an entry of bin λ refers to the time of that
+//! snapshot (the window start), so at the next examination `d ← d − |Δx^λ|` with `Δx^λ` the movement
+//! since the snapshot: a measured displacement, not a prediction. An entry assigned to bin λ at a step
+//! that is not a multiple of `2^λ` converts its bound to the window start by subtracting the movement from
+//! the snapshot to now (the triangle inequality works backwards in time too).
+//!
+//! *Rounding margin.* An entry is processed when its bound falls below `1e-4 r`, not 0, so that f32
+//! rounding in the bound cannot hide a pair that is touching by less than that.
+//!
+//! Only the CPU path exists so far; each stage is written element-wise (one segment or one entry per
+//! invocation) with the buffers it will bind as a kernel.
+
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
+mod entries;
+mod grid;
+mod newcomers;
+mod process;
+mod raster;
+mod state;
+
+pub use entries::{bins_due, entries_drop, entries_merge, entries_release, entry_due};
+pub use grid::{grid_build, SchedGrid};
+pub use newcomers::{find_entry, newcomer_schedule};
+pub use process::{schedule_process, ProcessCtx, ProcessTask, WindowSlot, PROCESS_TASK};
+pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
+
+use crate::state::Segment;
+use bytemuck::{Pod, Zeroable};
+
+/// Largest `b` the `b × b` pair bitmap ([u32; 4]) can hold.
+pub const MAX_QUADRATURE: u32 = 11;
+/// A segment may cover at most this many grid cells (guards against an exploded state).
+pub const MAX_CELLS_PER_SEGMENT: i64 = 1 << 12;
+/// Bound of an entry with no unowned pair left (never needs processing for distance reasons).
+pub const FAR: f32 = f32::MAX;
+
+/// Why the scheduler cannot run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SchedError {
+    #[error(
+        "contact.quadrature = {0}: the schedule bitmap holds at most 11 × 11 quadrature pairs"
+    )]
+    Quadrature(u32),
+    #[error("contact.grid_cell = {0} cm must be positive and finite")]
+    Cell(f32),
+    #[error("contact.max_bin = {0}: at most 24 schedule bins are supported")]
+    MaxBin(u32),
+    #[error("contact.omega = {0} cm/step² must be non-negative and finite")]
+    Omega(f32),
+    #[error("yarn radius {0} cm must be positive and finite")]
+    Radius(f32),
+    #[error("control point {point} is not finite")]
+    NotFinite { point: usize },
+    #[error("segment {seg} covers {cells} grid cells (more than {MAX_CELLS_PER_SEGMENT}): the cloth exploded or contact.grid_cell is far too small")]
+    TooManyCells { seg: usize, cells: i64 },
+    #[error("positions hold {got} points but the topology needs {need}")]
+    Size { got: usize, need: usize },
+}
+
+/// Per-axis interval `[lo, hi]` of a vector field over one segment (w unused, 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Interval {
+    pub lo: [f32; 4],
+    pub hi: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<Interval>() == 32);
+
+impl Interval {
+    /// Largest norm of `x − y` for `x` in `self`, `y` in `o`, per axis: the relative movement bound.
+    #[inline]
+    pub fn rel_norm(&self, o: &Interval) -> f32 {
+        let mut s = 0.0f32;
+        for a in 0..3 {
+            let m = (self.hi[a] - o.lo[a])
+                .abs()
+                .max((self.lo[a] - o.hi[a]).abs());
+            s += m * m;
+        }
+        s.sqrt()
+    }
+
+    /// Norm of the vector by which `self` sticks out of `reference` per axis.
+    #[inline]
+    pub fn drift_from(&self, reference: &Interval) -> f32 {
+        let mut s = 0.0f32;
+        for a in 0..3 {
+            let m = (reference.lo[a] - self.lo[a])
+                .max(self.hi[a] - reference.hi[a])
+                .max(0.0);
+            s += m * m;
+        }
+        s.sqrt()
+    }
+}
+
+/// Inclusive box of integer grid cells; `lo[3] = 1` marks a valid box (0: none yet).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CellBox {
+    pub lo: [i32; 4],
+    pub hi: [i32; 4],
+}
+const _: () = assert!(std::mem::size_of::<CellBox>() == 32);
+
+impl CellBox {
+    #[inline]
+    pub fn valid(&self) -> bool {
+        self.lo[3] == 1
+    }
+    #[inline]
+    pub fn contains(&self, c: [i32; 3]) -> bool {
+        self.valid() && (0..3).all(|a| self.lo[a] <= c[a] && c[a] <= self.hi[a])
+    }
+    #[inline]
+    pub fn intersects(&self, o: &CellBox) -> bool {
+        self.valid() && o.valid() && (0..3).all(|a| self.lo[a] <= o.hi[a] && o.lo[a] <= self.hi[a])
+    }
+    /// True when `o` covers every cell of `self`.
+    #[inline]
+    pub fn within(&self, o: &CellBox) -> bool {
+        !self.valid()
+            || (o.valid() && (0..3).all(|a| o.lo[a] <= self.lo[a] && self.hi[a] <= o.hi[a]))
+    }
+}
+
+/// One (cell, segment) occupancy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GridItem {
+    pub cell: [i32; 3],
+    pub seg: u32,
+}
+const _: () = assert!(std::mem::size_of::<GridItem>() == 16);
+
+/// Entry flag: the two segments are on one yarn and only some of their pairs are excluded.
+pub const ENTRY_MIXED: u32 = 1 << 8;
+/// Entry flag: examine at this step whatever the bin (new, or released by a contact set).
+pub const ENTRY_DUE: u32 = 1 << 9;
+/// The bin's bits of [`SchedEntry::bin_flags`].
+pub const ENTRY_BIN: u32 = 0xff;
+
+/// A tracked segment pair (`seg_a < seg_b`). The entries form one table sorted by `(seg_a, seg_b)`,
+/// with no gaps: every step's changes are written by compaction and merging, never into free slots.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SchedEntry {
+    pub seg_a: u32,
+    pub seg_b: u32,
+    /// Lower bound on the gap `distance − 2r` over the unowned quadrature pairs, at the start of the
+    /// window of the entry's bin (see the module docs). Negative: process at the next examination.
+    pub d: f32,
+    /// The bin λ ([`ENTRY_BIN`] bits) and the flags [`ENTRY_MIXED`], [`ENTRY_DUE`].
+    pub bin_flags: u32,
+}
+const _: () = assert!(std::mem::size_of::<SchedEntry>() == 16);
+
+impl SchedEntry {
+    /// The bin λ: examined at the steps `n ≡ 0 (mod 2^λ)`.
+    #[inline]
+    pub fn bin(&self) -> u32 {
+        self.bin_flags & ENTRY_BIN
+    }
+    /// The `(seg_a, seg_b)` sort key.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        ((self.seg_a as u64) << 32) | self.seg_b as u64
+    }
+}
+
+/// How the same-yarn exclusion rule treats all pairs of two segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairClass {
+    /// No pair excluded.
+    Clear,
+    /// Every pair excluded (no entry is made).
+    All,
+    /// Test each pair.
+    Mixed,
+}
+
+/// The exclusion rule, as the scheduler needs it (implemented by the contact module's rule).
+pub trait PairRules: Sync {
+    fn segment_class(&self, seg_a: u32, seg_b: u32) -> PairClass;
+    fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool;
+}
+
+/// Which quadrature pairs of a segment pair contact sets own (implemented by the contact sets): a
+/// lookup the scheduler makes when it processes an entry, never state it keeps.
+pub trait Ownership: Sync {
+    /// Bitmap (bit `ka·b + kb`) of the owned pairs `(seg_a·b + ka, seg_b·b + kb)`, `seg_a < seg_b`.
+    fn owned_bits(&self, seg_a: u32, seg_b: u32) -> [u32; 4];
+}
+
+/// No contact sets at all.
+pub struct NoOwnership;
+impl Ownership for NoOwnership {
+    fn owned_bits(&self, _: u32, _: u32) -> [u32; 4] {
+        [0; 4]
+    }
+}
+
+/// The box `[u0, u1, v0, v1]` that holds no pair (a deleted contact set's new box).
+pub const EMPTY_BOX: [u32; 4] = [1, 0, 1, 0];
+
+/// A contact set's box changed from `old` to `new` ([`EMPTY_BOX`] when the set was deleted): the
+/// pairs of `old` outside `new` are back in empty space, and the entries holding them must be
+/// processed at the next step (their bounds ignored those pairs). The contact sets list these as
+/// they change; the scheduler reads the list at its next [`Scheduler::detect`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Release {
+    pub old: [u32; 4],
+    pub new: [u32; 4],
+}
+
+/// Switches that disable one safety rule, only so that tests can show the brute-force safety check
+/// fails without it. Never set in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SafetyRuleSwitches {
+    /// Do not lower bounds by the measured movement at examinations.
+    pub no_movement_update: bool,
+    /// Do not re-examine a segment's entries when its change of movement drifts.
+    pub no_monitoring: bool,
+    /// Do not convert a bound to the window start when binning off-phase.
+    pub no_window_correction: bool,
+}
+
+/// Scheduler parameters (from `ContactParams` and the yarn radius).
+#[derive(Clone, Copy, Debug)]
+pub struct SchedParams {
+    /// `b`, quadrature points per segment.
+    pub quadrature: u32,
+    /// Yarn radius `r` (cm).
+    pub radius: f32,
+    /// Grid cell width γ (cm).
+    pub cell: f32,
+    /// λ_max.
+    pub max_bin: u32,
+    /// ω, cm/step².
+    pub omega: f32,
+    /// Test-only switches (all off in a run).
+    pub disable: SafetyRuleSwitches,
+}
+
+impl SchedParams {
+    pub fn validate(&self) -> Result<(), SchedError> {
+        if self.quadrature == 0 || self.quadrature > MAX_QUADRATURE {
+            return Err(SchedError::Quadrature(self.quadrature));
+        }
+        if !(self.cell > 0.0 && self.cell.is_finite()) {
+            return Err(SchedError::Cell(self.cell));
+        }
+        if self.max_bin > 24 {
+            return Err(SchedError::MaxBin(self.max_bin));
+        }
+        if !(self.omega >= 0.0 && self.omega.is_finite()) {
+            return Err(SchedError::Omega(self.omega));
+        }
+        if !(self.radius > 0.0 && self.radius.is_finite()) {
+            return Err(SchedError::Radius(self.radius));
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedStats {
+    /// Schedule entries after the step.
+    pub tracked: u64,
+    /// Entries examined (bound updated) this step.
+    pub examined: u64,
+    /// Entries fully processed (pair distances computed) this step.
+    pub processed: u64,
+    /// Entries created this step.
+    pub created: u64,
+    /// Entries dropped this step (segments no longer sharing a cell).
+    pub dropped: u64,
+    /// Segments whose change of movement triggered a re-examination.
+    pub monitored: u64,
+    /// (segment, cell) newcomers.
+    pub newcomers: u64,
+}
+
+/// Wall-clock time of the scheduler's phases in the last step (milliseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SchedTimes {
+    /// `aabb_raster_movement`, `grid_build`, `drop_entries`.
+    pub raster_ms: f64,
+    /// `newcomer_schedule` and monitoring.
+    pub newcomers_ms: f64,
+    /// `schedule_process` (examination, processing, binning).
+    pub schedule_ms: f64,
+}
+
+/// Smallest non-negative root `k*` of `−d + m k + (k² + k)/2 · A` (steps), `+∞` if none.
+#[inline]
+pub fn earliest_contact_steps(d: f32, m: f32, acc: f32) -> f32 {
+    if !(d > 0.0) {
+        return 0.0;
+    }
+    if d >= FAR {
+        return f32::INFINITY;
+    }
+    let p = m + 0.5 * acc;
+    let den = p + (p * p + 2.0 * acc * d).sqrt();
+    if den > 0.0 {
+        2.0 * d / den
+    } else {
+        f32::INFINITY
+    }
+}
+
+/// The bin for an earliest possible contact `k*` steps away: `clamp(⌊log₂ k*⌋, 0, λ_max)`.
+#[inline]
+pub fn bin_for(k: f32, max_bin: u32) -> u32 {
+    if !(k >= 2.0) {
+        return 0;
+    }
+    if !k.is_finite() {
+        return max_bin;
+    }
+    // ⌊log₂ k⌋ is the binary exponent of k (a normal float, k ≥ 2): exact, no libm call.
+    let l = ((k.to_bits() >> 23) & 0xff) - 127;
+    l.min(max_bin)
+}
+
+/// Bitmap of the pairs `(seg_a·b + ka, seg_b·b + kb)` that lie in the box `[u0, u1] × [v0, v1]`
+/// (quadrature indices, inclusive) with `i < j`.
+pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
+    let mut bits = [0u32; 4];
+    let (a0, b0) = (seg_a * b, seg_b * b);
+    let ka0 = bx[0].max(a0);
+    let ka1 = bx[1].min(a0 + b - 1);
+    let kb0 = bx[2].max(b0);
+    let kb1 = bx[3].min(b0 + b - 1);
+    if ka0 > ka1 || kb0 > kb1 {
+        return bits;
+    }
+    for i in ka0..=ka1 {
+        for j in kb0..=kb1 {
+            if i < j {
+                let bit = (i - a0) * b + (j - b0);
+                bits[(bit / 32) as usize] |= 1 << (bit % 32);
+            }
+        }
+    }
+    bits
+}
+
+/// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The scheduler's state: everything persists from step to step.
+#[derive(Debug)]
+pub struct Scheduler {
+    params: SchedParams,
+    /// Steps done (the next step is number `step`).
+    step: u64,
+    nseg: usize,
+    npts: usize,
+    // Per segment.
+    aabb: Vec<Interval>,
+    cells: Vec<CellBox>,
+    prev_cells: Vec<CellBox>,
+    mv1: Vec<Interval>,
+    mv2: Vec<Interval>,
+    mv2_ref: Vec<Interval>,
+    /// 1 where the segment left a cell this step (its entries may have to go).
+    left: Vec<u8>,
+    /// 1 where the segment's change of movement drifted this step (its entries are examined now).
+    mon: Vec<u8>,
+    /// `win[(λ−1)·nseg + s]`, valid when its stamp equals the step (λ ≥ 1; λ = 0 is `mv1`).
+    win: Vec<WindowSlot>,
+    // Positions history.
+    prev1: Vec<[f32; 4]>,
+    prev2: Vec<[f32; 4]>,
+    /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination step.
+    snaps: Vec<[f32; 4]>,
+    grid: SchedGrid,
+    /// The entry table, sorted by `(seg_a, seg_b)`.
+    entries: Vec<SchedEntry>,
+    /// Scratch of `newcomer_schedule`: candidate keys and new entries.
+    cand: Vec<u64>,
+    fresh: Vec<SchedEntry>,
+    /// Output: unowned quadrature pairs `[i, j]`, `i < j`, found touching this step.
+    touching: Vec<[u32; 2]>,
+    /// Per task of `schedule_process` (kept between steps for their capacity).
+    tasks: Vec<ProcessTask>,
+    stats: SchedStats,
+    times: SchedTimes,
+}
+
+impl Scheduler {
+    pub fn new(params: SchedParams) -> Result<Self, SchedError> {
+        params.validate()?;
+        Ok(Scheduler {
+            params,
+            step: 0,
+            nseg: 0,
+            npts: 0,
+            aabb: Vec::new(),
+            cells: Vec::new(),
+            prev_cells: Vec::new(),
+            mv1: Vec::new(),
+            mv2: Vec::new(),
+            mv2_ref: Vec::new(),
+            left: Vec::new(),
+            mon: Vec::new(),
+            win: Vec::new(),
+            prev1: Vec::new(),
+            prev2: Vec::new(),
+            snaps: Vec::new(),
+            grid: SchedGrid::default(),
+            entries: Vec::new(),
+            cand: Vec::new(),
+            fresh: Vec::new(),
+            touching: Vec::new(),
+            tasks: Vec::new(),
+            stats: SchedStats::default(),
+            times: SchedTimes::default(),
+        })
+    }
+
+    pub fn params(&self) -> &SchedParams {
+        &self.params
+    }
+
+    /// Steps scheduled so far.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    pub fn stats(&self) -> SchedStats {
+        self.stats
+    }
+
+    pub fn times(&self) -> SchedTimes {
+        self.times
+    }
+
+    /// The unowned touching quadrature pairs found by the last [`Self::detect`].
+    pub fn touching(&self) -> &[[u32; 2]] {
+        &self.touching
+    }
+
+    /// The entry table, sorted by `(seg_a, seg_b)`.
+    pub fn entries(&self) -> &[SchedEntry] {
+        &self.entries
+    }
+
+    /// The cell box of each segment at the last step.
+    pub fn cell_boxes(&self) -> &[CellBox] {
+        &self.cells
+    }
+
+    /// Per-segment and per-bin buffers for `nseg` segments and `npts` points, all state forgotten.
+    fn resize(&mut self, nseg: usize, npts: usize, pos: &[[f32; 4]]) {
+        let nb = self.params.max_bin as usize;
+        self.nseg = nseg;
+        self.npts = npts;
+        self.aabb = vec![Interval::default(); nseg];
+        self.cells = vec![CellBox::default(); nseg];
+        self.prev_cells = vec![CellBox::default(); nseg];
+        self.mv1 = vec![Interval::default(); nseg];
+        self.mv2 = vec![Interval::default(); nseg];
+        self.mv2_ref = vec![Interval::default(); nseg];
+        self.left = vec![0; nseg];
+        self.mon = vec![0; nseg];
+        self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
+        self.prev1 = pos.to_vec();
+        self.prev2 = pos.to_vec();
+        self.snaps = Vec::with_capacity(npts * nb);
+        for _ in 0..nb {
+            self.snaps.extend_from_slice(pos);
+        }
+        self.grid.clear();
+        self.entries.clear();
+        self.step = 0;
+    }
+
+    /// One step of the scheduler with positions `pos`, the contact sets' ownership `owner` and the
+    /// boxes they released during the last step: fills [`Self::touching`].
+    pub fn detect(
+        &mut self,
+        segments: &[Segment],
+        pos: &[[f32; 4]],
+        rules: &dyn PairRules,
+        owner: &dyn Ownership,
+        released: &[Release],
+    ) -> Result<(), SchedError> {
+        let need = segments
+            .iter()
+            .flat_map(|s| s.cp.iter())
+            .map(|&i| i as usize + 1)
+            .max()
+            .unwrap_or(0);
+        if pos.len() < need {
+            return Err(SchedError::Size {
+                got: pos.len(),
+                need,
+            });
+        }
+        if segments.len() != self.nseg || pos.len() != self.npts || self.step == 0 {
+            self.resize(segments.len(), pos.len(), pos);
+        }
+        self.stats = SchedStats::default();
+        self.touching.clear();
+        let n = self.step;
+
+        // Raster and movement.
+        let t0 = std::time::Instant::now();
+        std::mem::swap(&mut self.cells, &mut self.prev_cells);
+        let anchor = self.anchor(pos);
+        aabb_raster_movement(
+            segments,
+            pos,
+            &self.prev1,
+            &self.prev2,
+            self.params.radius,
+            self.params.cell,
+            anchor,
+            &mut self.aabb,
+            &mut self.cells,
+            &mut self.mv1,
+            &mut self.mv2,
+        )?;
+        if n == 0 {
+            self.mv2_ref.copy_from_slice(&self.mv2);
+        }
+        let mut any_left = false;
+        let mut any_entered = false;
+        for s in 0..self.nseg {
+            let left = !self.prev_cells[s].within(&self.cells[s]);
+            self.left[s] = left as u8;
+            any_left |= left;
+            any_entered |= !self.cells[s].within(&self.prev_cells[s]);
+        }
+
+        // The grid: only `newcomer_schedule` reads it, and only for segments that entered cells, so
+        // it is rebuilt only on steps that have such a segment (it is a function of the current cell
+        // boxes alone; at rest most steps have none).
+        if any_entered {
+            grid_build(&self.cells, &mut self.grid);
+        }
+        // The table: pairs that stopped sharing a cell leave, new meetings come in.
+        if any_left {
+            self.stats.dropped = entries_drop(&self.cells, &self.left, &mut self.entries);
+        }
+        let t1 = std::time::Instant::now();
+        if any_entered {
+            self.stats.newcomers = newcomer_schedule(
+                &self.cells,
+                &self.prev_cells,
+                &self.grid,
+                &self.entries,
+                rules,
+                &mut self.cand,
+                &mut self.fresh,
+            );
+            self.stats.created = self.fresh.len() as u64;
+            // Room for a quarter more than ever, so that the steps' fluctuations do not allocate.
+            let need = self.entries.len() + self.fresh.len();
+            if self.entries.capacity() < need {
+                self.entries.reserve(need + need / 4 - self.entries.len());
+            }
+            entries_merge(&mut self.entries, &self.fresh);
+        }
+        entries_release(
+            released,
+            self.params.quadrature,
+            self.nseg,
+            &mut self.entries,
+        );
+
+        // Monitoring: a segment whose change of movement drifted by more than ω/2 from its reference
+        // has all its entries examined now and takes the current value as its new reference.
+        let mut any_mon = false;
+        if !self.params.disable.no_monitoring {
+            let half_omega = 0.5 * self.params.omega;
+            for s in 0..self.nseg {
+                let drift = self.mv2[s].drift_from(&self.mv2_ref[s]) > half_omega;
+                self.mon[s] = drift as u8;
+                if drift {
+                    self.mv2_ref[s] = self.mv2[s];
+                    self.stats.monitored += 1;
+                    any_mon = true;
+                }
+            }
+        }
+
+        // Examination, processing and binning of the due entries.
+        let t2 = std::time::Instant::now();
+        let ctx = ProcessCtx {
+            step: n,
+            tz: bins_due(n),
+            segments,
+            pos,
+            mv1: &self.mv1,
+            mv2_ref: &self.mv2_ref,
+            snaps: &self.snaps,
+            win: &self.win,
+            mon: &self.mon,
+            any_mon,
+            quadrature: self.params.quadrature,
+            radius: self.params.radius,
+            omega: self.params.omega,
+            max_bin: self.params.max_bin,
+            disable: self.params.disable,
+            rules,
+            owner,
+        };
+        let ntasks = schedule_process(&ctx, &mut self.entries, &mut self.tasks);
+        for task in &self.tasks[..ntasks] {
+            self.touching.extend_from_slice(&task.touching);
+            self.stats.examined += task.examined;
+            self.stats.processed += task.processed;
+        }
+
+        // Snapshots of the bins examined this step, and the position history.
+        for l in 1..=self.params.max_bin as usize {
+            if n.is_multiple_of(1u64 << l) {
+                let off = (l - 1) * self.npts;
+                self.snaps[off..off + self.npts].copy_from_slice(pos);
+            }
+        }
+        std::mem::swap(&mut self.prev2, &mut self.prev1);
+        self.prev1.copy_from_slice(pos);
+        self.stats.tracked = self.entries.len() as u64;
+        self.step += 1;
+        let t3 = std::time::Instant::now();
+        self.times = SchedTimes {
+            raster_ms: (t1 - t0).as_secs_f64() * 1e3,
+            newcomers_ms: (t2 - t1).as_secs_f64() * 1e3,
+            schedule_ms: (t3 - t2).as_secs_f64() * 1e3,
+        };
+        Ok(())
+    }
+
+    /// Integer cell nearest to the centre of mass of the control points (equal masses).
+    fn anchor(&self, pos: &[[f32; 4]]) -> [i32; 3] {
+        let mut c = [0.0f64; 3];
+        for p in pos {
+            for a in 0..3 {
+                c[a] += p[a] as f64;
+            }
+        }
+        let n = pos.len().max(1) as f64;
+        let g = self.params.cell as f64;
+        c.map(|x| {
+            let v = (x / n / g).round();
+            v.clamp(-1e8, 1e8) as i32
+        })
+    }
+
+    /// The entry of segments `a < b`, if any.
+    pub fn find_entry(&self, a: u32, b: u32) -> Option<usize> {
+        find_entry(&self.entries, a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_for_is_the_floor_of_log2() {
+        for l in 1..30u32 {
+            let p = (1u64 << l) as f32;
+            for k in [
+                p,
+                p * (1.0 + f32::EPSILON),
+                p * (1.0 - f32::EPSILON / 2.0),
+                p * 1.5,
+            ] {
+                let expect = (k as f64).log2().floor() as u32;
+                assert_eq!(bin_for(k, 40), expect, "{k}");
+                assert_eq!(bin_for(k, 5), expect.min(5), "{k}");
+            }
+        }
+        assert_eq!(bin_for(1.99, 8), 0);
+        assert_eq!(bin_for(f32::INFINITY, 8), 8);
+        assert_eq!(bin_for(f32::NAN, 8), 0);
+    }
+}

@@ -1,0 +1,309 @@
+//! Stage `aabb_raster_movement` of the scheduler (DESIGN §5.1), one task per segment: from the control
+//! points `pos` and the two previous steps' `prev1`, `prev2`, each segment's exact AABB padded by `r`
+//! (`aabbs`), the box of grid cells it covers (`cells`), and per-axis intervals of its movement over the
+//! last step (`mv1`, field `Σ_k B_k(t)(q − q⁻¹)_k`) and of its change of movement (`mv2`, field
+//! `Σ_k B_k(t)(q − 2q⁻¹ + q⁻²)_k`) over `t ∈ [0, 1]`. Also the movement since a bin's position snapshot
+//! ([`movement_of`]), which the examination reads.
+
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
+use super::{CellBox, Interval, SchedError, MAX_CELLS_PER_SEGMENT};
+use crate::math::V3;
+use crate::spline::segment_aabb;
+use crate::state::Segment;
+use rayon::prelude::*;
+
+/// One segment of `aabb_raster_movement`: its exact AABB padded by `radius` and the box of grid cells
+/// (width `cell`, integer cell `anchor` at world position `anchor·cell`) that cover it.
+///
+/// Cell coordinates are absolute integers (`⌊x/γ⌋`, computed relative to the anchor for precision), so
+/// a cell keeps its identity when the anchor moves.
+#[inline]
+fn raster_segment(
+    s: usize,
+    seg: &Segment,
+    pos: &[[f32; 4]],
+    radius: f32,
+    cell: f32,
+    anchor: [i32; 3],
+) -> Result<(Interval, CellBox), SchedError> {
+    let inv = 1.0 / cell;
+    let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
+    // (min/max would silently skip a NaN, so test the points themselves.)
+    for k in 0..4 {
+        if !q[k].is_finite() {
+            return Err(SchedError::NotFinite {
+                point: seg.cp[k] as usize,
+            });
+        }
+    }
+    let (lo, hi) = segment_aabb(&q);
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(SchedError::NotFinite {
+            point: seg.cp[1] as usize,
+        });
+    }
+    // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
+    let pad = radius * (1.0 + 1e-4);
+    let lo = lo - V3::splat(pad);
+    let hi = hi + V3::splat(pad);
+    let aabb = Interval {
+        lo: lo.to4(0.0),
+        hi: hi.to4(0.0),
+    };
+    let mut cb = CellBox {
+        lo: [0, 0, 0, 1],
+        hi: [0, 0, 0, 0],
+    };
+    let mut count = 1i64;
+    for a in 0..3 {
+        // Relative to the anchor cell for precision, then back to absolute cell indices.
+        let origin = anchor[a] as f32 * cell;
+        let c0 = floor_i64((lo.get(a) - origin) * inv) + anchor[a] as i64;
+        let c1 = floor_i64((hi.get(a) - origin) * inv) + anchor[a] as i64;
+        count = count.saturating_mul(c1 - c0 + 1);
+        if count > MAX_CELLS_PER_SEGMENT || c0 < i32::MIN as i64 / 2 || c1 > i32::MAX as i64 / 2 {
+            return Err(SchedError::TooManyCells {
+                seg: s,
+                cells: count,
+            });
+        }
+        cb.lo[a] = c0 as i32;
+        cb.hi[a] = c1 as i32;
+    }
+    Ok((aabb, cb))
+}
+
+/// Stage `aabb_raster_movement`, one task per segment gathering its control points once: the padded
+/// AABB and cell box of every segment into `aabbs`/`cells`, its movement over the last step
+/// (`pos − prev1`) into `mv1` and its change of movement (`pos − 2 prev1 + prev2`) into `mv2`, each a
+/// per-axis interval over `t ∈ [0, 1]`. On a non-finite point it reports the first failing segment.
+#[allow(clippy::too_many_arguments)]
+pub fn aabb_raster_movement(
+    segments: &[Segment],
+    pos: &[[f32; 4]],
+    prev1: &[[f32; 4]],
+    prev2: &[[f32; 4]],
+    radius: f32,
+    cell: f32,
+    anchor: [i32; 3],
+    aabbs: &mut [Interval],
+    cells: &mut [CellBox],
+    mv1: &mut [Interval],
+    mv2: &mut [Interval],
+) -> Result<(), SchedError> {
+    let ok = aabbs
+        .par_iter_mut()
+        .zip(cells.par_iter_mut())
+        .zip(mv1.par_iter_mut().zip(mv2.par_iter_mut()))
+        .zip(segments.par_iter())
+        .enumerate()
+        .map(|(s, (((a, c), (m1, m2)), seg))| {
+            (*m1, *m2) = movements_of(seg, pos, prev1, prev2);
+            match raster_segment(s, seg, pos, radius, cell, anchor) {
+                Ok((ab, cb)) => {
+                    *a = ab;
+                    *c = cb;
+                    true
+                }
+                Err(_) => false,
+            }
+        })
+        .all(|x| x);
+    if ok {
+        return Ok(());
+    }
+    for (s, seg) in segments.iter().enumerate() {
+        raster_segment(s, seg, pos, radius, cell, anchor)?;
+    }
+    Ok(())
+}
+
+/// `x.floor() as i64` for every `x` (saturating; NaN gives 0) without a libm call (the x86-64
+/// baseline has no rounding instruction, and `floorf` was ~1% of an ACL step): truncate, then step
+/// down where truncation rounded up.
+#[inline]
+pub fn floor_i64(x: f32) -> i64 {
+    let t = x as i64;
+    if (t as f32) > x {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
+}
+
+/// The per-axis interval containing the field `Σ_k B_k(t) d_k` over `t ∈ [0, 1]` ([`basis_field_bounds`]),
+/// widened by a few ulps of the coordinates so that rounding in the differences cannot make it too
+/// small. `d` is `a − b` (movement) or `a − 2b + c` (change of movement); `mag2` is the largest squared
+/// norm of the coordinates the differences were formed from.
+#[inline]
+fn movement_interval(d: &[V3<f32>; 4], mag2: f32) -> Interval {
+    // Each difference carries a rounding error of at most a few ulps of the coordinates. (The largest
+    // norm is the root of the largest squared norm: the rounded square root is monotone.)
+    let pad = 4.0 * f32::EPSILON * mag2.sqrt();
+    let mut out = Interval::default();
+    for axis in 0..3 {
+        let (lo, hi) = basis_field_bounds([
+            d[0].get(axis),
+            d[1].get(axis),
+            d[2].get(axis),
+            d[3].get(axis),
+        ]);
+        out.lo[axis] = lo - pad;
+        out.hi[axis] = hi + pad;
+    }
+    out
+}
+
+#[inline]
+pub(super) fn movement_of(
+    seg: &Segment,
+    a: &[[f32; 4]],
+    b: &[[f32; 4]],
+    c: Option<&[[f32; 4]]>,
+) -> Interval {
+    let mut d = [V3::<f32>::zero(); 4];
+    let mut mag2 = 0.0f32;
+    for k in 0..4 {
+        let i = seg.cp[k] as usize;
+        let pa = V3::<f32>::from4(a[i]);
+        let pb = V3::<f32>::from4(b[i]);
+        d[k] = match c {
+            Some(c) => {
+                let pc = V3::<f32>::from4(c[i]);
+                mag2 = mag2.max(pa.norm2()).max(pb.norm2()).max(pc.norm2());
+                pa - pb * 2.0 + pc
+            }
+            None => {
+                mag2 = mag2.max(pa.norm2()).max(pb.norm2());
+                pa - pb
+            }
+        };
+    }
+    movement_interval(&d, mag2)
+}
+
+/// `movement_of(seg, a, b, None)` and `movement_of(seg, a, b, Some(c))` from one gather.
+#[inline]
+fn movements_of(
+    seg: &Segment,
+    a: &[[f32; 4]],
+    b: &[[f32; 4]],
+    c: &[[f32; 4]],
+) -> (Interval, Interval) {
+    let mut d1 = [V3::<f32>::zero(); 4];
+    let mut d2 = [V3::<f32>::zero(); 4];
+    let (mut mag1, mut mag2) = (0.0f32, 0.0f32);
+    for k in 0..4 {
+        let i = seg.cp[k] as usize;
+        let pa = V3::<f32>::from4(a[i]);
+        let pb = V3::<f32>::from4(b[i]);
+        let pc = V3::<f32>::from4(c[i]);
+        let (na, nb) = (pa.norm2(), pb.norm2());
+        mag1 = mag1.max(na).max(nb);
+        mag2 = mag2.max(na).max(nb).max(pc.norm2());
+        d1[k] = pa - pb;
+        d2[k] = pa - pb * 2.0 + pc;
+    }
+    (movement_interval(&d1, mag1), movement_interval(&d2, mag2))
+}
+
+/// `max_t |B_0(t)| = max_t |B_3(t)| = 2/27` (at `t = 1/3`, `2/3`).
+const HANDLE_BASIS_MAX: f32 = 2.0 / 27.0;
+
+/// Conservative bounds of `Σ_k B_k(t) d_k` over `t ∈ [0, 1]` (one axis), without root finding.
+///
+/// With `m = max(d_1, d_2)` and `Σ_k B_k = 1`: `y − m = B_1(d_1 − m) + B_2(d_2 − m) + B_0(d_0 − m) +
+/// B_3(d_3 − m)`; the first two terms are `≤ 0` (`B_1, B_2 ≥ 0`) and `B_0, B_3 ∈ [−2/27, 0]`, so
+/// `y ≤ m + 2/27 (max(0, m − d_0) + max(0, m − d_3))`, and symmetrically for the minimum. At most
+/// `2/27` of the handle differences looser than the exact extremes (the roots of the derivative, as
+/// `segment_aabb` finds them), and a fraction of the cost: the scheduler evaluates it for every
+/// segment twice per step and for the windows of the bins.
+#[inline]
+pub fn basis_field_bounds(d: [f32; 4]) -> (f32, f32) {
+    let m = d[1].max(d[2]);
+    let hi = m + HANDLE_BASIS_MAX * ((m - d[0]).max(0.0) + (m - d[3]).max(0.0));
+    let n = d[1].min(d[2]);
+    let lo = n - HANDLE_BASIS_MAX * ((d[0] - n).max(0.0) + (d[3] - n).max(0.0));
+    (lo, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_i64_matches_floor_cast() {
+        let mut xs = vec![
+            0.0f32,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            2.7,
+            -2.7,
+            8388607.5,
+            -8388607.5,
+            1e10,
+            -1e10,
+            1e30,
+            -1e30,
+            9.223372e18,
+            -9.223372e18,
+            f32::MAX,
+            f32::MIN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+        ];
+        for k in -3000..3000 {
+            xs.push(k as f32 * 0.37 + 1e-3);
+            xs.push(k as f32 / 64.0);
+        }
+        for x in xs {
+            assert_eq!(floor_i64(x), x.floor() as i64, "{x}");
+        }
+    }
+
+    #[test]
+    fn fused_movements_equal_the_single_ones_and_the_norm_maximum() {
+        // A small deterministic pseudo-random cloud (xorshift), coordinates over several magnitudes.
+        let mut x = 0x9E37_79B9u32;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32 - 0.5) * 10f32.powi((x % 7) as i32 - 3)
+        };
+        let pts = |rnd: &mut dyn FnMut() -> f32| -> Vec<[f32; 4]> {
+            (0..16).map(|_| [rnd(), rnd(), rnd(), 0.0]).collect()
+        };
+        let (a, b, c) = (pts(&mut rnd), pts(&mut rnd), pts(&mut rnd));
+        for s in 0..13u32 {
+            let seg = Segment {
+                cp: [s, s + 1, s + 2, s + 3],
+                ..Default::default()
+            };
+            let (m1, m2) = movements_of(&seg, &a, &b, &c);
+            assert_eq!(m1, movement_of(&seg, &a, &b, None));
+            assert_eq!(m2, movement_of(&seg, &a, &b, Some(&c)));
+            // The pad is 4 ε times the largest coordinate norm, as a maximum of norms.
+            let mag = seg.cp.iter().fold(0.0f32, |m, &i| {
+                let n = |p: [f32; 4]| V3::<f32>::from4(p).norm();
+                m.max(n(a[i as usize])).max(n(b[i as usize]))
+            });
+            let d: Vec<V3<f32>> = seg
+                .cp
+                .iter()
+                .map(|&i| V3::from4(a[i as usize]) - V3::from4(b[i as usize]))
+                .collect();
+            let (lo, _) = basis_field_bounds([d[0].x, d[1].x, d[2].x, d[3].x]);
+            assert_eq!(m1.lo[0], lo - 4.0 * f32::EPSILON * mag);
+        }
+    }
+}
