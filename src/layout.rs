@@ -320,6 +320,87 @@ pub struct SegmentBox {
 }
 const _: () = assert!(size_of::<SegmentBox>() == 64);
 
+/// Per-axis interval `[lo, hi]` of a vector field over one spline segment (w unused, 0): the
+/// scheduler's movement bounds (`mv1`, `mv2`, windows) and padded AABBs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Interval {
+    pub lo: [f32; 4],
+    pub hi: [f32; 4],
+}
+const _: () = assert!(size_of::<Interval>() == 32);
+
+/// Inclusive box of integer grid cells of the scheduler; `lo[3] = 1` marks a valid box (0: none
+/// yet), `hi[3]` is 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CellBox {
+    pub lo: [i32; 4],
+    pub hi: [i32; 4],
+}
+const _: () = assert!(size_of::<CellBox>() == 32);
+
+/// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SchedUniform {
+    pub num_segments: u32,
+    pub num_points: u32,
+    pub num_entries: u32,
+    /// `b`, quadrature points per segment.
+    pub quadrature: u32,
+    /// Yarn radius `r` (cm).
+    pub radius: f32,
+    /// Grid cell width γ (cm) and its reciprocal, computed once on the host so both paths multiply
+    /// by the same number.
+    pub cell: f32,
+    pub inv_cell: f32,
+    /// ω (cm/step²).
+    pub omega: f32,
+    /// The integer cell at which cell coordinates are measured (xyz; w unused): cells are absolute
+    /// (`⌊x/γ⌋`), computed relative to it for precision.
+    pub anchor: [i32; 4],
+    /// The step number's low 32 bits (bins examined at this step: `n mod 2^λ = 0`, λ ≤ 24).
+    pub step: u32,
+    /// The largest bin examined at this step (`u32::MAX` at step 0).
+    pub bins_due: u32,
+    /// λ_max.
+    pub max_bin: u32,
+    /// `SCHED_NO_*` bits: safety rules switched off (tests only; 0 in a run).
+    pub switches: u32,
+    /// 1 when some segment is monitored this step.
+    pub any_mon: u32,
+    pub _pad: [u32; 3],
+}
+const _: () = assert!(size_of::<SchedUniform>() == 80);
+
+/// `SchedUniform::switches`: no movement update at examinations.
+pub const SCHED_NO_MOVEMENT_UPDATE: u32 = 1;
+/// `SchedUniform::switches`: no window correction when binning off-phase.
+pub const SCHED_NO_WINDOW_CORRECTION: u32 = 2;
+
+/// The scheduler's counters block (`sched_counters`, atomics in WGSL): error bits and the first bad
+/// point and segment, and the counts of one step.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SchedCounters {
+    /// `ERROR_NAN_POSITION` (with `first_bad_point`) and `ERROR_GRID_RANGE` (a segment over more
+    /// than `sched::MAX_CELLS_PER_SEGMENT` cells or beyond the cell range, with
+    /// `first_bad_segment`).
+    pub errors: u32,
+    /// Lowest non-finite control point (`u32::MAX`: none).
+    pub first_bad_point: u32,
+    /// Lowest segment over too many cells (`u32::MAX`: none).
+    pub first_bad_segment: u32,
+    /// Entries examined and processed this step.
+    pub examined: u32,
+    pub processed: u32,
+    pub _pad: [u32; 3],
+    /// Touching quadrature pairs of empty space found this step.
+    pub touching: Capacity,
+}
+const _: () = assert!(size_of::<SchedCounters>() == 48);
+
 /// Per spline segment, what the contact force and the same-yarn exclusion need (host-computed once
 /// per topology).
 #[repr(C)]
@@ -489,6 +570,34 @@ pub fn layouts() -> Vec<StructLayout> {
             key_hi,
             value,
             _pad
+        }),
+        layout_of!(Interval { lo, hi }),
+        layout_of!(CellBox { lo, hi }),
+        layout_of!(SchedUniform {
+            num_segments,
+            num_points,
+            num_entries,
+            quadrature,
+            radius,
+            cell,
+            inv_cell,
+            omega,
+            anchor,
+            step,
+            bins_due,
+            max_bin,
+            switches,
+            any_mon,
+            _pad
+        }),
+        layout_of!(SchedCounters {
+            errors,
+            first_bad_point,
+            first_bad_segment,
+            examined,
+            processed,
+            _pad,
+            touching
         }),
         layout_of!(SegmentBox {
             lo,

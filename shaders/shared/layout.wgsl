@@ -162,6 +162,49 @@ struct SegmentBox {
     cell_hi: vec4<i32>,
 };
 
+// The scheduler's records (src/layout.rs; stages in src/sched/).
+struct Interval {
+    lo: vec4<f32>,
+    hi: vec4<f32>,
+};
+
+struct CellBox {
+    lo: vec4<i32>, // w: 1 when valid
+    hi: vec4<i32>,
+};
+
+// Uniform `sched`: the scheduler's constants of one step.
+struct SchedUniform {
+    num_segments: u32,
+    num_points: u32,
+    num_entries: u32,
+    quadrature: u32,
+    radius: f32,
+    cell: f32,
+    inv_cell: f32,
+    omega: f32,
+    anchor: vec4<i32>,
+    step: u32,
+    bins_due: u32,
+    max_bin: u32,
+    switches: u32,
+    any_mon: u32,
+    _pad: array<u32, 3>,
+};
+
+const SCHED_NO_MOVEMENT_UPDATE: u32 = 1u;
+const SCHED_NO_WINDOW_CORRECTION: u32 = 2u;
+
+struct SchedCounters {
+    errors: atomic<u32>,
+    first_bad_point: atomic<u32>,
+    first_bad_segment: atomic<u32>,
+    examined: atomic<u32>,
+    processed: atomic<u32>,
+    _pad: array<u32, 3>,
+    touching: Capacity,
+};
+
 struct SegmentContact {
     weight: f32,
     loop_len: f32,

@@ -92,6 +92,7 @@ pub use newcomers::{find_entry, newcomer_schedule};
 pub use process::{schedule_process, ProcessCtx, ProcessTask, WindowSlot, PROCESS_TASK};
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 
+use crate::layout::{SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION};
 use crate::state::Segment;
 use bytemuck::{Pod, Zeroable};
 
@@ -119,20 +120,13 @@ pub enum SchedError {
     Radius(f32),
     #[error("control point {point} is not finite")]
     NotFinite { point: usize },
-    #[error("segment {seg} covers {cells} grid cells (more than {MAX_CELLS_PER_SEGMENT}): the cloth exploded or contact.grid_cell is far too small")]
-    TooManyCells { seg: usize, cells: i64 },
+    #[error("segment {seg} covers more than {MAX_CELLS_PER_SEGMENT} grid cells, or lies more than 2^30 cells from the cloth's first centre: the cloth exploded or contact.grid_cell is far too small")]
+    TooManyCells { seg: usize },
     #[error("positions hold {got} points but the topology needs {need}")]
     Size { got: usize, need: usize },
 }
 
-/// Per-axis interval `[lo, hi]` of a vector field over one segment (w unused, 0).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct Interval {
-    pub lo: [f32; 4],
-    pub hi: [f32; 4],
-}
-const _: () = assert!(std::mem::size_of::<Interval>() == 32);
+pub use crate::layout::{CellBox, Interval};
 
 impl Interval {
     /// Largest norm of `x − y` for `x` in `self`, `y` in `o`, per axis: the relative movement bound.
@@ -161,15 +155,6 @@ impl Interval {
         s.sqrt()
     }
 }
-
-/// Inclusive box of integer grid cells; `lo[3] = 1` marks a valid box (0: none yet).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct CellBox {
-    pub lo: [i32; 4],
-    pub hi: [i32; 4],
-}
-const _: () = assert!(std::mem::size_of::<CellBox>() == 32);
 
 impl CellBox {
     #[inline]
@@ -429,6 +414,23 @@ pub(crate) fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// The integer cell nearest to the centre of mass of the control points (equal masses).
+fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
+    let mut c = [0.0f64; 3];
+    for p in pos {
+        for a in 0..3 {
+            c[a] += p[a] as f64;
+        }
+    }
+    let n = pos.len().max(1) as f64;
+    let g = cell as f64;
+    c.map(|x| {
+        let v = (x / n / g).round();
+        // (NaN becomes 0: the raster reports the bad point.)
+        v.clamp(-1e8, 1e8) as i32
+    })
+}
+
 /// The scheduler's state: everything persists from step to step.
 #[derive(Debug)]
 pub struct Scheduler {
@@ -438,12 +440,14 @@ pub struct Scheduler {
     nseg: usize,
     npts: usize,
     // Per segment.
-    aabb: Vec<Interval>,
     cells: Vec<CellBox>,
     prev_cells: Vec<CellBox>,
     mv1: Vec<Interval>,
     mv2: Vec<Interval>,
     mv2_ref: Vec<Interval>,
+    /// The integer cell nearest to the cloth's centre of mass at the first step: cell coordinates are
+    /// measured from it (for precision; cells are absolute, so it never needs to move).
+    anchor: [i32; 3],
     /// 1 where the segment left a cell this step (its entries may have to go).
     left: Vec<u8>,
     /// 1 where the segment's change of movement drifted this step (its entries are examined now).
@@ -477,9 +481,9 @@ impl Scheduler {
             step: 0,
             nseg: 0,
             npts: 0,
-            aabb: Vec::new(),
             cells: Vec::new(),
             prev_cells: Vec::new(),
+            anchor: [0; 3],
             mv1: Vec::new(),
             mv2: Vec::new(),
             mv2_ref: Vec::new(),
@@ -537,7 +541,6 @@ impl Scheduler {
         let nb = self.params.max_bin as usize;
         self.nseg = nseg;
         self.npts = npts;
-        self.aabb = vec![Interval::default(); nseg];
         self.cells = vec![CellBox::default(); nseg];
         self.prev_cells = vec![CellBox::default(); nseg];
         self.mv1 = vec![Interval::default(); nseg];
@@ -554,7 +557,37 @@ impl Scheduler {
         }
         self.grid.clear();
         self.entries.clear();
+        self.anchor = anchor_of(pos, self.params.cell);
         self.step = 0;
+    }
+
+    /// The kernels' uniform for step `n` (`any_mon` is set after monitoring).
+    pub fn uniform(&self, n: u64) -> SchedUniform {
+        let p = &self.params;
+        let mut switches = 0;
+        if p.disable.no_movement_update {
+            switches |= crate::layout::SCHED_NO_MOVEMENT_UPDATE;
+        }
+        if p.disable.no_window_correction {
+            switches |= crate::layout::SCHED_NO_WINDOW_CORRECTION;
+        }
+        SchedUniform {
+            num_segments: self.nseg as u32,
+            num_points: self.npts as u32,
+            num_entries: self.entries.len() as u32,
+            quadrature: p.quadrature,
+            radius: p.radius,
+            cell: p.cell,
+            inv_cell: 1.0 / p.cell,
+            omega: p.omega,
+            anchor: [self.anchor[0], self.anchor[1], self.anchor[2], 0],
+            step: n as u32,
+            bins_due: bins_due(n),
+            max_bin: p.max_bin,
+            switches,
+            any_mon: 0,
+            _pad: [0; 3],
+        }
     }
 
     /// One step of the scheduler with positions `pos`, the contact sets' ownership `owner` and the
@@ -589,20 +622,33 @@ impl Scheduler {
         // Raster and movement.
         let t0 = std::time::Instant::now();
         std::mem::swap(&mut self.cells, &mut self.prev_cells);
-        let anchor = self.anchor(pos);
+        let uniform = self.uniform(n);
+        let mut counters = SchedCounters {
+            first_bad_point: u32::MAX,
+            first_bad_segment: u32::MAX,
+            ..Default::default()
+        };
         aabb_raster_movement(
+            &uniform,
             segments,
             pos,
             &self.prev1,
             &self.prev2,
-            self.params.radius,
-            self.params.cell,
-            anchor,
-            &mut self.aabb,
             &mut self.cells,
             &mut self.mv1,
             &mut self.mv2,
-        )?;
+            &mut counters,
+        );
+        if counters.errors & ERROR_NAN_POSITION != 0 {
+            return Err(SchedError::NotFinite {
+                point: counters.first_bad_point as usize,
+            });
+        }
+        if counters.errors & ERROR_GRID_RANGE != 0 {
+            return Err(SchedError::TooManyCells {
+                seg: counters.first_bad_segment as usize,
+            });
+        }
         if n == 0 {
             self.mv2_ref.copy_from_slice(&self.mv2);
         }
@@ -713,22 +759,6 @@ impl Scheduler {
             schedule_ms: (t3 - t2).as_secs_f64() * 1e3,
         };
         Ok(())
-    }
-
-    /// Integer cell nearest to the centre of mass of the control points (equal masses).
-    fn anchor(&self, pos: &[[f32; 4]]) -> [i32; 3] {
-        let mut c = [0.0f64; 3];
-        for p in pos {
-            for a in 0..3 {
-                c[a] += p[a] as f64;
-            }
-        }
-        let n = pos.len().max(1) as f64;
-        let g = self.params.cell as f64;
-        c.map(|x| {
-            let v = (x / n / g).round();
-            v.clamp(-1e8, 1e8) as i32
-        })
     }
 
     /// The entry of segments `a < b`, if any.

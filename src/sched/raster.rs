@@ -1,6 +1,6 @@
 //! Stage `aabb_raster_movement` of the scheduler (DESIGN §5.1), one task per segment: from the control
-//! points `pos` and the two previous steps' `prev1`, `prev2`, each segment's exact AABB padded by `r`
-//! (`aabbs`), the box of grid cells it covers (`cells`), and per-axis intervals of its movement over the
+//! points `pos` and the two previous steps' `prev1`, `prev2`, the box of grid cells that each
+//! segment's exact AABB padded by `r` covers (`cells`), and per-axis intervals of its movement over the
 //! last step (`mv1`, field `Σ_k B_k(t)(q − q⁻¹)_k`) and of its change of movement (`mv2`, field
 //! `Σ_k B_k(t)(q − 2q⁻¹ + q⁻²)_k`) over `t ∈ [0, 1]`. Also the movement since a bin's position snapshot
 //! ([`movement_of`]), which the examination reads.
@@ -9,116 +9,114 @@
 // element-wise kernels.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
-use super::{CellBox, Interval, SchedError, MAX_CELLS_PER_SEGMENT};
+use super::{CellBox, Interval, MAX_CELLS_PER_SEGMENT};
+use crate::contact::grid::PAD_FACTOR;
+use crate::layout::{SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION};
 use crate::math::V3;
 use crate::spline::segment_aabb;
 use crate::state::Segment;
 use rayon::prelude::*;
 
-/// One segment of `aabb_raster_movement`: its exact AABB padded by `radius` and the box of grid cells
-/// (width `cell`, integer cell `anchor` at world position `anchor·cell`) that cover it.
-///
-/// Cell coordinates are absolute integers (`⌊x/γ⌋`, computed relative to the anchor for precision), so
-/// a cell keeps its identity when the anchor moves.
+/// Cells on either side of 0 that a cell coordinate may reach (beyond: `ERROR_GRID_RANGE`).
+pub const CELL_RANGE: i64 = 1 << 30;
+
+/// What one segment of `aabb_raster_movement` raises: `(bad point, bad segment)`, `u32::MAX` for
+/// none.
+type RasterError = (u32, u32);
+
+/// One segment of `aabb_raster_movement`: the box of grid cells that cover its exact AABB padded by
+/// `r·PAD_FACTOR` (cell width `γ`, coordinates measured from the integer cell `anchor` for precision
+/// and then made absolute, `⌊x/γ⌋`, so a cell keeps its identity when the anchor moves). An invalid
+/// box (`lo[3] = 0`) and an error when a control point is not finite or the box is too large.
 #[inline]
 fn raster_segment(
-    s: usize,
+    s: u32,
     seg: &Segment,
     pos: &[[f32; 4]],
-    radius: f32,
-    cell: f32,
-    anchor: [i32; 3],
-) -> Result<(Interval, CellBox), SchedError> {
-    let inv = 1.0 / cell;
+    sched: &SchedUniform,
+) -> (CellBox, RasterError) {
+    let invalid = CellBox::default();
     let q = seg.cp.map(|i| V3::<f32>::from4(pos[i as usize]));
-    // (min/max would silently skip a NaN, so test the points themselves.)
+    // (min/max would silently skip a NaN, so test the points themselves.) The lowest bad point.
+    let mut bad = u32::MAX;
     for k in 0..4 {
         if !q[k].is_finite() {
-            return Err(SchedError::NotFinite {
-                point: seg.cp[k] as usize,
-            });
+            bad = bad.min(seg.cp[k]);
         }
+    }
+    if bad != u32::MAX {
+        return (invalid, (bad, u32::MAX));
     }
     let (lo, hi) = segment_aabb(&q);
     if !(lo.is_finite() && hi.is_finite()) {
-        return Err(SchedError::NotFinite {
-            point: seg.cp[1] as usize,
-        });
+        return (invalid, (seg.cp[1], u32::MAX));
     }
     // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
-    let pad = radius * (1.0 + 1e-4);
+    let pad = sched.radius * PAD_FACTOR;
     let lo = lo - V3::splat(pad);
     let hi = hi + V3::splat(pad);
-    let aabb = Interval {
-        lo: lo.to4(0.0),
-        hi: hi.to4(0.0),
-    };
     let mut cb = CellBox {
         lo: [0, 0, 0, 1],
-        hi: [0, 0, 0, 0],
+        hi: [0; 4],
     };
     let mut count = 1i64;
     for a in 0..3 {
-        // Relative to the anchor cell for precision, then back to absolute cell indices.
-        let origin = anchor[a] as f32 * cell;
-        let c0 = floor_i64((lo.get(a) - origin) * inv) + anchor[a] as i64;
-        let c1 = floor_i64((hi.get(a) - origin) * inv) + anchor[a] as i64;
-        count = count.saturating_mul(c1 - c0 + 1);
-        if count > MAX_CELLS_PER_SEGMENT || c0 < i32::MIN as i64 / 2 || c1 > i32::MAX as i64 / 2 {
-            return Err(SchedError::TooManyCells {
-                seg: s,
-                cells: count,
-            });
+        let origin = sched.anchor[a] as f32 * sched.cell;
+        let c0 = floor_i64((lo.get(a) - origin) * sched.inv_cell);
+        let c1 = floor_i64((hi.get(a) - origin) * sched.inv_cell);
+        if c0 < -CELL_RANGE || c1 > CELL_RANGE {
+            return (invalid, (u32::MAX, s));
         }
-        cb.lo[a] = c0 as i32;
-        cb.hi[a] = c1 as i32;
+        count *= c1 - c0 + 1;
+        if count > MAX_CELLS_PER_SEGMENT {
+            return (invalid, (u32::MAX, s));
+        }
+        cb.lo[a] = (c0 + sched.anchor[a] as i64) as i32;
+        cb.hi[a] = (c1 + sched.anchor[a] as i64) as i32;
     }
-    Ok((aabb, cb))
+    (cb, (u32::MAX, u32::MAX))
 }
 
-/// Stage `aabb_raster_movement`, one task per segment gathering its control points once: the padded
-/// AABB and cell box of every segment into `aabbs`/`cells`, its movement over the last step
-/// (`pos − prev1`) into `mv1` and its change of movement (`pos − 2 prev1 + prev2`) into `mv2`, each a
-/// per-axis interval over `t ∈ [0, 1]`. On a non-finite point it reports the first failing segment.
+/// Stage `aabb_raster_movement` (kernel `shaders/aabb_raster_movement.wgsl`), one task per segment
+/// gathering its control points once: the cell box of every segment into `cells`, its movement over
+/// the last step (`pos − prev1`) into `mv1` and its change of movement (`pos − 2 prev1 + prev2`) into
+/// `mv2`, each a per-axis interval over `t ∈ [0, 1]`. A non-finite control point raises
+/// `ERROR_NAN_POSITION` with the lowest such point in `first_bad_point`; a box beyond the cell range
+/// or over more than [`MAX_CELLS_PER_SEGMENT`] cells raises `ERROR_GRID_RANGE` with the lowest such
+/// segment in `first_bad_segment`. Either leaves the segment's box invalid.
 #[allow(clippy::too_many_arguments)]
 pub fn aabb_raster_movement(
+    sched: &SchedUniform,
     segments: &[Segment],
     pos: &[[f32; 4]],
     prev1: &[[f32; 4]],
     prev2: &[[f32; 4]],
-    radius: f32,
-    cell: f32,
-    anchor: [i32; 3],
-    aabbs: &mut [Interval],
     cells: &mut [CellBox],
     mv1: &mut [Interval],
     mv2: &mut [Interval],
-) -> Result<(), SchedError> {
-    let ok = aabbs
+    counters: &mut SchedCounters,
+) {
+    let n = sched.num_segments as usize;
+    let (bad_point, bad_seg) = cells[..n]
         .par_iter_mut()
-        .zip(cells.par_iter_mut())
-        .zip(mv1.par_iter_mut().zip(mv2.par_iter_mut()))
-        .zip(segments.par_iter())
+        .zip(mv1[..n].par_iter_mut().zip(mv2[..n].par_iter_mut()))
+        .zip(segments[..n].par_iter())
         .enumerate()
-        .map(|(s, (((a, c), (m1, m2)), seg))| {
+        .map(|(s, ((c, (m1, m2)), seg))| {
             (*m1, *m2) = movements_of(seg, pos, prev1, prev2);
-            match raster_segment(s, seg, pos, radius, cell, anchor) {
-                Ok((ab, cb)) => {
-                    *a = ab;
-                    *c = cb;
-                    true
-                }
-                Err(_) => false,
-            }
+            let (cb, err) = raster_segment(s as u32, seg, pos, sched);
+            *c = cb;
+            err
         })
-        .all(|x| x);
-    if ok {
-        return Ok(());
+        .reduce(|| (u32::MAX, u32::MAX), |a, b| (a.0.min(b.0), a.1.min(b.1)));
+    if bad_point != u32::MAX {
+        counters.errors |= ERROR_NAN_POSITION;
+        counters.first_bad_point = counters.first_bad_point.min(bad_point);
     }
-    for (s, seg) in segments.iter().enumerate() {
-        raster_segment(s, seg, pos, radius, cell, anchor)?;
+    if bad_seg != u32::MAX {
+        counters.errors |= ERROR_GRID_RANGE;
+        counters.first_bad_segment = counters.first_bad_segment.min(bad_seg);
     }
-    Ok(())
 }
 
 /// `x.floor() as i64` for every `x` (saturating; NaN gives 0) without a libm call (the x86-64

@@ -1,7 +1,7 @@
 //! The scheduler's checkpoint state ([`crate::checkpoint`]): what persists from step to step, bit for
 //! bit.
 //!
-//! Saved: the step count, the entry table (sorted, with bounds, bins and flags), the reference changes
+//! Saved: the step count, the grid's anchor cell, the entry table (sorted, with bounds, bins and flags), the reference changes
 //! of movement, the last cell boxes, the position history (`prev1`, `prev2`) and the bins' position
 //! snapshots (each distinct snapshot once; most equal `prev1`, `prev2` or one another). Not saved,
 //! because every step recomputes it before reading it: AABBs, movements, the left/monitored flags,
@@ -27,6 +27,7 @@ impl Scheduler {
                 self.params.max_bin as u64,
             ],
         );
+        out.put("sched.anchor", &self.anchor);
         out.put("sched.cells", &self.cells);
         out.put("sched.mv2_ref", &self.mv2_ref);
         out.put_points("sched.prev1", &self.prev1);
@@ -92,6 +93,13 @@ impl Scheduler {
             });
         }
         let nb = max_bin as usize;
+        let anchor = inp.get_len::<i32>("sched.anchor", 3)?;
+        if anchor.iter().any(|a| a.unsigned_abs() > 100_000_000) {
+            return Err(CheckpointError::bad(
+                "sched.anchor",
+                format!("anchor cell {anchor:?} beyond ±10^8"),
+            ));
+        }
         let cells = inp.get_len::<CellBox>("sched.cells", nseg)?;
         let mv2_ref = inp.get_len::<Interval>("sched.mv2_ref", nseg)?;
         let prev1 = inp.get_points_len("sched.prev1", npts)?;
@@ -140,6 +148,7 @@ impl Scheduler {
         // All checked: install.
         self.resize(nseg, npts, &prev1);
         self.step = step;
+        self.anchor = [anchor[0], anchor[1], anchor[2]];
         self.cells = cells;
         self.mv2_ref = mv2_ref;
         self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
