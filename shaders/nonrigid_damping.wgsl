@@ -30,12 +30,6 @@ const WG: u32 = 64u;
 // Partial sums: component c of thread t at red[c * WG + t] (at most 9 components).
 var<workgroup> red: array<f32, 576>;
 
-// Written out rather than the builtins, so the order of operations is the twin's (math::V3).
-
-fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
-    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
-}
-
 // Tree-reduces components 0 .. n of red (each thread has written its partials); the totals are at
 // red[c * WG]. Called by every thread of the workgroup (uniform control flow).
 fn reduce(t: u32, n: u32) {

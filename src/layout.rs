@@ -427,6 +427,38 @@ pub struct ContactRecord {
 }
 const _: () = assert!(size_of::<ContactRecord>() == 144);
 
+/// One input of the `polar_test` tool kernel (`crate::polar::polar_test`): a matrix and the rotation
+/// to start the decomposition from.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PolarInput {
+    /// `F` by columns (xyz; w unused, 0).
+    pub f: [[f32; 4]; 3],
+    /// Warm-start quaternion `[x, y, z, w]`.
+    pub warm: [f32; 4],
+}
+const _: () = assert!(size_of::<PolarInput>() == 64);
+
+/// One output of the `polar_test` tool kernel: `F = R S`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PolarOutput {
+    /// `R` as a unit quaternion `[x, y, z, w]`.
+    pub quat: [f32; 4],
+    /// `R` by columns (xyz; w = 0).
+    pub r: [[f32; 4]; 3],
+    /// `S = sym(Rᵀ F)` by columns (xyz; w = 0).
+    pub s: [[f32; 4]; 3],
+    pub iterations: u32,
+    /// 0, or [`crate::polar::POLAR_NOT_FINITE`].
+    pub error: u32,
+    /// `3 col + row` of the first non-finite entry of `F` (column-major scan), or
+    /// [`crate::polar::POLAR_NO_ENTRY`].
+    pub bad_entry: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<PolarOutput>() == 128);
+
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructLayout {
@@ -614,6 +646,16 @@ pub fn layouts() -> Vec<StructLayout> {
             force,
             energy,
             touching,
+            _pad
+        }),
+        layout_of!(PolarInput { f, warm }),
+        layout_of!(PolarOutput {
+            quat,
+            r,
+            s,
+            iterations,
+            error,
+            bad_entry,
             _pad
         }),
     ]

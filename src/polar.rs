@@ -49,11 +49,20 @@
 //! `S = sym(Rᵀ F)`; for `det F > 0` at convergence `Rᵀ F` is symmetric to rounding, so `F = R S`.
 //!
 //! Quaternions are stored `[x, y, z, w]` (the vector part first, as a WGSL `vec4<f32>`).
+//!
+//! # On the GPU
+//!
+//! `shaders/shared/polar.wgsl` is this module in f32, function for function and in the same order of
+//! operations, for kernels to import. The tool kernel `polar_test` runs it on a list of
+//! [`PolarInput`] records (binding `polar_in`) into [`PolarOutput`] records (`polar_out`); its CPU
+//! twin is [`polar_test`], which calls [`polar_decompose`]`::<f32>` per record and writes an error as
+//! the kernel does (flag [`POLAR_NOT_FINITE`], the normalized warm start, `S = 0`).
 
 // Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
 // element-wise kernels.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
+use crate::layout::{PolarInput, PolarOutput};
 use crate::math::{Real, M3, V3};
 
 /// Iteration cap. Newton converges in a handful of steps; the cap only bounds the linear gradient
@@ -289,6 +298,52 @@ pub fn polar_decompose<T: Real>(f: &M3<T>, warm: [T; 4]) -> Result<Polar<T>, Pol
         quat: q,
         iterations,
     })
+}
+
+/// [`PolarOutput::error`]: `F` has a non-finite entry ([`PolarError::NotFinite`]).
+pub const POLAR_NOT_FINITE: u32 = 1;
+/// [`PolarOutput::bad_entry`] when every entry of `F` is finite.
+pub const POLAR_NO_ENTRY: u32 = u32::MAX;
+
+fn cols4(m: &M3<f32>) -> [[f32; 4]; 3] {
+    [m.c[0].to4(0.0), m.c[1].to4(0.0), m.c[2].to4(0.0)]
+}
+
+/// CPU twin of the `polar_test` kernel: `polar_out[i]` is the decomposition of `polar_in[i]` by
+/// [`polar_decompose`]`::<f32>` (records past the shorter slice are left alone). On a non-finite
+/// entry the record holds the error flag, the entry (`3 col + row`), the normalized warm start with
+/// its matrix, `S = 0` and no iterations.
+pub fn polar_test(polar_in: &[PolarInput], polar_out: &mut [PolarOutput]) {
+    for (inp, out) in polar_in.iter().zip(polar_out.iter_mut()) {
+        let f = M3::from_cols(
+            V3::from4(inp.f[0]),
+            V3::from4(inp.f[1]),
+            V3::from4(inp.f[2]),
+        );
+        *out = match polar_decompose::<f32>(&f, inp.warm) {
+            Ok(p) => PolarOutput {
+                quat: p.quat,
+                r: cols4(&p.r),
+                s: cols4(&p.s),
+                iterations: p.iterations,
+                error: 0,
+                bad_entry: POLAR_NO_ENTRY,
+                _pad: 0,
+            },
+            Err(PolarError::NotFinite { row, col }) => {
+                let q = quat_normalize(inp.warm);
+                PolarOutput {
+                    quat: q,
+                    r: cols4(&quat_to_matrix(q)),
+                    s: cols4(&M3::zero()),
+                    iterations: 0,
+                    error: POLAR_NOT_FINITE,
+                    bad_entry: (3 * col + row) as u32,
+                    _pad: 0,
+                }
+            }
+        };
+    }
 }
 
 #[cfg(test)]

@@ -544,12 +544,21 @@ pub const KERNELS: &[Kernel] = &[
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.
-pub const TOOL_KERNELS: &[Kernel] = &[Kernel {
-    name: "loop_probe",
-    workgroup_size: 1,
-    bindings: &[read_write("probe")],
-    twin: "pipelines::loop_probe",
-}];
+pub const TOOL_KERNELS: &[Kernel] = &[
+    Kernel {
+        name: "loop_probe",
+        workgroup_size: 1,
+        bindings: &[read_write("probe")],
+        twin: "pipelines::loop_probe",
+    },
+    // The polar decomposition of shaders/shared/polar.wgsl on a list of inputs, for its tests.
+    Kernel {
+        name: "polar_test",
+        workgroup_size: 64,
+        bindings: &[read("polar_in"), read_write("polar_out")],
+        twin: "polar::polar_test",
+    },
+];
 
 /// Every kernel: the time step's and the tools'.
 pub fn all_kernels() -> impl Iterator<Item = &'static Kernel> {

@@ -1,32 +1,16 @@
 //! Polar decomposition `F = R S` (src/polar.rs): proper rotations for every input, symmetric `S`,
-//! reconstruction, equivariance, the simple-shear angle, and degenerate inputs.
+//! reconstruction, equivariance, the simple-shear angle, and degenerate inputs. The inputs come from
+//! tests/support/polar_inputs.rs, which tests/gpu_polar.rs runs through the GPU port as well.
 
-use yarnsim::math::{Real, M3, V3};
-use yarnsim::polar::{
-    polar_decompose, quat_from_rotation_vector, quat_identity, quat_to_matrix, Polar,
-};
+use yarnsim::math::{Real, M3};
+use yarnsim::polar::{polar_decompose, quat_identity, Polar};
 
 #[path = "support/rng.rs"]
 mod rng;
 use rng::Rng;
-
-impl Rng {
-    fn sym(&mut self) -> f64 {
-        2.0 * self.next_f64() - 1.0
-    }
-    fn v3(&mut self) -> V3<f64> {
-        V3::new(self.sym(), self.sym(), self.sym())
-    }
-    fn m3(&mut self) -> M3<f64> {
-        M3::from_cols(self.v3(), self.v3(), self.v3())
-    }
-    fn rotation(&mut self) -> M3<f64> {
-        let axis = self.v3();
-        quat_to_matrix(quat_from_rotation_vector(
-            axis * (3.0 / axis.norm().max(1e-3)),
-        ))
-    }
-}
+#[path = "support/polar_inputs.rs"]
+mod polar_inputs;
+use polar_inputs::*;
 
 fn assert_proper_rotation<T: Real>(p: &Polar<T>, tol: f64, what: &str) {
     let r: M3<f64> = p.r.cast();
@@ -49,9 +33,8 @@ fn assert_symmetric<T: Real>(p: &Polar<T>, tol: f64, what: &str) {
 
 #[test]
 fn random_matrices_give_proper_rotations_and_symmetric_s_f64() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for i in 0..2000 {
-        let f = rng.m3().scale(10f64.powf(4.0 * rng.sym()));
+    let mut rng = Rng(SEED_RANDOM_SCALED);
+    for (i, f) in random_scaled(&mut rng, 2000).into_iter().enumerate() {
         let p = polar_decompose(&f, quat_identity()).unwrap();
         assert_proper_rotation(&p, 1e-12, &format!("random #{i}"));
         assert_symmetric(&p, 1e-12, &format!("random #{i}"));
@@ -73,9 +56,9 @@ fn random_matrices_give_proper_rotations_and_symmetric_s_f64() {
 
 #[test]
 fn random_matrices_give_proper_rotations_f32() {
-    let mut rng = Rng(12345);
-    for i in 0..2000 {
-        let f: M3<f32> = rng.m3().cast();
+    let mut rng = Rng(SEED_RANDOM_UNIT);
+    for (i, f) in random_unit(&mut rng, 2000).into_iter().enumerate() {
+        let f: M3<f32> = f.cast();
         let p = polar_decompose(&f, quat_identity()).unwrap();
         assert_proper_rotation(&p, 2e-6, &format!("random f32 #{i}"));
         assert_symmetric(&p, 1e-5, &format!("random f32 #{i}"));
@@ -113,11 +96,7 @@ fn equivariant_under_a_random_rotation() {
 #[test]
 fn simple_shear_gamma_two_is_minus_45_degrees() {
     for gamma in [2.0f64, 0.5, -3.0] {
-        let f = M3::from_cols(
-            V3::new(1.0, 0.0, 0.0),
-            V3::new(gamma, 1.0, 0.0),
-            V3::new(0.0, 0.0, 1.0),
-        );
+        let f = simple_shear(gamma);
         let p = polar_decompose(&f, quat_identity()).unwrap();
         let phi = p.r.at(1, 0).atan2(p.r.at(0, 0));
         let expected = -(gamma / 2.0).atan();
@@ -135,11 +114,7 @@ fn simple_shear_gamma_two_is_minus_45_degrees() {
         assert!(f.sub_m(&p.r.mul_m(&p.s)).norm() < 1e-12);
     }
     // Same in f32.
-    let f = M3::from_cols(
-        V3::new(1.0f32, 0.0, 0.0),
-        V3::new(2.0, 1.0, 0.0),
-        V3::new(0.0, 0.0, 1.0),
-    );
+    let f: M3<f32> = simple_shear(2.0).cast();
     let p = polar_decompose(&f, quat_identity()).unwrap();
     let phi = (p.r.at(1, 0) as f64)
         .atan2(p.r.at(0, 0) as f64)
@@ -149,46 +124,10 @@ fn simple_shear_gamma_two_is_minus_45_degrees() {
 
 #[test]
 fn degenerate_inputs_give_finite_proper_rotations() {
-    let mut rng = Rng(4242);
-    let mut cases: Vec<(String, M3<f64>)> = vec![
-        ("zero".into(), M3::zero()),
-        (
-            "reflection diag(1,1,-1)".into(),
-            M3::from_cols(
-                V3::new(1.0, 0.0, 0.0),
-                V3::new(0.0, 1.0, 0.0),
-                V3::new(0.0, 0.0, -1.0),
-            ),
-        ),
-        ("point reflection -I".into(), M3::diag(-1.0)),
-        ("tiny".into(), M3::diag(1e-300)),
-        ("huge".into(), M3::diag(1e300)),
-    ];
-    for k in 0..50 {
-        // Collinear: all columns along one direction (rank 1).
-        let u = rng.v3();
-        let v = rng.v3();
-        cases.push((format!("collinear #{k}"), u.outer(v)));
-        // Coplanar: rank 2.
-        let w = rng.v3();
-        let x = rng.v3();
-        cases.push((format!("coplanar #{k}"), u.outer(v).add_m(&w.outer(x))));
-        // Reflected: det < 0.
-        let mut f = rng.m3();
-        if f.det() > 0.0 {
-            f.c[0] = -f.c[0];
-        }
-        cases.push((format!("reflected #{k}"), f));
-        // Nearly singular.
-        let mut g = rng.m3();
-        g.c[2] = g.c[0] * 0.3 + g.c[1] * 0.7 + rng.v3() * 1e-9;
-        cases.push((format!("nearly singular #{k}"), g));
-    }
+    let mut rng = Rng(SEED_DEGENERATE);
+    let cases = degenerate_cases(&mut rng);
     for (name, f) in &cases {
-        for warm in [
-            quat_identity(),
-            quat_from_rotation_vector(V3::new(0.4, -2.0, 1.0)),
-        ] {
+        for warm in degenerate_warm_starts() {
             let p = polar_decompose(f, warm).unwrap();
             assert_proper_rotation(&p, 1e-12, name);
             assert!(p.s.is_finite(), "{name}: S not finite");
@@ -221,26 +160,16 @@ fn non_finite_input_is_an_error() {
 
 #[test]
 fn warm_start_converges_in_few_iterations_for_small_rotations() {
-    let mut rng = Rng(99);
-    for _ in 0..200 {
+    let mut rng = Rng(SEED_WARM);
+    for c in warm_cases(&mut rng, 200) {
         // A stretched, rotated frame and a slightly further rotated copy, as between two steps.
-        let s = M3::from_cols(
-            V3::new(1.0 + 0.1 * rng.sym(), 0.05 * rng.sym(), 0.0),
-            V3::new(0.0, 0.8 + 0.1 * rng.sym(), 0.0),
-            V3::new(0.0, 0.0, 0.6),
-        );
-        let s = s.add_m(&s.transpose()).scale(0.5);
-        let q0 = quat_from_rotation_vector(rng.v3());
-        let f0 = quat_to_matrix(q0).mul_m(&s);
-        let p0 = polar_decompose(&f0, quat_identity()).unwrap();
-        let dq = quat_to_matrix(quat_from_rotation_vector(rng.v3() * 1e-3));
-        let f1 = dq.mul_m(&f0);
-        let p1 = polar_decompose(&f1, p0.quat).unwrap();
+        let p0 = polar_decompose(&c.f0, quat_identity()).unwrap();
+        let p1 = polar_decompose(&c.f1, p0.quat).unwrap();
         assert!(
             p1.iterations <= 3,
             "warm start took {} iterations",
             p1.iterations
         );
-        assert!(p1.r.sub_m(&dq.mul_m(&p0.r)).norm() < 1e-12);
+        assert!(p1.r.sub_m(&c.dq.mul_m(&p0.r)).norm() < 1e-12);
     }
 }

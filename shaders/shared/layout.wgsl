@@ -218,6 +218,26 @@ struct ContactRecord {
     _pad: array<u32, 2>,
 };
 
+// One input of the polar_test tool kernel: F by columns (xyz; w unused, 0) and the warm-start
+// quaternion [x, y, z, w].
+struct PolarInput {
+    f: array<vec4<f32>, 3>,
+    warm: vec4<f32>,
+};
+
+// One output of polar_test: R as a quaternion and by columns, S = sym(Rᵀ F) by columns (w = 0), the
+// iteration count, the error flag (POLAR_NOT_FINITE of polar.wgsl) and the first non-finite entry
+// (3 col + row, or 0xffffffff).
+struct PolarOutput {
+    quat: vec4<f32>,
+    r: array<vec4<f32>, 3>,
+    s: array<vec4<f32>, 3>,
+    iterations: u32,
+    error: u32,
+    bad_entry: u32,
+    _pad: u32,
+};
+
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.
 fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * wg + lid;

@@ -1,31 +1,13 @@
 // rod: the Discrete Elastic Rods helpers of the rod kernels, ported from src/rod.rs in f32 with the
 // operation order of the f32 instantiation of the generic Rust code (math.rs `V3`), so a kernel and
-// its CPU twin agree to rounding. Dot and cross products are written out (not the `dot`/`cross`
-// builtins, whose evaluation order is the driver's). No loops.
+// its CPU twin agree to rounding. Dot and cross products are vec.wgsl's written-out ones (not the
+// `dot`/`cross` builtins, whose evaluation order is the driver's). No loops.
 
 #import layout
 #import vec
 
 // An empty slot of the index tables (point_bends, edge_bends): rod::NONE.
 const NONE: u32 = 0xffffffffu;
-
-// V3::cross.
-fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
-    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
-}
-
-fn norm3(a: vec3<f32>) -> f32 {
-    return sqrt(dot3(a, a));
-}
-
-// V3::normalized: divided by the norm; the zero vector stays zero.
-fn normalized3(a: vec3<f32>) -> vec3<f32> {
-    let n = norm3(a);
-    if n > 0.0 {
-        return a / n;
-    }
-    return a;
-}
 
 // rod::parallel_transport: u rotated about a × b taking unit a to unit b.
 fn parallel_transport(u: vec3<f32>, a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
