@@ -370,7 +370,10 @@ pub struct SchedUniform {
     pub switches: u32,
     /// 1 when some segment is monitored this step.
     pub any_mon: u32,
-    pub _pad: [u32; 3],
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 const _: () = assert!(size_of::<SchedUniform>() == 80);
 
@@ -620,7 +623,9 @@ pub fn layouts() -> Vec<StructLayout> {
             max_bin,
             switches,
             any_mon,
-            _pad
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(SchedCounters {
             errors,

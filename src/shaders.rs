@@ -541,6 +541,23 @@ pub const KERNELS: &[Kernel] = &[
         twin: "contact::contact_gather",
     },
     // --- end exact contact ---
+    // --- the space-time scheduler (src/sched/) ---
+    Kernel {
+        name: "aabb_raster_movement",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("pos"),
+            read("prev1"),
+            read("prev2"),
+            read_write("cells"),
+            read_write("mv1"),
+            read_write("mv2"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::aabb_raster_movement",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

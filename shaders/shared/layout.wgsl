@@ -189,7 +189,9 @@ struct SchedUniform {
     max_bin: u32,
     switches: u32,
     any_mon: u32,
-    _pad: array<u32, 3>,
+    _pad0: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
+    _pad1: u32,
+    _pad2: u32,
 };
 
 const SCHED_NO_MOVEMENT_UPDATE: u32 = 1u;

@@ -586,7 +586,9 @@ impl Scheduler {
             max_bin: p.max_bin,
             switches,
             any_mon: 0,
-            _pad: [0; 3],
+            _pad0: 0,
+            _pad1: 0,
+            _pad2: 0,
         }
     }
 

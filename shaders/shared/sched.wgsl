@@ -1,0 +1,45 @@
+// sched: the space-time scheduler's arithmetic shared by its kernels (src/sched/), in the CPU twins'
+// order of operations.
+
+// A segment may cover at most this many grid cells (sched::MAX_CELLS_PER_SEGMENT).
+const SCHED_MAX_CELLS_PER_SEGMENT: u32 = 4096u;
+// Cells on either side of 0 a cell coordinate may reach (sched::raster::CELL_RANGE = 2^30).
+const SCHED_CELL_RANGE: f32 = 1073741824.0;
+// max_t |B_0(t)| = max_t |B_3(t)| = 2/27 (raster::HANDLE_BASIS_MAX).
+const HANDLE_BASIS_MAX: f32 = 0.074074075;
+// f32::EPSILON.
+const F32_EPSILON: f32 = 1.1920929e-7;
+
+// raster::basis_field_bounds: conservative (lo, hi) of Σ_k B_k(t) d_k over t ∈ [0, 1] on one axis.
+fn basis_field_bounds(d: vec4<f32>) -> vec2<f32> {
+    let m = max(d.y, d.z);
+    let hi = m + HANDLE_BASIS_MAX * (max(m - d.x, 0.0) + max(m - d.w, 0.0));
+    let n = min(d.y, d.z);
+    let lo = n - HANDLE_BASIS_MAX * (max(d.x - n, 0.0) + max(d.w - n, 0.0));
+    return vec2<f32>(lo, hi);
+}
+
+// raster::movement_interval: the field's per-axis interval widened by 4 ε times the largest
+// coordinate norm (mag2: its square).
+fn movement_interval(d0: vec3<f32>, d1: vec3<f32>, d2: vec3<f32>, d3: vec3<f32>, mag2: f32) -> Interval {
+    let pad = 4.0 * F32_EPSILON * sqrt(mag2);
+    var out: Interval;
+    out.lo = vec4<f32>(0.0);
+    out.hi = vec4<f32>(0.0);
+    for (var axis = 0u; axis < 3u; axis = axis + 1u) {
+        let b = basis_field_bounds(vec4<f32>(d0[axis], d1[axis], d2[axis], d3[axis]));
+        out.lo[axis] = b.x - pad;
+        out.hi[axis] = b.y + pad;
+    }
+    return out;
+}
+
+// Interval::rel_norm: the largest norm of x − y for x in a, y in b, per axis.
+fn rel_norm(a: Interval, b: Interval) -> f32 {
+    var s = 0.0;
+    for (var axis = 0u; axis < 3u; axis = axis + 1u) {
+        let m = max(abs(a.hi[axis] - b.lo[axis]), abs(a.lo[axis] - b.hi[axis]));
+        s = s + m * m;
+    }
+    return sqrt(s);
+}

@@ -1,0 +1,243 @@
+//! Parity of the scheduler's kernels (src/sched/) with their CPU twins on states of a real scene:
+//! the default swatch falling under ACL, taken at three consecutive steps (so movements and changes
+//! of movement are those of a real run).
+//!
+//! Discrete outputs (cell boxes, error bits, bad indices) must be identical. Movement intervals are
+//! floats: each bound is `m + c·(u + v)` of differences of the inputs, padded by `4ε·√mag2`; a GPU
+//! compiler may fuse a multiply-add or sum a squared norm in another order, which moves a bound by at
+//! most a couple of roundings of its terms. The tolerance is 4ε (|bound| + D) + 16ε²·M per
+//! component, with D the largest input difference of the segment on that axis and M its largest
+//! coordinate norm (ε = 2⁻²³).
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{bytes, scene_sim};
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::layout::{
+    CellBox, Interval, SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+};
+use yarnsim::math::V3;
+use yarnsim::pipelines::run_kernel;
+use yarnsim::sched::aabb_raster_movement;
+use yarnsim::sim::Sim;
+use yarnsim::state::Segment;
+
+const EPS: f32 = 1.0 / (1u32 << 23) as f32;
+
+/// Positions at three consecutive steps of the swatch (oldest first) and the simulation after them.
+fn history() -> (Sim, [Vec<[f32; 4]>; 3]) {
+    let mut sim = scene_sim("swatch", &["contact.model=acl"], 30);
+    let p2 = sim.pos.clone();
+    sim.step().unwrap();
+    let p1 = sim.pos.clone();
+    sim.step().unwrap();
+    let p0 = sim.pos.clone();
+    (sim, [p2, p1, p0])
+}
+
+fn uniform(sim: &Sim, cell: f32) -> SchedUniform {
+    let sp = sim.step_params();
+    // The anchor: the cell of the centroid, as the scheduler takes it at its first step.
+    let mut c = [0.0f64; 3];
+    for p in &sim.pos {
+        for a in 0..3 {
+            c[a] += p[a] as f64;
+        }
+    }
+    let n = sim.pos.len() as f64;
+    let anchor = c.map(|x| (x / n / cell as f64).round() as i32);
+    SchedUniform {
+        num_segments: sim.topo.segments.len() as u32,
+        num_points: sim.pos.len() as u32,
+        quadrature: sp.quadrature,
+        radius: sp.radius,
+        cell,
+        inv_cell: 1.0 / cell,
+        anchor: [anchor[0], anchor[1], anchor[2], 0],
+        ..Default::default()
+    }
+}
+
+fn fresh_counters() -> SchedCounters {
+    SchedCounters {
+        first_bad_point: u32::MAX,
+        first_bad_segment: u32::MAX,
+        ..Default::default()
+    }
+}
+
+struct RasterOut {
+    cells: Vec<CellBox>,
+    mv1: Vec<Interval>,
+    mv2: Vec<Interval>,
+    counters: SchedCounters,
+}
+
+fn raster_cpu(u: &SchedUniform, segs: &[Segment], h: &[Vec<[f32; 4]>; 3]) -> RasterOut {
+    let n = segs.len();
+    let mut out = RasterOut {
+        cells: vec![CellBox::default(); n],
+        mv1: vec![Interval::default(); n],
+        mv2: vec![Interval::default(); n],
+        counters: fresh_counters(),
+    };
+    aabb_raster_movement(
+        u,
+        segs,
+        &h[2],
+        &h[1],
+        &h[0],
+        &mut out.cells,
+        &mut out.mv1,
+        &mut out.mv2,
+        &mut out.counters,
+    );
+    out
+}
+
+fn raster_gpu(
+    gpu: &yarnsim::gpu::Gpu,
+    u: &SchedUniform,
+    segs: &[Segment],
+    h: &[Vec<[f32; 4]>; 3],
+) -> RasterOut {
+    let n = segs.len();
+    let out = run_kernel(
+        gpu,
+        "aabb_raster_movement",
+        &[
+            ("sched", bytes(&[*u])),
+            ("segments", bytes(segs)),
+            ("pos", bytes(&h[2])),
+            ("prev1", bytes(&h[1])),
+            ("prev2", bytes(&h[0])),
+            ("cells", bytes(&vec![CellBox::default(); n])),
+            ("mv1", bytes(&vec![Interval::default(); n])),
+            ("mv2", bytes(&vec![Interval::default(); n])),
+            ("sched_counters", bytes(&[fresh_counters()])),
+        ],
+        n as u32,
+    )
+    .unwrap();
+    RasterOut {
+        cells: bytemuck::cast_slice(&out["cells"]).to_vec(),
+        mv1: bytemuck::cast_slice(&out["mv1"]).to_vec(),
+        mv2: bytemuck::cast_slice(&out["mv2"]).to_vec(),
+        counters: bytemuck::cast_slice(&out["sched_counters"])[0],
+    }
+}
+
+/// Compares a movement interval array within the tolerance of the module docs; `diff(k, p)` is the
+/// difference whose field is bounded (`k`: control point 0..4 of the segment, `p`: point index).
+fn compare_movement(
+    name: &str,
+    gpu: &[Interval],
+    cpu: &[Interval],
+    segs: &[Segment],
+    h: &[Vec<[f32; 4]>; 3],
+    diff: impl Fn(usize) -> V3<f32>,
+) -> usize {
+    let mut exact = 0;
+    for (s, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        if g == c {
+            exact += 1;
+            continue;
+        }
+        let seg = &segs[s];
+        let m = seg
+            .cp
+            .iter()
+            .flat_map(|&i| {
+                h.iter()
+                    .map(move |p| V3::<f32>::from4(p[i as usize]).norm())
+            })
+            .fold(0.0f32, f32::max);
+        for a in 0..3 {
+            let d = seg
+                .cp
+                .iter()
+                .map(|&i| diff(i as usize).get(a).abs())
+                .fold(0.0f32, f32::max);
+            for (gv, cv) in [(g.lo[a], c.lo[a]), (g.hi[a], c.hi[a])] {
+                let bound = 4.0 * EPS * (cv.abs() + d) + 16.0 * EPS * EPS * m;
+                assert!(
+                    (gv - cv).abs() <= bound,
+                    "{name}: segment {s} axis {a}: gpu {gv:e} cpu {cv:e} (bound {bound:e})"
+                );
+            }
+        }
+    }
+    exact
+}
+
+#[test]
+fn aabb_raster_movement_matches_twin() {
+    let Some(gpu) = gpu_or_skip("aabb_raster_movement_matches_twin") else {
+        return;
+    };
+    let (sim, h) = history();
+    let segs = &sim.topo.segments;
+    let u = uniform(&sim, sim.step_params().grid_cell);
+    let cpu = raster_cpu(&u, segs, &h);
+    let g = raster_gpu(&gpu, &u, segs, &h);
+    assert_eq!(cpu.counters.errors, 0);
+    assert_eq!(g.counters, cpu.counters);
+    assert!(cpu.cells.iter().all(|c| c.valid()));
+    let multi = cpu
+        .cells
+        .iter()
+        .filter(|c| (0..3).any(|a| c.hi[a] > c.lo[a]))
+        .count();
+    assert!(multi > 100, "only {multi} boxes span several cells");
+    for (s, (gc, cc)) in g.cells.iter().zip(&cpu.cells).enumerate() {
+        assert_eq!(gc, cc, "segment {s}: cell box");
+    }
+    // The swatch moves: the intervals are not all zero.
+    assert!(cpu
+        .mv1
+        .iter()
+        .any(|m| m.hi[1] - m.lo[1] > 0.0 || m.lo[1] != 0.0));
+    let d1 = |p: usize| V3::<f32>::from4(h[2][p]) - V3::from4(h[1][p]);
+    let d2 =
+        |p: usize| V3::<f32>::from4(h[2][p]) - V3::<f32>::from4(h[1][p]) * 2.0 + V3::from4(h[0][p]);
+    let e1 = compare_movement("mv1", &g.mv1, &cpu.mv1, segs, &h, d1);
+    let e2 = compare_movement("mv2", &g.mv2, &cpu.mv2, segs, &h, d2);
+    println!(
+        "aabb_raster_movement: {} segments, {multi} multi-cell boxes; intervals bit-identical: mv1 {e1}, mv2 {e2}",
+        segs.len()
+    );
+}
+
+#[test]
+fn aabb_raster_movement_errors_match_twin() {
+    let Some(gpu) = gpu_or_skip("aabb_raster_movement_errors_match_twin") else {
+        return;
+    };
+    let (sim, mut h) = history();
+    let segs = &sim.topo.segments;
+    let u = uniform(&sim, sim.step_params().grid_cell);
+    // Two non-finite points (the lowest is reported) and one point far away (its segments cover too
+    // many cells).
+    h[2][40][1] = f32::NAN;
+    h[2][31][2] = f32::INFINITY;
+    h[2][200][0] += 10_000.0 * u.cell;
+    let cpu = raster_cpu(&u, segs, &h);
+    let g = raster_gpu(&gpu, &u, segs, &h);
+    assert_eq!(cpu.counters.errors, ERROR_NAN_POSITION | ERROR_GRID_RANGE);
+    assert_eq!(cpu.counters.first_bad_point, 31);
+    // (A segment whose end handle is point 200 may stretch less than the cap.)
+    let far = cpu.counters.first_bad_segment;
+    assert!(segs[far as usize].cp.contains(&200), "segment {far}");
+    assert_eq!(g.counters, cpu.counters);
+    assert_eq!(g.cells, cpu.cells);
+    assert!(!cpu.cells[far as usize].valid());
+    // Beyond the cell range (a point 2^31 cells away): also a range error, not a wrapped box.
+    let (sim, mut h) = history();
+    h[2][100][2] = 3e9 * u.cell;
+    let cpu = raster_cpu(&u, segs, &h);
+    let g = raster_gpu(&gpu, &u, &sim.topo.segments, &h);
+    assert_eq!(cpu.counters.errors, ERROR_GRID_RANGE);
+    assert_eq!(g.counters, cpu.counters);
+    assert_eq!(g.cells, cpu.cells);
+}
