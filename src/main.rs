@@ -1,7 +1,8 @@
 //! The `yarnsim` command line: `run` simulates a scene headless (optionally writing BCC/OBJ frames,
 //! capturing PNG frames coloured per yarn, by contact-model rebuilds or by contact density, and the
 //! seed's Figure 2 contact matrix of chosen frames), `info` reports adapters and scene size, `render`
-//! draws a saved BCC state, `links` prints the linking certificate of a BCC file's closed loops.
+//! draws a saved BCC state, `links` prints the linking certificate of the closed loops of a BCC file
+//! or a scene, or compares it with a saved one.
 //!
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
@@ -42,12 +43,26 @@ enum Command {
     Info(InfoArgs),
     /// Render a saved state (BCC) to a PNG without simulating (needs a GPU adapter).
     Render(RenderArgs),
-    /// Print the linking certificate of the closed loops in a BCC file.
-    Links {
-        /// BCC file.
-        file: PathBuf,
-    },
+    /// Print the linking certificate of the closed loops in a BCC file or a scene's cloth.
+    Links(LinksArgs),
 }
+
+#[derive(clap::Args)]
+struct LinksArgs {
+    /// BCC file, or a scene (.toml) whose cloth (generated or loaded, then placed) is certified.
+    file: PathBuf,
+    /// Compare with this saved certificate instead of printing: list the loop pairs whose linking
+    /// number changed, one `i,j,OLD,NEW` line each; exit status 3 when anything changed.
+    #[arg(long, value_name = "CERT")]
+    compare: Option<PathBuf>,
+    /// Sum the Gauss integral over every segment pair instead of counting crossings (the same
+    /// certificate, quadratic in the loop length: the reference the fast method is tested against).
+    #[arg(long)]
+    direct: bool,
+}
+
+/// Exit status of `links --compare` when the certificates differ (1 is an error, 2 a usage error).
+const EXIT_CHANGED: u8 = 3;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Backend {
@@ -330,7 +345,10 @@ fn main() -> ExitCode {
         },
         Command::Info(a) => info(a),
         Command::Render(a) => render(a),
-        Command::Links { file } => links(&file),
+        Command::Links(a) => match links(a) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -1137,11 +1155,60 @@ fn render(a: RenderArgs) -> Result<()> {
     Ok(())
 }
 
-fn links(file: &Path) -> Result<()> {
-    let cert = yarnsim::links::links_command(file)
+fn links(a: LinksArgs) -> Result<ExitCode> {
+    use yarnsim::links::{certificate_with, Certificate, Method};
+    let file = &a.file;
+    let curves = if file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+    {
+        let scene = Scene::load(file)?;
+        let dir = file.parent().unwrap_or(Path::new("."));
+        scene::build_curves(&scene, dir)
+            .with_context(|| format!("building the cloth of {}", file.display()))?
+            .curves
+    } else {
+        yarnsim::bcc::read(file)?
+    };
+    let method = if a.direct {
+        Method::Direct
+    } else {
+        Method::Crossings
+    };
+    let cert = certificate_with(&curves, method)
         .with_context(|| format!("linking certificate of {}", file.display()))?;
-    print!("{cert}");
-    Ok(())
+    let Some(saved) = &a.compare else {
+        print!("{cert}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let old = std::fs::read_to_string(saved)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| Ok(Certificate::parse(&t)?))
+        .with_context(|| format!("reading the certificate {}", saved.display()))?;
+    let changes = old.changes_to(&cert);
+    for c in &changes {
+        println!("{c}");
+    }
+    if old.loops != cert.loops {
+        eprintln!(
+            "closed loops: {} in {}, {} in {}",
+            old.loops,
+            saved.display(),
+            cert.loops,
+            file.display()
+        );
+    }
+    if changes.is_empty() && old.loops == cert.loops {
+        eprintln!(
+            "certificate unchanged: {} closed loops, {} linked pairs",
+            cert.loops,
+            cert.links.len()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{} loop pairs changed their linking number", changes.len());
+        Ok(ExitCode::from(EXIT_CHANGED))
+    }
 }
 
 /// The per-frame line a person reads: time, cost, energy, speed, length error and, with contact,

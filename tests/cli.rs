@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use yarnsim::state::Curve;
 
+#[path = "support/tube.rs"]
+mod tube;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yarnsim"))
 }
@@ -336,6 +339,98 @@ fn links_prints_the_certificate() {
 
     let err = failure(bin().arg("links").arg(dir.join("nope.bcc")));
     assert!(err.contains("nope.bcc"), "{err}");
+}
+
+/// `links --compare CERT`: a knit tube's certificate, saved, then compared with the same tube (no
+/// change, exit 0), with the tube where one leg of course 2 is pushed through course 1 (exit 3,
+/// naming that pair), and with a certificate of another loop count; `links SCENE.toml` certifies the
+/// scene's generated cloth, and `--direct` gives the same certificate.
+#[test]
+fn links_compare_names_the_pair_pushed_through() {
+    let dir = scratch("links-compare");
+    let t = tube::tube(12, 5);
+    let (orig, pushed) = (dir.join("tube.bcc"), dir.join("pushed.bcc"));
+    yarnsim::bcc::write(&orig, &t).unwrap();
+    yarnsim::bcc::write(&pushed, &tube::push_leg_through(&t, 4, 2)).unwrap();
+    let out = bin().arg("links").arg(&orig).output().unwrap();
+    check_ok(&out);
+    assert_eq!(text(&out.stdout), "5\n");
+    let cert = dir.join("tube.cert");
+    std::fs::write(&cert, &out.stdout).unwrap();
+
+    // The same cloth from a scene file, by both methods.
+    let scene = dir.join("tube.toml");
+    std::fs::write(
+        &scene,
+        "[[cloth]]\nsource.generator = { pattern = \"tube\", wales = 12, courses = 5 }\n",
+    )
+    .unwrap();
+    for direct in [false, true] {
+        let mut cmd = bin();
+        cmd.arg("links").arg(&scene);
+        if direct {
+            cmd.arg("--direct");
+        }
+        let out = cmd.output().unwrap();
+        check_ok(&out);
+        assert_eq!(text(&out.stdout), "5\n", "direct: {direct}");
+    }
+
+    let compare = |file: &Path, cert: &Path| {
+        bin()
+            .arg("links")
+            .arg(file)
+            .arg("--compare")
+            .arg(cert)
+            .output()
+            .unwrap()
+    };
+    let same = compare(&orig, &cert);
+    check_ok(&same);
+    assert_eq!(text(&same.stdout), "");
+    assert!(
+        text(&same.stderr).contains("unchanged"),
+        "{}",
+        text(&same.stderr)
+    );
+
+    let changed = compare(&pushed, &cert);
+    assert_eq!(changed.status.code(), Some(3), "{}", text(&changed.stderr));
+    let stdout = text(&changed.stdout);
+    assert!(stdout == "1,2,0,1\n" || stdout == "1,2,0,-1\n", "{stdout}");
+    assert!(text(&changed.stderr).contains("1 loop pairs changed"));
+    // The direct sum agrees on the pushed tube.
+    let fast = bin().arg("links").arg(&pushed).output().unwrap();
+    let direct = bin()
+        .arg("links")
+        .arg(&pushed)
+        .arg("--direct")
+        .output()
+        .unwrap();
+    check_ok(&fast);
+    check_ok(&direct);
+    assert_eq!(text(&fast.stdout), text(&direct.stdout));
+    assert_eq!(text(&fast.stdout), format!("5\n1,2,{}", &stdout[6..]));
+
+    // Another loop count is a change even without pair differences.
+    let six = dir.join("six.cert");
+    std::fs::write(&six, "6\n").unwrap();
+    let other = compare(&orig, &six);
+    assert_eq!(other.status.code(), Some(3));
+    assert_eq!(text(&other.stdout), "");
+    assert!(
+        text(&other.stderr).contains("closed loops: 6"),
+        "{}",
+        text(&other.stderr)
+    );
+
+    // A malformed certificate is an error (exit 1) naming the file and the line.
+    let bad = dir.join("bad.cert");
+    std::fs::write(&bad, "5\n0,1\n").unwrap();
+    let out = compare(&orig, &bad);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.cert") && err.contains("line 2"), "{err}");
 }
 
 #[test]
