@@ -368,10 +368,9 @@ pub struct SchedUniform {
     pub max_bin: u32,
     /// `SCHED_NO_*` bits: safety rules switched off (tests only; 0 in a run).
     pub switches: u32,
-    /// 1 when some segment is monitored this step.
-    pub any_mon: u32,
     // (A uniform's arrays need a 16-byte stride: padding as scalars.)
     pub _pad0: u32,
+    pub _pad3: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -381,6 +380,8 @@ const _: () = assert!(size_of::<SchedUniform>() == 80);
 pub const SCHED_NO_MOVEMENT_UPDATE: u32 = 1;
 /// `SchedUniform::switches`: no window correction when binning off-phase.
 pub const SCHED_NO_WINDOW_CORRECTION: u32 = 2;
+/// `SchedUniform::switches`: no monitoring of the change of movement.
+pub const SCHED_NO_MONITORING: u32 = 4;
 
 /// The scheduler's counters block (`sched_counters`, atomics in WGSL): error bits and the first bad
 /// point and segment, and the counts of one step.
@@ -398,11 +399,33 @@ pub struct SchedCounters {
     /// Entries examined and processed this step.
     pub examined: u32,
     pub processed: u32,
-    pub _pad: [u32; 3],
-    /// Touching quadrature pairs of empty space found this step.
+    /// Segments whose change of movement drifted (their entries are examined now), and segments
+    /// that left a cell, this step.
+    pub monitored: u32,
+    pub left: u32,
+    /// Set lookups that met more than [`crate::sched::MAX_LOOKUP`] sets in their bins (the bound
+    /// of the lookup loop): the entry was processed as if every pair were unowned.
+    pub lookup_overflow: u32,
+    /// Touching quadrature pairs of empty space found this step (`touching_write`'s list).
     pub touching: Capacity,
 }
 const _: () = assert!(size_of::<SchedCounters>() == 48);
+
+/// Per segment, what the scheduler's examination reads of its motion (written by
+/// `segment_monitor`): the movement over the last step, the reference change of movement, and
+/// whether the segment is monitored (drifted) or left a cell this step.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SegmentMotion {
+    pub mv1: Interval,
+    pub mv2_ref: Interval,
+    /// 1 when monitored this step.
+    pub mon: u32,
+    /// 1 when the segment left a cell this step.
+    pub left: u32,
+    pub _pad: [u32; 2],
+}
+const _: () = assert!(size_of::<SegmentMotion>() == 80);
 
 /// Per spline segment, what the contact force and the same-yarn exclusion need (host-computed once
 /// per topology).
@@ -622,8 +645,8 @@ pub fn layouts() -> Vec<StructLayout> {
             bins_due,
             max_bin,
             switches,
-            any_mon,
             _pad0,
+            _pad3,
             _pad1,
             _pad2
         }),
@@ -633,8 +656,17 @@ pub fn layouts() -> Vec<StructLayout> {
             first_bad_segment,
             examined,
             processed,
-            _pad,
+            monitored,
+            left,
+            lookup_overflow,
             touching
+        }),
+        layout_of!(SegmentMotion {
+            mv1,
+            mv2_ref,
+            mon,
+            left,
+            _pad
         }),
         layout_of!(SegmentBox {
             lo,

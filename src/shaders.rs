@@ -558,6 +558,20 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::aabb_raster_movement",
     },
+    Kernel {
+        name: "segment_monitor",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("mv1"),
+            read("mv2"),
+            read("cells"),
+            read("prev_cells"),
+            read_write("motion"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::segment_monitor",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

@@ -15,11 +15,12 @@ mod fixture;
 use fixture::{bytes, scene_sim};
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::{
-    CellBox, Interval, SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+    CellBox, Interval, SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE,
+    ERROR_NAN_POSITION, SCHED_NO_MONITORING,
 };
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
-use yarnsim::sched::aabb_raster_movement;
+use yarnsim::sched::{aabb_raster_movement, segment_monitor};
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
 
@@ -240,4 +241,94 @@ fn aabb_raster_movement_errors_match_twin() {
     assert_eq!(cpu.counters.errors, ERROR_GRID_RANGE);
     assert_eq!(g.counters, cpu.counters);
     assert_eq!(g.cells, cpu.cells);
+}
+
+/// `segment_monitor` on real movement intervals: the drift test, the reference reset and the left
+/// flags are decisions (identical); the copied intervals are bit-identical by construction. Run on
+/// the first step, on a later step with a reference from three steps before (some segments drift,
+/// some do not), and with monitoring switched off.
+#[test]
+fn segment_monitor_matches_twin() {
+    let Some(gpu) = gpu_or_skip("segment_monitor_matches_twin") else {
+        return;
+    };
+    let (sim, h) = history();
+    let segs = &sim.topo.segments;
+    let n = segs.len();
+    let base = uniform(&sim, sim.step_params().grid_cell);
+    let now = raster_cpu(&base, segs, &h);
+    // The boxes and intervals three steps earlier stand for the previous cells and the references.
+    let mut sim_old = scene_sim("swatch", &["contact.model=acl"], 27);
+    let o2 = sim_old.pos.clone();
+    sim_old.step().unwrap();
+    let o1 = sim_old.pos.clone();
+    sim_old.step().unwrap();
+    let old = raster_cpu(&base, segs, &[o2, o1, sim_old.pos.clone()]);
+    let reference: Vec<SegmentMotion> = old
+        .mv2
+        .iter()
+        .map(|m| SegmentMotion {
+            mv2_ref: *m,
+            ..Default::default()
+        })
+        .collect();
+    let omega = 2e-5;
+    for (label, bins_due, switches) in [
+        ("first step", u32::MAX, 0),
+        ("step 6", 1, 0),
+        ("no monitoring", 1, SCHED_NO_MONITORING),
+    ] {
+        let u = SchedUniform {
+            omega,
+            step: 6,
+            bins_due,
+            switches,
+            ..base
+        };
+        let mut motion = reference.clone();
+        let mut counters = fresh_counters();
+        segment_monitor(
+            &u,
+            &now.mv1,
+            &now.mv2,
+            &now.cells,
+            &old.cells,
+            &mut motion,
+            &mut counters,
+        );
+        let out = run_kernel(
+            &gpu,
+            "segment_monitor",
+            &[
+                ("sched", bytes(&[u])),
+                ("mv1", bytes(&now.mv1)),
+                ("mv2", bytes(&now.mv2)),
+                ("cells", bytes(&now.cells)),
+                ("prev_cells", bytes(&old.cells)),
+                ("motion", bytes(&reference)),
+                ("sched_counters", bytes(&[fresh_counters()])),
+            ],
+            n as u32,
+        )
+        .unwrap();
+        let g_motion: &[SegmentMotion] = bytemuck::cast_slice(&out["motion"]);
+        let g_counters: SchedCounters = bytemuck::cast_slice(&out["sched_counters"])[0];
+        assert_eq!(g_counters, counters, "{label}: counters");
+        for s in 0..n {
+            assert_eq!(g_motion[s], motion[s], "{label}: segment {s}");
+        }
+        println!(
+            "segment_monitor ({label}): {} of {n} monitored, {} left a cell",
+            counters.monitored, counters.left
+        );
+        match label {
+            "step 6" => assert!(
+                counters.monitored > 0 && (counters.monitored as usize) < n,
+                "{label}: {} monitored: the case does not exercise the test",
+                counters.monitored
+            ),
+            _ => assert_eq!(counters.monitored, 0, "{label}"),
+        }
+        assert!(counters.left > 0, "{label}: no segment left a cell");
+    }
 }

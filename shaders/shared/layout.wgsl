@@ -188,14 +188,15 @@ struct SchedUniform {
     bins_due: u32,
     max_bin: u32,
     switches: u32,
-    any_mon: u32,
     _pad0: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
+    _pad3: u32,
     _pad1: u32,
     _pad2: u32,
 };
 
 const SCHED_NO_MOVEMENT_UPDATE: u32 = 1u;
 const SCHED_NO_WINDOW_CORRECTION: u32 = 2u;
+const SCHED_NO_MONITORING: u32 = 4u;
 
 struct SchedCounters {
     errors: atomic<u32>,
@@ -203,8 +204,18 @@ struct SchedCounters {
     first_bad_segment: atomic<u32>,
     examined: atomic<u32>,
     processed: atomic<u32>,
-    _pad: array<u32, 3>,
+    monitored: atomic<u32>,
+    left: atomic<u32>,
+    lookup_overflow: atomic<u32>,
     touching: Capacity,
+};
+
+struct SegmentMotion {
+    mv1: Interval,
+    mv2_ref: Interval,
+    mon: u32,
+    left: u32,
+    _pad: array<u32, 2>,
 };
 
 struct SegmentContact {

@@ -43,3 +43,29 @@ fn rel_norm(a: Interval, b: Interval) -> f32 {
     }
     return sqrt(s);
 }
+
+// Interval::drift_from: the norm of the vector by which a sticks out of reference per axis.
+fn drift_from(a: Interval, reference: Interval) -> f32 {
+    var s = 0.0;
+    for (var axis = 0u; axis < 3u; axis = axis + 1u) {
+        let m = max(max(reference.lo[axis] - a.lo[axis], a.hi[axis] - reference.hi[axis]), 0.0);
+        s = s + m * m;
+    }
+    return sqrt(s);
+}
+
+// CellBox::valid.
+fn box_valid(c: CellBox) -> bool {
+    return c.lo.w == 1;
+}
+
+// CellBox::within: o covers every cell of c (an invalid c is within anything).
+fn box_within(c: CellBox, o: CellBox) -> bool {
+    return !box_valid(c)
+        || (box_valid(o) && all(o.lo.xyz <= c.lo.xyz) && all(c.hi.xyz <= o.hi.xyz));
+}
+
+// CellBox::intersects.
+fn box_intersects(c: CellBox, o: CellBox) -> bool {
+    return box_valid(c) && box_valid(o) && all(c.lo.xyz <= o.hi.xyz) && all(o.lo.xyz <= c.hi.xyz);
+}

@@ -11,14 +11,19 @@
 
 use super::newcomers::find_entry;
 use super::{box_bits, CellBox, Release, SchedEntry, ENTRY_BIN, ENTRY_DUE};
+use crate::layout::SegmentMotion;
 
 /// Stage `entries_drop`: removes (in order) the entries whose segments no longer share a cell. Only
-/// segments that left a cell (`left[s] != 0`) can lose one; returns the number dropped.
-pub fn entries_drop(cells: &[CellBox], left: &[u8], entries: &mut Vec<SchedEntry>) -> u64 {
+/// segments that left a cell (`motion[s].left`) can lose one; returns the number dropped.
+pub fn entries_drop(
+    cells: &[CellBox],
+    motion: &[SegmentMotion],
+    entries: &mut Vec<SchedEntry>,
+) -> u64 {
     let before = entries.len();
     entries.retain(|e| {
         let (a, b) = (e.seg_a as usize, e.seg_b as usize);
-        (left[a] == 0 && left[b] == 0) || cells[a].intersects(&cells[b])
+        (motion[a].left == 0 && motion[b].left == 0) || cells[a].intersects(&cells[b])
     });
     (before - entries.len()) as u64
 }
@@ -75,12 +80,12 @@ pub fn entries_release(released: &[Release], b: u32, nseg: usize, entries: &mut 
 
 /// Whether entry `e` is examined at step `n`: flagged due, in a bin examined now
 /// (`n ≡ 0 (mod 2^λ)`, i.e. `λ ≤ tz` with `tz` = [`bins_due`]`(n)`), or one of its segments monitored
-/// (`mon`, read only when `any_mon`).
+/// (`motion[s].mon`, read only when `any_mon`).
 #[inline]
-pub fn entry_due(e: &SchedEntry, tz: u32, mon: &[u8], any_mon: bool) -> bool {
+pub fn entry_due(e: &SchedEntry, tz: u32, motion: &[SegmentMotion], any_mon: bool) -> bool {
     e.bin_flags & ENTRY_DUE != 0
         || (e.bin_flags & ENTRY_BIN) <= tz
-        || (any_mon && (mon[e.seg_a as usize] | mon[e.seg_b as usize]) != 0)
+        || (any_mon && (motion[e.seg_a as usize].mon | motion[e.seg_b as usize].mon) != 0)
 }
 
 /// The largest bin examined at step `n`: `n mod 2^λ = 0` exactly for `λ ≤` the number of trailing

@@ -81,6 +81,7 @@
 
 mod entries;
 mod grid;
+mod monitor;
 mod newcomers;
 mod process;
 mod raster;
@@ -88,11 +89,14 @@ mod state;
 
 pub use entries::{bins_due, entries_drop, entries_merge, entries_release, entry_due};
 pub use grid::{grid_build, SchedGrid};
+pub use monitor::segment_monitor;
 pub use newcomers::{find_entry, newcomer_schedule};
 pub use process::{schedule_process, ProcessCtx, ProcessTask, WindowSlot, PROCESS_TASK};
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 
-use crate::layout::{SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION};
+use crate::layout::{
+    SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+};
 use crate::state::Segment;
 use bytemuck::{Pod, Zeroable};
 
@@ -444,14 +448,12 @@ pub struct Scheduler {
     prev_cells: Vec<CellBox>,
     mv1: Vec<Interval>,
     mv2: Vec<Interval>,
-    mv2_ref: Vec<Interval>,
     /// The integer cell nearest to the cloth's centre of mass at the first step: cell coordinates are
     /// measured from it (for precision; cells are absolute, so it never needs to move).
     anchor: [i32; 3],
-    /// 1 where the segment left a cell this step (its entries may have to go).
-    left: Vec<u8>,
-    /// 1 where the segment's change of movement drifted this step (its entries are examined now).
-    mon: Vec<u8>,
+    /// `segment_monitor`'s records: movement, reference change of movement, monitored and left
+    /// flags.
+    motion: Vec<SegmentMotion>,
     /// `win[(λ−1)·nseg + s]`, valid when its stamp equals the step (λ ≥ 1; λ = 0 is `mv1`).
     win: Vec<WindowSlot>,
     // Positions history.
@@ -486,9 +488,7 @@ impl Scheduler {
             anchor: [0; 3],
             mv1: Vec::new(),
             mv2: Vec::new(),
-            mv2_ref: Vec::new(),
-            left: Vec::new(),
-            mon: Vec::new(),
+            motion: Vec::new(),
             win: Vec::new(),
             prev1: Vec::new(),
             prev2: Vec::new(),
@@ -545,9 +545,7 @@ impl Scheduler {
         self.prev_cells = vec![CellBox::default(); nseg];
         self.mv1 = vec![Interval::default(); nseg];
         self.mv2 = vec![Interval::default(); nseg];
-        self.mv2_ref = vec![Interval::default(); nseg];
-        self.left = vec![0; nseg];
-        self.mon = vec![0; nseg];
+        self.motion = vec![SegmentMotion::default(); nseg];
         self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
         self.prev1 = pos.to_vec();
         self.prev2 = pos.to_vec();
@@ -561,7 +559,7 @@ impl Scheduler {
         self.step = 0;
     }
 
-    /// The kernels' uniform for step `n` (`any_mon` is set after monitoring).
+    /// The kernels' uniform for step `n`.
     pub fn uniform(&self, n: u64) -> SchedUniform {
         let p = &self.params;
         let mut switches = 0;
@@ -570,6 +568,9 @@ impl Scheduler {
         }
         if p.disable.no_window_correction {
             switches |= crate::layout::SCHED_NO_WINDOW_CORRECTION;
+        }
+        if p.disable.no_monitoring {
+            switches |= crate::layout::SCHED_NO_MONITORING;
         }
         SchedUniform {
             num_segments: self.nseg as u32,
@@ -585,8 +586,8 @@ impl Scheduler {
             bins_due: bins_due(n),
             max_bin: p.max_bin,
             switches,
-            any_mon: 0,
             _pad0: 0,
+            _pad3: 0,
             _pad1: 0,
             _pad2: 0,
         }
@@ -651,17 +652,18 @@ impl Scheduler {
                 seg: counters.first_bad_segment as usize,
             });
         }
-        if n == 0 {
-            self.mv2_ref.copy_from_slice(&self.mv2);
-        }
-        let mut any_left = false;
-        let mut any_entered = false;
-        for s in 0..self.nseg {
-            let left = !self.prev_cells[s].within(&self.cells[s]);
-            self.left[s] = left as u8;
-            any_left |= left;
-            any_entered |= !self.cells[s].within(&self.prev_cells[s]);
-        }
+        segment_monitor(
+            &uniform,
+            &self.mv1,
+            &self.mv2,
+            &self.cells,
+            &self.prev_cells,
+            &mut self.motion,
+            &mut counters,
+        );
+        self.stats.monitored = counters.monitored as u64;
+        let any_left = counters.left > 0;
+        let any_entered = (0..self.nseg).any(|s| !self.cells[s].within(&self.prev_cells[s]));
 
         // The grid: only `newcomer_schedule` reads it, and only for segments that entered cells, so
         // it is rebuilt only on steps that have such a segment (it is a function of the current cell
@@ -671,7 +673,7 @@ impl Scheduler {
         }
         // The table: pairs that stopped sharing a cell leave, new meetings come in.
         if any_left {
-            self.stats.dropped = entries_drop(&self.cells, &self.left, &mut self.entries);
+            self.stats.dropped = entries_drop(&self.cells, &self.motion, &mut self.entries);
         }
         let t1 = std::time::Instant::now();
         if any_entered {
@@ -699,22 +701,6 @@ impl Scheduler {
             &mut self.entries,
         );
 
-        // Monitoring: a segment whose change of movement drifted by more than ω/2 from its reference
-        // has all its entries examined now and takes the current value as its new reference.
-        let mut any_mon = false;
-        if !self.params.disable.no_monitoring {
-            let half_omega = 0.5 * self.params.omega;
-            for s in 0..self.nseg {
-                let drift = self.mv2[s].drift_from(&self.mv2_ref[s]) > half_omega;
-                self.mon[s] = drift as u8;
-                if drift {
-                    self.mv2_ref[s] = self.mv2[s];
-                    self.stats.monitored += 1;
-                    any_mon = true;
-                }
-            }
-        }
-
         // Examination, processing and binning of the due entries.
         let t2 = std::time::Instant::now();
         let ctx = ProcessCtx {
@@ -722,12 +708,10 @@ impl Scheduler {
             tz: bins_due(n),
             segments,
             pos,
-            mv1: &self.mv1,
-            mv2_ref: &self.mv2_ref,
+            motion: &self.motion,
             snaps: &self.snaps,
             win: &self.win,
-            mon: &self.mon,
-            any_mon,
+            any_mon: counters.monitored > 0,
             quadrature: self.params.quadrature,
             radius: self.params.radius,
             omega: self.params.omega,

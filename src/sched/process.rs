@@ -21,6 +21,7 @@ use super::{
     bin_for, earliest_contact_steps, Interval, Ownership, PairRules, SafetyRuleSwitches,
     SchedEntry, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, FAR, MAX_QUADRATURE,
 };
+use crate::layout::SegmentMotion;
 use crate::math::V3;
 use crate::state::Segment;
 use rayon::prelude::*;
@@ -80,13 +81,12 @@ pub struct ProcessCtx<'a> {
     pub tz: u32,
     pub segments: &'a [Segment],
     pub pos: &'a [[f32; 4]],
-    pub mv1: &'a [Interval],
-    pub mv2_ref: &'a [Interval],
+    /// `segment_monitor`'s records (movement, reference change of movement, monitored flag).
+    pub motion: &'a [SegmentMotion],
     /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination.
     pub snaps: &'a [[f32; 4]],
     /// `win[(λ−1)·nseg + s]`: the movement of segment `s` since snapshot λ, cached for the step.
     pub win: &'a [WindowSlot],
-    pub mon: &'a [u8],
     pub any_mon: bool,
     pub quadrature: u32,
     pub radius: f32,
@@ -104,7 +104,7 @@ impl ProcessCtx<'_> {
     #[inline]
     fn window(&self, l: u32, s: usize) -> Interval {
         if l == 0 {
-            return self.mv1[s];
+            return self.motion[s].mv1;
         }
         let nseg = self.segments.len();
         let slot = &self.win[(l as usize - 1) * nseg + s];
@@ -140,8 +140,9 @@ impl ProcessCtx<'_> {
             d = self.process_entry(en, &owned, &mut task.touching);
             task.processed += 1;
         }
-        let m = self.mv1[a].rel_norm(&self.mv1[b]);
-        let acc = self.mv2_ref[a].rel_norm(&self.mv2_ref[b]) + self.omega;
+        let (ma, mb) = (&self.motion[a], &self.motion[b]);
+        let m = ma.mv1.rel_norm(&mb.mv1);
+        let acc = ma.mv2_ref.rel_norm(&mb.mv2_ref) + self.omega;
         let l = bin_for(earliest_contact_steps(d, m, acc), self.max_bin);
         let mut dw = d;
         if d < FAR && !self.step.is_multiple_of(1u64 << l) && !self.disable.no_window_correction {
@@ -217,7 +218,7 @@ pub fn schedule_process(
         task.examined = 0;
         task.processed = 0;
         for en in chunk.iter_mut() {
-            if entry_due(en, ctx.tz, ctx.mon, ctx.any_mon) {
+            if entry_due(en, ctx.tz, ctx.motion, ctx.any_mon) {
                 ctx.examine(en, task);
             }
         }

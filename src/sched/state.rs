@@ -29,7 +29,8 @@ impl Scheduler {
         );
         out.put("sched.anchor", &self.anchor);
         out.put("sched.cells", &self.cells);
-        out.put("sched.mv2_ref", &self.mv2_ref);
+        let mv2_ref: Vec<Interval> = self.motion.iter().map(|m| m.mv2_ref).collect();
+        out.put("sched.mv2_ref", &mv2_ref);
         out.put_points("sched.prev1", &self.prev1);
         out.put_points("sched.prev2", &self.prev2);
         // Snapshot λ is `prev1` (0), `prev2` (1) or distinct snapshot k (2 + k).
@@ -150,7 +151,9 @@ impl Scheduler {
         self.step = step;
         self.anchor = [anchor[0], anchor[1], anchor[2]];
         self.cells = cells;
-        self.mv2_ref = mv2_ref;
+        for (m, r) in self.motion.iter_mut().zip(mv2_ref) {
+            m.mv2_ref = r;
+        }
         self.win = (0..nseg * nb).map(|_| WindowSlot::default()).collect();
         self.prev1 = prev1;
         self.prev2 = prev2;

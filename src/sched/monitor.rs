@@ -1,0 +1,49 @@
+//! Stage `segment_monitor` of the scheduler, one task per segment: from this step's movement
+//! intervals (`mv1`, `mv2`) and cell boxes (`cells`, `prev_cells`), each segment's [`SegmentMotion`]
+//! record (`motion`), which the examination reads: the movement `mv1`, the reference change of
+//! movement `mv2_ref` (reset to `mv2` when `mv2` left it by more than `ω/2`: the segment is then
+//! *monitored* and all its entries are examined now), the monitored flag and whether the segment
+//! left a cell (its entries may have to be dropped). Counts go to `sched_counters.monitored` and
+//! `.left`. At the first step the reference is `mv2` itself.
+
+use super::{CellBox, Interval};
+use crate::layout::{SchedCounters, SchedUniform, SegmentMotion, SCHED_NO_MONITORING};
+use rayon::prelude::*;
+
+/// Stage `segment_monitor` (kernel `shaders/segment_monitor.wgsl`).
+#[allow(clippy::too_many_arguments)]
+pub fn segment_monitor(
+    sched: &SchedUniform,
+    mv1: &[Interval],
+    mv2: &[Interval],
+    cells: &[CellBox],
+    prev_cells: &[CellBox],
+    motion: &mut [SegmentMotion],
+    counters: &mut SchedCounters,
+) {
+    let n = sched.num_segments as usize;
+    let half_omega = 0.5 * sched.omega;
+    // (Only step 0 examines every bin.)
+    let first = sched.bins_due == u32::MAX;
+    let monitoring = sched.switches & SCHED_NO_MONITORING == 0;
+    let (monitored, left) = motion[..n]
+        .par_iter_mut()
+        .with_min_len(1024)
+        .enumerate()
+        .map(|(s, m)| {
+            let mut mon = 0;
+            if first {
+                m.mv2_ref = mv2[s];
+            } else if monitoring && mv2[s].drift_from(&m.mv2_ref) > half_omega {
+                m.mv2_ref = mv2[s];
+                mon = 1;
+            }
+            m.mv1 = mv1[s];
+            m.mon = mon;
+            m.left = !prev_cells[s].within(&cells[s]) as u32;
+            (mon, m.left)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    counters.monitored += monitored;
+    counters.left += left;
+}
