@@ -84,7 +84,7 @@ use crate::math::{M3, V3};
 use crate::polar::{quat_identity, quat_to_matrix};
 use crate::scene::ContactParams;
 use crate::sched::{
-    box_bits, prefetch, Ownership, PairClass, PairRules, Release, SchedParams, Scheduler, EMPTY_BOX,
+    prefetch, set_lookup_pack, PairClass, PairRules, Release, SchedParams, Scheduler, EMPTY_BOX,
 };
 use crate::sim::{ContactError, ContactForce, ContactStats};
 use crate::spline::QuadratureTable;
@@ -291,36 +291,6 @@ impl SetIndex {
                 *f += 1;
             }
         }
-    }
-
-    fn bin(&self, bin: usize) -> &[u32] {
-        if bin + 1 >= self.start.len() {
-            return &[];
-        }
-        &self.items[self.start[bin] as usize..self.start[bin + 1] as usize]
-    }
-}
-
-/// The scheduler's view of the sets (which pairs they own).
-struct SetView<'a> {
-    sets: &'a [ContactSet],
-    index: &'a SetIndex,
-    b: u32,
-}
-
-impl Ownership for SetView<'_> {
-    fn owned_bits(&self, seg_a: u32, seg_b: u32) -> [u32; 4] {
-        let mut bits = [0u32; 4];
-        let (i0, i1) = (seg_a * self.b, seg_a * self.b + self.b - 1);
-        for bin in i0 / MERGE_BIN..=i1 / MERGE_BIN {
-            for &k in self.index.bin(bin as usize) {
-                let bb = box_bits(self.sets[k as usize].bx, seg_a, seg_b, self.b);
-                for w in 0..4 {
-                    bits[w] |= bb[w];
-                }
-            }
-        }
-        bits
     }
 }
 
@@ -603,6 +573,8 @@ pub struct AclContact {
     dirty: Vec<u32>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
+    /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
+    lookup: Vec<u32>,
     step: u64,
     last: AclStepStats,
 }
@@ -685,6 +657,7 @@ impl AclContact {
             scratch: RebuildScratch::default(),
             dirty: Vec::new(),
             released: Vec::new(),
+            lookup: Vec::new(),
             step: 0,
             last: AclStepStats::default(),
         })
@@ -1389,13 +1362,21 @@ impl AclContact {
         let mut st = AclStepStats::default();
         // 1. Scheduler.
         {
-            let view = SetView {
-                sets: &self.sets,
-                index: &self.index,
-                b: self.b,
-            };
+            // The sets as the scheduler looks them up (their boxes, binned).
+            let boxes = self
+                .sets
+                .iter()
+                .filter(|s| s.flags & SET_LIVE != 0)
+                .map(|s| s.bx);
+            set_lookup_pack(boxes, self.nq, &mut self.lookup);
             self.sched
-                .detect(&topo.segments, pos, &self.excl, &view, &self.released)
+                .detect(
+                    &topo.segments,
+                    pos,
+                    &self.excl,
+                    &self.lookup,
+                    &self.released,
+                )
                 .map_err(AclError::from)?;
         }
         self.released.clear();

@@ -28,17 +28,14 @@ fn params(disable: SafetyRuleSwitches, omega: f32) -> SchedParams {
 /// Owns single quadrature pairs (1×1 boxes): the smallest possible contact sets.
 struct PairOwner {
     owned: BTreeSet<(u32, u32)>,
+    lookup: Vec<u32>,
 }
-impl Ownership for PairOwner {
-    fn owned_bits(&self, sa: u32, sb: u32) -> [u32; 4] {
-        let mut bits = [0u32; 4];
-        for &(i, j) in self.owned.range((sa * B, 0)..((sa + 1) * B, 0)) {
-            if j / B == sb {
-                let bit = (i - sa * B) * B + (j - sb * B);
-                bits[(bit / 32) as usize] |= 1 << (bit % 32);
-            }
-        }
-        bits
+impl PairOwner {
+    /// The owned pairs packed as the scheduler looks sets up.
+    fn pack(&mut self, nq: u32) -> &[u32] {
+        let boxes = self.owned.iter().map(|&(i, j)| [i, i, j, j]);
+        set_lookup_pack(boxes, nq, &mut self.lookup);
+        &self.lookup
     }
 }
 
@@ -63,14 +60,16 @@ fn run_safety(
     let mut sched = Scheduler::new(params(disable, omega)).unwrap();
     let mut owner = PairOwner {
         owned: BTreeSet::new(),
+        lookup: Vec::new(),
     };
+    let nq = topo.segments.len() as u32 * B;
     let mut pos = Vec::new();
     let mut totals = [0u64; 3];
     let mut released = Vec::new();
     for step in 0..=steps {
         kin.positions(step, &mut pos);
         sched
-            .detect(&topo.segments, &pos, &rules, &owner, &released)
+            .detect(&topo.segments, &pos, &rules, owner.pack(nq), &released)
             .unwrap();
         released.clear();
         let st = sched.stats();
@@ -271,13 +270,12 @@ fn entries_cover_every_pair_sharing_a_cell() {
     let kin = Kinematic::new(&rest[..n_a], n_a, &rest, 150, 31337, 0.006);
     let rules = IndexExclusion::new(&topo, 7);
     let mut sched = Scheduler::new(params(Default::default(), 0.0006)).unwrap();
-    let owner = NoOwnership;
     let mut pos = Vec::new();
     let nseg = topo.segments.len();
     for step in 0..=150 {
         kin.positions(step, &mut pos);
         sched
-            .detect(&topo.segments, &pos, &rules, &owner, &[])
+            .detect(&topo.segments, &pos, &rules, NO_SETS, &[])
             .unwrap();
         let cells = sched.cell_boxes();
         let mut seen = std::collections::HashSet::new();
@@ -321,8 +319,7 @@ fn bad_parameters_are_errors() {
     let rules = IndexExclusion::new(&topo, 7);
     let mut s = Scheduler::new(params(Default::default(), 0.0006)).unwrap();
     assert_eq!(
-        s.detect(&topo.segments, &pos, &rules, &NoOwnership, &[])
-            .err(),
+        s.detect(&topo.segments, &pos, &rules, NO_SETS, &[]).err(),
         Some(SchedError::NotFinite { point: 5 })
     );
 }

@@ -81,6 +81,7 @@
 
 mod entries;
 mod grid;
+pub mod lookup;
 mod monitor;
 mod newcomers;
 mod process;
@@ -89,6 +90,7 @@ mod state;
 
 pub use entries::{bins_due, entries_drop, entries_merge, entries_release, entry_due};
 pub use grid::{grid_build, SchedGrid};
+pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
 pub use monitor::segment_monitor;
 pub use newcomers::{find_entry, newcomer_schedule};
 pub use process::{schedule_process, ProcessCtx, ProcessTask, WindowSlot, PROCESS_TASK};
@@ -242,21 +244,6 @@ pub trait PairRules: Sync {
     fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool;
 }
 
-/// Which quadrature pairs of a segment pair contact sets own (implemented by the contact sets): a
-/// lookup the scheduler makes when it processes an entry, never state it keeps.
-pub trait Ownership: Sync {
-    /// Bitmap (bit `ka·b + kb`) of the owned pairs `(seg_a·b + ka, seg_b·b + kb)`, `seg_a < seg_b`.
-    fn owned_bits(&self, seg_a: u32, seg_b: u32) -> [u32; 4];
-}
-
-/// No contact sets at all.
-pub struct NoOwnership;
-impl Ownership for NoOwnership {
-    fn owned_bits(&self, _: u32, _: u32) -> [u32; 4] {
-        [0; 4]
-    }
-}
-
 /// The box `[u0, u1, v0, v1]` that holds no pair (a deleted contact set's new box).
 pub const EMPTY_BOX: [u32; 4] = [1, 0, 1, 0];
 
@@ -338,6 +325,8 @@ pub struct SchedStats {
     pub monitored: u64,
     /// (segment, cell) newcomers.
     pub newcomers: u64,
+    /// Set lookups over [`MAX_LOOKUP`] sets (their entries treated every pair as unowned).
+    pub lookup_overflow: u64,
 }
 
 /// Wall-clock time of the scheduler's phases in the last step (milliseconds).
@@ -593,14 +582,14 @@ impl Scheduler {
         }
     }
 
-    /// One step of the scheduler with positions `pos`, the contact sets' ownership `owner` and the
-    /// boxes they released during the last step: fills [`Self::touching`].
+    /// One step of the scheduler with positions `pos`, the contact sets' boxes `set_lookup`
+    /// ([`lookup`]) and the boxes they released during the last step: fills [`Self::touching`].
     pub fn detect(
         &mut self,
         segments: &[Segment],
         pos: &[[f32; 4]],
         rules: &dyn PairRules,
-        owner: &dyn Ownership,
+        set_lookup: &[u32],
         released: &[Release],
     ) -> Result<(), SchedError> {
         let need = segments
@@ -718,13 +707,14 @@ impl Scheduler {
             max_bin: self.params.max_bin,
             disable: self.params.disable,
             rules,
-            owner,
+            set_lookup,
         };
         let ntasks = schedule_process(&ctx, &mut self.entries, &mut self.tasks);
         for task in &self.tasks[..ntasks] {
             self.touching.extend_from_slice(&task.touching);
             self.stats.examined += task.examined;
             self.stats.processed += task.processed;
+            self.stats.lookup_overflow += task.lookup_overflow;
         }
 
         // Snapshots of the bins examined this step, and the position history.

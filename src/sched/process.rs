@@ -1,7 +1,7 @@
 //! Stage `schedule_process` of the scheduler: every entry due at this step ([`entry_due`]) is
 //! *examined* — its bound lowered by the largest relative movement of its two segments since the bound
 //! was set — and, when the bound is gone, *processed*: the distances of its quadrature pairs that no
-//! contact set owns (looked up now, [`Ownership`]) are computed, touching ones are reported, and the
+//! contact set owns (looked up now in `set_lookup`, [`super::lookup`]) are computed, touching ones are reported, and the
 //! bound becomes the smallest gap over the others. Then it is binned (see the module docs of
 //! [`crate::sched`]).
 //!
@@ -16,10 +16,11 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use super::entries::entry_due;
+use super::lookup::owned_bits;
 use super::raster::movement_of;
 use super::{
-    bin_for, earliest_contact_steps, Interval, Ownership, PairRules, SafetyRuleSwitches,
-    SchedEntry, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, FAR, MAX_QUADRATURE,
+    bin_for, earliest_contact_steps, Interval, PairRules, SafetyRuleSwitches, SchedEntry,
+    ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, FAR, MAX_QUADRATURE,
 };
 use crate::layout::SegmentMotion;
 use crate::math::V3;
@@ -37,6 +38,7 @@ pub struct ProcessTask {
     pub touching: Vec<[u32; 2]>,
     pub examined: u64,
     pub processed: u64,
+    pub lookup_overflow: u64,
 }
 
 /// A cached movement window: the interval's bits and the step it is for.
@@ -94,7 +96,8 @@ pub struct ProcessCtx<'a> {
     pub max_bin: u32,
     pub disable: SafetyRuleSwitches,
     pub rules: &'a dyn PairRules,
-    pub owner: &'a dyn Ownership,
+    /// The contact sets' boxes ([`super::lookup`]).
+    pub set_lookup: &'a [u32],
 }
 
 impl ProcessCtx<'_> {
@@ -136,7 +139,9 @@ impl ProcessCtx<'_> {
             d -= self.window(l, a).rel_norm(&self.window(l, b));
         }
         if d < margin {
-            let owned = self.owner.owned_bits(en.seg_a, en.seg_b);
+            let (owned, overflow) =
+                owned_bits(self.set_lookup, en.seg_a, en.seg_b, self.quadrature);
+            task.lookup_overflow += overflow as u64;
             d = self.process_entry(en, &owned, &mut task.touching);
             task.processed += 1;
         }
@@ -217,6 +222,7 @@ pub fn schedule_process(
         task.touching.clear();
         task.examined = 0;
         task.processed = 0;
+        task.lookup_overflow = 0;
         for en in chunk.iter_mut() {
             if entry_due(en, ctx.tz, ctx.motion, ctx.any_mon) {
                 ctx.examine(en, task);
