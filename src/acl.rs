@@ -614,6 +614,7 @@ impl AclContact {
             ));
         }
         let sched = Scheduler::new(SchedParams {
+            exclusion_arc: params.exclusion_arc,
             quadrature: params.quadrature,
             radius,
             cell: params.grid_cell,

@@ -368,8 +368,9 @@ pub struct SchedUniform {
     pub max_bin: u32,
     /// `SCHED_NO_*` bits: safety rules switched off (tests only; 0 in a run).
     pub switches: u32,
+    /// The same-yarn exclusion arc (cm), for pairs of entries of mixed class.
+    pub exclusion_arc: f32,
     // (A uniform's arrays need a 16-byte stride: padding as scalars.)
-    pub _pad0: u32,
     pub _pad3: u32,
     pub _pad1: u32,
     pub _pad2: u32,
@@ -645,7 +646,7 @@ pub fn layouts() -> Vec<StructLayout> {
             bins_due,
             max_bin,
             switches,
-            _pad0,
+            exclusion_arc,
             _pad3,
             _pad1,
             _pad2

@@ -16,6 +16,7 @@ const B: u32 = 11;
 
 fn params(disable: SafetyRuleSwitches, omega: f32) -> SchedParams {
     SchedParams {
+        exclusion_arc: 0.0,
         quadrature: B,
         radius: R,
         cell: 0.6,

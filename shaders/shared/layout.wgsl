@@ -188,8 +188,8 @@ struct SchedUniform {
     bins_due: u32,
     max_bin: u32,
     switches: u32,
-    _pad0: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
-    _pad3: u32,
+    exclusion_arc: f32,
+    _pad3: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
     _pad1: u32,
     _pad2: u32,
 };

@@ -93,7 +93,10 @@ pub use grid::{grid_build, SchedGrid};
 pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
 pub use monitor::segment_monitor;
 pub use newcomers::{find_entry, newcomer_schedule};
-pub use process::{schedule_process, ProcessCtx, ProcessTask, WindowSlot, PROCESS_TASK};
+pub use process::{
+    schedule_process, segment_windows, ProcessBuffers, ProcessLazy, ProcessSource, ProcessTask,
+    WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
+};
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 
 use crate::layout::{
@@ -283,6 +286,9 @@ pub struct SchedParams {
     pub max_bin: u32,
     /// ω, cm/step².
     pub omega: f32,
+    /// The same-yarn exclusion arc (cm): the kernels apply the rule themselves (the CPU run asks the
+    /// `PairRules` it is given).
+    pub exclusion_arc: f32,
     /// Test-only switches (all off in a run).
     pub disable: SafetyRuleSwitches,
 }
@@ -451,6 +457,8 @@ pub struct Scheduler {
     /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination step.
     snaps: Vec<[f32; 4]>,
     grid: SchedGrid,
+    /// The basis weights of the quadrature points.
+    weights: crate::spline::QuadratureTable,
     /// The entry table, sorted by `(seg_a, seg_b)`.
     entries: Vec<SchedEntry>,
     /// Scratch of `newcomer_schedule`: candidate keys and new entries.
@@ -483,6 +491,7 @@ impl Scheduler {
             prev2: Vec::new(),
             snaps: Vec::new(),
             grid: SchedGrid::default(),
+            weights: crate::spline::QuadratureTable::new(params.quadrature),
             entries: Vec::new(),
             cand: Vec::new(),
             fresh: Vec::new(),
@@ -575,7 +584,7 @@ impl Scheduler {
             bins_due: bins_due(n),
             max_bin: p.max_bin,
             switches,
-            _pad0: 0,
+            exclusion_arc: p.exclusion_arc,
             _pad3: 0,
             _pad1: 0,
             _pad2: 0,
@@ -692,30 +701,34 @@ impl Scheduler {
 
         // Examination, processing and binning of the due entries.
         let t2 = std::time::Instant::now();
-        let ctx = ProcessCtx {
+        let mut uniform = uniform;
+        uniform.num_entries = self.entries.len() as u32;
+        let lazy = ProcessLazy {
             step: n,
-            tz: bins_due(n),
             segments,
             pos,
-            motion: &self.motion,
             snaps: &self.snaps,
             win: &self.win,
-            any_mon: counters.monitored > 0,
-            quadrature: self.params.quadrature,
-            radius: self.params.radius,
-            omega: self.params.omega,
-            max_bin: self.params.max_bin,
-            disable: self.params.disable,
+            motion: &self.motion,
+            weights: &self.weights.weights,
             rules,
-            set_lookup,
         };
-        let ntasks = schedule_process(&ctx, &mut self.entries, &mut self.tasks);
+        let ntasks = schedule_process(
+            &uniform,
+            &lazy,
+            &self.motion,
+            set_lookup,
+            &mut self.entries,
+            &mut counters,
+            &mut self.tasks,
+            true,
+        );
         for task in &self.tasks[..ntasks] {
             self.touching.extend_from_slice(&task.touching);
-            self.stats.examined += task.examined;
-            self.stats.processed += task.processed;
-            self.stats.lookup_overflow += task.lookup_overflow;
         }
+        self.stats.examined = counters.examined as u64;
+        self.stats.processed = counters.processed as u64;
+        self.stats.lookup_overflow = counters.lookup_overflow as u64;
 
         // Snapshots of the bins examined this step, and the position history.
         for l in 1..=self.params.max_bin as usize {

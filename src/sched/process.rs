@@ -19,10 +19,14 @@ use super::entries::entry_due;
 use super::lookup::owned_bits;
 use super::raster::movement_of;
 use super::{
-    bin_for, earliest_contact_steps, Interval, PairRules, SafetyRuleSwitches, SchedEntry,
-    ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, FAR, MAX_QUADRATURE,
+    bin_for, earliest_contact_steps, Interval, PairRules, SchedEntry, ENTRY_BIN, ENTRY_MIXED, FAR,
+    MAX_QUADRATURE,
 };
-use crate::layout::SegmentMotion;
+use crate::contact::arc_excluded;
+use crate::layout::{
+    SchedCounters, SchedUniform, SegmentContact, SegmentMotion, SCHED_NO_MOVEMENT_UPDATE,
+    SCHED_NO_WINDOW_CORRECTION,
+};
 use crate::math::V3;
 use crate::state::Segment;
 use rayon::prelude::*;
@@ -76,34 +80,70 @@ impl WindowSlot {
     }
 }
 
-/// What `schedule_process` reads (everything but the entries).
-pub struct ProcessCtx<'a> {
-    pub step: u64,
-    /// [`super::entries::bins_due`] of the step.
-    pub tz: u32,
-    pub segments: &'a [Segment],
-    pub pos: &'a [[f32; 4]],
-    /// `segment_monitor`'s records (movement, reference change of movement, monitored flag).
-    pub motion: &'a [SegmentMotion],
-    /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination.
-    pub snaps: &'a [[f32; 4]],
-    /// `win[(λ−1)·nseg + s]`: the movement of segment `s` since snapshot λ, cached for the step.
-    pub win: &'a [WindowSlot],
-    pub any_mon: bool,
-    pub quadrature: u32,
-    pub radius: f32,
-    pub omega: f32,
-    pub max_bin: u32,
-    pub disable: SafetyRuleSwitches,
-    pub rules: &'a dyn PairRules,
-    /// The contact sets' boxes ([`super::lookup`]).
-    pub set_lookup: &'a [u32],
+/// What the examination reads per segment and per quadrature point. The kernel reads buffers
+/// ([`ProcessBuffers`]: `windows`, `qpts`, `seg_contact`); the CPU run computes the same values
+/// where it needs them ([`ProcessLazy`]), by the same arithmetic, so both decide alike.
+pub trait ProcessSource: Sync {
+    /// The movement of segment `s` since bin λ's snapshot (λ = 0: over the last step).
+    fn window(&self, l: u32, s: usize) -> Interval;
+    /// Quadrature point `i`.
+    fn qpoint(&self, i: u32) -> V3<f32>;
+    /// Whether quadrature pair `(i, j)` of an entry of mixed class is excluded.
+    fn excluded(&self, i: u32, j: u32) -> bool;
 }
 
-impl ProcessCtx<'_> {
-    /// Movement of segment `s` since bin λ's snapshot (λ ≥ 1; `mv1` for λ = 0), computed once per
-    /// step: two tasks that miss on the same slot compute the same value from the same inputs and store
-    /// equal bits; the stamp is published after the value. (A kernel computes it where it needs it.)
+/// The kernel's inputs as buffers: `windows[λ·nseg + s]` for λ = 0..=λ_max ([`segment_windows`]),
+/// `qpts` (xyz, w = arc position; `contact::quadrature_points`) and `seg_contact` (loop lengths for
+/// the exclusion rule, with `arc` the exclusion arc).
+pub struct ProcessBuffers<'a> {
+    pub nseg: usize,
+    pub quadrature: u32,
+    pub exclusion_arc: f32,
+    pub windows: &'a [Interval],
+    pub qpts: &'a [[f32; 4]],
+    pub seg_contact: &'a [SegmentContact],
+}
+
+impl ProcessSource for ProcessBuffers<'_> {
+    #[inline]
+    fn window(&self, l: u32, s: usize) -> Interval {
+        self.windows[l as usize * self.nseg + s]
+    }
+    #[inline]
+    fn qpoint(&self, i: u32) -> V3<f32> {
+        V3::from4(self.qpts[i as usize])
+    }
+    #[inline]
+    fn excluded(&self, i: u32, j: u32) -> bool {
+        let loop_len = self.seg_contact[(i / self.quadrature) as usize].loop_len;
+        arc_excluded(
+            self.qpts[i as usize][3],
+            self.qpts[j as usize][3],
+            loop_len,
+            self.exclusion_arc,
+        )
+    }
+}
+
+/// The CPU run's inputs: windows computed once per step on first use (a cache keyed by the step),
+/// quadrature points from the positions (the weights of `QuadratureTable`, as
+/// `contact::quadrature_points` computes them), and the exclusion rule itself.
+pub struct ProcessLazy<'a> {
+    pub step: u64,
+    pub segments: &'a [Segment],
+    pub pos: &'a [[f32; 4]],
+    /// `snaps[(λ−1)·npts + p]`: positions at bin λ's last examination.
+    pub snaps: &'a [[f32; 4]],
+    /// `win[(λ−1)·nseg + s]`: the cache of the windows λ ≥ 1.
+    pub win: &'a [WindowSlot],
+    pub motion: &'a [SegmentMotion],
+    pub weights: &'a [[f32; 4]],
+    pub rules: &'a dyn PairRules,
+}
+
+impl ProcessSource for ProcessLazy<'_> {
+    /// Two tasks that miss on the same slot compute the same value from the same inputs and store
+    /// equal bits; the stamp is published after the value.
     #[inline]
     fn window(&self, l: u32, s: usize) -> Interval {
         if l == 0 {
@@ -126,119 +166,204 @@ impl ProcessCtx<'_> {
         slot.stamp.store(self.step, Ordering::Release);
         w
     }
-
-    /// Examines (and, if needed, processes and re-bins) one due entry.
     #[inline]
-    fn examine(&self, en: &mut SchedEntry, task: &mut ProcessTask) {
-        let margin = 1e-4 * self.radius;
-        task.examined += 1;
-        let (a, b) = (en.seg_a as usize, en.seg_b as usize);
-        let mut d = en.d;
-        if d < FAR && !self.disable.no_movement_update {
-            let l = en.bin_flags & ENTRY_BIN;
-            d -= self.window(l, a).rel_norm(&self.window(l, b));
-        }
-        if d < margin {
-            let (owned, overflow) =
-                owned_bits(self.set_lookup, en.seg_a, en.seg_b, self.quadrature);
-            task.lookup_overflow += overflow as u64;
-            d = self.process_entry(en, &owned, &mut task.touching);
-            task.processed += 1;
-        }
-        let (ma, mb) = (&self.motion[a], &self.motion[b]);
-        let m = ma.mv1.rel_norm(&mb.mv1);
-        let acc = ma.mv2_ref.rel_norm(&mb.mv2_ref) + self.omega;
-        let l = bin_for(earliest_contact_steps(d, m, acc), self.max_bin);
-        let mut dw = d;
-        if d < FAR && !self.step.is_multiple_of(1u64 << l) && !self.disable.no_window_correction {
-            dw -= self.window(l, a).rel_norm(&self.window(l, b));
-        }
-        en.d = dw;
-        en.bin_flags = (en.bin_flags & !(ENTRY_BIN | ENTRY_DUE)) | l;
+    fn qpoint(&self, i: u32) -> V3<f32> {
+        let b = self.weights.len() as u32;
+        let seg = &self.segments[(i / b) as usize];
+        let w = &self.weights[(i % b) as usize];
+        let q = seg.cp.map(|c| V3::<f32>::from4(self.pos[c as usize]));
+        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
     }
-
-    /// Full processing of entry `en`: distances of all its non-excluded pairs not in `owned`; touching
-    /// ones are appended to `touching`; returns the smallest gap over the others ([`FAR`] if none).
-    fn process_entry(
-        &self,
-        en: &SchedEntry,
-        owned: &[u32; 4],
-        touching: &mut Vec<[u32; 2]>,
-    ) -> f32 {
-        let b = self.quadrature;
-        let r = self.radius;
-        let four_r2 = 4.0 * r * r;
-        let pos = self.pos;
-        let qa = self.segments[en.seg_a as usize]
-            .cp
-            .map(|i| V3::<f32>::from4(pos[i as usize]));
-        let qb = self.segments[en.seg_b as usize]
-            .cp
-            .map(|i| V3::<f32>::from4(pos[i as usize]));
-        let mut yb = [V3::<f32>::zero(); MAX_QUADRATURE as usize];
-        for (k, y) in yb.iter_mut().enumerate().take(b as usize) {
-            *y = crate::spline::eval(&qb, crate::spline::quad_param(k as u32, b));
-        }
-        let mut min_d2 = f32::INFINITY;
-        let mixed = en.bin_flags & ENTRY_MIXED != 0;
-        for ka in 0..b {
-            let ya = crate::spline::eval(&qa, crate::spline::quad_param(ka, b));
-            for kb in 0..b {
-                let bit = ka * b + kb;
-                if owned[(bit / 32) as usize] & (1 << (bit % 32)) != 0 {
-                    continue;
-                }
-                if mixed && self.rules.excluded(en.seg_a, ka, en.seg_b, kb) {
-                    continue;
-                }
-                let d2 = (ya - yb[kb as usize]).norm2();
-                if d2 < four_r2 {
-                    touching.push([en.seg_a * b + ka, en.seg_b * b + kb]);
-                } else if d2 < min_d2 {
-                    min_d2 = d2;
-                }
-            }
-        }
-        if min_d2.is_finite() {
-            min_d2.sqrt() - 2.0 * r
-        } else {
-            FAR
-        }
+    #[inline]
+    fn excluded(&self, i: u32, j: u32) -> bool {
+        let b = self.weights.len() as u32;
+        self.rules.excluded(i / b, i % b, j / b, j % b)
     }
 }
 
-/// Stage `schedule_process` over the whole table; `tasks` keeps each task's outputs (and their
-/// capacity between steps). Returns the number of tasks used, in table order.
+/// Stage `segment_windows` (kernel `shaders/segment_windows.wgsl`), one task per segment and bin:
+/// `windows[λ·nseg + s]`, the movement of segment `s` since bin λ's snapshot (`snaps`, λ ≥ 1), and
+/// its movement over the last step for λ = 0 (`motion[s].mv1`). The CPU run computes the same
+/// values on first use instead ([`ProcessLazy`]).
+pub fn segment_windows(
+    sched: &SchedUniform,
+    segments: &[Segment],
+    pos: &[[f32; 4]],
+    snaps: &[[f32; 4]],
+    motion: &[SegmentMotion],
+    windows: &mut [Interval],
+) {
+    let nseg = sched.num_segments as usize;
+    let npts = sched.num_points as usize;
+    windows[..nseg * (sched.max_bin as usize + 1)]
+        .par_iter_mut()
+        .with_min_len(1024)
+        .enumerate()
+        .for_each(|(k, w)| {
+            let (l, s) = (k / nseg, k % nseg);
+            *w = if l == 0 {
+                motion[s].mv1
+            } else {
+                let off = (l - 1) * npts;
+                movement_of(&segments[s], pos, &snaps[off..off + npts], None)
+            };
+        });
+}
+
+/// Bits of [`SchedEntry::bin_flags`] holding the number of touching pairs the entry's examination
+/// found at this step (0 when it was not examined): the count that `touching_write` scans.
+pub const ENTRY_TOUCH_SHIFT: u32 = 16;
+pub const ENTRY_TOUCH: u32 = 0xff << ENTRY_TOUCH_SHIFT;
+
+/// Examines (and, if needed, processes and re-bins) one due entry; the touching pairs found go to
+/// `touching` when given (the CPU run), and their number into the entry.
+#[inline]
+fn examine(
+    sched: &SchedUniform,
+    src: &dyn ProcessSource,
+    motion: &[SegmentMotion],
+    set_lookup: &[u32],
+    en: &mut SchedEntry,
+    task: &mut ProcessTask,
+    collect: bool,
+) {
+    let margin = 1e-4 * sched.radius;
+    task.examined += 1;
+    let (a, b) = (en.seg_a as usize, en.seg_b as usize);
+    let mut d = en.d;
+    if d < FAR && sched.switches & SCHED_NO_MOVEMENT_UPDATE == 0 {
+        let l = en.bin_flags & ENTRY_BIN;
+        d -= src.window(l, a).rel_norm(&src.window(l, b));
+    }
+    let mut count = 0u32;
+    if d < margin {
+        let (owned, overflow) = owned_bits(set_lookup, en.seg_a, en.seg_b, sched.quadrature);
+        task.lookup_overflow += overflow as u64;
+        let touching = if collect {
+            Some(&mut task.touching)
+        } else {
+            None
+        };
+        let (dd, c) = process_entry(sched, src, en, &owned, touching);
+        d = dd;
+        count = c;
+        task.processed += 1;
+    }
+    let (ma, mb) = (&motion[a], &motion[b]);
+    let m = ma.mv1.rel_norm(&mb.mv1);
+    let acc = ma.mv2_ref.rel_norm(&mb.mv2_ref) + sched.omega;
+    let l = bin_for(earliest_contact_steps(d, m, acc), sched.max_bin);
+    let mut dw = d;
+    // Binned off-phase (`n mod 2^l ≠ 0`): the bound is converted to the window's start.
+    if d < FAR && l > sched.bins_due && sched.switches & SCHED_NO_WINDOW_CORRECTION == 0 {
+        dw -= src.window(l, a).rel_norm(&src.window(l, b));
+    }
+    en.d = dw;
+    en.bin_flags = (en.bin_flags & ENTRY_MIXED) | l | (count << ENTRY_TOUCH_SHIFT);
+}
+
+/// Full processing of entry `en`: distances of all its non-excluded pairs not in `owned`; returns the
+/// smallest gap over the non-touching ones ([`FAR`] if none) and the number of touching ones (which
+/// are appended to `touching` when given).
+fn process_entry(
+    sched: &SchedUniform,
+    src: &dyn ProcessSource,
+    en: &SchedEntry,
+    owned: &[u32; 4],
+    mut touching: Option<&mut Vec<[u32; 2]>>,
+) -> (f32, u32) {
+    let b = sched.quadrature;
+    let r = sched.radius;
+    let four_r2 = 4.0 * r * r;
+    let mut yb = [V3::<f32>::zero(); MAX_QUADRATURE as usize];
+    for (k, y) in yb.iter_mut().enumerate().take(b as usize) {
+        *y = src.qpoint(en.seg_b * b + k as u32);
+    }
+    let mut min_d2 = f32::INFINITY;
+    let mut count = 0;
+    let mixed = en.bin_flags & ENTRY_MIXED != 0;
+    for ka in 0..b {
+        let i = en.seg_a * b + ka;
+        let ya = src.qpoint(i);
+        for kb in 0..b {
+            let bit = ka * b + kb;
+            if owned[(bit / 32) as usize] & (1 << (bit % 32)) != 0 {
+                continue;
+            }
+            let j = en.seg_b * b + kb;
+            if mixed && src.excluded(i, j) {
+                continue;
+            }
+            let d2 = (ya - yb[kb as usize]).norm2();
+            if d2 < four_r2 {
+                count += 1;
+                if let Some(t) = touching.as_deref_mut() {
+                    t.push([i, j]);
+                }
+            } else if d2 < min_d2 {
+                min_d2 = d2;
+            }
+        }
+    }
+    let d = if min_d2.is_finite() {
+        min_d2.sqrt() - 2.0 * r
+    } else {
+        FAR
+    };
+    (d, count)
+}
+
+/// Stage `schedule_process` (kernel `shaders/schedule_process.wgsl`): every entry due at this step
+/// is examined and re-binned; the others get a touching count of 0. Cut into tasks of
+/// [`PROCESS_TASK`] entries run in parallel; `tasks` keeps each task's counts (and, when `collect`,
+/// its touching pairs in entry order) and their capacity between steps. Returns the number of tasks
+/// used. Counts of examined, processed and lookup overflows go to `counters`.
+#[allow(clippy::too_many_arguments)]
 pub fn schedule_process(
-    ctx: &ProcessCtx,
+    sched: &SchedUniform,
+    src: &dyn ProcessSource,
+    motion: &[SegmentMotion],
+    set_lookup: &[u32],
     entries: &mut [SchedEntry],
+    counters: &mut SchedCounters,
     tasks: &mut Vec<ProcessTask>,
+    collect: bool,
 ) -> usize {
-    let ntasks = entries.len().div_ceil(PROCESS_TASK);
+    let n = sched.num_entries as usize;
+    let ntasks = n.div_ceil(PROCESS_TASK);
     if tasks.len() < ntasks {
         tasks.resize_with(ntasks, ProcessTask::default);
     }
+    let any_mon = counters.monitored > 0;
     let run = |(task, chunk): (&mut ProcessTask, &mut [SchedEntry])| {
         task.touching.clear();
         task.examined = 0;
         task.processed = 0;
         task.lookup_overflow = 0;
         for en in chunk.iter_mut() {
-            if entry_due(en, ctx.tz, ctx.motion, ctx.any_mon) {
-                ctx.examine(en, task);
+            if entry_due(en, sched.bins_due, motion, any_mon) {
+                examine(sched, src, motion, set_lookup, en, task, collect);
+            } else {
+                en.bin_flags &= !ENTRY_TOUCH;
             }
         }
     };
     if ntasks > 1 {
         tasks[..ntasks]
             .par_iter_mut()
-            .zip(entries.par_chunks_mut(PROCESS_TASK))
+            .zip(entries[..n].par_chunks_mut(PROCESS_TASK))
             .for_each(run);
     } else {
         tasks[..ntasks]
             .iter_mut()
-            .zip(entries.chunks_mut(PROCESS_TASK))
+            .zip(entries[..n].chunks_mut(PROCESS_TASK))
             .for_each(run);
+    }
+    for t in &tasks[..ntasks] {
+        counters.examined += t.examined as u32;
+        counters.processed += t.processed as u32;
+        counters.lookup_overflow += t.lookup_overflow as u32;
+        counters.touching.count += t.touching.len() as u32;
     }
     ntasks
 }

@@ -10,7 +10,7 @@
 
 use super::{
     CellBox, Interval, SchedEntry, SchedStats, SchedTimes, Scheduler, WindowSlot, ENTRY_BIN,
-    ENTRY_DUE, ENTRY_MIXED,
+    ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH,
 };
 use crate::checkpoint::{check_index, CheckpointError, StateReader, StateWriter};
 
@@ -134,7 +134,7 @@ impl Scheduler {
             check_index("sched.entries", "bin", en.bin() as usize, nb + 1)?;
             if en.seg_a >= en.seg_b
                 || last.is_some_and(|k| k >= en.key())
-                || en.bin_flags & !(ENTRY_BIN | ENTRY_MIXED | ENTRY_DUE) != 0
+                || en.bin_flags & !(ENTRY_BIN | ENTRY_MIXED | ENTRY_DUE | ENTRY_TOUCH) != 0
             {
                 return Err(CheckpointError::bad(
                     "sched.entries",
