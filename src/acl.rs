@@ -1369,7 +1369,7 @@ impl AclContact {
                 .iter()
                 .filter(|s| s.flags & SET_LIVE != 0)
                 .map(|s| s.bx);
-            set_lookup_pack(boxes, self.nq, &mut self.lookup);
+            set_lookup_pack(boxes, self.b, self.nq / self.b, &mut self.lookup);
             self.sched
                 .detect(
                     &topo.segments,

@@ -35,7 +35,7 @@ impl PairOwner {
     /// The owned pairs packed as the scheduler looks sets up.
     fn pack(&mut self, nq: u32) -> &[u32] {
         let boxes = self.owned.iter().map(|&(i, j)| [i, i, j, j]);
-        set_lookup_pack(boxes, nq, &mut self.lookup);
+        set_lookup_pack(boxes, B, nq / B, &mut self.lookup);
         &self.lookup
     }
 }

@@ -1,103 +1,161 @@
 //! The contact sets as the scheduler sees them: which quadrature pairs of a segment pair they own, a
 //! lookup each examined entry makes (DESIGN §5.3) instead of state the sets push into the entries.
 //!
-//! The sets' boxes are packed into one `u32` buffer, `set_lookup`, binned by their first axis in bins
-//! of [`LOOKUP_BIN`] quadrature indices (a set is listed in every bin its `[u0, u1]` meets):
+//! The sets' boxes are packed into one `u32` buffer, `set_lookup`, listed under every segment pair
+//! `(sa, sb)`, `sa < sb`, that their box meets (bucketed by `sa`, sorted by `sb` then set within a
+//! bucket):
 //!
 //! | words | content |
 //! |---|---|
-//! | `[0]` | number of bins `nb` |
-//! | `[1]` | number of sets `ns` |
-//! | `[2 .. 3 + nb]` | `nb + 1` bin starts (offsets into the items) |
-//! | `[3 + nb ..][.. items]` | the sets of each bin, in set order |
-//! | then `4 · ns` words | the box `[u0, u1, v0, v1]` of each set |
+//! | `[0]` | number of segments `nseg` |
+//! | `[1]` | number of items `ni` |
+//! | `[2 .. 3 + nseg]` | `nseg + 1` bucket starts (item numbers) |
+//! | `[3 + nseg ..][.. 2 ni]` | the items `(sb, set)`, two words each |
+//! | then 4 words per set | the box `[u0, u1, v0, v1]` of each set |
 //!
-//! [`set_lookup_pack`] writes it (count → prefix sum → write); [`owned_bits`] reads it.
+//! [`set_lookup_pack`] writes it (count → prefix sum → write, then a sort of each small bucket);
+//! [`owned_bits`] finds the items of `(seg_a, seg_b)` by binary search in `seg_a`'s bucket. Sets are
+//! disjoint, so at most `b²` of them meet one segment pair: the scan is bounded by that, and by
+//! [`MAX_LOOKUP`] as a guard.
 
 use super::box_bits;
 
-/// Width of the lookup's bins along the first axis, in quadrature indices.
-pub const LOOKUP_BIN: u32 = 8;
-/// Sets one lookup examines at most (the loop bound of the kernels' lookup): beyond, the lookup
-/// reports an overflow and the entry's pairs are all treated as unowned, which is safe (owned pairs
-/// that touch are reported again and merged back into their set).
+/// Items of one segment pair a lookup scans at most (the kernels' loop bound; disjoint sets give at
+/// most `b² ≤ 121`). Beyond, the lookup reports an overflow and treats the pairs as unowned, which is
+/// safe (touching owned pairs are reported again and merge back into their set).
 pub const MAX_LOOKUP: u32 = 256;
 /// The lookup of no sets at all.
 pub const NO_SETS: &[u32] = &[0, 0, 0];
 
-/// Packs the boxes `boxes` (in set order) over `nq` quadrature indices into `out`.
-pub fn set_lookup_pack(boxes: impl Iterator<Item = [u32; 4]> + Clone, nq: u32, out: &mut Vec<u32>) {
-    let nb = (nq / LOOKUP_BIN + 1) as usize;
+/// The segment pairs `(sa, sb)`, `sa < sb`, that box `bx` meets, for `b` points per segment and
+/// `nseg` segments: `sa` over the first range, `sb` over the second from `sa + 1`.
+#[inline]
+fn segment_ranges(bx: &[u32; 4], b: u32, nseg: u32) -> (std::ops::RangeInclusive<u32>, u32, u32) {
+    let last = nseg.saturating_sub(1);
+    (
+        (bx[0] / b)..=(bx[1] / b).min(last),
+        bx[2] / b,
+        (bx[3] / b).min(last),
+    )
+}
+
+/// Packs the boxes `boxes` (in set order) of sets over `nseg` segments of `b` quadrature points into
+/// `out`.
+pub fn set_lookup_pack(
+    boxes: impl Iterator<Item = [u32; 4]> + Clone,
+    b: u32,
+    nseg: u32,
+    out: &mut Vec<u32>,
+) {
+    let ns = nseg as usize;
     out.clear();
-    out.resize(3 + nb, 0);
-    out[0] = nb as u32;
-    let mut ns = 0u32;
-    let bins =
-        |bx: &[u32; 4]| (bx[0] / LOOKUP_BIN) as usize..=((bx[1] / LOOKUP_BIN) as usize).min(nb - 1);
+    out.resize(3 + ns, 0);
+    out[0] = nseg;
+    if nseg == 0 {
+        return;
+    }
+    let mut nsets = 0usize;
     for bx in boxes.clone() {
-        ns += 1;
-        for bin in bins(&bx) {
-            out[3 + bin] += 1;
+        nsets += 1;
+        let (sa_range, sb0, sb1) = segment_ranges(&bx, b, nseg);
+        for sa in sa_range {
+            let lo = sb0.max(sa + 1);
+            if lo <= sb1 {
+                out[3 + sa as usize] += sb1 - lo + 1;
+            }
         }
     }
-    out[1] = ns;
-    // Bin k's count sits at word 3 + k, one past its start: an inclusive prefix sum makes word
-    // 2 + k the start of bin k, and word 2 + nb the number of items.
-    for k in 1..=nb {
+    // Bucket sa's count sits at word 3 + sa, one past its start: an inclusive prefix sum makes word
+    // 2 + sa the start of bucket sa, and word 2 + nseg the number of items.
+    for k in 1..=ns {
         out[2 + k] += out[1 + k];
     }
-    let sum = out[2 + nb];
-    let items = 3 + nb;
-    out.resize(items + sum as usize + 4 * ns as usize, 0);
-    // Written in set order, each bin's start walking to the next bin's start (no scratch buffer:
-    // the starts are shifted back afterwards).
-    let boxes_base = items + sum as usize;
+    let ni = out[2 + ns] as usize;
+    out[1] = ni as u32;
+    let items = 3 + ns;
+    out.resize(items + 2 * ni + 4 * nsets, 0);
+    // Written in set order, each bucket's start walking to the next bucket's start, then shifted back.
+    let boxes_base = items + 2 * ni;
     for (k, bx) in boxes.enumerate() {
-        for bin in bins(&bx) {
-            let at = out[2 + bin] as usize;
-            out[items + at] = k as u32;
-            out[2 + bin] += 1;
+        let (sa_range, sb0, sb1) = segment_ranges(&bx, b, nseg);
+        for sa in sa_range {
+            for sb in sb0.max(sa + 1)..=sb1 {
+                let at = out[2 + sa as usize] as usize;
+                out[items + 2 * at] = sb;
+                out[items + 2 * at + 1] = k as u32;
+                out[2 + sa as usize] += 1;
+            }
         }
         out[boxes_base + 4 * k..boxes_base + 4 * k + 4].copy_from_slice(&bx);
     }
-    for bin in (1..nb).rev() {
-        out[2 + bin] = out[1 + bin];
+    for sa in (1..ns).rev() {
+        out[2 + sa] = out[1 + sa];
     }
     out[2] = 0;
+    // Each bucket by (sb, set): insertion sort (buckets hold a few items; sets were written in
+    // order, so equal sb stay in set order).
+    for sa in 0..ns {
+        let (s0, s1) = (out[2 + sa] as usize, out[3 + sa] as usize);
+        for x in s0 + 1..s1 {
+            let key = (out[items + 2 * x], out[items + 2 * x + 1]);
+            let mut y = x;
+            while y > s0 && (out[items + 2 * (y - 1)], out[items + 2 * (y - 1) + 1]) > key {
+                out[items + 2 * y] = out[items + 2 * (y - 1)];
+                out[items + 2 * y + 1] = out[items + 2 * (y - 1) + 1];
+                y -= 1;
+            }
+            out[items + 2 * y] = key.0;
+            out[items + 2 * y + 1] = key.1;
+        }
+    }
 }
 
 /// Bitmap (bit `ka·b + kb`) of the pairs `(seg_a·b + ka, seg_b·b + kb)` that the sets of
 /// `set_lookup` own, and whether the lookup overflowed ([`MAX_LOOKUP`]: then the bitmap is empty).
 pub fn owned_bits(set_lookup: &[u32], seg_a: u32, seg_b: u32, b: u32) -> ([u32; 4], bool) {
     let mut bits = [0u32; 4];
-    let nb = set_lookup[0];
-    if nb == 0 {
+    let nseg = set_lookup[0];
+    if seg_a >= nseg {
         return (bits, false);
     }
-    let items = 3 + nb as usize;
-    let nitems = set_lookup[2 + nb as usize] as usize;
-    let boxes_base = items + nitems;
-    let (i0, i1) = (seg_a * b, seg_a * b + b - 1);
-    let mut seen = 0u32;
-    for bin in i0 / LOOKUP_BIN..=(i1 / LOOKUP_BIN).min(nb - 1) {
-        let (s0, s1) = (set_lookup[2 + bin as usize], set_lookup[3 + bin as usize]);
-        for it in s0..s1 {
-            seen += 1;
-            if seen > MAX_LOOKUP {
-                return ([0; 4], true);
-            }
-            let k = set_lookup[items + it as usize] as usize;
-            let bx = [
-                set_lookup[boxes_base + 4 * k],
-                set_lookup[boxes_base + 4 * k + 1],
-                set_lookup[boxes_base + 4 * k + 2],
-                set_lookup[boxes_base + 4 * k + 3],
-            ];
-            let bb = box_bits(bx, seg_a, seg_b, b);
-            for w in 0..4 {
-                bits[w] |= bb[w];
-            }
+    let ns = nseg as usize;
+    let items = 3 + ns;
+    let ni = set_lookup[1] as usize;
+    let boxes_base = items + 2 * ni;
+    let (mut lo, mut hi) = (
+        set_lookup[2 + seg_a as usize] as usize,
+        set_lookup[3 + seg_a as usize] as usize,
+    );
+    // Lower bound of seg_b among the bucket's sorted sb (at most 32 halvings).
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if set_lookup[items + 2 * mid] < seg_b {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
+    }
+    let end = set_lookup[3 + seg_a as usize] as usize;
+    let mut seen = 0u32;
+    let mut at = lo;
+    while at < end && set_lookup[items + 2 * at] == seg_b {
+        seen += 1;
+        if seen > MAX_LOOKUP {
+            return ([0; 4], true);
+        }
+        let k = set_lookup[items + 2 * at + 1] as usize;
+        let o = boxes_base + 4 * k;
+        let bx = [
+            set_lookup[o],
+            set_lookup[o + 1],
+            set_lookup[o + 2],
+            set_lookup[o + 3],
+        ];
+        let bb = box_bits(bx, seg_a, seg_b, b);
+        for w in 0..4 {
+            bits[w] |= bb[w];
+        }
+        at += 1;
     }
     (bits, false)
 }
@@ -118,7 +176,7 @@ mod tests {
             [0, 3, 5, 9],
         ];
         let mut packed = Vec::new();
-        set_lookup_pack(boxes.iter().copied(), nq, &mut packed);
+        set_lookup_pack(boxes.iter().copied(), b, nq / b, &mut packed);
         for sa in 0..12 {
             for sb in sa + 1..14 {
                 let mut expect = [0u32; 4];
@@ -132,9 +190,19 @@ mod tests {
             }
         }
         assert_eq!(owned_bits(NO_SETS, 2, 5, b), ([0; 4], false));
-        // More sets in one bin than a lookup may examine: an overflow, never a partial bitmap.
-        let many: Vec<[u32; 4]> = (0..MAX_LOOKUP + 1).map(|k| [0, 0, 1 + k, 1 + k]).collect();
-        set_lookup_pack(many.iter().copied(), 4 * MAX_LOOKUP, &mut packed);
+        // More sets on one segment pair than a lookup may scan (only overlapping sets can do that):
+        // an overflow, never a partial bitmap.
+        let many: Vec<[u32; 4]> = (0..MAX_LOOKUP + 1).map(|_| [0, 0, 4, 4]).collect();
+        set_lookup_pack(many.iter().copied(), 4, 2, &mut packed);
         assert_eq!(owned_bits(&packed, 0, 1, 4), ([0; 4], true));
+        // 121 single-pair sets on one segment pair (the most disjoint sets can give): no overflow.
+        let singles: Vec<[u32; 4]> = (0..11)
+            .flat_map(|i| (0..11).map(move |j| [i, i, 11 + j, 11 + j]))
+            .collect();
+        set_lookup_pack(singles.iter().copied(), 11, 3, &mut packed);
+        assert_eq!(
+            owned_bits(&packed, 0, 1, 11),
+            ([u32::MAX, u32::MAX, u32::MAX, (1 << 25) - 1], false)
+        );
     }
 }
