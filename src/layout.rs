@@ -340,6 +340,21 @@ pub struct CellBox {
 }
 const _: () = assert!(size_of::<CellBox>() == 32);
 
+/// A tracked segment pair (`seg_a < seg_b`). The entries form one table sorted by `(seg_a, seg_b)`,
+/// with no gaps: every step's changes are written by compaction and merging, never into free slots.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SchedEntry {
+    pub seg_a: u32,
+    pub seg_b: u32,
+    /// Lower bound on the gap `distance − 2r` over the unowned quadrature pairs, at the start of the
+    /// window of the entry's bin (see the module docs). Negative: process at the next examination.
+    pub d: f32,
+    /// The bin λ (`sched::ENTRY_BIN` bits) and the flags `ENTRY_MIXED`, `ENTRY_DUE`.
+    pub bin_flags: u32,
+}
+const _: () = assert!(std::mem::size_of::<SchedEntry>() == 16);
+
 /// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -632,6 +647,12 @@ pub fn layouts() -> Vec<StructLayout> {
         }),
         layout_of!(Interval { lo, hi }),
         layout_of!(CellBox { lo, hi }),
+        layout_of!(SchedEntry {
+            seg_a,
+            seg_b,
+            d,
+            bin_flags
+        }),
         layout_of!(SchedUniform {
             num_segments,
             num_points,

@@ -572,6 +572,34 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::segment_monitor",
     },
+    Kernel {
+        name: "segment_windows",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("pos"),
+            read("snaps"),
+            read("motion"),
+            read_write("windows"),
+        ],
+        twin: "sched::segment_windows",
+    },
+    Kernel {
+        name: "schedule_process",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("qpts"),
+            read("seg_contact"),
+            read("windows"),
+            read("motion"),
+            read("set_lookup"),
+            read_write("entries"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::schedule_process",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

@@ -13,14 +13,20 @@
 mod fixture;
 
 use fixture::{bytes, scene_sim};
+use yarnsim::acl::AclContact;
+use yarnsim::contact::ExactContact;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::{
     CellBox, Interval, SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE,
     ERROR_NAN_POSITION, SCHED_NO_MONITORING,
 };
+use yarnsim::layout::{SchedEntry, SegmentContact};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
-use yarnsim::sched::{aabb_raster_movement, segment_monitor};
+use yarnsim::sched::{
+    aabb_raster_movement, owned_bits, schedule_process, segment_monitor, segment_windows,
+    set_lookup_pack, ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+};
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
 
@@ -331,4 +337,256 @@ fn segment_monitor_matches_twin() {
         }
         assert!(counters.left > 0, "{label}: no segment left a cell");
     }
+}
+
+/// The inputs of `schedule_process` from a real run: the swatch stepped with ACL on the CPU, an
+/// `AclContact` run alongside on the same positions (so its scheduler and sets are real), and then
+/// the buffers the kernel reads at the next step: the entries (every 5th one flagged due with its
+/// bound cleared, so that many are processed), the motion records and snapshots, the windows, the
+/// quadrature points and the lookup of every other set (so that touching pairs are found).
+struct ProcessFixture {
+    uniform: SchedUniform,
+    entries: Vec<SchedEntry>,
+    motion: Vec<SegmentMotion>,
+    windows: Vec<Interval>,
+    qpts: Vec<[f32; 4]>,
+    seg_contact: Vec<SegmentContact>,
+    lookup: Vec<u32>,
+    monitored: u32,
+    segments: Vec<Segment>,
+    pos: Vec<[f32; 4]>,
+    snaps: Vec<[f32; 4]>,
+}
+
+fn process_fixture() -> ProcessFixture {
+    let sets = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &sets, 0);
+    let params = fixture::scene_contact("swatch", &sets);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..37 {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    sim.step().unwrap();
+    let sched = acl.scheduler();
+    let nseg = sim.topo.segments.len();
+    let b = params.quadrature;
+    let uniform = SchedUniform {
+        num_entries: sched.entries().len() as u32,
+        ..sched.uniform(sched.steps())
+    };
+    let mut entries = sched.entries().to_vec();
+    for en in entries.iter_mut().step_by(5) {
+        en.d = -1.0;
+        en.bin_flags |= ENTRY_DUE;
+    }
+    let motion = sched.motion().to_vec();
+    let monitored = motion.iter().filter(|m| m.mon != 0).count() as u32;
+    let mut windows = vec![Interval::default(); nseg * (uniform.max_bin as usize + 1)];
+    segment_windows(
+        &uniform,
+        &sim.topo.segments,
+        &sim.pos,
+        sched.snaps(),
+        &motion,
+        &mut windows,
+    );
+    // Quadrature points and loop lengths as the exact path's host makes them.
+    let mut exact = ExactContact::new(r, &params).unwrap();
+    exact.detect(&sim.topo, &sim.pos).unwrap();
+    let qpts = exact.quadrature_positions().to_vec();
+    let seg_contact = exact.segment_contact().to_vec();
+    let mut lookup = Vec::new();
+    // Every other set left out of the lookup: its touching pairs are then unowned and found again.
+    let boxes: Vec<[u32; 4]> = acl.boxes().step_by(2).collect();
+    set_lookup_pack(boxes.iter().copied(), b, nseg as u32, &mut lookup);
+    ProcessFixture {
+        uniform,
+        entries,
+        motion,
+        windows,
+        qpts,
+        seg_contact,
+        lookup,
+        monitored,
+        segments: sim.topo.segments.clone(),
+        pos: sim.pos.clone(),
+        snaps: sched.snaps().to_vec(),
+    }
+}
+
+/// `schedule_process` on the swatch's real entries. Discrete outputs (bins, flags, touching counts,
+/// counters) must be identical. The bound `d` is a few roundings of f32 arithmetic on the same
+/// inputs (a difference of window norms, or a square root of a squared distance minus 2r): the
+/// tolerance is 8ε (|d_in| + 2r + W) with W the largest window coordinate of the entry's segments,
+/// which covers fused multiply-adds and square roots within Vulkan's precision on hardware; on
+/// lavapipe the bounds come out bit-identical.
+#[test]
+fn schedule_process_matches_twin() {
+    let Some(gpu) = gpu_or_skip("schedule_process_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = f.uniform;
+    let n = f.entries.len();
+    let nseg = u.num_segments as usize;
+    let src = ProcessBuffers {
+        nseg,
+        quadrature: u.quadrature,
+        exclusion_arc: u.exclusion_arc,
+        windows: &f.windows,
+        qpts: &f.qpts,
+        seg_contact: &f.seg_contact,
+    };
+    let start = SchedCounters {
+        monitored: f.monitored,
+        ..fresh_counters()
+    };
+    let mut cpu_entries = f.entries.clone();
+    let mut counters = start;
+    let mut tasks = Vec::new();
+    schedule_process(
+        &u,
+        &src,
+        &f.motion,
+        &f.lookup,
+        &mut cpu_entries,
+        &mut counters,
+        &mut tasks,
+        false,
+    );
+    let out = run_kernel(
+        &gpu,
+        "schedule_process",
+        &[
+            ("sched", bytes(&[u])),
+            ("qpts", bytes(&f.qpts)),
+            ("seg_contact", bytes(&f.seg_contact)),
+            ("windows", bytes(&f.windows)),
+            ("motion", bytes(&f.motion)),
+            ("set_lookup", bytes(&f.lookup)),
+            ("entries", bytes(&f.entries)),
+            ("sched_counters", bytes(&[start])),
+        ],
+        n as u32,
+    )
+    .unwrap();
+    let g_entries: &[SchedEntry] = bytemuck::cast_slice(&out["entries"]);
+    let g_counters: SchedCounters = bytemuck::cast_slice(&out["sched_counters"])[0];
+    assert_eq!(g_counters, counters, "counters");
+    let eps = f32::EPSILON;
+    let windows = &f.windows;
+    let mut identical = 0;
+    for e in 0..n {
+        let (g, c, before) = (g_entries[e], cpu_entries[e], f.entries[e]);
+        assert_eq!(
+            (g.seg_a, g.seg_b, g.bin_flags),
+            (c.seg_a, c.seg_b, c.bin_flags),
+            "entry {e} ({}, {})",
+            c.seg_a,
+            c.seg_b
+        );
+        if g.d.to_bits() == c.d.to_bits() {
+            identical += 1;
+            continue;
+        }
+        let w = [c.seg_a as usize, c.seg_b as usize]
+            .iter()
+            .flat_map(|&s| (0..=u.max_bin as usize).map(move |l| windows[l * nseg + s]))
+            .flat_map(|i| (0..3).flat_map(move |a| [i.lo[a].abs(), i.hi[a].abs()]))
+            .fold(0.0f32, f32::max);
+        let bound = 8.0 * eps * (before.d.abs().min(1e6) + 2.0 * u.radius + w);
+        assert!(
+            (g.d - c.d).abs() <= bound,
+            "entry {e}: d gpu {:e} cpu {:e} (bound {bound:e})",
+            g.d,
+            c.d
+        );
+    }
+    // The case exercises what it must: many examinations, processings with owned pairs, pairs of
+    // mixed class, touching pairs, several bins.
+    let processed_owned = f
+        .entries
+        .iter()
+        .filter(|e| e.bin_flags & ENTRY_DUE != 0)
+        .filter(|e| owned_bits(&f.lookup, e.seg_a, e.seg_b, u.quadrature).0 != [0; 4])
+        .count();
+    let mixed = cpu_entries
+        .iter()
+        .zip(&f.entries)
+        .filter(|(_, b)| b.bin_flags & (ENTRY_DUE | ENTRY_MIXED) == (ENTRY_DUE | ENTRY_MIXED))
+        .count();
+    let bins: std::collections::BTreeSet<u32> = cpu_entries
+        .iter()
+        .map(|e| e.bin_flags & ENTRY_BIN)
+        .collect();
+    let touching_entries = cpu_entries
+        .iter()
+        .filter(|e| e.bin_flags >> ENTRY_TOUCH_SHIFT != 0)
+        .count();
+    println!(
+        "schedule_process: {n} entries, {} examined, {} processed ({processed_owned} with owned pairs, {mixed} of mixed class), {} touching pairs in {touching_entries} entries, bins {bins:?}, {identical} bounds bit-identical, {} lookup overflows",
+        counters.examined, counters.processed, counters.touching.count, counters.lookup_overflow
+    );
+    assert!(counters.examined as usize > n / 5 && counters.processed as usize >= n / 5);
+    assert!(
+        processed_owned > 20,
+        "{processed_owned} processed entries with owned pairs"
+    );
+    assert!(mixed > 0, "no processed entry of mixed class");
+    assert!(counters.touching.count > 0 && bins.len() > 3);
+    assert_eq!(counters.lookup_overflow, 0);
+}
+
+/// `segment_windows` on the swatch's real snapshots: the same arithmetic as `aabb_raster_movement`'s
+/// intervals (tolerance of the module docs; bit-identical on lavapipe).
+#[test]
+fn segment_windows_matches_twin() {
+    let Some(gpu) = gpu_or_skip("segment_windows_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = f.uniform;
+    let nseg = u.num_segments as usize;
+    let nb = u.max_bin as usize + 1;
+    let out = run_kernel(
+        &gpu,
+        "segment_windows",
+        &[
+            ("sched", bytes(&[u])),
+            ("segments", bytes(&f.segments)),
+            ("pos", bytes(&f.pos)),
+            ("snaps", bytes(&f.snaps)),
+            ("motion", bytes(&f.motion)),
+            ("windows", bytes(&vec![Interval::default(); nseg * nb])),
+        ],
+        (nseg * nb) as u32,
+    )
+    .unwrap();
+    let g: &[Interval] = bytemuck::cast_slice(&out["windows"]);
+    let npts = f.pos.len();
+    let mut exact = 0;
+    for l in 0..nb {
+        let (gl, cl) = (
+            &g[l * nseg..(l + 1) * nseg],
+            &f.windows[l * nseg..(l + 1) * nseg],
+        );
+        if l == 0 {
+            assert_eq!(gl, cl, "λ = 0 is the last step's movement");
+            exact += nseg;
+            continue;
+        }
+        let snap = &f.snaps[(l - 1) * npts..l * npts];
+        let h = [snap.to_vec(), snap.to_vec(), f.pos.clone()];
+        let diff = |p: usize| V3::<f32>::from4(f.pos[p]) - V3::from4(snap[p]);
+        exact += compare_movement(&format!("window {l}"), gl, cl, &f.segments, &h, diff);
+    }
+    // The windows of the bins differ from one another (the snapshots are of different steps).
+    assert!(f.windows[nseg..2 * nseg] != f.windows[(nb - 1) * nseg..nb * nseg]);
+    println!(
+        "segment_windows: {} windows, {exact} bit-identical",
+        nseg * nb
+    );
 }

@@ -173,6 +173,15 @@ struct CellBox {
     hi: vec4<i32>,
 };
 
+// A schedule entry (sched::SchedEntry): bin in bits 0–7, ENTRY_MIXED / ENTRY_DUE flags, the
+// touching count of this step in bits 16–23.
+struct SchedEntry {
+    seg_a: u32,
+    seg_b: u32,
+    d: f32,
+    bin_flags: u32,
+};
+
 // Uniform `sched`: the scheduler's constants of one step.
 struct SchedUniform {
     num_segments: u32,

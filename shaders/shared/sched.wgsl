@@ -69,3 +69,40 @@ fn box_within(c: CellBox, o: CellBox) -> bool {
 fn box_intersects(c: CellBox, o: CellBox) -> bool {
     return box_valid(c) && box_valid(o) && all(c.lo.xyz <= o.hi.xyz) && all(o.lo.xyz <= c.hi.xyz);
 }
+
+// SchedEntry::bin_flags (sched::ENTRY_*).
+const ENTRY_BIN: u32 = 0xffu;
+const ENTRY_MIXED: u32 = 0x100u;
+const ENTRY_DUE: u32 = 0x200u;
+const ENTRY_TOUCH_SHIFT: u32 = 16u;
+const ENTRY_TOUCH: u32 = 0xff0000u;
+// sched::FAR: the bound of an entry with no unowned pair left.
+const SCHED_FAR: f32 = 3.4028235e38;
+// sched::lookup::MAX_LOOKUP.
+const MAX_LOOKUP: u32 = 256u;
+
+// sched::bin_for(sched::earliest_contact_steps(d, m, acc), max_bin): the bin of an entry with gap
+// bound d, last-step relative movement m and relative change of movement bounded by acc.
+fn sched_bin(d: f32, m: f32, acc: f32, max_bin: u32) -> u32 {
+    if !(d > 0.0) {
+        return 0u;
+    }
+    if d >= SCHED_FAR {
+        return max_bin;
+    }
+    let p = m + 0.5 * acc;
+    let den = p + sqrt(p * p + 2.0 * acc * d);
+    if !(den > 0.0) {
+        return max_bin;
+    }
+    let k = 2.0 * d / den;
+    if !(k >= 2.0) {
+        return 0u;
+    }
+    if !(k <= SCHED_FAR) {
+        return max_bin;
+    }
+    // ⌊log₂ k⌋: the binary exponent of a normal float k ≥ 2.
+    let l = ((bitcast<u32>(k) >> 23u) & 0xffu) - 127u;
+    return min(l, max_bin);
+}

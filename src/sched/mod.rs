@@ -135,7 +135,7 @@ pub enum SchedError {
     Size { got: usize, need: usize },
 }
 
-pub use crate::layout::{CellBox, Interval};
+pub use crate::layout::{CellBox, Interval, SchedEntry};
 
 impl Interval {
     /// Largest norm of `x − y` for `x` in `self`, `y` in `o`, per axis: the relative movement bound.
@@ -201,21 +201,6 @@ pub const ENTRY_MIXED: u32 = 1 << 8;
 pub const ENTRY_DUE: u32 = 1 << 9;
 /// The bin's bits of [`SchedEntry::bin_flags`].
 pub const ENTRY_BIN: u32 = 0xff;
-
-/// A tracked segment pair (`seg_a < seg_b`). The entries form one table sorted by `(seg_a, seg_b)`,
-/// with no gaps: every step's changes are written by compaction and merging, never into free slots.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct SchedEntry {
-    pub seg_a: u32,
-    pub seg_b: u32,
-    /// Lower bound on the gap `distance − 2r` over the unowned quadrature pairs, at the start of the
-    /// window of the entry's bin (see the module docs). Negative: process at the next examination.
-    pub d: f32,
-    /// The bin λ ([`ENTRY_BIN`] bits) and the flags [`ENTRY_MIXED`], [`ENTRY_DUE`].
-    pub bin_flags: u32,
-}
-const _: () = assert!(std::mem::size_of::<SchedEntry>() == 16);
 
 impl SchedEntry {
     /// The bin λ: examined at the steps `n ≡ 0 (mod 2^λ)`.
@@ -527,6 +512,16 @@ impl Scheduler {
     /// The entry table, sorted by `(seg_a, seg_b)`.
     pub fn entries(&self) -> &[SchedEntry] {
         &self.entries
+    }
+
+    /// `segment_monitor`'s records of the last step.
+    pub fn motion(&self) -> &[SegmentMotion] {
+        &self.motion
+    }
+
+    /// The bins' position snapshots, `snaps[(λ−1)·npts + p]` for λ = 1..=λ_max.
+    pub fn snaps(&self) -> &[[f32; 4]] {
+        &self.snaps
     }
 
     /// The cell box of each segment at the last step.

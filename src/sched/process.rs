@@ -43,6 +43,8 @@ pub struct ProcessTask {
     pub examined: u64,
     pub processed: u64,
     pub lookup_overflow: u64,
+    /// Touching pairs found (also when they are not collected).
+    pub touched: u64,
 }
 
 /// A cached movement window: the interval's bits and the step it is for.
@@ -247,6 +249,7 @@ fn examine(
         let (dd, c) = process_entry(sched, src, en, &owned, touching);
         d = dd;
         count = c;
+        task.touched += c as u64;
         task.processed += 1;
     }
     let (ma, mb) = (&motion[a], &motion[b]);
@@ -340,6 +343,7 @@ pub fn schedule_process(
         task.examined = 0;
         task.processed = 0;
         task.lookup_overflow = 0;
+        task.touched = 0;
         for en in chunk.iter_mut() {
             if entry_due(en, sched.bins_due, motion, any_mon) {
                 examine(sched, src, motion, set_lookup, en, task, collect);
@@ -363,7 +367,7 @@ pub fn schedule_process(
         counters.examined += t.examined as u32;
         counters.processed += t.processed as u32;
         counters.lookup_overflow += t.lookup_overflow as u32;
-        counters.touching.count += t.touching.len() as u32;
+        counters.touching.count += t.touched as u32;
     }
     ntasks
 }

@@ -1,0 +1,70 @@
+// sched_lookup: the contact sets' ownership of the quadrature pairs of one segment pair, from the
+// packed `set_lookup` buffer (layout in src/sched/lookup.rs). Needs `set_lookup: array<u32>` bound by
+// the importing kernel and `box_bits` (below).
+
+// sched::box_bits: bitmap (bit ka·b + kb) of the pairs (sa·b + ka, sb·b + kb) inside box bx with i < j.
+// Loop bound: b² ≤ 121.
+fn box_bits(bx: vec4<u32>, sa: u32, sb: u32, b: u32) -> vec4<u32> {
+    var bits = vec4<u32>(0u);
+    let a0 = sa * b;
+    let b0 = sb * b;
+    let ka0 = max(bx.x, a0);
+    let ka1 = min(bx.y, a0 + b - 1u);
+    let kb0 = max(bx.z, b0);
+    let kb1 = min(bx.w, b0 + b - 1u);
+    if ka0 > ka1 || kb0 > kb1 {
+        return bits;
+    }
+    for (var i = ka0; i <= ka1; i = i + 1u) {
+        for (var j = kb0; j <= kb1; j = j + 1u) {
+            if i < j {
+                let bit = (i - a0) * b + (j - b0);
+                bits[bit / 32u] = bits[bit / 32u] | (1u << (bit % 32u));
+            }
+        }
+    }
+    return bits;
+}
+
+struct Owned {
+    bits: vec4<u32>,
+    overflow: bool,
+};
+
+// sched::owned_bits. Loop bound: 32 halvings, then at most MAX_LOOKUP items × b² bits.
+fn owned_bits(sa: u32, sb: u32, b: u32) -> Owned {
+    var out: Owned;
+    out.bits = vec4<u32>(0u);
+    out.overflow = false;
+    let nseg = set_lookup[0];
+    if sa >= nseg {
+        return out;
+    }
+    let items = 3u + nseg;
+    let boxes_base = items + 2u * set_lookup[1];
+    var lo = set_lookup[2u + sa];
+    var hi = set_lookup[3u + sa];
+    let end = hi;
+    for (var it = 0u; it < 32u && lo < hi; it = it + 1u) {
+        let mid = (lo + hi) / 2u;
+        if set_lookup[items + 2u * mid] < sb {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    var seen = 0u;
+    for (var at = lo; at < end && set_lookup[items + 2u * at] == sb; at = at + 1u) {
+        seen = seen + 1u;
+        if seen > MAX_LOOKUP {
+            out.bits = vec4<u32>(0u);
+            out.overflow = true;
+            return out;
+        }
+        let k = set_lookup[items + 2u * at + 1u];
+        let o = boxes_base + 4u * k;
+        let bx = vec4<u32>(set_lookup[o], set_lookup[o + 1u], set_lookup[o + 2u], set_lookup[o + 3u]);
+        out.bits = out.bits | box_bits(bx, sa, sb, b);
+    }
+    return out;
+}
