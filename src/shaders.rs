@@ -600,6 +600,31 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::schedule_process",
     },
+    Kernel {
+        name: "touching_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("entries"),
+            read_write("touch_offsets"),
+        ],
+        twin: "sched::touching_count",
+    },
+    Kernel {
+        name: "touching_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("qpts"),
+            read("seg_contact"),
+            read("set_lookup"),
+            read("entries"),
+            read("touch_offsets"),
+            read_write("touching"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::touching_write",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

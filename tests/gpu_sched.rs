@@ -25,7 +25,8 @@ use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 use yarnsim::sched::{
     aabb_raster_movement, owned_bits, schedule_process, segment_monitor, segment_windows,
-    set_lookup_pack, ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+    set_lookup_pack, touching_count, touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE,
+    ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
 };
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
@@ -455,8 +456,10 @@ fn schedule_process_matches_twin() {
         &mut cpu_entries,
         &mut counters,
         &mut tasks,
-        false,
+        true,
     );
+    // The pairs the CPU run collects while examining, in task (= table) order.
+    let collected: Vec<[u32; 2]> = tasks.iter().flat_map(|t| t.touching.clone()).collect();
     let out = run_kernel(
         &gpu,
         "schedule_process",
@@ -538,6 +541,83 @@ fn schedule_process_matches_twin() {
     assert!(mixed > 0, "no processed entry of mixed class");
     assert!(counters.touching.count > 0 && bins.len() > 3);
     assert_eq!(counters.lookup_overflow, 0);
+
+    // touching_count → exclusive scan → touching_write, on both sides from the twin's entries.
+    let mut offsets = vec![0u32; n + 1];
+    touching_count(&u, &cpu_entries, &mut offsets);
+    let out = run_kernel(
+        &gpu,
+        "touching_count",
+        &[
+            ("sched", bytes(&[u])),
+            ("entries", bytes(&cpu_entries)),
+            ("touch_offsets", bytes(&vec![7u32; n + 1])),
+        ],
+        n as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["touch_offsets"]),
+        &offsets[..]
+    );
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
+    let total = offsets[n] as usize;
+    assert_eq!(total, counters.touching.count as usize);
+    for cap in [total, total - 5] {
+        let c0 = SchedCounters {
+            touching: yarnsim::layout::Capacity {
+                count: total as u32,
+                capacity: cap as u32,
+                ..Default::default()
+            },
+            ..fresh_counters()
+        };
+        let mut cpu_pairs = vec![[u32::MAX; 2]; total];
+        let mut cpu_c = c0;
+        touching_write(
+            &u,
+            &src,
+            &f.lookup,
+            &cpu_entries,
+            &offsets,
+            &mut cpu_pairs,
+            &mut cpu_c,
+        );
+        let out = run_kernel(
+            &gpu,
+            "touching_write",
+            &[
+                ("sched", bytes(&[u])),
+                ("qpts", bytes(&f.qpts)),
+                ("seg_contact", bytes(&f.seg_contact)),
+                ("set_lookup", bytes(&f.lookup)),
+                ("entries", bytes(&cpu_entries)),
+                ("touch_offsets", bytes(&offsets)),
+                ("touching", bytes(&vec![[u32::MAX; 2]; total])),
+                ("sched_counters", bytes(&[c0])),
+            ],
+            n as u32,
+        )
+        .unwrap();
+        let g_pairs: &[[u32; 2]] = bytemuck::cast_slice(&out["touching"]);
+        let g_c: SchedCounters = bytemuck::cast_slice(&out["sched_counters"])[0];
+        assert_eq!(g_c, cpu_c, "capacity {cap}: counters");
+        assert_eq!(g_pairs, &cpu_pairs[..], "capacity {cap}: pairs");
+        if cap == total {
+            assert_eq!(cpu_c.touching.overflow, 0);
+            assert_eq!(
+                cpu_pairs, collected,
+                "the CPU run's pairs differ from touching_write's"
+            );
+            assert!(cpu_pairs.iter().all(|p| p[0] < p[1]));
+        } else {
+            // Overflow: flagged, the slots within the capacity written as with room, none beyond.
+            assert_eq!(cpu_c.touching.overflow, 1);
+            assert_eq!(&cpu_pairs[..cap], &collected[..cap]);
+            assert!(cpu_pairs[cap..].iter().all(|p| *p == [u32::MAX; 2]));
+        }
+    }
 }
 
 /// `segment_windows` on the swatch's real snapshots: the same arithmetic as `aabb_raster_movement`'s

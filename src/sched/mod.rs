@@ -94,8 +94,8 @@ pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
 pub use monitor::segment_monitor;
 pub use newcomers::{find_entry, newcomer_schedule};
 pub use process::{
-    schedule_process, segment_windows, ProcessBuffers, ProcessLazy, ProcessSource, ProcessTask,
-    WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
+    schedule_process, segment_windows, touching_count, touching_write, ProcessBuffers, ProcessLazy,
+    ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 

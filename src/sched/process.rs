@@ -241,12 +241,12 @@ fn examine(
     if d < margin {
         let (owned, overflow) = owned_bits(set_lookup, en.seg_a, en.seg_b, sched.quadrature);
         task.lookup_overflow += overflow as u64;
-        let touching = if collect {
-            Some(&mut task.touching)
-        } else {
-            None
-        };
-        let (dd, c) = process_entry(sched, src, en, &owned, touching);
+        let touching = &mut task.touching;
+        let (dd, c) = process_entry(sched, src, en, &owned, |p| {
+            if collect {
+                touching.push(p)
+            }
+        });
         d = dd;
         count = c;
         task.touched += c as u64;
@@ -266,14 +266,14 @@ fn examine(
 }
 
 /// Full processing of entry `en`: distances of all its non-excluded pairs not in `owned`; returns the
-/// smallest gap over the non-touching ones ([`FAR`] if none) and the number of touching ones (which
-/// are appended to `touching` when given).
+/// smallest gap over the non-touching ones ([`FAR`] if none) and the number of touching ones (each
+/// passed to `touching`).
 fn process_entry(
     sched: &SchedUniform,
     src: &dyn ProcessSource,
     en: &SchedEntry,
     owned: &[u32; 4],
-    mut touching: Option<&mut Vec<[u32; 2]>>,
+    mut touching: impl FnMut([u32; 2]),
 ) -> (f32, u32) {
     let b = sched.quadrature;
     let r = sched.radius;
@@ -300,9 +300,7 @@ fn process_entry(
             let d2 = (ya - yb[kb as usize]).norm2();
             if d2 < four_r2 {
                 count += 1;
-                if let Some(t) = touching.as_deref_mut() {
-                    t.push([i, j]);
-                }
+                touching([i, j]);
             } else if d2 < min_d2 {
                 min_d2 = d2;
             }
@@ -370,4 +368,54 @@ pub fn schedule_process(
         counters.touching.count += t.touched as u32;
     }
     ntasks
+}
+
+/// Stage `touching_count` (kernel `shaders/touching_count.wgsl`): `touch_offsets[e]` = the touching
+/// count `schedule_process` recorded in entry `e`, and `touch_offsets[n] = 0`: after an exclusive
+/// prefix sum, each entry's first slot in `touching` and, last, the total.
+pub fn touching_count(sched: &SchedUniform, entries: &[SchedEntry], touch_offsets: &mut [u32]) {
+    let n = sched.num_entries as usize;
+    touch_offsets[..n]
+        .par_iter_mut()
+        .with_min_len(4096)
+        .zip(entries[..n].par_iter())
+        .for_each(|(o, e)| *o = (e.bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT);
+    touch_offsets[n] = 0;
+}
+
+/// Stage `touching_write` (kernel `shaders/touching_write.wgsl`): every entry with a touching count
+/// writes its touching pairs `[i, j]` (in the order `schedule_process` met them) from slot
+/// `touch_offsets[e]` of `touching`: the pairs of all entries in table order. Slots at or beyond
+/// `counters.touching.capacity` are not written and raise `counters.touching.overflow`; the count
+/// of pairs is `counters.touching.count` (from `schedule_process`).
+pub fn touching_write(
+    sched: &SchedUniform,
+    src: &dyn ProcessSource,
+    set_lookup: &[u32],
+    entries: &[SchedEntry],
+    touch_offsets: &[u32],
+    touching: &mut [[u32; 2]],
+    counters: &mut SchedCounters,
+) {
+    let n = sched.num_entries as usize;
+    let cap = counters.touching.capacity as usize;
+    let mut overflow = false;
+    for (e, en) in entries[..n].iter().enumerate() {
+        if en.bin_flags & ENTRY_TOUCH == 0 {
+            continue;
+        }
+        let (owned, _) = owned_bits(set_lookup, en.seg_a, en.seg_b, sched.quadrature);
+        let mut slot = touch_offsets[e] as usize;
+        process_entry(sched, src, en, &owned, |p| {
+            if slot < cap {
+                touching[slot] = p;
+            } else {
+                overflow = true;
+            }
+            slot += 1;
+        });
+    }
+    if overflow {
+        counters.touching.overflow = 1;
+    }
 }

@@ -1,0 +1,75 @@
+// touching_write: every entry with a touching count writes its touching quadrature pairs [i, j] (the
+// pairs schedule_process counted: not owned by a set (set_lookup), not excluded, d² < 4r², in
+// (ka, kb) order) from slot touch_offsets[e] of `touching`: all pairs in table order. A slot at or
+// beyond sched_counters.touching.capacity is not written and raises the overflow flag.
+// CPU twin: sched::touching_write (with sched::ProcessBuffers). One thread per entry.
+// Loop bound: 32 + MAX_LOOKUP × 121 (owned_bits) + 121 (pairs): fixed.
+
+#import layout
+#import vec
+#import penalty
+#import sched
+#import sched_lookup
+
+@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(1) var<storage, read> qpts: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> seg_contact: array<SegmentContact>;
+@group(0) @binding(3) var<storage, read> set_lookup: array<u32>;
+@group(0) @binding(4) var<storage, read> entries: array<SchedEntry>;
+@group(0) @binding(5) var<storage, read> touch_offsets: array<u32>;
+@group(0) @binding(6) var<storage, read_write> touching: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read_write> sched_counters: SchedCounters;
+
+@compute @workgroup_size(256)
+fn touching_write(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let e = thread_index(wid, nwg, lid, 256u);
+    if e >= sched.num_entries {
+        return;
+    }
+    let en = entries[e];
+    if (en.bin_flags & ENTRY_TOUCH) == 0u {
+        return;
+    }
+    let a = en.seg_a;
+    let b = en.seg_b;
+    let q = sched.quadrature;
+    let owned = owned_bits(a, b, q);
+    let r = sched.radius;
+    let four_r2 = 4.0 * r * r;
+    let mixed = (en.bin_flags & ENTRY_MIXED) != 0u;
+    let loop_len = seg_contact[a].loop_len;
+    let cap = sched_counters.touching.capacity;
+    var slot = touch_offsets[e];
+    var overflow = false;
+    for (var ka = 0u; ka < q; ka = ka + 1u) {
+        let i = a * q + ka;
+        let ya = qpts[i];
+        for (var kb = 0u; kb < q; kb = kb + 1u) {
+            let bit = ka * q + kb;
+            if (owned.bits[bit / 32u] & (1u << (bit % 32u))) != 0u {
+                continue;
+            }
+            let j = b * q + kb;
+            let yb = qpts[j];
+            if mixed && arc_excluded(ya.w, yb.w, loop_len, sched.exclusion_arc) {
+                continue;
+            }
+            let x = ya.xyz - yb.xyz;
+            if dot3(x, x) < four_r2 {
+                if slot < cap {
+                    touching[slot] = vec2<u32>(i, j);
+                } else {
+                    overflow = true;
+                }
+                slot = slot + 1u;
+            }
+        }
+    }
+    if overflow {
+        atomicStore(&sched_counters.touching.overflow, 1u);
+    }
+}
