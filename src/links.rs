@@ -234,7 +234,7 @@ fn project(p: &[V], e1: V, e2: V, eta: f64) -> (Vec<[f64; 2]>, Vec<Rect>) {
 const MAX_CELLS_PER_SIDE: f64 = (1u64 << 20) as f64;
 
 /// The signed crossings of closed polylines `a` and `b` projected along `d` (module doc), or `None`
-/// when a sign that decides a crossing is uncertain (see [`orient`], [`triple_sign`]): then the
+/// when a sign that decides a crossing is uncertain (see `orient`, `triple_sign`): then the
 /// projection is not regular enough to trust and another direction must be used.
 ///
 /// Only segments whose rectangles meet the overlap of the two projections can cross. Those of `b`

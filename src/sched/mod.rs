@@ -3,40 +3,51 @@
 //!
 //! # Buffers
 //!
-//! Per segment `s` (flat `Pod` arrays, indexed by segment):
-//! - `aabb[s]`: its exact AABB (roots of `y'`) padded by `r`; `cells[s]`, `prev_cells[s]`: the box of
-//!   grid cells it covers now and at the previous step.
-//! - `mv1[s]`: per-axis interval (over the whole segment) of its movement over the last step,
-//!   `Δy(t) = Σ_k B_k(t) Δq_k` with `Δq = q^n − q^{n−1}`; `mv2[s]`: the same for the change of movement
-//!   `Δ²q = q^n − 2q^{n−1} + q^{n−2}`; `mv2_ref[s]`: the reference change of movement (monitoring).
-//! - `win[λ][s]`: the movement since bin λ's snapshot of the positions (lazily, per step).
+//! Per segment `s` (flat `Pod` arrays of the layout contract, [`crate::layout`]):
+//! - `cells[s]`, `prev_cells[s]`: the box of grid cells its AABB padded by `r` covers now and at the
+//!   previous step ([`CellBox`], absolute cells measured from an anchor cell fixed at the first step);
+//! - `mv1[s]`, `mv2[s]`: per-axis intervals (over the whole segment) of its movement over the last step,
+//!   `Δy(t) = Σ_k B_k(t) Δq_k` with `Δq = q^n − q^{n−1}`, and of its change of movement
+//!   `Δ²q = q^n − 2q^{n−1} + q^{n−2}`;
+//! - `motion[s]` ([`SegmentMotion`]): `mv1`, the reference change of movement `mv2_ref`
+//!   (monitoring), and whether the segment is monitored or left a cell this step;
+//! - `windows[λ·nseg + s]`: its movement since bin λ's position snapshot (on the CPU, computed on first
+//!   use and cached for the step).
 //!
-//! Per schedule entry: [`SchedEntry`] — the segment pair, the distance bound, the bin, and a `b×b`
-//! bitmap of the quadrature pairs already owned by contact sets.
+//! The entries ([`SchedEntry`], 16 bytes): one table sorted by `(seg_a, seg_b)`, no gaps, each with
+//! its distance bound, bin, flags (mixed exclusion class, due) and the touching count of this step.
+//! The contact sets are seen through `set_lookup` ([`lookup`]), the touching pairs found go to
+//! `touching`.
 //!
-//! # Stages (future kernels), in step order
+//! # Stages, in step order (kernel = twin name; the CPU path runs the twins)
 //!
-//! 1. [`aabb_raster_movement`]: AABB and cell box of every segment, and its movement and change of
-//!    movement (`mv1`, `mv2`).
-//! 2. `grid_build` (on steps where some segment entered a cell): (cell, segment) items counting-sorted
-//!    by hash bucket; the grid is centred on the cloth's centre of mass, snapped to whole cells so that
-//!    cell identities persist between steps.
-//! 3. `drop_entries`: a segment that left cells drops the entries whose partner no longer shares a cell
-//!    with it (two segments in disjoint cell sets have disjoint padded boxes: a certificate that they
-//!    cannot touch).
-//! 4. [`Scheduler::newcomer_schedule`]: each (segment, cell) pair new this step meets the other segments
-//!    of the cell; a pair without an entry gets one, due immediately. The entry belongs to the lower
-//!    segment index. Together with 3 this keeps the invariant *every non-excluded segment pair sharing a
-//!    cell has exactly one entry*.
-//! 5. Monitoring: a segment whose change of movement left its reference interval by more than `ω/2`
-//!    sends all its entries to be re-examined now and takes the current value as its new reference.
-//! 6. [`Scheduler::schedule_process`]: the entries due now (new, monitored, released by a contact set)
-//!    and those of every bin λ with `n mod 2^λ = 0` are *examined*: the bound is lowered by the largest
-//!    relative movement of the two segments since it was set. If it is still positive the entry is only
-//!    re-binned; otherwise it is *processed*: the true distances of its unowned quadrature pairs are
-//!    computed, touching ones (`d < 2r`) are reported to the coalescer, and the bound becomes the smallest
-//!    gap `d − 2r` over the remaining unowned pairs (the touching ones are about to be owned).
+//! 1. [`aabb_raster_movement`] (kernel): cell boxes and movement intervals of every segment.
+//! 2. [`segment_monitor`] (kernel): a segment whose change of movement left its reference by more than
+//!    `ω/2` is *monitored* (all its entries are examined now) and takes the current value as its new
+//!    reference; flags the segments that left a cell.
+//! 3. [`grid_build`] (on steps where some segment entered a cell): `(cell, segment)` items
+//!    counting-sorted by hash bucket.
+//! 4. [`entries_drop`]: compaction keeping the entries whose segments still share a cell (two
+//!    segments in disjoint cell sets have disjoint padded boxes: a certificate that they cannot touch).
+//! 5. [`newcomer_schedule`] + [`entries_merge`]: each (segment, cell) pair new this step meets the
+//!    other segments of the cell; pairs without an entry (sorted, deduplicated, looked up by binary
+//!    search) are merged into the table, due now. With 4 this keeps the invariant *every non-excluded
+//!    segment pair sharing a cell has exactly one entry*.
+//! 6. [`entries_release`]: entries holding pairs that a contact set gave back last step are flagged
+//!    due, with their bound cleared.
+//! 7. [`schedule_process`] (kernel; windows from [`segment_windows`], a kernel): every entry
+//!    that is due (flagged, monitored segment, or bin λ with `n mod 2^λ = 0`: a computed test, not a
+//!    queue) is *examined*: the bound is lowered by the largest relative movement of the two segments
+//!    since it was set. If it is still positive the entry is only re-binned; otherwise it is
+//!    *processed*: the true distances of its quadrature pairs that no set owns are computed, touching
+//!    ones (`d < 2r`) are counted, and the bound becomes the smallest gap `d − 2r` over the others (the
+//!    touching ones are about to be owned).
+//! 8. [`touching_count`], exclusive scan, [`touching_write`] (kernels): the touching pairs in table
+//!    order (the CPU run collects the same pairs while examining).
 //!
+//! The GPU kernels of stages 1, 2, 7 and 8 exist with parity tests (tests/gpu_sched.rs); stages 3–6
+//! run on the CPU only so far, and nothing drives the kernels in a run yet.
+
 //! # Distance bounds and bins
 //!
 //! Movement intervals make relative movement cheap and tight: if every point of segment `a` moved by a
@@ -71,9 +82,6 @@
 //!
 //! *Rounding margin.* An entry is processed when its bound falls below `1e-4 r`, not 0, so that f32
 //! rounding in the bound cannot hide a pair that is touching by less than that.
-//!
-//! Only the CPU path exists so far; each stage is written element-wise (one segment or one entry per
-//! invocation) with the buffers it will bind as a kernel.
 
 // Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
 // element-wise kernels.
