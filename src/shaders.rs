@@ -573,6 +573,29 @@ pub const KERNELS: &[Kernel] = &[
         twin: "sched::segment_monitor",
     },
     Kernel {
+        name: "entries_keep",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("motion"),
+            read("entries"),
+            read_write("keep"),
+        ],
+        twin: "sched::entries_keep",
+    },
+    Kernel {
+        name: "entries_compact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("entries"),
+            read("keep_offsets"),
+            read_write("entries_out"),
+        ],
+        twin: "sched::entries_compact",
+    },
+    Kernel {
         name: "segment_windows",
         workgroup_size: WG,
         bindings: &[

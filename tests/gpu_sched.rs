@@ -24,9 +24,9 @@ use yarnsim::layout::{SchedEntry, SegmentContact};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 use yarnsim::sched::{
-    aabb_raster_movement, owned_bits, schedule_process, segment_monitor, segment_windows,
-    set_lookup_pack, touching_count, touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE,
-    ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+    aabb_raster_movement, entries_compact, entries_drop, entries_keep, owned_bits,
+    schedule_process, segment_monitor, segment_windows, set_lookup_pack, touching_count,
+    touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
 };
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
@@ -357,6 +357,7 @@ struct ProcessFixture {
     segments: Vec<Segment>,
     pos: Vec<[f32; 4]>,
     snaps: Vec<[f32; 4]>,
+    cells: Vec<CellBox>,
 }
 
 fn process_fixture() -> ProcessFixture {
@@ -415,6 +416,7 @@ fn process_fixture() -> ProcessFixture {
         segments: sim.topo.segments.clone(),
         pos: sim.pos.clone(),
         snaps: sched.snaps().to_vec(),
+        cells: sched.cell_boxes().to_vec(),
     }
 }
 
@@ -669,4 +671,68 @@ fn segment_windows_matches_twin() {
         "segment_windows: {} windows, {exact} bit-identical",
         nseg * nb
     );
+}
+
+/// `entries_keep` → exclusive scan → `entries_compact` on the swatch's table, with every 3rd segment
+/// marked as having left a cell and every 7th segment's box moved far away (its pairs stop sharing a
+/// cell): the flags and the compacted table identical on both sides and equal to `entries_drop`'s.
+#[test]
+fn entries_keep_and_compact_match_twins() {
+    let Some(gpu) = gpu_or_skip("entries_keep_and_compact_match_twins") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = f.uniform;
+    let n = f.entries.len();
+    let mut motion = f.motion.clone();
+    for (s, m) in motion.iter_mut().enumerate() {
+        m.left = (s % 3 == 0) as u32;
+    }
+    let mut cells = f.cells.clone();
+    for c in cells.iter_mut().step_by(7) {
+        c.lo[0] += 1000;
+        c.hi[0] += 1000;
+    }
+    let mut keep = vec![0u32; n + 1];
+    entries_keep(&u, &cells, &motion, &f.entries, &mut keep);
+    let out = run_kernel(
+        &gpu,
+        "entries_keep",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(&cells)),
+            ("motion", bytes(&motion)),
+            ("entries", bytes(&f.entries)),
+            ("keep", bytes(&vec![9u32; n + 1])),
+        ],
+        n as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(bytemuck::cast_slice::<u8, u32>(&out["keep"]), &keep[..]);
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
+    let kept = keep[n] as usize;
+    let mut compact = vec![SchedEntry::default(); kept];
+    entries_compact(&u, &f.entries, &keep, &mut compact);
+    let out = run_kernel(
+        &gpu,
+        "entries_compact",
+        &[
+            ("sched", bytes(&[u])),
+            ("entries", bytes(&f.entries)),
+            ("keep_offsets", bytes(&keep)),
+            ("entries_out", bytes(&vec![SchedEntry::default(); kept])),
+        ],
+        n as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<u8, SchedEntry>(&out["entries_out"]),
+        &compact[..]
+    );
+    let mut retained = f.entries.clone();
+    let dropped = entries_drop(&cells, &motion, &mut retained);
+    assert_eq!(retained, compact);
+    println!("entries_keep/compact: {n} entries, {dropped} dropped, {kept} kept");
+    assert!(dropped > 100 && kept > n / 2, "{dropped} dropped of {n}");
 }

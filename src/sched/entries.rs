@@ -11,7 +11,7 @@
 
 use super::newcomers::find_entry;
 use super::{box_bits, CellBox, Release, SchedEntry, ENTRY_BIN, ENTRY_DUE};
-use crate::layout::SegmentMotion;
+use crate::layout::{SchedUniform, SegmentMotion};
 
 /// Stage `entries_drop`: removes (in order) the entries whose segments no longer share a cell. Only
 /// segments that left a cell (`motion[s].left`) can lose one; returns the number dropped.
@@ -96,5 +96,42 @@ pub fn bins_due(n: u64) -> u32 {
         u32::MAX
     } else {
         n.trailing_zeros()
+    }
+}
+
+/// Stage `entries_keep` (kernel `shaders/entries_keep.wgsl`), the first half of `entries_drop` as a
+/// kernel: `keep[e] = 1` when entry `e` stays (neither segment left a cell, or their cell boxes still
+/// meet), else 0, and `keep[n] = 0`; an exclusive scan of `keep` gives each kept entry its slot and,
+/// last, the number kept.
+pub fn entries_keep(
+    sched: &SchedUniform,
+    cells: &[CellBox],
+    motion: &[SegmentMotion],
+    entries: &[SchedEntry],
+    keep: &mut [u32],
+) {
+    let n = sched.num_entries as usize;
+    for (k, e) in keep[..n].iter_mut().zip(&entries[..n]) {
+        let (a, b) = (e.seg_a as usize, e.seg_b as usize);
+        *k =
+            ((motion[a].left == 0 && motion[b].left == 0) || cells[a].intersects(&cells[b])) as u32;
+    }
+    keep[n] = 0;
+}
+
+/// Stage `entries_compact` (kernel `shaders/entries_compact.wgsl`), the second half: every kept entry
+/// (`keep_offsets[e + 1] > keep_offsets[e]` after the scan) is copied to slot `keep_offsets[e]` of
+/// `entries_out`. The same table as [`entries_drop`]'s order-preserving filter.
+pub fn entries_compact(
+    sched: &SchedUniform,
+    entries: &[SchedEntry],
+    keep_offsets: &[u32],
+    entries_out: &mut [SchedEntry],
+) {
+    let n = sched.num_entries as usize;
+    for e in 0..n {
+        if keep_offsets[e + 1] > keep_offsets[e] {
+            entries_out[keep_offsets[e] as usize] = entries[e];
+        }
     }
 }

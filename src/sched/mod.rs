@@ -96,7 +96,10 @@ mod process;
 mod raster;
 mod state;
 
-pub use entries::{bins_due, entries_drop, entries_merge, entries_release, entry_due};
+pub use entries::{
+    bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_release,
+    entry_due,
+};
 pub use grid::{grid_build, SchedGrid};
 pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
 pub use monitor::segment_monitor;
