@@ -294,7 +294,8 @@ fov_deg = 40
     assert_eq!(
         s.cloth[0].source,
         ClothSource::Bcc {
-            path: "model.bcc".into()
+            path: "model.bcc".into(),
+            units: yarnsim::scene::Units::Cm,
         }
     );
     assert_eq!(s.pin[0], Pin::Range { first: 0, last: 3 });
