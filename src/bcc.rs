@@ -27,7 +27,8 @@
 //! - `BS` uniform cubic B-splines are converted exactly up to a stated tolerance (see "B-spline
 //!   conversion" below): the Catmull-Rom curve interpolates the knot points of the B-spline refined by
 //!   `m` midpoint subdivisions, `m` chosen per curve as the least that brings the deviation under
-//!   [`BSPLINE_TOLERANCE`] times the curve's mean control-polygon edge.
+//!   the tolerance ([`BSPLINE_TOLERANCE`] by default, [`ReadOptions`]) times the curve's mean
+//!   control-polygon edge.
 //! - A closed curve whose last point repeats its first (bitwise) has the repeat removed.
 //!
 //! Export writes `C0` with the points exactly as given, so export → import returns the same bits.
@@ -70,7 +71,7 @@
 //! which would cost needless levels). It is computed with the Catmull-Rom points as stored (f32) against the
 //! refined B-spline in f64 (whose own rounding, ~1e-16 relative, is far below anything here), so the
 //! bound covers the f32 rounding too. The level `m` is the least, up to [`BSPLINE_MAX_LEVELS`], whose
-//! bound is within `BSPLINE_TOLERANCE × h` of the file's curve, `h` the curve's mean control-polygon
+//! bound is within `tolerance × h` of the file's curve (default [`BSPLINE_TOLERANCE`]), `h` the curve's mean control-polygon
 //! edge in the file. The tolerance is relative because a file's units are unknown when it is read (the
 //! scene's `scale`/`units` and the yarn radius come later, and `links` reads bare files); in yarn-level
 //! models the control spacing `h` is about the yarn diameter (0.5–2 × 2r), so the bound is
@@ -86,8 +87,26 @@ use std::path::Path;
 pub const HEADER_BYTES: usize = 64;
 
 /// Largest deviation of a converted `BS` curve from the file's B-spline, relative to the curve's mean
-/// control-polygon edge in the file (see "B-spline conversion" in the module doc for why relative).
+/// control-polygon edge in the file (see "B-spline conversion" in the module doc for why relative):
+/// the default of [`ReadOptions::bspline_tolerance`].
 pub const BSPLINE_TOLERANCE: f64 = 1e-3;
+
+/// Options of [`read_with_options`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReadOptions {
+    /// Tolerance of the `BS` conversion, relative to each curve's mean control-polygon edge
+    /// (default [`BSPLINE_TOLERANCE`]). Each factor of 8 looser saves about one subdivision level,
+    /// half the points.
+    pub bspline_tolerance: f64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            bspline_tolerance: BSPLINE_TOLERANCE,
+        }
+    }
+}
 
 /// Most midpoint subdivisions of a `BS` curve (each doubles its points and divides the deviation by
 /// about 8; a smooth curve needs 1 or 2, a control polygon with sharp corners 3).
@@ -120,6 +139,8 @@ pub struct BsplineReport {
     /// Curves whose bound is above the tolerance (f32 rounding of coordinates far larger than the
     /// spacing; see the module doc). 0 for every reasonable file.
     pub curves_over_tolerance: usize,
+    /// The tolerance used, relative to the control spacing.
+    pub tolerance: f64,
 }
 
 impl std::fmt::Display for ImportReport {
@@ -142,7 +163,7 @@ impl std::fmt::Display for ImportReport {
                 b.max_levels,
                 b.max_deviation,
                 b.max_relative_deviation,
-                BSPLINE_TOLERANCE
+                b.tolerance
             )?;
             if b.curves_over_tolerance > 0 {
                 write!(
@@ -204,6 +225,8 @@ pub enum BccError {
     },
     #[error("curve {curve} has {points} points, more than a BCC point count (i32) holds")]
     TooLong { curve: usize, points: usize },
+    #[error("the B-spline tolerance must be a finite number > 0, got {0}")]
+    Tolerance(f64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,11 +268,19 @@ pub fn read(path: &Path) -> Result<Vec<Curve>, BccError> {
 
 /// Reads a BCC file and says what the conversion did; errors name the file.
 pub fn read_with_report(path: &Path) -> Result<(Vec<Curve>, ImportReport), BccError> {
+    read_with_options(path, &ReadOptions::default())
+}
+
+/// [`read_with_report`] with options.
+pub fn read_with_options(
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<(Vec<Curve>, ImportReport), BccError> {
     let bytes = std::fs::read(path).map_err(|source| BccError::Io {
         path: path.display().to_string(),
         source,
     })?;
-    read_bytes_with_report(&bytes).map_err(|e| BccError::InFile {
+    read_bytes_with_options(&bytes, options).map_err(|e| BccError::InFile {
         path: path.display().to_string(),
         error: Box::new(e),
     })
@@ -262,6 +293,18 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Vec<Curve>, BccError> {
 
 /// [`read_bytes`], and what the conversion did.
 pub fn read_bytes_with_report(bytes: &[u8]) -> Result<(Vec<Curve>, ImportReport), BccError> {
+    read_bytes_with_options(bytes, &ReadOptions::default())
+}
+
+/// [`read_bytes_with_report`] with options.
+pub fn read_bytes_with_options(
+    bytes: &[u8],
+    options: &ReadOptions,
+) -> Result<(Vec<Curve>, ImportReport), BccError> {
+    let tolerance = options.bspline_tolerance;
+    if !(tolerance.is_finite() && tolerance > 0.0) {
+        return Err(BccError::Tolerance(tolerance));
+    }
     let mut r = Reader { bytes, at: 0 };
     let header = r.take(HEADER_BYTES, || "the 64-byte header".to_string())?;
     if &header[0..3] != b"BCC" || header[3] != 0x44 {
@@ -330,11 +373,12 @@ pub fn read_bytes_with_report(bytes: &[u8]) -> Result<(Vec<Curve>, ImportReport)
             pts.pop();
         }
         report.file_points += pts.len();
-        let (curve, fit) = convert(ci, kind, pts, closed)?;
+        let (curve, fit) = convert(ci, kind, pts, closed, tolerance)?;
         report.points += curve.points.len();
         if let Some(fit) = fit {
             let b = bs.get_or_insert(BsplineReport {
                 min_levels: u32::MAX,
+                tolerance,
                 ..BsplineReport::default()
             });
             b.min_levels = b.min_levels.min(fit.levels);
@@ -346,7 +390,7 @@ pub fn read_bytes_with_report(bytes: &[u8]) -> Result<(Vec<Curve>, ImportReport)
                 0.0
             };
             b.max_relative_deviation = b.max_relative_deviation.max(rel);
-            b.curves_over_tolerance += (fit.deviation > BSPLINE_TOLERANCE * fit.spacing) as usize;
+            b.curves_over_tolerance += (fit.deviation > tolerance * fit.spacing) as usize;
         }
         curves.push(curve);
     }
@@ -385,6 +429,7 @@ fn convert(
     kind: CurveType,
     p: Vec<[f32; 3]>,
     closed: bool,
+    bspline_tolerance: f64,
 ) -> Result<(Curve, Option<BsplineFit>), BccError> {
     let n = p.len();
     let too_short = |kind: &'static str, min: usize| BccError::TooShort {
@@ -416,7 +461,7 @@ fn convert(
             if !closed && n < 4 {
                 return Err(too_short("open BS", 4));
             }
-            let (q, f) = bspline_to_catmull_rom(&p, closed);
+            let (q, f) = bspline_to_catmull_rom(&p, closed, bspline_tolerance);
             fit = Some(f);
             q
         }
@@ -542,9 +587,14 @@ fn bezier_bound(d: [P64; 4], splits: u32) -> f64 {
     bezier_bound([d[0], a1, a2, m], splits - 1).max(bezier_bound([m, b2, c1, d[3]], splits - 1))
 }
 
-/// A `BS` curve as Catmull-Rom points within [`BSPLINE_TOLERANCE`] of it (module doc, "B-spline
-/// conversion"): the least subdivision level that reaches the tolerance, or the best one found.
-fn bspline_to_catmull_rom(p: &[[f32; 3]], closed: bool) -> (Vec<[f32; 3]>, BsplineFit) {
+/// A `BS` curve as Catmull-Rom points within `tolerance` (relative to its mean control-polygon edge)
+/// of it (module doc, "B-spline conversion"): the least subdivision level that reaches the tolerance,
+/// or the best one found.
+fn bspline_to_catmull_rom(
+    p: &[[f32; 3]],
+    closed: bool,
+    tolerance: f64,
+) -> (Vec<[f32; 3]>, BsplineFit) {
     let n = p.len();
     let mut poly: Vec<P64> = p.iter().map(|v| v.map(|x| x as f64)).collect();
     let edges = if closed { n } else { n - 1 };
@@ -555,7 +605,7 @@ fn bspline_to_catmull_rom(p: &[[f32; 3]], closed: bool) -> (Vec<[f32; 3]>, Bspli
         })
         .sum::<f64>()
         / edges as f64;
-    let tol = BSPLINE_TOLERANCE * spacing;
+    let tol = tolerance * spacing;
     // f32 rounding of the Catmull-Rom points (half an ulp of the largest coordinate, a few times over
     // in the Bézier coefficients) bounds the deviation from below.
     let max_abs = poly

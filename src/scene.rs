@@ -313,6 +313,10 @@ pub enum ClothSource {
         path: String,
         #[serde(default)]
         units: Units,
+        /// Tolerance of a `BS` file's conversion, relative to each curve's control spacing
+        /// (`crate::bcc::ReadOptions`).
+        #[serde(default = "bspline_tolerance")]
+        bspline_tolerance: f64,
     },
 }
 
@@ -358,6 +362,10 @@ pub struct ClothPiece {
 
 fn one() -> f32 {
     1.0
+}
+
+fn bspline_tolerance() -> f64 {
+    crate::bcc::BSPLINE_TOLERANCE
 }
 
 /// A glue/pin constraint: the selected control points are held at their initial positions.
@@ -795,10 +803,20 @@ impl Scene {
                         ));
                     }
                 }
-                ClothSource::Bcc { path, .. } => {
+                ClothSource::Bcc {
+                    path,
+                    bspline_tolerance,
+                    ..
+                } => {
                     if path.trim().is_empty() {
                         return Err((k("source.bcc.path"), "must not be empty".into()));
                     }
+                    in_range(
+                        &k("source.bcc.bspline_tolerance"),
+                        *bspline_tolerance,
+                        1e-6,
+                        0.1,
+                    )?;
                 }
             }
             in_range(&k("scale"), p.scale as f64, 1e-6, 1e6)?;
@@ -1016,9 +1034,16 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                 next_shifted += shifted_x * shifted_y;
                 build.loops += k.loops;
             }
-            ClothSource::Bcc { path, .. } => {
+            ClothSource::Bcc {
+                path,
+                bspline_tolerance,
+                ..
+            } => {
                 let full = scene_dir.join(path);
-                let (curves, report) = crate::bcc::read_with_report(&full)
+                let options = crate::bcc::ReadOptions {
+                    bspline_tolerance: *bspline_tolerance,
+                };
+                let (curves, report) = crate::bcc::read_with_options(&full, &options)
                     .map_err(|source| SceneError::Bcc { piece: pi, source })?;
                 build.imports.push(PieceImport {
                     piece: pi,

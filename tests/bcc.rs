@@ -562,3 +562,49 @@ fn links_of_a_bspline_file_certify_the_file_curves() {
     assert_eq!(links_command(&path, Method::Crossings).unwrap(), want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A looser tolerance uses fewer levels and stays within it; a tolerance that is not a positive
+/// number is an error.
+#[test]
+fn bspline_tolerance_option() {
+    let pts: Vec<[f32; 3]> = (0..24)
+        .map(|i| {
+            let a = std::f32::consts::TAU * i as f32 / 8.0;
+            [
+                0.3 * a.cos() + 0.05 * i as f32,
+                0.3 * a.sin(),
+                0.1 * (2.0 * a).sin(),
+            ]
+        })
+        .collect();
+    let bytes = raw(b"BS", &[(-24, pts.clone())]);
+    let h = spacing(&pts, true);
+    let mut last_levels = u32::MAX;
+    for tol in [1e-4, 1e-3, 1e-2, 1e-1] {
+        let opts = bcc::ReadOptions {
+            bspline_tolerance: tol,
+        };
+        let (c, report) = bcc::read_bytes_with_options(&bytes, &opts).unwrap();
+        let b = report.bspline.unwrap();
+        let sampled = sampled_deviation(&pts, &c[0].points, true, 64);
+        eprintln!(
+            "tolerance {tol:.0e}: {} levels, {} points, sampled {:.2e} h, bound {:.2e} h",
+            b.max_levels,
+            c[0].points.len(),
+            sampled / h,
+            b.max_relative_deviation
+        );
+        assert_eq!(b.tolerance, tol);
+        assert!(b.max_relative_deviation <= tol && sampled <= b.max_deviation * (1.0 + 1e-9));
+        assert!(b.max_levels <= last_levels);
+        last_levels = b.max_levels;
+    }
+    assert!(last_levels <= 1, "{last_levels}");
+    for bad in [0.0, -1e-3, f64::NAN, f64::INFINITY] {
+        let opts = bcc::ReadOptions {
+            bspline_tolerance: bad,
+        };
+        let err = bcc::read_bytes_with_options(&bytes, &opts).unwrap_err();
+        assert!(matches!(err, BccError::Tolerance(_)), "{err}");
+    }
+}

@@ -271,6 +271,14 @@ fn radius_and_units_errors_name_the_key() {
         load("[[cloth]]\nsource.bcc = { path = \"sw.bcc\", units = \"furlong\" }\n").unwrap_err();
     assert_eq!(err.key(), Some("cloth.0.source.bcc.units"), "{err}");
     assert_eq!(err.line(), Some(2), "{err}");
+    let err =
+        load("[[cloth]]\nsource.bcc = { path = \"sw.bcc\", bspline_tolerance = 0 }\n").unwrap_err();
+    assert_eq!(
+        err.key(),
+        Some("cloth.0.source.bcc.bspline_tolerance"),
+        "{err}"
+    );
+    assert_eq!(err.line(), Some(2), "{err}");
     // A model in millimetres read as centimetres fits a radius ten times too large, which the
     // default exclusion arc (1 cm < π r) does not allow: the error says so and names the key.
     let mm: Vec<Curve> = yarnsim::knit::generate(Pattern::Stockinette, 8, 8, 0.125)
@@ -316,6 +324,7 @@ fn auto_radius_round_trips_through_set() {
         source: yarnsim::scene::ClothSource::Bcc {
             path: "x.bcc".into(),
             units: yarnsim::scene::Units::Mm,
+            bspline_tolerance: yarnsim::bcc::BSPLINE_TOLERANCE,
         },
         scale: 1.0,
         rotate_deg: [0.0; 3],

@@ -296,6 +296,7 @@ fov_deg = 40
         ClothSource::Bcc {
             path: "model.bcc".into(),
             units: yarnsim::scene::Units::Cm,
+            bspline_tolerance: yarnsim::bcc::BSPLINE_TOLERANCE,
         }
     );
     assert_eq!(s.pin[0], Pin::Range { first: 0, last: 3 });
