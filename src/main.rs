@@ -411,7 +411,7 @@ fn warn_imports(build: &scene::ClothBuild) {
 fn fit_line(fit: &yarnsim::import::RadiusFit) -> String {
     use yarnsim::import::FIT_PERCENTILE;
     format!(
-        "{:.4} cm: half the {}th-percentile distance {:.4} cm from a quadrature point to another \
+        "{:.4} cm: half the {}% quantile, {:.4} cm, of the distances from a quadrature point to another \
          strand (nearest {:.4} cm, median {:.4} cm, over {} quadrature points)",
         fit.radius,
         FIT_PERCENTILE * 100.0,
@@ -1397,7 +1397,7 @@ fn print_import(im: &ImportInfo) {
         println!("    cloth.{} {}: {}", p.piece, p.path, p.summary);
     }
     println!(
-        "    import.fit_radius {:.4} cm: half the {}th-percentile distance {:.4} cm from a \
+        "    import.fit_radius {:.4} cm: half the {}% quantile, {:.4} cm, of the distances from a \
          quadrature point to another strand (nearest {:.4} cm, median {:.4} cm); {:.1}% of \
          quadrature points start closer than 2r at it",
         im.fit_radius,
