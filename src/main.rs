@@ -1221,7 +1221,12 @@ fn links(a: LinksArgs) -> Result<ExitCode> {
             .with_context(|| format!("building the cloth of {}", file.display()))?
             .curves
     } else {
-        yarnsim::bcc::read(file)?
+        let (curves, report) = yarnsim::bcc::read_with_report(file)?;
+        // A B-spline file is certified as its B-splines to the conversion's tolerance: say so.
+        if report.bspline.is_some() {
+            eprintln!("{}: {report}", file.display());
+        }
+        curves
     };
     let method = if a.direct {
         Method::Direct

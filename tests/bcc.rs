@@ -455,14 +455,12 @@ fn bspline_conversion_is_within_tolerance_of_the_file_curve() {
             let s = (1u64 << m) as f64;
             let cr_start = spline::eval_deriv(&[v(0), v(1), v(2), v(3)], 0.0) * s;
             let cr_end = spline::eval_deriv(&[v(nq - 4), v(nq - 3), v(nq - 2), v(nq - 1)], 1.0) * s;
-            for d in 0..3 {
-                let bs_start = (pts[2][d] - pts[0][d]) as f64 / 2.0;
-                let bs_end = (pts[n - 1][d] - pts[n - 3][d]) as f64 / 2.0;
-                assert!(
-                    (cr_start.get(d) - bs_start).abs() < 1e-5 * h.max(1.0),
-                    "{name}"
-                );
-                assert!((cr_end.get(d) - bs_end).abs() < 1e-5 * h.max(1.0), "{name}");
+            let bs_start: [f64; 3] = std::array::from_fn(|d| (pts[2][d] - pts[0][d]) as f64 / 2.0);
+            let bs_end: [f64; 3] =
+                std::array::from_fn(|d| (pts[n - 1][d] - pts[n - 3][d]) as f64 / 2.0);
+            for (d, (s0, e0)) in bs_start.iter().zip(&bs_end).enumerate() {
+                assert!((cr_start.get(d) - s0).abs() < 1e-5 * h.max(1.0), "{name}");
+                assert!((cr_end.get(d) - e0).abs() < 1e-5 * h.max(1.0), "{name}");
             }
         }
     }
