@@ -1,6 +1,7 @@
 // plasticity: per bending element, each rest curvature ω̄ʲ dragged to within p_plastic of the current
-// ωʲ = (κb·m₂ʲ, −κb·m₁ʲ), then bounded by p_max (seed §3.1; κb from bend_kb as material_frames left
-// it). Returns at once when both bounds are infinite, like its CPU twin (rod::plasticity, per element
+// ωʲ = (κb·m₂ʲ, −κb·m₁ʲ), then bounded by max(p_max, kappa_start), kappa_start the element's |ω̄| at
+// the start, so a model's own sharper bends are never clipped (seed §3.1; κb from bend_kb as
+// material_frames left it). Returns at once when both bounds are infinite, like its CPU twin (rod::plasticity, per element
 // rod::plastic_rest); an infinite bound alone never acts (the comparison never holds). One thread
 // per bending element; loop bound: 2 iterations (the element's two edges).
 
@@ -32,6 +33,8 @@ fn plasticity(
     let b = bends[i];
     let kb = bend_kb[i].xyz;
     var kappa = bend_rest[i].kappa;
+    // rod::plastic_kappa: the bound is the larger of p_max and the starting curvature.
+    let bound = select(pm, bend_rest[i].kappa_start, bend_rest[i].kappa_start > pm);
     for (var j = 0u; j < 2u; j++) {
         let f = frames[b.e[j]];
         let mf = material_frame(f.t.xyz, f.u.xyz, f.u.w);
@@ -49,8 +52,8 @@ fn plasticity(
             k1 = w1 + d1 * s;
         }
         let kn = sqrt(k0 * k0 + k1 * k1);
-        if kn > pm {
-            let s = pm / kn;
+        if kn > bound {
+            let s = bound / kn;
             k0 = k0 * s;
             k1 = k1 * s;
         }

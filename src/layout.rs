@@ -82,7 +82,11 @@ pub struct BendRest {
     pub twist: f32,
     /// Reference twist ψ, accumulated over time (not wrapped to (−π, π]).
     pub ref_twist: f32,
-    pub _pad: [f32; 2],
+    /// The element's rest curvature `|ω̄|` at the start (the larger of its two edges'): plasticity
+    /// bounds `|ω̄|` by `max(p_max, kappa_start)`, so a model's own sharper bends stay its rest shape
+    /// (`rod::plastic_kappa`). 0 (as in checkpoints written before it existed) leaves `p_max` alone.
+    pub kappa_start: f32,
+    pub _pad: f32,
 }
 const _: () = assert!(size_of::<BendRest>() == 32);
 
@@ -555,6 +559,7 @@ pub fn layouts() -> Vec<StructLayout> {
             kappa,
             twist,
             ref_twist,
+            kappa_start,
             _pad
         }),
         layout_of!(EdgeFrame { u, t }),

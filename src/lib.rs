@@ -10,6 +10,7 @@ pub mod contact;
 pub mod export;
 pub mod gpu;
 pub mod gpu_step;
+pub mod import;
 pub mod knit;
 pub mod layout;
 pub mod length;

@@ -364,9 +364,12 @@ fn main() -> ExitCode {
 
 /// A loaded scene with its overrides applied, and the cloth built from it.
 struct Loaded {
+    /// The scene, `yarn.radius = "auto"` resolved to the fitted radius.
     scene: Scene,
     build: scene::ClothBuild,
     pins: Vec<u32>,
+    /// The radius fit, when `yarn.radius = "auto"`.
+    fit: Option<yarnsim::import::RadiusFit>,
 }
 
 fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
@@ -377,9 +380,46 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let build = scene::build_curves(&scene, dir)
         .with_context(|| format!("building the cloth of {}", path.display()))?;
+    let fit = scene::resolve_radius(&mut scene, &build)
+        .with_context(|| format!("fitting the yarn radius of {}", path.display()))?;
     let pins = scene::pinned_points(&scene, &build)
         .with_context(|| format!("selecting the pinned points of {}", path.display()))?;
-    Ok(Loaded { scene, build, pins })
+    Ok(Loaded {
+        scene,
+        build,
+        pins,
+        fit,
+    })
+}
+
+/// Says on stderr how each BCC piece of B-splines was converted (its points multiply; the report
+/// warns of curves beyond the tolerance).
+fn warn_imports(build: &scene::ClothBuild) {
+    for imp in &build.imports {
+        if imp.report.bspline.is_some() {
+            eprintln!(
+                "cloth.{}: {}: {}",
+                imp.piece,
+                imp.path.display(),
+                imp.report
+            );
+        }
+    }
+}
+
+/// One line about a radius fit: the radius, what it came from, and the overlap it leaves.
+fn fit_line(fit: &yarnsim::import::RadiusFit) -> String {
+    use yarnsim::import::FIT_PERCENTILE;
+    format!(
+        "{:.4} cm: half the {}% quantile, {:.4} cm, of the distances from a quadrature point to another \
+         strand (nearest {:.4} cm, median {:.4} cm, over {} quadrature points)",
+        fit.radius,
+        FIT_PERCENTILE * 100.0,
+        2.0 * fit.radius,
+        fit.quantile(0.0),
+        fit.quantile(0.5),
+        fit.points
+    )
 }
 
 /// The time step of a run: the CPU reference path or the GPU path (which keeps a host `Sim` whose
@@ -438,7 +478,16 @@ fn run(mut a: RunArgs) -> Result<()> {
     let (scene, scene_dir, cloth) = match &resumed {
         Some(ck) => (ck.scene.clone(), ck.meta.scene_dir.clone(), None),
         None => {
-            let Loaded { scene, build, pins } = load(&scene_path, &a.set)?;
+            let Loaded {
+                scene,
+                build,
+                pins,
+                fit,
+            } = load(&scene_path, &a.set)?;
+            if let Some(fit) = &fit {
+                eprintln!("yarn.radius = \"auto\": fitted r = {}", fit_line(fit));
+            }
+            warn_imports(&build);
             let dir = scene_path.parent().unwrap_or(Path::new("."));
             let dir = std::fs::canonicalize(if dir.as_os_str().is_empty() {
                 Path::new(".")
@@ -1139,7 +1188,11 @@ fn placed_obstacles(obstacles: &[Obstacle], t: f64) -> Vec<Obstacle> {
 
 fn render(a: RenderArgs) -> Result<()> {
     let scene = match &a.scene {
-        Some(p) => Some(Scene::load(p)?),
+        // `yarn.radius = "auto"` is fitted to the scene's own cloth, as a run would.
+        Some(p) => Some(match Scene::load(p)? {
+            s if s.yarn.radius_auto => load(p, &[])?.scene,
+            s => s,
+        }),
         None => None,
     };
     render_bcc_command(
@@ -1168,7 +1221,12 @@ fn links(a: LinksArgs) -> Result<ExitCode> {
             .with_context(|| format!("building the cloth of {}", file.display()))?
             .curves
     } else {
-        yarnsim::bcc::read(file)?
+        let (curves, report) = yarnsim::bcc::read_with_report(file)?;
+        // A B-spline file is certified as its B-splines to the conversion's tolerance: say so.
+        if report.bspline.is_some() {
+            eprintln!("{}: {report}", file.display());
+        }
+        curves
     };
     let method = if a.direct {
         Method::Direct
@@ -1313,6 +1371,9 @@ fn info(a: InfoArgs) -> Result<()> {
         println!("  loops             {}", s.loops);
         println!("  pinned points     {}", s.pinned_points);
         println!("  steps per frame   {}", s.steps_per_frame);
+        if let Some(im) = &s.import {
+            print_import(im);
+        }
     }
     for (name, ns) in &needs {
         let verdict = if ns.iter().all(|n| n.ok()) {
@@ -1335,6 +1396,44 @@ fn info(a: InfoArgs) -> Result<()> {
     Ok(())
 }
 
+fn print_import(im: &ImportInfo) {
+    println!("  import (BCC pieces):");
+    for p in &im.pieces {
+        println!("    cloth.{} {}: {}", p.piece, p.path, p.summary);
+    }
+    println!(
+        "    import.fit_radius {:.4} cm: half the {}% quantile, {:.4} cm, of the distances from a \
+         quadrature point to another strand (nearest {:.4} cm, median {:.4} cm); {:.1}% of \
+         quadrature points start closer than 2r at it",
+        im.fit_radius,
+        im.fit_percentile * 100.0,
+        im.fit_distance,
+        im.nearest_min,
+        im.nearest_median,
+        100.0 * im.overlap_at_fit
+    );
+    println!(
+        "    yarn.radius       {:.4} cm{}: {:.1}% of quadrature points start closer than 2r to \
+         another strand",
+        im.yarn_radius,
+        if im.radius_auto {
+            " (\"auto\": the fit)"
+        } else {
+            ""
+        },
+        100.0 * im.overlap_at_radius
+    );
+    println!(
+        "    sharp rest bends  {} of {} bending elements start beyond yarn.plastic_max (largest \
+         rest curvature {:.3}); they keep their imported shape as rest shape",
+        im.bends_beyond_plastic_max, im.bends, im.largest_rest_curvature
+    );
+    println!(
+        "    extent            {:.3} × {:.3} × {:.3} cm",
+        im.extent[0], im.extent[1], im.extent[2]
+    );
+}
+
 #[derive(serde::Serialize)]
 struct SceneSize {
     scene: String,
@@ -1348,12 +1447,134 @@ struct SceneSize {
     steps_per_frame: u64,
     #[serde(skip)]
     counts: yarnsim::gpu_step::SceneCounts,
+    /// For scenes with BCC pieces: what importing them did and the radius their spacing fits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    import: Option<ImportInfo>,
+}
+
+/// `yarnsim info` about the BCC pieces of a scene (JSON key `import`).
+#[derive(serde::Serialize)]
+struct ImportInfo {
+    pieces: Vec<PieceInfo>,
+    /// The radius the cloth's own spacing fits (cm), `import.fit_radius`.
+    fit_radius: f64,
+    /// Nearest distances from a quadrature point to another strand (cm): the percentile the fit
+    /// uses, the minimum and the median.
+    fit_percentile: f64,
+    fit_distance: f64,
+    nearest_min: f64,
+    nearest_median: f64,
+    /// Fraction of quadrature points closer than 2r to another strand at the fitted radius.
+    overlap_at_fit: f64,
+    /// The scene's yarn radius (cm; the fit when `"auto"`), and the same fraction at it.
+    yarn_radius: f64,
+    radius_auto: bool,
+    overlap_at_radius: f64,
+    /// Bending elements whose rest curvature is beyond `yarn.plastic_max` (they keep it: the bound
+    /// acts on plastic flow only), and the largest rest curvature.
+    bends_beyond_plastic_max: usize,
+    bends: usize,
+    largest_rest_curvature: f32,
+    /// Size of the placed cloth's bounding box (cm).
+    extent: [f64; 3],
+}
+
+#[derive(serde::Serialize)]
+struct PieceInfo {
+    piece: usize,
+    path: String,
+    curve_type: String,
+    file_points: usize,
+    points: usize,
+    /// `BS` files: subdivision levels and the bound on the distance to the file's curves (file
+    /// units, and relative to the control spacing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bspline_levels: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bspline_deviation: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bspline_relative_deviation: Option<f64>,
+    summary: String,
+}
+
+/// What `yarnsim info` says about the BCC pieces of a loaded scene (none: `None`).
+fn import_info(
+    scene: &Scene,
+    build: &scene::ClothBuild,
+    topo: &Topology,
+    pos: &[[f32; 4]],
+    fit: Option<yarnsim::import::RadiusFit>,
+    radius_auto: bool,
+) -> Result<Option<ImportInfo>> {
+    if build.imports.is_empty() {
+        return Ok(None);
+    }
+    let fit = match fit {
+        Some(f) => f,
+        None => yarnsim::import::fit_radius(&build.curves, scene.contact.quadrature)
+            .context("fitting a yarn radius to the cloth")?,
+    };
+    let rod = yarnsim::rod::RodState::new(topo, pos).context("the rest state of the cloth")?;
+    let sharp = yarnsim::rod::bends_beyond(&rod, scene.yarn.plastic_max);
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for p in pos {
+        for k in 0..3 {
+            lo[k] = lo[k].min(p[k] as f64);
+            hi[k] = hi[k].max(p[k] as f64);
+        }
+    }
+    let pct = yarnsim::import::FIT_PERCENTILE;
+    let r = scene.yarn.radius as f64;
+    Ok(Some(ImportInfo {
+        pieces: build
+            .imports
+            .iter()
+            .map(|imp| PieceInfo {
+                piece: imp.piece,
+                path: imp.path.display().to_string(),
+                curve_type: imp.report.curve_type.clone(),
+                file_points: imp.report.file_points,
+                points: imp.report.points,
+                bspline_levels: imp.report.bspline.as_ref().map(|b| b.max_levels),
+                bspline_deviation: imp.report.bspline.as_ref().map(|b| b.max_deviation),
+                bspline_relative_deviation: imp
+                    .report
+                    .bspline
+                    .as_ref()
+                    .map(|b| b.max_relative_deviation),
+                summary: imp.report.to_string(),
+            })
+            .collect(),
+        fit_radius: fit.radius,
+        fit_percentile: pct,
+        fit_distance: fit.quantile(pct),
+        nearest_min: fit.quantile(0.0),
+        nearest_median: fit.quantile(0.5),
+        overlap_at_fit: fit.fraction_closer_than_2r(fit.radius),
+        yarn_radius: r,
+        radius_auto,
+        overlap_at_radius: fit.fraction_closer_than_2r(r),
+        bends_beyond_plastic_max: sharp.count,
+        bends: rod.bends.len(),
+        largest_rest_curvature: sharp.largest,
+        extent: std::array::from_fn(|k| if hi[k] >= lo[k] { hi[k] - lo[k] } else { 0.0 }),
+    }))
 }
 
 fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
-    let Loaded { scene, build, pins } = load(path, sets)?;
-    let (topo, _) = Topology::from_curves(&build.curves)
+    let Loaded {
+        scene,
+        build,
+        pins,
+        fit,
+    } = load(path, sets)?;
+    let (topo, pos) = Topology::from_curves(&build.curves)
         .with_context(|| format!("laying out the yarns of {}", path.display()))?;
+    // A fit comes back exactly when the radius was "auto".
+    let radius_auto = fit.is_some();
+    let import = import_info(&scene, &build, &topo, &pos, fit, radius_auto)
+        .with_context(|| format!("the imported cloth of {}", path.display()))?;
     Ok(SceneSize {
         scene: path.display().to_string(),
         yarns: topo.yarns.len(),
@@ -1373,5 +1594,6 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
             segments: topo.segments.len() as u64,
             block_points: 2 * topo.num_points() as u64,
         },
+        import,
     })
 }

@@ -66,11 +66,17 @@ impl Default for Simulation {
     }
 }
 
+/// The yarn material. In a scene file `radius` is a number (cm) or `"auto"` ([`RadiusSpec`]).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "YarnToml", into = "YarnToml")]
 pub struct YarnMaterial {
-    /// Yarn radius r in cm.
+    /// Yarn radius r in cm. With `radius_auto` not yet resolved it holds the default and means
+    /// nothing.
     pub radius: f32,
+    /// `yarn.radius = "auto"`: the radius is fitted to the BCC pieces' own spacing
+    /// ([`resolve_radius`], [`crate::import::fit_radius`]), which sets `radius` and clears this.
+    /// A simulation refuses a scene whose radius is still `"auto"`.
+    pub radius_auto: bool,
     /// Mass per unit length in g/cm.
     pub linear_density: f32,
     /// Bending stiffness EI in g·cm³/s².
@@ -93,6 +99,7 @@ impl Default for YarnMaterial {
     fn default() -> Self {
         YarnMaterial {
             radius: 0.125,
+            radius_auto: false,
             linear_density: 0.003,
             bending_stiffness: 10.0,
             twisting_stiffness: 10.0,
@@ -104,6 +111,116 @@ impl Default for YarnMaterial {
         }
     }
 }
+
+/// `yarn.radius` as a scene file writes it: a number of centimetres or the word `"auto"`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RadiusSpec {
+    Cm(f32),
+    Auto,
+}
+
+impl Serialize for RadiusSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RadiusSpec::Cm(r) => s.serialize_f32(*r),
+            RadiusSpec::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RadiusSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RadiusSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a radius in cm or \"auto\"")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RadiusSpec, E> {
+                Ok(RadiusSpec::Cm(v as f32))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RadiusSpec, E> {
+                Ok(RadiusSpec::Cm(v as f32))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RadiusSpec, E> {
+                Ok(RadiusSpec::Cm(v as f32))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RadiusSpec, E> {
+                if v == "auto" {
+                    Ok(RadiusSpec::Auto)
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Str(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// [`YarnMaterial`] as a scene file writes it (`radius` may be `"auto"`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+struct YarnToml {
+    radius: RadiusSpec,
+    linear_density: f32,
+    bending_stiffness: f32,
+    twisting_stiffness: f32,
+    plastic_radius: f32,
+    plastic_max: f32,
+    damping_const: f32,
+    damping_prop: f32,
+    damping_block_loops: u32,
+}
+
+impl Default for YarnToml {
+    fn default() -> Self {
+        YarnMaterial::default().into()
+    }
+}
+
+impl From<YarnMaterial> for YarnToml {
+    fn from(y: YarnMaterial) -> Self {
+        YarnToml {
+            radius: if y.radius_auto {
+                RadiusSpec::Auto
+            } else {
+                RadiusSpec::Cm(y.radius)
+            },
+            linear_density: y.linear_density,
+            bending_stiffness: y.bending_stiffness,
+            twisting_stiffness: y.twisting_stiffness,
+            plastic_radius: y.plastic_radius,
+            plastic_max: y.plastic_max,
+            damping_const: y.damping_const,
+            damping_prop: y.damping_prop,
+            damping_block_loops: y.damping_block_loops,
+        }
+    }
+}
+
+impl From<YarnToml> for YarnMaterial {
+    fn from(y: YarnToml) -> Self {
+        let (radius, radius_auto) = match y.radius {
+            RadiusSpec::Cm(r) => (r, false),
+            RadiusSpec::Auto => (YarnMaterial::default().radius, true),
+        };
+        YarnMaterial {
+            radius,
+            radius_auto,
+            linear_density: y.linear_density,
+            bending_stiffness: y.bending_stiffness,
+            twisting_stiffness: y.twisting_stiffness,
+            plastic_radius: y.plastic_radius,
+            plastic_max: y.plastic_max,
+            damping_const: y.damping_const,
+            damping_prop: y.damping_prop,
+            damping_block_loops: y.damping_block_loops,
+        }
+    }
+}
+
+/// The range of `yarn.radius` (cm), fitted or given.
+pub const RADIUS_RANGE: (f64, f64) = (1e-4, 10.0);
 
 /// Which yarn–yarn contact force a run uses.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -191,8 +308,41 @@ pub enum ClothSource {
         wales: u32,
         courses: u32,
     },
-    /// A BCC file, relative to the scene file.
-    Bcc { path: String },
+    /// A BCC file, relative to the scene file, in `units` (centimetres unless given).
+    Bcc {
+        path: String,
+        #[serde(default)]
+        units: Units,
+        /// Tolerance of a `BS` file's conversion, relative to each curve's control spacing
+        /// (`crate::bcc::ReadOptions`).
+        #[serde(default = "bspline_tolerance")]
+        bspline_tolerance: f64,
+    },
+}
+
+/// The length unit of a BCC file's coordinates; they are converted to centimetres at load (before
+/// the piece's `scale`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Units {
+    #[default]
+    Cm,
+    Mm,
+    M,
+    /// Inches (2.54 cm).
+    In,
+}
+
+impl Units {
+    /// Centimetres per unit.
+    pub fn to_cm(self) -> f64 {
+        match self {
+            Units::Cm => 1.0,
+            Units::Mm => 0.1,
+            Units::M => 100.0,
+            Units::In => 2.54,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -212,6 +362,10 @@ pub struct ClothPiece {
 
 fn one() -> f32 {
     1.0
+}
+
+fn bspline_tolerance() -> f64 {
+    crate::bcc::BSPLINE_TOLERANCE
 }
 
 /// A glue/pin constraint: the selected control points are held at their initial positions.
@@ -323,6 +477,16 @@ pub enum SceneError {
     },
     #[error("cloth.{piece}: {message}")]
     Cloth { piece: usize, message: String },
+    /// `yarn.radius = "auto"` could not be fitted.
+    #[error("yarn.radius = \"auto\": {0}")]
+    Fit(#[source] crate::import::FitError),
+    /// The fitted radius breaks a rule of the scene (the key it breaks, and why).
+    #[error("yarn.radius = \"auto\" fitted r = {radius} cm, but then {key}: {message}")]
+    Fitted {
+        radius: f32,
+        key: String,
+        message: String,
+    },
     #[error("pin.{pin}: {message}")]
     Pin { pin: usize, message: String },
     #[error("{0}")]
@@ -502,7 +666,30 @@ impl Scene {
         finite3("simulation.gravity", s.gravity)?;
 
         let y = &self.yarn;
-        in_range("yarn.radius", y.radius as f64, 1e-4, 10.0)?;
+        if y.radius_auto {
+            // Fitted after the cloth is built (`resolve_radius`), which checks the fit the same way.
+            if let Some(i) = self
+                .cloth
+                .iter()
+                .position(|p| matches!(p.source, ClothSource::Generator { .. }))
+            {
+                return Err((
+                    "yarn.radius".into(),
+                    format!(
+                        "\"auto\" fits the radius to BCC models, but cloth.{i} is generated, and \
+                         a generator needs the radius to build its loops: give yarn.radius a \
+                         number (cm)"
+                    ),
+                ));
+            }
+        } else {
+            in_range(
+                "yarn.radius",
+                y.radius as f64,
+                RADIUS_RANGE.0,
+                RADIUS_RANGE.1,
+            )?;
+        }
         positive("yarn.linear_density", y.linear_density as f64)?;
         non_negative("yarn.bending_stiffness", y.bending_stiffness as f64)?;
         non_negative("yarn.twisting_stiffness", y.twisting_stiffness as f64)?;
@@ -564,7 +751,7 @@ impl Scene {
                 ));
             }
             let least = std::f64::consts::PI * y.radius as f64;
-            if (c.exclusion_arc as f64) < least {
+            if !y.radius_auto && (c.exclusion_arc as f64) < least {
                 return Err((
                     "contact.exclusion_arc".into(),
                     format!(
@@ -616,10 +803,20 @@ impl Scene {
                         ));
                     }
                 }
-                ClothSource::Bcc { path } => {
+                ClothSource::Bcc {
+                    path,
+                    bspline_tolerance,
+                    ..
+                } => {
                     if path.trim().is_empty() {
                         return Err((k("source.bcc.path"), "must not be empty".into()));
                     }
+                    in_range(
+                        &k("source.bcc.bspline_tolerance"),
+                        *bspline_tolerance,
+                        1e-6,
+                        0.1,
+                    )?;
                 }
             }
             in_range(&k("scale"), p.scale as f64, 1e-6, 1e6)?;
@@ -757,10 +954,26 @@ pub struct ClothBuild {
     pub damping_block_shifted: Vec<u32>,
     /// Knit loops in the scene (for BCC pieces an estimate, see [`build_curves`]).
     pub loops: u32,
+    /// What reading each BCC piece did (curve type, B-spline conversion), in scene order.
+    pub imports: Vec<PieceImport>,
 }
 
-/// Generates or loads every cloth piece and places it: scale, then rotate (degrees about x, then y,
-/// then z), then translate. Relative BCC paths are resolved against `scene_dir`.
+/// The import report of one BCC piece.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PieceImport {
+    /// Index of the piece in `cloth`.
+    pub piece: usize,
+    /// The file, resolved against the scene directory.
+    pub path: std::path::PathBuf,
+    pub report: crate::bcc::ImportReport,
+    /// Its curves' first index in [`ClothBuild::curves`] and count.
+    pub first_curve: usize,
+    pub curves: usize,
+}
+
+/// Generates or loads every cloth piece and places it: scale (a BCC piece's `units` to centimetres,
+/// then `scale`), then rotate (degrees about x, then y, then z), then translate. Relative BCC paths
+/// are resolved against `scene_dir`.
 ///
 /// Damping blocks (DESIGN §2, seed §3.3): a generated piece is cut into blocks of
 /// `yarn.damping_block_loops` × `yarn.damping_block_loops` loops by (wale, course), using the loop the
@@ -821,10 +1034,24 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                 next_shifted += shifted_x * shifted_y;
                 build.loops += k.loops;
             }
-            ClothSource::Bcc { path } => {
+            ClothSource::Bcc {
+                path,
+                bspline_tolerance,
+                ..
+            } => {
                 let full = scene_dir.join(path);
-                let curves = crate::bcc::read(&full)
+                let options = crate::bcc::ReadOptions {
+                    bspline_tolerance: *bspline_tolerance,
+                };
+                let (curves, report) = crate::bcc::read_with_options(&full, &options)
                     .map_err(|source| SceneError::Bcc { piece: pi, source })?;
+                build.imports.push(PieceImport {
+                    piece: pi,
+                    path: full.clone(),
+                    report,
+                    first_curve: build.curves.len(),
+                    curves: curves.len(),
+                });
                 let curves: Vec<Curve> = curves.into_iter().map(|c| xf.apply(c)).collect();
                 let points: usize = curves.iter().map(|c| c.points.len()).sum();
                 if points == 0 {
@@ -886,6 +1113,34 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
     Ok(build)
 }
 
+/// Resolves `yarn.radius = "auto"`: fits the radius to the built cloth at the scene's quadrature
+/// ([`crate::import::fit_radius`]), sets `yarn.radius` to it and clears `radius_auto`, then checks the
+/// scene again (the fitted radius must be in range, and `contact.exclusion_arc` at least π r).
+/// Returns the fit, or `None` when the radius was a number.
+pub fn resolve_radius(
+    scene: &mut Scene,
+    build: &ClothBuild,
+) -> Result<Option<crate::import::RadiusFit>, SceneError> {
+    if !scene.yarn.radius_auto {
+        return Ok(None);
+    }
+    let fit = crate::import::fit_radius(&build.curves, scene.contact.quadrature)
+        .map_err(SceneError::Fit)?;
+    let radius = fit.radius as f32;
+    let mut fitted = scene.clone();
+    fitted.yarn.radius = radius;
+    fitted.yarn.radius_auto = false;
+    fitted
+        .check()
+        .map_err(|(key, message)| SceneError::Fitted {
+            radius,
+            key,
+            message,
+        })?;
+    *scene = fitted;
+    Ok(Some(fit))
+}
+
 /// Scale, rotation and translation of a cloth piece, in f64.
 struct Placement {
     scale: f64,
@@ -894,7 +1149,12 @@ struct Placement {
 }
 
 impl Placement {
+    /// The piece's placement; a BCC piece's `units` scale it to centimetres first.
     fn new(p: &ClothPiece) -> Placement {
+        let units = match &p.source {
+            ClothSource::Bcc { units, .. } => units.to_cm(),
+            ClothSource::Generator { .. } => 1.0,
+        };
         let [ax, ay, az] = p.rotate_deg.map(|d| (d as f64).to_radians());
         let rx = [
             [1.0, 0.0, 0.0],
@@ -917,7 +1177,7 @@ impl Placement {
             })
         };
         Placement {
-            scale: p.scale as f64,
+            scale: p.scale as f64 * units,
             // x first, then y, then z: R = Rz · Ry · Rx.
             rot: mul(rz, mul(ry, rx)),
             translate: p.translate.map(|v| v as f64),

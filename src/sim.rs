@@ -695,6 +695,13 @@ fn params_from_scene(scene: &Scene) -> Result<SimParams, SimError> {
             Err(param_err(key, v, "must be a non-negative number"))
         }
     };
+    if y.radius_auto {
+        return Err(param_err(
+            "yarn.radius",
+            "\"auto\"",
+            "is fitted to the cloth before a simulation is built (scene::resolve_radius)",
+        ));
+    }
     positive("yarn.radius", y.radius)?;
     positive("yarn.linear_density", y.linear_density)?;
     non_negative("yarn.bending_stiffness", y.bending_stiffness)?;

@@ -236,51 +236,373 @@ fn bspline(p: &[[f32; 3]], t: f64) -> [f64; 3] {
     std::array::from_fn(|k| (0..4).map(|j| b[j] * p[j][k] as f64).sum())
 }
 
-#[test]
-fn bspline_becomes_catmull_rom_through_its_knots() {
-    let pts: Vec<[f32; 3]> = (0..6)
+/// The file's B-spline at global parameter `u` (closed: `u ∈ [0, n)`; open: `u ∈ [1, n − 2]`).
+fn bspline_at(p: &[[f32; 3]], closed: bool, u: f64) -> [f64; 3] {
+    let n = p.len();
+    let (seg, t) = if closed {
+        let s = (u.floor() as usize).min(n - 1);
+        (s, u - s as f64)
+    } else {
+        let s = (u.floor() as usize).clamp(1, n - 3);
+        (s, u - s as f64)
+    };
+    let q: Vec<[f32; 3]> = (0..4).map(|j| p[(seg + j + n - 1) % n]).collect();
+    bspline(&q, t)
+}
+
+/// The Catmull-Rom curve with control points `q` at its global parameter `u` (same ranges).
+fn catmull_rom_at(q: &[[f32; 3]], closed: bool, u: f64) -> [f64; 3] {
+    let n = q.len();
+    let s = if closed {
+        (u.floor() as usize).min(n - 1)
+    } else {
+        (u.floor() as usize).clamp(1, n - 3)
+    };
+    let c: [yarnsim::math::V3<f64>; 4] =
+        std::array::from_fn(|j| yarnsim::math::V3::<f64>::from3(q[(s + j + n - 1) % n]));
+    let v = spline::eval(&c, u - s as f64);
+    [v.get(0), v.get(1), v.get(2)]
+}
+
+/// Subdivision levels a converted curve used: closed `n → n 2^m` points, open `n → 2^m (n − 3) + 3`.
+fn levels(file_points: usize, converted: usize, closed: bool) -> u32 {
+    let ratio = if closed {
+        converted / file_points
+    } else {
+        (converted - 3) / (file_points - 3)
+    };
+    assert!(
+        ratio.is_power_of_two(),
+        "{file_points} → {converted} points"
+    );
+    if closed {
+        assert_eq!(converted, ratio * file_points);
+    } else {
+        assert_eq!(converted, ratio * (file_points - 3) + 3);
+    }
+    ratio.trailing_zeros()
+}
+
+/// Mean control-polygon edge of a file curve.
+fn spacing(p: &[[f32; 3]], closed: bool) -> f64 {
+    let n = p.len();
+    let m = if closed { n } else { n - 1 };
+    (0..m)
+        .map(|e| {
+            let (a, b) = (p[e], p[(e + 1) % n]);
+            (0..3)
+                .map(|k| (a[k] as f64 - b[k] as f64).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .sum::<f64>()
+        / m as f64
+}
+
+/// Largest distance, at equal parameter, between the file's B-spline and the converted Catmull-Rom
+/// curve, sampled at `per` points per file segment.
+fn sampled_deviation(p: &[[f32; 3]], q: &[[f32; 3]], closed: bool, per: usize) -> f64 {
+    let n = p.len();
+    let m = levels(n, q.len(), closed);
+    let scale = (1u64 << m) as f64;
+    let (u0, segs) = if closed { (0.0, n) } else { (1.0, n - 3) };
+    let mut worst = 0.0f64;
+    for i in 0..=segs * per {
+        let u = u0 + i as f64 / per as f64;
+        let b = bspline_at(p, closed, u);
+        // File knot k is refined knot 2^m k (closed) or 2^m (k − 1) + 1 (open).
+        let v = if closed {
+            u * scale
+        } else {
+            (u - 1.0) * scale + 1.0
+        };
+        let c = catmull_rom_at(q, closed, v);
+        let d = (0..3).map(|k| (b[k] - c[k]).powi(2)).sum::<f64>().sqrt();
+        worst = worst.max(d);
+    }
+    worst
+}
+
+/// The test curves: smooth and sharp, open and closed.
+fn bspline_cases() -> Vec<(&'static str, Vec<[f32; 3]>, bool)> {
+    let smooth: Vec<[f32; 3]> = (0..9)
         .map(|i| {
             let t = i as f32;
             [t, (t * 1.3).sin(), (t * 0.7).cos()]
         })
         .collect();
-    let c = bcc::read_bytes(&raw(b"BS", &[(6, pts.clone()), (-6, pts.clone())])).unwrap();
-    let open = &c[0];
-    assert!(!open.closed);
-    assert_eq!(open.points.len(), 6);
-    // The yarn runs through control points 1..=4, which are the B-spline's interior knots.
-    for k in 1..=4 {
-        let want = if k + 3 <= pts.len() {
-            bspline(&pts[k - 1..k + 3], 0.0)
-        } else {
-            bspline(&pts[k - 2..k + 2], 1.0)
-        };
-        for (got, want) in open.points[k].iter().zip(want) {
-            assert!((*got as f64 - want).abs() < 1e-6);
-        }
-    }
-    // End tangents match the B-spline's (Catmull-Rom tangent at q1 is (q2 − q0)/2).
-    let q = |i: usize| yarnsim::math::V3::<f64>::from3(open.points[i]);
-    let cr_start = spline::eval_deriv(&[q(0), q(1), q(2), q(3)], 0.0);
-    let bs_start: [f64; 3] = std::array::from_fn(|d| (pts[2][d] - pts[0][d]) as f64 / 2.0);
-    let n = 6;
-    let cr_end = spline::eval_deriv(&[q(n - 4), q(n - 3), q(n - 2), q(n - 1)], 1.0);
-    let bs_end: [f64; 3] = std::array::from_fn(|d| (pts[n - 1][d] - pts[n - 3][d]) as f64 / 2.0);
-    for d in 0..3 {
-        assert!((cr_start.get(d) - bs_start[d]).abs() < 1e-5);
-        assert!((cr_end.get(d) - bs_end[d]).abs() < 1e-5);
-    }
-    // Closed: one knot per control point, cyclically.
-    let closed = &c[1];
-    assert!(closed.closed);
-    assert_eq!(closed.points.len(), 6);
-    for k in 0..6 {
-        let want = bspline(
-            &[pts[(k + 5) % 6], pts[k], pts[(k + 1) % 6], pts[(k + 2) % 6]],
-            0.0,
+    let knit_like: Vec<[f32; 3]> = (0..24)
+        .map(|i| {
+            // A loop-like helix: 8 points per turn, as in yarn-level models.
+            let a = std::f32::consts::TAU * i as f32 / 8.0;
+            [
+                0.3 * a.cos() + 0.05 * i as f32,
+                0.3 * a.sin(),
+                0.1 * (2.0 * a).sin(),
+            ]
+        })
+        .collect();
+    let square = vec![
+        [-1.0, 1.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [1.0, -1.0, 0.0],
+        [-1.0, -1.0, 0.0],
+    ];
+    // Irregular, so that its third differences do not cancel in the knot tangents.
+    let zigzag: Vec<[f32; 3]> = [0.0, 1.5, 0.2, 1.0, -0.3, 1.7, 0.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &y)| [i as f32, y, 0.1 * i as f32])
+        .collect();
+    vec![
+        ("smooth open", smooth.clone(), false),
+        ("smooth closed", smooth, true),
+        ("knit-like open", knit_like.clone(), false),
+        ("knit-like closed", knit_like, true),
+        ("square closed", square, true),
+        ("zigzag open", zigzag.clone(), false),
+        ("zigzag closed", zigzag, true),
+        // Far from the origin against its spacing: f32 rounding of the points is part of the bound.
+        (
+            "offset closed",
+            (0..12)
+                .map(|i| {
+                    let a = std::f32::consts::TAU * i as f32 / 12.0;
+                    [1000.0 + 0.5 * a.cos(), 0.5 * a.sin(), -300.0]
+                })
+                .collect(),
+            true,
+        ),
+    ]
+}
+
+#[test]
+fn bspline_conversion_is_within_tolerance_of_the_file_curve() {
+    for (name, pts, closed) in bspline_cases() {
+        let n = pts.len() as i32;
+        let count = if closed { -n } else { n };
+        let (c, report) =
+            bcc::read_bytes_with_report(&raw(b"BS", &[(count, pts.clone())])).unwrap();
+        let q = &c[0].points;
+        assert_eq!(c[0].closed, closed);
+        let h = spacing(&pts, closed);
+        let tol = bcc::BSPLINE_TOLERANCE * h;
+        let sampled = sampled_deviation(&pts, q, closed, 64);
+        let b = report
+            .bspline
+            .clone()
+            .expect("a BS file reports its conversion");
+        eprintln!(
+            "{name}: {} → {} points, {} levels, sampled deviation {sampled:.3e} = {:.2e} h, bound \
+             {:.3e}",
+            pts.len(),
+            q.len(),
+            b.max_levels,
+            sampled / h,
+            b.max_deviation
         );
-        for (got, want) in closed.points[k].iter().zip(want) {
-            assert!((*got as f64 - want).abs() < 1e-6);
+        assert_eq!(report.curve_type, "BS");
+        assert_eq!((report.file_points, report.points), (pts.len(), q.len()));
+        assert_eq!(b.curves_over_tolerance, 0, "{name}");
+        assert_eq!(b.max_levels, levels(pts.len(), q.len(), closed), "{name}");
+        // The bound is a bound, and within the tolerance; the sampled deviation is under both.
+        assert!(sampled <= b.max_deviation * (1.0 + 1e-9) + 1e-12, "{name}");
+        assert!(
+            b.max_deviation <= tol,
+            "{name}: {} > {tol}",
+            b.max_deviation
+        );
+        assert!((b.max_relative_deviation - b.max_deviation / h).abs() <= 1e-12 * h.max(1.0));
+        // The former knot-point conversion (level 0): far outside the tolerance on sharp polygons
+        // and on loop-like curves of 8 points per turn, so those must have been refined.
+        let old = knot_point_conversion(&pts, closed);
+        let old_dev = sampled_deviation(&pts, &old, closed, 64);
+        eprintln!(
+            "  knot-point conversion: deviation {old_dev:.3e} = {:.2e} h",
+            old_dev / h
+        );
+        if name.starts_with("square") || name.starts_with("zigzag") || name.starts_with("knit") {
+            assert!(old_dev > 10.0 * tol, "{name}: {old_dev}");
+            assert!(b.max_levels >= 1, "{name}");
         }
+        if b.max_levels == 0 {
+            assert!(old_dev <= tol, "{name}");
+        }
+        // Every file knot is a control point of the conversion.
+        let m = b.max_levels;
+        let knots: Vec<usize> = if closed {
+            (0..pts.len()).collect()
+        } else {
+            (1..pts.len() - 1).collect()
+        };
+        for k in knots {
+            let at = if closed { k << m } else { ((k - 1) << m) + 1 };
+            let want = bspline_at(&pts, closed, k as f64);
+            for d in 0..3 {
+                let scale = 1.0 + want[d].abs();
+                assert!(
+                    (q[at][d] as f64 - want[d]).abs() <= 1e-6 * scale,
+                    "{name}: knot {k}"
+                );
+            }
+        }
+        // Open curves: the ends and the end tangents are the B-spline's (tangent per refined
+        // parameter = per file parameter / 2^m).
+        if !closed {
+            let v = |i: usize| yarnsim::math::V3::<f64>::from3(q[i]);
+            let nq = q.len();
+            let n = pts.len();
+            let s = (1u64 << m) as f64;
+            let cr_start = spline::eval_deriv(&[v(0), v(1), v(2), v(3)], 0.0) * s;
+            let cr_end = spline::eval_deriv(&[v(nq - 4), v(nq - 3), v(nq - 2), v(nq - 1)], 1.0) * s;
+            let bs_start: [f64; 3] = std::array::from_fn(|d| (pts[2][d] - pts[0][d]) as f64 / 2.0);
+            let bs_end: [f64; 3] =
+                std::array::from_fn(|d| (pts[n - 1][d] - pts[n - 3][d]) as f64 / 2.0);
+            for (d, (s0, e0)) in bs_start.iter().zip(&bs_end).enumerate() {
+                assert!((cr_start.get(d) - s0).abs() < 1e-5 * h.max(1.0), "{name}");
+                assert!((cr_end.get(d) - e0).abs() < 1e-5 * h.max(1.0), "{name}");
+            }
+        }
+    }
+}
+
+/// The reader's former conversion: Catmull-Rom through the B-spline's knot points (open curves with
+/// handles giving the B-spline's end tangents), no refinement.
+fn knot_point_conversion(p: &[[f32; 3]], closed: bool) -> Vec<[f32; 3]> {
+    let n = p.len();
+    let knot = |i: usize| -> [f32; 3] {
+        std::array::from_fn(|k| {
+            ((p[(i + n - 1) % n][k] as f64 + 4.0 * p[i][k] as f64 + p[(i + 1) % n][k] as f64) / 6.0)
+                as f32
+        })
+    };
+    if closed {
+        return (0..n).map(knot).collect();
+    }
+    let mut q: Vec<[f32; 3]> = vec![[0.0; 3]];
+    q.extend((1..n - 1).map(knot));
+    q.push([0.0; 3]);
+    q[0] = std::array::from_fn(|k| q[2][k] - (p[2][k] - p[0][k]));
+    q[n - 1] = std::array::from_fn(|k| q[n - 3][k] + (p[n - 1][k] - p[n - 3][k]));
+    q
+}
+
+/// A square B-spline loop A in the xy-plane and a long loop B that passes straight up through A's
+/// plane between A's true curve and the Catmull-Rom curve through A's knot points. The true linking
+/// number is ±1 (B passes inside A); the former knot-point conversion puts B outside A (0). The
+/// reader's conversion must certify the file's topology.
+#[test]
+fn links_of_a_bspline_file_certify_the_file_curves() {
+    use yarnsim::links::{certificate_with, links_command, polyline_linking, Certificate, Method};
+    let a = vec![
+        [-1.0, 1.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [1.0, -1.0, 0.0],
+        [-1.0, -1.0, 0.0],
+    ];
+    // A's B-spline crosses y = 0 at x = 44/48 = 0.9167 (mid-segment); the Catmull-Rom through its
+    // knots (±2/3, ±2/3) at x = 5/6 = 0.8333. B's straight strand runs at x = 0.875, midway.
+    let x = 0.875f32;
+    let mut b: Vec<[f32; 3]> = (-3..=3).map(|z| [x, 0.0, z as f32]).collect();
+    b.extend([
+        [3.0, 0.0, 3.0],
+        [5.0, 0.0, 3.0],
+        [5.0, 0.0, 0.0],
+        [5.0, 0.0, -3.0],
+        [3.0, 0.0, -3.0],
+    ]);
+    // The truth: both B-splines sampled densely, Gauss integral summed directly.
+    let dense = |p: &[[f32; 3]]| -> Vec<yarnsim::math::V3d> {
+        let n = p.len();
+        (0..n * 400)
+            .map(|i| {
+                let v = bspline_at(p, true, i as f64 / 400.0);
+                yarnsim::math::V3d::new(v[0], v[1], v[2])
+            })
+            .collect()
+    };
+    let truth = polyline_linking(&dense(&a), &dense(&b));
+    assert!(
+        (truth.abs() - 1.0).abs() < 1e-3,
+        "true Gauss integral {truth}"
+    );
+    let truth = truth.round() as i64;
+    // The former conversion certifies another topology: that is what this construction tests.
+    let old = [
+        Curve {
+            points: knot_point_conversion(&a, true),
+            closed: true,
+        },
+        Curve {
+            points: knot_point_conversion(&b, true),
+            closed: true,
+        },
+    ];
+    for method in [Method::Crossings, Method::Direct] {
+        let cert = certificate_with(&old, method).unwrap();
+        assert!(
+            cert.links.is_empty(),
+            "the knot-point conversion links A and B: {cert}"
+        );
+    }
+    // The reader's conversion certifies the file's curves, by both methods, from bytes and file.
+    let bytes = raw(b"BS", &[(-4, a.clone()), (-(b.len() as i32), b.clone())]);
+    let curves = bcc::read_bytes(&bytes).unwrap();
+    let want = Certificate::parse(&format!("2\n0,1,{truth}\n")).unwrap();
+    for method in [Method::Crossings, Method::Direct] {
+        let cert = certificate_with(&curves, method).unwrap();
+        assert_eq!(cert, want, "{method:?}");
+    }
+    let dir = std::env::temp_dir().join(format!("yarnsim-bcc-links-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ab.bcc");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(links_command(&path, Method::Crossings).unwrap(), want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A looser tolerance uses fewer levels and stays within it; a tolerance that is not a positive
+/// number is an error.
+#[test]
+fn bspline_tolerance_option() {
+    let pts: Vec<[f32; 3]> = (0..24)
+        .map(|i| {
+            let a = std::f32::consts::TAU * i as f32 / 8.0;
+            [
+                0.3 * a.cos() + 0.05 * i as f32,
+                0.3 * a.sin(),
+                0.1 * (2.0 * a).sin(),
+            ]
+        })
+        .collect();
+    let bytes = raw(b"BS", &[(-24, pts.clone())]);
+    let h = spacing(&pts, true);
+    let mut last_levels = u32::MAX;
+    for tol in [1e-4, 1e-3, 1e-2, 1e-1] {
+        let opts = bcc::ReadOptions {
+            bspline_tolerance: tol,
+        };
+        let (c, report) = bcc::read_bytes_with_options(&bytes, &opts).unwrap();
+        let b = report.bspline.unwrap();
+        let sampled = sampled_deviation(&pts, &c[0].points, true, 64);
+        eprintln!(
+            "tolerance {tol:.0e}: {} levels, {} points, sampled {:.2e} h, bound {:.2e} h",
+            b.max_levels,
+            c[0].points.len(),
+            sampled / h,
+            b.max_relative_deviation
+        );
+        assert_eq!(b.tolerance, tol);
+        assert!(b.max_relative_deviation <= tol && sampled <= b.max_deviation * (1.0 + 1e-9));
+        assert!(b.max_levels <= last_levels);
+        last_levels = b.max_levels;
+    }
+    assert!(last_levels <= 1, "{last_levels}");
+    for bad in [0.0, -1e-3, f64::NAN, f64::INFINITY] {
+        let opts = bcc::ReadOptions {
+            bspline_tolerance: bad,
+        };
+        let err = bcc::read_bytes_with_options(&bytes, &opts).unwrap_err();
+        assert!(matches!(err, BccError::Tolerance(_)), "{err}");
     }
 }

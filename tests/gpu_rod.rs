@@ -889,8 +889,8 @@ fn run_plasticity(
 }
 
 /// `plasticity` with p_plastic = 0.001 (so most elements flow) on the state `material_frames` left,
-/// before plasticity ran; then with p_max infinite, and with both bounds infinite (nothing moves, on
-/// either side).
+/// before plasticity ran; then with p_max infinite, with both bounds infinite (nothing moves, on
+/// either side), and with p_max below most elements' starting curvature (their own bound applies).
 #[test]
 fn plasticity_matches_twin() {
     let Some(gpu) = gpu_or_skip("plasticity_matches_twin") else {
@@ -930,7 +930,23 @@ fn plasticity_matches_twin() {
             plastic_max: f32::INFINITY,
             ..finite
         };
-        for (case, params) in [("finite", finite), ("p_max = inf", unbounded), ("off", off)] {
+        // p_max below most elements' starting curvature: the bound is then each element's own
+        // kappa_start (rod::plastic_kappa), read from bend_rest on the GPU.
+        let below_start = Params {
+            plastic_max: 0.05,
+            ..finite
+        };
+        let above = rest0.iter().filter(|r| r.kappa_start > 0.05).count();
+        assert!(
+            above > r.bends.len() / 4,
+            "only {above} elements start above 0.05"
+        );
+        for (case, params) in [
+            ("finite", finite),
+            ("p_max = inf", unbounded),
+            ("off", off),
+            ("p_max below the start", below_start),
+        ] {
             let g_rest = run_plasticity(&gpu, &params, s, &frames, &kb, &rest0);
             let mut rest = rest0.clone();
             rod::plasticity(&params, &r.bends, &frames, &kb, &mut rest);

@@ -462,3 +462,48 @@ fn plasticity_drags_rest_curvature_and_bounds_it() {
     }
     assert!(moved > 0);
 }
+
+/// The curvature bound is the larger of p_max and the element's starting curvature: a model's own
+/// sharper bend is never clipped, plastic flow may not go beyond it, and below it p_max acts as before.
+#[test]
+fn plastic_bound_is_the_larger_of_p_max_and_the_start() {
+    use yarnsim::rod::plastic_kappa;
+    let (pp, pm) = (0.01f64, 2.5f64);
+    // At rest at its start, beyond p_max: unchanged.
+    assert_eq!(
+        plastic_kappa([3.0, 0.0], [3.0, 0.0], pp, pm, 3.0),
+        [3.0, 0.0]
+    );
+    // Bent further: dragged towards ω = 4, then bounded by the start, 3.
+    let k = plastic_kappa([3.0, 0.0], [4.0, 0.0], pp, pm, 3.0);
+    assert!((k[0] - 3.0).abs() < 1e-12 && k[1] == 0.0, "{k:?}");
+    // Straightened: follows ω down to within p_plastic, no bound acts.
+    let k = plastic_kappa([3.0, 0.0], [1.0, 0.0], pp, pm, 3.0);
+    assert!((k[0] - 1.01).abs() < 1e-12, "{k:?}");
+    // An element that started below p_max is bounded by p_max, as in the seed.
+    let k = plastic_kappa([2.4, 0.0], [4.0, 0.0], pp, pm, 2.4);
+    assert!((k[0] - 2.5).abs() < 1e-12, "{k:?}");
+    // Without a starting curvature (checkpoints from before it existed): p_max alone.
+    let k = plastic_kappa([0.0, 3.0], [0.0, 3.0], pp, pm, 0.0);
+    assert!((k[1] - 2.5).abs() < 1e-12, "{k:?}");
+}
+
+/// RodState records each element's starting |ω̄| as its kappa_start, exactly as the f32 norm the
+/// plasticity bound compares it with.
+#[test]
+fn rest_state_records_the_starting_curvature() {
+    let curves = [wavy(12, false, 0.0), wavy(9, true, 0.3)];
+    let (topo, pos) = Topology::from_curves(&curves).unwrap();
+    let rod = RodState::new(&topo, &pos).unwrap();
+    let mut nonzero = 0;
+    for r in &rod.rest {
+        let n = r
+            .kappa
+            .iter()
+            .map(|k| (k[0] * k[0] + k[1] * k[1]).sqrt())
+            .fold(0.0f32, f32::max);
+        assert_eq!(r.kappa_start, n);
+        nonzero += (n > 0.0) as usize;
+    }
+    assert!(nonzero > rod.rest.len() / 2);
+}

@@ -294,7 +294,9 @@ fov_deg = 40
     assert_eq!(
         s.cloth[0].source,
         ClothSource::Bcc {
-            path: "model.bcc".into()
+            path: "model.bcc".into(),
+            units: yarnsim::scene::Units::Cm,
+            bspline_tolerance: yarnsim::bcc::BSPLINE_TOLERANCE,
         }
     );
     assert_eq!(s.pin[0], Pin::Range { first: 0, last: 3 });

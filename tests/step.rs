@@ -553,6 +553,8 @@ fn built_scenes_have_a_second_damping_phase_shifted_by_half_a_block() {
         },
         ClothSource::Bcc {
             path: "sw.bcc".into(),
+            units: yarnsim::scene::Units::Cm,
+            bspline_tolerance: yarnsim::bcc::BSPLINE_TOLERANCE,
         },
     ] {
         let translate = if scene.cloth.is_empty() { 0.0 } else { 20.0 };

@@ -39,7 +39,8 @@ struct BendRest {
     kappa: array<array<f32, 2>, 2>,
     twist: f32,
     ref_twist: f32,
-    _pad: array<f32, 2>,
+    kappa_start: f32, // |ω̄| at the start: plasticity bounds |ω̄| by max(p_max, kappa_start)
+    _pad: f32,
 };
 
 struct EdgeFrame {
