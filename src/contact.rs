@@ -167,6 +167,75 @@ pub fn point_pair<T: Real>(yi: V3<T>, yj: V3<T>, kappa_w: T, r: T) -> Option<Poi
     })
 }
 
+/// `a + b = s + e` exactly (Knuth's TwoSum: no branch, any order of magnitudes).
+#[inline]
+fn two_sum(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `a² = p + e` exactly (Dekker's product with Veltkamp's split into two 12-bit halves, so every
+/// partial product is exact in f32; no fused multiply-add needed).
+#[inline]
+fn two_square(a: f32) -> (f32, f32) {
+    let p = a * a;
+    let c = 4097.0 * a;
+    let hi = c - (c - a);
+    let lo = a - hi;
+    (p, ((hi * hi - p) + 2.0 * hi * lo) + lo * lo)
+}
+
+/// [`point_pair`] in f32 with the depth `t = s − 4r²` computed to a few ulp of itself, for models
+/// accumulated in f32 (ACL's `set_rebuild`).
+///
+/// In `f'(s) = 1/(4r²) − 4r²/s²` the two terms cancel for a shallow pair (`d` near `2r`): plain f32
+/// loses the force of such a pair to the rounding of `s` (`~1e-7 · 4r²`, which is up to `1e-7` of a
+/// deep pair's force, or `1e-4` of a control point's force where pairs cancel). Here
+/// `f' = t (s + 4r²) / (4r² s²)` and `f = t² / (4r² s)`, with `t` from the exact difference
+/// `y_i − y_j` (TwoSum per axis), exact squares (Dekker) and a compensated sum: the result
+/// is as if `t` were computed in twice the precision and rounded once, so the pair terms are
+/// accurate to a few ulp relative. `None` when the pair does not touch by that `t` (`t ≥ 0`).
+/// (A GPU twin must keep these operations exactly as written: no contraction into fused
+/// multiply-adds, no reassociation.)
+pub fn point_pair_compensated(
+    yi: V3<f32>,
+    yj: V3<f32>,
+    kappa_w: f32,
+    r: f32,
+) -> Option<PointPair<f32>> {
+    // x = h + l exactly, per axis.
+    let (hx, lx) = two_sum(yi.x, -yj.x);
+    let (hy, ly) = two_sum(yi.y, -yj.y);
+    let (hz, lz) = two_sum(yi.z, -yj.z);
+    // t = Σ (h + l)² − (2r)²: the exact squares of h and of 2r summed with compensation; the
+    // terms in l are below an ulp of the result and added plainly.
+    let (px, ex) = two_square(hx);
+    let (py, ey) = two_square(hy);
+    let (pz, ez) = two_square(hz);
+    let (ch, cl) = two_square(2.0 * r);
+    let (acc, q1) = two_sum(px, py);
+    let (acc, q2) = two_sum(acc, pz);
+    let (acc, q3) = two_sum(acc, -ch);
+    let small = (2.0 * hx * lx + lx * lx) + (2.0 * hy * ly + ly * ly) + (2.0 * hz * lz + lz * lz);
+    let t = acc + ((((q1 + q2) + q3) + ((ex + ey) + ez)) - cl + small);
+    if t >= 0.0 || t.is_nan() {
+        return None;
+    }
+    let x = V3::new(hx, hy, hz);
+    let s = x.norm2();
+    let four_r2 = 4.0 * r * r;
+    let df = t * (s + four_r2) / (four_r2 * s * s);
+    let inv = 1.0 / s;
+    let ddf = 2.0 * four_r2 * inv * inv * inv;
+    let hess_ii = M3::diag(2.0 * kappa_w * df).add_m(&x.outer(x).scale(4.0 * kappa_w * ddf));
+    Some(PointPair {
+        energy: kappa_w * (t * t / (four_r2 * s)),
+        grad_i: x * (2.0 * kappa_w * df),
+        hess_ii,
+    })
+}
+
 /// Coefficients `c` with `y_i − y_j = Σ_k c_k p_k` over the 8 control points `p = (q_a, q_b)`.
 #[inline]
 pub fn pair_coeffs<T: Real>(wa: &[T; 4], wb: &[T; 4]) -> [T; 8] {

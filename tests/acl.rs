@@ -12,7 +12,7 @@ use yarnsim::contact::{ExactContact, Exclusion};
 use yarnsim::math::{M3, V3};
 use yarnsim::polar::{quat_from_rotation_vector, quat_to_matrix};
 use yarnsim::scene::{ContactParams, Obstacle, Scene};
-use yarnsim::sched::{box_bits, SafetyRuleSwitches, ENTRY_LIVE};
+use yarnsim::sched::SafetyRuleSwitches;
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::{Curve, Topology};
 
@@ -937,4 +937,60 @@ fn acl_is_independent_of_thread_count() {
             assert!(a == b, "step {step}: {threads} threads differ from 1");
         }
     }
+}
+
+/// The f32 pair terms `set_rebuild` accumulates (`point_pair_compensated`) against the same terms
+/// in f64 at the same f32 points: a few ulp relative, for deep and for shallow pairs (d up to
+/// 2r(1 − 1e-5)), where plain f32 (`point_pair`) loses the force of a shallow pair to the rounding
+/// of `d²`. Tolerance: the compensated depth is exact to ~1 ulp, and the force takes ~6 more
+/// roundings (f32 ε = 6e-8): 1e-6 relative. (Plain f32 is also checked to fail it, so the test
+/// can fail.)
+#[test]
+fn compensated_pair_terms_are_accurate_in_f32_near_contact_distance() {
+    use yarnsim::contact::{point_pair, point_pair_compensated};
+    let mut rng = Rng(11);
+    let (mut worst, mut worst_plain) = (0.0f64, 0.0f64);
+    for n in 0..20000 {
+        // A point pair at distance d along a random direction, around a random centre.
+        let u = V3::new(
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        );
+        let u = u * (1.0 / u.norm());
+        let depth = if n % 2 == 0 {
+            rng.range(1e-5, 1e-3)
+        } else {
+            rng.range(1e-3, 0.3)
+        };
+        let d = 2.0 * R as f64 * (1.0 - depth);
+        let c = V3::new(
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+        );
+        let yi: V3<f32> = (c + u * (0.5 * d)).cast();
+        let yj: V3<f32> = (c - u * (0.5 * d)).cast();
+        let kw = 0.7f32;
+        let Some(exact) = point_pair::<f64>(yi.cast(), yj.cast(), kw as f64, R as f64) else {
+            continue;
+        };
+        let g = exact.grad_i.norm();
+        if let Some(pp) = point_pair_compensated(yi, yj, kw, R) {
+            worst = worst.max((pp.grad_i.cast::<f64>() - exact.grad_i).norm() / g);
+        } else {
+            panic!("pair {n} at depth {depth:.2e} touches in f64 but not compensated");
+        }
+        if let Some(pp) = point_pair(yi, yj, kw, R) {
+            worst_plain = worst_plain.max((pp.grad_i.cast::<f64>() - exact.grad_i).norm() / g);
+        }
+    }
+    println!(
+        "pair gradient, worst relative error: compensated {worst:.2e}, plain f32 {worst_plain:.2e}"
+    );
+    assert!(worst < 1e-6, "compensated pair gradient off by {worst:.2e}");
+    assert!(
+        worst_plain > 1e-6,
+        "plain f32 is as accurate ({worst_plain:.2e}): the test cannot fail"
+    );
 }
