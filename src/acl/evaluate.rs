@@ -1,22 +1,70 @@
-//! Stage `set_evaluate`: a clean set's rotation, deviation and invalidation, and the corotational
-//! force of a set whose model is still valid.
+//! Stage `set_evaluate`: every clean set's rotation, deviation and invalidation, and the
+//! corotational force of those whose model is still valid (seed §4, DESIGN §4; the arithmetic is in
+//! [`super::model`]).
+//!
+//! Reads the positions `pos`, the quadrature weights, the set headers and the model pools
+//! (`cp_pool`, `f0_pool`, `dbar_pool`, `m_pool`, `k_pool`, `watch_pool`, `watch_loc_pool`); writes
+//! each clean set's header (the rotation's quaternion, and [`SET_DIRTY`] when the model is no
+//! longer valid) and its ranges of the per-step scratch pools `q_pool` (gathered points), `dev_pool`
+//! (deviations) and `fout_pool` (the set's force on its points, for a valid model). Sets are
+//! independent: each writes only its own header and ranges, so they run in parallel.
+//!
+//! # Invalidation
+//!
+//! The seed's metric (eq. 6), `max_i M_i 2r |Δ_i| / ε² > τ`, decides alone when
+//! `contact.extra_invalidation = false`. It bounds how far the control points may stray, but not two
+//! things that make a linear model of a penalty with a cutoff wrong at first order, and which dominate
+//! in knits whose contacts are shallow (closest pairs near `2r`, as the generated swatches relax to):
+//! on the falling 4×4 swatch of tests/acl.rs, eq. 6 alone gives a mean relative force error of 65% at
+//! τ = 0.04. So by default two more criteria rebuild a set:
+//! - *Threshold crossings.* At a rebuild the set records its member pairs closest to `2r` (up to
+//!   [`super::MAX_WATCH`], sorted, with `d − 2r`) and the smallest `|d − 2r|` of the others. Rigid
+//!   motions keep distances, so no pair distance changed by more than `2 · 1.25 · max|Δ_i|`
+//!   (`1.25 = max Σ|B_k|`). Beyond the unwatched pairs' margin the set is rebuilt; beyond a watched
+//!   pair's margin that pair is measured, and the pairs that crossed `2r` (entered: missing from the
+//!   model; left: the model extrapolates a spurious force) are charged the force of a pair as deep as
+//!   they crossed. Rebuild when that exceeds τ times the set's pair force at the rebuild (any
+//!   crossing for a zero-force set: a new contact inside it).
+//! - *Force change.* Rebuild when the model's force has moved by more than `2√τ` of the force at the
+//!   rebuild (`Σ|K̄Δ| > 2√τ Σ|f0|`): the model's error is second order in that change (for a force
+//!   growing as the square of the depth exactly `τ` at the bound), so it bounds the relative error.
+//!
+//! With them the measured error is about 0.01% / 0.2% / 11% at τ = 0.004 / 0.04 / 0.3
+//! (tests/acl.rs).
 
 use super::model::{self, SymBlock};
-use super::{AclContact, ContactSet, WatchPair, SET_DIRTY, SET_LIVE, SET_ZERO};
+use super::rebuild::WatchPair;
+use super::sets::{ContactSet, SET_DIRTY, SET_ZERO};
+use super::{prefetch, SyncPtr};
 use crate::contact::ContactError;
 use crate::math::V3;
-use crate::sched::prefetch;
+use rayon::prelude::*;
 
 /// Sets per task of the parallel `set_evaluate` stage.
-pub(crate) const EVAL_CHUNK: usize = 256;
+const EVAL_CHUNK: usize = 256;
 
 /// `max_t Σ_k |B_k(t)| = 1 + max t(1 − t)`: a control-point deviation `δ` moves a curve point by at
 /// most `1.25 δ`, so a pair distance changes by at most `2.5 δ`.
 pub const BASIS_ABS_SUM_MAX: f32 = 1.25;
 
+/// The constants of `set_evaluate` (the kernel's uniform).
+#[derive(Clone, Copy, Debug)]
+pub struct EvalParams {
+    /// Quadrature points per segment.
+    pub b: u32,
+    /// Yarn radius.
+    pub r: f32,
+    /// τ.
+    pub tolerance: f32,
+    /// `contact.extra_invalidation`.
+    pub extra: bool,
+}
+
 /// The read-only buffers of the `set_evaluate` stage.
-pub(crate) struct EvalCtx<'a> {
+struct EvalCtx<'a> {
+    p: EvalParams,
     pos: &'a [[f32; 4]],
+    weights: &'a [[f32; 4]],
     cp_pool: &'a [u32],
     f0_pool: &'a [[f32; 4]],
     dbar_pool: &'a [[f32; 4]],
@@ -24,11 +72,78 @@ pub(crate) struct EvalCtx<'a> {
     k_pool: &'a [SymBlock<f32>],
     watch_pool: &'a [WatchPair],
     watch_loc_pool: &'a [[u16; 8]],
-    weights: &'a [[f32; 4]],
-    b: u32,
-    r: f32,
-    tolerance: f32,
-    extra: bool,
+}
+
+/// Stage `set_evaluate` over all clean sets (see the module doc). The scratch pools must be at least
+/// as long as the point pools. On a non-finite rotation it returns the error of the first such set
+/// in set order.
+#[allow(clippy::too_many_arguments)]
+pub fn set_evaluate(
+    params: &EvalParams,
+    pos: &[[f32; 4]],
+    weights: &[[f32; 4]],
+    cp_pool: &[u32],
+    f0_pool: &[[f32; 4]],
+    dbar_pool: &[[f32; 4]],
+    m_pool: &[f32],
+    k_pool: &[SymBlock<f32>],
+    watch_pool: &[WatchPair],
+    watch_loc_pool: &[[u16; 8]],
+    sets: &mut [ContactSet],
+    q_pool: &mut [V3<f32>],
+    dev_pool: &mut [V3<f32>],
+    fout_pool: &mut [V3<f32>],
+) -> Result<(), ContactError> {
+    assert!(q_pool.len() >= cp_pool.len() && dev_pool.len() >= cp_pool.len());
+    assert!(fout_pool.len() >= cp_pool.len());
+    let ctx = EvalCtx {
+        p: *params,
+        pos,
+        weights,
+        cp_pool,
+        f0_pool,
+        dbar_pool,
+        m_pool,
+        k_pool,
+        watch_pool,
+        watch_loc_pool,
+    };
+    let (qp, dp, fp) = (
+        SyncPtr::new(q_pool),
+        SyncPtr::new(dev_pool),
+        SyncPtr::new(fout_pool),
+    );
+    // Chunks of sets, each walked in order with the pools of the set 2 ahead prefetched. The first
+    // error in set order is kept (chunks are in set order, and each stops at its first).
+    let errors: Option<(usize, ContactError)> = sets
+        .par_chunks_mut(EVAL_CHUNK)
+        .enumerate()
+        .filter_map(|(c, chunk)| {
+            for k in 0..chunk.len() {
+                if let Some(next) = chunk.get(k + 2) {
+                    ctx.prefetch_set(next, [qp, dp, fp]);
+                }
+                let s = &mut chunk[k];
+                if !s.is_clean() {
+                    continue;
+                }
+                let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+                // SAFETY: live sets own disjoint pool ranges, all inside the point pools (the
+                // scratch pools are at least as long, asserted above).
+                let (q, dev, fout) = unsafe { (qp.slice(o, n), dp.slice(o, n), fp.slice(o, n)) };
+                match ctx.set_evaluate(s, q, dev, fout) {
+                    Ok(true) => s.flags |= SET_DIRTY,
+                    Ok(false) => {}
+                    Err(e) => return Some((c * EVAL_CHUNK + k, e)),
+                }
+            }
+            None
+        })
+        .min_by_key(|(k, _)| *k);
+    match errors {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
 }
 
 impl EvalCtx<'_> {
@@ -36,7 +151,7 @@ impl EvalCtx<'_> {
     /// its segment's 4 control points); the same arithmetic as the exact path's quadrature points.
     #[inline]
     fn quad_point_local(&self, q: &[V3<f32>], loc: &[u16], i: u32) -> V3<f32> {
-        let w = &self.weights[(i % self.b) as usize];
+        let w = &self.weights[(i % self.p.b) as usize];
         q[loc[0] as usize] * w[0]
             + q[loc[1] as usize] * w[1]
             + q[loc[2] as usize] * w[2]
@@ -51,7 +166,7 @@ impl EvalCtx<'_> {
     /// crossed; the list is sorted by `|gap|`, so the scan stops at the first farther one.
     /// `q`: the set's control points (current positions).
     fn crossing_error(&self, s: &ContactSet, q: &[V3<f32>], bound: f32) -> f32 {
-        let r = self.r;
+        let r = self.p.r;
         let mut err = 0.0f32;
         let range = s.w_off as usize..(s.w_off + s.n_watch) as usize;
         for (w, loc) in self.watch_pool[range.clone()]
@@ -73,11 +188,12 @@ impl EvalCtx<'_> {
         err
     }
 
-    /// Hints the CPU to fetch the start of set `s`'s pool ranges (the pools are in allocation order,
-    /// not set order, so without it every set starts with a cache miss in each pool).
+    /// Hints the CPU to fetch the start of set `s`'s pool ranges (the pools are in allocation order
+    /// between compactions, not set order, so without it every set starts with a cache miss in each
+    /// pool).
     #[inline]
-    pub(crate) fn prefetch_set(&self, s: &ContactSet, scratch: [PoolPtr; 3]) {
-        if s.flags & SET_LIVE == 0 || s.flags & SET_DIRTY != 0 {
+    fn prefetch_set(&self, s: &ContactSet, scratch: [SyncPtr<V3<f32>>; 3]) {
+        if !s.is_clean() {
             return;
         }
         let (o, w) = (s.cp_off as usize, s.w_off as usize);
@@ -87,7 +203,7 @@ impl EvalCtx<'_> {
         prefetch(self.watch_pool.as_ptr().wrapping_add(w));
         prefetch(self.watch_loc_pool.as_ptr().wrapping_add(w));
         for p in scratch {
-            prefetch(p.0.wrapping_add(o));
+            prefetch(p.ptr().wrapping_add(o));
         }
         if s.flags & SET_ZERO == 0 {
             prefetch(self.f0_pool.as_ptr().wrapping_add(o));
@@ -95,11 +211,11 @@ impl EvalCtx<'_> {
         }
     }
 
-    /// Stage `set_evaluate` for one clean set: rotation (warm-started from and stored back into the
+    /// `set_evaluate` for one clean set: rotation (warm-started from and stored back into the
     /// header), deviation, invalidation; when the model is still valid its corotational force into
     /// `fout`. `q`, `dev`, `fout` are the set's ranges of the per-step scratch pools. Returns true when
     /// the set must be rebuilt.
-    pub(crate) fn set_evaluate(
+    fn set_evaluate(
         &self,
         s: &mut ContactSet,
         q: &mut [V3<f32>],
@@ -118,11 +234,11 @@ impl EvalCtx<'_> {
         s.quat = polar.quat;
         model::set_deviation(q, c, &polar.r, fout, dev);
         let (metric, maxdev) =
-            model::set_metric_and_max_deviation(dev, &self.m_pool[o..o + n], self.r, s.eps);
-        if !(metric <= self.tolerance) {
+            model::set_metric_and_max_deviation(dev, &self.m_pool[o..o + n], self.p.r, s.eps);
+        if !(metric <= self.p.tolerance) {
             return Ok(true);
         }
-        if self.extra {
+        if self.p.extra {
             // Rigid motions keep distances, so a member pair's distance changed by at most
             // 2 · 1.25 · max|Δ| since the rebuild.
             let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
@@ -130,7 +246,8 @@ impl EvalCtx<'_> {
                 // An unwatched pair may have crossed 2r.
                 return Ok(true);
             }
-            if bound >= s.guard_near && self.crossing_error(s, q, bound) > self.tolerance * s.f_ref
+            if bound >= s.guard_near
+                && self.crossing_error(s, q, bound) > self.p.tolerance * s.f_ref
             {
                 return Ok(true);
             }
@@ -151,7 +268,7 @@ impl EvalCtx<'_> {
             dev,
             fout,
         );
-        if self.extra {
+        if self.p.extra {
             // The linear model's change of force since the rebuild, relative to the force then. Its
             // error is second order in that change: for a force growing as the square of the depth,
             // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
@@ -163,47 +280,10 @@ impl EvalCtx<'_> {
                 change += (fout[t] - f0).norm();
                 reference += f0.norm();
             }
-            if change > 2.0 * self.tolerance.sqrt() * reference {
+            if change > 2.0 * self.p.tolerance.sqrt() * reference {
                 return Ok(true);
             }
         }
         Ok(false)
-    }
-}
-
-/// Raw base pointer of a per-step scratch pool that the parallel `set_evaluate` stage writes at
-/// disjoint ranges (each set owns `[cp_off, cp_off + n_cp)`, handed out by the pool allocator).
-#[derive(Clone, Copy)]
-pub(crate) struct PoolPtr(pub(crate) *mut V3<f32>);
-// SAFETY: the pointer is only dereferenced through `range`, at ranges no two sets share.
-unsafe impl Send for PoolPtr {}
-unsafe impl Sync for PoolPtr {}
-
-impl PoolPtr {
-    /// # Safety
-    /// `[off, off + n)` must lie inside the pool and no other live reference may overlap it.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn range(&self, off: usize, n: usize) -> &mut [V3<f32>] {
-        std::slice::from_raw_parts_mut(self.0.add(off), n)
-    }
-}
-
-impl AclContact {
-    pub(crate) fn eval_ctx<'a>(&'a self, pos: &'a [[f32; 4]]) -> EvalCtx<'a> {
-        EvalCtx {
-            pos,
-            cp_pool: &self.cp_pool,
-            f0_pool: &self.f0_pool,
-            dbar_pool: &self.dbar_pool,
-            m_pool: &self.m_pool,
-            k_pool: &self.k_pool,
-            watch_pool: &self.watch_pool,
-            watch_loc_pool: &self.watch_loc_pool,
-            weights: &self.table.weights,
-            b: self.b,
-            r: self.r,
-            tolerance: self.params.tolerance,
-            extra: self.params.extra_invalidation,
-        }
     }
 }

@@ -1,97 +1,64 @@
 //! Adaptive contact linearization (ACL, seed §4–§5, DESIGN §4): the yarn–yarn penalty contact force as
 //! a sum over disjoint *contact sets*, each approximated by a rotated linear model that is rebuilt only
 //! when the contact has deformed too much; new contacts come from the space-time scheduler
-//! ([`crate::sched`]).
+//! ([`crate::sched`]). This module holds the model's state and the step driver; each stage is a free
+//! function in its own module, taking the buffers it reads and writes in the order a GPU kernel
+//! would bind them.
 //!
-//! # Contact sets
+//! # Buffers (flat, `Pod`)
 //!
-//! A set is a box `[u0, u1] × [v0, v1]` of quadrature indices in `S × S`; its *members* are the pairs
-//! `(i, j)` of the box with `i < j` (the upper triangle, so a box may touch the diagonal without ever
-//! counting a pair twice). Boxes are kept canonical (`u0 < v1`, rows/columns without members trimmed).
-//! Sets are pairwise disjoint (no member pair in two sets) and every touching, non-excluded pair is a
-//! member of one (the scheduler guarantees that for pairs outside all sets, and a set keeps its touching
-//! pairs inside its box by resizing). Buffers (flat, `Pod`):
-//! - `sets`: [`ContactSet`] headers (box, pool offsets, ε, warm-start quaternion, reference centre);
-//! - pools indexed by `cp_off + i` for the set's `n` control points: `cp_pool` (global indices),
-//!   `f0_pool`, `dbar_pool`, `m_pool`, and the per-step scratch `dev_pool`, `fout_pool`;
-//! - `k_pool` indexed by `k_off`: the `n(n+1)/2` symmetric 3×3 blocks of `K̄` (see [`model`]);
-//! - `watch_pool` indexed by `w_off`: the set's [`WatchPair`]s (see Invalidation), and parallel to it
-//!   `watch_loc_pool`: for each watched pair the set-local indices of the 4 + 4 control points of its two
-//!   quadrature points (so `set_evaluate` forms them from the set's already gathered points);
-//! - `springs`: 4 [`StictionSpring`]s per set slot.
+//! - `sets`: [`ContactSet`] headers (box, pool offsets, ε, warm-start quaternion, reference centre),
+//!   all live between steps, in a deterministic order ([`sets`]);
+//! - `springs`: 4 [`StictionSpring`]s per set ([`stiction`]);
+//! - the model pools ([`rebuild::Pools`]), indexed by the headers' offsets: `cp_pool` (global control
+//!   point indices), `f0_pool`, `dbar_pool`, `m_pool` per control point, `k_pool` (the `n(n+1)/2`
+//!   symmetric 3×3 blocks of `K̄`, see [`model`]), `watch_pool` and `watch_loc_pool` (the watched
+//!   pairs, see [`evaluate`]); and parallel to the point pools the per-step scratch `q_pool`,
+//!   `dev_pool`, `fout_pool`.
+//!
+//! Sets are pairwise disjoint (no member pair in two sets) and every touching, non-excluded pair is
+//! a member of one (the scheduler guarantees that for pairs outside all sets, and a set keeps its
+//! touching pairs inside its box by resizing).
 //!
 //! # One step (`add_forces`), in stage order
 //!
-//! Each stage has its own module: [`sets`] (the set table, its slots and its bin index),
-//! [`coalesce`] (`contact_coalesce`, `set_merge`), [`evaluate`], [`rebuild`] (with the model pools)
-//! and [`stiction`].
+//! 1. Scheduler (`aabb_raster_movement`, `newcomer_schedule`, `schedule_process`): touching pairs of
+//!    empty space. It sees the sets through [`SetView`] and the boxes that gave pairs back during
+//!    the previous step.
+//! 2. [`coalesce`]: `contact_coalesce` makes new sets of the touching pairs, `set_merge` merges
+//!    overlapping sets (connected components by min-label propagation) until no two overlap.
+//! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
+//!    invalidation, and the corotational force of a still-valid model.
+//! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
+//!    parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
+//!    nothing is dirty.
+//! 5. Forces: each set's force is added to its control points, sets in order; then
+//!    [`stiction`]: `stiction_forces`, springs in set order.
+//! 6. [`sets`]: `set_compact` removes deleted and merged-away sets; `pool_compact` when the pools
+//!    are mostly garbage; the bin index of the final sets for the next step's scheduler.
 //!
-//! 1. Scheduler (`aabb_raster_movement`, `newcomer_schedule`, `schedule_process`): touching pairs of empty space.
-//! 2. `contact_coalesce`: each new touching pair's box `± α` (consecutive ones pre-merged) becomes a new
-//!    set, marked dirty; `set_merge` then merges overlapping sets through bins of 8 quadrature indices
-//!    along the first axis, cascading until no two sets overlap; merged sets are dirty.
-//! 3. `set_evaluate` for every clean set (in parallel: each set writes only its header and its own
-//!    ranges of the scratch pools): centre of mass, rotation by warm-started polar decomposition
-//!    ([`crate::polar`]), deviation, invalidation; an invalid set becomes dirty, a valid one gets its
-//!    corotational force ([`model`]).
-//! 4. `set_rebuild` for every dirty set: loops over all member pairs, accumulates the exact force and
-//!    stiffness of the touching ones (the contact module's point-level terms), records ε, and resizes the
-//!    box to the touching pairs `± α` (pairs leaving the box return to empty space: the scheduler
-//!    re-processes their entries). No touching pair: zero force; closest pair beyond
-//!    `delete_distance · r`: the set is deleted. Growing boxes may now overlap others: `set_merge` again,
-//!    and rebuild what it merged, until nothing is dirty.
-//! 5. Forces: each set's force (the model's, or `f0` itself for a set rebuilt this step) is added to
-//!    its control points, sets in index order (deterministic); then the stiction springs.
-//!
-//! With τ = 0 every set that moved at all is rebuilt every step, so the force is the exact one.
-//!
-//! # Invalidation
-//!
-//! The seed's metric (eq. 6), `max_i M_i 2r |Δ_i| / ε² > τ`, decides alone when
-//! `contact.extra_invalidation = false`. It bounds how far the control points may stray, but not two
-//! things that make a linear model of a penalty with a cutoff wrong at first order, and which dominate
-//! in knits whose contacts are shallow (closest pairs near `2r`, as the generated swatches relax to):
-//! on the falling 4×4 swatch of tests/acl.rs, eq. 6 alone gives a mean relative force error of 65% at
-//! τ = 0.04. So by default two more criteria rebuild a set:
-//! - *Threshold crossings.* At a rebuild the set records its member pairs closest to `2r` (up to
-//!   [`MAX_WATCH`], sorted, with `d − 2r`) and the smallest `|d − 2r|` of the others. Rigid motions keep
-//!   distances, so no pair distance changed by more than `2 · 1.25 · max|Δ_i|` (`1.25 = max Σ|B_k|`).
-//!   Beyond the unwatched pairs' margin the set is rebuilt; beyond a watched pair's margin that pair is
-//!   measured, and the pairs that crossed `2r` (entered: missing from the model; left: the model
-//!   extrapolates a spurious force) are charged the force of a pair as deep as they crossed. Rebuild when
-//!   that exceeds τ times the set's pair force at the rebuild (any crossing for a zero-force set: a new
-//!   contact inside it).
-//! - *Force change.* Rebuild when the model's force has moved by more than `2√τ` of the force at the
-//!   rebuild (`Σ|K̄Δ| > 2√τ Σ|f0|`): the model's error is second order in that change (for a force
-//!   growing as the square of the depth exactly `τ` at the bound), so it bounds the relative error.
-//!
-//! With them the measured error is 0.013% / 0.2% / 11% at τ = 0.004 / 0.04 / 0.3 (tests/acl.rs).
-//!
-//! # Stiction springs
-//!
-//! Four per set, between the member pairs at the fixed fractions (¼, ¾) × (¼, ¾) of the box. A spring
-//! holds the two quadrature points at a rest offset `d0` given in the set's rotating frame:
-//! `E = ½ k |y_i − y_j − R d0|²` (a plain rest-*length* spring would resist sliding only to second
-//! order). When its energy exceeds `contact.stiction_break_energy` it breaks and is re-made at the current
-//! offset. Springs are (re)made when a set is created or its box changes. `k = 0` disables them.
+//! Every stage's output is independent of the number of threads (bitwise): parallel passes write
+//! disjoint outputs, sizes become offsets by prefix sums in a fixed order, the few scatters are
+//! order-free reductions (min, max), and the forces are added in set order.
 
 // Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
 // element-wise kernels.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
-mod coalesce;
-mod evaluate;
+pub mod coalesce;
+pub mod evaluate;
 pub mod model;
 mod outputs;
-mod rebuild;
-mod sets;
+pub mod rebuild;
+pub mod sets;
 mod state;
-mod stiction;
+pub mod stiction;
 
 pub use evaluate::BASIS_ABS_SUM_MAX;
 pub use rebuild::{WatchPair, MAX_WATCH};
 pub use sets::{
-    box_hull, boxes_overlap, padded_box, ContactSet, MERGE_BIN, SET_DIRTY, SET_LIVE, SET_ZERO,
+    box_hull, boxes_overlap, padded_box, ContactSet, SetIndex, SetView, MERGE_BIN, SET_DIRTY,
+    SET_LIVE, SET_MOVED, SET_ZERO,
 };
 pub use stiction::{StictionSpring, SPRING_ACTIVE};
 
@@ -102,11 +69,10 @@ use crate::scene::ContactParams;
 use crate::sched::{PairClass, PairRules, Release, SchedParams, Scheduler};
 use crate::spline::QuadratureTable;
 use crate::state::Topology;
-use evaluate::{PoolPtr, EVAL_CHUNK};
+use coalesce::MergeScratch;
 use model::SymBlock;
-use rayon::prelude::*;
-use rebuild::{CompactScratch, RebuildScratch};
-use sets::{SetIndex, SetView};
+use rebuild::{PoolGarbage, Pools, RebuildParams, RebuildPlan, RebuildScratch, RebuildTables};
+use std::sync::Mutex;
 
 /// Why ACL cannot run with the given parameters.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -149,6 +115,101 @@ impl PairRules for Exclusion {
     }
 }
 
+/// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// A buffer that the tasks of a parallel pass write at disjoint ranges (each set owns its pool
+/// ranges, handed out by a prefix sum; each dirty set its header). Only the ranges are checked;
+/// that no two tasks touch the same element is the caller's promise.
+pub(crate) struct SyncPtr<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for SyncPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SyncPtr<T> {}
+// SAFETY: the pointer is only dereferenced through `slice` / `write`, at ranges no two tasks share.
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
+
+impl<T> SyncPtr<T> {
+    pub(crate) fn new(s: &mut [T]) -> Self {
+        SyncPtr {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+        }
+    }
+
+    /// The base pointer (for prefetching).
+    pub(crate) fn ptr(&self) -> *const T {
+        self.ptr
+    }
+
+    /// # Safety
+    /// No other live reference may overlap `[off, off + n)` (which must lie inside the buffer:
+    /// checked), and the buffer must outlive the returned slice.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice(&self, off: usize, n: usize) -> &mut [T] {
+        assert!(off.checked_add(n).is_some_and(|e| e <= self.len));
+        std::slice::from_raw_parts_mut(self.ptr.add(off), n)
+    }
+
+    /// # Safety
+    /// As [`Self::slice`] for the single element `i`.
+    pub(crate) unsafe fn write(&self, i: usize, v: T) {
+        self.slice(i, 1)[0] = v;
+    }
+}
+
+/// One scratch value per worker thread of the pool a parallel pass runs in (by
+/// [`rayon::current_thread_index`]); results never depend on which scratch a task gets.
+#[derive(Debug, Default)]
+pub struct ThreadScratch<T> {
+    slots: Vec<Mutex<T>>,
+}
+
+impl<T: Default> ThreadScratch<T> {
+    /// One slot per thread of the current pool (allocates only when the pool is larger than before).
+    pub fn ensure(&mut self) {
+        let n = rayon::current_num_threads().max(1);
+        while self.slots.len() < n {
+            self.slots.push(Mutex::new(T::default()));
+        }
+    }
+
+    /// Runs `f` with the calling worker's scratch. (Tasks never nest, so a slot is never locked
+    /// twice; a thread outside the pool uses the last slot.)
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let i = rayon::current_thread_index().unwrap_or(self.slots.len() - 1);
+        let mut g = self.slots[i.min(self.slots.len() - 1)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        f(&mut g)
+    }
+}
+
+/// Grows each per-step scratch pool to at least `n` entries (keeping its capacity).
+fn grow_scratch(n: usize, pools: [&mut Vec<V3<f32>>; 3]) {
+    for p in pools {
+        if p.len() < n {
+            p.resize(n, V3::zero());
+        }
+    }
+}
+
 /// Counters and times of the last step.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AclStepStats {
@@ -182,36 +243,32 @@ pub struct AclContact {
     excl: Exclusion,
     /// `ℓ/b` per segment (quadrature weight).
     seg_w: Vec<f32>,
-    /// The control points of each segment (a copy of the topology's, for the evaluation stage).
+    /// The control points of each segment (a copy of the topology's, for the stages).
     seg_cp: Vec<[u32; 4]>,
     sched: Scheduler,
     sets: Vec<ContactSet>,
     springs: Vec<StictionSpring>,
-    set_free: Vec<u32>,
-    // Pools.
-    cp_pool: Vec<u32>,
-    f0_pool: Vec<[f32; 4]>,
-    dbar_pool: Vec<[f32; 4]>,
-    m_pool: Vec<f32>,
-    k_pool: Vec<SymBlock<f32>>,
-    watch_pool: Vec<WatchPair>,
-    watch_loc_pool: Vec<[u16; 8]>,
-    garbage_cp: usize,
-    garbage_k: usize,
-    garbage_w: usize,
+    pools: Pools,
+    /// Pool entries no live set uses.
+    garbage: PoolGarbage,
     // Per-step scratch parallel to the point pools.
     q_pool: Vec<V3<f32>>,
     dev_pool: Vec<V3<f32>>,
     fout_pool: Vec<V3<f32>>,
     index: SetIndex,
-    uf: Vec<u32>,
-    hulls: Vec<[u32; 4]>,
-    multi: Vec<bool>,
-    /// Scratch of the pool compaction.
-    order: Vec<u32>,
-    compact_scratch: CompactScratch,
-    scratch: RebuildScratch,
+    merge: MergeScratch,
+    /// The compactions' second buffers and offsets.
+    sets_next: Vec<ContactSet>,
+    springs_next: Vec<StictionSpring>,
+    set_dest: Vec<u32>,
+    pools_next: Pools,
+    pool_dest: Vec<[u32; 3]>,
+    /// The rebuild passes' dirty list, plans and watched-pair slots.
     dirty: Vec<u32>,
+    plans: Vec<RebuildPlan>,
+    plan_watch: Vec<WatchPair>,
+    plan_watch_loc: Vec<[u16; 8]>,
+    rebuild_scratch: ThreadScratch<RebuildScratch>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
     step: u64,
@@ -273,28 +330,23 @@ impl AclContact {
             sched,
             sets: Vec::new(),
             springs: Vec::new(),
-            set_free: Vec::new(),
-            cp_pool: Vec::new(),
-            f0_pool: Vec::new(),
-            dbar_pool: Vec::new(),
-            m_pool: Vec::new(),
-            k_pool: Vec::new(),
-            watch_pool: Vec::new(),
-            watch_loc_pool: Vec::new(),
-            garbage_cp: 0,
-            garbage_k: 0,
-            garbage_w: 0,
+            pools: Pools::default(),
+            garbage: PoolGarbage::default(),
             q_pool: Vec::new(),
             dev_pool: Vec::new(),
             fout_pool: Vec::new(),
             index: SetIndex::default(),
-            uf: Vec::new(),
-            hulls: Vec::new(),
-            multi: Vec::new(),
-            order: Vec::new(),
-            compact_scratch: CompactScratch::default(),
-            scratch: RebuildScratch::default(),
+            merge: MergeScratch::default(),
+            sets_next: Vec::new(),
+            springs_next: Vec::new(),
+            set_dest: Vec::new(),
+            pools_next: Pools::default(),
+            pool_dest: Vec::new(),
             dirty: Vec::new(),
+            plans: Vec::new(),
+            plan_watch: Vec::new(),
+            plan_watch_loc: Vec::new(),
+            rebuild_scratch: ThreadScratch::default(),
             released: Vec::new(),
             step: 0,
             last: AclStepStats::default(),
@@ -306,7 +358,7 @@ impl AclContact {
         self.last
     }
 
-    /// The set slots (dead ones lack [`SET_LIVE`]).
+    /// The sets (between steps all live, see [`sets`]).
     pub fn sets(&self) -> &[ContactSet] {
         &self.sets
     }
@@ -332,21 +384,18 @@ impl AclContact {
     ) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
         let s = &self.sets[k];
         let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-        let nk = if s.flags & SET_ZERO != 0 {
-            0
-        } else {
-            model::tri_len(n)
-        };
+        let nk = rebuild::model_sizes(s)[1];
+        let p = &self.pools;
         (
-            &self.cp_pool[o..o + n],
-            &self.f0_pool[o..o + n],
-            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
-            &self.dbar_pool[o..o + n],
-            &self.m_pool[o..o + n],
+            &p.cp[o..o + n],
+            &p.f0[o..o + n],
+            &p.k[s.k_off as usize..s.k_off as usize + nk],
+            &p.dbar[o..o + n],
+            &p.m[o..o + n],
         )
     }
 
-    /// The stiction springs of set slot `k`.
+    /// The stiction springs of set `k`.
     pub fn springs(&self, k: usize) -> &[StictionSpring] {
         &self.springs[4 * k..4 * k + 4]
     }
@@ -367,34 +416,118 @@ impl AclContact {
         self.nq = topo.segments.len() as u32 * self.b;
         self.sets.clear();
         self.springs.clear();
-        self.set_free.clear();
-        self.cp_pool.clear();
-        self.f0_pool.clear();
-        self.dbar_pool.clear();
-        self.m_pool.clear();
-        self.k_pool.clear();
-        self.watch_pool.clear();
-        self.watch_loc_pool.clear();
-        self.garbage_cp = 0;
-        self.garbage_k = 0;
-        self.garbage_w = 0;
-        self.index = SetIndex::default();
+        self.pools.clear();
+        self.garbage = PoolGarbage::default();
+        self.index.clear();
         self.released.clear();
         self.step = 0;
     }
 
-    /// Quadrature point `i` (global index), computed as the exact path does (same weights, same order).
-    #[inline]
-    pub(crate) fn quad_point(&self, _topo: &Topology, pos: &[[f32; 4]], i: u32) -> V3<f32> {
-        self.quad_point_pos(pos, i)
+    /// Grows the per-step scratch pools to the point pools' length (their contents are written
+    /// before they are read).
+    fn size_scratch_pools(&mut self) {
+        grow_scratch(
+            self.pools.cp.len(),
+            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+        );
     }
 
-    #[inline]
-    fn quad_point_pos(&self, pos: &[[f32; 4]], i: u32) -> V3<f32> {
-        let cp = &self.seg_cp[(i / self.b) as usize];
-        let w = &self.table.weights[(i % self.b) as usize];
-        let q = cp.map(|c| V3::<f32>::from4(pos[c as usize]));
-        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+    /// Stage `set_merge` on the table, with the garbage of the merged-away models counted.
+    fn merge(&mut self) -> u64 {
+        let (merged, garbage) =
+            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge);
+        self.garbage.add_all(&garbage);
+        merged
+    }
+
+    /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
+    /// `pool_alloc` → `set_rebuild`). Counts rebuilds and deletions into `st`.
+    fn rebuild_dirty(
+        &mut self,
+        pos: &[[f32; 4]],
+        st: &mut AclStepStats,
+    ) -> Result<(), ContactError> {
+        let nd = self.dirty.len();
+        self.plans.clear();
+        self.plans.resize(nd, RebuildPlan::default());
+        self.plan_watch.clear();
+        self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
+        self.plan_watch_loc.clear();
+        self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 8]);
+        self.rebuild_scratch.ensure();
+        let p = RebuildParams {
+            b: self.b,
+            nq: self.nq,
+            r: self.r,
+            padding: self.params.padding,
+            delete_distance: self.params.delete_distance,
+            stiffness: self.params.stiffness,
+            stiction_stiffness: self.params.stiction_stiffness,
+            step: self.step as u32,
+        };
+        let tables = RebuildTables {
+            seg_cp: &self.seg_cp,
+            seg_w: &self.seg_w,
+            weights: &self.table.weights,
+            excl: &self.excl,
+        };
+        rebuild::set_rebuild_size(
+            &p,
+            pos,
+            tables,
+            &self.sets,
+            &self.dirty,
+            &mut self.plans,
+            &mut self.plan_watch,
+            &mut self.plan_watch_loc,
+            &self.rebuild_scratch,
+        );
+        if let Some(plan) = self
+            .plans
+            .iter()
+            .find(|p| p.flags & rebuild::PLAN_ERROR != 0)
+        {
+            return Err(ContactError::NotFinite {
+                point: plan.error_point as usize,
+            });
+        }
+        let (lens, garbage) = rebuild::pool_alloc(
+            &self.sets,
+            &self.dirty,
+            &mut self.plans,
+            self.pools.lens(),
+            &mut self.released,
+        );
+        self.garbage.add_all(&garbage);
+        self.pools.resize(lens);
+        grow_scratch(
+            self.pools.cp.len(),
+            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+        );
+        st.rebuilds += nd as u64;
+        st.deleted += self
+            .plans
+            .iter()
+            .filter(|p| p.flags & rebuild::PLAN_DELETE != 0)
+            .count() as u64;
+        let bad = rebuild::set_rebuild(
+            &p,
+            pos,
+            tables,
+            &self.dirty,
+            &self.plans,
+            &self.plan_watch,
+            &self.plan_watch_loc,
+            &mut self.sets,
+            &mut self.springs,
+            &mut self.pools,
+            &mut self.fout_pool,
+            &self.rebuild_scratch,
+        );
+        match bad {
+            Some(point) => Err(ContactError::NotFinite { point }),
+            None => Ok(()),
+        }
     }
 
     /// One step of ACL contact: detection, coalescing, evaluation, rebuilds; forces added to `force`.
@@ -422,96 +555,64 @@ impl AclContact {
         let stimes = self.sched.times();
         // 2. Coalescing.
         let t0 = std::time::Instant::now();
-        st.new_pairs = self.contact_coalesce();
-        st.merges += self.set_merge();
+        st.new_pairs = self.sched.touching().len() as u64;
+        coalesce::contact_coalesce(
+            self.sched.touching(),
+            self.params.padding,
+            self.nq,
+            &mut self.sets,
+            &mut self.springs,
+        );
+        st.merges += self.merge();
         let mut coalesce = t0.elapsed().as_secs_f64();
         // 3. Evaluate clean sets.
         let t1 = std::time::Instant::now();
-        self.compact();
-        let plen = self.cp_pool.len();
-        if self.q_pool.len() < plen {
-            self.q_pool.resize(plen, V3::zero());
-            self.dev_pool.resize(plen, V3::zero());
-            self.fout_pool.resize(plen, V3::zero());
-        }
-        {
-            // Sets in parallel: each reads shared buffers and writes only its header and its own
-            // ranges of the scratch pools (the pool allocator hands out disjoint ranges).
-            let mut sets = std::mem::take(&mut self.sets);
-            let (qp, dp, fp) = (
-                PoolPtr(self.q_pool.as_mut_ptr()),
-                PoolPtr(self.dev_pool.as_mut_ptr()),
-                PoolPtr(self.fout_pool.as_mut_ptr()),
-            );
-            let ctx = self.eval_ctx(pos);
-            // Chunks of sets, each walked in order with the pools of the set 2 ahead prefetched.
-            let res = sets.par_chunks_mut(EVAL_CHUNK).try_for_each(|chunk| {
-                for k in 0..chunk.len() {
-                    if let Some(next) = chunk.get(k + 2) {
-                        ctx.prefetch_set(next, [qp, dp, fp]);
-                    }
-                    let s = &mut chunk[k];
-                    if s.flags & SET_LIVE == 0 || s.flags & SET_DIRTY != 0 {
-                        continue;
-                    }
-                    let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-                    // SAFETY: live sets own disjoint pool ranges, all inside the pools (resized
-                    // above to the point pools' length).
-                    let (q, dev, fout) =
-                        unsafe { (qp.range(o, n), dp.range(o, n), fp.range(o, n)) };
-                    if ctx.set_evaluate(s, q, dev, fout)? {
-                        s.flags |= SET_DIRTY;
-                    }
-                }
-                Ok::<(), ContactError>(())
-            });
-            self.sets = sets;
-            res?;
-        }
+        self.size_scratch_pools();
+        evaluate::set_evaluate(
+            &evaluate::EvalParams {
+                b: self.b,
+                r: self.r,
+                tolerance: self.params.tolerance,
+                extra: self.params.extra_invalidation,
+            },
+            pos,
+            &self.table.weights,
+            &self.pools.cp,
+            &self.pools.f0,
+            &self.pools.dbar,
+            &self.pools.m,
+            &self.pools.k,
+            &self.pools.watch,
+            &self.pools.watch_loc,
+            &mut self.sets,
+            &mut self.q_pool,
+            &mut self.dev_pool,
+            &mut self.fout_pool,
+        )?;
         let mut evaluate = t1.elapsed().as_secs_f64();
         // 4. Rebuilds, and merges of what grew, until nothing is dirty.
         let mut rebuild = 0.0;
         loop {
             let t2 = std::time::Instant::now();
             self.dirty.clear();
-            for (k, s) in self.sets.iter().enumerate() {
-                if s.flags & SET_LIVE != 0 && s.flags & SET_DIRTY != 0 {
-                    self.dirty.push(k as u32);
-                }
-            }
+            self.dirty
+                .extend((0..self.sets.len() as u32).filter(|&k| self.sets[k as usize].is_dirty()));
             if self.dirty.is_empty() {
                 break;
             }
-            let dirty = std::mem::take(&mut self.dirty);
-            for &k in &dirty {
-                st.rebuilds += 1;
-                if !self.set_rebuild(k as usize, topo, pos)? {
-                    st.deleted += 1;
-                }
-            }
-            self.dirty = dirty;
+            self.rebuild_dirty(pos, &mut st)?;
             rebuild += t2.elapsed().as_secs_f64();
             let t3 = std::time::Instant::now();
-            st.merges += self.set_merge();
+            st.merges += self.merge();
             coalesce += t3.elapsed().as_secs_f64();
         }
-        // 5. Forces, in set order.
+        // 5. Forces: each set's force on its control points, sets in order; then the springs.
         let t4 = std::time::Instant::now();
-        let step = self.step as u32;
-        for k in 0..self.sets.len() {
-            let s = self.sets[k];
-            if s.flags & SET_LIVE == 0 || s.flags & SET_ZERO != 0 {
-                continue;
-            }
+        for s in self.sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
             let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-            let fresh = s.rebuilt_step == step;
             for t in 0..n {
-                let f = if fresh {
-                    V3::from4(self.f0_pool[o + t])
-                } else {
-                    self.fout_pool[o + t]
-                };
-                let p = self.cp_pool[o + t] as usize;
+                let f = self.fout_pool[o + t];
+                let p = self.pools.cp[o + t] as usize;
                 if !f.is_finite() {
                     return Err(ContactError::NotFinite { point: p });
                 }
@@ -520,10 +621,56 @@ impl AclContact {
                 force[p][2] += f.z;
             }
         }
-        self.stiction_forces(topo, pos, force);
+        if self.params.stiction_stiffness > 0.0 {
+            let tables = RebuildTables {
+                seg_cp: &self.seg_cp,
+                seg_w: &self.seg_w,
+                weights: &self.table.weights,
+                excl: &self.excl,
+            };
+            stiction::stiction_forces(
+                &stiction::StictionParams {
+                    b: self.b,
+                    stiffness: self.params.stiction_stiffness,
+                    break_energy: self.params.stiction_break_energy,
+                },
+                pos,
+                tables,
+                &self.sets,
+                &mut self.springs,
+                force,
+            );
+        }
         evaluate += t4.elapsed().as_secs_f64();
+        // 6. Compaction of the set table and, when mostly garbage, of the pools; the bin index of
+        // the final sets (the next step's scheduler and merges start from it).
+        let t5 = std::time::Instant::now();
+        if self.sets.iter().any(|s| s.flags & SET_LIVE == 0) {
+            sets::set_compact(
+                &self.sets,
+                &self.springs,
+                &mut self.set_dest,
+                &mut self.sets_next,
+                &mut self.springs_next,
+            );
+            std::mem::swap(&mut self.sets, &mut self.sets_next);
+            std::mem::swap(&mut self.springs, &mut self.springs_next);
+            self.index.build(&self.sets, self.nq);
+        }
+        coalesce += t5.elapsed().as_secs_f64();
+        let t6 = std::time::Instant::now();
+        if self.garbage.worth_compacting(self.pools.lens()) {
+            rebuild::pool_compact(
+                &mut self.sets,
+                &mut self.pools,
+                &mut self.pools_next,
+                &mut self.pool_dest,
+            );
+            self.garbage = PoolGarbage::default();
+        }
+        evaluate += t6.elapsed().as_secs_f64();
         // Statistics.
-        let live = self.sets.iter().filter(|s| s.flags & SET_LIVE != 0).count() as u64;
+        let live = self.sets.len() as u64;
         st.contact_sets = live;
         st.rebuild_fraction = if live > 0 {
             st.rebuilds as f64 / live as f64
@@ -533,12 +680,7 @@ impl AclContact {
         st.entries_tracked = ss.tracked;
         st.entries_examined = ss.examined;
         st.entries_processed = ss.processed;
-        st.touching_pairs = self
-            .sets
-            .iter()
-            .filter(|s| s.flags & SET_LIVE != 0)
-            .map(|s| s.touching as u64)
-            .sum();
+        st.touching_pairs = self.sets.iter().map(|s| s.touching as u64).sum();
         st.raster_ms = stimes.raster_ms;
         st.newcomers_ms = stimes.newcomers_ms;
         st.schedule_ms = stimes.schedule_ms;

@@ -1,8 +1,26 @@
-//! The set table: contact-set headers ([`ContactSet`]) and their boxes, slot management (new sets
-//! reuse free slots), and the bin index the merge stage and the scheduler look sets up by.
+//! The set table: contact-set headers ([`ContactSet`]) and their boxes, the bin index the merge
+//! stage and the scheduler look sets up by ([`SetIndex`], [`SetView`]), and the compaction that
+//! removes deleted and merged-away sets (`set_compact`).
+//!
+//! A set is a box `[u0, u1] × [v0, v1]` of quadrature indices in `S × S`; its *members* are the pairs
+//! `(i, j)` of the box with `i < j` (the upper triangle, so a box may touch the diagonal without ever
+//! counting a pair twice). Boxes are kept canonical (`u0 < v1`, rows/columns without members
+//! trimmed).
+//!
+//! *Slots.* Between steps the table holds only live sets, in a deterministic order: sets that
+//! survive a step keep their relative order, and sets made during the step come after them in the
+//! order they were made. During a step a deleted or merged-away set only loses [`SET_LIVE`] (so
+//! indices held by the stages stay valid); at the end of the step `set_compact` writes the live
+//! sets, and their 4 stiction springs each, to a second table (count → prefix sum → write) that
+//! replaces the first.
+//!
+//! *Bin index.* Sets are binned by the first axis of their boxes, bins of [`MERGE_BIN`] quadrature
+//! indices; a set is listed in every bin its `u` range meets, bins in set order (count per bin →
+//! prefix sum → write in set order, the order a stable sort by bin gives on the GPU). Two sets that
+//! overlap share at least one bin, so the merge stage and the scheduler's ownership queries look
+//! only at the sets of the bins a box or a segment meets.
 
-use super::{model, AclContact, StictionSpring};
-use crate::polar::quat_identity;
+use super::stiction::StictionSpring;
 use crate::sched::{box_bits, Ownership};
 use bytemuck::{Pod, Zeroable};
 
@@ -15,6 +33,9 @@ pub const SET_LIVE: u32 = 1;
 pub const SET_DIRTY: u32 = 2;
 /// Set flag: no touching pair at the last rebuild — the set gives no force.
 pub const SET_ZERO: u32 = 4;
+/// Set flag, only during a step: the box is new or changed since the merge stage last looked, so
+/// it may overlap another set (sets without it are pairwise disjoint).
+pub const SET_MOVED: u32 = 8;
 
 /// A contact set's header.
 #[repr(C)]
@@ -49,6 +70,20 @@ pub struct ContactSet {
 }
 const _: () = assert!(std::mem::size_of::<ContactSet>() == 96);
 
+impl ContactSet {
+    /// Whether the set is live and its model must be (re)built.
+    #[inline]
+    pub fn is_dirty(&self) -> bool {
+        self.flags & (SET_LIVE | SET_DIRTY) == SET_LIVE | SET_DIRTY
+    }
+
+    /// Whether the set is live and its model is usable (the sets `set_evaluate` looks at).
+    #[inline]
+    pub fn is_clean(&self) -> bool {
+        self.flags & (SET_LIVE | SET_DIRTY) == SET_LIVE
+    }
+}
+
 /// True when boxes `a` and `b` share a member pair `(i, j)`, `i < j`.
 #[inline]
 pub fn boxes_overlap(a: &[u32; 4], b: &[u32; 4]) -> bool {
@@ -68,7 +103,7 @@ pub fn box_hull(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
     ]
 }
 
-/// `[i − α, i + α] × [j − α, j + α]` clamped to `S = [0, nq)`, trimmed of rows and columns without
+/// `[i0 − α, i1 + α] × [j0 − α, j1 + α]` clamped to `S = [0, nq)`, trimmed of rows and columns without
 /// members.
 #[inline]
 pub fn padded_box(i0: u32, i1: u32, j0: u32, j1: u32, alpha: u32, nq: u32) -> [u32; 4] {
@@ -89,22 +124,29 @@ pub(crate) fn in_box(bx: &[u32; 4], i: u32, j: u32) -> bool {
     i < j && bx[0] <= i && i <= bx[1] && bx[2] <= j && j <= bx[3]
 }
 
-/// The sets binned by the first axis (bins of [`MERGE_BIN`]), CSR: for merging, and for the
-/// scheduler's ownership queries.
+/// The bins (of [`MERGE_BIN`] along the first axis) a box meets.
+#[inline]
+pub(crate) fn box_bins(bx: &[u32; 4]) -> std::ops::RangeInclusive<u32> {
+    bx[0] / MERGE_BIN..=bx[1] / MERGE_BIN
+}
+
+/// The live sets binned by the first axis of their boxes (bins of [`MERGE_BIN`]), CSR: bin `b`
+/// lists `items[start[b]..start[b + 1]]`, in set order.
 #[derive(Debug, Default)]
-pub(crate) struct SetIndex {
-    pub(crate) start: Vec<u32>,
-    pub(crate) items: Vec<u32>,
-    fill: Vec<u32>,
+pub struct SetIndex {
+    start: Vec<u32>,
+    items: Vec<u32>,
 }
 
 impl SetIndex {
-    pub(crate) fn build(&mut self, sets: &[ContactSet], nq: u32) {
+    /// Stage `set_bin`: count per bin → prefix sum → write in set order, over the live sets of
+    /// `sets`, for `nq` quadrature points. Keeps its buffers (no allocation once grown).
+    pub fn build(&mut self, sets: &[ContactSet], nq: u32) {
         let nbins = (nq / MERGE_BIN + 1) as usize;
         self.start.clear();
         self.start.resize(nbins + 1, 0);
         for s in sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
-            for bin in s.bx[0] / MERGE_BIN..=s.bx[1] / MERGE_BIN {
+            for bin in box_bins(&s.bx) {
                 self.start[bin as usize + 1] += 1;
             }
         }
@@ -113,33 +155,47 @@ impl SetIndex {
         }
         self.items.clear();
         self.items.resize(self.start[nbins] as usize, 0);
-        self.fill.clear();
-        self.fill.extend_from_slice(&self.start[..nbins]);
+        // Write in set order; `start[bin]` serves as the bin's fill pointer and is restored after.
         for (k, s) in sets.iter().enumerate() {
             if s.flags & SET_LIVE == 0 {
                 continue;
             }
-            for bin in s.bx[0] / MERGE_BIN..=s.bx[1] / MERGE_BIN {
-                let f = &mut self.fill[bin as usize];
+            for bin in box_bins(&s.bx) {
+                let f = &mut self.start[bin as usize];
                 self.items[*f as usize] = k as u32;
                 *f += 1;
             }
         }
+        // Each fill pointer now stands at its bin's end, the next bin's start: shift back.
+        for i in (1..=nbins).rev() {
+            self.start[i] = self.start[i - 1];
+        }
+        self.start[0] = 0;
     }
 
-    pub(crate) fn bin(&self, bin: usize) -> &[u32] {
+    /// The sets listed in bin `bin` (none past the last bin).
+    #[inline]
+    pub fn bin(&self, bin: usize) -> &[u32] {
         if bin + 1 >= self.start.len() {
             return &[];
         }
         &self.items[self.start[bin] as usize..self.start[bin + 1] as usize]
     }
+
+    /// Forgets the sets (a new topology).
+    pub fn clear(&mut self) {
+        self.start.clear();
+        self.items.clear();
+    }
 }
 
-/// The scheduler's view of the sets (which pairs they own).
-pub(crate) struct SetView<'a> {
-    pub(crate) sets: &'a [ContactSet],
-    pub(crate) index: &'a SetIndex,
-    pub(crate) b: u32,
+/// The scheduler's view of the sets (which pairs they own): a lookup of the sets of the bins a
+/// segment's quadrature points meet.
+pub struct SetView<'a> {
+    pub sets: &'a [ContactSet],
+    pub index: &'a SetIndex,
+    /// Quadrature points per segment.
+    pub b: u32,
 }
 
 impl Ownership for SetView<'_> {
@@ -158,53 +214,35 @@ impl Ownership for SetView<'_> {
     }
 }
 
-impl AclContact {
-    pub(crate) fn new_set(&mut self, bx: [u32; 4]) -> u32 {
-        let set = ContactSet {
-            bx,
-            flags: SET_LIVE | SET_DIRTY,
-            quat: quat_identity(),
-            ..Default::default()
-        };
-        let k = match self.set_free.pop() {
-            Some(k) => {
-                self.sets[k as usize] = set;
-                k
-            }
-            None => {
-                self.sets.push(set);
-                self.springs
-                    .extend_from_slice(&[StictionSpring::default(); 4]);
-                (self.sets.len() - 1) as u32
-            }
-        };
-        for s in &mut self.springs[4 * k as usize..4 * k as usize + 4] {
-            *s = StictionSpring::default();
-        }
-        k
+/// Stage `set_compact`: the live sets of `sets` and their springs (4 per set, `springs[4k..4k+4]`)
+/// written to `sets_out` / `springs_out`, in order: `dest[k]` is the exclusive prefix sum of the
+/// live flags (count → prefix sum → write). Returns the number of live sets. The output buffers are
+/// cleared first and keep their capacity.
+pub fn set_compact(
+    sets: &[ContactSet],
+    springs: &[StictionSpring],
+    dest: &mut Vec<u32>,
+    sets_out: &mut Vec<ContactSet>,
+    springs_out: &mut Vec<StictionSpring>,
+) -> usize {
+    dest.clear();
+    let mut live = 0u32;
+    for s in sets {
+        dest.push(live);
+        live += (s.flags & SET_LIVE != 0) as u32;
     }
-
-    pub(crate) fn free_model(&mut self, k: usize) {
-        let s = &mut self.sets[k];
-        self.garbage_cp += s.n_cp as usize;
-        if s.flags & SET_ZERO == 0 {
-            self.garbage_k += model::tri_len(s.n_cp as usize);
+    let live = live as usize;
+    sets_out.clear();
+    sets_out.resize(live, ContactSet::default());
+    springs_out.clear();
+    springs_out.resize(4 * live, StictionSpring::default());
+    for (k, s) in sets.iter().enumerate() {
+        if s.flags & SET_LIVE == 0 {
+            continue;
         }
-        self.garbage_w += s.n_watch as usize;
-        s.n_watch = 0;
-        s.w_off = 0;
-        s.n_cp = 0;
-        s.k_off = 0;
-        s.cp_off = 0;
+        let d = dest[k] as usize;
+        sets_out[d] = *s;
+        springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
     }
-
-    pub(crate) fn delete_set(&mut self, k: usize) {
-        self.free_model(k);
-        let s = &mut self.sets[k];
-        s.flags = 0;
-        for sp in &mut self.springs[4 * k..4 * k + 4] {
-            *sp = StictionSpring::default();
-        }
-        self.set_free.push(k as u32);
-    }
+    live
 }

@@ -1,11 +1,20 @@
-//! Stiction springs (seed §5.3): four per contact set at fixed places inside its box, broken and
-//! re-made when their energy passes a threshold.
+//! Stiction springs (stage `stiction_forces`): four per contact set, between the member pairs at the
+//! fixed fractions (¼, ¾) × (¼, ¾) of the set's box.
+//!
+//! A spring holds the two quadrature points at a rest offset `d0` given in the set's rotating
+//! frame: `E = ½ k |y_i − y_j − R d0|²` (a plain rest-*length* spring would resist sliding only to
+//! second order). When its energy exceeds `contact.stiction_break_energy` it breaks and is re-made
+//! at the current offset. Springs are (re)made when the set is rebuilt ([`springs_make`], called by
+//! `set_rebuild`). `k = 0` disables them.
+//!
+//! `stiction_forces` reads the positions, the quadrature weights, the segments' control points and
+//! the set headers (rotation); it writes the springs (a broken spring's new rest offset) and adds
+//! each spring's force to its 4 + 4 control points, springs in set order.
 
-use super::sets::in_box;
-use super::{AclContact, SET_LIVE};
+use super::rebuild::RebuildTables;
+use super::sets::{in_box, ContactSet, SET_LIVE};
 use crate::math::V3;
 use crate::polar::quat_to_matrix;
-use crate::state::Topology;
 use bytemuck::{Pod, Zeroable};
 
 /// Spring flag: active.
@@ -24,81 +33,95 @@ pub struct StictionSpring {
 }
 const _: () = assert!(std::mem::size_of::<StictionSpring>() == 32);
 
-impl AclContact {
-    /// (Re)makes the 4 stiction springs of set `k` at the fixed box fractions, at the current offsets
-    /// (the set's reference frame is the current one: called right after a rebuild).
-    pub(crate) fn make_springs(&mut self, k: usize, topo: &Topology, pos: &[[f32; 4]]) {
-        let bx = self.sets[k].bx;
-        let b = self.b;
-        for (n, (fu, fv)) in [(0.25f32, 0.25f32), (0.25, 0.75), (0.75, 0.25), (0.75, 0.75)]
-            .into_iter()
-            .enumerate()
-        {
-            let i = bx[0] + ((bx[1] - bx[0]) as f32 * fu).round() as u32;
-            let j = bx[2] + ((bx[3] - bx[2]) as f32 * fv).round() as u32;
-            let ok = in_box(&bx, i, j) && !self.excl.excluded(i / b, i % b, j / b, j % b);
-            let d = if ok {
-                self.quad_point(topo, pos, i) - self.quad_point(topo, pos, j)
-            } else {
-                V3::zero()
-            };
-            self.springs[4 * k + n] = StictionSpring {
-                i,
-                j,
-                flags: if ok { SPRING_ACTIVE } else { 0 },
-                _pad: 0,
-                rest: d.to4(0.0),
-            };
-        }
+/// The 4 springs of a set with box `bx` at the fixed box fractions, at the current offsets (the set's
+/// reference frame is the current one: called right after a rebuild). A spring whose pair is not a
+/// member (below the diagonal, or excluded) is inactive.
+pub fn springs_make(
+    bx: &[u32; 4],
+    t: &RebuildTables<'_>,
+    pos: &[[f32; 4]],
+    b: u32,
+) -> [StictionSpring; 4] {
+    let mut out = [StictionSpring::default(); 4];
+    for (n, (fu, fv)) in [(0.25f32, 0.25f32), (0.25, 0.75), (0.75, 0.25), (0.75, 0.75)]
+        .into_iter()
+        .enumerate()
+    {
+        let i = bx[0] + ((bx[1] - bx[0]) as f32 * fu).round() as u32;
+        let j = bx[2] + ((bx[3] - bx[2]) as f32 * fv).round() as u32;
+        let ok = in_box(bx, i, j) && !t.excl.excluded(i / b, i % b, j / b, j % b);
+        let d = if ok {
+            t.quad_point(pos, b, i) - t.quad_point(pos, b, j)
+        } else {
+            V3::zero()
+        };
+        out[n] = StictionSpring {
+            i,
+            j,
+            flags: if ok { SPRING_ACTIVE } else { 0 },
+            _pad: 0,
+            rest: d.to4(0.0),
+        };
     }
+    out
+}
 
-    pub(crate) fn stiction_forces(
-        &mut self,
-        topo: &Topology,
-        pos: &[[f32; 4]],
-        force: &mut [[f32; 4]],
-    ) {
-        let kst = self.params.stiction_stiffness;
-        if kst <= 0.0 {
-            return;
+/// The constants of `stiction_forces`.
+#[derive(Clone, Copy, Debug)]
+pub struct StictionParams {
+    /// Quadrature points per segment.
+    pub b: u32,
+    /// Spring stiffness `k`.
+    pub stiffness: f32,
+    /// Energy beyond which a spring breaks.
+    pub break_energy: f32,
+}
+
+/// Stage `stiction_forces` (see the module doc): springs `springs[4k..4k + 4]` of every live set `k`
+/// of `sets`, in set order, their forces added to `force`.
+pub fn stiction_forces(
+    p: &StictionParams,
+    pos: &[[f32; 4]],
+    t: RebuildTables<'_>,
+    sets: &[ContactSet],
+    springs: &mut [StictionSpring],
+    force: &mut [[f32; 4]],
+) {
+    let b = p.b;
+    for (s, springs) in sets.iter().zip(springs.chunks_mut(4)) {
+        if s.flags & SET_LIVE == 0 {
+            continue;
         }
-        let b = self.b;
-        for k in 0..self.sets.len() {
-            if self.sets[k].flags & SET_LIVE == 0 {
+        let rot = quat_to_matrix(s.quat);
+        for sp in springs.iter_mut() {
+            if sp.flags & SPRING_ACTIVE == 0 {
                 continue;
             }
-            let rot = quat_to_matrix(self.sets[k].quat);
-            for n in 0..4 {
-                let sp = self.springs[4 * k + n];
-                if sp.flags & SPRING_ACTIVE == 0 {
-                    continue;
-                }
-                let d = self.quad_point(topo, pos, sp.i) - self.quad_point(topo, pos, sp.j);
-                let x = d - rot.mul_v(V3::from4(sp.rest));
-                let energy = 0.5 * kst * x.norm2();
-                if energy > self.params.stiction_break_energy {
-                    // Broken: re-made at the current offset (in the set's reference frame).
-                    self.springs[4 * k + n].rest = rot.transpose().mul_v(d).to4(0.0);
-                    continue;
-                }
-                // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
-                let g = x * kst;
-                let (si, sj) = (
-                    &topo.segments[(sp.i / b) as usize],
-                    &topo.segments[(sp.j / b) as usize],
-                );
-                let (wi, wj) = (
-                    self.table.weights[(sp.i % b) as usize],
-                    self.table.weights[(sp.j % b) as usize],
-                );
-                for m in 0..4 {
-                    let fi = g * (-wi[m]);
-                    let fj = g * wj[m];
-                    let (pi, pj) = (si.cp[m] as usize, sj.cp[m] as usize);
-                    for a in 0..3 {
-                        force[pi][a] += fi.get(a);
-                        force[pj][a] += fj.get(a);
-                    }
+            let d = t.quad_point(pos, b, sp.i) - t.quad_point(pos, b, sp.j);
+            let x = d - rot.mul_v(V3::from4(sp.rest));
+            let energy = 0.5 * p.stiffness * x.norm2();
+            if energy > p.break_energy {
+                // Broken: re-made at the current offset (in the set's reference frame).
+                sp.rest = rot.transpose().mul_v(d).to4(0.0);
+                continue;
+            }
+            // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
+            let g = x * p.stiffness;
+            let (si, sj) = (
+                &t.seg_cp[(sp.i / b) as usize],
+                &t.seg_cp[(sp.j / b) as usize],
+            );
+            let (wi, wj) = (
+                t.weights[(sp.i % b) as usize],
+                t.weights[(sp.j % b) as usize],
+            );
+            for m in 0..4 {
+                let fi = g * (-wi[m]);
+                let fj = g * wj[m];
+                let (pi, pj) = (si[m] as usize, sj[m] as usize);
+                for a in 0..3 {
+                    force[pi][a] += fi.get(a);
+                    force[pj][a] += fj.get(a);
                 }
             }
         }
