@@ -32,14 +32,14 @@
 //! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
 //!    parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
 //!    nothing is dirty.
-//! 5. Forces: each set's force is added to its control points, sets in order; then
-//!    [`stiction`]: `stiction_forces`, springs in set order.
+//! 5. [`stiction`]: `stiction_forces` adds the springs' forces into their sets' force ranges;
+//!    [`gather`]: `set_point_table` and `set_gather` add the sets' forces to the control points.
 //! 6. [`sets`]: `set_compact` removes deleted and merged-away sets; `pool_compact` when the pools
 //!    are mostly garbage; the bin index of the final sets for the next step's scheduler.
 //!
 //! Every stage's output is independent of the number of threads (bitwise): parallel passes write
-//! disjoint outputs, sizes become offsets by prefix sums in a fixed order, the few scatters are
-//! order-free reductions (min, max), and the forces are added in set order.
+//! disjoint outputs, sizes become offsets by prefix sums in a fixed order, and the few scatters
+//! are order-free reductions (min, max).
 
 // Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
 // element-wise kernels.
@@ -47,6 +47,7 @@
 
 pub mod coalesce;
 pub mod evaluate;
+pub mod gather;
 pub mod model;
 mod outputs;
 pub mod rebuild;
@@ -269,6 +270,9 @@ pub struct AclContact {
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<[u16; 8]>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
+    /// The point → record table of the gather.
+    point_start: Vec<u32>,
+    point_records: Vec<u32>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
     step: u64,
@@ -347,6 +351,8 @@ impl AclContact {
             plan_watch: Vec::new(),
             plan_watch_loc: Vec::new(),
             rebuild_scratch: ThreadScratch::default(),
+            point_start: Vec::new(),
+            point_records: Vec::new(),
             released: Vec::new(),
             step: 0,
             last: AclStepStats::default(),
@@ -606,21 +612,8 @@ impl AclContact {
             st.merges += self.merge();
             coalesce += t3.elapsed().as_secs_f64();
         }
-        // 5. Forces: each set's force on its control points, sets in order; then the springs.
+        // 5. Forces: the springs into their sets' forces, then gathered per control point.
         let t4 = std::time::Instant::now();
-        for s in self.sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
-            let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-            for t in 0..n {
-                let f = self.fout_pool[o + t];
-                let p = self.pools.cp[o + t] as usize;
-                if !f.is_finite() {
-                    return Err(ContactError::NotFinite { point: p });
-                }
-                force[p][0] += f.x;
-                force[p][1] += f.y;
-                force[p][2] += f.z;
-            }
-        }
         if self.params.stiction_stiffness > 0.0 {
             let tables = RebuildTables {
                 seg_cp: &self.seg_cp,
@@ -637,10 +630,24 @@ impl AclContact {
                 pos,
                 tables,
                 &self.sets,
+                &self.pools.cp,
                 &mut self.springs,
-                force,
+                &mut self.fout_pool,
             );
         }
+        gather::set_point_table(
+            &self.sets,
+            &self.pools.cp,
+            pos.len(),
+            &mut self.point_start,
+            &mut self.point_records,
+        );
+        gather::set_gather(
+            &self.point_start,
+            &self.point_records,
+            &self.fout_pool,
+            force,
+        )?;
         evaluate += t4.elapsed().as_secs_f64();
         // 6. Compaction of the set table and, when mostly garbage, of the pools; the bin index of
         // the final sets (the next step's scheduler and merges start from it).

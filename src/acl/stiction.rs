@@ -7,18 +7,27 @@
 //! at the current offset. Springs are (re)made when the set is rebuilt ([`springs_make`], called by
 //! `set_rebuild`). `k = 0` disables them.
 //!
-//! `stiction_forces` reads the positions, the quadrature weights, the segments' control points and
-//! the set headers (rotation); it writes the springs (a broken spring's new rest offset) and adds
-//! each spring's force to its 4 + 4 control points, springs in set order.
+//! `stiction_forces` reads the positions, the quadrature weights, the segments' control points, the
+//! set headers (rotation) and `cp_pool`; it writes the springs (a broken spring's new rest offset)
+//! and adds each spring's force into its set's range of `fout_pool`: both quadrature points of a
+//! spring lie in the set's box, so the 4 + 4 control points it pulls on are among the set's. The
+//! force then reaches the control points with the set's own force, through the gather
+//! ([`super::gather`]). Sets are independent and run in parallel; within a set the springs add in
+//! order, and each spring its 4 `i`-side and 4 `j`-side terms alternately, slot by slot.
 
 use super::rebuild::RebuildTables;
 use super::sets::{in_box, ContactSet, SET_LIVE};
+use super::SyncPtr;
 use crate::math::V3;
 use crate::polar::quat_to_matrix;
 use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 
 /// Spring flag: active.
 pub const SPRING_ACTIVE: u32 = 1;
+
+/// Sets per task of the parallel `stiction_forces` stage.
+const STICTION_TASK: usize = 256;
 
 /// A stiction spring between quadrature points `i < j`.
 #[repr(C)]
@@ -78,52 +87,59 @@ pub struct StictionParams {
 }
 
 /// Stage `stiction_forces` (see the module doc): springs `springs[4k..4k + 4]` of every live set `k`
-/// of `sets`, in set order, their forces added to `force`.
+/// of `sets`. `fout_pool` must hold every live set's force for this step.
+#[allow(clippy::too_many_arguments)]
 pub fn stiction_forces(
     p: &StictionParams,
     pos: &[[f32; 4]],
     t: RebuildTables<'_>,
     sets: &[ContactSet],
+    cp_pool: &[u32],
     springs: &mut [StictionSpring],
-    force: &mut [[f32; 4]],
+    fout_pool: &mut [V3<f32>],
 ) {
+    let fp = SyncPtr::new(fout_pool);
     let b = p.b;
-    for (s, springs) in sets.iter().zip(springs.chunks_mut(4)) {
-        if s.flags & SET_LIVE == 0 {
-            continue;
-        }
-        let rot = quat_to_matrix(s.quat);
-        for sp in springs.iter_mut() {
-            if sp.flags & SPRING_ACTIVE == 0 {
-                continue;
+    sets.par_iter()
+        .zip(springs.par_chunks_mut(4))
+        .with_min_len(STICTION_TASK)
+        .for_each(|(s, springs)| {
+            if s.flags & SET_LIVE == 0 {
+                return;
             }
-            let d = t.quad_point(pos, b, sp.i) - t.quad_point(pos, b, sp.j);
-            let x = d - rot.mul_v(V3::from4(sp.rest));
-            let energy = 0.5 * p.stiffness * x.norm2();
-            if energy > p.break_energy {
-                // Broken: re-made at the current offset (in the set's reference frame).
-                sp.rest = rot.transpose().mul_v(d).to4(0.0);
-                continue;
-            }
-            // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
-            let g = x * p.stiffness;
-            let (si, sj) = (
-                &t.seg_cp[(sp.i / b) as usize],
-                &t.seg_cp[(sp.j / b) as usize],
-            );
-            let (wi, wj) = (
-                t.weights[(sp.i % b) as usize],
-                t.weights[(sp.j % b) as usize],
-            );
-            for m in 0..4 {
-                let fi = g * (-wi[m]);
-                let fj = g * wj[m];
-                let (pi, pj) = (si[m] as usize, sj[m] as usize);
-                for a in 0..3 {
-                    force[pi][a] += fi.get(a);
-                    force[pj][a] += fj.get(a);
+            let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+            let cps = &cp_pool[o..o + n];
+            // SAFETY: live sets own disjoint ranges of the point pools (and `fout_pool` is as long).
+            let fout = unsafe { fp.slice(o, n) };
+            let rot = quat_to_matrix(s.quat);
+            for sp in springs.iter_mut() {
+                if sp.flags & SPRING_ACTIVE == 0 {
+                    continue;
+                }
+                let d = t.quad_point(pos, b, sp.i) - t.quad_point(pos, b, sp.j);
+                let x = d - rot.mul_v(V3::from4(sp.rest));
+                let energy = 0.5 * p.stiffness * x.norm2();
+                if energy > p.break_energy {
+                    // Broken: re-made at the current offset (in the set's reference frame).
+                    sp.rest = rot.transpose().mul_v(d).to4(0.0);
+                    continue;
+                }
+                // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
+                let g = x * p.stiffness;
+                let (si, sj) = (
+                    &t.seg_cp[(sp.i / b) as usize],
+                    &t.seg_cp[(sp.j / b) as usize],
+                );
+                let (wi, wj) = (
+                    t.weights[(sp.i % b) as usize],
+                    t.weights[(sp.j % b) as usize],
+                );
+                for m in 0..4 {
+                    let li = cps.binary_search(&si[m]).unwrap_or(0);
+                    let lj = cps.binary_search(&sj[m]).unwrap_or(0);
+                    fout[li] += g * (-wi[m]);
+                    fout[lj] += g * wj[m];
                 }
             }
-        }
-    }
+        });
 }
