@@ -6,8 +6,8 @@
 //! index is `cp_pool[cp_off + t]`). Two stages:
 //! - `set_point_table` builds the point → record table, records ordered by point, then by set: a
 //!   counting sort of the live sets' `cp_pool` entries (count per point, exclusive prefix sum into
-//!   `start`, write in set order). A record is the pool index `cp_off + t`, which names the set and
-//!   the local index at once.
+//!   `start`, write in set order; runs of sets in parallel). A record is the pool index
+//!   `cp_off + t`, which names the set and the local index at once.
 //! - `set_gather`: each control point `p` adds the records `start[p]..start[p + 1]` to `force[p]`,
 //!   one by one in that order (points are independent and run in parallel).
 //!
@@ -16,6 +16,7 @@
 //! ([`crate::contact::contact_slots`]).
 
 use super::sets::{ContactSet, SET_LIVE};
+use super::SyncPtr;
 use crate::contact::ContactError;
 use crate::math::V3;
 use rayon::prelude::*;
@@ -24,40 +25,66 @@ use rayon::prelude::*;
 const GATHER_TASK: usize = 1024;
 
 /// Stage `set_point_table`: `start` (`num_points + 1` entries) and `records` (see the module doc)
-/// for the live sets of `sets`. The buffers keep their capacity.
+/// for the live sets of `sets`. The sets are cut into `chunks` runs (any number: the table does not
+/// depend on it), counted and written in parallel: each run counts its records per point into its
+/// row of `hist` (`chunks × num_points`), the rows are turned into write offsets point by point,
+/// run by run (so a point's records from earlier sets come first), and each run writes its records
+/// in set order. The buffers keep their capacity.
 pub fn set_point_table(
     sets: &[ContactSet],
     cp_pool: &[u32],
     num_points: usize,
+    chunks: usize,
+    hist: &mut Vec<u32>,
     start: &mut Vec<u32>,
     records: &mut Vec<u32>,
 ) {
+    let chunks = chunks.clamp(1, sets.len().max(1));
+    let run = |c: usize| &sets[c * sets.len() / chunks..(c + 1) * sets.len() / chunks];
+    let points = |s: &ContactSet| {
+        let o = s.cp_off as usize;
+        (o, &cp_pool[o..o + s.n_cp as usize])
+    };
+    hist.clear();
+    hist.resize(chunks * num_points, 0);
+    hist.par_chunks_mut(num_points)
+        .enumerate()
+        .for_each(|(c, h)| {
+            for s in run(c).iter().filter(|s| s.flags & SET_LIVE != 0) {
+                for &p in points(s).1 {
+                    h[p as usize] += 1;
+                }
+            }
+        });
     start.clear();
     start.resize(num_points + 1, 0);
-    let live = || sets.iter().filter(|s| s.flags & SET_LIVE != 0);
-    for s in live() {
-        for &p in &cp_pool[s.cp_off as usize..(s.cp_off + s.n_cp) as usize] {
-            start[p as usize + 1] += 1;
-        }
-    }
+    let mut at = 0u32;
     for p in 0..num_points {
-        start[p + 1] += start[p];
-    }
-    records.clear();
-    records.resize(start[num_points] as usize, 0);
-    // Write in set order; `start[p]` serves as point p's fill pointer and is shifted back after.
-    for s in live() {
-        let o = s.cp_off as usize;
-        for (t, &p) in cp_pool[o..o + s.n_cp as usize].iter().enumerate() {
-            let f = &mut start[p as usize];
-            records[*f as usize] = (o + t) as u32;
-            *f += 1;
+        start[p] = at;
+        for c in 0..chunks {
+            let n = hist[c * num_points + p];
+            hist[c * num_points + p] = at;
+            at += n;
         }
     }
-    for p in (1..=num_points).rev() {
-        start[p] = start[p - 1];
-    }
-    start[0] = 0;
+    start[num_points] = at;
+    records.clear();
+    records.resize(at as usize, 0);
+    let out = SyncPtr::new(records);
+    hist.par_chunks_mut(num_points)
+        .enumerate()
+        .for_each(|(c, fill)| {
+            for s in run(c).iter().filter(|s| s.flags & SET_LIVE != 0) {
+                let (o, cps) = points(s);
+                for (t, &p) in cps.iter().enumerate() {
+                    let f = &mut fill[p as usize];
+                    // SAFETY: run c alone writes its records, at the offsets its own row of `hist`
+                    // hands out, which are disjoint from every other run's (prefix sum above).
+                    unsafe { out.write(*f as usize, (o + t) as u32) };
+                    *f += 1;
+                }
+            }
+        });
 }
 
 /// Stage `set_gather`: `force[p] += fout_pool[r]` for the records `r` of every control point `p`,

@@ -168,6 +168,27 @@ impl<T> SyncPtr<T> {
         std::slice::from_raw_parts_mut(self.ptr.add(off), n)
     }
 
+    /// The spare capacity of `v` (emptied), room for `n` entries that a pass writes with
+    /// [`Self::copy_to`] before the caller sets the length.
+    pub(crate) fn spare(v: &mut Vec<T>, n: usize) -> Self {
+        v.clear();
+        v.reserve(n);
+        SyncPtr {
+            ptr: v.as_mut_ptr(),
+            len: n,
+        }
+    }
+
+    /// Copies `src` to `[off, off + src.len())` (which must lie inside the buffer: checked), without
+    /// reading the destination (it may be uninitialized).
+    ///
+    /// # Safety
+    /// No other task may read or write that range meanwhile.
+    pub(crate) unsafe fn copy_to(&self, off: usize, src: &[T]) {
+        assert!(off.checked_add(src.len()).is_some_and(|e| e <= self.len));
+        std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len());
+    }
+
     /// # Safety
     /// As [`Self::slice`] for the single element `i`.
     pub(crate) unsafe fn write(&self, i: usize, v: T) {
@@ -270,7 +291,8 @@ pub struct AclContact {
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<[u16; 8]>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
-    /// The point → record table of the gather.
+    /// The point → record table of the gather, and its per-run counts.
+    point_hist: Vec<u32>,
     point_start: Vec<u32>,
     point_records: Vec<u32>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
@@ -351,6 +373,7 @@ impl AclContact {
             plan_watch: Vec::new(),
             plan_watch_loc: Vec::new(),
             rebuild_scratch: ThreadScratch::default(),
+            point_hist: Vec::new(),
             point_start: Vec::new(),
             point_records: Vec::new(),
             released: Vec::new(),
@@ -639,6 +662,8 @@ impl AclContact {
             &self.sets,
             &self.pools.cp,
             pos.len(),
+            rayon::current_num_threads(),
+            &mut self.point_hist,
             &mut self.point_start,
             &mut self.point_records,
         );

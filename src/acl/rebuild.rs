@@ -735,9 +735,9 @@ pub fn pool_compact(
         nk += k;
         nw += w;
     }
-    next.clear();
-    next.resize([np, nk, nw]);
-    let out = PoolPtrs::new(next);
+    // The ranges tile the new pools exactly, so every entry is written once: the copies go into
+    // the buffers' spare capacity, and the lengths are set after.
+    let out = UninitPools::new(next, [np, nk, nw]);
     let src = &*pools;
     sets.par_iter()
         .zip(dest.par_iter())
@@ -747,21 +747,19 @@ pub fn pool_compact(
             let (o, ko, wo) = (s.cp_off as usize, s.k_off as usize, s.w_off as usize);
             let (dp, dk, dw) = (dp as usize, dk as usize, dw as usize);
             // SAFETY: the destination ranges come from a prefix sum over the sets' sizes, so they
-            // are disjoint and inside `next` (sized to the sums).
+            // are disjoint and inside the reserved capacity.
             unsafe {
-                out.cp.slice(dp, n).copy_from_slice(&src.cp[o..o + n]);
-                out.f0.slice(dp, n).copy_from_slice(&src.f0[o..o + n]);
-                out.dbar.slice(dp, n).copy_from_slice(&src.dbar[o..o + n]);
-                out.m.slice(dp, n).copy_from_slice(&src.m[o..o + n]);
-                out.k.slice(dk, nb).copy_from_slice(&src.k[ko..ko + nb]);
-                out.watch
-                    .slice(dw, nwatch)
-                    .copy_from_slice(&src.watch[wo..wo + nwatch]);
-                out.watch_loc
-                    .slice(dw, nwatch)
-                    .copy_from_slice(&src.watch_loc[wo..wo + nwatch]);
+                out.cp.copy_to(dp, &src.cp[o..o + n]);
+                out.f0.copy_to(dp, &src.f0[o..o + n]);
+                out.dbar.copy_to(dp, &src.dbar[o..o + n]);
+                out.m.copy_to(dp, &src.m[o..o + n]);
+                out.k.copy_to(dk, &src.k[ko..ko + nb]);
+                out.watch.copy_to(dw, &src.watch[wo..wo + nwatch]);
+                out.watch_loc.copy_to(dw, &src.watch_loc[wo..wo + nwatch]);
             }
         });
+    // SAFETY: the copies above wrote every entry below the new lengths (the ranges tile them).
+    unsafe { out.finish(next) };
     for (s, &[dp, dk, dw]) in sets.iter_mut().zip(dest.iter()) {
         s.cp_off = dp;
         // A zero-force set has no blocks; its (empty) range stays inside the pool.
@@ -769,4 +767,47 @@ pub fn pool_compact(
         s.w_off = dw;
     }
     std::mem::swap(pools, next);
+}
+
+/// The spare capacity of a set of pools, for a pass that writes every entry of the new lengths.
+struct UninitPools {
+    lens: [usize; 3],
+    cp: SyncPtr<u32>,
+    f0: SyncPtr<[f32; 4]>,
+    dbar: SyncPtr<[f32; 4]>,
+    m: SyncPtr<f32>,
+    k: SyncPtr<SymBlock<f32>>,
+    watch: SyncPtr<WatchPair>,
+    watch_loc: SyncPtr<[u16; 8]>,
+}
+
+impl UninitPools {
+    /// Empties `p` and reserves the lengths `[points, blocks, watched pairs]`.
+    fn new(p: &mut Pools, lens: [usize; 3]) -> Self {
+        let [np, nk, nw] = lens;
+        p.clear();
+        UninitPools {
+            lens,
+            cp: SyncPtr::spare(&mut p.cp, np),
+            f0: SyncPtr::spare(&mut p.f0, np),
+            dbar: SyncPtr::spare(&mut p.dbar, np),
+            m: SyncPtr::spare(&mut p.m, np),
+            k: SyncPtr::spare(&mut p.k, nk),
+            watch: SyncPtr::spare(&mut p.watch, nw),
+            watch_loc: SyncPtr::spare(&mut p.watch_loc, nw),
+        }
+    }
+
+    /// # Safety
+    /// Every entry below the lengths must have been written.
+    unsafe fn finish(&self, p: &mut Pools) {
+        let [np, nk, nw] = self.lens;
+        p.cp.set_len(np);
+        p.f0.set_len(np);
+        p.dbar.set_len(np);
+        p.m.set_len(np);
+        p.k.set_len(nk);
+        p.watch.set_len(nw);
+        p.watch_loc.set_len(nw);
+    }
 }
