@@ -4,11 +4,11 @@
 //! After the evaluation, rebuilds and springs every live set `k` holds its force on each of its
 //! control points in its range of `fout_pool` (`cp_off + t` for the set's `t`-th point, whose global
 //! index is `cp_pool[cp_off + t]`). Two stages:
-//! - `set_point_table` builds the point → record table, records ordered by point, then by set: a
-//!   counting sort of the live sets' `cp_pool` entries (count per point, exclusive prefix sum into
-//!   `start`, write in set order; runs of sets in parallel). A record is the pool index
-//!   `cp_off + t`, which names the set and the local index at once.
-//! - `set_gather`: each control point `p` adds the records `start[p]..start[p + 1]` to `force[p]`,
+//! - `set_point_table` sorts these records by point, then by set: a counting sort of the live
+//!   sets' `cp_pool` entries (count per point, exclusive prefix sum into `start`, write in set
+//!   order; runs of sets in parallel). The table holds each record's force itself (the record of
+//!   set `k`, local point `t` is `fout_pool[cp_off + t]`), so the gather reads it in order.
+//! - `set_gather`: each control point `p` adds its records `start[p]..start[p + 1]` to `force[p]`,
 //!   one by one in that order (points are independent and run in parallel).
 //!
 //! On the GPU the same order comes from a stable sort by point of the records listed set by set (a
@@ -24,20 +24,23 @@ use rayon::prelude::*;
 /// Control points per task of the parallel gather.
 const GATHER_TASK: usize = 1024;
 
-/// Stage `set_point_table`: `start` (`num_points + 1` entries) and `records` (see the module doc)
-/// for the live sets of `sets`. The sets are cut into `chunks` runs (any number: the table does not
+/// Stage `set_point_table`: `start` (`num_points + 1` entries) and `records` (the sets' forces on
+/// their points from `fout_pool`, sorted by point, then set; see the module doc) for the live sets
+/// of `sets`. The sets are cut into `chunks` runs (any number: the table does not
 /// depend on it), counted and written in parallel: each run counts its records per point into its
 /// row of `hist` (`chunks × num_points`), the rows are turned into write offsets point by point,
 /// run by run (so a point's records from earlier sets come first), and each run writes its records
 /// in set order. The buffers keep their capacity.
+#[allow(clippy::too_many_arguments)]
 pub fn set_point_table(
     sets: &[ContactSet],
     cp_pool: &[u32],
+    fout_pool: &[V3<f32>],
     num_points: usize,
     chunks: usize,
     hist: &mut Vec<u32>,
     start: &mut Vec<u32>,
-    records: &mut Vec<u32>,
+    records: &mut Vec<V3<f32>>,
 ) {
     let chunks = chunks.clamp(1, sets.len().max(1));
     let run = |c: usize| &sets[c * sets.len() / chunks..(c + 1) * sets.len() / chunks];
@@ -69,7 +72,7 @@ pub fn set_point_table(
     }
     start[num_points] = at;
     records.clear();
-    records.resize(at as usize, 0);
+    records.resize(at as usize, V3::zero());
     let out = SyncPtr::new(records);
     hist.par_chunks_mut(num_points)
         .enumerate()
@@ -80,19 +83,18 @@ pub fn set_point_table(
                     let f = &mut fill[p as usize];
                     // SAFETY: run c alone writes its records, at the offsets its own row of `hist`
                     // hands out, which are disjoint from every other run's (prefix sum above).
-                    unsafe { out.write(*f as usize, (o + t) as u32) };
+                    unsafe { out.write(*f as usize, fout_pool[o + t]) };
                     *f += 1;
                 }
             }
         });
 }
 
-/// Stage `set_gather`: `force[p] += fout_pool[r]` for the records `r` of every control point `p`,
-/// in table order (xyz; w untouched). A non-finite term is an error naming the smallest such point.
+/// Stage `set_gather`: `force[p] += r` for the records `r` of every control point `p`, in table
+/// order (xyz; w untouched). A non-finite term is an error naming the smallest such point.
 pub fn set_gather(
     start: &[u32],
-    records: &[u32],
-    fout_pool: &[V3<f32>],
+    records: &[V3<f32>],
     force: &mut [[f32; 4]],
 ) -> Result<(), ContactError> {
     let bad = force
@@ -101,8 +103,7 @@ pub fn set_gather(
         .with_min_len(GATHER_TASK)
         .filter_map(|(p, f)| {
             let mut ok = true;
-            for &r in &records[start[p] as usize..start[p + 1] as usize] {
-                let v = fout_pool[r as usize];
+            for &v in &records[start[p] as usize..start[p + 1] as usize] {
                 ok &= v.is_finite();
                 f[0] += v.x;
                 f[1] += v.y;

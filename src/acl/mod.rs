@@ -294,7 +294,7 @@ pub struct AclContact {
     /// The point → record table of the gather, and its per-run counts.
     point_hist: Vec<u32>,
     point_start: Vec<u32>,
-    point_records: Vec<u32>,
+    point_records: Vec<V3<f32>>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
     step: u64,
@@ -477,12 +477,14 @@ impl AclContact {
         st: &mut AclStepStats,
     ) -> Result<(), ContactError> {
         let nd = self.dirty.len();
-        self.plans.clear();
-        self.plans.resize(nd, RebuildPlan::default());
-        self.plan_watch.clear();
-        self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
-        self.plan_watch_loc.clear();
-        self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 8]);
+        // The size pass writes every plan and the watched-pair slots its plans count, before
+        // anything reads them: the buffers only grow (no clearing).
+        if self.plans.len() < nd {
+            self.plans.resize(nd, RebuildPlan::default());
+            self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
+            self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 8]);
+        }
+        let nw = nd * MAX_WATCH;
         self.rebuild_scratch.ensure();
         let p = RebuildParams {
             b: self.b,
@@ -506,13 +508,12 @@ impl AclContact {
             tables,
             &self.sets,
             &self.dirty,
-            &mut self.plans,
-            &mut self.plan_watch,
-            &mut self.plan_watch_loc,
+            &mut self.plans[..nd],
+            &mut self.plan_watch[..nw],
+            &mut self.plan_watch_loc[..nw],
             &self.rebuild_scratch,
         );
-        if let Some(plan) = self
-            .plans
+        if let Some(plan) = self.plans[..nd]
             .iter()
             .find(|p| p.flags & rebuild::PLAN_ERROR != 0)
         {
@@ -523,7 +524,7 @@ impl AclContact {
         let (lens, garbage) = rebuild::pool_alloc(
             &self.sets,
             &self.dirty,
-            &mut self.plans,
+            &mut self.plans[..nd],
             self.pools.lens(),
             &mut self.released,
         );
@@ -534,8 +535,7 @@ impl AclContact {
             [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
         );
         st.rebuilds += nd as u64;
-        st.deleted += self
-            .plans
+        st.deleted += self.plans[..nd]
             .iter()
             .filter(|p| p.flags & rebuild::PLAN_DELETE != 0)
             .count() as u64;
@@ -544,9 +544,9 @@ impl AclContact {
             pos,
             tables,
             &self.dirty,
-            &self.plans,
-            &self.plan_watch,
-            &self.plan_watch_loc,
+            &self.plans[..nd],
+            &self.plan_watch[..nw],
+            &self.plan_watch_loc[..nw],
             &mut self.sets,
             &mut self.springs,
             &mut self.pools,
@@ -661,18 +661,14 @@ impl AclContact {
         gather::set_point_table(
             &self.sets,
             &self.pools.cp,
+            &self.fout_pool,
             pos.len(),
             rayon::current_num_threads(),
             &mut self.point_hist,
             &mut self.point_start,
             &mut self.point_records,
         );
-        gather::set_gather(
-            &self.point_start,
-            &self.point_records,
-            &self.fout_pool,
-            force,
-        )?;
+        gather::set_gather(&self.point_start, &self.point_records, force)?;
         evaluate += t4.elapsed().as_secs_f64();
         // 6. Compaction of the set table and, when mostly garbage, of the pools; the bin index of
         // the final sets (the next step's scheduler and merges start from it).

@@ -193,8 +193,17 @@ impl RebuildTables<'_> {
         q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
     }
 
-    /// The sorted, unique control points of the segments the box's two ranges meet, into `cps`.
-    fn box_points(&self, bx: &[u32; 4], b: u32, cps: &mut Vec<u32>) {
+    /// The sorted, unique control points of the segments the box's two ranges meet, into `cps`;
+    /// and for each segment of the `u` range (`loc_u[s − u0/b]`) and of the `v` range
+    /// (`loc_v[s − v0/b]`) the set-local indices of its 4 control points.
+    fn box_points(
+        &self,
+        bx: &[u32; 4],
+        b: u32,
+        cps: &mut Vec<u32>,
+        loc_u: &mut Vec<[u32; 4]>,
+        loc_v: &mut Vec<[u32; 4]>,
+    ) {
         cps.clear();
         for (q0, q1) in [(bx[0], bx[1]), (bx[2], bx[3])] {
             for s in q0 / b..=q1 / b {
@@ -203,6 +212,12 @@ impl RebuildTables<'_> {
         }
         cps.sort_unstable();
         cps.dedup();
+        for ((q0, q1), loc) in [((bx[0], bx[1]), loc_u), ((bx[2], bx[3]), loc_v)] {
+            loc.clear();
+            loc.extend((q0 / b..=q1 / b).map(|s| {
+                self.seg_cp[s as usize].map(|q| cps.binary_search(&q).unwrap_or(0) as u32)
+            }));
+        }
     }
 
     /// Calls `f(i, j, d², y_i, y_j)` for every member pair of `[u0, u1] × [v0, v1]` (`i < j`, not excluded), in
@@ -292,6 +307,9 @@ pub struct RebuildScratch {
     /// Member pairs of the box: `(|d − 2r|, i, j, d)`.
     members: Vec<(f32, u32, u32, f32)>,
     cps: Vec<u32>,
+    /// Set-local indices of the control points of the box's segments (see `box_points`).
+    loc_u: Vec<[u32; 4]>,
+    loc_v: Vec<[u32; 4]>,
     f: Vec<V3<f32>>,
 }
 
@@ -375,7 +393,7 @@ fn size_one(
     plan.new_bx = new_bx;
     plan.touch_bx = [i0, i1, j0, j1];
     plan.flags = if zero { PLAN_ZERO } else { 0 };
-    t.box_points(&new_bx, b, &mut sc.cps);
+    t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
     plan.n_cp = sc.cps.len() as u32;
     // Watched pairs: the measured member pairs of the new box closest to the contact distance,
     // ordered by (|d − 2r|, i, j) so that the choice and the order are unique.
@@ -411,15 +429,13 @@ fn size_one(
             kw: p.stiffness * t.seg_w[sa as usize] * t.seg_w[sb as usize],
             gap: m.3 - 2.0 * r,
         };
-        // Both segments lie in the new box's ranges, so their control points are the set's.
-        let mut loc = [0u16; 8];
-        for (h, seg) in [sa, sb].into_iter().enumerate() {
-            for c in 0..4 {
-                let q = t.seg_cp[seg as usize][c];
-                loc[4 * h + c] = sc.cps.binary_search(&q).unwrap_or(0) as u16;
-            }
-        }
-        watch_loc[slot] = loc;
+        // Both segments lie in the new box's ranges (i in u, j in v), so their control points are
+        // the set's.
+        let (la, lb) = (
+            sc.loc_u[(sa - new_bx[0] / b) as usize],
+            sc.loc_v[(sb - new_bx[2] / b) as usize],
+        );
+        watch_loc[slot] = std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as u16);
     }
     plan.n_watch = nw as u32;
     sc.members = members;
@@ -601,7 +617,7 @@ fn write_one(
         )
     };
     let new_bx = plan.new_bx;
-    t.box_points(&new_bx, b, &mut sc.cps);
+    t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
     debug_assert_eq!(sc.cps.len(), n);
     cp.copy_from_slice(&sc.cps);
     // Force and stiffness of the touching pairs, in f32, in box order over their hull.
@@ -611,7 +627,8 @@ fn write_one(
     k.fill([0.0; 6]);
     let mut f_ref = 0.0f32;
     if !zero {
-        let cps = &sc.cps;
+        let (loc_u, loc_v) = (&sc.loc_u, &sc.loc_v);
+        let (su0, sv0) = (new_bx[0] / b, new_bx[2] / b);
         let [i0, i1, j0, j1] = plan.touch_bx;
         t.for_each_member(
             pos,
@@ -629,12 +646,11 @@ fn write_one(
                 let Some(pp) = point_pair_compensated(yi, yj, kw, r) else {
                     return;
                 };
-                let (ca, cb) = (&t.seg_cp[sa as usize], &t.seg_cp[sb as usize]);
-                let mut loc = [0usize; 8];
-                for c in 0..4 {
-                    loc[c] = cps.binary_search(&ca[c]).unwrap_or(0);
-                    loc[4 + c] = cps.binary_search(&cb[c]).unwrap_or(0);
-                }
+                // The touching pairs' hull is inside the new box: i's segment is in its u range,
+                // j's in its v range.
+                let (la, lb) = (loc_u[(sa - su0) as usize], loc_v[(sb - sv0) as usize]);
+                let loc: [usize; 8] =
+                    std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as usize);
                 f_ref += pp.grad_i.norm();
                 let c = pair_coeffs(&t.weights[ka as usize], &t.weights[kb as usize]);
                 model::accumulate_pair(n, &loc, &c, pp.grad_i, &pp.hess_ii, &mut f, k);
@@ -661,14 +677,16 @@ fn write_one(
     // Invalidation weights M_i over the new box's two parameter ranges.
     m.fill(0.0);
     let bf = b as f32;
-    for (q0, q1) in [(new_bx[0], new_bx[1]), (new_bx[2], new_bx[3])] {
+    for ((q0, q1), loc) in [
+        ((new_bx[0], new_bx[1]), &sc.loc_u),
+        ((new_bx[2], new_bx[3]), &sc.loc_v),
+    ] {
         for seg in q0 / b..=q1 / b {
             let t0 = (q0.max(seg * b) - seg * b) as f32 / bf;
             let t1 = (q1.min(seg * b + b - 1) + 1 - seg * b) as f32 / bf;
+            let l = loc[(seg - q0 / b) as usize];
             for slot in 0..4 {
-                let q = t.seg_cp[seg as usize][slot];
-                let l = sc.cps.binary_search(&q).unwrap_or(0);
-                m[l] += model::basis_abs_integral(slot, t0, t1);
+                m[l[slot] as usize] += model::basis_abs_integral(slot, t0, t1);
             }
         }
     }
