@@ -63,7 +63,7 @@ pub const FILE_NAME: &str = "checkpoint.bin";
 pub const MAGIC: &[u8; 8] = b"YSIMCKPT";
 
 /// The layout version of the file; bumped whenever what is saved or how changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The version of this build (`CARGO_PKG_VERSION`): a checkpoint resumes only with the same one.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");

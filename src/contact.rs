@@ -79,9 +79,16 @@
 //! point adds the forces of the records naming it, in candidate order). So the CPU and GPU exact
 //! paths select the same pairs and sum in the same order (bitwise equal on lavapipe,
 //! tests/gpu_exact.rs).
+//!
+//! # The contact-model interface
+//!
+//! Every contact model (none, exact, ACL in [`crate::acl`]) is a [`ContactForce`]: the time step
+//! ([`crate::sim`]) calls it once per step for the contact forces, and knows the models only through
+//! it and [`contact_model`], which builds the one a scene names. So the driver and the models do not
+//! import each other.
 
 use crate::math::{Real, M3, V3};
-use crate::scene::ContactParams;
+use crate::scene::{ContactModel, ContactParams};
 use crate::state::Topology;
 
 mod exact;
@@ -156,6 +163,75 @@ pub fn point_pair<T: Real>(yi: V3<T>, yj: V3<T>, kappa_w: T, r: T) -> Option<Poi
     Some(PointPair {
         energy: kappa_w * f,
         grad_i: x * (two * kappa_w * df),
+        hess_ii,
+    })
+}
+
+/// `a + b = s + e` exactly (Knuth's TwoSum: no branch, any order of magnitudes).
+#[inline]
+fn two_sum(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// `a² = p + e` exactly (Dekker's product with Veltkamp's split into two 12-bit halves, so every
+/// partial product is exact in f32; no fused multiply-add needed).
+#[inline]
+fn two_square(a: f32) -> (f32, f32) {
+    let p = a * a;
+    let c = 4097.0 * a;
+    let hi = c - (c - a);
+    let lo = a - hi;
+    (p, ((hi * hi - p) + 2.0 * hi * lo) + lo * lo)
+}
+
+/// [`point_pair`] in f32 with the depth `t = s − 4r²` computed to a few ulp of itself, for models
+/// accumulated in f32 (ACL's `set_rebuild`).
+///
+/// In `f'(s) = 1/(4r²) − 4r²/s²` the two terms cancel for a shallow pair (`d` near `2r`): plain f32
+/// loses the force of such a pair to the rounding of `s` (`~1e-7 · 4r²`, which is up to `1e-7` of a
+/// deep pair's force, or `1e-4` of a control point's force where pairs cancel). Here
+/// `f' = t (s + 4r²) / (4r² s²)` and `f = t² / (4r² s)`, with `t` from the exact difference
+/// `y_i − y_j` (TwoSum per axis), exact squares (Dekker) and a compensated sum: the result
+/// is as if `t` were computed in twice the precision and rounded once, so the pair terms are
+/// accurate to a few ulp relative. `None` when the pair does not touch by that `t` (`t ≥ 0`).
+/// (A GPU twin must keep these operations exactly as written: no contraction into fused
+/// multiply-adds, no reassociation.)
+pub fn point_pair_compensated(
+    yi: V3<f32>,
+    yj: V3<f32>,
+    kappa_w: f32,
+    r: f32,
+) -> Option<PointPair<f32>> {
+    // x = h + l exactly, per axis.
+    let (hx, lx) = two_sum(yi.x, -yj.x);
+    let (hy, ly) = two_sum(yi.y, -yj.y);
+    let (hz, lz) = two_sum(yi.z, -yj.z);
+    // t = Σ (h + l)² − (2r)²: the exact squares of h and of 2r summed with compensation; the
+    // terms in l are below an ulp of the result and added plainly.
+    let (px, ex) = two_square(hx);
+    let (py, ey) = two_square(hy);
+    let (pz, ez) = two_square(hz);
+    let (ch, cl) = two_square(2.0 * r);
+    let (acc, q1) = two_sum(px, py);
+    let (acc, q2) = two_sum(acc, pz);
+    let (acc, q3) = two_sum(acc, -ch);
+    let small = (2.0 * hx * lx + lx * lx) + (2.0 * hy * ly + ly * ly) + (2.0 * hz * lz + lz * lz);
+    let t = acc + ((((q1 + q2) + q3) + ((ex + ey) + ez)) - cl + small);
+    if t >= 0.0 || t.is_nan() {
+        return None;
+    }
+    let x = V3::new(hx, hy, hz);
+    let s = x.norm2();
+    let four_r2 = 4.0 * r * r;
+    let df = t * (s + four_r2) / (four_r2 * s * s);
+    let inv = 1.0 / s;
+    let ddf = 2.0 * four_r2 * inv * inv * inv;
+    let hess_ii = M3::diag(2.0 * kappa_w * df).add_m(&x.outer(x).scale(4.0 * kappa_w * ddf));
+    Some(PointPair {
+        energy: kappa_w * (t * t / (four_r2 * s)),
+        grad_i: x * (2.0 * kappa_w * df),
         hess_ii,
     })
 }
@@ -529,4 +605,162 @@ pub enum SegmentExclusion {
     All,
     /// Test each pair.
     Mixed,
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The contact-model interface (the time step's `contact` stage, DESIGN §6).
+
+/// Named per-step statistics a contact model reports (`("touching_pairs", 1234.0)`, ...). The driver
+/// averages them over the steps of a frame into the frame's JSON record under the same names.
+#[derive(Clone, Debug, Default)]
+pub struct ContactStats {
+    pub values: Vec<(&'static str, f64)>,
+}
+
+impl ContactStats {
+    pub fn set(&mut self, name: &'static str, value: f64) {
+        if let Some(v) = self.values.iter_mut().find(|(n, _)| *n == name) {
+            v.1 = value;
+        } else {
+            self.values.push((name, value));
+        }
+    }
+}
+
+/// A yarn–yarn contact force model (none, exact, ACL). Called once per step, after gravity and rod
+/// forces are in `force`, with positions `pos` and velocities `vel` at the start of the step.
+pub trait ContactForce: Send {
+    /// Adds the contact force on every control point into `force` (xyz; w untouched).
+    fn add_forces(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        vel: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+        stats: &mut ContactStats,
+    ) -> Result<(), ContactError>;
+
+    /// Adds 1 to `counts[s]` for every segment `s` whose contact model was (re)built by the last
+    /// [`Self::add_forces`] call; returns false (and leaves `counts` alone) when the model keeps no
+    /// contact models to rebuild. The driver calls it after every step while it records rebuilds
+    /// ([`crate::sim::Sim::record_rebuilds`]), so `counts` sums the rebuilds of a frame (seed
+    /// Figures 1 and 8). `counts` has one entry per segment of `topo`. Before the first step it adds
+    /// nothing.
+    fn add_step_rebuilds(&mut self, _topo: &Topology, _counts: &mut [f32]) -> bool {
+        false
+    }
+
+    /// The touching, non-excluded quadrature pairs `[i, j]` (`i < j`, global index `segment * b + k`)
+    /// at positions `pos` into `touching`, and the boxes `[u0, u1, v0, v1]` (inclusive quadrature
+    /// indices) of the model's contact sets into `boxes` (seed Figure 2). Both are cleared first.
+    /// Returns false when the model has no notion of contact. Not part of the step: it may allocate.
+    fn contact_pairs(
+        &mut self,
+        _topo: &Topology,
+        _pos: &[[f32; 4]],
+        _touching: &mut Vec<[u32; 2]>,
+        _boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        Ok(false)
+    }
+
+    /// Writes everything of the model that later steps read, bit for bit, into `out` (a
+    /// checkpoint, [`crate::checkpoint`]), starting with its tag in section `contact.model`. Not
+    /// part of the step: it may allocate. The default refuses: a model must say what its state is.
+    fn export_state(
+        &self,
+        _out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        Err(crate::checkpoint::CheckpointError::Unsupported(
+            "this contact model cannot be checkpointed".into(),
+        ))
+    }
+
+    /// Restores what [`Self::export_state`] wrote into a model built afresh from the same scene,
+    /// for `topo` with `num_points` control points. On error the model must be discarded.
+    fn import_state(
+        &mut self,
+        _topo: &Topology,
+        _num_points: usize,
+        _inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        Err(crate::checkpoint::CheckpointError::Unsupported(
+            "this contact model cannot be restored from a checkpoint".into(),
+        ))
+    }
+}
+
+/// A contact model could not produce a force this step.
+#[derive(Debug, thiserror::Error)]
+pub enum ContactError {
+    #[error("contact force is not finite at control point {point} (yarns passed through each other or the time step is too large)")]
+    NotFinite { point: usize },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The `none` contact model: yarns pass through each other.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoContact;
+
+impl ContactForce for NoContact {
+    fn add_forces(
+        &mut self,
+        _topo: &Topology,
+        _pos: &[[f32; 4]],
+        _vel: &[[f32; 4]],
+        _force: &mut [[f32; 4]],
+        _stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        Ok(())
+    }
+
+    /// No state: only the tag.
+    fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        out.put_str("contact.model", "none");
+        Ok(())
+    }
+
+    fn import_state(
+        &mut self,
+        _topo: &Topology,
+        _num_points: usize,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        inp.expect_model("none")
+    }
+}
+
+/// The contact model named by `contact.model` could not be built from the scene's parameters.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the {model} contact model")]
+pub struct ContactSetupError {
+    /// `none`, `exact` or `acl`.
+    pub model: &'static str,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// The contact model a scene asks for (`contact.model`), built from the yarn radius and the contact
+/// parameters. The driver ([`crate::sim`]) knows contact models only through this and
+/// [`ContactForce`].
+pub fn contact_model(
+    radius: f32,
+    params: &ContactParams,
+) -> Result<Box<dyn ContactForce>, ContactSetupError> {
+    let setup = |model: &'static str| {
+        move |e: Box<dyn std::error::Error + Send + Sync>| ContactSetupError { model, source: e }
+    };
+    Ok(match params.model {
+        ContactModel::None => Box::new(NoContact),
+        ContactModel::Exact => {
+            Box::new(ExactContact::new(radius, params).map_err(|e| setup("exact")(Box::new(e)))?)
+        }
+        ContactModel::Acl => Box::new(
+            crate::acl::AclContact::new(radius, params).map_err(|e| setup("acl")(Box::new(e)))?,
+        ),
+    })
 }

@@ -26,90 +26,13 @@ use std::time::Instant;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+// The contact-model interface lives in the contact module; re-exported here for the driver's users.
+pub use crate::contact::{ContactError, ContactForce, ContactStats, NoContact};
 use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 use crate::rod::{self, RodError, RodParams, RodState};
-use crate::scene::{ContactModel, Keyframe, Obstacle, Scene};
+use crate::scene::{Keyframe, Obstacle, Scene};
 use crate::state::{Curve, Topology, TopologyError};
 use crate::step::{self, LengthScratch, ObstacleShape};
-
-/// Named per-step statistics a contact model reports (`("touching_pairs", 1234.0)`, ...). The driver
-/// averages them over the steps of a frame into the frame's JSON record under the same names.
-#[derive(Clone, Debug, Default)]
-pub struct ContactStats {
-    pub values: Vec<(&'static str, f64)>,
-}
-
-impl ContactStats {
-    pub fn set(&mut self, name: &'static str, value: f64) {
-        if let Some(v) = self.values.iter_mut().find(|(n, _)| *n == name) {
-            v.1 = value;
-        } else {
-            self.values.push((name, value));
-        }
-    }
-}
-
-/// A yarn–yarn contact force model (none, exact, ACL). Called once per step, after gravity and rod
-/// forces are in `force`, with positions `pos` and velocities `vel` at the start of the step.
-pub trait ContactForce: Send {
-    /// Adds the contact force on every control point into `force` (xyz; w untouched).
-    fn add_forces(
-        &mut self,
-        topo: &Topology,
-        pos: &[[f32; 4]],
-        vel: &[[f32; 4]],
-        force: &mut [[f32; 4]],
-        stats: &mut ContactStats,
-    ) -> Result<(), ContactError>;
-
-    /// Adds 1 to `counts[s]` for every segment `s` whose contact model was (re)built by the last
-    /// [`Self::add_forces`] call; returns false (and leaves `counts` alone) when the model keeps no
-    /// contact models to rebuild. The driver calls it after every step while it records rebuilds
-    /// ([`Sim::record_rebuilds`]), so `counts` sums the rebuilds of a frame (seed Figures 1 and 8).
-    /// `counts` has one entry per segment of `topo`. Before the first step it adds nothing.
-    fn add_step_rebuilds(&mut self, _topo: &Topology, _counts: &mut [f32]) -> bool {
-        false
-    }
-
-    /// The touching, non-excluded quadrature pairs `[i, j]` (`i < j`, global index `segment * b + k`)
-    /// at positions `pos` into `touching`, and the boxes `[u0, u1, v0, v1]` (inclusive quadrature
-    /// indices) of the model's contact sets into `boxes` (seed Figure 2). Both are cleared first.
-    /// Returns false when the model has no notion of contact. Not part of the step: it may allocate.
-    fn contact_pairs(
-        &mut self,
-        _topo: &Topology,
-        _pos: &[[f32; 4]],
-        _touching: &mut Vec<[u32; 2]>,
-        _boxes: &mut Vec<[u32; 4]>,
-    ) -> Result<bool, ContactError> {
-        Ok(false)
-    }
-
-    /// Writes everything of the model that later steps read, bit for bit, into `out` (a
-    /// checkpoint, [`crate::checkpoint`]), starting with its tag in section `contact.model`. Not
-    /// part of the step: it may allocate. The default refuses: a model must say what its state is.
-    fn export_state(
-        &self,
-        _out: &mut crate::checkpoint::StateWriter,
-    ) -> Result<(), crate::checkpoint::CheckpointError> {
-        Err(crate::checkpoint::CheckpointError::Unsupported(
-            "this contact model cannot be checkpointed".into(),
-        ))
-    }
-
-    /// Restores what [`Self::export_state`] wrote into a model built afresh from the same scene,
-    /// for `topo` with `num_points` control points. On error the model must be discarded.
-    fn import_state(
-        &mut self,
-        _topo: &Topology,
-        _num_points: usize,
-        _inp: &crate::checkpoint::StateReader,
-    ) -> Result<(), crate::checkpoint::CheckpointError> {
-        Err(crate::checkpoint::CheckpointError::Unsupported(
-            "this contact model cannot be restored from a checkpoint".into(),
-        ))
-    }
-}
 
 /// Per-segment values a contact model can colour the yarn with ([`Sim::segment_values`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,69 +43,13 @@ pub enum SegmentValue {
     Contacts,
 }
 
-/// A contact model could not produce a force this step.
-#[derive(Debug, thiserror::Error)]
-pub enum ContactError {
-    #[error("contact force is not finite at control point {point} (yarns passed through each other or the time step is too large)")]
-    NotFinite { point: usize },
-    #[error("{0}")]
-    Other(String),
-}
-
-/// The `none` contact model: yarns pass through each other.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoContact;
-
-impl ContactForce for NoContact {
-    fn add_forces(
-        &mut self,
-        _topo: &Topology,
-        _pos: &[[f32; 4]],
-        _vel: &[[f32; 4]],
-        _force: &mut [[f32; 4]],
-        _stats: &mut ContactStats,
-    ) -> Result<(), ContactError> {
-        Ok(())
-    }
-
-    /// No state: only the tag.
-    fn export_state(
-        &self,
-        out: &mut crate::checkpoint::StateWriter,
-    ) -> Result<(), crate::checkpoint::CheckpointError> {
-        out.put_str("contact.model", "none");
-        Ok(())
-    }
-
-    fn import_state(
-        &mut self,
-        _topo: &Topology,
-        _num_points: usize,
-        inp: &crate::checkpoint::StateReader,
-    ) -> Result<(), crate::checkpoint::CheckpointError> {
-        inp.expect_model("none")
-    }
-}
-
 /// The contact model a scene asks for (`contact.model`), built from the scene's yarn radius and
-/// contact parameters.
+/// contact parameters ([`crate::contact::contact_model`]).
 pub fn contact_model(scene: &Scene) -> Result<Box<dyn ContactForce>, SimError> {
-    let (r, p) = (scene.yarn.radius, &scene.contact);
-    Ok(match p.model {
-        ContactModel::None => Box::new(NoContact),
-        ContactModel::Exact => Box::new(crate::contact::ExactContact::new(r, p).map_err(|e| {
-            SimError::ContactSetup {
-                model: "exact",
-                source: Box::new(e),
-            }
-        })?),
-        ContactModel::Acl => {
-            Box::new(
-                crate::acl::AclContact::new(r, p).map_err(|e| SimError::ContactSetup {
-                    model: "acl",
-                    source: Box::new(e),
-                })?,
-            )
+    crate::contact::contact_model(scene.yarn.radius, &scene.contact).map_err(|e| {
+        SimError::ContactSetup {
+            model: e.model,
+            source: e.source,
         }
     })
 }

@@ -938,3 +938,226 @@ fn acl_is_independent_of_thread_count() {
         }
     }
 }
+
+/// `set_merge` (connected components by min-label propagation, repeated while hulls overlap) on
+/// random boxes gives what merging any two overlapping boxes, one pair at a time, until none
+/// overlap gives (that process is confluent: hulls only grow, so two boxes that overlap once end
+/// up together in any order): the same groups, each kept in the slot of its smallest member, with
+/// the group's hull as its box; the others are no longer live.
+#[test]
+fn set_merge_equals_pairwise_merging_until_nothing_overlaps() {
+    use yarnsim::acl::coalesce::{set_merge, MergeScratch};
+    use yarnsim::acl::{box_hull, padded_box, ContactSet, SetIndex, SET_DIRTY, SET_MOVED};
+    let nq = 600u32;
+    let mut rng = Rng(7);
+    let mut merged_any = 0;
+    for round in 0..40 {
+        let n = 5 + (rng.next_f64() * 200.0) as usize;
+        // Some sets already disjoint and settled (not moved), then new ones (moved) on top.
+        let mut sets: Vec<ContactSet> = Vec::new();
+        let mut boxes: Vec<[u32; 4]> = Vec::new();
+        while sets.len() < n {
+            let i = (rng.next_f64() * (nq - 40) as f64) as u32;
+            let j = i + 1 + (rng.next_f64() * 39.0) as u32;
+            let (w, h) = ((rng.next_f64() * 6.0) as u32, (rng.next_f64() * 6.0) as u32);
+            let bx = padded_box(i, i + w, j, j + h, 3, nq);
+            let settled = sets.len() < n / 3;
+            if settled && boxes.iter().any(|b| boxes_overlap(b, &bx)) {
+                continue;
+            }
+            boxes.push(bx);
+            sets.push(ContactSet {
+                bx,
+                flags: SET_LIVE | if settled { 0 } else { SET_MOVED },
+                ..Default::default()
+            });
+        }
+        // Oracle: merge one overlapping pair at a time (the smaller index keeps the hull).
+        let mut group: Vec<usize> = (0..n).collect();
+        let mut hull = boxes.clone();
+        let mut live = vec![true; n];
+        'again: loop {
+            for a in 0..n {
+                for b in a + 1..n {
+                    if live[a] && live[b] && boxes_overlap(&hull[a], &hull[b]) {
+                        hull[a] = box_hull(&hull[a], &hull[b]);
+                        live[b] = false;
+                        for g in group.iter_mut() {
+                            if *g == b {
+                                *g = a;
+                            }
+                        }
+                        continue 'again;
+                    }
+                }
+            }
+            break;
+        }
+        let mut index = SetIndex::default();
+        let mut scratch = MergeScratch::default();
+        let (merged, _) = set_merge(&mut sets, &mut index, nq, &mut scratch);
+        assert_eq!(
+            merged as usize,
+            live.iter().filter(|l| !**l).count(),
+            "round {round}"
+        );
+        for k in 0..n {
+            let s = &sets[k];
+            assert_eq!(s.flags & SET_MOVED, 0, "round {round}: set {k} still moved");
+            assert_eq!(s.flags & SET_LIVE != 0, live[k], "round {round}: set {k}");
+            if live[k] {
+                assert_eq!(s.bx, hull[k], "round {round}: set {k}");
+                let absorbed = group.iter().enumerate().any(|(x, &g)| g == k && x != k);
+                assert_eq!(s.flags & SET_DIRTY != 0, absorbed, "round {round}: set {k}");
+            }
+        }
+        merged_any += merged;
+    }
+    assert!(merged_any > 100, "too few merges ({merged_any}) to test");
+}
+
+/// `pool_compact` keeps every set's model and writes the models contiguously, in set order.
+#[test]
+fn pool_compact_keeps_every_model_in_set_order() {
+    use yarnsim::acl::rebuild::{pool_compact, Pools, WatchPair};
+    use yarnsim::acl::{ContactSet, SET_ZERO};
+    let mut rng = Rng(3);
+    let mut pools = Pools::default();
+    let mut sets = Vec::new();
+    // Models appended in a shuffled order with garbage between them.
+    let n = 300;
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        order.swap(i, (rng.next_f64() * (i + 1) as f64) as usize);
+    }
+    sets.resize(n, ContactSet::default());
+    for &k in &order {
+        let np = 1 + (rng.next_f64() * 30.0) as usize;
+        let zero = rng.next_f64() < 0.2;
+        let nw = (rng.next_f64() * 33.0) as usize;
+        let garbage = (rng.next_f64() * 5.0) as usize;
+        let [p0, k0, w0] = pools.lens();
+        pools.resize([p0 + garbage, k0 + 3 * garbage, w0 + garbage]);
+        let [p0, k0, w0] = pools.lens();
+        let nk = if zero { 0 } else { model::tri_len(np) };
+        pools.resize([p0 + np, k0 + nk, w0 + nw]);
+        let v = k as f32;
+        for t in 0..np {
+            pools.cp[p0 + t] = (1000 * k + t) as u32;
+            pools.f0[p0 + t] = [v, t as f32, 1.0, 0.0];
+            pools.dbar[p0 + t] = [v, t as f32, 2.0, 0.0];
+            pools.m[p0 + t] = v + t as f32;
+        }
+        for t in 0..nk {
+            pools.k[k0 + t] = [v, t as f32, 0.0, 0.0, 0.0, 3.0];
+        }
+        for t in 0..nw {
+            pools.watch[w0 + t] = WatchPair {
+                i: k as u32,
+                j: t as u32,
+                kw: 1.0,
+                gap: 0.0,
+            };
+            pools.watch_loc[w0 + t] = [k as u16, t as u16, 0, 0, 0, 0, 0, 0];
+        }
+        sets[k] = ContactSet {
+            cp_off: p0 as u32,
+            n_cp: np as u32,
+            k_off: if zero { 0 } else { k0 as u32 },
+            w_off: w0 as u32,
+            n_watch: nw as u32,
+            flags: SET_LIVE | if zero { SET_ZERO } else { 0 },
+            ..Default::default()
+        };
+    }
+    let model_of = |pools: &Pools, s: &ContactSet| {
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        let nk = if s.flags & SET_ZERO != 0 {
+            0
+        } else {
+            model::tri_len(n)
+        };
+        let (ko, wo, nw) = (s.k_off as usize, s.w_off as usize, s.n_watch as usize);
+        (
+            pools.cp[o..o + n].to_vec(),
+            pools.f0[o..o + n].to_vec(),
+            pools.dbar[o..o + n].to_vec(),
+            pools.m[o..o + n].to_vec(),
+            pools.k[ko..ko + nk].to_vec(),
+            pools.watch[wo..wo + nw].to_vec(),
+            pools.watch_loc[wo..wo + nw].to_vec(),
+        )
+    };
+    let before: Vec<_> = sets.iter().map(|s| model_of(&pools, s)).collect();
+    let mut next = Pools::default();
+    let mut dest = Vec::new();
+    pool_compact(&mut sets, &mut pools, &mut next, &mut dest);
+    let (mut ap, mut ak, mut aw) = (0u32, 0u32, 0u32);
+    for (k, s) in sets.iter().enumerate() {
+        assert_eq!(model_of(&pools, s), before[k], "set {k}");
+        assert_eq!((s.cp_off, s.w_off), (ap, aw), "set {k} not in set order");
+        ap += s.n_cp;
+        aw += s.n_watch;
+        if s.flags & SET_ZERO == 0 {
+            assert_eq!(s.k_off, ak, "set {k} not in set order");
+            ak += model::tri_len(s.n_cp as usize) as u32;
+        }
+    }
+    assert_eq!(pools.lens(), [ap as usize, ak as usize, aw as usize]);
+}
+
+/// The f32 pair terms `set_rebuild` accumulates (`point_pair_compensated`) against the same terms
+/// in f64 at the same f32 points: a few ulp relative, for deep and for shallow pairs (d up to
+/// 2r(1 − 1e-5)), where plain f32 (`point_pair`) loses the force of a shallow pair to the rounding
+/// of `d²`. Tolerance: the compensated depth is exact to ~1 ulp, and the force takes ~6 more
+/// roundings (f32 ε = 6e-8): 1e-6 relative. (Plain f32 is also checked to fail it, so the test
+/// can fail.)
+#[test]
+fn compensated_pair_terms_are_accurate_in_f32_near_contact_distance() {
+    use yarnsim::contact::{point_pair, point_pair_compensated};
+    let mut rng = Rng(11);
+    let (mut worst, mut worst_plain) = (0.0f64, 0.0f64);
+    for n in 0..20000 {
+        // A point pair at distance d along a random direction, around a random centre.
+        let u = V3::new(
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        );
+        let u = u * (1.0 / u.norm());
+        let depth = if n % 2 == 0 {
+            rng.range(1e-5, 1e-3)
+        } else {
+            rng.range(1e-3, 0.3)
+        };
+        let d = 2.0 * R as f64 * (1.0 - depth);
+        let c = V3::new(
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+            rng.range(-5.0, 5.0),
+        );
+        let yi: V3<f32> = (c + u * (0.5 * d)).cast();
+        let yj: V3<f32> = (c - u * (0.5 * d)).cast();
+        let kw = 0.7f32;
+        let Some(exact) = point_pair::<f64>(yi.cast(), yj.cast(), kw as f64, R as f64) else {
+            continue;
+        };
+        let g = exact.grad_i.norm();
+        if let Some(pp) = point_pair_compensated(yi, yj, kw, R) {
+            worst = worst.max((pp.grad_i.cast::<f64>() - exact.grad_i).norm() / g);
+        } else {
+            panic!("pair {n} at depth {depth:.2e} touches in f64 but not compensated");
+        }
+        if let Some(pp) = point_pair(yi, yj, kw, R) {
+            worst_plain = worst_plain.max((pp.grad_i.cast::<f64>() - exact.grad_i).norm() / g);
+        }
+    }
+    println!(
+        "pair gradient, worst relative error: compensated {worst:.2e}, plain f32 {worst_plain:.2e}"
+    );
+    assert!(worst < 1e-6, "compensated pair gradient off by {worst:.2e}");
+    assert!(
+        worst_plain > 1e-6,
+        "plain f32 is as accurate ({worst_plain:.2e}): the test cannot fail"
+    );
+}

@@ -14,8 +14,8 @@
 //! no set covers (which the scheduler is meant to prevent) as red outside every box.
 
 use super::{AclContact, SET_LIVE};
+use crate::contact::ContactError;
 use crate::contact::ExactContact;
-use crate::sim::ContactError;
 use crate::state::Topology;
 
 impl AclContact {

@@ -1,17 +1,19 @@
 //! ACL's checkpoint state ([`crate::checkpoint`]): everything a later step reads, bit for bit.
 //!
-//! Saved: the step count; every set slot's header (box, pool offsets, ε, guards, `f_ref`, the polar
-//! warm-start quaternion, the reference centre, `rebuilt_step`, flags), dead slots included; the
-//! free slots in order (reused last-in first-out); the stiction springs; the model pools' lengths,
-//! the live sets' ranges of them (in set order) and the garbage counts, so the pools come back with
-//! the same layout (compaction happens at the same steps and moves the same ranges; the garbage
-//! between the ranges, which nothing reads, comes back as zeros); the boxes that released pairs
-//! for the scheduler's next step; and the scheduler's state
-//! ([`crate::sched::Scheduler::export_state`]). Rebuilt instead, by the same code from the same
-//! inputs: the per-topology tables (exclusion rule, segment weights and control points, `nq`) and
-//! the sets' bin index, which every step leaves equal to the index of its final sets. The per-step
-//! scratch pools are written before they are read.
+//! Saved: the step count; every set's header (box, pool offsets, ε, guards, `f_ref`, the polar
+//! warm-start quaternion, the reference centre, `rebuilt_step`, flags), in table order (between
+//! steps the table holds live sets only, so a set with any other flags than [`SET_LIVE`] and
+//! [`SET_ZERO`] is refused); the stiction springs; the model pools' lengths, the sets' ranges of them
+//! (in set order) and the garbage counts, so the pools come back with the same layout (compaction
+//! happens at the same steps and moves the same ranges; the garbage between the ranges, which
+//! nothing reads, comes back as zeros); the boxes that released pairs for the scheduler's next
+//! step; and the scheduler's state ([`crate::sched::Scheduler::export_state`]). Rebuilt instead, by
+//! the same code from the same inputs: the per-topology tables (exclusion rule, segment weights and
+//! control points, `nq`) and the sets' bin index, which every step leaves equal to the index of its
+//! final sets. The per-step scratch pools and the stages' scratch are written before they are
+//! read.
 
+use super::rebuild::{PoolGarbage, Pools};
 use super::{model, AclContact, SET_LIVE, SET_ZERO};
 use crate::checkpoint::{check_index, check_len, CheckpointError, StateReader, StateWriter};
 use crate::state::Topology;
@@ -31,38 +33,32 @@ impl AclContact {
                 self.topo_sig.2 as u64,
                 self.nq as u64,
                 self.b as u64,
-                self.garbage_cp as u64,
-                self.garbage_k as u64,
-                self.garbage_w as u64,
+                self.garbage.cp as u64,
+                self.garbage.k as u64,
+                self.garbage.w as u64,
             ],
         );
         out.put("acl.sets", &self.sets);
         out.put("acl.springs", &self.springs);
-        out.put("acl.set_free", &self.set_free);
-        out.put(
-            "acl.pool_len",
-            &[
-                self.cp_pool.len() as u64,
-                self.k_pool.len() as u64,
-                self.watch_pool.len() as u64,
-            ],
-        );
+        let lens = self.pools.lens();
+        out.put("acl.pool_len", &lens.map(|x| x as u64));
         // The live sets' ranges, in set order.
         let (mut cp, mut f0, mut dbar, mut m) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut k, mut watch, mut watch_loc) = (Vec::new(), Vec::new(), Vec::new());
         for s in self.sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
+            let p = &self.pools;
             let r = s.cp_off as usize..(s.cp_off + s.n_cp) as usize;
-            cp.extend_from_slice(&self.cp_pool[r.clone()]);
-            f0.extend_from_slice(&self.f0_pool[r.clone()]);
-            dbar.extend_from_slice(&self.dbar_pool[r.clone()]);
-            m.extend_from_slice(&self.m_pool[r]);
+            cp.extend_from_slice(&p.cp[r.clone()]);
+            f0.extend_from_slice(&p.f0[r.clone()]);
+            dbar.extend_from_slice(&p.dbar[r.clone()]);
+            m.extend_from_slice(&p.m[r]);
             if s.flags & SET_ZERO == 0 {
                 let k0 = s.k_off as usize;
-                k.extend_from_slice(&self.k_pool[k0..k0 + model::tri_len(s.n_cp as usize)]);
+                k.extend_from_slice(&p.k[k0..k0 + model::tri_len(s.n_cp as usize)]);
             }
             let w = s.w_off as usize..(s.w_off + s.n_watch) as usize;
-            watch.extend_from_slice(&self.watch_pool[w.clone()]);
-            watch_loc.extend_from_slice(&self.watch_loc_pool[w]);
+            watch.extend_from_slice(&p.watch[w.clone()]);
+            watch_loc.extend_from_slice(&p.watch_loc[w]);
         }
         out.put("acl.cp", &cp);
         out.put_points("acl.f0", &f0);
@@ -124,7 +120,16 @@ impl AclContact {
         let nq = nq as usize;
         let sets = inp.get::<super::ContactSet>("acl.sets")?;
         let springs = inp.get_len::<super::StictionSpring>("acl.springs", 4 * sets.len())?;
-        let set_free = inp.get::<u32>("acl.set_free")?;
+        // Between steps the table is compact and no set is dirty or moved.
+        if let Some(s) = sets
+            .iter()
+            .find(|s| s.flags & SET_LIVE == 0 || s.flags & !(SET_LIVE | SET_ZERO) != 0)
+        {
+            return Err(CheckpointError::bad(
+                "acl.sets",
+                format!("a set with flags {:#x} between steps", s.flags),
+            ));
+        }
         let lens = inp.get_len::<u64>("acl.pool_len", 3)?;
         let cp = inp.get::<u32>("acl.cp")?;
         let nc = cp.len();
@@ -183,10 +188,22 @@ impl AclContact {
         };
         for s in sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
             let n = s.n_cp as usize;
-            if !(s.bx[0] <= s.bx[1] && s.bx[2] <= s.bx[3] && (s.bx[3] as usize) < nq) {
+            if !(s.bx[0] <= s.bx[1]
+                && s.bx[2] <= s.bx[3]
+                && (s.bx[1] as usize) < nq
+                && (s.bx[3] as usize) < nq)
+            {
                 return Err(CheckpointError::bad(
                     "acl.sets",
                     format!("box {:?} outside the {nq} quadrature points", s.bx),
+                ));
+            }
+            // Every set was rebuilt at least once, so it has control points (the springs and the
+            // gather index into them).
+            if n == 0 {
+                return Err(CheckpointError::bad(
+                    "acl.sets",
+                    "a set without control points",
                 ));
             }
             range("acl.sets", s.cp_off, n, np)?;
@@ -194,6 +211,22 @@ impl AclContact {
                 range("acl.sets", s.k_off, model::tri_len(n), nk)?;
             }
             range("acl.sets", s.w_off, s.n_watch as usize, nw)?;
+        }
+        // The stages write the per-step scratch at the sets' point ranges in parallel: the ranges
+        // must not overlap.
+        let mut ranges: Vec<(u32, u32)> = live().map(|s| (s.cp_off, s.n_cp)).collect();
+        ranges.sort_unstable();
+        if let Some(w) = ranges
+            .windows(2)
+            .find(|w| w[0].0 as usize + w[0].1 as usize > w[1].0 as usize)
+        {
+            return Err(CheckpointError::bad(
+                "acl.sets",
+                format!(
+                    "point ranges {}..+{} and {}..+{} overlap",
+                    w[0].0, w[0].1, w[1].0, w[1].1
+                ),
+            ));
         }
         let (mut at_c, mut at_w) = (0usize, 0usize);
         for s in live() {
@@ -221,55 +254,41 @@ impl AclContact {
                 check_index("acl.springs", "quadrature point", sp.j as usize, nq)?;
             }
         }
-        let mut listed = vec![false; sets.len()];
-        for &k in &set_free {
-            check_index("acl.set_free", "set", k as usize, sets.len())?;
-            if sets[k as usize].flags & SET_LIVE != 0 || listed[k as usize] {
-                return Err(CheckpointError::bad(
-                    "acl.set_free",
-                    format!("set {k} is live or listed twice"),
-                ));
-            }
-            listed[k as usize] = true;
-        }
         // The per-topology tables as the first step made them (this resets the model), then the
         // scheduler (checked before it changes anything), then the sets and pools.
         self.prepare(topo);
         self.sched
             .import_state(inp, topo.segments.len(), num_points)?;
         self.step = step;
-        self.garbage_cp = c[7] as usize;
-        self.garbage_k = c[8] as usize;
-        self.garbage_w = c[9] as usize;
+        self.garbage = PoolGarbage {
+            cp: c[7] as usize,
+            k: c[8] as usize,
+            w: c[9] as usize,
+        };
         self.sets = sets;
         self.springs = springs;
-        self.set_free = set_free;
         // The pools at their saved lengths, each live range at its offset.
-        self.cp_pool = vec![0; np];
-        self.f0_pool = vec![[0.0; 4]; np];
-        self.dbar_pool = vec![[0.0; 4]; np];
-        self.m_pool = vec![0.0; np];
-        self.k_pool = vec![[0.0; 6]; nk];
-        self.watch_pool = vec![super::WatchPair::default(); nw];
-        self.watch_loc_pool = vec![[0; 8]; nw];
+        let mut pools = Pools::default();
+        pools.resize([np, nk, nw]);
         let (mut at_c, mut at_k, mut at_w) = (0usize, 0usize, 0usize);
-        for s in self.sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
+        for s in &self.sets {
             let (o, n) = (s.cp_off as usize, s.n_cp as usize);
-            self.cp_pool[o..o + n].copy_from_slice(&cp[at_c..at_c + n]);
-            self.f0_pool[o..o + n].copy_from_slice(&f0[at_c..at_c + n]);
-            self.dbar_pool[o..o + n].copy_from_slice(&dbar[at_c..at_c + n]);
-            self.m_pool[o..o + n].copy_from_slice(&m[at_c..at_c + n]);
+            pools.cp[o..o + n].copy_from_slice(&cp[at_c..at_c + n]);
+            pools.f0[o..o + n].copy_from_slice(&f0[at_c..at_c + n]);
+            pools.dbar[o..o + n].copy_from_slice(&dbar[at_c..at_c + n]);
+            pools.m[o..o + n].copy_from_slice(&m[at_c..at_c + n]);
             at_c += n;
             if s.flags & SET_ZERO == 0 {
                 let (ko, nkb) = (s.k_off as usize, model::tri_len(n));
-                self.k_pool[ko..ko + nkb].copy_from_slice(&k[at_k..at_k + nkb]);
+                pools.k[ko..ko + nkb].copy_from_slice(&k[at_k..at_k + nkb]);
                 at_k += nkb;
             }
             let (wo, nwatch) = (s.w_off as usize, s.n_watch as usize);
-            self.watch_pool[wo..wo + nwatch].copy_from_slice(&watch[at_w..at_w + nwatch]);
-            self.watch_loc_pool[wo..wo + nwatch].copy_from_slice(&watch_loc[at_w..at_w + nwatch]);
+            pools.watch[wo..wo + nwatch].copy_from_slice(&watch[at_w..at_w + nwatch]);
+            pools.watch_loc[wo..wo + nwatch].copy_from_slice(&watch_loc[at_w..at_w + nwatch]);
             at_w += nwatch;
         }
+        self.pools = pools;
         self.index.build(&self.sets, self.nq);
         self.released = released;
         Ok(())

@@ -28,6 +28,7 @@
 
 use super::grid::{self, aabb_raster, candidate_count, candidate_write, grid_write};
 use super::Exclusion;
+use super::{ContactError, ContactForce, ContactStats};
 use crate::layout::{
     ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact,
     ERROR_CONTACT_NOT_FINITE, ERROR_GATHER_FULL, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE,
@@ -36,7 +37,6 @@ use crate::layout::{
 use crate::math::V3;
 use crate::scan::{self, resize_with_headroom};
 use crate::scene::ContactParams;
-use crate::sim::{ContactError, ContactForce, ContactStats};
 use crate::sort;
 use crate::spline::QuadratureTable;
 use crate::state::{Segment, Topology};

@@ -397,18 +397,6 @@ pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
     bits
 }
 
-/// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults, whatever the address; SSE is part of the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// The integer cell nearest to the centre of mass of the control points (equal masses).
 fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
     let mut c = [0.0f64; 3];

@@ -1,0 +1,808 @@
+//! Adaptive contact linearization (ACL, seed §4–§5, DESIGN §4): the yarn–yarn penalty contact force as
+//! a sum over disjoint *contact sets*, each approximated by a rotated linear model that is rebuilt only
+//! when the contact has deformed too much; new contacts come from the space-time scheduler
+//! ([`crate::sched`]). This module holds the model's state and the step driver; each stage is a free
+//! function in its own module, taking the buffers it reads and writes in the order a GPU kernel
+//! would bind them.
+//!
+//! # Buffers (flat, `Pod`)
+//!
+//! - `sets`: [`ContactSet`] headers (box, pool offsets, ε, warm-start quaternion, reference centre),
+//!   all live between steps, in a deterministic order ([`sets`]);
+//! - `springs`: 4 [`StictionSpring`]s per set ([`stiction`]);
+//! - the model pools ([`rebuild::Pools`]), indexed by the headers' offsets: `cp_pool` (global control
+//!   point indices), `f0_pool`, `dbar_pool`, `m_pool` per control point, `k_pool` (the `n(n+1)/2`
+//!   symmetric 3×3 blocks of `K̄`, see [`model`]), `watch_pool` and `watch_loc_pool` (the watched
+//!   pairs, see [`evaluate`]); and parallel to the point pools the per-step scratch `q_pool`,
+//!   `dev_pool`, `fout_pool`.
+//!
+//! Sets are pairwise disjoint (no member pair in two sets) and every touching, non-excluded pair is
+//! a member of one (the scheduler guarantees that for pairs outside all sets, and a set keeps its
+//! touching pairs inside its box by resizing).
+//!
+//! # One step (`add_forces`), in stage order
+//!
+//! 1. Scheduler (`aabb_raster_movement`, `newcomer_schedule`, `schedule_process`): touching pairs of
+//!    empty space. It sees the sets through their packed boxes (`sched::lookup`) and the boxes that
+//!    gave pairs back during the previous step.
+//! 2. [`coalesce`]: `contact_coalesce` makes new sets of the touching pairs, `set_merge` merges
+//!    overlapping sets (connected components by min-label propagation) until no two overlap.
+//! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
+//!    invalidation, and the corotational force of a still-valid model.
+//! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
+//!    parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
+//!    nothing is dirty.
+//! 5. [`stiction`]: `stiction_forces` adds the springs' forces into their sets' force ranges;
+//!    [`gather`]: `set_point_table` and `set_gather` add the sets' forces to the control points.
+//! 6. [`sets`]: `set_compact` removes deleted and merged-away sets; `pool_compact` when the pools
+//!    are mostly garbage; the bin index of the final sets for the next step's scheduler.
+//!
+//! Every stage's output is independent of the number of threads (bitwise): parallel passes write
+//! disjoint outputs, sizes become offsets by prefix sums in a fixed order, and the few scatters
+//! are order-free reductions (min, max).
+
+// Negated comparisons (`!(x > 0)`) are deliberate: they also reject NaN. Index loops mirror the
+// element-wise kernels.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
+
+pub mod coalesce;
+pub mod evaluate;
+pub mod gather;
+pub mod model;
+mod outputs;
+pub mod rebuild;
+pub mod sets;
+mod state;
+pub mod stiction;
+
+pub use evaluate::BASIS_ABS_SUM_MAX;
+pub use rebuild::{WatchPair, MAX_WATCH};
+pub use sets::{
+    box_hull, boxes_overlap, padded_box, ContactSet, SetIndex, MERGE_BIN, SET_DIRTY, SET_LIVE,
+    SET_MOVED, SET_ZERO,
+};
+pub use stiction::{StictionSpring, SPRING_ACTIVE};
+
+use crate::contact::{ContactError, ContactForce, ContactStats, Exclusion, SegmentExclusion};
+use crate::math::{M3, V3};
+use crate::polar::quat_to_matrix;
+use crate::scene::ContactParams;
+use crate::sched::{set_lookup_pack, PairClass, PairRules, Release, SchedParams, Scheduler};
+use crate::spline::QuadratureTable;
+use crate::state::Topology;
+use coalesce::MergeScratch;
+use model::SymBlock;
+use rebuild::{PoolGarbage, Pools, RebuildParams, RebuildPlan, RebuildScratch, RebuildTables};
+use std::sync::Mutex;
+
+/// Why ACL cannot run with the given parameters.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum AclError {
+    #[error("contact.tolerance = {0}: must be non-negative and finite")]
+    Tolerance(f32),
+    #[error("contact.padding = {0}: must be at most 64 quadrature points")]
+    Padding(u32),
+    #[error("contact.delete_distance = {0}: must be at least 2 (radii) and finite")]
+    DeleteDistance(f32),
+    #[error("contact.stiffness = {0}: must be non-negative and finite")]
+    Stiffness(f32),
+    #[error("contact.stiction_stiffness = {0} / stiction_break_energy = {1}: must be non-negative and finite")]
+    Stiction(f32, f32),
+    #[error("{0}")]
+    Sched(#[from] crate::sched::SchedError),
+}
+
+impl From<AclError> for ContactError {
+    fn from(e: AclError) -> Self {
+        match e {
+            AclError::Sched(crate::sched::SchedError::NotFinite { point }) => {
+                ContactError::NotFinite { point }
+            }
+            e => ContactError::Other(e.to_string()),
+        }
+    }
+}
+
+impl PairRules for Exclusion {
+    fn segment_class(&self, seg_a: u32, seg_b: u32) -> PairClass {
+        match self.segment_exclusion(seg_a, seg_b) {
+            SegmentExclusion::Clear => PairClass::Clear,
+            SegmentExclusion::All => PairClass::All,
+            SegmentExclusion::Mixed => PairClass::Mixed,
+        }
+    }
+    fn excluded(&self, seg_a: u32, k_a: u32, seg_b: u32, k_b: u32) -> bool {
+        Exclusion::excluded(self, seg_a, k_a, seg_b, k_b)
+    }
+}
+
+/// Hints the CPU to bring the cache line at `p` in (no effect on results; `p` need not be valid).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// A buffer that the tasks of a parallel pass write at disjoint ranges (each set owns its pool
+/// ranges, handed out by a prefix sum; each dirty set its header). Only the ranges are checked;
+/// that no two tasks touch the same element is the caller's promise.
+pub(crate) struct SyncPtr<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for SyncPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SyncPtr<T> {}
+// SAFETY: the pointer is only dereferenced through `slice` / `write`, at ranges no two tasks share.
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
+
+impl<T> SyncPtr<T> {
+    pub(crate) fn new(s: &mut [T]) -> Self {
+        SyncPtr {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+        }
+    }
+
+    /// The base pointer (for prefetching).
+    pub(crate) fn ptr(&self) -> *const T {
+        self.ptr
+    }
+
+    /// # Safety
+    /// No other live reference may overlap `[off, off + n)` (which must lie inside the buffer:
+    /// checked), and the buffer must outlive the returned slice.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice(&self, off: usize, n: usize) -> &mut [T] {
+        assert!(off.checked_add(n).is_some_and(|e| e <= self.len));
+        std::slice::from_raw_parts_mut(self.ptr.add(off), n)
+    }
+
+    /// The spare capacity of `v` (emptied), room for `n` entries that a pass writes with
+    /// [`Self::copy_to`] before the caller sets the length.
+    pub(crate) fn spare(v: &mut Vec<T>, n: usize) -> Self {
+        v.clear();
+        v.reserve(n);
+        SyncPtr {
+            ptr: v.as_mut_ptr(),
+            len: n,
+        }
+    }
+
+    /// Copies `src` to `[off, off + src.len())` (which must lie inside the buffer: checked), without
+    /// reading the destination (it may be uninitialized).
+    ///
+    /// # Safety
+    /// No other task may read or write that range meanwhile.
+    pub(crate) unsafe fn copy_to(&self, off: usize, src: &[T]) {
+        assert!(off.checked_add(src.len()).is_some_and(|e| e <= self.len));
+        std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(off), src.len());
+    }
+
+    /// # Safety
+    /// As [`Self::slice`] for the single element `i`.
+    pub(crate) unsafe fn write(&self, i: usize, v: T) {
+        self.slice(i, 1)[0] = v;
+    }
+}
+
+/// One scratch value per worker thread of the pool a parallel pass runs in (by
+/// [`rayon::current_thread_index`]); results never depend on which scratch a task gets.
+#[derive(Debug, Default)]
+pub struct ThreadScratch<T> {
+    slots: Vec<Mutex<T>>,
+}
+
+impl<T: Default> ThreadScratch<T> {
+    /// One slot per thread of the current pool (allocates only when the pool is larger than before).
+    pub fn ensure(&mut self) {
+        let n = rayon::current_num_threads().max(1);
+        while self.slots.len() < n {
+            self.slots.push(Mutex::new(T::default()));
+        }
+    }
+
+    /// Runs `f` with the calling worker's scratch. (Tasks never nest, so a slot is never locked
+    /// twice; a thread outside the pool uses the last slot.)
+    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let i = rayon::current_thread_index().unwrap_or(self.slots.len() - 1);
+        let mut g = self.slots[i.min(self.slots.len() - 1)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        f(&mut g)
+    }
+}
+
+/// Grows each per-step scratch pool to at least `n` entries (keeping its capacity).
+fn grow_scratch(n: usize, pools: [&mut Vec<V3<f32>>; 3]) {
+    for p in pools {
+        if p.len() < n {
+            p.resize(n, V3::zero());
+        }
+    }
+}
+
+/// Counters and times of the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AclStepStats {
+    pub contact_sets: u64,
+    pub rebuilds: u64,
+    pub rebuild_fraction: f64,
+    pub entries_tracked: u64,
+    pub entries_examined: u64,
+    pub entries_processed: u64,
+    pub touching_pairs: u64,
+    pub new_pairs: u64,
+    pub merges: u64,
+    pub deleted: u64,
+    pub raster_ms: f64,
+    pub newcomers_ms: f64,
+    pub schedule_ms: f64,
+    pub coalesce_ms: f64,
+    pub evaluate_ms: f64,
+    pub rebuild_ms: f64,
+}
+
+/// The ACL contact model (`contact.model = "acl"`).
+#[derive(Debug)]
+pub struct AclContact {
+    r: f32,
+    params: ContactParams,
+    table: QuadratureTable,
+    b: u32,
+    nq: u32,
+    topo_sig: (usize, usize, usize),
+    excl: Exclusion,
+    /// `ℓ/b` per segment (quadrature weight).
+    seg_w: Vec<f32>,
+    /// The control points of each segment (a copy of the topology's, for the stages).
+    seg_cp: Vec<[u32; 4]>,
+    sched: Scheduler,
+    sets: Vec<ContactSet>,
+    springs: Vec<StictionSpring>,
+    pools: Pools,
+    /// Pool entries no live set uses.
+    garbage: PoolGarbage,
+    // Per-step scratch parallel to the point pools.
+    q_pool: Vec<V3<f32>>,
+    dev_pool: Vec<V3<f32>>,
+    fout_pool: Vec<V3<f32>>,
+    index: SetIndex,
+    merge: MergeScratch,
+    /// The compactions' second buffers and offsets.
+    sets_next: Vec<ContactSet>,
+    springs_next: Vec<StictionSpring>,
+    set_dest: Vec<u32>,
+    pools_next: Pools,
+    pool_dest: Vec<[u32; 3]>,
+    /// The rebuild passes' dirty list, plans and watched-pair slots.
+    dirty: Vec<u32>,
+    plans: Vec<RebuildPlan>,
+    plan_watch: Vec<WatchPair>,
+    plan_watch_loc: Vec<[u16; 8]>,
+    rebuild_scratch: ThreadScratch<RebuildScratch>,
+    /// The point → record table of the gather, and its per-run counts.
+    point_hist: Vec<u32>,
+    point_start: Vec<u32>,
+    point_records: Vec<V3<f32>>,
+    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
+    released: Vec<Release>,
+    /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
+    lookup: Vec<u32>,
+    step: u64,
+    last: AclStepStats,
+}
+
+impl AclContact {
+    /// ACL for yarns of radius `radius` with the scene's contact parameters.
+    pub fn new(radius: f32, params: &ContactParams) -> Result<Self, AclError> {
+        Self::with_sched_switches(radius, params, Default::default())
+    }
+
+    /// As [`Self::new`], with scheduler safety rules switched off (tests only).
+    pub fn with_sched_switches(
+        radius: f32,
+        params: &ContactParams,
+        disable: crate::sched::SafetyRuleSwitches,
+    ) -> Result<Self, AclError> {
+        if !(params.tolerance >= 0.0 && params.tolerance.is_finite()) {
+            return Err(AclError::Tolerance(params.tolerance));
+        }
+        if params.padding > 64 {
+            return Err(AclError::Padding(params.padding));
+        }
+        if !(params.delete_distance >= 2.0 && params.delete_distance.is_finite()) {
+            return Err(AclError::DeleteDistance(params.delete_distance));
+        }
+        if !(params.stiffness >= 0.0 && params.stiffness.is_finite()) {
+            return Err(AclError::Stiffness(params.stiffness));
+        }
+        if !(params.stiction_stiffness >= 0.0
+            && params.stiction_stiffness.is_finite()
+            && params.stiction_break_energy >= 0.0
+            && params.stiction_break_energy.is_finite())
+        {
+            return Err(AclError::Stiction(
+                params.stiction_stiffness,
+                params.stiction_break_energy,
+            ));
+        }
+        let sched = Scheduler::new(SchedParams {
+            exclusion_arc: params.exclusion_arc,
+            quadrature: params.quadrature,
+            radius,
+            cell: params.grid_cell,
+            max_bin: params.max_bin,
+            omega: params.omega,
+            disable,
+        })?;
+        Ok(AclContact {
+            r: radius,
+            params: params.clone(),
+            table: QuadratureTable::new(params.quadrature),
+            b: params.quadrature,
+            nq: 0,
+            topo_sig: (usize::MAX, 0, 0),
+            excl: Exclusion::default(),
+            seg_w: Vec::new(),
+            seg_cp: Vec::new(),
+            sched,
+            sets: Vec::new(),
+            springs: Vec::new(),
+            pools: Pools::default(),
+            garbage: PoolGarbage::default(),
+            q_pool: Vec::new(),
+            dev_pool: Vec::new(),
+            fout_pool: Vec::new(),
+            index: SetIndex::default(),
+            merge: MergeScratch::default(),
+            sets_next: Vec::new(),
+            springs_next: Vec::new(),
+            set_dest: Vec::new(),
+            pools_next: Pools::default(),
+            pool_dest: Vec::new(),
+            dirty: Vec::new(),
+            plans: Vec::new(),
+            plan_watch: Vec::new(),
+            plan_watch_loc: Vec::new(),
+            rebuild_scratch: ThreadScratch::default(),
+            point_hist: Vec::new(),
+            point_start: Vec::new(),
+            point_records: Vec::new(),
+            released: Vec::new(),
+            lookup: Vec::new(),
+            step: 0,
+            last: AclStepStats::default(),
+        })
+    }
+
+    /// Statistics of the last step.
+    pub fn last_stats(&self) -> AclStepStats {
+        self.last
+    }
+
+    /// The sets (between steps all live, see [`sets`]).
+    pub fn sets(&self) -> &[ContactSet] {
+        &self.sets
+    }
+
+    /// The live sets' boxes.
+    pub fn boxes(&self) -> impl Iterator<Item = [u32; 4]> + '_ {
+        self.sets
+            .iter()
+            .filter(|s| s.flags & SET_LIVE != 0)
+            .map(|s| s.bx)
+    }
+
+    /// The scheduler (for statistics and tests).
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.sched
+    }
+
+    /// Control points of set `k` and its stored model `(f0, K̄ blocks, d̄, M)`, for tests.
+    #[allow(clippy::type_complexity)]
+    pub fn set_model(
+        &self,
+        k: usize,
+    ) -> (&[u32], &[[f32; 4]], &[SymBlock<f32>], &[[f32; 4]], &[f32]) {
+        let s = &self.sets[k];
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        let nk = rebuild::model_sizes(s)[1];
+        let p = &self.pools;
+        (
+            &p.cp[o..o + n],
+            &p.f0[o..o + n],
+            &p.k[s.k_off as usize..s.k_off as usize + nk],
+            &p.dbar[o..o + n],
+            &p.m[o..o + n],
+        )
+    }
+
+    /// The stiction springs of set `k`.
+    pub fn springs(&self, k: usize) -> &[StictionSpring] {
+        &self.springs[4 * k..4 * k + 4]
+    }
+
+    fn prepare(&mut self, topo: &Topology) {
+        let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
+        if sig == self.topo_sig {
+            return;
+        }
+        self.topo_sig = sig;
+        self.excl = Exclusion::new(topo, &self.params);
+        self.seg_w = topo
+            .segments
+            .iter()
+            .map(|s| topo.edges[s.edge as usize].rest_length / self.b as f32)
+            .collect();
+        self.seg_cp = topo.segments.iter().map(|s| s.cp).collect();
+        self.nq = topo.segments.len() as u32 * self.b;
+        self.sets.clear();
+        self.springs.clear();
+        self.pools.clear();
+        self.garbage = PoolGarbage::default();
+        self.index.clear();
+        self.released.clear();
+        self.step = 0;
+    }
+
+    /// Grows the per-step scratch pools to the point pools' length (their contents are written
+    /// before they are read).
+    fn size_scratch_pools(&mut self) {
+        grow_scratch(
+            self.pools.cp.len(),
+            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+        );
+    }
+
+    /// Stage `set_merge` on the table, with the garbage of the merged-away models counted.
+    fn merge(&mut self) -> u64 {
+        let (merged, garbage) =
+            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge);
+        self.garbage.add_all(&garbage);
+        merged
+    }
+
+    /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
+    /// `pool_alloc` → `set_rebuild`). Counts rebuilds and deletions into `st`.
+    fn rebuild_dirty(
+        &mut self,
+        pos: &[[f32; 4]],
+        st: &mut AclStepStats,
+    ) -> Result<(), ContactError> {
+        let nd = self.dirty.len();
+        // The size pass writes every plan and the watched-pair slots its plans count, before
+        // anything reads them: the buffers only grow (no clearing).
+        if self.plans.len() < nd {
+            self.plans.resize(nd, RebuildPlan::default());
+            self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
+            self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 8]);
+        }
+        let nw = nd * MAX_WATCH;
+        self.rebuild_scratch.ensure();
+        let p = RebuildParams {
+            b: self.b,
+            nq: self.nq,
+            r: self.r,
+            padding: self.params.padding,
+            delete_distance: self.params.delete_distance,
+            stiffness: self.params.stiffness,
+            stiction_stiffness: self.params.stiction_stiffness,
+            step: self.step as u32,
+        };
+        let tables = RebuildTables {
+            seg_cp: &self.seg_cp,
+            seg_w: &self.seg_w,
+            weights: &self.table.weights,
+            excl: &self.excl,
+        };
+        rebuild::set_rebuild_size(
+            &p,
+            pos,
+            tables,
+            &self.sets,
+            &self.dirty,
+            &mut self.plans[..nd],
+            &mut self.plan_watch[..nw],
+            &mut self.plan_watch_loc[..nw],
+            &self.rebuild_scratch,
+        );
+        if let Some(plan) = self.plans[..nd]
+            .iter()
+            .find(|p| p.flags & rebuild::PLAN_ERROR != 0)
+        {
+            return Err(ContactError::NotFinite {
+                point: plan.error_point as usize,
+            });
+        }
+        let (lens, garbage) = rebuild::pool_alloc(
+            &self.sets,
+            &self.dirty,
+            &mut self.plans[..nd],
+            self.pools.lens(),
+            &mut self.released,
+        );
+        self.garbage.add_all(&garbage);
+        self.pools.resize(lens);
+        grow_scratch(
+            self.pools.cp.len(),
+            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+        );
+        st.rebuilds += nd as u64;
+        st.deleted += self.plans[..nd]
+            .iter()
+            .filter(|p| p.flags & rebuild::PLAN_DELETE != 0)
+            .count() as u64;
+        let bad = rebuild::set_rebuild(
+            &p,
+            pos,
+            tables,
+            &self.dirty,
+            &self.plans[..nd],
+            &self.plan_watch[..nw],
+            &self.plan_watch_loc[..nw],
+            &mut self.sets,
+            &mut self.springs,
+            &mut self.pools,
+            &mut self.fout_pool,
+            &self.rebuild_scratch,
+        );
+        match bad {
+            Some(point) => Err(ContactError::NotFinite { point }),
+            None => Ok(()),
+        }
+    }
+
+    /// One step of ACL contact: detection, coalescing, evaluation, rebuilds; forces added to `force`.
+    pub fn step(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+    ) -> Result<AclStepStats, ContactError> {
+        self.prepare(topo);
+        let mut st = AclStepStats::default();
+        // 1. Scheduler.
+        {
+            // The sets as the scheduler looks them up (their boxes, packed: `sched::lookup`).
+            let boxes = self
+                .sets
+                .iter()
+                .filter(|s| s.flags & SET_LIVE != 0)
+                .map(|s| s.bx);
+            set_lookup_pack(boxes, self.b, self.nq / self.b, &mut self.lookup);
+            self.sched
+                .detect(
+                    &topo.segments,
+                    pos,
+                    &self.excl,
+                    &self.lookup,
+                    &self.released,
+                )
+                .map_err(AclError::from)?;
+        }
+        self.released.clear();
+        let ss = self.sched.stats();
+        let stimes = self.sched.times();
+        // 2. Coalescing.
+        let t0 = std::time::Instant::now();
+        st.new_pairs = self.sched.touching().len() as u64;
+        coalesce::contact_coalesce(
+            self.sched.touching(),
+            self.params.padding,
+            self.nq,
+            &mut self.sets,
+            &mut self.springs,
+        );
+        st.merges += self.merge();
+        let mut coalesce = t0.elapsed().as_secs_f64();
+        // 3. Evaluate clean sets.
+        let t1 = std::time::Instant::now();
+        self.size_scratch_pools();
+        evaluate::set_evaluate(
+            &evaluate::EvalParams {
+                b: self.b,
+                r: self.r,
+                tolerance: self.params.tolerance,
+                extra: self.params.extra_invalidation,
+            },
+            pos,
+            &self.table.weights,
+            &self.pools.cp,
+            &self.pools.f0,
+            &self.pools.dbar,
+            &self.pools.m,
+            &self.pools.k,
+            &self.pools.watch,
+            &self.pools.watch_loc,
+            &mut self.sets,
+            &mut self.q_pool,
+            &mut self.dev_pool,
+            &mut self.fout_pool,
+        )?;
+        let mut evaluate = t1.elapsed().as_secs_f64();
+        // 4. Rebuilds, and merges of what grew, until nothing is dirty.
+        let mut rebuild = 0.0;
+        loop {
+            let t2 = std::time::Instant::now();
+            self.dirty.clear();
+            self.dirty
+                .extend((0..self.sets.len() as u32).filter(|&k| self.sets[k as usize].is_dirty()));
+            if self.dirty.is_empty() {
+                break;
+            }
+            self.rebuild_dirty(pos, &mut st)?;
+            rebuild += t2.elapsed().as_secs_f64();
+            let t3 = std::time::Instant::now();
+            st.merges += self.merge();
+            coalesce += t3.elapsed().as_secs_f64();
+        }
+        // 5. Forces: the springs into their sets' forces, then gathered per control point.
+        let t4 = std::time::Instant::now();
+        if self.params.stiction_stiffness > 0.0 {
+            let tables = RebuildTables {
+                seg_cp: &self.seg_cp,
+                seg_w: &self.seg_w,
+                weights: &self.table.weights,
+                excl: &self.excl,
+            };
+            stiction::stiction_forces(
+                &stiction::StictionParams {
+                    b: self.b,
+                    stiffness: self.params.stiction_stiffness,
+                    break_energy: self.params.stiction_break_energy,
+                },
+                pos,
+                tables,
+                &self.sets,
+                &self.pools.cp,
+                &mut self.springs,
+                &mut self.fout_pool,
+            );
+        }
+        gather::set_point_table(
+            &self.sets,
+            &self.pools.cp,
+            &self.fout_pool,
+            pos.len(),
+            rayon::current_num_threads(),
+            &mut self.point_hist,
+            &mut self.point_start,
+            &mut self.point_records,
+        );
+        gather::set_gather(&self.point_start, &self.point_records, force)?;
+        evaluate += t4.elapsed().as_secs_f64();
+        // 6. Compaction of the set table and, when mostly garbage, of the pools; the bin index of
+        // the final sets (the next step's scheduler and merges start from it).
+        let t5 = std::time::Instant::now();
+        if self.sets.iter().any(|s| s.flags & SET_LIVE == 0) {
+            sets::set_compact(
+                &self.sets,
+                &self.springs,
+                &mut self.set_dest,
+                &mut self.sets_next,
+                &mut self.springs_next,
+            );
+            std::mem::swap(&mut self.sets, &mut self.sets_next);
+            std::mem::swap(&mut self.springs, &mut self.springs_next);
+            self.index.build(&self.sets, self.nq);
+        }
+        coalesce += t5.elapsed().as_secs_f64();
+        let t6 = std::time::Instant::now();
+        if self.garbage.worth_compacting(self.pools.lens()) {
+            rebuild::pool_compact(
+                &mut self.sets,
+                &mut self.pools,
+                &mut self.pools_next,
+                &mut self.pool_dest,
+            );
+            self.garbage = PoolGarbage::default();
+        }
+        evaluate += t6.elapsed().as_secs_f64();
+        // Statistics.
+        let live = self.sets.len() as u64;
+        st.contact_sets = live;
+        st.rebuild_fraction = if live > 0 {
+            st.rebuilds as f64 / live as f64
+        } else {
+            0.0
+        };
+        st.entries_tracked = ss.tracked;
+        st.entries_examined = ss.examined;
+        st.entries_processed = ss.processed;
+        st.touching_pairs = self.sets.iter().map(|s| s.touching as u64).sum();
+        st.raster_ms = stimes.raster_ms;
+        st.newcomers_ms = stimes.newcomers_ms;
+        st.schedule_ms = stimes.schedule_ms;
+        st.coalesce_ms = coalesce * 1e3;
+        st.evaluate_ms = evaluate * 1e3;
+        st.rebuild_ms = rebuild * 1e3;
+        self.last = st;
+        self.step += 1;
+        Ok(st)
+    }
+}
+
+impl ContactForce for AclContact {
+    fn add_forces(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        _vel: &[[f32; 4]],
+        force: &mut [[f32; 4]],
+        stats: &mut ContactStats,
+    ) -> Result<(), ContactError> {
+        let st = self.step(topo, pos, force)?;
+        stats.set("contact_sets", st.contact_sets as f64);
+        stats.set("rebuilds", st.rebuilds as f64);
+        stats.set("rebuild_fraction", st.rebuild_fraction);
+        stats.set("entries_tracked", st.entries_tracked as f64);
+        stats.set("entries_examined", st.entries_examined as f64);
+        stats.set("entries_processed", st.entries_processed as f64);
+        stats.set("touching_pairs", st.touching_pairs as f64);
+        stats.set("raster_ms", st.raster_ms);
+        stats.set("newcomers_ms", st.newcomers_ms);
+        stats.set("schedule_ms", st.schedule_ms);
+        stats.set("coalesce_ms", st.coalesce_ms);
+        stats.set("evaluate_ms", st.evaluate_ms);
+        stats.set("rebuild_ms", st.rebuild_ms);
+        stats.set(
+            "contact_ms",
+            st.raster_ms
+                + st.newcomers_ms
+                + st.schedule_ms
+                + st.coalesce_ms
+                + st.evaluate_ms
+                + st.rebuild_ms,
+        );
+        Ok(())
+    }
+
+    // Rebuild counts and the contact matrix live in `acl/outputs.rs`.
+    fn add_step_rebuilds(&mut self, topo: &Topology, counts: &mut [f32]) -> bool {
+        self.count_step_rebuilds(topo, counts)
+    }
+
+    fn contact_pairs(
+        &mut self,
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, ContactError> {
+        self.touching_pairs_and_boxes(topo, pos, touching, boxes)
+    }
+
+    // The checkpoint state lives in `acl/state.rs`.
+    fn export_state(
+        &self,
+        out: &mut crate::checkpoint::StateWriter,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        self.export_checkpoint(out);
+        Ok(())
+    }
+
+    fn import_state(
+        &mut self,
+        topo: &Topology,
+        num_points: usize,
+        inp: &crate::checkpoint::StateReader,
+    ) -> Result<(), crate::checkpoint::CheckpointError> {
+        self.import_checkpoint(topo, num_points, inp)
+    }
+}
+
+/// Rotation matrix of a set's stored quaternion (for tests and diagnostics).
+pub fn set_rotation_matrix(s: &ContactSet) -> M3<f32> {
+    quat_to_matrix(s.quat)
+}

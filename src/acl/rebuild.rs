@@ -1,0 +1,831 @@
+//! Stage `set_rebuild`: the exact linear model of every dirty set at the current positions, and
+//! the resize of its box; with the pool allocation it needs and the pool compaction.
+//!
+//! # Pools
+//!
+//! A set's model lives in flat pools ([`Pools`]), at offsets in its header: `cp_pool`, `f0_pool`,
+//! `dbar_pool`, `m_pool` at `cp_off` (one entry per control point of the set), `k_pool` at `k_off`
+//! (the `n(n+1)/2` blocks of `K̄`, none for a zero-force set) and `watch_pool`, `watch_loc_pool`
+//! at `w_off` (its [`WatchPair`]s). A rebuilt model is appended: the rebuilt sets' ranges are given
+//! out by a prefix sum over their sizes, in the order of the dirty list (`pool_alloc`), and the old
+//! ranges become garbage. When more than half of a pool is garbage, `pool_compact` writes the live
+//! sets' ranges, in set order, to a second set of pools (offsets by a prefix sum over the sets'
+//! sizes) that replaces the first; set order is the order `set_evaluate` walks the sets in, so the
+//! evaluation reads the pools front to back.
+//!
+//! # Rebuild, in two passes
+//!
+//! The dirty sets are rebuilt independently, in parallel, in two passes so that the pools come out
+//! the same for any number of threads:
+//! 1. `set_rebuild_size` (per dirty set): the distance of every member pair (`i < j` in the box, not
+//!    excluded); the touching ones (`d < 2r`) give the new box (their hull `± α`), ε (the smallest
+//!    distance), and the set's fate: no touching pair and ε beyond `delete_distance · r` deletes it
+//!    (its pairs return to empty space), no touching pair otherwise leaves a zero-force set with its
+//!    box. It also picks the watched pairs ([`MAX_WATCH`] member pairs of the new box closest to
+//!    `2r`, sorted by `(|d − 2r|, i, j)`) into a fixed-size slot of the dirty set, and the sizes of
+//!    the new model (control points, blocks, watched pairs).
+//! 2. `pool_alloc`: a prefix sum over the sizes gives each rebuilt model its ranges, appended to the
+//!    pools.
+//! 3. `set_rebuild` (per dirty set): the model at its ranges. The touching pairs are found again,
+//!    in the hull of the touching pairs only, by the same arithmetic, and accumulated in f32 in box
+//!    order (row `i` ascending, then `j` ascending): force `f0` and stiffness `K̄` from the contact
+//!    module's point-pair terms, the reference offsets `d̄`, the invalidation weights `M`, the
+//!    header (box, ε, guards, force scale), the set's force for this step into `fout_pool`, and the
+//!    stiction springs.
+//!
+//! A growing box may now overlap other sets: the driver merges again (`set_merge`) and rebuilds
+//! what it merged, until nothing is dirty. With τ = 0 every set that moved at all is rebuilt every
+//! step, so the force is the exact one.
+
+use super::model::{self, SymBlock};
+use super::sets::{in_box, padded_box, ContactSet, SET_DIRTY, SET_LIVE, SET_MOVED, SET_ZERO};
+use super::stiction::{springs_make, StictionSpring};
+use super::{SyncPtr, ThreadScratch};
+use crate::contact::{pair_coeffs, point_pair_compensated, Exclusion, SegmentExclusion};
+use crate::math::V3;
+use crate::polar::{quat_identity, quat_to_matrix};
+use crate::sched::{Release, EMPTY_BOX};
+use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
+
+/// Pairs watched per set.
+pub const MAX_WATCH: usize = 32;
+
+/// Dirty sets per task of the parallel rebuild passes (a rebuild is a few thousand pair
+/// distances and a few hundred pair terms: a handful per task keeps both threads busy).
+const REBUILD_TASK: usize = 4;
+
+/// Sets per task of the parallel pool compaction.
+const COMPACT_TASK: usize = 256;
+
+/// A member pair watched for crossing the contact distance.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct WatchPair {
+    pub i: u32,
+    pub j: u32,
+    /// The pair's weight `κw`.
+    pub kw: f32,
+    /// `d − 2r` at the rebuild (negative: touching). A set's watched pairs are sorted by `|gap|`.
+    pub gap: f32,
+}
+const _: () = assert!(std::mem::size_of::<WatchPair>() == 16);
+
+/// The model pools (see the module doc).
+#[derive(Debug, Default)]
+pub struct Pools {
+    pub cp: Vec<u32>,
+    pub f0: Vec<[f32; 4]>,
+    pub dbar: Vec<[f32; 4]>,
+    pub m: Vec<f32>,
+    pub k: Vec<SymBlock<f32>>,
+    pub watch: Vec<WatchPair>,
+    pub watch_loc: Vec<[u16; 8]>,
+}
+
+impl Pools {
+    pub fn clear(&mut self) {
+        self.cp.clear();
+        self.f0.clear();
+        self.dbar.clear();
+        self.m.clear();
+        self.k.clear();
+        self.watch.clear();
+        self.watch_loc.clear();
+    }
+
+    /// Lengths of the point, block and watch pools.
+    pub fn lens(&self) -> [usize; 3] {
+        [self.cp.len(), self.k.len(), self.watch.len()]
+    }
+
+    /// Grows (or shrinks) the pools to the given lengths; new entries are zero.
+    pub fn resize(&mut self, [np, nk, nw]: [usize; 3]) {
+        self.cp.resize(np, 0);
+        self.f0.resize(np, [0.0; 4]);
+        self.dbar.resize(np, [0.0; 4]);
+        self.m.resize(np, 0.0);
+        self.k.resize(nk, [0.0; 6]);
+        self.watch.resize(nw, WatchPair::default());
+        self.watch_loc.resize(nw, [0; 8]);
+    }
+}
+
+/// The pool space of a set's model: control points, blocks, watched pairs.
+#[inline]
+pub fn model_sizes(s: &ContactSet) -> [usize; 3] {
+    let n = s.n_cp as usize;
+    let nk = if s.flags & SET_ZERO == 0 {
+        model::tri_len(n)
+    } else {
+        0
+    };
+    [n, nk, s.n_watch as usize]
+}
+
+/// Pool entries no live set uses (point, block and watch pools).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PoolGarbage {
+    pub cp: usize,
+    pub k: usize,
+    pub w: usize,
+}
+
+impl PoolGarbage {
+    pub fn add(&mut self, [n, nk, nw]: [usize; 3]) {
+        self.cp += n;
+        self.k += nk;
+        self.w += nw;
+    }
+
+    pub fn add_all(&mut self, g: &PoolGarbage) {
+        self.add([g.cp, g.k, g.w]);
+    }
+
+    /// Whether the pools of lengths `lens` are worth compacting: more than half garbage (beyond a
+    /// floor, so small scenes do not compact every step).
+    pub fn worth_compacting(&self, [np, nk, nw]: [usize; 3]) -> bool {
+        !(self.cp * 2 <= np + 4096 && self.k * 2 <= nk + 65536 && self.w * 2 <= nw + 4096)
+    }
+}
+
+/// The constants of the rebuild stages (the kernels' uniform).
+#[derive(Clone, Copy, Debug)]
+pub struct RebuildParams {
+    /// Quadrature points per segment, and in all.
+    pub b: u32,
+    pub nq: u32,
+    /// Yarn radius.
+    pub r: f32,
+    /// α.
+    pub padding: u32,
+    /// `contact.delete_distance` (radii).
+    pub delete_distance: f32,
+    /// `contact.stiffness`.
+    pub stiffness: f32,
+    /// `contact.stiction_stiffness` (springs are made only when positive).
+    pub stiction_stiffness: f32,
+    /// The step (recorded as the set's `rebuilt_step`).
+    pub step: u32,
+}
+
+/// The per-topology tables the rebuild stages read.
+#[derive(Clone, Copy)]
+pub struct RebuildTables<'a> {
+    /// Per segment, its 4 control points.
+    pub seg_cp: &'a [[u32; 4]],
+    /// Per segment, its quadrature weight `ℓ/b`.
+    pub seg_w: &'a [f32],
+    /// Per quadrature parameter `k < b`, the 4 basis weights.
+    pub weights: &'a [[f32; 4]],
+    /// The same-yarn exclusion rule's tables.
+    pub excl: &'a Exclusion,
+}
+
+impl RebuildTables<'_> {
+    /// Quadrature point `i` (global index), computed as the exact path does (same weights, same
+    /// order).
+    #[inline]
+    pub fn quad_point(&self, pos: &[[f32; 4]], b: u32, i: u32) -> V3<f32> {
+        let cp = &self.seg_cp[(i / b) as usize];
+        let w = &self.weights[(i % b) as usize];
+        let q = cp.map(|c| V3::<f32>::from4(pos[c as usize]));
+        q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+    }
+
+    /// The sorted, unique control points of the segments the box's two ranges meet, into `cps`;
+    /// and for each segment of the `u` range (`loc_u[s − u0/b]`) and of the `v` range
+    /// (`loc_v[s − v0/b]`) the set-local indices of its 4 control points.
+    fn box_points(
+        &self,
+        bx: &[u32; 4],
+        b: u32,
+        cps: &mut Vec<u32>,
+        loc_u: &mut Vec<[u32; 4]>,
+        loc_v: &mut Vec<[u32; 4]>,
+    ) {
+        cps.clear();
+        for (q0, q1) in [(bx[0], bx[1]), (bx[2], bx[3])] {
+            for s in q0 / b..=q1 / b {
+                cps.extend_from_slice(&self.seg_cp[s as usize]);
+            }
+        }
+        cps.sort_unstable();
+        cps.dedup();
+        for ((q0, q1), loc) in [((bx[0], bx[1]), loc_u), ((bx[2], bx[3]), loc_v)] {
+            loc.clear();
+            loc.extend((q0 / b..=q1 / b).map(|s| {
+                self.seg_cp[s as usize].map(|q| cps.binary_search(&q).unwrap_or(0) as u32)
+            }));
+        }
+    }
+
+    /// Calls `f(i, j, d², y_i, y_j)` for every member pair of `[u0, u1] × [v0, v1]` (`i < j`, not excluded), in
+    /// box order (`i` ascending, then `j`), with the quadrature points of the rows and columns
+    /// computed once into `yu`, `yv`. Stops at, and returns, a non-finite distance's `(i, j)`.
+    fn for_each_member(
+        &self,
+        pos: &[[f32; 4]],
+        b: u32,
+        bx: [u32; 4],
+        yu: &mut Vec<V3<f32>>,
+        yv: &mut Vec<V3<f32>>,
+        mut f: impl FnMut(u32, u32, f32, V3<f32>, V3<f32>),
+    ) -> Option<(u32, u32)> {
+        yu.clear();
+        yu.extend((bx[0]..=bx[1]).map(|i| self.quad_point(pos, b, i)));
+        yv.clear();
+        yv.extend((bx[2]..=bx[3]).map(|j| self.quad_point(pos, b, j)));
+        for i in bx[0]..=bx[1] {
+            let (sa, ka) = (i / b, i % b);
+            let yi = yu[(i - bx[0]) as usize];
+            let jlo = bx[2].max(i + 1);
+            if jlo > bx[3] {
+                continue;
+            }
+            for sb in jlo / b..=bx[3] / b {
+                let class = if sa == sb {
+                    SegmentExclusion::Mixed
+                } else {
+                    self.excl.segment_exclusion(sa, sb)
+                };
+                if class == SegmentExclusion::All {
+                    continue;
+                }
+                for j in jlo.max(sb * b)..=bx[3].min(sb * b + b - 1) {
+                    if class == SegmentExclusion::Mixed && self.excl.excluded(sa, ka, sb, j % b) {
+                        continue;
+                    }
+                    let yj = yv[(j - bx[2]) as usize];
+                    let d2 = (yi - yj).norm2();
+                    if !d2.is_finite() {
+                        return Some((i, j));
+                    }
+                    f(i, j, d2, yi, yj);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Plan flag: the set has no touching pair (zero force).
+pub const PLAN_ZERO: u32 = 1;
+/// Plan flag: the set is deleted.
+pub const PLAN_DELETE: u32 = 2;
+/// Plan flag: a member pair's distance is not finite (`error_point` names a control point).
+pub const PLAN_ERROR: u32 = 4;
+
+/// What `set_rebuild_size` found for one dirty set, and (from `pool_alloc`) where its model goes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct RebuildPlan {
+    /// The resized box.
+    pub new_bx: [u32; 4],
+    /// Hull `[i0, i1, j0, j1]` of the touching pairs (unused for a zero-force set).
+    pub touch_bx: [u32; 4],
+    pub eps: f32,
+    pub touching: u32,
+    pub n_cp: u32,
+    pub n_watch: u32,
+    pub guard_near: f32,
+    pub guard_far: f32,
+    pub flags: u32,
+    pub error_point: u32,
+    pub cp_off: u32,
+    pub k_off: u32,
+    pub w_off: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(std::mem::size_of::<RebuildPlan>() == 80);
+
+/// One thread's scratch of the rebuild passes (reused; never read before written).
+#[derive(Debug, Default)]
+pub struct RebuildScratch {
+    yu: Vec<V3<f32>>,
+    yv: Vec<V3<f32>>,
+    /// Member pairs of the box: `(|d − 2r|, i, j, d)`.
+    members: Vec<(f32, u32, u32, f32)>,
+    cps: Vec<u32>,
+    /// Set-local indices of the control points of the box's segments (see `box_points`).
+    loc_u: Vec<[u32; 4]>,
+    loc_v: Vec<[u32; 4]>,
+    f: Vec<V3<f32>>,
+}
+
+/// Stage `set_rebuild_size` over the dirty sets `dirty` (pass 1, see the module doc): `plans[t]`
+/// and the watched pairs `watch[t·MAX_WATCH..]`, `watch_loc[t·MAX_WATCH..]` (set-local indices of
+/// the 4 + 4 control points of the pair's quadrature points) for `dirty[t]`.
+#[allow(clippy::too_many_arguments)]
+pub fn set_rebuild_size(
+    p: &RebuildParams,
+    pos: &[[f32; 4]],
+    tables: RebuildTables<'_>,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &mut [RebuildPlan],
+    watch: &mut [WatchPair],
+    watch_loc: &mut [[u16; 8]],
+    scratch: &ThreadScratch<RebuildScratch>,
+) {
+    plans
+        .par_iter_mut()
+        .zip(watch.par_chunks_mut(MAX_WATCH))
+        .zip(watch_loc.par_chunks_mut(MAX_WATCH))
+        .zip(dirty.par_iter())
+        .with_min_len(REBUILD_TASK)
+        .for_each(|(((plan, w), wl), &k)| {
+            scratch.with(|sc| *plan = size_one(p, pos, &tables, &sets[k as usize], sc, w, wl));
+        });
+}
+
+/// `set_rebuild_size` for one set.
+fn size_one(
+    p: &RebuildParams,
+    pos: &[[f32; 4]],
+    t: &RebuildTables<'_>,
+    s: &ContactSet,
+    sc: &mut RebuildScratch,
+    watch: &mut [WatchPair],
+    watch_loc: &mut [[u16; 8]],
+) -> RebuildPlan {
+    let (b, r) = (p.b, p.r);
+    let four_r2 = 4.0 * r * r;
+    let bx = s.bx;
+    let mut plan = RebuildPlan::default();
+    let mut min_d2 = f32::INFINITY;
+    let (mut i0, mut i1, mut j0, mut j1) = (u32::MAX, 0u32, u32::MAX, 0u32);
+    let mut touching = 0u32;
+    let mut members = std::mem::take(&mut sc.members);
+    members.clear();
+    let bad = t.for_each_member(pos, b, bx, &mut sc.yu, &mut sc.yv, |i, j, d2, _, _| {
+        min_d2 = min_d2.min(d2);
+        let d = d2.sqrt();
+        members.push(((d - 2.0 * r).abs(), i, j, d));
+        if d2 < four_r2 {
+            touching += 1;
+            i0 = i0.min(i);
+            i1 = i1.max(i);
+            j0 = j0.min(j);
+            j1 = j1.max(j);
+        }
+    });
+    if let Some((i, _)) = bad {
+        sc.members = members;
+        plan.flags = PLAN_ERROR;
+        plan.error_point = t.seg_cp[(i / b) as usize][1];
+        return plan;
+    }
+    plan.eps = min_d2.sqrt();
+    plan.touching = touching;
+    let zero = touching == 0;
+    if zero && !(plan.eps <= p.delete_distance * r) {
+        // Closest pair beyond the delete distance (or no member pair at all): back to empty space.
+        sc.members = members;
+        plan.flags = PLAN_DELETE | PLAN_ZERO;
+        return plan;
+    }
+    let new_bx = if zero {
+        bx
+    } else {
+        padded_box(i0, i1, j0, j1, p.padding, p.nq)
+    };
+    plan.new_bx = new_bx;
+    plan.touch_bx = [i0, i1, j0, j1];
+    plan.flags = if zero { PLAN_ZERO } else { 0 };
+    t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
+    plan.n_cp = sc.cps.len() as u32;
+    // Watched pairs: the measured member pairs of the new box closest to the contact distance,
+    // ordered by (|d − 2r|, i, j) so that the choice and the order are unique.
+    let order = |a: &(f32, u32, u32, f32), c: &(f32, u32, u32, f32)| {
+        a.0.total_cmp(&c.0).then(a.1.cmp(&c.1)).then(a.2.cmp(&c.2))
+    };
+    members.retain(|m| in_box(&new_bx, m.1, m.2));
+    let nw = members.len().min(MAX_WATCH);
+    if members.len() > MAX_WATCH {
+        members.select_nth_unstable_by(MAX_WATCH - 1, order);
+    }
+    plan.guard_near = members[..nw]
+        .iter()
+        .map(|m| m.0)
+        .fold(f32::INFINITY, f32::min);
+    let grew = new_bx[0] < bx[0] || new_bx[1] > bx[1] || new_bx[2] < bx[2] || new_bx[3] > bx[3];
+    plan.guard_far = if grew {
+        // Pairs of the grown part were not measured (they do not touch: the scheduler hands over
+        // every touching pair outside the sets): look at them at the next step.
+        0.0
+    } else {
+        members[nw..]
+            .iter()
+            .map(|m| m.0)
+            .fold(f32::INFINITY, f32::min)
+    };
+    members[..nw].sort_unstable_by(order);
+    for (slot, m) in members[..nw].iter().enumerate() {
+        let (sa, sb) = (m.1 / b, m.2 / b);
+        watch[slot] = WatchPair {
+            i: m.1,
+            j: m.2,
+            kw: p.stiffness * t.seg_w[sa as usize] * t.seg_w[sb as usize],
+            gap: m.3 - 2.0 * r,
+        };
+        // Both segments lie in the new box's ranges (i in u, j in v), so their control points are
+        // the set's.
+        let (la, lb) = (
+            sc.loc_u[(sa - new_bx[0] / b) as usize],
+            sc.loc_v[(sb - new_bx[2] / b) as usize],
+        );
+        watch_loc[slot] = std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as u16);
+    }
+    plan.n_watch = nw as u32;
+    sc.members = members;
+    plan
+}
+
+/// Stage `pool_alloc`: the ranges of the rebuilt models, appended to pools of lengths `lens` in the
+/// order of `dirty` (an exclusive prefix sum over the plans' sizes) into the plans; the releases of
+/// pairs (a deleted set's whole box, a resized set's old box against its new one) in the same
+/// order. Returns the new pool lengths and the pool space the dirty sets' old models held.
+pub fn pool_alloc(
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &mut [RebuildPlan],
+    lens: [usize; 3],
+    released: &mut Vec<Release>,
+) -> ([usize; 3], PoolGarbage) {
+    let [mut np, mut nk, mut nw] = lens;
+    let mut garbage = PoolGarbage::default();
+    for (plan, &k) in plans.iter_mut().zip(dirty) {
+        let s = &sets[k as usize];
+        garbage.add(model_sizes(s));
+        if plan.flags & PLAN_DELETE != 0 {
+            released.push(Release {
+                old: s.bx,
+                new: EMPTY_BOX,
+            });
+            continue;
+        }
+        if plan.new_bx != s.bx {
+            released.push(Release {
+                old: s.bx,
+                new: plan.new_bx,
+            });
+        }
+        let n = plan.n_cp as usize;
+        plan.cp_off = np as u32;
+        np += n;
+        plan.k_off = nk as u32;
+        if plan.flags & PLAN_ZERO == 0 {
+            nk += model::tri_len(n);
+        } else {
+            // No blocks: the (empty) range stays inside the pool.
+            plan.k_off = 0;
+        }
+        plan.w_off = nw as u32;
+        nw += plan.n_watch as usize;
+    }
+    ([np, nk, nw], garbage)
+}
+
+/// Stage `set_rebuild` (pass 2, see the module doc): each dirty set's model at the ranges of its
+/// plan, its header, its springs, and its force for this step (`f0`) into `fout_pool`. A deleted set's
+/// header and springs are cleared. Returns the first (in the order of `dirty`) non-finite force's
+/// control point.
+#[allow(clippy::too_many_arguments)]
+pub fn set_rebuild(
+    p: &RebuildParams,
+    pos: &[[f32; 4]],
+    tables: RebuildTables<'_>,
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    plan_watch: &[WatchPair],
+    plan_watch_loc: &[[u16; 8]],
+    sets: &mut [ContactSet],
+    springs: &mut [StictionSpring],
+    pools: &mut Pools,
+    fout_pool: &mut [V3<f32>],
+    scratch: &ThreadScratch<RebuildScratch>,
+) -> Option<usize> {
+    let (sp, spp) = (SyncPtr::new(sets), SyncPtr::new(springs));
+    let out = PoolPtrs::new(pools);
+    let fp = SyncPtr::new(fout_pool);
+    dirty
+        .par_iter()
+        .enumerate()
+        .with_min_len(REBUILD_TASK)
+        .filter_map(|(t, &k)| {
+            let plan = &plans[t];
+            let w = t * MAX_WATCH..t * MAX_WATCH + plan.n_watch as usize;
+            // SAFETY: the dirty list names each set once, so set `k`'s header and springs are
+            // written by this task alone; the plan's pool ranges, handed out by `pool_alloc`, are
+            // disjoint from every other plan's and from the live sets' ranges.
+            let (s, springs) = unsafe {
+                (
+                    &mut sp.slice(k as usize, 1)[0],
+                    spp.slice(4 * k as usize, 4),
+                )
+            };
+            scratch
+                .with(|sc| {
+                    write_one(
+                        p,
+                        pos,
+                        &tables,
+                        plan,
+                        &plan_watch[w.clone()],
+                        &plan_watch_loc[w],
+                        s,
+                        springs,
+                        &out,
+                        fp,
+                        sc,
+                    )
+                })
+                .map(|point| (t, point))
+        })
+        .min_by_key(|&(t, _)| t)
+        .map(|(_, point)| point)
+}
+
+/// Raw views of the pools for the parallel write passes.
+struct PoolPtrs {
+    cp: SyncPtr<u32>,
+    f0: SyncPtr<[f32; 4]>,
+    dbar: SyncPtr<[f32; 4]>,
+    m: SyncPtr<f32>,
+    k: SyncPtr<SymBlock<f32>>,
+    watch: SyncPtr<WatchPair>,
+    watch_loc: SyncPtr<[u16; 8]>,
+}
+
+impl PoolPtrs {
+    fn new(p: &mut Pools) -> Self {
+        PoolPtrs {
+            cp: SyncPtr::new(&mut p.cp),
+            f0: SyncPtr::new(&mut p.f0),
+            dbar: SyncPtr::new(&mut p.dbar),
+            m: SyncPtr::new(&mut p.m),
+            k: SyncPtr::new(&mut p.k),
+            watch: SyncPtr::new(&mut p.watch),
+            watch_loc: SyncPtr::new(&mut p.watch_loc),
+        }
+    }
+}
+
+/// `set_rebuild` for one set; returns a control point whose force is not finite.
+#[allow(clippy::too_many_arguments)]
+fn write_one(
+    p: &RebuildParams,
+    pos: &[[f32; 4]],
+    t: &RebuildTables<'_>,
+    plan: &RebuildPlan,
+    plan_watch: &[WatchPair],
+    plan_watch_loc: &[[u16; 8]],
+    s: &mut ContactSet,
+    springs: &mut [StictionSpring],
+    out: &PoolPtrs,
+    fout: SyncPtr<V3<f32>>,
+    sc: &mut RebuildScratch,
+) -> Option<usize> {
+    if plan.flags & PLAN_DELETE != 0 {
+        *s = ContactSet::default();
+        springs.fill(StictionSpring::default());
+        return None;
+    }
+    let (b, r) = (p.b, p.r);
+    let four_r2 = 4.0 * r * r;
+    let old = *s;
+    let zero = plan.flags & PLAN_ZERO != 0;
+    let n = plan.n_cp as usize;
+    let (o, ko, wo) = (
+        plan.cp_off as usize,
+        plan.k_off as usize,
+        plan.w_off as usize,
+    );
+    let nk = if zero { 0 } else { model::tri_len(n) };
+    // SAFETY: see `set_rebuild`: this plan's ranges are written by this task alone.
+    let (cp, f0, dbar, m, k, watch, watch_loc, fout) = unsafe {
+        (
+            out.cp.slice(o, n),
+            out.f0.slice(o, n),
+            out.dbar.slice(o, n),
+            out.m.slice(o, n),
+            out.k.slice(ko, nk),
+            out.watch.slice(wo, plan.n_watch as usize),
+            out.watch_loc.slice(wo, plan.n_watch as usize),
+            fout.slice(o, n),
+        )
+    };
+    let new_bx = plan.new_bx;
+    t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
+    debug_assert_eq!(sc.cps.len(), n);
+    cp.copy_from_slice(&sc.cps);
+    // Force and stiffness of the touching pairs, in f32, in box order over their hull.
+    let mut f = std::mem::take(&mut sc.f);
+    f.clear();
+    f.resize(n, V3::zero());
+    k.fill([0.0; 6]);
+    let mut f_ref = 0.0f32;
+    if !zero {
+        let (loc_u, loc_v) = (&sc.loc_u, &sc.loc_v);
+        let (su0, sv0) = (new_bx[0] / b, new_bx[2] / b);
+        let [i0, i1, j0, j1] = plan.touch_bx;
+        t.for_each_member(
+            pos,
+            b,
+            [i0, i1, j0, j1],
+            &mut sc.yu,
+            &mut sc.yv,
+            |i, j, d2, yi, yj| {
+                if !(d2 < four_r2) {
+                    return;
+                }
+                let (sa, sb) = (i / b, j / b);
+                let (ka, kb) = (i % b, j % b);
+                let kw = p.stiffness * t.seg_w[sa as usize] * t.seg_w[sb as usize];
+                let Some(pp) = point_pair_compensated(yi, yj, kw, r) else {
+                    return;
+                };
+                // The touching pairs' hull is inside the new box: i's segment is in its u range,
+                // j's in its v range.
+                let (la, lb) = (loc_u[(sa - su0) as usize], loc_v[(sb - sv0) as usize]);
+                let loc: [usize; 8] =
+                    std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as usize);
+                f_ref += pp.grad_i.norm();
+                let c = pair_coeffs(&t.weights[ka as usize], &t.weights[kb as usize]);
+                model::accumulate_pair(n, &loc, &c, pp.grad_i, &pp.hess_ii, &mut f, k);
+            },
+        );
+    }
+    // Reference configuration: centre of mass and offsets.
+    let mut c = V3::<f32>::zero();
+    for &q in &sc.cps {
+        c += V3::from4(pos[q as usize]);
+    }
+    let c = c / n as f32;
+    let mut bad = None;
+    for i in 0..n {
+        let q = sc.cps[i] as usize;
+        dbar[i] = (V3::<f32>::from4(pos[q]) - c).to4(0.0);
+        f0[i] = f[i].to4(0.0);
+        fout[i] = f[i];
+        if bad.is_none() && !f[i].is_finite() {
+            bad = Some(q);
+        }
+    }
+    sc.f = f;
+    // Invalidation weights M_i over the new box's two parameter ranges.
+    m.fill(0.0);
+    let bf = b as f32;
+    for ((q0, q1), loc) in [
+        ((new_bx[0], new_bx[1]), &sc.loc_u),
+        ((new_bx[2], new_bx[3]), &sc.loc_v),
+    ] {
+        for seg in q0 / b..=q1 / b {
+            let t0 = (q0.max(seg * b) - seg * b) as f32 / bf;
+            let t1 = (q1.min(seg * b + b - 1) + 1 - seg * b) as f32 / bf;
+            let l = loc[(seg - q0 / b) as usize];
+            for slot in 0..4 {
+                m[l[slot] as usize] += model::basis_abs_integral(slot, t0, t1);
+            }
+        }
+    }
+    watch.copy_from_slice(plan_watch);
+    watch_loc.copy_from_slice(plan_watch_loc);
+    // Rotation of the old reference to now, to carry the springs' rest offsets over.
+    let r_old = quat_to_matrix(old.quat);
+    // Only dirty sets are rebuilt, so `old.flags` always holds SET_DIRTY: springs are re-made at
+    // every rebuild and the carry branch below never runs. Kept as it was before the stages were
+    // split (whether an invalidated set with an unchanged box should carry its springs instead is
+    // open; no test rebuilds a set with springs).
+    let box_changed = new_bx != old.bx || old.flags & SET_DIRTY != 0;
+    *s = ContactSet {
+        bx: new_bx,
+        cp_off: plan.cp_off,
+        n_cp: n as u32,
+        k_off: plan.k_off,
+        flags: SET_LIVE
+            | if zero { SET_ZERO } else { 0 }
+            | if new_bx != old.bx { SET_MOVED } else { 0 },
+        eps: plan.eps,
+        touching: plan.touching,
+        rebuilt_step: p.step,
+        w_off: plan.w_off,
+        n_watch: plan.n_watch,
+        guard_near: plan.guard_near,
+        guard_far: plan.guard_far,
+        f_ref,
+        quat: quat_identity(),
+        centre: c.to4(0.0),
+    };
+    // Stiction springs: re-made on a new box, otherwise carried into the new reference frame.
+    if p.stiction_stiffness > 0.0 {
+        if box_changed {
+            let made = springs_make(&new_bx, t, pos, b);
+            springs.copy_from_slice(&made);
+        } else {
+            for sp in springs.iter_mut() {
+                let d0 = r_old.mul_v(V3::<f32>::from4(sp.rest));
+                sp.rest = d0.to4(0.0);
+            }
+        }
+    }
+    bad
+}
+
+/// Stage `pool_compact`: the live sets' model ranges, in set order, written to `next` at offsets
+/// given by an exclusive prefix sum over the sets' sizes (`dest`, one `[cp, k, w]` per set), the
+/// copies in parallel; `next` then replaces `pools` (which becomes the next compaction's target, so
+/// no allocation once both have grown) and the headers take the new offsets. `sets` must hold live
+/// sets only.
+pub fn pool_compact(
+    sets: &mut [ContactSet],
+    pools: &mut Pools,
+    next: &mut Pools,
+    dest: &mut Vec<[u32; 3]>,
+) {
+    dest.clear();
+    let [mut np, mut nk, mut nw] = [0usize; 3];
+    for s in sets.iter() {
+        dest.push([np as u32, nk as u32, nw as u32]);
+        let [n, k, w] = model_sizes(s);
+        np += n;
+        nk += k;
+        nw += w;
+    }
+    // The ranges tile the new pools exactly, so every entry is written once: the copies go into
+    // the buffers' spare capacity, and the lengths are set after.
+    let out = UninitPools::new(next, [np, nk, nw]);
+    let src = &*pools;
+    sets.par_iter()
+        .zip(dest.par_iter())
+        .with_min_len(COMPACT_TASK)
+        .for_each(|(s, &[dp, dk, dw])| {
+            let [n, nb, nwatch] = model_sizes(s);
+            let (o, ko, wo) = (s.cp_off as usize, s.k_off as usize, s.w_off as usize);
+            let (dp, dk, dw) = (dp as usize, dk as usize, dw as usize);
+            // SAFETY: the destination ranges come from a prefix sum over the sets' sizes, so they
+            // are disjoint and inside the reserved capacity.
+            unsafe {
+                out.cp.copy_to(dp, &src.cp[o..o + n]);
+                out.f0.copy_to(dp, &src.f0[o..o + n]);
+                out.dbar.copy_to(dp, &src.dbar[o..o + n]);
+                out.m.copy_to(dp, &src.m[o..o + n]);
+                out.k.copy_to(dk, &src.k[ko..ko + nb]);
+                out.watch.copy_to(dw, &src.watch[wo..wo + nwatch]);
+                out.watch_loc.copy_to(dw, &src.watch_loc[wo..wo + nwatch]);
+            }
+        });
+    // SAFETY: the copies above wrote every entry below the new lengths (the ranges tile them).
+    unsafe { out.finish(next) };
+    for (s, &[dp, dk, dw]) in sets.iter_mut().zip(dest.iter()) {
+        s.cp_off = dp;
+        // A zero-force set has no blocks; its (empty) range stays inside the pool.
+        s.k_off = if s.flags & SET_ZERO != 0 { 0 } else { dk };
+        s.w_off = dw;
+    }
+    std::mem::swap(pools, next);
+}
+
+/// The spare capacity of a set of pools, for a pass that writes every entry of the new lengths.
+struct UninitPools {
+    lens: [usize; 3],
+    cp: SyncPtr<u32>,
+    f0: SyncPtr<[f32; 4]>,
+    dbar: SyncPtr<[f32; 4]>,
+    m: SyncPtr<f32>,
+    k: SyncPtr<SymBlock<f32>>,
+    watch: SyncPtr<WatchPair>,
+    watch_loc: SyncPtr<[u16; 8]>,
+}
+
+impl UninitPools {
+    /// Empties `p` and reserves the lengths `[points, blocks, watched pairs]`.
+    fn new(p: &mut Pools, lens: [usize; 3]) -> Self {
+        let [np, nk, nw] = lens;
+        p.clear();
+        UninitPools {
+            lens,
+            cp: SyncPtr::spare(&mut p.cp, np),
+            f0: SyncPtr::spare(&mut p.f0, np),
+            dbar: SyncPtr::spare(&mut p.dbar, np),
+            m: SyncPtr::spare(&mut p.m, np),
+            k: SyncPtr::spare(&mut p.k, nk),
+            watch: SyncPtr::spare(&mut p.watch, nw),
+            watch_loc: SyncPtr::spare(&mut p.watch_loc, nw),
+        }
+    }
+
+    /// # Safety
+    /// Every entry below the lengths must have been written.
+    unsafe fn finish(&self, p: &mut Pools) {
+        let [np, nk, nw] = self.lens;
+        p.cp.set_len(np);
+        p.f0.set_len(np);
+        p.dbar.set_len(np);
+        p.m.set_len(np);
+        p.k.set_len(nk);
+        p.watch.set_len(nw);
+        p.watch_loc.set_len(nw);
+    }
+}

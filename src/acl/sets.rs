@@ -1,0 +1,222 @@
+//! The set table: contact-set headers ([`ContactSet`]) and their boxes, the bin index the merge
+//! stage looks sets up by ([`SetIndex`]), and the compaction that
+//! removes deleted and merged-away sets (`set_compact`).
+//!
+//! A set is a box `[u0, u1] × [v0, v1]` of quadrature indices in `S × S`; its *members* are the pairs
+//! `(i, j)` of the box with `i < j` (the upper triangle, so a box may touch the diagonal without ever
+//! counting a pair twice). Boxes are kept canonical (`u0 < v1`, rows/columns without members
+//! trimmed).
+//!
+//! *Slots.* Between steps the table holds only live sets, in a deterministic order: sets that
+//! survive a step keep their relative order, and sets made during the step come after them in the
+//! order they were made. During a step a deleted or merged-away set only loses [`SET_LIVE`] (so
+//! indices held by the stages stay valid); at the end of the step `set_compact` writes the live
+//! sets, and their 4 stiction springs each, to a second table (count → prefix sum → write) that
+//! replaces the first.
+//!
+//! *Bin index.* Sets are binned by the first axis of their boxes, bins of [`MERGE_BIN`] quadrature
+//! indices; a set is listed in every bin its `u` range meets, bins in set order (count per bin →
+//! prefix sum → write in set order, the order a stable sort by bin gives on the GPU). Two sets that
+//! overlap share at least one bin, so the merge stage and the scheduler's ownership queries look
+//! only at the sets of the bins a box or a segment meets.
+
+use super::stiction::StictionSpring;
+use bytemuck::{Pod, Zeroable};
+
+/// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
+pub const MERGE_BIN: u32 = 8;
+
+/// Set flag: the slot holds a set.
+pub const SET_LIVE: u32 = 1;
+/// Set flag: the model must be (re)built before use (new, merged, or invalidated).
+pub const SET_DIRTY: u32 = 2;
+/// Set flag: no touching pair at the last rebuild — the set gives no force.
+pub const SET_ZERO: u32 = 4;
+/// Set flag, only during a step: the box is new or changed since the merge stage last looked, so
+/// it may overlap another set (sets without it are pairwise disjoint).
+pub const SET_MOVED: u32 = 8;
+
+/// A contact set's header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct ContactSet {
+    /// `[u0, u1, v0, v1]`, inclusive quadrature indices.
+    pub bx: [u32; 4],
+    /// Offset of the set's control points in the point pools, and their number.
+    pub cp_off: u32,
+    pub n_cp: u32,
+    /// Offset of the set's blocks in `k_pool` (`n(n+1)/2` of them unless the set is `SET_ZERO`).
+    pub k_off: u32,
+    pub flags: u32,
+    /// ε: the smallest member-pair distance at the last rebuild.
+    pub eps: f32,
+    /// Touching pairs at the last rebuild.
+    pub touching: u32,
+    /// Step of the last rebuild.
+    pub rebuilt_step: u32,
+    /// Watched pairs (the member pairs closest to the contact distance `2r`): offset in `watch_pool`.
+    pub w_off: u32,
+    pub n_watch: u32,
+    /// Smallest `|d − 2r|` over the watched pairs, and over the other member pairs, at the rebuild.
+    pub guard_near: f32,
+    pub guard_far: f32,
+    /// Sum of the touching pairs' force magnitudes at the rebuild (the scale of the crossing budget).
+    pub f_ref: f32,
+    /// Rotation from the reference frame to the current one, `[x, y, z, w]` (polar warm start).
+    pub quat: [f32; 4],
+    /// Reference centre of mass `c̄` (w unused).
+    pub centre: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<ContactSet>() == 96);
+
+impl ContactSet {
+    /// Whether the set is live and its model must be (re)built.
+    #[inline]
+    pub fn is_dirty(&self) -> bool {
+        self.flags & (SET_LIVE | SET_DIRTY) == SET_LIVE | SET_DIRTY
+    }
+
+    /// Whether the set is live and its model is usable (the sets `set_evaluate` looks at).
+    #[inline]
+    pub fn is_clean(&self) -> bool {
+        self.flags & (SET_LIVE | SET_DIRTY) == SET_LIVE
+    }
+}
+
+/// True when boxes `a` and `b` share a member pair `(i, j)`, `i < j`.
+#[inline]
+pub fn boxes_overlap(a: &[u32; 4], b: &[u32; 4]) -> bool {
+    let (u0, u1) = (a[0].max(b[0]), a[1].min(b[1]));
+    let (v0, v1) = (a[2].max(b[2]), a[3].min(b[3]));
+    u0 <= u1 && v0 <= v1 && u0 < v1
+}
+
+/// Smallest box holding both.
+#[inline]
+pub fn box_hull(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
+    [
+        a[0].min(b[0]),
+        a[1].max(b[1]),
+        a[2].min(b[2]),
+        a[3].max(b[3]),
+    ]
+}
+
+/// `[i0 − α, i1 + α] × [j0 − α, j1 + α]` clamped to `S = [0, nq)`, trimmed of rows and columns without
+/// members.
+#[inline]
+pub fn padded_box(i0: u32, i1: u32, j0: u32, j1: u32, alpha: u32, nq: u32) -> [u32; 4] {
+    let mut bx = [
+        i0.saturating_sub(alpha),
+        (i1 + alpha).min(nq - 1),
+        j0.saturating_sub(alpha),
+        (j1 + alpha).min(nq - 1),
+    ];
+    bx[2] = bx[2].max(bx[0] + 1);
+    bx[1] = bx[1].min(bx[3] - 1);
+    bx
+}
+
+/// Whether member pair `(i, j)` of the box is a pair at all.
+#[inline]
+pub(crate) fn in_box(bx: &[u32; 4], i: u32, j: u32) -> bool {
+    i < j && bx[0] <= i && i <= bx[1] && bx[2] <= j && j <= bx[3]
+}
+
+/// The bins (of [`MERGE_BIN`] along the first axis) a box meets.
+#[inline]
+pub(crate) fn box_bins(bx: &[u32; 4]) -> std::ops::RangeInclusive<u32> {
+    bx[0] / MERGE_BIN..=bx[1] / MERGE_BIN
+}
+
+/// The live sets binned by the first axis of their boxes (bins of [`MERGE_BIN`]), CSR: bin `b`
+/// lists `items[start[b]..start[b + 1]]`, in set order.
+#[derive(Debug, Default)]
+pub struct SetIndex {
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl SetIndex {
+    /// Stage `set_bin`: count per bin → prefix sum → write in set order, over the live sets of
+    /// `sets`, for `nq` quadrature points. Keeps its buffers (no allocation once grown).
+    pub fn build(&mut self, sets: &[ContactSet], nq: u32) {
+        let nbins = (nq / MERGE_BIN + 1) as usize;
+        self.start.clear();
+        self.start.resize(nbins + 1, 0);
+        for s in sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
+            for bin in box_bins(&s.bx) {
+                self.start[bin as usize + 1] += 1;
+            }
+        }
+        for i in 0..nbins {
+            self.start[i + 1] += self.start[i];
+        }
+        self.items.clear();
+        self.items.resize(self.start[nbins] as usize, 0);
+        // Write in set order; `start[bin]` serves as the bin's fill pointer and is restored after.
+        for (k, s) in sets.iter().enumerate() {
+            if s.flags & SET_LIVE == 0 {
+                continue;
+            }
+            for bin in box_bins(&s.bx) {
+                let f = &mut self.start[bin as usize];
+                self.items[*f as usize] = k as u32;
+                *f += 1;
+            }
+        }
+        // Each fill pointer now stands at its bin's end, the next bin's start: shift back.
+        for i in (1..=nbins).rev() {
+            self.start[i] = self.start[i - 1];
+        }
+        self.start[0] = 0;
+    }
+
+    /// The sets listed in bin `bin` (none past the last bin).
+    #[inline]
+    pub fn bin(&self, bin: usize) -> &[u32] {
+        if bin + 1 >= self.start.len() {
+            return &[];
+        }
+        &self.items[self.start[bin] as usize..self.start[bin + 1] as usize]
+    }
+
+    /// Forgets the sets (a new topology).
+    pub fn clear(&mut self) {
+        self.start.clear();
+        self.items.clear();
+    }
+}
+
+/// Stage `set_compact`: the live sets of `sets` and their springs (4 per set, `springs[4k..4k+4]`)
+/// written to `sets_out` / `springs_out`, in order: `dest[k]` is the exclusive prefix sum of the
+/// live flags (count → prefix sum → write). Returns the number of live sets. The output buffers are
+/// cleared first and keep their capacity.
+pub fn set_compact(
+    sets: &[ContactSet],
+    springs: &[StictionSpring],
+    dest: &mut Vec<u32>,
+    sets_out: &mut Vec<ContactSet>,
+    springs_out: &mut Vec<StictionSpring>,
+) -> usize {
+    dest.clear();
+    let mut live = 0u32;
+    for s in sets {
+        dest.push(live);
+        live += (s.flags & SET_LIVE != 0) as u32;
+    }
+    let live = live as usize;
+    sets_out.clear();
+    sets_out.resize(live, ContactSet::default());
+    springs_out.clear();
+    springs_out.resize(4 * live, StictionSpring::default());
+    for (k, s) in sets.iter().enumerate() {
+        if s.flags & SET_LIVE == 0 {
+            continue;
+        }
+        let d = dest[k] as usize;
+        sets_out[d] = *s;
+        springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
+    }
+    live
+}
