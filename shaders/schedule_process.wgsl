@@ -71,20 +71,11 @@ fn schedule_process(
         var min_d2 = 0.0;
         var found = false;
         for (var ka = 0u; ka < q; ka = ka + 1u) {
-            let i = a * q + ka;
-            let ya = qpts[i];
             for (var kb = 0u; kb < q; kb = kb + 1u) {
-                let bit = ka * q + kb;
-                if (owned.bits[bit / 32u] & (1u << (bit % 32u))) != 0u {
+                let d2 = entry_pair_d2(a, b, ka, kb, owned.bits, mixed, loop_len);
+                if d2 < 0.0 {
                     continue;
                 }
-                let j = b * q + kb;
-                let yb = qpts[j];
-                if mixed && arc_excluded(ya.w, yb.w, loop_len, sched.exclusion_arc) {
-                    continue;
-                }
-                let x = ya.xyz - yb.xyz;
-                let d2 = dot3(x, x);
                 if d2 < four_r2 {
                     count = count + 1u;
                 } else if d2 <= SCHED_FAR && (!found || d2 < min_d2) {

@@ -46,22 +46,11 @@ fn touching_write(
     var slot = touch_offsets[e];
     var overflow = false;
     for (var ka = 0u; ka < q; ka = ka + 1u) {
-        let i = a * q + ka;
-        let ya = qpts[i];
         for (var kb = 0u; kb < q; kb = kb + 1u) {
-            let bit = ka * q + kb;
-            if (owned.bits[bit / 32u] & (1u << (bit % 32u))) != 0u {
-                continue;
-            }
-            let j = b * q + kb;
-            let yb = qpts[j];
-            if mixed && arc_excluded(ya.w, yb.w, loop_len, sched.exclusion_arc) {
-                continue;
-            }
-            let x = ya.xyz - yb.xyz;
-            if dot3(x, x) < four_r2 {
+            let d2 = entry_pair_d2(a, b, ka, kb, owned.bits, mixed, loop_len);
+            if d2 >= 0.0 && d2 < four_r2 {
                 if slot < cap {
-                    touching[slot] = vec2<u32>(i, j);
+                    touching[slot] = vec2<u32>(a * q + ka, b * q + kb);
                 } else {
                     overflow = true;
                 }

@@ -1,6 +1,7 @@
 // sched_lookup: the contact sets' ownership of the quadrature pairs of one segment pair, from the
-// packed `set_lookup` buffer (layout in src/sched/lookup.rs). Needs `set_lookup: array<u32>` bound by
-// the importing kernel and `box_bits` (below).
+// packed `set_lookup` buffer (layout in src/sched/lookup.rs), and the pair test of an entry's
+// processing. Needs the importing kernel to bind `sched: SchedUniform`, `set_lookup: array<u32>` and
+// `qpts: array<vec4<f32>>`, and to import layout, vec, penalty and sched.
 
 // sched::box_bits: bitmap (bit ka·b + kb) of the pairs (sa·b + ka, sb·b + kb) inside box bx with i < j.
 // Loop bound: b² ≤ 121.
@@ -67,4 +68,23 @@ fn owned_bits(sa: u32, sb: u32, b: u32) -> Owned {
         out.bits = out.bits | box_bits(bx, sa, sb, b);
     }
     return out;
+}
+
+// The squared distance of the quadrature pair (a·q + ka, b·q + kb) of a schedule entry, or -1 when a
+// contact set owns the pair or the same-yarn rule excludes it (entries of mixed class): the tests of
+// sched::process_entry, in its order. Used by schedule_process and touching_write alike, so both
+// select the same pairs.
+fn entry_pair_d2(a: u32, b: u32, ka: u32, kb: u32, owned: vec4<u32>, mixed: bool, loop_len: f32) -> f32 {
+    let q = sched.quadrature;
+    let bit = ka * q + kb;
+    if (owned[bit / 32u] & (1u << (bit % 32u))) != 0u {
+        return -1.0;
+    }
+    let ya = qpts[a * q + ka];
+    let yb = qpts[b * q + kb];
+    if mixed && arc_excluded(ya.w, yb.w, loop_len, sched.exclusion_arc) {
+        return -1.0;
+    }
+    let x = ya.xyz - yb.xyz;
+    return dot3(x, x);
 }
