@@ -9,6 +9,7 @@
 #import vec
 #import penalty
 #import sched
+#import sched_bits
 #import sched_lookup
 
 @group(0) @binding(0) var<uniform> sched: SchedUniform;

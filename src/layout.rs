@@ -359,6 +359,18 @@ pub struct SchedEntry {
 }
 const _: () = assert!(std::mem::size_of::<SchedEntry>() == 16);
 
+/// A contact set's box changed from `before` to `after` (`sched::EMPTY_BOX` when the set was deleted): the
+/// pairs of `before` outside `after` are back in empty space, and the entries holding them must be
+/// processed at the next step (their bounds ignored those pairs). The contact sets list these as
+/// they change; the scheduler reads the list at its next `Scheduler::detect`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Release {
+    pub before: [u32; 4],
+    pub after: [u32; 4],
+}
+const _: () = assert!(size_of::<Release>() == 32);
+
 /// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -389,8 +401,8 @@ pub struct SchedUniform {
     pub switches: u32,
     /// The same-yarn exclusion arc (cm), for pairs of entries of mixed class.
     pub exclusion_arc: f32,
-    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
-    pub _pad3: u32,
+    /// Boxes released by the contact sets during the last step (`released`).
+    pub num_released: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -658,6 +670,7 @@ pub fn layouts() -> Vec<StructLayout> {
             d,
             bin_flags
         }),
+        layout_of!(Release { before, after }),
         layout_of!(SchedUniform {
             num_segments,
             num_points,
@@ -673,7 +686,7 @@ pub fn layouts() -> Vec<StructLayout> {
             max_bin,
             switches,
             exclusion_arc,
-            _pad3,
+            num_released,
             _pad1,
             _pad2
         }),

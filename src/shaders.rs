@@ -596,6 +596,27 @@ pub const KERNELS: &[Kernel] = &[
         twin: "sched::entries_compact",
     },
     Kernel {
+        name: "release_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("released"),
+            read_write("release_offsets"),
+        ],
+        twin: "sched::release_count",
+    },
+    Kernel {
+        name: "release_mark",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("released"),
+            read("release_offsets"),
+            read_write("entries"),
+        ],
+        twin: "sched::release_mark",
+    },
+    Kernel {
         name: "segment_windows",
         workgroup_size: WG,
         bindings: &[

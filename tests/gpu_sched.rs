@@ -20,13 +20,14 @@ use yarnsim::layout::{
     CellBox, Interval, SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE,
     ERROR_NAN_POSITION, SCHED_NO_MONITORING,
 };
-use yarnsim::layout::{SchedEntry, SegmentContact};
+use yarnsim::layout::{Release, SchedEntry, SegmentContact};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 use yarnsim::sched::{
-    aabb_raster_movement, entries_compact, entries_drop, entries_keep, owned_bits,
-    schedule_process, segment_monitor, segment_windows, set_lookup_pack, touching_count,
-    touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+    aabb_raster_movement, entries_compact, entries_drop, entries_keep, entries_release, owned_bits,
+    release_count, release_mark, schedule_process, segment_monitor, segment_windows,
+    set_lookup_pack, touching_count, touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE,
+    ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
 };
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
@@ -358,6 +359,8 @@ struct ProcessFixture {
     pos: Vec<[f32; 4]>,
     snaps: Vec<[f32; 4]>,
     cells: Vec<CellBox>,
+    /// Every live set's box.
+    boxes: Vec<[u32; 4]>,
 }
 
 fn process_fixture() -> ProcessFixture {
@@ -417,6 +420,7 @@ fn process_fixture() -> ProcessFixture {
         pos: sim.pos.clone(),
         snaps: sched.snaps().to_vec(),
         cells: sched.cell_boxes().to_vec(),
+        boxes: acl.boxes().collect(),
     }
 }
 
@@ -735,4 +739,94 @@ fn entries_keep_and_compact_match_twins() {
     assert_eq!(retained, compact);
     println!("entries_keep/compact: {n} entries, {dropped} dropped, {kept} kept");
     assert!(dropped > 100 && kept > n / 2, "{dropped} dropped of {n}");
+}
+
+/// `release_count` → exclusive scan → `release_mark` on the swatch's table, with releases made from
+/// its real sets (every 3rd deleted, every 3rd + 1 losing its last row, the rest unchanged, plus an
+/// empty box and one beyond the segments): the counts and the flagged table identical on both sides
+/// and equal to `entries_release`'s (the CPU run's stage).
+#[test]
+fn release_count_and_mark_match_twins() {
+    let Some(gpu) = gpu_or_skip("release_count_and_mark_match_twins") else {
+        return;
+    };
+    let f = process_fixture();
+    let mut released: Vec<Release> = Vec::new();
+    for (k, bx) in f.boxes.iter().enumerate() {
+        match k % 3 {
+            0 => released.push(Release {
+                before: *bx,
+                after: yarnsim::sched::EMPTY_BOX,
+            }),
+            1 if bx[1] > bx[0] => released.push(Release {
+                before: *bx,
+                after: [bx[0], bx[1] - 1, bx[2], bx[3]],
+            }),
+            _ => {}
+        }
+    }
+    let nq = f.uniform.num_segments * f.uniform.quadrature;
+    released.push(Release {
+        before: yarnsim::sched::EMPTY_BOX,
+        after: yarnsim::sched::EMPTY_BOX,
+    });
+    released.push(Release {
+        before: [nq + 5, nq + 30, nq + 40, nq + 90],
+        after: yarnsim::sched::EMPTY_BOX,
+    });
+    let u = SchedUniform {
+        num_released: released.len() as u32,
+        ..f.uniform
+    };
+    let nr = released.len();
+    let mut offsets = vec![0u32; nr + 1];
+    release_count(&u, &released, &mut offsets);
+    let out = run_kernel(
+        &gpu,
+        "release_count",
+        &[
+            ("sched", bytes(&[u])),
+            ("released", bytes(&released)),
+            ("release_offsets", bytes(&vec![7u32; nr + 1])),
+        ],
+        nr as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["release_offsets"]),
+        &offsets[..]
+    );
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
+    let total = offsets[nr];
+    let mut cpu = f.entries.clone();
+    release_mark(&u, &released, &offsets, &mut cpu);
+    let out = run_kernel(
+        &gpu,
+        "release_mark",
+        &[
+            ("sched", bytes(&[u])),
+            ("released", bytes(&released)),
+            ("release_offsets", bytes(&offsets)),
+            ("entries", bytes(&f.entries)),
+        ],
+        total,
+    )
+    .unwrap();
+    let g: &[SchedEntry] = bytemuck::cast_slice(&out["entries"]);
+    assert_eq!(g, &cpu[..]);
+    let mut reference = f.entries.clone();
+    entries_release(
+        &released,
+        u.quadrature,
+        u.num_segments as usize,
+        &mut reference,
+    );
+    assert_eq!(cpu, reference);
+    let due = |t: &[SchedEntry]| t.iter().filter(|e| e.bin_flags & ENTRY_DUE != 0).count();
+    let flagged = due(&cpu) - due(&f.entries);
+    println!(
+        "release_count/mark: {nr} releases, {total} slots, {flagged} more entries flagged due"
+    );
+    assert!(flagged > 50, "only {flagged} entries flagged");
 }

@@ -109,8 +109,8 @@ fn run_safety(
         for (i, j) in gone {
             owner.owned.remove(&(i, j));
             released.push(Release {
-                old: [i, i, j, j],
-                new: EMPTY_BOX,
+                before: [i, i, j, j],
+                after: EMPTY_BOX,
             });
         }
     }

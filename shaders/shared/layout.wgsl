@@ -183,6 +183,13 @@ struct SchedEntry {
     bin_flags: u32,
 };
 
+// A contact set's box before and after a change (sched::Release): the pairs of `before` outside
+// `after` are back in empty space.
+struct Release {
+    before: vec4<u32>,
+    after: vec4<u32>,
+};
+
 // Uniform `sched`: the scheduler's constants of one step.
 struct SchedUniform {
     num_segments: u32,
@@ -199,7 +206,7 @@ struct SchedUniform {
     max_bin: u32,
     switches: u32,
     exclusion_arc: f32,
-    _pad3: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
+    num_released: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
     _pad1: u32,
     _pad2: u32,
 };

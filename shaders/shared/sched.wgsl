@@ -106,3 +106,20 @@ fn sched_bin(d: f32, m: f32, acc: f32, max_bin: u32) -> u32 {
     let l = ((bitcast<u32>(k) >> 23u) & 0xffu) - 127u;
     return min(l, max_bin);
 }
+
+// sched::release_rect: the rectangle of segment pairs of a released box, (sa0, sb0, width, rows);
+// 0 rows for an empty box.
+fn release_rect(bx: vec4<u32>, b: u32, nseg: u32) -> vec4<u32> {
+    if bx.x > bx.y || bx.z > bx.w || nseg == 0u {
+        return vec4<u32>(0u);
+    }
+    let last = nseg - 1u;
+    let sa0 = bx.x / b;
+    let sa1 = min(bx.y / b, last);
+    let sb0 = bx.z / b;
+    let sb1 = min(bx.w / b, last);
+    if sa0 > sa1 || sb0 > sb1 {
+        return vec4<u32>(0u);
+    }
+    return vec4<u32>(sa0, sb0, sb1 - sb0 + 1u, sa1 - sa0 + 1u);
+}

@@ -1,31 +1,7 @@
 // sched_lookup: the contact sets' ownership of the quadrature pairs of one segment pair, from the
 // packed `set_lookup` buffer (layout in src/sched/lookup.rs), and the pair test of an entry's
 // processing. Needs the importing kernel to bind `sched: SchedUniform`, `set_lookup: array<u32>` and
-// `qpts: array<vec4<f32>>`, and to import layout, vec, penalty and sched.
-
-// sched::box_bits: bitmap (bit ka·b + kb) of the pairs (sa·b + ka, sb·b + kb) inside box bx with i < j.
-// Loop bound: b² ≤ 121.
-fn box_bits(bx: vec4<u32>, sa: u32, sb: u32, b: u32) -> vec4<u32> {
-    var bits = vec4<u32>(0u);
-    let a0 = sa * b;
-    let b0 = sb * b;
-    let ka0 = max(bx.x, a0);
-    let ka1 = min(bx.y, a0 + b - 1u);
-    let kb0 = max(bx.z, b0);
-    let kb1 = min(bx.w, b0 + b - 1u);
-    if ka0 > ka1 || kb0 > kb1 {
-        return bits;
-    }
-    for (var i = ka0; i <= ka1; i = i + 1u) {
-        for (var j = kb0; j <= kb1; j = j + 1u) {
-            if i < j {
-                let bit = (i - a0) * b + (j - b0);
-                bits[bit / 32u] = bits[bit / 32u] | (1u << (bit % 32u));
-            }
-        }
-    }
-    return bits;
-}
+// `qpts: array<vec4<f32>>`, and to import layout, vec, penalty, sched and sched_bits.
 
 struct Owned {
     bits: vec4<u32>,

@@ -460,15 +460,15 @@ pub fn pool_alloc(
         garbage.add(model_sizes(s));
         if plan.flags & PLAN_DELETE != 0 {
             released.push(Release {
-                old: s.bx,
-                new: EMPTY_BOX,
+                before: s.bx,
+                after: EMPTY_BOX,
             });
             continue;
         }
         if plan.new_bx != s.bx {
             released.push(Release {
-                old: s.bx,
-                new: plan.new_bx,
+                before: s.bx,
+                after: plan.new_bx,
             });
         }
         let n = plan.n_cp as usize;

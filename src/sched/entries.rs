@@ -57,7 +57,7 @@ pub fn entries_release(released: &[Release], b: u32, nseg: usize, entries: &mut 
         return;
     };
     for rel in released {
-        let (old, new) = (rel.old, rel.new);
+        let (old, new) = (rel.before, rel.after);
         if old[0] > old[1] || old[2] > old[3] {
             continue;
         }
@@ -132,6 +132,73 @@ pub fn entries_compact(
     for e in 0..n {
         if keep_offsets[e + 1] > keep_offsets[e] {
             entries_out[keep_offsets[e] as usize] = entries[e];
+        }
+    }
+}
+
+/// The segment pairs of a released box as a rectangle `(sa0, sb0, width, rows)` of segment indices
+/// (clamped to `nseg`): slot `k` of the rectangle is `(sa0 + k / width, sb0 + k % width)`, and only
+/// slots with `sa < sb` are pairs. Empty (0 rows) for an empty box.
+#[inline]
+pub fn release_rect(bx: &[u32; 4], b: u32, nseg: u32) -> (u32, u32, u32, u32) {
+    if bx[0] > bx[1] || bx[2] > bx[3] || nseg == 0 {
+        return (0, 0, 0, 0);
+    }
+    let last = nseg - 1;
+    let (sa0, sa1) = (bx[0] / b, (bx[1] / b).min(last));
+    let (sb0, sb1) = (bx[2] / b, (bx[3] / b).min(last));
+    if sa0 > sa1 || sb0 > sb1 {
+        return (0, 0, 0, 0);
+    }
+    (sa0, sb0, sb1 - sb0 + 1, sa1 - sa0 + 1)
+}
+
+/// Stage `release_count` (kernel `shaders/release_count.wgsl`), the first half of `entries_release`
+/// as kernels: `release_offsets[r]` = the slots of released box `r`'s rectangle of segment pairs
+/// ([`release_rect`]), `release_offsets[num_released] = 0`; an exclusive scan gives each release its
+/// first slot and the total.
+pub fn release_count(sched: &SchedUniform, released: &[Release], release_offsets: &mut [u32]) {
+    let n = sched.num_released as usize;
+    for (o, rel) in release_offsets[..n].iter_mut().zip(released) {
+        let (_, _, w, rows) = release_rect(&rel.before, sched.quadrature, sched.num_segments);
+        *o = w * rows;
+    }
+    release_offsets[n] = 0;
+}
+
+/// Stage `release_mark` (kernel `shaders/release_mark.wgsl`), the second half: slot `t` (below the
+/// total) finds its release by binary search in the scanned `release_offsets`, its segment pair in
+/// the release's rectangle; a pair `sa < sb` that lost owned pairs (in `before`, not in `after`) flags
+/// its entry (binary search in the table) due with a cleared bound. Several slots may flag one entry:
+/// they write the same values. Flags exactly the entries [`entries_release`] flags.
+pub fn release_mark(
+    sched: &SchedUniform,
+    released: &[Release],
+    release_offsets: &[u32],
+    entries: &mut [SchedEntry],
+) {
+    let nr = sched.num_released as usize;
+    let total = release_offsets[nr];
+    let b = sched.quadrature;
+    let n = sched.num_entries as usize;
+    for t in 0..total {
+        // The last release whose first slot is at or before t (zero-slot releases share a start).
+        let r = release_offsets[..nr].partition_point(|&o| o <= t) - 1;
+        let rel = &released[r];
+        let (sa0, sb0, w, _) = release_rect(&rel.before, b, sched.num_segments);
+        let k = t - release_offsets[r];
+        let (sa, sb) = (sa0 + k / w, sb0 + k % w);
+        if sa >= sb {
+            continue;
+        }
+        let ob = box_bits(rel.before, sa, sb, b);
+        let nb = box_bits(rel.after, sa, sb, b);
+        if (0..4).all(|x| ob[x] & !nb[x] == 0) {
+            continue;
+        }
+        if let Some(e) = find_entry(&entries[..n], sa, sb) {
+            entries[e].d = -1.0;
+            entries[e].bin_flags |= ENTRY_DUE;
         }
     }
 }

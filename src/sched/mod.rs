@@ -98,7 +98,7 @@ mod state;
 
 pub use entries::{
     bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_release,
-    entry_due,
+    entry_due, release_count, release_mark, release_rect,
 };
 pub use grid::{grid_build, SchedGrid};
 pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
@@ -146,7 +146,7 @@ pub enum SchedError {
     Size { got: usize, need: usize },
 }
 
-pub use crate::layout::{CellBox, Interval, SchedEntry};
+pub use crate::layout::{CellBox, Interval, Release, SchedEntry};
 
 impl Interval {
     /// Largest norm of `x − y` for `x` in `self`, `y` in `o`, per axis: the relative movement bound.
@@ -245,17 +245,6 @@ pub trait PairRules: Sync {
 
 /// The box `[u0, u1, v0, v1]` that holds no pair (a deleted contact set's new box).
 pub const EMPTY_BOX: [u32; 4] = [1, 0, 1, 0];
-
-/// A contact set's box changed from `old` to `new` ([`EMPTY_BOX`] when the set was deleted): the
-/// pairs of `old` outside `new` are back in empty space, and the entries holding them must be
-/// processed at the next step (their bounds ignored those pairs). The contact sets list these as
-/// they change; the scheduler reads the list at its next [`Scheduler::detect`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Release {
-    pub old: [u32; 4],
-    pub new: [u32; 4],
-}
 
 /// Switches that disable one safety rule, only so that tests can show the brute-force safety check
 /// fails without it. Never set in a run.
@@ -579,7 +568,7 @@ impl Scheduler {
             max_bin: p.max_bin,
             switches,
             exclusion_arc: p.exclusion_arc,
-            _pad3: 0,
+            num_released: 0,
             _pad1: 0,
             _pad2: 0,
         }
