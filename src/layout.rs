@@ -403,7 +403,9 @@ pub struct SchedUniform {
     pub exclusion_arc: f32,
     /// Boxes released by the contact sets during the last step (`released`).
     pub num_released: u32,
-    pub _pad1: u32,
+    /// New entries of `newcomer_schedule` (`fresh`), merged into the table by `entries_merge_rank`.
+    pub num_fresh: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as a scalar.)
     pub _pad2: u32,
 }
 const _: () = assert!(size_of::<SchedUniform>() == 80);
@@ -687,7 +689,7 @@ pub fn layouts() -> Vec<StructLayout> {
             switches,
             exclusion_arc,
             num_released,
-            _pad1,
+            num_fresh,
             _pad2
         }),
         layout_of!(SchedCounters {

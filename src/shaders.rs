@@ -596,6 +596,17 @@ pub const KERNELS: &[Kernel] = &[
         twin: "sched::entries_compact",
     },
     Kernel {
+        name: "entries_merge_rank",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("entries"),
+            read("fresh"),
+            read_write("entries_out"),
+        ],
+        twin: "sched::entries_merge_rank",
+    },
+    Kernel {
         name: "release_count",
         workgroup_size: WG,
         bindings: &[

@@ -24,10 +24,10 @@ use yarnsim::layout::{Release, SchedEntry, SegmentContact};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 use yarnsim::sched::{
-    aabb_raster_movement, entries_compact, entries_drop, entries_keep, entries_release, owned_bits,
-    release_count, release_mark, schedule_process, segment_monitor, segment_windows,
-    set_lookup_pack, touching_count, touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE,
-    ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+    aabb_raster_movement, entries_compact, entries_drop, entries_keep, entries_merge,
+    entries_merge_rank, entries_release, owned_bits, release_count, release_mark, schedule_process,
+    segment_monitor, segment_windows, set_lookup_pack, touching_count, touching_write,
+    ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
 };
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
@@ -829,4 +829,56 @@ fn release_count_and_mark_match_twins() {
         "release_count/mark: {nr} releases, {total} slots, {flagged} more entries flagged due"
     );
     assert!(flagged > 50, "only {flagged} entries flagged");
+}
+
+/// `entries_merge_rank` on the swatch's table split in two (every 4th entry taken out as the "new"
+/// entries): the merged table identical on both sides, equal to `entries_merge`'s (the CPU run's
+/// stage) and to the table before the split.
+#[test]
+fn entries_merge_rank_matches_twin() {
+    let Some(gpu) = gpu_or_skip("entries_merge_rank_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let fresh: Vec<SchedEntry> = f.entries.iter().copied().step_by(4).collect();
+    let table: Vec<SchedEntry> = f
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| k % 4 != 0)
+        .map(|(_, e)| *e)
+        .collect();
+    let u = SchedUniform {
+        num_entries: table.len() as u32,
+        num_fresh: fresh.len() as u32,
+        ..f.uniform
+    };
+    let total = table.len() + fresh.len();
+    let mut cpu = vec![SchedEntry::default(); total];
+    entries_merge_rank(&u, &table, &fresh, &mut cpu);
+    let out = run_kernel(
+        &gpu,
+        "entries_merge_rank",
+        &[
+            ("sched", bytes(&[u])),
+            ("entries", bytes(&table)),
+            ("fresh", bytes(&fresh)),
+            ("entries_out", bytes(&vec![SchedEntry::default(); total])),
+        ],
+        total as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<u8, SchedEntry>(&out["entries_out"]),
+        &cpu[..]
+    );
+    let mut merged = table.clone();
+    entries_merge(&mut merged, &fresh);
+    assert_eq!(merged, cpu);
+    assert_eq!(cpu, f.entries);
+    println!(
+        "entries_merge_rank: {} + {} entries",
+        table.len(),
+        fresh.len()
+    );
 }

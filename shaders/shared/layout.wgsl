@@ -206,9 +206,9 @@ struct SchedUniform {
     max_bin: u32,
     switches: u32,
     exclusion_arc: f32,
-    num_released: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
-    _pad1: u32,
-    _pad2: u32,
+    num_released: u32,
+    num_fresh: u32,
+    _pad2: u32, // (a uniform's arrays need a 16-byte stride: padding as a scalar)
 };
 
 const SCHED_NO_MOVEMENT_UPDATE: u32 = 1u;

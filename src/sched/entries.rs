@@ -202,3 +202,24 @@ pub fn release_mark(
         }
     }
 }
+
+/// Stage `entries_merge_rank` (kernel `shaders/entries_merge_rank.wgsl`): [`entries_merge`] as a
+/// data-parallel merge. The table's entry `i` goes to slot `i` plus the number of `fresh` entries with
+/// a smaller key, fresh entry `j` to slot `j` plus the number of table entries with a smaller key,
+/// each found by binary search (the two sorted lists share no key). `entries_out` holds
+/// `num_entries + num_fresh` entries.
+pub fn entries_merge_rank(
+    sched: &SchedUniform,
+    entries: &[SchedEntry],
+    fresh: &[SchedEntry],
+    entries_out: &mut [SchedEntry],
+) {
+    let (n, m) = (sched.num_entries as usize, sched.num_fresh as usize);
+    let (old, new) = (&entries[..n], &fresh[..m]);
+    for (i, e) in old.iter().enumerate() {
+        entries_out[i + new.partition_point(|f| f.key() < e.key())] = *e;
+    }
+    for (j, f) in new.iter().enumerate() {
+        entries_out[j + old.partition_point(|e| e.key() < f.key())] = *f;
+    }
+}

@@ -97,8 +97,8 @@ mod raster;
 mod state;
 
 pub use entries::{
-    bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_release,
-    entry_due, release_count, release_mark, release_rect,
+    bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_merge_rank,
+    entries_release, entry_due, release_count, release_mark, release_rect,
 };
 pub use grid::{grid_build, SchedGrid};
 pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
@@ -569,7 +569,7 @@ impl Scheduler {
             switches,
             exclusion_arc: p.exclusion_arc,
             num_released: 0,
-            _pad1: 0,
+            num_fresh: 0,
             _pad2: 0,
         }
     }
