@@ -45,8 +45,11 @@
 //! 8. [`touching_count`], exclusive scan, [`touching_write`] (kernels): the touching pairs in table
 //!    order (the CPU run collects the same pairs while examining).
 //!
-//! The GPU kernels of stages 1, 2, 7 and 8 exist with parity tests (tests/gpu_sched.rs); stages 3–6
-//! run on the CPU only so far, and nothing drives the kernels in a run yet.
+//! Kernels with parity tests (tests/gpu_sched.rs) exist for stages 1, 2, 7 and 8, and for 4, the
+//! merge of 5 and 6 in data-parallel form ([`entries_keep`] + scan + [`entries_compact`],
+//! [`entries_merge_rank`], [`release_count`] + scan + [`release_mark`]; the CPU run uses the
+//! sequential stages, checked equal). The grid and `newcomer_schedule` run on the CPU only so far,
+//! and nothing drives the kernels in a run yet.
 
 //! # Distance bounds and bins
 //!
