@@ -331,17 +331,7 @@ fn bspline_cases() -> Vec<(&'static str, Vec<[f32; 3]>, bool)> {
             [t, (t * 1.3).sin(), (t * 0.7).cos()]
         })
         .collect();
-    let knit_like: Vec<[f32; 3]> = (0..24)
-        .map(|i| {
-            // A loop-like helix: 8 points per turn, as in yarn-level models.
-            let a = std::f32::consts::TAU * i as f32 / 8.0;
-            [
-                0.3 * a.cos() + 0.05 * i as f32,
-                0.3 * a.sin(),
-                0.1 * (2.0 * a).sin(),
-            ]
-        })
-        .collect();
+    let knit_like: Vec<[f32; 3]> = loop_like_helix();
     let square = vec![
         [-1.0, 1.0, 0.0],
         [1.0, 1.0, 0.0],
@@ -565,16 +555,7 @@ fn links_of_a_bspline_file_certify_the_file_curves() {
 /// number is an error.
 #[test]
 fn bspline_tolerance_option() {
-    let pts: Vec<[f32; 3]> = (0..24)
-        .map(|i| {
-            let a = std::f32::consts::TAU * i as f32 / 8.0;
-            [
-                0.3 * a.cos() + 0.05 * i as f32,
-                0.3 * a.sin(),
-                0.1 * (2.0 * a).sin(),
-            ]
-        })
-        .collect();
+    let pts: Vec<[f32; 3]> = loop_like_helix();
     let bytes = raw(b"BS", &[(-24, pts.clone())]);
     let h = spacing(&pts, true);
     let mut last_levels = u32::MAX;
@@ -605,4 +586,18 @@ fn bspline_tolerance_option() {
         let err = bcc::read_bytes_with_options(&bytes, &opts).unwrap_err();
         assert!(matches!(err, BccError::Tolerance(_)), "{err}");
     }
+}
+
+/// A loop-like helix: 24 control points, 8 per turn, as in yarn-level models.
+fn loop_like_helix() -> Vec<[f32; 3]> {
+    (0..24)
+        .map(|i| {
+            let a = std::f32::consts::TAU * i as f32 / 8.0;
+            [
+                0.3 * a.cos() + 0.05 * i as f32,
+                0.3 * a.sin(),
+                0.1 * (2.0 * a).sin(),
+            ]
+        })
+        .collect()
 }
