@@ -19,6 +19,7 @@ pub mod math;
 pub mod output;
 pub mod pipelines;
 pub mod polar;
+pub mod relax;
 pub mod render;
 pub mod rod;
 pub mod scan;

@@ -563,6 +563,9 @@ fn run(mut a: RunArgs) -> Result<()> {
             .with_context(|| format!("setting up the simulation of {}", scene_path.display()))?,
         (None, None) => unreachable!("the cloth is built unless resuming"),
     };
+    if resumed.is_none() {
+        relax_sim(&mut sim, &scene, &scene_path, a.quiet)?;
+    }
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
@@ -733,6 +736,52 @@ fn run(mut a: RunArgs) -> Result<()> {
     drop(capture);
     drop(runner);
     drop(gpu);
+    Ok(())
+}
+
+/// The relaxation before t = 0 (`[relax]`), with a progress bar and a line on how it went.
+fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Result<()> {
+    if scene.relax.time <= 0.0 {
+        return Ok(());
+    }
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if std::io::stderr().is_terminal() && !quiet {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} relaxing {msg}  {pos}/{len} steps  {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = yarnsim::relax::relax(sim, scene, &mut |p| {
+        if p.step == 1 {
+            bar.set_length(p.max_steps);
+        }
+        bar.set_position(p.step);
+        if p.max_speed.is_nan() {
+            bar.set_message(format!("radius {:.4} cm", p.radius));
+        } else {
+            bar.set_message(format!("fastest point {:.3} cm/s", p.max_speed));
+        }
+    })
+    .with_context(|| format!("relaxing {} before t = 0", scene_path.display()))?;
+    bar.finish_and_clear();
+    if report.settled {
+        if !quiet {
+            eprintln!(
+                "relaxed in {} steps ({:.4} s): radius {:.4} → {:.4} cm, fastest point {:.3} cm/s (relax.speed = {})",
+                report.steps, report.time, report.start_radius, report.radius, report.max_speed, scene.relax.speed
+            );
+        }
+    } else {
+        eprintln!(
+            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.drag",
+            scene.relax.time, report.steps, report.max_speed, scene.relax.speed
+        );
+    }
     Ok(())
 }
 

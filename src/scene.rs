@@ -30,6 +30,40 @@ pub struct Scene {
     pub obstacle: Vec<Obstacle>,
     pub camera: Camera,
     pub damping: Damping,
+    pub relax: Relax,
+}
+
+/// The relaxation before t = 0 ([`crate::relax`]): damped steps with gravity off, obstacles held at
+/// their t = 0 places and the yarn radius grown to its target, until the cloth is at rest. Frame 0 is
+/// the relaxed state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Relax {
+    /// Longest simulated time (s) the relaxation may take; 0 turns it off.
+    pub time: f64,
+    /// It ends once the radius has reached its target and the fastest control point is slower
+    /// than this (cm/s).
+    pub speed: f32,
+    /// Air drag c (1/s) during the relaxation, instead of `damping.air`.
+    pub drag: f32,
+    /// The radius the relaxation starts from, as a fraction of `yarn.radius` (0 < f ≤ 1), or
+    /// `"auto"`: the largest at which no two strands overlap, at least [`crate::relax::MIN_START`].
+    pub start_radius: RadiusSpec,
+    /// How fast the radius grows from its start to `yarn.radius`: this fraction of `yarn.radius`
+    /// per second (1/s), but always within the first half of `time`.
+    pub grow_rate: f64,
+}
+
+impl Default for Relax {
+    fn default() -> Self {
+        Relax {
+            time: 0.5,
+            speed: 0.1,
+            drag: 50.0,
+            start_radius: RadiusSpec::Auto,
+            grow_rate: 5.0,
+        }
+    }
 }
 
 /// Damping beyond the seed's non-rigid damping (which is in `yarn`).
@@ -112,17 +146,18 @@ impl Default for YarnMaterial {
     }
 }
 
-/// `yarn.radius` as a scene file writes it: a number of centimetres or the word `"auto"`.
+/// A radius as a scene file writes it: a number or the word `"auto"` (`yarn.radius`: centimetres;
+/// `relax.start_radius`: a fraction of `yarn.radius`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RadiusSpec {
-    Cm(f32),
+    Value(f32),
     Auto,
 }
 
 impl Serialize for RadiusSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            RadiusSpec::Cm(r) => s.serialize_f32(*r),
+            RadiusSpec::Value(r) => s.serialize_f32(*r),
             RadiusSpec::Auto => s.serialize_str("auto"),
         }
     }
@@ -134,16 +169,16 @@ impl<'de> Deserialize<'de> for RadiusSpec {
         impl serde::de::Visitor<'_> for V {
             type Value = RadiusSpec;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a radius in cm or \"auto\"")
+                f.write_str("a number or \"auto\"")
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RadiusSpec, E> {
-                Ok(RadiusSpec::Cm(v as f32))
+                Ok(RadiusSpec::Value(v as f32))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RadiusSpec, E> {
-                Ok(RadiusSpec::Cm(v as f32))
+                Ok(RadiusSpec::Value(v as f32))
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RadiusSpec, E> {
-                Ok(RadiusSpec::Cm(v as f32))
+                Ok(RadiusSpec::Value(v as f32))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RadiusSpec, E> {
                 if v == "auto" {
@@ -184,7 +219,7 @@ impl From<YarnMaterial> for YarnToml {
             radius: if y.radius_auto {
                 RadiusSpec::Auto
             } else {
-                RadiusSpec::Cm(y.radius)
+                RadiusSpec::Value(y.radius)
             },
             linear_density: y.linear_density,
             bending_stiffness: y.bending_stiffness,
@@ -201,7 +236,7 @@ impl From<YarnMaterial> for YarnToml {
 impl From<YarnToml> for YarnMaterial {
     fn from(y: YarnToml) -> Self {
         let (radius, radius_auto) = match y.radius {
-            RadiusSpec::Cm(r) => (r, false),
+            RadiusSpec::Value(r) => (r, false),
             RadiusSpec::Auto => (YarnMaterial::default().radius, true),
         };
         YarnMaterial {
@@ -706,6 +741,19 @@ impl Scene {
         }
         non_negative("yarn.damping_const", y.damping_const as f64)?;
         non_negative("damping.air", self.damping.air as f64)?;
+        let rx = &self.relax;
+        in_range("relax.time", rx.time, 0.0, 1e4)?;
+        positive("relax.speed", rx.speed as f64)?;
+        non_negative("relax.drag", rx.drag as f64)?;
+        positive("relax.grow_rate", rx.grow_rate)?;
+        if let RadiusSpec::Value(f) = rx.start_radius {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err((
+                    "relax.start_radius".into(),
+                    format!("must be a fraction of yarn.radius in (0, 1] or \"auto\", got {f}"),
+                ));
+            }
+        }
         non_negative("yarn.damping_prop", y.damping_prop as f64)?;
         in_range(
             "yarn.damping_block_loops",

@@ -506,6 +506,8 @@ pub struct Sim {
     rebuilds_known: bool,
     /// The end-of-frame pass-through check's switch, scratch and last crossings.
     pass: PassCheck,
+    /// Obstacles held in place ([`Sim::hold_obstacles`]).
+    obstacles_held: bool,
 }
 
 fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
@@ -902,6 +904,7 @@ impl Sim {
             record_rebuilds: false,
             rebuilds_known: false,
             pass: PassCheck::default(),
+            obstacles_held: false,
             topo,
         };
         sim.place_obstacles();
@@ -937,6 +940,41 @@ impl Sim {
         )
     }
 
+    /// Replaces the yarn radius (the obstacle distance) and the contact model together: the models
+    /// take the radius when they are built, so a new radius needs a new model, and whatever the old
+    /// one had built up (contact sets, schedule) is dropped. Used by [`crate::relax`].
+    pub fn set_radius(&mut self, radius: f32, contact: Box<dyn ContactForce>) {
+        self.params.radius = radius;
+        self.base_params.radius = radius;
+        self.contact = contact;
+    }
+
+    /// Holds the obstacles at their places at the current `time`, at rest, in the steps that follow
+    /// (the steps still advance `time`: the caller resets it), or lets them follow their keyframes.
+    pub fn hold_obstacles(&mut self, on: bool) {
+        self.obstacles_held = on;
+    }
+
+    /// Replaces gravity (cm/s²) for the steps that follow.
+    pub fn set_gravity(&mut self, g: [f32; 3]) {
+        self.params.gravity = g;
+        [
+            self.base_params.gravity_x,
+            self.base_params.gravity_y,
+            self.base_params.gravity_z,
+        ] = g;
+    }
+
+    /// The air-drag factor `1 / (1 + h c)` of the steps (see [`Params::air_factor`]).
+    pub fn air_factor(&self) -> f32 {
+        self.base_params.air_factor
+    }
+
+    /// Replaces the air-drag factor `1 / (1 + h c)`.
+    pub fn set_air_factor(&mut self, f: f32) {
+        self.base_params.air_factor = f;
+    }
+
     /// The forces of the last step (gravity + rod + contact).
     pub fn force(&self) -> &[[f32; 4]] {
         &self.force
@@ -951,7 +989,12 @@ impl Sim {
     /// over it).
     pub fn place_obstacles(&mut self) {
         let h = self.params.h as f64;
-        let (t0, t1) = (self.time, self.time + h);
+        // Held obstacles stay at `time`, at rest.
+        let (t0, t1) = if self.obstacles_held {
+            (self.time, self.time)
+        } else {
+            (self.time, self.time + h)
+        };
         for (o, d) in self.obstacles.iter_mut().zip(&self.obstacle_defs) {
             if d.keyframes.is_empty() {
                 continue;

@@ -1,0 +1,194 @@
+//! The relaxation before t = 0 (`[relax]`, `yarnsim::relax`; issue 11, item 3): a generated swatch and
+//! a loaded BCC model that overlaps at the radius wanted start at rest once relaxed, and stay below
+//! 1 cm/s with gravity off; without the relaxation both move faster than that (so the check can fail).
+
+use std::path::{Path, PathBuf};
+use yarnsim::relax::{relax, RelaxReport};
+use yarnsim::scene::{build_curves, Scene};
+use yarnsim::sim::Sim;
+
+/// The bound the issue sets for a relaxed garment with gravity off (cm/s).
+const AT_REST: f64 = 1.0;
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("yarnsim-relax-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn sim_of(dir: &Path, scene_text: &str) -> (Scene, Sim) {
+    let path = dir.join("scene.toml");
+    std::fs::write(&path, scene_text).unwrap();
+    let scene = Scene::load(&path).unwrap();
+    let build = build_curves(&scene, dir).unwrap();
+    let sim = Sim::from_build(&scene, &build, &[]).unwrap();
+    (scene, sim)
+}
+
+/// The fastest speed any control point reaches over `steps` steps (cm/s).
+fn fastest_over(sim: &mut Sim, steps: usize) -> f64 {
+    let mut v = 0.0f64;
+    for _ in 0..steps {
+        sim.step().unwrap();
+        v = v.max(sim.kinetic_energy_and_max_speed().1);
+    }
+    v
+}
+
+fn relaxed(sim: &mut Sim, scene: &Scene) -> RelaxReport {
+    let mut calls = 0u64;
+    let report = relax(sim, scene, &mut |p| {
+        calls += 1;
+        assert_eq!(p.step, calls);
+        assert!(p.step <= p.max_steps);
+    })
+    .unwrap();
+    assert_eq!(calls, report.steps);
+    report
+}
+
+const SWATCH: &str = r#"
+[simulation]
+gravity = [0, 0, 0]
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 4, courses = 4 }
+"#;
+
+/// A generated swatch starts with yarns closer than 2r: left alone with gravity off it moves; relaxed,
+/// it is at rest at t = 0 and stays so for a frame (540 steps).
+#[test]
+fn a_generated_swatch_relaxed_stays_at_rest() {
+    let dir = temp_dir("swatch");
+    let (scene, mut raw) = sim_of(&dir, SWATCH);
+    let v_raw = fastest_over(&mut raw, 200);
+    assert!(
+        v_raw > AT_REST,
+        "unrelaxed swatch reached only {v_raw} cm/s: the test would not show anything"
+    );
+
+    let (scene2, mut sim) = sim_of(&dir, SWATCH);
+    assert_eq!(scene, scene2);
+    let report = relaxed(&mut sim, &scene);
+    assert!(report.settled, "{report:?}");
+    assert!(report.max_speed < scene.relax.speed as f64);
+    assert_eq!((sim.time, sim.steps), (0.0, 0));
+    assert!(sim.vel.iter().all(|v| *v == [0.0; 4]));
+    assert_eq!(sim.params.radius, scene.yarn.radius);
+    let v = fastest_over(&mut sim, 540);
+    assert!(v < AT_REST, "relaxed swatch moved at {v} cm/s");
+}
+
+/// A model exported at r = 0.08 cm and loaded at the default r = 0.125 cm overlaps almost everywhere:
+/// unrelaxed, the penalty force blows it apart; relaxed from the automatic start radius (below the
+/// closest approach), it comes to rest at the full radius and stays there.
+#[test]
+fn an_overlapping_bcc_model_relaxed_stays_at_rest() {
+    let dir = temp_dir("bcc");
+    let (_, thin) = sim_of(
+        &dir,
+        r#"
+[yarn]
+radius = 0.08
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 4, courses = 4 }
+"#,
+    );
+    yarnsim::bcc::write(&dir.join("thin.bcc"), &thin.curves()).unwrap();
+    let text = r#"
+[simulation]
+gravity = [0, 0, 0]
+[[cloth]]
+source.bcc = { path = "thin.bcc" }
+"#;
+    let (scene, mut raw) = sim_of(&dir, text);
+    let fit = yarnsim::import::fit_radius(&raw.curves(), scene.contact.quadrature).unwrap();
+    assert!(
+        fit.fraction_closer_than_2r(scene.yarn.radius as f64) > 0.5,
+        "the model should overlap at r = {}",
+        scene.yarn.radius
+    );
+    let v_raw = fastest_over(&mut raw, 200);
+    assert!(
+        v_raw > AT_REST,
+        "unrelaxed model reached only {v_raw} cm/s: the test would not show anything"
+    );
+
+    let (_, mut sim) = sim_of(&dir, text);
+    let report = relaxed(&mut sim, &scene);
+    assert!(report.settled, "{report:?}");
+    assert!(
+        report.start_radius < 0.5 * fit.distances[0] as f32 + 1e-6
+            && report.start_radius >= yarnsim::relax::MIN_START * scene.yarn.radius,
+        "start radius {} (closest approach {})",
+        report.start_radius,
+        fit.distances[0]
+    );
+    let v = fastest_over(&mut sim, 540);
+    assert!(v < AT_REST, "relaxed model moved at {v} cm/s");
+}
+
+/// The relaxation changes nothing but the state: gravity, drag, radius and the obstacles' motion are
+/// the scene's again afterwards, and `relax.time = 0` leaves the simulation untouched.
+#[test]
+fn relaxation_restores_the_scene_and_can_be_turned_off() {
+    let dir = temp_dir("restore");
+    let text = r#"
+[damping]
+air = 3.0
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 2, courses = 2 }
+[[obstacle]]
+type = "sphere"
+center = [0, -3, 0]
+radius = 1.0
+keyframes = [{ t = 0.0, offset = [0, 0, 0] }, { t = 1.0, offset = [0, 10, 0] }]
+"#;
+    let (scene, mut sim) = sim_of(&dir, text);
+    let before = (sim.params.gravity, sim.air_factor(), sim.params.radius);
+    let obstacles0 = sim.obstacles.clone();
+    let report = relaxed(&mut sim, &scene);
+    assert!(report.steps > 0);
+    // The sphere did not move during the relaxation.
+    assert_eq!(sim.obstacles[0].a, obstacles0[0].a);
+    assert_eq!(
+        (sim.params.gravity, sim.air_factor(), sim.params.radius),
+        before
+    );
+    // Gravity is back: the cloth accelerates downwards.
+    let y0: f64 = sim.pos.iter().map(|p| p[1] as f64).sum();
+    for _ in 0..50 {
+        sim.step().unwrap();
+    }
+    let y1: f64 = sim.pos.iter().map(|p| p[1] as f64).sum();
+    assert!(y1 < y0);
+    // And the sphere follows its keyframes again.
+    assert!(sim.obstacles[0].vel[1] > 9.0, "{:?}", sim.obstacles[0].vel);
+
+    let mut off = scene.clone();
+    off.relax.time = 0.0;
+    let build = build_curves(&off, &dir).unwrap();
+    let mut sim = Sim::from_build(&off, &build, &[]).unwrap();
+    let pos = sim.pos.clone();
+    let r = relax(&mut sim, &off, &mut |_| panic!("no steps")).unwrap();
+    assert_eq!(r.steps, 0);
+    assert_eq!(sim.pos, pos);
+}
+
+/// Bad `[relax]` values are refused naming the key.
+#[test]
+fn bad_relax_values_name_the_key() {
+    let dir = temp_dir("bad");
+    for (line, key) in [
+        ("start_radius = 1.5", "relax.start_radius"),
+        ("start_radius = \"big\"", "relax.start_radius"),
+        ("time = -1", "relax.time"),
+        ("speed = 0", "relax.speed"),
+        ("grow_rate = 0", "relax.grow_rate"),
+    ] {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, format!("[relax]\n{line}\n")).unwrap();
+        let err = Scene::load(&path).unwrap_err().to_string();
+        assert!(err.contains(key), "{line}: {err}");
+        assert!(err.contains("bad.toml:2:"), "{line}: {err}");
+    }
+}
