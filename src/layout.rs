@@ -519,6 +519,83 @@ pub struct PolarOutput {
 }
 const _: () = assert!(size_of::<PolarOutput>() == 128);
 
+// --- ACL (src/acl/): the set records (`ContactSet`, `StictionSpring`, `WatchPair`, the `[f32; 6]`
+// blocks of `k_pool` as `SymBlock`) live in their modules and are listed in `layouts`; the pools of
+// points are `[f32; 4]` (w = 0), `cp_pool` and `m_pool` scalars, `watch_loc_pool` `[u32; 4]`. ---
+
+/// Most quadrature points per segment (`contact.quadrature`): the size of [`AclUniform::weights`].
+pub const ACL_MAX_QUADRATURE: usize = 32;
+
+/// [`AclUniform::flags`]: `contact.extra_invalidation`.
+pub const ACL_EXTRA_INVALIDATION: u32 = 1;
+
+/// The `acl` uniform: the constants of ACL's per-step force stages (`set_evaluate`, `set_force`,
+/// `stiction_forces`, the point table and the gather).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct AclUniform {
+    /// b, quadrature points per segment.
+    pub quadrature: u32,
+    /// Length of the `sets` table.
+    pub num_sets: u32,
+    pub num_points: u32,
+    /// [`ACL_EXTRA_INVALIDATION`].
+    pub flags: u32,
+    pub radius: f32,
+    /// τ.
+    pub tolerance: f32,
+    /// `contact.stiction_stiffness` and `contact.stiction_break_energy`.
+    pub stiction_stiffness: f32,
+    pub stiction_break_energy: f32,
+    /// Slots of `point_slots` / `point_records` (the point table's capacity).
+    pub record_capacity: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+    /// The 4 basis weights of quadrature parameter `k < quadrature` (the rest zero).
+    pub weights: [[f32; 4]; ACL_MAX_QUADRATURE],
+}
+const _: () = assert!(size_of::<AclUniform>() == 560);
+
+impl Default for AclUniform {
+    fn default() -> Self {
+        Zeroable::zeroed()
+    }
+}
+
+/// [`AclCounters::errors`]: a set had more than `acl::evaluate::MAX_SET_POINTS` control points
+/// (the kernels leave it alone).
+pub const ACL_ERROR_SET_TOO_BIG: u32 = 1;
+/// A set's rotation was not finite (`first_bad_set`), or a gathered force (`first_bad_point`).
+pub const ACL_ERROR_NOT_FINITE: u32 = 2;
+/// The point table needed more than `record_capacity` slots (`records` holds the count).
+pub const ACL_ERROR_RECORDS_FULL: u32 = 4;
+/// A control point had more than `acl::gather::MAX_POINT_RECORDS` records (the rest not added).
+pub const ACL_ERROR_GATHER_FULL: u32 = 8;
+
+/// The `acl_counters` storage block (atomics in WGSL): error flags and the first bad set / point
+/// (`u32::MAX` when none), the records the point table needed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct AclCounters {
+    pub errors: u32,
+    pub first_bad_set: u32,
+    pub first_bad_point: u32,
+    pub records: u32,
+}
+const _: () = assert!(size_of::<AclCounters>() == 16);
+
+impl Default for AclCounters {
+    fn default() -> Self {
+        AclCounters {
+            errors: 0,
+            first_bad_set: u32::MAX,
+            first_bad_point: u32::MAX,
+            records: 0,
+        }
+    }
+}
+
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructLayout {
@@ -539,6 +616,7 @@ macro_rules! layout_of {
 
 /// Every struct of the contract with every field, in declaration order (the WGSL order).
 pub fn layouts() -> Vec<StructLayout> {
+    use crate::acl::{ContactSet, StictionSpring, WatchPair};
     vec![
         layout_of!(Yarn {
             first_point,
@@ -737,5 +815,57 @@ pub fn layouts() -> Vec<StructLayout> {
             bad_entry,
             _pad
         }),
+        layout_of!(AclUniform {
+            quadrature,
+            num_sets,
+            num_points,
+            flags,
+            radius,
+            tolerance,
+            stiction_stiffness,
+            stiction_break_energy,
+            record_capacity,
+            _pad0,
+            _pad1,
+            _pad2,
+            weights
+        }),
+        layout_of!(AclCounters {
+            errors,
+            first_bad_set,
+            first_bad_point,
+            records
+        }),
+        layout_of!(ContactSet {
+            bx,
+            cp_off,
+            n_cp,
+            k_off,
+            flags,
+            eps,
+            touching,
+            rebuilt_step,
+            w_off,
+            n_watch,
+            guard_near,
+            guard_far,
+            f_ref,
+            quat,
+            centre
+        }),
+        layout_of!(StictionSpring {
+            i,
+            j,
+            flags,
+            _pad,
+            rest
+        }),
+        layout_of!(WatchPair { i, j, kw, gap }),
+        // `k_pool`'s `[f32; 6]` blocks (`acl::model::SymBlock`), a struct of one array in WGSL.
+        StructLayout {
+            name: "SymBlock",
+            size: size_of::<crate::acl::model::SymBlock<f32>>(),
+            fields: vec![("k", 0)],
+        },
     ]
 }

@@ -214,7 +214,7 @@ pub struct Buffers {
 /// wgpu rejects empty bindings, and a runtime-sized array must hold at least one element of its
 /// record: an empty array is bound as this many zero bytes, more than the largest record of the
 /// layout contract (checked in tests/layout.rs).
-pub const MIN_BUFFER: u64 = 256;
+pub const MIN_BUFFER: u64 = 1024;
 
 impl Buffers {
     pub fn get(&self, name: &str) -> Option<&wgpu::Buffer> {

@@ -680,6 +680,96 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::touching_write",
     },
+    // --- ACL's per-step force stages (src/acl/): evaluation, springs, the point table (count →
+    // scan → write → sort → start) and the gather ---
+    Kernel {
+        name: "set_evaluate",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("acl"),
+            read("pos"),
+            read("cp_pool"),
+            read("dbar_pool"),
+            read("m_pool"),
+            read("watch_pool"),
+            read("watch_loc_pool"),
+            read_write("sets"),
+            read_write("dev_pool"),
+        ],
+        twin: "acl::evaluate::set_evaluate",
+    },
+    // One workgroup per set: dispatched over 64 · num_sets threads.
+    Kernel {
+        name: "set_force",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("acl"),
+            read_write("sets"),
+            read("f0_pool"),
+            read("k_pool"),
+            read("dev_pool"),
+            read_write("fout_pool"),
+            read_write("acl_counters"),
+        ],
+        twin: "acl::evaluate::set_force",
+    },
+    Kernel {
+        name: "stiction_forces",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("acl"),
+            read("pos"),
+            read("seg_cp"),
+            read("sets"),
+            read("cp_pool"),
+            read_write("springs"),
+            read_write("fout_pool"),
+        ],
+        twin: "acl::stiction::stiction_forces",
+    },
+    Kernel {
+        name: "set_point_count",
+        workgroup_size: WG,
+        bindings: &[uniform("acl"), read("sets"), read_write("set_offsets")],
+        twin: "acl::gather::set_point_count",
+    },
+    Kernel {
+        name: "set_point_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl"),
+            read("sets"),
+            read("cp_pool"),
+            read("set_offsets"),
+            read_write("point_slots"),
+            read_write("acl_counters"),
+        ],
+        twin: "acl::gather::set_point_write",
+    },
+    Kernel {
+        name: "set_point_start",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl"),
+            read("point_slots"),
+            read_write("point_start"),
+            read_write("point_records"),
+        ],
+        twin: "acl::gather::set_point_start",
+    },
+    Kernel {
+        name: "set_gather",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl"),
+            read("point_start"),
+            read("point_records"),
+            read("fout_pool"),
+            read_write("acl_counters"),
+            read_write("force"),
+        ],
+        twin: "acl::gather::set_gather",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

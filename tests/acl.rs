@@ -1058,7 +1058,16 @@ fn pool_compact_keeps_every_model_in_set_order() {
                 kw: 1.0,
                 gap: 0.0,
             };
-            pools.watch_loc[w0 + t] = [k as u16, t as u16, 0, 0, 0, 0, 0, 0];
+            pools.watch_loc[w0 + t] = yarnsim::acl::rebuild::watch_loc_pack([
+                (k as u16).into(),
+                (t as u16).into(),
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ]);
         }
         sets[k] = ContactSet {
             cp_off: p0 as u32,

@@ -279,3 +279,69 @@ fn finite3(v: vec3<f32>) -> bool {
     let a = abs(v);
     return a.x <= 3.4028235e38 && a.y <= 3.4028235e38 && a.z <= 3.4028235e38;
 }
+
+// ACL (src/acl/, constants in src/layout.rs and shaders/shared/acl.wgsl). Uniform `acl`: the
+// constants of the per-step force stages; weights[k] are the 4 basis weights of quadrature
+// parameter k < quadrature.
+struct AclUniform {
+    quadrature: u32,
+    num_sets: u32,
+    num_points: u32,
+    flags: u32,
+    radius: f32,
+    tolerance: f32,
+    stiction_stiffness: f32,
+    stiction_break_energy: f32,
+    record_capacity: u32,
+    _pad0: u32, // (scalars: a uniform's arrays need a 16-byte stride)
+    _pad1: u32,
+    _pad2: u32,
+    weights: array<vec4<f32>, 32>,
+};
+
+struct AclCounters {
+    errors: atomic<u32>,
+    first_bad_set: atomic<u32>,
+    first_bad_point: atomic<u32>,
+    records: atomic<u32>,
+};
+
+// acl::ContactSet: box [u0, u1, v0, v1], pool offsets, flags (SET_* of acl.wgsl), ε, rebuild data,
+// the watched pairs' range and guards, the warm-start quaternion [x, y, z, w], the reference centre.
+struct ContactSet {
+    bx: vec4<u32>,
+    cp_off: u32,
+    n_cp: u32,
+    k_off: u32,
+    flags: u32,
+    eps: f32,
+    touching: u32,
+    rebuilt_step: u32,
+    w_off: u32,
+    n_watch: u32,
+    guard_near: f32,
+    guard_far: f32,
+    f_ref: f32,
+    quat: vec4<f32>,
+    centre: vec4<f32>,
+};
+
+struct StictionSpring {
+    i: u32,
+    j: u32,
+    flags: u32,
+    _pad: u32,
+    rest: vec4<f32>, // xyz: rest offset in the set's reference frame
+};
+
+struct WatchPair {
+    i: u32,
+    j: u32,
+    kw: f32,
+    gap: f32,
+};
+
+// A symmetric 3×3 block of k_pool: [xx, yy, zz, xy, xz, yz].
+struct SymBlock {
+    k: array<f32, 6>,
+};

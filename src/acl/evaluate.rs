@@ -2,12 +2,27 @@
 //! corotational force of those whose model is still valid (seed §4, DESIGN §4; the arithmetic is in
 //! [`super::model`]).
 //!
-//! Reads the positions `pos`, the quadrature weights, the set headers and the model pools
-//! (`cp_pool`, `f0_pool`, `dbar_pool`, `m_pool`, `k_pool`, `watch_pool`, `watch_loc_pool`); writes
-//! each clean set's header (the rotation's quaternion, and [`SET_DIRTY`] when the model is no
-//! longer valid) and its ranges of the per-step scratch pools `q_pool` (gathered points), `dev_pool`
-//! (deviations) and `fout_pool` (the set's force on its points, for a valid model). Sets are
-//! independent: each writes only its own header and ranges, so they run in parallel.
+//! Reads the positions `pos`, the quadrature weights (in the `acl` uniform, [`AclUniform`]), the set
+//! headers and the model pools (`cp_pool`, `f0_pool`, `dbar_pool`, `m_pool`, `k_pool`,
+//! `watch_pool`, `watch_loc_pool`); writes each clean set's header (the rotation's quaternion, and
+//! [`SET_DIRTY`] when the model is no longer valid) and its ranges of the per-step pools `dev_pool`
+//! (deviations) and `fout_pool` (the set's force on its points, for a valid model; `[f32; 4]`, w =
+//! 0). Sets are independent: each writes only its own header and ranges, so they run in parallel.
+//!
+//! # Two kernels, one CPU pass
+//!
+//! On the GPU the stage is two kernels (a kernel binds at most 8 storage buffers):
+//! - `set_evaluate` (one thread per set): centre of mass, warm-started rotation, deviations into
+//!   `dev_pool`, the invalidation by eq. 6, the watched pairs and the guards; a set whose rotation is
+//!   not finite gets [`SET_NOT_FINITE`];
+//! - `set_force` (one workgroup per set, one thread per row): the corotational force of every set
+//!   still clean into `fout_pool` (zero for a [`SET_ZERO`] set), then the force-change criterion;
+//!   it raises the errors of `set_evaluate`'s sets in `acl_counters`.
+//!
+//! The two functions of those names are their CPU twins. The CPU step runs both halves set by set
+//! in one pass ([`set_evaluate_and_force`]: the same per-set code, so the same results), reading
+//! each set's pools once. The kernels leave sets of more than [`MAX_SET_POINTS`] control points
+//! alone (raising [`ACL_ERROR_SET_TOO_BIG`]), and so do their twins; the CPU pass has no limit.
 //!
 //! # Invalidation
 //!
@@ -33,11 +48,15 @@
 //! (tests/acl.rs).
 
 use super::model::{self, SymBlock};
-use super::rebuild::WatchPair;
-use super::sets::{ContactSet, SET_DIRTY, SET_ZERO};
+use super::rebuild::{watch_loc_get, WatchLoc, WatchPair};
+use super::sets::{ContactSet, SET_DIRTY, SET_NOT_FINITE, SET_ZERO};
 use super::{prefetch, SyncPtr};
 use crate::contact::ContactError;
-use crate::math::V3;
+use crate::layout::{
+    AclCounters, AclUniform, ACL_ERROR_NOT_FINITE, ACL_ERROR_SET_TOO_BIG, ACL_EXTRA_INVALIDATION,
+};
+use crate::math::{M3, V3};
+use crate::polar::quat_to_matrix;
 use rayon::prelude::*;
 
 /// Sets per task of the parallel `set_evaluate` stage.
@@ -47,64 +66,282 @@ const EVAL_CHUNK: usize = 256;
 /// most `1.25 δ`, so a pair distance changes by at most `2.5 δ`.
 pub const BASIS_ABS_SUM_MAX: f32 = 1.25;
 
-/// The constants of `set_evaluate` (the kernel's uniform).
-#[derive(Clone, Copy, Debug)]
-pub struct EvalParams {
-    /// Quadrature points per segment.
-    pub b: u32,
-    /// Yarn radius.
-    pub r: f32,
-    /// τ.
-    pub tolerance: f32,
-    /// `contact.extra_invalidation`.
-    pub extra: bool,
-}
+/// Most control points of a set the GPU kernels evaluate (shaders/shared/acl.wgsl
+/// `ACL_MAX_SET_POINTS`): it bounds their loops under lavapipe's 65,535 iterations per invocation
+/// (`set_evaluate`: 5 n + the rotation's 2,600; `set_force`: ⌈n / 64⌉ · n = 16,384 per thread).
+/// A set of 1,024 points would hold 525k blocks of `K̄` (12 MB); the sets of a knit have tens.
+pub const MAX_SET_POINTS: u32 = 1024;
 
-/// The read-only buffers of the `set_evaluate` stage.
+/// The read-only buffers of the first half (`set_evaluate`).
+#[derive(Clone, Copy)]
 struct EvalCtx<'a> {
-    p: EvalParams,
+    p: &'a AclUniform,
     pos: &'a [[f32; 4]],
-    weights: &'a [[f32; 4]],
     cp_pool: &'a [u32],
-    f0_pool: &'a [[f32; 4]],
     dbar_pool: &'a [[f32; 4]],
     m_pool: &'a [f32],
-    k_pool: &'a [SymBlock<f32>],
     watch_pool: &'a [WatchPair],
-    watch_loc_pool: &'a [[u16; 8]],
+    watch_loc_pool: &'a [WatchLoc],
 }
 
-/// Stage `set_evaluate` over all clean sets (see the module doc). The scratch pools must be at least
-/// as long as the point pools. On a non-finite rotation it returns the error of the first such set
-/// in set order.
+/// What the first half decided for a set.
+enum Rotation {
+    /// The model must be rebuilt.
+    Dirty,
+    /// Still valid: its rotation.
+    Valid(M3<f32>),
+}
+
+/// The first half's failure: the set's rotation is not finite.
+struct NotFinite;
+
+impl EvalCtx<'_> {
+    /// Quadrature point `i` from the set's gathered control points `q` (`loc`: the set-local indices
+    /// of its segment's 4 control points, slots `c0..c0 + 4` of the packed `loc`); the same
+    /// arithmetic as the exact path's quadrature points.
+    #[inline]
+    fn quad_point_local(&self, q: &[V3<f32>], loc: &WatchLoc, c0: usize, i: u32) -> V3<f32> {
+        let w = &self.p.weights[(i % self.p.quadrature) as usize];
+        q[watch_loc_get(loc, c0) as usize] * w[0]
+            + q[watch_loc_get(loc, c0 + 1) as usize] * w[1]
+            + q[watch_loc_get(loc, c0 + 2) as usize] * w[2]
+            + q[watch_loc_get(loc, c0 + 3) as usize] * w[3]
+    }
+
+    /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
+    /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
+    /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
+    /// (missing from the model) and the linear model's spurious force on one that left.
+    /// Only pairs with `|gap| ≤ bound` (the largest possible change of a pair distance) can have
+    /// crossed; the list is sorted by `|gap|`, so the scan stops at the first farther one.
+    /// `q`: the set's control points (current positions).
+    fn crossing_error(&self, s: &ContactSet, q: &[V3<f32>], bound: f32) -> f32 {
+        let r = self.p.radius;
+        let mut err = 0.0f32;
+        let range = s.w_off as usize..(s.w_off + s.n_watch) as usize;
+        for (w, loc) in self.watch_pool[range.clone()]
+            .iter()
+            .zip(&self.watch_loc_pool[range])
+        {
+            if w.gap.abs() > bound {
+                break;
+            }
+            let d = (self.quad_point_local(q, loc, 0, w.i) - self.quad_point_local(q, loc, 4, w.j))
+                .norm();
+            if (d < 2.0 * r) != (w.gap < 0.0) {
+                let dm = 2.0 * r - (d - 2.0 * r).abs();
+                let (_, df, _) = crate::contact::penalty(dm * dm, r);
+                err += 2.0 * w.kw * df.abs() * dm;
+            }
+        }
+        err
+    }
+
+    /// The first half for one clean set: its points gathered into `q`, rotation (warm-started from
+    /// and stored back into the header), deviation into `dev`, invalidation.
+    fn rotation(
+        &self,
+        s: &mut ContactSet,
+        q: &mut [V3<f32>],
+        dev: &mut [[f32; 4]],
+    ) -> Result<Rotation, NotFinite> {
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        for t in 0..n {
+            q[t] = V3::from4(self.pos[self.cp_pool[o + t] as usize]);
+        }
+        let dbar = &self.dbar_pool[o..o + n];
+        let (c, polar) = model::set_rotation(q, dbar, s.quat).map_err(|_| NotFinite)?;
+        s.quat = polar.quat;
+        model::set_deviation(q, c, &polar.r, dbar, dev);
+        let (metric, maxdev) =
+            model::set_metric_and_max_deviation(dev, &self.m_pool[o..o + n], self.p.radius, s.eps);
+        if !(metric <= self.p.tolerance) {
+            return Ok(Rotation::Dirty);
+        }
+        if self.p.flags & ACL_EXTRA_INVALIDATION != 0 {
+            // Rigid motions keep distances, so a member pair's distance changed by at most
+            // 2 · 1.25 · max|Δ| since the rebuild.
+            let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
+            if bound >= s.guard_far {
+                // An unwatched pair may have crossed 2r.
+                return Ok(Rotation::Dirty);
+            }
+            if bound >= s.guard_near
+                && self.crossing_error(s, q, bound) > self.p.tolerance * s.f_ref
+            {
+                return Ok(Rotation::Dirty);
+            }
+        }
+        Ok(Rotation::Valid(polar.r))
+    }
+}
+
+/// The second half for one set still valid, of rotation `r`: its corotational force into `fout`
+/// (zero for a zero-force set) and the force-change criterion; true when the set must be rebuilt.
+fn set_force_one(
+    p: &AclUniform,
+    s: &ContactSet,
+    r: &M3<f32>,
+    f0: &[[f32; 4]],
+    k_pool: &[SymBlock<f32>],
+    dev: &[[f32; 4]],
+    fout: &mut [[f32; 4]],
+) -> bool {
+    if s.flags & SET_ZERO != 0 {
+        fout.fill([0.0; 4]);
+        return false;
+    }
+    let n = f0.len();
+    let nk = model::tri_len(n);
+    model::corotational_force(
+        r,
+        f0,
+        &k_pool[s.k_off as usize..s.k_off as usize + nk],
+        dev,
+        fout,
+    );
+    if p.flags & ACL_EXTRA_INVALIDATION != 0 {
+        // The linear model's change of force since the rebuild, relative to the force then. Its
+        // error is second order in that change: for a force growing as the square of the depth,
+        // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
+        // change by 2√τ bounds the relative error by τ. Beyond it the contact is loading or
+        // unloading too far for its linear model: rebuild.
+        let (change, reference) = force_change(r, f0, fout);
+        if change > 2.0 * p.tolerance.sqrt() * reference {
+            return true;
+        }
+    }
+    false
+}
+
+/// `(Σ_t |fout_t − R f0_t|, Σ_t |R f0_t|)`, summed in point order.
+#[inline]
+pub fn force_change(r: &M3<f32>, f0: &[[f32; 4]], fout: &[[f32; 4]]) -> (f32, f32) {
+    let (mut change, mut reference) = (0.0f32, 0.0f32);
+    for t in 0..f0.len() {
+        let rf0 = r.mul_v(V3::from4(f0[t]));
+        change += (V3::from4(fout[t]) - rf0).norm();
+        reference += rf0.norm();
+    }
+    (change, reference)
+}
+
+/// Kernel `set_evaluate`'s twin (the first half, see the module doc) over the clean sets of at most
+/// [`MAX_SET_POINTS`] points: the rotation into the header, the deviations into `dev_pool`,
+/// [`SET_DIRTY`] when eq. 6 or the crossing criteria invalidate the model, [`SET_NOT_FINITE`] when the
+/// rotation is not finite.
 #[allow(clippy::too_many_arguments)]
 pub fn set_evaluate(
-    params: &EvalParams,
+    acl: &AclUniform,
     pos: &[[f32; 4]],
-    weights: &[[f32; 4]],
+    cp_pool: &[u32],
+    dbar_pool: &[[f32; 4]],
+    m_pool: &[f32],
+    watch_pool: &[WatchPair],
+    watch_loc_pool: &[WatchLoc],
+    sets: &mut [ContactSet],
+    dev_pool: &mut [[f32; 4]],
+) {
+    let ctx = EvalCtx {
+        p: acl,
+        pos,
+        cp_pool,
+        dbar_pool,
+        m_pool,
+        watch_pool,
+        watch_loc_pool,
+    };
+    let dp = SyncPtr::new(dev_pool);
+    sets.par_iter_mut()
+        .with_min_len(EVAL_CHUNK)
+        .for_each_init(Vec::new, |q, s| {
+            if !s.is_clean() || s.n_cp > MAX_SET_POINTS {
+                return;
+            }
+            let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+            q.resize(n, V3::zero());
+            // SAFETY: live sets own disjoint ranges of the point pools.
+            let dev = unsafe { dp.slice(o, n) };
+            match ctx.rotation(s, q, dev) {
+                Ok(Rotation::Dirty) => s.flags |= SET_DIRTY,
+                Ok(Rotation::Valid(_)) => {}
+                Err(NotFinite) => s.flags |= SET_NOT_FINITE,
+            }
+        });
+}
+
+/// Kernel `set_force`'s twin (the second half, see the module doc): for every clean set of at most
+/// [`MAX_SET_POINTS`] points, the corotational force under the rotation of its header's quaternion
+/// (the one `set_evaluate` stored: `polar_decompose` returns `R = quat_to_matrix(q)`), the
+/// force-change criterion; the errors of the sets (too big, rotation not finite) into
+/// `acl_counters`.
+pub fn set_force(
+    acl: &AclUniform,
+    sets: &mut [ContactSet],
+    f0_pool: &[[f32; 4]],
+    k_pool: &[SymBlock<f32>],
+    dev_pool: &[[f32; 4]],
+    fout_pool: &mut [[f32; 4]],
+    acl_counters: &mut AclCounters,
+) {
+    let fp = SyncPtr::new(fout_pool);
+    let errors = sets
+        .par_iter_mut()
+        .enumerate()
+        .with_min_len(EVAL_CHUNK)
+        .map(|(k, s)| {
+            if !s.is_clean() {
+                return (0, u32::MAX);
+            }
+            if s.n_cp > MAX_SET_POINTS {
+                return (ACL_ERROR_SET_TOO_BIG, u32::MAX);
+            }
+            if s.flags & SET_NOT_FINITE != 0 {
+                return (ACL_ERROR_NOT_FINITE, k as u32);
+            }
+            let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+            // SAFETY: live sets own disjoint ranges of the point pools.
+            let fout = unsafe { fp.slice(o, n) };
+            let r = quat_to_matrix(s.quat);
+            let f0 = &f0_pool[o..o + n];
+            if set_force_one(acl, s, &r, f0, k_pool, &dev_pool[o..o + n], fout) {
+                s.flags |= SET_DIRTY;
+            }
+            (0, u32::MAX)
+        })
+        .reduce(|| (0, u32::MAX), |a, b| (a.0 | b.0, a.1.min(b.1)));
+    acl_counters.errors |= errors.0;
+    acl_counters.first_bad_set = acl_counters.first_bad_set.min(errors.1);
+}
+
+/// Stage `set_evaluate` of the CPU step: both halves ([`set_evaluate`], [`set_force`]) set by set in
+/// one pass over all clean sets, of any size (see the module doc). `q_pool` is scratch for the
+/// gathered points; the pools must be at least as long as the point pools. On a non-finite rotation
+/// it returns the error of the first such set in set order.
+#[allow(clippy::too_many_arguments)]
+pub fn set_evaluate_and_force(
+    acl: &AclUniform,
+    pos: &[[f32; 4]],
     cp_pool: &[u32],
     f0_pool: &[[f32; 4]],
     dbar_pool: &[[f32; 4]],
     m_pool: &[f32],
     k_pool: &[SymBlock<f32>],
     watch_pool: &[WatchPair],
-    watch_loc_pool: &[[u16; 8]],
+    watch_loc_pool: &[WatchLoc],
     sets: &mut [ContactSet],
     q_pool: &mut [V3<f32>],
-    dev_pool: &mut [V3<f32>],
-    fout_pool: &mut [V3<f32>],
+    dev_pool: &mut [[f32; 4]],
+    fout_pool: &mut [[f32; 4]],
 ) -> Result<(), ContactError> {
     assert!(q_pool.len() >= cp_pool.len() && dev_pool.len() >= cp_pool.len());
     assert!(fout_pool.len() >= cp_pool.len());
     let ctx = EvalCtx {
-        p: *params,
+        p: acl,
         pos,
-        weights,
         cp_pool,
-        f0_pool,
         dbar_pool,
         m_pool,
-        k_pool,
         watch_pool,
         watch_loc_pool,
     };
@@ -121,7 +358,7 @@ pub fn set_evaluate(
         .filter_map(|(c, chunk)| {
             for k in 0..chunk.len() {
                 if let Some(next) = chunk.get(k + 2) {
-                    ctx.prefetch_set(next, [qp, dp, fp]);
+                    prefetch_set(&ctx, f0_pool, k_pool, next, qp, [dp, fp]);
                 }
                 let s = &mut chunk[k];
                 if !s.is_clean() {
@@ -131,10 +368,17 @@ pub fn set_evaluate(
                 // SAFETY: live sets own disjoint pool ranges, all inside the point pools (the
                 // scratch pools are at least as long, asserted above).
                 let (q, dev, fout) = unsafe { (qp.slice(o, n), dp.slice(o, n), fp.slice(o, n)) };
-                match ctx.set_evaluate(s, q, dev, fout) {
-                    Ok(true) => s.flags |= SET_DIRTY,
-                    Ok(false) => {}
-                    Err(e) => return Some((c * EVAL_CHUNK + k, e)),
+                match ctx.rotation(s, q, dev) {
+                    Ok(Rotation::Dirty) => s.flags |= SET_DIRTY,
+                    Ok(Rotation::Valid(r)) => {
+                        if set_force_one(acl, s, &r, &f0_pool[o..o + n], k_pool, dev, fout) {
+                            s.flags |= SET_DIRTY;
+                        }
+                    }
+                    Err(NotFinite) => {
+                        let point = cp_pool[o] as usize;
+                        return Some((c * EVAL_CHUNK + k, ContactError::NotFinite { point }));
+                    }
                 }
             }
             None
@@ -146,144 +390,100 @@ pub fn set_evaluate(
     }
 }
 
-impl EvalCtx<'_> {
-    /// Quadrature point `i` from the set's gathered control points `q` (`loc`: the set-local indices of
-    /// its segment's 4 control points); the same arithmetic as the exact path's quadrature points.
-    #[inline]
-    fn quad_point_local(&self, q: &[V3<f32>], loc: &[u16], i: u32) -> V3<f32> {
-        let w = &self.weights[(i % self.p.b) as usize];
-        q[loc[0] as usize] * w[0]
-            + q[loc[1] as usize] * w[1]
-            + q[loc[2] as usize] * w[2]
-            + q[loc[3] as usize] * w[3]
+/// Hints the CPU to fetch the start of set `s`'s pool ranges (the pools are in allocation order
+/// between compactions, not set order, so without it every set starts with a cache miss in each
+/// pool).
+#[inline]
+fn prefetch_set(
+    ctx: &EvalCtx<'_>,
+    f0_pool: &[[f32; 4]],
+    k_pool: &[SymBlock<f32>],
+    s: &ContactSet,
+    q: SyncPtr<V3<f32>>,
+    scratch: [SyncPtr<[f32; 4]>; 2],
+) {
+    if !s.is_clean() {
+        return;
     }
-
-    /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
-    /// the rebuild: for a pair now at distance `d` the force a touching pair has at `2r − |d − 2r|`.
-    /// Near `2r` the pair force is linear in the depth, so this is the force of a pair that entered
-    /// (missing from the model) and the linear model's spurious force on one that left.
-    /// Only pairs with `|gap| ≤ bound` (the largest possible change of a pair distance) can have
-    /// crossed; the list is sorted by `|gap|`, so the scan stops at the first farther one.
-    /// `q`: the set's control points (current positions).
-    fn crossing_error(&self, s: &ContactSet, q: &[V3<f32>], bound: f32) -> f32 {
-        let r = self.p.r;
-        let mut err = 0.0f32;
-        let range = s.w_off as usize..(s.w_off + s.n_watch) as usize;
-        for (w, loc) in self.watch_pool[range.clone()]
-            .iter()
-            .zip(&self.watch_loc_pool[range])
-        {
-            if w.gap.abs() > bound {
-                break;
-            }
-            let d = (self.quad_point_local(q, &loc[..4], w.i)
-                - self.quad_point_local(q, &loc[4..], w.j))
-            .norm();
-            if (d < 2.0 * r) != (w.gap < 0.0) {
-                let dm = 2.0 * r - (d - 2.0 * r).abs();
-                let (_, df, _) = crate::contact::penalty(dm * dm, r);
-                err += 2.0 * w.kw * df.abs() * dm;
-            }
-        }
-        err
+    let (o, w) = (s.cp_off as usize, s.w_off as usize);
+    prefetch(ctx.cp_pool.as_ptr().wrapping_add(o));
+    prefetch(ctx.dbar_pool.as_ptr().wrapping_add(o));
+    prefetch(ctx.m_pool.as_ptr().wrapping_add(o));
+    prefetch(ctx.watch_pool.as_ptr().wrapping_add(w));
+    prefetch(ctx.watch_loc_pool.as_ptr().wrapping_add(w));
+    prefetch(q.ptr().wrapping_add(o));
+    for p in scratch {
+        prefetch(p.ptr().wrapping_add(o));
     }
-
-    /// Hints the CPU to fetch the start of set `s`'s pool ranges (the pools are in allocation order
-    /// between compactions, not set order, so without it every set starts with a cache miss in each
-    /// pool).
-    #[inline]
-    fn prefetch_set(&self, s: &ContactSet, scratch: [SyncPtr<V3<f32>>; 3]) {
-        if !s.is_clean() {
-            return;
-        }
-        let (o, w) = (s.cp_off as usize, s.w_off as usize);
-        prefetch(self.cp_pool.as_ptr().wrapping_add(o));
-        prefetch(self.dbar_pool.as_ptr().wrapping_add(o));
-        prefetch(self.m_pool.as_ptr().wrapping_add(o));
-        prefetch(self.watch_pool.as_ptr().wrapping_add(w));
-        prefetch(self.watch_loc_pool.as_ptr().wrapping_add(w));
-        for p in scratch {
-            prefetch(p.ptr().wrapping_add(o));
-        }
-        if s.flags & SET_ZERO == 0 {
-            prefetch(self.f0_pool.as_ptr().wrapping_add(o));
-            prefetch(self.k_pool.as_ptr().wrapping_add(s.k_off as usize));
-        }
+    if s.flags & SET_ZERO == 0 {
+        prefetch(f0_pool.as_ptr().wrapping_add(o));
+        prefetch(k_pool.as_ptr().wrapping_add(s.k_off as usize));
     }
+}
 
-    /// `set_evaluate` for one clean set: rotation (warm-started from and stored back into the
-    /// header), deviation, invalidation; when the model is still valid its corotational force into
-    /// `fout`. `q`, `dev`, `fout` are the set's ranges of the per-step scratch pools. Returns true when
-    /// the set must be rebuilt.
-    fn set_evaluate(
-        &self,
-        s: &mut ContactSet,
-        q: &mut [V3<f32>],
-        dev: &mut [V3<f32>],
-        fout: &mut [V3<f32>],
-    ) -> Result<bool, ContactError> {
-        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+/// The crossing budget's estimate of set `s` for the deviation bound `bound` (the value
+/// `set_evaluate` compares with `τ f_ref`), for tests that look at how close a decision was.
+#[allow(clippy::too_many_arguments)]
+pub fn set_crossing_error(
+    acl: &AclUniform,
+    pos: &[[f32; 4]],
+    cp_pool: &[u32],
+    watch_pool: &[WatchPair],
+    watch_loc_pool: &[WatchLoc],
+    s: &ContactSet,
+    bound: f32,
+) -> f32 {
+    let ctx = EvalCtx {
+        p: acl,
+        pos,
+        cp_pool,
+        dbar_pool: &[],
+        m_pool: &[],
+        watch_pool,
+        watch_loc_pool,
+    };
+    let o = s.cp_off as usize;
+    let q: Vec<V3<f32>> = (0..s.n_cp as usize)
+        .map(|t| V3::from4(pos[cp_pool[o + t] as usize]))
+        .collect();
+    ctx.crossing_error(s, &q, bound)
+}
+
+/// Row `t` of a set's corotational force as kernel `set_force` computes it (one thread per row, see
+/// [`model::corotational_row`]), rotated: equal to `corotational_force`'s `t`-th output.
+pub fn set_force_row(
+    r: &M3<f32>,
+    t: usize,
+    f0: &[[f32; 4]],
+    k: &[SymBlock<f32>],
+    dev: &[[f32; 4]],
+) -> [f32; 4] {
+    r.mul_v(model::corotational_row(t, f0, k, dev)).to4(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The row form (one GPU thread per row) gives bitwise the force of `corotational_force`.
+    #[test]
+    fn row_form_equals_the_triangle_walk() {
+        let n = 7;
+        let mut x = 0.37f32;
+        let mut rnd = || {
+            x = (x * 3.7 + 0.123).fract();
+            x - 0.5
+        };
+        let f0: Vec<[f32; 4]> = (0..n).map(|_| [rnd(), rnd(), rnd(), 0.0]).collect();
+        let dev: Vec<[f32; 4]> = (0..n).map(|_| [rnd(), rnd(), rnd(), 0.0]).collect();
+        let k: Vec<SymBlock<f32>> = (0..model::tri_len(n))
+            .map(|_| std::array::from_fn(|_| rnd()))
+            .collect();
+        let r = quat_to_matrix([0.1, -0.2, 0.3, 0.9]);
+        let mut out = vec![[0.0f32; 4]; n];
+        model::corotational_force(&r, &f0, &k, &dev, &mut out);
         for t in 0..n {
-            q[t] = V3::from4(self.pos[self.cp_pool[o + t] as usize]);
-            fout[t] = V3::from4(self.dbar_pool[o + t]);
+            assert_eq!(set_force_row(&r, t, &f0, &k, &dev), out[t], "row {t}");
         }
-        let (c, polar) =
-            model::set_rotation(q, fout, s.quat).map_err(|_| ContactError::NotFinite {
-                point: self.cp_pool[o] as usize,
-            })?;
-        s.quat = polar.quat;
-        model::set_deviation(q, c, &polar.r, fout, dev);
-        let (metric, maxdev) =
-            model::set_metric_and_max_deviation(dev, &self.m_pool[o..o + n], self.p.r, s.eps);
-        if !(metric <= self.p.tolerance) {
-            return Ok(true);
-        }
-        if self.p.extra {
-            // Rigid motions keep distances, so a member pair's distance changed by at most
-            // 2 · 1.25 · max|Δ| since the rebuild.
-            let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
-            if bound >= s.guard_far {
-                // An unwatched pair may have crossed 2r.
-                return Ok(true);
-            }
-            if bound >= s.guard_near
-                && self.crossing_error(s, q, bound) > self.p.tolerance * s.f_ref
-            {
-                return Ok(true);
-            }
-        }
-        if s.flags & SET_ZERO != 0 {
-            fout.fill(V3::zero());
-            return Ok(false);
-        }
-        // f0 into q (no longer needed) as the kernel's input.
-        for t in 0..n {
-            q[t] = V3::from4(self.f0_pool[o + t]);
-        }
-        let nk = model::tri_len(n);
-        model::corotational_force(
-            &polar.r,
-            q,
-            &self.k_pool[s.k_off as usize..s.k_off as usize + nk],
-            dev,
-            fout,
-        );
-        if self.p.extra {
-            // The linear model's change of force since the rebuild, relative to the force then. Its
-            // error is second order in that change: for a force growing as the square of the depth,
-            // F = b g², a change ΔF = 2bg δ has the error bδ² = ΔF²/(4F), so bounding the relative
-            // change by 2√τ bounds the relative error by τ. Beyond it the contact is loading or
-            // unloading too far for its linear model: rebuild.
-            let (mut change, mut reference) = (0.0f32, 0.0f32);
-            for t in 0..n {
-                let f0 = polar.r.mul_v(q[t]);
-                change += (fout[t] - f0).norm();
-                reference += f0.norm();
-            }
-            if change > 2.0 * self.p.tolerance.sqrt() * reference {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 }

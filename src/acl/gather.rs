@@ -3,44 +3,59 @@
 //!
 //! After the evaluation, rebuilds and springs every live set `k` holds its force on each of its
 //! control points in its range of `fout_pool` (`cp_off + t` for the set's `t`-th point, whose global
-//! index is `cp_pool[cp_off + t]`). Two stages:
-//! - `set_point_table` sorts these records by point, then by set: a counting sort of the live
-//!   sets' `cp_pool` entries (count per point, exclusive prefix sum into `start`, write in set
-//!   order; runs of sets in parallel). The table holds each record's force itself (the record of
-//!   set `k`, local point `t` is `fout_pool[cp_off + t]`), so the gather reads it in order.
-//! - `set_gather`: each control point `p` adds its records `start[p]..start[p + 1]` to `force[p]`,
-//!   one by one in that order (points are independent and run in parallel).
+//! index is `cp_pool[cp_off + t]`). A *record* is such a `(set, local point)`, named by its pool
+//! index `cp_off + t`. The *point table* lists the records by point, then by set:
+//! `point_records[point_start[p]..point_start[p + 1]]` are the pool indices of point `p`'s
+//! records in set order. Then `set_gather`: each control point `p` adds `fout_pool` at its records,
+//! one by one in that order, to `force[p]` (points are independent and run in parallel).
 //!
-//! On the GPU the same order comes from a stable sort by point of the records listed set by set (a
-//! count → prefix sum → write over the sets), as the exact path orders its records
-//! ([`crate::contact::contact_slots`]).
+//! The table is built on the CPU by [`set_point_table`], a counting sort of the live sets' `cp_pool`
+//! entries in parallel runs of sets. On the GPU by count → scan → write over the sets and a stable
+//! sort by point, as the exact path orders its records ([`crate::contact::contact_slots`]):
+//! 1. `set_point_count`: `set_offsets[k]` = the live set `k`'s number of points (0 otherwise);
+//! 2. an exclusive scan of `set_offsets` ([`crate::scan`]): each set's first record, and the total;
+//! 3. `set_point_write`: record slot `r` gets key = its point, value = its pool index (the records
+//!    listed set by set), sentinels (key `num_points`) past the total;
+//! 4. the stable radix sort of those slots by key ([`crate::sort`]): by point, then set;
+//! 5. `set_point_start`: `point_start[p]` = the first sorted slot of key `≥ p` (binary search), and
+//!    `point_records[i]` = the `i`-th sorted slot's value.
+//!
+//! The two tables are the same (tests/gpu_acl.rs).
 
 use super::sets::{ContactSet, SET_LIVE};
 use super::SyncPtr;
-use crate::contact::ContactError;
+use crate::contact::grid::upper_segment;
+use crate::layout::{
+    AclCounters, AclUniform, KeyValue, ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE,
+    ACL_ERROR_RECORDS_FULL,
+};
 use crate::math::V3;
 use rayon::prelude::*;
 
 /// Control points per task of the parallel gather.
 const GATHER_TASK: usize = 1024;
 
-/// Stage `set_point_table`: `start` (`num_points + 1` entries) and `records` (the sets' forces on
-/// their points from `fout_pool`, sorted by point, then set; see the module doc) for the live sets
-/// of `sets`. The sets are cut into `chunks` runs (any number: the table does not
-/// depend on it), counted and written in parallel: each run counts its records per point into its
-/// row of `hist` (`chunks × num_points`), the rows are turned into write offsets point by point,
-/// run by run (so a point's records from earlier sets come first), and each run writes its records
-/// in set order. The buffers keep their capacity.
+/// Most records one control point gathers (the GPU gather's loop bound, shaders/shared/acl.wgsl
+/// `ACL_MAX_POINT_RECORDS`): more raises [`ACL_ERROR_GATHER_FULL`] and the rest are not added. A
+/// point has one record per set it belongs to: a handful in a knit.
+pub const MAX_POINT_RECORDS: u32 = 16384;
+
+/// Stage `set_point_table` of the CPU step: `point_start` (`num_points + 1` entries) and
+/// `point_records` (pool indices, sorted by point, then set; see the module doc) for the live sets
+/// of `sets`. The sets are cut into `chunks` runs (any number: the table does not depend on it),
+/// counted and written in parallel: each run counts its records per point into its row of `hist`
+/// (`chunks × num_points`), the rows are turned into write offsets point by point, run by run (so
+/// a point's records from earlier sets come first), and each run writes its records in set order.
+/// The buffers keep their capacity.
 #[allow(clippy::too_many_arguments)]
 pub fn set_point_table(
     sets: &[ContactSet],
     cp_pool: &[u32],
-    fout_pool: &[V3<f32>],
     num_points: usize,
     chunks: usize,
     hist: &mut Vec<u32>,
-    start: &mut Vec<u32>,
-    records: &mut Vec<V3<f32>>,
+    point_start: &mut Vec<u32>,
+    point_records: &mut Vec<u32>,
 ) {
     let chunks = chunks.clamp(1, sets.len().max(1));
     let run = |c: usize| &sets[c * sets.len() / chunks..(c + 1) * sets.len() / chunks];
@@ -59,21 +74,21 @@ pub fn set_point_table(
                 }
             }
         });
-    start.clear();
-    start.resize(num_points + 1, 0);
+    point_start.clear();
+    point_start.resize(num_points + 1, 0);
     let mut at = 0u32;
     for p in 0..num_points {
-        start[p] = at;
+        point_start[p] = at;
         for c in 0..chunks {
             let n = hist[c * num_points + p];
             hist[c * num_points + p] = at;
             at += n;
         }
     }
-    start[num_points] = at;
-    records.clear();
-    records.resize(at as usize, V3::zero());
-    let out = SyncPtr::new(records);
+    point_start[num_points] = at;
+    point_records.clear();
+    point_records.resize(at as usize, 0);
+    let out = SyncPtr::new(point_records);
     hist.par_chunks_mut(num_points)
         .enumerate()
         .for_each(|(c, fill)| {
@@ -83,37 +98,136 @@ pub fn set_point_table(
                     let f = &mut fill[p as usize];
                     // SAFETY: run c alone writes its records, at the offsets its own row of `hist`
                     // hands out, which are disjoint from every other run's (prefix sum above).
-                    unsafe { out.write(*f as usize, fout_pool[o + t]) };
+                    unsafe { out.write(*f as usize, (o + t) as u32) };
                     *f += 1;
                 }
             }
         });
 }
 
-/// Stage `set_gather`: `force[p] += r` for the records `r` of every control point `p`, in table
-/// order (xyz; w untouched). A non-finite term is an error naming the smallest such point.
+/// Kernel `set_point_count`: `set_offsets[k]` = the number of points of set `k` when live, else 0,
+/// for `k < num_sets`; `set_offsets[num_sets]` = 0 (the scan's input; it becomes the total).
+pub fn set_point_count(acl: &AclUniform, sets: &[ContactSet], set_offsets: &mut [u32]) {
+    let n = acl.num_sets as usize;
+    for (k, o) in set_offsets[..=n].iter_mut().enumerate() {
+        *o = match sets.get(k) {
+            Some(s) if k < n && s.flags & SET_LIVE != 0 => s.n_cp,
+            _ => 0,
+        };
+    }
+}
+
+/// The sentinel slot past the records: key `num_points`, larger than every point.
+pub fn sentinel_slot(num_points: u32) -> KeyValue {
+    KeyValue {
+        key_lo: num_points,
+        key_hi: 0,
+        value: u32::MAX,
+        _pad: 0,
+    }
+}
+
+/// Kernel `set_point_write`: slot `r < record_capacity` of `point_slots` gets the `r`-th record of
+/// the sets listed in order (`set_offsets` scanned: set `k`'s records start at `set_offsets[k]`,
+/// the total at `set_offsets[num_sets]`): key = its control point, value = its pool index; slots
+/// past the total get [`sentinel_slot`]. Records the total in `acl_counters.records`, and
+/// [`ACL_ERROR_RECORDS_FULL`] when it exceeds the capacity.
+pub fn set_point_write(
+    acl: &AclUniform,
+    sets: &[ContactSet],
+    cp_pool: &[u32],
+    set_offsets: &[u32],
+    point_slots: &mut [KeyValue],
+    acl_counters: &mut AclCounters,
+) {
+    let n = acl.num_sets;
+    let total = set_offsets[n as usize];
+    acl_counters.records = total;
+    if total > acl.record_capacity {
+        acl_counters.errors |= ACL_ERROR_RECORDS_FULL;
+    }
+    point_slots[..acl.record_capacity as usize]
+        .par_iter_mut()
+        .with_min_len(GATHER_TASK)
+        .enumerate()
+        .for_each(|(r, slot)| {
+            let r = r as u32;
+            *slot = if r < total {
+                let k = upper_segment(set_offsets, n, r);
+                let at = sets[k as usize].cp_off + (r - set_offsets[k as usize]);
+                KeyValue {
+                    key_lo: cp_pool[at as usize],
+                    key_hi: 0,
+                    value: at,
+                    _pad: 0,
+                }
+            } else {
+                sentinel_slot(acl.num_points)
+            };
+        });
+}
+
+/// Kernel `set_point_start`: for `p ≤ num_points`, `point_start[p]` = the first slot of the sorted
+/// `point_slots` (`record_capacity` of them) whose key is at least `p` (so `point_start[num_points]`
+/// is the number of records: the sentinels' key is `num_points`); for `i < record_capacity`,
+/// `point_records[i]` = slot `i`'s value.
+pub fn set_point_start(
+    acl: &AclUniform,
+    point_slots: &[KeyValue],
+    point_start: &mut [u32],
+    point_records: &mut [u32],
+) {
+    let cap = acl.record_capacity as usize;
+    let slots = &point_slots[..cap];
+    point_start[..=acl.num_points as usize]
+        .par_iter_mut()
+        .with_min_len(GATHER_TASK)
+        .enumerate()
+        .for_each(|(p, s)| *s = slots.partition_point(|kv| kv.key_lo < p as u32) as u32);
+    for (r, kv) in point_records[..cap].iter_mut().zip(slots) {
+        *r = kv.value;
+    }
+}
+
+/// Kernel `set_gather` (and the CPU step's): `force[p] += fout_pool[r]` (xyz; w untouched) for the
+/// records `r` of every control point `p < num_points`, in table order. A non-finite term raises
+/// [`ACL_ERROR_NOT_FINITE`] with the smallest such point in `first_bad_point`; a point with more than
+/// [`MAX_POINT_RECORDS`] records adds only that many and raises [`ACL_ERROR_GATHER_FULL`].
 pub fn set_gather(
-    start: &[u32],
-    records: &[V3<f32>],
+    acl: &AclUniform,
+    point_start: &[u32],
+    point_records: &[u32],
+    fout_pool: &[[f32; 4]],
+    acl_counters: &mut AclCounters,
     force: &mut [[f32; 4]],
-) -> Result<(), ContactError> {
-    let bad = force
+) {
+    let (errors, bad) = force[..acl.num_points as usize]
         .par_iter_mut()
         .enumerate()
         .with_min_len(GATHER_TASK)
-        .filter_map(|(p, f)| {
+        .map(|(p, f)| {
+            let (a, b) = (point_start[p], point_start[p + 1]);
+            let mut errors = 0;
+            let end = if b - a > MAX_POINT_RECORDS {
+                errors |= ACL_ERROR_GATHER_FULL;
+                a + MAX_POINT_RECORDS
+            } else {
+                b
+            };
             let mut ok = true;
-            for &v in &records[start[p] as usize..start[p + 1] as usize] {
-                ok &= v.is_finite();
-                f[0] += v.x;
-                f[1] += v.y;
-                f[2] += v.z;
+            for &r in &point_records[a as usize..end as usize] {
+                let v = fout_pool[r as usize];
+                ok &= V3::<f32>::from4(v).is_finite();
+                f[0] += v[0];
+                f[1] += v[1];
+                f[2] += v[2];
             }
-            (!ok).then_some(p)
+            if !ok {
+                errors |= ACL_ERROR_NOT_FINITE;
+            }
+            (errors, if ok { u32::MAX } else { p as u32 })
         })
-        .min();
-    match bad {
-        Some(point) => Err(ContactError::NotFinite { point }),
-        None => Ok(()),
-    }
+        .reduce(|| (0, u32::MAX), |a, b| (a.0 | b.0, a.1.min(b.1)));
+    acl_counters.errors |= errors;
+    acl_counters.first_bad_point = acl_counters.first_bad_point.min(bad);
 }

@@ -13,8 +13,8 @@
 //! - the model pools ([`rebuild::Pools`]), indexed by the headers' offsets: `cp_pool` (global control
 //!   point indices), `f0_pool`, `dbar_pool`, `m_pool` per control point, `k_pool` (the `n(n+1)/2`
 //!   symmetric 3×3 blocks of `K̄`, see [`model`]), `watch_pool` and `watch_loc_pool` (the watched
-//!   pairs, see [`evaluate`]); and parallel to the point pools the per-step scratch `q_pool`,
-//!   `dev_pool`, `fout_pool`.
+//!   pairs, see [`evaluate`]); and parallel to the point pools the per-step scratch `q_pool` (CPU
+//!   only), `dev_pool`, `fout_pool` (`[f32; 4]`, w = 0, as the kernels bind them).
 //!
 //! Sets are pairwise disjoint (no member pair in two sets) and every touching, non-excluded pair is
 //! a member of one (the scheduler guarantees that for pairs outside all sets, and a set keeps its
@@ -64,6 +64,7 @@ pub use sets::{
 pub use stiction::{StictionSpring, SPRING_ACTIVE};
 
 use crate::contact::{ContactError, ContactForce, ContactStats, Exclusion, SegmentExclusion};
+use crate::layout::{AclCounters, AclUniform, ACL_ERROR_NOT_FINITE, ACL_EXTRA_INVALIDATION};
 use crate::math::{M3, V3};
 use crate::polar::quat_to_matrix;
 use crate::scene::ContactParams;
@@ -224,10 +225,18 @@ impl<T: Default> ThreadScratch<T> {
 }
 
 /// Grows each per-step scratch pool to at least `n` entries (keeping its capacity).
-fn grow_scratch(n: usize, pools: [&mut Vec<V3<f32>>; 3]) {
-    for p in pools {
+fn grow_scratch(
+    n: usize,
+    q_pool: &mut Vec<V3<f32>>,
+    dev_pool: &mut Vec<[f32; 4]>,
+    fout_pool: &mut Vec<[f32; 4]>,
+) {
+    if q_pool.len() < n {
+        q_pool.resize(n, V3::zero());
+    }
+    for p in [dev_pool, fout_pool] {
         if p.len() < n {
-            p.resize(n, V3::zero());
+            p.resize(n, [0.0; 4]);
         }
     }
 }
@@ -275,8 +284,8 @@ pub struct AclContact {
     garbage: PoolGarbage,
     // Per-step scratch parallel to the point pools.
     q_pool: Vec<V3<f32>>,
-    dev_pool: Vec<V3<f32>>,
-    fout_pool: Vec<V3<f32>>,
+    dev_pool: Vec<[f32; 4]>,
+    fout_pool: Vec<[f32; 4]>,
     index: SetIndex,
     merge: MergeScratch,
     /// The compactions' second buffers and offsets.
@@ -289,12 +298,12 @@ pub struct AclContact {
     dirty: Vec<u32>,
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
-    plan_watch_loc: Vec<[u16; 8]>,
+    plan_watch_loc: Vec<rebuild::WatchLoc>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
     /// The point → record table of the gather, and its per-run counts.
     point_hist: Vec<u32>,
     point_start: Vec<u32>,
-    point_records: Vec<V3<f32>>,
+    point_records: Vec<u32>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
     /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
@@ -428,6 +437,50 @@ impl AclContact {
         )
     }
 
+    /// The `acl` uniform of the per-step force stages for `num_points` control points.
+    pub fn uniform(&self, num_points: usize) -> AclUniform {
+        let mut u = AclUniform {
+            quadrature: self.b,
+            num_sets: self.sets.len() as u32,
+            num_points: num_points as u32,
+            flags: if self.params.extra_invalidation {
+                ACL_EXTRA_INVALIDATION
+            } else {
+                0
+            },
+            radius: self.r,
+            tolerance: self.params.tolerance,
+            stiction_stiffness: self.params.stiction_stiffness,
+            stiction_break_energy: self.params.stiction_break_energy,
+            record_capacity: 0,
+            ..Default::default()
+        };
+        for (w, t) in u.weights.iter_mut().zip(&self.table.weights) {
+            *w = *t;
+        }
+        u
+    }
+
+    /// The model pools (for tests).
+    pub fn pools(&self) -> &Pools {
+        &self.pools
+    }
+
+    /// All sets' stiction springs, 4 per set (for tests).
+    pub fn all_springs(&self) -> &[StictionSpring] {
+        &self.springs
+    }
+
+    /// The per-step pools of the last step: deviations and the sets' forces (for tests).
+    pub fn step_pools(&self) -> (&[[f32; 4]], &[[f32; 4]]) {
+        (&self.dev_pool, &self.fout_pool)
+    }
+
+    /// The segments' control points as the stages read them (`seg_cp`).
+    pub fn seg_cp(&self) -> &[[u32; 4]] {
+        &self.seg_cp
+    }
+
     /// The stiction springs of set `k`.
     pub fn springs(&self, k: usize) -> &[StictionSpring] {
         &self.springs[4 * k..4 * k + 4]
@@ -461,7 +514,9 @@ impl AclContact {
     fn size_scratch_pools(&mut self) {
         grow_scratch(
             self.pools.cp.len(),
-            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+            &mut self.q_pool,
+            &mut self.dev_pool,
+            &mut self.fout_pool,
         );
     }
 
@@ -486,7 +541,7 @@ impl AclContact {
         if self.plans.len() < nd {
             self.plans.resize(nd, RebuildPlan::default());
             self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
-            self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 8]);
+            self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 4]);
         }
         let nw = nd * MAX_WATCH;
         self.rebuild_scratch.ensure();
@@ -536,7 +591,9 @@ impl AclContact {
         self.pools.resize(lens);
         grow_scratch(
             self.pools.cp.len(),
-            [&mut self.q_pool, &mut self.dev_pool, &mut self.fout_pool],
+            &mut self.q_pool,
+            &mut self.dev_pool,
+            &mut self.fout_pool,
         );
         st.rebuilds += nd as u64;
         st.deleted += self.plans[..nd]
@@ -609,15 +666,10 @@ impl AclContact {
         // 3. Evaluate clean sets.
         let t1 = std::time::Instant::now();
         self.size_scratch_pools();
-        evaluate::set_evaluate(
-            &evaluate::EvalParams {
-                b: self.b,
-                r: self.r,
-                tolerance: self.params.tolerance,
-                extra: self.params.extra_invalidation,
-            },
+        let acl = self.uniform(pos.len());
+        evaluate::set_evaluate_and_force(
+            &acl,
             pos,
-            &self.table.weights,
             &self.pools.cp,
             &self.pools.f0,
             &self.pools.dbar,
@@ -649,21 +701,12 @@ impl AclContact {
         }
         // 5. Forces: the springs into their sets' forces, then gathered per control point.
         let t4 = std::time::Instant::now();
+        let acl = self.uniform(pos.len());
         if self.params.stiction_stiffness > 0.0 {
-            let tables = RebuildTables {
-                seg_cp: &self.seg_cp,
-                seg_w: &self.seg_w,
-                weights: &self.table.weights,
-                excl: &self.excl,
-            };
             stiction::stiction_forces(
-                &stiction::StictionParams {
-                    b: self.b,
-                    stiffness: self.params.stiction_stiffness,
-                    break_energy: self.params.stiction_break_energy,
-                },
+                &acl,
                 pos,
-                tables,
+                &self.seg_cp,
                 &self.sets,
                 &self.pools.cp,
                 &mut self.springs,
@@ -673,14 +716,33 @@ impl AclContact {
         gather::set_point_table(
             &self.sets,
             &self.pools.cp,
-            &self.fout_pool,
             pos.len(),
             rayon::current_num_threads(),
             &mut self.point_hist,
             &mut self.point_start,
             &mut self.point_records,
         );
-        gather::set_gather(&self.point_start, &self.point_records, force)?;
+        let mut counters = AclCounters::default();
+        gather::set_gather(
+            &acl,
+            &self.point_start,
+            &self.point_records,
+            &self.fout_pool,
+            &mut counters,
+            force,
+        );
+        if counters.errors != 0 {
+            return Err(if counters.errors & ACL_ERROR_NOT_FINITE != 0 {
+                ContactError::NotFinite {
+                    point: counters.first_bad_point as usize,
+                }
+            } else {
+                ContactError::Other(format!(
+                    "a control point has more than {} contact-set records",
+                    gather::MAX_POINT_RECORDS
+                ))
+            });
+        }
         evaluate += t4.elapsed().as_secs_f64();
         // 6. Compaction of the set table and, when mostly garbage, of the pools; the bin index of
         // the final sets (the next step's scheduler and merges start from it).

@@ -101,6 +101,36 @@ pub fn basis_abs_integral<T: Real>(k: usize, t0: T, t1: T) -> T {
     anti(t1) - anti(t0)
 }
 
+/// A point as the model functions read and write it: a [`V3`], or a pool entry `[f32; 4]` (w = 0),
+/// so the evaluation works on the pools in place with the same arithmetic (the conversions are
+/// exact).
+pub trait Point<T: Real>: Copy {
+    fn v(self) -> V3<T>;
+    fn from_v(v: V3<T>) -> Self;
+}
+
+impl<T: Real> Point<T> for V3<T> {
+    #[inline(always)]
+    fn v(self) -> V3<T> {
+        self
+    }
+    #[inline(always)]
+    fn from_v(v: V3<T>) -> Self {
+        v
+    }
+}
+
+impl Point<f32> for [f32; 4] {
+    #[inline(always)]
+    fn v(self) -> V3<f32> {
+        V3::from4(self)
+    }
+    #[inline(always)]
+    fn from_v(v: V3<f32>) -> Self {
+        v.to4(0.0)
+    }
+}
+
 /// Centre of mass of the points (equal weights).
 pub fn centre<T: Real>(q: &[V3<T>]) -> V3<T> {
     let mut c = V3::zero();
@@ -112,43 +142,54 @@ pub fn centre<T: Real>(q: &[V3<T>]) -> V3<T> {
 
 /// Stage `set_rotation`: centre of mass `c` of the current points and the rotation of
 /// `F = Σ_i (q_i − c) d̄_iᵀ`, warm-started from `warm`.
-pub fn set_rotation<T: Real>(
+pub fn set_rotation<T: Real, D: Point<T>>(
     q: &[V3<T>],
-    dbar: &[V3<T>],
+    dbar: &[D],
     warm: [T; 4],
 ) -> Result<(V3<T>, Polar<T>), PolarError> {
     let c = centre(q);
     let mut f = M3::zero();
     for (p, d) in q.iter().zip(dbar) {
-        f = f.add_m(&(*p - c).outer(*d));
+        f = f.add_m(&(*p - c).outer(d.v()));
     }
     Ok((c, polar_decompose(&f, warm)?))
 }
 
 /// `Δ_i = Rᵀ(q_i − c) − d̄_i` into `dev`.
-pub fn set_deviation<T: Real>(q: &[V3<T>], c: V3<T>, r: &M3<T>, dbar: &[V3<T>], dev: &mut [V3<T>]) {
+pub fn set_deviation<T: Real, P: Point<T>, D: Point<T>>(
+    q: &[V3<T>],
+    c: V3<T>,
+    r: &M3<T>,
+    dbar: &[D],
+    dev: &mut [P],
+) {
     let rt = r.transpose();
     for i in 0..q.len() {
-        dev[i] = rt.mul_v(q[i] - c) - dbar[i];
+        dev[i] = P::from_v(rt.mul_v(q[i] - c) - dbar[i].v());
     }
 }
 
 /// Seed eq. 6: `max_i M_i · 2r · |Δ_i| / ε²`.
-pub fn set_metric<T: Real>(dev: &[V3<T>], m: &[T], radius: T, eps: T) -> T {
+pub fn set_metric<T: Real, P: Point<T>>(dev: &[P], m: &[T], radius: T, eps: T) -> T {
     let mut worst = T::zero();
     for (d, w) in dev.iter().zip(m) {
-        worst = worst.max(*w * d.norm());
+        worst = worst.max(*w * d.v().norm());
     }
     worst * T::from_f64(2.0) * radius / (eps * eps)
 }
 
 /// [`set_metric`] and `max_i |Δ_i|` (the invalidation's deviation bound) from one pass over the
 /// deviations: the same arithmetic as each alone, the norms computed once.
-pub fn set_metric_and_max_deviation<T: Real>(dev: &[V3<T>], m: &[T], radius: T, eps: T) -> (T, T) {
+pub fn set_metric_and_max_deviation<T: Real, P: Point<T>>(
+    dev: &[P],
+    m: &[T],
+    radius: T,
+    eps: T,
+) -> (T, T) {
     let mut worst = T::zero();
     let mut maxdev = T::zero();
     for (d, w) in dev.iter().zip(m) {
-        let norm = d.norm();
+        let norm = d.v().norm();
         worst = worst.max(*w * norm);
         maxdev = maxdev.max(norm);
     }
@@ -157,12 +198,12 @@ pub fn set_metric_and_max_deviation<T: Real>(dev: &[V3<T>], m: &[T], radius: T, 
 
 /// Stage `corotational_force`: `f_i = R (f0_i + Σ_j K̄_ij Δ_j)` into `out` (n points), with `K̄` the
 /// upper-triangular symmetric blocks `k`.
-pub fn corotational_force<T: Real>(
+pub fn corotational_force<T: Real, P: Point<T>>(
     r: &M3<T>,
-    f0: &[V3<T>],
+    f0: &[P],
     k: &[SymBlock<T>],
-    dev: &[V3<T>],
-    out: &mut [V3<T>],
+    dev: &[P],
+    out: &mut [P],
 ) {
     let n = f0.len();
     out[..n].copy_from_slice(&f0[..n]);
@@ -171,21 +212,44 @@ pub fn corotational_force<T: Real>(
         // Diagonal block, then (p, q) and its mirror (q, p) — equal, since every block is symmetric.
         // Row p's sum stays in a register: through `out[p]` every iteration would wait on the store
         // of the one before (the compiler cannot tell `out[p]` from `out[q]`). Same additions, same
-        // order.
-        let dp = dev[p];
-        let mut acc = out[p] + sym_mul(&k[idx], dp);
+        // order: each `out[q]` is `f0_q` plus its terms in column order `j = 0, 1, …, n − 1`
+        // ([`corotational_row`] sums one row in that order).
+        let dp = dev[p].v();
+        let mut acc = out[p].v() + sym_mul(&k[idx], dp);
         idx += 1;
         for q in p + 1..n {
             let blk = &k[idx];
-            acc += sym_mul(blk, dev[q]);
-            out[q] += sym_mul(blk, dp);
+            acc += sym_mul(blk, dev[q].v());
+            out[q] = P::from_v(out[q].v() + sym_mul(blk, dp));
             idx += 1;
         }
-        out[p] = acc;
+        out[p] = P::from_v(acc);
     }
     for o in out[..n].iter_mut() {
-        *o = r.mul_v(*o);
+        *o = P::from_v(r.mul_v(o.v()));
     }
+}
+
+/// Row `p` of [`corotational_force`] alone (before the rotation): `f0_p + Σ_j K̄_pj Δ_j`, summed in
+/// the order `j = 0, …, n − 1` that `corotational_force` adds them in (block `(min, max)` of the
+/// upper triangle), so it gives the same value; one GPU thread per row computes it so.
+pub fn corotational_row<T: Real, P: Point<T>>(
+    p: usize,
+    f0: &[P],
+    k: &[SymBlock<T>],
+    dev: &[P],
+) -> V3<T> {
+    let n = f0.len();
+    let mut acc = f0[p].v();
+    for j in 0..n {
+        let blk = &k[if j < p {
+            tri_index(n, j, p)
+        } else {
+            tri_index(n, p, j)
+        }];
+        acc += sym_mul(blk, dev[j].v());
+    }
+    acc
 }
 
 /// Adds one touching quadrature pair to a model being built: `grad_i` and `hess_ii` are the point-level

@@ -71,6 +71,23 @@ pub struct WatchPair {
 }
 const _: () = assert!(std::mem::size_of::<WatchPair>() == 16);
 
+/// The set-local indices of a watched pair's 4 + 4 control points (`i`'s segment, then `j`'s), two
+/// 16-bit indices per `u32`: slot `2m` in the low half of word `m`, slot `2m + 1` in the high half
+/// (4-byte scalars, so WGSL can hold it; byte for byte the little-endian `[u16; 8]`).
+pub type WatchLoc = [u32; 4];
+
+/// Packs 8 set-local indices (each below 2¹⁶) into a [`WatchLoc`].
+#[inline]
+pub fn watch_loc_pack(l: [u32; 8]) -> WatchLoc {
+    std::array::from_fn(|m| (l[2 * m] & 0xffff) | (l[2 * m + 1] << 16))
+}
+
+/// Slot `c < 8` of a [`WatchLoc`].
+#[inline]
+pub fn watch_loc_get(l: &WatchLoc, c: usize) -> u32 {
+    (l[c / 2] >> (16 * (c % 2))) & 0xffff
+}
+
 /// The model pools (see the module doc).
 #[derive(Debug, Default)]
 pub struct Pools {
@@ -80,7 +97,7 @@ pub struct Pools {
     pub m: Vec<f32>,
     pub k: Vec<SymBlock<f32>>,
     pub watch: Vec<WatchPair>,
-    pub watch_loc: Vec<[u16; 8]>,
+    pub watch_loc: Vec<WatchLoc>,
 }
 
 impl Pools {
@@ -107,7 +124,7 @@ impl Pools {
         self.m.resize(np, 0.0);
         self.k.resize(nk, [0.0; 6]);
         self.watch.resize(nw, WatchPair::default());
-        self.watch_loc.resize(nw, [0; 8]);
+        self.watch_loc.resize(nw, [0; 4]);
     }
 }
 
@@ -325,7 +342,7 @@ pub fn set_rebuild_size(
     dirty: &[u32],
     plans: &mut [RebuildPlan],
     watch: &mut [WatchPair],
-    watch_loc: &mut [[u16; 8]],
+    watch_loc: &mut [WatchLoc],
     scratch: &ThreadScratch<RebuildScratch>,
 ) {
     plans
@@ -347,7 +364,7 @@ fn size_one(
     s: &ContactSet,
     sc: &mut RebuildScratch,
     watch: &mut [WatchPair],
-    watch_loc: &mut [[u16; 8]],
+    watch_loc: &mut [WatchLoc],
 ) -> RebuildPlan {
     let (b, r) = (p.b, p.r);
     let four_r2 = 4.0 * r * r;
@@ -435,7 +452,10 @@ fn size_one(
             sc.loc_u[(sa - new_bx[0] / b) as usize],
             sc.loc_v[(sb - new_bx[2] / b) as usize],
         );
-        watch_loc[slot] = std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as u16);
+        watch_loc[slot] =
+            watch_loc_pack(std::array::from_fn(
+                |c| if c < 4 { la[c] } else { lb[c - 4] },
+            ));
     }
     plan.n_watch = nw as u32;
     sc.members = members;
@@ -499,11 +519,11 @@ pub fn set_rebuild(
     dirty: &[u32],
     plans: &[RebuildPlan],
     plan_watch: &[WatchPair],
-    plan_watch_loc: &[[u16; 8]],
+    plan_watch_loc: &[WatchLoc],
     sets: &mut [ContactSet],
     springs: &mut [StictionSpring],
     pools: &mut Pools,
-    fout_pool: &mut [V3<f32>],
+    fout_pool: &mut [[f32; 4]],
     scratch: &ThreadScratch<RebuildScratch>,
 ) -> Option<usize> {
     let (sp, spp) = (SyncPtr::new(sets), SyncPtr::new(springs));
@@ -555,7 +575,7 @@ struct PoolPtrs {
     m: SyncPtr<f32>,
     k: SyncPtr<SymBlock<f32>>,
     watch: SyncPtr<WatchPair>,
-    watch_loc: SyncPtr<[u16; 8]>,
+    watch_loc: SyncPtr<WatchLoc>,
 }
 
 impl PoolPtrs {
@@ -580,11 +600,11 @@ fn write_one(
     t: &RebuildTables<'_>,
     plan: &RebuildPlan,
     plan_watch: &[WatchPair],
-    plan_watch_loc: &[[u16; 8]],
+    plan_watch_loc: &[WatchLoc],
     s: &mut ContactSet,
     springs: &mut [StictionSpring],
     out: &PoolPtrs,
-    fout: SyncPtr<V3<f32>>,
+    fout: SyncPtr<[f32; 4]>,
     sc: &mut RebuildScratch,
 ) -> Option<usize> {
     if plan.flags & PLAN_DELETE != 0 {
@@ -668,7 +688,7 @@ fn write_one(
         let q = sc.cps[i] as usize;
         dbar[i] = (V3::<f32>::from4(pos[q]) - c).to4(0.0);
         f0[i] = f[i].to4(0.0);
-        fout[i] = f[i];
+        fout[i] = f[i].to4(0.0);
         if bad.is_none() && !f[i].is_finite() {
             bad = Some(q);
         }
@@ -796,7 +816,7 @@ struct UninitPools {
     m: SyncPtr<f32>,
     k: SyncPtr<SymBlock<f32>>,
     watch: SyncPtr<WatchPair>,
-    watch_loc: SyncPtr<[u16; 8]>,
+    watch_loc: SyncPtr<WatchLoc>,
 }
 
 impl UninitPools {

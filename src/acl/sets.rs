@@ -35,6 +35,9 @@ pub const SET_ZERO: u32 = 4;
 /// Set flag, only during a step: the box is new or changed since the merge stage last looked, so
 /// it may overlap another set (sets without it are pairwise disjoint).
 pub const SET_MOVED: u32 = 8;
+/// Set flag, only in the GPU stages: `set_evaluate` found the set's rotation not finite (`set_force`
+/// reports it in `acl_counters`).
+pub const SET_NOT_FINITE: u32 = 16;
 
 /// A contact set's header.
 #[repr(C)]

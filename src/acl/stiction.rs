@@ -7,18 +7,22 @@
 //! at the current offset. Springs are (re)made when the set is rebuilt ([`springs_make`], called by
 //! `set_rebuild`). `k = 0` disables them.
 //!
-//! `stiction_forces` reads the positions, the quadrature weights, the segments' control points, the
-//! set headers (rotation) and `cp_pool`; it writes the springs (a broken spring's new rest offset)
+//! `stiction_forces` reads the `acl` uniform (stiffness, break energy, quadrature weights), the
+//! positions, the segments' control points (`seg_cp`), the set headers (rotation) and `cp_pool`; it
+//! writes the springs (a broken spring's new rest offset)
 //! and adds each spring's force into its set's range of `fout_pool`: both quadrature points of a
 //! spring lie in the set's box, so the 4 + 4 control points it pulls on are among the set's. The
 //! force then reaches the control points with the set's own force, through the gather
-//! ([`super::gather`]). Sets are independent and run in parallel; within a set the springs add in
-//! order, and each spring its 4 `i`-side and 4 `j`-side terms alternately, slot by slot.
+//! ([`super::gather`]). Sets are independent and run in parallel (one GPU thread per set); within a
+//! set the springs add in order, and each spring its 4 `i`-side and 4 `j`-side terms alternately,
+//! slot by slot, each at its control point's place in the set's sorted `cp_pool` range (binary
+//! search; a point not found adds at place 0, as it cannot happen for a member pair).
 
 use super::rebuild::RebuildTables;
 use super::sets::{in_box, ContactSet, SET_LIVE};
 use super::SyncPtr;
-use crate::math::V3;
+use crate::layout::AclUniform;
+use crate::math::{M3, V3};
 use crate::polar::quat_to_matrix;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
@@ -75,31 +79,73 @@ pub fn springs_make(
     out
 }
 
-/// The constants of `stiction_forces`.
-#[derive(Clone, Copy, Debug)]
-pub struct StictionParams {
-    /// Quadrature points per segment.
-    pub b: u32,
-    /// Spring stiffness `k`.
-    pub stiffness: f32,
-    /// Energy beyond which a spring breaks.
-    pub break_energy: f32,
+/// Quadrature point `i` from the segments' control points and the basis weights (the arithmetic
+/// of [`RebuildTables::quad_point`]).
+#[inline]
+fn quad_point(p: &AclUniform, pos: &[[f32; 4]], seg_cp: &[[u32; 4]], i: u32) -> V3<f32> {
+    let b = p.quadrature;
+    let cp = &seg_cp[(i / b) as usize];
+    let w = &p.weights[(i % b) as usize];
+    let q = cp.map(|c| V3::<f32>::from4(pos[c as usize]));
+    q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
 }
 
-/// Stage `stiction_forces` (see the module doc): springs `springs[4k..4k + 4]` of every live set `k`
-/// of `sets`. `fout_pool` must hold every live set's force for this step.
+/// The place of control point `c` in a set's sorted points `cps` (0 when absent).
+#[inline]
+fn local(cps: &[u32], c: u32) -> usize {
+    cps.binary_search(&c).unwrap_or(0)
+}
+
+/// One spring of a set of rotation `rot` whose points are `cps`: a broken spring is re-made (its new
+/// rest offset), an intact one adds its force into `fout`. Returns whether it broke.
+#[allow(clippy::too_many_arguments)]
+pub fn spring_force(
+    p: &AclUniform,
+    pos: &[[f32; 4]],
+    seg_cp: &[[u32; 4]],
+    rot: &M3<f32>,
+    cps: &[u32],
+    sp: &mut StictionSpring,
+    fout: &mut [[f32; 4]],
+) -> bool {
+    let b = p.quadrature;
+    let d = quad_point(p, pos, seg_cp, sp.i) - quad_point(p, pos, seg_cp, sp.j);
+    let x = d - rot.mul_v(V3::from4(sp.rest));
+    let energy = 0.5 * p.stiction_stiffness * x.norm2();
+    if energy > p.stiction_break_energy {
+        // Broken: re-made at the current offset (in the set's reference frame).
+        sp.rest = rot.transpose().mul_v(d).to4(0.0);
+        return true;
+    }
+    // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
+    let g = x * p.stiction_stiffness;
+    let (si, sj) = (&seg_cp[(sp.i / b) as usize], &seg_cp[(sp.j / b) as usize]);
+    let (wi, wj) = (
+        p.weights[(sp.i % b) as usize],
+        p.weights[(sp.j % b) as usize],
+    );
+    for m in 0..4 {
+        let (li, lj) = (local(cps, si[m]), local(cps, sj[m]));
+        fout[li] = (V3::from4(fout[li]) + g * (-wi[m])).to4(0.0);
+        fout[lj] = (V3::from4(fout[lj]) + g * wj[m]).to4(0.0);
+    }
+    false
+}
+
+/// Stage `stiction_forces` (see the module doc; kernel and CPU step alike): springs
+/// `springs[4k..4k + 4]` of every live set `k` of `sets`. `fout_pool` must hold every live set's
+/// force for this step.
 #[allow(clippy::too_many_arguments)]
 pub fn stiction_forces(
-    p: &StictionParams,
+    acl: &AclUniform,
     pos: &[[f32; 4]],
-    t: RebuildTables<'_>,
+    seg_cp: &[[u32; 4]],
     sets: &[ContactSet],
     cp_pool: &[u32],
     springs: &mut [StictionSpring],
-    fout_pool: &mut [V3<f32>],
+    fout_pool: &mut [[f32; 4]],
 ) {
     let fp = SyncPtr::new(fout_pool);
-    let b = p.b;
     sets.par_iter()
         .zip(springs.par_chunks_mut(4))
         .with_min_len(STICTION_TASK)
@@ -113,32 +159,8 @@ pub fn stiction_forces(
             let fout = unsafe { fp.slice(o, n) };
             let rot = quat_to_matrix(s.quat);
             for sp in springs.iter_mut() {
-                if sp.flags & SPRING_ACTIVE == 0 {
-                    continue;
-                }
-                let d = t.quad_point(pos, b, sp.i) - t.quad_point(pos, b, sp.j);
-                let x = d - rot.mul_v(V3::from4(sp.rest));
-                let energy = 0.5 * p.stiffness * x.norm2();
-                if energy > p.break_energy {
-                    // Broken: re-made at the current offset (in the set's reference frame).
-                    sp.rest = rot.transpose().mul_v(d).to4(0.0);
-                    continue;
-                }
-                // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
-                let g = x * p.stiffness;
-                let (si, sj) = (
-                    &t.seg_cp[(sp.i / b) as usize],
-                    &t.seg_cp[(sp.j / b) as usize],
-                );
-                let (wi, wj) = (
-                    t.weights[(sp.i % b) as usize],
-                    t.weights[(sp.j % b) as usize],
-                );
-                for m in 0..4 {
-                    let li = cps.binary_search(&si[m]).unwrap_or(0);
-                    let lj = cps.binary_search(&sj[m]).unwrap_or(0);
-                    fout[li] += g * (-wi[m]);
-                    fout[lj] += g * wj[m];
+                if sp.flags & SPRING_ACTIVE != 0 {
+                    spring_force(acl, pos, seg_cp, &rot, cps, sp, fout);
                 }
             }
         });

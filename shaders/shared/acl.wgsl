@@ -1,0 +1,60 @@
+// acl: constants and helpers of ACL's per-step force kernels (src/acl/: set flags of sets.rs, the
+// spring flag of stiction.rs, the limits of evaluate.rs and gather.rs, the error bits of
+// src/layout.rs), in the Rust order of operations. Plain functions: no bindings here.
+
+#import layout
+#import vec
+
+// acl::SET_LIVE, SET_DIRTY, SET_ZERO, SET_NOT_FINITE.
+const SET_LIVE: u32 = 1u;
+const SET_DIRTY: u32 = 2u;
+const SET_ZERO: u32 = 4u;
+const SET_NOT_FINITE: u32 = 16u;
+// acl::SPRING_ACTIVE.
+const SPRING_ACTIVE: u32 = 1u;
+// layout::ACL_EXTRA_INVALIDATION (AclUniform.flags).
+const ACL_EXTRA_INVALIDATION: u32 = 1u;
+// layout::ACL_ERROR_* (AclCounters.errors).
+const ACL_ERROR_SET_TOO_BIG: u32 = 1u;
+const ACL_ERROR_NOT_FINITE: u32 = 2u;
+const ACL_ERROR_RECORDS_FULL: u32 = 4u;
+const ACL_ERROR_GATHER_FULL: u32 = 8u;
+// acl::evaluate::MAX_SET_POINTS and acl::gather::MAX_POINT_RECORDS.
+const ACL_MAX_SET_POINTS: u32 = 1024u;
+const ACL_MAX_POINT_RECORDS: u32 = 16384u;
+// acl::BASIS_ABS_SUM_MAX.
+const BASIS_ABS_SUM_MAX: f32 = 1.25;
+
+// ContactSet::is_clean: live and its model usable.
+fn set_is_clean(flags: u32) -> bool {
+    return (flags & (SET_LIVE | SET_DIRTY)) == SET_LIVE;
+}
+
+// model::sym_mul: K v for a symmetric block [xx, yy, zz, xy, xz, yz].
+fn sym_mul(b: SymBlock, v: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(
+        b.k[0] * v.x + b.k[3] * v.y + b.k[4] * v.z,
+        b.k[3] * v.x + b.k[1] * v.y + b.k[5] * v.z,
+        b.k[4] * v.x + b.k[5] * v.y + b.k[2] * v.z,
+    );
+}
+
+// model::tri_index: block (p, q), p ≤ q, of the row-major upper triangle of n × n blocks.
+fn tri_index(n: u32, p: u32, q: u32) -> u32 {
+    return p * (2u * n - p + 1u) / 2u + (q - p);
+}
+
+// rebuild::watch_loc_get: slot c < 8 of a packed WatchLoc.
+fn watch_loc_get(l: vec4<u32>, c: u32) -> u32 {
+    return (l[c / 2u] >> (16u * (c % 2u))) & 0xffffu;
+}
+
+// The penalty's df/ds at squared distance s (contact::penalty's second value; 0 from 4r² on).
+fn penalty_df(s: f32, r: f32) -> f32 {
+    let four_r2 = 4.0 * r * r;
+    if s >= four_r2 {
+        return 0.0;
+    }
+    let inv = 1.0 / s;
+    return -four_r2 * inv * inv + 1.0 / four_r2;
+}

@@ -1,0 +1,738 @@
+//! Parity of ACL's per-step force kernels (src/acl/: `set_evaluate`, `set_force`,
+//! `stiction_forces`, `set_point_count` → scan → `set_point_write` → sort → `set_point_start`,
+//! `set_gather`) with their CPU twins, on the state of a real run: the default swatch falling under
+//! ACL (stiction springs on), the `AclContact` stepped alongside the simulation for 37 steps, then
+//! the sets, pools and springs it holds and the positions of the next step.
+//!
+//! Each kernel is compared on the same input as its twin. Discrete outputs (the point table, error
+//! flags, the spring breaks, SET_DIRTY) must be identical, except decisions that sit on their
+//! threshold within the float tolerance below: those are counted and printed as borderline (a
+//! mismatch elsewhere fails). Floats, with `U = 2⁻²⁴` (f32 unit roundoff):
+//! - *Rotation* (`set_evaluate`'s quaternion): both paths run the polar iteration of
+//!   shaders/shared/polar.wgsl / src/polar.rs from the same warm start, so each R is within
+//!   `δ = 40 U / λ̂` of the maximizer (tests/gpu_polar.rs `bounds::angle`, `λ̂` the Hessian gap of
+//!   `F / |F|`), and `|R_gpu − R_cpu|_F ≤ 2√2 · 2δ + 24 U`; F is accumulated in f32 with
+//!   possibly fused products, which moves the maximizer by `≤ 4 n U |F|`-relative / λ̂, added in.
+//!   Sets with `λ̂ < 10⁻³` have no well-defined rotation and are listed, not compared.
+//! - *Deviations*: `Δ_t = Rᵀ(q_t − c) − d̄_t` moves by `|ΔR|_F |q_t − c|` plus its own
+//!   roundings (`8 U (|q_t − c| + |d̄_t|)`) and those of the centre (`2 n U max|q|`).
+//! - *Forces* (`set_force`, `stiction_forces`): sums of products computed in the same order; a
+//!   compiler may fuse a multiply-add, which changes each rounding, so a row differs by at most
+//!   `2 (n + 4) U Σ|terms|` (the magnitudes summed), and the rotation adds `4 U |row|`.
+//! - *Gathered force*: the same records added in the same order: `2 m U Σ|records|` for `m`
+//!   records (the kernel does no multiplications, so it is in fact exact on lavapipe).
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{bytes, scene_contact, scene_sim};
+use yarnsim::acl::evaluate::{
+    force_change, set_crossing_error, set_evaluate, set_force, BASIS_ABS_SUM_MAX,
+};
+use yarnsim::acl::gather::{
+    set_gather, set_point_count, set_point_start, set_point_table, set_point_write,
+};
+use yarnsim::acl::model::{sym_to_m3, tri_index};
+use yarnsim::acl::stiction::stiction_forces;
+use yarnsim::acl::{AclContact, ContactSet, SET_LIVE, SET_ZERO, SPRING_ACTIVE};
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::layout::{AclCounters, AclUniform, KeyValue, ACL_EXTRA_INVALIDATION};
+use yarnsim::math::{M3, V3};
+use yarnsim::pipelines::run_kernel;
+use yarnsim::polar::quat_to_matrix;
+use yarnsim::sim::Sim;
+
+const U: f64 = 1.0 / (1u64 << 24) as f64;
+const STEPS: usize = 37;
+const SETS: [&str; 3] = [
+    "contact.model=acl",
+    "contact.stiction_stiffness=20",
+    "contact.stiction_break_energy=1e-6",
+];
+
+/// The simulation one step past the `AclContact`'s last step (its positions are the evaluation's
+/// input), and the `AclContact`.
+fn fixture() -> (Sim, AclContact) {
+    let params = scene_contact("swatch", &SETS);
+    let mut sim = scene_sim("swatch", &SETS[..1], 0);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..STEPS {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    sim.step().unwrap();
+    (sim, acl)
+}
+
+fn cast<T: bytemuck::Pod>(b: &[u8]) -> Vec<T> {
+    bytemuck::pod_collect_to_vec(b)
+}
+
+fn v(p: [f32; 4]) -> V3<f64> {
+    V3::new(p[0] as f64, p[1] as f64, p[2] as f64)
+}
+
+/// Eigenvalues of a symmetric 3×3 matrix (f64, closed form).
+fn sym_eigenvalues(a: &M3<f64>) -> [f64; 3] {
+    let p1 = a.at(0, 1).powi(2) + a.at(0, 2).powi(2) + a.at(1, 2).powi(2);
+    let q = (a.at(0, 0) + a.at(1, 1) + a.at(2, 2)) / 3.0;
+    let p2 =
+        (a.at(0, 0) - q).powi(2) + (a.at(1, 1) - q).powi(2) + (a.at(2, 2) - q).powi(2) + 2.0 * p1;
+    let p = (p2 / 6.0).sqrt();
+    if p == 0.0 {
+        return [q; 3];
+    }
+    let b = a.sub_m(&M3::diag(q)).scale(1.0 / p);
+    let phi = (b.det() / 2.0).clamp(-1.0, 1.0).acos() / 3.0;
+    let e1 = q + 2.0 * p * phi.cos();
+    let e3 = q + 2.0 * p * (phi + 2.0 * std::f64::consts::PI / 3.0).cos();
+    [e1, 3.0 * q - e1 - e3, e3]
+}
+
+/// The smallest Hessian eigenvalue of `tr(RᵀF/|F|)` at its maximizer (tests/gpu_polar.rs).
+fn hessian_gap(f: &M3<f64>) -> f64 {
+    let n = f.norm();
+    // Negated so that a NaN norm gives 0 too.
+    if n.is_nan() || n <= 0.0 {
+        return 0.0;
+    }
+    let mut s = sym_eigenvalues(&f.transpose().mul_m(f)).map(|e| e.max(0.0).sqrt());
+    s.sort_by(|a, b| b.total_cmp(a));
+    let sign = if f.det() < 0.0 { -1.0 } else { 1.0 };
+    ((s[1] + sign * s[2]) / n).max(0.0)
+}
+
+/// The set's F and its centre in f64, and `max_t |q_t|`.
+fn set_f(
+    s: &ContactSet,
+    pos: &[[f32; 4]],
+    cp: &[u32],
+    dbar: &[[f32; 4]],
+) -> (M3<f64>, V3<f64>, f64) {
+    let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+    let q: Vec<V3<f64>> = (0..n).map(|t| v(pos[cp[o + t] as usize])).collect();
+    let mut c = V3::zero();
+    for p in &q {
+        c += *p;
+    }
+    let c = c / n as f64;
+    let mut f = M3::zero();
+    let mut qmax = 0.0f64;
+    for t in 0..n {
+        f = f.add_m(&(q[t] - c).outer(v(dbar[o + t])));
+        qmax = qmax.max(q[t].norm());
+    }
+    (f, c, qmax)
+}
+
+struct EvalRun {
+    u: AclUniform,
+    sets_in: Vec<ContactSet>,
+    sets_cpu: Vec<ContactSet>,
+    sets_gpu: Vec<ContactSet>,
+    dev_cpu: Vec<[f32; 4]>,
+    dev_gpu: Vec<[f32; 4]>,
+}
+
+fn run_evaluate(gpu: &yarnsim::gpu::Gpu, sim: &Sim, acl: &AclContact) -> EvalRun {
+    let p = acl.pools();
+    let u = acl.uniform(sim.pos.len());
+    let sets_in = acl.sets().to_vec();
+    let np = p.cp.len();
+    let mut sets_cpu = sets_in.clone();
+    let mut dev_cpu = vec![[0.0f32; 4]; np];
+    set_evaluate(
+        &u,
+        &sim.pos,
+        &p.cp,
+        &p.dbar,
+        &p.m,
+        &p.watch,
+        &p.watch_loc,
+        &mut sets_cpu,
+        &mut dev_cpu,
+    );
+    let out = run_kernel(
+        gpu,
+        "set_evaluate",
+        &[
+            ("acl", bytes(&[u])),
+            ("pos", bytes(&sim.pos)),
+            ("cp_pool", bytes(&p.cp)),
+            ("dbar_pool", bytes(&p.dbar)),
+            ("m_pool", bytes(&p.m)),
+            ("watch_pool", bytes(&p.watch)),
+            ("watch_loc_pool", bytes(&p.watch_loc)),
+            ("sets", bytes(&sets_in)),
+            ("dev_pool", bytes(&vec![[0.0f32; 4]; np])),
+        ],
+        sets_in.len() as u32,
+    )
+    .unwrap();
+    EvalRun {
+        u,
+        sets_cpu,
+        sets_gpu: cast(&out["sets"]),
+        dev_cpu,
+        dev_gpu: cast(&out["dev_pool"]),
+        sets_in,
+    }
+}
+
+/// `set_evaluate`: the warm-started rotation within its bound, the deviations within theirs, and
+/// the SET_DIRTY decisions identical except at borderline ones.
+#[test]
+fn set_evaluate_matches_its_twin() {
+    let Some(gpu) = gpu_or_skip("set_evaluate_matches_its_twin") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let r = run_evaluate(&gpu, &sim, &acl);
+    let u = r.u;
+    let clean = r.sets_in.iter().filter(|s| s.is_clean()).count();
+    let dirty_cpu = r.sets_cpu.iter().filter(|s| s.is_clean()).count();
+    eprintln!(
+        "{} sets, {clean} clean, {} invalidated by the twin",
+        r.sets_in.len(),
+        clean - dirty_cpu
+    );
+    // The default swatch holds about 540 sets at this step (2,160 springs, 4,500 records).
+    assert!(
+        clean > 500,
+        "the fixture must have hundreds of sets: {clean}"
+    );
+    let (mut worst_q, mut worst_dev) = (0.0f64, 0.0f64);
+    let (mut ill, mut borderline, mut mismatched) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, s) in r.sets_in.iter().enumerate() {
+        let (c, g) = (&r.sets_cpu[k], &r.sets_gpu[k]);
+        if !s.is_clean() {
+            assert_eq!(c, s, "set {k}: the twin touched a set that is not clean");
+            assert_eq!(g, s, "set {k}: the kernel touched a set that is not clean");
+            continue;
+        }
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        let (f, centre, qmax) = set_f(s, &sim.pos, &p.cp, &p.dbar);
+        let gap = hessian_gap(&f);
+        // Rotation bound (module doc).
+        let r_tol =
+            2.0 * std::f64::consts::SQRT_2 * 2.0 * (40.0 * U + 4.0 * n as f64 * U) / gap + 24.0 * U;
+        let (rc, rg) = (
+            quat_to_matrix(c.quat).cast::<f64>(),
+            quat_to_matrix(g.quat).cast::<f64>(),
+        );
+        let dr = rc.sub_m(&rg).norm();
+        if gap < 1e-3 {
+            ill.push((k, gap));
+        } else {
+            worst_q = worst_q.max(dr / r_tol);
+            assert!(
+                dr <= r_tol,
+                "set {k}: |R_gpu − R_cpu| = {dr:e} > {r_tol:e} (gap {gap})"
+            );
+        }
+        // Deviations and the decision margins they give.
+        let mut dev_tol_max = 0.0f64;
+        let mut metric_tol = 0.0f64;
+        for t in 0..n {
+            let qc = (v(sim.pos[p.cp[o + t] as usize]) - centre).norm();
+            let tol = dr.max(r_tol.min(1.0)) * qc
+                + 8.0 * U * (qc + v(p.dbar[o + t]).norm())
+                + 2.0 * n as f64 * U * qmax;
+            let d = (v(r.dev_cpu[o + t]) - v(r.dev_gpu[o + t])).norm();
+            if gap >= 1e-3 {
+                worst_dev = worst_dev.max(d / tol);
+                assert!(d <= tol, "set {k} point {t}: |ΔΔ| = {d:e} > {tol:e}");
+            }
+            dev_tol_max = dev_tol_max.max(tol);
+            metric_tol = metric_tol.max(p.m[o + t] as f64 * tol);
+        }
+        if c.flags == g.flags {
+            continue;
+        }
+        // A differing decision: was it on a threshold within the tolerance?
+        let (metric, maxdev) = yarnsim::acl::model::set_metric_and_max_deviation(
+            &r.dev_cpu[o..o + n],
+            &p.m[o..o + n],
+            u.radius,
+            s.eps,
+        );
+        let scale = 2.0 * u.radius as f64 / (s.eps as f64).powi(2);
+        let metric_margin = (metric as f64 - u.tolerance as f64).abs();
+        let bound = 2.0 * BASIS_ABS_SUM_MAX as f64 * maxdev as f64;
+        let bound_tol = 2.0 * BASIS_ABS_SUM_MAX as f64 * dev_tol_max + 4.0 * U * bound;
+        let on_metric = metric_margin <= metric_tol * scale + 8.0 * U * metric as f64;
+        let extra = u.flags & ACL_EXTRA_INVALIDATION != 0;
+        let on_guard = extra
+            && ((bound - s.guard_far as f64).abs() <= bound_tol
+                || (bound - s.guard_near as f64).abs() <= bound_tol
+                || p.watch[s.w_off as usize..(s.w_off + s.n_watch) as usize]
+                    .iter()
+                    .any(|w| (w.gap.abs() as f64 - bound).abs() <= bound_tol));
+        let crossing = set_crossing_error(
+            &u,
+            &sim.pos,
+            &p.cp,
+            &p.watch,
+            &p.watch_loc,
+            s,
+            maxdev * 2.0 * BASIS_ABS_SUM_MAX,
+        ) as f64;
+        let budget = u.tolerance as f64 * s.f_ref as f64;
+        // The crossing estimate is a sum of ≤ 32 terms, each a few roundings of the penalty's
+        // derivative (relative 16 U), whose distances are computed from the same points.
+        let on_crossing =
+            extra && (crossing - budget).abs() <= 64.0 * 16.0 * U * crossing.max(budget);
+        if on_metric || on_guard || on_crossing {
+            borderline.push((k, metric, u.tolerance, bound, s.guard_near, s.guard_far));
+        } else {
+            mismatched.push((k, c.flags, g.flags, metric, bound, crossing, budget));
+        }
+    }
+    eprintln!(
+        "rotation: worst {worst_q:.3} of its bound; deviations: worst {worst_dev:.3} of their bound"
+    );
+    eprintln!(
+        "{} sets with an ill-conditioned rotation (gap < 1e-3, not compared): {:?}",
+        ill.len(),
+        &ill[..ill.len().min(8)]
+    );
+    eprintln!(
+        "{} borderline SET_DIRTY decisions (on a threshold within the tolerance): {:?}",
+        borderline.len(),
+        &borderline[..borderline.len().min(8)]
+    );
+    assert!(
+        mismatched.is_empty(),
+        "SET_DIRTY differs away from any threshold: {mismatched:?}"
+    );
+    assert!(
+        borderline.len() * 100 <= clean,
+        "too many borderline decisions: {}",
+        borderline.len()
+    );
+}
+
+/// The polar warm start: starting every set from its stored quaternion, the kernel returns the
+/// twin's rotation quaternion (up to sign) within the rotation bound, and a warm start at the
+/// answer stays there.
+#[test]
+fn polar_warm_start_returns_the_twins_quaternion() {
+    let Some(gpu) = gpu_or_skip("polar_warm_start_returns_the_twins_quaternion") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    // Warm-started from the CPU's answer: the kernel must return it (it is already converged).
+    let r0 = run_evaluate(&gpu, &sim, &acl);
+    let mut warm = r0.sets_in.clone();
+    for (k, s) in warm.iter_mut().enumerate() {
+        if s.is_clean() {
+            s.quat = r0.sets_cpu[k].quat;
+        }
+    }
+    let out = run_kernel(
+        &gpu,
+        "set_evaluate",
+        &[
+            ("acl", bytes(&[r0.u])),
+            ("pos", bytes(&sim.pos)),
+            ("cp_pool", bytes(&p.cp)),
+            ("dbar_pool", bytes(&p.dbar)),
+            ("m_pool", bytes(&p.m)),
+            ("watch_pool", bytes(&p.watch)),
+            ("watch_loc_pool", bytes(&p.watch_loc)),
+            ("sets", bytes(&warm)),
+            ("dev_pool", bytes(&vec![[0.0f32; 4]; p.cp.len()])),
+        ],
+        warm.len() as u32,
+    )
+    .unwrap();
+    let g: Vec<ContactSet> = cast(&out["sets"]);
+    let (mut n, mut worst) = (0, 0.0f64);
+    for (k, s) in r0.sets_in.iter().enumerate() {
+        if !s.is_clean() {
+            continue;
+        }
+        let (f, _, _) = set_f(s, &sim.pos, &p.cp, &p.dbar);
+        let gap = hessian_gap(&f);
+        if gap < 1e-3 {
+            continue;
+        }
+        let tol = 2.0 * std::f64::consts::SQRT_2 * 2.0 * (40.0 * U + 4.0 * s.n_cp as f64 * U) / gap
+            + 24.0 * U;
+        for got in [r0.sets_gpu[k].quat, g[k].quat] {
+            let want = r0.sets_cpu[k].quat;
+            let dot: f64 = (0..4).map(|i| got[i] as f64 * want[i] as f64).sum();
+            // |q − ±q'| in quaternion terms: R moves by ≤ 2√2 of it... bound it by the R bound.
+            let dq = (0..4)
+                .map(|i| (got[i] as f64 - dot.signum() * want[i] as f64).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            worst = worst.max(dq / tol);
+            assert!(dq <= tol, "set {k}: quaternion differs by {dq:e} > {tol:e}");
+        }
+        n += 1;
+    }
+    eprintln!("{n} quaternions compared, worst {worst:.3} of the bound");
+    assert!(n > 500);
+}
+
+/// `set_force`: on the twin's `set_evaluate` output, forces within the rounding bound and the
+/// force-change decisions identical except borderline ones; no error.
+#[test]
+fn set_force_matches_its_twin() {
+    let Some(gpu) = gpu_or_skip("set_force_matches_its_twin") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let r = run_evaluate(&gpu, &sim, &acl);
+    let u = r.u;
+    let np = p.cp.len();
+    let sets_in = r.sets_cpu.clone();
+    let fout0 = vec![[7.0f32; 4]; np];
+    let mut sets_c = sets_in.clone();
+    let mut fout_c = fout0.clone();
+    let mut cnt_c = AclCounters::default();
+    set_force(
+        &u,
+        &mut sets_c,
+        &p.f0,
+        &p.k,
+        &r.dev_cpu,
+        &mut fout_c,
+        &mut cnt_c,
+    );
+    let out = run_kernel(
+        &gpu,
+        "set_force",
+        &[
+            ("acl", bytes(&[u])),
+            ("sets", bytes(&sets_in)),
+            ("f0_pool", bytes(&p.f0)),
+            ("k_pool", bytes(&p.k)),
+            ("dev_pool", bytes(&r.dev_cpu)),
+            ("fout_pool", bytes(&fout0)),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+        ],
+        64 * sets_in.len() as u32,
+    )
+    .unwrap();
+    let sets_g: Vec<ContactSet> = cast(&out["sets"]);
+    let fout_g: Vec<[f32; 4]> = cast(&out["fout_pool"]);
+    let cnt_g: Vec<AclCounters> = cast(&out["acl_counters"]);
+    assert_eq!(cnt_g[0], cnt_c);
+    assert_eq!(
+        cnt_c,
+        AclCounters::default(),
+        "no set too big or not finite"
+    );
+    let (mut worst, mut rows, mut borderline, mut zero) = (0.0f64, 0usize, Vec::new(), 0);
+    for (k, s) in sets_in.iter().enumerate() {
+        if !s.is_clean() {
+            assert_eq!(sets_c[k], *s);
+            assert_eq!(sets_g[k], *s);
+            continue;
+        }
+        let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+        let mut tol_sum = 0.0f64;
+        for t in 0..n {
+            let tol = if s.flags & SET_ZERO != 0 {
+                zero += 1;
+                0.0
+            } else {
+                let mut mag = v(p.f0[o + t]).norm();
+                for j in 0..n {
+                    let b = tri_index(n, j.min(t), j.max(t));
+                    mag += sym_to_m3(&p.k[s.k_off as usize + b]).cast::<f64>().norm()
+                        * v(r.dev_cpu[o + j]).norm();
+                }
+                2.0 * (n as f64 + 4.0) * U * mag + 4.0 * U * v(fout_c[o + t]).norm()
+            };
+            let d = (v(fout_c[o + t]) - v(fout_g[o + t])).norm();
+            if tol > 0.0 {
+                worst = worst.max(d / tol);
+            }
+            assert!(d <= tol, "set {k} row {t}: |Δf| = {d:e} > {tol:e}");
+            tol_sum += tol;
+            rows += 1;
+        }
+        if sets_c[k].flags != sets_g[k].flags {
+            let r3 = quat_to_matrix(s.quat);
+            let (change, reference) = force_change(&r3, &p.f0[o..o + n], &fout_c[o..o + n]);
+            let thr = 2.0 * (u.tolerance as f64).sqrt() * reference as f64;
+            let margin = (change as f64 - thr).abs();
+            let tol = tol_sum + 4.0 * (n as f64 + 2.0) * U * (change as f64 + thr);
+            assert!(
+                margin <= tol,
+                "set {k}: the force-change decision differs {margin:e} from its threshold (tolerance {tol:e})"
+            );
+            borderline.push(k);
+        }
+    }
+    eprintln!(
+        "{rows} force rows ({zero} of zero-force sets), worst {worst:.3} of the bound; {} borderline force-change decisions: {borderline:?}",
+        borderline.len()
+    );
+    assert!(rows > 1000);
+}
+
+/// `stiction_forces`: same breaks (except borderline), the re-made rest offsets and the forces
+/// within the rounding bound.
+#[test]
+fn stiction_forces_match_their_twin() {
+    let Some(gpu) = gpu_or_skip("stiction_forces_match_their_twin") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let mut u = acl.uniform(sim.pos.len());
+    let sets = acl.sets().to_vec();
+    let springs = acl.all_springs().to_vec();
+    // Break energy: between two consecutive spring energies near the median, so about half break
+    // and none sits on the threshold by construction.
+    let mut energies: Vec<f32> = Vec::new();
+    for (k, s) in sets.iter().enumerate() {
+        let rot = quat_to_matrix(s.quat);
+        for sp in &springs[4 * k..4 * k + 4] {
+            if s.flags & SET_LIVE != 0 && sp.flags & SPRING_ACTIVE != 0 {
+                let qp = |i: u32| {
+                    let b = u.quadrature;
+                    let cp = acl.seg_cp()[(i / b) as usize];
+                    let w = u.weights[(i % b) as usize];
+                    let q = cp.map(|c| V3::<f32>::from4(sim.pos[c as usize]));
+                    q[0] * w[0] + q[1] * w[1] + q[2] * w[2] + q[3] * w[3]
+                };
+                let x = qp(sp.i) - qp(sp.j) - rot.mul_v(V3::from4(sp.rest));
+                energies.push(0.5 * u.stiction_stiffness * x.norm2());
+            }
+        }
+    }
+    assert!(energies.len() > 1000, "{} active springs", energies.len());
+    energies.sort_by(f32::total_cmp);
+    let m = energies.len() / 2;
+    u.stiction_break_energy = 0.5 * (energies[m] + energies[m + 1]);
+    let (fout, _) = (acl.step_pools().1.to_vec(), ());
+    let (mut springs_c, mut fout_c) = (springs.clone(), fout.clone());
+    stiction_forces(
+        &u,
+        &sim.pos,
+        acl.seg_cp(),
+        &sets,
+        &p.cp,
+        &mut springs_c,
+        &mut fout_c,
+    );
+    let out = run_kernel(
+        &gpu,
+        "stiction_forces",
+        &[
+            ("acl", bytes(&[u])),
+            ("pos", bytes(&sim.pos)),
+            ("seg_cp", bytes(acl.seg_cp())),
+            ("sets", bytes(&sets)),
+            ("cp_pool", bytes(&p.cp)),
+            ("springs", bytes(&springs)),
+            ("fout_pool", bytes(&fout)),
+        ],
+        sets.len() as u32,
+    )
+    .unwrap();
+    let springs_g: Vec<yarnsim::acl::StictionSpring> = cast(&out["springs"]);
+    let fout_g: Vec<[f32; 4]> = cast(&out["fout_pool"]);
+    let broke = springs_c
+        .iter()
+        .zip(&springs)
+        .filter(|(a, b)| a != b)
+        .count();
+    let mut borderline = 0;
+    for (i, (c, g)) in springs_c.iter().zip(&springs_g).enumerate() {
+        let before = springs[i];
+        let (bc, bg) = (*c != before, *g != before);
+        if bc != bg {
+            // A different break: the energy must be on the threshold (a few roundings, 16 U).
+            borderline += 1;
+            eprintln!("spring {i}: borderline break");
+            continue;
+        }
+        if bc {
+            // Re-made: Rᵀ d, d a difference of two 4-term sums (8 U |y|) rotated (4 U).
+            let d = (v(c.rest) - v(g.rest)).norm();
+            let tol = 16.0
+                * U
+                * (v(c.rest).norm()
+                    + 2.0 * sim.pos.iter().map(|p| v(*p).norm()).fold(0.0, f64::max));
+            assert!(d <= tol, "spring {i}: rest differs by {d:e} > {tol:e}");
+        }
+    }
+    assert_eq!(
+        borderline, 0,
+        "the break energy was chosen away from every spring's energy"
+    );
+    // Forces: each entry is the set's force plus ≤ 32 spring terms of magnitude k|x| w.
+    let mut worst = 0.0f64;
+    for (i, (c, g)) in fout_c.iter().zip(&fout_g).enumerate() {
+        let d = (v(*c) - v(*g)).norm();
+        let added = (v(*c) - v(fout[i])).norm();
+        let tol = 2.0 * 40.0 * U * (v(*c).norm() + v(fout[i]).norm() + 2.0 * added);
+        if tol > 0.0 {
+            worst = worst.max(d / tol);
+        }
+        assert!(d <= tol, "fout {i}: differs by {d:e} > {tol:e}");
+    }
+    eprintln!(
+        "{broke} of {} springs broke; forces worst {worst:.3} of the bound",
+        energies.len()
+    );
+}
+
+/// The point table (count → scan → write → sort → start, the scan and the sort by their twins, which
+/// their own tests hold bit-identical to their kernels) equals the CPU step's `set_point_table`,
+/// and the gathered force is the twin's.
+#[test]
+fn point_table_and_gather_match_the_cpu() {
+    let Some(gpu) = gpu_or_skip("point_table_and_gather_match_the_cpu") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let mut sets = acl.sets().to_vec();
+    // Some dead slots, as during a step (deleted or merged-away sets keep their slot).
+    for s in sets.iter_mut().step_by(11) {
+        s.flags &= !SET_LIVE;
+    }
+    let npts = sim.pos.len();
+    let mut u = acl.uniform(npts);
+    u.num_sets = sets.len() as u32;
+    // CPU step's table.
+    let (mut hist, mut start_c, mut rec_c) = (Vec::new(), Vec::new(), Vec::new());
+    set_point_table(&sets, &p.cp, npts, 3, &mut hist, &mut start_c, &mut rec_c);
+    let total = rec_c.len();
+    u.record_capacity = total as u32 + 100;
+    let cap = u.record_capacity as usize;
+    // 1. count.
+    let mut offs_c = vec![0u32; sets.len() + 1];
+    set_point_count(&u, &sets, &mut offs_c);
+    let out = run_kernel(
+        &gpu,
+        "set_point_count",
+        &[
+            ("acl", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("set_offsets", bytes(&vec![9u32; sets.len() + 1])),
+        ],
+        sets.len() as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["set_offsets"]), offs_c);
+    // 2. scan (twin).
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut offs_c, &mut partials);
+    assert_eq!(offs_c[sets.len()] as usize, total);
+    // 3. write.
+    let mut slots_c = vec![KeyValue::default(); cap];
+    let mut cnt_c = AclCounters::default();
+    set_point_write(&u, &sets, &p.cp, &offs_c, &mut slots_c, &mut cnt_c);
+    let out = run_kernel(
+        &gpu,
+        "set_point_write",
+        &[
+            ("acl", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("cp_pool", bytes(&p.cp)),
+            ("set_offsets", bytes(&offs_c)),
+            ("point_slots", bytes(&vec![KeyValue::default(); cap])),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<KeyValue>(&out["point_slots"]), slots_c);
+    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    assert_eq!(cnt_c.records as usize, total);
+    assert_eq!(cnt_c.errors, 0);
+    // 4. sort (twin).
+    let key_bits = 32 - (npts as u32).leading_zeros();
+    let mut scratch = Vec::new();
+    let mut hist_s = Vec::new();
+    let mut partials_s = Vec::new();
+    yarnsim::sort::radix_sort(
+        &mut slots_c,
+        key_bits,
+        &mut scratch,
+        &mut hist_s,
+        &mut partials_s,
+    );
+    // 5. start.
+    let (mut start_g1, mut rec_g1) = (vec![0u32; npts + 1], vec![0u32; cap]);
+    set_point_start(&u, &slots_c, &mut start_g1, &mut rec_g1);
+    let out = run_kernel(
+        &gpu,
+        "set_point_start",
+        &[
+            ("acl", bytes(&[u])),
+            ("point_slots", bytes(&slots_c)),
+            ("point_start", bytes(&vec![0u32; npts + 1])),
+            ("point_records", bytes(&vec![0u32; cap])),
+        ],
+        (npts as u32 + 1).max(cap as u32),
+    )
+    .unwrap();
+    let start_g: Vec<u32> = cast(&out["point_start"]);
+    let rec_g: Vec<u32> = cast(&out["point_records"]);
+    assert_eq!(start_g, start_g1, "set_point_start vs its twin");
+    assert_eq!(rec_g, rec_g1, "set_point_start vs its twin");
+    // The GPU table is the CPU step's table.
+    assert_eq!(start_g, start_c, "point_start");
+    assert_eq!(&rec_g[..total], &rec_c[..], "point_records");
+    // 6. gather.
+    let fout = acl.step_pools().1.to_vec();
+    let force0: Vec<[f32; 4]> = sim
+        .pos
+        .iter()
+        .map(|q| [q[0] * 0.1, -q[1], 0.5, 1.0])
+        .collect();
+    let mut force_c = force0.clone();
+    let mut cnt_c = AclCounters::default();
+    set_gather(&u, &start_c, &rec_c, &fout, &mut cnt_c, &mut force_c);
+    let out = run_kernel(
+        &gpu,
+        "set_gather",
+        &[
+            ("acl", bytes(&[u])),
+            ("point_start", bytes(&start_g)),
+            ("point_records", bytes(&rec_g)),
+            ("fout_pool", bytes(&fout)),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+            ("force", bytes(&force0)),
+        ],
+        npts as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    assert_eq!(cnt_c, AclCounters::default());
+    let force_g: Vec<[f32; 4]> = cast(&out["force"]);
+    let mut worst = 0.0f64;
+    for pt in 0..npts {
+        let recs = &rec_c[start_c[pt] as usize..start_c[pt + 1] as usize];
+        let mag: f64 = v(force0[pt]).norm()
+            + recs
+                .iter()
+                .map(|&r| v(fout[r as usize]).norm())
+                .sum::<f64>();
+        let tol = 2.0 * recs.len() as f64 * U * mag;
+        let d = (v(force_c[pt]) - v(force_g[pt])).norm();
+        if tol > 0.0 {
+            worst = worst.max(d / tol);
+        }
+        assert!(
+            d <= tol,
+            "point {pt}: gathered force differs by {d:e} > {tol:e}"
+        );
+        assert_eq!(force_c[pt][3], force_g[pt][3]);
+    }
+    eprintln!("{total} records; gathered force worst {worst:.3} of the bound");
+}
