@@ -33,7 +33,7 @@
 //! (tests/acl.rs).
 
 use super::model::{self, SymBlock};
-use super::rebuild::WatchPair;
+use super::rebuild::{WatchLoc, WatchPair};
 use super::sets::{ContactSet, SET_DIRTY, SET_ZERO};
 use super::{prefetch, SyncPtr};
 use crate::contact::ContactError;
@@ -71,7 +71,7 @@ struct EvalCtx<'a> {
     m_pool: &'a [f32],
     k_pool: &'a [SymBlock<f32>],
     watch_pool: &'a [WatchPair],
-    watch_loc_pool: &'a [[u16; 8]],
+    watch_loc_pool: &'a [WatchLoc],
 }
 
 /// Stage `set_evaluate` over all clean sets (see the module doc). The scratch pools must be at least
@@ -88,7 +88,7 @@ pub fn set_evaluate(
     m_pool: &[f32],
     k_pool: &[SymBlock<f32>],
     watch_pool: &[WatchPair],
-    watch_loc_pool: &[[u16; 8]],
+    watch_loc_pool: &[WatchLoc],
     sets: &mut [ContactSet],
     q_pool: &mut [V3<f32>],
     dev_pool: &mut [V3<f32>],
@@ -149,13 +149,15 @@ pub fn set_evaluate(
 impl EvalCtx<'_> {
     /// Quadrature point `i` from the set's gathered control points `q` (`loc`: the set-local indices of
     /// its segment's 4 control points); the same arithmetic as the exact path's quadrature points.
+    /// `half`: 0 for the pair's `i` side (slots 0–3), 1 for its `j` side (slots 4–7).
     #[inline]
-    fn quad_point_local(&self, q: &[V3<f32>], loc: &[u16], i: u32) -> V3<f32> {
+    fn quad_point_local(&self, q: &[V3<f32>], loc: &WatchLoc, half: usize, i: u32) -> V3<f32> {
         let w = &self.weights[(i % self.p.b) as usize];
-        q[loc[0] as usize] * w[0]
-            + q[loc[1] as usize] * w[1]
-            + q[loc[2] as usize] * w[2]
-            + q[loc[3] as usize] * w[3]
+        let (a, b) = (loc.loc[2 * half], loc.loc[2 * half + 1]);
+        q[(a & 0xffff) as usize] * w[0]
+            + q[(a >> 16) as usize] * w[1]
+            + q[(b & 0xffff) as usize] * w[2]
+            + q[(b >> 16) as usize] * w[3]
     }
 
     /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since
@@ -176,9 +178,8 @@ impl EvalCtx<'_> {
             if w.gap.abs() > bound {
                 break;
             }
-            let d = (self.quad_point_local(q, &loc[..4], w.i)
-                - self.quad_point_local(q, &loc[4..], w.j))
-            .norm();
+            let d = (self.quad_point_local(q, loc, 0, w.i) - self.quad_point_local(q, loc, 1, w.j))
+                .norm();
             if (d < 2.0 * r) != (w.gap < 0.0) {
                 let dm = 2.0 * r - (d - 2.0 * r).abs();
                 let (_, df, _) = crate::contact::penalty(dm * dm, r);
