@@ -19,7 +19,7 @@
 @group(0) @binding(3) var<storage, read> dbar_pool: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> m_pool: array<f32>;
 @group(0) @binding(5) var<storage, read> watch_pool: array<WatchPair>;
-@group(0) @binding(6) var<storage, read> watch_loc_pool: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> watch_loc_pool: array<WatchLoc>;
 @group(0) @binding(7) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(8) var<storage, read_write> dev_pool: array<vec4<f32>>;
 
@@ -30,10 +30,10 @@ fn set_point(o: u32, t: u32) -> vec3<f32> {
 
 // Quadrature point i from the set's points, slots c0..c0 + 4 of the packed loc (the arithmetic of
 // the exact path's quadrature points).
-fn quad_point_local(o: u32, loc: vec4<u32>, c0: u32, i: u32) -> vec3<f32> {
+fn quad_point_local(o: u32, loc: WatchLoc, c0: u32, i: u32) -> vec3<f32> {
     let w = acl.weights[i % acl.quadrature];
-    return set_point(o, watch_loc_get(loc, c0)) * w.x + set_point(o, watch_loc_get(loc, c0 + 1u)) * w.y
-        + set_point(o, watch_loc_get(loc, c0 + 2u)) * w.z + set_point(o, watch_loc_get(loc, c0 + 3u)) * w.w;
+    return set_point(o, watch_loc_slot(loc, c0)) * w.x + set_point(o, watch_loc_slot(loc, c0 + 1u)) * w.y
+        + set_point(o, watch_loc_slot(loc, c0 + 2u)) * w.z + set_point(o, watch_loc_slot(loc, c0 + 3u)) * w.w;
 }
 
 // EvalCtx::crossing_error: the force the watched pairs that crossed 2r may be missing.

@@ -236,6 +236,23 @@ pub fn point_pair_compensated(
     })
 }
 
+/// CPU twin of the tool kernel `pair_compensated_test` (shaders/shared/acl_pair.wgsl on a list of
+/// inputs): pair `p` reads `pair_in[2p] = (y_i, κw)`, `pair_in[2p + 1] = (y_j, r)` and writes
+/// [`point_pair_compensated`]'s terms: `pair_out[4p] = (∂E/∂y_i, E)`, `pair_out[4p + 1 + c] =`
+/// column `c` of the Hessian (w: 1 in column 0 when touching, else 0); all zero when not touching.
+pub fn pair_compensated_test(pair_in: &[[f32; 4]], pair_out: &mut [[f32; 4]]) {
+    for (inp, out) in pair_in.chunks_exact(2).zip(pair_out.chunks_exact_mut(4)) {
+        let (a, b) = (inp[0], inp[1]);
+        out.fill([0.0; 4]);
+        if let Some(pp) = point_pair_compensated(V3::from4(a), V3::from4(b), a[3], b[3]) {
+            out[0] = pp.grad_i.to4(pp.energy);
+            for c in 0..3 {
+                out[1 + c] = pp.hess_ii.c[c].to4(if c == 0 { 1.0 } else { 0.0 });
+            }
+        }
+    }
+}
+
 /// Coefficients `c` with `y_i − y_j = Σ_k c_k p_k` over the 8 control points `p = (q_a, q_b)`.
 #[inline]
 pub fn pair_coeffs<T: Real>(wa: &[T; 4], wb: &[T; 4]) -> [T; 8] {

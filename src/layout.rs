@@ -17,6 +17,9 @@
 
 use bytemuck::{Pod, Zeroable};
 use std::mem::{offset_of, size_of};
+// ACL's records live with their stages (src/acl/) and are listed here for the reflection test.
+use crate::acl::rebuild::{RebuildParams, RebuildPlan};
+use crate::acl::{ContactSet, StictionSpring, WatchLoc, WatchPair};
 
 /// One yarn's ranges in the flat arrays.
 #[repr(C)]
@@ -867,5 +870,36 @@ pub fn layouts() -> Vec<StructLayout> {
             size: size_of::<crate::acl::model::SymBlock<f32>>(),
             fields: vec![("k", 0)],
         },
+        layout_of!(WatchLoc { loc }),
+        layout_of!(RebuildPlan {
+            new_bx,
+            touch_bx,
+            eps,
+            touching,
+            n_cp,
+            n_watch,
+            guard_near,
+            guard_far,
+            flags,
+            error_point,
+            cp_off,
+            k_off,
+            w_off,
+            _pad
+        }),
+        layout_of!(RebuildParams {
+            b,
+            nq,
+            r,
+            padding,
+            delete_distance,
+            stiffness,
+            stiction_stiffness,
+            step,
+            num_sets,
+            num_dirty,
+            exclusion_arc,
+            _pad
+        }),
     ]
 }

@@ -770,6 +770,113 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::gather::set_gather",
     },
+    // --- ACL (src/acl/): the set table's and the model pools' compactions ---
+    // set_compact_count → scan (set_dest) → set_compact; pool_compact_size → one scan of the
+    // three thirds of pool_dest → pool_compact_points, pool_compact_vectors, pool_compact_blocks,
+    // pool_compact_watch →
+    // pool_compact_headers.
+    Kernel {
+        name: "set_compact_count",
+        workgroup_size: WG,
+        bindings: &[uniform("rebuild"), read("sets"), read_write("set_dest")],
+        twin: "acl::sets::set_compact_count",
+    },
+    Kernel {
+        name: "set_compact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("springs"),
+            read("set_dest"),
+            read_write("sets_out"),
+            read_write("springs_out"),
+        ],
+        twin: "acl::sets::set_compact",
+    },
+    Kernel {
+        name: "pool_compact_size",
+        workgroup_size: WG,
+        bindings: &[uniform("rebuild"), read("sets"), read_write("pool_dest")],
+        twin: "acl::rebuild::pool_compact_size",
+    },
+    Kernel {
+        name: "pool_compact_points",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("pool_dest"),
+            read("cp_pool"),
+            read("m_pool"),
+            read_write("cp_next"),
+            read_write("m_next"),
+        ],
+        twin: "acl::rebuild::pool_compact_points",
+    },
+    Kernel {
+        name: "pool_compact_vectors",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("pool_dest"),
+            read("f0_pool"),
+            read("dbar_pool"),
+            read_write("f0_next"),
+            read_write("dbar_next"),
+        ],
+        twin: "acl::rebuild::pool_compact_vectors",
+    },
+    Kernel {
+        name: "pool_compact_blocks",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("pool_dest"),
+            read("k_pool"),
+            read_write("k_next"),
+        ],
+        twin: "acl::rebuild::pool_compact_blocks",
+    },
+    Kernel {
+        name: "pool_compact_watch",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("pool_dest"),
+            read("watch_pool"),
+            read("watch_loc_pool"),
+            read_write("watch_next"),
+            read_write("watch_loc_next"),
+        ],
+        twin: "acl::rebuild::pool_compact_watch",
+    },
+    Kernel {
+        name: "pool_compact_headers",
+        workgroup_size: WG,
+        bindings: &[uniform("rebuild"), read("pool_dest"), read_write("sets")],
+        twin: "acl::rebuild::pool_compact_headers",
+    },
+    // set_rebuild_size (one workgroup of 64 per dirty set) → pool_alloc (host) → set_rebuild.
+    Kernel {
+        name: "set_rebuild_size",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("qpts"),
+            read("segments"),
+            read("seg_contact"),
+            read("sets"),
+            read("dirty"),
+            read_write("plans"),
+            read_write("plan_watch"),
+            read_write("plan_watch_loc"),
+        ],
+        twin: "acl::rebuild::set_rebuild_size",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.
@@ -786,6 +893,13 @@ pub const TOOL_KERNELS: &[Kernel] = &[
         workgroup_size: 64,
         bindings: &[read("polar_in"), read_write("polar_out")],
         twin: "polar::polar_test",
+    },
+    // ACL's compensated point-pair terms (shaders/shared/acl_pair.wgsl) on a list of inputs.
+    Kernel {
+        name: "pair_compensated_test",
+        workgroup_size: 64,
+        bindings: &[read("pair_in"), read_write("pair_out")],
+        twin: "contact::pair_compensated_test",
     },
 ];
 

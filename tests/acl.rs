@@ -1019,7 +1019,7 @@ fn set_merge_equals_pairwise_merging_until_nothing_overlaps() {
 /// `pool_compact` keeps every set's model and writes the models contiguously, in set order.
 #[test]
 fn pool_compact_keeps_every_model_in_set_order() {
-    use yarnsim::acl::rebuild::{pool_compact, Pools, WatchPair};
+    use yarnsim::acl::rebuild::{pool_compact, Pools, WatchLoc, WatchPair};
     use yarnsim::acl::{ContactSet, SET_ZERO};
     let mut rng = Rng(3);
     let mut pools = Pools::default();
@@ -1058,16 +1058,7 @@ fn pool_compact_keeps_every_model_in_set_order() {
                 kw: 1.0,
                 gap: 0.0,
             };
-            pools.watch_loc[w0 + t] = yarnsim::acl::rebuild::watch_loc_pack([
-                (k as u16).into(),
-                (t as u16).into(),
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-            ]);
+            pools.watch_loc[w0 + t] = WatchLoc::from_slots([k as u32, t as u32, 0, 0, 0, 0, 0, 0]);
         }
         sets[k] = ContactSet {
             cp_off: p0 as u32,
@@ -1100,7 +1091,7 @@ fn pool_compact_keeps_every_model_in_set_order() {
     let before: Vec<_> = sets.iter().map(|s| model_of(&pools, s)).collect();
     let mut next = Pools::default();
     let mut dest = Vec::new();
-    pool_compact(&mut sets, &mut pools, &mut next, &mut dest);
+    pool_compact(&mut sets, &mut pools, &mut next, &mut dest, &mut Vec::new());
     let (mut ap, mut ak, mut aw) = (0u32, 0u32, 0u32);
     for (k, s) in sets.iter().enumerate() {
         assert_eq!(model_of(&pools, s), before[k], "set {k}");

@@ -1,14 +1,15 @@
-// acl: constants and helpers of ACL's per-step force kernels (src/acl/: set flags of sets.rs, the
-// spring flag of stiction.rs, the limits of evaluate.rs and gather.rs, the error bits of
-// src/layout.rs), in the Rust order of operations. Plain functions: no bindings here.
+// acl: constants and helpers of the ACL kernels (src/acl/: set flags of sets.rs, the spring flag of
+// stiction.rs, the limits of evaluate.rs and gather.rs, the error bits of src/layout.rs, the model's
+// pool sizes), in the Rust order of operations. Plain functions: no bindings here.
 
 #import layout
 #import vec
 
-// acl::SET_LIVE, SET_DIRTY, SET_ZERO, SET_NOT_FINITE.
+// acl::SET_LIVE, SET_DIRTY, SET_ZERO, SET_MOVED, SET_NOT_FINITE.
 const SET_LIVE: u32 = 1u;
 const SET_DIRTY: u32 = 2u;
 const SET_ZERO: u32 = 4u;
+const SET_MOVED: u32 = 8u;
 const SET_NOT_FINITE: u32 = 16u;
 // acl::SPRING_ACTIVE.
 const SPRING_ACTIVE: u32 = 1u;
@@ -44,9 +45,9 @@ fn tri_index(n: u32, p: u32, q: u32) -> u32 {
     return p * (2u * n - p + 1u) / 2u + (q - p);
 }
 
-// rebuild::watch_loc_get: slot c < 8 of a packed WatchLoc.
-fn watch_loc_get(l: vec4<u32>, c: u32) -> u32 {
-    return (l[c / 2u] >> (16u * (c % 2u))) & 0xffffu;
+// WatchLoc::slot: slot c < 8 of a packed WatchLoc.
+fn watch_loc_slot(l: WatchLoc, c: u32) -> u32 {
+    return (l.loc[c / 2u] >> (16u * (c % 2u))) & 0xffffu;
 }
 
 // The penalty's df/ds at squared distance s (contact::penalty's second value; 0 from 4r² on).
@@ -58,3 +59,18 @@ fn penalty_df(s: f32, r: f32) -> f32 {
     let inv = 1.0 / s;
     return -four_r2 * inv * inv + 1.0 / four_r2;
 }
+
+// Blocks of the upper triangle of n × n (acl::model::tri_len).
+fn tri_len(n: u32) -> u32 {
+    return n * (n + 1u) / 2u;
+}
+
+// acl::rebuild::model_sizes: the pool space of a set's model, (points, blocks, watched pairs).
+fn model_sizes(s: ContactSet) -> vec3<u32> {
+    var nk = 0u;
+    if (s.flags & SET_ZERO) == 0u {
+        nk = tri_len(s.n_cp);
+    }
+    return vec3<u32>(s.n_cp, nk, s.n_watch);
+}
+

@@ -326,14 +326,17 @@ struct ContactSet {
     centre: vec4<f32>,
 };
 
+// A stiction spring between quadrature points i < j (acl::StictionSpring); rest: offset in the set's
+// reference frame (w unused).
 struct StictionSpring {
     i: u32,
     j: u32,
     flags: u32,
     _pad: u32,
-    rest: vec4<f32>, // xyz: rest offset in the set's reference frame
+    rest: vec4<f32>,
 };
 
+// A watched member pair (acl::WatchPair): weight κw and d − 2r at the rebuild.
 struct WatchPair {
     i: u32,
     j: u32,
@@ -344,4 +347,45 @@ struct WatchPair {
 // A symmetric 3×3 block of k_pool: [xx, yy, zz, xy, xz, yz].
 struct SymBlock {
     k: array<f32, 6>,
+};
+
+// The set-local indices of a watched pair's 4 + 4 control points (acl::WatchLoc): slot c in bits
+// 16 (c % 2) .. of loc[c / 2].
+struct WatchLoc {
+    loc: vec4<u32>,
+};
+
+// What set_rebuild_size found for one dirty set and where pool_alloc put its model
+// (acl::rebuild::RebuildPlan).
+struct RebuildPlan {
+    new_bx: vec4<u32>,
+    touch_bx: vec4<u32>,
+    eps: f32,
+    touching: u32,
+    n_cp: u32,
+    n_watch: u32,
+    guard_near: f32,
+    guard_far: f32,
+    flags: u32,
+    error_point: u32,
+    cp_off: u32,
+    k_off: u32,
+    w_off: u32,
+    _pad: u32,
+};
+
+// Uniform `rebuild` of the ACL rebuild and compaction kernels (acl::rebuild::RebuildParams).
+struct RebuildParams {
+    b: u32,
+    nq: u32,
+    r: f32,
+    padding: u32,
+    delete_distance: f32,
+    stiffness: f32,
+    stiction_stiffness: f32,
+    step: u32,
+    num_sets: u32,
+    num_dirty: u32,
+    exclusion_arc: f32,
+    _pad: u32,
 };

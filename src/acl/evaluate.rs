@@ -48,7 +48,7 @@
 //! (tests/acl.rs).
 
 use super::model::{self, SymBlock};
-use super::rebuild::{watch_loc_get, WatchLoc, WatchPair};
+use super::rebuild::{WatchLoc, WatchPair};
 use super::sets::{ContactSet, SET_DIRTY, SET_NOT_FINITE, SET_ZERO};
 use super::{prefetch, SyncPtr};
 use crate::contact::ContactError;
@@ -102,10 +102,10 @@ impl EvalCtx<'_> {
     #[inline]
     fn quad_point_local(&self, q: &[V3<f32>], loc: &WatchLoc, c0: usize, i: u32) -> V3<f32> {
         let w = &self.p.weights[(i % self.p.quadrature) as usize];
-        q[watch_loc_get(loc, c0) as usize] * w[0]
-            + q[watch_loc_get(loc, c0 + 1) as usize] * w[1]
-            + q[watch_loc_get(loc, c0 + 2) as usize] * w[2]
-            + q[watch_loc_get(loc, c0 + 3) as usize] * w[3]
+        q[loc.slot(c0) as usize] * w[0]
+            + q[loc.slot(c0 + 1) as usize] * w[1]
+            + q[loc.slot(c0 + 2) as usize] * w[2]
+            + q[loc.slot(c0 + 3) as usize] * w[3]
     }
 
     /// Estimated force error of the watched pairs of set `s` that crossed the contact distance since

@@ -56,7 +56,7 @@ mod state;
 pub mod stiction;
 
 pub use evaluate::BASIS_ABS_SUM_MAX;
-pub use rebuild::{WatchPair, MAX_WATCH};
+pub use rebuild::{WatchLoc, WatchPair, MAX_WATCH};
 pub use sets::{
     box_hull, boxes_overlap, padded_box, ContactSet, SetIndex, MERGE_BIN, SET_DIRTY, SET_LIVE,
     SET_MOVED, SET_ZERO,
@@ -167,17 +167,6 @@ impl<T> SyncPtr<T> {
     pub(crate) unsafe fn slice(&self, off: usize, n: usize) -> &mut [T] {
         assert!(off.checked_add(n).is_some_and(|e| e <= self.len));
         std::slice::from_raw_parts_mut(self.ptr.add(off), n)
-    }
-
-    /// The spare capacity of `v` (emptied), room for `n` entries that a pass writes with
-    /// [`Self::copy_to`] before the caller sets the length.
-    pub(crate) fn spare(v: &mut Vec<T>, n: usize) -> Self {
-        v.clear();
-        v.reserve(n);
-        SyncPtr {
-            ptr: v.as_mut_ptr(),
-            len: n,
-        }
     }
 
     /// Copies `src` to `[off, off + src.len())` (which must lie inside the buffer: checked), without
@@ -293,12 +282,13 @@ pub struct AclContact {
     springs_next: Vec<StictionSpring>,
     set_dest: Vec<u32>,
     pools_next: Pools,
-    pool_dest: Vec<[u32; 3]>,
+    pool_dest: Vec<u32>,
+    scan_partials: Vec<u32>,
     /// The rebuild passes' dirty list, plans and watched-pair slots.
     dirty: Vec<u32>,
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
-    plan_watch_loc: Vec<rebuild::WatchLoc>,
+    plan_watch_loc: Vec<WatchLoc>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
     /// The point → record table of the gather, and its per-run counts.
     point_hist: Vec<u32>,
@@ -380,6 +370,7 @@ impl AclContact {
             set_dest: Vec::new(),
             pools_next: Pools::default(),
             pool_dest: Vec::new(),
+            scan_partials: Vec::new(),
             dirty: Vec::new(),
             plans: Vec::new(),
             plan_watch: Vec::new(),
@@ -461,7 +452,7 @@ impl AclContact {
         u
     }
 
-    /// The model pools (for tests).
+    /// The model pools (read-only, for tests and the GPU parity fixtures).
     pub fn pools(&self) -> &Pools {
         &self.pools
     }
@@ -541,7 +532,8 @@ impl AclContact {
         if self.plans.len() < nd {
             self.plans.resize(nd, RebuildPlan::default());
             self.plan_watch.resize(nd * MAX_WATCH, WatchPair::default());
-            self.plan_watch_loc.resize(nd * MAX_WATCH, [0; 4]);
+            self.plan_watch_loc
+                .resize(nd * MAX_WATCH, WatchLoc::default());
         }
         let nw = nd * MAX_WATCH;
         self.rebuild_scratch.ensure();
@@ -554,6 +546,10 @@ impl AclContact {
             stiffness: self.params.stiffness,
             stiction_stiffness: self.params.stiction_stiffness,
             step: self.step as u32,
+            num_sets: self.sets.len() as u32,
+            num_dirty: nd as u32,
+            exclusion_arc: self.params.exclusion_arc,
+            _pad: 0,
         };
         let tables = RebuildTables {
             seg_cp: &self.seg_cp,
@@ -748,10 +744,11 @@ impl AclContact {
         // the final sets (the next step's scheduler and merges start from it).
         let t5 = std::time::Instant::now();
         if self.sets.iter().any(|s| s.flags & SET_LIVE == 0) {
-            sets::set_compact(
+            sets::set_compact_stage(
                 &self.sets,
                 &self.springs,
                 &mut self.set_dest,
+                &mut self.scan_partials,
                 &mut self.sets_next,
                 &mut self.springs_next,
             );
@@ -767,6 +764,7 @@ impl AclContact {
                 &mut self.pools,
                 &mut self.pools_next,
                 &mut self.pool_dest,
+                &mut self.scan_partials,
             );
             self.garbage = PoolGarbage::default();
         }

@@ -71,21 +71,37 @@ pub struct WatchPair {
 }
 const _: () = assert!(std::mem::size_of::<WatchPair>() == 16);
 
-/// The set-local indices of a watched pair's 4 + 4 control points (`i`'s segment, then `j`'s), two
-/// 16-bit indices per `u32`: slot `2m` in the low half of word `m`, slot `2m + 1` in the high half
-/// (4-byte scalars, so WGSL can hold it; byte for byte the little-endian `[u16; 8]`).
-pub type WatchLoc = [u32; 4];
-
-/// Packs 8 set-local indices (each below 2¹⁶) into a [`WatchLoc`].
-#[inline]
-pub fn watch_loc_pack(l: [u32; 8]) -> WatchLoc {
-    std::array::from_fn(|m| (l[2 * m] & 0xffff) | (l[2 * m + 1] << 16))
+/// The set-local indices of the 4 + 4 control points of a watched pair's two quadrature points
+/// (slots 0–3: `i`'s segment, 4–7: `j`'s), two 16-bit slots to a word: slot `c` is bits
+/// `16 (c % 2) ..` of `loc[c / 2]` (the bytes of a `[u16; 8]` on a little-endian machine; WGSL has
+/// no 16-bit integers, so the record holds 4-byte words only).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct WatchLoc {
+    pub loc: [u32; 4],
 }
+const _: () = assert!(std::mem::size_of::<WatchLoc>() == 16);
 
-/// Slot `c < 8` of a [`WatchLoc`].
-#[inline]
-pub fn watch_loc_get(l: &WatchLoc, c: usize) -> u32 {
-    (l[c / 2] >> (16 * (c % 2))) & 0xffff
+impl WatchLoc {
+    /// Packs 8 slots, each below 2¹⁶ (a set's local indices are: see `box_points`).
+    #[inline]
+    pub fn from_slots(s: [u32; 8]) -> Self {
+        WatchLoc {
+            loc: std::array::from_fn(|w| (s[2 * w] & 0xffff) | (s[2 * w + 1] << 16)),
+        }
+    }
+
+    /// Slot `c` (`c < 8`).
+    #[inline]
+    pub fn slot(&self, c: usize) -> u32 {
+        (self.loc[c / 2] >> (16 * (c % 2))) & 0xffff
+    }
+
+    /// The 8 slots.
+    #[inline]
+    pub fn slots(&self) -> [u32; 8] {
+        std::array::from_fn(|c| self.slot(c))
+    }
 }
 
 /// The model pools (see the module doc).
@@ -124,7 +140,7 @@ impl Pools {
         self.m.resize(np, 0.0);
         self.k.resize(nk, [0.0; 6]);
         self.watch.resize(nw, WatchPair::default());
-        self.watch_loc.resize(nw, [0; 4]);
+        self.watch_loc.resize(nw, WatchLoc::default());
     }
 }
 
@@ -166,8 +182,9 @@ impl PoolGarbage {
     }
 }
 
-/// The constants of the rebuild stages (the kernels' uniform).
-#[derive(Clone, Copy, Debug)]
+/// The constants of the rebuild and compaction stages: the kernels' uniform `rebuild`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct RebuildParams {
     /// Quadrature points per segment, and in all.
     pub b: u32,
@@ -184,7 +201,15 @@ pub struct RebuildParams {
     pub stiction_stiffness: f32,
     /// The step (recorded as the set's `rebuilt_step`).
     pub step: u32,
+    /// Entries of the set table (the compactions' thread count).
+    pub num_sets: u32,
+    /// Entries of the dirty list (the rebuild passes' workgroup count).
+    pub num_dirty: u32,
+    /// The same-yarn exclusion arc (cm), for the kernels' pair test.
+    pub exclusion_arc: f32,
+    pub _pad: u32,
 }
+const _: () = assert!(std::mem::size_of::<RebuildParams>() == 48);
 
 /// The per-topology tables the rebuild stages read.
 #[derive(Clone, Copy)]
@@ -453,8 +478,14 @@ fn size_one(
             sc.loc_v[(sb - new_bx[2] / b) as usize],
         );
         watch_loc[slot] =
-            watch_loc_pack(std::array::from_fn(
-                |c| if c < 4 { la[c] } else { lb[c - 4] },
+            WatchLoc::from_slots(std::array::from_fn(
+                |c| {
+                    if c < 4 {
+                        la[c]
+                    } else {
+                        lb[c - 4]
+                    }
+                },
             ));
     }
     plan.n_watch = nw as u32;
@@ -753,99 +784,195 @@ fn write_one(
     bad
 }
 
-/// Stage `pool_compact`: the live sets' model ranges, in set order, written to `next` at offsets
-/// given by an exclusive prefix sum over the sets' sizes (`dest`, one `[cp, k, w]` per set), the
-/// copies in parallel; `next` then replaces `pools` (which becomes the next compaction's target, so
-/// no allocation once both have grown) and the headers take the new offsets. `sets` must hold live
-/// sets only.
+/// Where kind `kind` (0: points, 1: blocks, 2: watched pairs) of set `s` goes in the compacted
+/// pools, from the scanned `pool_dest` of `num_sets` sets (see [`pool_compact_size`]).
+#[inline]
+pub fn pool_dest_offset(pool_dest: &[u32], num_sets: usize, kind: usize, s: usize) -> u32 {
+    let base = kind * (num_sets + 1);
+    pool_dest[base + s].wrapping_sub(pool_dest[base])
+}
+
+/// The compacted pools' lengths `[points, blocks, watched pairs]` from the scanned `pool_dest`.
+pub fn pool_dest_lens(pool_dest: &[u32], num_sets: usize) -> [usize; 3] {
+    std::array::from_fn(|kind| pool_dest_offset(pool_dest, num_sets, kind, num_sets) as usize)
+}
+
+/// Kernel `pool_compact_size` (`shaders/pool_compact_size.wgsl`), one thread per set plus one:
+/// the sizes of set `s`'s model ([`model_sizes`]) into `pool_dest[s]` (points),
+/// `pool_dest[S + 1 + s]` (blocks) and `pool_dest[2(S + 1) + s]` (watched pairs), `S` =
+/// `rebuild.num_sets`, and 0 into the last entry of each third. One exclusive scan of the whole
+/// buffer then gives every offset ([`pool_dest_offset`]: the scanned value less its third's first)
+/// and, at `[k(S + 1) + S]`, each pool's new length.
+pub fn pool_compact_size(rebuild: &RebuildParams, sets: &[ContactSet], pool_dest: &mut [u32]) {
+    let ns = rebuild.num_sets as usize;
+    for (s, set) in sets[..ns].iter().enumerate() {
+        let sizes = model_sizes(set);
+        for kind in 0..3 {
+            pool_dest[kind * (ns + 1) + s] = sizes[kind] as u32;
+        }
+    }
+    for kind in 0..3 {
+        pool_dest[kind * (ns + 1) + ns] = 0;
+    }
+}
+
+/// The copy shared by the `pool_compact_*` twins: for every set (in parallel), the `kind` range of
+/// `src` at the set's old offset (`old(s)`) to its new offset in `dst`. The kernels run one thread
+/// per destination entry, finding its set by a binary search of `pool_dest`; the result is the
+/// same copy.
+fn compact_copy<T: Copy + Send + Sync>(
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    kind: usize,
+    old: impl Fn(&ContactSet) -> usize + Sync,
+    src: &[T],
+    dst: &mut [T],
+) {
+    let ns = sets.len();
+    let out = SyncPtr::new(dst);
+    sets.par_iter()
+        .enumerate()
+        .with_min_len(COMPACT_TASK)
+        .for_each(|(k, s)| {
+            let n = model_sizes(s)[kind];
+            let d = pool_dest_offset(pool_dest, ns, kind, k) as usize;
+            let o = old(s);
+            // SAFETY: the destination ranges come from a prefix sum over the sets' sizes, so they
+            // are disjoint (and `copy_to` checks they lie inside `dst`).
+            unsafe { out.copy_to(d, &src[o..o + n]) };
+        });
+}
+
+/// Kernel `pool_compact_points` (one thread per entry of the compacted point pools): the ranges of
+/// `cp_pool` and `m_pool` of the sets `sets[..num_sets]`, in set order, at the offsets of the
+/// scanned `pool_dest`.
+pub fn pool_compact_points(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    cp_pool: &[u32],
+    m_pool: &[f32],
+    cp_next: &mut [u32],
+    m_next: &mut [f32],
+) {
+    let sets = &sets[..rebuild.num_sets as usize];
+    let old = |s: &ContactSet| s.cp_off as usize;
+    compact_copy(sets, pool_dest, 0, old, cp_pool, cp_next);
+    compact_copy(sets, pool_dest, 0, old, m_pool, m_next);
+}
+
+/// Kernel `pool_compact_vectors`: as [`pool_compact_points`] for the point pools `f0_pool` and
+/// `dbar_pool` (split off to keep each kernel within the default 8 storage buffers).
+pub fn pool_compact_vectors(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    f0_pool: &[[f32; 4]],
+    dbar_pool: &[[f32; 4]],
+    f0_next: &mut [[f32; 4]],
+    dbar_next: &mut [[f32; 4]],
+) {
+    let sets = &sets[..rebuild.num_sets as usize];
+    let old = |s: &ContactSet| s.cp_off as usize;
+    compact_copy(sets, pool_dest, 0, old, f0_pool, f0_next);
+    compact_copy(sets, pool_dest, 0, old, dbar_pool, dbar_next);
+}
+
+/// Kernel `pool_compact_blocks` (one thread per entry of the compacted block pool): as
+/// [`pool_compact_points`] for `k_pool`.
+pub fn pool_compact_blocks(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    k_pool: &[SymBlock<f32>],
+    k_next: &mut [SymBlock<f32>],
+) {
+    let sets = &sets[..rebuild.num_sets as usize];
+    compact_copy(sets, pool_dest, 1, |s| s.k_off as usize, k_pool, k_next);
+}
+
+/// Kernel `pool_compact_watch` (one thread per entry of the compacted watch pools): as
+/// [`pool_compact_points`] for `watch_pool` and `watch_loc_pool`.
+pub fn pool_compact_watch(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    watch_pool: &[WatchPair],
+    watch_loc_pool: &[WatchLoc],
+    watch_next: &mut [WatchPair],
+    watch_loc_next: &mut [WatchLoc],
+) {
+    let sets = &sets[..rebuild.num_sets as usize];
+    let old = |s: &ContactSet| s.w_off as usize;
+    compact_copy(sets, pool_dest, 2, old, watch_pool, watch_next);
+    compact_copy(sets, pool_dest, 2, old, watch_loc_pool, watch_loc_next);
+}
+
+/// Kernel `pool_compact_headers` (one thread per set): the sets' offsets into the compacted pools
+/// (a zero-force set has no blocks: its empty range stays at 0, inside the pool). Runs after the
+/// copies, which read the old offsets.
+pub fn pool_compact_headers(rebuild: &RebuildParams, pool_dest: &[u32], sets: &mut [ContactSet]) {
+    let ns = rebuild.num_sets as usize;
+    for (k, s) in sets[..ns].iter_mut().enumerate() {
+        s.cp_off = pool_dest_offset(pool_dest, ns, 0, k);
+        s.k_off = if s.flags & SET_ZERO != 0 {
+            0
+        } else {
+            pool_dest_offset(pool_dest, ns, 1, k)
+        };
+        s.w_off = pool_dest_offset(pool_dest, ns, 2, k);
+    }
+}
+
+/// Stage `pool_compact`: the live sets' model ranges, in set order, written to `next`
+/// (`pool_compact_size` → exclusive scan of `pool_dest` → `pool_compact_points`,
+/// `pool_compact_vectors`, `pool_compact_blocks`, `pool_compact_watch` → `pool_compact_headers`); `next` then replaces
+/// `pools` (which becomes the next compaction's target, so no allocation once both have grown) and
+/// the headers take the new offsets. `sets` must hold live sets only.
 pub fn pool_compact(
     sets: &mut [ContactSet],
     pools: &mut Pools,
     next: &mut Pools,
-    dest: &mut Vec<[u32; 3]>,
+    pool_dest: &mut Vec<u32>,
+    scan_partials: &mut Vec<u32>,
 ) {
-    dest.clear();
-    let [mut np, mut nk, mut nw] = [0usize; 3];
-    for s in sets.iter() {
-        dest.push([np as u32, nk as u32, nw as u32]);
-        let [n, k, w] = model_sizes(s);
-        np += n;
-        nk += k;
-        nw += w;
-    }
-    // The ranges tile the new pools exactly, so every entry is written once: the copies go into
-    // the buffers' spare capacity, and the lengths are set after.
-    let out = UninitPools::new(next, [np, nk, nw]);
-    let src = &*pools;
-    sets.par_iter()
-        .zip(dest.par_iter())
-        .with_min_len(COMPACT_TASK)
-        .for_each(|(s, &[dp, dk, dw])| {
-            let [n, nb, nwatch] = model_sizes(s);
-            let (o, ko, wo) = (s.cp_off as usize, s.k_off as usize, s.w_off as usize);
-            let (dp, dk, dw) = (dp as usize, dk as usize, dw as usize);
-            // SAFETY: the destination ranges come from a prefix sum over the sets' sizes, so they
-            // are disjoint and inside the reserved capacity.
-            unsafe {
-                out.cp.copy_to(dp, &src.cp[o..o + n]);
-                out.f0.copy_to(dp, &src.f0[o..o + n]);
-                out.dbar.copy_to(dp, &src.dbar[o..o + n]);
-                out.m.copy_to(dp, &src.m[o..o + n]);
-                out.k.copy_to(dk, &src.k[ko..ko + nb]);
-                out.watch.copy_to(dw, &src.watch[wo..wo + nwatch]);
-                out.watch_loc.copy_to(dw, &src.watch_loc[wo..wo + nwatch]);
-            }
-        });
-    // SAFETY: the copies above wrote every entry below the new lengths (the ranges tile them).
-    unsafe { out.finish(next) };
-    for (s, &[dp, dk, dw]) in sets.iter_mut().zip(dest.iter()) {
-        s.cp_off = dp;
-        // A zero-force set has no blocks; its (empty) range stays inside the pool.
-        s.k_off = if s.flags & SET_ZERO != 0 { 0 } else { dk };
-        s.w_off = dw;
-    }
+    let ns = sets.len();
+    let p = RebuildParams {
+        num_sets: ns as u32,
+        ..Default::default()
+    };
+    crate::scan::resize_with_headroom(pool_dest, 3 * (ns + 1), 0);
+    pool_compact_size(&p, sets, pool_dest);
+    crate::scan::exclusive_scan(pool_dest, scan_partials);
+    next.resize(pool_dest_lens(pool_dest, ns));
+    pool_compact_points(
+        &p,
+        sets,
+        pool_dest,
+        &pools.cp,
+        &pools.m,
+        &mut next.cp,
+        &mut next.m,
+    );
+    pool_compact_vectors(
+        &p,
+        sets,
+        pool_dest,
+        &pools.f0,
+        &pools.dbar,
+        &mut next.f0,
+        &mut next.dbar,
+    );
+    pool_compact_blocks(&p, sets, pool_dest, &pools.k, &mut next.k);
+    pool_compact_watch(
+        &p,
+        sets,
+        pool_dest,
+        &pools.watch,
+        &pools.watch_loc,
+        &mut next.watch,
+        &mut next.watch_loc,
+    );
+    pool_compact_headers(&p, pool_dest, sets);
     std::mem::swap(pools, next);
-}
-
-/// The spare capacity of a set of pools, for a pass that writes every entry of the new lengths.
-struct UninitPools {
-    lens: [usize; 3],
-    cp: SyncPtr<u32>,
-    f0: SyncPtr<[f32; 4]>,
-    dbar: SyncPtr<[f32; 4]>,
-    m: SyncPtr<f32>,
-    k: SyncPtr<SymBlock<f32>>,
-    watch: SyncPtr<WatchPair>,
-    watch_loc: SyncPtr<WatchLoc>,
-}
-
-impl UninitPools {
-    /// Empties `p` and reserves the lengths `[points, blocks, watched pairs]`.
-    fn new(p: &mut Pools, lens: [usize; 3]) -> Self {
-        let [np, nk, nw] = lens;
-        p.clear();
-        UninitPools {
-            lens,
-            cp: SyncPtr::spare(&mut p.cp, np),
-            f0: SyncPtr::spare(&mut p.f0, np),
-            dbar: SyncPtr::spare(&mut p.dbar, np),
-            m: SyncPtr::spare(&mut p.m, np),
-            k: SyncPtr::spare(&mut p.k, nk),
-            watch: SyncPtr::spare(&mut p.watch, nw),
-            watch_loc: SyncPtr::spare(&mut p.watch_loc, nw),
-        }
-    }
-
-    /// # Safety
-    /// Every entry below the lengths must have been written.
-    unsafe fn finish(&self, p: &mut Pools) {
-        let [np, nk, nw] = self.lens;
-        p.cp.set_len(np);
-        p.f0.set_len(np);
-        p.dbar.set_len(np);
-        p.m.set_len(np);
-        p.k.set_len(nk);
-        p.watch.set_len(nw);
-        p.watch_loc.set_len(nw);
-    }
 }

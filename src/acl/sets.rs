@@ -11,8 +11,8 @@
 //! survive a step keep their relative order, and sets made during the step come after them in the
 //! order they were made. During a step a deleted or merged-away set only loses [`SET_LIVE`] (so
 //! indices held by the stages stay valid); at the end of the step `set_compact` writes the live
-//! sets, and their 4 stiction springs each, to a second table (count → prefix sum → write) that
-//! replaces the first.
+//! sets, and their 4 stiction springs each, to a second table (`set_compact_count` → prefix sum →
+//! `set_compact`) that replaces the first.
 //!
 //! *Bin index.* Sets are binned by the first axis of their boxes, bins of [`MERGE_BIN`] quadrature
 //! indices; a set is listed in every bin its `u` range meets, bins in set order (count per bin →
@@ -20,6 +20,7 @@
 //! overlap share at least one bin, so the merge stage and the scheduler's ownership queries look
 //! only at the sets of the bins a box or a segment meets.
 
+use super::rebuild::RebuildParams;
 use super::stiction::StictionSpring;
 use bytemuck::{Pod, Zeroable};
 
@@ -191,35 +192,63 @@ impl SetIndex {
     }
 }
 
-/// Stage `set_compact`: the live sets of `sets` and their springs (4 per set, `springs[4k..4k+4]`)
-/// written to `sets_out` / `springs_out`, in order: `dest[k]` is the exclusive prefix sum of the
-/// live flags (count → prefix sum → write). Returns the number of live sets. The output buffers are
-/// cleared first and keep their capacity.
+/// Kernel `set_compact_count` (`shaders/set_compact_count.wgsl`), one thread per set plus one:
+/// `set_dest[k]` = 1 for a live set `k < rebuild.num_sets`, else 0, and `set_dest[num_sets]` = 0;
+/// the exclusive scan of it gives each live set its slot in the compacted table and, last, the
+/// number of live sets.
+pub fn set_compact_count(rebuild: &RebuildParams, sets: &[ContactSet], set_dest: &mut [u32]) {
+    let n = rebuild.num_sets as usize;
+    for (d, s) in set_dest[..n].iter_mut().zip(&sets[..n]) {
+        *d = (s.flags & SET_LIVE != 0) as u32;
+    }
+    set_dest[n] = 0;
+}
+
+/// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set: every live set of
+/// `sets[..num_sets]` and its 4 springs (`springs[4k..4k + 4]`) written to slot `set_dest[k]` (the
+/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`.
 pub fn set_compact(
+    rebuild: &RebuildParams,
     sets: &[ContactSet],
     springs: &[StictionSpring],
-    dest: &mut Vec<u32>,
+    set_dest: &[u32],
+    sets_out: &mut [ContactSet],
+    springs_out: &mut [StictionSpring],
+) {
+    for (k, s) in sets[..rebuild.num_sets as usize].iter().enumerate() {
+        if s.flags & SET_LIVE == 0 {
+            continue;
+        }
+        let d = set_dest[k] as usize;
+        sets_out[d] = *s;
+        springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
+    }
+}
+
+/// Stage `set_compact`: `set_compact_count` → exclusive scan → the kernel `set_compact`, into
+/// `sets_out` / `springs_out` (resized to the live sets; they keep their capacity). Returns the
+/// number of live sets.
+pub fn set_compact_stage(
+    sets: &[ContactSet],
+    springs: &[StictionSpring],
+    set_dest: &mut Vec<u32>,
+    scan_partials: &mut Vec<u32>,
     sets_out: &mut Vec<ContactSet>,
     springs_out: &mut Vec<StictionSpring>,
 ) -> usize {
-    dest.clear();
-    let mut live = 0u32;
-    for s in sets {
-        dest.push(live);
-        live += (s.flags & SET_LIVE != 0) as u32;
-    }
-    let live = live as usize;
+    let n = sets.len();
+    let p = RebuildParams {
+        num_sets: n as u32,
+        ..Default::default()
+    };
+    crate::scan::resize_with_headroom(set_dest, n + 1, 0);
+    set_compact_count(&p, sets, set_dest);
+    crate::scan::exclusive_scan(set_dest, scan_partials);
+    let live = set_dest[n] as usize;
     sets_out.clear();
     sets_out.resize(live, ContactSet::default());
     springs_out.clear();
     springs_out.resize(4 * live, StictionSpring::default());
-    for (k, s) in sets.iter().enumerate() {
-        if s.flags & SET_LIVE == 0 {
-            continue;
-        }
-        let d = dest[k] as usize;
-        sets_out[d] = *s;
-        springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
-    }
+    set_compact(&p, sets, springs, set_dest, sets_out, springs_out);
     live
 }

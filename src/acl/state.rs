@@ -138,7 +138,7 @@ impl AclContact {
         let m = inp.get_len::<f32>("acl.m", nc)?;
         let k = inp.get::<model::SymBlock<f32>>("acl.k")?;
         let watch = inp.get::<super::WatchPair>("acl.watch")?;
-        let watch_loc = inp.get_len::<super::rebuild::WatchLoc>("acl.watch_loc", watch.len())?;
+        let watch_loc = inp.get_len::<super::WatchLoc>("acl.watch_loc", watch.len())?;
         // Boxes are only compared, and clamped to the scheduler's segments, so any values are safe.
         let released = inp.get::<crate::sched::Release>("acl.released")?;
         // The live ranges must fit the pools and account for every saved item.
@@ -237,8 +237,7 @@ impl AclContact {
             {
                 check_index("acl.watch", "quadrature point", wp.i as usize, nq)?;
                 check_index("acl.watch", "quadrature point", wp.j as usize, nq)?;
-                for c in 0..8 {
-                    let l = super::rebuild::watch_loc_get(loc, c);
+                for l in loc.slots() {
                     check_index("acl.watch_loc", "set-local point", l as usize, n)?;
                 }
             }

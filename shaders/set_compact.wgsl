@@ -1,0 +1,34 @@
+// set_compact: every live set k < rebuild.num_sets and its 4 stiction springs written to slot
+// set_dest[k] (the scanned set_compact_count) of sets_out / springs_out. CPU twin:
+// acl::sets::set_compact. One thread per set; loop bound: 4 (springs).
+
+#import layout
+#import acl
+
+@group(0) @binding(0) var<uniform> rebuild: RebuildParams;
+@group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
+@group(0) @binding(2) var<storage, read> springs: array<StictionSpring>;
+@group(0) @binding(3) var<storage, read> set_dest: array<u32>;
+@group(0) @binding(4) var<storage, read_write> sets_out: array<ContactSet>;
+@group(0) @binding(5) var<storage, read_write> springs_out: array<StictionSpring>;
+
+@compute @workgroup_size(256)
+fn set_compact(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let k = thread_index(wid, nwg, lid, 256u);
+    if k >= rebuild.num_sets {
+        return;
+    }
+    let s = sets[k];
+    if (s.flags & SET_LIVE) == 0u {
+        return;
+    }
+    let d = set_dest[k];
+    sets_out[d] = s;
+    for (var m = 0u; m < 4u; m = m + 1u) {
+        springs_out[4u * d + m] = springs[4u * k + m];
+    }
+}

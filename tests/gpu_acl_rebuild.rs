@@ -1,0 +1,548 @@
+//! Parity of ACL's table and pool compactions (src/acl/sets.rs, src/acl/rebuild.rs) and of the
+//! rebuild's compensated point-pair term (shaders/shared/acl_pair.wgsl) with their CPU twins.
+//!
+//! Fixture: the default swatch falling under ACL (`contact.model = "acl"`), with an `AclContact`
+//! stepped alongside the CPU simulation for 40 steps, so its set table, springs and model pools
+//! (with the garbage of 40 steps of rebuilds) are real. The compactions move records: their outputs
+//! must be bitwise identical.
+//!
+//! The pair term is checked on inputs built to cancel: pairs at distance `2r(1 − δ)`,
+//! `δ = 10⁻⁷ … 10⁻²`, at coordinates of a few cm. Tolerances (ε = 2⁻²⁴, f32's unit roundoff):
+//! - GPU vs twin, per output: the depth `t` comes from error-free transformations (TwoSum as
+//!   made opaque to the compiler, TwoProduct by Dekker's product with the split on the bits on the
+//!   GPU, by Veltkamp's split on the CPU: the same exact error),
+//!   so it differs only where a compiler fuses the plain products of the `l` terms (below an ulp of
+//!   `t`); the gradient, energy and Hessian then take at most 8 further roundings each, any of which
+//!   a fused multiply-add may skip. So each gradient component and the energy must agree within
+//!   16ε relative to the gradient's largest component (the energy: to itself), and each Hessian entry
+//!   within 16ε of the Hessian's largest entry (diagonal and outer-product terms can cancel in one
+//!   entry, so an entry's own size is no scale).
+//! - GPU vs an f64 oracle (`point_pair::<f64>` on the same f32 inputs), which catches a compiler
+//!   that "simplifies" TwoSum away: the compensated gradient is within 64ε of the oracle's size; the
+//!   test also checks that plain f32 arithmetic (`point_pair::<f32>`) misses that bound on these
+//!   inputs, so the bound can fail.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{bytes, scene_sim};
+use yarnsim::acl::rebuild::{
+    pool_compact_blocks, pool_compact_headers, pool_compact_points, pool_compact_size,
+    pool_compact_vectors, pool_compact_watch, pool_dest_lens, Pools, RebuildParams, WatchLoc,
+    WatchPair,
+};
+use yarnsim::acl::sets::{set_compact, set_compact_count};
+use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_LIVE};
+use yarnsim::contact::{pair_compensated_test, point_pair};
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::math::V3;
+use yarnsim::pipelines::run_kernel;
+
+const EPS: f32 = 1.0 / (1u32 << 24) as f32;
+
+/// The swatch and an `AclContact` stepped alongside it for `steps` steps.
+fn acl_after(steps: usize) -> AclContact {
+    let sets = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &sets, 0);
+    let params = fixture::scene_contact("swatch", &sets);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..steps {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    acl
+}
+
+fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+/// `set_compact_count` → exclusive scan → `set_compact` on the swatch's table with every 3rd set
+/// marked dead.
+#[test]
+fn set_compact_matches_twin() {
+    let Some(gpu) = gpu_or_skip("set_compact_matches_twin") else {
+        return;
+    };
+    let acl = acl_after(40);
+    let mut sets = acl.sets().to_vec();
+    let springs = acl.all_springs().to_vec();
+    let n = sets.len();
+    assert!(n > 50, "{n} sets");
+    for s in sets.iter_mut().step_by(3) {
+        s.flags &= !SET_LIVE;
+    }
+    let p = RebuildParams {
+        num_sets: n as u32,
+        ..Default::default()
+    };
+    let mut dest = vec![0u32; n + 1];
+    set_compact_count(&p, &sets, &mut dest);
+    let out = run_kernel(
+        &gpu,
+        "set_compact_count",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("sets", bytes(&sets)),
+            ("set_dest", bytes(&vec![7u32; n + 1])),
+        ],
+        n as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["set_dest"]), dest);
+    yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
+    let live = dest[n] as usize;
+    assert_eq!(live, n - n.div_ceil(3));
+    let mut sets_out = vec![ContactSet::default(); live];
+    let mut springs_out = vec![StictionSpring::default(); 4 * live];
+    set_compact(&p, &sets, &springs, &dest, &mut sets_out, &mut springs_out);
+    let out = run_kernel(
+        &gpu,
+        "set_compact",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("sets", bytes(&sets)),
+            ("springs", bytes(&springs)),
+            ("set_dest", bytes(&dest)),
+            ("sets_out", bytes(&vec![ContactSet::default(); live])),
+            (
+                "springs_out",
+                bytes(&vec![StictionSpring::default(); 4 * live]),
+            ),
+        ],
+        n as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<ContactSet>(&out["sets_out"]), sets_out);
+    assert_eq!(cast::<StictionSpring>(&out["springs_out"]), springs_out);
+    // The twin keeps the live sets in order with their springs.
+    let kept: Vec<usize> = (0..n).filter(|k| k % 3 != 0).collect();
+    for (d, &k) in kept.iter().enumerate() {
+        assert_eq!(sets_out[d].bx, sets[k].bx);
+        assert_eq!(springs_out[4 * d..4 * d + 4], springs[4 * k..4 * k + 4]);
+    }
+}
+
+/// `pool_compact_size` → exclusive scan → `pool_compact_points` / `_blocks` / `_watch` →
+/// `pool_compact_headers` on the swatch's pools, keeping every other set (so the pools hold the
+/// garbage of the rebuilds and of the dropped sets).
+#[test]
+fn pool_compact_matches_twin() {
+    let Some(gpu) = gpu_or_skip("pool_compact_matches_twin") else {
+        return;
+    };
+    let acl = acl_after(40);
+    let sets: Vec<ContactSet> = acl.sets().iter().step_by(2).copied().collect();
+    let pools: &Pools = acl.pools();
+    let ns = sets.len();
+    let zero = sets
+        .iter()
+        .filter(|s| s.flags & yarnsim::acl::SET_ZERO != 0)
+        .count();
+    let p = RebuildParams {
+        num_sets: ns as u32,
+        ..Default::default()
+    };
+    let mut dest = vec![0u32; 3 * (ns + 1)];
+    pool_compact_size(&p, &sets, &mut dest);
+    let out = run_kernel(
+        &gpu,
+        "pool_compact_size",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("sets", bytes(&sets)),
+            ("pool_dest", bytes(&vec![7u32; 3 * (ns + 1)])),
+        ],
+        ns as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["pool_dest"]), dest);
+    yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
+    let [np, nk, nw] = pool_dest_lens(&dest, ns);
+    assert!(np < pools.cp.len() && nk < pools.k.len() && nw < pools.watch.len());
+    assert!(np > 1000 && nk > 5000 && nw > 500, "{np} {nk} {nw}");
+    let mut next = Pools::default();
+    next.resize([np, nk, nw]);
+    let common: Vec<(&str, Vec<u8>)> = vec![
+        ("rebuild", bytes(&[p]).to_vec()),
+        ("sets", bytes(&sets).to_vec()),
+        ("pool_dest", bytes(&dest).to_vec()),
+    ];
+    let run = |name: &str, extra: Vec<(&'static str, Vec<u8>)>, threads: usize| {
+        let all: Vec<(&str, Vec<u8>)> = common.iter().cloned().chain(extra).collect();
+        let refs: Vec<(&str, &[u8])> = all.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+        run_kernel(&gpu, name, &refs, threads as u32).unwrap()
+    };
+    pool_compact_points(
+        &p,
+        &sets,
+        &dest,
+        &pools.cp,
+        &pools.m,
+        &mut next.cp,
+        &mut next.m,
+    );
+    let out = run(
+        "pool_compact_points",
+        vec![
+            ("cp_pool", bytes(&pools.cp).to_vec()),
+            ("m_pool", bytes(&pools.m).to_vec()),
+            ("cp_next", vec![0xab; 4 * np]),
+            ("m_next", vec![0xab; 4 * np]),
+        ],
+        np,
+    );
+    assert_eq!(cast::<u32>(&out["cp_next"]), next.cp);
+    assert_eq!(cast::<f32>(&out["m_next"]), next.m);
+    pool_compact_vectors(
+        &p,
+        &sets,
+        &dest,
+        &pools.f0,
+        &pools.dbar,
+        &mut next.f0,
+        &mut next.dbar,
+    );
+    let out = run(
+        "pool_compact_vectors",
+        vec![
+            ("f0_pool", bytes(&pools.f0).to_vec()),
+            ("dbar_pool", bytes(&pools.dbar).to_vec()),
+            ("f0_next", vec![0xab; 16 * np]),
+            ("dbar_next", vec![0xab; 16 * np]),
+        ],
+        np,
+    );
+    assert_eq!(cast::<[f32; 4]>(&out["f0_next"]), next.f0);
+    assert_eq!(cast::<[f32; 4]>(&out["dbar_next"]), next.dbar);
+    pool_compact_blocks(&p, &sets, &dest, &pools.k, &mut next.k);
+    let out = run(
+        "pool_compact_blocks",
+        vec![
+            ("k_pool", bytes(&pools.k).to_vec()),
+            ("k_next", vec![0xab; 24 * nk]),
+        ],
+        nk,
+    );
+    assert_eq!(cast::<[f32; 6]>(&out["k_next"]), next.k);
+    pool_compact_watch(
+        &p,
+        &sets,
+        &dest,
+        &pools.watch,
+        &pools.watch_loc,
+        &mut next.watch,
+        &mut next.watch_loc,
+    );
+    let out = run(
+        "pool_compact_watch",
+        vec![
+            ("watch_pool", bytes(&pools.watch).to_vec()),
+            ("watch_loc_pool", bytes(&pools.watch_loc).to_vec()),
+            ("watch_next", vec![0xab; 16 * nw]),
+            ("watch_loc_next", vec![0xab; 16 * nw]),
+        ],
+        nw,
+    );
+    assert_eq!(cast::<WatchPair>(&out["watch_next"]), next.watch);
+    assert_eq!(cast::<WatchLoc>(&out["watch_loc_next"]), next.watch_loc);
+    let mut headers = sets.clone();
+    pool_compact_headers(&p, &dest, &mut headers);
+    let out = run_kernel(
+        &gpu,
+        "pool_compact_headers",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("pool_dest", bytes(&dest)),
+            ("sets", bytes(&sets)),
+        ],
+        ns as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<ContactSet>(&out["sets"]), headers);
+    // The twins moved every model intact: each set's ranges at its new offsets equal its old ones.
+    for (old, new) in sets.iter().zip(&headers) {
+        let (o, d, n) = (old.cp_off as usize, new.cp_off as usize, old.n_cp as usize);
+        assert_eq!(next.cp[d..d + n], pools.cp[o..o + n]);
+        assert_eq!(next.f0[d..d + n], pools.f0[o..o + n]);
+        if old.flags & yarnsim::acl::SET_ZERO == 0 {
+            let nb = n * (n + 1) / 2;
+            let (ko, kd) = (old.k_off as usize, new.k_off as usize);
+            assert_eq!(next.k[kd..kd + nb], pools.k[ko..ko + nb]);
+        }
+        let (wo, wd, nwt) = (old.w_off as usize, new.w_off as usize, old.n_watch as usize);
+        assert_eq!(next.watch_loc[wd..wd + nwt], pools.watch_loc[wo..wo + nwt]);
+    }
+    assert!(zero < ns, "{zero} of {ns} sets give no force");
+}
+
+/// Pairs at distance `2r(1 − δ)` along assorted directions, at coordinates of a few cm.
+fn cancelling_pairs(r: f32) -> Vec<[f32; 4]> {
+    let mut v = Vec::new();
+    let mut seed = 0x2545_f491u32;
+    let mut rnd = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as f32 / u32::MAX as f32
+    };
+    for e in 0..6 {
+        for _ in 0..40 {
+            let delta = 10f32.powi(-7 + e as i32) * (1.0 + rnd());
+            let dir = V3::new(rnd() - 0.5, rnd() - 0.5, rnd() - 0.5);
+            let dir = dir / dir.norm();
+            let yi = V3::new(4.0 * rnd() - 2.0, 4.0 * rnd() - 2.0, 2.0 * rnd());
+            let yj = yi - dir * (2.0 * r * (1.0 - delta));
+            let kw = 1e3 * (0.5 + rnd());
+            v.push(yi.to4(kw));
+            v.push(yj.to4(r));
+        }
+    }
+    v
+}
+
+/// The compensated pair term on cancelling inputs: GPU vs twin within 16ε of the output's scale,
+/// and both within 64ε of the f64 oracle, which plain f32 misses (see the module doc).
+#[test]
+fn compensated_pair_term_matches_twin_on_cancelling_inputs() {
+    let Some(gpu) = gpu_or_skip("compensated_pair_term_matches_twin_on_cancelling_inputs") else {
+        return;
+    };
+    let r = 0.04f32;
+    let input = cancelling_pairs(r);
+    let np = input.len() / 2;
+    let mut cpu = vec![[0.0f32; 4]; 4 * np];
+    pair_compensated_test(&input, &mut cpu);
+    let out = run_kernel(
+        &gpu,
+        "pair_compensated_test",
+        &[
+            ("pair_in", bytes(&input)),
+            ("pair_out", bytes(&vec![[9.0f32; 4]; 4 * np])),
+        ],
+        np as u32,
+    )
+    .unwrap();
+    let g: Vec<[f32; 4]> = cast(&out["pair_out"]);
+    let (mut plain_misses, mut touching) = (0, 0);
+    for p in 0..np {
+        let (c, gp) = (&cpu[4 * p..4 * p + 4], &g[4 * p..4 * p + 4]);
+        assert_eq!(c[1][3], gp[1][3], "pair {p}: touching differs");
+        let (a, b) = (input[2 * p], input[2 * p + 1]);
+        let oracle = point_pair::<f64>(
+            V3::new(a[0] as f64, a[1] as f64, a[2] as f64),
+            V3::new(b[0] as f64, b[1] as f64, b[2] as f64),
+            a[3] as f64,
+            r as f64,
+        );
+        let Some(oracle) = oracle else {
+            assert_eq!(c[1][3], 0.0, "pair {p}: touching in f32 only");
+            continue;
+        };
+        assert_eq!(c[1][3], 1.0, "pair {p}: touching in f64 only");
+        touching += 1;
+        let gs = (0..3).map(|k| c[0][k].abs()).fold(0.0f32, f32::max);
+        let hs = (1..4)
+            .flat_map(|col| (0..3).map(move |k| (col, k)))
+            .map(|(col, k)| c[col][k].abs())
+            .fold(0.0f32, f32::max);
+        for k in 0..3 {
+            assert!(
+                (gp[0][k] - c[0][k]).abs() <= 16.0 * EPS * gs,
+                "pair {p}: grad[{k}] gpu {:e} cpu {:e}",
+                gp[0][k],
+                c[0][k]
+            );
+            for col in 1..4 {
+                assert!(
+                    (gp[col][k] - c[col][k]).abs() <= 16.0 * EPS * hs,
+                    "pair {p}: hess[{k}][{col}] gpu {:e} cpu {:e}",
+                    gp[col][k],
+                    c[col][k]
+                );
+            }
+        }
+        assert!(
+            (gp[0][3] - c[0][3]).abs() <= 16.0 * EPS * c[0][3].abs(),
+            "pair {p}: energy gpu {:e} cpu {:e}",
+            gp[0][3],
+            c[0][3]
+        );
+        // Against the oracle: the compensated gradient (GPU) is accurate, plain f32 often is not.
+        let os = oracle.grad_i.norm();
+        let plain = point_pair::<f32>(V3::from4(a), V3::from4(b), a[3], r);
+        let mut plain_off = plain.is_none();
+        for k in 0..3 {
+            let o = oracle.grad_i.get(k);
+            assert!(
+                (gp[0][k] as f64 - o).abs() <= 64.0 * EPS as f64 * os,
+                "pair {p}: gpu grad[{k}] {:e} vs f64 {o:e}",
+                gp[0][k]
+            );
+            if let Some(pl) = &plain {
+                plain_off |= (pl.grad_i.get(k) as f64 - o).abs() > 64.0 * EPS as f64 * os;
+            }
+        }
+        plain_misses += plain_off as usize;
+    }
+    assert!(touching > np / 2, "{touching} of {np} pairs touch");
+    assert!(
+        plain_misses > np / 4,
+        "plain f32 misses the bound on only {plain_misses} of {np} pairs: the inputs do not cancel"
+    );
+}
+
+/// `set_rebuild_size` on the swatch: the sets of an `AclContact` after 40 steps, all marked dirty,
+/// rebuilt at the positions of the next step (every set re-measured, as with τ = 0). Plans, watched
+/// pairs and their local indices must be identical: the kernel measures the same pairs by the same
+/// arithmetic (quadrature points, d², √, |d − 2r|), takes exact minima, maxima and sums, and picks
+/// the same keys. ε, the guards and the gaps are results of `sqrt` and `κw` of two products, which
+/// lavapipe rounds correctly and does not fuse; they are compared bitwise too (on a GPU whose `sqrt`
+/// is not correctly rounded, compare them within 2ε relative instead).
+#[test]
+fn set_rebuild_size_matches_twin() {
+    use yarnsim::acl::rebuild::{set_rebuild_size, RebuildPlan, RebuildScratch, RebuildTables};
+    use yarnsim::acl::{ThreadScratch, MAX_WATCH, SET_DIRTY};
+    use yarnsim::contact::Exclusion;
+    use yarnsim::layout::SegmentContact;
+    use yarnsim::spline::QuadratureTable;
+    let Some(gpu) = gpu_or_skip("set_rebuild_size_matches_twin") else {
+        return;
+    };
+    let sets_cfg = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &sets_cfg, 0);
+    let params = fixture::scene_contact("swatch", &sets_cfg);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..40 {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    sim.step().unwrap();
+    let topo = &sim.topo;
+    let b = params.quadrature;
+    let mut sets = acl.sets().to_vec();
+    for s in sets.iter_mut() {
+        s.flags |= SET_DIRTY;
+    }
+    let dirty: Vec<u32> = (0..sets.len() as u32).collect();
+    let nd = dirty.len();
+    let excl = Exclusion::new(topo, &params);
+    let seg_cp: Vec<[u32; 4]> = topo.segments.iter().map(|s| s.cp).collect();
+    let seg_w: Vec<f32> = topo
+        .segments
+        .iter()
+        .map(|s| topo.edges[s.edge as usize].rest_length / b as f32)
+        .collect();
+    let seg_contact: Vec<SegmentContact> = (0..topo.segments.len())
+        .map(|s| SegmentContact {
+            weight: seg_w[s],
+            loop_len: excl.loop_len(s as u32),
+            _pad: [0; 2],
+        })
+        .collect();
+    let table = QuadratureTable::new(b);
+    let p = RebuildParams {
+        b,
+        nq: topo.segments.len() as u32 * b,
+        r,
+        padding: params.padding,
+        delete_distance: params.delete_distance,
+        stiffness: params.stiffness,
+        stiction_stiffness: params.stiction_stiffness,
+        step: 41,
+        num_sets: sets.len() as u32,
+        num_dirty: nd as u32,
+        exclusion_arc: params.exclusion_arc,
+        _pad: 0,
+    };
+    let tables = RebuildTables {
+        seg_cp: &seg_cp,
+        seg_w: &seg_w,
+        weights: &table.weights,
+        excl: &excl,
+    };
+    // The quadrature points as the kernel reads them (kernel quadrature_points' twin).
+    let mut qpts = vec![[0.0f32; 4]; p.nq as usize];
+    yarnsim::contact::quadrature_points(
+        &yarnsim::layout::Params {
+            quadrature: b,
+            num_segments: topo.segments.len() as u32,
+            ..bytemuck::Zeroable::zeroed()
+        },
+        &topo.segments,
+        &sim.pos,
+        &table.weights,
+        excl.quad_arc(),
+        &mut qpts,
+    );
+    let mut plans = vec![RebuildPlan::default(); nd];
+    let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
+    let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
+    let mut scratch = ThreadScratch::<RebuildScratch>::default();
+    scratch.ensure();
+    set_rebuild_size(
+        &p,
+        &sim.pos,
+        tables,
+        &sets,
+        &dirty,
+        &mut plans,
+        &mut watch,
+        &mut watch_loc,
+        &scratch,
+    );
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_size",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("qpts", bytes(&qpts)),
+            ("segments", bytes(&topo.segments)),
+            ("seg_contact", bytes(&seg_contact)),
+            ("sets", bytes(&sets)),
+            ("dirty", bytes(&dirty)),
+            ("plans", bytes(&vec![RebuildPlan::default(); nd])),
+            (
+                "plan_watch",
+                bytes(&vec![WatchPair::default(); nd * MAX_WATCH]),
+            ),
+            (
+                "plan_watch_loc",
+                bytes(&vec![WatchLoc::default(); nd * MAX_WATCH]),
+            ),
+        ],
+        (nd * 64) as u32,
+    )
+    .unwrap();
+    let g_plans: Vec<RebuildPlan> = cast(&out["plans"]);
+    let g_watch: Vec<WatchPair> = cast(&out["plan_watch"]);
+    let g_loc: Vec<WatchLoc> = cast(&out["plan_watch_loc"]);
+    let (zero, deleted) = (
+        plans.iter().filter(|p| p.flags & 1 != 0).count(),
+        plans.iter().filter(|p| p.flags & 2 != 0).count(),
+    );
+    println!(
+        "{nd} dirty sets: {zero} zero-force, {deleted} deleted, largest box {} pairs, {} watched pairs",
+        sets.iter()
+            .map(|s| (s.bx[1] - s.bx[0] + 1) * (s.bx[3] - s.bx[2] + 1))
+            .max()
+            .unwrap(),
+        plans.iter().map(|p| p.n_watch).sum::<u32>()
+    );
+    assert!(nd > 50 && plans.iter().any(|p| p.n_watch as usize == MAX_WATCH));
+    assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
+    for t in 0..nd {
+        assert_eq!(g_plans[t], plans[t], "plan of dirty set {t}");
+        let w = t * MAX_WATCH..(t + 1) * MAX_WATCH;
+        assert_eq!(g_watch[w.clone()], watch[w.clone()], "watched pairs of {t}");
+        assert_eq!(
+            g_loc[w.clone()],
+            watch_loc[w],
+            "watched pairs' points of {t}"
+        );
+    }
+}
