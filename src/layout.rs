@@ -619,7 +619,6 @@ macro_rules! layout_of {
 
 /// Every struct of the contract with every field, in declaration order (the WGSL order).
 pub fn layouts() -> Vec<StructLayout> {
-    use crate::acl::{ContactSet, StictionSpring, WatchPair};
     vec![
         layout_of!(Yarn {
             first_point,
