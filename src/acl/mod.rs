@@ -48,6 +48,7 @@
 pub mod coalesce;
 pub mod evaluate;
 pub mod gather;
+pub mod merge_gpu;
 pub mod model;
 mod outputs;
 pub mod rebuild;
@@ -466,11 +467,12 @@ impl AclContact {
     }
 
     /// Stage `set_merge` on the table, with the garbage of the merged-away models counted.
-    fn merge(&mut self) -> u64 {
+    fn merge(&mut self) -> Result<u64, ContactError> {
         let (merged, garbage) =
-            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge);
+            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge)
+                .map_err(|e| ContactError::Other(e.to_string()))?;
         self.garbage.add_all(&garbage);
-        merged
+        Ok(merged)
     }
 
     /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
@@ -597,14 +599,15 @@ impl AclContact {
         // 2. Coalescing.
         let t0 = std::time::Instant::now();
         st.new_pairs = self.sched.touching().len() as u64;
-        coalesce::contact_coalesce(
+        coalesce::coalesce_pairs(
             self.sched.touching(),
             self.params.padding,
             self.nq,
             &mut self.sets,
             &mut self.springs,
+            &mut self.merge,
         );
-        st.merges += self.merge();
+        st.merges += self.merge()?;
         let mut coalesce = t0.elapsed().as_secs_f64();
         // 3. Evaluate clean sets.
         let t1 = std::time::Instant::now();
@@ -644,7 +647,7 @@ impl AclContact {
             self.rebuild_dirty(pos, &mut st)?;
             rebuild += t2.elapsed().as_secs_f64();
             let t3 = std::time::Instant::now();
-            st.merges += self.merge();
+            st.merges += self.merge()?;
             coalesce += t3.elapsed().as_secs_f64();
         }
         // 5. Forces: the springs into their sets' forces, then gathered per control point.
