@@ -1,8 +1,8 @@
 // merge_label: one Jacobi round of min-label propagation over the overlap pairs, labels read from
 // half merge_round.round % 2 of `labels` (L) and written to the other (N, which holds the labels of
 // the round before, never below L's): N[x] = min(L[x], L[L[x]]) (pointer jumping) for every set
-// slot x, and N[a] = min(·, L[b]), N[b] = min(·, L[a]) for every pair (a, b) (atomicMin: the same
-// minimum in any order). A round that lowers a label raises label_rounds to round + 1; a round
+// slot x, and for every pair (a, b) with L[a] ≠ L[b], the smaller label m into N[a], N[b] and
+// N[max(L[a], L[b])] (hooking) (atomicMin: the same minimum in any order). A round that lowers a label raises label_rounds to round + 1; a round
 // after one that changed nothing returns at once (both halves then hold the fixed point). Labels
 // only decrease and name a set of the same component, so the fixed point is each component's
 // smallest slot. The host records a fixed number of rounds R; when the last one still changed a
@@ -49,9 +49,15 @@ fn merge_label(
         let p = edges[e];
         let la = atomicLoad(&labels[src + p.x]);
         let lb = atomicLoad(&labels[src + p.y]);
-        atomicMin(&labels[dst + p.x], lb);
-        atomicMin(&labels[dst + p.y], la);
-        changed = lb < la || la < lb;
+        if la != lb {
+            // Both ends take the smaller label, and so does the set the larger label names
+            // (hooking: the sets that point to it follow at the next jump).
+            let lo = min(la, lb);
+            atomicMin(&labels[dst + p.x], lo);
+            atomicMin(&labels[dst + p.y], lo);
+            atomicMin(&labels[dst + max(la, lb)], lo);
+            changed = true;
+        }
     }
     if changed {
         atomicMax(&merge_counters.label_rounds, r + 1u);

@@ -23,8 +23,9 @@
 //!    disjoint, so every overlapping pair has a moved set; each moved set looks through the bins its
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
 //!    sets. No pair: done. The count pass also starts the pass's labels and hull accumulators.
-//! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with pointer jumping)
-//!    until a round changes nothing; a set's label is then the smallest set index of its component.
+//! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
+//!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
+//!    of its component.
 //!    The CPU runs rounds until then; the GPU records a fixed number and raises
 //!    `MergeCounters::more_rounds` when the last one still changed a label.
 //! 4. `merge_hull`: clears the moved flags; each component's hull, a max-reduction of hull codes
@@ -478,9 +479,12 @@ pub fn set_overlap_write(
 
 /// Kernel `merge_label`, Jacobi round `merge_round.round` of min-label propagation: with `L` the
 /// label half `round % 2` and `N` the other, `N[x] = min(N[x], L[x], L[L[x]])` for every used slot
-/// (pointer jumping), then for every pair `(a, b)`: `N[a] = min(N[a], L[b])`, `N[b] = min(N[b],
-/// L[a])`. `N` holds the round before's labels, never below `L`'s, so it ends as the round's
-/// result. A round that lowers a label sets `label_rounds = round + 1`; a round after one that
+/// (pointer jumping), then for every pair `(a, b)` with `L[a] ≠ L[b]`, `m = min(L[a], L[b])` into
+/// `N[a]`, `N[b]` and `N[max(L[a], L[b])]` (hooking: the sets whose labels point at the larger
+/// label follow at the next jump, which keeps the rounds near log2 of a component's extent where
+/// plain propagation needs about its diameter). Every label stays a set of the same component and
+/// only decreases, so the fixed point is each component's smallest slot whatever the rounds.
+/// `N` holds the round before's labels, never below `L`'s, so it ends as the round's result. A round that lowers a label sets `label_rounds = round + 1`; a round after one that
 /// changed nothing does nothing (both halves hold the fixed point).
 pub fn merge_label(
     _acl_merge: &MergeUniform,
@@ -508,9 +512,13 @@ pub fn merge_label(
     let ne = c.edges.count.min(c.edges.capacity) as usize;
     for &[a, b] in &edges[..ne] {
         let (la, lb) = (src[a as usize], src[b as usize]);
-        dst[a as usize] = dst[a as usize].min(lb);
-        dst[b as usize] = dst[b as usize].min(la);
-        changed |= la != lb;
+        if la != lb {
+            let lo = la.min(lb);
+            for y in [a, b, la.max(lb)] {
+                dst[y as usize] = dst[y as usize].min(lo);
+            }
+            changed = true;
+        }
     }
     if changed {
         c.label_rounds = c.label_rounds.max(r + 1);
