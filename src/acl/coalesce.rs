@@ -404,19 +404,21 @@ pub fn set_overlap_count(
     let c = merge_counters;
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
-    for x in 0..n {
-        labels[x] = x as u32;
-        labels[cap + x] = x as u32;
-    }
-    set_hull[..n].fill([0; 4]);
     edge_offsets[n..=cap].fill(0);
     let limit = acl_merge.scan_limit;
     let over = AtomicBool::new(false);
+    let (lo, hi) = labels[..2 * cap].split_at_mut(cap);
     edge_offsets[..n]
         .par_iter_mut()
+        .zip(lo[..n].par_iter_mut())
+        .zip(hi[..n].par_iter_mut())
+        .zip(set_hull[..n].par_iter_mut())
         .enumerate()
         .with_min_len(OVERLAP_TASK)
-        .for_each(|(x, out)| {
+        .for_each(|(x, (((out, l0), l1), h))| {
+            *l0 = x as u32;
+            *l1 = x as u32;
+            *h = [0; 4];
             let mut count = 0;
             if is_moved(&sets[x]) {
                 if search_len(&sets[x].bx, set_bin_start) > limit {
@@ -641,8 +643,21 @@ pub fn set_merge(
                 limit: u.scan_limit,
             });
         }
-        exclusive_scan(&mut sc.edge_off[..n + 1], &mut sc.partials);
-        let total = sc.edge_off[n] as usize;
+        // The exclusive scan (`scan_reduce`/`scan_add` on the GPU), as one sequential sweep.
+        let mut total = 0u32;
+        for c in &mut sc.edge_off[..n + 1] {
+            (*c, total) = (total, total + *c);
+        }
+        let total = total as usize;
+        if total == 0 {
+            // No pair: the labels stay the identity, so the rest of the pass would only clear
+            // the moved flags (merge_hull) and change nothing else. The GPU records the whole
+            // pass; the CPU path skips to its result.
+            for s in sets.iter_mut().filter(|s| s.flags & SET_LIVE != 0) {
+                s.flags &= !SET_MOVED;
+            }
+            return Ok((merged, garbage));
+        }
         resize_with_headroom(&mut sc.edges, total, [0; 2]);
         c.edges.capacity = total as u32;
         set_overlap_write(
