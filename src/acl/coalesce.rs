@@ -303,8 +303,8 @@ pub fn set_bin_write(
         if s.flags & SET_LIVE == 0 {
             continue;
         }
-        let mut slot = bin_offsets[x] as usize;
-        for b in s.bx[0] / MERGE_BIN..=s.bx[1] / MERGE_BIN {
+        let first = bin_offsets[x] as usize;
+        for (slot, b) in (first..).zip(s.bx[0] / MERGE_BIN..=s.bx[1] / MERGE_BIN) {
             if slot < icap {
                 set_bin_sort[slot] = KeyValue {
                     key_lo: b,
@@ -315,7 +315,6 @@ pub fn set_bin_write(
             } else {
                 c.index.overflow = 1;
             }
-            slot += 1;
         }
     }
 }
@@ -503,7 +502,7 @@ pub fn merge_label(
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
     let (lo, hi) = labels[..2 * cap].split_at_mut(cap);
-    let (src, dst) = if r % 2 == 0 { (lo, hi) } else { (hi, lo) };
+    let (src, dst) = if r.is_multiple_of(2) { (lo, hi) } else { (hi, lo) };
     let mut changed = false;
     for x in 0..n {
         let l = src[x];

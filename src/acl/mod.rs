@@ -26,7 +26,8 @@
 //!    empty space. It sees the sets through their packed boxes (`sched::lookup`) and the boxes that
 //!    gave pairs back during the previous step.
 //! 2. [`coalesce`]: `contact_coalesce` makes new sets of the touching pairs, `set_merge` merges
-//!    overlapping sets (connected components by min-label propagation) until no two overlap.
+//!    overlapping sets (connected components by min-label propagation) until no two overlap; each
+//!    pass is a GPU kernel with its twin there, and [`merge_gpu`] records the kernels.
 //! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
 //!    invalidation, and the corotational force of a still-valid model.
 //! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
