@@ -3,9 +3,9 @@
 // moved set, writes edge_offsets[x] = the overlapping pairs it lists (merge_overlap: each pair
 // once), else 0; threads up to sets.capacity write 0 (the exclusive scan over capacity + 1
 // elements gives each set's first edge and, last, the edge count). A search over more than
-// acl_merge.scan_limit index items lists nothing and raises MERGE_SCAN_LIMIT.
+// acl_merge.scan_limit iterations (index items plus bins) lists nothing and raises MERGE_SCAN_LIMIT.
 // CPU twin: acl::coalesce::set_overlap_count. One thread per set slot, plus one.
-// Loop bound: scan_limit index items plus the bins of one box (merge_overlap).
+// Loop bound: acl_merge.scan_limit (checked: overlap_cost in merge_overlap).
 
 #import layout
 #import merge
@@ -43,7 +43,7 @@ fn set_overlap_count(
     let f = sets[x].flags;
     if (f & (SET_LIVE | SET_MOVED)) == (SET_LIVE | SET_MOVED) {
         var c = overlap_begin(x);
-        if c.end - c.at > acl_merge.scan_limit {
+        if overlap_cost(c) > acl_merge.scan_limit {
             atomicOr(&merge_counters.errors, MERGE_SCAN_LIMIT);
         } else {
             while overlap_next(&c) != NO_SET {

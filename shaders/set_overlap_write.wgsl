@@ -2,8 +2,8 @@
 // index order) from slot edge_offsets[x] of `edges` (edge_offsets: the exclusive scan of
 // set_overlap_count): all pairs in set order. A slot at or beyond edges.capacity is not written and
 // raises edges.overflow; thread 0 writes edges.count. CPU twin: acl::coalesce::set_overlap_write.
-// One thread per set slot. Loop bound: scan_limit index items plus the bins of one box
-// (merge_overlap).
+// One thread per set slot. Loop bound: acl_merge.scan_limit (checked: overlap_cost in
+// merge_overlap).
 
 #import layout
 #import merge
@@ -37,7 +37,7 @@ fn set_overlap_write(
         return;
     }
     var c = overlap_begin(x);
-    if c.end - c.at > acl_merge.scan_limit {
+    if overlap_cost(c) > acl_merge.scan_limit {
         return;
     }
     let ecap = merge_counters.edges.capacity;

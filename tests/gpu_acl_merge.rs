@@ -860,3 +860,85 @@ fn overflows_are_flagged_and_grown() {
         v => panic!("{v:?}"),
     }
 }
+
+/// A set whose overlap search would pass the loop bound (more than `scan_limit` sets share its
+/// bin) is an error on both paths, never a silently shortened search: `set_merge` stops with
+/// `MergeError::ScanLimit`, and `set_overlap_count` raises `MERGE_SCAN_LIMIT` as its twin does
+/// (listing nothing for that set), which the verdict reports.
+#[test]
+fn scan_limit_is_an_error_on_both_paths() {
+    use yarnsim::acl::coalesce::{MergeError, MERGE_SCAN_LIMIT_ITEMS};
+    use yarnsim::layout::MERGE_SCAN_LIMIT;
+    let Some(gpu) = gpu_or_skip("scan_limit_is_an_error_on_both_paths") else {
+        return;
+    };
+    let n = MERGE_SCAN_LIMIT_ITEMS as usize + 10;
+    let nq = n as u32 + 100;
+    // Settled, pairwise disjoint sets all in bin 0, and one moved set among them.
+    let mut sets: Vec<ContactSet> = (0..n as u32)
+        .map(|k| ContactSet {
+            bx: [0, 7, 8 + k, 8 + k],
+            flags: SET_LIVE,
+            ..Default::default()
+        })
+        .collect();
+    sets.push(ContactSet {
+        bx: [0, 2, 8, 12],
+        flags: SET_LIVE | SET_MOVED,
+        ..Default::default()
+    });
+    let m = sets.len();
+    let err = set_merge(
+        &mut sets.clone(),
+        &mut SetIndex::default(),
+        nq,
+        &mut MergeScratch::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        MergeError::ScanLimit {
+            set: n as u32,
+            limit: MERGE_SCAN_LIMIT_ITEMS
+        }
+    );
+    let u = merge_uniform(nq, 0);
+    let mut index = SetIndex::default();
+    index.build(&sets, nq);
+    let c0 = counters(m, m, 0);
+    let mut c = c0;
+    let mut eoff = vec![7u32; m + 1];
+    let mut labels = vec![0u32; 2 * m];
+    let mut hull = vec![[0u32; 4]; m];
+    set_overlap_count(
+        &u,
+        &sets,
+        index.start(),
+        index.items(),
+        &mut eoff,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
+    assert_eq!(c.errors, MERGE_SCAN_LIMIT);
+    assert!(eoff.iter().all(|&e| e == 0));
+    let out = run_kernel(
+        &gpu,
+        "set_overlap_count",
+        &[
+            ("acl_merge", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("set_bin_start", bytes(index.start())),
+            ("set_bin_items", bytes(index.items())),
+            ("edge_offsets", bytes(&vec![7u32; m + 1])),
+            ("labels", bytes(&vec![0u32; 2 * m])),
+            ("set_hull", bytes(&vec![[0u32; 4]; m])),
+            ("merge_counters", bytes(&[c0])),
+        ],
+        m as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(counters_of(&out), c);
+    assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff);
+    assert_eq!(cast::<u32>(&out["labels"]), labels);
+}

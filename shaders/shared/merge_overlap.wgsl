@@ -1,5 +1,5 @@
 // merge_overlap: the overlap search of the set-merge kernels (acl::coalesce::for_each_overlap) over
-// the set index. Needs the importing kernel to bind `sets: array<ContactSet>`,
+// the set index. Needs the importing kernel to bind `acl_merge: MergeUniform`, `sets: array<ContactSet>`,
 // `set_bin_start: array<u32>` and `set_bin_items: array<u32>`, and to import layout and merge.
 
 // The index items the overlap search of a box looks at: those of the bins its first axis meets,
@@ -28,10 +28,16 @@ fn overlap_begin(k: u32) -> OverlapCursor {
     return c;
 }
 
+// The loop iterations of a whole search (its items plus its bins), checked against
+// acl_merge.scan_limit before it starts (coalesce::search_len).
+fn overlap_cost(c: OverlapCursor) -> u32 {
+    return c.end - c.at + c.bx.y / MERGE_BIN - c.bx.x / MERGE_BIN + 1u;
+}
+
 // The next live set m ≠ k that overlaps set k, in index order, each once (a pair of sets is taken
 // in the first bin both meet, and a pair of two moved sets only from the smaller one), or NO_SET.
-// Loop bound: the remaining items of the cursor's range (the caller checks the range against
-// acl_merge.scan_limit), plus the bins of the box.
+// Loop bound: the remaining items of the cursor's range plus the bins of the box, in all at most
+// overlap_cost, which the caller checks against acl_merge.scan_limit.
 fn overlap_next(c: ptr<function, OverlapCursor>) -> u32 {
     while (*c).at < (*c).end {
         let at = (*c).at;

@@ -57,8 +57,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set slots per task of the parallel overlap passes.
 const OVERLAP_TASK: usize = 64;
 
-/// Most index items (plus bins) one overlap search may look at: the bound of the search loop of
-/// `shaders/shared/merge_overlap.wgsl`, under lavapipe's 65,535 loop iterations per invocation.
+/// Most loop iterations (index items plus bins) one overlap search may take: the bound of the
+/// search loop of `shaders/shared/merge_overlap.wgsl`, under lavapipe's 65,535 loop iterations
+/// per invocation.
 pub const MERGE_SCAN_LIMIT_ITEMS: u32 = 60_000;
 
 /// "No set": the value of the set index's padding items.
@@ -339,11 +340,12 @@ pub fn set_bin_index(
     }
 }
 
-/// The index items (plus bins) the overlap search of box `bx` looks at, against the scan limit.
+/// The loop iterations of the overlap search of box `bx` (the index items of its bins plus the
+/// bins: `overlap_cost` of shaders/shared/merge_overlap.wgsl), checked against the scan limit.
 #[inline]
 fn search_len(bx: &[u32; 4], start: &[u32]) -> u32 {
     let (b0, b1) = (bx[0] / MERGE_BIN, bx[1] / MERGE_BIN);
-    start[b1 as usize + 1] - start[b0 as usize]
+    start[b1 as usize + 1] - start[b0 as usize] + b1 - b0 + 1
 }
 
 /// Calls `f(m)` for every live set `m ≠ k` that overlaps set `k`, once each, unless `m` is moved
@@ -387,8 +389,8 @@ fn is_moved(s: &ContactSet) -> bool {
 
 /// Kernel `set_overlap_count`: starts the pass's labels (`x` in both halves) and hull accumulators
 /// (empty) of every used slot, and `edge_offsets[x]` = the overlapping pairs listed from live moved
-/// set `x` (0 for the other slots up to and including `sets.capacity`). A search longer than
-/// `scan_limit` lists nothing and raises [`MERGE_SCAN_LIMIT`].
+/// set `x` (0 for the other slots up to and including `sets.capacity`). A search of more than
+/// `scan_limit` iterations (index items plus bins) lists nothing and raises [`MERGE_SCAN_LIMIT`].
 #[allow(clippy::too_many_arguments)]
 pub fn set_overlap_count(
     acl_merge: &MergeUniform,
@@ -502,7 +504,11 @@ pub fn merge_label(
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
     let (lo, hi) = labels[..2 * cap].split_at_mut(cap);
-    let (src, dst) = if r.is_multiple_of(2) { (lo, hi) } else { (hi, lo) };
+    let (src, dst) = if r.is_multiple_of(2) {
+        (lo, hi)
+    } else {
+        (hi, lo)
+    };
     let mut changed = false;
     for x in 0..n {
         let l = src[x];
