@@ -1,6 +1,5 @@
-// set_overlap_count: the first pass of a merge pass's overlap list. Thread x < sets.count starts
-// the pass's state of slot x (labels x in both halves, empty hull accumulator) and, for a live
-// moved set, writes edge_offsets[x] = the overlapping pairs it lists (merge_overlap: each pair
+// set_overlap_count: the first pass of a merge pass's overlap list. Thread x < sets.count writes,
+// for a live moved set, edge_offsets[x] = the overlapping pairs it lists (merge_overlap: each pair
 // once), else 0; threads up to sets.capacity write 0 (the exclusive scan over capacity + 1
 // elements gives each set's first edge and, last, the edge count). A search over more than
 // acl_merge.scan_limit iterations (index items plus bins) lists nothing and raises MERGE_SCAN_LIMIT.
@@ -16,9 +15,7 @@
 @group(0) @binding(2) var<storage, read> set_bin_start: array<u32>;
 @group(0) @binding(3) var<storage, read> set_bin_items: array<u32>;
 @group(0) @binding(4) var<storage, read_write> edge_offsets: array<u32>;
-@group(0) @binding(5) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(6) var<storage, read_write> set_hull: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(5) var<storage, read_write> merge_counters: MergeCounters;
 
 @compute @workgroup_size(256)
 fn set_overlap_count(
@@ -36,9 +33,6 @@ fn set_overlap_count(
         edge_offsets[x] = 0u;
         return;
     }
-    labels[x] = x;
-    labels[cap + x] = x;
-    set_hull[x] = vec4<u32>(0u);
     var count = 0u;
     let f = sets[x].flags;
     if (f & (SET_LIVE | SET_MOVED)) == (SET_LIVE | SET_MOVED) {

@@ -323,18 +323,8 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
 
     // set_overlap_count → scan → set_overlap_write.
     let mut eoff = vec![0u32; cap + 1];
-    let mut labels = vec![u32::MAX; 2 * cap];
-    let (labels_in, hull_in, c_in) = (labels.clone(), hull.clone(), c);
-    set_overlap_count(
-        &u,
-        &sets,
-        &start,
-        &list,
-        &mut eoff,
-        &mut labels,
-        &mut hull,
-        &mut c,
-    );
+    let c_in = c;
+    set_overlap_count(&u, &sets, &start, &list, &mut eoff, &mut c);
     let out = run_kernel(
         gpu,
         "set_overlap_count",
@@ -344,8 +334,6 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_bin_start", bytes(&start)),
             ("set_bin_items", bytes(&list)),
             ("edge_offsets", bytes(&vec![9u32; cap + 1])),
-            ("labels", bytes(&labels_in)),
-            ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
         ],
         cap as u32 + 1,
@@ -356,16 +344,6 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         eoff,
         "{label}: edge counts"
     );
-    assert_eq!(
-        cast::<u32>(&out["labels"]),
-        labels,
-        "{label}: initial labels"
-    );
-    assert_eq!(
-        cast::<[u32; 4]>(&out["set_hull"]),
-        hull,
-        "{label}: cleared hulls"
-    );
     assert_eq!(counters_of(&out), c, "{label}: set_overlap_count counters");
     assert_eq!(c.errors, 0);
     exclusive_scan(&mut eoff, &mut Vec::new());
@@ -373,8 +351,19 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     assert!(ne > 0, "{label}: no overlapping sets to merge");
     c.edges.capacity = ne as u32;
     let mut edges = vec![[0u32; 2]; ne];
-    let c_in = c;
-    set_overlap_write(&u, &sets, &start, &list, &eoff, &mut edges, &mut c);
+    let mut labels = vec![u32::MAX; 2 * cap];
+    let (labels_in, hull_in, c_in) = (labels.clone(), hull.clone(), c);
+    set_overlap_write(
+        &u,
+        &sets,
+        &start,
+        &list,
+        &eoff,
+        &mut edges,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
     let out = run_kernel(
         gpu,
         "set_overlap_write",
@@ -385,12 +374,24 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_bin_items", bytes(&list)),
             ("edge_offsets", bytes(&eoff)),
             ("edges", bytes(&vec![[9u32; 2]; ne])),
+            ("labels", bytes(&labels_in)),
+            ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
         ],
         cap as u32,
     )
     .unwrap();
     assert_eq!(cast::<[u32; 2]>(&out["edges"]), edges, "{label}: edges");
+    assert_eq!(
+        cast::<u32>(&out["labels"]),
+        labels,
+        "{label}: initial labels"
+    );
+    assert_eq!(
+        cast::<[u32; 4]>(&out["set_hull"]),
+        hull,
+        "{label}: cleared hulls"
+    );
     assert_eq!(counters_of(&out), c, "{label}: set_overlap_write counters");
 
     // merge_label, round by round, until a round changes nothing.
@@ -668,16 +669,7 @@ fn rounds_needed(sets: &[ContactSet], nq: u32) -> u32 {
     let mut eoff = vec![0u32; n + 1];
     let mut labels = vec![0u32; 2 * n];
     let mut hull = vec![[0u32; 4]; n];
-    set_overlap_count(
-        &u,
-        sets,
-        index.start(),
-        index.items(),
-        &mut eoff,
-        &mut labels,
-        &mut hull,
-        &mut c,
-    );
+    set_overlap_count(&u, sets, index.start(), index.items(), &mut eoff, &mut c);
     exclusive_scan(&mut eoff, &mut Vec::new());
     let mut edges = vec![[0u32; 2]; eoff[n] as usize];
     c.edges.capacity = eoff[n];
@@ -688,6 +680,8 @@ fn rounds_needed(sets: &[ContactSet], nq: u32) -> u32 {
         index.items(),
         &eoff,
         &mut edges,
+        &mut labels,
+        &mut hull,
         &mut c,
     );
     assert_eq!(
@@ -766,16 +760,7 @@ fn long_chain_raises_more_rounds_until_enough() {
         let mut eoff = vec![0u32; n + 1];
         let mut labels = vec![0u32; 2 * n];
         let mut hull = vec![[0u32; 4]; n];
-        set_overlap_count(
-            &u,
-            &tw,
-            index.start(),
-            index.items(),
-            &mut eoff,
-            &mut labels,
-            &mut hull,
-            &mut c,
-        );
+        set_overlap_count(&u, &tw, index.start(), index.items(), &mut eoff, &mut c);
         exclusive_scan(&mut eoff, &mut Vec::new());
         let mut edges = vec![[0u32; 2]; n - 1];
         c.edges.capacity = n as u32 - 1;
@@ -786,6 +771,8 @@ fn long_chain_raises_more_rounds_until_enough() {
             index.items(),
             &eoff,
             &mut edges,
+            &mut labels,
+            &mut hull,
             &mut c,
         );
         for r in 0..need - 1 {
@@ -908,18 +895,7 @@ fn scan_limit_is_an_error_on_both_paths() {
     let c0 = counters(m, m, 0);
     let mut c = c0;
     let mut eoff = vec![7u32; m + 1];
-    let mut labels = vec![0u32; 2 * m];
-    let mut hull = vec![[0u32; 4]; m];
-    set_overlap_count(
-        &u,
-        &sets,
-        index.start(),
-        index.items(),
-        &mut eoff,
-        &mut labels,
-        &mut hull,
-        &mut c,
-    );
+    set_overlap_count(&u, &sets, index.start(), index.items(), &mut eoff, &mut c);
     assert_eq!(c.errors, MERGE_SCAN_LIMIT);
     assert!(eoff.iter().all(|&e| e == 0));
     let out = run_kernel(
@@ -931,8 +907,6 @@ fn scan_limit_is_an_error_on_both_paths() {
             ("set_bin_start", bytes(index.start())),
             ("set_bin_items", bytes(index.items())),
             ("edge_offsets", bytes(&vec![7u32; m + 1])),
-            ("labels", bytes(&vec![0u32; 2 * m])),
-            ("set_hull", bytes(&vec![[0u32; 4]; m])),
             ("merge_counters", bytes(&[c0])),
         ],
         m as u32 + 1,
@@ -940,5 +914,4 @@ fn scan_limit_is_an_error_on_both_paths() {
     .unwrap();
     assert_eq!(counters_of(&out), c);
     assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff);
-    assert_eq!(cast::<u32>(&out["labels"]), labels);
 }

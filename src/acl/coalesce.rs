@@ -22,7 +22,7 @@
 //! 2. `set_overlap_count` → scan → `set_overlap_write`: sets without [`SET_MOVED`] are pairwise
 //!    disjoint, so every overlapping pair has a moved set; each moved set looks through the bins its
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
-//!    sets. No pair: done. The count pass also starts the pass's labels and hull accumulators.
+//!    sets. No pair: done. The write pass also starts the pass's labels and hull accumulators.
 //! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
 //!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
 //!    of its component.
@@ -387,19 +387,15 @@ fn is_moved(s: &ContactSet) -> bool {
     s.flags & (SET_LIVE | SET_MOVED) == SET_LIVE | SET_MOVED
 }
 
-/// Kernel `set_overlap_count`: starts the pass's labels (`x` in both halves) and hull accumulators
-/// (empty) of every used slot, and `edge_offsets[x]` = the overlapping pairs listed from live moved
+/// Kernel `set_overlap_count`: `edge_offsets[x]` = the overlapping pairs listed from live moved
 /// set `x` (0 for the other slots up to and including `sets.capacity`). A search of more than
 /// `scan_limit` iterations (index items plus bins) lists nothing and raises [`MERGE_SCAN_LIMIT`].
-#[allow(clippy::too_many_arguments)]
 pub fn set_overlap_count(
     acl_merge: &MergeUniform,
     sets: &[ContactSet],
     set_bin_start: &[u32],
     set_bin_items: &[u32],
     edge_offsets: &mut [u32],
-    labels: &mut [u32],
-    set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
 ) {
     let c = merge_counters;
@@ -408,18 +404,11 @@ pub fn set_overlap_count(
     edge_offsets[n..=cap].fill(0);
     let limit = acl_merge.scan_limit;
     let over = AtomicBool::new(false);
-    let (lo, hi) = labels[..2 * cap].split_at_mut(cap);
     edge_offsets[..n]
         .par_iter_mut()
-        .zip(lo[..n].par_iter_mut())
-        .zip(hi[..n].par_iter_mut())
-        .zip(set_hull[..n].par_iter_mut())
         .enumerate()
         .with_min_len(OVERLAP_TASK)
-        .for_each(|(x, (((out, l0), l1), h))| {
-            *l0 = x as u32;
-            *l1 = x as u32;
-            *h = [0; 4];
+        .for_each(|(x, out)| {
             let mut count = 0;
             if is_moved(&sets[x]) {
                 if search_len(&sets[x].bx, set_bin_start) > limit {
@@ -437,7 +426,9 @@ pub fn set_overlap_count(
 
 /// Kernel `set_overlap_write`: live moved set `x` writes its pairs `[x, m]` at
 /// `edges[edge_offsets[x]..]` (`edge_offsets` scanned), in index order; slots past
-/// `edges.capacity` raise `edges.overflow`. `edges.count` = the total.
+/// `edges.capacity` raise `edges.overflow`. `edges.count` = the total. Also starts the merge state
+/// of every used slot: its label `x` in both halves of `labels`, an empty hull accumulator.
+#[allow(clippy::too_many_arguments)]
 pub fn set_overlap_write(
     acl_merge: &MergeUniform,
     sets: &[ContactSet],
@@ -445,12 +436,19 @@ pub fn set_overlap_write(
     set_bin_items: &[u32],
     edge_offsets: &[u32],
     edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
 ) {
     let c = merge_counters;
     let cap = c.sets.capacity as usize;
     c.edges.count = edge_offsets[cap];
     let n = used_sets(c);
+    for x in 0..n {
+        labels[x] = x as u32;
+        labels[cap + x] = x as u32;
+    }
+    set_hull[..n].fill([0; 4]);
     let ecap = (c.edges.capacity as usize).min(edges.len());
     let limit = acl_merge.scan_limit;
     let over = AtomicBool::new(false);
@@ -633,8 +631,6 @@ pub fn set_merge(
             index.start(),
             index.items(),
             &mut sc.edge_off,
-            &mut sc.labels,
-            &mut sc.hull,
             &mut c,
         );
         if c.errors & MERGE_SCAN_LIMIT != 0 {
@@ -672,6 +668,8 @@ pub fn set_merge(
             index.items(),
             &sc.edge_off,
             &mut sc.edges,
+            &mut sc.labels,
+            &mut sc.hull,
             &mut c,
         );
         // Rounds until one changes nothing (at least one).
