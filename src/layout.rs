@@ -599,6 +599,71 @@ impl Default for AclCounters {
     }
 }
 
+/// The constants of the set-merge kernels (uniform `acl_merge`, src/acl/coalesce.rs and
+/// src/acl/merge_gpu.rs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeUniform {
+    /// Quadrature points in all (`S = [0, nq)`).
+    pub nq: u32,
+    /// α, the padding of a touching pair's box.
+    pub alpha: u32,
+    /// Bins of the set index: `nq / MERGE_BIN + 1`.
+    pub num_bins: u32,
+    /// Most index items one overlap search may look at (`coalesce::MERGE_SCAN_LIMIT`).
+    pub scan_limit: u32,
+}
+const _: () = assert!(size_of::<MergeUniform>() == 16);
+
+/// The per-dispatch `merge_round` uniform: which Jacobi round of `merge_label` a dispatch is (it
+/// reads label half `round % 2` and writes the other), and for `merge_hull` / `merge_apply` the
+/// number of rounds recorded (the final labels are in half `round % 2`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeRound {
+    pub round: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<MergeRound>() == 16);
+
+/// `MergeCounters::errors`: an overlap search met more than `MergeUniform::scan_limit` index items
+/// (the bound of its loop); the set's overlaps were not listed.
+pub const MERGE_SCAN_LIMIT: u32 = 1;
+
+/// The set-merge kernels' counters block (`merge_counters`, atomics in WGSL).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeCounters {
+    /// Slots of the set table in use (live or not), and the table's capacity.
+    pub sets: Capacity,
+    /// Overlapping set pairs of the current merge pass.
+    pub edges: Capacity,
+    /// Items (set, bin) of the set index of the current merge pass.
+    pub index: Capacity,
+    /// The scheduler's touching pairs to coalesce (count written by the host or the step driver).
+    pub touching: Capacity,
+    /// `sets.count` before `contact_coalesce` (the first new slot).
+    pub coalesce_base: u32,
+    /// The last `merge_label` round of this pass that changed a label, plus one (0: none).
+    pub label_rounds: u32,
+    /// Sticky: 1 when a pass's labels had not converged in the rounds recorded.
+    pub more_rounds: u32,
+    /// Sets `merge_apply` marked moved in this pass (their grown boxes need another pass).
+    pub moved: u32,
+    /// Sets merged away, and the pool entries (points, blocks, watched pairs) their models held.
+    pub merged: u32,
+    pub garbage_cp: u32,
+    pub garbage_k: u32,
+    pub garbage_w: u32,
+    /// `MERGE_*` error bits.
+    pub errors: u32,
+    pub _pad: [u32; 3],
+}
+const _: () = assert!(size_of::<MergeCounters>() == 112);
+
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructLayout {
@@ -898,6 +963,34 @@ pub fn layouts() -> Vec<StructLayout> {
             num_sets,
             num_dirty,
             exclusion_arc,
+            _pad
+        }),
+        layout_of!(MergeUniform {
+            nq,
+            alpha,
+            num_bins,
+            scan_limit
+        }),
+        layout_of!(MergeRound {
+            round,
+            _pad0,
+            _pad1,
+            _pad2
+        }),
+        layout_of!(MergeCounters {
+            sets,
+            edges,
+            index,
+            touching,
+            coalesce_base,
+            label_rounds,
+            more_rounds,
+            moved,
+            merged,
+            garbage_cp,
+            garbage_k,
+            garbage_w,
+            errors,
             _pad
         }),
     ]

@@ -877,6 +877,151 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::rebuild::set_rebuild_size",
     },
+    // --- ACL: coalescing, the set index and set merging (src/acl/coalesce.rs) ---
+    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads, the scan of run_offsets,
+    // contact_coalesce, coalesce_box; then per merge pass: set_bin_count, the scan of bin_offsets,
+    // set_bin_write, the stable sort of set_bin_sort by bin, set_bin_index, set_overlap_count, the
+    // scan of edge_offsets, set_overlap_write, `rounds` × merge_label (each with its `merge_round`
+    // uniform), merge_hull, merge_apply (with merge_round = rounds).
+    Kernel {
+        name: "coalesce_heads",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("touching"),
+            read_write("run_offsets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::coalesce_heads",
+    },
+    Kernel {
+        name: "contact_coalesce",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("touching"),
+            read("run_offsets"),
+            read_write("sets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::contact_coalesce",
+    },
+    Kernel {
+        name: "coalesce_box",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("set_hull"),
+            read_write("sets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::coalesce_box",
+    },
+    Kernel {
+        name: "set_bin_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read_write("bin_offsets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_count",
+    },
+    Kernel {
+        name: "set_bin_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("bin_offsets"),
+            read_write("set_bin_sort"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_write",
+    },
+    Kernel {
+        name: "set_bin_index",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("set_bin_sort"),
+            read_write("set_bin_start"),
+            read_write("set_bin_items"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_index",
+    },
+    Kernel {
+        name: "set_overlap_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("set_bin_start"),
+            read("set_bin_items"),
+            read_write("edge_offsets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_overlap_count",
+    },
+    Kernel {
+        name: "set_overlap_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("set_bin_start"),
+            read("set_bin_items"),
+            read("edge_offsets"),
+            read_write("edges"),
+            read_write("labels"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_overlap_write",
+    },
+    Kernel {
+        name: "merge_label",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("edges"),
+            read_write("labels"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_label",
+    },
+    Kernel {
+        name: "merge_hull",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("labels"),
+            read_write("sets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_hull",
+    },
+    Kernel {
+        name: "merge_apply",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("labels"),
+            read("set_hull"),
+            read_write("sets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_apply",
+    },
+    // --- end ACL coalescing and merging ---
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.
