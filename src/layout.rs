@@ -220,7 +220,8 @@ pub const ERROR_NAN_POSITION: u32 = 8;
 /// `contact.grid_cell` far too small); the segment was left out of the grid.
 pub const ERROR_GRID_RANGE: u32 = 16;
 /// Exact contact grid: a cell holds more than `contact::grid::MAX_CELL_RUN` entries; pairs beyond
-/// were not examined.
+/// were not examined. The scheduler's grid (`sched_counters.errors`): a run of items of one cell
+/// hash is longer than `sched::SCHED_MAX_CELL_RUN`.
 pub const ERROR_GRID_CELL_FULL: u32 = 32;
 /// Exact contact: a penalty force is not finite (coincident quadrature points); the lowest control
 /// point it acts on is in `first_bad_point`.
@@ -442,8 +443,17 @@ pub struct SchedCounters {
     pub lookup_overflow: u32,
     /// Touching quadrature pairs of empty space found this step (`touching_write`'s list).
     pub touching: Capacity,
+    /// `(cell, segment)` items of the scheduler's grid (`sched_grid_write`).
+    pub grid: Capacity,
+    /// Candidate segment pairs of `newcomer_schedule`, duplicates included (`newcomer_write`).
+    pub cand: Capacity,
+    /// New entries of `newcomer_schedule` (`newcomer_compact`).
+    pub fresh: Capacity,
+    /// `(segment, cell)` newcomers this step (`newcomer_count`).
+    pub newcomers: u32,
+    pub _pad: [u32; 3],
 }
-const _: () = assert!(size_of::<SchedCounters>() == 48);
+const _: () = assert!(size_of::<SchedCounters>() == 112);
 
 /// Per segment, what the scheduler's examination reads of its motion (written by
 /// `segment_monitor`): the movement over the last step, the reference change of movement, and
@@ -701,7 +711,12 @@ pub fn layouts() -> Vec<StructLayout> {
             monitored,
             left,
             lookup_overflow,
-            touching
+            touching,
+            grid,
+            cand,
+            fresh,
+            newcomers,
+            _pad
         }),
         layout_of!(SegmentMotion {
             mv1,

@@ -680,6 +680,89 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::touching_write",
     },
+    // The scheduler's grid and newcomer_schedule (src/sched/grid.rs, newcomers.rs): the grid is
+    // sched_grid_count, a scan of sched_grid_offsets, sched_grid_write and a radix sort of
+    // sched_grid (32 key bits); then newcomer_count, a scan of newcomer_offsets, newcomer_write, a
+    // radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
+    // newcomer_compact.
+    Kernel {
+        name: "sched_grid_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read_write("sched_grid_offsets"),
+        ],
+        twin: "sched::sched_grid_count",
+    },
+    Kernel {
+        name: "sched_grid_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid_offsets"),
+            read_write("sched_grid"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::sched_grid_write",
+    },
+    Kernel {
+        name: "newcomer_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("prev_cells"),
+            read("sched_grid"),
+            read_write("newcomer_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_count",
+    },
+    Kernel {
+        name: "newcomer_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid"),
+            read("newcomer_offsets"),
+            read_write("sched_cand"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_write",
+    },
+    Kernel {
+        name: "newcomer_keep",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("entries"),
+            read("sched_cand"),
+            read_write("fresh_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_keep",
+    },
+    Kernel {
+        name: "newcomer_compact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("sched_cand"),
+            read("fresh_offsets"),
+            read_write("fresh"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_compact",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

@@ -225,6 +225,11 @@ struct SchedCounters {
     left: atomic<u32>,
     lookup_overflow: atomic<u32>,
     touching: Capacity,
+    grid: Capacity,
+    cand: Capacity,
+    fresh: Capacity,
+    newcomers: atomic<u32>,
+    _pad: array<u32, 3>,
 };
 
 struct SegmentMotion {
