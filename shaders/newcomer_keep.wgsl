@@ -10,7 +10,7 @@
 #import sched
 #import sched_class
 
-@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> segments: array<Segment>;
 @group(0) @binding(2) var<storage, read> quad_arc: array<f32>;
 @group(0) @binding(3) var<storage, read> seg_contact: array<SegmentContact>;

@@ -372,7 +372,8 @@ pub struct Release {
 }
 const _: () = assert!(size_of::<Release>() == 32);
 
-/// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
+/// The scheduler's constants of one step (`sched` of its kernels, read-only storage so that the GPU
+/// step can write the counts, src/sched/).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct SchedUniform {
@@ -449,11 +450,28 @@ pub struct SchedCounters {
     pub cand: Capacity,
     /// New entries of `newcomer_schedule` (`newcomer_compact`).
     pub fresh: Capacity,
+    /// The entry table after the merge (`sched_sizes`; the GPU step, `sched::SchedGpu`).
+    pub entries: Capacity,
+    /// Segment-pair slots of the released boxes (`release_mark`'s threads; `sched_sizes`).
+    pub release: Capacity,
     /// `(segment, cell)` newcomers this step (`newcomer_count`).
     pub newcomers: u32,
     pub _pad: [u32; 3],
 }
-const _: () = assert!(size_of::<SchedCounters>() == 112);
+const _: () = assert!(size_of::<SchedCounters>() == 144);
+
+/// The per-dispatch `sched_phase` uniform of `sched_sizes`: which of the step's size points it is
+/// (`sched::SIZES_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SchedPhase {
+    pub phase: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<SchedPhase>() == 16);
 
 /// Per segment, what the scheduler's examination reads of its motion (written by
 /// `segment_monitor`): the movement over the last step, the reference change of movement, and
@@ -715,8 +733,16 @@ pub fn layouts() -> Vec<StructLayout> {
             grid,
             cand,
             fresh,
+            entries,
+            release,
             newcomers,
             _pad
+        }),
+        layout_of!(SchedPhase {
+            phase,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(SegmentMotion {
             mv1,

@@ -1230,3 +1230,169 @@ fn grid_and_newcomer_kernels_match_twins_and_cpu_run() {
         },
     );
 }
+
+/// `sched_history` on the swatch's real snapshots at a step that examines bins 1 and 2: the
+/// history, the snapshots and the previous cell boxes identical on both sides (copies).
+#[test]
+fn sched_history_matches_twin() {
+    let Some(gpu) = gpu_or_skip("sched_history_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = SchedUniform {
+        bins_due: 2,
+        ..f.uniform
+    };
+    let npts = f.pos.len();
+    let (p1, p2) = (&f.snaps[..npts], &f.snaps[npts..2 * npts]);
+    let none = vec![CellBox::default(); f.cells.len()];
+    let (mut c1, mut c2, mut cs, mut cp) =
+        (p1.to_vec(), p2.to_vec(), f.snaps.clone(), none.clone());
+    yarnsim::sched::sched_history(&u, &f.pos, &f.cells, &mut c1, &mut c2, &mut cs, &mut cp);
+    let threads = npts.max(f.cells.len()) as u32;
+    let out = run_kernel(
+        &gpu,
+        "sched_history",
+        &[
+            ("sched", bytes(&[u])),
+            ("pos", bytes(&f.pos)),
+            ("cells", bytes(&f.cells)),
+            ("prev1", bytes(p1)),
+            ("prev2", bytes(p2)),
+            ("snaps", bytes(&f.snaps)),
+            ("prev_cells", bytes(&none)),
+        ],
+        threads,
+    )
+    .unwrap();
+    let pts = |n: &str| bytemuck::cast_slice::<u8, [f32; 4]>(&out[n]).to_vec();
+    assert_eq!(pts("prev1"), c1);
+    assert_eq!(pts("prev2"), c2);
+    assert_eq!(pts("snaps"), cs);
+    assert_eq!(
+        bytemuck::cast_slice::<u8, CellBox>(&out["prev_cells"]),
+        &cp[..]
+    );
+    // Bins 1 and 2 took the positions, the others kept their snapshots.
+    let nb = u.max_bin as usize;
+    assert!(nb > 3);
+    assert_eq!(
+        &cs[..2 * npts],
+        &[f.pos.clone(), f.pos.clone()].concat()[..]
+    );
+    assert_eq!(&cs[2 * npts..], &f.snaps[2 * npts..]);
+    assert_eq!((c1, c2, cp), (f.pos.clone(), p1.to_vec(), f.cells.clone()));
+}
+
+/// `sched_sizes` through its three phases on the swatch's uniform, with and without room in the
+/// entry and release capacities: the counters, the table length and the three `sched` records
+/// identical on both sides.
+#[test]
+fn sched_sizes_matches_twin() {
+    use yarnsim::layout::SchedPhase;
+    use yarnsim::sched::{sched_sizes, SIZES_KEPT, SIZES_MERGED, SIZES_START};
+    let Some(gpu) = gpu_or_skip("sched_sizes_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let n0 = f.entries.len() as u32;
+    let step = SchedUniform {
+        num_released: 3,
+        num_entries: 12345,
+        num_fresh: 678,
+        ..f.uniform
+    };
+    // Keep every entry but every 4th; release slots 5, 0, 9.
+    let mut keep: Vec<u32> = (0..=n0).map(|e| (e % 4 != 0 && e < n0) as u32).collect();
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
+    let release_offsets = [0u32, 5, 5, 14];
+    let kept = keep[n0 as usize];
+    // (The table always fits the entry capacity: it fitted last step, and kept ≤ n0.)
+    for (entries_cap, release_cap, label) in [(n0 + 500, 14, "room"), (kept + 100, 13, "short")] {
+        let mut counters = fresh_counters();
+        counters.examined = 77;
+        counters.fresh.count = 420;
+        counters.fresh.capacity = 400;
+        counters.entries.capacity = entries_cap;
+        counters.release.capacity = release_cap;
+        let mut state = vec![n0, 0, 0, 0];
+        let (mut p0, mut p1, mut p2) = Default::default();
+        let mut g_counters = counters;
+        let mut g_state = state.clone();
+        let (mut g0, mut g1, mut g2): (SchedUniform, SchedUniform, SchedUniform) =
+            Default::default();
+        for phase in [SIZES_START, SIZES_KEPT, SIZES_MERGED] {
+            let ph = SchedPhase {
+                phase,
+                ..Default::default()
+            };
+            if phase == SIZES_MERGED {
+                // (newcomer_compact's count, after the start reset it.)
+                counters.fresh.count = 420;
+                g_counters.fresh.count = 420;
+            }
+            sched_sizes(
+                &ph,
+                &step,
+                &keep,
+                &release_offsets,
+                &mut counters,
+                &mut state,
+                &mut p0,
+                &mut p1,
+                &mut p2,
+            );
+            let out = run_kernel(
+                &gpu,
+                "sched_sizes",
+                &[
+                    ("sched_phase", bytes(&[ph])),
+                    ("sched_step", bytes(&[step])),
+                    ("keep_offsets", bytes(&keep)),
+                    ("release_offsets", bytes(&release_offsets)),
+                    ("sched_counters", bytes(&[g_counters])),
+                    ("sched_state", bytes(&g_state)),
+                    ("sched_p0", bytes(&[g0])),
+                    ("sched_p1", bytes(&[g1])),
+                    ("sched_p2", bytes(&[g2])),
+                ],
+                1,
+            )
+            .unwrap();
+            g_counters = bytemuck::cast_slice(&out["sched_counters"])[0];
+            g_state = bytemuck::cast_slice(&out["sched_state"]).to_vec();
+            g0 = bytemuck::cast_slice(&out["sched_p0"])[0];
+            g1 = bytemuck::cast_slice(&out["sched_p1"])[0];
+            g2 = bytemuck::cast_slice(&out["sched_p2"])[0];
+            assert_eq!(g_counters, counters, "{label} phase {phase}");
+            assert_eq!(g_state, state, "{label} phase {phase}");
+            assert_eq!((g0, g1, g2), (p0, p1, p2), "{label} phase {phase}");
+        }
+        assert_eq!(p0.num_entries, n0);
+        assert_eq!(p1.num_entries, kept);
+        assert_eq!(counters.examined, 0, "reset at the start");
+        assert_eq!(counters.entries.count, kept + 420);
+        if label == "room" {
+            assert_eq!(
+                (p1.num_fresh, p2.num_entries, state[0]),
+                (400, kept + 400, kept + 400)
+            );
+            assert_eq!(
+                (counters.entries.overflow, counters.release.overflow),
+                (0, 0)
+            );
+        } else {
+            assert_eq!((p1.num_fresh, p2.num_entries), (100, entries_cap));
+            assert_eq!(
+                (counters.entries.overflow, counters.release.overflow),
+                (1, 1)
+            );
+        }
+        assert_eq!(counters.release.count, 14);
+        assert_eq!(
+            (p2.step, p2.bins_due, p2.num_released),
+            (step.step, step.bins_due, 3)
+        );
+    }
+}

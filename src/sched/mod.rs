@@ -92,18 +92,21 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 mod entries;
+pub mod gpu;
 pub mod grid;
 pub mod lookup;
 mod monitor;
 mod newcomers;
 mod process;
 mod raster;
+mod sizes;
 mod state;
 
 pub use entries::{
     bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_merge_rank,
     entries_release, entry_due, release_count, release_mark, release_rect,
 };
+pub use gpu::{SchedCaps, SchedGpu};
 pub use grid::{
     box_cell, box_cell_count, cell_hash, grid_build, sched_grid_count, sched_grid_write, SchedGrid,
     SCHED_GRID_SENTINEL, SCHED_MAX_CELL_RUN,
@@ -119,6 +122,9 @@ pub use process::{
     ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
+pub use sizes::{
+    reset_counters, sched_history, sched_sizes, SIZES_KEPT, SIZES_MERGED, SIZES_START,
+};
 
 use crate::layout::{
     SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
@@ -389,7 +395,7 @@ pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
 }
 
 /// The integer cell nearest to the centre of mass of the control points (equal masses).
-fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
+pub fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
     let mut c = [0.0f64; 3];
     for p in pos {
         for a in 0..3 {
