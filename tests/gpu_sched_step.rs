@@ -1,5 +1,6 @@
 //! The scheduler's whole step on the GPU (`sched::SchedGpu`) against the CPU scheduler, step by
-//! step: the default swatch falls under ACL on the CPU; an `AclContact` runs alongside on the same
+//! step: the default swatch swings down under ACL on the CPU (from its 600th step, once it moves);
+//! an `AclContact` runs alongside on the same
 //! positions, and at every step its scheduler's inputs (positions, the packed lookup of the live
 //! sets, the boxes released since the last step) go to `SchedGpu` too. After every step the entry
 //! table (keys, bins, flags and bounds), the touching pairs (after a canonical sort) and the counts
@@ -27,6 +28,9 @@ use yarnsim::spline::QuadratureTable;
 use yarnsim::state::Segment;
 
 const STEPS: usize = 40;
+/// Steps the swatch swings down before the schedulers start (from rest it barely moves for the
+/// first hundreds of steps of 1/16200 s; after these, segments enter new cells at most steps).
+const PRE_STEPS: usize = 600;
 
 /// One step of the CPU run: the scheduler's inputs and what it produced.
 struct CpuStep {
@@ -49,7 +53,7 @@ struct CpuRun {
 
 fn cpu_run() -> CpuRun {
     let sets = ["contact.model=acl"];
-    let mut sim = scene_sim("swatch", &sets, 0);
+    let mut sim = scene_sim("swatch", &sets, PRE_STEPS);
     let params = scene_contact("swatch", &sets);
     let r = sim.step_params().radius;
     let mut acl = AclContact::new(r, &params).unwrap();
@@ -114,6 +118,8 @@ fn gpu_run(gpu: &yarnsim::gpu::Gpu, run: &CpuRun, caps: SchedCaps) -> SchedCaps 
     shared.upload(dev, q, "seg_contact", bytes(&run.seg_contact), false);
     let mut g = SchedGpu::new(dev, q, &pipelines, &shared, t, caps, &run.steps[0].pos).unwrap();
     let (mut touched, mut examined, mut created, mut released) = (0, 0, 0, 0);
+    // Steps on which the CPU run skipped the grid and the newcomers, or the drop.
+    let (mut no_entered, mut no_left) = (0, 0);
     for (n, cs) in run.steps.iter().enumerate() {
         q.write_buffer(shared.get("pos").unwrap(), 0, bytes(&cs.pos));
         g.write_inputs(dev, q, &pipelines, &shared, &cs.lookup, &cs.released)
@@ -143,18 +149,24 @@ fn gpu_run(gpu: &yarnsim::gpu::Gpu, run: &CpuRun, caps: SchedCaps) -> SchedCaps 
         assert_eq!(c.newcomers as u64, st.newcomers, "step {n}: newcomers");
         assert_eq!(c.fresh.count as u64, st.created, "step {n}: created");
         assert_eq!(c.lookup_overflow as u64, st.lookup_overflow, "step {n}");
+        no_entered += (st.newcomers == 0) as usize;
+        no_left += (c.left == 0) as usize;
         touched += pairs.len();
         examined += st.examined;
         created += st.created;
         released += cs.released.len();
     }
     println!(
-        "{STEPS} steps: {} entries at the end, {created} created, {examined} examined, {touched} touching pairs, {released} releases; capacities {:?}",
+        "{STEPS} steps ({no_entered} without newcomers, {no_left} without a segment leaving a cell): {} entries at the end, {created} created, {examined} examined, {touched} touching pairs, {released} releases; capacities {:?}",
         run.steps[STEPS - 1].entries.len(),
         g.caps
     );
-    // The run exercises what it must: entries made and examined, pairs found, sets released.
+    // The run exercises what it must: entries made and examined, pairs found, sets released, and
+    // steps with and without newcomers or segments leaving cells (the CPU run skips those stages
+    // on the steps without, the GPU runs them anyway).
     assert!(created > 1000 && examined > 10_000 && touched > 100 && released > 0);
+    assert!(no_entered > 0 && no_entered < STEPS - 5, "{no_entered}");
+    assert!(no_left < STEPS - 5, "{no_left}");
     g.caps
 }
 

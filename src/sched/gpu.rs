@@ -46,6 +46,14 @@
 //! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
 //! candidate; every entry kept).
 //!
+//! **Batches of steps** (for `GpuSim`): [`SchedGpu::dispatches`] appends to another list like
+//! `ExactGpu::dispatches`. The host's only per-step value is the `sched_step` record: a batch writes
+//! one record per step into a ring and copies record `k` into `sched_step` before step `k`'s
+//! dispatches (`copy_buffer_to_buffer` between compute passes), or binds one bind-group set per
+//! ring slot. `sched_sizes` resets the counters at the start of every step, so a batch that reads
+//! the counters once must first make the overflow flags sticky (not done yet: [`SchedGpu::step`]
+//! runs one step per submission and reads the counters after each).
+//!
 //! **Capacities** ([`SchedCaps`]): grid items, candidates, new entries, entries, touching pairs and
 //! release slots, each with its count and overflow flag in `sched_counters`, and the input
 //! capacities of `set_lookup` and `released`. [`SchedGpu::step`] saves the persistent state (entry

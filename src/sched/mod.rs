@@ -50,7 +50,9 @@
 //! Kernels with parity tests (tests/gpu_sched.rs) exist for stages 1, 2, 3, 7 and 8, and for 4, 5
 //! and 6 in data-parallel form ([`entries_keep`] + scan + [`entries_compact`], the newcomer chain,
 //! [`entries_merge_rank`], [`release_count`] + scan + [`release_mark`]; the CPU run uses the
-//! sequential stages, checked equal). Nothing drives the kernels in a run yet.
+//! sequential stages, checked equal). [`SchedGpu`] ([`gpu`]) runs the whole step as one list of
+//! dispatches (tests/gpu_sched_step.rs: bit-identical to this module's CPU run over 40 steps); no
+//! simulation run drives it yet.
 
 //! # Distance bounds and bins
 //!
