@@ -372,8 +372,9 @@ pub struct Release {
 }
 const _: () = assert!(size_of::<Release>() == 32);
 
-/// The scheduler's constants of one step (`sched` of its kernels, read-only storage so that the GPU
-/// step can write the counts, src/sched/).
+/// The scheduler's constants of one step (`sched` of its kernels, src/sched/: a uniform, or
+/// read-only storage in the kernels that read a table length the GPU step computes,
+/// `sched::SchedGpu`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct SchedUniform {

@@ -190,7 +190,8 @@ struct Release {
     after: vec4<u32>,
 };
 
-// `sched` (read-only storage): the scheduler's constants of one step.
+// `sched` (uniform, or read-only storage where a table length comes from the GPU step): the
+// scheduler's constants of one step.
 struct SchedUniform {
     num_segments: u32,
     num_points: u32,
