@@ -223,7 +223,8 @@ pub const ERROR_NAN_POSITION: u32 = 8;
 /// `contact.grid_cell` far too small); the segment was left out of the grid.
 pub const ERROR_GRID_RANGE: u32 = 16;
 /// Exact contact grid: a cell holds more than `contact::grid::MAX_CELL_RUN` entries; pairs beyond
-/// were not examined.
+/// were not examined. The scheduler's grid (`sched_counters.errors`): a run of items of one cell
+/// hash is longer than `sched::SCHED_MAX_CELL_RUN`.
 pub const ERROR_GRID_CELL_FULL: u32 = 32;
 /// Exact contact: a penalty force is not finite (coincident quadrature points); the lowest control
 /// point it acts on is in `first_bad_point`.
@@ -374,7 +375,9 @@ pub struct Release {
 }
 const _: () = assert!(size_of::<Release>() == 32);
 
-/// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
+/// The scheduler's constants of one step (`sched` of its kernels, src/sched/: a uniform, or
+/// read-only storage in the kernels that read a table length the GPU step computes,
+/// `sched::SchedGpu`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct SchedUniform {
@@ -445,8 +448,34 @@ pub struct SchedCounters {
     pub lookup_overflow: u32,
     /// Touching quadrature pairs of empty space found this step (`touching_write`'s list).
     pub touching: Capacity,
+    /// `(cell, segment)` items of the scheduler's grid (`sched_grid_write`).
+    pub grid: Capacity,
+    /// Candidate segment pairs of `newcomer_schedule`, duplicates included (`newcomer_write`).
+    pub cand: Capacity,
+    /// New entries of `newcomer_schedule` (`newcomer_compact`).
+    pub fresh: Capacity,
+    /// The entry table after the merge (`sched_sizes`; the GPU step, `sched::SchedGpu`).
+    pub entries: Capacity,
+    /// Segment-pair slots of the released boxes (`release_mark`'s threads; `sched_sizes`).
+    pub release: Capacity,
+    /// `(segment, cell)` newcomers this step (`newcomer_count`).
+    pub newcomers: u32,
+    pub _pad: [u32; 3],
 }
-const _: () = assert!(size_of::<SchedCounters>() == 48);
+const _: () = assert!(size_of::<SchedCounters>() == 144);
+
+/// The per-dispatch `sched_phase` uniform of `sched_sizes`: which of the step's size points it is
+/// (`sched::SIZES_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SchedPhase {
+    pub phase: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<SchedPhase>() == 16);
 
 /// Per segment, what the scheduler's examination reads of its motion (written by
 /// `segment_monitor`): the movement over the last step, the reference change of movement, and
@@ -846,7 +875,20 @@ pub fn layouts() -> Vec<StructLayout> {
             monitored,
             left,
             lookup_overflow,
-            touching
+            touching,
+            grid,
+            cand,
+            fresh,
+            entries,
+            release,
+            newcomers,
+            _pad
+        }),
+        layout_of!(SchedPhase {
+            phase,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(SegmentMotion {
             mv1,

@@ -576,7 +576,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_keep",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("cells"),
             read("motion"),
             read("entries"),
@@ -588,7 +588,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_compact",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("entries"),
             read("keep_offsets"),
             read_write("entries_out"),
@@ -599,7 +599,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_merge_rank",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("entries"),
             read("fresh"),
             read_write("entries_out"),
@@ -620,7 +620,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "release_mark",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("released"),
             read("release_offsets"),
             read_write("entries"),
@@ -644,7 +644,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "schedule_process",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("qpts"),
             read("seg_contact"),
             read("windows"),
@@ -658,18 +658,14 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "touching_count",
         workgroup_size: WG,
-        bindings: &[
-            uniform("sched"),
-            read("entries"),
-            read_write("touch_offsets"),
-        ],
+        bindings: &[read("sched"), read("entries"), read_write("touch_offsets")],
         twin: "sched::touching_count",
     },
     Kernel {
         name: "touching_write",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("qpts"),
             read("seg_contact"),
             read("set_lookup"),
@@ -679,6 +675,124 @@ pub const KERNELS: &[Kernel] = &[
             read_write("sched_counters"),
         ],
         twin: "sched::touching_write",
+    },
+    // The scheduler's grid and newcomer_schedule (src/sched/grid.rs, newcomers.rs): the grid is
+    // sched_grid_count, a scan of sched_grid_offsets, sched_grid_write and a radix sort of
+    // sched_grid (32 key bits); then newcomer_count, a scan of newcomer_offsets, newcomer_write, a
+    // radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
+    // newcomer_compact.
+    Kernel {
+        name: "sched_grid_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read_write("sched_grid_offsets"),
+        ],
+        twin: "sched::sched_grid_count",
+    },
+    Kernel {
+        name: "sched_grid_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid_offsets"),
+            read_write("sched_grid"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::sched_grid_write",
+    },
+    Kernel {
+        name: "newcomer_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("prev_cells"),
+            read("sched_grid"),
+            read_write("newcomer_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_count",
+    },
+    Kernel {
+        name: "newcomer_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid"),
+            read("newcomer_offsets"),
+            read_write("sched_cand"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_write",
+    },
+    Kernel {
+        name: "newcomer_keep",
+        workgroup_size: WG,
+        bindings: &[
+            read("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("entries"),
+            read("sched_cand"),
+            read_write("fresh_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_keep",
+    },
+    Kernel {
+        name: "newcomer_compact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("sched_cand"),
+            read("fresh_offsets"),
+            read_write("fresh"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_compact",
+    },
+    // The scheduler's GPU step (sched::SchedGpu): sched_sizes writes the step's `sched` records
+    // (sched_p0/p1/p2) at three points, with a per-dispatch `sched_phase` uniform; the kernels that
+    // read a table length computed on the GPU (num_entries, num_fresh) bind `sched` as read-only
+    // storage to get them, the others as the uniform of the host's per-step constants
+    // (`sched_step`). sched_history ends the step.
+    Kernel {
+        name: "sched_sizes",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("sched_phase"),
+            uniform("sched_step"),
+            read("keep_offsets"),
+            read("release_offsets"),
+            read_write("sched_counters"),
+            read_write("sched_state"),
+            read_write("sched_p0"),
+            read_write("sched_p1"),
+            read_write("sched_p2"),
+        ],
+        twin: "sched::sched_sizes",
+    },
+    Kernel {
+        name: "sched_history",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("pos"),
+            read("cells"),
+            read_write("prev1"),
+            read_write("prev2"),
+            read_write("snaps"),
+            read_write("prev_cells"),
+        ],
+        twin: "sched::sched_history",
     },
     // --- ACL's per-step force stages (src/acl/): evaluation, springs, the point table (count →
     // scan → write → sort → start) and the gather ---

@@ -190,7 +190,8 @@ struct Release {
     after: vec4<u32>,
 };
 
-// Uniform `sched`: the scheduler's constants of one step.
+// `sched` (uniform, or read-only storage where a table length comes from the GPU step): the
+// scheduler's constants of one step.
 struct SchedUniform {
     num_segments: u32,
     num_points: u32,
@@ -225,6 +226,21 @@ struct SchedCounters {
     left: atomic<u32>,
     lookup_overflow: atomic<u32>,
     touching: Capacity,
+    grid: Capacity,
+    cand: Capacity,
+    fresh: Capacity,
+    entries: Capacity,
+    release: Capacity,
+    newcomers: atomic<u32>,
+    _pad: array<u32, 3>,
+};
+
+// Uniform (sched_sizes): which size point of the step.
+struct SchedPhase {
+    phase: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 struct SegmentMotion {

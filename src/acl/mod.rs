@@ -406,6 +406,12 @@ impl AclContact {
             .map(|s| s.bx)
     }
 
+    /// The boxes the sets released since the last step: what the next step's scheduler receives
+    /// (for tests that drive a scheduler alongside).
+    pub fn released(&self) -> &[Release] {
+        &self.released
+    }
+
     /// The scheduler (for statistics and tests).
     pub fn scheduler(&self) -> &Scheduler {
         &self.sched
