@@ -818,8 +818,8 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
         }
     } else {
         eprintln!(
-            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.drag",
-            scene.relax.time, report.steps, report.max_speed, scene.relax.speed
+            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps, radius {:.4} → {:.4} cm): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.speed",
+            scene.relax.time, report.steps, report.start_radius, report.radius, report.max_speed, scene.relax.speed
         );
     }
     Ok(())
