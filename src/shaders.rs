@@ -877,6 +877,100 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::rebuild::set_rebuild_size",
     },
+    // The rebuild's allocation and write pass: pool_alloc_size → exclusive scan of alloc_dest →
+    // pool_alloc → set_rebuild_points → set_rebuild (one workgroup of 256 per dirty set) →
+    // set_rebuild_watch → set_rebuild_springs → set_rebuild_headers.
+    Kernel {
+        name: "pool_alloc_size",
+        workgroup_size: 64,
+        bindings: &[uniform("rebuild"), read("plans"), read_write("alloc_dest")],
+        twin: "acl::rebuild::pool_alloc_size",
+    },
+    Kernel {
+        name: "pool_alloc",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("alloc_dest"),
+            read_write("plans"),
+            read_write("pool_counters"),
+        ],
+        twin: "acl::rebuild::pool_alloc",
+    },
+    Kernel {
+        name: "set_rebuild_points",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("pos"),
+            read("segments"),
+            read("plans"),
+            read_write("cp_pool"),
+            read_write("dbar_pool"),
+            read_write("m_pool"),
+        ],
+        twin: "acl::rebuild::set_rebuild_points",
+    },
+    Kernel {
+        name: "set_rebuild",
+        workgroup_size: 256,
+        bindings: &[
+            uniform("rebuild"),
+            uniform("acl"),
+            read("qpts"),
+            read("segments"),
+            read("seg_contact"),
+            read("plans"),
+            read_write("rebuild_terms"),
+            read_write("k_pool"),
+            read_write("f0_pool"),
+        ],
+        twin: "acl::rebuild::set_rebuild",
+    },
+    Kernel {
+        name: "set_rebuild_watch",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("plans"),
+            read("plan_watch"),
+            read("plan_watch_loc"),
+            read("f0_pool"),
+            read_write("watch_pool"),
+            read_write("watch_loc_pool"),
+            read_write("fout_pool"),
+        ],
+        twin: "acl::rebuild::set_rebuild_watch",
+    },
+    Kernel {
+        name: "set_rebuild_springs",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("qpts"),
+            read("segments"),
+            read("seg_contact"),
+            read("dirty"),
+            read("plans"),
+            read("sets"),
+            read_write("springs"),
+        ],
+        twin: "acl::rebuild::set_rebuild_springs",
+    },
+    Kernel {
+        name: "set_rebuild_headers",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("pos"),
+            read("dirty"),
+            read("plans"),
+            read("cp_pool"),
+            read("rebuild_terms"),
+            read_write("sets"),
+        ],
+        twin: "acl::rebuild::set_rebuild_headers",
+    },
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.
