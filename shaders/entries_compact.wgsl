@@ -5,7 +5,7 @@
 
 #import layout
 
-@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> entries: array<SchedEntry>;
 @group(0) @binding(2) var<storage, read> keep_offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> entries_out: array<SchedEntry>;

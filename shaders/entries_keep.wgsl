@@ -5,7 +5,7 @@
 #import layout
 #import sched
 
-@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> cells: array<CellBox>;
 @group(0) @binding(2) var<storage, read> motion: array<SegmentMotion>;
 @group(0) @binding(3) var<storage, read> entries: array<SchedEntry>;

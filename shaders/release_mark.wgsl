@@ -10,7 +10,7 @@
 #import sched
 #import sched_bits
 
-@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> released: array<Release>;
 @group(0) @binding(2) var<storage, read> release_offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> entries: array<SchedEntry>;

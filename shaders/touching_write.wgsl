@@ -12,7 +12,7 @@
 #import sched_bits
 #import sched_lookup
 
-@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> qpts: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seg_contact: array<SegmentContact>;
 @group(0) @binding(3) var<storage, read> set_lookup: array<u32>;

@@ -223,7 +223,8 @@ pub const ERROR_NAN_POSITION: u32 = 8;
 /// `contact.grid_cell` far too small); the segment was left out of the grid.
 pub const ERROR_GRID_RANGE: u32 = 16;
 /// Exact contact grid: a cell holds more than `contact::grid::MAX_CELL_RUN` entries; pairs beyond
-/// were not examined.
+/// were not examined. The scheduler's grid (`sched_counters.errors`): a run of items of one cell
+/// hash is longer than `sched::SCHED_MAX_CELL_RUN`.
 pub const ERROR_GRID_CELL_FULL: u32 = 32;
 /// Exact contact: a penalty force is not finite (coincident quadrature points); the lowest control
 /// point it acts on is in `first_bad_point`.
@@ -374,7 +375,9 @@ pub struct Release {
 }
 const _: () = assert!(size_of::<Release>() == 32);
 
-/// The scheduler's constants of one step (uniform `sched` of its kernels, src/sched/).
+/// The scheduler's constants of one step (`sched` of its kernels, src/sched/: a uniform, or
+/// read-only storage in the kernels that read a table length the GPU step computes,
+/// `sched::SchedGpu`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct SchedUniform {
@@ -445,8 +448,34 @@ pub struct SchedCounters {
     pub lookup_overflow: u32,
     /// Touching quadrature pairs of empty space found this step (`touching_write`'s list).
     pub touching: Capacity,
+    /// `(cell, segment)` items of the scheduler's grid (`sched_grid_write`).
+    pub grid: Capacity,
+    /// Candidate segment pairs of `newcomer_schedule`, duplicates included (`newcomer_write`).
+    pub cand: Capacity,
+    /// New entries of `newcomer_schedule` (`newcomer_compact`).
+    pub fresh: Capacity,
+    /// The entry table after the merge (`sched_sizes`; the GPU step, `sched::SchedGpu`).
+    pub entries: Capacity,
+    /// Segment-pair slots of the released boxes (`release_mark`'s threads; `sched_sizes`).
+    pub release: Capacity,
+    /// `(segment, cell)` newcomers this step (`newcomer_count`).
+    pub newcomers: u32,
+    pub _pad: [u32; 3],
 }
-const _: () = assert!(size_of::<SchedCounters>() == 48);
+const _: () = assert!(size_of::<SchedCounters>() == 144);
+
+/// The per-dispatch `sched_phase` uniform of `sched_sizes`: which of the step's size points it is
+/// (`sched::SIZES_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SchedPhase {
+    pub phase: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<SchedPhase>() == 16);
 
 /// Per segment, what the scheduler's examination reads of its motion (written by
 /// `segment_monitor`): the movement over the last step, the reference change of movement, and
@@ -598,6 +627,71 @@ impl Default for AclCounters {
         }
     }
 }
+
+/// The constants of the set-merge kernels (uniform `acl_merge`, src/acl/coalesce.rs and
+/// src/acl/merge_gpu.rs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeUniform {
+    /// Quadrature points in all (`S = [0, nq)`).
+    pub nq: u32,
+    /// α, the padding of a touching pair's box.
+    pub alpha: u32,
+    /// Bins of the set index: `nq / MERGE_BIN + 1`.
+    pub num_bins: u32,
+    /// Most index items one overlap search may look at (`coalesce::MERGE_SCAN_LIMIT`).
+    pub scan_limit: u32,
+}
+const _: () = assert!(size_of::<MergeUniform>() == 16);
+
+/// The per-dispatch `merge_round` uniform: which Jacobi round of `merge_label` a dispatch is (it
+/// reads label half `round % 2` and writes the other), and for `merge_hull` / `merge_apply` the
+/// number of rounds recorded (the final labels are in half `round % 2`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeRound {
+    pub round: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<MergeRound>() == 16);
+
+/// `MergeCounters::errors`: an overlap search met more than `MergeUniform::scan_limit` index items
+/// (the bound of its loop); the set's overlaps were not listed.
+pub const MERGE_SCAN_LIMIT: u32 = 1;
+
+/// The set-merge kernels' counters block (`merge_counters`, atomics in WGSL).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct MergeCounters {
+    /// Slots of the set table in use (live or not), and the table's capacity.
+    pub sets: Capacity,
+    /// Overlapping set pairs of the current merge pass.
+    pub edges: Capacity,
+    /// Items (set, bin) of the set index of the current merge pass.
+    pub index: Capacity,
+    /// The scheduler's touching pairs to coalesce (count written by the host or the step driver).
+    pub touching: Capacity,
+    /// `sets.count` before `contact_coalesce` (the first new slot).
+    pub coalesce_base: u32,
+    /// The last `merge_label` round of this pass that changed a label, plus one (0: none).
+    pub label_rounds: u32,
+    /// Sticky: 1 when a pass's labels had not converged in the rounds recorded.
+    pub more_rounds: u32,
+    /// Sets `merge_apply` marked moved in this pass (their grown boxes need another pass).
+    pub moved: u32,
+    /// Sets merged away, and the pool entries (points, blocks, watched pairs) their models held.
+    pub merged: u32,
+    pub garbage_cp: u32,
+    pub garbage_k: u32,
+    pub garbage_w: u32,
+    /// `MERGE_*` error bits.
+    pub errors: u32,
+    pub _pad: [u32; 3],
+}
+const _: () = assert!(size_of::<MergeCounters>() == 112);
 
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -781,7 +875,20 @@ pub fn layouts() -> Vec<StructLayout> {
             monitored,
             left,
             lookup_overflow,
-            touching
+            touching,
+            grid,
+            cand,
+            fresh,
+            entries,
+            release,
+            newcomers,
+            _pad
+        }),
+        layout_of!(SchedPhase {
+            phase,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(SegmentMotion {
             mv1,
@@ -915,6 +1022,34 @@ pub fn layouts() -> Vec<StructLayout> {
             first_too_large,
             _pad0,
             _pad1
+        }),
+        layout_of!(MergeUniform {
+            nq,
+            alpha,
+            num_bins,
+            scan_limit
+        }),
+        layout_of!(MergeRound {
+            round,
+            _pad0,
+            _pad1,
+            _pad2
+        }),
+        layout_of!(MergeCounters {
+            sets,
+            edges,
+            index,
+            touching,
+            coalesce_base,
+            label_rounds,
+            more_rounds,
+            moved,
+            merged,
+            garbage_cp,
+            garbage_k,
+            garbage_w,
+            errors,
+            _pad
         }),
     ]
 }

@@ -31,4 +31,5 @@ pub mod sort;
 pub mod spline;
 pub mod state;
 pub mod step;
+pub mod table;
 pub mod wgsl;

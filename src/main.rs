@@ -45,6 +45,42 @@ enum Command {
     Render(RenderArgs),
     /// Print the linking certificate of the closed loops in a BCC file or a scene's cloth.
     Links(LinksArgs),
+    /// Measure the seed's Table 2: each scene from one start state with exact contact and with ACL
+    /// at each tolerance; contacts, models updated per step, contact and step times, speed-ups,
+    /// peak memory, as Markdown (and JSON with --json).
+    Table(TableArgs),
+}
+
+#[derive(clap::Args)]
+struct TableArgs {
+    /// Scenes (TOML). Default: the seed's garments in scenes/ (scarf, sack, afghan).
+    scenes: Vec<PathBuf>,
+    /// Timed steps per variant.
+    #[arg(long, default_value_t = 100)]
+    steps: u32,
+    /// Untimed steps per variant before the timed ones (a fresh ACL builds every contact set at
+    /// its first step).
+    #[arg(long, default_value_t = 10)]
+    warmup: u32,
+    /// Frames of the scene (its own contact model) before the start state is taken, so contacts
+    /// are established.
+    #[arg(long, default_value_t = 0)]
+    start_frame: u32,
+    /// ACL tolerance τ (repeatable; one row each).
+    #[arg(long = "tolerance", default_values_t = [0.04f32])]
+    tolerances: Vec<f32>,
+    /// Where the steps run.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// Also write the table as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Override a scene field in every scene, e.g. --set relax.time=0 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -344,6 +380,10 @@ fn main() -> ExitCode {
             Err(e) => Err(anyhow::anyhow!("cannot start the worker threads: {e}")),
         },
         Command::Info(a) => info(a),
+        Command::Table(a) => match rayon::ThreadPoolBuilder::new().build() {
+            Ok(pool) => pool.install(|| table(a)),
+            Err(e) => Err(anyhow::anyhow!("cannot start the worker threads: {e}")),
+        },
         Command::Render(a) => render(a),
         Command::Links(a) => match links(a) {
             Ok(code) => return code,
@@ -778,11 +818,113 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
         }
     } else {
         eprintln!(
-            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.drag",
-            scene.relax.time, report.steps, report.max_speed, scene.relax.speed
+            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps, radius {:.4} → {:.4} cm): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.speed",
+            scene.relax.time, report.steps, report.start_radius, report.radius, report.max_speed, scene.relax.speed
         );
     }
     Ok(())
+}
+
+/// `yarnsim table`: measures each scene ([`yarnsim::table`]) and prints the Markdown table.
+fn table(a: TableArgs) -> Result<()> {
+    if a.backend == Backend::Gpu {
+        bail!(
+            "yarnsim table --backend gpu: contact.model = \"acl\" does not run on the GPU yet (the \
+             GPU step has: {}); measure with --backend cpu",
+            yarnsim::gpu_step::GPU_CONTACT_MODELS.join(", ")
+        );
+    }
+    if a.steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    if let Some(t) = a.tolerances.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+        bail!("--tolerance {t}: must be a finite number ≥ 0");
+    }
+    let scenes = if a.scenes.is_empty() {
+        ["scarf", "sack", "afghan"]
+            .iter()
+            .map(|n| PathBuf::from(format!("scenes/{n}.toml")))
+            .collect()
+    } else {
+        a.scenes.clone()
+    };
+    let opts = yarnsim::table::TableOptions {
+        steps: a.steps,
+        warmup: a.warmup,
+        start_frames: a.start_frame,
+        tolerances: a.tolerances.clone(),
+    };
+    let machine = machine_name();
+    let threads = rayon::current_num_threads();
+    if !a.quiet {
+        eprintln!("machine: {machine}, {threads} threads; backend cpu");
+    }
+    let mut tables = Vec::new();
+    for path in &scenes {
+        let l = load(path, &a.sets)?;
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if std::io::stderr().is_terminal() && !a.quiet {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:40} {msg}  {pos}/{len} steps  {elapsed} (eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(path.display().to_string());
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into(),
+        );
+        let t = yarnsim::table::measure_scene(
+            &name,
+            &l.scene,
+            &l.build,
+            &l.pins,
+            &opts,
+            &mut |done, total| {
+                bar.set_length(total);
+                bar.set_position(done);
+            },
+        )
+        .with_context(|| format!("measuring {}", path.display()))?;
+        bar.finish_and_clear();
+        tables.push(t);
+    }
+    print!("{}", yarnsim::table::markdown(&tables));
+    if let Some(p) = &a.json {
+        let doc = serde_json::json!({
+            "machine": machine,
+            "threads": threads,
+            "backend": "cpu",
+            "adapter": serde_json::Value::Null,
+            "steps": a.steps,
+            "warmup": a.warmup,
+            "start_frame": a.start_frame,
+            "scenes": tables,
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&doc)? + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// The CPU's model name (Linux `/proc/cpuinfo`), or the architecture.
+fn machine_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
 /// Writes frame `k` as `DIR/frame_NNNN.bcc`, and with `obj` also as `DIR/frame_NNNN.obj`.

@@ -576,7 +576,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_keep",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("cells"),
             read("motion"),
             read("entries"),
@@ -588,7 +588,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_compact",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("entries"),
             read("keep_offsets"),
             read_write("entries_out"),
@@ -599,7 +599,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "entries_merge_rank",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("entries"),
             read("fresh"),
             read_write("entries_out"),
@@ -620,7 +620,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "release_mark",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("released"),
             read("release_offsets"),
             read_write("entries"),
@@ -644,7 +644,7 @@ pub const KERNELS: &[Kernel] = &[
         name: "schedule_process",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("qpts"),
             read("seg_contact"),
             read("windows"),
@@ -658,18 +658,14 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "touching_count",
         workgroup_size: WG,
-        bindings: &[
-            uniform("sched"),
-            read("entries"),
-            read_write("touch_offsets"),
-        ],
+        bindings: &[read("sched"), read("entries"), read_write("touch_offsets")],
         twin: "sched::touching_count",
     },
     Kernel {
         name: "touching_write",
         workgroup_size: WG,
         bindings: &[
-            uniform("sched"),
+            read("sched"),
             read("qpts"),
             read("seg_contact"),
             read("set_lookup"),
@@ -679,6 +675,124 @@ pub const KERNELS: &[Kernel] = &[
             read_write("sched_counters"),
         ],
         twin: "sched::touching_write",
+    },
+    // The scheduler's grid and newcomer_schedule (src/sched/grid.rs, newcomers.rs): the grid is
+    // sched_grid_count, a scan of sched_grid_offsets, sched_grid_write and a radix sort of
+    // sched_grid (32 key bits); then newcomer_count, a scan of newcomer_offsets, newcomer_write, a
+    // radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
+    // newcomer_compact.
+    Kernel {
+        name: "sched_grid_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read_write("sched_grid_offsets"),
+        ],
+        twin: "sched::sched_grid_count",
+    },
+    Kernel {
+        name: "sched_grid_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid_offsets"),
+            read_write("sched_grid"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::sched_grid_write",
+    },
+    Kernel {
+        name: "newcomer_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("prev_cells"),
+            read("sched_grid"),
+            read_write("newcomer_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_count",
+    },
+    Kernel {
+        name: "newcomer_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("sched_grid"),
+            read("newcomer_offsets"),
+            read_write("sched_cand"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_write",
+    },
+    Kernel {
+        name: "newcomer_keep",
+        workgroup_size: WG,
+        bindings: &[
+            read("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("entries"),
+            read("sched_cand"),
+            read_write("fresh_offsets"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_keep",
+    },
+    Kernel {
+        name: "newcomer_compact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("sched_cand"),
+            read("fresh_offsets"),
+            read_write("fresh"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_compact",
+    },
+    // The scheduler's GPU step (sched::SchedGpu): sched_sizes writes the step's `sched` records
+    // (sched_p0/p1/p2) at three points, with a per-dispatch `sched_phase` uniform; the kernels that
+    // read a table length computed on the GPU (num_entries, num_fresh) bind `sched` as read-only
+    // storage to get them, the others as the uniform of the host's per-step constants
+    // (`sched_step`). sched_history ends the step.
+    Kernel {
+        name: "sched_sizes",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("sched_phase"),
+            uniform("sched_step"),
+            read("keep_offsets"),
+            read("release_offsets"),
+            read_write("sched_counters"),
+            read_write("sched_state"),
+            read_write("sched_p0"),
+            read_write("sched_p1"),
+            read_write("sched_p2"),
+        ],
+        twin: "sched::sched_sizes",
+    },
+    Kernel {
+        name: "sched_history",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("pos"),
+            read("cells"),
+            read_write("prev1"),
+            read_write("prev2"),
+            read_write("snaps"),
+            read_write("prev_cells"),
+        ],
+        twin: "sched::sched_history",
     },
     // --- ACL's per-step force stages (src/acl/): evaluation, springs, the point table (count →
     // scan → write → sort → start) and the gather ---
@@ -971,6 +1085,151 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::rebuild::set_rebuild_headers",
     },
+    // --- ACL: coalescing, the set index and set merging (src/acl/coalesce.rs) ---
+    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads, the scan of run_offsets,
+    // contact_coalesce, coalesce_box; then per merge pass: set_bin_count, the scan of bin_offsets,
+    // set_bin_write, the stable sort of set_bin_sort by bin, set_bin_index, set_overlap_count, the
+    // scan of edge_offsets, set_overlap_write, `rounds` × merge_label (each with its `merge_round`
+    // uniform), merge_hull, merge_apply (with merge_round = rounds).
+    Kernel {
+        name: "coalesce_heads",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("touching"),
+            read_write("run_offsets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::coalesce_heads",
+    },
+    Kernel {
+        name: "contact_coalesce",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("touching"),
+            read("run_offsets"),
+            read_write("sets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::contact_coalesce",
+    },
+    Kernel {
+        name: "coalesce_box",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("set_hull"),
+            read_write("sets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::coalesce_box",
+    },
+    Kernel {
+        name: "set_bin_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read_write("bin_offsets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_count",
+    },
+    Kernel {
+        name: "set_bin_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("bin_offsets"),
+            read_write("set_bin_sort"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_write",
+    },
+    Kernel {
+        name: "set_bin_index",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("set_bin_sort"),
+            read_write("set_bin_start"),
+            read_write("set_bin_items"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_bin_index",
+    },
+    Kernel {
+        name: "set_overlap_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("set_bin_start"),
+            read("set_bin_items"),
+            read_write("edge_offsets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_overlap_count",
+    },
+    Kernel {
+        name: "set_overlap_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            read("sets"),
+            read("set_bin_start"),
+            read("set_bin_items"),
+            read("edge_offsets"),
+            read_write("edges"),
+            read_write("labels"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::set_overlap_write",
+    },
+    Kernel {
+        name: "merge_label",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("edges"),
+            read_write("labels"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_label",
+    },
+    Kernel {
+        name: "merge_hull",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("labels"),
+            read_write("sets"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_hull",
+    },
+    Kernel {
+        name: "merge_apply",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_merge"),
+            uniform("merge_round"),
+            read("labels"),
+            read("set_hull"),
+            read_write("sets"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::merge_apply",
+    },
+    // --- end ACL coalescing and merging ---
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

@@ -1233,6 +1233,30 @@ impl Sim {
     /// [`Sim::frame`], calling `on_step` after every step (progress reporting).
     pub fn frame_with(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats, SimError> {
         let start = Instant::now();
+        let n = self.params.steps_per_frame;
+        let t0 = self.time;
+        let first_step = self.steps;
+        self.pass_through_begin_frame()?;
+        let mut st = self.measure_steps(n, on_step)?;
+        self.pass_through_end_frame(first_step)?;
+        // The frame ends at its own time, not at a sum of f32 steps.
+        self.time = t0 + 1.0 / self.params.fps;
+        self.frames += 1;
+        st.frame = self.frames;
+        st.sim_time = self.time;
+        st.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(st)
+    }
+
+    /// `n` steps measured as a frame is (a record of the same values, per-step means over the
+    /// `n` steps), but without the frame's pass-through check and count: for benchmarks such as
+    /// `yarnsim table`. `frame` and `sim_time` of the record are the current ones.
+    pub fn measure_steps(
+        &mut self,
+        n: u32,
+        on_step: &mut dyn FnMut(),
+    ) -> Result<FrameStats, SimError> {
+        let start = Instant::now();
         self.frame_length_error = 0.0;
         self.frame_iterations = 0;
         self.phase = [0.0; 5];
@@ -1240,23 +1264,16 @@ impl Sim {
             v.1 = 0.0;
         }
         self.rebuild_counts.fill(0.0);
-        let n = self.params.steps_per_frame;
-        let t0 = self.time;
-        let first_step = self.steps;
-        self.pass_through_begin_frame()?;
         for _ in 0..n {
             self.step()?;
             on_step();
         }
-        self.pass_through_end_frame(first_step)?;
-        // The frame ends at its own time, not at a sum of f32 steps.
-        self.time = t0 + 1.0 / self.params.fps;
-        self.frames += 1;
         let (ke, vmax) = self.kinetic_energy_and_max_speed();
         let mut phase_ms = [("", 0.0); 5];
         for (out, (name, v)) in phase_ms.iter_mut().zip(PHASES.iter().zip(self.phase)) {
             *out = (name, v);
         }
+        let per = n.max(1) as f64;
         Ok(FrameStats {
             frame: self.frames,
             sim_time: self.time,
@@ -1271,7 +1288,7 @@ impl Sim {
             contact: self
                 .frame_contact
                 .iter()
-                .map(|&(k, v)| (k, v / n as f64))
+                .map(|&(k, v)| (k, v / per))
                 .collect(),
             contact_frame_totals: self
                 .frame_contact

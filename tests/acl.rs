@@ -995,7 +995,7 @@ fn set_merge_equals_pairwise_merging_until_nothing_overlaps() {
         }
         let mut index = SetIndex::default();
         let mut scratch = MergeScratch::default();
-        let (merged, _) = set_merge(&mut sets, &mut index, nq, &mut scratch);
+        let (merged, _) = set_merge(&mut sets, &mut index, nq, &mut scratch).unwrap();
         assert_eq!(
             merged as usize,
             live.iter().filter(|l| !**l).count(),

@@ -1043,3 +1043,98 @@ fn reported_length_error_is_that_of_the_written_frame() {
         assert!(r["projection_error"].as_f64().is_some());
     }
 }
+
+/// `yarnsim table` on two small scenes: one Markdown row per scene and tolerance, every cell parses,
+/// the speed-ups are the ratios of the printed times (to the printed two decimals), and the JSON
+/// holds the same measurements.
+#[test]
+fn table_prints_rows_whose_speedups_are_the_ratios_of_their_times() {
+    let dir = scratch("table");
+    let second = dir.join("rib.toml");
+    std::fs::write(
+        &second,
+        "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 3, courses = 3 }\n",
+    )
+    .unwrap();
+    let json = dir.join("table.json");
+    let out = bin()
+        .arg("table")
+        .arg(tiny_swatch())
+        .arg(&second)
+        .args(["--steps", "20", "--warmup", "2"])
+        .args(["--tolerance", "0.04", "--tolerance", "0.3", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let stdout = text(&out.stdout);
+    let rows: Vec<Vec<String>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| scene"))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    let num = |s: &str| -> f64 {
+        s.trim_end_matches(['x', '%'])
+            .parse()
+            .unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    };
+    for (k, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), 13, "{r:?}");
+        assert_eq!(r[0], if k < 2 { "tiny" } else { "rib" });
+        assert_eq!(num(&r[3]), [0.04, 0.3][k % 2]);
+        for c in &r[1..12] {
+            assert!(num(c).is_finite(), "{c} in {r:?}");
+        }
+        // Contact time and whole step: speed-up = exact / ACL as printed.
+        for (old, new, up) in [(6, 7, 8), (9, 10, 11)] {
+            let ratio = num(&r[old]) / num(&r[new]);
+            assert!(
+                (num(&r[up]) - ratio).abs() <= 0.005 + 1e-9,
+                "{} vs {}/{} in {r:?}",
+                r[up],
+                r[old],
+                r[new]
+            );
+        }
+        let mem: Vec<f64> = r[12].split('/').map(|m| num(m.trim())).collect();
+        assert!(mem.len() == 2 && mem.iter().all(|&m| m > 0.0), "{r:?}");
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let scenes = doc["scenes"].as_array().unwrap();
+    assert_eq!(scenes.len(), 2);
+    for (s, rows) in scenes.iter().zip(rows.chunks(2)) {
+        assert_eq!(s["loops"].as_u64().unwrap().to_string(), rows[0][1]);
+        assert_eq!(s["steps"], 20);
+        for (a, r) in s["acl"].as_array().unwrap().iter().zip(rows) {
+            assert_eq!(
+                yarnsim::table::fmt_ms(a["contact_ms"].as_f64().unwrap()),
+                r[7]
+            );
+            assert_eq!(
+                yarnsim::table::fmt_ms(s["exact"]["step_ms"].as_f64().unwrap()),
+                r[9]
+            );
+        }
+    }
+}
+
+/// `yarnsim table --backend gpu` refuses clearly while ACL has no GPU step.
+#[test]
+fn table_on_the_gpu_says_acl_is_not_there_yet() {
+    let out = bin()
+        .arg("table")
+        .arg(tiny_swatch())
+        .args(["--backend", "gpu"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("does not run on the GPU yet"), "{err}");
+}

@@ -361,6 +361,9 @@ struct ProcessFixture {
     cells: Vec<CellBox>,
     /// Every live set's box.
     boxes: Vec<[u32; 4]>,
+    /// The same-yarn exclusion rule and its `quad_arc` table.
+    excl: yarnsim::contact::Exclusion,
+    quad_arc: Vec<f32>,
 }
 
 fn process_fixture() -> ProcessFixture {
@@ -403,6 +406,8 @@ fn process_fixture() -> ProcessFixture {
     exact.detect(&sim.topo, &sim.pos).unwrap();
     let qpts = exact.quadrature_positions().to_vec();
     let seg_contact = exact.segment_contact().to_vec();
+    let excl = exact.exclusion().clone();
+    let quad_arc = excl.quad_arc().to_vec();
     let mut lookup = Vec::new();
     // Every other set left out of the lookup: its touching pairs are then unowned and found again.
     let boxes: Vec<[u32; 4]> = acl.boxes().step_by(2).collect();
@@ -421,6 +426,8 @@ fn process_fixture() -> ProcessFixture {
         snaps: sched.snaps().to_vec(),
         cells: sched.cell_boxes().to_vec(),
         boxes: acl.boxes().collect(),
+        excl,
+        quad_arc,
     }
 }
 
@@ -881,4 +888,511 @@ fn entries_merge_rank_matches_twin() {
         table.len(),
         fresh.len()
     );
+}
+
+/// The scheduler grid and `newcomer_schedule` as the kernel chain, per kernel against its twin (the
+/// scans and sorts between kernels by their own twins, whose GPU parity tests/gpu_scan.rs checks),
+/// and the chain's results against the CPU run's own stages (`grid_build`, `newcomer_schedule`
+/// with the `Exclusion` rule itself): grid items, candidate keys, new entries and every counter
+/// identical. All outputs are discrete.
+struct NewcomerCase<'a> {
+    label: &'a str,
+    cells: &'a [CellBox],
+    prev_cells: &'a [CellBox],
+    entries: &'a [SchedEntry],
+    /// Capacities below the need, by this many (0: room).
+    short: u32,
+}
+
+/// Runs one kernel of the chain and returns the buffer named `out` and `sched_counters`.
+fn run_sched_kernel(
+    gpu: &yarnsim::gpu::Gpu,
+    name: &str,
+    inputs: &[(&str, &[u8])],
+    threads: u32,
+    out: &str,
+) -> (Vec<u8>, SchedCounters) {
+    let o = run_kernel(gpu, name, inputs, threads).unwrap();
+    let c = o
+        .get("sched_counters")
+        .map(|b| bytemuck::cast_slice::<u8, SchedCounters>(b)[0])
+        .unwrap_or_default();
+    (o[out].clone(), c)
+}
+
+fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCase) -> usize {
+    use yarnsim::layout::KeyValue;
+    use yarnsim::sched::{
+        cand_key_bits, grid_build, newcomer_compact, newcomer_count, newcomer_keep,
+        newcomer_schedule, newcomer_write, sched_grid_count, sched_grid_write, SchedGrid,
+    };
+    let label = case.label;
+    let nseg = f.segments.len();
+    let u = SchedUniform {
+        num_entries: case.entries.len() as u32,
+        ..f.uniform
+    };
+    let (mut sort_s, mut sort_h, mut sort_p, mut partials) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+
+    // The CPU run.
+    let mut grid = SchedGrid::default();
+    grid_build(case.cells, &mut grid);
+    let (mut cand, mut cpu_fresh) = (Vec::new(), Vec::new());
+    let cpu_newcomers = newcomer_schedule(
+        case.cells,
+        case.prev_cells,
+        &grid,
+        case.entries,
+        &f.excl,
+        &mut cand,
+        &mut cpu_fresh,
+    )
+    .unwrap();
+
+    // sched_grid_count → scan.
+    let mut offsets = vec![0u32; nseg + 1];
+    sched_grid_count(&u, case.cells, &mut offsets);
+    let (g, _) = run_sched_kernel(
+        gpu,
+        "sched_grid_count",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(case.cells)),
+            ("sched_grid_offsets", bytes(&vec![7u32; nseg + 1])),
+        ],
+        nseg as u32 + 1,
+        "sched_grid_offsets",
+    );
+    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &offsets[..], "{label}");
+    yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
+    let items = offsets[nseg];
+    assert_eq!(items as usize, grid.items().len(), "{label}");
+
+    // sched_grid_write → sort.
+    let mut c0 = fresh_counters();
+    c0.grid.capacity =
+        items.saturating_sub(case.short).max(1) + if case.short == 0 { 9 } else { 0 };
+    let gcap = c0.grid.capacity as usize;
+    let mut sgrid = vec![KeyValue::default(); gcap];
+    let mut c1 = c0;
+    sched_grid_write(&u, case.cells, &offsets, &mut sgrid, &mut c1);
+    let (g, gc) = run_sched_kernel(
+        gpu,
+        "sched_grid_write",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(case.cells)),
+            ("sched_grid_offsets", bytes(&offsets)),
+            ("sched_grid", bytes(&vec![KeyValue::default(); gcap])),
+            ("sched_counters", bytes(&[c0])),
+        ],
+        gcap as u32,
+        "sched_grid",
+    );
+    assert_eq!(gc, c1, "{label}: sched_grid_write counters");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, KeyValue>(&g),
+        &sgrid[..],
+        "{label}"
+    );
+    yarnsim::sort::radix_sort(&mut sgrid, 32, &mut sort_s, &mut sort_h, &mut sort_p);
+    if case.short == 0 {
+        assert_eq!(&sgrid[..items as usize], grid.items(), "{label}: grid");
+    }
+
+    // newcomer_count → scan.
+    let mut noff = vec![0u32; gcap + 1];
+    let mut c2 = c1;
+    newcomer_count(&u, case.cells, case.prev_cells, &sgrid, &mut noff, &mut c2);
+    let (g, gc) = run_sched_kernel(
+        gpu,
+        "newcomer_count",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(case.cells)),
+            ("prev_cells", bytes(case.prev_cells)),
+            ("sched_grid", bytes(&sgrid)),
+            ("newcomer_offsets", bytes(&vec![7u32; gcap + 1])),
+            ("sched_counters", bytes(&[c1])),
+        ],
+        gcap as u32 + 1,
+        "newcomer_offsets",
+    );
+    assert_eq!(gc, c2, "{label}: newcomer_count counters");
+    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &noff[..], "{label}");
+    yarnsim::scan::exclusive_scan(&mut noff, &mut partials);
+    let total = noff[gcap];
+
+    // newcomer_write → sort.
+    c2.cand.capacity =
+        total.saturating_sub(case.short).max(1) + if case.short == 0 { 5 } else { 0 };
+    let ccap = c2.cand.capacity as usize;
+    let mut scand = vec![KeyValue::default(); ccap];
+    let mut c3 = c2;
+    newcomer_write(&u, case.cells, &sgrid, &noff, &mut scand, &mut c3);
+    let (g, gc) = run_sched_kernel(
+        gpu,
+        "newcomer_write",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(case.cells)),
+            ("sched_grid", bytes(&sgrid)),
+            ("newcomer_offsets", bytes(&noff)),
+            ("sched_cand", bytes(&vec![KeyValue::default(); ccap])),
+            ("sched_counters", bytes(&[c2])),
+        ],
+        gcap.max(ccap) as u32,
+        "sched_cand",
+    );
+    assert_eq!(gc, c3, "{label}: newcomer_write counters");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, KeyValue>(&g),
+        &scand[..],
+        "{label}"
+    );
+    let kb = cand_key_bits(u.num_segments);
+    yarnsim::sort::radix_sort(&mut scand, 2 * kb, &mut sort_s, &mut sort_h, &mut sort_p);
+
+    // newcomer_keep → scan.
+    let mut keep = vec![0u32; ccap + 1];
+    newcomer_keep(
+        &u,
+        &f.segments,
+        &f.quad_arc,
+        &f.seg_contact,
+        case.entries,
+        &scand,
+        &mut keep,
+        &c3,
+    );
+    let (g, gc) = run_sched_kernel(
+        gpu,
+        "newcomer_keep",
+        &[
+            ("sched", bytes(&[u])),
+            ("segments", bytes(&f.segments)),
+            ("quad_arc", bytes(&f.quad_arc)),
+            ("seg_contact", bytes(&f.seg_contact)),
+            ("entries", bytes(case.entries)),
+            ("sched_cand", bytes(&scand)),
+            ("fresh_offsets", bytes(&vec![7u32; ccap + 1])),
+            ("sched_counters", bytes(&[c3])),
+        ],
+        ccap as u32 + 1,
+        "fresh_offsets",
+    );
+    assert_eq!(gc, c3, "{label}: newcomer_keep counters");
+    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &keep[..], "{label}");
+    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
+    let nfresh = keep[ccap];
+
+    // newcomer_compact.
+    c3.fresh.capacity =
+        nfresh.saturating_sub(case.short).max(1) + if case.short == 0 { 3 } else { 0 };
+    let fcap = c3.fresh.capacity as usize;
+    let mut fresh = vec![SchedEntry::default(); fcap];
+    let mut c4 = c3;
+    newcomer_compact(
+        &u,
+        &f.segments,
+        &f.quad_arc,
+        &f.seg_contact,
+        &scand,
+        &keep,
+        &mut fresh,
+        &mut c4,
+    );
+    let (g, gc) = run_sched_kernel(
+        gpu,
+        "newcomer_compact",
+        &[
+            ("sched", bytes(&[u])),
+            ("segments", bytes(&f.segments)),
+            ("quad_arc", bytes(&f.quad_arc)),
+            ("seg_contact", bytes(&f.seg_contact)),
+            ("sched_cand", bytes(&scand)),
+            ("fresh_offsets", bytes(&keep)),
+            ("fresh", bytes(&vec![SchedEntry::default(); fcap])),
+            ("sched_counters", bytes(&[c3])),
+        ],
+        ccap as u32,
+        "fresh",
+    );
+    assert_eq!(gc, c4, "{label}: newcomer_compact counters");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, SchedEntry>(&g),
+        &fresh[..],
+        "{label}"
+    );
+
+    if case.short == 0 {
+        // The chain computes what the CPU run does.
+        assert_eq!(c4.errors, 0, "{label}");
+        assert_eq!(
+            (c4.grid.overflow, c4.cand.overflow, c4.fresh.overflow),
+            (0, 0, 0)
+        );
+        assert_eq!(c4.newcomers as u64, cpu_newcomers, "{label}: newcomers");
+        assert_eq!(&fresh[..nfresh as usize], &cpu_fresh[..], "{label}: fresh");
+    } else {
+        // Short of room at each stage: the overflow flagged at the first stage (later counts are
+        // those of the truncated data, and the host reruns).
+        assert_eq!(c4.grid.overflow, 1, "{label}");
+        assert_eq!(c4.grid.count, items, "{label}");
+    }
+    println!(
+        "{label}: {items} grid items, {} newcomers, {total} candidates, {nfresh} new entries (CPU run: {})",
+        c4.newcomers,
+        cpu_fresh.len()
+    );
+    cpu_fresh.len()
+}
+
+#[test]
+fn grid_and_newcomer_kernels_match_twins_and_cpu_run() {
+    let Some(gpu) = gpu_or_skip("grid_and_newcomer_kernels_match_twins_and_cpu_run") else {
+        return;
+    };
+    let f = process_fixture();
+    let nseg = f.segments.len();
+    let none = vec![CellBox::default(); nseg];
+    // 1. The first step: every cell is new, the table empty: every pair of segments sharing a cell
+    //    that the rule does not exclude outright becomes an entry (checked by brute force).
+    let n1 = newcomer_chain(
+        &gpu,
+        &f,
+        &NewcomerCase {
+            label: "first step",
+            cells: &f.cells,
+            prev_cells: &none,
+            entries: &[],
+            short: 0,
+        },
+    );
+    let mut brute = 0;
+    for a in 0..nseg {
+        for b in a + 1..nseg {
+            if f.cells[a].intersects(&f.cells[b])
+                && yarnsim::sched::PairRules::segment_class(&f.excl, a as u32, b as u32)
+                    != yarnsim::sched::PairClass::All
+            {
+                brute += 1;
+            }
+        }
+    }
+    assert_eq!(n1, brute, "first step: entries vs brute force");
+    // 2. A later step: every 3rd segment's previous box one cell lower in x, every 5th invalid,
+    //    every 7th one cell smaller in y; the table without every 3rd entry (so both found and
+    //    missing pairs occur).
+    let mut prev = f.cells.clone();
+    for (s, p) in prev.iter_mut().enumerate() {
+        if s % 3 == 0 {
+            p.lo[0] -= 1;
+            p.hi[0] -= 1;
+        }
+        if s % 7 == 0 && p.hi[1] > p.lo[1] {
+            p.hi[1] -= 1;
+        }
+        if s % 5 == 0 {
+            *p = CellBox::default();
+        }
+    }
+    let table: Vec<SchedEntry> = f
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| k % 3 != 0)
+        .map(|(_, e)| *e)
+        .collect();
+    let n2 = newcomer_chain(
+        &gpu,
+        &f,
+        &NewcomerCase {
+            label: "moved boxes",
+            cells: &f.cells,
+            prev_cells: &prev,
+            entries: &table,
+            short: 0,
+        },
+    );
+    assert!(n2 > 100 && n2 < n1, "{n2} new entries of {n1}");
+    // 3. The same with every capacity short: the overflow is flagged alike on both sides.
+    newcomer_chain(
+        &gpu,
+        &f,
+        &NewcomerCase {
+            label: "short capacities",
+            cells: &f.cells,
+            prev_cells: &prev,
+            entries: &table,
+            short: 7,
+        },
+    );
+}
+
+/// `sched_history` on the swatch's real snapshots at a step that examines bins 1 and 2: the
+/// history, the snapshots and the previous cell boxes identical on both sides (copies).
+#[test]
+fn sched_history_matches_twin() {
+    let Some(gpu) = gpu_or_skip("sched_history_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = SchedUniform {
+        bins_due: 2,
+        ..f.uniform
+    };
+    let npts = f.pos.len();
+    let (p1, p2) = (&f.snaps[..npts], &f.snaps[npts..2 * npts]);
+    let none = vec![CellBox::default(); f.cells.len()];
+    let (mut c1, mut c2, mut cs, mut cp) =
+        (p1.to_vec(), p2.to_vec(), f.snaps.clone(), none.clone());
+    yarnsim::sched::sched_history(&u, &f.pos, &f.cells, &mut c1, &mut c2, &mut cs, &mut cp);
+    let threads = npts.max(f.cells.len()) as u32;
+    let out = run_kernel(
+        &gpu,
+        "sched_history",
+        &[
+            ("sched", bytes(&[u])),
+            ("pos", bytes(&f.pos)),
+            ("cells", bytes(&f.cells)),
+            ("prev1", bytes(p1)),
+            ("prev2", bytes(p2)),
+            ("snaps", bytes(&f.snaps)),
+            ("prev_cells", bytes(&none)),
+        ],
+        threads,
+    )
+    .unwrap();
+    let pts = |n: &str| bytemuck::cast_slice::<u8, [f32; 4]>(&out[n]).to_vec();
+    assert_eq!(pts("prev1"), c1);
+    assert_eq!(pts("prev2"), c2);
+    assert_eq!(pts("snaps"), cs);
+    assert_eq!(
+        bytemuck::cast_slice::<u8, CellBox>(&out["prev_cells"]),
+        &cp[..]
+    );
+    // Bins 1 and 2 took the positions, the others kept their snapshots.
+    let nb = u.max_bin as usize;
+    assert!(nb > 3);
+    assert_eq!(
+        &cs[..2 * npts],
+        &[f.pos.clone(), f.pos.clone()].concat()[..]
+    );
+    assert_eq!(&cs[2 * npts..], &f.snaps[2 * npts..]);
+    assert_eq!((c1, c2, cp), (f.pos.clone(), p1.to_vec(), f.cells.clone()));
+}
+
+/// `sched_sizes` through its three phases on the swatch's uniform, with and without room in the
+/// entry and release capacities: the counters, the table length and the three `sched` records
+/// identical on both sides.
+#[test]
+fn sched_sizes_matches_twin() {
+    use yarnsim::layout::SchedPhase;
+    use yarnsim::sched::{sched_sizes, SIZES_KEPT, SIZES_MERGED, SIZES_START};
+    let Some(gpu) = gpu_or_skip("sched_sizes_matches_twin") else {
+        return;
+    };
+    let f = process_fixture();
+    let n0 = f.entries.len() as u32;
+    let step = SchedUniform {
+        num_released: 3,
+        num_entries: 12345,
+        num_fresh: 678,
+        ..f.uniform
+    };
+    // Keep every entry but every 4th; release slots 5, 0, 9.
+    let mut keep: Vec<u32> = (0..=n0).map(|e| (e % 4 != 0 && e < n0) as u32).collect();
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
+    let release_offsets = [0u32, 5, 5, 14];
+    let kept = keep[n0 as usize];
+    // (The table always fits the entry capacity: it fitted last step, and kept ≤ n0.)
+    for (entries_cap, release_cap, label) in [(n0 + 500, 14, "room"), (kept + 100, 13, "short")] {
+        let mut counters = fresh_counters();
+        counters.examined = 77;
+        counters.fresh.count = 420;
+        counters.fresh.capacity = 400;
+        counters.entries.capacity = entries_cap;
+        counters.release.capacity = release_cap;
+        let mut state = vec![n0, 0, 0, 0];
+        let (mut p0, mut p1, mut p2) = Default::default();
+        let mut g_counters = counters;
+        let mut g_state = state.clone();
+        let (mut g0, mut g1, mut g2): (SchedUniform, SchedUniform, SchedUniform) =
+            Default::default();
+        for phase in [SIZES_START, SIZES_KEPT, SIZES_MERGED] {
+            let ph = SchedPhase {
+                phase,
+                ..Default::default()
+            };
+            if phase == SIZES_MERGED {
+                // (newcomer_compact's count, after the start reset it.)
+                counters.fresh.count = 420;
+                g_counters.fresh.count = 420;
+            }
+            sched_sizes(
+                &ph,
+                &step,
+                &keep,
+                &release_offsets,
+                &mut counters,
+                &mut state,
+                &mut p0,
+                &mut p1,
+                &mut p2,
+            );
+            let out = run_kernel(
+                &gpu,
+                "sched_sizes",
+                &[
+                    ("sched_phase", bytes(&[ph])),
+                    ("sched_step", bytes(&[step])),
+                    ("keep_offsets", bytes(&keep)),
+                    ("release_offsets", bytes(&release_offsets)),
+                    ("sched_counters", bytes(&[g_counters])),
+                    ("sched_state", bytes(&g_state)),
+                    ("sched_p0", bytes(&[g0])),
+                    ("sched_p1", bytes(&[g1])),
+                    ("sched_p2", bytes(&[g2])),
+                ],
+                1,
+            )
+            .unwrap();
+            g_counters = bytemuck::cast_slice(&out["sched_counters"])[0];
+            g_state = bytemuck::cast_slice(&out["sched_state"]).to_vec();
+            g0 = bytemuck::cast_slice(&out["sched_p0"])[0];
+            g1 = bytemuck::cast_slice(&out["sched_p1"])[0];
+            g2 = bytemuck::cast_slice(&out["sched_p2"])[0];
+            assert_eq!(g_counters, counters, "{label} phase {phase}");
+            assert_eq!(g_state, state, "{label} phase {phase}");
+            assert_eq!((g0, g1, g2), (p0, p1, p2), "{label} phase {phase}");
+        }
+        assert_eq!(p0.num_entries, n0);
+        assert_eq!(p1.num_entries, kept);
+        assert_eq!(counters.examined, 0, "reset at the start");
+        assert_eq!(counters.entries.count, kept + 420);
+        if label == "room" {
+            assert_eq!(
+                (p1.num_fresh, p2.num_entries, state[0]),
+                (400, kept + 400, kept + 400)
+            );
+            assert_eq!(
+                (counters.entries.overflow, counters.release.overflow),
+                (0, 0)
+            );
+        } else {
+            assert_eq!((p1.num_fresh, p2.num_entries), (100, entries_cap));
+            assert_eq!(
+                (counters.entries.overflow, counters.release.overflow),
+                (1, 1)
+            );
+        }
+        assert_eq!(counters.release.count, 14);
+        assert_eq!(
+            (p2.step, p2.bins_due, p2.num_released),
+            (step.step, step.bins_due, 3)
+        );
+    }
 }

@@ -190,7 +190,8 @@ struct Release {
     after: vec4<u32>,
 };
 
-// Uniform `sched`: the scheduler's constants of one step.
+// `sched` (uniform, or read-only storage where a table length comes from the GPU step): the
+// scheduler's constants of one step.
 struct SchedUniform {
     num_segments: u32,
     num_points: u32,
@@ -225,6 +226,21 @@ struct SchedCounters {
     left: atomic<u32>,
     lookup_overflow: atomic<u32>,
     touching: Capacity,
+    grid: Capacity,
+    cand: Capacity,
+    fresh: Capacity,
+    entries: Capacity,
+    release: Capacity,
+    newcomers: atomic<u32>,
+    _pad: array<u32, 3>,
+};
+
+// Uniform (sched_sizes): which size point of the step.
+struct SchedPhase {
+    phase: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 struct SegmentMotion {
@@ -266,6 +282,42 @@ struct PolarOutput {
     error: u32,
     bad_entry: u32,
     _pad: u32,
+};
+
+// Uniform `acl_merge`: the constants of the set-merge kernels.
+struct MergeUniform {
+    nq: u32,
+    alpha: u32,
+    num_bins: u32,
+    scan_limit: u32,
+};
+
+// Uniform `merge_round`: the merge_label round of a dispatch (reads label half round % 2), or for
+// merge_hull / merge_apply the rounds recorded.
+struct MergeRound {
+    round: u32,
+    _pad0: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
+    _pad1: u32,
+    _pad2: u32,
+};
+
+const MERGE_SCAN_LIMIT: u32 = 1u;
+
+struct MergeCounters {
+    sets: Capacity,
+    edges: Capacity,
+    index: Capacity,
+    touching: Capacity,
+    coalesce_base: u32,
+    label_rounds: atomic<u32>,
+    more_rounds: atomic<u32>,
+    moved: atomic<u32>,
+    merged: atomic<u32>,
+    garbage_cp: atomic<u32>,
+    garbage_k: atomic<u32>,
+    garbage_w: atomic<u32>,
+    errors: atomic<u32>,
+    _pad: array<u32, 3>,
 };
 
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.

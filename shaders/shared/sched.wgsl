@@ -123,3 +123,68 @@ fn release_rect(bx: vec4<u32>, b: u32, nseg: u32) -> vec4<u32> {
     }
     return vec4<u32>(sa0, sb0, sb1 - sb0 + 1u, sa1 - sa0 + 1u);
 }
+
+// CellBox::contains.
+fn box_contains(c: CellBox, p: vec3<i32>) -> bool {
+    return box_valid(c) && all(c.lo.xyz <= p) && all(p <= c.hi.xyz);
+}
+
+// sched::box_cell_count: the cells of a box (0 when invalid).
+fn box_cell_count(c: CellBox) -> u32 {
+    if !box_valid(c) {
+        return 0u;
+    }
+    let e = vec3<u32>(c.hi.xyz - c.lo.xyz + vec3<i32>(1));
+    return e.x * e.y * e.z;
+}
+
+// sched::box_cell: cell j of a box, x-fastest.
+fn box_cell(c: CellBox, j: u32) -> vec3<i32> {
+    let ex = u32(c.hi.x - c.lo.x + 1);
+    let ey = u32(c.hi.y - c.lo.y + 1);
+    return vec3<i32>(c.lo.x + i32(j % ex), c.lo.y + i32(j / ex % ey), c.lo.z + i32(j / (ex * ey)));
+}
+
+// sched::cell_hash: the 31-bit hash of a cell (wrapping u32 arithmetic, as on the CPU).
+fn cell_hash(c: vec3<i32>) -> u32 {
+    var h = bitcast<u32>(c.x) * 0x9E3779B1u;
+    h = h ^ (h >> 15u);
+    h = (h + bitcast<u32>(c.y)) * 0x85EBCA77u;
+    h = h ^ (h >> 13u);
+    h = (h + bitcast<u32>(c.z)) * 0xC2B2AE3Du;
+    h = h ^ (h >> 16u);
+    return h >> 1u;
+}
+
+// sched::SCHED_MAX_CELL_RUN: items of one hash run a grid lookup scans at most.
+const SCHED_MAX_CELL_RUN: u32 = 4096u;
+// sched::SCHED_GRID_SENTINEL's key words.
+const SCHED_SENTINEL: u32 = 0xffffffffu;
+
+// sched::cand_key_bits: bits of a segment index in a candidate key.
+fn cand_key_bits(num_segments: u32) -> u32 {
+    return 32u - countLeadingZeros(max(num_segments, 2u) - 1u);
+}
+
+// sched::cand_key: the sort record of pair a < b, key a << k | b (k ≤ 32).
+fn cand_key(a: u32, b: u32, k: u32) -> KeyValue {
+    var lo = b;
+    var hi = 0u;
+    if k >= 32u {
+        hi = a;
+    } else {
+        lo = (a << k) | b;
+        hi = a >> (32u - k);
+    }
+    return KeyValue(lo, hi, 0u, 0u);
+}
+
+// sched::cand_pair: the pair (a, b) of a candidate key.
+fn cand_pair(kv: KeyValue, k: u32) -> vec2<u32> {
+    if k >= 32u {
+        return vec2<u32>(kv.key_hi, kv.key_lo);
+    }
+    let a = (kv.key_lo >> k) | (kv.key_hi << (32u - k));
+    let b = kv.key_lo & ((1u << k) - 1u);
+    return vec2<u32>(a, b);
+}

@@ -26,7 +26,8 @@
 //!    empty space. It sees the sets through their packed boxes (`sched::lookup`) and the boxes that
 //!    gave pairs back during the previous step.
 //! 2. [`coalesce`]: `contact_coalesce` makes new sets of the touching pairs, `set_merge` merges
-//!    overlapping sets (connected components by min-label propagation) until no two overlap.
+//!    overlapping sets (connected components by min-label propagation) until no two overlap; each
+//!    pass is a GPU kernel with its twin there, and [`merge_gpu`] records the kernels.
 //! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
 //!    invalidation, and the corotational force of a still-valid model.
 //! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
@@ -48,6 +49,7 @@
 pub mod coalesce;
 pub mod evaluate;
 pub mod gather;
+pub mod merge_gpu;
 pub mod model;
 mod outputs;
 pub mod rebuild;
@@ -409,6 +411,12 @@ impl AclContact {
             .map(|s| s.bx)
     }
 
+    /// The boxes the sets released since the last step: what the next step's scheduler receives
+    /// (for tests that drive a scheduler alongside).
+    pub fn released(&self) -> &[Release] {
+        &self.released
+    }
+
     /// The scheduler (for statistics and tests).
     pub fn scheduler(&self) -> &Scheduler {
         &self.sched
@@ -517,11 +525,12 @@ impl AclContact {
     }
 
     /// Stage `set_merge` on the table, with the garbage of the merged-away models counted.
-    fn merge(&mut self) -> u64 {
+    fn merge(&mut self) -> Result<u64, ContactError> {
         let (merged, garbage) =
-            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge);
+            coalesce::set_merge(&mut self.sets, &mut self.index, self.nq, &mut self.merge)
+                .map_err(|e| ContactError::Other(e.to_string()))?;
         self.garbage.add_all(&garbage);
-        merged
+        Ok(merged)
     }
 
     /// Rebuilds every live set at `pos` (one round of [`Self::rebuild_dirty`] with all of them
@@ -732,14 +741,15 @@ impl AclContact {
         // 2. Coalescing.
         let t0 = std::time::Instant::now();
         st.new_pairs = self.sched.touching().len() as u64;
-        coalesce::contact_coalesce(
+        coalesce::coalesce_pairs(
             self.sched.touching(),
             self.params.padding,
             self.nq,
             &mut self.sets,
             &mut self.springs,
+            &mut self.merge,
         );
-        st.merges += self.merge();
+        st.merges += self.merge()?;
         let mut coalesce = t0.elapsed().as_secs_f64();
         // 3. Evaluate clean sets.
         let t1 = std::time::Instant::now();
@@ -774,7 +784,7 @@ impl AclContact {
             self.rebuild_dirty(pos, &mut st)?;
             rebuild += t2.elapsed().as_secs_f64();
             let t3 = std::time::Instant::now();
-            st.merges += self.merge();
+            st.merges += self.merge()?;
             coalesce += t3.elapsed().as_secs_f64();
         }
         // 5. Forces: the springs into their sets' forces, then gathered per control point.

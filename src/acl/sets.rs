@@ -185,6 +185,16 @@ impl SetIndex {
         &self.items[self.start[bin] as usize..self.start[bin + 1] as usize]
     }
 
+    /// `start[b]`: the first item of bin `b` (`num_bins + 1` entries; empty before the first build).
+    pub fn start(&self) -> &[u32] {
+        &self.start
+    }
+
+    /// The sets of all bins, bin after bin.
+    pub fn items(&self) -> &[u32] {
+        &self.items
+    }
+
     /// Forgets the sets (a new topology).
     pub fn clear(&mut self) {
         self.start.clear();

@@ -26,12 +26,14 @@
 //!    `ω/2` is *monitored* (all its entries are examined now) and takes the current value as its new
 //!    reference; flags the segments that left a cell.
 //! 3. [`grid_build`] (on steps where some segment entered a cell): `(cell, segment)` items
-//!    counting-sorted by hash bucket.
+//!    sorted by cell hash ([`grid`]: kernels [`sched_grid_count`] + scan + [`sched_grid_write`] +
+//!    radix sort).
 //! 4. [`entries_drop`]: compaction keeping the entries whose segments still share a cell (two
 //!    segments in disjoint cell sets have disjoint padded boxes: a certificate that they cannot touch).
 //! 5. [`newcomer_schedule`] + [`entries_merge`]: each (segment, cell) pair new this step meets the
 //!    other segments of the cell; pairs without an entry (sorted, deduplicated, looked up by binary
-//!    search) are merged into the table, due now. With 4 this keeps the invariant *every non-excluded
+//!    search) are merged into the table, due now (kernels [`newcomer_count`] + scan +
+//!    [`newcomer_write`] + radix sort + [`newcomer_keep`] + scan + [`newcomer_compact`]). With 4 this keeps the invariant *every non-excluded
 //!    segment pair sharing a cell has exactly one entry*.
 //! 6. [`entries_release`]: entries holding pairs that a contact set gave back last step are flagged
 //!    due, with their bound cleared.
@@ -45,11 +47,12 @@
 //! 8. [`touching_count`], exclusive scan, [`touching_write`] (kernels): the touching pairs in table
 //!    order (the CPU run collects the same pairs while examining).
 //!
-//! Kernels with parity tests (tests/gpu_sched.rs) exist for stages 1, 2, 7 and 8, and for 4, the
-//! merge of 5 and 6 in data-parallel form ([`entries_keep`] + scan + [`entries_compact`],
+//! Kernels with parity tests (tests/gpu_sched.rs) exist for stages 1, 2, 3, 7 and 8, and for 4, 5
+//! and 6 in data-parallel form ([`entries_keep`] + scan + [`entries_compact`], the newcomer chain,
 //! [`entries_merge_rank`], [`release_count`] + scan + [`release_mark`]; the CPU run uses the
-//! sequential stages, checked equal). The grid and `newcomer_schedule` run on the CPU only so far,
-//! and nothing drives the kernels in a run yet.
+//! sequential stages, checked equal). [`SchedGpu`] ([`gpu`]) runs the whole step as one list of
+//! dispatches (tests/gpu_sched_step.rs: bit-identical to this module's CPU run over 40 steps); no
+//! simulation run drives it yet.
 
 //! # Distance bounds and bins
 //!
@@ -91,33 +94,44 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 mod entries;
-mod grid;
+pub mod gpu;
+pub mod grid;
 pub mod lookup;
 mod monitor;
 mod newcomers;
 mod process;
 mod raster;
+mod sizes;
 mod state;
 
 pub use entries::{
     bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_merge_rank,
     entries_release, entry_due, release_count, release_mark, release_rect,
 };
-pub use grid::{grid_build, SchedGrid};
+pub use gpu::{SchedCaps, SchedGpu};
+pub use grid::{
+    box_cell, box_cell_count, cell_hash, grid_build, sched_grid_count, sched_grid_write, SchedGrid,
+    SCHED_GRID_SENTINEL, SCHED_MAX_CELL_RUN,
+};
 pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
 pub use monitor::segment_monitor;
-pub use newcomers::{find_entry, newcomer_schedule};
+pub use newcomers::{
+    cand_key, cand_key_bits, cand_pair, find_entry, newcomer_compact, newcomer_count,
+    newcomer_keep, newcomer_schedule, newcomer_write, pair_class,
+};
 pub use process::{
     schedule_process, segment_windows, touching_count, touching_write, ProcessBuffers, ProcessLazy,
     ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
+pub use sizes::{
+    reset_counters, sched_history, sched_sizes, SIZES_KEPT, SIZES_MERGED, SIZES_START,
+};
 
 use crate::layout::{
     SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
 };
 use crate::state::Segment;
-use bytemuck::{Pod, Zeroable};
 
 /// Largest `b` the `b × b` pair bitmap ([u32; 4]) can hold.
 pub const MAX_QUADRATURE: u32 = 11;
@@ -145,6 +159,8 @@ pub enum SchedError {
     NotFinite { point: usize },
     #[error("segment {seg} covers more than {MAX_CELLS_PER_SEGMENT} grid cells, or lies more than 2^30 cells from the cloth's first centre: the cloth exploded or contact.grid_cell is far too small")]
     TooManyCells { seg: usize },
+    #[error("a grid cell of segment {seg} shares its hash with more than {SCHED_MAX_CELL_RUN} (cell, segment) items: the cloth is crushed into a few cells, or contact.grid_cell is far too large")]
+    CellFull { seg: usize },
     #[error("positions hold {got} points but the topology needs {need}")]
     Size { got: usize, need: usize },
 }
@@ -199,15 +215,6 @@ impl CellBox {
             || (o.valid() && (0..3).all(|a| o.lo[a] <= self.lo[a] && self.hi[a] <= o.hi[a]))
     }
 }
-
-/// One (cell, segment) occupancy.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct GridItem {
-    pub cell: [i32; 3],
-    pub seg: u32,
-}
-const _: () = assert!(std::mem::size_of::<GridItem>() == 16);
 
 /// Entry flag: the two segments are on one yarn and only some of their pairs are excluded.
 pub const ENTRY_MIXED: u32 = 1 << 8;
@@ -390,7 +397,7 @@ pub fn box_bits(bx: [u32; 4], seg_a: u32, seg_b: u32, b: u32) -> [u32; 4] {
 }
 
 /// The integer cell nearest to the centre of mass of the control points (equal masses).
-fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
+pub fn anchor_of(pos: &[[f32; 4]], cell: f32) -> [i32; 3] {
     let mut c = [0.0f64; 3];
     for p in pos {
         for a in 0..3 {
@@ -669,7 +676,7 @@ impl Scheduler {
                 rules,
                 &mut self.cand,
                 &mut self.fresh,
-            );
+            )?;
             self.stats.created = self.fresh.len() as u64;
             // Room for a quarter more than ever, so that the steps' fluctuations do not allocate.
             let need = self.entries.len() + self.fresh.len();

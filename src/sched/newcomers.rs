@@ -1,18 +1,43 @@
 //! Stage `newcomer_schedule` of the scheduler: the segment pairs that meet in a grid cell new to one of
 //! them this step and have no schedule entry yet, as new entries.
 //!
-//! Reads the cell boxes of this step and the last (`cells`, `prev_cells`), the grid of this step, the
-//! entry table (sorted by `(seg_a, seg_b)`) and the exclusion rule; writes the new entries, sorted and
-//! unique, into `fresh` (each due now with an unknown bound), through the candidate keys `cand`
-//! (`seg_a << 32 | seg_b`, written per segment, then sorted and deduplicated: a pair met in several
-//! new cells, or new to both segments, is one entry). The table is then merged with `fresh`
-//! ([`super::entries::entries_merge`]), which keeps the invariant *every non-excluded segment pair
-//! sharing a cell has exactly one entry* together with the drop of pairs that stopped sharing one.
+//! Reads the cell boxes of this step and the last (`cells`, `prev_cells`), the grid of this step
+//! ([`super::grid`]), the entry table (sorted by `(seg_a, seg_b)`) and the exclusion rule; writes the
+//! new entries, sorted and unique, into `fresh` (each due now with an unknown bound), through
+//! candidate keys (a pair met in several new cells, or new to both segments, is one entry). The
+//! table is then merged with `fresh` ([`super::entries::entries_merge`]), which keeps the invariant
+//! *every non-excluded segment pair sharing a cell has exactly one entry* together with the drop of
+//! pairs that stopped sharing one.
+//!
+//! As kernels (each a twin here), over the sorted grid items:
+//! 1. [`newcomer_count`] (one thread per grid slot, plus one): an item `(s, c)` whose cell is not in
+//!    `prev_cells[s]` is a newcomer; it counts the other segments of its cell (its hash run, found
+//!    by binary search, filtered by cell) into `newcomer_offsets`;
+//! 2. exclusive scan of `newcomer_offsets`;
+//! 3. [`newcomer_write`]: the same pairs as candidate keys ([`cand_key`]: `a << k | b`, `a < b`,
+//!    `k` the bits of a segment index) into `sched_cand`; slots up to the candidate capacity past
+//!    the total get the sentinel;
+//! 4. radix sort of `sched_cand` on `2k` key bits;
+//! 5. [`newcomer_keep`] (one thread per candidate slot, plus one): 1 for the first of equal keys
+//!    whose pair is not excluded outright ([`pair_class`], from the exclusion tables `segments`,
+//!    `quad_arc`, `seg_contact`, as the kernels of the exact path decide) and has no entry (binary
+//!    search in `entries`);
+//! 6. exclusive scan of `fresh_offsets`;
+//! 7. [`newcomer_compact`]: the kept candidates as entries (`ENTRY_DUE`, `ENTRY_MIXED` for pairs of
+//!    mixed class) into `fresh`, in key order: sorted and unique.
+//!
+//! The CPU run ([`newcomer_schedule`]) visits only the segments whose box is not within last step's
+//! (most steps none) and looks their new cells up in the same grid; its `fresh` equals the
+//! kernels' (tests/gpu_sched.rs).
 
-use super::grid::SchedGrid;
-use super::{CellBox, PairClass, PairRules, SchedEntry, ENTRY_DUE, ENTRY_MIXED};
+use super::grid::{cell_hash, for_each_in_cell, item_cell, SchedGrid, SCHED_GRID_SENTINEL};
+use super::{CellBox, PairClass, PairRules, SchedEntry, SchedError, ENTRY_DUE, ENTRY_MIXED};
+use crate::contact::exclusion_class;
+use crate::layout::{KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL};
+use crate::state::Segment;
 
-/// Stage `newcomer_schedule`; returns the number of (segment, cell) newcomers.
+/// Stage `newcomer_schedule` (the CPU run); returns the number of (segment, cell) newcomers, or
+/// [`SchedError::CellFull`] when a cell's hash run is longer than the kernels scan.
 #[allow(clippy::too_many_arguments)]
 pub fn newcomer_schedule(
     cells: &[CellBox],
@@ -22,12 +47,12 @@ pub fn newcomer_schedule(
     rules: &dyn PairRules,
     cand: &mut Vec<u64>,
     fresh: &mut Vec<SchedEntry>,
-) -> u64 {
+) -> Result<u64, SchedError> {
     cand.clear();
     fresh.clear();
     let mut newcomers = 0u64;
     for (s, (cb, pb)) in cells.iter().zip(prev_cells).enumerate() {
-        if cb.valid() && cb.within(pb) {
+        if !cb.valid() || cb.within(pb) {
             // No cell of `cb` is new (most segments, most steps).
             continue;
         }
@@ -39,12 +64,13 @@ pub fn newcomer_schedule(
                         continue;
                     }
                     newcomers += 1;
-                    for t in grid.segments_in(c) {
-                        if t as usize == s {
-                            continue;
-                        }
-                        let (a, b) = (t.min(s as u32), t.max(s as u32));
+                    let s = s as u32;
+                    let ok = grid.segments_in(cells, c, s, |t| {
+                        let (a, b) = (t.min(s), t.max(s));
                         cand.push(((a as u64) << 32) | b as u64);
+                    });
+                    if !ok {
+                        return Err(SchedError::CellFull { seg: s as usize });
                     }
                 }
             }
@@ -58,19 +84,24 @@ pub fn newcomer_schedule(
         if class == PairClass::All || find_entry(entries, a, b).is_some() {
             continue;
         }
-        fresh.push(SchedEntry {
-            seg_a: a,
-            seg_b: b,
-            d: -1.0,
-            bin_flags: ENTRY_DUE
-                | if class == PairClass::Mixed {
-                    ENTRY_MIXED
-                } else {
-                    0
-                },
-        });
+        fresh.push(new_entry(a, b, class));
     }
-    newcomers
+    Ok(newcomers)
+}
+
+#[inline]
+fn new_entry(a: u32, b: u32, class: PairClass) -> SchedEntry {
+    SchedEntry {
+        seg_a: a,
+        seg_b: b,
+        d: -1.0,
+        bin_flags: ENTRY_DUE
+            | if class == PairClass::Mixed {
+                ENTRY_MIXED
+            } else {
+                0
+            },
+    }
 }
 
 /// The index of the entry of segments `a < b` in the sorted table, if any.
@@ -78,4 +109,262 @@ pub fn newcomer_schedule(
 pub fn find_entry(entries: &[SchedEntry], a: u32, b: u32) -> Option<usize> {
     let key = ((a as u64) << 32) | b as u64;
     entries.binary_search_by_key(&key, |e| e.key()).ok()
+}
+
+/// Bits of a segment index in a candidate key: enough for `num_segments − 1` (at least 1).
+#[inline]
+pub fn cand_key_bits(num_segments: u32) -> u32 {
+    32 - (num_segments.max(2) - 1).leading_zeros()
+}
+
+/// The candidate key of segments `a < b`: `a << k | b` (`k` = [`cand_key_bits`]), as a sort record.
+#[inline]
+pub fn cand_key(a: u32, b: u32, k: u32) -> KeyValue {
+    let key = ((a as u64) << k) | b as u64;
+    KeyValue {
+        key_lo: key as u32,
+        key_hi: (key >> 32) as u32,
+        value: 0,
+        _pad: 0,
+    }
+}
+
+/// The segments `(a, b)` of a candidate key.
+#[inline]
+pub fn cand_pair(kv: &KeyValue, k: u32) -> (u32, u32) {
+    let key = ((kv.key_hi as u64) << 32) | kv.key_lo as u64;
+    ((key >> k) as u32, (key & ((1u64 << k) - 1)) as u32)
+}
+
+/// The exclusion rule's class of segments `a ≠ b` from the kernels' tables (shaders/shared/
+/// sched.wgsl `pair_class`): different yarns are clear; on one yarn, the classes of the four corner
+/// pairs of quadrature points (`quad_arc`, loop length from `seg_contact`) decide, exactly as
+/// `Exclusion::segment_exclusion` does (all near: every pair excluded; none: clear; else mixed).
+#[inline]
+pub fn pair_class(
+    sched: &SchedUniform,
+    segments: &[Segment],
+    quad_arc: &[f32],
+    seg_contact: &[SegmentContact],
+    a: u32,
+    b: u32,
+) -> PairClass {
+    if segments[a as usize].yarn != segments[b as usize].yarn {
+        return PairClass::Clear;
+    }
+    if a == b {
+        return PairClass::Mixed;
+    }
+    let q = sched.quadrature;
+    let loop_len = seg_contact[a as usize].loop_len;
+    let class = |ka: u32, kb: u32| {
+        exclusion_class(
+            quad_arc[(a * q + ka) as usize],
+            quad_arc[(b * q + kb) as usize],
+            loop_len,
+            sched.exclusion_arc,
+        )
+    };
+    let c = [
+        class(0, 0),
+        class(0, q - 1),
+        class(q - 1, 0),
+        class(q - 1, q - 1),
+    ];
+    if c.iter().all(|&x| x == c[0]) {
+        if c[0] == 1 {
+            PairClass::Clear
+        } else {
+            PairClass::All
+        }
+    } else {
+        PairClass::Mixed
+    }
+}
+
+/// The grid items the kernels read: the first `min(count, capacity)` slots.
+#[inline]
+fn grid_items<'a>(sched_grid: &'a [KeyValue], c: &SchedCounters) -> &'a [KeyValue] {
+    &sched_grid[..c.grid.count.min(c.grid.capacity) as usize]
+}
+
+/// The other segments of a newcomer item's cell, to `f`; `None` when the item's cell is not new to
+/// its segment, else whether the run was scanned in full.
+#[inline]
+fn newcomer_pairs(
+    items: &[KeyValue],
+    cells: &[CellBox],
+    prev_cells: &[CellBox],
+    kv: &KeyValue,
+    f: impl FnMut(u32),
+) -> Option<bool> {
+    let s = kv.value;
+    let c = item_cell(cells, kv);
+    if prev_cells[s as usize].contains(c) {
+        return None;
+    }
+    Some(for_each_in_cell(items, cells, cell_hash(c), c, s, f))
+}
+
+/// Stage `newcomer_count` (kernel `shaders/newcomer_count.wgsl`): `newcomer_offsets[i]` = for grid
+/// item `i` whose cell is new to its segment, the number of other segments in that cell, else 0 (and
+/// for the slots past the items); `newcomer_offsets[capacity] = 0`. Newcomer items are counted into
+/// `sched_counters.newcomers`; a hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises
+/// `ERROR_GRID_CELL_FULL`.
+pub fn newcomer_count(
+    sched: &SchedUniform,
+    cells: &[CellBox],
+    prev_cells: &[CellBox],
+    sched_grid: &[KeyValue],
+    newcomer_offsets: &mut [u32],
+    sched_counters: &mut SchedCounters,
+) {
+    let _ = sched;
+    let cap = sched_counters.grid.capacity as usize;
+    let items = grid_items(sched_grid, sched_counters);
+    let mut full = false;
+    for (i, o) in newcomer_offsets[..cap].iter_mut().enumerate() {
+        *o = 0;
+        let Some(kv) = items.get(i) else { continue };
+        let mut n = 0;
+        if let Some(ok) = newcomer_pairs(items, cells, prev_cells, kv, |_| n += 1) {
+            sched_counters.newcomers += 1;
+            full |= !ok;
+        }
+        *o = n;
+    }
+    newcomer_offsets[cap] = 0;
+    if full {
+        sched_counters.errors |= ERROR_GRID_CELL_FULL;
+    }
+}
+
+/// Stage `newcomer_write` (kernel `shaders/newcomer_write.wgsl`): the pairs of [`newcomer_count`]
+/// (its items with a nonzero count) as candidate keys from slot `newcomer_offsets[i]` on (scanned), those within
+/// `sched_counters.cand.capacity`; the slots from the total to the capacity get the sentinel. The
+/// total and its overflow flag go to `sched_counters.cand`.
+pub fn newcomer_write(
+    sched: &SchedUniform,
+    cells: &[CellBox],
+    sched_grid: &[KeyValue],
+    newcomer_offsets: &[u32],
+    sched_cand: &mut [KeyValue],
+    sched_counters: &mut SchedCounters,
+) {
+    let k = cand_key_bits(sched.num_segments);
+    let gcap = sched_counters.grid.capacity as usize;
+    let ccap = sched_counters.cand.capacity as usize;
+    let total = newcomer_offsets[gcap] as usize;
+    sched_counters.cand.count = total as u32;
+    if total > ccap {
+        sched_counters.cand.overflow = 1;
+    }
+    let items = grid_items(sched_grid, sched_counters);
+    for (i, kv) in items.iter().enumerate() {
+        // (A nonzero count marks a newcomer with partners.)
+        let mut slot = newcomer_offsets[i] as usize;
+        if slot == newcomer_offsets[i + 1] as usize {
+            continue;
+        }
+        let s = kv.value;
+        let c = item_cell(cells, kv);
+        for_each_in_cell(items, cells, kv.key_lo, c, s, |t| {
+            if slot < ccap {
+                sched_cand[slot] = cand_key(t.min(s), t.max(s), k);
+            }
+            slot += 1;
+        });
+    }
+    for slot in sched_cand[total.min(ccap)..ccap].iter_mut() {
+        *slot = SCHED_GRID_SENTINEL;
+    }
+}
+
+/// Stage `newcomer_keep` (kernel `shaders/newcomer_keep.wgsl`): `fresh_offsets[i] = 1` for sorted
+/// candidate `i` (below `min(count, capacity)` of `sched_counters.cand`) that is the first of its key,
+/// whose pair is not excluded outright ([`pair_class`]) and has no entry in `entries` (the first
+/// `sched.num_entries`), else 0; `fresh_offsets[capacity] = 0`.
+#[allow(clippy::too_many_arguments)]
+pub fn newcomer_keep(
+    sched: &SchedUniform,
+    segments: &[Segment],
+    quad_arc: &[f32],
+    seg_contact: &[SegmentContact],
+    entries: &[SchedEntry],
+    sched_cand: &[KeyValue],
+    fresh_offsets: &mut [u32],
+    sched_counters: &SchedCounters,
+) {
+    let k = cand_key_bits(sched.num_segments);
+    let ccap = sched_counters.cand.capacity as usize;
+    let n = (sched_counters.cand.count as usize).min(ccap);
+    let table = &entries[..sched.num_entries as usize];
+    for i in 0..ccap {
+        fresh_offsets[i] = (i < n && (i == 0 || sched_cand[i - 1] != sched_cand[i]) && {
+            let (a, b) = cand_pair(&sched_cand[i], k);
+            pair_class(sched, segments, quad_arc, seg_contact, a, b) != PairClass::All
+                && find_entry(table, a, b).is_none()
+        }) as u32;
+    }
+    fresh_offsets[ccap] = 0;
+}
+
+/// Stage `newcomer_compact` (kernel `shaders/newcomer_compact.wgsl`): every kept candidate
+/// (`fresh_offsets[i + 1] > fresh_offsets[i]`, scanned) becomes a new entry, due, with an unknown
+/// bound and `ENTRY_MIXED` for a pair of mixed class, at slot `fresh_offsets[i]` of `fresh` (within
+/// `sched_counters.fresh.capacity`); the total and its overflow flag go to `sched_counters.fresh`.
+#[allow(clippy::too_many_arguments)]
+pub fn newcomer_compact(
+    sched: &SchedUniform,
+    segments: &[Segment],
+    quad_arc: &[f32],
+    seg_contact: &[SegmentContact],
+    sched_cand: &[KeyValue],
+    fresh_offsets: &[u32],
+    fresh: &mut [SchedEntry],
+    sched_counters: &mut SchedCounters,
+) {
+    let k = cand_key_bits(sched.num_segments);
+    let ccap = sched_counters.cand.capacity as usize;
+    let fcap = sched_counters.fresh.capacity;
+    let total = fresh_offsets[ccap];
+    sched_counters.fresh.count = total;
+    if total > fcap {
+        sched_counters.fresh.overflow = 1;
+    }
+    for i in 0..ccap {
+        let slot = fresh_offsets[i];
+        if fresh_offsets[i + 1] > slot && slot < fcap {
+            let (a, b) = cand_pair(&sched_cand[i], k);
+            let class = pair_class(sched, segments, quad_arc, seg_contact, a, b);
+            fresh[slot as usize] = new_entry(a, b, class);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cand_keys_round_trip_and_order() {
+        for n in [3u32, 1000, 65_536, 65_537, 1 << 31, u32::MAX] {
+            let k = cand_key_bits(n);
+            assert!(((n - 1) as u64) < (1u64 << k));
+            let pairs = [(0, 1), (0, n - 1), (n / 2, n - 1), (n - 2, n - 1)];
+            let mut last = None;
+            for (a, b) in pairs {
+                let kv = cand_key(a, b, k);
+                assert_eq!(cand_pair(&kv, k), (a, b));
+                let key = crate::sort::key(&kv);
+                assert!(key < crate::sort::key(&SCHED_GRID_SENTINEL));
+                if let Some(l) = last {
+                    assert!(key >= l);
+                }
+                last = Some(key);
+            }
+        }
+        assert_eq!(cand_key_bits(2), 1);
+        assert_eq!(cand_key_bits(1000), 10);
+    }
 }

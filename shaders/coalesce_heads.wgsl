@@ -1,0 +1,52 @@
+// coalesce_heads: the first pass of contact_coalesce. With T = min(touching.count,
+// touching.capacity) of merge_counters: thread t < T writes run_offsets[t] = 1 when touching pair t
+// starts a run (t = 0, or its padded box does not overlap pair t − 1's), else 0, and clears the
+// hull accumulator of slot sets.count + t (runs get the slots from sets.count on, at most T of
+// them); threads T ≤ t ≤ touching.capacity write run_offsets[t] = 0, so the exclusive scan over
+// capacity + 1 elements gives each pair's run and, last, the number of runs. Thread 0 records
+// sets.count as coalesce_base for the next passes. CPU twin: acl::coalesce::coalesce_heads.
+// One thread per touching slot, plus one. No loops.
+
+#import layout
+#import merge
+
+@group(0) @binding(0) var<uniform> acl_merge: MergeUniform;
+@group(0) @binding(1) var<storage, read> touching: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read_write> run_offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> set_hull: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> merge_counters: MergeCounters;
+
+@compute @workgroup_size(256)
+fn coalesce_heads(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let t = thread_index(wid, nwg, lid, 256u);
+    let tcap = merge_counters.touching.capacity;
+    if t > tcap {
+        return;
+    }
+    let n = min(atomicLoad(&merge_counters.touching.count), tcap);
+    let base = atomicLoad(&merge_counters.sets.count);
+    if t == 0u {
+        merge_counters.coalesce_base = base;
+    }
+    if t >= n {
+        run_offsets[t] = 0u;
+        return;
+    }
+    let p = touching[t];
+    var head = 1u;
+    if t > 0u {
+        let q = touching[t - 1u];
+        let bx = padded_box(p.x, p.y, acl_merge.alpha, acl_merge.nq);
+        let prev = padded_box(q.x, q.y, acl_merge.alpha, acl_merge.nq);
+        head = select(1u, 0u, boxes_overlap(prev, bx));
+    }
+    run_offsets[t] = head;
+    let slot = base + t;
+    if slot < merge_counters.sets.capacity {
+        set_hull[slot] = vec4<u32>(0u);
+    }
+}

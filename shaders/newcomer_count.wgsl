@@ -1,0 +1,63 @@
+// newcomer_count: grid item i (of the sorted scheduler grid's first min(count, capacity) items) whose
+// cell is not in its segment's previous cell box is a newcomer: it counts the other segments of that
+// cell — the items of its hash run (binary search) with the same cell — into newcomer_offsets[i]
+// (0 for other items and slots), and itself into sched_counters.newcomers; a hash run longer than
+// SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0 (the scan's
+// trailing element). CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
+// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
+
+#import layout
+#import sched
+
+@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(1) var<storage, read> cells: array<CellBox>;
+@group(0) @binding(2) var<storage, read> prev_cells: array<CellBox>;
+@group(0) @binding(3) var<storage, read> sched_grid: array<KeyValue>;
+@group(0) @binding(4) var<storage, read_write> newcomer_offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sched_counters: SchedCounters;
+
+#import sched_grid
+
+@compute @workgroup_size(256)
+fn newcomer_count(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    let cap = sched_counters.grid.capacity;
+    if i > cap {
+        return;
+    }
+    let n = grid_items();
+    if i >= n {
+        newcomer_offsets[i] = 0u;
+        return;
+    }
+    let kv = sched_grid[i];
+    let s = kv.value;
+    let c = box_cell(cells[s], kv.key_hi);
+    if box_contains(prev_cells[s], c) {
+        newcomer_offsets[i] = 0u;
+        return;
+    }
+    atomicAdd(&sched_counters.newcomers, 1u);
+    let h = kv.key_lo;
+    let lo = grid_run_start(h, n);
+    let end = min(n, lo + SCHED_MAX_CELL_RUN);
+    var count = 0u;
+    var k = lo;
+    for (; k < end; k = k + 1u) {
+        let o = sched_grid[k];
+        if o.key_lo != h {
+            break;
+        }
+        if o.value != s && all(box_cell(cells[o.value], o.key_hi) == c) {
+            count = count + 1u;
+        }
+    }
+    if k == end && end < n && sched_grid[end].key_lo == h {
+        atomicOr(&sched_counters.errors, ERROR_GRID_CELL_FULL);
+    }
+    newcomer_offsets[i] = count;
+}

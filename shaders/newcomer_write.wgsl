@@ -1,0 +1,68 @@
+// newcomer_write: the pairs of newcomer_count (items with a nonzero count are the newcomers with
+// partners) as candidate keys (cand_key: a << k | b, a < b) from
+// slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
+// the slots from the total newcomer_offsets[grid capacity] to the candidate capacity get the
+// sentinel, so the sort keeps them last. Thread 0 records the total and its overflow flag in
+// sched_counters.cand. CPU twin: sched::newcomer_write. One thread per slot of
+// max(grid capacity, candidate capacity): grid item i and candidate slot i.
+// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
+
+#import layout
+#import sched
+
+@group(0) @binding(0) var<uniform> sched: SchedUniform;
+@group(0) @binding(1) var<storage, read> cells: array<CellBox>;
+@group(0) @binding(2) var<storage, read> sched_grid: array<KeyValue>;
+@group(0) @binding(3) var<storage, read> newcomer_offsets: array<u32>;
+@group(0) @binding(4) var<storage, read_write> sched_cand: array<KeyValue>;
+@group(0) @binding(5) var<storage, read_write> sched_counters: SchedCounters;
+
+#import sched_grid
+
+@compute @workgroup_size(256)
+fn newcomer_write(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = thread_index(wid, nwg, lid, 256u);
+    let gcap = sched_counters.grid.capacity;
+    let ccap = sched_counters.cand.capacity;
+    let total = newcomer_offsets[gcap];
+    if i == 0u {
+        atomicStore(&sched_counters.cand.count, total);
+        if total > ccap {
+            atomicStore(&sched_counters.cand.overflow, 1u);
+        }
+    }
+    if i >= total && i < ccap {
+        sched_cand[i] = KeyValue(SCHED_SENTINEL, SCHED_SENTINEL, SCHED_SENTINEL, 0u);
+    }
+    let n = grid_items();
+    if i >= n {
+        return;
+    }
+    var slot = newcomer_offsets[i];
+    if slot == newcomer_offsets[i + 1u] {
+        return;
+    }
+    let kb = cand_key_bits(sched.num_segments);
+    let kv = sched_grid[i];
+    let s = kv.value;
+    let c = box_cell(cells[s], kv.key_hi);
+    let h = kv.key_lo;
+    let lo = grid_run_start(h, n);
+    let end = min(n, lo + SCHED_MAX_CELL_RUN);
+    for (var k = lo; k < end; k = k + 1u) {
+        let o = sched_grid[k];
+        if o.key_lo != h {
+            break;
+        }
+        if o.value != s && all(box_cell(cells[o.value], o.key_hi) == c) {
+            if slot < ccap {
+                sched_cand[slot] = cand_key(min(s, o.value), max(s, o.value), kb);
+            }
+            slot = slot + 1u;
+        }
+    }
+}

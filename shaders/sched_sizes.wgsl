@@ -1,0 +1,82 @@
+// sched_sizes: the scheduler GPU step's `sched` records with the sizes known at one point of the
+// step (sched_phase.phase): 0, the start: counters reset (capacities kept), sched_p0 = sched_step
+// with the table length of the last step (sched_state[0]); 1, after the scan of entries_keep's
+// flags: sched_p1 with the kept length; 2, after newcomer_compact and the release scan: the new
+// entries that fit (fresh and entry capacities, overflow flagged) into sched_p1.num_fresh, sched_p2
+// with the merged length (also sched_state[0] for the next step), the release slots into
+// sched_counters.release. CPU twin: sched::sched_sizes. One thread. No loops.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> sched_phase: SchedPhase;
+@group(0) @binding(1) var<uniform> sched_step: SchedUniform;
+@group(0) @binding(2) var<storage, read> keep_offsets: array<u32>;
+@group(0) @binding(3) var<storage, read> release_offsets: array<u32>;
+@group(0) @binding(4) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(5) var<storage, read_write> sched_state: array<u32>;
+@group(0) @binding(6) var<storage, read_write> sched_p0: SchedUniform;
+@group(0) @binding(7) var<storage, read_write> sched_p1: SchedUniform;
+@group(0) @binding(8) var<storage, read_write> sched_p2: SchedUniform;
+
+@compute @workgroup_size(1)
+fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if gid.x != 0u {
+        return;
+    }
+    var base = sched_step;
+    base.num_entries = 0u;
+    base.num_fresh = 0u;
+    let phase = sched_phase.phase;
+    if phase == 0u {
+        atomicStore(&sched_counters.errors, 0u);
+        atomicStore(&sched_counters.first_bad_point, 0xffffffffu);
+        atomicStore(&sched_counters.first_bad_segment, 0xffffffffu);
+        atomicStore(&sched_counters.examined, 0u);
+        atomicStore(&sched_counters.processed, 0u);
+        atomicStore(&sched_counters.monitored, 0u);
+        atomicStore(&sched_counters.left, 0u);
+        atomicStore(&sched_counters.lookup_overflow, 0u);
+        atomicStore(&sched_counters.touching.count, 0u);
+        atomicStore(&sched_counters.touching.overflow, 0u);
+        atomicStore(&sched_counters.grid.count, 0u);
+        atomicStore(&sched_counters.grid.overflow, 0u);
+        atomicStore(&sched_counters.cand.count, 0u);
+        atomicStore(&sched_counters.cand.overflow, 0u);
+        atomicStore(&sched_counters.fresh.count, 0u);
+        atomicStore(&sched_counters.fresh.overflow, 0u);
+        atomicStore(&sched_counters.entries.count, 0u);
+        atomicStore(&sched_counters.entries.overflow, 0u);
+        atomicStore(&sched_counters.release.count, 0u);
+        atomicStore(&sched_counters.release.overflow, 0u);
+        atomicStore(&sched_counters.newcomers, 0u);
+        base.num_entries = sched_state[0];
+        sched_p0 = base;
+    } else if phase == 1u {
+        base.num_entries = keep_offsets[sched_p0.num_entries];
+        sched_p1 = base;
+    } else {
+        let kept = sched_p1.num_entries;
+        let fresh = atomicLoad(&sched_counters.fresh.count);
+        var m = min(fresh, sched_counters.fresh.capacity);
+        // (Saturating sums, as the twin's.)
+        var all = kept + fresh;
+        if all < kept {
+            all = 0xffffffffu;
+        }
+        atomicStore(&sched_counters.entries.count, all);
+        let cap = sched_counters.entries.capacity;
+        if kept + m < kept || kept + m > cap {
+            atomicStore(&sched_counters.entries.overflow, 1u);
+            m = select(0u, cap - kept, cap > kept);
+        }
+        sched_p1.num_fresh = m;
+        base.num_entries = kept + m;
+        sched_p2 = base;
+        sched_state[0] = kept + m;
+        let slots = release_offsets[sched_step.num_released];
+        atomicStore(&sched_counters.release.count, slots);
+        if slots > sched_counters.release.capacity {
+            atomicStore(&sched_counters.release.overflow, 1u);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! ACL's coalescing and set merging on the GPU: the buffers and the ordered dispatch list of the
+//! kernels whose CPU twins [`super::coalesce`] holds (the CPU path: `coalesce_pairs` and
+//! `set_merge`).
+//!
+//! [`MergeGpu::new`] adds its buffers to a named buffer set that already holds `touching` (the
+//! scheduler's pairs), `sets` (the set table, [`MergeCaps::sets`] slots) and `merge_counters`
+//! ([`MergeCounters`]: `sets.count` the slots in use, `touching.count` the pairs; the host writes
+//! the capacities with [`MergeGpu::set_capacities`]). The dispatches are:
+//!
+//! | # | kernel | threads |
+//! |---|--------|---------|
+//! | 1 | `coalesce_heads` | touching capacity + 1 |
+//! | 2 | scan of `run_offsets` | touching capacity + 1 |
+//! | 3 | `contact_coalesce` | touching capacity |
+//! | 4 | `coalesce_box` | set capacity |
+//! |   | then [`MergeCaps::passes`] merge passes, each: | |
+//! | 5 | `set_bin_count` | set capacity + 1 |
+//! | 6 | scan of `bin_offsets` | set capacity + 1 |
+//! | 7 | `set_bin_write` | max(set capacity, index capacity) |
+//! | 8 | stable radix sort of `set_bin_sort` by bin (`key_bits(num_bins)` bits) | index capacity |
+//! | 9 | `set_bin_index` | max(bins + 1, index capacity) |
+//! | 10 | `set_overlap_count` | set capacity + 1 |
+//! | 11 | scan of `edge_offsets` | set capacity + 1 |
+//! | 12 | `set_overlap_write` | set capacity |
+//! | 13 | [`MergeCaps::rounds`] × `merge_label` (uniform `merge_round` = 0, 1, …) | set + edge capacity |
+//! | 14 | `merge_hull`, `merge_apply` (`merge_round` = rounds) | set capacity |
+//!
+//! *Data-dependent iteration* is bounded by the host, never by a device loop: label propagation
+//! runs the recorded rounds (a round after one that changed nothing returns at once), merge passes
+//! the recorded passes (a pass with no overlapping pair changes nothing). The counters say whether
+//! they sufficed ([`MergeGpu::verdict`]): `more_rounds` when a pass's last round still changed a
+//! label (min-label propagation with pointer jumping needs about log2 of a component's extent in
+//! rounds on chains, but has no log2(sets) bound in general), `edges.count > 0` when the last pass
+//! still merged (its hulls may overlap further sets). The host then rebuilds with more rounds or
+//! passes, or grown capacities, and reruns from the same inputs, as `GpuSim` does for its length
+//! budget. When the verdict is [`MergeVerdict::Done`], the table (and `set_bin_start` /
+//! `set_bin_items`, the index of the final live sets) equal the CPU path's bit for bit.
+
+use super::sets::ContactSet;
+use crate::contact::key_bits;
+use crate::layout::{KeyValue, MergeCounters, MergeRound, MergeUniform, MERGE_SCAN_LIMIT};
+use crate::pipelines::{Buffers, PipelineError, Pipelines};
+use crate::scan::GpuScan;
+use crate::sort::GpuSort;
+
+/// The kernels of the chain (besides the scan and sort blocks).
+pub const KERNELS: &[&str] = &[
+    "coalesce_heads",
+    "contact_coalesce",
+    "coalesce_box",
+    "set_bin_count",
+    "set_bin_write",
+    "set_bin_index",
+    "set_overlap_count",
+    "set_overlap_write",
+    "merge_label",
+    "merge_hull",
+    "merge_apply",
+    "scan_reduce",
+    "scan_add",
+    "sort_histogram",
+    "sort_scatter",
+];
+
+/// The capacities and iteration budgets a [`MergeGpu`] is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeCaps {
+    /// Set table slots (the `sets` buffer's length in records).
+    pub sets: u32,
+    /// Touching pairs the `touching` buffer holds.
+    pub touching: u32,
+    /// Overlapping pairs per merge pass.
+    pub edges: u32,
+    /// Set index items (set, bin) per merge pass.
+    pub index: u32,
+    /// `merge_label` rounds recorded per merge pass (at least 1).
+    pub rounds: u32,
+    /// Merge passes recorded (at least 1).
+    pub passes: u32,
+}
+
+/// What the counters of a run say about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeVerdict {
+    /// The result is final (equal to the CPU path's).
+    Done,
+    /// Rerun from the same inputs with these capacities and budgets (grown where the run ran out).
+    Rerun(MergeCaps),
+    /// An overlap search met more than `scan_limit` index items: the scene cannot be merged on
+    /// either path (the CPU path stops with the same error).
+    ScanLimit,
+}
+
+/// One dispatch: kernel, bind group, threads.
+pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+
+fn owned<'a>(
+    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
+) -> Vec<Dispatch> {
+    it.into_iter()
+        .map(|(n, bg, t)| (n, bg.clone(), t))
+        .collect()
+}
+
+fn zeros(bytes: usize) -> Vec<u8> {
+    vec![0u8; bytes.max(16)]
+}
+
+/// The chain's buffers and dispatches for fixed capacities.
+pub struct MergeGpu {
+    pub caps: MergeCaps,
+    dispatches: Vec<Dispatch>,
+    // Kept alive with the bind groups that use their buffers.
+    _scans: Vec<GpuScan>,
+    _sort: GpuSort,
+    _rounds: Vec<wgpu::Buffer>,
+}
+
+impl MergeGpu {
+    /// Adds the chain's buffers to `buffers` (which holds `touching`, `sets` and `merge_counters`)
+    /// and builds every bind group.
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        buffers: &mut Buffers,
+        uniform: &MergeUniform,
+        caps: MergeCaps,
+    ) -> Result<MergeGpu, PipelineError> {
+        use wgpu::util::DeviceExt;
+        let caps = MergeCaps {
+            rounds: caps.rounds.max(1),
+            passes: caps.passes.max(1),
+            ..caps
+        };
+        let (sc, tc, ec, ic) = (
+            caps.sets as usize,
+            caps.touching as usize,
+            caps.edges as usize,
+            caps.index as usize,
+        );
+        let mut up = |name: &str, bytes: &[u8]| {
+            buffers.upload(device, queue, name, bytes, false);
+        };
+        up("run_offsets", &zeros((tc + 1) * 4));
+        up("set_hull", &zeros(sc * 16));
+        up("bin_offsets", &zeros((sc + 1) * 4));
+        up("set_bin_sort", &zeros(ic * std::mem::size_of::<KeyValue>()));
+        up("set_bin_start", &zeros((uniform.num_bins as usize + 1) * 4));
+        up("set_bin_items", &zeros(ic * 4));
+        up("edge_offsets", &zeros((sc + 1) * 4));
+        up("labels", &zeros(2 * sc * 4));
+        up("edges", &zeros(ec * 8));
+        buffers.upload(
+            device,
+            queue,
+            "acl_merge",
+            bytemuck::bytes_of(uniform),
+            true,
+        );
+        let rounds: Vec<wgpu::Buffer> = (0..=caps.rounds)
+            .map(|round| {
+                let r = MergeRound {
+                    round,
+                    ..Default::default()
+                };
+                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("merge_round"),
+                    contents: bytemuck::bytes_of(&r),
+                    usage: wgpu::BufferUsages::UNIFORM,
+                })
+            })
+            .collect();
+        let get = |n: &str| buffers.get(n).expect("uploaded above");
+        let scan_runs = GpuScan::new(device, pipelines, get("run_offsets"), caps.touching + 1)?;
+        let scan_bins = GpuScan::new(device, pipelines, get("bin_offsets"), caps.sets + 1)?;
+        let scan_edges = GpuScan::new(device, pipelines, get("edge_offsets"), caps.sets + 1)?;
+        let sort = GpuSort::new(
+            device,
+            pipelines,
+            get("set_bin_sort"),
+            caps.index,
+            key_bits(uniform.num_bins),
+        )?;
+        let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
+            Ok((name, pipelines.bind_group(device, name, buffers)?, threads))
+        };
+        let with_round = |name: &'static str,
+                          r: &wgpu::Buffer,
+                          threads: u32|
+         -> Result<Dispatch, PipelineError> {
+            let bg = pipelines.bind_group_with(device, name, buffers, &[("merge_round", r)])?;
+            Ok((name, bg, threads))
+        };
+        let mut d: Vec<Dispatch> = Vec::new();
+        d.push(own("coalesce_heads", caps.touching + 1)?);
+        d.extend(owned(scan_runs.dispatches()));
+        d.push(own("contact_coalesce", caps.touching)?);
+        d.push(own("coalesce_box", caps.sets)?);
+        let mut pass: Vec<Dispatch> = Vec::new();
+        pass.push(own("set_bin_count", caps.sets + 1)?);
+        pass.extend(owned(scan_bins.dispatches()));
+        pass.push(own("set_bin_write", caps.sets.max(caps.index))?);
+        pass.extend(owned(sort.dispatches()));
+        pass.push(own(
+            "set_bin_index",
+            (uniform.num_bins + 1).max(caps.index),
+        )?);
+        pass.push(own("set_overlap_count", caps.sets + 1)?);
+        pass.extend(owned(scan_edges.dispatches()));
+        pass.push(own("set_overlap_write", caps.sets)?);
+        for r in &rounds[..caps.rounds as usize] {
+            pass.push(with_round("merge_label", r, caps.sets + caps.edges)?);
+        }
+        let last = &rounds[caps.rounds as usize];
+        pass.push(with_round("merge_hull", last, caps.sets)?);
+        pass.push(with_round("merge_apply", last, caps.sets)?);
+        for _ in 0..caps.passes {
+            d.extend(pass.iter().cloned());
+        }
+        Ok(MergeGpu {
+            caps,
+            dispatches: d,
+            _scans: vec![scan_runs, scan_bins, scan_edges],
+            _sort: sort,
+            _rounds: rounds,
+        })
+    }
+
+    /// The dispatches in order: kernel, bind group, threads.
+    pub fn dispatches(&self) -> &[Dispatch] {
+        &self.dispatches
+    }
+
+    /// Records every dispatch into `pass`.
+    pub fn record(
+        &self,
+        pipelines: &Pipelines,
+        pass: &mut wgpu::ComputePass<'_>,
+    ) -> Result<(), PipelineError> {
+        for (name, bg, threads) in &self.dispatches {
+            pipelines.dispatch(pass, name, bg, *threads)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the chain's capacities into `counters` (whose `sets.count` and `touching.count` the
+    /// host sets).
+    pub fn set_capacities(&self, counters: &mut MergeCounters) {
+        counters.sets.capacity = self.caps.sets;
+        counters.touching.capacity = self.caps.touching;
+        counters.edges.capacity = self.caps.edges;
+        counters.index.capacity = self.caps.index;
+    }
+
+    /// What a run's counters say (see the module doc). An overflow hides what follows it, so the
+    /// first one found is grown (to its count plus a quarter) and the rest waits for the rerun.
+    pub fn verdict(&self, c: &MergeCounters) -> MergeVerdict {
+        let grow = |n: u32| n.saturating_add(n / 4).max(16);
+        let caps = self.caps;
+        if c.errors & MERGE_SCAN_LIMIT != 0 {
+            return MergeVerdict::ScanLimit;
+        }
+        if c.sets.overflow != 0 {
+            return MergeVerdict::Rerun(MergeCaps {
+                sets: grow(c.sets.count),
+                ..caps
+            });
+        }
+        if c.index.overflow != 0 {
+            return MergeVerdict::Rerun(MergeCaps {
+                index: grow(c.index.count),
+                ..caps
+            });
+        }
+        if c.edges.overflow != 0 {
+            return MergeVerdict::Rerun(MergeCaps {
+                edges: grow(c.edges.count),
+                ..caps
+            });
+        }
+        if c.more_rounds != 0 {
+            return MergeVerdict::Rerun(MergeCaps {
+                rounds: 2 * caps.rounds,
+                ..caps
+            });
+        }
+        if c.edges.count != 0 {
+            return MergeVerdict::Rerun(MergeCaps {
+                passes: 2 * caps.passes,
+                ..caps
+            });
+        }
+        MergeVerdict::Done
+    }
+}
+
+/// The padding sets of a table buffer of `capacity` slots holding `sets` (zeroed, not live).
+pub fn table_with_capacity(sets: &[ContactSet], capacity: usize) -> Vec<ContactSet> {
+    let mut t = sets.to_vec();
+    t.resize(capacity.max(sets.len()), ContactSet::default());
+    t
+}

@@ -1,0 +1,732 @@
+//! The scheduler's step on the GPU: the state of [`super::Scheduler`] in GPU buffers and one
+//! [`super::Scheduler::detect`] as a recorded list of dispatches of the kernels whose CPU twins are in
+//! this module's siblings.
+//!
+//! Inputs: `pos`, `segments`, `params` (for `quadrature_points`: `num_segments`, `quadrature`),
+//! `quad_weights`, `quad_arc` and `seg_contact` from the caller's buffer set; `set_lookup` and
+//! `released` in buffers of this driver ([`SchedGpu::write_inputs`]; a later ACL-on-GPU path writes
+//! them in place); the per-step `sched_step` uniform (step number, bins due, number of releases;
+//! [`SchedGpu::step_uniform`]), the only value the host writes per step — a caller batching steps
+//! can bind it from a ring of per-step records. Outputs: the entry table (`entries_a`, length in
+//! `sched_state[0]`), the touching pairs (`touching`, count in `sched_counters.touching`) and the
+//! counters.
+//!
+//! # Dispatches (one step)
+//!
+//! | # | kernel | `sched` | threads |
+//! |---|---|---|---|
+//! | 1 | `sched_sizes` (start) | — | 1 |
+//! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
+//! | 3 | `quadrature_points` | — | segments · b |
+//! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B) | p0 | entry cap. + 1 |
+//! | 5 | `sched_sizes` (kept) | — | 1 |
+//! | 6 | `sched_grid_count`, scan, `sched_grid_write`, sort | — | segments + 1, grid cap. |
+//! | 7 | `newcomer_count`, scan, `newcomer_write`, sort | — | grid / candidate cap. |
+//! | 8 | `newcomer_keep` (B; p1), scan, `newcomer_compact` (—) | p1 | candidate cap. + 1 |
+//! | 9 | `release_count`, scan | — | release list cap. + 1 |
+//! | 10 | `sched_sizes` (merged) | — | 1 |
+//! | 11 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
+//! | 12 | `release_mark` (A) | p2 | release slot cap. |
+//! | 13 | `segment_windows` (—), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1), entry cap. |
+//! | 14 | `touching_count`, scan, `touching_write` | p2 | entry cap. + 1 |
+//! | 15 | `sched_history` | — | max(points, segments) |
+//!
+//! **Counts stay on the GPU, dispatches run over the capacities with an early exit.** Every kernel
+//! reads its count from its `sched` record (`sched_p0/p1/p2`, written by `sched_sizes` from the
+//! scans' totals, and bound as read-only storage for that reason; the column `sched` above; kernels
+//! that read only the step's constants bind the `sched_step` uniform, "—") or from `sched_counters`,
+//! and its tail threads return at once. Indirect dispatch would save those idle threads, but the scans and
+//! radix sorts between the kernels are fixed-size plans (per-level uniforms made once), so they run
+//! over the capacity anyway; the step's cost is bounded by the capacities either way, and a dispatch
+//! list of plain dispatches appends to any other (`ExactGpu::dispatches`, `GpuSim`). A scan over the
+//! capacity is exact for the prefix the kernels read: an exclusive sum at index `n` depends only on
+//! the elements before `n`, which the count kernels write every step.
+//!
+//! The CPU run skips the grid and the newcomers on steps where no segment entered a cell, and the
+//! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
+//! candidate; every entry kept).
+//!
+//! **Batches of steps** (for `GpuSim`): [`SchedGpu::dispatches`] appends to another list like
+//! `ExactGpu::dispatches`. The host's only per-step value is the `sched_step` record: a batch writes
+//! one record per step into a ring and copies record `k` into `sched_step` before step `k`'s
+//! dispatches (`copy_buffer_to_buffer` between compute passes), or binds one bind-group set per
+//! ring slot. `sched_sizes` resets the counters at the start of every step, so a batch that reads
+//! the counters once must first make the overflow flags sticky (not done yet: [`SchedGpu::step`]
+//! runs one step per submission and reads the counters after each).
+//!
+//! **Capacities** ([`SchedCaps`]): grid items, candidates, new entries, entries, touching pairs and
+//! release slots, each with its count and overflow flag in `sched_counters`, and the input
+//! capacities of `set_lookup` and `released`. [`SchedGpu::step`] saves the persistent state (entry
+//! table, table length, previous cell boxes, position history, snapshots, motion records) before
+//! the step, reads the counters after it, and on an overflow restores the state, grows the
+//! capacity that overflowed and reruns: the result is the same as with room from the start.
+
+use super::{anchor_of, bins_due, SIZES_KEPT, SIZES_MERGED, SIZES_START};
+use crate::contact::exact_gpu::Dispatch;
+use crate::layout::{
+    CellBox, Interval, KeyValue, Release, SchedCounters, SchedEntry, SchedPhase, SchedUniform,
+    SegmentMotion,
+};
+use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
+use crate::scan::GpuScan;
+use crate::sort::GpuSort;
+
+/// The kernels of the step (besides the scan and sort blocks).
+pub const KERNELS: &[&str] = &[
+    "sched_sizes",
+    "aabb_raster_movement",
+    "segment_monitor",
+    "quadrature_points",
+    "entries_keep",
+    "entries_compact",
+    "sched_grid_count",
+    "sched_grid_write",
+    "newcomer_count",
+    "newcomer_write",
+    "newcomer_keep",
+    "newcomer_compact",
+    "release_count",
+    "entries_merge_rank",
+    "release_mark",
+    "segment_windows",
+    "schedule_process",
+    "touching_count",
+    "touching_write",
+    "sched_history",
+    "scan_reduce",
+    "scan_add",
+    "sort_histogram",
+    "sort_scatter",
+];
+
+/// The capacities of the step's variable-size buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedCaps {
+    pub entries: u32,
+    pub grid: u32,
+    pub cand: u32,
+    pub fresh: u32,
+    pub touching: u32,
+    /// Segment-pair slots of the released boxes.
+    pub release: u32,
+    /// Words of `set_lookup` and records of `released`.
+    pub lookup_words: u32,
+    pub released: u32,
+}
+
+impl SchedCaps {
+    /// Every capacity `n` (at least 1; tests use tiny ones to exercise the regrowth).
+    pub fn all(n: u32) -> SchedCaps {
+        let n = n.max(1);
+        SchedCaps {
+            entries: n,
+            grid: n,
+            cand: n,
+            fresh: n,
+            touching: n,
+            release: n,
+            lookup_words: n,
+            released: n,
+        }
+    }
+
+    /// The capacities after a step with `c`, growing each that overflowed to its count plus a
+    /// quarter; `None` when none did. (An overflow upstream may hide the need downstream; the rerun
+    /// tells.)
+    pub fn grown(&self, c: &SchedCounters) -> Option<SchedCaps> {
+        let grow = |cap: u32, x: &crate::layout::Capacity| {
+            if x.overflow != 0 {
+                x.count.saturating_add(x.count / 4).max(16).max(cap)
+            } else {
+                cap
+            }
+        };
+        let g = SchedCaps {
+            entries: grow(self.entries, &c.entries),
+            grid: grow(self.grid, &c.grid),
+            cand: grow(self.cand, &c.cand),
+            fresh: grow(self.fresh, &c.fresh),
+            touching: grow(self.touching, &c.touching),
+            release: grow(self.release, &c.release),
+            ..*self
+        };
+        (g != *self).then_some(g)
+    }
+}
+
+/// Why the GPU step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedGpuError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error("the scheduler's GPU step: {0}")]
+    Gpu(String),
+    #[error("the scheduler's GPU step raised error bits {errors:#x} (first bad point {point}, first bad segment {segment})")]
+    Flags {
+        errors: u32,
+        point: u32,
+        segment: u32,
+    },
+}
+
+/// The persistent buffers a step reads from the last one (saved before each step for a rerun).
+const PERSISTENT: &[&str] = &[
+    "sched_state",
+    "prev_cells",
+    "prev1",
+    "prev2",
+    "snaps",
+    "motion",
+];
+
+/// The scheduler's state and step on the GPU.
+pub struct SchedGpu {
+    pub caps: SchedCaps,
+    nseg: u32,
+    npts: u32,
+    /// The constants of every step (anchor, parameters); counts and step fields filled per step.
+    template: SchedUniform,
+    own: Buffers,
+    dispatches: Vec<Dispatch>,
+    _scans: Vec<GpuScan>,
+    _sorts: Vec<GpuSort>,
+}
+
+fn zeros(bytes: usize) -> Vec<u8> {
+    vec![0u8; bytes.max(16)]
+}
+
+impl SchedGpu {
+    /// The driver for the segments and points of `template` (its constants: `num_segments`,
+    /// `num_points`, `quadrature`, `radius`, `cell`, `inv_cell`, `omega`, `max_bin`, `switches`,
+    /// `exclusion_arc`) with capacities `caps`, its state that of a scheduler before its first step
+    /// at positions `pos` (as `Scheduler::detect` sets it up at step 0). `shared` holds `pos`,
+    /// `segments`, `params`, `quad_weights`, `quad_arc` and `seg_contact`.
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        template: &SchedUniform,
+        caps: SchedCaps,
+        pos: &[[f32; 4]],
+    ) -> Result<SchedGpu, SchedGpuError> {
+        let (nseg, npts) = (template.num_segments, template.num_points);
+        let nb = template.max_bin as usize;
+        let anchor = anchor_of(pos, template.cell);
+        let template = SchedUniform {
+            anchor: [anchor[0], anchor[1], anchor[2], 0],
+            num_entries: 0,
+            num_fresh: 0,
+            num_released: 0,
+            ..*template
+        };
+        let mut own = Buffers::default();
+        let (ns, np) = (nseg as usize, npts as usize);
+        let sz = std::mem::size_of::<SchedUniform>();
+        own.upload(device, queue, "sched_step", &zeros(sz), true);
+        for (k, phase) in [SIZES_START, SIZES_KEPT, SIZES_MERGED].iter().enumerate() {
+            let p = SchedPhase {
+                phase: *phase,
+                ..Default::default()
+            };
+            own.upload(
+                device,
+                queue,
+                &format!("sched_phase{k}"),
+                bytemuck::bytes_of(&p),
+                true,
+            );
+        }
+        for name in ["sched_p0", "sched_p1", "sched_p2"] {
+            own.upload(device, queue, name, &zeros(sz), false);
+        }
+        own.upload(device, queue, "sched_state", &zeros(16), false);
+        own.upload(
+            device,
+            queue,
+            "sched_counters",
+            &zeros(std::mem::size_of::<SchedCounters>()),
+            false,
+        );
+        let cb = std::mem::size_of::<CellBox>();
+        let iv = std::mem::size_of::<Interval>();
+        own.upload(device, queue, "cells", &zeros(ns * cb), false);
+        own.upload(device, queue, "prev_cells", &zeros(ns * cb), false);
+        own.upload(device, queue, "mv1", &zeros(ns * iv), false);
+        own.upload(device, queue, "mv2", &zeros(ns * iv), false);
+        own.upload(
+            device,
+            queue,
+            "motion",
+            &zeros(ns * std::mem::size_of::<SegmentMotion>()),
+            false,
+        );
+        let pos_bytes: &[u8] = bytemuck::cast_slice(&pos[..np]);
+        own.upload(device, queue, "prev1", pos_bytes, false);
+        own.upload(device, queue, "prev2", pos_bytes, false);
+        let mut snaps = Vec::with_capacity(np * nb);
+        for _ in 0..nb {
+            snaps.extend_from_slice(&pos[..np]);
+        }
+        own.upload(device, queue, "snaps", bytemuck::cast_slice(&snaps), false);
+        own.upload(device, queue, "windows", &zeros(ns * (nb + 1) * iv), false);
+        own.upload(
+            device,
+            queue,
+            "qpts",
+            &zeros(ns * template.quadrature as usize * 16),
+            false,
+        );
+        own.upload(
+            device,
+            queue,
+            "sched_grid_offsets",
+            &zeros((ns + 1) * 4),
+            false,
+        );
+        for name in PERSISTENT {
+            let size = own.get(name).expect("uploaded above").size();
+            own.upload(
+                device,
+                queue,
+                &format!("saved_{name}"),
+                &zeros(size as usize),
+                false,
+            );
+        }
+        let mut g = SchedGpu {
+            caps,
+            nseg,
+            npts,
+            template,
+            own,
+            dispatches: Vec::new(),
+            _scans: Vec::new(),
+            _sorts: Vec::new(),
+        };
+        g.build(device, queue, pipelines, shared, caps, None)?;
+        Ok(g)
+    }
+
+    /// The `sched_step` record of step `n` with `num_released` releases.
+    pub fn step_uniform(&self, n: u64, num_released: u32) -> SchedUniform {
+        SchedUniform {
+            step: n as u32,
+            bins_due: bins_due(n),
+            num_released,
+            ..self.template
+        }
+    }
+
+    /// The capacity-dependent buffers (the entry table's and the inputs' contents carried over
+    /// from `old`, the previous set, when given), the scans, sorts and every bind group.
+    fn build(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        caps: SchedCaps,
+        carry: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<(), SchedGpuError> {
+        let c = caps;
+        let se = std::mem::size_of::<SchedEntry>();
+        let kv = std::mem::size_of::<KeyValue>();
+        let sizes: [(&str, usize); 14] = [
+            ("entries_a", c.entries as usize * se),
+            ("entries_b", c.entries as usize * se),
+            ("saved_entries_a", c.entries as usize * se),
+            ("keep", (c.entries as usize + 1) * 4),
+            ("touch_offsets", (c.entries as usize + 1) * 4),
+            ("sched_grid", c.grid as usize * kv),
+            ("newcomer_offsets", (c.grid as usize + 1) * 4),
+            ("sched_cand", c.cand as usize * kv),
+            ("fresh_offsets", (c.cand as usize + 1) * 4),
+            ("fresh", c.fresh as usize * se),
+            ("touching", c.touching as usize * 8),
+            ("release_offsets", (c.released as usize + 1) * 4),
+            ("set_lookup", c.lookup_words as usize * 4),
+            (
+                "released",
+                c.released as usize * std::mem::size_of::<Release>(),
+            ),
+        ];
+        let old: Vec<(&str, wgpu::Buffer)> = ["entries_a", "set_lookup", "released"]
+            .iter()
+            .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
+            .collect();
+        for (name, bytes) in sizes {
+            self.own.upload(device, queue, name, &zeros(bytes), false);
+        }
+        if let Some(enc) = carry {
+            for (name, b) in &old {
+                let new = self.own.get(name).expect("uploaded above");
+                enc.copy_buffer_to_buffer(b, 0, new, 0, b.size().min(new.size()));
+            }
+        }
+        self.caps = caps;
+        self.write_capacities(queue);
+        self.make_dispatches(device, pipelines, shared)
+    }
+
+    /// A bind group of `kernel`: each binding gets the buffer `map` names for it, else this
+    /// driver's buffer of its name, else the shared one.
+    fn bind(
+        &self,
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        kernel: &'static str,
+        map: &[(&str, &str)],
+    ) -> Result<wgpu::BindGroup, PipelineError> {
+        let k = crate::shaders::kernel(kernel)?;
+        let mut overrides: Vec<(&str, &wgpu::Buffer)> = Vec::new();
+        for b in k.bindings {
+            let own = map
+                .iter()
+                .find(|(n, _)| *n == b.name)
+                .map(|(_, o)| *o)
+                .unwrap_or(b.name);
+            if let Some(buf) = self.own.get(own) {
+                overrides.push((b.name, buf));
+            }
+        }
+        pipelines.bind_group_with(device, kernel, shared, &overrides)
+    }
+
+    fn make_dispatches(
+        &mut self,
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+    ) -> Result<(), SchedGpuError> {
+        let c = self.caps;
+        let (ns, np) = (self.nseg, self.npts);
+        let b = self.template.quadrature;
+        let nb = self.template.max_bin;
+        let get = |n: &str| self.own.get(n).expect("made in new/build");
+        let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, get(n), len);
+        let scan_keep = scan("keep", c.entries + 1)?;
+        let scan_grid = scan("sched_grid_offsets", ns + 1)?;
+        let scan_new = scan("newcomer_offsets", c.grid + 1)?;
+        let scan_fresh = scan("fresh_offsets", c.cand + 1)?;
+        let scan_rel = scan("release_offsets", c.released + 1)?;
+        let scan_touch = scan("touch_offsets", c.entries + 1)?;
+        let sort_grid = GpuSort::new(device, pipelines, get("sched_grid"), c.grid, 32)?;
+        let kb = super::cand_key_bits(ns);
+        let sort_cand = GpuSort::new(device, pipelines, get("sched_cand"), c.cand, 2 * kb)?;
+        // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
+        // others read a table length from the record of their point of the step.
+        let st = [("sched", "sched_step")];
+        let sizes = |k: usize| -> Result<wgpu::BindGroup, PipelineError> {
+            let phase = format!("sched_phase{k}");
+            let map = [("sched_phase", phase.as_str()), ("keep_offsets", "keep")];
+            self.bind(device, pipelines, shared, "sched_sizes", &map)
+        };
+        let mut d: Vec<Dispatch> = Vec::new();
+        let push = |d: &mut Vec<Dispatch>,
+                    name: &'static str,
+                    map: &[(&str, &str)],
+                    threads: u32|
+         -> Result<(), PipelineError> {
+            d.push((
+                name,
+                self.bind(device, pipelines, shared, name, map)?,
+                threads,
+            ));
+            Ok(())
+        };
+        let add = |d: &mut Vec<Dispatch>, it: Vec<(&'static str, &wgpu::BindGroup, u32)>| {
+            d.extend(it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)));
+        };
+        d.push(("sched_sizes", sizes(0)?, 1));
+        push(&mut d, "aabb_raster_movement", &st, ns)?;
+        push(&mut d, "segment_monitor", &st, ns)?;
+        push(&mut d, "quadrature_points", &[], ns * b)?;
+        push(
+            &mut d,
+            "entries_keep",
+            &[("sched", "sched_p0"), ("entries", "entries_a")],
+            c.entries + 1,
+        )?;
+        add(&mut d, scan_keep.dispatches().collect());
+        push(
+            &mut d,
+            "entries_compact",
+            &[
+                ("sched", "sched_p0"),
+                ("entries", "entries_a"),
+                ("keep_offsets", "keep"),
+                ("entries_out", "entries_b"),
+            ],
+            c.entries,
+        )?;
+        d.push(("sched_sizes", sizes(1)?, 1));
+        push(&mut d, "sched_grid_count", &st, ns + 1)?;
+        add(&mut d, scan_grid.dispatches().collect());
+        push(&mut d, "sched_grid_write", &st, c.grid)?;
+        add(&mut d, sort_grid.dispatches());
+        push(&mut d, "newcomer_count", &st, c.grid + 1)?;
+        add(&mut d, scan_new.dispatches().collect());
+        push(&mut d, "newcomer_write", &st, c.grid.max(c.cand))?;
+        add(&mut d, sort_cand.dispatches());
+        push(
+            &mut d,
+            "newcomer_keep",
+            &[("sched", "sched_p1"), ("entries", "entries_b")],
+            c.cand + 1,
+        )?;
+        add(&mut d, scan_fresh.dispatches().collect());
+        push(&mut d, "newcomer_compact", &st, c.cand)?;
+        push(&mut d, "release_count", &st, c.released + 1)?;
+        add(&mut d, scan_rel.dispatches().collect());
+        d.push(("sched_sizes", sizes(2)?, 1));
+        push(
+            &mut d,
+            "entries_merge_rank",
+            &[
+                ("sched", "sched_p1"),
+                ("entries", "entries_b"),
+                ("entries_out", "entries_a"),
+            ],
+            c.entries,
+        )?;
+        push(
+            &mut d,
+            "release_mark",
+            &[("sched", "sched_p2"), ("entries", "entries_a")],
+            c.release,
+        )?;
+        push(&mut d, "segment_windows", &st, ns * (nb + 1))?;
+        push(
+            &mut d,
+            "schedule_process",
+            &[("sched", "sched_p2"), ("entries", "entries_a")],
+            c.entries,
+        )?;
+        push(
+            &mut d,
+            "touching_count",
+            &[("sched", "sched_p2"), ("entries", "entries_a")],
+            c.entries + 1,
+        )?;
+        add(&mut d, scan_touch.dispatches().collect());
+        push(
+            &mut d,
+            "touching_write",
+            &[("sched", "sched_p2"), ("entries", "entries_a")],
+            c.entries,
+        )?;
+        push(&mut d, "sched_history", &st, np.max(ns))?;
+        self.dispatches = d;
+        self._scans = vec![
+            scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
+        ];
+        self._sorts = vec![sort_grid, sort_cand];
+        Ok(())
+    }
+
+    /// The step's dispatches in order: kernel, bind group, threads.
+    pub fn dispatches(&self) -> &[Dispatch] {
+        &self.dispatches
+    }
+
+    /// This driver's buffer `name` (`entries_a`, `touching`, `sched_counters`, `sched_state`, …).
+    pub fn buffer(&self, name: &str) -> Option<&wgpu::Buffer> {
+        self.own.get(name)
+    }
+
+    /// Writes the capacities into the counters block (when they change; `sched_sizes` keeps them).
+    fn write_capacities(&self, queue: &wgpu::Queue) {
+        let c = self.caps;
+        let mut counters = SchedCounters::default();
+        counters.touching.capacity = c.touching;
+        counters.grid.capacity = c.grid;
+        counters.cand.capacity = c.cand;
+        counters.fresh.capacity = c.fresh;
+        counters.entries.capacity = c.entries;
+        counters.release.capacity = c.release;
+        queue.write_buffer(
+            self.own.get("sched_counters").expect("made in new"),
+            0,
+            bytemuck::bytes_of(&counters),
+        );
+    }
+
+    /// Writes this step's contact-set lookup and releases, growing their buffers when they do not
+    /// fit (which rebuilds the bind groups).
+    pub fn write_inputs(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        set_lookup: &[u32],
+        released: &[Release],
+    ) -> Result<(), SchedGpuError> {
+        if set_lookup.len() > self.caps.lookup_words as usize
+            || released.len() > self.caps.released as usize
+        {
+            let caps = SchedCaps {
+                lookup_words: self
+                    .caps
+                    .lookup_words
+                    .max(set_lookup.len() as u32 * 5 / 4 + 16),
+                released: self.caps.released.max(released.len() as u32 * 5 / 4 + 16),
+                ..self.caps
+            };
+            let mut enc = device.create_command_encoder(&Default::default());
+            self.build(device, queue, pipelines, shared, caps, Some(&mut enc))?;
+            queue.submit([enc.finish()]);
+        }
+        let get = |n: &str| self.own.get(n).expect("made in build");
+        queue.write_buffer(get("set_lookup"), 0, bytemuck::cast_slice(set_lookup));
+        if !released.is_empty() {
+            queue.write_buffer(get("released"), 0, bytemuck::cast_slice(released));
+        }
+        Ok(())
+    }
+
+    /// Copies the persistent buffers to their saved copies (`back = false`) or back.
+    fn copy_state(&self, enc: &mut wgpu::CommandEncoder, back: bool) {
+        let names = PERSISTENT.iter().copied().chain(["entries_a"]);
+        for name in names {
+            let live = self.own.get(name).expect("made in new/build");
+            let saved = self
+                .own
+                .get(&format!("saved_{name}"))
+                .expect("made in new/build");
+            let (src, dst) = if back { (saved, live) } else { (live, saved) };
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, live.size());
+        }
+    }
+
+    /// Records the step's dispatches into `pass`.
+    pub fn record(
+        &self,
+        pipelines: &Pipelines,
+        pass: &mut wgpu::ComputePass<'_>,
+    ) -> Result<(), PipelineError> {
+        for (name, bg, threads) in &self.dispatches {
+            pipelines.dispatch(pass, name, bg, *threads)?;
+        }
+        Ok(())
+    }
+
+    /// One scheduler step with `sched_step` ([`Self::step_uniform`]) on the positions in the shared
+    /// `pos` and the inputs of [`Self::write_inputs`]: runs the dispatches, reads the counters back,
+    /// and on an overflow restores the state, grows and reruns. Returns the counters.
+    pub fn step(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        sched_step: &SchedUniform,
+    ) -> Result<SchedCounters, SchedGpuError> {
+        queue.write_buffer(
+            self.own.get("sched_step").expect("made in new"),
+            0,
+            bytemuck::bytes_of(sched_step),
+        );
+        loop {
+            let counters = self.run_once(device, queue, pipelines)?;
+            let Some(caps) = self.caps.grown(&counters) else {
+                if counters.errors != 0 {
+                    return Err(SchedGpuError::Flags {
+                        errors: counters.errors,
+                        point: counters.first_bad_point,
+                        segment: counters.first_bad_segment,
+                    });
+                }
+                return Ok(counters);
+            };
+            let mut enc = device.create_command_encoder(&Default::default());
+            self.copy_state(&mut enc, true);
+            self.build(device, queue, pipelines, shared, caps, Some(&mut enc))?;
+            queue.submit([enc.finish()]);
+        }
+    }
+
+    fn run_once(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+    ) -> Result<SchedCounters, SchedGpuError> {
+        let size = std::mem::size_of::<SchedCounters>() as u64;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sched_counters readback"),
+            size,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        });
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("sched step"),
+        });
+        self.copy_state(&mut enc, false);
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("sched step"),
+                timestamp_writes: None,
+            });
+            self.record(pipelines, &mut pass)?;
+        }
+        enc.copy_buffer_to_buffer(
+            self.own.get("sched_counters").expect("made in new"),
+            0,
+            &staging,
+            0,
+            size,
+        );
+        queue.submit([enc.finish()]);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(SchedGpuError::Gpu(e.to_string()));
+        }
+        let bytes = read_mapped(device, &staging, size as usize).map_err(SchedGpuError::Gpu)?;
+        Ok(bytemuck::pod_read_unaligned(&bytes))
+    }
+
+    /// Reads buffer `name` back (`n` records of `T`).
+    pub fn read<T: bytemuck::Pod>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        name: &str,
+        n: usize,
+    ) -> Result<Vec<T>, SchedGpuError> {
+        let bytes = (n * std::mem::size_of::<T>()) as u64;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let v = self.own.read(device, queue, name, bytes)?;
+        Ok(bytemuck::cast_slice(&v).to_vec())
+    }
+
+    /// The entry table after the last step.
+    pub fn entries(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+    ) -> Result<Vec<SchedEntry>, SchedGpuError> {
+        let n = self.read::<u32>(device, queue, "sched_state", 1)?[0] as usize;
+        self.read(device, queue, "entries_a", n)
+    }
+
+    /// The touching pairs of the last step (`count` from its counters).
+    pub fn touching(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        count: u32,
+    ) -> Result<Vec<[u32; 2]>, SchedGpuError> {
+        self.read(
+            device,
+            queue,
+            "touching",
+            count.min(self.caps.touching) as usize,
+        )
+    }
+}

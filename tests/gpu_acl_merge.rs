@@ -1,0 +1,917 @@
+//! Parity of ACL's coalescing, set index and merge kernels (src/acl/coalesce.rs,
+//! src/acl/merge_gpu.rs) with their CPU twins, on states of a real scene: the default swatch under
+//! ACL, an `AclContact` run alongside it, taken at its first step (every contact is new: 7,560
+//! pairs, 661 runs, 121 sets merged) and later (the settled table of step 24 with new pairs beside
+//! its sets: see `later_step`).
+//! Every output is discrete (boxes, flags, labels, hull codes, offsets, counters): all must be
+//! identical. A synthetic chain of overlapping sets checks the label-round budget and its flag.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{bytes, scene_sim};
+use yarnsim::acl::coalesce::{
+    coalesce_box, coalesce_heads, coalesce_pairs, contact_coalesce, hull_code, merge_apply,
+    merge_hull, merge_label, merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge,
+    set_overlap_count, set_overlap_write, MergeScratch,
+};
+use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
+use yarnsim::acl::{AclContact, ContactSet, SetIndex, StictionSpring, SET_LIVE, SET_MOVED};
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::gpu::Gpu;
+use yarnsim::layout::{Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform};
+use yarnsim::pipelines::{run_kernel, Buffers, Pipelines};
+use yarnsim::scan::exclusive_scan;
+use yarnsim::sort::radix_sort;
+
+/// The inputs of one step's coalescing and merge: the table between steps and the step's
+/// touching pairs.
+struct Fixture {
+    sets: Vec<ContactSet>,
+    touching: Vec<[u32; 2]>,
+    nq: u32,
+    alpha: u32,
+}
+
+/// The swatch under ACL with an `AclContact` run beside it for `steps` steps: its set table then,
+/// and the touching pairs its scheduler found at the last step.
+fn acl_after(steps: usize) -> (Vec<ContactSet>, Vec<[u32; 2]>, u32, u32) {
+    let over = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &over, 0);
+    let params = fixture::scene_contact("swatch", &over);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..steps {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    let nq = sim.topo.segments.len() as u32 * params.quadrature;
+    (
+        acl.sets().to_vec(),
+        acl.scheduler().touching().to_vec(),
+        nq,
+        params.padding,
+    )
+}
+
+/// The first step: no sets yet, and every contact of the swatch is new (the scheduler's pairs).
+fn first_step() -> Fixture {
+    let (_, touching, nq, alpha) = acl_after(1);
+    Fixture {
+        sets: Vec::new(),
+        touching,
+        nq,
+        alpha,
+    }
+}
+
+/// A later state: the settled table after 24 steps (540 sets; the swatch's scheduler finds no new
+/// pair after its first step, so a real later step has nothing to coalesce) with the first step's
+/// pairs coalesced on top: every new run lies in or beside a settled set, so the merge passes
+/// join new (moved) sets with settled ones.
+fn later_step() -> Fixture {
+    let (sets, later, _, _) = acl_after(24);
+    assert!(later.is_empty());
+    Fixture {
+        sets,
+        ..first_step()
+    }
+}
+
+fn counters(n_sets: usize, set_cap: usize, touching: usize) -> MergeCounters {
+    MergeCounters {
+        sets: Capacity {
+            count: n_sets as u32,
+            capacity: set_cap as u32,
+            ..Default::default()
+        },
+        touching: Capacity {
+            count: touching as u32,
+            capacity: touching as u32,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn counters_of(out: &std::collections::BTreeMap<String, Vec<u8>>) -> MergeCounters {
+    bytemuck::pod_read_unaligned(&out["merge_counters"])
+}
+
+/// The CPU path on a fixture: `coalesce_pairs` then `set_merge`; the table, the index and the
+/// merge count.
+fn cpu_path(f: &Fixture) -> (Vec<ContactSet>, SetIndex, u64) {
+    let mut sets = f.sets.clone();
+    let mut springs = vec![StictionSpring::default(); 4 * sets.len()];
+    let mut sc = MergeScratch::default();
+    coalesce_pairs(&f.touching, f.alpha, f.nq, &mut sets, &mut springs, &mut sc);
+    assert_eq!(springs.len(), 4 * sets.len());
+    let mut index = SetIndex::default();
+    let (merged, _) = set_merge(&mut sets, &mut index, f.nq, &mut sc).unwrap();
+    (sets, index, merged)
+}
+
+/// Every kernel of one step against its twin, pass by pass, each kernel run on the twin's input
+/// (so a difference is pinned to one kernel). Returns the number of sets merged in the first pass.
+fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
+    let u = merge_uniform(f.nq, f.alpha);
+    let n0 = f.sets.len();
+    let t = f.touching.len();
+    assert!(t > 0, "{label}: no touching pairs");
+    // Spare slots beyond what the runs can take, so the kernels' bounds are exercised.
+    let cap = n0 + t + 37;
+    let mut sets = table_with_capacity(&f.sets, cap);
+    let mut hull = vec![[7u32; 4]; cap];
+    let mut c = counters(n0, cap, t);
+    let ub = bytes(std::slice::from_ref(&u));
+
+    // coalesce_heads
+    let mut runs = vec![0u32; t + 1];
+    let (c_in, hull_in) = (c, hull.clone());
+    coalesce_heads(&u, &f.touching, &mut runs, &mut hull, &mut c);
+    let out = run_kernel(
+        gpu,
+        "coalesce_heads",
+        &[
+            ("acl_merge", ub),
+            ("touching", bytes(&f.touching)),
+            ("run_offsets", bytes(&vec![9u32; t + 1])),
+            ("set_hull", bytes(&hull_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        t as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["run_offsets"]), runs, "{label}: run heads");
+    assert_eq!(
+        cast::<[u32; 4]>(&out["set_hull"]),
+        hull,
+        "{label}: cleared hulls"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: coalesce_heads counters");
+    let heads: u32 = runs.iter().sum();
+    exclusive_scan(&mut runs, &mut Vec::new());
+    assert_eq!(runs[t], heads);
+
+    // contact_coalesce
+    let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
+    contact_coalesce(&u, &f.touching, &runs, &mut sets, &mut hull, &mut c);
+    let out = run_kernel(
+        gpu,
+        "contact_coalesce",
+        &[
+            ("acl_merge", ub),
+            ("touching", bytes(&f.touching)),
+            ("run_offsets", bytes(&runs)),
+            ("sets", bytes(&sets_in)),
+            ("set_hull", bytes(&hull_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        t as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<ContactSet>(&out["sets"]), sets, "{label}: new sets");
+    assert_eq!(
+        cast::<[u32; 4]>(&out["set_hull"]),
+        hull,
+        "{label}: run hulls"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: contact_coalesce counters");
+    assert_eq!(c.sets.count as usize, n0 + heads as usize);
+
+    // coalesce_box
+    let (sets_in, c_in) = (sets.clone(), c);
+    coalesce_box(&u, &hull, &mut sets, &mut c);
+    let out = run_kernel(
+        gpu,
+        "coalesce_box",
+        &[
+            ("acl_merge", ub),
+            ("set_hull", bytes(&hull)),
+            ("sets", bytes(&sets_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<ContactSet>(&out["sets"]), sets, "{label}: run boxes");
+    // The twins' coalescing is the CPU path's.
+    {
+        let mut cpu = f.sets.clone();
+        let mut springs = vec![StictionSpring::default(); 4 * n0];
+        coalesce_pairs(
+            &f.touching,
+            f.alpha,
+            f.nq,
+            &mut cpu,
+            &mut springs,
+            &mut MergeScratch::default(),
+        );
+        assert_eq!(
+            &sets[..c.sets.count as usize],
+            &cpu[..],
+            "{label}: coalesce_pairs"
+        );
+    }
+
+    // The set index: set_bin_count → scan → set_bin_write → stable sort → set_bin_index.
+    let mut bins = vec![0u32; cap + 1];
+    let c_in = MergeCounters {
+        label_rounds: 5,
+        moved: 3,
+        ..c
+    };
+    c = c_in;
+    set_bin_count(&u, &sets, &mut bins, &mut c);
+    let out = run_kernel(
+        gpu,
+        "set_bin_count",
+        &[
+            ("acl_merge", ub),
+            ("sets", bytes(&sets)),
+            ("bin_offsets", bytes(&vec![9u32; cap + 1])),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<u32>(&out["bin_offsets"]),
+        bins,
+        "{label}: bin counts"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: set_bin_count counters");
+    exclusive_scan(&mut bins, &mut Vec::new());
+    let items = bins[cap] as usize;
+    let icap = items + 100;
+    c.index.capacity = icap as u32;
+    let mut sort = vec![KeyValue::default(); icap];
+    let c_in = c;
+    set_bin_write(&u, &sets, &bins, &mut sort, &mut c);
+    let out = run_kernel(
+        gpu,
+        "set_bin_write",
+        &[
+            ("acl_merge", ub),
+            ("sets", bytes(&sets)),
+            ("bin_offsets", bytes(&bins)),
+            ("set_bin_sort", bytes(&vec![KeyValue::default(); icap])),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap.max(icap) as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<KeyValue>(&out["set_bin_sort"]),
+        sort,
+        "{label}: bin items"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: set_bin_write counters");
+    radix_sort(
+        &mut sort,
+        32 - u.num_bins.leading_zeros(),
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    let nb = u.num_bins as usize;
+    let mut start = vec![0u32; nb + 1];
+    let mut list = vec![0u32; icap];
+    let c_in = c;
+    set_bin_index(&u, &sort, &mut start, &mut list, &mut c);
+    let out = run_kernel(
+        gpu,
+        "set_bin_index",
+        &[
+            ("acl_merge", ub),
+            ("set_bin_sort", bytes(&sort)),
+            ("set_bin_start", bytes(&vec![9u32; nb + 1])),
+            ("set_bin_items", bytes(&vec![0u32; icap])),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        (nb as u32 + 1).max(icap as u32),
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<u32>(&out["set_bin_start"]),
+        start,
+        "{label}: bin starts"
+    );
+    assert_eq!(
+        cast::<u32>(&out["set_bin_items"]),
+        list,
+        "{label}: bin lists"
+    );
+    // The chain builds SetIndex::build's index.
+    let mut index = SetIndex::default();
+    index.build(&sets[..c.sets.count as usize], f.nq);
+    assert_eq!(
+        index.start(),
+        &start[..],
+        "{label}: index starts vs SetIndex::build"
+    );
+    assert_eq!(
+        index.items(),
+        &list[..items],
+        "{label}: index items vs SetIndex::build"
+    );
+
+    // set_overlap_count → scan → set_overlap_write.
+    let mut eoff = vec![0u32; cap + 1];
+    let c_in = c;
+    set_overlap_count(&u, &sets, &start, &list, &mut eoff, &mut c);
+    let out = run_kernel(
+        gpu,
+        "set_overlap_count",
+        &[
+            ("acl_merge", ub),
+            ("sets", bytes(&sets)),
+            ("set_bin_start", bytes(&start)),
+            ("set_bin_items", bytes(&list)),
+            ("edge_offsets", bytes(&vec![9u32; cap + 1])),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<u32>(&out["edge_offsets"]),
+        eoff,
+        "{label}: edge counts"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: set_overlap_count counters");
+    assert_eq!(c.errors, 0);
+    exclusive_scan(&mut eoff, &mut Vec::new());
+    let ne = eoff[cap] as usize;
+    assert!(ne > 0, "{label}: no overlapping sets to merge");
+    c.edges.capacity = ne as u32;
+    let mut edges = vec![[0u32; 2]; ne];
+    let mut labels = vec![u32::MAX; 2 * cap];
+    let (labels_in, hull_in, c_in) = (labels.clone(), hull.clone(), c);
+    set_overlap_write(
+        &u,
+        &sets,
+        &start,
+        &list,
+        &eoff,
+        &mut edges,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
+    let out = run_kernel(
+        gpu,
+        "set_overlap_write",
+        &[
+            ("acl_merge", ub),
+            ("sets", bytes(&sets)),
+            ("set_bin_start", bytes(&start)),
+            ("set_bin_items", bytes(&list)),
+            ("edge_offsets", bytes(&eoff)),
+            ("edges", bytes(&vec![[9u32; 2]; ne])),
+            ("labels", bytes(&labels_in)),
+            ("set_hull", bytes(&hull_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<[u32; 2]>(&out["edges"]), edges, "{label}: edges");
+    assert_eq!(
+        cast::<u32>(&out["labels"]),
+        labels,
+        "{label}: initial labels"
+    );
+    assert_eq!(
+        cast::<[u32; 4]>(&out["set_hull"]),
+        hull,
+        "{label}: cleared hulls"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: set_overlap_write counters");
+
+    // merge_label, round by round, until a round changes nothing.
+    let mut rounds = 0u32;
+    loop {
+        let mr = MergeRound {
+            round: rounds,
+            ..Default::default()
+        };
+        let (labels_in, c_in) = (labels.clone(), c);
+        merge_label(&u, &mr, &edges, &mut labels, &mut c);
+        let out = run_kernel(
+            gpu,
+            "merge_label",
+            &[
+                ("acl_merge", ub),
+                ("merge_round", bytes(&[mr])),
+                ("edges", bytes(&edges)),
+                ("labels", bytes(&labels_in)),
+                ("merge_counters", bytes(&[c_in])),
+            ],
+            (cap + ne) as u32,
+        )
+        .unwrap();
+        assert_eq!(
+            cast::<u32>(&out["labels"]),
+            labels,
+            "{label}: round {rounds}"
+        );
+        assert_eq!(counters_of(&out), c, "{label}: round {rounds} counters");
+        rounds += 1;
+        if c.label_rounds < rounds {
+            break;
+        }
+        assert!(rounds < 64, "{label}: labels do not converge");
+    }
+    assert!(rounds >= 2, "{label}: {rounds} rounds");
+
+    // merge_hull, merge_apply.
+    let mr = MergeRound {
+        round: rounds,
+        ..Default::default()
+    };
+    let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
+    merge_hull(&u, &mr, &labels, &mut sets, &mut hull, &mut c);
+    let out = run_kernel(
+        gpu,
+        "merge_hull",
+        &[
+            ("acl_merge", ub),
+            ("merge_round", bytes(&[mr])),
+            ("labels", bytes(&labels)),
+            ("sets", bytes(&sets_in)),
+            ("set_hull", bytes(&hull_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<ContactSet>(&out["sets"]),
+        sets,
+        "{label}: moved flags cleared"
+    );
+    assert_eq!(
+        cast::<[u32; 4]>(&out["set_hull"]),
+        hull,
+        "{label}: component hulls"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: merge_hull counters");
+    assert_eq!(c.more_rounds, 0);
+    let (sets_in, c_in) = (sets.clone(), c);
+    merge_apply(&u, &mr, &labels, &hull, &mut sets, &mut c);
+    let out = run_kernel(
+        gpu,
+        "merge_apply",
+        &[
+            ("acl_merge", ub),
+            ("merge_round", bytes(&[mr])),
+            ("labels", bytes(&labels)),
+            ("set_hull", bytes(&hull)),
+            ("sets", bytes(&sets_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<ContactSet>(&out["sets"]),
+        sets,
+        "{label}: merged table"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: merge_apply counters");
+    assert!(c.merged > 0, "{label}: nothing merged");
+    println!(
+        "{label}: {n0} sets + {heads} new from {t} pairs; index {items} items; {ne} edges; \
+         {rounds} label rounds; {} merged, {} moved",
+        c.merged, c.moved
+    );
+    c.merged
+}
+
+/// The first step: every contact of the swatch is new.
+#[test]
+fn first_step_kernels_match_twins() {
+    let Some(gpu) = gpu_or_skip("first_step_kernels_match_twins") else {
+        return;
+    };
+    let f = first_step();
+    let merged = kernels_match_twins(&gpu, &f, "step 0");
+    assert!(merged > 10, "only {merged} merges at the first step");
+}
+
+/// A later state: a settled table plus new pairs beside its sets (see `later_step`).
+#[test]
+fn later_step_kernels_match_twins() {
+    let Some(gpu) = gpu_or_skip("later_step_kernels_match_twins") else {
+        return;
+    };
+    let f = later_step();
+    assert!(!f.sets.is_empty());
+    kernels_match_twins(&gpu, &f, "step 24");
+}
+
+/// The whole chain recorded by `MergeGpu` (one submission) on a table and touching pairs: the
+/// table, the counters, and the index as read back.
+struct GpuOut {
+    sets: Vec<ContactSet>,
+    counters: MergeCounters,
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+fn run_chain(
+    gpu: &Gpu,
+    u: &MergeUniform,
+    sets: &[ContactSet],
+    touching: &[[u32; 2]],
+    caps: MergeCaps,
+) -> (MergeGpu, GpuOut) {
+    let pipelines = Pipelines::only(&gpu.device, KERNELS).unwrap();
+    let mut buffers = Buffers::default();
+    let (d, q) = (&gpu.device, &gpu.queue);
+    let mut tb = touching.to_vec();
+    tb.resize(caps.touching as usize, [0; 2]);
+    buffers.upload(d, q, "touching", bytes(&tb), false);
+    let table = table_with_capacity(sets, caps.sets as usize);
+    buffers.upload(d, q, "sets", bytes(&table), false);
+    buffers.upload(
+        d,
+        q,
+        "merge_counters",
+        bytes(&[MergeCounters::default()]),
+        false,
+    );
+    let chain = MergeGpu::new(d, q, &pipelines, &mut buffers, u, caps).unwrap();
+    let mut c = counters(sets.len(), 0, touching.len());
+    chain.set_capacities(&mut c);
+    q.write_buffer(buffers.get("merge_counters").unwrap(), 0, bytes(&[c]));
+    let mut enc = d.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        chain.record(&pipelines, &mut pass).unwrap();
+    }
+    q.submit([enc.finish()]);
+    let read = |name: &str, len: usize| buffers.read(d, q, name, len as u64).unwrap();
+    let counters: MergeCounters =
+        bytemuck::pod_read_unaligned(&read("merge_counters", size_of::<MergeCounters>()));
+    let n = counters.sets.count.min(caps.sets) as usize;
+    let sets_out: Vec<ContactSet> = cast(&read("sets", n * size_of::<ContactSet>()));
+    let nb = u.num_bins as usize + 1;
+    let start: Vec<u32> = cast(&read("set_bin_start", nb * 4));
+    let items = counters.index.count.min(caps.index) as usize;
+    let items: Vec<u32> = cast(&read("set_bin_items", items * 4));
+    (
+        chain,
+        GpuOut {
+            sets: sets_out,
+            counters,
+            start,
+            items,
+        },
+    )
+}
+
+/// Runs the chain, rebuilding as the verdict asks, until it is done; returns the result and the
+/// number of runs.
+fn run_until_done(
+    gpu: &Gpu,
+    u: &MergeUniform,
+    sets: &[ContactSet],
+    touching: &[[u32; 2]],
+    mut caps: MergeCaps,
+) -> (GpuOut, MergeCaps, usize) {
+    for run in 1..=12 {
+        let (chain, out) = run_chain(gpu, u, sets, touching, caps);
+        match chain.verdict(&out.counters) {
+            MergeVerdict::Done => return (out, chain.caps, run),
+            MergeVerdict::Rerun(c) => caps = c,
+            MergeVerdict::ScanLimit => panic!("scan limit"),
+        }
+    }
+    panic!("no verdict Done after 12 runs");
+}
+
+/// The chained GPU result (coalescing and every merge pass in one submission) equals the CPU
+/// path's `coalesce_pairs` + `set_merge`: the table slot for slot, the merge count, and the index
+/// of the final sets. Starts from small capacities and budgets, so the reruns the verdict asks for
+/// (grown capacities, more rounds, more passes) are exercised too.
+#[test]
+fn chained_gpu_merge_equals_cpu_path() {
+    let Some(gpu) = gpu_or_skip("chained_gpu_merge_equals_cpu_path") else {
+        return;
+    };
+    for step in [0usize, 24] {
+        let f = if step == 0 {
+            first_step()
+        } else {
+            later_step()
+        };
+        let (cpu, index, merged) = cpu_path(&f);
+        let u = merge_uniform(f.nq, f.alpha);
+        let caps = MergeCaps {
+            sets: f.sets.len() as u32 + 8,
+            touching: f.touching.len() as u32 + 5,
+            edges: 16,
+            index: 16,
+            rounds: 1,
+            passes: 1,
+        };
+        let (out, caps, runs) = run_until_done(&gpu, &u, &f.sets, &f.touching, caps);
+        assert_eq!(out.sets.len(), cpu.len(), "step {step}: table length");
+        for (k, (g, c)) in out.sets.iter().zip(&cpu).enumerate() {
+            assert_eq!(g, c, "step {step}: set {k}");
+        }
+        assert_eq!(out.counters.merged as u64, merged, "step {step}: merged");
+        assert_eq!(out.start, index.start(), "step {step}: index starts");
+        assert_eq!(out.items, index.items(), "step {step}: index items");
+        assert!(cpu.iter().all(|s| s.flags & SET_MOVED == 0));
+        println!(
+            "step {step}: {} slots, {} live, {merged} merged; done after {runs} runs with {caps:?}",
+            cpu.len(),
+            cpu.iter().filter(|s| s.flags & SET_LIVE != 0).count()
+        );
+        if step == 0 {
+            assert!(runs > 2, "the reruns were not exercised ({runs} runs)");
+        }
+    }
+}
+
+/// A chain of `n` overlapping sets (set at chain position p overlaps positions p ± 1 only), in
+/// the slot order `order` (slot k holds position order[k]), all moved.
+fn chain_sets(order: &[usize], nq: u32) -> Vec<ContactSet> {
+    order
+        .iter()
+        .map(|&p| {
+            let u0 = 4 * p as u32;
+            ContactSet {
+                bx: [u0, u0 + 4, u0 + 1000, u0 + 1004],
+                flags: SET_LIVE | SET_MOVED,
+                ..Default::default()
+            }
+        })
+        .inspect(|s| assert!(s.bx[3] < nq))
+        .collect()
+}
+
+/// The label rounds one merge pass needs on `sets` (the twins, run until a round changes nothing).
+fn rounds_needed(sets: &[ContactSet], nq: u32) -> u32 {
+    let u = merge_uniform(nq, 0);
+    let n = sets.len();
+    let mut index = SetIndex::default();
+    index.build(sets, nq);
+    let mut c = counters(n, n, 0);
+    let mut eoff = vec![0u32; n + 1];
+    let mut labels = vec![0u32; 2 * n];
+    let mut hull = vec![[0u32; 4]; n];
+    set_overlap_count(&u, sets, index.start(), index.items(), &mut eoff, &mut c);
+    exclusive_scan(&mut eoff, &mut Vec::new());
+    let mut edges = vec![[0u32; 2]; eoff[n] as usize];
+    c.edges.capacity = eoff[n];
+    set_overlap_write(
+        &u,
+        sets,
+        index.start(),
+        index.items(),
+        &eoff,
+        &mut edges,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
+    assert_eq!(
+        edges.len(),
+        n - 1,
+        "a chain of {n} sets has {} pairs",
+        n - 1
+    );
+    let mut r = 0;
+    loop {
+        let mr = MergeRound {
+            round: r,
+            ..Default::default()
+        };
+        merge_label(&u, &mr, &edges, &mut labels, &mut c);
+        r += 1;
+        if c.label_rounds < r {
+            return r;
+        }
+    }
+}
+
+/// A long chain whose labels need many rounds: with fewer rounds recorded than the twins need, the
+/// GPU raises `more_rounds` (and the twins, run with the same budget, agree); the verdict asks for
+/// more rounds, and the rerun equals the CPU path (the whole chain merged into its smallest slot,
+/// with the chain's hull).
+#[test]
+fn long_chain_raises_more_rounds_until_enough() {
+    let Some(gpu) = gpu_or_skip("long_chain_raises_more_rounds_until_enough") else {
+        return;
+    };
+    let n = 3000usize;
+    let nq = 4 * n as u32 + 1100;
+    // Slot order: a fixed shuffle of the chain positions (a sorted chain converges by doubling in
+    // about log2(n) rounds; a shuffled one takes longer).
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = 0x9E37_79B9u64;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let sets = chain_sets(&order, nq);
+    let need = rounds_needed(&sets, nq);
+    let sorted_need = rounds_needed(&chain_sets(&(0..n).collect::<Vec<_>>(), nq), nq);
+    println!("chain of {n}: {need} label rounds shuffled, {sorted_need} sorted");
+    assert!(
+        need >= 8,
+        "only {need} rounds: the chain does not test the budget"
+    );
+    let u = merge_uniform(nq, 0);
+    let caps = MergeCaps {
+        sets: n as u32,
+        touching: 1,
+        edges: n as u32,
+        index: 2 * n as u32,
+        rounds: need - 1,
+        passes: 2,
+    };
+    // Too few rounds: flagged on the GPU, and by the twins with the same budget.
+    let (chain, out) = run_chain(&gpu, &u, &sets, &[], caps);
+    assert_eq!(out.counters.more_rounds, 1, "too few rounds not flagged");
+    assert_eq!(
+        chain.verdict(&out.counters),
+        MergeVerdict::Rerun(MergeCaps {
+            rounds: 2 * (need - 1),
+            ..caps
+        })
+    );
+    {
+        let mut c = counters(n, n, 0);
+        let mut index = SetIndex::default();
+        let mut tw = sets.clone();
+        index.build(&tw, nq);
+        let mut eoff = vec![0u32; n + 1];
+        let mut labels = vec![0u32; 2 * n];
+        let mut hull = vec![[0u32; 4]; n];
+        set_overlap_count(&u, &tw, index.start(), index.items(), &mut eoff, &mut c);
+        exclusive_scan(&mut eoff, &mut Vec::new());
+        let mut edges = vec![[0u32; 2]; n - 1];
+        c.edges.capacity = n as u32 - 1;
+        set_overlap_write(
+            &u,
+            &tw,
+            index.start(),
+            index.items(),
+            &eoff,
+            &mut edges,
+            &mut labels,
+            &mut hull,
+            &mut c,
+        );
+        for r in 0..need - 1 {
+            let mr = MergeRound {
+                round: r,
+                ..Default::default()
+            };
+            merge_label(&u, &mr, &edges, &mut labels, &mut c);
+        }
+        let mr = MergeRound {
+            round: need - 1,
+            ..Default::default()
+        };
+        merge_hull(&u, &mr, &labels, &mut tw, &mut hull, &mut c);
+        assert_eq!(c.more_rounds, 1, "the twins do not flag too few rounds");
+    }
+    // Exactly enough rounds: no flag, and the CPU path's result.
+    let (chain, out) = run_chain(
+        &gpu,
+        &u,
+        &sets,
+        &[],
+        MergeCaps {
+            rounds: need,
+            ..caps
+        },
+    );
+    assert_eq!(out.counters.more_rounds, 0);
+    assert_eq!(chain.verdict(&out.counters), MergeVerdict::Done);
+    let mut cpu = sets.clone();
+    let mut index = SetIndex::default();
+    let (merged, _) = set_merge(&mut cpu, &mut index, nq, &mut MergeScratch::default()).unwrap();
+    assert_eq!(merged as usize, n - 1);
+    assert_eq!(out.sets, cpu);
+    // The smallest slot of the component holds the chain's hull.
+    let root = 0;
+    assert_eq!(cpu[root].bx, [0, 4 * n as u32, 1000, 4 * n as u32 + 1000]);
+    assert_eq!(hull_code(&hull_code(&cpu[root].bx)), cpu[root].bx);
+    assert_eq!(out.start, index.start());
+    assert_eq!(out.items, index.items());
+}
+
+/// Overflows are flagged, not silent: a set table too small for the new sets, and an edge list
+/// too small for one pass's pairs, each raise their flag and the verdict grows that capacity.
+#[test]
+fn overflows_are_flagged_and_grown() {
+    let Some(gpu) = gpu_or_skip("overflows_are_flagged_and_grown") else {
+        return;
+    };
+    let f = first_step();
+    let u = merge_uniform(f.nq, f.alpha);
+    let big = MergeCaps {
+        sets: f.touching.len() as u32,
+        touching: f.touching.len() as u32,
+        edges: 1 << 16,
+        index: 1 << 16,
+        rounds: 16,
+        passes: 8,
+    };
+    let small_sets = MergeCaps { sets: 10, ..big };
+    let (chain, out) = run_chain(&gpu, &u, &f.sets, &f.touching, small_sets);
+    assert_eq!(out.counters.sets.overflow, 1);
+    match chain.verdict(&out.counters) {
+        MergeVerdict::Rerun(c) => assert!(c.sets > out.counters.sets.count),
+        v => panic!("{v:?}"),
+    }
+    let small_edges = MergeCaps { edges: 3, ..big };
+    let (chain, out) = run_chain(&gpu, &u, &f.sets, &f.touching, small_edges);
+    assert_eq!(out.counters.edges.overflow, 1);
+    match chain.verdict(&out.counters) {
+        MergeVerdict::Rerun(c) => assert!(c.edges >= out.counters.edges.count),
+        v => panic!("{v:?}"),
+    }
+}
+
+/// A set whose overlap search would pass the loop bound (more than `scan_limit` sets share its
+/// bin) is an error on both paths, never a silently shortened search: `set_merge` stops with
+/// `MergeError::ScanLimit`, and `set_overlap_count` raises `MERGE_SCAN_LIMIT` as its twin does
+/// (listing nothing for that set), which the verdict reports.
+#[test]
+fn scan_limit_is_an_error_on_both_paths() {
+    use yarnsim::acl::coalesce::{MergeError, MERGE_SCAN_LIMIT_ITEMS};
+    use yarnsim::layout::MERGE_SCAN_LIMIT;
+    let Some(gpu) = gpu_or_skip("scan_limit_is_an_error_on_both_paths") else {
+        return;
+    };
+    let n = MERGE_SCAN_LIMIT_ITEMS as usize + 10;
+    let nq = n as u32 + 100;
+    // Settled, pairwise disjoint sets all in bin 0, and one moved set among them.
+    let mut sets: Vec<ContactSet> = (0..n as u32)
+        .map(|k| ContactSet {
+            bx: [0, 7, 8 + k, 8 + k],
+            flags: SET_LIVE,
+            ..Default::default()
+        })
+        .collect();
+    sets.push(ContactSet {
+        bx: [0, 2, 8, 12],
+        flags: SET_LIVE | SET_MOVED,
+        ..Default::default()
+    });
+    let m = sets.len();
+    let err = set_merge(
+        &mut sets.clone(),
+        &mut SetIndex::default(),
+        nq,
+        &mut MergeScratch::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        MergeError::ScanLimit {
+            set: n as u32,
+            limit: MERGE_SCAN_LIMIT_ITEMS
+        }
+    );
+    let u = merge_uniform(nq, 0);
+    let mut index = SetIndex::default();
+    index.build(&sets, nq);
+    let c0 = counters(m, m, 0);
+    let mut c = c0;
+    let mut eoff = vec![7u32; m + 1];
+    set_overlap_count(&u, &sets, index.start(), index.items(), &mut eoff, &mut c);
+    assert_eq!(c.errors, MERGE_SCAN_LIMIT);
+    assert!(eoff.iter().all(|&e| e == 0));
+    let out = run_kernel(
+        &gpu,
+        "set_overlap_count",
+        &[
+            ("acl_merge", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("set_bin_start", bytes(index.start())),
+            ("set_bin_items", bytes(index.items())),
+            ("edge_offsets", bytes(&vec![7u32; m + 1])),
+            ("merge_counters", bytes(&[c0])),
+        ],
+        m as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(counters_of(&out), c);
+    assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff);
+}
