@@ -21,16 +21,11 @@
 #import vec
 #import penalty
 #import acl
+#import acl_rebuild
+#import acl_rebuild_box
+#import acl_rebuild_pairs
 
 const RB_WG: u32 = 64u;
-const MAX_WATCH: u32 = 32u;
-const MAX_BOX_PAIRS: u32 = 65536u;
-const MAX_BOX_CPS: u32 = 512u;
-const PLAN_ZERO: u32 = 1u;
-const PLAN_DELETE: u32 = 2u;
-const PLAN_ERROR: u32 = 4u;
-const PLAN_TOO_LARGE: u32 = 8u;
-const NONE: u32 = 0xffffffffu;
 const INF_BITS: u32 = 0x7f800000u;
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
@@ -62,22 +57,6 @@ var<workgroup> raw: array<u32, MAX_BOX_CPS>;
 var<workgroup> is_first: array<u32, MAX_BOX_CPS>;
 
 
-// d² of member pair (i, j), or -1 when it is no member (j ≤ i, or excluded by the same-yarn rule).
-fn member_d2(i: u32, j: u32) -> f32 {
-    if j <= i {
-        return -1.0;
-    }
-    let b = rebuild.b;
-    let sa = i / b;
-    let sb = j / b;
-    if segments[sa].yarn == segments[sb].yarn
-        && arc_excluded(qpts[i].w, qpts[j].w, seg_contact[sa].loop_len, rebuild.exclusion_arc) {
-        return -1.0;
-    }
-    let x = qpts[i].xyz - qpts[j].xyz;
-    return dot3(x, x);
-}
-
 // sets::padded_box.
 fn padded_box(i0: u32, i1: u32, j0: u32, j1: u32, alpha: u32, nq: u32) -> vec4<u32> {
     var bx = vec4<u32>(
@@ -89,29 +68,6 @@ fn padded_box(i0: u32, i1: u32, j0: u32, j1: u32, alpha: u32, nq: u32) -> vec4<u
     bx.z = max(bx.z, bx.x + 1u);
     bx.y = min(bx.y, bx.w - 1u);
     return bx;
-}
-
-// Raw control point e of the new box: 4 per segment of its u range, then of its v range.
-fn raw_cp(nb: vec4<u32>, e: u32) -> u32 {
-    let b = rebuild.b;
-    let nsu = nb.y / b - nb.x / b + 1u;
-    let r = e / 4u;
-    var seg = nb.z / b + (r - nsu);
-    if r < nsu {
-        seg = nb.x / b + r;
-    }
-    return segments[seg].cp[e % 4u];
-}
-
-// Set-local index of control point c: the number of distinct raw points below it.
-fn local_index(c: u32, nraw: u32) -> u32 {
-    var n = 0u;
-    for (var e = 0u; e < nraw; e = e + 1u) {
-        if is_first[e] != 0u && raw[e] < c {
-            n = n + 1u;
-        }
-    }
-    return n;
 }
 
 fn write_plan(t: u32, p: RebuildPlan) {
@@ -215,7 +171,7 @@ fn set_rebuild_size(
     plan.touch_bx = vec4<u32>(st[2], st[3], st[4], st[5]);
     plan.flags = select(0u, PLAN_ZERO, zero);
     // 2. The new box's control points.
-    let nraw = 4u * ((nb.y / b - nb.x / b + 1u) + (nb.w / b - nb.z / b + 1u));
+    let nraw = raw_count(nb);
     if nraw > MAX_BOX_CPS {
         if lid == 0u {
             var big: RebuildPlan;
@@ -229,13 +185,7 @@ fn set_rebuild_size(
     }
     workgroupBarrier();
     for (var e = lid; e < nraw; e = e + RB_WG) {
-        var f = 1u;
-        for (var e2 = 0u; e2 < e; e2 = e2 + 1u) {
-            if raw[e2] == raw[e] {
-                f = 0u;
-                break;
-            }
-        }
+        let f = raw_is_first(e);
         is_first[e] = f;
         atomicAdd(&w_distinct, f);
     }

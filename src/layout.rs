@@ -18,7 +18,7 @@
 use bytemuck::{Pod, Zeroable};
 use std::mem::{offset_of, size_of};
 // ACL's records live with their stages (src/acl/) and are listed here for the reflection test.
-use crate::acl::rebuild::{RebuildParams, RebuildPlan};
+use crate::acl::rebuild::{PoolAlloc, RebuildParams, RebuildPlan, RebuildTerm};
 use crate::acl::{ContactSet, StictionSpring, WatchLoc, WatchPair};
 
 /// One yarn's ranges in the flat arrays.
@@ -991,7 +991,7 @@ pub fn layouts() -> Vec<StructLayout> {
             cp_off,
             k_off,
             w_off,
-            _pad
+            term_off
         }),
         layout_of!(RebuildParams {
             b,
@@ -1006,6 +1006,22 @@ pub fn layouts() -> Vec<StructLayout> {
             num_dirty,
             exclusion_arc,
             _pad
+        }),
+        layout_of!(RebuildTerm {
+            loc,
+            grad,
+            hess,
+            i,
+            j
+        }),
+        layout_of!(PoolAlloc {
+            base,
+            len,
+            cap,
+            errors,
+            first_too_large,
+            _pad0,
+            _pad1
         }),
         layout_of!(MergeUniform {
             nq,

@@ -546,3 +546,355 @@ fn set_rebuild_size_matches_twin() {
         );
     }
 }
+
+/// The rebuild's allocation and write pass on the swatch, as in `set_rebuild_size_matches_twin`
+/// (the sets of an `AclContact` after 40 steps, all dirty, rebuilt at the next step's positions):
+/// `pool_alloc_size` → exclusive scan → `pool_alloc` → `set_rebuild_points` → `set_rebuild` →
+/// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`, each kernel on its
+/// twin's inputs, appending to the `AclContact`'s own pools (so the offsets start past live data).
+///
+/// Discrete outputs (sizes, offsets, counters, control-point lists, watched pairs, springs' pairs
+/// and flags, the term list's pairs and local indices, header fields but f_ref and the centre)
+/// must be identical. Floats: every kernel adds the same f32 terms in the twin's order (`K̄` and
+/// `f0` per entry over the touching pairs in box order, each pair's slots in order; `d̄`, the
+/// centre and `f_ref` over points or pairs in order; `M` over raw slots in order), and the pair
+/// terms come from the compensated term whose GPU-vs-twin agreement is 16ε of its scale
+/// (`compensated_pair_term_matches_twin_on_cancelling_inputs`). lavapipe fuses no multiply-add
+/// and rounds `/` and `sqrt` correctly, so there every float is asserted bitwise. (On a GPU that
+/// fuses: an entry of `K̄` or `f0` summing `m` terms of scale `S` may differ by `(m + 16) · 2ε · S`.)
+/// Then the CPU path itself (`AclContact::rebuild_all`, the same rebuild through the stage
+/// driver) must give the same headers, springs and pools as the kernels.
+#[test]
+fn set_rebuild_write_matches_twin_and_cpu_path() {
+    use yarnsim::acl::rebuild::{
+        pool_alloc, pool_alloc_size, set_rebuild, set_rebuild_headers, set_rebuild_points,
+        set_rebuild_size, set_rebuild_springs, set_rebuild_watch, PoolAlloc, RebuildPlan,
+        RebuildScratch, RebuildTables, RebuildTerm,
+    };
+    use yarnsim::acl::{ThreadScratch, MAX_WATCH, SET_DIRTY};
+    use yarnsim::contact::Exclusion;
+    use yarnsim::layout::{AclUniform, SegmentContact};
+    use yarnsim::spline::QuadratureTable;
+    let Some(gpu) = gpu_or_skip("set_rebuild_write_matches_twin_and_cpu_path") else {
+        return;
+    };
+    let sets_cfg = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &sets_cfg, 0);
+    let params = fixture::scene_contact("swatch", &sets_cfg);
+    let r = sim.step_params().radius;
+    let mut acl = AclContact::new(r, &params).unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    for _ in 0..40 {
+        sim.step().unwrap();
+        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
+    }
+    sim.step().unwrap();
+    let topo = &sim.topo;
+    let b = params.quadrature;
+    let old_sets: Vec<ContactSet> = acl.sets().to_vec();
+    let mut sets = old_sets.clone();
+    for s in sets.iter_mut() {
+        s.flags |= SET_DIRTY;
+    }
+    let dirty: Vec<u32> = (0..sets.len() as u32).collect();
+    let nd = dirty.len();
+    let excl = Exclusion::new(topo, &params);
+    let seg_cp: Vec<[u32; 4]> = topo.segments.iter().map(|s| s.cp).collect();
+    let seg_w: Vec<f32> = topo
+        .segments
+        .iter()
+        .map(|s| topo.edges[s.edge as usize].rest_length / b as f32)
+        .collect();
+    let seg_contact: Vec<SegmentContact> = (0..topo.segments.len())
+        .map(|s| SegmentContact {
+            weight: seg_w[s],
+            loop_len: excl.loop_len(s as u32),
+            _pad: [0; 2],
+        })
+        .collect();
+    let table = QuadratureTable::new(b);
+    let p = RebuildParams {
+        b,
+        nq: topo.segments.len() as u32 * b,
+        r,
+        padding: params.padding,
+        delete_distance: params.delete_distance,
+        stiffness: params.stiffness,
+        stiction_stiffness: params.stiction_stiffness,
+        step: acl.step_count() as u32,
+        num_sets: sets.len() as u32,
+        num_dirty: nd as u32,
+        exclusion_arc: params.exclusion_arc,
+        _pad: 0,
+    };
+    let mut acl_u = AclUniform {
+        quadrature: b,
+        ..Default::default()
+    };
+    acl_u.weights[..b as usize].copy_from_slice(&table.weights);
+    let tables = RebuildTables {
+        seg_cp: &seg_cp,
+        seg_w: &seg_w,
+        weights: &table.weights,
+        excl: &excl,
+    };
+    let mut qpts = vec![[0.0f32; 4]; p.nq as usize];
+    yarnsim::contact::quadrature_points(
+        &yarnsim::layout::Params {
+            quadrature: b,
+            num_segments: topo.segments.len() as u32,
+            ..bytemuck::Zeroable::zeroed()
+        },
+        &topo.segments,
+        &sim.pos,
+        &table.weights,
+        excl.quad_arc(),
+        &mut qpts,
+    );
+    let mut plans = vec![RebuildPlan::default(); nd];
+    let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
+    let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
+    let mut scratch = ThreadScratch::<RebuildScratch>::default();
+    scratch.ensure();
+    set_rebuild_size(
+        &p,
+        &sim.pos,
+        tables,
+        &sets,
+        &dirty,
+        &mut plans,
+        &mut watch,
+        &mut watch_loc,
+        &scratch,
+    );
+    assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
+    // pool_alloc_size → scan → pool_alloc.
+    let mut dest = vec![0u32; 4 * (nd + 1)];
+    pool_alloc_size(&p, &plans, &mut dest);
+    let out = run_kernel(
+        &gpu,
+        "pool_alloc_size",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("plans", bytes(&plans)),
+            ("alloc_dest", bytes(&vec![7u32; 4 * (nd + 1)])),
+        ],
+        nd as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["alloc_dest"]), dest);
+    yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
+    let mut pools = Pools::default();
+    {
+        let a = acl.pools();
+        pools.cp = a.cp.clone();
+        pools.f0 = a.f0.clone();
+        pools.dbar = a.dbar.clone();
+        pools.m = a.m.clone();
+        pools.k = a.k.clone();
+        pools.watch = a.watch.clone();
+        pools.watch_loc = a.watch_loc.clone();
+    }
+    let [np0, nk0, nw0] = pools.lens();
+    let counters0 = PoolAlloc {
+        base: [np0 as u32, nk0 as u32, nw0 as u32, 0],
+        cap: [u32::MAX, u32::MAX, u32::MAX, 100],
+        first_too_large: u32::MAX,
+        ..Default::default()
+    };
+    let mut counters = counters0;
+    let plans_in = plans.clone();
+    pool_alloc(&p, &dest, &mut plans, &mut counters);
+    let out = run_kernel(
+        &gpu,
+        "pool_alloc",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("alloc_dest", bytes(&dest)),
+            ("plans", bytes(&plans_in)),
+            ("pool_counters", bytes(&[counters0])),
+        ],
+        nd as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<RebuildPlan>(&out["plans"]), plans);
+    assert_eq!(cast::<PoolAlloc>(&out["pool_counters"]), vec![counters]);
+    let len = counters.len.map(|l| l as usize);
+    println!(
+        "{nd} dirty sets: pools grow by {:?}, {} term slots, errors {:#x}, largest n_cp {}, largest work {}",
+        [len[0] - np0, len[1] - nk0, len[2] - nw0],
+        len[3],
+        counters.errors,
+        plans.iter().map(|p| p.n_cp).max().unwrap(),
+        plans.iter().map(yarnsim::acl::rebuild::rebuild_work).max().unwrap()
+    );
+    // The term pool's capacity (100) is set below its length: only its bit is raised (the GPU
+    // step would grow it and rerun; the kernels below get buffers of the full length).
+    assert!(len[3] > 100);
+    assert_eq!(counters.errors, 8);
+    pools.resize([len[0], len[1], len[2]]);
+    let gpu_pools_in = (pools.cp.clone(), pools.dbar.clone(), pools.m.clone());
+    // set_rebuild_points.
+    set_rebuild_points(
+        &p,
+        &sim.pos,
+        tables,
+        &plans,
+        &mut pools.cp,
+        &mut pools.dbar,
+        &mut pools.m,
+        &scratch,
+    );
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_points",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("pos", bytes(&sim.pos)),
+            ("segments", bytes(&topo.segments)),
+            ("plans", bytes(&plans)),
+            ("cp_pool", bytes(&gpu_pools_in.0)),
+            ("dbar_pool", bytes(&gpu_pools_in.1)),
+            ("m_pool", bytes(&gpu_pools_in.2)),
+        ],
+        (nd * 64) as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["cp_pool"]), pools.cp, "cp_pool");
+    assert_eq!(cast::<[f32; 4]>(&out["dbar_pool"]), pools.dbar, "dbar_pool");
+    assert_eq!(cast::<f32>(&out["m_pool"]), pools.m, "m_pool");
+    // set_rebuild.
+    let mut terms = vec![RebuildTerm::default(); len[3]];
+    let (k_in, f0_in) = (pools.k.clone(), pools.f0.clone());
+    set_rebuild(
+        &p,
+        &sim.pos,
+        tables,
+        &plans,
+        &mut terms,
+        &mut pools.k,
+        &mut pools.f0,
+        &scratch,
+    );
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("acl", bytes(&[acl_u])),
+            ("qpts", bytes(&qpts)),
+            ("segments", bytes(&topo.segments)),
+            ("seg_contact", bytes(&seg_contact)),
+            ("plans", bytes(&plans)),
+            (
+                "rebuild_terms",
+                bytes(&vec![RebuildTerm::default(); len[3]]),
+            ),
+            ("k_pool", bytes(&k_in)),
+            ("f0_pool", bytes(&f0_in)),
+        ],
+        (nd * 256) as u32,
+    )
+    .unwrap();
+    let g_terms: Vec<RebuildTerm> = cast(&out["rebuild_terms"]);
+    let listed = terms
+        .iter()
+        .filter(|t| t.i != u32::MAX && t.grad != [0.0; 4])
+        .count();
+    assert!(listed > 500, "{listed} touching pairs listed");
+    assert_eq!(g_terms, terms, "rebuild_terms");
+    assert_eq!(cast::<[f32; 6]>(&out["k_pool"]), pools.k, "k_pool");
+    assert_eq!(cast::<[f32; 4]>(&out["f0_pool"]), pools.f0, "f0_pool");
+    // set_rebuild_watch.
+    let mut fout = vec![[0.0f32; 4]; len[0]];
+    let (w_in, wl_in) = (pools.watch.clone(), pools.watch_loc.clone());
+    set_rebuild_watch(
+        &p,
+        &plans,
+        &watch,
+        &watch_loc,
+        &pools.f0,
+        &mut pools.watch,
+        &mut pools.watch_loc,
+        &mut fout,
+    );
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_watch",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("plans", bytes(&plans)),
+            ("plan_watch", bytes(&watch)),
+            ("plan_watch_loc", bytes(&watch_loc)),
+            ("f0_pool", bytes(&pools.f0)),
+            ("watch_pool", bytes(&w_in)),
+            ("watch_loc_pool", bytes(&wl_in)),
+            ("fout_pool", bytes(&vec![[0.0f32; 4]; len[0]])),
+        ],
+        (nd * 64) as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<WatchPair>(&out["watch_pool"]), pools.watch);
+    assert_eq!(cast::<WatchLoc>(&out["watch_loc_pool"]), pools.watch_loc);
+    assert_eq!(cast::<[f32; 4]>(&out["fout_pool"]), fout);
+    // set_rebuild_springs, then set_rebuild_headers.
+    let mut springs = acl.all_springs().to_vec();
+    let springs_in = springs.clone();
+    set_rebuild_springs(&p, &sim.pos, tables, &dirty, &plans, &sets, &mut springs);
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_springs",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("qpts", bytes(&qpts)),
+            ("segments", bytes(&topo.segments)),
+            ("seg_contact", bytes(&seg_contact)),
+            ("dirty", bytes(&dirty)),
+            ("plans", bytes(&plans)),
+            ("sets", bytes(&sets)),
+            ("springs", bytes(&springs_in)),
+        ],
+        nd as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<StictionSpring>(&out["springs"]), springs);
+    let sets_in = sets.clone();
+    set_rebuild_headers(&p, &sim.pos, &dirty, &plans, &pools.cp, &terms, &mut sets);
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_headers",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("pos", bytes(&sim.pos)),
+            ("dirty", bytes(&dirty)),
+            ("plans", bytes(&plans)),
+            ("cp_pool", bytes(&pools.cp)),
+            ("rebuild_terms", bytes(&terms)),
+            ("sets", bytes(&sets_in)),
+        ],
+        nd as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<ContactSet>(&out["sets"]), sets);
+    // The twins did rebuild: live headers point into the new ranges, clean, with forces.
+    let live = sets.iter().filter(|s| s.flags & SET_LIVE != 0).count();
+    assert!(live > 50);
+    assert!(sets
+        .iter()
+        .filter(|s| s.flags & SET_LIVE != 0)
+        .all(|s| s.cp_off as usize >= np0 && s.flags & SET_DIRTY == 0));
+    assert!(sets.iter().any(|s| s.f_ref > 0.0));
+    // The CPU path: the same rebuild through AclContact's own driver.
+    acl.rebuild_all(topo, &sim.pos).unwrap();
+    assert_eq!(acl.sets(), &sets[..], "headers of the CPU path");
+    assert_eq!(acl.all_springs(), &springs[..], "springs of the CPU path");
+    let a = acl.pools();
+    assert_eq!(a.cp, pools.cp);
+    assert_eq!(a.f0, pools.f0);
+    assert_eq!(a.dbar, pools.dbar);
+    assert_eq!(a.m, pools.m);
+    assert_eq!(a.k, pools.k);
+    assert_eq!(a.watch, pools.watch);
+    assert_eq!(a.watch_loc, pools.watch_loc);
+    assert_eq!(&acl.step_pools().1[np0..len[0]], &fout[np0..]);
+}

@@ -423,7 +423,7 @@ struct RebuildPlan {
     cp_off: u32,
     k_off: u32,
     w_off: u32,
-    _pad: u32,
+    term_off: u32,
 };
 
 // Uniform `rebuild` of the ACL rebuild and compaction kernels (acl::rebuild::RebuildParams).
@@ -440,4 +440,28 @@ struct RebuildParams {
     num_dirty: u32,
     exclusion_arc: f32,
     _pad: u32,
+};
+
+// A touching pair's point terms in kernel set_rebuild's list (acl::rebuild::RebuildTerm): the
+// set-local indices of its 4 + 4 control points (WatchLoc's packing), ∂E/∂y_i (w 0), ∂²E/∂y_i²
+// as [xx, yy, zz, xy, xz, yz], the quadrature points (i = 0xffffffff: end of a short list).
+struct RebuildTerm {
+    loc: vec4<u32>,
+    grad: vec4<f32>,
+    hess: array<f32, 6>,
+    i: u32,
+    j: u32,
+};
+
+// The `pool_counters` block of the pool allocation (acl::rebuild::PoolAlloc): lengths before and
+// after, capacities of the point, block, watch and term pools; errors (bit k: pool k full; 16: a
+// set beyond MAX_REBUILD_WORK) and the first such dirty slot.
+struct PoolAlloc {
+    base: vec4<u32>,
+    len: vec4<u32>,
+    cap: vec4<u32>,
+    errors: atomic<u32>,
+    first_too_large: atomic<u32>,
+    _pad0: u32,
+    _pad1: u32,
 };

@@ -291,6 +291,9 @@ pub struct AclContact {
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<WatchLoc>,
+    /// The pool allocation's scanned sizes (`pool_alloc_size`) and the rebuild's pair terms.
+    alloc_dest: Vec<u32>,
+    rebuild_terms: Vec<rebuild::RebuildTerm>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
     /// The point → record table of the gather, and its per-run counts.
     point_hist: Vec<u32>,
@@ -377,6 +380,8 @@ impl AclContact {
             plans: Vec::new(),
             plan_watch: Vec::new(),
             plan_watch_loc: Vec::new(),
+            alloc_dest: Vec::new(),
+            rebuild_terms: Vec::new(),
             rebuild_scratch: ThreadScratch::default(),
             point_hist: Vec::new(),
             point_start: Vec::new(),
@@ -528,8 +533,30 @@ impl AclContact {
         Ok(merged)
     }
 
+    /// Rebuilds every live set at `pos` (one round of [`Self::rebuild_dirty`] with all of them
+    /// dirty, without the merges a step would do next): for tests and tools that compare a
+    /// rebuild with another path's (the GPU kernels).
+    pub fn rebuild_all(&mut self, topo: &Topology, pos: &[[f32; 4]]) -> Result<(), ContactError> {
+        self.prepare(topo);
+        self.dirty.clear();
+        for (k, s) in self.sets.iter_mut().enumerate() {
+            if s.flags & SET_LIVE != 0 {
+                s.flags |= SET_DIRTY;
+                self.dirty.push(k as u32);
+            }
+        }
+        self.rebuild_dirty(pos, &mut AclStepStats::default())
+    }
+
+    /// The step count this set table is at (a rebuild records it as `rebuilt_step`).
+    pub fn step_count(&self) -> u64 {
+        self.step
+    }
+
     /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
-    /// `pool_alloc` → `set_rebuild`). Counts rebuilds and deletions into `st`.
+    /// `pool_alloc_size` → scan → `pool_alloc` → `set_rebuild_points` → `set_rebuild` →
+    /// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`). Counts rebuilds and
+    /// deletions into `st`.
     fn rebuild_dirty(
         &mut self,
         pos: &[[f32; 4]],
@@ -585,15 +612,32 @@ impl AclContact {
                 point: plan.error_point as usize,
             });
         }
-        let (lens, garbage) = rebuild::pool_alloc(
+        // Pool allocation: sizes → exclusive scan → offsets (the CPU pools grow to fit, so no
+        // capacity); then the releases and the garbage of the old models.
+        crate::scan::resize_with_headroom(&mut self.alloc_dest, 4 * (nd + 1), 0);
+        rebuild::pool_alloc_size(&p, &self.plans[..nd], &mut self.alloc_dest);
+        crate::scan::exclusive_scan(&mut self.alloc_dest, &mut self.scan_partials);
+        let [np, nk, nwp] = self.pools.lens();
+        let mut alloc = rebuild::PoolAlloc {
+            base: [np as u32, nk as u32, nwp as u32, 0],
+            cap: [u32::MAX; 4],
+            first_too_large: u32::MAX,
+            ..Default::default()
+        };
+        rebuild::pool_alloc(&p, &self.alloc_dest, &mut self.plans[..nd], &mut alloc);
+        let garbage = rebuild::pool_release(
             &self.sets,
             &self.dirty,
-            &mut self.plans[..nd],
-            self.pools.lens(),
+            &self.plans[..nd],
             &mut self.released,
         );
         self.garbage.add_all(&garbage);
-        self.pools.resize(lens);
+        let len = alloc.len.map(|l| l as usize);
+        self.pools.resize([len[0], len[1], len[2]]);
+        if self.rebuild_terms.len() < len[3] {
+            self.rebuild_terms
+                .resize(len[3], rebuild::RebuildTerm::default());
+        }
         grow_scratch(
             self.pools.cp.len(),
             &mut self.q_pool,
@@ -605,20 +649,58 @@ impl AclContact {
             .iter()
             .filter(|p| p.flags & rebuild::PLAN_DELETE != 0)
             .count() as u64;
-        let bad = rebuild::set_rebuild(
+        // The write pass: points, model, watched pairs and this step's force, springs, headers.
+        let plans = &self.plans[..nd];
+        let pools = &mut self.pools;
+        rebuild::set_rebuild_points(
+            &p,
+            pos,
+            tables,
+            plans,
+            &mut pools.cp,
+            &mut pools.dbar,
+            &mut pools.m,
+            &self.rebuild_scratch,
+        );
+        rebuild::set_rebuild(
+            &p,
+            pos,
+            tables,
+            plans,
+            &mut self.rebuild_terms,
+            &mut pools.k,
+            &mut pools.f0,
+            &self.rebuild_scratch,
+        );
+        rebuild::set_rebuild_watch(
+            &p,
+            plans,
+            &self.plan_watch[..nw],
+            &self.plan_watch_loc[..nw],
+            &pools.f0,
+            &mut pools.watch,
+            &mut pools.watch_loc,
+            &mut self.fout_pool,
+        );
+        rebuild::set_rebuild_springs(
             &p,
             pos,
             tables,
             &self.dirty,
-            &self.plans[..nd],
-            &self.plan_watch[..nw],
-            &self.plan_watch_loc[..nw],
-            &mut self.sets,
+            plans,
+            &self.sets,
             &mut self.springs,
-            &mut self.pools,
-            &mut self.fout_pool,
-            &self.rebuild_scratch,
         );
+        rebuild::set_rebuild_headers(
+            &p,
+            pos,
+            &self.dirty,
+            plans,
+            &pools.cp,
+            &self.rebuild_terms,
+            &mut self.sets,
+        );
+        let bad = rebuild::first_not_finite(plans, &pools.cp, &pools.f0);
         match bad {
             Some(point) => Err(ContactError::NotFinite { point }),
             None => Ok(()),

@@ -337,7 +337,8 @@ pub struct RebuildPlan {
     pub cp_off: u32,
     pub k_off: u32,
     pub w_off: u32,
-    pub _pad: u32,
+    /// Offset of the set's touching-pair terms in `rebuild_terms` (from `pool_alloc`).
+    pub term_off: u32,
 }
 const _: () = assert!(std::mem::size_of::<RebuildPlan>() == 80);
 
@@ -493,20 +494,158 @@ fn size_one(
     plan
 }
 
-/// Stage `pool_alloc`: the ranges of the rebuilt models, appended to pools of lengths `lens` in the
-/// order of `dirty` (an exclusive prefix sum over the plans' sizes) into the plans; the releases of
-/// pairs (a deleted set's whole box, a resized set's old box against its new one) in the same
-/// order. Returns the new pool lengths and the pool space the dirty sets' old models held.
+/// Threads per workgroup of kernel `set_rebuild` (one workgroup per dirty set).
+pub const REBUILD_WG: u32 = 256;
+
+/// The most work kernel `set_rebuild` takes for one set: `⌈n(n+1)/2 / REBUILD_WG⌉ · touching`
+/// (each thread's blocks, each looking at every touching pair). It bounds the kernel's loops under
+/// lavapipe's 65,535 iterations per invocation (see shaders/set_rebuild.wgsl); `pool_alloc` flags a
+/// set beyond it (`POOL_TOO_MUCH_WORK`) and the write kernels leave it alone, so the GPU step must
+/// stop and name the limit. The CPU stages have no such limit.
+pub const MAX_REBUILD_WORK: u32 = 16384;
+
+/// [`MAX_REBUILD_WORK`]'s measure of a plan.
+#[inline]
+pub fn rebuild_work(plan: &RebuildPlan) -> u64 {
+    let nb = model::tri_len(plan.n_cp as usize) as u64;
+    nb.div_ceil(REBUILD_WG as u64) * plan.touching as u64
+}
+
+/// [`PoolAlloc::errors`]: bit `k` (`1 << k`) — pool `k` (points, blocks, watched pairs, terms)
+/// needs more than its capacity; this bit — a set beyond [`MAX_REBUILD_WORK`].
+pub const POOL_TOO_MUCH_WORK: u32 = 16;
+
+/// The `pool_counters` block of the pool allocation: lengths, capacities and errors of the four
+/// pools a rebuild appends to — points (`cp_pool`, `f0_pool`, `dbar_pool`, `m_pool`), blocks
+/// (`k_pool`), watched pairs (`watch_pool`, `watch_loc_pool`) and the touching pairs' terms
+/// (`rebuild_terms`, rewritten by every rebuild: its base is 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PoolAlloc {
+    /// Lengths before the allocation (read by every thread).
+    pub base: [u32; 4],
+    /// Lengths after it (written by `pool_alloc`).
+    pub len: [u32; 4],
+    pub cap: [u32; 4],
+    /// Bit `k`: pool `k` over capacity (its ranges beyond it must not be written: the host grows
+    /// the pool and reruns); [`POOL_TOO_MUCH_WORK`].
+    pub errors: u32,
+    /// The first dirty slot beyond [`MAX_REBUILD_WORK`] (`u32::MAX`: none).
+    pub first_too_large: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+const _: () = assert!(std::mem::size_of::<PoolAlloc>() == 64);
+
+/// A touching pair's point-level terms, as kernel `set_rebuild` lists them (in box order, at the
+/// plan's `term_off`) for its per-block and per-point sums.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct RebuildTerm {
+    /// Set-local indices of the pair's 4 + 4 control points ([`WatchLoc`]'s packing).
+    pub loc: [u32; 4],
+    /// `∂E/∂y_i` (w 0).
+    pub grad: [f32; 4],
+    /// `∂²E/∂y_i²` as a [`SymBlock`].
+    pub hess: [f32; 6],
+    /// The quadrature points.
+    pub i: u32,
+    pub j: u32,
+}
+const _: () = assert!(std::mem::size_of::<RebuildTerm>() == 64);
+
+/// The sizes a plan takes in the four pools (points, blocks, watched pairs, terms): none for a
+/// deleted set, no blocks and no terms for a zero-force one; `touching` (pairs with `d² < 4r²`)
+/// bounds the terms (pairs touching by the compensated depth too).
+#[inline]
+pub fn plan_sizes(plan: &RebuildPlan) -> [u32; 4] {
+    if plan.flags & PLAN_DELETE != 0 {
+        return [0; 4];
+    }
+    let zero = plan.flags & PLAN_ZERO != 0;
+    let n = plan.n_cp;
+    [
+        n,
+        if zero {
+            0
+        } else {
+            model::tri_len(n as usize) as u32
+        },
+        plan.n_watch,
+        if zero { 0 } else { plan.touching },
+    ]
+}
+
+/// Kernel `pool_alloc_size` (one thread per dirty set plus one): the sizes of plan `t`
+/// ([`plan_sizes`]) into `alloc_dest[k(D + 1) + t]` for the four pools `k`, `D` =
+/// `rebuild.num_dirty`, and 0 into each quarter's last entry. An exclusive scan of the whole buffer
+/// then gives the offsets (the scanned value less its quarter's first).
+pub fn pool_alloc_size(rebuild: &RebuildParams, plans: &[RebuildPlan], alloc_dest: &mut [u32]) {
+    let nd = rebuild.num_dirty as usize;
+    for (t, plan) in plans[..nd].iter().enumerate() {
+        let s = plan_sizes(plan);
+        for k in 0..4 {
+            alloc_dest[k * (nd + 1) + t] = s[k];
+        }
+    }
+    for k in 0..4 {
+        alloc_dest[k * (nd + 1) + nd] = 0;
+    }
+}
+
+/// Kernel `pool_alloc` (one thread per dirty set plus one), after `pool_alloc_size` and the scan:
+/// plan `t`'s ranges (`cp_off`, `k_off`, `w_off`, `term_off`), appended to the pools at
+/// `pool_counters.base`, in the order of the dirty list (a deleted set's plan is left alone; a
+/// zero-force set's empty block range stays at 0, inside the pool); a plan beyond
+/// [`MAX_REBUILD_WORK`] sets [`POOL_TOO_MUCH_WORK`]. The last thread writes the new lengths and a
+/// pool's bit in `errors` when its length passes its capacity.
 pub fn pool_alloc(
+    rebuild: &RebuildParams,
+    alloc_dest: &[u32],
+    plans: &mut [RebuildPlan],
+    pool_counters: &mut PoolAlloc,
+) {
+    let nd = rebuild.num_dirty as usize;
+    let c = pool_counters;
+    let off = |k: usize, t: usize| {
+        c.base[k].wrapping_add(alloc_dest[k * (nd + 1) + t].wrapping_sub(alloc_dest[k * (nd + 1)]))
+    };
+    for (t, plan) in plans[..nd].iter_mut().enumerate() {
+        if plan.flags & PLAN_DELETE != 0 {
+            continue;
+        }
+        plan.cp_off = off(0, t);
+        plan.k_off = if plan.flags & PLAN_ZERO != 0 {
+            0
+        } else {
+            off(1, t)
+        };
+        plan.w_off = off(2, t);
+        plan.term_off = off(3, t);
+        if rebuild_work(plan) > MAX_REBUILD_WORK as u64 {
+            c.errors |= POOL_TOO_MUCH_WORK;
+            c.first_too_large = c.first_too_large.min(t as u32);
+        }
+    }
+    for k in 0..4 {
+        c.len[k] = off(k, nd);
+        if c.len[k] > c.cap[k] {
+            c.errors |= 1 << k;
+        }
+    }
+}
+
+/// Stage `pool_release` (host side of the allocation): the releases of pairs (a deleted set's whole
+/// box, a resized set's old box against its new one), in the order of `dirty`, and the pool space
+/// the dirty sets' old models held.
+pub fn pool_release(
     sets: &[ContactSet],
     dirty: &[u32],
-    plans: &mut [RebuildPlan],
-    lens: [usize; 3],
+    plans: &[RebuildPlan],
     released: &mut Vec<Release>,
-) -> ([usize; 3], PoolGarbage) {
-    let [mut np, mut nk, mut nw] = lens;
+) -> PoolGarbage {
     let mut garbage = PoolGarbage::default();
-    for (plan, &k) in plans.iter_mut().zip(dirty) {
+    for (plan, &k) in plans.iter().zip(dirty) {
         let s = &sets[k as usize];
         garbage.add(model_sizes(s));
         if plan.flags & PLAN_DELETE != 0 {
@@ -514,177 +653,162 @@ pub fn pool_alloc(
                 before: s.bx,
                 after: EMPTY_BOX,
             });
-            continue;
-        }
-        if plan.new_bx != s.bx {
+        } else if plan.new_bx != s.bx {
             released.push(Release {
                 before: s.bx,
                 after: plan.new_bx,
             });
         }
-        let n = plan.n_cp as usize;
-        plan.cp_off = np as u32;
-        np += n;
-        plan.k_off = nk as u32;
-        if plan.flags & PLAN_ZERO == 0 {
-            nk += model::tri_len(n);
-        } else {
-            // No blocks: the (empty) range stays inside the pool.
-            plan.k_off = 0;
-        }
-        plan.w_off = nw as u32;
-        nw += plan.n_watch as usize;
     }
-    ([np, nk, nw], garbage)
+    garbage
 }
 
-/// Stage `set_rebuild` (pass 2, see the module doc): each dirty set's model at the ranges of its
-/// plan, its header, its springs, and its force for this step (`f0`) into `fout_pool`. A deleted set's
-/// header and springs are cleared. Returns the first (in the order of `dirty`) non-finite force's
-/// control point.
+/// Whether the write kernels build plan `plan` (not deleted, and with control points: a plan the
+/// size kernel found too large has none).
+#[inline]
+fn plan_built(plan: &RebuildPlan) -> bool {
+    plan.flags & PLAN_DELETE == 0 && plan.n_cp > 0
+}
+
+/// Kernel `set_rebuild_points` (one workgroup per dirty set): for each plan that is built, at its
+/// `cp_off`, the new box's sorted distinct control points (`cp_pool`), the reference offsets
+/// `d̄_i = q_i − c̄` from their mean `c̄` (`dbar_pool`, summed in point order), and the invalidation
+/// weights `M_i` over the box's two parameter ranges (`m_pool`: per segment of the `u` range, then
+/// of the `v` range, slot by slot).
 #[allow(clippy::too_many_arguments)]
-pub fn set_rebuild(
-    p: &RebuildParams,
+pub fn set_rebuild_points(
+    rebuild: &RebuildParams,
     pos: &[[f32; 4]],
     tables: RebuildTables<'_>,
-    dirty: &[u32],
     plans: &[RebuildPlan],
-    plan_watch: &[WatchPair],
-    plan_watch_loc: &[WatchLoc],
-    sets: &mut [ContactSet],
-    springs: &mut [StictionSpring],
-    pools: &mut Pools,
-    fout_pool: &mut [[f32; 4]],
+    cp_pool: &mut [u32],
+    dbar_pool: &mut [[f32; 4]],
+    m_pool: &mut [f32],
     scratch: &ThreadScratch<RebuildScratch>,
-) -> Option<usize> {
-    let (sp, spp) = (SyncPtr::new(sets), SyncPtr::new(springs));
-    let out = PoolPtrs::new(pools);
-    let fp = SyncPtr::new(fout_pool);
-    dirty
+) {
+    let b = rebuild.b;
+    let (cpp, dp, mp) = (
+        SyncPtr::new(cp_pool),
+        SyncPtr::new(dbar_pool),
+        SyncPtr::new(m_pool),
+    );
+    plans[..rebuild.num_dirty as usize]
         .par_iter()
-        .enumerate()
         .with_min_len(REBUILD_TASK)
-        .filter_map(|(t, &k)| {
-            let plan = &plans[t];
-            let w = t * MAX_WATCH..t * MAX_WATCH + plan.n_watch as usize;
-            // SAFETY: the dirty list names each set once, so set `k`'s header and springs are
-            // written by this task alone; the plan's pool ranges, handed out by `pool_alloc`, are
-            // disjoint from every other plan's and from the live sets' ranges.
-            let (s, springs) = unsafe {
+        .filter(|plan| plan_built(plan))
+        .for_each(|plan| {
+            let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
+            // SAFETY: the plans' point ranges, from `pool_alloc`, are disjoint.
+            let (cp, dbar, m) = unsafe { (cpp.slice(o, n), dp.slice(o, n), mp.slice(o, n)) };
+            scratch.with(|sc| {
+                let bx = plan.new_bx;
+                tables.box_points(&bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
+                cp.copy_from_slice(&sc.cps);
+                let c = point_centre(pos, cp);
+                for (d, &q) in dbar.iter_mut().zip(cp.iter()) {
+                    *d = (V3::<f32>::from4(pos[q as usize]) - c).to4(0.0);
+                }
+                m.fill(0.0);
+                let bf = b as f32;
+                for ((q0, q1), loc) in [((bx[0], bx[1]), &sc.loc_u), ((bx[2], bx[3]), &sc.loc_v)] {
+                    for seg in q0 / b..=q1 / b {
+                        let t0 = (q0.max(seg * b) - seg * b) as f32 / bf;
+                        let t1 = (q1.min(seg * b + b - 1) + 1 - seg * b) as f32 / bf;
+                        let l = loc[(seg - q0 / b) as usize];
+                        for slot in 0..4 {
+                            m[l[slot] as usize] += model::basis_abs_integral(slot, t0, t1);
+                        }
+                    }
+                }
+            });
+        });
+}
+
+/// The mean of the points `cp` (summed in order, then divided): a rebuilt set's reference centre.
+#[inline]
+fn point_centre(pos: &[[f32; 4]], cp: &[u32]) -> V3<f32> {
+    let mut c = V3::<f32>::zero();
+    for &q in cp {
+        c += V3::from4(pos[q as usize]);
+    }
+    c / cp.len() as f32
+}
+
+/// Kernel `set_rebuild` (one workgroup of [`REBUILD_WG`] per dirty set), after
+/// `set_rebuild_points`: the linear model of each built, non-zero plan. Its touching pairs
+/// (member pairs of the touching hull `touch_bx` with `d² < 4r²` that touch by the compensated
+/// depth too), in box order, are listed with their point terms in `rebuild_terms` at `term_off`
+/// (with the set-local indices of their control points; a short list ends with `i = u32::MAX`); then
+/// `f0_i = −Σ c_s ∇E` and the upper-triangle blocks `K̄_pq = −Σ c_s c_t H` are summed in f32 over
+/// the list in order, each pair's slots in order — per entry the order
+/// [`model::accumulate_pair`] adds in, which the kernel keeps with one thread per block and per
+/// point. A zero-force plan gets `f0 = 0` and no blocks.
+#[allow(clippy::too_many_arguments)]
+pub fn set_rebuild(
+    rebuild: &RebuildParams,
+    pos: &[[f32; 4]],
+    tables: RebuildTables<'_>,
+    plans: &[RebuildPlan],
+    rebuild_terms: &mut [RebuildTerm],
+    k_pool: &mut [SymBlock<f32>],
+    f0_pool: &mut [[f32; 4]],
+    scratch: &ThreadScratch<RebuildScratch>,
+) {
+    let (tp, kp, fp) = (
+        SyncPtr::new(rebuild_terms),
+        SyncPtr::new(k_pool),
+        SyncPtr::new(f0_pool),
+    );
+    plans[..rebuild.num_dirty as usize]
+        .par_iter()
+        .with_min_len(REBUILD_TASK)
+        .filter(|plan| plan_built(plan))
+        .for_each(|plan| {
+            let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
+            let zero = plan.flags & PLAN_ZERO != 0;
+            let nk = if zero { 0 } else { model::tri_len(n) };
+            let nt = if zero { 0 } else { plan.touching as usize };
+            // SAFETY: the plans' ranges, from `pool_alloc`, are disjoint.
+            let (terms, k, f0) = unsafe {
                 (
-                    &mut sp.slice(k as usize, 1)[0],
-                    spp.slice(4 * k as usize, 4),
+                    tp.slice(plan.term_off as usize, nt),
+                    kp.slice(plan.k_off as usize, nk),
+                    fp.slice(o, n),
                 )
             };
-            scratch
-                .with(|sc| {
-                    write_one(
-                        p,
-                        pos,
-                        &tables,
-                        plan,
-                        &plan_watch[w.clone()],
-                        &plan_watch_loc[w],
-                        s,
-                        springs,
-                        &out,
-                        fp,
-                        sc,
-                    )
-                })
-                .map(|point| (t, point))
-        })
-        .min_by_key(|&(t, _)| t)
-        .map(|(_, point)| point)
+            scratch.with(|sc| model_one(rebuild, pos, &tables, plan, terms, k, f0, sc));
+        });
 }
 
-/// Raw views of the pools for the parallel write passes.
-struct PoolPtrs {
-    cp: SyncPtr<u32>,
-    f0: SyncPtr<[f32; 4]>,
-    dbar: SyncPtr<[f32; 4]>,
-    m: SyncPtr<f32>,
-    k: SyncPtr<SymBlock<f32>>,
-    watch: SyncPtr<WatchPair>,
-    watch_loc: SyncPtr<WatchLoc>,
-}
-
-impl PoolPtrs {
-    fn new(p: &mut Pools) -> Self {
-        PoolPtrs {
-            cp: SyncPtr::new(&mut p.cp),
-            f0: SyncPtr::new(&mut p.f0),
-            dbar: SyncPtr::new(&mut p.dbar),
-            m: SyncPtr::new(&mut p.m),
-            k: SyncPtr::new(&mut p.k),
-            watch: SyncPtr::new(&mut p.watch),
-            watch_loc: SyncPtr::new(&mut p.watch_loc),
-        }
-    }
-}
-
-/// `set_rebuild` for one set; returns a control point whose force is not finite.
+/// `set_rebuild` for one plan.
 #[allow(clippy::too_many_arguments)]
-fn write_one(
+fn model_one(
     p: &RebuildParams,
     pos: &[[f32; 4]],
     t: &RebuildTables<'_>,
     plan: &RebuildPlan,
-    plan_watch: &[WatchPair],
-    plan_watch_loc: &[WatchLoc],
-    s: &mut ContactSet,
-    springs: &mut [StictionSpring],
-    out: &PoolPtrs,
-    fout: SyncPtr<[f32; 4]>,
+    terms: &mut [RebuildTerm],
+    k: &mut [SymBlock<f32>],
+    f0: &mut [[f32; 4]],
     sc: &mut RebuildScratch,
-) -> Option<usize> {
-    if plan.flags & PLAN_DELETE != 0 {
-        *s = ContactSet::default();
-        springs.fill(StictionSpring::default());
-        return None;
-    }
+) {
     let (b, r) = (p.b, p.r);
     let four_r2 = 4.0 * r * r;
-    let old = *s;
-    let zero = plan.flags & PLAN_ZERO != 0;
-    let n = plan.n_cp as usize;
-    let (o, ko, wo) = (
-        plan.cp_off as usize,
-        plan.k_off as usize,
-        plan.w_off as usize,
-    );
-    let nk = if zero { 0 } else { model::tri_len(n) };
-    // SAFETY: see `set_rebuild`: this plan's ranges are written by this task alone.
-    let (cp, f0, dbar, m, k, watch, watch_loc, fout) = unsafe {
-        (
-            out.cp.slice(o, n),
-            out.f0.slice(o, n),
-            out.dbar.slice(o, n),
-            out.m.slice(o, n),
-            out.k.slice(ko, nk),
-            out.watch.slice(wo, plan.n_watch as usize),
-            out.watch_loc.slice(wo, plan.n_watch as usize),
-            fout.slice(o, n),
-        )
-    };
-    let new_bx = plan.new_bx;
-    t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
-    debug_assert_eq!(sc.cps.len(), n);
-    cp.copy_from_slice(&sc.cps);
-    // Force and stiffness of the touching pairs, in f32, in box order over their hull.
+    let n = f0.len();
     let mut f = std::mem::take(&mut sc.f);
     f.clear();
     f.resize(n, V3::zero());
     k.fill([0.0; 6]);
-    let mut f_ref = 0.0f32;
-    if !zero {
+    if plan.flags & PLAN_ZERO == 0 {
+        let new_bx = plan.new_bx;
+        t.box_points(&new_bx, b, &mut sc.cps, &mut sc.loc_u, &mut sc.loc_v);
         let (loc_u, loc_v) = (&sc.loc_u, &sc.loc_v);
         let (su0, sv0) = (new_bx[0] / b, new_bx[2] / b);
-        let [i0, i1, j0, j1] = plan.touch_bx;
+        let mut nt = 0usize;
         t.for_each_member(
             pos,
             b,
-            [i0, i1, j0, j1],
+            plan.touch_bx,
             &mut sc.yu,
             &mut sc.yv,
             |i, j, d2, yi, yj| {
@@ -700,88 +824,178 @@ fn write_one(
                 // The touching pairs' hull is inside the new box: i's segment is in its u range,
                 // j's in its v range.
                 let (la, lb) = (loc_u[(sa - su0) as usize], loc_v[(sb - sv0) as usize]);
-                let loc: [usize; 8] =
-                    std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] } as usize);
-                f_ref += pp.grad_i.norm();
+                let slots: [u32; 8] =
+                    std::array::from_fn(|c| if c < 4 { la[c] } else { lb[c - 4] });
+                let loc = slots.map(|s| s as usize);
+                let h = &pp.hess_ii;
+                terms[nt] = RebuildTerm {
+                    loc: WatchLoc::from_slots(slots).loc,
+                    grad: pp.grad_i.to4(0.0),
+                    hess: [
+                        h.at(0, 0),
+                        h.at(1, 1),
+                        h.at(2, 2),
+                        h.at(0, 1),
+                        h.at(0, 2),
+                        h.at(1, 2),
+                    ],
+                    i,
+                    j,
+                };
+                nt += 1;
                 let c = pair_coeffs(&t.weights[ka as usize], &t.weights[kb as usize]);
-                model::accumulate_pair(n, &loc, &c, pp.grad_i, &pp.hess_ii, &mut f, k);
+                model::accumulate_pair(n, &loc, &c, pp.grad_i, h, &mut f, k);
             },
         );
-    }
-    // Reference configuration: centre of mass and offsets.
-    let mut c = V3::<f32>::zero();
-    for &q in &sc.cps {
-        c += V3::from4(pos[q as usize]);
-    }
-    let c = c / n as f32;
-    let mut bad = None;
-    for i in 0..n {
-        let q = sc.cps[i] as usize;
-        dbar[i] = (V3::<f32>::from4(pos[q]) - c).to4(0.0);
-        f0[i] = f[i].to4(0.0);
-        fout[i] = f[i].to4(0.0);
-        if bad.is_none() && !f[i].is_finite() {
-            bad = Some(q);
+        // The list's end: kernel set_rebuild marks it the same way (touching pairs by d² that the
+        // compensated depth rejects leave their slots unused).
+        if nt < terms.len() {
+            terms[nt] = RebuildTerm {
+                i: u32::MAX,
+                j: u32::MAX,
+                ..Default::default()
+            };
         }
+    }
+    for (o, v) in f0.iter_mut().zip(&f) {
+        *o = v.to4(0.0);
     }
     sc.f = f;
-    // Invalidation weights M_i over the new box's two parameter ranges.
-    m.fill(0.0);
-    let bf = b as f32;
-    for ((q0, q1), loc) in [
-        ((new_bx[0], new_bx[1]), &sc.loc_u),
-        ((new_bx[2], new_bx[3]), &sc.loc_v),
-    ] {
-        for seg in q0 / b..=q1 / b {
-            let t0 = (q0.max(seg * b) - seg * b) as f32 / bf;
-            let t1 = (q1.min(seg * b + b - 1) + 1 - seg * b) as f32 / bf;
-            let l = loc[(seg - q0 / b) as usize];
-            for slot in 0..4 {
-                m[l[slot] as usize] += model::basis_abs_integral(slot, t0, t1);
-            }
+}
+
+/// Kernel `set_rebuild_watch` (one thread per entry of a plan's ranges; a twin per plan): the
+/// watched pairs of each built plan copied from its slot of `plan_watch` / `plan_watch_loc` to
+/// its `w_off`, and its force for this step, `f0`, into `fout_pool` at its `cp_off`.
+#[allow(clippy::too_many_arguments)]
+pub fn set_rebuild_watch(
+    rebuild: &RebuildParams,
+    plans: &[RebuildPlan],
+    plan_watch: &[WatchPair],
+    plan_watch_loc: &[WatchLoc],
+    f0_pool: &[[f32; 4]],
+    watch_pool: &mut [WatchPair],
+    watch_loc_pool: &mut [WatchLoc],
+    fout_pool: &mut [[f32; 4]],
+) {
+    for (t, plan) in plans[..rebuild.num_dirty as usize].iter().enumerate() {
+        if !plan_built(plan) {
+            continue;
         }
+        let (wo, nw, src) = (plan.w_off as usize, plan.n_watch as usize, t * MAX_WATCH);
+        watch_pool[wo..wo + nw].copy_from_slice(&plan_watch[src..src + nw]);
+        watch_loc_pool[wo..wo + nw].copy_from_slice(&plan_watch_loc[src..src + nw]);
+        let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
+        fout_pool[o..o + n].copy_from_slice(&f0_pool[o..o + n]);
     }
-    watch.copy_from_slice(plan_watch);
-    watch_loc.copy_from_slice(plan_watch_loc);
-    // Rotation of the old reference to now, to carry the springs' rest offsets over.
-    let r_old = quat_to_matrix(old.quat);
-    // Only dirty sets are rebuilt, so `old.flags` always holds SET_DIRTY: springs are re-made at
-    // every rebuild and the carry branch below never runs. Kept as it was before the stages were
-    // split (whether an invalidated set with an unchanged box should carry its springs instead is
-    // open; no test rebuilds a set with springs).
-    let box_changed = new_bx != old.bx || old.flags & SET_DIRTY != 0;
-    *s = ContactSet {
-        bx: new_bx,
-        cp_off: plan.cp_off,
-        n_cp: n as u32,
-        k_off: plan.k_off,
-        flags: SET_LIVE
-            | if zero { SET_ZERO } else { 0 }
-            | if new_bx != old.bx { SET_MOVED } else { 0 },
-        eps: plan.eps,
-        touching: plan.touching,
-        rebuilt_step: p.step,
-        w_off: plan.w_off,
-        n_watch: plan.n_watch,
-        guard_near: plan.guard_near,
-        guard_far: plan.guard_far,
-        f_ref,
-        quat: quat_identity(),
-        centre: c.to4(0.0),
-    };
-    // Stiction springs: re-made on a new box, otherwise carried into the new reference frame.
-    if p.stiction_stiffness > 0.0 {
-        if box_changed {
-            let made = springs_make(&new_bx, t, pos, b);
-            springs.copy_from_slice(&made);
+}
+
+/// Kernel `set_rebuild_springs` (one thread per dirty set), before `set_rebuild_headers` (it reads
+/// the old header): a deleted set's 4 springs cleared; with `stiction_stiffness > 0`, a built
+/// set's springs re-made ([`springs_make`]) when its box changed or it was dirty (always, for a
+/// set of the dirty list), otherwise carried into the new reference frame (rest offsets turned by
+/// the old rotation).
+pub fn set_rebuild_springs(
+    rebuild: &RebuildParams,
+    pos: &[[f32; 4]],
+    tables: RebuildTables<'_>,
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    sets: &[ContactSet],
+    springs: &mut [StictionSpring],
+) {
+    let b = rebuild.b;
+    for (plan, &k) in plans.iter().zip(&dirty[..rebuild.num_dirty as usize]) {
+        let sp = &mut springs[4 * k as usize..4 * k as usize + 4];
+        if plan.flags & PLAN_DELETE != 0 {
+            sp.fill(StictionSpring::default());
+            continue;
+        }
+        if !plan_built(plan) || !(rebuild.stiction_stiffness > 0.0) {
+            continue;
+        }
+        let old = &sets[k as usize];
+        if plan.new_bx != old.bx || old.flags & SET_DIRTY != 0 {
+            sp.copy_from_slice(&springs_make(&plan.new_bx, &tables, pos, b));
         } else {
-            for sp in springs.iter_mut() {
-                let d0 = r_old.mul_v(V3::<f32>::from4(sp.rest));
-                sp.rest = d0.to4(0.0);
+            let r_old = quat_to_matrix(old.quat);
+            for s in sp.iter_mut() {
+                s.rest = r_old.mul_v(V3::<f32>::from4(s.rest)).to4(0.0);
             }
         }
     }
-    bad
+}
+
+/// Kernel `set_rebuild_headers` (one thread per dirty set), last of the write pass: a deleted
+/// set's header cleared; a built set's header from its plan (box, ranges, ε, touching count,
+/// guards), `SET_LIVE` (`SET_ZERO` for a zero-force set, `SET_MOVED` when the box changed;
+/// `SET_DIRTY` cleared), `rebuilt_step`, the force scale `f_ref` (the touching pairs' `|∇E|`
+/// summed in list order), the identity rotation and the reference centre (as
+/// `set_rebuild_points` computes it).
+pub fn set_rebuild_headers(
+    rebuild: &RebuildParams,
+    pos: &[[f32; 4]],
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    cp_pool: &[u32],
+    rebuild_terms: &[RebuildTerm],
+    sets: &mut [ContactSet],
+) {
+    for (plan, &k) in plans.iter().zip(&dirty[..rebuild.num_dirty as usize]) {
+        let s = &mut sets[k as usize];
+        if plan.flags & PLAN_DELETE != 0 {
+            *s = ContactSet::default();
+            continue;
+        }
+        if !plan_built(plan) {
+            continue;
+        }
+        let zero = plan.flags & PLAN_ZERO != 0;
+        let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
+        let mut f_ref = 0.0f32;
+        if !zero {
+            let to = plan.term_off as usize;
+            for term in &rebuild_terms[to..to + plan.touching as usize] {
+                if term.i == u32::MAX {
+                    break;
+                }
+                f_ref += V3::<f32>::from4(term.grad).norm();
+            }
+        }
+        *s = ContactSet {
+            bx: plan.new_bx,
+            cp_off: plan.cp_off,
+            n_cp: plan.n_cp,
+            k_off: plan.k_off,
+            flags: SET_LIVE
+                | if zero { SET_ZERO } else { 0 }
+                | if plan.new_bx != s.bx { SET_MOVED } else { 0 },
+            eps: plan.eps,
+            touching: plan.touching,
+            rebuilt_step: rebuild.step,
+            w_off: plan.w_off,
+            n_watch: plan.n_watch,
+            guard_near: plan.guard_near,
+            guard_far: plan.guard_far,
+            f_ref,
+            quat: quat_identity(),
+            centre: point_centre(pos, &cp_pool[o..o + n]).to4(0.0),
+        };
+    }
+}
+
+/// The first control point (in the order of the plans, then of a set's points) of a built plan
+/// whose force `f0` is not finite.
+pub fn first_not_finite(
+    plans: &[RebuildPlan],
+    cp_pool: &[u32],
+    f0_pool: &[[f32; 4]],
+) -> Option<usize> {
+    plans.iter().filter(|p| plan_built(p)).find_map(|p| {
+        let (o, n) = (p.cp_off as usize, p.n_cp as usize);
+        (o..o + n)
+            .find(|&e| !V3::<f32>::from4(f0_pool[e]).is_finite())
+            .map(|e| cp_pool[e] as usize)
+    })
 }
 
 /// Where kind `kind` (0: points, 1: blocks, 2: watched pairs) of set `s` goes in the compacted

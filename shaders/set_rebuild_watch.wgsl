@@ -1,0 +1,43 @@
+// set_rebuild_watch: each rebuilt set's watched pairs copied from its plan's slot to its range
+// of the watch pools, and its force for this step, f0, into fout_pool (acl::rebuild::
+// set_rebuild_watch, CPU twin), after set_rebuild. One workgroup of 64 threads per dirty set
+// t < rebuild.num_dirty (a deleted plan or one without points is left alone).
+// Loop bound per thread: 1 (n_watch ≤ MAX_WATCH = 32) + 8 (n_cp ≤ MAX_BOX_CPS = 512).
+
+#import layout
+#import vec
+#import penalty
+#import acl
+#import acl_rebuild
+
+@group(0) @binding(0) var<uniform> rebuild: RebuildParams;
+@group(0) @binding(1) var<storage, read> plans: array<RebuildPlan>;
+@group(0) @binding(2) var<storage, read> plan_watch: array<WatchPair>;
+@group(0) @binding(3) var<storage, read> plan_watch_loc: array<WatchLoc>;
+@group(0) @binding(4) var<storage, read> f0_pool: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> watch_pool: array<WatchPair>;
+@group(0) @binding(6) var<storage, read_write> watch_loc_pool: array<WatchLoc>;
+@group(0) @binding(7) var<storage, read_write> fout_pool: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn set_rebuild_watch(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let t = wid.y * nwg.x + wid.x;
+    if t >= rebuild.num_dirty {
+        return;
+    }
+    let plan = plans[t];
+    if !plan_built(plan) {
+        return;
+    }
+    for (var e = lid; e < min(plan.n_watch, MAX_WATCH); e = e + 64u) {
+        watch_pool[plan.w_off + e] = plan_watch[t * MAX_WATCH + e];
+        watch_loc_pool[plan.w_off + e] = plan_watch_loc[t * MAX_WATCH + e];
+    }
+    for (var e = lid; e < min(plan.n_cp, MAX_BOX_CPS); e = e + 64u) {
+        fout_pool[plan.cp_off + e] = f0_pool[plan.cp_off + e];
+    }
+}
