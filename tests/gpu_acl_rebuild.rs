@@ -288,9 +288,9 @@ fn cancelling_pairs(r: f32) -> Vec<[f32; 4]> {
         seed ^= seed << 5;
         seed as f32 / u32::MAX as f32
     };
-    for e in 0..6 {
+    for e in 0..6i32 {
         for _ in 0..40 {
-            let delta = 10f32.powi(-7 + e as i32) * (1.0 + rnd());
+            let delta = 10f32.powi(-7 + e) * (1.0 + rnd());
             let dir = V3::new(rnd() - 0.5, rnd() - 0.5, rnd() - 0.5);
             let dir = dir / dir.norm();
             let yi = V3::new(4.0 * rnd() - 2.0, 4.0 * rnd() - 2.0, 2.0 * rnd());
@@ -374,12 +374,12 @@ fn compensated_pair_term_matches_twin_on_cancelling_inputs() {
         let os = oracle.grad_i.norm();
         let plain = point_pair::<f32>(V3::from4(a), V3::from4(b), a[3], r);
         let mut plain_off = plain.is_none();
-        for k in 0..3 {
+        for (k, &g) in gp[0][..3].iter().enumerate() {
             let o = oracle.grad_i.get(k);
             assert!(
-                (gp[0][k] as f64 - o).abs() <= 64.0 * EPS as f64 * os,
+                (g as f64 - o).abs() <= 64.0 * EPS as f64 * os,
                 "pair {p}: gpu grad[{k}] {:e} vs f64 {o:e}",
-                gp[0][k]
+                g
             );
             if let Some(pl) = &plain {
                 plain_off |= (pl.grad_i.get(k) as f64 - o).abs() > 64.0 * EPS as f64 * os;

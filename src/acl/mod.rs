@@ -533,7 +533,7 @@ impl AclContact {
         Ok(merged)
     }
 
-    /// Rebuilds every live set at `pos` (one round of [`Self::rebuild_dirty`] with all of them
+    /// Rebuilds every live set at `pos` (one round of `rebuild_dirty` with all of them
     /// dirty, without the merges a step would do next): for tests and tools that compare a
     /// rebuild with another path's (the GPU kernels).
     pub fn rebuild_all(&mut self, topo: &Topology, pos: &[[f32; 4]]) -> Result<(), ContactError> {
