@@ -39,6 +39,9 @@ struct Entry {
     pipeline: wgpu::ComputePipeline,
 }
 
+/// One recorded dispatch: kernel, bind group, threads.
+pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+
 /// The pipelines of some or all kernels of the table, made once per device.
 pub struct Pipelines {
     entries: Vec<Entry>,
@@ -167,6 +170,19 @@ impl Pipelines {
             layout: &e.layout,
             entries: &entries,
         }))
+    }
+
+    /// Records every dispatch of `list`, in order (a recorded chain of stages: the exact path's,
+    /// the scheduler's, the set merge's).
+    pub fn dispatch_all(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        list: &[Dispatch],
+    ) -> Result<(), PipelineError> {
+        for (name, bg, threads) in list {
+            self.dispatch(pass, name, bg, *threads)?;
+        }
+        Ok(())
     }
 
     /// Records kernel `name` over `threads` threads (a 2-D grid beyond 65,535 workgroups).

@@ -2,18 +2,15 @@
 //! (its rest shape is the imported shape, bends sharper than `yarn.plastic_max` included), the yarn
 //! radius fitted to a model's own spacing (`yarn.radius = "auto"`), and units at load.
 
-use std::path::{Path, PathBuf};
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{sim_of, temp_dir};
+use std::path::Path;
 use yarnsim::import::{fit_radius, FIT_PERCENTILE};
 use yarnsim::scene::{build_curves, resolve_radius, Pattern, Scene, SceneError};
 use yarnsim::sim::Sim;
 use yarnsim::state::Curve;
-
-/// A fresh directory for this test's files.
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("yarnsim-import-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Sharply bent yarns, as coarse published models have them: a coil of 3 control points per turn
 /// (turning angles of about 120° at every point, |κb| ≈ 3.4, beyond the default `plastic_max` 2.5),
@@ -50,23 +47,13 @@ fn sharp_model() -> Vec<Curve> {
     ]
 }
 
-/// Loads `scene_text` from `dir` and builds its simulation.
-fn sim_of(dir: &Path, scene_text: &str) -> (Scene, Sim) {
-    let path = dir.join("scene.toml");
-    std::fs::write(&path, scene_text).unwrap();
-    let scene = Scene::load(&path).unwrap();
-    let build = build_curves(&scene, dir).unwrap();
-    let sim = Sim::from_build(&scene, &build, &[]).unwrap();
-    (scene, sim)
-}
-
 /// A model at rest (no gravity, no contact) does not move: its rest shape is the imported shape,
 /// also where it bends more sharply than `yarn.plastic_max` (which bounds plastic flow, not the
 /// model's own shape). Before, those bends were clipped to `plastic_max` at the first step and the
 /// model sprang into motion.
 #[test]
 fn a_model_at_rest_stays_at_rest() {
-    let dir = temp_dir("rest");
+    let dir = temp_dir("import", "rest");
     let curves = sharp_model();
     yarnsim::bcc::write(&dir.join("sharp.bcc"), &curves).unwrap();
     let text = r#"
@@ -126,7 +113,7 @@ fn export_generated(dir: &Path, name: &str, pattern: Pattern, r: f32) -> Vec<Cur
 /// shape only: the same ratio at any radius.
 #[test]
 fn auto_radius_fits_a_generated_swatch_of_known_radius() {
-    let dir = temp_dir("fit");
+    let dir = temp_dir("import", "fit");
     for pattern in [
         Pattern::Stockinette,
         Pattern::Garter,
@@ -241,7 +228,7 @@ fn refine_catmull_rom(c: &Curve, m: usize) -> Curve {
 /// and a fitted radius the scene's other keys do not allow.
 #[test]
 fn radius_and_units_errors_name_the_key() {
-    let dir = temp_dir("errors");
+    let dir = temp_dir("import", "errors");
     export_generated(&dir, "sw.bcc", Pattern::Stockinette, 0.125);
     let load = |text: &str| -> Result<Scene, SceneError> {
         let path = dir.join("e.toml");
@@ -347,7 +334,7 @@ fn auto_radius_round_trips_through_set() {
 /// written in mm, m and inches loads as the cm original (to f32 rounding).
 #[test]
 fn units_convert_to_centimetres_at_load() {
-    let dir = temp_dir("units");
+    let dir = temp_dir("import", "units");
     let cm = export_generated(&dir, "cm.bcc", Pattern::Garter, 0.125);
     for (units, per_cm) in [
         ("mm", 10.0f64),
@@ -395,7 +382,7 @@ fn units_convert_to_centimetres_at_load() {
 /// the scene's radius and the sharp rest bends; `--json` has the same under `import`.
 #[test]
 fn info_reports_the_import() {
-    let dir = temp_dir("info");
+    let dir = temp_dir("import", "info");
     export_generated(&dir, "sw.bcc", Pattern::Stockinette, 0.08);
     let path = dir.join("s.toml");
     std::fs::write(&path, "[[cloth]]\nsource.bcc = { path = \"sw.bcc\" }\n").unwrap();
@@ -443,7 +430,7 @@ fn info_reports_the_import() {
 /// the penalty force throws the model apart; at the fitted radius it stays (nearly) at rest.
 #[test]
 fn a_model_at_its_fitted_radius_does_not_blow_apart() {
-    let dir = temp_dir("blow");
+    let dir = temp_dir("import", "blow");
     export_generated(&dir, "sw.bcc", Pattern::Stockinette, 0.08);
     let mut speeds = Vec::new();
     for radius in ["0.125", "\"auto\""] {

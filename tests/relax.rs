@@ -2,28 +2,16 @@
 //! a loaded BCC model that overlaps at the radius wanted start at rest once relaxed, and stay below
 //! 1 cm/s with gravity off; without the relaxation both move faster than that (so the check can fail).
 
-use std::path::{Path, PathBuf};
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{sim_of, temp_dir};
 use yarnsim::relax::{relax, RelaxReport};
 use yarnsim::scene::{build_curves, Scene};
 use yarnsim::sim::Sim;
 
 /// The bound the issue sets for a relaxed garment with gravity off (cm/s).
 const AT_REST: f64 = 1.0;
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("yarnsim-relax-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn sim_of(dir: &Path, scene_text: &str) -> (Scene, Sim) {
-    let path = dir.join("scene.toml");
-    std::fs::write(&path, scene_text).unwrap();
-    let scene = Scene::load(&path).unwrap();
-    let build = build_curves(&scene, dir).unwrap();
-    let sim = Sim::from_build(&scene, &build, &[]).unwrap();
-    (scene, sim)
-}
 
 /// The fastest speed any control point reaches over `steps` steps (cm/s).
 fn fastest_over(sim: &mut Sim, steps: usize) -> f64 {
@@ -58,7 +46,7 @@ source.generator = { pattern = "stockinette", wales = 4, courses = 4 }
 /// it is at rest at t = 0 and stays so for a frame (540 steps).
 #[test]
 fn a_generated_swatch_relaxed_stays_at_rest() {
-    let dir = temp_dir("swatch");
+    let dir = temp_dir("relax", "swatch");
     let (scene, mut raw) = sim_of(&dir, SWATCH);
     let v_raw = fastest_over(&mut raw, 200);
     assert!(
@@ -83,7 +71,7 @@ fn a_generated_swatch_relaxed_stays_at_rest() {
 /// closest approach), it comes to rest at the full radius and stays there.
 #[test]
 fn an_overlapping_bcc_model_relaxed_stays_at_rest() {
-    let dir = temp_dir("bcc");
+    let dir = temp_dir("relax", "bcc");
     let (_, thin) = sim_of(
         &dir,
         r#"
@@ -131,7 +119,7 @@ source.bcc = { path = "thin.bcc" }
 /// the scene's again afterwards, and `relax.time = 0` leaves the simulation untouched.
 #[test]
 fn relaxation_restores_the_scene_and_can_be_turned_off() {
-    let dir = temp_dir("restore");
+    let dir = temp_dir("relax", "restore");
     let text = r#"
 [damping]
 air = 3.0
@@ -177,7 +165,7 @@ keyframes = [{ t = 0.0, offset = [0, 0, 0] }, { t = 1.0, offset = [0, 10, 0] }]
 /// Bad `[relax]` values are refused naming the key.
 #[test]
 fn bad_relax_values_name_the_key() {
-    let dir = temp_dir("bad");
+    let dir = temp_dir("relax", "bad");
     for (line, key) in [
         ("start_radius = 1.5", "relax.start_radius"),
         ("start_radius = \"big\"", "relax.start_radius"),

@@ -91,8 +91,7 @@ pub enum MergeVerdict {
     ScanLimit,
 }
 
-/// One dispatch: kernel, bind group, threads.
-pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+pub use crate::pipelines::Dispatch;
 
 fn owned<'a>(
     it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
@@ -238,10 +237,7 @@ impl MergeGpu {
         pipelines: &Pipelines,
         pass: &mut wgpu::ComputePass<'_>,
     ) -> Result<(), PipelineError> {
-        for (name, bg, threads) in &self.dispatches {
-            pipelines.dispatch(pass, name, bg, *threads)?;
-        }
-        Ok(())
+        pipelines.dispatch_all(pass, &self.dispatches)
     }
 
     /// Writes the chain's capacities into `counters` (whose `sets.count` and `touching.count` the

@@ -78,8 +78,7 @@ pub struct ExactGpu {
     _sorts: Vec<GpuSort>,
 }
 
-/// One dispatch: kernel, bind group, threads.
-pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+pub use crate::pipelines::Dispatch;
 
 fn owned<'a>(
     it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
@@ -193,10 +192,7 @@ impl ExactGpu {
         pipelines: &Pipelines,
         pass: &mut wgpu::ComputePass<'_>,
     ) -> Result<(), PipelineError> {
-        for (name, bg, threads) in &self.dispatches {
-            pipelines.dispatch(pass, name, bg, *threads)?;
-        }
-        Ok(())
+        pipelines.dispatch_all(pass, &self.dispatches)
     }
 
     /// Writes the path's capacities into a freshly zeroed `counters` block.

@@ -62,11 +62,11 @@
 //! capacity that overflowed and reruns: the result is the same as with room from the start.
 
 use super::{anchor_of, bins_due, SIZES_KEPT, SIZES_MERGED, SIZES_START};
-use crate::contact::exact_gpu::Dispatch;
 use crate::layout::{
     CellBox, Interval, KeyValue, Release, SchedCounters, SchedEntry, SchedPhase, SchedUniform,
     SegmentMotion,
 };
+use crate::pipelines::Dispatch;
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
 use crate::scan::GpuScan;
 use crate::sort::GpuSort;
@@ -608,10 +608,7 @@ impl SchedGpu {
         pipelines: &Pipelines,
         pass: &mut wgpu::ComputePass<'_>,
     ) -> Result<(), PipelineError> {
-        for (name, bg, threads) in &self.dispatches {
-            pipelines.dispatch(pass, name, bg, *threads)?;
-        }
-        Ok(())
+        pipelines.dispatch_all(pass, &self.dispatches)
     }
 
     /// One scheduler step with `sched_step` ([`Self::step_uniform`]) on the positions in the shared

@@ -54,3 +54,20 @@ pub fn max_rel_diff(a: &[[f32; 4]], b: &[[f32; 4]], scale: f32) -> (f32, usize) 
     }
     worst
 }
+
+/// A fresh directory for a test's files: `yarnsim-TEST-PID-TAG` in the system's temporary folder.
+pub fn temp_dir(test: &str, tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("yarnsim-{test}-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `scene_text` as `dir/scene.toml`, loads it and builds its simulation (no pins).
+pub fn sim_of(dir: &Path, scene_text: &str) -> (Scene, Sim) {
+    let path = dir.join("scene.toml");
+    std::fs::write(&path, scene_text).unwrap();
+    let scene = Scene::load(&path).unwrap();
+    let build = scene::build_curves(&scene, dir).unwrap();
+    let sim = Sim::from_build(&scene, &build, &[]).unwrap();
+    (scene, sim)
+}
