@@ -894,6 +894,15 @@ fn table(a: TableArgs) -> Result<()> {
         )
         .with_context(|| format!("measuring {}", path.display()))?;
         bar.finish_and_clear();
+        if !t.relax.settled {
+            eprintln!(
+                "warning: {}: the relaxation did not come to rest in relax.time = {} s (fastest point {:.3} cm/s, relax.speed = {}); the start state is not at rest",
+                path.display(),
+                l.scene.relax.time,
+                t.relax.max_speed,
+                l.scene.relax.speed
+            );
+        }
         tables.push(t);
     }
     print!("{}", yarnsim::table::markdown(&tables));

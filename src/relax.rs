@@ -35,7 +35,7 @@ pub const RADIUS_STAGES: u32 = 16;
 pub const MIN_START: f32 = 0.25;
 
 /// How a relaxation went.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RelaxReport {
     /// Steps taken.
     pub steps: u64,

@@ -66,6 +66,8 @@ pub struct SceneTable {
     pub segments: usize,
     pub control_points: usize,
     pub steps: u32,
+    /// How the relaxation before the start state went (`settled` false: `relax.time` ran out).
+    pub relax: crate::relax::RelaxReport,
     pub exact: Variant,
     pub acl: Vec<Variant>,
 }
@@ -91,7 +93,7 @@ pub fn measure_scene(
     progress: Progress<'_>,
 ) -> Result<SceneTable, TableError> {
     let mut base = Sim::from_build(scene, build, pins)?;
-    crate::relax::relax(&mut base, scene, &mut |_| {})?;
+    let relax = crate::relax::relax(&mut base, scene, &mut |_| {})?;
     let total = total_steps(opts, base.params.steps_per_frame);
     let mut done = 0u64;
     for _ in 0..opts.start_frames {
@@ -137,6 +139,7 @@ pub fn measure_scene(
         segments,
         control_points,
         steps: opts.steps,
+        relax,
         exact,
         acl,
     })
