@@ -394,23 +394,49 @@ fn compensated_pair_term_matches_twin_on_cancelling_inputs() {
     );
 }
 
-/// `set_rebuild_size` on the swatch: the sets of an `AclContact` after 40 steps, all marked dirty,
-/// rebuilt at the positions of the next step (every set re-measured, as with τ = 0). Plans, watched
-/// pairs and their local indices must be identical: the kernel measures the same pairs by the same
-/// arithmetic (quadrature points, d², √, |d − 2r|), takes exact minima, maxima and sums, and picks
-/// the same keys. ε, the guards and the gaps are results of `sqrt` and `κw` of two products, which
-/// lavapipe rounds correctly and does not fuse; they are compared bitwise too (on a GPU whose `sqrt`
-/// is not correctly rounded, compare them within 2ε relative instead).
-#[test]
-fn set_rebuild_size_matches_twin() {
-    use yarnsim::acl::rebuild::{set_rebuild_size, RebuildPlan, RebuildScratch, RebuildTables};
-    use yarnsim::acl::{ThreadScratch, MAX_WATCH, SET_DIRTY};
-    use yarnsim::contact::Exclusion;
-    use yarnsim::layout::SegmentContact;
-    use yarnsim::spline::QuadratureTable;
-    let Some(gpu) = gpu_or_skip("set_rebuild_size_matches_twin") else {
-        return;
-    };
+/// What a rebuild reads besides the sets and positions: the exclusion rule, the segments' control
+/// points and weights, the quadrature table.
+struct TablesData {
+    excl: yarnsim::contact::Exclusion,
+    seg_cp: Vec<[u32; 4]>,
+    seg_w: Vec<f32>,
+    table: yarnsim::spline::QuadratureTable,
+}
+
+impl TablesData {
+    fn tables(&self) -> yarnsim::acl::rebuild::RebuildTables<'_> {
+        yarnsim::acl::rebuild::RebuildTables {
+            seg_cp: &self.seg_cp,
+            seg_w: &self.seg_w,
+            weights: &self.table.weights,
+            excl: &self.excl,
+        }
+    }
+}
+
+/// The fixture of the `set_rebuild_*` tests: the swatch with an `AclContact` stepped alongside it
+/// for 40 steps, then one more simulation step; every set marked dirty, to be rebuilt at the new
+/// positions (every set re-measured, as with τ = 0). With what the kernels read (quadrature points
+/// of the kernel `quadrature_points`' twin, `seg_contact`, the `rebuild` uniform) and the twin
+/// `set_rebuild_size`'s plans and watched pairs.
+struct DirtyRebuild {
+    sim: yarnsim::sim::Sim,
+    acl: AclContact,
+    sets: Vec<ContactSet>,
+    dirty: Vec<u32>,
+    seg_contact: Vec<yarnsim::layout::SegmentContact>,
+    data: TablesData,
+    p: RebuildParams,
+    qpts: Vec<[f32; 4]>,
+    plans: Vec<yarnsim::acl::rebuild::RebuildPlan>,
+    watch: Vec<WatchPair>,
+    watch_loc: Vec<WatchLoc>,
+    scratch: yarnsim::acl::ThreadScratch<yarnsim::acl::rebuild::RebuildScratch>,
+}
+
+fn dirty_rebuild() -> DirtyRebuild {
+    use yarnsim::acl::rebuild::{set_rebuild_size, RebuildPlan};
+    use yarnsim::acl::{MAX_WATCH, SET_DIRTY};
     let sets_cfg = ["contact.model=acl"];
     let mut sim = scene_sim("swatch", &sets_cfg, 0);
     let params = fixture::scene_contact("swatch", &sets_cfg);
@@ -430,21 +456,26 @@ fn set_rebuild_size_matches_twin() {
     }
     let dirty: Vec<u32> = (0..sets.len() as u32).collect();
     let nd = dirty.len();
-    let excl = Exclusion::new(topo, &params);
+    let excl = yarnsim::contact::Exclusion::new(topo, &params);
     let seg_cp: Vec<[u32; 4]> = topo.segments.iter().map(|s| s.cp).collect();
     let seg_w: Vec<f32> = topo
         .segments
         .iter()
         .map(|s| topo.edges[s.edge as usize].rest_length / b as f32)
         .collect();
-    let seg_contact: Vec<SegmentContact> = (0..topo.segments.len())
-        .map(|s| SegmentContact {
+    let seg_contact = (0..topo.segments.len())
+        .map(|s| yarnsim::layout::SegmentContact {
             weight: seg_w[s],
             loop_len: excl.loop_len(s as u32),
             _pad: [0; 2],
         })
         .collect();
-    let table = QuadratureTable::new(b);
+    let data = TablesData {
+        excl,
+        seg_cp,
+        seg_w,
+        table: yarnsim::spline::QuadratureTable::new(b),
+    };
     let p = RebuildParams {
         b,
         nq: topo.segments.len() as u32 * b,
@@ -453,17 +484,11 @@ fn set_rebuild_size_matches_twin() {
         delete_distance: params.delete_distance,
         stiffness: params.stiffness,
         stiction_stiffness: params.stiction_stiffness,
-        step: 41,
+        step: acl.step_count() as u32,
         num_sets: sets.len() as u32,
         num_dirty: nd as u32,
         exclusion_arc: params.exclusion_arc,
         _pad: 0,
-    };
-    let tables = RebuildTables {
-        seg_cp: &seg_cp,
-        seg_w: &seg_w,
-        weights: &table.weights,
-        excl: &excl,
     };
     // The quadrature points as the kernel reads them (kernel quadrature_points' twin).
     let mut qpts = vec![[0.0f32; 4]; p.nq as usize];
@@ -475,19 +500,19 @@ fn set_rebuild_size_matches_twin() {
         },
         &topo.segments,
         &sim.pos,
-        &table.weights,
-        excl.quad_arc(),
+        &data.table.weights,
+        data.excl.quad_arc(),
         &mut qpts,
     );
     let mut plans = vec![RebuildPlan::default(); nd];
     let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
     let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
-    let mut scratch = ThreadScratch::<RebuildScratch>::default();
+    let mut scratch = yarnsim::acl::ThreadScratch::default();
     scratch.ensure();
     set_rebuild_size(
         &p,
         &sim.pos,
-        tables,
+        data.tables(),
         &sets,
         &dirty,
         &mut plans,
@@ -495,6 +520,50 @@ fn set_rebuild_size_matches_twin() {
         &mut watch_loc,
         &scratch,
     );
+    DirtyRebuild {
+        sim,
+        acl,
+        sets,
+        dirty,
+        seg_contact,
+        data,
+        p,
+        qpts,
+        plans,
+        watch,
+        watch_loc,
+        scratch,
+    }
+}
+
+/// `set_rebuild_size` on the swatch: the sets of an `AclContact` after 40 steps, all marked dirty,
+/// rebuilt at the positions of the next step (every set re-measured, as with τ = 0). Plans, watched
+/// pairs and their local indices must be identical: the kernel measures the same pairs by the same
+/// arithmetic (quadrature points, d², √, |d − 2r|), takes exact minima, maxima and sums, and picks
+/// the same keys. ε, the guards and the gaps are results of `sqrt` and `κw` of two products, which
+/// lavapipe rounds correctly and does not fuse; they are compared bitwise too (on a GPU whose `sqrt`
+/// is not correctly rounded, compare them within 2ε relative instead).
+#[test]
+fn set_rebuild_size_matches_twin() {
+    use yarnsim::acl::rebuild::RebuildPlan;
+    use yarnsim::acl::MAX_WATCH;
+    let Some(gpu) = gpu_or_skip("set_rebuild_size_matches_twin") else {
+        return;
+    };
+    let DirtyRebuild {
+        sim,
+        sets,
+        dirty,
+        seg_contact,
+        p,
+        qpts,
+        plans,
+        watch,
+        watch_loc,
+        ..
+    } = dirty_rebuild();
+    let topo = &sim.topo;
+    let nd = dirty.len();
     let out = run_kernel(
         &gpu,
         "set_rebuild_size",
@@ -568,105 +637,36 @@ fn set_rebuild_size_matches_twin() {
 fn set_rebuild_write_matches_twin_and_cpu_path() {
     use yarnsim::acl::rebuild::{
         pool_alloc, pool_alloc_size, set_rebuild, set_rebuild_headers, set_rebuild_points,
-        set_rebuild_size, set_rebuild_springs, set_rebuild_watch, PoolAlloc, RebuildPlan,
-        RebuildScratch, RebuildTables, RebuildTerm,
+        set_rebuild_springs, set_rebuild_watch, PoolAlloc, RebuildPlan, RebuildTerm,
     };
-    use yarnsim::acl::{ThreadScratch, MAX_WATCH, SET_DIRTY};
-    use yarnsim::contact::Exclusion;
-    use yarnsim::layout::{AclUniform, SegmentContact};
-    use yarnsim::spline::QuadratureTable;
+    use yarnsim::acl::SET_DIRTY;
+    use yarnsim::layout::AclUniform;
     let Some(gpu) = gpu_or_skip("set_rebuild_write_matches_twin_and_cpu_path") else {
         return;
     };
-    let sets_cfg = ["contact.model=acl"];
-    let mut sim = scene_sim("swatch", &sets_cfg, 0);
-    let params = fixture::scene_contact("swatch", &sets_cfg);
-    let r = sim.step_params().radius;
-    let mut acl = AclContact::new(r, &params).unwrap();
-    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
-    for _ in 0..40 {
-        sim.step().unwrap();
-        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
-    }
-    sim.step().unwrap();
+    let DirtyRebuild {
+        sim,
+        mut acl,
+        mut sets,
+        dirty,
+        seg_contact,
+        data,
+        p,
+        qpts,
+        mut plans,
+        watch,
+        watch_loc,
+        scratch,
+    } = dirty_rebuild();
     let topo = &sim.topo;
-    let b = params.quadrature;
-    let old_sets: Vec<ContactSet> = acl.sets().to_vec();
-    let mut sets = old_sets.clone();
-    for s in sets.iter_mut() {
-        s.flags |= SET_DIRTY;
-    }
-    let dirty: Vec<u32> = (0..sets.len() as u32).collect();
     let nd = dirty.len();
-    let excl = Exclusion::new(topo, &params);
-    let seg_cp: Vec<[u32; 4]> = topo.segments.iter().map(|s| s.cp).collect();
-    let seg_w: Vec<f32> = topo
-        .segments
-        .iter()
-        .map(|s| topo.edges[s.edge as usize].rest_length / b as f32)
-        .collect();
-    let seg_contact: Vec<SegmentContact> = (0..topo.segments.len())
-        .map(|s| SegmentContact {
-            weight: seg_w[s],
-            loop_len: excl.loop_len(s as u32),
-            _pad: [0; 2],
-        })
-        .collect();
-    let table = QuadratureTable::new(b);
-    let p = RebuildParams {
-        b,
-        nq: topo.segments.len() as u32 * b,
-        r,
-        padding: params.padding,
-        delete_distance: params.delete_distance,
-        stiffness: params.stiffness,
-        stiction_stiffness: params.stiction_stiffness,
-        step: acl.step_count() as u32,
-        num_sets: sets.len() as u32,
-        num_dirty: nd as u32,
-        exclusion_arc: params.exclusion_arc,
-        _pad: 0,
-    };
+    let b = p.b;
     let mut acl_u = AclUniform {
         quadrature: b,
         ..Default::default()
     };
-    acl_u.weights[..b as usize].copy_from_slice(&table.weights);
-    let tables = RebuildTables {
-        seg_cp: &seg_cp,
-        seg_w: &seg_w,
-        weights: &table.weights,
-        excl: &excl,
-    };
-    let mut qpts = vec![[0.0f32; 4]; p.nq as usize];
-    yarnsim::contact::quadrature_points(
-        &yarnsim::layout::Params {
-            quadrature: b,
-            num_segments: topo.segments.len() as u32,
-            ..bytemuck::Zeroable::zeroed()
-        },
-        &topo.segments,
-        &sim.pos,
-        &table.weights,
-        excl.quad_arc(),
-        &mut qpts,
-    );
-    let mut plans = vec![RebuildPlan::default(); nd];
-    let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
-    let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
-    let mut scratch = ThreadScratch::<RebuildScratch>::default();
-    scratch.ensure();
-    set_rebuild_size(
-        &p,
-        &sim.pos,
-        tables,
-        &sets,
-        &dirty,
-        &mut plans,
-        &mut watch,
-        &mut watch_loc,
-        &scratch,
-    );
+    acl_u.weights[..b as usize].copy_from_slice(&data.table.weights);
+    let tables = data.tables();
     assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
     // pool_alloc_size → scan → pool_alloc.
     let mut dest = vec![0u32; 4 * (nd + 1)];
