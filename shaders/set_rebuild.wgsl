@@ -139,15 +139,7 @@ fn set_rebuild(
     let nb = plan.new_bx;
     // 1. Local indices of the raw points (nraw ≤ MAX_BOX_CPS: set_rebuild_size gave the plan
     // points only then).
-    let nraw = raw_count(nb);
-    for (var e = lid; e < nraw; e = e + REBUILD_WG) {
-        raw[e] = raw_cp(nb, e);
-    }
-    workgroupBarrier();
-    for (var e = lid; e < nraw; e = e + REBUILD_WG) {
-        is_first[e] = raw_is_first(e);
-    }
-    workgroupBarrier();
+    let nraw = box_raw_points(nb, lid, REBUILD_WG);
     for (var e = lid; e < nraw; e = e + REBUILD_WG) {
         locs[e] = local_index(raw[e], nraw);
     }

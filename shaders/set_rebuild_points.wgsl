@@ -70,15 +70,7 @@ fn set_rebuild_points(
     let o = plan.cp_off;
     let b = rebuild.b;
     let nb = plan.new_bx;
-    let nraw = raw_count(nb);
-    for (var e = lid; e < nraw; e = e + PT_WG) {
-        raw[e] = raw_cp(nb, e);
-    }
-    workgroupBarrier();
-    for (var e = lid; e < nraw; e = e + PT_WG) {
-        is_first[e] = raw_is_first(e);
-    }
-    workgroupBarrier();
+    let nraw = box_raw_points(nb, lid, PT_WG);
     for (var e = lid; e < nraw; e = e + PT_WG) {
         let l = local_index(raw[e], nraw);
         locs[e] = l;

@@ -31,6 +31,23 @@ fn raw_is_first(e: u32) -> u32 {
     return 1u;
 }
 
+// Fills `raw` with box nb's raw control points and `is_first` with their first-occurrence flags,
+// `stride` threads of the workgroup at a time (thread lid), with a barrier after each; returns the
+// raw count (the caller ensures ≤ MAX_BOX_CPS). Loop bound: nraw / stride per pass, and
+// raw_is_first's nraw per entry.
+fn box_raw_points(nb: vec4<u32>, lid: u32, stride: u32) -> u32 {
+    let nraw = raw_count(nb);
+    for (var e = lid; e < nraw; e = e + stride) {
+        raw[e] = raw_cp(nb, e);
+    }
+    workgroupBarrier();
+    for (var e = lid; e < nraw; e = e + stride) {
+        is_first[e] = raw_is_first(e);
+    }
+    workgroupBarrier();
+    return nraw;
+}
+
 // Set-local index of control point c: the number of distinct raw points below it (loop bound:
 // nraw ≤ MAX_BOX_CPS).
 fn local_index(c: u32, nraw: u32) -> u32 {
