@@ -693,6 +693,34 @@ pub struct MergeCounters {
 }
 const _: () = assert!(size_of::<MergeCounters>() == 112);
 
+/// The GPU ACL step's own counts (`acl_sizes`, storage; atomics in WGSL where several threads add):
+/// written by the kernels that produce them, read back by the host after a step, and copied into
+/// the count fields of the `acl`, `rebuild` and `sched_step` uniforms between compute passes (so the
+/// counts never leave the GPU within a step).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AclSizes {
+    /// The boxes released this step for the scheduler's next step (`released`): count, capacity,
+    /// overflow.
+    pub released: Capacity,
+    /// Words of the packed set lookup (`set_lookup`): count, capacity, overflow.
+    pub lookup: Capacity,
+    /// Slots of the set table (live sets after the step's compaction).
+    pub num_sets: u32,
+    /// Dirty sets listed for the current rebuild round (`dirty`).
+    pub num_dirty: u32,
+    /// Pool entries (points, `K̄` blocks, watched pairs) the old models of rebuilt sets held, summed
+    /// over the step's rounds.
+    pub garbage_cp: u32,
+    pub garbage_k: u32,
+    pub garbage_w: u32,
+    /// Error bits of the stages writing this block.
+    pub errors: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+const _: () = assert!(size_of::<AclSizes>() == 64);
+
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructLayout {
@@ -1050,6 +1078,18 @@ pub fn layouts() -> Vec<StructLayout> {
             garbage_w,
             errors,
             _pad
+        }),
+        layout_of!(AclSizes {
+            released,
+            lookup,
+            num_sets,
+            num_dirty,
+            garbage_cp,
+            garbage_k,
+            garbage_w,
+            errors,
+            _pad0,
+            _pad1
         }),
     ]
 }

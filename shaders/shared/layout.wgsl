@@ -320,6 +320,19 @@ struct MergeCounters {
     _pad: array<u32, 3>,
 };
 
+struct AclSizes {
+    released: Capacity,
+    lookup: Capacity,
+    num_sets: u32,
+    num_dirty: u32,
+    garbage_cp: atomic<u32>,
+    garbage_k: atomic<u32>,
+    garbage_w: atomic<u32>,
+    errors: atomic<u32>,
+    _pad0: u32,
+    _pad1: u32,
+};
+
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.
 fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * wg + lid;
