@@ -26,6 +26,8 @@
 //! frames, capture, statistics, the end-of-frame pass-through check), so every writer of the CPU path
 //! (BCC, OBJ, capture) works unchanged on a GPU run.
 
+use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, Op};
+use crate::acl::AclContact;
 use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
 use crate::contact::grid;
 use crate::contact::{check_counters, ExactContact};
@@ -102,14 +104,45 @@ enum Rerun {
     Length(u32),
     /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with.
     Capacity((u32, u32, u32)),
+    /// ACL's step needs more room or more rounds: the capacities and budgets to rebuild with.
+    Acl(AclCaps),
 }
 
-/// One recorded dispatch of the step.
+/// A buffer copy recorded between compute passes (ACL's counts moved into uniforms).
+struct CopyOp {
+    src: wgpu::Buffer,
+    src_offset: u64,
+    dst: wgpu::Buffer,
+    dst_offset: u64,
+    size: u64,
+}
+
+/// One recorded dispatch of the step, and the buffer copies that must run before it (between
+/// compute passes).
 struct Dispatch {
     kernel: &'static str,
     bind_group: wgpu::BindGroup,
     groups: [u32; 3],
+    copies: Vec<CopyOp>,
 }
+
+/// The ACL contact path of a GPU step: its driver, the rings of its per-step records, and the
+/// frame's sums of its counters.
+struct AclState {
+    path: AclGpu,
+    /// Per step of a batch: the scheduler's `sched_step` record and the `rebuild` uniform.
+    sched_ring: wgpu::Buffer,
+    rebuild_ring: wgpu::Buffer,
+    /// Steps the GPU model has completed (its own step count: it starts with no sets).
+    steps: u64,
+    /// Sums over the frame's steps: sets, rebuilds, rebuild fractions, entries tracked, examined,
+    /// processed, new touching pairs; and the steps compacting the pools.
+    frame: [f64; 7],
+    compactions: u32,
+}
+
+/// Bytes of one step's ACL counters.
+const ACL_COUNTERS_BYTES: u64 = size_of::<AclStepCounters>() as u64;
 
 /// Per-kernel GPU time (from timestamp queries) and counts of one frame.
 #[derive(Clone, Debug, Default)]
@@ -149,6 +182,8 @@ pub struct GpuSim {
     color_ranges: Vec<wgpu::Buffer>,
     /// The exact contact path, when the scene has `contact.model = "exact"`.
     exact: Option<ExactState>,
+    /// The ACL path, when the scene has `contact.model = "acl"`.
+    acl: Option<AclState>,
     /// Batches rerun because a variable-size contact output overflowed its capacity.
     grows: u32,
     /// Touching quadrature pairs and candidate segment pairs summed over the frame's steps.
@@ -174,7 +209,7 @@ pub struct GpuSim {
 const COUNTERS_BYTES: u64 = size_of::<Counters>() as u64;
 
 /// The contact models the GPU step runs (`contact.model`).
-pub const GPU_CONTACT_MODELS: &[&str] = &["none", "exact"];
+pub const GPU_CONTACT_MODELS: &[&str] = &["none", "exact", "acl"];
 
 /// Kernels of the step besides the length projection's (`length_*`).
 const STEP_KERNELS: &[&str] = &[
@@ -211,10 +246,10 @@ pub const MAX_BATCH: usize = 64;
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
     pub fn new(gpu: &Gpu, sim: Sim, contact: &ContactParams) -> Result<GpuSim, GpuStepError> {
-        let exact = match contact.model {
-            ContactModel::None => false,
-            ContactModel::Exact => true,
-            other => return Err(GpuStepError::Model(other)),
+        let (exact, acl) = match contact.model {
+            ContactModel::None => (false, false),
+            ContactModel::Exact => (true, false),
+            ContactModel::Acl => (false, true),
         };
         let device = gpu.device.clone();
         let queue = gpu.queue.clone();
@@ -233,6 +268,7 @@ impl GpuSim {
                 b.get("color_range").unwrap().clone()
             })
             .collect();
+        let acl_kernels = acl_gpu::all_kernels();
         let names: Vec<&str> = shaders::KERNELS
             .iter()
             .map(|k| k.name)
@@ -240,6 +276,7 @@ impl GpuSim {
                 STEP_KERNELS.contains(k)
                     || k.starts_with("length_")
                     || (exact && exact_gpu::KERNELS.contains(k))
+                    || (acl && acl_kernels.contains(k))
             })
             .collect();
         let pipelines = Pipelines::only(&device, &names)?;
@@ -285,6 +322,69 @@ impl GpuSim {
                     host.exclusion().quad_arc().to_vec(),
                     host.segment_contact().to_vec(),
                 ),
+            })
+        } else {
+            None
+        };
+        // ACL: a fresh model on the host gives the parameters and static tables; the GPU model
+        // starts with no sets, as the CPU path's does at its first step.
+        let acl = if acl {
+            let contact_err = |e: crate::acl::AclError| GpuStepError::Contact {
+                step: 0,
+                source: e.into(),
+            };
+            let mut host = AclContact::new(sim.params.radius, contact).map_err(contact_err)?;
+            let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(&sim.topo);
+            buffers.upload(
+                &device,
+                &queue,
+                "quad_weights",
+                bytemuck::cast_slice(&quad_weights),
+                false,
+            );
+            buffers.upload(
+                &device,
+                &queue,
+                "quad_arc",
+                bytemuck::cast_slice(&quad_arc),
+                false,
+            );
+            buffers.upload(
+                &device,
+                &queue,
+                "seg_contact",
+                bytemuck::cast_slice(&seg_contact),
+                false,
+            );
+            let caps = initial_acl_caps(sim.topo.segments.len() as u32, sim.pos.len() as u32);
+            let path = AclGpu::new(
+                &device, &queue, &pipelines, &buffers, &mut host, &sim.topo, &sim.pos, caps,
+            )
+            .map_err(|e| GpuStepError::Contact {
+                step: 0,
+                source: ContactError::Other(e.to_string()),
+            })?;
+            let ring = |label, bytes: u64| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: MAX_BATCH as u64 * bytes,
+                    usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            };
+            Some(AclState {
+                path,
+                sched_ring: ring(
+                    "sched_step ring",
+                    size_of::<crate::layout::SchedUniform>() as u64,
+                ),
+                rebuild_ring: ring(
+                    "rebuild ring",
+                    size_of::<crate::acl::rebuild::RebuildParams>() as u64,
+                ),
+                steps: 0,
+                frame: [0.0; 7],
+                compactions: 0,
             })
         } else {
             None
@@ -335,6 +435,7 @@ impl GpuSim {
         let length_budget = params.length_max_iterations.min(LENGTH_BUDGET);
         let mut g = GpuSim {
             exact,
+            acl,
             grows: 0,
             frame_touching: 0,
             frame_candidates: 0,
@@ -425,6 +526,8 @@ impl GpuSim {
             &self.length_levels,
         )?;
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
+        // ACL's copies waiting for the dispatch they come before.
+        let mut pending: Vec<CopyOp> = Vec::new();
         for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
             if let (true, Some(ex)) = (i == contact_at, &self.exact) {
                 for (kernel, bg, threads) in ex.path.dispatches() {
@@ -433,7 +536,36 @@ impl GpuSim {
                         kernel,
                         bind_group: bg.clone(),
                         groups: shaders::dispatch_grid(*threads, k.workgroup_size),
+                        copies: Vec::new(),
                     });
+                }
+            }
+            if let (true, Some(acl)) = (i == contact_at, &self.acl) {
+                for op in acl.path.ops() {
+                    match op {
+                        Op::Dispatch((kernel, bg, threads)) => {
+                            let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+                            dispatches.push(Dispatch {
+                                kernel,
+                                bind_group: bg.clone(),
+                                groups: shaders::dispatch_grid(*threads, k.workgroup_size),
+                                copies: std::mem::take(&mut pending),
+                            });
+                        }
+                        Op::Copy {
+                            src,
+                            src_offset,
+                            dst,
+                            dst_offset,
+                            size,
+                        } => pending.push(CopyOp {
+                            src: src.clone(),
+                            src_offset: *src_offset,
+                            dst: dst.clone(),
+                            dst_offset: *dst_offset,
+                            size: *size,
+                        }),
+                    }
                 }
             }
             if i == length_at {
@@ -441,6 +573,7 @@ impl GpuSim {
                     kernel: d.kernel,
                     bind_group: d.bind_group,
                     groups: d.groups,
+                    copies: Vec::new(),
                 }));
             }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
@@ -457,6 +590,7 @@ impl GpuSim {
                     &overrides,
                 )?,
                 groups: shaders::dispatch_grid(threads, k.workgroup_size),
+                copies: std::mem::take(&mut pending),
             });
         }
         // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
@@ -478,9 +612,14 @@ impl GpuSim {
             (set, resolve)
         });
         let ts_bytes = queries.as_ref().map_or(0, |(_, b)| b.size());
+        let acl_bytes = if self.acl.is_some() {
+            MAX_BATCH as u64 * ACL_COUNTERS_BYTES
+        } else {
+            0
+        };
         self.readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("counters readback"),
-            size: MAX_BATCH as u64 * COUNTERS_BYTES + ts_bytes,
+            size: MAX_BATCH as u64 * COUNTERS_BYTES + ts_bytes + acl_bytes,
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         });
@@ -549,6 +688,23 @@ impl GpuSim {
                 Rerun::Capacity(caps) => {
                     self.grows += 1;
                     self.grow_exact(caps)?;
+                }
+                Rerun::Acl(caps) => {
+                    self.grows += 1;
+                    let acl = self.acl.as_mut().expect("an ACL rerun");
+                    acl.path
+                        .grow(
+                            &self.device,
+                            &self.queue,
+                            &self.pipelines,
+                            &self.buffers,
+                            caps,
+                        )
+                        .map_err(|e| GpuStepError::Device {
+                            step: base,
+                            message: e.to_string(),
+                        })?;
+                    self.build(self.length_budget)?;
                 }
             }
         }
@@ -633,6 +789,9 @@ impl GpuSim {
         for (name, snap) in SNAPSHOT.iter().zip(&self.snapshots) {
             enc.copy_buffer_to_buffer(snap, 0, self.buffers.get(name).unwrap(), 0, snap.size());
         }
+        if let Some(acl) = &self.acl {
+            acl.path.copy_state(&mut enc, true);
+        }
         self.queue.submit([enc.finish()]);
     }
 
@@ -670,6 +829,15 @@ impl GpuSim {
         }
         let q = &self.queue;
         q.write_buffer(&self.param_ring, 0, bytemuck::cast_slice(&params));
+        if let Some(acl) = &self.acl {
+            let (mut su, mut ru) = (Vec::with_capacity(k), Vec::with_capacity(k));
+            for s in 0..k as u64 {
+                su.push(acl.path.sched().step_uniform(acl.steps + s, 0));
+                ru.push(acl.path.rebuild_uniform(acl.steps + s));
+            }
+            q.write_buffer(&acl.sched_ring, 0, bytemuck::cast_slice(&su));
+            q.write_buffer(&acl.rebuild_ring, 0, bytemuck::cast_slice(&ru));
+        }
         let obstacle_bytes = (self.sim.obstacles.len() * size_of::<ObstacleShape>()) as u64;
         if obstacle_bytes > 0 {
             q.write_buffer(&self.obstacle_ring, 0, bytemuck::cast_slice(&obstacles));
@@ -690,7 +858,22 @@ impl GpuSim {
         for (name, snap) in SNAPSHOT.iter().zip(&self.snapshots) {
             enc.copy_buffer_to_buffer(bufs.get(name).unwrap(), 0, snap, 0, snap.size());
         }
+        if let Some(acl) = &self.acl {
+            acl.path.copy_state(&mut enc, false);
+        }
+        let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
+        let acl_at = ts_at + self.queries.as_ref().map_or(0, |(_, r)| r.size());
         for s in 0..k as u64 {
+            if let Some(acl) = &self.acl {
+                const SU: u64 = size_of::<crate::layout::SchedUniform>() as u64;
+                const RU: u64 = size_of::<crate::acl::rebuild::RebuildParams>() as u64;
+                let (sched_step, rebuild) = (
+                    acl.path.buffer("sched_step").expect("made by AclGpu"),
+                    acl.path.buffer("rebuild").expect("made by AclGpu"),
+                );
+                enc.copy_buffer_to_buffer(&acl.sched_ring, s * SU, sched_step, 0, SU);
+                enc.copy_buffer_to_buffer(&acl.rebuild_ring, s * RU, rebuild, 0, RU);
+            }
             enc.copy_buffer_to_buffer(
                 &self.param_ring,
                 s * PARAMS_BYTES,
@@ -711,6 +894,7 @@ impl GpuSim {
             if let (0, Some((set, _))) = (s, self.queries.as_ref()) {
                 // The timed step: a pass per dispatch, each with its two timestamps.
                 for (i, d) in self.dispatches.iter().enumerate() {
+                    record_copies(&mut enc, &d.copies);
                     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: Some(d.kernel),
                         timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -723,16 +907,35 @@ impl GpuSim {
                         .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
                 }
             } else {
-                // One pass for the whole step (wgpu orders the dispatches inside it and puts the
-                // barriers between them that their storage buffers need).
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: Some("step"),
-                    timestamp_writes: None,
-                });
-                for d in &self.dispatches {
-                    self.pipelines
-                        .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+                // One pass for the step (wgpu orders the dispatches inside it and puts the
+                // barriers between them that their storage buffers need), split where ACL copies
+                // a count between stages.
+                let ds = &self.dispatches;
+                let mut i = 0;
+                while i < ds.len() {
+                    record_copies(&mut enc, &ds[i].copies);
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("step"),
+                        timestamp_writes: None,
+                    });
+                    loop {
+                        let d = &ds[i];
+                        self.pipelines.dispatch_groups(
+                            &mut pass,
+                            d.kernel,
+                            &d.bind_group,
+                            d.groups,
+                        )?;
+                        i += 1;
+                        if i == ds.len() || !ds[i].copies.is_empty() {
+                            break;
+                        }
+                    }
                 }
+            }
+            if let Some(acl) = &self.acl {
+                acl.path
+                    .copy_counters(&mut enc, &self.readback, acl_at + s * ACL_COUNTERS_BYTES);
             }
             enc.copy_buffer_to_buffer(
                 counters_buf,
@@ -742,7 +945,6 @@ impl GpuSim {
                 COUNTERS_BYTES,
             );
         }
-        let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
         if let Some((set, resolve)) = &self.queries {
             let count = 2 * self.dispatches.len() as u32;
             enc.resolve_query_set(set, 0..count, resolve, 0);
@@ -760,8 +962,12 @@ impl GpuSim {
                 step: base,
                 message,
             })?;
-        self.readback_bytes +=
-            k as u64 * COUNTERS_BYTES + self.queries.as_ref().map_or(0, |(_, r)| r.size());
+        self.readback_bytes += k as u64 * COUNTERS_BYTES
+            + self.queries.as_ref().map_or(0, |(_, r)| r.size())
+            + self
+                .acl
+                .as_ref()
+                .map_or(0, |_| k as u64 * ACL_COUNTERS_BYTES);
         if self.queries.is_some() {
             let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
             for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
@@ -770,6 +976,7 @@ impl GpuSim {
             self.frame_timed_steps += 1;
         }
         let cap = self.sim.params.length_max_iterations;
+        let mut acl_counters: Vec<AclStepCounters> = Vec::new();
         for s in 0..k {
             let at = s * COUNTERS_BYTES as usize;
             let counters: Counters =
@@ -784,6 +991,23 @@ impl GpuSim {
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
                 return Ok(Some(Rerun::Length(counters.length_iterations)));
             }
+            if let Some(acl) = &self.acl {
+                let at = acl_at as usize + s * ACL_COUNTERS_BYTES as usize;
+                let c: AclStepCounters =
+                    bytemuck::pod_read_unaligned(&bytes[at..at + ACL_COUNTERS_BYTES as usize]);
+                match acl.path.verdict(&c) {
+                    Ok(Some(caps)) => return Ok(Some(Rerun::Acl(caps))),
+                    Ok(None) => acl_counters.push(c),
+                    Err(e) => {
+                        self.sim.steps = base + s as u64;
+                        self.sim.time = t0 + s as f64 * h;
+                        return Err(GpuStepError::Contact {
+                            step: base + s as u64,
+                            source: acl_gpu::contact_error(&e, &c),
+                        });
+                    }
+                }
+            }
             if let Err(e) = self.check(base + s as u64, &counters) {
                 // The state on the GPU is past the failing step; the host's clock stops at it.
                 self.sim.steps = base + s as u64;
@@ -797,6 +1021,35 @@ impl GpuSim {
             self.frame_touching += counters.touching_pairs.count as u64;
             self.batch_touching.push(counters.touching_pairs.count);
             self.frame_candidates += counters.candidate_pairs.count as u64;
+        }
+        if let Some(acl) = &mut self.acl {
+            for c in &acl_counters {
+                acl.path.completed(c);
+                let sets = c.sizes.num_sets as f64;
+                let rebuilds = c.sizes.rebuilds as f64;
+                let v = [
+                    sets,
+                    rebuilds,
+                    if sets > 0.0 { rebuilds / sets } else { 0.0 },
+                    c.sched.entries.count as f64,
+                    c.sched.examined as f64,
+                    c.sched.processed as f64,
+                    c.sched.touching.count as f64,
+                ];
+                for (acc, x) in acl.frame.iter_mut().zip(v) {
+                    *acc += x;
+                }
+            }
+            acl.steps += k as u64;
+            // The one host decision of ACL: pool compaction, between batches.
+            let compacted = acl
+                .path
+                .compact_pools(&self.device, &self.queue, &self.pipelines)
+                .map_err(|e| GpuStepError::Device {
+                    step: base + k as u64,
+                    message: e.to_string(),
+                })?;
+            acl.compactions += compacted as u32;
         }
         Ok(None)
     }
@@ -937,6 +1190,26 @@ impl GpuSim {
             stats.extra.push(("gpu_step_ms".into(), total));
         }
         let readback_per_step = self.readback_bytes as f64 / n.max(1) as f64;
+        if let Some(acl) = &mut self.acl {
+            // The CPU ACL path's keys, means over the frame's steps.
+            let per = 1.0 / n.max(1) as f64;
+            let keys = [
+                "contact_sets",
+                "rebuilds",
+                "rebuild_fraction",
+                "entries_tracked",
+                "entries_examined",
+                "entries_processed",
+                "new_pairs",
+            ];
+            for (key, v) in keys.iter().zip(acl.frame) {
+                stats.contact.push((key, v * per));
+            }
+            acl.frame = [0.0; 7];
+            stats
+                .extra
+                .push(("pool_compactions".into(), acl.compactions as f64));
+        }
         if self.exact.is_some() {
             // The CPU exact path's keys, means over the frame's steps.
             let per = 1.0 / n.max(1) as f64;
@@ -1115,4 +1388,33 @@ fn upload_state(
     up("block_start", bytes(&sim.block_start));
     up("block_points", bytes(&sim.block_points));
     b.upload(device, queue, "params", bytemuck::bytes_of(params), true);
+}
+
+/// Records ACL's count copies that come before a dispatch.
+fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {
+    for c in copies {
+        enc.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, c.dst_offset, c.size);
+    }
+}
+
+/// The first capacities of ACL's GPU buffers for a scene of `segments` segments and `points` control
+/// points: room for a contact set per segment and a few hundred thousand model entries; a step that
+/// needs more grows them (and reruns its batch) once.
+fn initial_acl_caps(segments: u32, points: u32) -> AclCaps {
+    let n = segments.max(points).max(1024);
+    let mut caps = AclCaps::all(n);
+    caps.points = 8 * n;
+    caps.blocks = 32 * n;
+    caps.watch = 8 * n;
+    caps.terms = 8 * n;
+    caps.records = 8 * n;
+    caps.sched.entries = 16 * n;
+    caps.sched.cand = 16 * n;
+    caps.sched.fresh = 4 * n;
+    caps.sched.grid = 4 * n;
+    caps.sched.touching = 4 * n;
+    caps.sched.lookup_words = 16 * n;
+    caps.merge.edges = 2 * n;
+    caps.merge.index = 4 * n;
+    caps
 }

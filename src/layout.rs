@@ -716,10 +716,27 @@ pub struct AclSizes {
     pub garbage_w: u32,
     /// Error bits of the stages writing this block.
     pub errors: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
+    /// Sets rebuilt this step (the dirty sets of every round).
+    pub rebuilds: u32,
+    pub _pad: u32,
 }
 const _: () = assert!(size_of::<AclSizes>() == 64);
+
+/// `AclSizes::errors`: a merge invocation's last pass still merged (more passes are needed).
+pub const ACL_SIZES_MORE_PASSES: u32 = 1;
+
+/// The per-dispatch `acl_phase` uniform of `acl_counts`: which point of the GPU ACL step it is
+/// (`acl::counts::PHASE_*`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AclPhase {
+    pub phase: u32,
+    // (A uniform's arrays need a 16-byte stride: padding as scalars.)
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(size_of::<AclPhase>() == 16);
 
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1088,8 +1105,14 @@ pub fn layouts() -> Vec<StructLayout> {
             garbage_k,
             garbage_w,
             errors,
+            rebuilds,
+            _pad
+        }),
+        layout_of!(AclPhase {
+            phase,
             _pad0,
-            _pad1
+            _pad1,
+            _pad2
         }),
     ]
 }

@@ -237,6 +237,11 @@ impl Buffers {
         self.map.get(name)
     }
 
+    /// Names an existing buffer `name` (a buffer another driver owns, bound here too).
+    pub fn insert(&mut self, name: &str, buffer: wgpu::Buffer) {
+        self.map.insert(name.to_string(), buffer);
+    }
+
     /// Creates (or replaces) buffer `name` holding `bytes`, padded to 4 bytes and at least 16 bytes.
     pub fn upload(
         &mut self,

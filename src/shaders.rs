@@ -1229,6 +1229,22 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::coalesce::merge_apply",
     },
+    // The GPU ACL step's counts (acl::gpu): moved between stages at four points of the step.
+    Kernel {
+        name: "acl_counts",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("acl_phase"),
+            uniform("rebuild"),
+            read("set_dest"),
+            read_write("sched_counters"),
+            read_write("acl_sizes"),
+            read_write("merge_counters"),
+            read_write("pool_counters"),
+            read_write("acl_counters"),
+        ],
+        twin: "acl::counts::acl_counts",
+    },
     // --- end ACL coalescing and merging ---
 ];
 

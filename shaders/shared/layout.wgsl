@@ -329,8 +329,16 @@ struct AclSizes {
     garbage_k: atomic<u32>,
     garbage_w: atomic<u32>,
     errors: atomic<u32>,
+    rebuilds: u32,
+    _pad: u32,
+};
+
+// Uniform (acl_counts): which point of the GPU ACL step.
+struct AclPhase {
+    phase: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 };
 
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.

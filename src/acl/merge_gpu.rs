@@ -126,6 +126,30 @@ impl MergeGpu {
         uniform: &MergeUniform,
         caps: MergeCaps,
     ) -> Result<MergeGpu, PipelineError> {
+        Self::with_coalescing(device, queue, pipelines, buffers, uniform, caps, true)
+    }
+
+    /// The merge passes alone, without coalescing (`set_merge` after a rebuild round).
+    pub fn new_passes(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        buffers: &mut Buffers,
+        uniform: &MergeUniform,
+        caps: MergeCaps,
+    ) -> Result<MergeGpu, PipelineError> {
+        Self::with_coalescing(device, queue, pipelines, buffers, uniform, caps, false)
+    }
+
+    fn with_coalescing(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        buffers: &mut Buffers,
+        uniform: &MergeUniform,
+        caps: MergeCaps,
+        coalesce: bool,
+    ) -> Result<MergeGpu, PipelineError> {
         use wgpu::util::DeviceExt;
         let caps = MergeCaps {
             rounds: caps.rounds.max(1),
@@ -192,10 +216,12 @@ impl MergeGpu {
             Ok((name, bg, threads))
         };
         let mut d: Vec<Dispatch> = Vec::new();
-        d.push(own("coalesce_heads", caps.touching + 1)?);
-        d.extend(owned(scan_runs.dispatches()));
-        d.push(own("contact_coalesce", caps.touching)?);
-        d.push(own("coalesce_box", caps.sets)?);
+        if coalesce {
+            d.push(own("coalesce_heads", caps.touching + 1)?);
+            d.extend(owned(scan_runs.dispatches()));
+            d.push(own("contact_coalesce", caps.touching)?);
+            d.push(own("coalesce_box", caps.sets)?);
+        }
         let mut pass: Vec<Dispatch> = Vec::new();
         pass.push(own("set_bin_count", caps.sets + 1)?);
         pass.extend(owned(scan_bins.dispatches()));
@@ -252,8 +278,15 @@ impl MergeGpu {
     /// What a run's counters say (see the module doc). An overflow hides what follows it, so the
     /// first one found is grown (to its count plus a quarter) and the rest waits for the rerun.
     pub fn verdict(&self, c: &MergeCounters) -> MergeVerdict {
+        verdict_for(&self.caps, c)
+    }
+}
+
+/// [`MergeGpu::verdict`] for a chain built with capacities `caps`.
+pub fn verdict_for(caps: &MergeCaps, c: &MergeCounters) -> MergeVerdict {
+    {
         let grow = |n: u32| n.saturating_add(n / 4).max(16);
-        let caps = self.caps;
+        let caps = *caps;
         if c.errors & MERGE_SCAN_LIMIT != 0 {
             return MergeVerdict::ScanLimit;
         }

@@ -47,8 +47,10 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 pub mod coalesce;
+pub mod counts;
 pub mod evaluate;
 pub mod gather;
+pub mod gpu;
 pub mod merge_gpu;
 pub mod model;
 mod outputs;
@@ -490,7 +492,7 @@ impl AclContact {
         &self.springs[4 * k..4 * k + 4]
     }
 
-    fn prepare(&mut self, topo: &Topology) {
+    pub(crate) fn prepare(&mut self, topo: &Topology) {
         let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
         if sig == self.topo_sig {
             return;
@@ -511,6 +513,46 @@ impl AclContact {
         self.index.clear();
         self.released.clear();
         self.step = 0;
+    }
+
+    /// The static tables the GPU stages read (after the first step or [`Self::prepare`] on the
+    /// topology): the quadrature basis weights, each quadrature point's arc position, and per segment
+    /// its weight `ℓ/b` and closed-loop length.
+    pub fn gpu_tables(
+        &mut self,
+        topo: &Topology,
+    ) -> (Vec<[f32; 4]>, Vec<f32>, Vec<crate::layout::SegmentContact>) {
+        self.prepare(topo);
+        let seg_contact = (0..self.seg_w.len())
+            .map(|s| crate::layout::SegmentContact {
+                weight: self.seg_w[s],
+                loop_len: self.excl.loop_len(s as u32),
+                _pad: [0; 2],
+            })
+            .collect();
+        (
+            self.table.weights.clone(),
+            self.excl.quad_arc().to_vec(),
+            seg_contact,
+        )
+    }
+
+    /// The `rebuild` uniform at step `step` with `num_dirty` dirty sets.
+    pub(crate) fn rebuild_params(&self, step: u32, num_dirty: u32) -> RebuildParams {
+        RebuildParams {
+            b: self.b,
+            nq: self.nq,
+            r: self.r,
+            padding: self.params.padding,
+            delete_distance: self.params.delete_distance,
+            stiffness: self.params.stiffness,
+            stiction_stiffness: self.params.stiction_stiffness,
+            step,
+            num_sets: self.sets.len() as u32,
+            num_dirty,
+            exclusion_arc: self.params.exclusion_arc,
+            _pad: 0,
+        }
     }
 
     /// Grows the per-step scratch pools to the point pools' length (their contents are written
@@ -573,20 +615,7 @@ impl AclContact {
         }
         let nw = nd * MAX_WATCH;
         self.rebuild_scratch.ensure();
-        let p = RebuildParams {
-            b: self.b,
-            nq: self.nq,
-            r: self.r,
-            padding: self.params.padding,
-            delete_distance: self.params.delete_distance,
-            stiffness: self.params.stiffness,
-            stiction_stiffness: self.params.stiction_stiffness,
-            step: self.step as u32,
-            num_sets: self.sets.len() as u32,
-            num_dirty: nd as u32,
-            exclusion_arc: self.params.exclusion_arc,
-            _pad: 0,
-        };
+        let p = self.rebuild_params(self.step as u32, nd as u32);
         let tables = RebuildTables {
             seg_cp: &self.seg_cp,
             seg_w: &self.seg_w,

@@ -321,7 +321,7 @@ impl SchedGpu {
 
     /// The capacity-dependent buffers (the entry table's and the inputs' contents carried over
     /// from `old`, the previous set, when given), the scans, sorts and every bind group.
-    fn build(
+    pub(crate) fn build(
         &mut self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
@@ -589,7 +589,7 @@ impl SchedGpu {
     }
 
     /// Copies the persistent buffers to their saved copies (`back = false`) or back.
-    fn copy_state(&self, enc: &mut wgpu::CommandEncoder, back: bool) {
+    pub(crate) fn copy_state(&self, enc: &mut wgpu::CommandEncoder, back: bool) {
         let names = PERSISTENT.iter().copied().chain(["entries_a"]);
         for name in names {
             let live = self.own.get(name).expect("made in new/build");

@@ -1,0 +1,1065 @@
+//! ACL's whole step on the GPU ([`AclGpu`]): the state of [`super::AclContact`] in GPU buffers and one
+//! [`super::AclContact::step`] as a recorded list of operations (kernel dispatches, and small buffer
+//! copies between compute passes), whose kernels' CPU twins the CPU path runs.
+//!
+//! Inputs from the caller's buffer set: `pos`, `segments`, `params` (`num_segments`, `quadrature`),
+//! `quad_weights`, `quad_arc`, `seg_contact` (read by the scheduler's and the rebuild's kernels) and
+//! `force` (the gather adds into it). The host writes per step only the `sched_step` record
+//! ([`SchedGpu::step_uniform`]) and the step number in the `rebuild` uniform; every count a stage
+//! needs (sets, dirty sets, releases, touching pairs) stays on the GPU.
+//!
+//! # Operations of one step
+//!
+//! | # | stage | counts it reads |
+//! |---|---|---|
+//! | 1 | copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` | |
+//! | 2 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
+//! | 3 | copy `acl_sizes.released.count` into `sched_step.num_released` | |
+//! | 4 | the scheduler ([`SchedGpu`]) | its own (`sched_p*`) |
+//! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged) | `merge_counters` |
+//! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
+//! | 8 | `set_evaluate`, `set_force` | `acl.num_sets` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
+//! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
+//! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
+//! | 12 | `set_compact_count` → scan → `set_compact`, `acl_counts` (compacted), copies of `sets_out`, `springs_out` back | `rebuild` |
+//!
+//! The CPU path loops "rebuild the dirty sets, merge what grew" until nothing is dirty; the GPU runs
+//! a fixed number of rounds (a round with nothing dirty changes nothing) and the host reruns the step
+//! with more when the last dirty count is not zero: the result is the CPU's either way.
+//!
+//! **Pool compaction** is the one decision the host makes: between steps (see
+//! [`AclGpu::compact_pools`]), from the garbage counts it read back and the pools' lengths, by the
+//! CPU path's rule ([`PoolGarbage::worth_compacting`]). Done after every step, the result is the CPU
+//! path's bit for bit (the CPU compacts at the end of the step it decides in); done after a batch of
+//! steps it comes later, which moves pool offsets but no force.
+//!
+//! **Capacities** ([`AclCaps`]): the set table, the point, block, watched-pair and term pools, the
+//! point table's records and the released boxes, each with a count and an overflow flag, plus the
+//! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
+//! on any overflow (or too few rounds or passes) restores it, grows and reruns.
+
+use super::counts::{PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_STEP};
+use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
+use super::rebuild::{
+    pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
+};
+use super::sets::ContactSet;
+use super::stiction::StictionSpring;
+use super::{AclContact, WatchLoc, WatchPair};
+use crate::layout::{
+    AclCounters, AclPhase, AclSizes, AclUniform, KeyValue, MergeCounters, MergeUniform,
+    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
+};
+use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
+use crate::scan::GpuScan;
+use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
+use crate::sort::GpuSort;
+use std::mem::{offset_of, size_of};
+
+/// One operation of the recorded step: a dispatch, or a copy between buffers (which ends the
+/// compute pass it follows).
+#[derive(Clone)]
+pub enum Op {
+    Dispatch(Dispatch),
+    Copy {
+        src: wgpu::Buffer,
+        src_offset: u64,
+        dst: wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+}
+
+/// Records `ops` into `enc`: runs of dispatches in one compute pass each (labelled `label`), copies
+/// between them.
+pub fn record_ops(
+    pipelines: &Pipelines,
+    enc: &mut wgpu::CommandEncoder,
+    ops: &[Op],
+    label: &str,
+) -> Result<(), PipelineError> {
+    let mut at = 0;
+    while at < ops.len() {
+        match &ops[at] {
+            Op::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                size,
+            } => {
+                enc.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+                at += 1;
+            }
+            Op::Dispatch(_) => {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(label),
+                    timestamp_writes: None,
+                });
+                while let Some(Op::Dispatch((name, bg, threads))) = ops.get(at) {
+                    pipelines.dispatch(&mut pass, name, bg, *threads)?;
+                    at += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kernels of the step (besides the scheduler's, the merge chain's, the scans and sorts).
+pub const KERNELS: &[&str] = &[
+    "acl_counts",
+    "set_evaluate",
+    "set_force",
+    "stiction_forces",
+    "set_point_count",
+    "set_point_write",
+    "set_point_start",
+    "set_gather",
+    "set_compact_count",
+    "set_compact",
+    "pool_compact_size",
+    "pool_compact_points",
+    "pool_compact_vectors",
+    "pool_compact_blocks",
+    "pool_compact_watch",
+    "pool_compact_headers",
+    "set_rebuild_size",
+    "pool_alloc_size",
+    "pool_alloc",
+    "set_rebuild_points",
+    "set_rebuild",
+    "set_rebuild_watch",
+    "set_rebuild_springs",
+    "set_rebuild_headers",
+];
+
+/// Every kernel an [`AclGpu`] needs (for `Pipelines::only`).
+pub fn all_kernels() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = KERNELS.to_vec();
+    for k in crate::sched::gpu::KERNELS
+        .iter()
+        .chain(super::merge_gpu::KERNELS)
+    {
+        if !v.contains(k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+/// The capacities of the step's variable-size buffers and its iteration budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AclCaps {
+    pub sched: SchedCaps,
+    /// The merge chains' (its `sets` is the set table's capacity, its `touching` the scheduler's).
+    pub merge: MergeCaps,
+    /// Entries of the point pools (`cp`, `f0`, `dbar`, `m`, `dev`, `fout`).
+    pub points: u32,
+    /// `K̄` blocks.
+    pub blocks: u32,
+    /// Watched pairs.
+    pub watch: u32,
+    /// Pair terms of one rebuild round.
+    pub terms: u32,
+    /// The point table's records.
+    pub records: u32,
+    /// Rebuild rounds recorded per step (at least 1).
+    pub rounds: u32,
+}
+
+impl AclCaps {
+    /// Every capacity `n` (at least 16), 2 rebuild rounds, 1 merge pass of 8 label rounds.
+    pub fn all(n: u32) -> AclCaps {
+        let n = n.max(16);
+        AclCaps {
+            sched: SchedCaps::all(n),
+            merge: MergeCaps {
+                sets: n,
+                touching: n,
+                edges: n,
+                index: n,
+                rounds: 8,
+                passes: 1,
+            },
+            points: n,
+            blocks: n,
+            watch: n,
+            terms: n,
+            records: n,
+            rounds: 2,
+        }
+    }
+}
+
+/// Why the GPU step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AclGpuError {
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error(transparent)]
+    Sched(#[from] SchedGpuError),
+    #[error("the ACL GPU step: {0}")]
+    Gpu(String),
+    #[error(
+        "a contact-set merge looked at more index items than its bound (the CPU path stops alike)"
+    )]
+    ScanLimit,
+    #[error("the ACL GPU step raised error bits: scheduler {sched:#x}, forces {acl:#x} (first bad set {set}, point {point}), pools {pools:#x}, merge {merge:#x}")]
+    Flags {
+        sched: u32,
+        acl: u32,
+        set: u32,
+        point: u32,
+        pools: u32,
+        merge: u32,
+    },
+}
+
+/// Everything a step's host reads back: the counters of every stage.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AclStepCounters {
+    pub sizes: AclSizes,
+    pub sched: SchedCounters,
+    pub merge: MergeCounters,
+    pub pools: PoolAlloc,
+    pub acl: AclCounters,
+}
+
+/// The buffers whose contents carry from one step to the next (saved before a step for a rerun),
+/// besides the scheduler's own.
+const PERSISTENT: &[&str] = &[
+    "sets",
+    "springs",
+    "cp_pool",
+    "f0_pool",
+    "dbar_pool",
+    "m_pool",
+    "k_pool",
+    "watch_pool",
+    "watch_loc_pool",
+    "acl_sizes",
+    "pool_counters",
+    "released",
+];
+
+fn zeros(bytes: usize) -> Vec<u8> {
+    vec![0u8; bytes.max(16)]
+}
+
+/// ACL's state and step on the GPU.
+pub struct AclGpu {
+    pub caps: AclCaps,
+    sched: SchedGpu,
+    own: Buffers,
+    acl: AclUniform,
+    rebuild: RebuildParams,
+    merge_uniform: MergeUniform,
+    npts: u32,
+    stiction: bool,
+    ops: Vec<Op>,
+    /// Pool entries no live set uses (from the counters read back), for the compaction decision.
+    pub garbage: PoolGarbage,
+    /// Steps rerun because a capacity or a budget was too small.
+    pub reruns: u32,
+    /// The counters after the last completed step (its persistent counts: table length, pool
+    /// lengths, releases).
+    last: AclStepCounters,
+    _keep: (Vec<GpuScan>, Vec<GpuSort>, Vec<MergeGpu>, Vec<wgpu::Buffer>),
+}
+
+impl AclGpu {
+    /// The driver for `host`'s parameters (a model before its first step: the GPU starts from no
+    /// sets), for the topology `topo` at positions `pos`. `shared` holds `pos`, `segments`,
+    /// `params`, `quad_weights`, `quad_arc`, `seg_contact` and `force`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        host: &mut AclContact,
+        topo: &crate::state::Topology,
+        pos: &[[f32; 4]],
+        caps: AclCaps,
+    ) -> Result<AclGpu, AclGpuError> {
+        host.prepare(topo);
+        let acl = host.uniform(pos.len());
+        let rebuild = host.rebuild_params(0, 0);
+        let nq = host.nq;
+        let merge_uniform = super::coalesce::merge_uniform(nq, host.params.padding);
+        let template: SchedUniform = host.scheduler().uniform(0);
+        let sched = SchedGpu::new(device, queue, pipelines, shared, &template, caps.sched, pos)?;
+        let mut own = Buffers::default();
+        own.upload(
+            device,
+            queue,
+            "seg_cp",
+            bytemuck::cast_slice(&host.seg_cp),
+            false,
+        );
+        for (k, phase) in [PHASE_STEP, PHASE_ROUND, PHASE_MERGED, PHASE_COMPACTED]
+            .iter()
+            .enumerate()
+        {
+            let p = AclPhase {
+                phase: *phase,
+                ..Default::default()
+            };
+            own.upload(
+                device,
+                queue,
+                &format!("acl_phase{k}"),
+                bytemuck::bytes_of(&p),
+                true,
+            );
+        }
+        own.upload(device, queue, "acl_counters", &zeros(16), false);
+        own.upload(
+            device,
+            queue,
+            "merge_counters",
+            &zeros(size_of::<MergeCounters>()),
+            false,
+        );
+        let mut g = AclGpu {
+            caps,
+            sched,
+            own,
+            acl,
+            rebuild,
+            merge_uniform,
+            npts: pos.len() as u32,
+            stiction: host.params.stiction_stiffness > 0.0,
+            ops: Vec::new(),
+            garbage: PoolGarbage::default(),
+            reruns: 0,
+            last: AclStepCounters::default(),
+            _keep: Default::default(),
+        };
+        g.build(device, queue, pipelines, shared, caps, None)?;
+        Ok(g)
+    }
+
+    /// (Re)makes the capacity-dependent buffers (carrying the persistent ones' contents over from
+    /// the previous set through `carry`, when given) and every operation. The small persistent
+    /// counters (`acl_sizes`, `pool_counters`) are written from the host's record of the last
+    /// completed step, with the new capacities.
+    fn build(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        caps: AclCaps,
+        carry: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<(), AclGpuError> {
+        let merge = MergeCaps {
+            touching: caps.sched.touching,
+            ..caps.merge
+        };
+        let caps = AclCaps {
+            merge,
+            rounds: caps.rounds.max(1),
+            ..caps
+        };
+        let sc = caps.merge.sets as usize;
+        // The scheduler's buffers the ACL stages read or write, and the caller's.
+        for name in [
+            "touching",
+            "qpts",
+            "sched_counters",
+            "set_lookup",
+            "released",
+        ] {
+            let b = self.sched.buffer(name).expect("made by SchedGpu").clone();
+            self.own.insert(name, b);
+        }
+        for name in [
+            "pos",
+            "segments",
+            "params",
+            "quad_weights",
+            "quad_arc",
+            "seg_contact",
+            "force",
+        ] {
+            if let Some(b) = shared.get(name) {
+                self.own.insert(name, b.clone());
+            }
+        }
+        // (`released` belongs to the scheduler, which carries it over itself.)
+        let old: Vec<(&str, wgpu::Buffer)> = PERSISTENT
+            .iter()
+            .filter(|n| !matches!(**n, "acl_sizes" | "pool_counters" | "released"))
+            .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
+            .collect();
+        let (np, nk, nw) = (
+            caps.points as usize,
+            caps.blocks as usize,
+            caps.watch as usize,
+        );
+        let sizes: Vec<(&str, usize)> = vec![
+            ("sets", sc * size_of::<ContactSet>()),
+            ("springs", 4 * sc * size_of::<StictionSpring>()),
+            ("sets_out", sc * size_of::<ContactSet>()),
+            ("springs_out", 4 * sc * size_of::<StictionSpring>()),
+            ("set_dest", (sc + 1) * 4),
+            ("set_offsets", (sc + 1) * 4),
+            ("plans", sc * size_of::<RebuildPlan>()),
+            ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
+            ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
+            ("alloc_dest", 4 * (sc + 1) * 4),
+            (
+                "rebuild_terms",
+                caps.terms as usize * size_of::<RebuildTerm>(),
+            ),
+            ("cp_pool", np * 4),
+            ("f0_pool", np * 16),
+            ("dbar_pool", np * 16),
+            ("m_pool", np * 4),
+            ("dev_pool", np * 16),
+            ("fout_pool", np * 16),
+            ("k_pool", nk * 24),
+            ("watch_pool", nw * size_of::<WatchPair>()),
+            ("watch_loc_pool", nw * size_of::<WatchLoc>()),
+            ("point_slots", caps.records as usize * size_of::<KeyValue>()),
+            ("point_records", caps.records as usize * 4),
+            ("point_start", (self.npts as usize + 1) * 4),
+            ("acl_sizes", size_of::<AclSizes>()),
+            ("pool_counters", size_of::<PoolAlloc>()),
+        ];
+        for (name, bytes) in &sizes {
+            self.own.upload(device, queue, name, &zeros(*bytes), false);
+        }
+        for name in PERSISTENT {
+            let size = self.own.get(name).expect("uploaded above").size();
+            self.own.upload(
+                device,
+                queue,
+                &format!("saved_{name}"),
+                &zeros(size as usize),
+                false,
+            );
+        }
+        if let Some(enc) = carry {
+            for (name, b) in &old {
+                let new = self.own.get(name).expect("uploaded above");
+                enc.copy_buffer_to_buffer(b, 0, new, 0, b.size().min(new.size()));
+            }
+        }
+        self.caps = caps;
+        self.write_counters(queue);
+        self.acl.record_capacity = caps.records;
+        self.make_ops(device, queue, pipelines, shared)
+    }
+
+    /// Writes the persistent counters from the host's record of the last completed step, with the
+    /// capacities, and the merge chain's capacities.
+    fn write_counters(&self, queue: &wgpu::Queue) {
+        let caps = self.caps;
+        let mut sizes = self.last.sizes;
+        sizes.released.capacity = caps.sched.released;
+        sizes.lookup.capacity = caps.sched.lookup_words;
+        let pools = PoolAlloc {
+            cap: [caps.points, caps.blocks, caps.watch, caps.terms],
+            first_too_large: u32::MAX,
+            ..self.last.pools
+        };
+        let get = |n: &str| self.own.get(n).expect("made in build");
+        queue.write_buffer(get("acl_sizes"), 0, bytemuck::bytes_of(&sizes));
+        queue.write_buffer(get("pool_counters"), 0, bytemuck::bytes_of(&pools));
+        let mut m = MergeCounters::default();
+        m.sets.capacity = caps.merge.sets;
+        m.touching.capacity = caps.merge.touching;
+        m.edges.capacity = caps.merge.edges;
+        m.index.capacity = caps.merge.index;
+        queue.write_buffer(get("merge_counters"), 0, bytemuck::bytes_of(&m));
+    }
+
+    /// The uniforms' buffers and every operation of the step.
+    fn make_ops(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+    ) -> Result<(), AclGpuError> {
+        let caps = self.caps;
+        let _ = shared;
+        let sc = caps.merge.sets;
+        self.own
+            .upload(device, queue, "acl", bytemuck::bytes_of(&self.acl), true);
+        self.own.upload(
+            device,
+            queue,
+            "rebuild",
+            bytemuck::bytes_of(&self.rebuild),
+            true,
+        );
+        // The merge chains: the first with coalescing, then one of passes only per round.
+        let first = MergeGpu::new(
+            device,
+            queue,
+            pipelines,
+            &mut self.own,
+            &self.merge_uniform,
+            caps.merge,
+        )?;
+        let again = MergeGpu::new_passes(
+            device,
+            queue,
+            pipelines,
+            &mut self.own,
+            &self.merge_uniform,
+            caps.merge,
+        )?;
+        let get = |n: &str| self.own.get(n).expect("made in build").clone();
+        let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
+        let scan_alloc = scan("alloc_dest", 4 * (sc + 1))?;
+        let scan_points = scan("set_offsets", sc + 1)?;
+        let scan_compact = scan("set_dest", sc + 1)?;
+        let sort_points = GpuSort::new(
+            device,
+            pipelines,
+            &get("point_slots"),
+            caps.records,
+            crate::contact::key_bits(self.npts),
+        )?;
+        let mut ops: Vec<Op> = Vec::new();
+        let own = &self.own;
+        let bind = |kernel: &'static str,
+                    map: &[(&str, &wgpu::Buffer)]|
+         -> Result<wgpu::BindGroup, PipelineError> {
+            pipelines.bind_group_with(device, kernel, own, map)
+        };
+        let d =
+            |ops: &mut Vec<Op>, kernel: &'static str, threads: u32| -> Result<(), PipelineError> {
+                ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, threads)));
+                Ok(())
+            };
+        let extend = |ops: &mut Vec<Op>, it: Vec<(&'static str, &wgpu::BindGroup, u32)>| {
+            ops.extend(
+                it.into_iter()
+                    .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
+            );
+        };
+        let phases: Vec<wgpu::Buffer> = (0..4).map(|k| get(&format!("acl_phase{k}"))).collect();
+        let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
+            let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
+            ops.push(Op::Dispatch(("acl_counts", bg, 1)));
+            Ok(())
+        };
+        let copy = |ops: &mut Vec<Op>, src: &str, so: usize, dst: &wgpu::Buffer, dof: usize| {
+            ops.push(Op::Copy {
+                src: get(src),
+                src_offset: so as u64,
+                dst: dst.clone(),
+                dst_offset: dof as u64,
+                size: 4,
+            });
+        };
+        let (acl_u, rebuild_u) = (get("acl"), get("rebuild"));
+        let acl_num_sets = offset_of!(AclUniform, num_sets);
+        let rb_num_sets = offset_of!(RebuildParams, num_sets);
+        let rb_num_dirty = offset_of!(RebuildParams, num_dirty);
+        let sizes_num_sets = offset_of!(AclSizes, num_sets);
+        let sizes_num_dirty = offset_of!(AclSizes, num_dirty);
+        let merge_sets = offset_of!(MergeCounters, sets);
+        // 1–2. The table length into the uniforms; the set lookup.
+        copy(&mut ops, "acl_sizes", sizes_num_sets, &acl_u, acl_num_sets);
+        copy(
+            &mut ops,
+            "acl_sizes",
+            sizes_num_sets,
+            &rebuild_u,
+            rb_num_sets,
+        );
+        // (set_lookup_* go here.)
+        // 3–4. The releases' count into the scheduler's step record; the scheduler.
+        copy(
+            &mut ops,
+            "acl_sizes",
+            offset_of!(AclSizes, released),
+            self.sched.buffer("sched_step").expect("made by SchedGpu"),
+            offset_of!(SchedUniform, num_released),
+        );
+        ops.extend(self.sched.dispatches().iter().cloned().map(Op::Dispatch));
+        // 5–7. Counts, coalescing and merging, the table length into the uniforms.
+        counts(&mut ops, 0)?;
+        ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
+        counts(&mut ops, 2)?;
+        copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
+        copy(
+            &mut ops,
+            "merge_counters",
+            merge_sets,
+            &rebuild_u,
+            rb_num_sets,
+        );
+        // 8. Evaluation of the clean sets.
+        d(&mut ops, "set_evaluate", sc)?;
+        d(&mut ops, "set_force", 64 * sc)?;
+        // 9–10. Rebuild rounds.
+        let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
+            // (set_dirty_* go here.)
+            let _ = ops;
+            Ok(())
+        };
+        for _ in 0..caps.rounds {
+            dirty_list(&mut ops)?;
+            copy(
+                &mut ops,
+                "acl_sizes",
+                sizes_num_dirty,
+                &rebuild_u,
+                rb_num_dirty,
+            );
+            counts(&mut ops, 1)?;
+            d(&mut ops, "set_rebuild_size", 64 * sc)?;
+            d(&mut ops, "pool_alloc_size", sc + 1)?;
+            extend(&mut ops, scan_alloc.dispatches().collect());
+            d(&mut ops, "pool_alloc", sc + 1)?;
+            // (pool_release_* go here.)
+            d(&mut ops, "set_rebuild_points", 64 * sc)?;
+            d(&mut ops, "set_rebuild", 256 * sc)?;
+            d(&mut ops, "set_rebuild_watch", 64 * sc)?;
+            d(&mut ops, "set_rebuild_springs", sc)?;
+            d(&mut ops, "set_rebuild_headers", sc)?;
+            ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
+            counts(&mut ops, 2)?;
+        }
+        dirty_list(&mut ops)?;
+        // 11. Forces.
+        if self.stiction {
+            d(&mut ops, "stiction_forces", sc)?;
+        }
+        d(&mut ops, "set_point_count", sc + 1)?;
+        extend(&mut ops, scan_points.dispatches().collect());
+        d(&mut ops, "set_point_write", caps.records)?;
+        extend(&mut ops, sort_points.dispatches());
+        d(&mut ops, "set_point_start", self.npts + 1)?;
+        d(&mut ops, "set_gather", self.npts)?;
+        // 12. Compaction of the table.
+        d(&mut ops, "set_compact_count", sc + 1)?;
+        extend(&mut ops, scan_compact.dispatches().collect());
+        d(&mut ops, "set_compact", sc)?;
+        counts(&mut ops, 3)?;
+        for (from, to) in [("sets_out", "sets"), ("springs_out", "springs")] {
+            let b = get(to);
+            ops.push(Op::Copy {
+                src: get(from),
+                src_offset: 0,
+                dst: b.clone(),
+                dst_offset: 0,
+                size: b.size(),
+            });
+        }
+        self.ops = ops;
+        self._keep = (
+            vec![scan_alloc, scan_points, scan_compact],
+            vec![sort_points],
+            vec![first, again],
+            phases,
+        );
+        Ok(())
+    }
+}
+
+/// Grows a capacity to a count plus a quarter (at least 16, never below `cap`).
+fn grow(cap: u32, count: u32) -> u32 {
+    count.saturating_add(count / 4).max(16).max(cap)
+}
+
+impl AclGpu {
+    /// The operations of one step, in order (for a caller recording them among its own).
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// This driver's buffer `name` (`sets`, `springs`, the pools, `acl_sizes`, …), or the
+    /// scheduler's.
+    pub fn buffer(&self, name: &str) -> Option<&wgpu::Buffer> {
+        self.own.get(name).or_else(|| self.sched.buffer(name))
+    }
+
+    /// The scheduler's driver.
+    pub fn sched(&self) -> &SchedGpu {
+        &self.sched
+    }
+
+    /// The counters after the last completed step.
+    pub fn last_counters(&self) -> &AclStepCounters {
+        &self.last
+    }
+
+    /// The `rebuild` uniform of step `n` (its counts are patched on the GPU).
+    pub fn rebuild_uniform(&self, n: u64) -> RebuildParams {
+        RebuildParams {
+            step: n as u32,
+            ..self.rebuild
+        }
+    }
+
+    /// Writes the per-step uniforms of step `n` (the scheduler's record and the rebuild step; the
+    /// counts in them are patched on the GPU by the step's copies).
+    pub fn write_step(&self, queue: &wgpu::Queue, n: u64) {
+        let u = self.sched.step_uniform(n, 0);
+        queue.write_buffer(
+            self.sched.buffer("sched_step").expect("made by SchedGpu"),
+            0,
+            bytemuck::bytes_of(&u),
+        );
+        let r = self.rebuild_uniform(n);
+        queue.write_buffer(
+            self.own.get("rebuild").expect("made in build"),
+            0,
+            bytemuck::bytes_of(&r),
+        );
+    }
+
+    /// Copies the persistent buffers to their saved copies (`back = false`) or back, the
+    /// scheduler's too.
+    pub fn copy_state(&self, enc: &mut wgpu::CommandEncoder, back: bool) {
+        for name in PERSISTENT {
+            let live = self.own.get(name).expect("made in build");
+            let saved = self
+                .own
+                .get(&format!("saved_{name}"))
+                .expect("made in build");
+            let (src, dst) = if back { (saved, live) } else { (live, saved) };
+            enc.copy_buffer_to_buffer(src, 0, dst, 0, live.size().min(saved.size()));
+        }
+        self.sched.copy_state(enc, back);
+    }
+
+    /// Copies every stage's counters into `dst` at `offset` (an [`AclStepCounters`]).
+    pub fn copy_counters(&self, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: u64) {
+        let parts: [(&str, usize, usize); 5] = [
+            (
+                "acl_sizes",
+                offset_of!(AclStepCounters, sizes),
+                size_of::<AclSizes>(),
+            ),
+            (
+                "sched_counters",
+                offset_of!(AclStepCounters, sched),
+                size_of::<SchedCounters>(),
+            ),
+            (
+                "merge_counters",
+                offset_of!(AclStepCounters, merge),
+                size_of::<MergeCounters>(),
+            ),
+            (
+                "pool_counters",
+                offset_of!(AclStepCounters, pools),
+                size_of::<PoolAlloc>(),
+            ),
+            (
+                "acl_counters",
+                offset_of!(AclStepCounters, acl),
+                size_of::<AclCounters>(),
+            ),
+        ];
+        for (name, at, size) in parts {
+            let src = self.buffer(name).expect("made in build");
+            enc.copy_buffer_to_buffer(src, 0, dst, offset + at as u64, size as u64);
+        }
+    }
+
+    /// What a step's counters say: `Ok(None)` when the step is final, `Ok(Some(caps))` when it must
+    /// run again with these capacities and budgets, an error when it cannot run on the GPU at all.
+    pub fn verdict(&self, c: &AclStepCounters) -> Result<Option<AclCaps>, AclGpuError> {
+        let caps = self.caps;
+        let mut g = caps;
+        if let Some(s) = caps.sched.grown(&c.sched) {
+            g.sched = s;
+        }
+        if c.sizes.released.overflow != 0 {
+            g.sched.released = grow(caps.sched.released, c.sizes.released.count);
+        }
+        if c.sizes.lookup.overflow != 0 {
+            g.sched.lookup_words = grow(caps.sched.lookup_words, c.sizes.lookup.count);
+        }
+        match super::merge_gpu::verdict_for(&caps.merge, &c.merge) {
+            MergeVerdict::ScanLimit => return Err(AclGpuError::ScanLimit),
+            MergeVerdict::Rerun(m) => g.merge = m,
+            MergeVerdict::Done => {}
+        }
+        if c.sizes.errors & ACL_SIZES_MORE_PASSES != 0 {
+            g.merge.passes = g.merge.passes.max(2 * caps.merge.passes);
+        }
+        let lens = c.pools.len;
+        let pool_caps = [caps.points, caps.blocks, caps.watch, caps.terms];
+        let grown: Vec<u32> = (0..4)
+            .map(|k| {
+                if c.pools.errors & (1 << k) != 0 {
+                    grow(pool_caps[k], lens[k])
+                } else {
+                    pool_caps[k]
+                }
+            })
+            .collect();
+        (g.points, g.blocks, g.watch, g.terms) = (grown[0], grown[1], grown[2], grown[3]);
+        if c.acl.errors & crate::layout::ACL_ERROR_RECORDS_FULL != 0 {
+            g.records = grow(caps.records, c.acl.records);
+        }
+        if c.sizes.num_dirty != 0 {
+            g.rounds = 2 * caps.rounds;
+        }
+        if g != caps {
+            return Ok(Some(g));
+        }
+        let pools = c.pools.errors & super::rebuild::POOL_TOO_MUCH_WORK;
+        if c.sched.errors != 0 || c.acl.errors != 0 || c.merge.errors != 0 || pools != 0 {
+            return Err(AclGpuError::Flags {
+                sched: c.sched.errors,
+                acl: c.acl.errors,
+                set: c.acl.first_bad_set,
+                point: c.acl.first_bad_point,
+                pools: c.pools.errors,
+                merge: c.merge.errors,
+            });
+        }
+        Ok(None)
+    }
+
+    /// Rebuilds everything with capacities `caps`, after the state was restored (the persistent
+    /// buffers' contents are carried over).
+    pub fn grow(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        caps: AclCaps,
+    ) -> Result<(), AclGpuError> {
+        let mut enc = device.create_command_encoder(&Default::default());
+        if caps.sched != self.caps.sched {
+            self.sched
+                .build(device, queue, pipelines, shared, caps.sched, Some(&mut enc))?;
+        }
+        self.build(device, queue, pipelines, shared, caps, Some(&mut enc))?;
+        queue.submit([enc.finish()]);
+        Ok(())
+    }
+
+    /// Records that a step completed with counters `c` (the host's record of the persistent
+    /// counts, and the garbage for the compaction decision).
+    pub fn completed(&mut self, c: &AclStepCounters) {
+        self.last = *c;
+        self.garbage.add([
+            (c.sizes.garbage_cp + c.merge.garbage_cp) as usize,
+            (c.sizes.garbage_k + c.merge.garbage_k) as usize,
+            (c.sizes.garbage_w + c.merge.garbage_w) as usize,
+        ]);
+    }
+
+    /// One step `n` on the positions in the shared `pos`, adding the contact force into the shared
+    /// `force`: saves the state, runs, reads the counters back, and on an overflow or a budget too
+    /// small restores, grows and reruns; then compacts the pools when the CPU path's rule says so.
+    pub fn step(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        n: u64,
+    ) -> Result<AclStepCounters, AclGpuError> {
+        let size = size_of::<AclStepCounters>() as u64;
+        let force = shared.get("force").expect("the caller's force").clone();
+        let saved_force = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("saved force"),
+            size: force.size(),
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        loop {
+            let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("acl counters readback"),
+                size,
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+                mapped_at_creation: false,
+            });
+            self.write_step(queue, n);
+            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("acl step"),
+            });
+            self.copy_state(&mut enc, false);
+            enc.copy_buffer_to_buffer(&force, 0, &saved_force, 0, force.size());
+            record_ops(pipelines, &mut enc, &self.ops, "acl step")?;
+            self.copy_counters(&mut enc, &staging, 0);
+            queue.submit([enc.finish()]);
+            if let Some(e) = pollster::block_on(scope.pop()) {
+                return Err(AclGpuError::Gpu(e.to_string()));
+            }
+            let bytes = read_mapped(device, &staging, size as usize).map_err(AclGpuError::Gpu)?;
+            let c: AclStepCounters = bytemuck::pod_read_unaligned(&bytes);
+            let Some(caps) = self.verdict(&c)? else {
+                self.completed(&c);
+                self.compact_pools(device, queue, pipelines)?;
+                return Ok(c);
+            };
+            self.reruns += 1;
+            let mut enc = device.create_command_encoder(&Default::default());
+            self.copy_state(&mut enc, true);
+            enc.copy_buffer_to_buffer(&saved_force, 0, &force, 0, force.size());
+            queue.submit([enc.finish()]);
+            self.grow(device, queue, pipelines, shared, caps)?;
+        }
+    }
+
+    /// Compacts the pools when more than half of them is garbage (the CPU path's rule,
+    /// [`PoolGarbage::worth_compacting`], on the lengths and garbage of the last completed step):
+    /// `pool_compact_size` → scan → `pool_compact_{points,vectors,blocks,watch,headers}`, then the
+    /// compacted pools copied back and their lengths written. Returns whether it compacted.
+    pub fn compact_pools(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+    ) -> Result<bool, AclGpuError> {
+        let len = self.last.pools.len;
+        let lens = [len[0] as usize, len[1] as usize, len[2] as usize];
+        if !self.garbage.worth_compacting(lens) {
+            return Ok(false);
+        }
+        let ns = self.last.sizes.num_sets;
+        let mut own = Buffers::default();
+        for name in [
+            "sets",
+            "cp_pool",
+            "m_pool",
+            "f0_pool",
+            "dbar_pool",
+            "k_pool",
+            "watch_pool",
+            "watch_loc_pool",
+        ] {
+            own.insert(name, self.own.get(name).expect("made in build").clone());
+        }
+        let p = RebuildParams {
+            num_sets: ns,
+            ..self.rebuild
+        };
+        own.upload(device, queue, "rebuild", bytemuck::bytes_of(&p), true);
+        own.upload(
+            device,
+            queue,
+            "pool_dest",
+            &zeros(3 * (ns as usize + 1) * 4),
+            false,
+        );
+        let scan = GpuScan::new(
+            device,
+            pipelines,
+            own.get("pool_dest").unwrap(),
+            3 * (ns + 1),
+        )?;
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            let bg = pipelines.bind_group(device, "pool_compact_size", &own)?;
+            pipelines.dispatch(&mut pass, "pool_compact_size", &bg, ns + 1)?;
+            scan.record(pipelines, &mut pass)?;
+        }
+        queue.submit([enc.finish()]);
+        let dest_bytes = own.read(device, queue, "pool_dest", 3 * (ns as u64 + 1) * 4)?;
+        let dest: Vec<u32> = bytemuck::cast_slice(&dest_bytes).to_vec();
+        let [np, nk, nw] = pool_dest_lens(&dest, ns as usize);
+        let next: [(&str, usize); 7] = [
+            ("cp_next", np * 4),
+            ("m_next", np * 4),
+            ("f0_next", np * 16),
+            ("dbar_next", np * 16),
+            ("k_next", nk * 24),
+            ("watch_next", nw * size_of::<WatchPair>()),
+            ("watch_loc_next", nw * size_of::<WatchLoc>()),
+        ];
+        for (name, bytes) in next {
+            own.upload(device, queue, name, &zeros(bytes), false);
+        }
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for (kernel, threads) in [
+                ("pool_compact_points", np as u32),
+                ("pool_compact_vectors", np as u32),
+                ("pool_compact_blocks", nk as u32),
+                ("pool_compact_watch", nw as u32),
+                ("pool_compact_headers", ns),
+            ] {
+                let bg = pipelines.bind_group(device, kernel, &own)?;
+                pipelines.dispatch(&mut pass, kernel, &bg, threads)?;
+            }
+        }
+        for (from, to) in [
+            ("cp_next", "cp_pool"),
+            ("m_next", "m_pool"),
+            ("f0_next", "f0_pool"),
+            ("dbar_next", "dbar_pool"),
+            ("k_next", "k_pool"),
+            ("watch_next", "watch_pool"),
+            ("watch_loc_next", "watch_loc_pool"),
+        ] {
+            let (src, dst) = (own.get(from).unwrap(), own.get(to).unwrap());
+            let bytes = match from {
+                "cp_next" | "m_next" => np * 4,
+                "f0_next" | "dbar_next" => np * 16,
+                "k_next" => nk * 24,
+                "watch_next" => nw * size_of::<WatchPair>(),
+                _ => nw * size_of::<WatchLoc>(),
+            } as u64;
+            if bytes > 0 {
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            }
+        }
+        queue.submit([enc.finish()]);
+        self.last.pools.len = [np as u32, nk as u32, nw as u32, 0];
+        self.last.pools.base = self.last.pools.len;
+        self.garbage = PoolGarbage::default();
+        self.write_counters(queue);
+        Ok(true)
+    }
+}
+
+impl AclGpu {
+    /// Reads `n` records of buffer `name` back (tests, diagnostics).
+    pub fn read<T: bytemuck::Pod>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        name: &str,
+        n: usize,
+    ) -> Result<Vec<T>, AclGpuError> {
+        let bytes = (n * size_of::<T>()) as u64;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let buf = self
+            .buffer(name)
+            .ok_or_else(|| AclGpuError::Gpu(format!("no buffer {name}")))?;
+        let mut b = Buffers::default();
+        b.insert(name, buf.clone());
+        let v = b.read(device, queue, name, bytes)?;
+        Ok(bytemuck::cast_slice(&v).to_vec())
+    }
+}
+
+/// The contact error a failed step's counters name (a non-finite force or rotation by its point,
+/// the rest by the error's text).
+pub fn contact_error(e: &AclGpuError, c: &AclStepCounters) -> crate::contact::ContactError {
+    use crate::contact::ContactError;
+    if c.acl.errors & crate::layout::ACL_ERROR_NOT_FINITE != 0 && c.acl.first_bad_point != u32::MAX
+    {
+        return ContactError::NotFinite {
+            point: c.acl.first_bad_point as usize,
+        };
+    }
+    ContactError::Other(e.to_string())
+}

@@ -1,0 +1,133 @@
+//! ACL's whole step on the GPU (`acl::gpu::AclGpu`) against the CPU path (`AclContact::step`), step
+//! by step: the default swatch swings down on the CPU (from its 600th step, once it moves); an
+//! `AclContact` and an `AclGpu`, both fresh, run alongside on the same positions. After every step
+//! the contact force, the set table (every header field, pool offsets included: the GPU compacts its
+//! pools between steps by the CPU's rule, so the layouts agree), the stiction springs and the counts
+//! must be identical.
+//!
+//! The comparison is bitwise: every stage is a kernel whose twin the CPU path runs (each kernel's
+//! own parity test states the tolerance a GPU that fuses multiply-adds would need); lavapipe, where
+//! the tests run, rounds as the CPU does, so any difference is a wiring error of the step (a count
+//! copied to the wrong place, a stage out of order), which is what this test is for.
+//!
+//! Starting from capacities of 16 (and 1 rebuild round, 1 merge pass of 1 label round) must give the
+//! identical result: every overflow or budget is flagged, the state restored and the step rerun.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use fixture::{bytes, scene_contact, scene_sim};
+use yarnsim::acl::gpu::{all_kernels, AclCaps, AclGpu};
+use yarnsim::acl::AclContact;
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::layout::Params;
+use yarnsim::pipelines::{Buffers, Pipelines};
+
+const PRE_STEPS: usize = 600;
+
+fn run(test: &str, steps: usize, caps: AclCaps) {
+    let Some(gpu) = gpu_or_skip(test) else {
+        return;
+    };
+    let (dev, q) = (&gpu.device, &gpu.queue);
+    let over = ["contact.model=acl"];
+    let mut sim = scene_sim("swatch", &over, PRE_STEPS);
+    let params = scene_contact("swatch", &over);
+    let r = sim.step_params().radius;
+    let mut cpu = AclContact::new(r, &params).unwrap();
+    let mut host = AclContact::new(r, &params).unwrap();
+    let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(&sim.topo);
+    let pipelines = Pipelines::only(dev, &all_kernels()).unwrap();
+    let p = Params {
+        num_segments: sim.topo.segments.len() as u32,
+        num_points: sim.pos.len() as u32,
+        quadrature: params.quadrature,
+        ..Default::default()
+    };
+    let mut shared = Buffers::default();
+    shared.upload(dev, q, "params", bytes(&[p]), true);
+    shared.upload(dev, q, "segments", bytes(&sim.topo.segments), false);
+    shared.upload(dev, q, "pos", bytes(&sim.pos), false);
+    shared.upload(dev, q, "quad_weights", bytes(&quad_weights), false);
+    shared.upload(dev, q, "quad_arc", bytes(&quad_arc), false);
+    shared.upload(dev, q, "seg_contact", bytes(&seg_contact), false);
+    let zero = vec![[0.0f32; 4]; sim.pos.len()];
+    shared.upload(dev, q, "force", bytes(&zero), false);
+    let mut g = AclGpu::new(
+        dev, q, &pipelines, &shared, &mut host, &sim.topo, &sim.pos, caps,
+    )
+    .unwrap();
+    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    let (mut rebuilt, mut made) = (0u64, 0u64);
+    for n in 0..steps {
+        sim.step().unwrap();
+        force.fill([0.0; 4]);
+        let st = cpu.step(&sim.topo, &sim.pos, &mut force).unwrap();
+        q.write_buffer(shared.get("pos").unwrap(), 0, bytes(&sim.pos));
+        q.write_buffer(shared.get("force").unwrap(), 0, bytes(&zero));
+        let c = g.step(dev, q, &pipelines, &shared, n as u64).unwrap();
+        let f = shared
+            .read(dev, q, "force", (sim.pos.len() * 16) as u64)
+            .unwrap();
+        let gf: &[[f32; 4]] = bytemuck::cast_slice(&f);
+        let sets = cpu.sets();
+        assert_eq!(c.sizes.num_sets as usize, sets.len(), "step {n}: live sets");
+        assert_eq!(c.sizes.rebuilds as u64, st.rebuilds, "step {n}: rebuilds");
+        let gs = g
+            .read::<yarnsim::acl::ContactSet>(dev, q, "sets", sets.len())
+            .unwrap();
+        for (k, (a, b)) in gs.iter().zip(sets).enumerate() {
+            assert_eq!(
+                bytemuck::bytes_of(a),
+                bytemuck::bytes_of(b),
+                "step {n}: set {k}: gpu {a:?} cpu {b:?}"
+            );
+        }
+        let gsp = g
+            .read::<yarnsim::acl::StictionSpring>(dev, q, "springs", 4 * sets.len())
+            .unwrap();
+        assert_eq!(
+            bytes(&gsp),
+            bytes(cpu.all_springs()),
+            "step {n}: stiction springs"
+        );
+        for (i, (a, b)) in gf.iter().zip(&force).enumerate() {
+            assert_eq!(
+                a.map(f32::to_bits),
+                b.map(f32::to_bits),
+                "step {n}: force at point {i}: gpu {a:?} cpu {b:?}"
+            );
+        }
+        rebuilt += st.rebuilds;
+        made += st.new_pairs.min(1);
+    }
+    eprintln!(
+        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns, caps {:?}",
+        cpu.sets().len(),
+        g.reruns,
+        g.caps
+    );
+    assert!(
+        rebuilt > 0 && cpu.sets().len() > 100,
+        "the run exercised no contact"
+    );
+}
+
+#[test]
+fn gpu_acl_step_matches_cpu_path() {
+    run("gpu_acl_step_matches_cpu_path", 30, AclCaps::all(1 << 14));
+}
+
+#[test]
+fn gpu_acl_step_grows_from_tiny_capacities() {
+    let caps = AclCaps {
+        rounds: 1,
+        merge: yarnsim::acl::merge_gpu::MergeCaps {
+            rounds: 1,
+            passes: 1,
+            ..AclCaps::all(16).merge
+        },
+        ..AclCaps::all(16)
+    };
+    run("gpu_acl_step_grows_from_tiny_capacities", 8, caps);
+}
