@@ -1246,6 +1246,62 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::counts::acl_counts",
     },
     // --- end ACL coalescing and merging ---
+    // --- ACL: the dirty list, the releases of a rebuild round, the new sets' springs ---
+    // Each rebuild round: set_dirty_count → exclusive scan of dirty_dest (num_sets + 1) →
+    // set_dirty_write (acl_sizes.num_dirty); after set_rebuild_size and before
+    // set_rebuild_headers: pool_release_count → exclusive scan of release_dest (num_dirty + 2) →
+    // pool_release_write. coalesce_springs follows coalesce_box (acl::merge_gpu::MergeGpu).
+    Kernel {
+        name: "set_dirty_count",
+        workgroup_size: WG,
+        bindings: &[uniform("rebuild"), read("sets"), read_write("dirty_dest")],
+        twin: "acl::sets::set_dirty_count",
+    },
+    Kernel {
+        name: "set_dirty_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("dirty_dest"),
+            read_write("dirty"),
+            read_write("acl_sizes"),
+        ],
+        twin: "acl::sets::set_dirty_write",
+    },
+    Kernel {
+        name: "pool_release_count",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
+            read("plans"),
+            read_write("release_dest"),
+            read_write("acl_sizes"),
+        ],
+        twin: "acl::rebuild::pool_release_count",
+    },
+    Kernel {
+        name: "pool_release_write",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
+            read("plans"),
+            read("release_dest"),
+            read_write("released"),
+            read_write("acl_sizes"),
+        ],
+        twin: "acl::rebuild::pool_release_write",
+    },
+    Kernel {
+        name: "coalesce_springs",
+        workgroup_size: WG,
+        bindings: &[read_write("springs"), read_write("merge_counters")],
+        twin: "acl::coalesce::coalesce_springs",
+    },
+    // --- end ACL dirty list, releases, new sets' springs ---
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

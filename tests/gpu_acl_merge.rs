@@ -3,17 +3,17 @@
 //! ACL, an `AclContact` run alongside it, taken at its first step (every contact is new: 7,560
 //! pairs, 661 runs, 121 sets merged) and later (the settled table of step 24 with new pairs beside
 //! its sets: see `later_step`).
-//! Every output is discrete (boxes, flags, labels, hull codes, offsets, counters): all must be
-//! identical. A synthetic chain of overlapping sets checks the label-round budget and its flag.
+//! Every output is discrete (boxes, flags, labels, hull codes, offsets, counters, the new sets'
+//! cleared springs): all must be identical. A synthetic chain of overlapping sets checks the label-round budget and its flag.
 
 #[path = "support/fixture.rs"]
 mod fixture;
 
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
-    coalesce_box, coalesce_heads, coalesce_pairs, contact_coalesce, hull_code, merge_apply,
-    merge_hull, merge_label, merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge,
-    set_overlap_count, set_overlap_write, MergeScratch,
+    coalesce_box, coalesce_heads, coalesce_pairs, coalesce_springs, contact_coalesce, hull_code,
+    merge_apply, merge_hull, merge_label, merge_uniform, set_bin_count, set_bin_index,
+    set_bin_write, set_merge, set_overlap_count, set_overlap_write, MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
 use yarnsim::acl::{AclContact, ContactSet, SetIndex, StictionSpring, SET_LIVE, SET_MOVED};
@@ -95,6 +95,22 @@ fn counters(n_sets: usize, set_cap: usize, touching: usize) -> MergeCounters {
     }
 }
 
+/// Springs `from..to` as a table of that many slots holds them before coalescing: the existing
+/// sets' (below `4 · sets`) and, beyond, what the buffer's slots still hold from sets an earlier
+/// compaction removed. Every one active and distinct, so a spring left uncleared, or cleared that
+/// should have stayed, shows.
+fn springs_before(sets: usize, from: usize, to: usize) -> Vec<StictionSpring> {
+    (from..to)
+        .map(|e| StictionSpring {
+            i: e as u32,
+            j: e as u32 + 7,
+            flags: yarnsim::acl::SPRING_ACTIVE,
+            _pad: if e < 4 * sets { 0 } else { 0xdead },
+            rest: [e as f32, -(e as f32), 0.5, 0.0],
+        })
+        .collect()
+}
+
 fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
     bytemuck::cast_slice(v).to_vec()
 }
@@ -103,17 +119,23 @@ fn counters_of(out: &std::collections::BTreeMap<String, Vec<u8>>) -> MergeCounte
     bytemuck::pod_read_unaligned(&out["merge_counters"])
 }
 
-/// The CPU path on a fixture: `coalesce_pairs` then `set_merge`; the table, the index and the
-/// merge count.
-fn cpu_path(f: &Fixture) -> (Vec<ContactSet>, SetIndex, u64) {
+/// The CPU path on a fixture: `coalesce_pairs` then `set_merge`; the table, the index, the
+/// merge count and the springs (the existing sets' from [`springs_before`]).
+fn cpu_path(f: &Fixture) -> (Vec<ContactSet>, SetIndex, u64, Vec<StictionSpring>) {
     let mut sets = f.sets.clone();
-    let mut springs = vec![StictionSpring::default(); 4 * sets.len()];
+    let n0 = sets.len();
+    let mut springs = springs_before(n0, 0, 4 * n0);
     let mut sc = MergeScratch::default();
     coalesce_pairs(&f.touching, f.alpha, f.nq, &mut sets, &mut springs, &mut sc);
     assert_eq!(springs.len(), 4 * sets.len());
+    // The existing sets keep their springs; the new ones have 4 inactive springs each.
+    assert_eq!(springs[..4 * n0], springs_before(n0, 0, 4 * n0)[..]);
+    assert!(springs[4 * n0..]
+        .iter()
+        .all(|s| *s == StictionSpring::default()));
     let mut index = SetIndex::default();
     let (merged, _) = set_merge(&mut sets, &mut index, f.nq, &mut sc).unwrap();
-    (sets, index, merged)
+    (sets, index, merged, springs)
 }
 
 /// Every kernel of one step against its twin, pass by pass, each kernel run on the twin's input
@@ -200,22 +222,53 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     )
     .unwrap();
     assert_eq!(cast::<ContactSet>(&out["sets"]), sets, "{label}: run boxes");
+
+    // coalesce_springs, on a springs buffer of the table's capacity (stale springs beyond the
+    // existing sets').
+    let mut springs = springs_before(n0, 0, 4 * cap);
+    let springs_in = springs.clone();
+    coalesce_springs(&mut springs, &c);
+    let out = run_kernel(
+        gpu,
+        "coalesce_springs",
+        &[
+            ("springs", bytes(&springs_in)),
+            ("merge_counters", bytes(&[c])),
+        ],
+        4 * cap as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<StictionSpring>(&out["springs"]),
+        springs,
+        "{label}: new sets' springs"
+    );
+    assert_eq!(counters_of(&out), c, "{label}: coalesce_springs counters");
+    let used = 4 * c.sets.count as usize;
+    assert!(used > 4 * n0, "{label}: no new set");
+    // Cleared exactly the new sets' slots: the stale springs past them stay.
+    assert_eq!(springs[used..], springs_in[used..]);
     // The twins' coalescing is the CPU path's.
     {
         let mut cpu = f.sets.clone();
-        let mut springs = vec![StictionSpring::default(); 4 * n0];
+        let mut cpu_springs = springs_before(n0, 0, 4 * n0);
         coalesce_pairs(
             &f.touching,
             f.alpha,
             f.nq,
             &mut cpu,
-            &mut springs,
+            &mut cpu_springs,
             &mut MergeScratch::default(),
         );
         assert_eq!(
             &sets[..c.sets.count as usize],
             &cpu[..],
             "{label}: coalesce_pairs"
+        );
+        assert_eq!(
+            springs[..used],
+            cpu_springs[..],
+            "{label}: coalesce_pairs springs"
         );
     }
 
@@ -517,9 +570,10 @@ fn later_step_kernels_match_twins() {
 }
 
 /// The whole chain recorded by `MergeGpu` (one submission) on a table and touching pairs: the
-/// table, the counters, and the index as read back.
+/// table, its springs, the counters, and the index as read back.
 struct GpuOut {
     sets: Vec<ContactSet>,
+    springs: Vec<StictionSpring>,
     counters: MergeCounters,
     start: Vec<u32>,
     items: Vec<u32>,
@@ -540,6 +594,8 @@ fn run_chain(
     buffers.upload(d, q, "touching", bytes(&tb), false);
     let table = table_with_capacity(sets, caps.sets as usize);
     buffers.upload(d, q, "sets", bytes(&table), false);
+    let springs = springs_before(sets.len(), 0, 4 * caps.sets as usize);
+    buffers.upload(d, q, "springs", bytes(&springs), false);
     buffers.upload(
         d,
         q,
@@ -562,6 +618,8 @@ fn run_chain(
         bytemuck::pod_read_unaligned(&read("merge_counters", size_of::<MergeCounters>()));
     let n = counters.sets.count.min(caps.sets) as usize;
     let sets_out: Vec<ContactSet> = cast(&read("sets", n * size_of::<ContactSet>()));
+    let springs_out: Vec<StictionSpring> =
+        cast(&read("springs", 4 * n * size_of::<StictionSpring>()));
     let nb = u.num_bins as usize + 1;
     let start: Vec<u32> = cast(&read("set_bin_start", nb * 4));
     let items = counters.index.count.min(caps.index) as usize;
@@ -570,6 +628,7 @@ fn run_chain(
         chain,
         GpuOut {
             sets: sets_out,
+            springs: springs_out,
             counters,
             start,
             items,
@@ -598,8 +657,9 @@ fn run_until_done(
 }
 
 /// The chained GPU result (coalescing and every merge pass in one submission) equals the CPU
-/// path's `coalesce_pairs` + `set_merge`: the table slot for slot, the merge count, and the index
-/// of the final sets. Starts from small capacities and budgets, so the reruns the verdict asks for
+/// path's `coalesce_pairs` + `set_merge`: the table slot for slot, the springs of its slots (the
+/// new sets' cleared by `coalesce_springs` over the stale ones of the buffer), the merge count,
+/// and the index of the final sets. Starts from small capacities and budgets, so the reruns the verdict asks for
 /// (grown capacities, more rounds, more passes) are exercised too.
 #[test]
 fn chained_gpu_merge_equals_cpu_path() {
@@ -612,7 +672,7 @@ fn chained_gpu_merge_equals_cpu_path() {
         } else {
             later_step()
         };
-        let (cpu, index, merged) = cpu_path(&f);
+        let (cpu, index, merged, cpu_springs) = cpu_path(&f);
         let u = merge_uniform(f.nq, f.alpha);
         let caps = MergeCaps {
             sets: f.sets.len() as u32 + 8,
@@ -627,6 +687,7 @@ fn chained_gpu_merge_equals_cpu_path() {
         for (k, (g, c)) in out.sets.iter().zip(&cpu).enumerate() {
             assert_eq!(g, c, "step {step}: set {k}");
         }
+        assert_eq!(out.springs, cpu_springs, "step {step}: springs");
         assert_eq!(out.counters.merged as u64, merged, "step {step}: merged");
         assert_eq!(out.start, index.start(), "step {step}: index starts");
         assert_eq!(out.items, index.items(), "step {step}: index items");

@@ -22,9 +22,12 @@
 //!   test also checks that plain f32 arithmetic (`point_pair::<f32>`) misses that bound on these
 //!   inputs, so the bound can fail.
 
+#[path = "support/dirty_rebuild.rs"]
+mod dirty_rebuild;
 #[path = "support/fixture.rs"]
 mod fixture;
 
+use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::rebuild::{
     pool_compact_blocks, pool_compact_headers, pool_compact_points, pool_compact_size,
@@ -392,148 +395,6 @@ fn compensated_pair_term_matches_twin_on_cancelling_inputs() {
         plain_misses > np / 4,
         "plain f32 misses the bound on only {plain_misses} of {np} pairs: the inputs do not cancel"
     );
-}
-
-/// What a rebuild reads besides the sets and positions: the exclusion rule, the segments' control
-/// points and weights, the quadrature table.
-struct TablesData {
-    excl: yarnsim::contact::Exclusion,
-    seg_cp: Vec<[u32; 4]>,
-    seg_w: Vec<f32>,
-    table: yarnsim::spline::QuadratureTable,
-}
-
-impl TablesData {
-    fn tables(&self) -> yarnsim::acl::rebuild::RebuildTables<'_> {
-        yarnsim::acl::rebuild::RebuildTables {
-            seg_cp: &self.seg_cp,
-            seg_w: &self.seg_w,
-            weights: &self.table.weights,
-            excl: &self.excl,
-        }
-    }
-}
-
-/// The fixture of the `set_rebuild_*` tests: the swatch with an `AclContact` stepped alongside it
-/// for 40 steps, then one more simulation step; every set marked dirty, to be rebuilt at the new
-/// positions (every set re-measured, as with τ = 0). With what the kernels read (quadrature points
-/// of the kernel `quadrature_points`' twin, `seg_contact`, the `rebuild` uniform) and the twin
-/// `set_rebuild_size`'s plans and watched pairs.
-struct DirtyRebuild {
-    sim: yarnsim::sim::Sim,
-    acl: AclContact,
-    sets: Vec<ContactSet>,
-    dirty: Vec<u32>,
-    seg_contact: Vec<yarnsim::layout::SegmentContact>,
-    data: TablesData,
-    p: RebuildParams,
-    qpts: Vec<[f32; 4]>,
-    plans: Vec<yarnsim::acl::rebuild::RebuildPlan>,
-    watch: Vec<WatchPair>,
-    watch_loc: Vec<WatchLoc>,
-    scratch: yarnsim::acl::ThreadScratch<yarnsim::acl::rebuild::RebuildScratch>,
-}
-
-fn dirty_rebuild() -> DirtyRebuild {
-    use yarnsim::acl::rebuild::{set_rebuild_size, RebuildPlan};
-    use yarnsim::acl::{MAX_WATCH, SET_DIRTY};
-    let sets_cfg = ["contact.model=acl"];
-    let mut sim = scene_sim("swatch", &sets_cfg, 0);
-    let params = fixture::scene_contact("swatch", &sets_cfg);
-    let r = sim.step_params().radius;
-    let mut acl = AclContact::new(r, &params).unwrap();
-    let mut force = vec![[0.0f32; 4]; sim.pos.len()];
-    for _ in 0..40 {
-        sim.step().unwrap();
-        acl.step(&sim.topo, &sim.pos, &mut force).unwrap();
-    }
-    sim.step().unwrap();
-    let topo = &sim.topo;
-    let b = params.quadrature;
-    let mut sets = acl.sets().to_vec();
-    for s in sets.iter_mut() {
-        s.flags |= SET_DIRTY;
-    }
-    let dirty: Vec<u32> = (0..sets.len() as u32).collect();
-    let nd = dirty.len();
-    let excl = yarnsim::contact::Exclusion::new(topo, &params);
-    let seg_cp: Vec<[u32; 4]> = topo.segments.iter().map(|s| s.cp).collect();
-    let seg_w: Vec<f32> = topo
-        .segments
-        .iter()
-        .map(|s| topo.edges[s.edge as usize].rest_length / b as f32)
-        .collect();
-    let seg_contact = (0..topo.segments.len())
-        .map(|s| yarnsim::layout::SegmentContact {
-            weight: seg_w[s],
-            loop_len: excl.loop_len(s as u32),
-            _pad: [0; 2],
-        })
-        .collect();
-    let data = TablesData {
-        excl,
-        seg_cp,
-        seg_w,
-        table: yarnsim::spline::QuadratureTable::new(b),
-    };
-    let p = RebuildParams {
-        b,
-        nq: topo.segments.len() as u32 * b,
-        r,
-        padding: params.padding,
-        delete_distance: params.delete_distance,
-        stiffness: params.stiffness,
-        stiction_stiffness: params.stiction_stiffness,
-        step: acl.step_count() as u32,
-        num_sets: sets.len() as u32,
-        num_dirty: nd as u32,
-        exclusion_arc: params.exclusion_arc,
-        _pad: 0,
-    };
-    // The quadrature points as the kernel reads them (kernel quadrature_points' twin).
-    let mut qpts = vec![[0.0f32; 4]; p.nq as usize];
-    yarnsim::contact::quadrature_points(
-        &yarnsim::layout::Params {
-            quadrature: b,
-            num_segments: topo.segments.len() as u32,
-            ..bytemuck::Zeroable::zeroed()
-        },
-        &topo.segments,
-        &sim.pos,
-        &data.table.weights,
-        data.excl.quad_arc(),
-        &mut qpts,
-    );
-    let mut plans = vec![RebuildPlan::default(); nd];
-    let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
-    let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
-    let mut scratch = yarnsim::acl::ThreadScratch::default();
-    scratch.ensure();
-    set_rebuild_size(
-        &p,
-        &sim.pos,
-        data.tables(),
-        &sets,
-        &dirty,
-        &mut plans,
-        &mut watch,
-        &mut watch_loc,
-        &scratch,
-    );
-    DirtyRebuild {
-        sim,
-        acl,
-        sets,
-        dirty,
-        seg_contact,
-        data,
-        p,
-        qpts,
-        plans,
-        watch,
-        watch_loc,
-        scratch,
-    }
 }
 
 /// `set_rebuild_size` on the swatch: the sets of an `AclContact` after 40 steps, all marked dirty,

@@ -134,6 +134,10 @@ pub const KERNELS: &[&str] = &[
     "set_rebuild_watch",
     "set_rebuild_springs",
     "set_rebuild_headers",
+    "set_dirty_count",
+    "set_dirty_write",
+    "pool_release_count",
+    "pool_release_write",
 ];
 
 /// Every kernel an [`AclGpu`] needs (for `Pipelines::only`).
@@ -409,6 +413,9 @@ impl AclGpu {
             ("springs_out", 4 * sc * size_of::<StictionSpring>()),
             ("set_dest", (sc + 1) * 4),
             ("set_offsets", (sc + 1) * 4),
+            ("dirty", sc * 4),
+            ("dirty_dest", (sc + 1) * 4),
+            ("release_dest", (sc + 2) * 4),
             ("plans", sc * size_of::<RebuildPlan>()),
             ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
             ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
@@ -522,6 +529,8 @@ impl AclGpu {
         let scan_alloc = scan("alloc_dest", 4 * (sc + 1))?;
         let scan_points = scan("set_offsets", sc + 1)?;
         let scan_compact = scan("set_dest", sc + 1)?;
+        let scan_dirty = scan("dirty_dest", sc + 1)?;
+        let scan_release = scan("release_dest", sc + 2)?;
         let sort_points = GpuSort::new(
             device,
             pipelines,
@@ -605,9 +614,9 @@ impl AclGpu {
         d(&mut ops, "set_force", 64 * sc)?;
         // 9–10. Rebuild rounds.
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
-            // (set_dirty_* go here.)
-            let _ = ops;
-            Ok(())
+            d(ops, "set_dirty_count", sc + 1)?;
+            extend(ops, scan_dirty.dispatches().collect());
+            d(ops, "set_dirty_write", sc + 1)
         };
         for _ in 0..caps.rounds {
             dirty_list(&mut ops)?;
@@ -623,7 +632,9 @@ impl AclGpu {
             d(&mut ops, "pool_alloc_size", sc + 1)?;
             extend(&mut ops, scan_alloc.dispatches().collect());
             d(&mut ops, "pool_alloc", sc + 1)?;
-            // (pool_release_* go here.)
+            d(&mut ops, "pool_release_count", sc + 1)?;
+            extend(&mut ops, scan_release.dispatches().collect());
+            d(&mut ops, "pool_release_write", sc + 1)?;
             d(&mut ops, "set_rebuild_points", 64 * sc)?;
             d(&mut ops, "set_rebuild", 256 * sc)?;
             d(&mut ops, "set_rebuild_watch", 64 * sc)?;
@@ -660,7 +671,13 @@ impl AclGpu {
         }
         self.ops = ops;
         self._keep = (
-            vec![scan_alloc, scan_points, scan_compact],
+            vec![
+                scan_alloc,
+                scan_points,
+                scan_compact,
+                scan_dirty,
+                scan_release,
+            ],
             vec![sort_points],
             vec![first, again],
             phases,

@@ -3,7 +3,8 @@
 //! `set_merge`).
 //!
 //! [`MergeGpu::new`] adds its buffers to a named buffer set that already holds `touching` (the
-//! scheduler's pairs), `sets` (the set table, [`MergeCaps::sets`] slots) and `merge_counters`
+//! scheduler's pairs), `sets` (the set table, [`MergeCaps::sets`] slots), `springs` (4 stiction
+//! springs per set slot) and `merge_counters`
 //! ([`MergeCounters`]: `sets.count` the slots in use, `touching.count` the pairs; the host writes
 //! the capacities with [`MergeGpu::set_capacities`]). The dispatches are:
 //!
@@ -13,6 +14,7 @@
 //! | 2 | scan of `run_offsets` | touching capacity + 1 |
 //! | 3 | `contact_coalesce` | touching capacity |
 //! | 4 | `coalesce_box` | set capacity |
+//! | 4a | `coalesce_springs` | 4 × set capacity |
 //! |   | then [`MergeCaps::passes`] merge passes, each: | |
 //! | 5 | `set_bin_count` | set capacity + 1 |
 //! | 6 | scan of `bin_offsets` | set capacity + 1 |
@@ -33,8 +35,9 @@
 //! rounds on chains, but has no log2(sets) bound in general), `edges.count > 0` when the last pass
 //! still merged (its hulls may overlap further sets). The host then rebuilds with more rounds or
 //! passes, or grown capacities, and reruns from the same inputs, as `GpuSim` does for its length
-//! budget. When the verdict is [`MergeVerdict::Done`], the table (and `set_bin_start` /
-//! `set_bin_items`, the index of the final live sets) equal the CPU path's bit for bit.
+//! budget. When the verdict is [`MergeVerdict::Done`], the table, the springs of its slots (and
+//! `set_bin_start` / `set_bin_items`, the index of the final live sets) equal the CPU path's bit
+//! for bit.
 
 use super::sets::ContactSet;
 use crate::contact::key_bits;
@@ -48,6 +51,7 @@ pub const KERNELS: &[&str] = &[
     "coalesce_heads",
     "contact_coalesce",
     "coalesce_box",
+    "coalesce_springs",
     "set_bin_count",
     "set_bin_write",
     "set_bin_index",
@@ -116,7 +120,8 @@ pub struct MergeGpu {
 }
 
 impl MergeGpu {
-    /// Adds the chain's buffers to `buffers` (which holds `touching`, `sets` and `merge_counters`)
+    /// Adds the chain's buffers to `buffers` (which holds `touching`, `sets`, `springs` and
+    /// `merge_counters`)
     /// and builds every bind group.
     pub fn new(
         device: &wgpu::Device,
@@ -221,6 +226,7 @@ impl MergeGpu {
             d.extend(owned(scan_runs.dispatches()));
             d.push(own("contact_coalesce", caps.touching)?);
             d.push(own("coalesce_box", caps.sets)?);
+            d.push(own("coalesce_springs", caps.sets.saturating_mul(4))?);
         }
         let mut pass: Vec<Dispatch> = Vec::new();
         pass.push(own("set_bin_count", caps.sets + 1)?);

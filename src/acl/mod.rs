@@ -30,8 +30,9 @@
 //!    pass is a GPU kernel with its twin there, and [`merge_gpu`] records the kernels.
 //! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
 //!    invalidation, and the corotational force of a still-valid model.
-//! 4. [`rebuild`]: `set_rebuild_size` → `pool_alloc` → `set_rebuild` for the dirty sets, in
-//!    parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
+//! 4. [`rebuild`]: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, see [`sets`]),
+//!    then `set_rebuild_size` → `pool_alloc` → `pool_release` → `set_rebuild` for the dirty sets,
+//!    in parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
 //!    nothing is dirty.
 //! 5. [`stiction`]: `stiction_forces` adds the springs' forces into their sets' force ranges;
 //!    [`gather`]: `set_point_table` and `set_gather` add the sets' forces to the control points.
@@ -288,8 +289,9 @@ pub struct AclContact {
     pools_next: Pools,
     pool_dest: Vec<u32>,
     scan_partials: Vec<u32>,
-    /// The rebuild passes' dirty list, plans and watched-pair slots.
+    /// The rebuild passes' dirty list (and its scanned counts), plans and watched-pair slots.
     dirty: Vec<u32>,
+    dirty_dest: Vec<u32>,
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<WatchLoc>,
@@ -301,8 +303,10 @@ pub struct AclContact {
     point_hist: Vec<u32>,
     point_start: Vec<u32>,
     point_records: Vec<u32>,
-    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
+    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step
+    /// (and `pool_release`'s scanned slots).
     released: Vec<Release>,
+    release_dest: Vec<u32>,
     /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
     lookup: Vec<u32>,
     step: u64,
@@ -379,6 +383,7 @@ impl AclContact {
             pool_dest: Vec::new(),
             scan_partials: Vec::new(),
             dirty: Vec::new(),
+            dirty_dest: Vec::new(),
             plans: Vec::new(),
             plan_watch: Vec::new(),
             plan_watch_loc: Vec::new(),
@@ -389,6 +394,7 @@ impl AclContact {
             point_start: Vec::new(),
             point_records: Vec::new(),
             released: Vec::new(),
+            release_dest: Vec::new(),
             lookup: Vec::new(),
             step: 0,
             last: AclStepStats::default(),
@@ -596,7 +602,8 @@ impl AclContact {
     }
 
     /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
-    /// `pool_alloc_size` → scan → `pool_alloc` → `set_rebuild_points` → `set_rebuild` →
+    /// `pool_alloc_size` → scan → `pool_alloc` → `pool_release_count` → scan →
+    /// `pool_release_write` → `set_rebuild_points` → `set_rebuild` →
     /// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`). Counts rebuilds and
     /// deletions into `st`.
     fn rebuild_dirty(
@@ -655,9 +662,12 @@ impl AclContact {
         };
         rebuild::pool_alloc(&p, &self.alloc_dest, &mut self.plans[..nd], &mut alloc);
         let garbage = rebuild::pool_release(
+            &p,
             &self.sets,
             &self.dirty,
             &self.plans[..nd],
+            &mut self.release_dest,
+            &mut self.scan_partials,
             &mut self.released,
         );
         self.garbage.add_all(&garbage);
@@ -804,10 +814,13 @@ impl AclContact {
         let mut rebuild = 0.0;
         loop {
             let t2 = std::time::Instant::now();
-            self.dirty.clear();
-            self.dirty
-                .extend((0..self.sets.len() as u32).filter(|&k| self.sets[k as usize].is_dirty()));
-            if self.dirty.is_empty() {
+            let nd = sets::set_dirty_stage(
+                &self.sets,
+                &mut self.dirty_dest,
+                &mut self.scan_partials,
+                &mut self.dirty,
+            );
+            if nd == 0 {
                 break;
             }
             self.rebuild_dirty(pos, &mut st)?;

@@ -42,6 +42,7 @@ use super::sets::{in_box, padded_box, ContactSet, SET_DIRTY, SET_LIVE, SET_MOVED
 use super::stiction::{springs_make, StictionSpring};
 use super::{SyncPtr, ThreadScratch};
 use crate::contact::{pair_coeffs, point_pair_compensated, Exclusion, SegmentExclusion};
+use crate::layout::{AclSizes, Capacity};
 use crate::math::V3;
 use crate::polar::{quat_identity, quat_to_matrix};
 use crate::sched::{Release, EMPTY_BOX};
@@ -635,32 +636,130 @@ pub fn pool_alloc(
     }
 }
 
-/// Stage `pool_release` (host side of the allocation): the releases of pairs (a deleted set's whole
-/// box, a resized set's old box against its new one), in the order of `dirty`, and the pool space
-/// the dirty sets' old models held.
-pub fn pool_release(
+/// Whether dirty set `s` (old header) with plan `plan` gives pairs back to empty space, and the
+/// release: a deleted set its whole box, a resized one its old box against the new one.
+#[inline]
+fn plan_release(s: &ContactSet, plan: &RebuildPlan) -> Option<Release> {
+    if plan.flags & PLAN_DELETE != 0 {
+        Some(Release {
+            before: s.bx,
+            after: EMPTY_BOX,
+        })
+    } else if plan.new_bx != s.bx {
+        Some(Release {
+            before: s.bx,
+            after: plan.new_bx,
+        })
+    } else {
+        None
+    }
+}
+
+/// Kernel `pool_release_count` (`shaders/pool_release_count.wgsl`), one thread per dirty set plus
+/// one, after `set_rebuild_size` and before `set_rebuild_headers` (it reads the dirty sets' old
+/// headers): `release_dest[t + 1]` = 1 when dirty set `t` (set `dirty[t]`, plan `t`) releases
+/// pairs (deleted, or its box changed), else 0; the thread at `D` = `rebuild.num_dirty` writes
+/// the list's current length `acl_sizes.released.count` into `release_dest[0]` and 0 into
+/// `release_dest[D + 1]`. The exclusive scan of `release_dest[..D + 2]` then gives release `t`'s
+/// slot at `[t + 1]` and the list's new length at `[D + 1]`, the base included: the list grows
+/// over a step's rebuild rounds, and reading the base here, a dispatch before
+/// `pool_release_write` updates it, keeps the count's read and write in separate dispatches.
+pub fn pool_release_count(
+    rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
     plans: &[RebuildPlan],
-    released: &mut Vec<Release>,
-) -> PoolGarbage {
-    let mut garbage = PoolGarbage::default();
-    for (plan, &k) in plans.iter().zip(dirty) {
+    release_dest: &mut [u32],
+    acl_sizes: &AclSizes,
+) {
+    let nd = rebuild.num_dirty as usize;
+    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
+        release_dest[t + 1] = plan_release(&sets[k as usize], plan).is_some() as u32;
+    }
+    release_dest[0] = acl_sizes.released.count;
+    release_dest[nd + 1] = 0;
+}
+
+/// Kernel `pool_release_write` (`shaders/pool_release_write.wgsl`), one thread per dirty set plus
+/// one, after [`pool_release_count`] and the scan: dirty set `t` adds its old model's sizes
+/// ([`model_sizes`]) to `acl_sizes.garbage_cp`, `garbage_k`, `garbage_w` (u32 sums, wrapping: the
+/// same in any order) and writes its release, if any, at `released[release_dest[t + 1]]` when that
+/// slot is below `acl_sizes.released.capacity` (never past it); the thread at `D` writes the new
+/// length `release_dest[D + 1]` into `released.count` and raises `released.overflow` when it
+/// passes the capacity (the host grows the list and reruns the step).
+pub fn pool_release_write(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    release_dest: &[u32],
+    released: &mut [Release],
+    acl_sizes: &mut AclSizes,
+) {
+    let nd = rebuild.num_dirty as usize;
+    let cap = acl_sizes.released.capacity;
+    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
         let s = &sets[k as usize];
-        garbage.add(model_sizes(s));
-        if plan.flags & PLAN_DELETE != 0 {
-            released.push(Release {
-                before: s.bx,
-                after: EMPTY_BOX,
-            });
-        } else if plan.new_bx != s.bx {
-            released.push(Release {
-                before: s.bx,
-                after: plan.new_bx,
-            });
+        let [n, nk, nw] = model_sizes(s);
+        acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
+        acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
+        acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
+        if let Some(r) = plan_release(s, plan) {
+            let slot = release_dest[t + 1];
+            if slot < cap {
+                released[slot as usize] = r;
+            }
         }
     }
-    garbage
+    let count = release_dest[nd + 1];
+    acl_sizes.released.count = count;
+    if count > cap {
+        acl_sizes.released.overflow = 1;
+    }
+}
+
+/// Stage `pool_release` on the CPU path (after `set_rebuild_size`, before
+/// `set_rebuild_headers`): `pool_release_count` → exclusive scan of `release_dest` →
+/// `pool_release_write` over the `rebuild.num_dirty` dirty sets, appending their releases to
+/// `released` in the order of `dirty` (the list grows to fit: no capacity). Returns the pool space
+/// the dirty sets' old models held.
+pub fn pool_release(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    release_dest: &mut Vec<u32>,
+    scan_partials: &mut Vec<u32>,
+    released: &mut Vec<Release>,
+) -> PoolGarbage {
+    let nd = rebuild.num_dirty as usize;
+    let mut sizes = AclSizes {
+        released: Capacity {
+            count: released.len() as u32,
+            capacity: u32::MAX,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    crate::scan::resize_with_headroom(release_dest, nd + 2, 0);
+    pool_release_count(rebuild, sets, dirty, plans, release_dest, &sizes);
+    crate::scan::exclusive_scan(release_dest, scan_partials);
+    // The new entries, each written by pool_release_write.
+    crate::scan::resize_with_headroom(released, release_dest[nd + 1] as usize, Release::default());
+    pool_release_write(
+        rebuild,
+        sets,
+        dirty,
+        plans,
+        release_dest,
+        released,
+        &mut sizes,
+    );
+    PoolGarbage {
+        cp: sizes.garbage_cp as usize,
+        k: sizes.garbage_k as usize,
+        w: sizes.garbage_w as usize,
+    }
 }
 
 /// Whether the write kernels build plan `plan` (not deleted, and with control points: a plan the

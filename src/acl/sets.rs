@@ -14,6 +14,10 @@
 //! sets, and their 4 stiction springs each, to a second table (`set_compact_count` → prefix sum →
 //! `set_compact`) that replaces the first.
 //!
+//! *Dirty list.* Each rebuild round lists the live dirty sets in set order (`set_dirty_count` →
+//! prefix sum → `set_dirty_write`, [`set_dirty_stage`] on the CPU path); the rebuild kernels run
+//! one thread or workgroup per entry of that list.
+//!
 //! *Bin index.* Sets are binned by the first axis of their boxes, bins of [`MERGE_BIN`] quadrature
 //! indices; a set is listed in every bin its `u` range meets, bins in set order (count per bin →
 //! prefix sum → write in set order, the order a stable sort by bin gives on the GPU). Two sets that
@@ -22,6 +26,7 @@
 
 use super::rebuild::RebuildParams;
 use super::stiction::StictionSpring;
+use crate::layout::AclSizes;
 use bytemuck::{Pod, Zeroable};
 
 /// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
@@ -261,4 +266,62 @@ pub fn set_compact_stage(
     springs_out.resize(4 * live, StictionSpring::default());
     set_compact(&p, sets, springs, set_dest, sets_out, springs_out);
     live
+}
+
+/// Kernel `set_dirty_count` (`shaders/set_dirty_count.wgsl`), one thread per set plus one:
+/// `dirty_dest[k]` = 1 for a live dirty set `k < rebuild.num_sets` ([`ContactSet::is_dirty`]),
+/// else 0, and `dirty_dest[num_sets]` = 0; the exclusive scan of it gives each dirty set its slot
+/// in the dirty list and, last, their number.
+pub fn set_dirty_count(rebuild: &RebuildParams, sets: &[ContactSet], dirty_dest: &mut [u32]) {
+    let n = rebuild.num_sets as usize;
+    for (d, s) in dirty_dest[..n].iter_mut().zip(&sets[..n]) {
+        *d = s.is_dirty() as u32;
+    }
+    dirty_dest[n] = 0;
+}
+
+/// Kernel `set_dirty_write` (`shaders/set_dirty_write.wgsl`), one thread per set plus one, after
+/// the scan of [`set_dirty_count`]: each set `k` counted there (its scanned slot below the next
+/// one's) writes `dirty[dirty_dest[k]] = k`, so the list is in set order; the thread at `num_sets`
+/// writes the list's length, `dirty_dest[num_sets]`, into `acl_sizes.num_dirty`. `dirty` needs no
+/// capacity: it holds at most `num_sets` entries, and the set table's capacity bounds those.
+pub fn set_dirty_write(
+    rebuild: &RebuildParams,
+    dirty_dest: &[u32],
+    dirty: &mut [u32],
+    acl_sizes: &mut AclSizes,
+) {
+    let n = rebuild.num_sets as usize;
+    for k in 0..n {
+        let slot = dirty_dest[k];
+        if dirty_dest[k + 1] != slot {
+            dirty[slot as usize] = k as u32;
+        }
+    }
+    acl_sizes.num_dirty = dirty_dest[n];
+}
+
+/// Stage `set_dirty` on the CPU path: the live dirty sets of `sets`, in set order, into `dirty`
+/// (`set_dirty_count` → exclusive scan of `dirty_dest` → `set_dirty_write`). Returns their number.
+pub fn set_dirty_stage(
+    sets: &[ContactSet],
+    dirty_dest: &mut Vec<u32>,
+    scan_partials: &mut Vec<u32>,
+    dirty: &mut Vec<u32>,
+) -> usize {
+    let n = sets.len();
+    let p = RebuildParams {
+        num_sets: n as u32,
+        ..Default::default()
+    };
+    crate::scan::resize_with_headroom(dirty_dest, n + 1, 0);
+    set_dirty_count(&p, sets, dirty_dest);
+    crate::scan::exclusive_scan(dirty_dest, scan_partials);
+    let nd = dirty_dest[n] as usize;
+    // Every slot below nd is written by set_dirty_write.
+    crate::scan::resize_with_headroom(dirty, nd, 0);
+    let mut sizes = AclSizes::default();
+    set_dirty_write(&p, dirty_dest, dirty, &mut sizes);
+    debug_assert_eq!(sizes.num_dirty as usize, nd);
+    nd
 }

@@ -1,0 +1,434 @@
+//! Parity of the rebuild round's dirty list (`set_dirty_count` → scan → `set_dirty_write`,
+//! src/acl/sets.rs) and of its releases and garbage (`pool_release_count` → scan →
+//! `pool_release_write`, src/acl/rebuild.rs) with their CPU twins, and of the twins with what the
+//! CPU path computed before these stages had kernels (a filter over the sets; a loop over the dirty
+//! list appending releases and summing the old models' sizes), written out here as the oracle.
+//!
+//! Fixture: `support/dirty_rebuild.rs`, the default swatch's contact sets after 40 steps of a real
+//! run, every set dirty and measured by `set_rebuild_size` at the next step's positions (so the
+//! plans hold real resizes and deletions). Every output is discrete (indices, counts, boxes, sums
+//! of integers): GPU and twin must be identical. The twins and the oracle are checked whether or not
+//! an adapter opens; the GPU parts skip loudly without one and fail under `CI=true`.
+
+#[path = "support/dirty_rebuild.rs"]
+mod dirty_rebuild;
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
+use fixture::bytes;
+use yarnsim::acl::rebuild::{
+    model_sizes, pool_release, pool_release_count, pool_release_write, RebuildParams, RebuildPlan,
+    PLAN_DELETE,
+};
+use yarnsim::acl::sets::{set_dirty_count, set_dirty_stage, set_dirty_write};
+use yarnsim::acl::{ContactSet, SET_DIRTY, SET_LIVE};
+use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::gpu::Gpu;
+use yarnsim::layout::{AclSizes, Capacity};
+use yarnsim::pipelines::run_kernel;
+use yarnsim::scan::exclusive_scan;
+use yarnsim::sched::{Release, EMPTY_BOX};
+
+fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn sizes_of(out: &std::collections::BTreeMap<String, Vec<u8>>) -> AclSizes {
+    bytemuck::pod_read_unaligned(&out["acl_sizes"])
+}
+
+/// An `acl_sizes` block as a step leaves it between stages: every field set, so a stage that
+/// writes a field it should leave alone shows.
+fn sizes_before(released: u32, capacity: u32) -> AclSizes {
+    AclSizes {
+        released: Capacity {
+            count: released,
+            capacity,
+            overflow: 0,
+            _pad: 0,
+        },
+        lookup: Capacity {
+            count: 11,
+            capacity: 12,
+            overflow: 0,
+            _pad: 0,
+        },
+        num_sets: 13,
+        num_dirty: 14,
+        garbage_cp: 100,
+        garbage_k: 200,
+        garbage_w: 300,
+        errors: 0,
+        _pad0: 0,
+        _pad1: 0,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dirty list.
+
+/// The dirty list before it had kernels (the CPU path's filter).
+fn dirty_oracle(sets: &[ContactSet]) -> Vec<u32> {
+    (0..sets.len() as u32)
+        .filter(|&k| sets[k as usize].is_dirty())
+        .collect()
+}
+
+/// `set_dirty_count` → scan → `set_dirty_write` through the twins, checked against the oracle and
+/// the CPU path's stage, then on the GPU (each kernel on the twin's input). `dirty_dest` and
+/// `dirty` are given a tail past what the kernels may write, filled with a sentinel that must stay.
+fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usize {
+    let ns = sets.len();
+    let p = RebuildParams {
+        num_sets: ns as u32,
+        ..Default::default()
+    };
+    const TAIL: usize = 5;
+    const SENTINEL: u32 = 0xabad_cafe;
+    let mut dest = vec![SENTINEL; ns + 1 + TAIL];
+    set_dirty_count(&p, sets, &mut dest);
+    assert!(dest[ns + 1..].iter().all(|&v| v == SENTINEL));
+    let counts = dest.clone();
+    exclusive_scan(&mut dest[..ns + 1], &mut Vec::new());
+    let oracle = dirty_oracle(sets);
+    let nd = dest[ns] as usize;
+    assert_eq!(nd, oracle.len(), "{label}: dirty count");
+    let mut dirty = vec![SENTINEL; ns + TAIL];
+    let mut sizes = sizes_before(3, 40);
+    set_dirty_write(&p, &dest, &mut dirty, &mut sizes);
+    assert_eq!(dirty[..nd], oracle[..], "{label}: dirty list");
+    assert!(dirty[nd..].iter().all(|&v| v == SENTINEL));
+    assert_eq!(
+        sizes,
+        AclSizes {
+            num_dirty: nd as u32,
+            ..sizes_before(3, 40)
+        },
+        "{label}: acl_sizes"
+    );
+    // The CPU path's stage (with used scratch buffers) gives the same list.
+    let (mut d, mut part, mut list) = (vec![9; 3], vec![9; 7], vec![9; 2 * ns + 1]);
+    assert_eq!(set_dirty_stage(sets, &mut d, &mut part, &mut list), nd);
+    assert_eq!(list, oracle, "{label}: set_dirty_stage");
+
+    let Some(gpu) = gpu else {
+        return nd;
+    };
+    let out = run_kernel(
+        gpu,
+        "set_dirty_count",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("sets", bytes(sets)),
+            ("dirty_dest", bytes(&vec![SENTINEL; ns + 1 + TAIL])),
+        ],
+        // Threads past num_sets + 1 must do nothing.
+        (ns + 1 + TAIL) as u32,
+    )
+    .unwrap();
+    assert_eq!(
+        cast::<u32>(&out["dirty_dest"]),
+        counts,
+        "{label}: GPU counts"
+    );
+    let out = run_kernel(
+        gpu,
+        "set_dirty_write",
+        &[
+            ("rebuild", bytes(&[p])),
+            ("dirty_dest", bytes(&dest)),
+            ("dirty", bytes(&vec![SENTINEL; ns + TAIL])),
+            ("acl_sizes", bytes(&[sizes_before(3, 40)])),
+        ],
+        (ns + 1 + TAIL) as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["dirty"]), dirty, "{label}: GPU dirty list");
+    assert_eq!(sizes_of(&out), sizes, "{label}: GPU acl_sizes");
+    nd
+}
+
+/// The dirty list of the swatch's real table: the sets a rebuild resizes or deletes (from the
+/// fixture's plans) and every 5th set marked dirty, every 7th not live (some of those dirty: they
+/// must not be listed). Also the table with no dirty set, and with every set dirty.
+#[test]
+fn set_dirty_matches_twin() {
+    let f = dirty_rebuild();
+    let mut sets = f.acl.sets().to_vec();
+    assert_eq!(sets.len(), f.plans.len());
+    for (k, (s, plan)) in sets.iter_mut().zip(&f.plans).enumerate() {
+        s.flags &= !SET_DIRTY;
+        if plan.flags & PLAN_DELETE != 0 || plan.new_bx != s.bx || k % 5 == 0 {
+            s.flags |= SET_DIRTY;
+        }
+        if k % 7 == 3 {
+            s.flags &= !SET_LIVE;
+        }
+    }
+    let clean: Vec<ContactSet> = f
+        .acl
+        .sets()
+        .iter()
+        .map(|s| ContactSet {
+            flags: s.flags & !SET_DIRTY,
+            ..*s
+        })
+        .collect();
+    let gpu = gpu_or_skip("set_dirty_matches_twin");
+    let gpu = gpu.as_deref();
+    let nd = check_dirty_list(gpu, &sets, "mixed");
+    let ns = sets.len();
+    assert!(nd > ns / 5 && nd < ns, "{nd} of {ns} sets dirty");
+    assert_eq!(check_dirty_list(gpu, &clean, "none dirty"), 0);
+    assert_eq!(check_dirty_list(gpu, &f.sets, "all dirty"), ns);
+    assert_eq!(check_dirty_list(gpu, &[], "empty table"), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The releases and garbage.
+
+/// What the CPU path computed before `pool_release` had kernels: for each dirty set in list order,
+/// its old model's sizes into the garbage and, when it is deleted or its box changes, a release
+/// appended to `released`.
+fn release_oracle(
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    released: &mut Vec<Release>,
+) -> [u32; 3] {
+    let mut g = [0u32; 3];
+    for (plan, &k) in plans.iter().zip(dirty) {
+        let s = &sets[k as usize];
+        for (a, b) in g.iter_mut().zip(model_sizes(s)) {
+            *a += b as u32;
+        }
+        if plan.flags & PLAN_DELETE != 0 {
+            released.push(Release {
+                before: s.bx,
+                after: EMPTY_BOX,
+            });
+        } else if plan.new_bx != s.bx {
+            released.push(Release {
+                before: s.bx,
+                after: plan.new_bx,
+            });
+        }
+    }
+    g
+}
+
+/// Releases an earlier rebuild round of the step left in the list (distinct, recognisable).
+fn earlier_releases(n: usize) -> Vec<Release> {
+    (0..n as u32)
+        .map(|e| Release {
+            before: [e, e + 1, e + 2, e + 3],
+            after: [7, 7, e, e],
+        })
+        .collect()
+}
+
+/// One round of the twins and kernels: `pool_release_count` → scan → `pool_release_write` with
+/// `base` releases already in a list of `capacity` (the buffer `capacity + TAIL` long, the tail a
+/// sentinel no kernel may write). Returns the twins' `released` buffer and `acl_sizes`, after
+/// checking the GPU gives the same (each kernel on the twin's input).
+fn release_round(
+    gpu: Option<&Gpu>,
+    f: &DirtyRebuild,
+    nd: usize,
+    base: usize,
+    capacity: usize,
+    label: &str,
+) -> (Vec<Release>, AclSizes) {
+    const TAIL: usize = 3;
+    const SENTINEL: u32 = 0x5eed_5eed;
+    let p = RebuildParams {
+        num_dirty: nd as u32,
+        ..f.p
+    };
+    let sentinel = Release {
+        before: [SENTINEL; 4],
+        after: [SENTINEL; 4],
+    };
+    let mut released = earlier_releases(base.min(capacity));
+    released.resize(capacity + TAIL, sentinel);
+    let released_in = released.clone();
+    let sizes_in = sizes_before(base as u32, capacity as u32);
+    let mut dest = vec![SENTINEL; nd + 2 + TAIL];
+    pool_release_count(&p, &f.sets, &f.dirty, &f.plans, &mut dest, &sizes_in);
+    assert!(dest[nd + 2..].iter().all(|&v| v == SENTINEL));
+    let counts = dest.clone();
+    exclusive_scan(&mut dest[..nd + 2], &mut Vec::new());
+    let mut sizes = sizes_in;
+    pool_release_write(
+        &p,
+        &f.sets,
+        &f.dirty,
+        &f.plans,
+        &dest,
+        &mut released,
+        &mut sizes,
+    );
+    assert!(
+        released[capacity..].iter().all(|r| *r == sentinel),
+        "{label}: written past the capacity"
+    );
+    if let Some(gpu) = gpu {
+        let out = run_kernel(
+            gpu,
+            "pool_release_count",
+            &[
+                ("rebuild", bytes(&[p])),
+                ("sets", bytes(&f.sets)),
+                ("dirty", bytes(&f.dirty)),
+                ("plans", bytes(&f.plans)),
+                ("release_dest", bytes(&vec![SENTINEL; nd + 2 + TAIL])),
+                ("acl_sizes", bytes(&[sizes_in])),
+            ],
+            (nd + 1 + TAIL) as u32,
+        )
+        .unwrap();
+        assert_eq!(
+            cast::<u32>(&out["release_dest"]),
+            counts,
+            "{label}: GPU counts"
+        );
+        assert_eq!(sizes_of(&out), sizes_in, "{label}: GPU count's acl_sizes");
+        let out = run_kernel(
+            gpu,
+            "pool_release_write",
+            &[
+                ("rebuild", bytes(&[p])),
+                ("sets", bytes(&f.sets)),
+                ("dirty", bytes(&f.dirty)),
+                ("plans", bytes(&f.plans)),
+                ("release_dest", bytes(&dest)),
+                ("released", bytes(&released_in)),
+                ("acl_sizes", bytes(&[sizes_in])),
+            ],
+            (nd + 1 + TAIL) as u32,
+        )
+        .unwrap();
+        assert_eq!(
+            cast::<Release>(&out["released"]),
+            released,
+            "{label}: GPU releases"
+        );
+        assert_eq!(sizes_of(&out), sizes, "{label}: GPU acl_sizes");
+    }
+    (released, sizes)
+}
+
+/// The releases and garbage of the swatch's dirty sets (every set rebuilt at the next step's
+/// positions), appended after 5 releases of an earlier round: GPU = twins = the oracle and the CPU
+/// path's `pool_release`. Then a second round on the first half of the list, appending to the
+/// first round's list (the count is the base), as the step's rebuild rounds do.
+#[test]
+fn pool_release_matches_twin() {
+    let f = dirty_rebuild();
+    let nd = f.dirty.len();
+    let base = 5;
+    let mut oracle = earlier_releases(base);
+    let g = release_oracle(&f.sets, &f.dirty, &f.plans, &mut oracle);
+    let total = oracle.len();
+    let deleted = f
+        .plans
+        .iter()
+        .filter(|p| p.flags & PLAN_DELETE != 0)
+        .count();
+    assert!(
+        total - base > 20 && deleted > 0 && total - base < nd,
+        "{} releases ({deleted} deletions) of {nd} dirty sets",
+        total - base
+    );
+    let gpu = gpu_or_skip("pool_release_matches_twin");
+    let gpu = gpu.as_deref();
+    let capacity = total + 17;
+    let (released, sizes) = release_round(gpu, &f, nd, base, capacity, "round 1");
+    assert_eq!(released[..total], oracle[..], "releases");
+    assert_eq!(
+        sizes,
+        AclSizes {
+            released: Capacity {
+                count: total as u32,
+                capacity: capacity as u32,
+                ..Default::default()
+            },
+            garbage_cp: 100 + g[0],
+            garbage_k: 200 + g[1],
+            garbage_w: 300 + g[2],
+            ..sizes_before(0, 0)
+        }
+    );
+    assert!(g.iter().all(|&x| x > 0), "garbage {g:?}");
+    // The CPU path's stage appends the same releases and returns the same garbage.
+    let mut list = earlier_releases(base);
+    let (mut dest, mut part) = (vec![1; 2], Vec::new());
+    let garbage = pool_release(
+        &RebuildParams {
+            num_dirty: nd as u32,
+            ..f.p
+        },
+        &f.sets,
+        &f.dirty,
+        &f.plans,
+        &mut dest,
+        &mut part,
+        &mut list,
+    );
+    assert_eq!(list, oracle, "pool_release");
+    assert_eq!(
+        [garbage.cp, garbage.k, garbage.w],
+        g.map(|x| x as usize),
+        "pool_release garbage"
+    );
+    // A second round (the first half of the dirty sets) appends after the first round's count.
+    let half = nd / 2;
+    let mut oracle2 = earlier_releases(total);
+    let g2 = release_oracle(&f.sets, &f.dirty[..half], &f.plans[..half], &mut oracle2);
+    let (released2, sizes2) = release_round(gpu, &f, half, total, oracle2.len(), "round 2");
+    assert_eq!(released2[total..oracle2.len()], oracle2[total..]);
+    assert_eq!(sizes2.released.count as usize, oracle2.len());
+    assert_eq!(sizes2.released.overflow, 0);
+    assert_eq!(sizes2.garbage_cp, 100 + g2[0]);
+}
+
+/// A list too small for the round's releases: the overflow flag is raised, the count is the
+/// length the list needs (so the host can grow it), the releases below the capacity are written
+/// and nothing past it. Also a list already full before the round.
+#[test]
+fn pool_release_overflow_is_flagged() {
+    let f = dirty_rebuild();
+    let nd = f.dirty.len();
+    let base = 2;
+    let mut oracle = earlier_releases(base);
+    release_oracle(&f.sets, &f.dirty, &f.plans, &mut oracle);
+    let gpu = gpu_or_skip("pool_release_overflow_is_flagged");
+    let gpu = gpu.as_deref();
+    for (capacity, label) in [(base + 3, "3 free slots"), (base, "full")] {
+        let (released, sizes) = release_round(gpu, &f, nd, base, capacity, label);
+        assert_eq!(sizes.released.overflow, 1, "{label}");
+        assert_eq!(sizes.released.count as usize, oracle.len(), "{label}");
+        assert_eq!(sizes.released.capacity as usize, capacity, "{label}");
+        assert_eq!(released[..capacity], oracle[..capacity], "{label}");
+    }
+}
+
+/// No dirty set: nothing released, no garbage, the count stays the base (and `release_dest` is
+/// `[base, 0]`).
+#[test]
+fn pool_release_of_no_dirty_set() {
+    let f = dirty_rebuild();
+    let gpu = gpu_or_skip("pool_release_of_no_dirty_set");
+    let gpu = gpu.as_deref();
+    let (released, sizes) = release_round(gpu, &f, 0, 4, 10, "no dirty set");
+    assert_eq!(sizes, sizes_before(4, 10));
+    assert_eq!(released[..4], earlier_releases(4)[..]);
+    let mut dest = vec![7u32; 2];
+    let p = RebuildParams {
+        num_dirty: 0,
+        ..f.p
+    };
+    pool_release_count(&p, &f.sets, &[], &[], &mut dest, &sizes_before(4, 10));
+    assert_eq!(dest, [4, 0]);
+}
