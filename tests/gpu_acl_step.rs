@@ -25,12 +25,15 @@ use yarnsim::pipelines::{Buffers, Pipelines};
 
 const PRE_STEPS: usize = 600;
 
-fn run(test: &str, steps: usize, caps: AclCaps) {
+/// Runs `steps` steps with the overrides `over` (besides ACL), comparing as the module doc says;
+/// forces must agree within `force_tol` of the largest force component.
+fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     let Some(gpu) = gpu_or_skip(test) else {
         return;
     };
     let (dev, q) = (&gpu.device, &gpu.queue);
-    let over = ["contact.model=acl"];
+    let mut over = over.to_vec();
+    over.push("contact.model=acl");
     let mut sim = scene_sim("swatch", &over, PRE_STEPS);
     let params = scene_contact("swatch", &over);
     let r = sim.step_params().radius;
@@ -59,29 +62,54 @@ fn run(test: &str, steps: usize, caps: AclCaps) {
     .unwrap();
     let mut force = vec![[0.0f32; 4]; sim.pos.len()];
     let (mut rebuilt, mut made) = (0u64, 0u64);
+    let (mut worst_q, mut worst_f, mut differing) = (0.0f32, 0.0f32, 0usize);
     for n in 0..steps {
         sim.step().unwrap();
+        let cpu_prev = cpu.sets().to_vec();
         force.fill([0.0; 4]);
         let st = cpu.step(&sim.topo, &sim.pos, &mut force).unwrap();
         q.write_buffer(shared.get("pos").unwrap(), 0, bytes(&sim.pos));
         q.write_buffer(shared.get("force").unwrap(), 0, bytes(&zero));
+        // TEMPORARY (until set_lookup runs on the GPU): the lookup of the CPU's sets, which the
+        // GPU's equal when the step is right.
+        {
+            let mut lookup = Vec::new();
+            yarnsim::sched::set_lookup_pack(
+                cpu_prev.iter().map(|s| s.bx),
+                params.quadrature,
+                sim.topo.segments.len() as u32,
+                &mut lookup,
+            );
+            q.write_buffer(g.buffer("set_lookup").unwrap(), 0, bytes(&lookup));
+        }
         let c = g.step(dev, q, &pipelines, &shared, n as u64).unwrap();
         let f = shared
             .read(dev, q, "force", (sim.pos.len() * 16) as u64)
             .unwrap();
         let gf: &[[f32; 4]] = bytemuck::cast_slice(&f);
         let sets = cpu.sets();
+        if c.sizes.num_sets as usize != sets.len() {
+            eprintln!("step {n}: cpu {st:?}\ngpu counters {c:#?}");
+        }
         assert_eq!(c.sizes.num_sets as usize, sets.len(), "step {n}: live sets");
         assert_eq!(c.sizes.rebuilds as u64, st.rebuilds, "step {n}: rebuilds");
         let gs = g
             .read::<yarnsim::acl::ContactSet>(dev, q, "sets", sets.len())
             .unwrap();
         for (k, (a, b)) in gs.iter().zip(sets).enumerate() {
+            // Everything but the warm-start quaternion is bitwise (see the module doc).
+            let (mut a2, mut b2) = (*a, *b);
+            a2.quat = [0.0; 4];
+            b2.quat = [0.0; 4];
             assert_eq!(
-                bytemuck::bytes_of(a),
-                bytemuck::bytes_of(b),
+                bytemuck::bytes_of(&a2),
+                bytemuck::bytes_of(&b2),
                 "step {n}: set {k}: gpu {a:?} cpu {b:?}"
             );
+            let dq = (0..4)
+                .map(|c| (a.quat[c] - b.quat[c]).abs())
+                .fold(0.0f32, f32::max);
+            worst_q = worst_q.max(dq);
         }
         let gsp = g
             .read::<yarnsim::acl::StictionSpring>(dev, q, "springs", 4 * sets.len())
@@ -91,18 +119,26 @@ fn run(test: &str, steps: usize, caps: AclCaps) {
             bytes(cpu.all_springs()),
             "step {n}: stiction springs"
         );
+        let fmax = force
+            .iter()
+            .map(|f| f[0].abs().max(f[1].abs()).max(f[2].abs()))
+            .fold(0.0f32, f32::max);
         for (i, (a, b)) in gf.iter().zip(&force).enumerate() {
-            assert_eq!(
-                a.map(f32::to_bits),
-                b.map(f32::to_bits),
-                "step {n}: force at point {i}: gpu {a:?} cpu {b:?}"
+            let d = (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0f32, f32::max);
+            if d > 0.0 {
+                differing += 1;
+            }
+            worst_f = worst_f.max(d / fmax.max(f32::MIN_POSITIVE));
+            assert!(
+                d <= force_tol * fmax,
+                "step {n}: force at point {i}: gpu {a:?} cpu {b:?} (|f|max {fmax:e})"
             );
         }
         rebuilt += st.rebuilds;
         made += st.new_pairs.min(1);
     }
     eprintln!(
-        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns, caps {:?}",
+        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns; quaternions within {worst_q:e}, forces within {worst_f:e} of the largest ({differing} point-steps differ); caps {:?}",
         cpu.sets().len(),
         g.reruns,
         g.caps
@@ -115,7 +151,24 @@ fn run(test: &str, steps: usize, caps: AclCaps) {
 
 #[test]
 fn gpu_acl_step_matches_cpu_path() {
-    run("gpu_acl_step_matches_cpu_path", 30, AclCaps::all(1 << 14));
+    run(
+        "gpu_acl_step_matches_cpu_path",
+        &[],
+        30,
+        AclCaps::all(1 << 14),
+        1e-3,
+    );
+}
+
+#[test]
+fn gpu_acl_step_tau_zero_is_bitwise() {
+    run(
+        "gpu_acl_step_tau_zero_is_bitwise",
+        &["contact.tolerance=0"],
+        30,
+        AclCaps::all(1 << 14),
+        0.0,
+    );
 }
 
 #[test]
@@ -129,5 +182,11 @@ fn gpu_acl_step_grows_from_tiny_capacities() {
         },
         ..AclCaps::all(16)
     };
-    run("gpu_acl_step_grows_from_tiny_capacities", 8, caps);
+    run(
+        "gpu_acl_step_grows_from_tiny_capacities",
+        &["contact.tolerance=0"],
+        8,
+        caps,
+        0.0,
+    );
 }

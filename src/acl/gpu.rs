@@ -295,7 +295,12 @@ impl AclGpu {
         let rebuild = host.rebuild_params(0, 0);
         let nq = host.nq;
         let merge_uniform = super::coalesce::merge_uniform(nq, host.params.padding);
-        let template: SchedUniform = host.scheduler().uniform(0);
+        // The scheduler's constants (its own counts are set before its first step).
+        let template = SchedUniform {
+            num_segments: topo.segments.len() as u32,
+            num_points: pos.len() as u32,
+            ..host.scheduler().uniform(0)
+        };
         let sched = SchedGpu::new(device, queue, pipelines, shared, &template, caps.sched, pos)?;
         let mut own = Buffers::default();
         own.upload(
@@ -652,7 +657,11 @@ impl AclGpu {
         extend(&mut ops, scan_points.dispatches().collect());
         d(&mut ops, "set_point_write", caps.records)?;
         extend(&mut ops, sort_points.dispatches());
-        d(&mut ops, "set_point_start", self.npts + 1)?;
+        d(
+            &mut ops,
+            "set_point_start",
+            (self.npts + 1).max(caps.records),
+        )?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table.
         d(&mut ops, "set_compact_count", sc + 1)?;
