@@ -1,9 +1,10 @@
 // acl_counts: the GPU ACL step's counts moved to where the next stage reads them, at one point of the
 // step (acl_phase.phase, acl::counts::PHASE_*). CPU twin: acl::counts::acl_counts.
-// - PHASE_STEP, after the scheduler and before coalescing: the step's counters reset (capacities,
-//   the table length and the pool lengths kept; the released list emptied, its boxes having been
-//   read by this step's scheduler), merge_counters.sets.count = the table length and
-//   merge_counters.touching.count = the scheduler's touching pairs (at most its capacity).
+// - PHASE_STEP, at the start of the step: the step's counters reset (capacities, the table length,
+//   the pool lengths and the released boxes kept), merge_counters.sets.count = the table length.
+// - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
+//   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
+//   (at most its capacity).
 // - PHASE_ROUND, at the start of a rebuild round (after the dirty list): the pools' lengths become
 //   the allocation's base; the round's dirty sets are counted into acl_sizes.rebuilds.
 // - PHASE_MERGED, after a merge invocation: a last pass that still merged raises
@@ -31,22 +32,21 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let phase = acl_phase.phase;
     if phase == ACL_PHASE_STEP {
-        atomicStore(&acl_sizes.released.count, 0u);
-        atomicStore(&acl_sizes.released.overflow, 0u);
+        atomicStore(&acl_sizes.lookup.count, 0u);
+        atomicStore(&acl_sizes.lookup.overflow, 0u);
         acl_sizes.num_dirty = 0u;
         acl_sizes.rebuilds = 0u;
         atomicStore(&acl_sizes.garbage_cp, 0u);
         atomicStore(&acl_sizes.garbage_k, 0u);
         atomicStore(&acl_sizes.garbage_w, 0u);
         atomicStore(&acl_sizes.errors, 0u);
-        let touching = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
         atomicStore(&merge_counters.sets.count, acl_sizes.num_sets);
         atomicStore(&merge_counters.sets.overflow, 0u);
         atomicStore(&merge_counters.edges.count, 0u);
         atomicStore(&merge_counters.edges.overflow, 0u);
         atomicStore(&merge_counters.index.count, 0u);
         atomicStore(&merge_counters.index.overflow, 0u);
-        atomicStore(&merge_counters.touching.count, touching);
+        atomicStore(&merge_counters.touching.count, 0u);
         atomicStore(&merge_counters.touching.overflow, 0u);
         merge_counters.coalesce_base = 0u;
         atomicStore(&merge_counters.label_rounds, 0u);
@@ -63,6 +63,11 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&acl_counters.first_bad_set, 0xffffffffu);
         atomicStore(&acl_counters.first_bad_point, 0xffffffffu);
         atomicStore(&acl_counters.records, 0u);
+    } else if phase == ACL_PHASE_SCHEDULED {
+        atomicStore(&acl_sizes.released.count, 0u);
+        atomicStore(&acl_sizes.released.overflow, 0u);
+        let touching = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
+        atomicStore(&merge_counters.touching.count, touching);
     } else if phase == ACL_PHASE_ROUND {
         pool_counters.base = pool_counters.len;
         acl_sizes.rebuilds = acl_sizes.rebuilds + acl_sizes.num_dirty;

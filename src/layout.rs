@@ -723,7 +723,7 @@ pub struct AclSizes {
 const _: () = assert!(size_of::<AclSizes>() == 64);
 
 /// `AclSizes::errors`: a merge invocation's last pass still merged (more passes are needed).
-pub const ACL_SIZES_MORE_PASSES: u32 = 1;
+pub const ACL_SIZES_MORE_PASSES: u32 = 4;
 
 /// The per-dispatch `acl_phase` uniform of `acl_counts`: which point of the GPU ACL step it is
 /// (`acl::counts::PHASE_*`).
@@ -737,6 +737,29 @@ pub struct AclPhase {
     pub _pad2: u32,
 }
 const _: () = assert!(size_of::<AclPhase>() == 16);
+/// [`AclSizes::errors`]: a contact set's box meets more segment pairs than
+/// `sched::lookup::MAX_LOOKUP_SET` (or spans more segments): `set_lookup` lists none of its pairs,
+/// which the scheduler then treats as unowned (safe: touching owned pairs are reported again).
+pub const ACL_SIZES_LOOKUP_SET: u32 = 1;
+/// [`AclSizes::errors`]: a bucket of `set_lookup` (the items of one segment) holds more than
+/// `sched::lookup::MAX_LOOKUP_BUCKET` items: its items are left zero (no pair of that segment is
+/// owned, as above).
+pub const ACL_SIZES_LOOKUP_BUCKET: u32 = 2;
+
+/// The `acl_lookup` uniform of the `set_lookup_*` kernels (`sched::lookup`): the set count (the
+/// host, or a copy from [`AclSizes::num_sets`] between passes, writes it per step at byte offset 0),
+/// the segment count and `b`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct LookupUniform {
+    /// Live sets at the head of the `sets` table.
+    pub num_sets: u32,
+    pub num_segments: u32,
+    /// b, quadrature points per segment.
+    pub quadrature: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<LookupUniform>() == 16);
 
 /// A struct's size and field offsets, for the reflection test.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1113,6 +1136,12 @@ pub fn layouts() -> Vec<StructLayout> {
             _pad0,
             _pad1,
             _pad2
+        }),
+        layout_of!(LookupUniform {
+            num_sets,
+            num_segments,
+            quadrature,
+            _pad
         }),
     ]
 }

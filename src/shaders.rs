@@ -1302,6 +1302,52 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::coalesce::coalesce_springs",
     },
     // --- end ACL dirty list, releases, new sets' springs ---
+    // --- the contact sets' lookup for the scheduler (src/sched/lookup.rs), recorded by
+    // sched::lookup_gpu::LookupGpu: set_lookup_clear, set_lookup_count, the scan of lookup_offsets
+    // (segments + 1), set_lookup_write, set_lookup_sort ---
+    Kernel {
+        name: "set_lookup_clear",
+        workgroup_size: WG,
+        bindings: &[uniform("acl_lookup"), read_write("lookup_offsets")],
+        twin: "sched::lookup::set_lookup_clear",
+    },
+    Kernel {
+        name: "set_lookup_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_lookup"),
+            read("sets"),
+            read_write("lookup_offsets"),
+            read_write("acl_sizes"),
+        ],
+        twin: "sched::lookup::set_lookup_count",
+    },
+    Kernel {
+        name: "set_lookup_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_lookup"),
+            read("sets"),
+            read_write("lookup_offsets"),
+            read_write("lookup_items"),
+            read_write("acl_sizes"),
+        ],
+        twin: "sched::lookup::set_lookup_write",
+    },
+    Kernel {
+        name: "set_lookup_sort",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("acl_lookup"),
+            read("sets"),
+            read("lookup_offsets"),
+            read("lookup_items"),
+            read_write("set_lookup"),
+            read_write("acl_sizes"),
+        ],
+        twin: "sched::lookup::set_lookup_sort",
+    },
+    // --- end the contact sets' lookup ---
 ];
 
 /// Kernels that are not stages of the time step: tools and probes.

@@ -65,23 +65,10 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     let (mut worst_q, mut worst_f, mut differing) = (0.0f32, 0.0f32, 0usize);
     for n in 0..steps {
         sim.step().unwrap();
-        let cpu_prev = cpu.sets().to_vec();
         force.fill([0.0; 4]);
         let st = cpu.step(&sim.topo, &sim.pos, &mut force).unwrap();
         q.write_buffer(shared.get("pos").unwrap(), 0, bytes(&sim.pos));
         q.write_buffer(shared.get("force").unwrap(), 0, bytes(&zero));
-        // TEMPORARY (until set_lookup runs on the GPU): the lookup of the CPU's sets, which the
-        // GPU's equal when the step is right.
-        {
-            let mut lookup = Vec::new();
-            yarnsim::sched::set_lookup_pack(
-                cpu_prev.iter().map(|s| s.bx),
-                params.quadrature,
-                sim.topo.segments.len() as u32,
-                &mut lookup,
-            );
-            q.write_buffer(g.buffer("set_lookup").unwrap(), 0, bytes(&lookup));
-        }
         let c = g.step(dev, q, &pipelines, &shared, n as u64).unwrap();
         let f = shared
             .read(dev, q, "force", (sim.pos.len() * 16) as u64)

@@ -341,6 +341,17 @@ struct AclPhase {
     _pad2: u32,
 };
 
+// layout::ACL_SIZES_LOOKUP_SET, ACL_SIZES_LOOKUP_BUCKET.
+const ACL_SIZES_LOOKUP_SET: u32 = 1u;
+const ACL_SIZES_LOOKUP_BUCKET: u32 = 2u;
+
+struct LookupUniform {
+    num_sets: u32,
+    num_segments: u32,
+    quadrature: u32,
+    _pad: u32,
+};
+
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.
 fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * wg + lid;

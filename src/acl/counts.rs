@@ -11,8 +11,10 @@ use crate::layout::{
     AclCounters, AclPhase, AclSizes, MergeCounters, SchedCounters, ACL_SIZES_MORE_PASSES,
 };
 
-/// After the scheduler, before coalescing: reset the step's counters.
+/// At the start of the step: reset the step's counters.
 pub const PHASE_STEP: u32 = 0;
+/// After the scheduler, before coalescing: empty the released list, pass the touching count on.
+pub const PHASE_SCHEDULED: u32 = 4;
 /// At the start of a rebuild round: the pools' lengths become the allocation's base.
 pub const PHASE_ROUND: u32 = 1;
 /// After a merge invocation: flag a last pass that still merged.
@@ -35,24 +37,18 @@ pub fn acl_counts(
     match acl_phase.phase {
         PHASE_STEP => {
             let s = acl_sizes;
-            s.released.count = 0;
-            s.released.overflow = 0;
+            s.lookup.count = 0;
+            s.lookup.overflow = 0;
             s.num_dirty = 0;
             s.rebuilds = 0;
             (s.garbage_cp, s.garbage_k, s.garbage_w, s.errors) = (0, 0, 0, 0);
-            let touching = sched_counters
-                .touching
-                .count
-                .min(sched_counters.touching.capacity);
             let m = merge_counters;
             m.sets.count = s.num_sets;
             m.sets.overflow = 0;
-            for c in [&mut m.edges, &mut m.index] {
+            for c in [&mut m.edges, &mut m.index, &mut m.touching] {
                 c.count = 0;
                 c.overflow = 0;
             }
-            m.touching.count = touching;
-            m.touching.overflow = 0;
             m.coalesce_base = 0;
             m.label_rounds = 0;
             m.more_rounds = 0;
@@ -62,6 +58,14 @@ pub fn acl_counts(
             pool_counters.errors = 0;
             pool_counters.first_too_large = u32::MAX;
             *acl_counters = AclCounters::default();
+        }
+        PHASE_SCHEDULED => {
+            acl_sizes.released.count = 0;
+            acl_sizes.released.overflow = 0;
+            merge_counters.touching.count = sched_counters
+                .touching
+                .count
+                .min(sched_counters.touching.capacity);
         }
         PHASE_ROUND => {
             pool_counters.base = pool_counters.len;

@@ -40,7 +40,7 @@
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
-use super::counts::{PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_STEP};
+use super::counts::{PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP};
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
@@ -55,6 +55,7 @@ use crate::layout::{
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::GpuScan;
 use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
+use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
 use crate::sort::GpuSort;
 use std::mem::{offset_of, size_of};
 
@@ -146,6 +147,7 @@ pub fn all_kernels() -> Vec<&'static str> {
     for k in crate::sched::gpu::KERNELS
         .iter()
         .chain(super::merge_gpu::KERNELS)
+        .chain(crate::sched::lookup_gpu::KERNELS)
     {
         if !v.contains(k) {
             v.push(k);
@@ -272,7 +274,13 @@ pub struct AclGpu {
     /// The counters after the last completed step (its persistent counts: table length, pool
     /// lengths, releases).
     last: AclStepCounters,
-    _keep: (Vec<GpuScan>, Vec<GpuSort>, Vec<MergeGpu>, Vec<wgpu::Buffer>),
+    _keep: (
+        Vec<GpuScan>,
+        Vec<GpuSort>,
+        Vec<MergeGpu>,
+        Option<LookupGpu>,
+        Vec<wgpu::Buffer>,
+    ),
 }
 
 impl AclGpu {
@@ -310,9 +318,15 @@ impl AclGpu {
             bytemuck::cast_slice(&host.seg_cp),
             false,
         );
-        for (k, phase) in [PHASE_STEP, PHASE_ROUND, PHASE_MERGED, PHASE_COMPACTED]
-            .iter()
-            .enumerate()
+        for (k, phase) in [
+            PHASE_STEP,
+            PHASE_ROUND,
+            PHASE_MERGED,
+            PHASE_COMPACTED,
+            PHASE_SCHEDULED,
+        ]
+        .iter()
+        .enumerate()
         {
             let p = AclPhase {
                 phase: *phase,
@@ -512,6 +526,19 @@ impl AclGpu {
             bytemuck::bytes_of(&self.rebuild),
             true,
         );
+        // The set lookup, written into the scheduler's `set_lookup` (already in `own`).
+        let lookup = LookupGpu::new(
+            device,
+            queue,
+            pipelines,
+            &mut self.own,
+            self.acl.quadrature,
+            LookupCaps {
+                sets: caps.merge.sets,
+                segments: self.rebuild.nq / self.acl.quadrature,
+                words: caps.sched.lookup_words,
+            },
+        )?;
         // The merge chains: the first with coalescing, then one of passes only per round.
         let first = MergeGpu::new(
             device,
@@ -561,7 +588,7 @@ impl AclGpu {
                     .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
             );
         };
-        let phases: Vec<wgpu::Buffer> = (0..4).map(|k| get(&format!("acl_phase{k}"))).collect();
+        let phases: Vec<wgpu::Buffer> = (0..5).map(|k| get(&format!("acl_phase{k}"))).collect();
         let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
             let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
             ops.push(Op::Dispatch(("acl_counts", bg, 1)));
@@ -583,7 +610,8 @@ impl AclGpu {
         let sizes_num_sets = offset_of!(AclSizes, num_sets);
         let sizes_num_dirty = offset_of!(AclSizes, num_dirty);
         let merge_sets = offset_of!(MergeCounters, sets);
-        // 1–2. The table length into the uniforms; the set lookup.
+        // 1–2. The step's counters reset; the table length into the uniforms; the set lookup.
+        counts(&mut ops, 0)?;
         copy(&mut ops, "acl_sizes", sizes_num_sets, &acl_u, acl_num_sets);
         copy(
             &mut ops,
@@ -592,7 +620,8 @@ impl AclGpu {
             &rebuild_u,
             rb_num_sets,
         );
-        // (set_lookup_* go here.)
+        copy(&mut ops, "acl_sizes", sizes_num_sets, &get("acl_lookup"), 0);
+        ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
         // 3–4. The releases' count into the scheduler's step record; the scheduler.
         copy(
             &mut ops,
@@ -603,7 +632,7 @@ impl AclGpu {
         );
         ops.extend(self.sched.dispatches().iter().cloned().map(Op::Dispatch));
         // 5–7. Counts, coalescing and merging, the table length into the uniforms.
-        counts(&mut ops, 0)?;
+        counts(&mut ops, 4)?;
         ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
         counts(&mut ops, 2)?;
         copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
@@ -689,6 +718,7 @@ impl AclGpu {
             ],
             vec![sort_points],
             vec![first, again],
+            Some(lookup),
             phases,
         );
         Ok(())

@@ -69,11 +69,15 @@ pub use sets::{
 pub use stiction::{StictionSpring, SPRING_ACTIVE};
 
 use crate::contact::{ContactError, ContactForce, ContactStats, Exclusion, SegmentExclusion};
-use crate::layout::{AclCounters, AclUniform, ACL_ERROR_NOT_FINITE, ACL_EXTRA_INVALIDATION};
+use crate::layout::{
+    AclCounters, AclUniform, LookupUniform, ACL_ERROR_NOT_FINITE, ACL_EXTRA_INVALIDATION,
+};
 use crate::math::{M3, V3};
 use crate::polar::quat_to_matrix;
 use crate::scene::ContactParams;
-use crate::sched::{set_lookup_pack, PairClass, PairRules, Release, SchedParams, Scheduler};
+use crate::sched::{
+    set_lookup_build, LookupScratch, PairClass, PairRules, Release, SchedParams, Scheduler,
+};
 use crate::spline::QuadratureTable;
 use crate::state::Topology;
 use coalesce::MergeScratch;
@@ -254,6 +258,9 @@ pub struct AclStepStats {
     pub coalesce_ms: f64,
     pub evaluate_ms: f64,
     pub rebuild_ms: f64,
+    /// `layout::ACL_SIZES_LOOKUP_*` bits of this step's set lookup (a set or a segment beyond the
+    /// lookup's bounds: those pairs were treated as unowned).
+    pub lookup_errors: u64,
 }
 
 /// The ACL contact model (`contact.model = "acl"`).
@@ -309,6 +316,7 @@ pub struct AclContact {
     release_dest: Vec<u32>,
     /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
     lookup: Vec<u32>,
+    lookup_scratch: LookupScratch,
     step: u64,
     last: AclStepStats,
 }
@@ -396,6 +404,7 @@ impl AclContact {
             released: Vec::new(),
             release_dest: Vec::new(),
             lookup: Vec::new(),
+            lookup_scratch: LookupScratch::default(),
             step: 0,
             last: AclStepStats::default(),
         })
@@ -757,13 +766,18 @@ impl AclContact {
         let mut st = AclStepStats::default();
         // 1. Scheduler.
         {
-            // The sets as the scheduler looks them up (their boxes, packed: `sched::lookup`).
-            let boxes = self
-                .sets
-                .iter()
-                .filter(|s| s.flags & SET_LIVE != 0)
-                .map(|s| s.bx);
-            set_lookup_pack(boxes, self.b, self.nq / self.b, &mut self.lookup);
+            // The sets as the scheduler looks them up (their boxes, packed: `sched::lookup`, the
+            // twins of the GPU's set_lookup_* kernels). Between steps the table holds only live
+            // sets, so a set's number in the lookup is its slot.
+            let lu = LookupUniform {
+                num_sets: self.sets.len() as u32,
+                num_segments: self.nq / self.b,
+                quadrature: self.b,
+                _pad: 0,
+            };
+            let sizes =
+                set_lookup_build(&lu, &self.sets, &mut self.lookup_scratch, &mut self.lookup);
+            st.lookup_errors = sizes.errors as u64;
             self.sched
                 .detect(
                     &topo.segments,

@@ -97,6 +97,7 @@ mod entries;
 pub mod gpu;
 pub mod grid;
 pub mod lookup;
+pub mod lookup_gpu;
 mod monitor;
 mod newcomers;
 mod process;
@@ -113,7 +114,12 @@ pub use grid::{
     box_cell, box_cell_count, cell_hash, grid_build, sched_grid_count, sched_grid_write, SchedGrid,
     SCHED_GRID_SENTINEL, SCHED_MAX_CELL_RUN,
 };
-pub use lookup::{owned_bits, set_lookup_pack, MAX_LOOKUP, NO_SETS};
+pub use lookup::{
+    lookup_words, owned_bits, set_lookup_build, set_lookup_clear, set_lookup_count,
+    set_lookup_pack, set_lookup_sort, set_lookup_write, LookupScratch, MAX_LOOKUP,
+    MAX_LOOKUP_BUCKET, MAX_LOOKUP_SET, NO_SETS,
+};
+pub use lookup_gpu::{LookupCaps, LookupGpu};
 pub use monitor::segment_monitor;
 pub use newcomers::{
     cand_key, cand_key_bits, cand_pair, find_entry, newcomer_compact, newcomer_count,
