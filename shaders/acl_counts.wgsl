@@ -10,7 +10,8 @@
 // - PHASE_MERGED, after a merge invocation: a last pass that still merged raises
 //   ACL_SIZES_MORE_PASSES (sticky over the step; merge_counters.edges is per pass).
 // - PHASE_COMPACTED, after set_compact: the live sets' number (set_dest[rebuild.num_sets], the
-//   scan's total) is the table length, in acl_sizes and merge_counters.
+//   scan's total) is the table length, in acl_sizes and (unless the table overflowed, when its count
+//   is what was needed) in merge_counters.
 // One thread. No loops.
 
 #import layout
@@ -78,6 +79,9 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else if phase == ACL_PHASE_COMPACTED {
         let live = set_dest[rebuild.num_sets];
         acl_sizes.num_sets = live;
-        atomicStore(&merge_counters.sets.count, live);
+        // After an overflow the count says how many slots were needed (for the regrowth).
+        if atomicLoad(&merge_counters.sets.overflow) == 0u {
+            atomicStore(&merge_counters.sets.count, live);
+        }
     }
 }

@@ -79,7 +79,9 @@ pub fn acl_counts(
         PHASE_COMPACTED => {
             let live = set_dest[rebuild.num_sets as usize];
             acl_sizes.num_sets = live;
-            merge_counters.sets.count = live;
+            if merge_counters.sets.overflow == 0 {
+                merge_counters.sets.count = live;
+            }
         }
         _ => {}
     }

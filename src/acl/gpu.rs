@@ -843,7 +843,13 @@ impl AclGpu {
         }
         match super::merge_gpu::verdict_for(&caps.merge, &c.merge) {
             MergeVerdict::ScanLimit => return Err(AclGpuError::ScanLimit),
-            MergeVerdict::Rerun(m) => g.merge = m,
+            MergeVerdict::Rerun(m) => {
+                g.merge = m;
+                if c.merge.sets.overflow != 0 {
+                    // At least double: a count read after an overflow may be short.
+                    g.merge.sets = m.sets.max(2 * caps.merge.sets);
+                }
+            }
             MergeVerdict::Done => {}
         }
         if c.sizes.errors & ACL_SIZES_MORE_PASSES != 0 {
