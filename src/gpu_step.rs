@@ -356,7 +356,7 @@ impl GpuSim {
                 bytemuck::cast_slice(&seg_contact),
                 false,
             );
-            let caps = initial_acl_caps(sim.topo.segments.len() as u32, sim.pos.len() as u32);
+            let caps = initial_acl_caps(sim.topo.segments.len() as u32);
             let path = AclGpu::new(
                 &device, &queue, &pipelines, &buffers, &mut host, &sim.topo, &sim.pos, caps,
             )
@@ -1397,24 +1397,29 @@ fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {
     }
 }
 
-/// The first capacities of ACL's GPU buffers for a scene of `segments` segments and `points` control
-/// points: room for a contact set per segment and a few hundred thousand model entries; a step that
-/// needs more grows them (and reruns its batch) once.
-fn initial_acl_caps(segments: u32, points: u32) -> AclCaps {
-    let n = segments.max(points).max(1024);
-    let mut caps = AclCaps::all(n);
-    caps.points = 8 * n;
-    caps.blocks = 32 * n;
-    caps.watch = 8 * n;
-    caps.terms = 8 * n;
-    caps.records = 8 * n;
-    caps.sched.entries = 16 * n;
-    caps.sched.cand = 16 * n;
-    caps.sched.fresh = 4 * n;
-    caps.sched.grid = 4 * n;
-    caps.sched.touching = 4 * n;
-    caps.sched.lookup_words = 16 * n;
-    caps.merge.edges = 2 * n;
-    caps.merge.index = 4 * n;
+/// The first capacities of ACL's GPU buffers for a scene of `segments` segments: what the default
+/// swatch's first steps need per segment (its sets, model pools and scheduler tables; measured in
+/// tests/gpu_acl_step.rs), with a quarter more. Every kernel runs over its capacity (surplus threads
+/// exit at once), so room costs time on a CPU adapter; a step that needs more grows it and reruns
+/// its batch, once.
+fn initial_acl_caps(segments: u32) -> AclCaps {
+    let nseg = segments.max(16);
+    let sets = (nseg / 2 + nseg / 8).max(64);
+    let mut caps = AclCaps::all(sets);
+    caps.points = 12 * sets;
+    caps.blocks = 80 * sets;
+    caps.watch = 64 * sets;
+    caps.terms = 8 * sets;
+    caps.records = 12 * sets;
+    caps.merge.edges = sets;
+    caps.merge.index = 2 * sets;
+    caps.sched.entries = 16 * nseg;
+    caps.sched.grid = 8 * nseg;
+    caps.sched.cand = 80 * nseg;
+    caps.sched.fresh = 16 * nseg;
+    caps.sched.touching = 2 * nseg;
+    caps.sched.lookup_words = 6 * nseg + 64;
+    caps.sched.release = sets;
+    caps.sched.released = sets;
     caps
 }
