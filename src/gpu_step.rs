@@ -191,6 +191,8 @@ pub struct GpuSim {
     frame_candidates: u64,
     /// Touching quadrature pairs of each step of the last batch.
     batch_touching: Vec<u32>,
+    /// ACL: contact sets and rebuilds of each step of the last batch.
+    batch_acl: Vec<[u32; 2]>,
     /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun because a step needed more length iterations than were encoded.
@@ -356,7 +358,7 @@ impl GpuSim {
                 bytemuck::cast_slice(&seg_contact),
                 false,
             );
-            let caps = initial_acl_caps(sim.topo.segments.len() as u32);
+            let caps = AclCaps::for_segments(sim.topo.segments.len() as u32);
             let path = AclGpu::new(
                 &device, &queue, &pipelines, &buffers, &mut host, &sim.topo, &sim.pos, caps,
             )
@@ -440,6 +442,7 @@ impl GpuSim {
             frame_touching: 0,
             frame_candidates: 0,
             batch_touching: Vec::new(),
+            batch_acl: Vec::new(),
             sim,
             device: device.clone(),
             queue,
@@ -757,6 +760,11 @@ impl GpuSim {
         &self.batch_touching
     }
 
+    /// ACL: the contact sets and the rebuilds of each step of the last batch ([`GpuSim::steps`]).
+    pub fn batch_acl_counts(&self) -> &[[u32; 2]] {
+        &self.batch_acl
+    }
+
     /// Batches rerun because a contact output overflowed its capacity (each grew it).
     pub fn capacity_grows(&self) -> u32 {
         self.grows
@@ -1022,9 +1030,11 @@ impl GpuSim {
             self.batch_touching.push(counters.touching_pairs.count);
             self.frame_candidates += counters.candidate_pairs.count as u64;
         }
+        self.batch_acl.clear();
         if let Some(acl) = &mut self.acl {
             for c in &acl_counters {
                 acl.path.completed(c);
+                self.batch_acl.push([c.sizes.num_sets, c.sizes.rebuilds]);
                 let sets = c.sizes.num_sets as f64;
                 let rebuilds = c.sizes.rebuilds as f64;
                 let v = [
@@ -1395,31 +1405,4 @@ fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {
     for c in copies {
         enc.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, c.dst_offset, c.size);
     }
-}
-
-/// The first capacities of ACL's GPU buffers for a scene of `segments` segments: what the default
-/// swatch's first steps need per segment (its sets, model pools and scheduler tables; measured in
-/// tests/gpu_acl_step.rs), with a quarter more. Every kernel runs over its capacity (surplus threads
-/// exit at once), so room costs time on a CPU adapter; a step that needs more grows it and reruns
-/// its batch, once.
-fn initial_acl_caps(segments: u32) -> AclCaps {
-    let nseg = segments.max(16);
-    let sets = (nseg / 2 + nseg / 8).max(64);
-    let mut caps = AclCaps::all(sets);
-    caps.points = 12 * sets;
-    caps.blocks = 80 * sets;
-    caps.watch = 64 * sets;
-    caps.terms = 8 * sets;
-    caps.records = 12 * sets;
-    caps.merge.edges = sets;
-    caps.merge.index = 2 * sets;
-    caps.sched.entries = 16 * nseg;
-    caps.sched.grid = 8 * nseg;
-    caps.sched.cand = 80 * nseg;
-    caps.sched.fresh = 16 * nseg;
-    caps.sched.touching = 2 * nseg;
-    caps.sched.lookup_words = 6 * nseg + 64;
-    caps.sched.release = sets;
-    caps.sched.released = sets;
-    caps
 }

@@ -167,7 +167,7 @@ fn gpu_acl_step_matches_cpu_path() {
         "gpu_acl_step_matches_cpu_path",
         &[],
         30,
-        AclCaps::all(1 << 14),
+        AclCaps::for_segments(1174),
         FORCE_TOL,
     );
 }
@@ -177,8 +177,8 @@ fn gpu_acl_step_tau_zero_is_bitwise() {
     run(
         "gpu_acl_step_tau_zero_is_bitwise",
         &["contact.tolerance=0"],
-        30,
-        AclCaps::all(1 << 14),
+        20,
+        AclCaps::for_segments(1174),
         0.0,
     );
 }

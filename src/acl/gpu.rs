@@ -177,6 +177,33 @@ pub struct AclCaps {
 }
 
 impl AclCaps {
+    /// The first capacities for a scene of `segments` segments: what the default swatch's first
+    /// steps need per segment (its sets, model pools and scheduler tables; measured in
+    /// tests/gpu_acl_step.rs), with a quarter more. Every kernel runs over its capacity (surplus
+    /// threads exit at once), so room costs time on a CPU adapter; a step that needs more grows it
+    /// and reruns.
+    pub fn for_segments(segments: u32) -> AclCaps {
+        let nseg = segments.max(16);
+        let sets = (nseg / 2 + nseg / 8).max(64);
+        let mut caps = AclCaps::all(sets);
+        caps.points = 12 * sets;
+        caps.blocks = 80 * sets;
+        caps.watch = 64 * sets;
+        caps.terms = 8 * sets;
+        caps.records = 12 * sets;
+        caps.merge.edges = sets;
+        caps.merge.index = 2 * sets;
+        caps.sched.entries = 16 * nseg;
+        caps.sched.grid = 8 * nseg;
+        caps.sched.cand = 80 * nseg;
+        caps.sched.fresh = 16 * nseg;
+        caps.sched.touching = 2 * nseg;
+        caps.sched.lookup_words = 6 * nseg + 64;
+        caps.sched.release = sets;
+        caps.sched.released = sets;
+        caps
+    }
+
     /// Every capacity `n` (at least 16), 2 rebuild rounds, 1 merge pass of 8 label rounds.
     pub fn all(n: u32) -> AclCaps {
         let n = n.max(16);
@@ -725,9 +752,10 @@ impl AclGpu {
     }
 }
 
-/// Grows a capacity to a count plus a quarter (at least 16, never below `cap`).
+/// Grows a capacity to a count plus a half (at least 16, never below `cap`): counts that rise over a
+/// run then need few regrowths, each of which reruns a step or a batch.
 fn grow(cap: u32, count: u32) -> u32 {
-    count.saturating_add(count / 4).max(16).max(cap)
+    count.saturating_add(count / 2).max(16).max(cap)
 }
 
 impl AclGpu {
@@ -845,9 +873,18 @@ impl AclGpu {
             MergeVerdict::ScanLimit => return Err(AclGpuError::ScanLimit),
             MergeVerdict::Rerun(m) => {
                 g.merge = m;
-                if c.merge.sets.overflow != 0 {
-                    // At least double: a count read after an overflow may be short.
-                    g.merge.sets = m.sets.max(2 * caps.merge.sets);
+                // An overflow flag is sticky over the step's merge passes, but the count is the
+                // last pass's (or, for the table, rewritten by the compaction): at least double.
+                let m2 = &mut g.merge;
+                let cm = &c.merge;
+                if cm.sets.overflow != 0 {
+                    m2.sets = m2.sets.max(2 * caps.merge.sets);
+                }
+                if cm.edges.overflow != 0 {
+                    m2.edges = m2.edges.max(2 * caps.merge.edges);
+                }
+                if cm.index.overflow != 0 {
+                    m2.index = m2.index.max(2 * caps.merge.index);
                 }
             }
             MergeVerdict::Done => {}
