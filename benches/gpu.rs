@@ -1,12 +1,12 @@
 //! `cargo bench --bench gpu`: the time step on the CPU path and on the GPU path, in one run, on the
-//! same scenes: the default swatch, the 20×20 drop onto a sphere, and the seed's scarf; with the
-//! contact models the GPU step has (while the GPU has no ACL, the scenes run with `contact.model`
-//! = none and, where the GPU has it, exact). Prints steps per second on each path, the GPU time per
-//! kernel (timestamp queries, where the adapter has them; the kernel name is the bench id),
-//! dispatches and bytes read back per step, and the adapter's name.
+//! same scenes: the default swatch, the 20×20 drop onto a sphere, and the seed's scarf; with each
+//! contact model (`none`, `exact`, `acl`). Prints steps per second on each path, ACL's sets and
+//! rebuild fraction, the GPU time per kernel (timestamp queries, where the adapter has them; the
+//! kernel name is the bench id), dispatches and bytes read back per step, and the adapter's name.
 //!
 //! `YARNSIM_BENCH_STEPS` sets the measured steps per scene and path (default 200, after 20 warm-up
-//! steps); `YARNSIM_BENCH_SCENES` a comma list of scene names to run (default: swatch,drop,scarf).
+//! steps); `YARNSIM_BENCH_SCENES` a comma list of scene names to run (default: swatch,drop,scarf);
+//! `YARNSIM_BENCH_MODELS` a comma list of contact models (default: none,exact,acl).
 
 use std::path::Path;
 use std::time::Instant;
@@ -45,9 +45,10 @@ fn main() {
     if let Some(g) = &gpu {
         println!("adapter: {}", g.summary());
     }
+    let models = std::env::var("YARNSIM_BENCH_MODELS").unwrap_or_else(|_| "none,exact,acl".into());
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
     for name in scenes.split(',') {
-        for model in ["none", "exact"] {
+        for model in models.split(',') {
             let (mut sim, m) = load(name, model);
             println!(
                 "\n{name} (contact.model = {model}): {} control points, {} segments",
@@ -80,7 +81,7 @@ fn main() {
             // A frame's worth of steps, timed as a whole and per kernel.
             gs.sim.params.steps_per_frame = steps as u32;
             let t = Instant::now();
-            let (_, times) = gs.frame().unwrap();
+            let (stats, times) = gs.frame().unwrap();
             let gpu_rate = steps as f64 / t.elapsed().as_secs_f64();
             println!(
                 "  gpu: {gpu_rate:>9.1} steps/s ({:.2}× the CPU), {} dispatches and {} bytes read back per step",
@@ -88,9 +89,13 @@ fn main() {
                 times.dispatches_per_step,
                 times.readback_bytes_per_step
             );
+            for (k, v) in &stats.contact {
+                println!("    {k:<24} {v:>12.3} per step");
+            }
             if times.timed {
+                // (`kernel_ms` is already per step: the mean over the frame's timed steps.)
                 for (k, ms) in &times.kernel_ms {
-                    println!("    {k:<24} {:>9.4} ms/step", ms / steps as f64);
+                    println!("    {k:<24} {ms:>9.4} ms/step");
                 }
             } else {
                 println!("    (no timestamp queries on this adapter: no per-kernel times)");

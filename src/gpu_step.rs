@@ -7,6 +7,11 @@
 //! once (and again only when a batch is rerun with more room, below). With `contact.model = exact`
 //! the exact path's dispatches ([`crate::contact::exact_gpu`]) come between `rod_forces` and
 //! `integrate_velocity`; its static tables and grid origin come from one detection on the CPU twin.
+//! With `contact.model = acl` ACL's whole step ([`crate::acl::gpu::AclGpu`]) goes there instead: its
+//! per-step records (the scheduler's `sched_step`, the `rebuild` uniform) come from two more rings,
+//! its persistent state is part of the batch's snapshot, its counters are read back with each step's,
+//! and it compacts its model pools between batches; the buffer copies it records between stages
+//! split the step's compute pass.
 //!
 //! **Batches.** [`GpuSim::steps`] submits up to [`MAX_BATCH`] steps at once: each step's `params`
 //! (step index, damping phase, grid frame) and placed obstacles are written into ring buffers and
@@ -55,8 +60,6 @@ pub enum GpuStepError {
     DampingBlocks(#[from] crate::step::DampingBlockError),
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
-    #[error("contact.model = {0:?} is not available on the GPU yet (the GPU step has: {models}); run with --backend cpu", models = GPU_CONTACT_MODELS.join(", "))]
-    Model(ContactModel),
     #[error("the scene needs {what} = {needed}, but the adapter {adapter:?} offers {limit} ({limit_name})")]
     Limit {
         what: &'static str,
