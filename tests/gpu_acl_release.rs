@@ -60,8 +60,8 @@ fn sizes_before(released: u32, capacity: u32) -> AclSizes {
         garbage_k: 200,
         garbage_w: 300,
         errors: 0,
-        _pad0: 0,
-        _pad1: 0,
+        rebuilds: 15,
+        _pad: 0,
     }
 }
 

@@ -71,10 +71,8 @@ pub fn acl_counts(
             pool_counters.base = pool_counters.len;
             acl_sizes.rebuilds += acl_sizes.num_dirty;
         }
-        PHASE_MERGED => {
-            if merge_counters.edges.count != 0 {
-                acl_sizes.errors |= ACL_SIZES_MORE_PASSES;
-            }
+        PHASE_MERGED if merge_counters.edges.count != 0 => {
+            acl_sizes.errors |= ACL_SIZES_MORE_PASSES;
         }
         PHASE_COMPACTED => {
             let live = set_dest[rebuild.num_sets as usize];

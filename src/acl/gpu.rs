@@ -283,6 +283,17 @@ fn zeros(bytes: usize) -> Vec<u8> {
     vec![0u8; bytes.max(16)]
 }
 
+/// What the recorded operations' bind groups use besides the named buffers: the scans' and sorts'
+/// own buffers, the merge and lookup chains, the phase uniforms.
+#[derive(Default)]
+struct Keep {
+    _scans: Vec<GpuScan>,
+    _sorts: Vec<GpuSort>,
+    _merges: Vec<MergeGpu>,
+    _lookup: Option<LookupGpu>,
+    _phases: Vec<wgpu::Buffer>,
+}
+
 /// ACL's state and step on the GPU.
 pub struct AclGpu {
     pub caps: AclCaps,
@@ -301,13 +312,7 @@ pub struct AclGpu {
     /// The counters after the last completed step (its persistent counts: table length, pool
     /// lengths, releases).
     last: AclStepCounters,
-    _keep: (
-        Vec<GpuScan>,
-        Vec<GpuSort>,
-        Vec<MergeGpu>,
-        Option<LookupGpu>,
-        Vec<wgpu::Buffer>,
-    ),
+    _keep: Keep,
 }
 
 impl AclGpu {
@@ -735,19 +740,19 @@ impl AclGpu {
             });
         }
         self.ops = ops;
-        self._keep = (
-            vec![
+        self._keep = Keep {
+            _scans: vec![
                 scan_alloc,
                 scan_points,
                 scan_compact,
                 scan_dirty,
                 scan_release,
             ],
-            vec![sort_points],
-            vec![first, again],
-            Some(lookup),
-            phases,
-        );
+            _sorts: vec![sort_points],
+            _merges: vec![first, again],
+            _lookup: Some(lookup),
+            _phases: phases,
+        };
         Ok(())
     }
 }

@@ -530,9 +530,9 @@ impl AclContact {
         self.step = 0;
     }
 
-    /// The static tables the GPU stages read (after the first step or [`Self::prepare`] on the
-    /// topology): the quadrature basis weights, each quadrature point's arc position, and per segment
-    /// its weight `ℓ/b` and closed-loop length.
+    /// The static tables the GPU stages read, for topology `topo` (the model is prepared for it, as
+    /// its first step would): the quadrature basis weights, each quadrature point's arc position, and
+    /// per segment its weight `ℓ/b` and closed-loop length.
     pub fn gpu_tables(
         &mut self,
         topo: &Topology,
