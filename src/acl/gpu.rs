@@ -512,7 +512,7 @@ impl AclGpu {
         self.caps = caps;
         self.write_counters(queue);
         self.acl.record_capacity = caps.records;
-        self.make_ops(device, queue, pipelines, shared)
+        self.make_ops(device, queue, pipelines)
     }
 
     /// Writes the persistent counters from the host's record of the last completed step, with the
@@ -544,10 +544,8 @@ impl AclGpu {
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         pipelines: &Pipelines,
-        shared: &Buffers,
     ) -> Result<(), AclGpuError> {
         let caps = self.caps;
-        let _ = shared;
         let sc = caps.merge.sets;
         self.own
             .upload(device, queue, "acl", bytemuck::bytes_of(&self.acl), true);
