@@ -763,6 +763,36 @@ impl GpuSim {
         &self.batch_touching
     }
 
+    /// The touching quadrature pairs at the downloaded positions (the host's geometric search, as on
+    /// the CPU path) and, with ACL, the boxes of the GPU's contact sets after the last step (read
+    /// back); `Ok(false)` without contact. For the contact matrix of a GPU run.
+    pub fn contact_pairs(
+        &mut self,
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool, GpuStepError> {
+        if !self.sim.contact_pairs(touching, boxes)? {
+            return Ok(false);
+        }
+        if let Some(acl) = &self.acl {
+            let n = acl.path.last_counters().sizes.num_sets as usize;
+            let sets = acl
+                .path
+                .read::<crate::acl::ContactSet>(&self.device, &self.queue, "sets", n)
+                .map_err(|e| GpuStepError::Device {
+                    step: self.sim.steps,
+                    message: e.to_string(),
+                })?;
+            boxes.clear();
+            boxes.extend(
+                sets.iter()
+                    .filter(|s| s.flags & crate::acl::SET_LIVE != 0)
+                    .map(|s| s.bx),
+            );
+        }
+        Ok(true)
+    }
+
     /// ACL: the contact sets and the rebuilds of each step of the last batch ([`GpuSim::steps`]).
     pub fn batch_acl_counts(&self) -> &[[u32; 2]] {
         &self.batch_acl

@@ -484,6 +484,19 @@ impl Runner {
         }
     }
 
+    /// The touching pairs and contact-set boxes of the current state (on the GPU path, the sets'
+    /// boxes come from the GPU's table).
+    fn contact_pairs(
+        &mut self,
+        touching: &mut Vec<[u32; 2]>,
+        boxes: &mut Vec<[u32; 4]>,
+    ) -> Result<bool> {
+        Ok(match self {
+            Runner::Cpu(s) => s.contact_pairs(touching, boxes)?,
+            Runner::Gpu(g) => g.contact_pairs(touching, boxes)?,
+        })
+    }
+
     fn frame(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats> {
         Ok(match self {
             Runner::Cpu(s) => s.frame_with(on_step)?,
@@ -539,13 +552,8 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
     };
     let first_frame = resumed.as_ref().map_or(0, |ck| ck.frames());
-    if a.backend == Backend::Gpu {
-        if a.color.mode() != ColorMode::Yarn {
-            bail!("--color {} is not available with --backend gpu yet (the GPU step keeps no per-segment contact values); use --backend cpu", a.color.mode());
-        }
-        if !a.contact_matrix.is_empty() {
-            bail!("--contact-matrix is not available with --backend gpu yet; use --backend cpu");
-        }
+    if a.backend == Backend::Gpu && a.color.mode() == ColorMode::Updates {
+        bail!("--color updates is not available with --backend gpu yet (the GPU step does not count its rebuilds per segment); use --backend cpu");
     }
     let frames = a.frames.unwrap_or(scene.simulation.frames);
     if frames < first_frame {
@@ -680,7 +688,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
         }
         if let Some(dir) = &matrix_dir {
-            write_matrices(dir, 0, &matrices, runner.sim_mut())?;
+            write_matrices(dir, 0, &matrices, &mut runner)?;
         }
     }
     manifest.frame_written(first_frame);
@@ -750,7 +758,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             capture_frame(c, k, runner.sim_mut(), &scene, values)?;
         }
         if let Some(dir) = &matrix_dir {
-            bar.suspend(|| write_matrices(dir, k, &matrices, runner.sim_mut()))?;
+            bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner))?;
         }
         manifest.frame_written(k);
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
@@ -1329,16 +1337,21 @@ fn capture_frame(
 }
 
 /// Writes the contact matrices requested for frame `k` (seed Figure 2) into `dir`.
-fn write_matrices(dir: &Path, k: u32, requests: &[MatrixRequest], sim: &mut Sim) -> Result<()> {
+fn write_matrices(
+    dir: &Path,
+    k: u32,
+    requests: &[MatrixRequest],
+    runner: &mut Runner,
+) -> Result<()> {
     for m in requests.iter().filter(|m| m.frame == k) {
         let (mut touching, mut boxes) = (Vec::new(), Vec::new());
-        if !sim
+        if !runner
             .contact_pairs(&mut touching, &mut boxes)
             .with_context(|| format!("contact pairs of frame {k}"))?
         {
             bail!("--contact-matrix: the contact model reports no contact pairs");
         }
-        let s = sim.num_quadrature_points();
+        let s = runner.sim().num_quadrature_points();
         let size = m.size.unwrap_or_else(|| (s as u32).clamp(256, 1024));
         let pairs: Vec<(u32, u32)> = touching.iter().map(|&[i, j]| (i, j)).collect();
         let img = yarnsim::render::contact_matrix(s, &pairs, &boxes, size)

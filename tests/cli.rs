@@ -257,9 +257,34 @@ fn gpu_backend_runs_and_reports() {
         .arg(&acl)
         .args(["--backend", "gpu", "--frames", "1", "--stats"])
         .arg(acl_dir.join("s.jsonl"))
+        .args(["--contact-matrix", "1:300", "--out"])
+        .arg(acl_dir.join("out"))
+        .args([
+            "--color",
+            "contacts",
+            "--width",
+            "96",
+            "--height",
+            "72",
+            "--capture",
+        ])
+        .arg(acl_dir.join("png"))
         .output()
         .unwrap();
     check_ok(&out);
+    assert!(acl_dir.join("png/frame_0001.png").is_file());
+    // The contact matrix of a GPU run (into the capture's directory): the touching pairs and the
+    // GPU's contact sets.
+    let m = acl_dir.join("png/contact_matrix_0001.png");
+    let img = image::open(&m)
+        .unwrap_or_else(|e| panic!("{}: {e}", m.display()))
+        .to_rgb8();
+    assert_eq!((img.width(), img.height()), (300, 300));
+    assert!(
+        text(&out.stderr).contains("contact sets"),
+        "{}",
+        text(&out.stderr)
+    );
     let recs = read_stats(&acl_dir.join("s.jsonl"));
     assert_eq!(recs.len(), 1);
     for k in [
@@ -934,16 +959,17 @@ fn gpu_backend_refuses_what_it_cannot_do() {
     let out = bin()
         .arg("run")
         .arg(&scene)
-        .args(["--backend", "gpu", "--contact-matrix", "1", "--out"])
+        .args(["--backend", "gpu", "--color", "updates", "--capture"])
         .arg(dir.join("o"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("--contact-matrix is not available with --backend gpu"),
+        text(&out.stderr).contains("--color updates is not available with --backend gpu"),
         "{}",
         text(&out.stderr)
     );
+    assert!(!dir.join("o").exists());
     let out = bin()
         .arg("run")
         .arg(&scene)
