@@ -1183,6 +1183,11 @@ impl GpuSim {
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
         let first_step = self.sim.steps;
+        // `--color updates`: ACL counts the frame's rebuilds per segment on the GPU.
+        let count_rebuilds = self.sim.recording_rebuilds() && self.acl.is_some();
+        if let (true, Some(acl)) = (count_rebuilds, &self.acl) {
+            acl.path.clear_rebuild_counts(&self.queue);
+        }
         // The CPU path's pass-through check on the host's copy of the state (the frame's start
         // positions are the ones downloaded at the end of the last frame).
         self.sim.pass_through_begin_frame()?;
@@ -1198,6 +1203,18 @@ impl GpuSim {
         // As on the CPU path: the frame ends at its own time.
         self.sim.time = t0 + 1.0 / self.sim.params.fps;
         self.download()?;
+        if let (true, Some(acl)) = (count_rebuilds, &self.acl) {
+            let n = self.sim.topo.segments.len();
+            let counts = acl
+                .path
+                .read::<u32>(&self.device, &self.queue, "rebuild_counts", n)
+                .map_err(|e| GpuStepError::Device {
+                    step: self.sim.steps,
+                    message: e.to_string(),
+                })?;
+            let counts: Vec<f32> = counts.iter().map(|&c| c as f32).collect();
+            self.sim.set_frame_rebuilds(&counts);
+        }
         self.sim.pass_through_end_frame(first_step)?;
         self.sim.frames += 1;
         let (ke, vmax) = self.sim.kinetic_energy_and_max_speed();

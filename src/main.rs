@@ -552,9 +552,6 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
     };
     let first_frame = resumed.as_ref().map_or(0, |ck| ck.frames());
-    if a.backend == Backend::Gpu && a.color.mode() == ColorMode::Updates {
-        bail!("--color updates is not available with --backend gpu yet (the GPU step does not count its rebuilds per segment); use --backend cpu");
-    }
     let frames = a.frames.unwrap_or(scene.simulation.frames);
     if frames < first_frame {
         bail!(

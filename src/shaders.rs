@@ -1245,6 +1245,18 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::counts::acl_counts",
     },
+    // --color updates from a GPU run: the step's rebuilds counted per segment.
+    Kernel {
+        name: "segment_rebuilds",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read_write("acl_sizes"),
+            read_write("rebuild_counts"),
+        ],
+        twin: "acl::outputs::segment_rebuilds",
+    },
     // --- end ACL coalescing and merging ---
     // --- ACL: the dirty list, the releases of a rebuild round, the new sets' springs ---
     // Each rebuild round: set_dirty_count → exclusive scan of dirty_dest (num_sets + 1) →

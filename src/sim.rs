@@ -1352,6 +1352,22 @@ impl Sim {
         }
     }
 
+    /// Whether [`Sim::record_rebuilds`] is on.
+    pub fn recording_rebuilds(&self) -> bool {
+        self.record_rebuilds
+    }
+
+    /// Sets the per-segment rebuilds of the frame just run (a driver with its own step, the GPU
+    /// path, counts them itself); needs [`Sim::record_rebuilds`] on.
+    pub fn set_frame_rebuilds(&mut self, counts: &[f32]) {
+        if self.record_rebuilds {
+            self.rebuild_counts.clear();
+            self.rebuild_counts.extend_from_slice(counts);
+            self.rebuild_counts.resize(self.topo.segments.len(), 0.0);
+            self.rebuilds_known = true;
+        }
+    }
+
     /// One value per segment of `kind` into `out` (resized to the segment count):
     /// - [`SegmentValue::Rebuilds`]: the contact-model rebuilds touching each segment during the last
     ///   frame (zero before the first frame). Needs [`Sim::record_rebuilds`] on; `Ok(false)` when it

@@ -3,7 +3,8 @@
 //! `AclContact` and an `AclGpu`, both fresh, run alongside on the same positions. After every step
 //! the contact force, the set table (every header field, pool offsets included: the GPU compacts its
 //! pools between steps by the CPU's rule, so the layouts agree), the stiction springs and the counts
-//! must be identical, except where the polar decomposition enters.
+//! must be identical, except where the polar decomposition enters; and the rebuilds counted per
+//! segment (`segment_rebuilds`, for `--color updates`) equal the CPU path's counts, summed.
 //!
 //! Every stage is a kernel whose twin the CPU path runs, and on lavapipe, where the tests run, every
 //! kernel but `set_evaluate` rounds as its twin does (each kernel's own parity test states the
@@ -23,6 +24,7 @@ mod fixture;
 use fixture::{bytes, scene_contact, scene_sim};
 use yarnsim::acl::gpu::{all_kernels, AclCaps, AclGpu};
 use yarnsim::acl::AclContact;
+use yarnsim::contact::ContactForce;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::Params;
 use yarnsim::pipelines::{Buffers, Pipelines};
@@ -76,6 +78,7 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     )
     .unwrap();
     let mut force = vec![[0.0f32; 4]; sim.pos.len()];
+    let mut cpu_counts = vec![0.0f32; sim.topo.segments.len()];
     let (mut rebuilt, mut made) = (0u64, 0u64);
     let (mut worst_q, mut worst_f, mut differing) = (0.0f32, 0.0f32, 0usize);
     for n in 0..steps {
@@ -146,6 +149,13 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
                 "step {n}: force at point {i}: gpu {a:?} cpu {b:?} (|f|max {fmax:e})"
             );
         }
+        // The rebuilds per segment (`segment_rebuilds`), summed since the start on both paths.
+        cpu.add_step_rebuilds(&sim.topo, &mut cpu_counts);
+        let gc = g
+            .read::<u32>(dev, q, "rebuild_counts", cpu_counts.len())
+            .unwrap();
+        let gc: Vec<f32> = gc.iter().map(|&c| c as f32).collect();
+        assert_eq!(gc, cpu_counts, "step {n}: rebuilds per segment");
         rebuilt += st.rebuilds;
         made += st.new_pairs.min(1);
     }

@@ -24,6 +24,7 @@
 //! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact`, `acl_counts` (compacted), copies of `sets_out`, `springs_out` back | `rebuild` |
+//! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`) | `acl_sizes` |
 //!
 //! The CPU path loops "rebuild the dirty sets, merge what grew" until nothing is dirty; the GPU runs
 //! a fixed number of rounds (a round with nothing dirty changes nothing) and the host reruns the step
@@ -139,6 +140,7 @@ pub const KERNELS: &[&str] = &[
     "set_dirty_write",
     "pool_release_count",
     "pool_release_write",
+    "segment_rebuilds",
 ];
 
 /// Every kernel an [`AclGpu`] needs (for `Pipelines::only`).
@@ -277,6 +279,7 @@ const PERSISTENT: &[&str] = &[
     "acl_sizes",
     "pool_counters",
     "released",
+    "rebuild_counts",
 ];
 
 fn zeros(bytes: usize) -> Vec<u8> {
@@ -373,6 +376,14 @@ impl AclGpu {
             );
         }
         own.upload(device, queue, "acl_counters", &zeros(16), false);
+        // Per segment, the sets rebuilt since the last clear (`--color updates`).
+        own.upload(
+            device,
+            queue,
+            "rebuild_counts",
+            &zeros(4 * topo.segments.len()),
+            false,
+        );
         own.upload(
             device,
             queue,
@@ -449,7 +460,12 @@ impl AclGpu {
         // (`released` belongs to the scheduler, which carries it over itself.)
         let old: Vec<(&str, wgpu::Buffer)> = PERSISTENT
             .iter()
-            .filter(|n| !matches!(**n, "acl_sizes" | "pool_counters" | "released"))
+            .filter(|n| {
+                !matches!(
+                    **n,
+                    "acl_sizes" | "pool_counters" | "released" | "rebuild_counts"
+                )
+            })
             .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
             .collect();
         let (np, nk, nw) = (
@@ -737,6 +753,8 @@ impl AclGpu {
                 size: b.size(),
             });
         }
+        // 13. The rebuilds per segment, on the compacted table.
+        d(&mut ops, "segment_rebuilds", sc)?;
         self.ops = ops;
         self._keep = Keep {
             _scans: vec![
@@ -1131,6 +1149,12 @@ impl AclGpu {
 }
 
 impl AclGpu {
+    /// Zeroes the per-segment rebuild counts (`rebuild_counts`; the step adds its rebuilds to them).
+    pub fn clear_rebuild_counts(&self, queue: &wgpu::Queue) {
+        let b = self.own.get("rebuild_counts").expect("made in new");
+        queue.write_buffer(b, 0, &vec![0u8; b.size() as usize]);
+    }
+
     /// Reads `n` records of buffer `name` back (tests, diagnostics).
     pub fn read<T: bytemuck::Pod>(
         &self,

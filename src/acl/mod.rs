@@ -54,7 +54,7 @@ pub mod gather;
 pub mod gpu;
 pub mod merge_gpu;
 pub mod model;
-mod outputs;
+pub mod outputs;
 pub mod rebuild;
 pub mod sets;
 mod state;

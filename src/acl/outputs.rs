@@ -13,40 +13,71 @@
 //! with the same exclusion rule, not read from the sets: the picture then shows any touching pair that
 //! no set covers (which the scheduler is meant to prevent) as red outside every box.
 
-use super::{AclContact, SET_LIVE};
+use super::rebuild::RebuildParams;
+use super::{AclContact, ContactSet, SET_LIVE};
 use crate::contact::ContactError;
 use crate::contact::ExactContact;
+use crate::layout::AclSizes;
 use crate::state::Topology;
+
+/// Segments of one box range a rebuild count covers at most (the kernel's loop bound; a box spans
+/// at most as many segments per range as it has control points, at most
+/// `evaluate::MAX_SET_POINTS` on the GPU).
+pub const SEGMENT_REBUILDS_MAX_SPAN: u32 = 1024;
+
+/// Kernel `segment_rebuilds` (`shaders/segment_rebuilds.wgsl`): every live set of the first
+/// `acl_sizes.num_sets` rebuilt at step `rebuild.step` adds 1 to `rebuild_counts[s]` for each
+/// segment `s` of its box (see the module doc; each range cut at [`SEGMENT_REBUILDS_MAX_SPAN`]
+/// segments).
+pub fn segment_rebuilds(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    acl_sizes: &AclSizes,
+    rebuild_counts: &mut [u32],
+) {
+    let b = rebuild.b;
+    let n = (acl_sizes.num_sets as usize).min(sets.len());
+    for s in &sets[..n] {
+        if s.flags & SET_LIVE == 0 || s.rebuilt_step != rebuild.step {
+            continue;
+        }
+        let span = SEGMENT_REBUILDS_MAX_SPAN - 1;
+        let (u0, v0) = (s.bx[0] / b, s.bx[2] / b);
+        let (u1, v1) = ((s.bx[1] / b).min(u0 + span), (s.bx[3] / b).min(v0 + span));
+        for seg in u0..=u1 {
+            if let Some(c) = rebuild_counts.get_mut(seg as usize) {
+                *c += 1;
+            }
+        }
+        for seg in v0..=v1 {
+            if (u0..=u1).contains(&seg) {
+                continue;
+            }
+            if let Some(c) = rebuild_counts.get_mut(seg as usize) {
+                *c += 1;
+            }
+        }
+    }
+}
 
 impl AclContact {
     /// Adds 1 to `counts[s]` for every segment `s` in the box of a set rebuilt by the last step (see
-    /// the module doc). Nothing before the first step or on a topology the sets were not built for.
+    /// the module doc; stage `segment_rebuilds`). Nothing before the first step or on a topology the
+    /// sets were not built for.
     pub(crate) fn count_step_rebuilds(&self, topo: &Topology, counts: &mut [f32]) -> bool {
         let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
         if self.step == 0 || sig != self.topo_sig {
             return true;
         }
-        let last = (self.step - 1) as u32;
-        let b = self.b;
-        for s in &self.sets {
-            if s.flags & SET_LIVE == 0 || s.rebuilt_step != last {
-                continue;
-            }
-            let (u0, u1) = (s.bx[0] / b, s.bx[1] / b);
-            let (v0, v1) = (s.bx[2] / b, s.bx[3] / b);
-            for seg in u0..=u1 {
-                if let Some(c) = counts.get_mut(seg as usize) {
-                    *c += 1.0;
-                }
-            }
-            for seg in v0..=v1 {
-                if (u0..=u1).contains(&seg) {
-                    continue;
-                }
-                if let Some(c) = counts.get_mut(seg as usize) {
-                    *c += 1.0;
-                }
-            }
+        let rebuild = self.rebuild_params((self.step - 1) as u32, 0);
+        let sizes = AclSizes {
+            num_sets: self.sets.len() as u32,
+            ..Default::default()
+        };
+        let mut per = vec![0u32; counts.len()];
+        segment_rebuilds(&rebuild, &self.sets, &sizes, &mut per);
+        for (c, p) in counts.iter_mut().zip(per) {
+            *c += p as f32;
         }
         true
     }
