@@ -35,26 +35,31 @@ pub fn segment_rebuilds(
     acl_sizes: &AclSizes,
     rebuild_counts: &mut [u32],
 ) {
-    let b = rebuild.b;
     let n = (acl_sizes.num_sets as usize).min(sets.len());
-    for s in &sets[..n] {
-        if s.flags & SET_LIVE == 0 || s.rebuilt_step != rebuild.step {
+    for_each_rebuilt_segment(rebuild.b, rebuild.step, &sets[..n], |seg| {
+        if let Some(c) = rebuild_counts.get_mut(seg) {
+            *c += 1;
+        }
+    });
+}
+
+/// Calls `f` once per segment of the box of each live set of `sets` rebuilt at step `step` (the
+/// `u` range, then the `v` range outside it, each cut at [`SEGMENT_REBUILDS_MAX_SPAN`] segments):
+/// the counting of [`segment_rebuilds`], which the CPU path runs without a buffer of its own.
+fn for_each_rebuilt_segment(b: u32, step: u32, sets: &[ContactSet], mut f: impl FnMut(usize)) {
+    for s in sets {
+        if s.flags & SET_LIVE == 0 || s.rebuilt_step != step {
             continue;
         }
         let span = SEGMENT_REBUILDS_MAX_SPAN - 1;
         let (u0, v0) = (s.bx[0] / b, s.bx[2] / b);
         let (u1, v1) = ((s.bx[1] / b).min(u0 + span), (s.bx[3] / b).min(v0 + span));
         for seg in u0..=u1 {
-            if let Some(c) = rebuild_counts.get_mut(seg as usize) {
-                *c += 1;
-            }
+            f(seg as usize);
         }
         for seg in v0..=v1 {
-            if (u0..=u1).contains(&seg) {
-                continue;
-            }
-            if let Some(c) = rebuild_counts.get_mut(seg as usize) {
-                *c += 1;
+            if !(u0..=u1).contains(&seg) {
+                f(seg as usize);
             }
         }
     }
@@ -69,16 +74,11 @@ impl AclContact {
         if self.step == 0 || sig != self.topo_sig {
             return true;
         }
-        let rebuild = self.rebuild_params((self.step - 1) as u32, 0);
-        let sizes = AclSizes {
-            num_sets: self.sets.len() as u32,
-            ..Default::default()
-        };
-        let mut per = vec![0u32; counts.len()];
-        segment_rebuilds(&rebuild, &self.sets, &sizes, &mut per);
-        for (c, p) in counts.iter_mut().zip(per) {
-            *c += p as f32;
-        }
+        for_each_rebuilt_segment(self.b, (self.step - 1) as u32, &self.sets, |seg| {
+            if let Some(c) = counts.get_mut(seg) {
+                *c += 1.0;
+            }
+        });
         true
     }
 
