@@ -11,21 +11,22 @@
 //! The check can fail: with the scheduler's movement update switched off it catches the missed
 //! contacts on the patches.
 
+#[path = "support/acl_gpu.rs"]
+mod acl_gpu;
 mod acl_support;
 #[path = "support/fixture.rs"]
 mod fixture;
 #[path = "support/tube.rs"]
 mod tube;
 
+use acl_gpu::acl_gpu;
 use acl_support::*;
 use fixture::bytes;
-use yarnsim::acl::gpu::{all_kernels, AclCaps, AclGpu};
+use yarnsim::acl::gpu::AclCaps;
 use yarnsim::acl::{boxes_overlap, AclContact, ContactSet, SET_LIVE};
 use yarnsim::contact::Exclusion;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::Params;
-use yarnsim::pipelines::{Buffers, Pipelines};
 use yarnsim::scene::ContactParams;
 use yarnsim::sched::SafetyRuleSwitches;
 use yarnsim::state::Topology;
@@ -46,24 +47,8 @@ fn gpu_safety(
     let mut pos = Vec::new();
     motion(0, &mut pos);
     let mut host = AclContact::with_sched_switches(R, params, disable).unwrap();
-    let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(topo);
-    let pipelines = Pipelines::only(dev, &all_kernels()).unwrap();
-    let p = Params {
-        num_segments: topo.segments.len() as u32,
-        num_points: pos.len() as u32,
-        quadrature: params.quadrature,
-        ..Default::default()
-    };
-    let mut shared = Buffers::default();
-    shared.upload(dev, q, "params", bytes(&[p]), true);
-    shared.upload(dev, q, "segments", bytes(&topo.segments), false);
-    shared.upload(dev, q, "pos", bytes(&pos), false);
-    shared.upload(dev, q, "quad_weights", bytes(&quad_weights), false);
-    shared.upload(dev, q, "quad_arc", bytes(&quad_arc), false);
-    shared.upload(dev, q, "seg_contact", bytes(&seg_contact), false);
-    shared.upload(dev, q, "force", bytes(&vec![[0.0f32; 4]; pos.len()]), false);
     let caps = AclCaps::for_segments(topo.segments.len() as u32);
-    let mut g = AclGpu::new(dev, q, &pipelines, &shared, &mut host, topo, &pos, caps).unwrap();
+    let (pipelines, shared, mut g) = acl_gpu(gpu, &mut host, topo, &pos, params.quadrature, caps);
     let excl = Exclusion::new(topo, params);
     let b = params.quadrature;
     let mut max_sets = 0;

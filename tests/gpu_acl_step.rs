@@ -18,16 +18,17 @@
 //! Starting from capacities of 16 (and 1 rebuild round, 1 merge pass of 1 label round) must give the
 //! identical result: every overflow or budget is flagged, the state restored and the step rerun.
 
+#[path = "support/acl_gpu.rs"]
+mod acl_gpu;
 #[path = "support/fixture.rs"]
 mod fixture;
 
+use acl_gpu::acl_gpu;
 use fixture::{bytes, scene_contact, scene_sim};
-use yarnsim::acl::gpu::{all_kernels, AclCaps, AclGpu};
+use yarnsim::acl::gpu::AclCaps;
 use yarnsim::acl::AclContact;
 use yarnsim::contact::ContactForce;
 use yarnsim::gpu::testing::gpu_or_skip;
-use yarnsim::layout::Params;
-use yarnsim::pipelines::{Buffers, Pipelines};
 
 const PRE_STEPS: usize = 600;
 
@@ -56,27 +57,15 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     let r = sim.step_params().radius;
     let mut cpu = AclContact::new(r, &params).unwrap();
     let mut host = AclContact::new(r, &params).unwrap();
-    let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(&sim.topo);
-    let pipelines = Pipelines::only(dev, &all_kernels()).unwrap();
-    let p = Params {
-        num_segments: sim.topo.segments.len() as u32,
-        num_points: sim.pos.len() as u32,
-        quadrature: params.quadrature,
-        ..Default::default()
-    };
-    let mut shared = Buffers::default();
-    shared.upload(dev, q, "params", bytes(&[p]), true);
-    shared.upload(dev, q, "segments", bytes(&sim.topo.segments), false);
-    shared.upload(dev, q, "pos", bytes(&sim.pos), false);
-    shared.upload(dev, q, "quad_weights", bytes(&quad_weights), false);
-    shared.upload(dev, q, "quad_arc", bytes(&quad_arc), false);
-    shared.upload(dev, q, "seg_contact", bytes(&seg_contact), false);
+    let (pipelines, shared, mut g) = acl_gpu(
+        &gpu,
+        &mut host,
+        &sim.topo,
+        &sim.pos,
+        params.quadrature,
+        caps,
+    );
     let zero = vec![[0.0f32; 4]; sim.pos.len()];
-    shared.upload(dev, q, "force", bytes(&zero), false);
-    let mut g = AclGpu::new(
-        dev, q, &pipelines, &shared, &mut host, &sim.topo, &sim.pos, caps,
-    )
-    .unwrap();
     let mut force = vec![[0.0f32; 4]; sim.pos.len()];
     let mut cpu_counts = vec![0.0f32; sim.topo.segments.len()];
     let (mut rebuilt, mut made) = (0u64, 0u64);

@@ -843,36 +843,22 @@ impl AclGpu {
 
     /// Copies every stage's counters into `dst` at `offset` (an [`AclStepCounters`]).
     pub fn copy_counters(&self, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: u64) {
-        let parts: [(&str, usize, usize); 5] = [
-            (
-                "acl_sizes",
-                offset_of!(AclStepCounters, sizes),
-                size_of::<AclSizes>(),
-            ),
-            (
-                "sched_counters",
-                offset_of!(AclStepCounters, sched),
-                size_of::<SchedCounters>(),
-            ),
-            (
-                "merge_counters",
-                offset_of!(AclStepCounters, merge),
-                size_of::<MergeCounters>(),
-            ),
-            (
-                "pool_counters",
-                offset_of!(AclStepCounters, pools),
-                size_of::<PoolAlloc>(),
-            ),
-            (
-                "acl_counters",
-                offset_of!(AclStepCounters, acl),
-                size_of::<AclCounters>(),
-            ),
+        // Each block at its field of `AclStepCounters` (its size is the gap to the next field).
+        let parts = [
+            ("acl_sizes", offset_of!(AclStepCounters, sizes)),
+            ("sched_counters", offset_of!(AclStepCounters, sched)),
+            ("merge_counters", offset_of!(AclStepCounters, merge)),
+            ("pool_counters", offset_of!(AclStepCounters, pools)),
+            ("acl_counters", offset_of!(AclStepCounters, acl)),
         ];
-        for (name, at, size) in parts {
+        let end = |k: usize| {
+            parts
+                .get(k + 1)
+                .map_or(size_of::<AclStepCounters>(), |p| p.1)
+        };
+        for (k, &(name, at)) in parts.iter().enumerate() {
             let src = self.buffer(name).expect("made in build");
-            enc.copy_buffer_to_buffer(src, 0, dst, offset + at as u64, size as u64);
+            enc.copy_buffer_to_buffer(src, 0, dst, offset + at as u64, (end(k) - at) as u64);
         }
     }
 
