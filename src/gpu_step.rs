@@ -1180,6 +1180,10 @@ impl GpuSim {
         self.frame_iterations = 0;
         self.frame_touching = 0;
         self.frame_candidates = 0;
+        if let Some(acl) = &mut self.acl {
+            // Steps run outside a frame (`step`, `steps`) count in no frame's means.
+            acl.frame = [0.0; 7];
+        }
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
         let first_step = self.sim.steps;

@@ -345,3 +345,38 @@ fn scene_needs_are_checked_against_the_limits() {
     assert_eq!(failing[0].limit_name, "max_storage_buffer_binding_size");
     assert_eq!(failing[0].needed, 160_000_000);
 }
+
+/// A frame's ACL statistics are means over that frame's steps only: steps run before it outside
+/// any frame (`GpuSim::step`) are not counted into it (they were, once: the first frame after them
+/// reported 1.5× the sets). Checked against the CPU path's frame after the same steps.
+#[test]
+fn acl_frame_statistics_count_only_the_frames_steps() {
+    let Some(gpu) = gpu_or_skip("acl_frame_statistics_count_only_the_frames_steps") else {
+        return;
+    };
+    let sets = &["contact.model=acl"];
+    let mut g = GpuSim::new(
+        &gpu,
+        fixture::scene_sim("tiny", sets, 0),
+        &fixture::scene_contact("tiny", sets),
+    )
+    .unwrap();
+    let mut cpu = fixture::scene_sim("tiny", sets, 0);
+    for _ in 0..2 {
+        g.step().unwrap();
+        cpu.step().unwrap();
+    }
+    g.sim.params.steps_per_frame = 4;
+    cpu.params.steps_per_frame = 4;
+    let (gs, _) = g.frame().unwrap();
+    let cs = cpu.frame().unwrap();
+    let get = |v: &[(&'static str, f64)], k: &str| v.iter().find(|(n, _)| *n == k).unwrap().1;
+    for key in ["contact_sets", "rebuilds"] {
+        assert_eq!(
+            get(&gs.contact, key),
+            get(&cs.contact, key),
+            "{key}: GPU frame vs CPU frame"
+        );
+    }
+    assert!(get(&cs.contact, "contact_sets") > 10.0);
+}
