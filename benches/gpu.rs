@@ -1,105 +1,437 @@
 //! `cargo bench --bench gpu`: the time step on the CPU path and on the GPU path, in one run, on the
-//! same scenes: the default swatch, the 20×20 drop onto a sphere, and the seed's scarf; with each
-//! contact model (`none`, `exact`, `acl`). Prints steps per second on each path, ACL's sets and
-//! rebuild fraction, the GPU time per kernel (timestamp queries, where the adapter has them; the
-//! kernel name is the bench id), dispatches and bytes read back per step, and the adapter's name.
+//! same scenes, with each contact model. For every (scene, model, path) it prints steps per second,
+//! the whole step's and the contact model's milliseconds per step (CPU: the `phase_contact_ms`
+//! timer; GPU: the timestamp queries of the contact model's dispatches), ACL's sets and rebuild
+//! fraction, the GPU buffer memory the contact model adds (wgpu's device counters: the GPU
+//! simulation's buffers with this model minus those with `contact.model = none`), bytes read back
+//! and dispatches per step, the slowest GPU kernels, and the adapter's name; then one table of all
+//! of it (and, with `YARNSIM_BENCH_JSON=FILE`, one JSON record per row in FILE).
 //!
-//! `YARNSIM_BENCH_STEPS` sets the measured steps per scene and path (default 200, after 20 warm-up
-//! steps); `YARNSIM_BENCH_SCENES` a comma list of scene names to run (default: swatch,drop,scarf);
-//! `YARNSIM_BENCH_MODELS` a comma list of contact models (default: none,exact,acl).
+//! Scenes (`YARNSIM_BENCH_SCENES`, a comma list; default `swatch2000,scarf`):
+//! * `swatch2000`: `cargo bench --bench acl`'s 2,000-loop swatch (50 × 40 stockinette, τ = 0.04)
+//!   falling onto a plane, from the state after its 60 steps of exact contact;
+//! * a name `NAME`: `scenes/NAME.toml` as generated (unrelaxed: garments start overlapped);
+//! * a path `FILE.toml`: that scene file (e.g. one whose cloth is a relaxed state written by
+//!   `yarnsim run --frames 0 --out DIR`).
+//!
+//! `YARNSIM_BENCH_MODELS` (default `none,exact,acl`), `YARNSIM_BENCH_PATHS` (default `cpu,gpu`),
+//! `YARNSIM_BENCH_STEPS` (the most steps measured per row, default 200), `YARNSIM_BENCH_SECONDS`
+//! (a row stops measuring after the first batch that ends past this, default 10),
+//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20).
 
-use std::path::Path;
+#[path = "../tests/acl_support/mod.rs"]
+mod acl_support;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
-use yarnsim::scene::{self, ContactParams, Scene};
-use yarnsim::sim::Sim;
+use yarnsim::scene::{self, ContactModel, ContactParams, Obstacle, Scene};
+use yarnsim::sim::{contact_model, Sim};
 
-fn load(name: &str, model: &str) -> (Sim, ContactParams) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
-    let mut sc = Scene::load(&dir.join(format!("{name}.toml"))).expect("scene loads");
-    sc.apply_set(&format!("contact.model={model}")).unwrap();
-    let build = scene::build_curves(&sc, &dir).unwrap();
-    let pins = scene::pinned_points(&sc, &build).unwrap();
-    let contact = sc.contact.clone();
-    (Sim::from_build(&sc, &build, &pins).unwrap(), contact)
+fn env<T: std::str::FromStr>(key: &str, default: T) -> T {
+    std::env::var(key)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The 2,000-loop swatch: its curves, and the positions and velocities its rows start from.
+type SwatchStart = (Vec<yarnsim::state::Curve>, Vec<[f32; 4]>, Vec<[f32; 4]>);
+
+/// One scene of the benchmark, able to make a fresh simulation with any contact model.
+struct Case {
+    name: String,
+    scene: Scene,
+    dir: PathBuf,
+    swatch: Option<SwatchStart>,
+}
+
+impl Case {
+    fn new(spec: &str) -> Case {
+        let scenes = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+        if spec == "swatch2000" {
+            let mut scene = Scene::default();
+            scene.contact.tolerance = 0.04;
+            scene.obstacle.push(Obstacle::Plane {
+                point: [0.0; 3],
+                normal: [0.0, 1.0, 0.0],
+                friction: 0.3,
+            });
+            let r = scene.yarn.radius;
+            let curves = acl_support::flat_swatch(50, 40, r, 0.3);
+            let mut exact = scene.clone();
+            exact.contact.model = ContactModel::Exact;
+            let mut sim =
+                Sim::new(&exact, &curves, &[], &[], contact_model(&exact).unwrap()).unwrap();
+            for v in &mut sim.vel {
+                v[1] = -30.0;
+            }
+            let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
+            pool.install(|| {
+                for _ in 0..60 {
+                    sim.step().unwrap();
+                }
+            });
+            return Case {
+                name: spec.into(),
+                scene,
+                dir: scenes,
+                swatch: Some((curves, sim.pos.clone(), sim.vel.clone())),
+            };
+        }
+        let path = if spec.ends_with(".toml") {
+            PathBuf::from(spec)
+        } else {
+            scenes.join(format!("{spec}.toml"))
+        };
+        let scene = Scene::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        Case {
+            name,
+            scene,
+            dir: path.parent().unwrap().to_path_buf(),
+            swatch: None,
+        }
+    }
+
+    fn sim(&self, model: &str) -> (Sim, ContactParams) {
+        let mut sc = self.scene.clone();
+        // (Not `apply_set`: the 2,000-loop swatch's scene has no cloth table, its curves are made here.)
+        sc.contact.model = match model {
+            "none" => ContactModel::None,
+            "exact" => ContactModel::Exact,
+            "acl" => ContactModel::Acl,
+            other => panic!("unknown contact model {other:?}"),
+        };
+        let contact = sc.contact.clone();
+        if let Some((curves, pos, vel)) = &self.swatch {
+            let mut sim = Sim::new(&sc, curves, &[], &[], contact_model(&sc).unwrap()).unwrap();
+            sim.pos.copy_from_slice(pos);
+            sim.vel.copy_from_slice(vel);
+            return (sim, contact);
+        }
+        let build = scene::build_curves(&sc, &self.dir).unwrap();
+        let pins = scene::pinned_points(&sc, &build).unwrap();
+        (Sim::from_build(&sc, &build, &pins).unwrap(), contact)
+    }
+}
+
+/// One measured (scene, model, path).
+#[derive(Default)]
+struct Row {
+    scene: String,
+    points: usize,
+    model: String,
+    path: &'static str,
+    steps: u64,
+    step_ms: f64,
+    contact_ms: f64,
+    sets: f64,
+    rebuild_fraction: f64,
+    touching: f64,
+    buffer_bytes: Option<u64>,
+    readback: f64,
+    dispatches: u32,
+    kernels: Vec<(&'static str, f64)>,
+    /// The GPU simulation's batch reruns and capacity growths so far (warm-up included).
+    reruns: (f64, f64),
+    note: String,
+}
+
+impl Row {
+    fn json(&self, adapter: &str, contact_bytes: Option<u64>) -> String {
+        let opt = |v: Option<u64>| v.map_or("null".to_string(), |b| b.to_string());
+        let mut s = format!(
+            "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
+             \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{:.5},\"contact_sets\":{:.1},\
+             \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"note\":\"{}\",\"kernel_ms\":{{",
+            self.scene,
+            self.points,
+            self.model,
+            self.path,
+            adapter.replace('"', "'"),
+            self.steps,
+            1e3 / self.step_ms,
+            self.step_ms,
+            self.contact_ms,
+            self.sets,
+            self.rebuild_fraction,
+            self.touching,
+            opt(self.buffer_bytes),
+            opt(contact_bytes),
+            self.readback,
+            self.dispatches,
+            self.reruns.0,
+            self.reruns.1,
+            self.note.replace('"', "'"),
+        );
+        for (i, (k, v)) in self.kernels.iter().enumerate() {
+            let _ = write!(s, "{}\"{k}\":{v:.5}", if i > 0 { "," } else { "" });
+        }
+        s.push_str("}}");
+        s
+    }
+}
+
+fn value(list: &[(&'static str, f64)], key: &str) -> f64 {
+    list.iter().find(|(k, _)| *k == key).map_or(0.0, |x| x.1)
+}
+
+fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool) -> Row {
+    let (steps, secs, warmup) = (
+        env("YARNSIM_BENCH_STEPS", 200u64),
+        env("YARNSIM_BENCH_SECONDS", 10.0f64),
+        env("YARNSIM_BENCH_WARMUP", 20u64),
+    );
+    let (mut sim, _) = case.sim(model);
+    let mut row = Row {
+        scene: case.name.clone(),
+        points: sim.pos.len(),
+        model: model.into(),
+        path: "cpu",
+        ..Row::default()
+    };
+    pool.install(|| {
+        for _ in 0..warmup {
+            sim.step().unwrap();
+        }
+        let (mut wall, mut contact) = (0.0, 0.0);
+        while row.steps < steps && wall < secs * 1e3 {
+            let k = (steps - row.steps).min(8);
+            sim.params.steps_per_frame = k as u32;
+            let t = Instant::now();
+            let stats = sim.frame().unwrap();
+            wall += t.elapsed().as_secs_f64() * 1e3;
+            contact += value(&stats.phase_ms, "phase_contact_ms");
+            let w = k as f64;
+            row.sets += w * value(&stats.contact, "contact_sets");
+            row.rebuild_fraction += w * value(&stats.contact, "rebuild_fraction");
+            row.touching += w * value(&stats.contact, "touching_pairs");
+            row.steps += k;
+        }
+        let n = row.steps as f64;
+        row.step_ms = wall / n;
+        row.contact_ms = contact / n;
+        row.sets /= n;
+        row.rebuild_fraction /= n;
+        row.touching /= n;
+    });
+    row
+}
+
+fn run_gpu(case: &Case, model: &str, g: &Gpu) -> Row {
+    let (steps, secs, warmup) = (
+        env("YARNSIM_BENCH_STEPS", 200u64),
+        env("YARNSIM_BENCH_SECONDS", 10.0f64),
+        env("YARNSIM_BENCH_WARMUP", 20u64),
+    );
+    let (sim, contact) = case.sim(model);
+    let mut row = Row {
+        scene: case.name.clone(),
+        points: sim.pos.len(),
+        model: model.into(),
+        path: "gpu",
+        ..Row::default()
+    };
+    let before = g.buffer_memory().unwrap_or(0);
+    let mut gs = match GpuSim::new(g, sim, &contact) {
+        Ok(gs) => gs,
+        Err(e) => {
+            row.note = format!("not run: {e}");
+            return row;
+        }
+    };
+    for _ in 0..warmup {
+        if let Err(e) = gs.step() {
+            row.note = format!("failed in the warm-up: {e}");
+            return row;
+        }
+    }
+    let (mut wall, mut contact_ms, mut timed_frames) = (0.0, 0.0, 0.0);
+    while row.steps < steps && wall < secs * 1e3 {
+        // Whole batches (`MAX_BATCH` steps per submission; the first of each is timed per kernel).
+        let k = (steps - row.steps).min(64);
+        gs.sim.params.steps_per_frame = k as u32;
+        let t = Instant::now();
+        let (stats, times) = match gs.frame() {
+            Ok(x) => x,
+            Err(e) => {
+                row.note = format!("failed after {} steps: {e}", row.steps);
+                break;
+            }
+        };
+        wall += t.elapsed().as_secs_f64() * 1e3;
+        let w = k as f64;
+        row.sets += w * value(&stats.contact, "contact_sets");
+        row.rebuild_fraction += w * value(&stats.contact, "rebuild_fraction");
+        row.touching += w * value(&stats.contact, "touching_pairs");
+        row.readback += w * times.readback_bytes_per_step;
+        row.dispatches = times.dispatches_per_step;
+        let extra = |k: &str| {
+            stats
+                .extra
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or(0.0, |x| x.1)
+        };
+        row.reruns = (extra("batch_reruns"), extra("capacity_grows"));
+        if times.timed {
+            timed_frames += 1.0;
+            contact_ms += times.contact_ms;
+            for (name, ms) in &times.kernel_ms {
+                match row.kernels.iter_mut().find(|(k, _)| k == name) {
+                    Some(e) => e.1 += ms,
+                    None => row.kernels.push((name, *ms)),
+                }
+            }
+        }
+        row.steps += k;
+    }
+    row.buffer_bytes = g.buffer_memory().map(|after| after.saturating_sub(before));
+    let n = row.steps.max(1) as f64;
+    row.step_ms = wall / n;
+    row.sets /= n;
+    row.rebuild_fraction /= n;
+    row.touching /= n;
+    row.readback /= n;
+    if timed_frames > 0.0 {
+        row.contact_ms = contact_ms / timed_frames;
+        for k in &mut row.kernels {
+            k.1 /= timed_frames;
+        }
+        row.kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    } else {
+        row.contact_ms = f64::NAN;
+    }
+    drop(gs);
+    row
 }
 
 fn main() {
     // `cargo bench` passes `--bench`; this harness takes no arguments.
-    let steps: usize = std::env::var("YARNSIM_BENCH_STEPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
-    let scenes =
-        std::env::var("YARNSIM_BENCH_SCENES").unwrap_or_else(|_| "swatch,drop,scarf".into());
+    let scenes: String = env("YARNSIM_BENCH_SCENES", "swatch2000,scarf".to_string());
+    let models: String = env("YARNSIM_BENCH_MODELS", "none,exact,acl".to_string());
+    let paths: String = env("YARNSIM_BENCH_PATHS", "cpu,gpu".to_string());
+    let json = std::env::var("YARNSIM_BENCH_JSON").ok();
     yarnsim::gpu::ensure_runtime_dir();
-    let gpu = match Gpu::new() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            println!("no GPU adapter ({e}): CPU figures only");
-            None
+    let gpu = if paths.contains("gpu") {
+        match Gpu::new() {
+            Ok(g) => Some(g),
+            Err(e) => {
+                println!("no GPU adapter ({e}): CPU figures only");
+                None
+            }
         }
+    } else {
+        None
     };
-    if let Some(g) = &gpu {
-        println!("adapter: {}", g.summary());
-    }
-    let models = std::env::var("YARNSIM_BENCH_MODELS").unwrap_or_else(|_| "none,exact,acl".into());
+    let adapter = gpu
+        .as_ref()
+        .map_or("none".to_string(), |g| g.summary().to_string());
+    println!("adapter: {adapter}");
+    println!(
+        "CPU: {} threads",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
-    for name in scenes.split(',') {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut lines = String::new();
+    for spec in scenes.split(',') {
+        let t = Instant::now();
+        let case = Case::new(spec);
+        println!(
+            "\n{} (set up in {:.1} s)",
+            case.name,
+            t.elapsed().as_secs_f64()
+        );
         for model in models.split(',') {
-            let (mut sim, m) = load(name, model);
-            println!(
-                "\n{name} (contact.model = {model}): {} control points, {} segments",
-                sim.pos.len(),
-                sim.topo.segments.len()
-            );
-            let cpu_rate = pool.install(|| {
-                for _ in 0..20 {
-                    sim.step().unwrap();
+            for path in paths.split(',') {
+                let row = match (path, &gpu) {
+                    ("cpu", _) => run_cpu(&case, model, &pool),
+                    ("gpu", Some(g)) => run_gpu(&case, model, g),
+                    _ => continue,
+                };
+                println!(
+                    "  {model:5} {path}: {:>9.2} steps/s, step {:.3} ms, contact {:.3} ms; {} steps; sets {:.0}, rebuild fraction {:.4}, touching pairs {:.0}{}{}",
+                    1e3 / row.step_ms,
+                    row.step_ms,
+                    row.contact_ms,
+                    row.steps,
+                    row.sets,
+                    row.rebuild_fraction,
+                    row.touching,
+                    if path == "gpu" {
+                        format!(
+                            "; {} dispatches, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths",
+                            row.dispatches,
+                            row.readback,
+                            row.buffer_bytes.unwrap_or(0) as f64 / 1048576.0,
+                            row.reruns.0,
+                            row.reruns.1
+                        )
+                    } else {
+                        String::new()
+                    },
+                    if row.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", row.note)
+                    }
+                );
+                for (k, ms) in row.kernels.iter().take(10) {
+                    println!("      {k:<28} {ms:>9.4} ms/step");
                 }
-                let t = Instant::now();
-                for _ in 0..steps {
-                    sim.step().unwrap();
+                rows.push(row);
+                if let Some(path) = &json {
+                    // A line per row as it ends, so a run cut short keeps what it measured.
+                    let r = rows.last().unwrap();
+                    let _ = writeln!(lines, "{}", r.json(&adapter, contact_bytes(&rows, r)));
+                    std::fs::write(path, &lines).unwrap_or_else(|e| panic!("{path}: {e}"));
                 }
-                steps as f64 / t.elapsed().as_secs_f64()
-            });
-            println!("  cpu: {cpu_rate:>9.1} steps/s");
-            let Some(g) = &gpu else { continue };
-            let (fresh, _) = load(name, model);
-            let mut gs = match GpuSim::new(g, fresh, &m) {
-                Ok(gs) => gs,
-                Err(e) => {
-                    println!("  gpu: not run: {e}");
-                    continue;
-                }
-            };
-            for _ in 0..20 {
-                gs.step().unwrap();
-            }
-            // A frame's worth of steps, timed as a whole and per kernel.
-            gs.sim.params.steps_per_frame = steps as u32;
-            let t = Instant::now();
-            let (stats, times) = gs.frame().unwrap();
-            let gpu_rate = steps as f64 / t.elapsed().as_secs_f64();
-            println!(
-                "  gpu: {gpu_rate:>9.1} steps/s ({:.2}× the CPU), {} dispatches and {} bytes read back per step",
-                gpu_rate / cpu_rate,
-                times.dispatches_per_step,
-                times.readback_bytes_per_step
-            );
-            for (k, v) in &stats.contact {
-                println!("    {k:<24} {v:>12.3} per step");
-            }
-            if times.timed {
-                // (`kernel_ms` is already per step: the mean over the frame's timed steps.)
-                for (k, ms) in &times.kernel_ms {
-                    println!("    {k:<24} {ms:>9.4} ms/step");
-                }
-            } else {
-                println!("    (no timestamp queries on this adapter: no per-kernel times)");
             }
         }
     }
+    println!("\nadapter: {adapter}");
+    println!("| scene | model | path | steps/s | step ms | contact ms | sets | rebuild frac | contact MiB (GPU) | readback B/step | dispatches |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let cb = contact_bytes(&rows, r)
+            .map_or("–".into(), |b| format!("{:.1}", b as f64 / 1048576.0));
+        println!(
+            "| {} ({} pts) | {} | {} | {:.1} | {:.3} | {:.3} | {:.0} | {:.4} | {} | {:.0} | {} |{}",
+            r.scene,
+            r.points,
+            r.model,
+            r.path,
+            1e3 / r.step_ms,
+            r.step_ms,
+            r.contact_ms,
+            r.sets,
+            r.rebuild_fraction,
+            cb,
+            r.readback,
+            r.dispatches,
+            if r.note.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.note)
+            }
+        );
+    }
+}
+
+/// The buffer memory a contact model adds to the same scene's GPU simulation (its row's buffers
+/// minus the `none` row's).
+fn contact_bytes(rows: &[Row], r: &Row) -> Option<u64> {
+    if r.path != "gpu" || r.model == "none" {
+        return None;
+    }
+    let none = rows
+        .iter()
+        .find(|o| o.scene == r.scene && o.path == "gpu" && o.model == "none")?;
+    Some(r.buffer_bytes?.saturating_sub(none.buffer_bytes?))
 }

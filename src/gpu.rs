@@ -319,6 +319,15 @@ impl Gpu {
         })
     }
 
+    /// Bytes of buffer memory the device holds now (every buffer made on it, after the destruction
+    /// of dropped ones that a poll completes), where wgpu counts them (its `counters` feature, on
+    /// Vulkan, Metal and DX12); `None` where it does not.
+    pub fn buffer_memory(&self) -> Option<u64> {
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        let bytes = self.device.get_internal_counters().hal.buffer_memory.read();
+        (bytes > 0).then_some(bytes as u64)
+    }
+
     /// Name, backend and driver of the opened adapter.
     pub fn summary(&self) -> AdapterSummary {
         AdapterSummary::from_info(&self.adapter.get_info())

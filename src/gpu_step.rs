@@ -127,6 +127,8 @@ struct Dispatch {
     bind_group: wgpu::BindGroup,
     groups: [u32; 3],
     copies: Vec<CopyOp>,
+    /// One of the contact model's dispatches (its time is the step's contact time).
+    contact: bool,
 }
 
 /// The ACL contact path of a GPU step: its driver, the rings of its per-step records, and the
@@ -156,6 +158,8 @@ pub struct GpuFrameTimes {
     pub dispatches_per_step: u32,
     /// Counters and timestamps read back, per step (downloads of the state for output excluded).
     pub readback_bytes_per_step: f64,
+    /// The contact model's kernels, milliseconds per step (0 without timestamp queries).
+    pub contact_ms: f64,
     /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
     pub timed: bool,
 }
@@ -543,6 +547,7 @@ impl GpuSim {
                         bind_group: bg.clone(),
                         groups: shaders::dispatch_grid(*threads, k.workgroup_size),
                         copies: Vec::new(),
+                        contact: true,
                     });
                 }
             }
@@ -556,6 +561,7 @@ impl GpuSim {
                                 bind_group: bg.clone(),
                                 groups: shaders::dispatch_grid(*threads, k.workgroup_size),
                                 copies: std::mem::take(&mut pending),
+                                contact: true,
                             });
                         }
                         Op::Copy {
@@ -580,6 +586,7 @@ impl GpuSim {
                     bind_group: d.bind_group,
                     groups: d.groups,
                     copies: Vec::new(),
+                    contact: false,
                 }));
             }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
@@ -597,6 +604,7 @@ impl GpuSim {
                 )?,
                 groups: shaders::dispatch_grid(threads, k.workgroup_size),
                 copies: std::mem::take(&mut pending),
+                contact: false,
             });
         }
         // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
@@ -1236,10 +1244,14 @@ impl GpuSim {
         };
         // Per-kernel milliseconds per step, the mean over the timed steps of the frame.
         let mut kernel_ms: Vec<(&'static str, f64)> = Vec::new();
+        let mut contact_ms = 0.0;
         let timed = self.frame_timed_steps.max(1) as f64;
         if self.queries.is_some() {
             for (d, ns) in self.dispatches.iter().zip(&self.frame_kernel_ns) {
                 let ms = ns * 1e-6 / timed;
+                if d.contact {
+                    contact_ms += ms;
+                }
                 match kernel_ms.iter_mut().find(|(k, _)| *k == d.kernel) {
                     Some(e) => e.1 += ms,
                     None => kernel_ms.push((d.kernel, ms)),
@@ -1252,6 +1264,9 @@ impl GpuSim {
         }
         if self.queries.is_some() {
             stats.extra.push(("gpu_step_ms".into(), total));
+            if self.exact.is_some() || self.acl.is_some() {
+                stats.extra.push(("gpu_contact_ms".into(), contact_ms));
+            }
         }
         let readback_per_step = self.readback_bytes as f64 / n.max(1) as f64;
         if let Some(acl) = &mut self.acl {
@@ -1305,6 +1320,7 @@ impl GpuSim {
                 kernel_ms,
                 dispatches_per_step: self.dispatches_per_step(),
                 readback_bytes_per_step: readback_per_step,
+                contact_ms,
                 timed: self.queries.is_some(),
             },
         ))
