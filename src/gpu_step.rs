@@ -160,6 +160,8 @@ pub struct GpuFrameTimes {
     pub readback_bytes_per_step: f64,
     /// The contact model's kernels, milliseconds per step (0 without timestamp queries).
     pub contact_ms: f64,
+    /// Steps whose kernels were timed (the first of each completed batch).
+    pub timed_steps: u32,
     /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
     pub timed: bool,
 }
@@ -673,14 +675,12 @@ impl GpuSim {
         // true count downstream), so loop; each round grows something, and the length cap and
         // the counts bound the growth.
         loop {
-            let frame_touching = (self.frame_touching, self.frame_candidates);
             let Some(rerun) = self.run_batch(k)? else {
                 return Ok(());
             };
             self.restore_snapshot();
             self.sim.steps = base;
             self.sim.time = t0;
-            (self.frame_touching, self.frame_candidates) = frame_touching;
             self.reruns += 1;
             match rerun {
                 Rerun::Length(needed) => {
@@ -697,7 +697,6 @@ impl GpuSim {
                     self.restore_snapshot();
                     self.sim.steps = base;
                     self.sim.time = t0;
-                    (self.frame_touching, self.frame_candidates) = frame_touching;
                 }
                 Rerun::Capacity(caps) => {
                     self.grows += 1;
@@ -1017,15 +1016,12 @@ impl GpuSim {
                 .acl
                 .as_ref()
                 .map_or(0, |_| k as u64 * ACL_COUNTERS_BYTES);
-        if self.queries.is_some() {
-            let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
-            for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
-                *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
-            }
-            self.frame_timed_steps += 1;
-        }
         let cap = self.sim.params.length_max_iterations;
         let mut acl_counters: Vec<AclStepCounters> = Vec::new();
+        // The frame's sums take a batch only once it completes: a batch that is rerun (a budget
+        // or a capacity too small) counts once, as the rerun, and its timed kernels with it (an
+        // overflowing attempt's kernels skip work, so its times would understate a step).
+        let (mut length_error, mut iterations, mut touching, mut candidates) = (0.0f32, 0, 0, 0);
         for s in 0..k {
             let at = s * COUNTERS_BYTES as usize;
             let counters: Counters =
@@ -1063,13 +1059,22 @@ impl GpuSim {
                 self.sim.time = t0 + s as f64 * h;
                 return Err(e);
             }
-            self.frame_length_error = self
-                .frame_length_error
-                .max(f32::from_bits(counters.length_error_bits));
-            self.frame_iterations = self.frame_iterations.max(counters.length_iterations);
-            self.frame_touching += counters.touching_pairs.count as u64;
+            length_error = length_error.max(f32::from_bits(counters.length_error_bits));
+            iterations = iterations.max(counters.length_iterations);
+            touching += counters.touching_pairs.count as u64;
             self.batch_touching.push(counters.touching_pairs.count);
-            self.frame_candidates += counters.candidate_pairs.count as u64;
+            candidates += counters.candidate_pairs.count as u64;
+        }
+        self.frame_length_error = self.frame_length_error.max(length_error);
+        self.frame_iterations = self.frame_iterations.max(iterations);
+        self.frame_touching += touching;
+        self.frame_candidates += candidates;
+        if self.queries.is_some() {
+            let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
+            for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
+                *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
+            }
+            self.frame_timed_steps += 1;
         }
         self.batch_acl.clear();
         if let Some(acl) = &mut self.acl {
@@ -1321,6 +1326,7 @@ impl GpuSim {
                 dispatches_per_step: self.dispatches_per_step(),
                 readback_bytes_per_step: readback_per_step,
                 contact_ms,
+                timed_steps: self.frame_timed_steps,
                 timed: self.queries.is_some(),
             },
         ))

@@ -380,3 +380,77 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
     }
     assert!(get(&cs.contact, "contact_sets") > 10.0);
 }
+
+/// A frame whose batch is rerun mid-way (the candidate capacity is the first step's count, and the
+/// count rises later in the batch) reports the same statistics as one that needed no rerun: each
+/// step's counts are summed once, from the batch that completed, and so are its kernel times (an
+/// attempt that overflowed used to add its timed step, whose kernels skip work, to the frame's).
+#[test]
+fn rerun_batches_count_once_in_frame_statistics() {
+    let Some(gpu) = gpu_or_skip("rerun_batches_count_once_in_frame_statistics") else {
+        return;
+    };
+    let sets = ["contact.model=exact", "simulation.fps=16200"];
+    const STEPS: usize = 64;
+    // From step 150 the swatch's candidate pairs rise (it swings into itself).
+    const PRE: usize = 150;
+    // The CPU path's candidate pairs per step (a frame per step at this fps).
+    let mut cpu = fixture::scene_sim("tiny", &sets, PRE);
+    assert_eq!(cpu.params.steps_per_frame, 1);
+    let cands: Vec<f64> = (0..STEPS)
+        .map(|_| {
+            let c = cpu.frame().unwrap();
+            c.contact
+                .iter()
+                .find(|(k, _)| *k == "candidate_segment_pairs")
+                .unwrap()
+                .1
+        })
+        .collect();
+    let first = cands[0] as u32;
+    let over = cands.iter().position(|&c| c > cands[0]);
+    assert!(
+        matches!(over, Some(k) if k > 0),
+        "the candidates never exceed the first step's {first}: {cands:?}"
+    );
+    let run = |cand_cap: Option<u32>| {
+        let sim = fixture::scene_sim("tiny", &sets, PRE);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        if let Some(c) = cand_cap {
+            let (e, _, r) = g.contact_capacities().unwrap();
+            g.set_contact_capacities((e, c, r)).unwrap();
+        }
+        g.sim.params.steps_per_frame = STEPS as u32;
+        let (stats, times) = g.frame().unwrap();
+        (stats, times, g.capacity_grows())
+    };
+    let (small, small_times, grows) = run(Some(first));
+    let (ample, ample_times, none) = run(None);
+    assert!(grows >= 1 && none == 0, "grew {grows} and {none} times");
+    if small_times.timed {
+        // One batch of 64 steps: one timed step, however often it ran.
+        assert_eq!((small_times.timed_steps, ample_times.timed_steps), (1, 1));
+    } else {
+        eprintln!("(no timestamp queries on this adapter: kernel times not checked)");
+    }
+    for key in ["touching_pairs", "candidate_segment_pairs"] {
+        let get = |v: &[(&'static str, f64)]| v.iter().find(|(n, _)| *n == key).unwrap().1;
+        assert!(get(&ample.contact) > 0.0, "{key}: no contact");
+        assert_eq!(get(&small.contact), get(&ample.contact), "{key}");
+    }
+    let mean = cands.iter().sum::<f64>() / STEPS as f64;
+    let got = small
+        .contact
+        .iter()
+        .find(|(n, _)| *n == "candidate_segment_pairs")
+        .unwrap()
+        .1;
+    assert!(
+        (got - mean).abs() <= 1e-9 * mean,
+        "{got} vs the CPU's {mean}"
+    );
+    assert_eq!(
+        small.max_projection_iterations,
+        ample.max_projection_iterations
+    );
+}
