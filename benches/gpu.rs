@@ -17,7 +17,10 @@
 //! `YARNSIM_BENCH_MODELS` (default `none,exact,acl`), `YARNSIM_BENCH_PATHS` (default `cpu,gpu`),
 //! `YARNSIM_BENCH_STEPS` (the most steps measured per row, default 200), `YARNSIM_BENCH_SECONDS`
 //! (a row stops measuring after the first batch that ends past this, default 10),
-//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20).
+//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20). The first path of a (scene, model)
+//! decides how many steps are measured; the other paths then measure exactly as many, so every
+//! row of a (scene, model) covers the same steps of the run (a falling cloth's contact changes
+//! from step to step: averages over different windows do not compare).
 
 #[path = "../tests/acl_support/mod.rs"]
 mod acl_support;
@@ -181,12 +184,22 @@ fn value(list: &[(&'static str, f64)], key: &str) -> f64 {
     list.iter().find(|(k, _)| *k == key).map_or(0.0, |x| x.1)
 }
 
-fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool) -> Row {
-    let (steps, secs, warmup) = (
-        env("YARNSIM_BENCH_STEPS", 200u64),
-        env("YARNSIM_BENCH_SECONDS", 10.0f64),
-        env("YARNSIM_BENCH_WARMUP", 20u64),
-    );
+/// The most steps to measure and the time after which to stop: from the environment, or exactly
+/// `fixed` steps (the count the other path measured, so both rows cover the same steps).
+fn budget(fixed: Option<u64>) -> (u64, f64, u64) {
+    let warmup = env("YARNSIM_BENCH_WARMUP", 20u64);
+    match fixed {
+        Some(n) => (n, f64::INFINITY, warmup),
+        None => (
+            env("YARNSIM_BENCH_STEPS", 200u64),
+            env("YARNSIM_BENCH_SECONDS", 10.0f64),
+            warmup,
+        ),
+    }
+}
+
+fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool, fixed: Option<u64>) -> Row {
+    let (steps, secs, warmup) = budget(fixed);
     let (mut sim, _) = case.sim(model);
     let mut row = Row {
         scene: case.name.clone(),
@@ -223,12 +236,8 @@ fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool) -> Row {
     row
 }
 
-fn run_gpu(case: &Case, model: &str, g: &Gpu) -> Row {
-    let (steps, secs, warmup) = (
-        env("YARNSIM_BENCH_STEPS", 200u64),
-        env("YARNSIM_BENCH_SECONDS", 10.0f64),
-        env("YARNSIM_BENCH_WARMUP", 20u64),
-    );
+fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
+    let (steps, secs, warmup) = budget(fixed);
     let (sim, contact) = case.sim(model);
     let mut row = Row {
         scene: case.name.clone(),
@@ -349,12 +358,17 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
         for model in models.split(',') {
+            // The first path's row sets the steps the others measure: the same window of the run.
+            let mut fixed: Option<u64> = None;
             for path in paths.split(',') {
                 let row = match (path, &gpu) {
-                    ("cpu", _) => run_cpu(&case, model, &pool),
-                    ("gpu", Some(g)) => run_gpu(&case, model, g),
+                    ("cpu", _) => run_cpu(&case, model, &pool, fixed),
+                    ("gpu", Some(g)) => run_gpu(&case, model, g, fixed),
                     _ => continue,
                 };
+                if row.steps > 0 && fixed.is_none() {
+                    fixed = Some(row.steps);
+                }
                 println!(
                     "  {model:5} {path}: {:>9.2} steps/s, step {:.3} ms, contact {:.3} ms; {} steps; sets {:.0}, rebuild fraction {:.4}, touching pairs {:.0}{}{}",
                     1e3 / row.step_ms,
