@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use yarnsim::acl::AclContact;
 use yarnsim::contact::ExactContact;
-use yarnsim::scene::{Obstacle, Scene};
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::Topology;
 
@@ -61,13 +60,7 @@ fn mean(log: &[Vec<(&'static str, f64)>], name: &str) -> f64 {
 }
 
 fn bench_acl(c: &mut Criterion) {
-    let mut scene = Scene::default();
-    scene.contact.tolerance = 0.04;
-    scene.obstacle.push(Obstacle::Plane {
-        point: [0.0; 3],
-        normal: [0.0, 1.0, 0.0],
-        friction: 0.3,
-    });
+    let scene = acl_support::bench_swatch_scene();
     let r = scene.yarn.radius;
     let curves = acl_support::flat_swatch(WALES, COURSES, r, 0.3);
     // The common starting state.

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
-use yarnsim::scene::{self, ContactModel, ContactParams, Obstacle, Scene};
+use yarnsim::scene::{self, ContactModel, ContactParams, Scene};
 use yarnsim::sim::{contact_model, Sim};
 
 fn env<T: std::str::FromStr>(key: &str, default: T) -> T {
@@ -56,13 +56,7 @@ impl Case {
     fn new(spec: &str) -> Case {
         let scenes = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
         if spec == "swatch2000" {
-            let mut scene = Scene::default();
-            scene.contact.tolerance = 0.04;
-            scene.obstacle.push(Obstacle::Plane {
-                point: [0.0; 3],
-                normal: [0.0, 1.0, 0.0],
-                friction: 0.3,
-            });
+            let scene = acl_support::bench_swatch_scene();
             let r = scene.yarn.radius;
             let curves = acl_support::flat_swatch(50, 40, r, 0.3);
             let mut exact = scene.clone();

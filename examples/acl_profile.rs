@@ -12,7 +12,7 @@ mod acl_support;
 use std::sync::{Arc, Mutex};
 use yarnsim::acl::AclContact;
 use yarnsim::contact::ExactContact;
-use yarnsim::scene::{Obstacle, Scene};
+use yarnsim::scene::Scene;
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::Topology;
 
@@ -124,13 +124,7 @@ fn run() -> anyhow::Result<()> {
             (scene, build.curves, phases, pins, pos0, vel0)
         }
         _ => {
-            let mut scene = Scene::default();
-            scene.contact.tolerance = 0.04;
-            scene.obstacle.push(Obstacle::Plane {
-                point: [0.0; 3],
-                normal: [0.0, 1.0, 0.0],
-                friction: 0.3,
-            });
+            let scene = acl_support::bench_swatch_scene();
             let r = scene.yarn.radius;
             // The bench scene of benches/acl.rs: 50 × 40 loops lying 0.3 cm above the plane.
             let curves = acl_support::flat_swatch(50, 40, r, 0.3);

@@ -5,7 +5,7 @@
 
 use yarnsim::knit;
 use yarnsim::math::V3;
-use yarnsim::scene::Pattern;
+use yarnsim::scene::{Obstacle, Pattern, Scene};
 use yarnsim::sched::{PairClass, PairRules};
 use yarnsim::spline;
 use yarnsim::state::{Curve, Topology};
@@ -13,6 +13,20 @@ use yarnsim::state::{Curve, Topology};
 #[path = "../support/rng.rs"]
 mod rng;
 pub use rng::Rng;
+
+/// The scene of the 2,000-loop benchmark swatch (benches/acl.rs, benches/gpu.rs,
+/// examples/acl_profile.rs): the default scene with τ = 0.04 over a plane at y = 0 (friction 0.3);
+/// its cloth is [`flat_swatch`]`(50, 40, r, 0.3)`.
+pub fn bench_swatch_scene() -> Scene {
+    let mut scene = Scene::default();
+    scene.contact.tolerance = 0.04;
+    scene.obstacle.push(Obstacle::Plane {
+        point: [0.0; 3],
+        normal: [0.0, 1.0, 0.0],
+        friction: 0.3,
+    });
+    scene
+}
 
 /// A plain-weave patch: `n` yarns along x and `n` along y with pitch `p`, undulating by ±`amp` so
 /// that crossing yarns overlap slightly (`2 amp < 2r`) and touch at every crossing. Control points
