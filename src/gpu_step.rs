@@ -43,7 +43,7 @@ use crate::layout::{
     ERROR_NAN_POSITION, ERROR_NAN_VELOCITY,
 };
 use crate::length::{LengthGpu, LengthScratch};
-use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
+use crate::pipelines::{read_mapped, Buffers, Grid, PipelineError, Pipelines};
 use crate::scene::{ContactModel, ContactParams};
 use crate::shaders;
 use crate::sim::ContactError;
@@ -125,7 +125,7 @@ struct CopyOp {
 struct Dispatch {
     kernel: &'static str,
     bind_group: wgpu::BindGroup,
-    groups: [u32; 3],
+    grid: Grid,
     copies: Vec<CopyOp>,
     /// One of the contact model's dispatches (its time is the step's contact time).
     contact: bool,
@@ -547,7 +547,7 @@ impl GpuSim {
                     dispatches.push(Dispatch {
                         kernel,
                         bind_group: bg.clone(),
-                        groups: shaders::dispatch_grid(*threads, k.workgroup_size),
+                        grid: threads.grid(k.workgroup_size),
                         copies: Vec::new(),
                         contact: true,
                     });
@@ -561,7 +561,7 @@ impl GpuSim {
                             dispatches.push(Dispatch {
                                 kernel,
                                 bind_group: bg.clone(),
-                                groups: shaders::dispatch_grid(*threads, k.workgroup_size),
+                                grid: threads.grid(k.workgroup_size),
                                 copies: std::mem::take(&mut pending),
                                 contact: true,
                             });
@@ -586,7 +586,7 @@ impl GpuSim {
                 dispatches.extend(length.dispatches.drain(..).map(|d| Dispatch {
                     kernel: d.kernel,
                     bind_group: d.bind_group,
-                    groups: d.groups,
+                    grid: Grid::Groups(d.groups),
                     copies: Vec::new(),
                     contact: false,
                 }));
@@ -604,7 +604,7 @@ impl GpuSim {
                     &self.buffers,
                     &overrides,
                 )?,
-                groups: shaders::dispatch_grid(threads, k.workgroup_size),
+                grid: Grid::Groups(shaders::dispatch_grid(threads, k.workgroup_size)),
                 copies: std::mem::take(&mut pending),
                 contact: false,
             });
@@ -952,7 +952,7 @@ impl GpuSim {
                         }),
                     });
                     self.pipelines
-                        .dispatch_groups(&mut pass, d.kernel, &d.bind_group, d.groups)?;
+                        .dispatch_grid(&mut pass, d.kernel, &d.bind_group, &d.grid)?;
                 }
             } else {
                 // One pass for the step (wgpu orders the dispatches inside it and puts the
@@ -968,11 +968,11 @@ impl GpuSim {
                     });
                     loop {
                         let d = &ds[i];
-                        self.pipelines.dispatch_groups(
+                        self.pipelines.dispatch_grid(
                             &mut pass,
                             d.kernel,
                             &d.bind_group,
-                            d.groups,
+                            &d.grid,
                         )?;
                         i += 1;
                         if i == ds.len() || !ds[i].copies.is_empty() {

@@ -302,6 +302,34 @@ pub struct SortPass {
 }
 const _: () = assert!(size_of::<SortPass>() == 16);
 
+/// What `count_plan` makes of a live count: the length `n = min(count, cap − add) + add` of a
+/// counted scan or sort (`count` = word `src_word` of the buffer bound as `plan_src`), written
+/// into the `n` (and `num_blocks`) fields of its per-level and per-pass uniforms and into its
+/// indirect dispatch arguments, all in one plan buffer (src/scan.rs, [`crate::scan::count_plan`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CountPlan {
+    pub src_word: u32,
+    pub add: u32,
+    pub cap: u32,
+    /// [`COUNT_PLAN_SCAN`] or [`COUNT_PLAN_SORT`].
+    pub kind: u32,
+    /// A sort's digit passes (slots `0 .. num_passes`); 0 for a scan.
+    pub num_passes: u32,
+    /// The scan's levels (a sort's: of its histogram), in the slots after the passes.
+    pub num_levels: u32,
+    /// Word of the plan buffer where the indirect arguments start: a sort's block grid first, then
+    /// one grid per scan level.
+    pub args_word: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<CountPlan>() == 32);
+
+/// [`CountPlan::kind`] of a scan.
+pub const COUNT_PLAN_SCAN: u32 = 0;
+/// [`CountPlan::kind`] of a radix sort.
+pub const COUNT_PLAN_SORT: u32 = 1;
+
 /// A sort record: a 64-bit key (`key_hi:key_lo`) and a value, sorted by key, stably (src/sort.rs).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -898,6 +926,16 @@ pub fn layouts() -> Vec<StructLayout> {
             n,
             shift,
             num_blocks,
+            _pad
+        }),
+        layout_of!(CountPlan {
+            src_word,
+            add,
+            cap,
+            kind,
+            num_passes,
+            num_levels,
+            args_word,
             _pad
         }),
         layout_of!(KeyValue {

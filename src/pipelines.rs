@@ -39,8 +39,45 @@ struct Entry {
     pipeline: wgpu::ComputePipeline,
 }
 
+/// How many threads a recorded dispatch runs.
+#[derive(Clone, Debug)]
+pub enum Threads {
+    /// A fixed count, known when the dispatch is recorded (a capacity, a table length).
+    Fixed(u32),
+    /// A workgroup grid the GPU wrote into `buffer` at byte `offset` (three `u32`, the arguments
+    /// of an indirect dispatch) earlier in the same step: the live count of a counted scan or sort
+    /// ([`crate::scan::count_plan`]), so its work follows the count instead of the capacity.
+    Indirect { buffer: wgpu::Buffer, offset: u64 },
+}
+
+impl From<u32> for Threads {
+    fn from(n: u32) -> Threads {
+        Threads::Fixed(n)
+    }
+}
+
+/// The workgroup grid of a dispatch: fixed, or read by the GPU from a buffer.
+#[derive(Clone, Debug)]
+pub enum Grid {
+    Groups([u32; 3]),
+    Indirect { buffer: wgpu::Buffer, offset: u64 },
+}
+
+impl Threads {
+    /// The grid of this many threads of a kernel with `workgroup_size` threads per workgroup.
+    pub fn grid(&self, workgroup_size: u32) -> Grid {
+        match self {
+            Threads::Fixed(n) => Grid::Groups(shaders::dispatch_grid(*n, workgroup_size)),
+            Threads::Indirect { buffer, offset } => Grid::Indirect {
+                buffer: buffer.clone(),
+                offset: *offset,
+            },
+        }
+    }
+}
+
 /// One recorded dispatch: kernel, bind group, threads.
-pub type Dispatch = (&'static str, wgpu::BindGroup, u32);
+pub type Dispatch = (&'static str, wgpu::BindGroup, Threads);
 
 /// The pipelines of some or all kernels of the table, made once per device.
 pub struct Pipelines {
@@ -148,21 +185,38 @@ impl Pipelines {
         buffers: &Buffers,
         overrides: &[(&str, &wgpu::Buffer)],
     ) -> Result<wgpu::BindGroup, PipelineError> {
+        let ranges: Vec<(&str, wgpu::BufferBinding<'_>)> = overrides
+            .iter()
+            .map(|(n, b)| (*n, b.as_entire_buffer_binding()))
+            .collect();
+        self.bind_group_ranges(device, name, buffers, &ranges)
+    }
+
+    /// Like [`Pipelines::bind_group_with`], the overrides given as buffer ranges (a counted scan's
+    /// or sort's per-level uniforms are 256-byte slots of one plan buffer the GPU writes).
+    pub fn bind_group_ranges(
+        &self,
+        device: &wgpu::Device,
+        name: &str,
+        buffers: &Buffers,
+        overrides: &[(&str, wgpu::BufferBinding<'_>)],
+    ) -> Result<wgpu::BindGroup, PipelineError> {
         let e = self.entry(name)?;
         let mut entries = Vec::with_capacity(e.kernel.bindings.len());
         for (i, b) in e.kernel.bindings.iter().enumerate() {
-            let buf = overrides
-                .iter()
-                .find(|(n, _)| *n == b.name)
-                .map(|(_, buf)| *buf)
-                .or_else(|| buffers.get(b.name))
-                .ok_or(PipelineError::MissingBuffer {
-                    kernel: e.kernel.name,
-                    binding: b.name,
-                })?;
+            let binding = match overrides.iter().find(|(n, _)| *n == b.name) {
+                Some((_, r)) => r.clone(),
+                None => buffers
+                    .get(b.name)
+                    .ok_or(PipelineError::MissingBuffer {
+                        kernel: e.kernel.name,
+                        binding: b.name,
+                    })?
+                    .as_entire_buffer_binding(),
+            };
             entries.push(wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: buf.as_entire_binding(),
+                resource: wgpu::BindingResource::Buffer(binding),
             });
         }
         Ok(device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -180,7 +234,7 @@ impl Pipelines {
         list: &[Dispatch],
     ) -> Result<(), PipelineError> {
         for (name, bg, threads) in list {
-            self.dispatch(pass, name, bg, *threads)?;
+            self.dispatch(pass, name, bg, threads.clone())?;
         }
         Ok(())
     }
@@ -191,14 +245,31 @@ impl Pipelines {
         pass: &mut wgpu::ComputePass<'_>,
         name: &str,
         bind_group: &wgpu::BindGroup,
-        threads: u32,
+        threads: impl Into<Threads>,
     ) -> Result<(), PipelineError> {
         let e = self.entry(name)?;
-        if threads == 0 {
-            return Ok(());
+        let grid = threads.into().grid(e.kernel.workgroup_size);
+        self.dispatch_grid(pass, name, bind_group, &grid)
+    }
+
+    /// Records kernel `name` over `grid` (an indirect one is read by the GPU when it runs).
+    pub fn dispatch_grid(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        name: &str,
+        bind_group: &wgpu::BindGroup,
+        grid: &Grid,
+    ) -> Result<(), PipelineError> {
+        match grid {
+            Grid::Groups(groups) => self.dispatch_groups(pass, name, bind_group, *groups),
+            Grid::Indirect { buffer, offset } => {
+                let e = self.entry(name)?;
+                pass.set_pipeline(&e.pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups_indirect(buffer, *offset);
+                Ok(())
+            }
         }
-        let groups = shaders::dispatch_grid(threads, e.kernel.workgroup_size);
-        self.dispatch_groups(pass, name, bind_group, groups)
     }
 
     /// Records kernel `name` over the workgroup grid `groups` (for kernels that work per

@@ -19,8 +19,8 @@
 //! kernels' result whatever order they add in. A caller that needs the total scans `n + 1`
 //! elements with a trailing 0: the last element of the result is the total.
 
-use crate::layout::ScanPass;
-use crate::pipelines::{Buffers, PipelineError, Pipelines};
+use crate::layout::{CountPlan, ScanPass, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
+use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
 
 /// Elements per block (the workgroup size of both kernels).
 pub const BLOCK: u32 = 256;
@@ -186,16 +186,146 @@ pub fn run_plan(plan: &ScanPlan, data: &mut [u32], partials: &mut Vec<u32>) {
     }
 }
 
+/// Words per slot of a plan buffer: 256 bytes, the alignment wgpu guarantees for uniform offsets.
+pub const PLAN_SLOT_WORDS: u32 = 64;
+
+/// Kernel `count_plan`: the live length `n = min(count, cap − add) + add` (`count =
+/// plan_src[src_word]`) written into the slots and indirect arguments of a counted scan's or
+/// sort's plan buffer `plan_out` (see [`CountPlan`]).
+pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32]) {
+    let p = *plan_spec;
+    let n = plan_src[p.src_word as usize].min(p.cap - p.add) + p.add;
+    fn write_grid(plan_out: &mut [u32], word: u32, groups: u32) {
+        let g = crate::shaders::dispatch_grid(groups, 1);
+        plan_out[word as usize..word as usize + 3].copy_from_slice(&g);
+    }
+    let (mut m, mut slot, mut arg) = (n, 0, p.args_word);
+    if p.kind == COUNT_PLAN_SORT {
+        let blocks = n.div_ceil(BLOCK);
+        for k in 0..p.num_passes {
+            plan_out[(PLAN_SLOT_WORDS * k) as usize] = n;
+            plan_out[(PLAN_SLOT_WORDS * k + 2) as usize] = blocks;
+        }
+        write_grid(plan_out, arg, blocks);
+        arg += 3;
+        slot = p.num_passes;
+        m = BLOCK * blocks;
+    }
+    for k in 0..p.num_levels {
+        plan_out[(PLAN_SLOT_WORDS * (slot + k)) as usize] = m;
+        let g = m.div_ceil(BLOCK);
+        write_grid(plan_out, arg + 3 * k, g);
+        m = g;
+    }
+}
+
+/// Where a counted scan or sort finds its length on the GPU: word `word` of `buffer` (a count a
+/// kernel earlier in the step wrote), plus `add` (a scan of offsets has one trailing element).
+/// The length is capped at the capacity the scan or sort was made for.
+#[derive(Clone, Debug)]
+pub struct CountSource {
+    pub buffer: wgpu::Buffer,
+    pub word: u32,
+    pub add: u32,
+}
+
+/// The plan buffer of a counted scan or sort: the capacity's slots (16-byte pass or level records,
+/// one per 256-byte slot) and indirect arguments, and the `count_plan` dispatch that rewrites
+/// their lengths from the live count each step.
+pub(crate) struct CountedPlan {
+    pub buffer: wgpu::Buffer,
+    _spec: wgpu::Buffer,
+    pub bind_group: wgpu::BindGroup,
+    pub spec: CountPlan,
+}
+
+impl CountedPlan {
+    /// `slots`: the records at the capacity; `spec.args_word` is set here (after the slots).
+    pub(crate) fn new(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        slots: &[[u32; 4]],
+        mut spec: CountPlan,
+        args: u32,
+        src: &CountSource,
+    ) -> Result<CountedPlan, PipelineError> {
+        use wgpu::util::DeviceExt;
+        spec.args_word = PLAN_SLOT_WORDS * slots.len() as u32;
+        let mut words = vec![0u32; (spec.args_word + 3 * args) as usize];
+        for (k, s) in slots.iter().enumerate() {
+            let at = PLAN_SLOT_WORDS as usize * k;
+            words[at..at + 4].copy_from_slice(s);
+        }
+        // The arguments at the capacity, so the buffer is a valid plan before its first update.
+        let mut at_cap = vec![0u32; spec.src_word as usize + 1];
+        at_cap[spec.src_word as usize] = spec.cap - spec.add;
+        count_plan(&spec, &at_cap, &mut words);
+        let buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("count_plan"),
+            contents: bytemuck::cast_slice(&words),
+            usage: wgpu::BufferUsages::UNIFORM
+                | wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_SRC,
+        });
+        let spec_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("plan_spec"),
+            contents: bytemuck::bytes_of(&spec),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let bind_group = pipelines.bind_group_with(
+            device,
+            "count_plan",
+            &Buffers::default(),
+            &[
+                ("plan_spec", &spec_buf),
+                ("plan_src", &src.buffer),
+                ("plan_out", &buffer),
+            ],
+        )?;
+        Ok(CountedPlan {
+            buffer,
+            _spec: spec_buf,
+            bind_group,
+            spec,
+        })
+    }
+
+    /// The uniform binding of slot `k`.
+    pub(crate) fn slot(&self, k: u32) -> wgpu::BufferBinding<'_> {
+        wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: 4 * (PLAN_SLOT_WORDS * k) as u64,
+            size: std::num::NonZeroU64::new(16),
+        }
+    }
+
+    /// The threads of a dispatch over indirect-argument triple `k`.
+    pub(crate) fn threads(&self, k: u32) -> Threads {
+        Threads::Indirect {
+            buffer: self.buffer.clone(),
+            offset: 4 * (self.spec.args_word + 3 * k) as u64,
+        }
+    }
+}
+
 /// A scan of one GPU buffer, ready to record: the uniforms of its levels, its `scan_partials`, and
 /// one bind group per dispatch. Made once per buffer and size; [`GpuScan::record`] adds its
 /// dispatches to a compute pass (each dispatch reads what the one before wrote; wgpu orders
 /// dispatches of one pass, so no barriers are needed between them).
+///
+/// A *counted* scan ([`GpuScan::counted`]) is made for a capacity but scans only the live length
+/// the GPU finds in a [`CountSource`]: its first dispatch, `count_plan`, writes that length into
+/// the level uniforms and the indirect arguments of the others. Its result over that prefix is the
+/// full scan's (an exclusive sum at index `i` depends on the elements before `i` alone); the
+/// elements after it are left as they were, so its readers must stop at the live length.
 pub struct GpuScan {
     plan: ScanPlan,
     /// Kept alive for the bind groups.
     _uniforms: Vec<wgpu::Buffer>,
     _partials: wgpu::Buffer,
-    groups: Vec<(ScanDispatch, wgpu::BindGroup)>,
+    counted: Option<CountedPlan>,
+    groups: Vec<(ScanDispatch, wgpu::BindGroup, Threads)>,
 }
 
 impl GpuScan {
@@ -219,31 +349,109 @@ impl GpuScan {
                 })
             })
             .collect();
-        let partials = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("scan_partials"),
-            size: (plan.partials_len as u64 * 4).max(16),
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        });
-        let none = Buffers::default();
+        let partials = partials_buffer(device, &plan);
         let mut groups = Vec::new();
         for d in plan.dispatches() {
-            let bg = pipelines.bind_group_with(
+            let bg = level_bind_group(
                 device,
+                pipelines,
                 d.kernel,
-                &none,
-                &[
-                    ("scan_pass", &uniforms[d.level]),
-                    ("scan_data", data),
-                    ("scan_partials", &partials),
-                ],
+                uniforms[d.level].as_entire_buffer_binding(),
+                data,
+                &partials,
             )?;
-            groups.push((d, bg));
+            groups.push((d, bg, Threads::Fixed(d.threads)));
         }
         Ok(GpuScan {
             plan,
             _uniforms: uniforms,
             _partials: partials,
+            counted: None,
+            groups,
+        })
+    }
+
+    /// The scan of the first `min(count, cap − src.add) + src.add` u32 of `data`, the count read on
+    /// the GPU from `src` when the scan runs (see [`GpuScan`]).
+    pub fn counted(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        cap: u32,
+        src: &CountSource,
+    ) -> Result<GpuScan, PipelineError> {
+        let plan = ScanPlan::new(cap);
+        let slots: Vec<[u32; 4]> = plan.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let spec = CountPlan {
+            src_word: src.word,
+            add: src.add,
+            cap,
+            kind: COUNT_PLAN_SCAN,
+            num_levels: slots.len() as u32,
+            ..Default::default()
+        };
+        let counted = CountedPlan::new(device, pipelines, &slots, spec, slots.len() as u32, src)?;
+        let partials = partials_buffer(device, &plan);
+        let groups = Self::in_plan(device, pipelines, &plan, data, &partials, &counted, 0, 0)?;
+        Ok(GpuScan {
+            plan,
+            _uniforms: Vec::new(),
+            _partials: partials,
+            counted: Some(counted),
+            groups,
+        })
+    }
+
+    /// The dispatches of `plan`'s scan of `data` with their level uniforms in slots `slot0 ..` of
+    /// `counted` and their grids in its argument triples `arg0 ..` (a counted sort's histogram
+    /// scan, which its own `count_plan` sizes).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn in_plan(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        plan: &ScanPlan,
+        data: &wgpu::Buffer,
+        partials: &wgpu::Buffer,
+        counted: &CountedPlan,
+        slot0: u32,
+        arg0: u32,
+    ) -> Result<Vec<(ScanDispatch, wgpu::BindGroup, Threads)>, PipelineError> {
+        let mut groups = Vec::new();
+        for d in plan.dispatches() {
+            let level = d.level as u32;
+            let bg = level_bind_group(
+                device,
+                pipelines,
+                d.kernel,
+                counted.slot(slot0 + level),
+                data,
+                partials,
+            )?;
+            groups.push((d, bg, counted.threads(arg0 + level)));
+        }
+        Ok(groups)
+    }
+
+    /// A counted sort's histogram scan: its dispatches in `counted`'s slots (see
+    /// [`GpuScan::in_plan`]).
+    pub(crate) fn for_sort(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        plan: ScanPlan,
+        counted: &CountedPlan,
+        slot0: u32,
+        arg0: u32,
+    ) -> Result<GpuScan, PipelineError> {
+        let partials = partials_buffer(device, &plan);
+        let groups = Self::in_plan(
+            device, pipelines, &plan, data, &partials, counted, slot0, arg0,
+        )?;
+        Ok(GpuScan {
+            plan,
+            _uniforms: Vec::new(),
+            _partials: partials,
+            counted: None,
             groups,
         })
     }
@@ -252,9 +460,20 @@ impl GpuScan {
         &self.plan
     }
 
-    /// The dispatches in order: kernel, bind group, threads (for a step that records its own list).
-    pub fn dispatches(&self) -> impl Iterator<Item = (&'static str, &wgpu::BindGroup, u32)> + '_ {
-        self.groups.iter().map(|(d, bg)| (d.kernel, bg, d.threads))
+    /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);
+    /// a counted scan's `count_plan` first.
+    pub fn dispatches(
+        &self,
+    ) -> impl Iterator<Item = (&'static str, &wgpu::BindGroup, Threads)> + '_ {
+        let plan = self
+            .counted
+            .iter()
+            .map(|c| ("count_plan", &c.bind_group, Threads::Fixed(1)));
+        plan.chain(
+            self.groups
+                .iter()
+                .map(|(d, bg, t)| (d.kernel, bg, t.clone())),
+        )
     }
 
     /// Records the scan's dispatches into `pass`.
@@ -263,11 +482,40 @@ impl GpuScan {
         pipelines: &Pipelines,
         pass: &mut wgpu::ComputePass<'_>,
     ) -> Result<(), PipelineError> {
-        for (d, bg) in &self.groups {
-            pipelines.dispatch(pass, d.kernel, bg, d.threads)?;
+        for (kernel, bg, threads) in self.dispatches() {
+            pipelines.dispatch(pass, kernel, bg, threads)?;
         }
         Ok(())
     }
+}
+
+fn partials_buffer(device: &wgpu::Device, plan: &ScanPlan) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("scan_partials"),
+        size: (plan.partials_len as u64 * 4).max(16),
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    })
+}
+
+fn level_bind_group(
+    device: &wgpu::Device,
+    pipelines: &Pipelines,
+    kernel: &str,
+    level: wgpu::BufferBinding<'_>,
+    data: &wgpu::Buffer,
+    partials: &wgpu::Buffer,
+) -> Result<wgpu::BindGroup, PipelineError> {
+    pipelines.bind_group_ranges(
+        device,
+        kernel,
+        &Buffers::default(),
+        &[
+            ("scan_pass", level),
+            ("scan_data", data.as_entire_buffer_binding()),
+            ("scan_partials", partials.as_entire_buffer_binding()),
+        ],
+    )
 }
 
 #[cfg(test)]

@@ -393,6 +393,18 @@ pub const KERNELS: &[Kernel] = &[
     // Generic blocks (src/scan.rs, src/sort.rs), dispatched several times per use with a
     // per-dispatch uniform (`scan_pass` = one level, `sort_pass` = one digit pass) and the buffer
     // they work on bound to `scan_data` / `sort_in` / `sort_out` (bind-group overrides).
+    // Sizes a counted scan or sort from a count written earlier in the step (its plan buffer:
+    // level and pass uniforms, indirect arguments).
+    Kernel {
+        name: "count_plan",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("plan_spec"),
+            read("plan_src"),
+            read_write("plan_out"),
+        ],
+        twin: "scan::count_plan",
+    },
     Kernel {
         name: "scan_reduce",
         workgroup_size: WG,

@@ -20,9 +20,9 @@
 //! Variable-size inputs are sorted at their capacity with the unused tail set to a sentinel key
 //! larger than every real key (e.g. all ones), which the stable sort keeps at the end.
 
-use crate::layout::{KeyValue, SortPass};
-use crate::pipelines::{Buffers, PipelineError, Pipelines};
-use crate::scan::{self, GpuScan, ScanPlan};
+use crate::layout::{CountPlan, KeyValue, SortPass, COUNT_PLAN_SORT};
+use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
+use crate::scan::{self, CountSource, CountedPlan, GpuScan, ScanPlan};
 
 /// Records per block (the workgroup size of both kernels) and digit values per pass.
 pub const BLOCK: u32 = 256;
@@ -162,14 +162,22 @@ pub fn radix_sort(
 
 /// A sort of one GPU buffer, ready to record: the pass uniforms, `sort_hist` with its scan, the
 /// scratch buffer and one bind group per dispatch. Made once per buffer and size.
+///
+/// A *counted* sort ([`GpuSort::counted`]) is made for a capacity but sorts only the live length
+/// the GPU reads from a [`CountSource`] (its first dispatch, `count_plan`, sizes the passes, the
+/// histogram's scan and their indirect grids). The records after that length are not touched, so
+/// the result is the full sort's when they are already where it would put them: the writers of
+/// the sorted buffers fill the slots past their count with the sentinel key (all ones), which the
+/// stable sort keeps last, in order.
 pub struct GpuSort {
     plan: SortPlan,
     _uniforms: Vec<wgpu::Buffer>,
     _hist: wgpu::Buffer,
     _scratch: wgpu::Buffer,
     scan: GpuScan,
-    /// Per pass: the bind groups of `sort_histogram` and `sort_scatter`.
-    groups: Vec<(wgpu::BindGroup, wgpu::BindGroup)>,
+    counted: Option<CountedPlan>,
+    /// Per pass: the bind groups of `sort_histogram` and `sort_scatter`, and their threads.
+    groups: Vec<(wgpu::BindGroup, wgpu::BindGroup, Threads)>,
 }
 
 impl GpuSort {
@@ -180,6 +188,30 @@ impl GpuSort {
         data: &wgpu::Buffer,
         n: u32,
         key_bits: u32,
+    ) -> Result<GpuSort, PipelineError> {
+        Self::make(device, pipelines, data, n, key_bits, None)
+    }
+
+    /// The sort of the first `min(count, cap)` records of `data` (the count read on the GPU from
+    /// `src`, whose `add` must be 0) on the low `key_bits` bits of their keys (see [`GpuSort`]).
+    pub fn counted(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        cap: u32,
+        key_bits: u32,
+        src: &CountSource,
+    ) -> Result<GpuSort, PipelineError> {
+        Self::make(device, pipelines, data, cap, key_bits, Some(src))
+    }
+
+    fn make(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        n: u32,
+        key_bits: u32,
+        src: Option<&CountSource>,
     ) -> Result<GpuSort, PipelineError> {
         use wgpu::util::DeviceExt;
         let plan = SortPlan::new(n, key_bits);
@@ -193,51 +225,103 @@ impl GpuSort {
         };
         let hist = storage("sort_hist", plan.hist_len as u64 * 4);
         let scratch = storage("sort_scratch", n as u64 * 16);
-        let uniforms: Vec<wgpu::Buffer> = plan
-            .passes()
-            .iter()
-            .map(|p| {
-                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("sort_pass"),
-                    contents: bytemuck::bytes_of(p),
-                    usage: wgpu::BufferUsages::UNIFORM,
+        let counted = match src {
+            None => None,
+            Some(src) => {
+                let mut slots: Vec<[u32; 4]> =
+                    plan.passes().iter().map(|p| bytemuck::cast(*p)).collect();
+                slots.extend(
+                    plan.scan
+                        .levels()
+                        .iter()
+                        .map(|l| bytemuck::cast::<_, [u32; 4]>(*l)),
+                );
+                let spec = CountPlan {
+                    src_word: src.word,
+                    add: src.add,
+                    cap: n,
+                    kind: COUNT_PLAN_SORT,
+                    num_passes: plan.passes().len() as u32,
+                    num_levels: plan.scan.levels().len() as u32,
+                    ..Default::default()
+                };
+                let args = 1 + spec.num_levels;
+                Some(CountedPlan::new(
+                    device, pipelines, &slots, spec, args, src,
+                )?)
+            }
+        };
+        let uniforms: Vec<wgpu::Buffer> = match counted {
+            Some(_) => Vec::new(),
+            None => plan
+                .passes()
+                .iter()
+                .map(|p| {
+                    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("sort_pass"),
+                        contents: bytemuck::bytes_of(p),
+                        usage: wgpu::BufferUsages::UNIFORM,
+                    })
                 })
-            })
-            .collect();
+                .collect(),
+        };
         let none = Buffers::default();
         let mut groups = Vec::new();
-        for (k, u) in uniforms.iter().enumerate() {
+        for (k, p) in plan.passes().iter().enumerate() {
             let (src, dst) = if k % 2 == 0 {
                 (data, &scratch)
             } else {
                 (&scratch, data)
             };
-            let h = pipelines.bind_group_with(
+            let (pass_binding, threads) = match &counted {
+                Some(c) => (c.slot(k as u32), c.threads(0)),
+                None => (
+                    uniforms[k].as_entire_buffer_binding(),
+                    Threads::Fixed(p.num_blocks * BLOCK),
+                ),
+            };
+            let h = pipelines.bind_group_ranges(
                 device,
                 "sort_histogram",
                 &none,
-                &[("sort_pass", u), ("sort_in", src), ("sort_hist", &hist)],
+                &[
+                    ("sort_pass", pass_binding.clone()),
+                    ("sort_in", src.as_entire_buffer_binding()),
+                    ("sort_hist", hist.as_entire_buffer_binding()),
+                ],
             )?;
-            let s = pipelines.bind_group_with(
+            let s = pipelines.bind_group_ranges(
                 device,
                 "sort_scatter",
                 &none,
                 &[
-                    ("sort_pass", u),
-                    ("sort_in", src),
-                    ("sort_hist", &hist),
-                    ("sort_out", dst),
+                    ("sort_pass", pass_binding),
+                    ("sort_in", src.as_entire_buffer_binding()),
+                    ("sort_hist", hist.as_entire_buffer_binding()),
+                    ("sort_out", dst.as_entire_buffer_binding()),
                 ],
             )?;
-            groups.push((h, s));
+            groups.push((h, s, threads));
         }
-        let scan = GpuScan::new(device, pipelines, &hist, plan.hist_len)?;
+        let scan = match &counted {
+            Some(c) => GpuScan::for_sort(
+                device,
+                pipelines,
+                &hist,
+                plan.scan,
+                c,
+                plan.passes().len() as u32,
+                1,
+            )?,
+            None => GpuScan::new(device, pipelines, &hist, plan.hist_len)?,
+        };
         Ok(GpuSort {
             plan,
             _uniforms: uniforms,
             _hist: hist,
             _scratch: scratch,
             scan,
+            counted,
             groups,
         })
     }
@@ -246,14 +330,17 @@ impl GpuSort {
         &self.plan
     }
 
-    /// The dispatches in order: kernel, bind group, threads (for a step that records its own list).
-    pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, u32)> {
+    /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);
+    /// a counted sort's `count_plan` first.
+    pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, Threads)> {
         let mut out = Vec::new();
-        for (p, (h, s)) in self.plan.passes().iter().zip(&self.groups) {
-            let threads = p.num_blocks * BLOCK;
-            out.push(("sort_histogram", h, threads));
+        if let Some(c) = &self.counted {
+            out.push(("count_plan", &c.bind_group, Threads::Fixed(1)));
+        }
+        for (h, s, threads) in &self.groups {
+            out.push(("sort_histogram", h, threads.clone()));
             out.extend(self.scan.dispatches());
-            out.push(("sort_scatter", s, threads));
+            out.push(("sort_scatter", s, threads.clone()));
         }
         out
     }
@@ -264,11 +351,8 @@ impl GpuSort {
         pipelines: &Pipelines,
         pass: &mut wgpu::ComputePass<'_>,
     ) -> Result<(), PipelineError> {
-        for (p, (h, s)) in self.plan.passes().iter().zip(&self.groups) {
-            let threads = p.num_blocks * BLOCK;
-            pipelines.dispatch(pass, "sort_histogram", h, threads)?;
-            self.scan.record(pipelines, pass)?;
-            pipelines.dispatch(pass, "sort_scatter", s, threads)?;
+        for (kernel, bg, threads) in self.dispatches() {
+            pipelines.dispatch(pass, kernel, bg, threads)?;
         }
         Ok(())
     }

@@ -6,14 +6,16 @@
 //! 65,535 iterations after which lavapipe ends an invocation, so any per-thread loop over n would
 //! show) and sizes that are not multiples of 256; then the kernels against the twins. Everything
 //! here is integer, so every comparison is exact; the sort is also run twice on the GPU to check
-//! it is bitwise reproducible.
+//! it is bitwise reproducible. Then the counted scan and sort, which a `count_plan` dispatch sizes
+//! on the GPU from a live count (indirect grids): its twin against plans made for that count, the
+//! kernel against its twin, and the counted blocks against plain Rust on the live prefix.
 
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::KeyValue;
+use yarnsim::layout::{CountPlan, KeyValue, ScanPass, SortPass, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
 use yarnsim::pipelines::{Buffers, Pipelines};
-use yarnsim::scan::{self, GpuScan, ScanPlan};
-use yarnsim::sort::{self, GpuSort};
+use yarnsim::scan::{self, CountSource, GpuScan, ScanPlan};
+use yarnsim::sort::{self, GpuSort, SortPlan};
 
 /// xorshift64*: a small deterministic generator.
 struct Rng(u64);
@@ -195,5 +197,219 @@ fn gpu_sort_matches_twin_and_repeats_bitwise() {
             }
             first = Some(out);
         }
+    }
+}
+
+// --- Counted scans and sorts: sized on the GPU by a live count (`count_plan`, indirect grids). ---
+
+/// The plan words of a scan or sort at capacity `cap`, as `CountedPlan` uploads them.
+fn plan_words(kind: u32, cap: u32, bits: u32, add: u32) -> (CountPlan, Vec<u32>) {
+    let (slots, passes, levels): (Vec<[u32; 4]>, u32, u32) = if kind == COUNT_PLAN_SORT {
+        let p = SortPlan::new(cap, bits);
+        let mut s: Vec<[u32; 4]> = p.passes().iter().map(|x| bytemuck::cast(*x)).collect();
+        s.extend(
+            p.scan
+                .levels()
+                .iter()
+                .map(|l| bytemuck::cast::<_, [u32; 4]>(*l)),
+        );
+        (s, p.passes().len() as u32, p.scan.levels().len() as u32)
+    } else {
+        let p = ScanPlan::new(cap);
+        let s: Vec<[u32; 4]> = p.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let n = s.len() as u32;
+        (s, 0, n)
+    };
+    let spec = CountPlan {
+        src_word: 1,
+        add,
+        cap,
+        kind,
+        num_passes: passes,
+        num_levels: levels,
+        args_word: scan::PLAN_SLOT_WORDS * slots.len() as u32,
+        _pad: 0,
+    };
+    let args = levels + u32::from(kind == COUNT_PLAN_SORT);
+    let mut words = vec![0u32; (spec.args_word + 3 * args) as usize];
+    for (k, s) in slots.iter().enumerate() {
+        let at = scan::PLAN_SLOT_WORDS as usize * k;
+        words[at..at + 4].copy_from_slice(s);
+    }
+    (spec, words)
+}
+
+/// The twin of `count_plan` gives every level and pass the length a plan made for the live count
+/// has (levels a smaller plan lacks get the 0 or 1 elements above its top), and the grids of
+/// those lengths.
+#[test]
+fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
+    let slot = |w: &[u32], k: u32| -> [u32; 4] {
+        let at = (scan::PLAN_SLOT_WORDS * k) as usize;
+        w[at..at + 4].try_into().unwrap()
+    };
+    for cap in [300u32, 70_001, 20_000_000] {
+        for count in [0u32, 1, 255, 256, 257, 69_999, 70_001, 5_000_000, u32::MAX] {
+            // A scan of offsets (count + 1 elements).
+            let (spec, mut w) = plan_words(COUNT_PLAN_SCAN, cap, 0, 1);
+            scan::count_plan(&spec, &[7, count], &mut w);
+            let n = count.min(cap - 1) + 1;
+            let small = ScanPlan::new(n);
+            let mut m = n;
+            for k in 0..spec.num_levels {
+                let got: ScanPass = bytemuck::cast(slot(&w, k));
+                let full = ScanPlan::new(cap).levels()[k as usize];
+                assert_eq!(got.n, m, "cap {cap} count {count} level {k}");
+                if let Some(l) = small.levels().get(k as usize) {
+                    assert_eq!(got.n, l.n);
+                }
+                assert_eq!(
+                    (got.level, got.offset, got.next_offset),
+                    (full.level, full.offset, full.next_offset)
+                );
+                let g = &w[(spec.args_word + 3 * k) as usize..][..3];
+                assert_eq!(g, yarnsim::shaders::dispatch_grid(m, 256));
+                m = m.div_ceil(256);
+            }
+            // A 48-bit sort.
+            let (spec, mut w) = plan_words(COUNT_PLAN_SORT, cap, 48, 0);
+            scan::count_plan(&spec, &[7, count], &mut w);
+            let n = count.min(cap);
+            let small = SortPlan::new(n, 48);
+            for k in 0..spec.num_passes {
+                let got: SortPass = bytemuck::cast(slot(&w, k));
+                assert_eq!(
+                    got,
+                    small.passes()[k as usize],
+                    "cap {cap} count {count} pass {k}"
+                );
+            }
+            let g = &w[spec.args_word as usize..][..3];
+            assert_eq!(g, yarnsim::shaders::dispatch_grid(n.div_ceil(256), 1));
+            let mut m = small.hist_len;
+            for k in 0..spec.num_levels {
+                let got: ScanPass = bytemuck::cast(slot(&w, spec.num_passes + k));
+                assert_eq!(got.n, m, "cap {cap} count {count} hist level {k}");
+                m = m.div_ceil(256);
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_count_plan_matches_twin() {
+    let Some(gpu) = gpu_or_skip("gpu_count_plan_matches_twin") else {
+        return;
+    };
+    for (kind, cap, bits, add) in [
+        (COUNT_PLAN_SCAN, 70_001u32, 0, 1),
+        (COUNT_PLAN_SORT, 20_000_000, 64, 0),
+    ] {
+        for count in [0u32, 300, 69_000, 19_999_999, u32::MAX] {
+            let (spec, words) = plan_words(kind, cap, bits, add);
+            let src = [3u32, count];
+            let mut want = words.clone();
+            scan::count_plan(&spec, &src, &mut want);
+            let out = yarnsim::pipelines::run_kernel(
+                &gpu,
+                "count_plan",
+                &[
+                    ("plan_spec", bytemuck::bytes_of(&spec)),
+                    ("plan_src", bytemuck::cast_slice(&src)),
+                    ("plan_out", bytemuck::cast_slice(&words)),
+                ],
+                1,
+            )
+            .unwrap();
+            let got: &[u32] = bytemuck::cast_slice(&out["plan_out"]);
+            assert_eq!(got, &want[..], "kind {kind} count {count}");
+        }
+    }
+}
+
+/// A counted scan over a capacity scans the live prefix (count + 1 elements) exactly and leaves the
+/// rest; a counted sort of a buffer whose tail past the count holds the sentinel gives the sort of
+/// the whole buffer. Counts above the capacity clamp to it.
+#[test]
+fn gpu_counted_scan_and_sort_follow_the_live_count() {
+    let Some(gpu) = gpu_or_skip("gpu_counted_scan_and_sort_follow_the_live_count") else {
+        return;
+    };
+    let pipelines = Pipelines::only(
+        &gpu.device,
+        &[
+            "count_plan",
+            "scan_reduce",
+            "scan_add",
+            "sort_histogram",
+            "sort_scatter",
+        ],
+    )
+    .unwrap();
+    let mut rng = Rng(17);
+    let cap = 70_001u32;
+    for count in [0u32, 1, 255, 256, 9_000, 65_536, 70_000, 70_001, 1 << 30] {
+        let mut bufs = Buffers::default();
+        storage(
+            &gpu,
+            &mut bufs,
+            "count",
+            bytemuck::cast_slice(&[0u32, 0, count, 0]),
+        );
+        let src = CountSource {
+            buffer: bufs.get("count").unwrap().clone(),
+            word: 2,
+            add: 1,
+        };
+        // Scan of offsets: count + 1 elements (capped).
+        let data = counts(&mut rng, cap as usize);
+        storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
+        let sc = GpuScan::counted(
+            &gpu.device,
+            &pipelines,
+            bufs.get("data").unwrap(),
+            cap,
+            &src,
+        )
+        .unwrap();
+        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
+        let out = bufs
+            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
+            .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out);
+        let n = (count.min(cap - 1) + 1) as usize;
+        let mut want = data.clone();
+        scan::exclusive_scan(&mut want[..n], &mut Vec::new());
+        assert_eq!(got, &want[..], "scan, count {count}");
+        // Sort of `count` records (capped) with the sentinel after them.
+        let n = count.min(cap) as usize;
+        let mut recs = records(&mut rng, cap as usize, 3000);
+        for r in &mut recs[n..] {
+            *r = KeyValue {
+                key_lo: u32::MAX,
+                key_hi: u32::MAX,
+                value: u32::MAX,
+                _pad: 0,
+            };
+        }
+        storage(&gpu, &mut bufs, "recs", bytemuck::cast_slice(&recs));
+        let src = CountSource { add: 0, ..src };
+        let so = GpuSort::counted(
+            &gpu.device,
+            &pipelines,
+            bufs.get("recs").unwrap(),
+            cap,
+            64,
+            &src,
+        )
+        .unwrap();
+        submit(&gpu, |pass| so.record(&pipelines, pass).unwrap());
+        let out = bufs
+            .read(&gpu.device, &gpu.queue, "recs", 16 * cap as u64)
+            .unwrap();
+        let got: &[KeyValue] = bytemuck::cast_slice(&out);
+        let mut want = recs.clone();
+        want.sort_by_key(sort::key);
+        assert_eq!(got, &want[..], "sort, count {count}");
     }
 }

@@ -149,6 +149,20 @@ struct SortPass {
     _pad: u32,
 };
 
+struct CountPlan {
+    src_word: u32,
+    add: u32,
+    cap: u32,
+    kind: u32,
+    num_passes: u32,
+    num_levels: u32,
+    args_word: u32,
+    _pad: u32,
+};
+
+const COUNT_PLAN_SCAN: u32 = 0u;
+const COUNT_PLAN_SORT: u32 = 1u;
+
 struct KeyValue {
     key_lo: u32,
     key_hi: u32,

@@ -101,7 +101,7 @@ pub fn record_ops(
                     timestamp_writes: None,
                 });
                 while let Some(Op::Dispatch((name, bg, threads))) = ops.get(at) {
-                    pipelines.dispatch(&mut pass, name, bg, *threads)?;
+                    pipelines.dispatch(&mut pass, name, bg, threads.clone())?;
                     at += 1;
                 }
             }
@@ -625,19 +625,21 @@ impl AclGpu {
         };
         let d =
             |ops: &mut Vec<Op>, kernel: &'static str, threads: u32| -> Result<(), PipelineError> {
-                ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, threads)));
+                ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, threads.into())));
                 Ok(())
             };
-        let extend = |ops: &mut Vec<Op>, it: Vec<(&'static str, &wgpu::BindGroup, u32)>| {
-            ops.extend(
-                it.into_iter()
-                    .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
-            );
-        };
+        let extend =
+            |ops: &mut Vec<Op>,
+             it: Vec<(&'static str, &wgpu::BindGroup, crate::pipelines::Threads)>| {
+                ops.extend(
+                    it.into_iter()
+                        .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
+                );
+            };
         let phases: Vec<wgpu::Buffer> = (0..5).map(|k| get(&format!("acl_phase{k}"))).collect();
         let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
             let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
-            ops.push(Op::Dispatch(("acl_counts", bg, 1)));
+            ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
             Ok(())
         };
         let copy = |ops: &mut Vec<Op>, src: &str, so: usize, dst: &wgpu::Buffer, dof: usize| {

@@ -64,6 +64,7 @@ pub const KERNELS: &[&str] = &[
     "scan_add",
     "sort_histogram",
     "sort_scatter",
+    "count_plan",
 ];
 
 /// The capacities and iteration budgets a [`MergeGpu`] is built for.
@@ -98,7 +99,7 @@ pub enum MergeVerdict {
 pub use crate::pipelines::Dispatch;
 
 fn owned<'a>(
-    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
+    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, crate::pipelines::Threads)>,
 ) -> Vec<Dispatch> {
     it.into_iter()
         .map(|(n, bg, t)| (n, bg.clone(), t))
@@ -211,14 +212,18 @@ impl MergeGpu {
             key_bits(uniform.num_bins),
         )?;
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
-            Ok((name, pipelines.bind_group(device, name, buffers)?, threads))
+            Ok((
+                name,
+                pipelines.bind_group(device, name, buffers)?,
+                threads.into(),
+            ))
         };
         let with_round = |name: &'static str,
                           r: &wgpu::Buffer,
                           threads: u32|
          -> Result<Dispatch, PipelineError> {
             let bg = pipelines.bind_group_with(device, name, buffers, &[("merge_round", r)])?;
-            Ok((name, bg, threads))
+            Ok((name, bg, threads.into()))
         };
         let mut d: Vec<Dispatch> = Vec::new();
         if coalesce {

@@ -10,7 +10,7 @@
 //! | 1 | `aabb_raster` | segments + 1 |
 //! | 2 | scan of `grid_offsets` (`scan_reduce`…, `scan_add`…) | segments + 1 |
 //! | 3 | `grid_write` | entry capacity |
-//! | 4 | radix sort of `grid_entries`, 8 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry capacity |
+//! | 4 | radix sort of `grid_entries`, 8 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry count (`count_plan`) |
 //! | 5 | `candidate_count` | entry capacity + 1 |
 //! | 6 | scan of `cand_offsets` | entry capacity + 1 |
 //! | 7 | `candidate_write` | entry capacity |
@@ -34,10 +34,12 @@
 //! ([`super::grid::set_grid_frame`]; the CPU path's origin is [`super::ExactContact::grid_origin`]).
 
 use super::exact::key_bits;
+use crate::layout::Capacity;
 use crate::layout::{ContactRecord, Counters, KeyValue, Params, SegmentBox, SegmentContact};
 use crate::pipelines::{Buffers, PipelineError, Pipelines};
-use crate::scan::GpuScan;
+use crate::scan::{CountSource, GpuScan};
 use crate::sort::GpuSort;
+use std::mem::offset_of;
 
 /// The kernels of the path (besides the scan and sort blocks).
 pub const KERNELS: &[&str] = &[
@@ -53,6 +55,7 @@ pub const KERNELS: &[&str] = &[
     "scan_add",
     "sort_histogram",
     "sort_scatter",
+    "count_plan",
 ];
 
 /// The static inputs of the path: per-topology tables the host computes once.
@@ -81,7 +84,7 @@ pub struct ExactGpu {
 pub use crate::pipelines::Dispatch;
 
 fn owned<'a>(
-    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, u32)>,
+    it: impl IntoIterator<Item = (&'static str, &'a wgpu::BindGroup, crate::pipelines::Threads)>,
 ) -> Vec<Dispatch> {
     it.into_iter()
         .map(|(n, bg, t)| (n, bg.clone(), t))
@@ -138,8 +141,20 @@ impl ExactGpu {
         );
         let get = |n: &str| buffers.get(n).expect("uploaded above");
         let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
-        let sort_entries =
-            GpuSort::new(device, pipelines, get("grid_entries"), entry_capacity, 64)?;
+        // Sized by the live entry count (grid_write fills the slots past it with the sentinel).
+        let entries_count = CountSource {
+            buffer: get("counters").clone(),
+            word: (offset_of!(Counters, grid_entries) + offset_of!(Capacity, count)) as u32 / 4,
+            add: 0,
+        };
+        let sort_entries = GpuSort::counted(
+            device,
+            pipelines,
+            get("grid_entries"),
+            entry_capacity,
+            64,
+            &entries_count,
+        )?;
         let scan_cand = GpuScan::new(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;
         let scan_touch = GpuScan::new(
             device,
@@ -155,7 +170,11 @@ impl ExactGpu {
             key_bits(p.num_points),
         )?;
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
-            Ok((name, pipelines.bind_group(device, name, buffers)?, threads))
+            Ok((
+                name,
+                pipelines.bind_group(device, name, buffers)?,
+                threads.into(),
+            ))
         };
         let mut d: Vec<Dispatch> = Vec::new();
         d.push(own("aabb_raster", ns as u32 + 1)?);

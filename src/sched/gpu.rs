@@ -62,14 +62,16 @@
 //! capacity that overflowed and reruns: the result is the same as with room from the start.
 
 use super::{anchor_of, bins_due, SIZES_KEPT, SIZES_MERGED, SIZES_START};
+use crate::layout::Capacity;
 use crate::layout::{
     CellBox, Interval, KeyValue, Release, SchedCounters, SchedEntry, SchedPhase, SchedUniform,
     SegmentMotion,
 };
 use crate::pipelines::Dispatch;
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::scan::GpuScan;
+use crate::scan::{CountSource, GpuScan};
 use crate::sort::GpuSort;
+use std::mem::offset_of;
 
 /// The kernels of the step (besides the scan and sort blocks).
 pub const KERNELS: &[&str] = &[
@@ -97,6 +99,7 @@ pub const KERNELS: &[&str] = &[
     "scan_add",
     "sort_histogram",
     "sort_scatter",
+    "count_plan",
 ];
 
 /// The capacities of the step's variable-size buffers.
@@ -413,9 +416,30 @@ impl SchedGpu {
         let scan_fresh = scan("fresh_offsets", c.cand + 1)?;
         let scan_rel = scan("release_offsets", c.released + 1)?;
         let scan_touch = scan("touch_offsets", c.entries + 1)?;
-        let sort_grid = GpuSort::new(device, pipelines, get("sched_grid"), c.grid, 32)?;
+        // The sorts follow the live counts of grid items and candidates (their writers fill the
+        // slots past the count with the sentinel, which a sort over the capacity leaves there).
+        let count = |field: usize| CountSource {
+            buffer: get("sched_counters").clone(),
+            word: (field + offset_of!(Capacity, count)) as u32 / 4,
+            add: 0,
+        };
+        let sort_grid = GpuSort::counted(
+            device,
+            pipelines,
+            get("sched_grid"),
+            c.grid,
+            32,
+            &count(offset_of!(SchedCounters, grid)),
+        )?;
         let kb = super::cand_key_bits(ns);
-        let sort_cand = GpuSort::new(device, pipelines, get("sched_cand"), c.cand, 2 * kb)?;
+        let sort_cand = GpuSort::counted(
+            device,
+            pipelines,
+            get("sched_cand"),
+            c.cand,
+            2 * kb,
+            &count(offset_of!(SchedCounters, cand)),
+        )?;
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
         let st = [("sched", "sched_step")];
@@ -433,14 +457,16 @@ impl SchedGpu {
             d.push((
                 name,
                 self.bind(device, pipelines, shared, name, map)?,
-                threads,
+                threads.into(),
             ));
             Ok(())
         };
-        let add = |d: &mut Vec<Dispatch>, it: Vec<(&'static str, &wgpu::BindGroup, u32)>| {
-            d.extend(it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)));
-        };
-        d.push(("sched_sizes", sizes(0)?, 1));
+        let add =
+            |d: &mut Vec<Dispatch>,
+             it: Vec<(&'static str, &wgpu::BindGroup, crate::pipelines::Threads)>| {
+                d.extend(it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)));
+            };
+        d.push(("sched_sizes", sizes(0)?, 1.into()));
         push(&mut d, "aabb_raster_movement", &st, ns)?;
         push(&mut d, "segment_monitor", &st, ns)?;
         push(&mut d, "quadrature_points", &[], ns * b)?;
@@ -462,7 +488,7 @@ impl SchedGpu {
             ],
             c.entries,
         )?;
-        d.push(("sched_sizes", sizes(1)?, 1));
+        d.push(("sched_sizes", sizes(1)?, 1.into()));
         push(&mut d, "sched_grid_count", &st, ns + 1)?;
         add(&mut d, scan_grid.dispatches().collect());
         push(&mut d, "sched_grid_write", &st, c.grid)?;
@@ -481,7 +507,7 @@ impl SchedGpu {
         push(&mut d, "newcomer_compact", &st, c.cand)?;
         push(&mut d, "release_count", &st, c.released + 1)?;
         add(&mut d, scan_rel.dispatches().collect());
-        d.push(("sched_sizes", sizes(2)?, 1));
+        d.push(("sched_sizes", sizes(2)?, 1.into()));
         push(
             &mut d,
             "entries_merge_rank",

@@ -106,7 +106,11 @@ impl LookupGpu {
             offsets,
         )?;
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
-            Ok((name, pipelines.bind_group(device, name, buffers)?, threads))
+            Ok((
+                name,
+                pipelines.bind_group(device, name, buffers)?,
+                threads.into(),
+            ))
         };
         let mut d: Vec<Dispatch> = vec![
             own("set_lookup_clear", offsets)?,

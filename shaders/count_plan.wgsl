@@ -1,0 +1,52 @@
+// count_plan: sizes a counted scan or radix sort by a count the GPU wrote earlier in the step
+// (src/scan.rs; CPU twin scan::count_plan). From n = min(count, cap - add) + add, count =
+// plan_src[plan_spec.src_word], it writes into plan_out, the scan's or sort's plan buffer: the `n` of every
+// scan level (slot k at word 64 k, a ScanPass), or for a sort the `n` and `num_blocks` of every
+// digit pass (a SortPass per slot) and then the levels of the scan of its 256 · num_blocks
+// histogram words; and the indirect dispatch arguments from word args_word on (a sort's block
+// grid, then one grid per scan level), each a 2-D grid of at most 65,535 workgroups per row as
+// shaders::dispatch_grid makes them. The other fields of the slots (levels, offsets, shifts) are
+// the capacity's, uploaded once. One thread.
+// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations.
+
+#import layout
+
+@group(0) @binding(0) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(1) var<storage, read> plan_src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> plan_out: array<u32>;
+
+fn write_grid(word: u32, groups: u32) {
+    var g = vec3<u32>(groups, 1u, 1u);
+    if groups > 65535u {
+        g = vec3<u32>(65535u, (groups + 65534u) / 65535u, 1u);
+    }
+    plan_out[word] = g.x;
+    plan_out[word + 1u] = g.y;
+    plan_out[word + 2u] = g.z;
+}
+
+@compute @workgroup_size(1)
+fn count_plan() {
+    let p = plan_spec;
+    let n = min(plan_src[p.src_word], p.cap - p.add) + p.add;
+    var m = n;
+    var slot = 0u;
+    var arg = p.args_word;
+    if p.kind == COUNT_PLAN_SORT {
+        let blocks = (n + 255u) / 256u;
+        for (var k = 0u; k < p.num_passes; k = k + 1u) {
+            plan_out[64u * k] = n;
+            plan_out[64u * k + 2u] = blocks;
+        }
+        write_grid(arg, blocks);
+        arg = arg + 3u;
+        slot = p.num_passes;
+        m = 256u * blocks;
+    }
+    for (var k = 0u; k < p.num_levels; k = k + 1u) {
+        plan_out[64u * (slot + k)] = m;
+        let g = (m + 255u) / 256u;
+        write_grid(arg + 3u * k, g);
+        m = g;
+    }
+}
