@@ -6,7 +6,8 @@
 // histogram words; and the indirect dispatch arguments from word args_word on (a sort's block
 // grid, then one grid per scan level), each a 2-D grid of at most 65,535 workgroups per row as
 // shaders::dispatch_grid makes them. The other fields of the slots (levels, offsets, shifts) are
-// the capacity's, uploaded once. One thread.
+// the capacity's, uploaded once. A grid plan (COUNT_PLAN_GRID) writes only its one grid, of
+// ceil(n · threads_per_item / workgroup_size) workgroups. One thread.
 // Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations.
 
 #import layout
@@ -29,6 +30,10 @@ fn write_grid(word: u32, groups: u32) {
 fn count_plan() {
     let p = plan_spec;
     let n = min(plan_src[p.src_word], p.cap - p.add) + p.add;
+    if p.kind == COUNT_PLAN_GRID {
+        write_grid(p.args_word, (n * p.threads_per_item + p.workgroup_size - 1u) / p.workgroup_size);
+        return;
+    }
     var m = n;
     var slot = 0u;
     var arg = p.args_word;

@@ -1,9 +1,9 @@
 // newcomer_compact: every kept candidate (fresh_offsets[i + 1] > fresh_offsets[i] after the scan)
 // becomes a new schedule entry — due (ENTRY_DUE), bound −1, ENTRY_MIXED when its pair is of mixed
 // class — at slot fresh_offsets[i] of fresh, when below sched_counters.fresh.capacity: sorted and
-// unique, as the candidates are. Thread 0 records the total fresh_offsets[candidate capacity] and
-// its overflow flag in sched_counters.fresh. CPU twin: sched::newcomer_compact.
-// One thread per candidate slot. No loops.
+// unique, as the candidates are. Thread 0 records the total fresh_offsets[n] (n the live
+// candidates, where the counted scan ends) and its overflow flag in sched_counters.fresh.
+// CPU twin: sched::newcomer_compact. One thread per live candidate, at least one. No loops.
 
 #import layout
 #import penalty
@@ -28,14 +28,16 @@ fn newcomer_compact(
     let i = thread_index(wid, nwg, lid, 256u);
     let ccap = sched_counters.cand.capacity;
     let fcap = sched_counters.fresh.capacity;
+    // The live candidates; the total sits after them (the counted scan stops there).
+    let n = min(atomicLoad(&sched_counters.cand.count), ccap);
     if i == 0u {
-        let total = fresh_offsets[ccap];
+        let total = fresh_offsets[n];
         atomicStore(&sched_counters.fresh.count, total);
         if total > fcap {
             atomicStore(&sched_counters.fresh.overflow, 1u);
         }
     }
-    if i >= ccap {
+    if i >= n {
         return;
     }
     let slot = fresh_offsets[i];

@@ -1,9 +1,9 @@
 // newcomer_write: the pairs of newcomer_count (items with a nonzero count are the newcomers with
 // partners) as candidate keys (cand_key: a << k | b, a < b) from
 // slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
-// the slots from the total newcomer_offsets[grid capacity] to the candidate capacity get the
-// sentinel, so the sort keeps them last. Thread 0 records the total and its overflow flag in
-// sched_counters.cand. CPU twin: sched::newcomer_write. One thread per slot of
+// the slots from the total newcomer_offsets[n] (n the live grid items, where the counted scan
+// ends) to the candidate capacity get the sentinel, so the sort keeps them last. Thread 0 records
+// the total and its overflow flag in sched_counters.cand. CPU twin: sched::newcomer_write. One thread per slot of
 // max(grid capacity, candidate capacity): grid item i and candidate slot i.
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
 
@@ -26,9 +26,10 @@ fn newcomer_write(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = thread_index(wid, nwg, lid, 256u);
-    let gcap = sched_counters.grid.capacity;
     let ccap = sched_counters.cand.capacity;
-    let total = newcomer_offsets[gcap];
+    let n = grid_items();
+    // The total sits after the live items (the counted scan stops there).
+    let total = newcomer_offsets[n];
     if i == 0u {
         atomicStore(&sched_counters.cand.count, total);
         if total > ccap {
@@ -38,7 +39,6 @@ fn newcomer_write(
     if i >= total && i < ccap {
         sched_cand[i] = KeyValue(SCHED_SENTINEL, SCHED_SENTINEL, SCHED_SENTINEL, 0u);
     }
-    let n = grid_items();
     if i >= n {
         return;
     }

@@ -319,16 +319,24 @@ pub struct CountPlan {
     /// The scan's levels (a sort's: of its histogram), in the slots after the passes.
     pub num_levels: u32,
     /// Word of the plan buffer where the indirect arguments start: a sort's block grid first, then
-    /// one grid per scan level.
+    /// one grid per scan level; a grid's one grid.
     pub args_word: u32,
-    pub _pad: u32,
+    /// A grid's threads per counted item and its kernel's workgroup size: the grid has
+    /// `⌈n · threads_per_item / workgroup_size⌉` workgroups.
+    pub threads_per_item: u32,
+    pub workgroup_size: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
-const _: () = assert!(size_of::<CountPlan>() == 32);
+const _: () = assert!(size_of::<CountPlan>() == 48);
 
 /// [`CountPlan::kind`] of a scan.
 pub const COUNT_PLAN_SCAN: u32 = 0;
 /// [`CountPlan::kind`] of a radix sort.
 pub const COUNT_PLAN_SORT: u32 = 1;
+/// [`CountPlan::kind`] of one kernel's grid over the counted items.
+pub const COUNT_PLAN_GRID: u32 = 2;
 
 /// A sort record: a 64-bit key (`key_hi:key_lo`) and a value, sorted by key, stably (src/sort.rs).
 #[repr(C)]
@@ -936,7 +944,11 @@ pub fn layouts() -> Vec<StructLayout> {
             num_passes,
             num_levels,
             args_word,
-            _pad
+            threads_per_item,
+            workgroup_size,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(KeyValue {
             key_lo,

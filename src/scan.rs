@@ -19,7 +19,7 @@
 //! kernels' result whatever order they add in. A caller that needs the total scans `n + 1`
 //! elements with a trailing 0: the last element of the result is the total.
 
-use crate::layout::{CountPlan, ScanPass, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
+use crate::layout::{CountPlan, ScanPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
 use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
 
 /// Elements per block (the workgroup size of both kernels).
@@ -199,6 +199,11 @@ pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32])
         let g = crate::shaders::dispatch_grid(groups, 1);
         plan_out[word as usize..word as usize + 3].copy_from_slice(&g);
     }
+    if p.kind == COUNT_PLAN_GRID {
+        let groups = (n * p.threads_per_item).div_ceil(p.workgroup_size);
+        write_grid(plan_out, p.args_word, groups);
+        return;
+    }
     let (mut m, mut slot, mut arg) = (n, 0, p.args_word);
     if p.kind == COUNT_PLAN_SORT {
         let blocks = n.div_ceil(BLOCK);
@@ -251,7 +256,7 @@ impl CountedPlan {
     ) -> Result<CountedPlan, PipelineError> {
         use wgpu::util::DeviceExt;
         spec.args_word = PLAN_SLOT_WORDS * slots.len() as u32;
-        let mut words = vec![0u32; (spec.args_word + 3 * args) as usize];
+        let mut words = vec![0u32; (spec.args_word + 3 * args).next_multiple_of(4) as usize];
         for (k, s) in slots.iter().enumerate() {
             let at = PLAN_SLOT_WORDS as usize * k;
             words[at..at + 4].copy_from_slice(s);
@@ -306,6 +311,49 @@ impl CountedPlan {
             buffer: self.buffer.clone(),
             offset: 4 * (self.spec.args_word + 3 * k) as u64,
         }
+    }
+}
+
+/// One kernel's workgroup grid over a counted number of items (e.g. one workgroup per dirty set),
+/// written each step by its `count_plan` dispatch, which must come after the count is final and
+/// before the kernels that use the grid ([`CountedGrid::threads`]; several may share it).
+pub struct CountedGrid {
+    plan: CountedPlan,
+}
+
+impl CountedGrid {
+    /// The grid of `⌈n · threads_per_item / workgroup_size⌉` workgroups, `n = min(count, cap −
+    /// src.add) + src.add`.
+    pub fn new(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        src: &CountSource,
+        cap: u32,
+        threads_per_item: u32,
+        workgroup_size: u32,
+    ) -> Result<CountedGrid, PipelineError> {
+        let spec = CountPlan {
+            src_word: src.word,
+            add: src.add,
+            cap,
+            kind: COUNT_PLAN_GRID,
+            threads_per_item,
+            workgroup_size,
+            ..Default::default()
+        };
+        Ok(CountedGrid {
+            plan: CountedPlan::new(device, pipelines, &[], spec, 1, src)?,
+        })
+    }
+
+    /// The `count_plan` dispatch that sizes the grid.
+    pub fn plan_dispatch(&self) -> (&'static str, &wgpu::BindGroup, Threads) {
+        ("count_plan", &self.plan.bind_group, Threads::Fixed(1))
+    }
+
+    /// The threads of a dispatch over the grid.
+    pub fn threads(&self) -> Threads {
+        self.plan.threads(0)
     }
 }
 

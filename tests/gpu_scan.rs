@@ -12,7 +12,9 @@
 
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::{CountPlan, KeyValue, ScanPass, SortPass, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
+use yarnsim::layout::{
+    CountPlan, KeyValue, ScanPass, SortPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT,
+};
 use yarnsim::pipelines::{Buffers, Pipelines};
 use yarnsim::scan::{self, CountSource, GpuScan, ScanPlan};
 use yarnsim::sort::{self, GpuSort, SortPlan};
@@ -228,7 +230,7 @@ fn plan_words(kind: u32, cap: u32, bits: u32, add: u32) -> (CountPlan, Vec<u32>)
         num_passes: passes,
         num_levels: levels,
         args_word: scan::PLAN_SLOT_WORDS * slots.len() as u32,
-        _pad: 0,
+        ..Default::default()
     };
     let args = levels + u32::from(kind == COUNT_PLAN_SORT);
     let mut words = vec![0u32; (spec.args_word + 3 * args) as usize];
@@ -324,6 +326,35 @@ fn gpu_count_plan_matches_twin() {
             let got: &[u32] = bytemuck::cast_slice(&out["plan_out"]);
             assert_eq!(got, &want[..], "kind {kind} count {count}");
         }
+    }
+    // A grid of 64-thread workgroups, 3 threads per item, over count + 1 items of at most 500,000.
+    let spec = CountPlan {
+        src_word: 0,
+        add: 1,
+        cap: 500_000,
+        kind: COUNT_PLAN_GRID,
+        threads_per_item: 3,
+        workgroup_size: 64,
+        ..Default::default()
+    };
+    for count in [0u32, 20, 30_000, 499_999, u32::MAX] {
+        let mut want = vec![0u32; 4];
+        scan::count_plan(&spec, &[count], &mut want);
+        let n = count.min(499_999) + 1;
+        assert_eq!(&want[..3], yarnsim::shaders::dispatch_grid(3 * n, 64));
+        let out = yarnsim::pipelines::run_kernel(
+            &gpu,
+            "count_plan",
+            &[
+                ("plan_spec", bytemuck::bytes_of(&spec)),
+                ("plan_src", bytemuck::cast_slice(&[count])),
+                ("plan_out", bytemuck::cast_slice(&[0u32; 4])),
+            ],
+            1,
+        )
+        .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out["plan_out"]);
+        assert_eq!(got, &want[..], "grid, count {count}");
     }
 }
 

@@ -157,11 +157,16 @@ struct CountPlan {
     num_passes: u32,
     num_levels: u32,
     args_word: u32,
-    _pad: u32,
+    threads_per_item: u32,
+    workgroup_size: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 const COUNT_PLAN_SCAN: u32 = 0u;
 const COUNT_PLAN_SORT: u32 = 1u;
+const COUNT_PLAN_GRID: u32 = 2u;
 
 struct KeyValue {
     key_lo: u32,

@@ -19,7 +19,7 @@
 //! | 5 | `set_bin_count` | set capacity + 1 |
 //! | 6 | scan of `bin_offsets` | set capacity + 1 |
 //! | 7 | `set_bin_write` | max(set capacity, index capacity) |
-//! | 8 | stable radix sort of `set_bin_sort` by bin (`key_bits(num_bins)` bits) | index capacity |
+//! | 8 | stable radix sort of `set_bin_sort` by bin (`key_bits(num_bins)` bits) | index count (`count_plan`) |
 //! | 9 | `set_bin_index` | max(bins + 1, index capacity) |
 //! | 10 | `set_overlap_count` | set capacity + 1 |
 //! | 11 | scan of `edge_offsets` | set capacity + 1 |
@@ -41,10 +41,12 @@
 
 use super::sets::ContactSet;
 use crate::contact::key_bits;
+use crate::layout::Capacity;
 use crate::layout::{KeyValue, MergeCounters, MergeRound, MergeUniform, MERGE_SCAN_LIMIT};
 use crate::pipelines::{Buffers, PipelineError, Pipelines};
-use crate::scan::GpuScan;
+use crate::scan::{CountSource, GpuScan};
 use crate::sort::GpuSort;
+use std::mem::offset_of;
 
 /// The kernels of the chain (besides the scan and sort blocks).
 pub const KERNELS: &[&str] = &[
@@ -204,12 +206,18 @@ impl MergeGpu {
         let scan_runs = GpuScan::new(device, pipelines, get("run_offsets"), caps.touching + 1)?;
         let scan_bins = GpuScan::new(device, pipelines, get("bin_offsets"), caps.sets + 1)?;
         let scan_edges = GpuScan::new(device, pipelines, get("edge_offsets"), caps.sets + 1)?;
-        let sort = GpuSort::new(
+        // Over the live index items (set_bin_write fills the slots past them with the sentinel).
+        let sort = GpuSort::counted(
             device,
             pipelines,
             get("set_bin_sort"),
             caps.index,
             key_bits(uniform.num_bins),
+            &CountSource {
+                buffer: get("merge_counters").clone(),
+                word: (offset_of!(MergeCounters, index) + offset_of!(Capacity, count)) as u32 / 4,
+                add: 0,
+            },
         )?;
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
             Ok((

@@ -68,8 +68,9 @@ use crate::layout::{
     SegmentMotion,
 };
 use crate::pipelines::Dispatch;
+use crate::pipelines::Threads as T;
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::scan::{CountSource, GpuScan};
+use crate::scan::{CountSource, CountedGrid, GpuScan};
 use crate::sort::GpuSort;
 use std::mem::offset_of;
 
@@ -412,8 +413,34 @@ impl SchedGpu {
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, get(n), len);
         let scan_keep = scan("keep", c.entries + 1)?;
         let scan_grid = scan("sched_grid_offsets", ns + 1)?;
-        let scan_new = scan("newcomer_offsets", c.grid + 1)?;
-        let scan_fresh = scan("fresh_offsets", c.cand + 1)?;
+        // The newcomer chain's scans and dispatches follow the live counts of grid items and
+        // candidates (their readers stop at the count: the totals sit right after it).
+        let counted_scan = |n: &str, len: u32, field: usize| {
+            let src = CountSource {
+                buffer: get("sched_counters").clone(),
+                word: (field + offset_of!(Capacity, count)) as u32 / 4,
+                add: 1,
+            };
+            GpuScan::counted(device, pipelines, get(n), len, &src)
+        };
+        let (grid_field, cand_field) = (
+            offset_of!(SchedCounters, grid),
+            offset_of!(SchedCounters, cand),
+        );
+        let scan_new = counted_scan("newcomer_offsets", c.grid + 1, grid_field)?;
+        let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
+        let cand_grid = CountedGrid::new(
+            device,
+            pipelines,
+            &CountSource {
+                buffer: get("sched_counters").clone(),
+                word: (cand_field + offset_of!(Capacity, count)) as u32 / 4,
+                add: 1,
+            },
+            c.cand + 1,
+            1,
+            crate::shaders::WG,
+        )?;
         let scan_rel = scan("release_offsets", c.released + 1)?;
         let scan_touch = scan("touch_offsets", c.entries + 1)?;
         // The sorts follow the live counts of grid items and candidates (their writers fill the
@@ -452,12 +479,12 @@ impl SchedGpu {
         let push = |d: &mut Vec<Dispatch>,
                     name: &'static str,
                     map: &[(&str, &str)],
-                    threads: u32|
+                    threads: crate::pipelines::Threads|
          -> Result<(), PipelineError> {
             d.push((
                 name,
                 self.bind(device, pipelines, shared, name, map)?,
-                threads.into(),
+                threads,
             ));
             Ok(())
         };
@@ -467,14 +494,14 @@ impl SchedGpu {
                 d.extend(it.into_iter().map(|(n, bg, t)| (n, bg.clone(), t)));
             };
         d.push(("sched_sizes", sizes(0)?, 1.into()));
-        push(&mut d, "aabb_raster_movement", &st, ns)?;
-        push(&mut d, "segment_monitor", &st, ns)?;
-        push(&mut d, "quadrature_points", &[], ns * b)?;
+        push(&mut d, "aabb_raster_movement", &st, ns.into())?;
+        push(&mut d, "segment_monitor", &st, ns.into())?;
+        push(&mut d, "quadrature_points", &[], T::Fixed(ns * b))?;
         push(
             &mut d,
             "entries_keep",
             &[("sched", "sched_p0"), ("entries", "entries_a")],
-            c.entries + 1,
+            T::Fixed(c.entries + 1),
         )?;
         add(&mut d, scan_keep.dispatches().collect());
         push(
@@ -486,26 +513,28 @@ impl SchedGpu {
                 ("keep_offsets", "keep"),
                 ("entries_out", "entries_b"),
             ],
-            c.entries,
+            c.entries.into(),
         )?;
         d.push(("sched_sizes", sizes(1)?, 1.into()));
-        push(&mut d, "sched_grid_count", &st, ns + 1)?;
+        push(&mut d, "sched_grid_count", &st, T::Fixed(ns + 1))?;
         add(&mut d, scan_grid.dispatches().collect());
-        push(&mut d, "sched_grid_write", &st, c.grid)?;
+        push(&mut d, "sched_grid_write", &st, c.grid.into())?;
         add(&mut d, sort_grid.dispatches());
-        push(&mut d, "newcomer_count", &st, c.grid + 1)?;
+        push(&mut d, "newcomer_count", &st, T::Fixed(c.grid + 1))?;
         add(&mut d, scan_new.dispatches().collect());
-        push(&mut d, "newcomer_write", &st, c.grid.max(c.cand))?;
+        push(&mut d, "newcomer_write", &st, c.grid.max(c.cand).into())?;
         add(&mut d, sort_cand.dispatches());
+        let (plan, plan_bg, one) = cand_grid.plan_dispatch();
+        d.push((plan, plan_bg.clone(), one));
         push(
             &mut d,
             "newcomer_keep",
             &[("sched", "sched_p1"), ("entries", "entries_b")],
-            c.cand + 1,
+            cand_grid.threads(),
         )?;
         add(&mut d, scan_fresh.dispatches().collect());
-        push(&mut d, "newcomer_compact", &st, c.cand)?;
-        push(&mut d, "release_count", &st, c.released + 1)?;
+        push(&mut d, "newcomer_compact", &st, cand_grid.threads())?;
+        push(&mut d, "release_count", &st, T::Fixed(c.released + 1))?;
         add(&mut d, scan_rel.dispatches().collect());
         d.push(("sched_sizes", sizes(2)?, 1.into()));
         push(
@@ -516,35 +545,35 @@ impl SchedGpu {
                 ("entries", "entries_b"),
                 ("entries_out", "entries_a"),
             ],
-            c.entries,
+            c.entries.into(),
         )?;
         push(
             &mut d,
             "release_mark",
             &[("sched", "sched_p2"), ("entries", "entries_a")],
-            c.release,
+            c.release.into(),
         )?;
-        push(&mut d, "segment_windows", &st, ns * (nb + 1))?;
+        push(&mut d, "segment_windows", &st, T::Fixed(ns * (nb + 1)))?;
         push(
             &mut d,
             "schedule_process",
             &[("sched", "sched_p2"), ("entries", "entries_a")],
-            c.entries,
+            c.entries.into(),
         )?;
         push(
             &mut d,
             "touching_count",
             &[("sched", "sched_p2"), ("entries", "entries_a")],
-            c.entries + 1,
+            T::Fixed(c.entries + 1),
         )?;
         add(&mut d, scan_touch.dispatches().collect());
         push(
             &mut d,
             "touching_write",
             &[("sched", "sched_p2"), ("entries", "entries_a")],
-            c.entries,
+            c.entries.into(),
         )?;
-        push(&mut d, "sched_history", &st, np.max(ns))?;
+        push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
         self._scans = vec![
             scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,

@@ -242,7 +242,8 @@ pub fn newcomer_count(
 /// Stage `newcomer_write` (kernel `shaders/newcomer_write.wgsl`): the pairs of [`newcomer_count`]
 /// (its items with a nonzero count) as candidate keys from slot `newcomer_offsets[i]` on (scanned), those within
 /// `sched_counters.cand.capacity`; the slots from the total to the capacity get the sentinel. The
-/// total and its overflow flag go to `sched_counters.cand`.
+/// total, `newcomer_offsets[n]` after the `n` live grid items, and its overflow flag go to
+/// `sched_counters.cand`.
 pub fn newcomer_write(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -252,14 +253,14 @@ pub fn newcomer_write(
     sched_counters: &mut SchedCounters,
 ) {
     let k = cand_key_bits(sched.num_segments);
-    let gcap = sched_counters.grid.capacity as usize;
     let ccap = sched_counters.cand.capacity as usize;
-    let total = newcomer_offsets[gcap] as usize;
+    let items = grid_items(sched_grid, sched_counters);
+    // The total sits after the live items (the scan may stop there: `SchedGpu`'s counted scan).
+    let total = newcomer_offsets[items.len()] as usize;
     sched_counters.cand.count = total as u32;
     if total > ccap {
         sched_counters.cand.overflow = 1;
     }
-    let items = grid_items(sched_grid, sched_counters);
     for (i, kv) in items.iter().enumerate() {
         // (A nonzero count marks a newcomer with partners.)
         let mut slot = newcomer_offsets[i] as usize;
@@ -312,7 +313,8 @@ pub fn newcomer_keep(
 /// Stage `newcomer_compact` (kernel `shaders/newcomer_compact.wgsl`): every kept candidate
 /// (`fresh_offsets[i + 1] > fresh_offsets[i]`, scanned) becomes a new entry, due, with an unknown
 /// bound and `ENTRY_MIXED` for a pair of mixed class, at slot `fresh_offsets[i]` of `fresh` (within
-/// `sched_counters.fresh.capacity`); the total and its overflow flag go to `sched_counters.fresh`.
+/// `sched_counters.fresh.capacity`); the total, `fresh_offsets[n]` after the `n` live candidates,
+/// and its overflow flag go to `sched_counters.fresh`.
 #[allow(clippy::too_many_arguments)]
 pub fn newcomer_compact(
     sched: &SchedUniform,
@@ -327,12 +329,14 @@ pub fn newcomer_compact(
     let k = cand_key_bits(sched.num_segments);
     let ccap = sched_counters.cand.capacity as usize;
     let fcap = sched_counters.fresh.capacity;
-    let total = fresh_offsets[ccap];
+    // The total sits after the live candidates (the scan may stop there).
+    let n = (sched_counters.cand.count as usize).min(ccap);
+    let total = fresh_offsets[n];
     sched_counters.fresh.count = total;
     if total > fcap {
         sched_counters.fresh.overflow = 1;
     }
-    for i in 0..ccap {
+    for i in 0..n {
         let slot = fresh_offsets[i];
         if fresh_offsets[i + 1] > slot && slot < fcap {
             let (a, b) = cand_pair(&sched_cand[i], k);
