@@ -206,6 +206,8 @@ pub struct GpuSim {
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun because a step needed more length iterations than were encoded.
     reruns: u32,
+    /// Capacity growths made between batches, ahead of need (also counted in `grows`).
+    grows_ahead: u32,
     /// Bytes read back over the current frame, and steps timed per kernel in it.
     readback_bytes: u64,
     frame_timed_steps: u32,
@@ -471,6 +473,7 @@ impl GpuSim {
             readback_bytes: 0,
             frame_timed_steps: 0,
             reruns: 0,
+            grows_ahead: 0,
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
@@ -827,6 +830,37 @@ impl GpuSim {
         self.grow_exact(caps)
     }
 
+    /// The ACL path's capacities (`None` without ACL).
+    pub fn acl_capacities(&self) -> Option<AclCaps> {
+        self.acl.as_ref().map(|a| a.path.caps)
+    }
+
+    /// Sets the ACL path's capacities (between batches; tests start small to exercise growth).
+    pub fn set_acl_capacities(&mut self, caps: AclCaps) -> Result<(), GpuStepError> {
+        let step = self.sim.steps;
+        let Some(acl) = self.acl.as_mut() else {
+            return Ok(());
+        };
+        acl.path
+            .grow(
+                &self.device,
+                &self.queue,
+                &self.pipelines,
+                &self.buffers,
+                caps,
+            )
+            .map_err(|e| GpuStepError::Device {
+                step,
+                message: e.to_string(),
+            })?;
+        self.build(self.length_budget)
+    }
+
+    /// Capacity growths made between batches, ahead of need (part of [`GpuSim::capacity_grows`]).
+    pub fn capacity_grows_ahead(&self) -> u32 {
+        self.grows_ahead
+    }
+
     /// Copies the snapshot taken at the start of the last batch back into the state buffers.
     fn restore_snapshot(&self) {
         let mut enc = self
@@ -1106,6 +1140,24 @@ impl GpuSim {
                     message: e.to_string(),
                 })?;
             acl.compactions += compacted as u32;
+            // Room for the next batches, before a rising count overflows and reruns one.
+            if let Some(caps) = acl.path.ahead(&acl_counters) {
+                acl.path
+                    .grow(
+                        &self.device,
+                        &self.queue,
+                        &self.pipelines,
+                        &self.buffers,
+                        caps,
+                    )
+                    .map_err(|e| GpuStepError::Device {
+                        step: base + k as u64,
+                        message: e.to_string(),
+                    })?;
+                self.grows += 1;
+                self.grows_ahead += 1;
+                self.build(self.length_budget)?;
+            }
         }
         Ok(None)
     }
@@ -1312,13 +1364,17 @@ impl GpuSim {
         stats
             .extra
             .push(("readback_bytes_per_step".into(), readback_per_step));
-        // Batches run again so far (a budget or a capacity too small), and capacity growths.
+        // Batches run again so far (a budget or a capacity too small), capacity growths, and
+        // those of them made between batches ahead of need (no rerun).
         stats
             .extra
             .push(("batch_reruns".into(), self.reruns as f64));
         stats
             .extra
             .push(("capacity_grows".into(), self.grows as f64));
+        stats
+            .extra
+            .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
         Ok((
             stats,
             GpuFrameTimes {

@@ -10,6 +10,7 @@
 #[path = "support/fixture.rs"]
 mod fixture;
 
+use yarnsim::acl::gpu::AclCaps;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu_step::GpuSim;
 
@@ -222,6 +223,51 @@ fn contact_overflow_grows_and_reruns_identically() {
         bits(&small.sim.vel) == bits(&ample.sim.vel),
         "velocities differ"
     );
+}
+
+/// ACL's capacities set far too small grow, by reruns and then ahead of need between batches
+/// (twice a count that passed ¾ of its capacity), and the run equals one with ample room,
+/// bitwise.
+#[test]
+fn acl_capacities_grow_ahead_of_need_identically() {
+    let Some(gpu) = gpu_or_skip("acl_capacities_grow_ahead_of_need_identically") else {
+        return;
+    };
+    let sets = ["contact.model=acl"];
+    let run = |shrink: bool| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        let ample = g.acl_capacities().unwrap();
+        if shrink {
+            // Each capacity just under its first need, so overflows come first and the counts
+            // then sit close to the room they were given.
+            let mut c = AclCaps::all(16);
+            c.sched.lookup_words = ample.sched.lookup_words;
+            g.set_acl_capacities(c).unwrap();
+        }
+        for _ in 0..3 {
+            g.steps(20).unwrap();
+        }
+        g.download().unwrap();
+        g
+    };
+    let small = run(true);
+    let ample = run(false);
+    eprintln!(
+        "small: {} growths ({} ahead), {} reruns; ample: {} growths ({} ahead)",
+        small.capacity_grows(),
+        small.capacity_grows_ahead(),
+        small.reruns(),
+        ample.capacity_grows(),
+        ample.capacity_grows_ahead()
+    );
+    assert!(small.reruns() >= 1, "the small run never overflowed");
+    assert!(
+        small.capacity_grows_ahead() >= 1,
+        "the small run never grew ahead of need"
+    );
+    assert_eq!(small.sim.pos, ample.sim.pos, "positions differ");
+    assert_eq!(small.sim.vel, ample.sim.vel, "velocities differ");
 }
 
 #[test]

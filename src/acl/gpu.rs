@@ -54,7 +54,7 @@ use crate::layout::{
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
-use crate::scan::GpuScan;
+use crate::scan::{CountSource, CountedGrid, GpuScan};
 use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
 use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
 use crate::sort::GpuSort;
@@ -609,12 +609,18 @@ impl AclGpu {
         let scan_compact = scan("set_dest", sc + 1)?;
         let scan_dirty = scan("dirty_dest", sc + 1)?;
         let scan_release = scan("release_dest", sc + 2)?;
-        let sort_points = GpuSort::new(
+        // Over the live records (set_point_write fills the slots past them with the sentinel).
+        let sort_points = GpuSort::counted(
             device,
             pipelines,
             &get("point_slots"),
             caps.records,
             crate::contact::key_bits(self.npts),
+            &CountSource {
+                buffer: get("acl_counters"),
+                word: offset_of!(crate::layout::AclCounters, records) as u32 / 4,
+                add: 0,
+            },
         )?;
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
@@ -691,15 +697,75 @@ impl AclGpu {
             &rebuild_u,
             rb_num_sets,
         );
-        // 8. Evaluation of the clean sets.
-        d(&mut ops, "set_evaluate", sc)?;
-        d(&mut ops, "set_force", 64 * sc)?;
+        // 8. Evaluation of the clean sets, over the live table (the count just copied).
+        let counted = |ops: &mut Vec<Op>, g: &CountedGrid| {
+            let (n, bg, t) = g.plan_dispatch();
+            ops.push(Op::Dispatch((n, bg.clone(), t)));
+        };
+        let dg = |ops: &mut Vec<Op>,
+                  kernel: &'static str,
+                  g: &CountedGrid|
+         -> Result<(), PipelineError> {
+            ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, g.threads())));
+            Ok(())
+        };
+        let grid = |buffer: &str, field: usize, add: u32, kernel: &str, per_item: u32| {
+            let wg = crate::shaders::kernel(kernel)
+                .map_err(PipelineError::from)?
+                .workgroup_size;
+            let src = CountSource {
+                buffer: get(buffer),
+                word: field as u32 / 4,
+                add,
+            };
+            CountedGrid::new(device, pipelines, &src, sc + add, per_item, wg)
+        };
+        let sets_count = merge_sets + offset_of!(crate::layout::Capacity, count);
+        let eval_grid = grid("merge_counters", sets_count, 0, "set_evaluate", 1)?;
+        let force_grid = grid("merge_counters", sets_count, 0, "set_force", 64)?;
+        counted(&mut ops, &eval_grid);
+        counted(&mut ops, &force_grid);
+        dg(&mut ops, "set_evaluate", &eval_grid)?;
+        dg(&mut ops, "set_force", &force_grid)?;
         // 9–10. Rebuild rounds.
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
             d(ops, "set_dirty_count", sc + 1)?;
             extend(ops, scan_dirty.dispatches().collect());
             d(ops, "set_dirty_write", sc + 1)
         };
+        // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
+        // workgroup sizes are their threads per set); one thread per dirty set (_springs,
+        // _headers); one per dirty set plus one (the pool kernels: same workgroup size).
+        let dirty_count = offset_of!(AclSizes, num_dirty);
+        let per_dirty = {
+            let src = CountSource {
+                buffer: get("acl_sizes"),
+                word: dirty_count as u32 / 4,
+                add: 0,
+            };
+            CountedGrid::new(device, pipelines, &src, sc, 1, 1)?
+        };
+        let per_dirty_thread = grid("acl_sizes", dirty_count, 0, "set_rebuild_springs", 1)?;
+        let per_dirty_plus = grid("acl_sizes", dirty_count, 1, "pool_alloc_size", 1)?;
+        for k in [
+            "set_rebuild_headers",
+            "pool_alloc",
+            "pool_release_count",
+            "pool_release_write",
+        ] {
+            let wg = crate::shaders::kernel(k)
+                .map_err(PipelineError::from)?
+                .workgroup_size;
+            let like = if k == "set_rebuild_headers" {
+                "set_rebuild_springs"
+            } else {
+                "pool_alloc_size"
+            };
+            let want = crate::shaders::kernel(like)
+                .map_err(PipelineError::from)?
+                .workgroup_size;
+            assert_eq!(wg, want, "{k} shares {like}'s counted grid");
+        }
         for _ in 0..caps.rounds {
             dirty_list(&mut ops)?;
             copy(
@@ -710,18 +776,22 @@ impl AclGpu {
                 rb_num_dirty,
             );
             counts(&mut ops, 1)?;
-            d(&mut ops, "set_rebuild_size", 64 * sc)?;
-            d(&mut ops, "pool_alloc_size", sc + 1)?;
+            // The round's kernels over the dirty sets only (none at rest).
+            for g in [&per_dirty, &per_dirty_thread, &per_dirty_plus] {
+                counted(&mut ops, g);
+            }
+            dg(&mut ops, "set_rebuild_size", &per_dirty)?;
+            dg(&mut ops, "pool_alloc_size", &per_dirty_plus)?;
             extend(&mut ops, scan_alloc.dispatches().collect());
-            d(&mut ops, "pool_alloc", sc + 1)?;
-            d(&mut ops, "pool_release_count", sc + 1)?;
+            dg(&mut ops, "pool_alloc", &per_dirty_plus)?;
+            dg(&mut ops, "pool_release_count", &per_dirty_plus)?;
             extend(&mut ops, scan_release.dispatches().collect());
-            d(&mut ops, "pool_release_write", sc + 1)?;
-            d(&mut ops, "set_rebuild_points", 64 * sc)?;
-            d(&mut ops, "set_rebuild", 256 * sc)?;
-            d(&mut ops, "set_rebuild_watch", 64 * sc)?;
-            d(&mut ops, "set_rebuild_springs", sc)?;
-            d(&mut ops, "set_rebuild_headers", sc)?;
+            dg(&mut ops, "pool_release_write", &per_dirty_plus)?;
+            dg(&mut ops, "set_rebuild_points", &per_dirty)?;
+            dg(&mut ops, "set_rebuild", &per_dirty)?;
+            dg(&mut ops, "set_rebuild_watch", &per_dirty)?;
+            dg(&mut ops, "set_rebuild_springs", &per_dirty_thread)?;
+            dg(&mut ops, "set_rebuild_headers", &per_dirty_thread)?;
             ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
         }
@@ -936,8 +1006,41 @@ impl AclGpu {
         Ok(None)
     }
 
-    /// Rebuilds everything with capacities `caps`, after the state was restored (the persistent
-    /// buffers' contents are carried over).
+    /// Capacities grown ahead of need after a completed batch whose steps' counters are `steps`:
+    /// each capacity whose largest count over the batch passed ¾ of it becomes twice that count,
+    /// so a count that keeps rising (cloth that moves, sets that multiply) is met by a regrowth
+    /// between batches, where nothing reruns, rather than by an overflow that reruns a batch.
+    /// (Counted scans and sorts follow the counts, so room costs memory, not time.) `None` when
+    /// every count stays below ¾ of its capacity.
+    pub fn ahead(&self, steps: &[AclStepCounters]) -> Option<AclCaps> {
+        let mut g = self.caps;
+        let up = |cap: &mut u32, count: u32| {
+            if count > *cap - *cap / 4 {
+                *cap = count.saturating_mul(2).max(*cap);
+            }
+        };
+        let most = |f: &dyn Fn(&AclStepCounters) -> u32| steps.iter().map(f).max().unwrap_or(0);
+        up(&mut g.sched.entries, most(&|c| c.sched.entries.count));
+        up(&mut g.sched.grid, most(&|c| c.sched.grid.count));
+        up(&mut g.sched.cand, most(&|c| c.sched.cand.count));
+        up(&mut g.sched.fresh, most(&|c| c.sched.fresh.count));
+        up(&mut g.sched.touching, most(&|c| c.sched.touching.count));
+        up(&mut g.sched.release, most(&|c| c.sched.release.count));
+        up(&mut g.sched.released, most(&|c| c.sizes.released.count));
+        up(&mut g.sched.lookup_words, most(&|c| c.sizes.lookup.count));
+        up(&mut g.merge.sets, most(&|c| c.merge.sets.count));
+        up(&mut g.merge.edges, most(&|c| c.merge.edges.count));
+        up(&mut g.merge.index, most(&|c| c.merge.index.count));
+        up(&mut g.points, most(&|c| c.pools.len[0]));
+        up(&mut g.blocks, most(&|c| c.pools.len[1]));
+        up(&mut g.watch, most(&|c| c.pools.len[2]));
+        up(&mut g.terms, most(&|c| c.pools.len[3]));
+        up(&mut g.records, most(&|c| c.acl.records));
+        (g != self.caps).then_some(g)
+    }
+
+    /// Rebuilds everything with capacities `caps`, after the state was restored or a batch
+    /// completed (the persistent buffers' contents are carried over).
     pub fn grow(
         &mut self,
         device: &wgpu::Device,
