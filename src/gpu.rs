@@ -200,6 +200,17 @@ fn backend_list(b: wgpu::Backends) -> String {
 fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
     desc.backends = backends;
+    // wgpu checks every indirect dispatch's arguments by default, in release builds too, with a
+    // compute pass of its own before each one: on an H200 that made the counted scans and sorts
+    // (`scan::count_plan`) slower than the capacity-sized dispatches they replace. Our only indirect
+    // arguments are count_plan's grids, within the 65,535-per-dimension limit by construction (a
+    // 2-D grid, tests/gpu_scan.rs), so the check is off, except on D3D12, where wgpu needs it for
+    // `num_workgroups`, or when WGPU_VALIDATION_INDIRECT_CALL asks for it.
+    let dx12 = cfg!(windows) && backends.contains(wgpu::Backends::DX12);
+    if !dx12 && std::env::var_os("WGPU_VALIDATION_INDIRECT_CALL").is_none() {
+        desc.flags
+            .remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
+    }
     wgpu::Instance::new(desc)
 }
 
