@@ -1,10 +1,11 @@
 // candidate_count: cand_offsets[i] = the candidate segment pairs that entry i of the sorted grid
-// entries emits: pairs with each later entry of the same cell whose padded box overlaps its own,
+// entries (sorted by their key's lo word) emits: pairs with each later entry of the same cell (the
+// same lo and hi, within the run of equal lo) whose padded box overlaps its own,
 // counted only in the lowest cell both boxes cover (grid.wgsl pair_here), so every pair is
 // emitted once. cand_offsets[capacity] = 0 (the scan's trailing element). A cell run longer than
 // MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. CPU twin: contact::grid::candidate_count.
 // One thread per slot of counters.grid_entries.capacity, plus one.
-// Loop bound: MAX_CELL_RUN = 4096 later entries of the cell.
+// Loop bound: MAX_CELL_RUN = 4096 later entries of the run.
 
 #import layout
 #import grid
@@ -36,14 +37,16 @@ fn candidate_count(
         var j = i + 1u;
         for (var steps = 0u; j < cap; steps = steps + 1u) {
             let o = grid_entries[j];
-            if o.key_lo != e.key_lo || o.key_hi != e.key_hi {
+            // The run of equal lo (the sort key) ends at another lo or at the sentinels; its
+            // entries of another cell (other hi) are skipped.
+            if o.key_lo != e.key_lo || o.key_hi == GRID_SENTINEL {
                 break;
             }
             if steps == MAX_CELL_RUN {
                 atomicOr(&counters.errors, ERROR_GRID_CELL_FULL);
                 break;
             }
-            if pair_here(e, ba, seg_box[o.value]) {
+            if o.key_hi == e.key_hi && pair_here(e, ba, seg_box[o.value]) {
                 count = count + 1u;
             }
             j = j + 1u;

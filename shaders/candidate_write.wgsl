@@ -43,10 +43,11 @@ fn candidate_write(
     var j = i + 1u;
     for (var steps = 0u; j < cap && steps < MAX_CELL_RUN; steps = steps + 1u) {
         let o = grid_entries[j];
-        if o.key_lo != e.key_lo || o.key_hi != e.key_hi {
+        // As candidate_count: the run of equal lo, its entries of other cells skipped.
+        if o.key_lo != e.key_lo || o.key_hi == GRID_SENTINEL {
             break;
         }
-        if pair_here(e, ba, seg_box[o.value]) {
+        if o.key_hi == e.key_hi && pair_here(e, ba, seg_box[o.value]) {
             if k < cap_c {
                 candidates[k] = vec2<u32>(min(e.value, o.value), max(e.value, o.value));
             }

@@ -8,10 +8,14 @@ const GRID_SENTINEL: u32 = 0xFFFFFFFFu;
 // r · PAD_FACTOR pads the segment boxes (1 + 2^-13, exact in f32).
 const PAD_FACTOR: f32 = 1.0001220703125;
 
-// The packed key (lo, hi) of cell c (`grid::pack_key`): 21 bits per axis offset by 2^20.
+// The packed key (lo, hi) of cell c (`grid::pack_key`): 21 bits per axis offset by 2^20; lo the
+// low 11, 10, 11 bits of x, y, z (the 32-bit sort key), hi the rest (below 2^31).
 fn pack_key(c: vec3<i32>) -> vec2<u32> {
     let u = vec3<u32>(c + vec3<i32>(GRID_HALF_RANGE)) & vec3<u32>(0x1FFFFFu);
-    return vec2<u32>(u.x | (u.y << 21u), (u.y >> 11u) | (u.z << 10u));
+    return vec2<u32>(
+        (u.x & 0x7FFu) | ((u.y & 0x3FFu) << 11u) | ((u.z & 0x7FFu) << 21u),
+        (u.x >> 11u) | ((u.y >> 10u) << 10u) | ((u.z >> 11u) << 21u),
+    );
 }
 
 // Whether entries ea (first) and eb (after it, same cell) form a candidate emitted from this cell

@@ -505,7 +505,7 @@ impl ExactContact {
         );
         sort::radix_sort(
             &mut self.entries,
-            64,
+            super::grid::GRID_KEY_BITS,
             &mut self.sort_scratch,
             &mut self.sort_hist,
             &mut self.scan_partials,

@@ -10,7 +10,7 @@
 //! | 1 | `aabb_raster` | segments + 1 |
 //! | 2 | scan of `grid_offsets` (`scan_reduce`…, `scan_add`…) | segments + 1 |
 //! | 3 | `grid_write` | entry capacity |
-//! | 4 | radix sort of `grid_entries`, 8 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry count (`count_plan`) |
+//! | 4 | radix sort of `grid_entries` by the key's `lo` word, 4 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry count (`count_plan`) |
 //! | 5 | `candidate_count` | entry capacity + 1 |
 //! | 6 | scan of `cand_offsets` | entry capacity + 1 |
 //! | 7 | `candidate_write` | entry capacity |
@@ -152,7 +152,7 @@ impl ExactGpu {
             pipelines,
             get("grid_entries"),
             entry_capacity,
-            64,
+            super::grid::GRID_KEY_BITS,
             &entries_count,
         )?;
         let scan_cand = GpuScan::new(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;

@@ -79,13 +79,23 @@ pub fn grid_origin(pos: &[[f32; 4]]) -> Option<[f32; 3]> {
     o.iter().all(|v| v.is_finite()).then_some(o)
 }
 
-/// The packed key `(lo, hi)` of cell `c` (coordinates within ±2²⁰).
+/// The packed key `(lo, hi)` of cell `c` (coordinates within ±2²⁰, offset to 21 unsigned bits
+/// `x, y, z`): `lo` holds the low 11, 10 and 11 bits of `x, y, z`, `hi` the rest (10, 11 and 10
+/// bits; below 2³¹, so never the sentinel). The entries are sorted by `lo` alone — a 32-bit key,
+/// half the radix passes of the whole 63 bits — so cells 2,048 (x, z) or 1,024 (y) cells apart
+/// share a run of equal `lo`; the pair scans skip the entries of such a run whose `hi` differs.
 #[inline]
 pub fn pack_key(c: [i32; 3]) -> (u32, u32) {
     let f = |v: i32| ((v + GRID_HALF_RANGE) as u32) & 0x1F_FFFF;
     let (x, y, z) = (f(c[0]), f(c[1]), f(c[2]));
-    (x | y << 21, y >> 11 | z << 10)
+    (
+        (x & 0x7FF) | (y & 0x3FF) << 11 | (z & 0x7FF) << 21,
+        x >> 11 | (y >> 10) << 10 | (z >> 11) << 21,
+    )
 }
+
+/// Bits of the key the grid entries are sorted by: `lo` of [`pack_key`].
+pub const GRID_KEY_BITS: u32 = 32;
 
 /// The cell coordinate of `x` along an axis, as the float `floor((x − origin)·inv_cell)`.
 #[inline]
@@ -280,13 +290,15 @@ fn for_each_pair_of_entry(
     let mut steps = 0;
     while j < entries.len() {
         let o = &entries[j];
-        if o.key_lo != e.key_lo || o.key_hi != e.key_hi {
+        // The run of equal `lo` (sorted by it alone) ends at another `lo` or at the sentinels.
+        if o.key_lo != e.key_lo || o.key_hi == SENTINEL {
             return true;
         }
         if steps == MAX_CELL_RUN {
             return false;
         }
-        if pair_here(e, o, seg_box) {
+        // Entries of the run from another cell (same `lo`, other `hi`) are skipped.
+        if o.key_hi == e.key_hi && pair_here(e, o, seg_box) {
             f(o);
         }
         steps += 1;
@@ -395,19 +407,74 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_pack_and_order() {
-        let (lo, hi) = pack_key([0, 0, 0]);
-        assert_eq!((lo, hi), (1 << 20, 1 << 9 | 1 << 30));
-        let k = |c| {
-            let (lo, hi) = pack_key(c);
-            (hi as u64) << 32 | lo as u64
+    fn keys_pack_uniquely_and_spread_neighbours_over_lo() {
+        let h = GRID_HALF_RANGE;
+        assert_eq!(pack_key([-h; 3]), (0, 0));
+        let (lo, hi) = pack_key([h - 1; 3]);
+        assert_eq!((lo, hi), (u32::MAX, (1 << 31) - 1));
+        assert!(hi < SENTINEL);
+        // Distinct cells, distinct keys: a block around the origin, and cells 2,048 / 1,024 apart
+        // (same lo, other hi).
+        let mut seen = std::collections::HashSet::new();
+        for x in -40..40 {
+            for y in -40..40 {
+                for z in [-5, 0, 7] {
+                    let (lo, hi) = pack_key([x, y, z]);
+                    assert!(seen.insert((lo, hi)), "{x} {y} {z}");
+                    // Neighbours within 1,024 cells differ in lo.
+                    assert_ne!(lo, pack_key([x + 1, y, z]).0);
+                    assert_ne!(lo, pack_key([x, y + 1, z]).0);
+                    assert_ne!(lo, pack_key([x, y, z + 1]).0);
+                }
+            }
+        }
+        for d in [[2048, 0, 0], [0, 1024, 0], [0, 0, 2048]] {
+            let (a, b) = (
+                pack_key([3, -4, 5]),
+                pack_key([3 + d[0], -4 + d[1], 5 + d[2]]),
+            );
+            assert_eq!(a.0, b.0, "{d:?}");
+            assert_ne!(a.1, b.1, "{d:?}");
+        }
+    }
+
+    /// Two cells with the same `lo` interleave in the sorted entries; each entry pairs only with
+    /// the later entries of its own cell.
+    #[test]
+    fn runs_of_equal_lo_pair_only_within_a_cell() {
+        let boxed = |c: [i32; 3]| SegmentBox {
+            lo: [0.0, 0.0, 0.0, 0.0],
+            hi: [1.0, 1.0, 1.0, 0.0],
+            cell_lo: [c[0], c[1], c[2], 0],
+            cell_hi: [c[0], c[1], c[2], 0],
         };
-        assert_eq!(k([-GRID_HALF_RANGE; 3]), 0);
-        assert_eq!(k([GRID_HALF_RANGE - 1; 3]), (1u64 << 63) - 1);
-        assert!(k([GRID_HALF_RANGE - 1; 3]) < (SENTINEL as u64) << 32);
-        assert_eq!(k([1, 0, 0]) - k([0, 0, 0]), 1);
-        assert_eq!(k([0, 1, 0]) - k([0, 0, 0]), 1 << 21);
-        assert_eq!(k([0, 0, 1]) - k([0, 0, 0]), 1 << 42);
+        let (a, b) = ([1, 2, 3], [1 + 2048, 2, 3]);
+        let seg_box = vec![boxed(a), boxed(b), boxed(a), boxed(b)];
+        let entry = |s: u32, c: [i32; 3]| {
+            let (key_lo, key_hi) = pack_key(c);
+            KeyValue {
+                key_lo,
+                key_hi,
+                value: s,
+                _pad: 0,
+            }
+        };
+        // Sorted by lo alone, in segment order: cells a, b, a, b.
+        let mut entries = vec![entry(0, a), entry(1, b), entry(2, a), entry(3, b)];
+        entries.push(KeyValue {
+            key_lo: SENTINEL,
+            key_hi: SENTINEL,
+            value: SENTINEL,
+            _pad: 0,
+        });
+        let pairs = |i: usize| {
+            let mut v = Vec::new();
+            assert!(for_each_pair_of_entry(&entries, i, &seg_box, |o| v.push(o.value)));
+            v
+        };
+        assert_eq!(pairs(0), vec![2]);
+        assert_eq!(pairs(1), vec![3]);
+        assert!(pairs(2).is_empty() && pairs(3).is_empty());
     }
 
     #[test]
