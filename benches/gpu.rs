@@ -135,6 +135,8 @@ struct Row {
     kernels: Vec<(&'static str, f64)>,
     /// The GPU simulation's batch reruns and capacity growths so far (warm-up included).
     reruns: (f64, f64),
+    /// Host milliseconds per step recording and submitting batches, and waiting for them.
+    host_ms: (f64, f64, f64),
     note: String,
 }
 
@@ -145,7 +147,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{:.5},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"host_record_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -164,6 +166,8 @@ impl Row {
             self.dispatches,
             self.reruns.0,
             self.reruns.1,
+            self.host_ms.0,
+            self.host_ms.1,
             self.note.replace('"', "'"),
         );
         for (i, (k, v)) in self.kernels.iter().enumerate() {
@@ -273,6 +277,9 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         row.rebuild_fraction += w * value(&stats.contact, "rebuild_fraction");
         row.touching += w * value(&stats.contact, "touching_pairs");
         row.readback += w * times.readback_bytes_per_step;
+        row.host_ms.0 += w * times.host_record_ms;
+        row.host_ms.1 += w * times.host_wait_ms;
+        row.host_ms.2 += w * times.host_submit_ms;
         row.dispatches = times.dispatches_per_step;
         let extra = |k: &str| {
             stats
@@ -301,6 +308,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     row.rebuild_fraction /= n;
     row.touching /= n;
     row.readback /= n;
+    row.host_ms = (row.host_ms.0 / n, row.host_ms.1 / n, row.host_ms.2 / n);
     if timed_frames > 0.0 {
         row.contact_ms = contact_ms / timed_frames;
         for k in &mut row.kernels {
@@ -374,12 +382,15 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths",
+                            "; {} dispatches, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
                             row.dispatches,
                             row.readback,
                             row.buffer_bytes.unwrap_or(0) as f64 / 1048576.0,
                             row.reruns.0,
-                            row.reruns.1
+                            row.reruns.1,
+                            row.host_ms.0,
+                            row.host_ms.2,
+                            row.host_ms.1
                         )
                     } else {
                         String::new()
