@@ -180,7 +180,7 @@ impl StepRecorder<'_> {
             enc.copy_buffer_to_buffer(&acl.rebuild_ring, s * RU, rebuild, 0, RU);
         }
         enc.copy_buffer_to_buffer(
-            &self.param_ring,
+            self.param_ring,
             s * PARAMS_BYTES,
             params_buf,
             0,
@@ -188,14 +188,14 @@ impl StepRecorder<'_> {
         );
         if obstacle_bytes > 0 {
             enc.copy_buffer_to_buffer(
-                &self.obstacle_ring,
+                self.obstacle_ring,
                 s * obstacle_bytes,
                 obstacles_buf,
                 0,
                 obstacle_bytes,
             );
         }
-        enc.copy_buffer_to_buffer(&self.fresh_counters, 0, counters_buf, 0, COUNTERS_BYTES);
+        enc.copy_buffer_to_buffer(self.fresh_counters, 0, counters_buf, 0, COUNTERS_BYTES);
         if let (0, Some((set, _))) = (s, self.queries.as_ref()) {
             // The timed step: a pass per dispatch, each with its two timestamps.
             for (i, d) in self.dispatches.iter().enumerate() {
@@ -236,12 +236,12 @@ impl StepRecorder<'_> {
         }
         if let Some(acl) = &self.acl {
             acl.path
-                .copy_counters(enc, &self.readback, acl_at + s * ACL_COUNTERS_BYTES);
+                .copy_counters(enc, self.readback, acl_at + s * ACL_COUNTERS_BYTES);
         }
         enc.copy_buffer_to_buffer(
             counters_buf,
             0,
-            &self.readback,
+            self.readback,
             s * COUNTERS_BYTES,
             COUNTERS_BYTES,
         );
@@ -249,7 +249,7 @@ impl StepRecorder<'_> {
             if let Some((set, resolve)) = &self.queries {
                 let count = 2 * self.dispatches.len() as u32;
                 enc.resolve_query_set(set, 0..count, resolve, 0);
-                enc.copy_buffer_to_buffer(resolve, 0, &self.readback, ts_at, resolve.size());
+                enc.copy_buffer_to_buffer(resolve, 0, self.readback, ts_at, resolve.size());
             }
         }
         Ok(())
