@@ -17,7 +17,10 @@
 //! `YARNSIM_BENCH_MODELS` (default `none,exact,acl`), `YARNSIM_BENCH_PATHS` (default `cpu,gpu`),
 //! `YARNSIM_BENCH_STEPS` (the most steps measured per row, default 200), `YARNSIM_BENCH_SECONDS`
 //! (a row stops measuring after the first batch that ends past this, default 10),
-//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20). The first path of a (scene, model)
+//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20), `YARNSIM_BENCH_CHUNK` (steps the GPU
+//! path records and submits together, default 16; 64 puts a whole batch in one submission, so the
+//! host's recording and the GPU's work do not overlap and the printed host and wait times
+//! separate them). The first path of a (scene, model)
 //! decides how many steps are measured; the other paths then measure exactly as many, so every
 //! row of a (scene, model) covers the same steps of the run (a falling cloth's contact changes
 //! from step to step: averages over different windows do not compare).
@@ -246,7 +249,16 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     };
     let before = g.buffer_memory().unwrap_or(0);
     let mut gs = match GpuSim::new(g, sim, &contact) {
-        Ok(gs) => gs,
+        Ok(mut gs) => {
+            // YARNSIM_BENCH_CHUNK: steps per submission (64 separates host and GPU time).
+            if let Some(c) = std::env::var("YARNSIM_BENCH_CHUNK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                gs.set_record_chunk(c);
+            }
+            gs
+        }
         Err(e) => {
             row.note = format!("not run: {e}");
             return row;

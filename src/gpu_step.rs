@@ -351,6 +351,8 @@ pub struct GpuSim {
     reruns: u32,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
+    /// Steps recorded and submitted together ([`RECORD_CHUNK`]; [`GpuSim::set_record_chunk`]).
+    record_chunk: usize,
     /// Bytes read back over the current frame, and steps timed per kernel in it.
     readback_bytes: u64,
     frame_timed_steps: u32,
@@ -620,6 +622,7 @@ impl GpuSim {
             frame_host_ms: [0.0; 3],
             reruns: 0,
             grows_ahead: 0,
+            record_chunk: RECORD_CHUNK,
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
@@ -1002,6 +1005,13 @@ impl GpuSim {
         self.build(self.length_budget)
     }
 
+    /// Sets how many steps are recorded and submitted together (diagnostics: with a whole batch
+    /// per submission, the host's recording and the GPU's work no longer overlap, so the bench's
+    /// host and wait times separate them).
+    pub fn set_record_chunk(&mut self, steps: usize) {
+        self.record_chunk = steps.clamp(1, MAX_BATCH);
+    }
+
     /// The kernel of every dispatch of one step, in order (diagnostics: where the dispatches go).
     pub fn dispatch_kernels(&self) -> Vec<&'static str> {
         self.dispatches.iter().map(|d| d.kernel).collect()
@@ -1108,7 +1118,7 @@ impl GpuSim {
         // Submitted in chunks, so the GPU runs the first steps while the host records the next.
         use rayon::prelude::*;
         let mut submit_ms = 0.0;
-        for chunk in (0..k as u64).collect::<Vec<_>>().chunks(RECORD_CHUNK) {
+        for chunk in (0..k as u64).collect::<Vec<_>>().chunks(self.record_chunk) {
             let buffers: Vec<wgpu::CommandBuffer> = chunk
                 .par_iter()
                 .map(|&s| record(s))
@@ -1163,7 +1173,10 @@ impl GpuSim {
                 let c: AclStepCounters =
                     bytemuck::pod_read_unaligned(&bytes[at..at + ACL_COUNTERS_BYTES as usize]);
                 match acl.path.verdict(&c) {
-                    Ok(Some(caps)) => return Ok(Some(Rerun::Acl(caps))),
+                    Ok(Some(caps)) => {
+                        acl_counters.push(c);
+                        return Ok(Some(Rerun::Acl(AclGpu::ahead_of(caps, &acl_counters))));
+                    }
                     Ok(None) => acl_counters.push(c),
                     Err(e) => {
                         self.sim.steps = base + s as u64;

@@ -19,8 +19,8 @@
 //! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
-//! | 8 | `set_evaluate`, `set_force` | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
+//! | 8 | `set_evaluate`, `set_force` (grids counted from `merge_counters.sets`) | `acl.num_sets` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), three `count_plan` grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) for the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
 //! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact`, `acl_counts` (compacted), copies of `sets_out`, `springs_out` back | `rebuild` |
@@ -181,9 +181,9 @@ pub struct AclCaps {
 impl AclCaps {
     /// The first capacities for a scene of `segments` segments: what the default swatch's first
     /// steps need per segment (its sets, model pools and scheduler tables; measured in
-    /// tests/gpu_acl_step.rs), with a quarter more. Every kernel runs over its capacity (surplus
-    /// threads exit at once), so room costs time on a CPU adapter; a step that needs more grows it
-    /// and reruns.
+    /// tests/gpu_acl_step.rs), with a quarter more. The kernels not counted run over their
+    /// capacity (surplus threads exit at once), so room costs some time; a step that needs more
+    /// grows it and reruns.
     pub fn for_segments(segments: u32) -> AclCaps {
         let nseg = segments.max(16);
         let sets = (nseg / 2 + nseg / 8).max(64);
@@ -1013,7 +1013,15 @@ impl AclGpu {
     /// (Counted scans and sorts follow the counts, so room costs memory, not time.) `None` when
     /// every count stays below ¾ of its capacity.
     pub fn ahead(&self, steps: &[AclStepCounters]) -> Option<AclCaps> {
-        let mut g = self.caps;
+        let g = Self::ahead_of(self.caps, steps);
+        (g != self.caps).then_some(g)
+    }
+
+    /// `caps` with [`AclGpu::ahead`]'s rule applied to the counts of `steps` (also used on a
+    /// batch that overflowed, so its rerun has room for every count it saw, not only for the one
+    /// that overflowed first: fewer reruns while a moving cloth's counts climb).
+    pub fn ahead_of(caps: AclCaps, steps: &[AclStepCounters]) -> AclCaps {
+        let mut g = caps;
         let up = |cap: &mut u32, count: u32| {
             if count > *cap - *cap / 4 {
                 *cap = count.saturating_mul(2).max(*cap);
@@ -1036,7 +1044,7 @@ impl AclGpu {
         up(&mut g.watch, most(&|c| c.pools.len[2]));
         up(&mut g.terms, most(&|c| c.pools.len[3]));
         up(&mut g.records, most(&|c| c.acl.records));
-        (g != self.caps).then_some(g)
+        g
     }
 
     /// Rebuilds everything with capacities `caps`, after the state was restored or a batch

@@ -20,9 +20,9 @@
 //! | 3 | `quadrature_points` | — | segments · b |
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B) | p0 | entry cap. + 1 |
 //! | 5 | `sched_sizes` (kept) | — | 1 |
-//! | 6 | `sched_grid_count`, scan, `sched_grid_write`, sort | — | segments + 1, grid cap. |
-//! | 7 | `newcomer_count`, scan, `newcomer_write`, sort | — | grid / candidate cap. |
-//! | 8 | `newcomer_keep` (B; p1), scan, `newcomer_compact` (—) | p1 | candidate cap. + 1 |
+//! | 6 | `sched_grid_count`, scan, `sched_grid_write`, counted sort | — | segments + 1, grid cap. |
+//! | 7 | `newcomer_count`, counted scan, `newcomer_write`, counted sort | — | grid / candidate cap. |
+//! | 8 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
 //! | 9 | `release_count`, scan | — | release list cap. + 1 |
 //! | 10 | `sched_sizes` (merged) | — | 1 |
 //! | 11 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
@@ -31,16 +31,19 @@
 //! | 14 | `touching_count`, scan, `touching_write` | p2 | entry cap. + 1 |
 //! | 15 | `sched_history` | — | max(points, segments) |
 //!
-//! **Counts stay on the GPU, dispatches run over the capacities with an early exit.** Every kernel
-//! reads its count from its `sched` record (`sched_p0/p1/p2`, written by `sched_sizes` from the
-//! scans' totals, and bound as read-only storage for that reason; the column `sched` above; kernels
-//! that read only the step's constants bind the `sched_step` uniform, "—") or from `sched_counters`,
-//! and its tail threads return at once. Indirect dispatch would save those idle threads, but the scans and
-//! radix sorts between the kernels are fixed-size plans (per-level uniforms made once), so they run
-//! over the capacity anyway; the step's cost is bounded by the capacities either way, and a dispatch
-//! list of plain dispatches appends to any other (`ExactGpu::dispatches`, `GpuSim`). A scan over the
-//! capacity is exact for the prefix the kernels read: an exclusive sum at index `n` depends only on
-//! the elements before `n`, which the count kernels write every step.
+//! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
+//! (`sched_p0/p1/p2`, written by `sched_sizes` from the scans' totals, and bound as read-only
+//! storage for that reason; the column `sched` above; kernels that read only the step's constants
+//! bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads return at
+//! once. The grid's and the candidates' sorts, the newcomer scans and `newcomer_keep` /
+//! `newcomer_compact` are *counted*: a `count_plan` dispatch sizes them from the live count in
+//! `sched_counters` (indirect dispatch; [`crate::scan::GpuScan::counted`]), so a step at rest
+//! sorts its grid items, not the grid's capacity, and no candidate slot. Their readers stop at the
+//! count: the scans' totals sit right after it (`newcomer_offsets[grid items]`,
+//! `fresh_offsets[candidates]`), and the sorts' tails hold the sentinel their writers put there.
+//! The other kernels run over their capacities with the early exit; a scan over a capacity is exact
+//! for the prefix the kernels read (an exclusive sum at index `n` depends only on the elements
+//! before `n`, which the count kernels write every step).
 //!
 //! The CPU run skips the grid and the newcomers on steps where no segment entered a cell, and the
 //! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
