@@ -854,23 +854,7 @@ impl GpuSim {
                     self.grows += 1;
                     self.grow_exact(caps)?;
                 }
-                Rerun::Acl(caps) => {
-                    self.grows += 1;
-                    let acl = self.acl.as_mut().expect("an ACL rerun");
-                    acl.path
-                        .grow(
-                            &self.device,
-                            &self.queue,
-                            &self.pipelines,
-                            &self.buffers,
-                            caps,
-                        )
-                        .map_err(|e| GpuStepError::Device {
-                            step: base,
-                            message: e.to_string(),
-                        })?;
-                    self.build(self.length_budget)?;
-                }
+                Rerun::Acl(caps) => self.grow_acl(caps, base)?,
             }
         }
     }
@@ -986,23 +970,11 @@ impl GpuSim {
 
     /// Sets the ACL path's capacities (between batches; tests start small to exercise growth).
     pub fn set_acl_capacities(&mut self, caps: AclCaps) -> Result<(), GpuStepError> {
-        let step = self.sim.steps;
-        let Some(acl) = self.acl.as_mut() else {
-            return Ok(());
-        };
-        acl.path
-            .grow(
-                &self.device,
-                &self.queue,
-                &self.pipelines,
-                &self.buffers,
-                caps,
-            )
-            .map_err(|e| GpuStepError::Device {
-                step,
-                message: e.to_string(),
-            })?;
-        self.build(self.length_budget)
+        let grows = self.grows;
+        self.grow_acl(caps, self.sim.steps)?;
+        // Set by hand: not a growth the run needed.
+        self.grows = grows;
+        Ok(())
     }
 
     /// Sets how many steps are recorded and submitted together (diagnostics: with a whole batch
@@ -1243,24 +1215,33 @@ impl GpuSim {
             acl.compactions += compacted as u32;
             // Room for the next batches, before a rising count overflows and reruns one.
             if let Some(caps) = acl.path.ahead(&acl_counters) {
-                acl.path
-                    .grow(
-                        &self.device,
-                        &self.queue,
-                        &self.pipelines,
-                        &self.buffers,
-                        caps,
-                    )
-                    .map_err(|e| GpuStepError::Device {
-                        step: base + k as u64,
-                        message: e.to_string(),
-                    })?;
-                self.grows += 1;
                 self.grows_ahead += 1;
-                self.build(self.length_budget)?;
+                self.grow_acl(caps, base + k as u64)?;
             }
         }
         Ok(None)
+    }
+
+    /// Rebuilds the ACL path with capacities `caps` (its state carried over) and the step's
+    /// dispatches with it; `step` names the step in an error.
+    fn grow_acl(&mut self, caps: AclCaps, step: u64) -> Result<(), GpuStepError> {
+        let Some(acl) = self.acl.as_mut() else {
+            return Ok(());
+        };
+        acl.path
+            .grow(
+                &self.device,
+                &self.queue,
+                &self.pipelines,
+                &self.buffers,
+                caps,
+            )
+            .map_err(|e| GpuStepError::Device {
+                step,
+                message: e.to_string(),
+            })?;
+        self.grows += 1;
+        self.build(self.length_budget)
     }
 
     /// Turns the error flags of a step into an error naming the step and the place.
