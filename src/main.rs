@@ -69,9 +69,12 @@ struct TableArgs {
     /// ACL tolerance τ (repeatable; one row each).
     #[arg(long = "tolerance", default_values_t = [0.04f32])]
     tolerances: Vec<f32>,
-    /// Where the steps run.
+    /// Where the variants' steps run (the relaxation and the start frames run on the CPU).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
+    /// The GPU adapter of --backend gpu (the first whose name contains this text).
+    #[arg(long)]
+    adapter: Option<String>,
     /// Also write the table as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -832,11 +835,8 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
 
 /// `yarnsim table`: measures each scene ([`yarnsim::table`]) and prints the Markdown table.
 fn table(a: TableArgs) -> Result<()> {
-    if a.backend == Backend::Gpu {
-        bail!(
-            "yarnsim table --backend gpu is not available yet (the GPU step runs every contact \
-             model, but table does not drive it); measure with --backend cpu"
-        );
+    if a.adapter.is_some() && a.backend == Backend::Cpu {
+        bail!("--adapter picks the GPU of --backend gpu; this table runs on the CPU");
     }
     if a.steps == 0 {
         bail!("--steps must be at least 1");
@@ -860,8 +860,19 @@ fn table(a: TableArgs) -> Result<()> {
     };
     let machine = machine_name();
     let threads = rayon::current_num_threads();
+    let gpu = match a.backend {
+        Backend::Gpu => {
+            Some(open_gpu(&a.adapter).context("yarnsim table --backend gpu needs a GPU adapter")?)
+        }
+        Backend::Cpu => None,
+    };
+    let backend = if gpu.is_some() { "gpu" } else { "cpu" };
+    let adapter = gpu.as_ref().map(|g| g.summary());
     if !a.quiet {
-        eprintln!("machine: {machine}, {threads} threads; backend cpu");
+        match &adapter {
+            Some(s) => eprintln!("machine: {machine}, {threads} threads; backend gpu: {s}"),
+            None => eprintln!("machine: {machine}, {threads} threads; backend cpu"),
+        }
     }
     let mut tables = Vec::new();
     for path in &scenes {
@@ -891,6 +902,7 @@ fn table(a: TableArgs) -> Result<()> {
             &l.build,
             &l.pins,
             &opts,
+            gpu.as_ref(),
             &mut |done, total| {
                 bar.set_length(total);
                 bar.set_position(done);
@@ -914,8 +926,9 @@ fn table(a: TableArgs) -> Result<()> {
         let doc = serde_json::json!({
             "machine": machine,
             "threads": threads,
-            "backend": "cpu",
-            "adapter": serde_json::Value::Null,
+            "backend": backend,
+            "adapter": adapter.as_ref().map(|s| s.name.clone()),
+            "adapter_info": adapter.as_ref().map(|s| s.to_string()),
             "steps": a.steps,
             "warmup": a.warmup,
             "start_frame": a.start_frame,

@@ -256,7 +256,10 @@ impl CountedPlan {
     ) -> Result<CountedPlan, PipelineError> {
         use wgpu::util::DeviceExt;
         // `count_plan` computes min(count, cap − add) + add.
-        assert!(spec.add <= spec.cap, "a counted length below its own addend");
+        assert!(
+            spec.add <= spec.cap,
+            "a counted length below its own addend"
+        );
         spec.args_word = PLAN_SLOT_WORDS * slots.len() as u32;
         let mut words = vec![0u32; (spec.args_word + 3 * args).next_multiple_of(4) as usize];
         for (k, s) in slots.iter().enumerate() {

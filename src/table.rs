@@ -9,8 +9,16 @@
 //! ones ([`Sim::measure_steps`]). Peak memory is the process's peak resident set over the variant
 //! (`VmHWM`, reset before it where the kernel allows: Linux `clear_refs`), so it includes the
 //! scene's own arrays.
+//!
+//! Given a GPU, each variant runs on the GPU step ([`GpuSim`]) from the same start state: its
+//! warm-up and its timed steps are one frame each, so the whole-step time includes one frame's end
+//! (positions downloaded, the pass-through check), and the contact time is the contact kernels'
+//! timestamp time per step (0 where the adapter has no timestamp queries). The GPU's ACL counts
+//! no touching pairs, so its `contacts` is 0.
 
 use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
+use crate::gpu::Gpu;
+use crate::gpu_step::{GpuSim, GpuStepError};
 use crate::scene::{ClothBuild, ContactModel, Scene};
 use crate::sim::{contact_model, FrameStats, Sim, SimError};
 use serde::Serialize;
@@ -22,6 +30,8 @@ pub enum TableError {
     Sim(#[from] SimError),
     #[error("saving or restoring the start state: {0}")]
     State(#[from] CheckpointError),
+    #[error(transparent)]
+    Gpu(#[from] GpuStepError),
 }
 
 /// What to measure.
@@ -83,13 +93,17 @@ pub fn total_steps(opts: &TableOptions, steps_per_frame: u32) -> u64 {
         + variants * (opts.warmup as u64 + opts.steps as u64)
 }
 
-/// Measures one scene (`scene` with its cloth `build` and `pins`; `name` labels the rows).
+/// Measures one scene (`scene` with its cloth `build` and `pins`; `name` labels the rows), its
+/// variants on the CPU path or, given `gpu`, on the GPU step (the relaxation and the start frames
+/// run on the CPU either way).
+#[allow(clippy::too_many_arguments)]
 pub fn measure_scene(
     name: &str,
     scene: &Scene,
     build: &ClothBuild,
     pins: &[u32],
     opts: &TableOptions,
+    gpu: Option<&Gpu>,
     progress: Progress<'_>,
 ) -> Result<SceneTable, TableError> {
     let mut base = Sim::from_build(scene, build, pins)?;
@@ -123,9 +137,34 @@ pub fn measure_scene(
             done += 1;
             progress(done, total);
         };
-        sim.measure_steps(opts.warmup, &mut tick)?;
-        let st = sim.measure_steps(opts.steps, &mut tick)?;
-        Ok(variant(&st, model, tolerance, peak_memory()))
+        let (st, contact_ms) = match gpu {
+            None => {
+                sim.measure_steps(opts.warmup, &mut tick)?;
+                let st = sim.measure_steps(opts.steps, &mut tick)?;
+                let contact = st
+                    .phase_ms
+                    .iter()
+                    .find(|(n, _)| *n == "phase_contact_ms")
+                    .map_or(0.0, |&(_, v)| v / st.steps.max(1) as f64);
+                (st, contact)
+            }
+            Some(g) => {
+                let mut gs = GpuSim::new(g, sim, &sc.contact)?;
+                if opts.warmup > 0 {
+                    gs.sim.params.steps_per_frame = opts.warmup;
+                    gs.frame_with(&mut tick)?;
+                }
+                gs.sim.params.steps_per_frame = opts.steps;
+                let (st, _) = gs.frame_with(&mut tick)?;
+                let contact = st
+                    .extra
+                    .iter()
+                    .find(|(n, _)| n == "gpu_contact_ms")
+                    .map_or(0.0, |x| x.1);
+                (st, contact)
+            }
+        };
+        Ok(variant(&st, model, tolerance, contact_ms, peak_memory()))
     };
     let exact = run(ContactModel::Exact, None)?;
     let acl = opts
@@ -145,20 +184,16 @@ pub fn measure_scene(
     })
 }
 
+/// A variant's row from the stats of its timed steps and its contact time per step.
 fn variant(
     st: &FrameStats,
     model: ContactModel,
     tolerance: Option<f32>,
+    contact_ms: f64,
     peak: Option<u64>,
 ) -> Variant {
     let value = |k: &str| st.contact.iter().find(|(n, _)| *n == k).map(|&(_, v)| v);
     let per = st.steps.max(1) as f64;
-    let phase = |k: &str| {
-        st.phase_ms
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map_or(0.0, |&(_, v)| v)
-    };
     let acl = model == ContactModel::Acl;
     Variant {
         model: if acl { "acl" } else { "exact" }.into(),
@@ -166,7 +201,7 @@ fn variant(
         contacts: value("touching_pairs").unwrap_or(0.0),
         updates: if acl { value("rebuild_fraction") } else { None },
         contact_sets: if acl { value("contact_sets") } else { None },
-        contact_ms: phase("phase_contact_ms") / per,
+        contact_ms,
         step_ms: st.wall_ms / per,
         peak_bytes: peak,
     }

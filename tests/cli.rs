@@ -1172,16 +1172,51 @@ fn table_prints_rows_whose_speedups_are_the_ratios_of_their_times() {
     }
 }
 
-/// `yarnsim table --backend gpu` refuses clearly while it does not drive the GPU step.
+/// `yarnsim table --backend gpu` runs every variant on the GPU step: the JSON names the backend and
+/// the adapter, each variant took time, and the exact variant found contact.
 #[test]
-fn table_on_the_gpu_is_refused_clearly() {
+fn table_runs_its_variants_on_the_gpu() {
+    if yarnsim::gpu::testing::gpu_or_skip("table_runs_its_variants_on_the_gpu").is_none() {
+        return;
+    }
+    let dir = scratch("table_gpu");
+    let json = dir.join("table.json");
     let out = bin()
         .arg("table")
         .arg(tiny_swatch())
-        .args(["--backend", "gpu"])
+        .args([
+            "--backend",
+            "gpu",
+            "--steps",
+            "8",
+            "--warmup",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["backend"], "gpu");
+    assert!(
+        doc["adapter"].as_str().is_some_and(|a| !a.is_empty()),
+        "{doc}"
+    );
+    let s = &doc["scenes"][0];
+    assert!(s["exact"]["step_ms"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(s["exact"]["contacts"].as_f64().unwrap() > 0.0, "{s}");
+    let acl = &s["acl"][0];
+    assert!(acl["step_ms"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(acl["contact_sets"].as_f64().unwrap() > 0.0, "{s}");
+    // --adapter belongs to the GPU backend.
+    let out = bin()
+        .arg("table")
+        .arg(tiny_swatch())
+        .args(["--adapter", "x"])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let err = text(&out.stderr);
-    assert!(err.contains("--backend gpu is not available yet"), "{err}");
+    assert!(text(&out.stderr).contains("--adapter picks the GPU"));
 }
