@@ -416,50 +416,41 @@ impl SchedGpu {
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, get(n), len);
         let scan_keep = scan("keep", c.entries + 1)?;
         let scan_grid = scan("sched_grid_offsets", ns + 1)?;
-        // The newcomer chain's scans and dispatches follow the live counts of grid items and
-        // candidates (their readers stop at the count: the totals sit right after it).
-        let counted_scan = |n: &str, len: u32, field: usize| {
-            let src = CountSource {
-                buffer: get("sched_counters").clone(),
-                word: (field + offset_of!(Capacity, count)) as u32 / 4,
-                add: 1,
-            };
-            GpuScan::counted(device, pipelines, get(n), len, &src)
+        // The newcomer chain's scans, dispatches and sorts follow the live counts of grid items
+        // and candidates, `sched_counters.{grid, cand}.count` (+ `add`): the scans' readers stop
+        // at the count (the totals sit right after it), the sorts' writers fill the slots past it
+        // with the sentinel, which a sort over the capacity leaves there.
+        let count = |field: usize, add: u32| CountSource {
+            buffer: get("sched_counters").clone(),
+            word: (field + offset_of!(Capacity, count)) as u32 / 4,
+            add,
         };
         let (grid_field, cand_field) = (
             offset_of!(SchedCounters, grid),
             offset_of!(SchedCounters, cand),
         );
+        let counted_scan = |n: &str, len: u32, field: usize| {
+            GpuScan::counted(device, pipelines, get(n), len, &count(field, 1))
+        };
         let scan_new = counted_scan("newcomer_offsets", c.grid + 1, grid_field)?;
         let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
         let cand_grid = CountedGrid::new(
             device,
             pipelines,
-            &CountSource {
-                buffer: get("sched_counters").clone(),
-                word: (cand_field + offset_of!(Capacity, count)) as u32 / 4,
-                add: 1,
-            },
+            &count(cand_field, 1),
             c.cand + 1,
             1,
             crate::shaders::WG,
         )?;
         let scan_rel = scan("release_offsets", c.released + 1)?;
         let scan_touch = scan("touch_offsets", c.entries + 1)?;
-        // The sorts follow the live counts of grid items and candidates (their writers fill the
-        // slots past the count with the sentinel, which a sort over the capacity leaves there).
-        let count = |field: usize| CountSource {
-            buffer: get("sched_counters").clone(),
-            word: (field + offset_of!(Capacity, count)) as u32 / 4,
-            add: 0,
-        };
         let sort_grid = GpuSort::counted(
             device,
             pipelines,
             get("sched_grid"),
             c.grid,
             32,
-            &count(offset_of!(SchedCounters, grid)),
+            &count(grid_field, 0),
         )?;
         let kb = super::cand_key_bits(ns);
         let sort_cand = GpuSort::counted(
@@ -468,7 +459,7 @@ impl SchedGpu {
             get("sched_cand"),
             c.cand,
             2 * kb,
-            &count(offset_of!(SchedCounters, cand)),
+            &count(cand_field, 0),
         )?;
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
