@@ -90,6 +90,9 @@ pub enum GpuStepError {
     },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
+    /// A scene feature the GPU step does not have yet.
+    #[error("{feature} run on the CPU path only for now; run this scene with --backend cpu")]
+    Unsupported { feature: &'static str },
 }
 
 /// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
@@ -411,6 +414,16 @@ impl GpuSim {
             ContactModel::Exact => (true, false),
             ContactModel::Acl => (false, true),
         };
+        if !sim.balls.is_empty() {
+            return Err(GpuStepError::Unsupported {
+                feature: "free rigid balls ([[ball]])",
+            });
+        }
+        if !sim.ties().0.is_empty() {
+            return Err(GpuStepError::Unsupported {
+                feature: "ties (the bottom seam of a pattern = \"sack\" piece)",
+            });
+        }
         let device = gpu.device.clone();
         let queue = gpu.queue.clone();
         let adapter_name = gpu.adapter.get_info().name;

@@ -81,6 +81,9 @@ pub struct Knit {
     pub point_loop: Vec<Vec<[u32; 2]>>,
     /// Number of knit loops.
     pub loops: u32,
+    /// Pairs of control points tied together (indices into the curves' points concatenated): a
+    /// sack's bottom seam ([`Pattern::Sack`]); empty otherwise.
+    pub ties: Vec<[u32; 2]>,
 }
 
 /// Why a generator could not make the requested piece.
@@ -147,7 +150,7 @@ pub const NEIGHBOUR_ARC: f64 = 3.0;
 /// +1 for a knit loop (pulled through from back to front), −1 for purl.
 fn stitch_sign(pattern: Pattern, wale: u32, course: u32) -> f64 {
     match pattern {
-        Pattern::Stockinette | Pattern::Tube => 1.0,
+        Pattern::Stockinette | Pattern::Tube | Pattern::Sack => 1.0,
         Pattern::Garter => {
             if course.is_multiple_of(2) {
                 1.0
@@ -186,7 +189,7 @@ pub fn generate_shape(
     if !(radius.is_finite() && radius > 0.0) {
         return Err(KnitError::Radius(radius));
     }
-    let min = if pattern == Pattern::Tube {
+    let min = if pattern.is_round() {
         MIN_TUBE_WALES
     } else {
         1
@@ -259,25 +262,41 @@ pub fn generate_shape(
     let mut point_loop = Vec::new();
     let width = wales as f64 * sh.wale;
     let height = courses as f64 * sh.course;
-    if pattern == Pattern::Tube {
+    let mut ties = Vec::new();
+    if pattern.is_round() {
         // Each course is a closed ring around the y axis; the flat +z (knit face) points outward.
+        // Flat x is the arc length along the ring's centre line (perimeter `width`), flat z the
+        // depth along its outward normal: a round tube's ring is a circle of radius r0; a sack's
+        // is a stadium of the same perimeter whose end radius shrinks linearly from r0 at the top
+        // to SACK_BOTTOM_RADIUS at the bottom (the offset rings keep their perimeter too).
         let r0 = width / (2.0 * std::f64::consts::PI);
+        let sack = pattern == Pattern::Sack;
+        let ring = |p: &[f64; 3]| -> [f64; 3] {
+            let s = (p[0] + 0.5 * sh.wale).rem_euclid(width);
+            let rho = if sack {
+                let t = (p[1] / height).clamp(0.0, 1.0);
+                let bottom = SACK_BOTTOM_RADIUS.min(r0);
+                bottom + (r0 - bottom) * t
+            } else {
+                r0
+            };
+            let (c, n) = stadium(s, rho, width);
+            [
+                c[0] + n[0] * p[2],
+                (p[1] - 0.5 * height),
+                c[1] + n[1] * p[2],
+            ]
+        };
         for c in 0..courses {
             let mut pts = Vec::new();
             let mut owner = Vec::new();
             course_points(c, &mut pts, &mut owner, true);
-            let pts = pts
+            if sack && c == 0 {
+                ties = sack_ties(&pts, width, SACK_BOTTOM_RADIUS.min(r0), sh.wale);
+            }
+            let pts: Vec<[f32; 3]> = pts
                 .iter()
-                .map(|p| {
-                    let th = (p[0] + 0.5 * sh.wale) / width * 2.0 * std::f64::consts::PI;
-                    let rad = r0 + p[2];
-                    [
-                        rad * th.sin() * r,
-                        (p[1] - 0.5 * height) * r,
-                        rad * th.cos() * r,
-                    ]
-                    .map(|v| v as f32)
-                })
+                .map(|p| ring(p).map(|v| (v * r) as f32))
                 .collect();
             curves.push(Curve {
                 points: pts,
@@ -335,7 +354,86 @@ pub fn generate_shape(
         curves,
         point_loop,
         loops: wales * courses,
+        ties,
     })
+}
+
+/// The end radius of a sack's bottom course, in r: the stadium's two flat sides are then 2 × 5 r
+/// apart at their centre lines, and the loops' inner side (depth up to 1.72 r) stays clear of the
+/// ends' centres.
+pub const SACK_BOTTOM_RADIUS: f64 = 5.0;
+
+/// The point at arc length `s` (from the front centre, towards +x) along a stadium of perimeter
+/// `perimeter` with end radius `rho` (flats along x at z = ±rho), as (x, z), and its outward
+/// normal. With `rho` = perimeter / 2π it is the circle `(rho sin θ, rho cos θ)`, θ = s / rho.
+fn stadium(s: f64, rho: f64, perimeter: f64) -> ([f64; 2], [f64; 2]) {
+    use std::f64::consts::PI;
+    let half = (0.5 * (perimeter - 2.0 * PI * rho)).max(0.0) * 0.5;
+    let arc = PI * rho;
+    // Front flat right half, right end, back flat, left end, front flat left half.
+    if s < half {
+        return ([s, rho], [0.0, 1.0]);
+    }
+    let s = s - half;
+    if s < arc {
+        let th = s / rho;
+        let n = [th.sin(), th.cos()];
+        return ([half + rho * n[0], rho * n[1]], n);
+    }
+    let s = s - arc;
+    if s < 2.0 * half {
+        return ([half - s, -rho], [0.0, -1.0]);
+    }
+    let s = s - 2.0 * half;
+    if s < arc {
+        let th = PI + s / rho;
+        let n = [th.sin(), th.cos()];
+        return ([-half + rho * n[0], rho * n[1]], n);
+    }
+    let s = s - arc;
+    ([-half + s, rho], [0.0, 1.0])
+}
+
+/// The ties that close a sack's bottom course (flat coordinates `pts`, in r): each of its points
+/// on the front flat, at least a loop away from the ends, tied to the nearest point of the back
+/// flat at the mirror position.
+fn sack_ties(pts: &[[f64; 3]], perimeter: f64, rho: f64, wale: f64) -> Vec<[u32; 2]> {
+    use std::f64::consts::PI;
+    let half = (0.5 * (perimeter - 2.0 * PI * rho)).max(0.0) * 0.5;
+    let arc = |p: &[f64; 3]| (p[0] + 0.5 * wale).rem_euclid(perimeter);
+    // Position along the flats: x on the front (s from the front centre), the same x on the back.
+    let front_x = |s: f64| {
+        if s < half {
+            Some(s)
+        } else if s > perimeter - half {
+            Some(s - perimeter)
+        } else {
+            None
+        }
+    };
+    let back_x = |s: f64| {
+        let b = s - half - PI * rho;
+        (0.0..=2.0 * half).contains(&b).then_some(half - b)
+    };
+    let back: Vec<(u32, f64)> = pts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| back_x(arc(p)).map(|x| (i as u32, x)))
+        .collect();
+    let mut ties = Vec::new();
+    for (i, p) in pts.iter().enumerate() {
+        let Some(x) = front_x(arc(p)) else { continue };
+        if x.abs() > half - wale {
+            continue;
+        }
+        let near = back
+            .iter()
+            .min_by(|a, b| (a.1 - x).abs().total_cmp(&(b.1 - x).abs()));
+        if let Some(&(j, _)) = near {
+            ties.push([i as u32, j]);
+        }
+    }
+    ties
 }
 
 /// Dense samples of curves: position, yarn and arc length from the yarn's start.

@@ -4,6 +4,7 @@
 //! WGSL kernels of the same names. See `DESIGN.md` in the steering repository for the vocabulary.
 
 pub mod acl;
+pub mod balls;
 pub mod bcc;
 pub mod checkpoint;
 pub mod contact;
@@ -32,4 +33,5 @@ pub mod spline;
 pub mod state;
 pub mod step;
 pub mod table;
+pub mod ties;
 pub mod wgsl;

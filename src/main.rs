@@ -572,6 +572,28 @@ fn run(mut a: RunArgs) -> Result<()> {
             bail!("--checkpoint-every is not available with --backend gpu yet (the GPU step's state lives on the device); use --backend cpu");
         }
     }
+    let sacks = scene.cloth.iter().any(|c| {
+        matches!(
+            c.source,
+            scene::ClothSource::Generator {
+                pattern: scene::Pattern::Sack,
+                ..
+            }
+        )
+    });
+    if a.backend == Backend::Gpu && sacks {
+        bail!(
+            "{}: the scene has a pattern = \"sack\" piece, whose bottom seam (ties) runs on the CPU path only for now; use --backend cpu",
+            scene_path.display()
+        );
+    }
+    if a.backend == Backend::Gpu && !scene.ball.is_empty() {
+        bail!(
+            "{}: the scene has {} free balls ([[ball]]), which run on the CPU path only for now; use --backend cpu",
+            scene_path.display(),
+            scene.ball.len()
+        );
+    }
     let color = a.color.mode();
     if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
         bail!("--color {color} needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
@@ -953,11 +975,28 @@ fn machine_name() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
-/// Writes frame `k` as `DIR/frame_NNNN.bcc`, and with `obj` also as `DIR/frame_NNNN.obj`.
+/// Writes frame `k` as `DIR/frame_NNNN.bcc`, with `obj` also as `DIR/frame_NNNN.obj`, and for a
+/// scene with free balls their state as `DIR/frame_NNNN_balls.csv`.
 fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
     let path = dir.join(format!("frame_{k:04}.bcc"));
     let curves = sim.curves();
     yarnsim::bcc::write(&path, &curves).with_context(|| format!("writing {}", path.display()))?;
+    if !sim.balls.is_empty() {
+        let path = dir.join(format!("frame_{k:04}_balls.csv"));
+        yarnsim::output::write_atomic(&path, |w| {
+            writeln!(w, "x,y,z,radius,vx,vy,vz,wx,wy,wz")?;
+            for b in &sim.balls {
+                let (c, v, o) = (b.center, b.vel, b.omega);
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    c[0], c[1], c[2], c[3], v[0], v[1], v[2], o[0], o[1], o[2]
+                )?;
+            }
+            Ok(())
+        })
+        .with_context(|| format!("writing {}", path.display()))?;
+    }
     if obj {
         yarnsim::export::write_obj_frame(dir, k, &curves)
             .with_context(|| format!("writing the OBJ of frame {k}"))?;
@@ -1329,7 +1368,8 @@ fn capture_frame(
             );
         }
     }
-    let obstacles = placed_obstacles(&scene.obstacle, sim.time);
+    let mut obstacles = placed_obstacles(&scene.obstacle, sim.time);
+    obstacles.extend(yarnsim::balls::as_obstacles(&sim.balls));
     c.frame(
         k,
         &RenderInput {
@@ -1592,6 +1632,12 @@ fn info(a: InfoArgs) -> Result<()> {
         println!("  quadrature points {}", s.quadrature_points);
         println!("  loops             {}", s.loops);
         println!("  pinned points     {}", s.pinned_points);
+        if s.balls > 0 {
+            println!(
+                "  free balls        {} ({:.1} g in all; the GPU step does not run them yet)",
+                s.balls, s.ball_mass
+            );
+        }
         println!("  steps per frame   {}", s.steps_per_frame);
         if let Some(im) = &s.import {
             print_import(im);
@@ -1666,6 +1712,9 @@ struct SceneSize {
     quadrature_points: usize,
     loops: u32,
     pinned_points: usize,
+    /// Free rigid balls and their total mass (g).
+    balls: usize,
+    ball_mass: f64,
     steps_per_frame: u64,
     #[serde(skip)]
     counts: yarnsim::gpu_step::SceneCounts,
@@ -1806,6 +1855,8 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         quadrature_points: topo.num_quadrature_points(scene.contact.quadrature),
         loops: build.loops,
         pinned_points: pins.len(),
+        balls: scene.ball.len(),
+        ball_mass: scene.ball.iter().map(|b| b.mass() as f64).sum(),
         steps_per_frame: (1.0 / (scene.simulation.fps * scene.simulation.dt)).round() as u64,
         // Bending elements and damping-block entries are bounded by these (a bend per interior
         // point, every point in a block of each of the two damping phases).

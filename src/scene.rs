@@ -28,9 +28,57 @@ pub struct Scene {
     pub cloth: Vec<ClothPiece>,
     pub pin: Vec<Pin>,
     pub obstacle: Vec<Obstacle>,
+    /// Free rigid balls ([`crate::balls`]).
+    pub ball: Vec<Ball>,
     pub camera: Camera,
     pub damping: Damping,
     pub relax: Relax,
+}
+
+/// A free rigid ball ([`crate::balls`]): a solid sphere that falls, spins, bounces off the
+/// obstacles and the other balls, and pushes the yarn as the yarn pushes it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Ball {
+    /// Centre at t = 0 (cm).
+    pub center: [f32; 3],
+    /// Radius (cm).
+    pub radius: f32,
+    /// Density (g/cm³), giving the mass `4/3 π R³ ρ` unless `mass` is set.
+    pub density: f32,
+    /// Mass (g); overrides `density`.
+    pub mass: Option<f32>,
+    /// Velocity at t = 0 (cm/s).
+    pub velocity: [f32; 3],
+    /// Coulomb friction against yarn, balls and obstacles (with a ball or an obstacle, the
+    /// geometric mean of the two coefficients).
+    pub friction: f32,
+    /// Coefficient of restitution against balls and obstacles (the larger of the two counts).
+    pub restitution: f32,
+}
+
+impl Default for Ball {
+    fn default() -> Self {
+        Ball {
+            center: [0.0; 3],
+            radius: 1.0,
+            density: 0.05,
+            mass: None,
+            velocity: [0.0; 3],
+            friction: 0.3,
+            restitution: 0.5,
+        }
+    }
+}
+
+impl Ball {
+    /// The mass in grams: `mass`, or the sphere's volume times `density`.
+    pub fn mass(&self) -> f32 {
+        self.mass.unwrap_or_else(|| {
+            let r = self.radius as f64;
+            (4.0 / 3.0 * std::f64::consts::PI * r * r * r * self.density as f64) as f32
+        })
+    }
 }
 
 /// The relaxation before t = 0 ([`crate::relax`]): damped steps with gravity off, obstacles held at
@@ -329,8 +377,17 @@ pub enum Pattern {
     Stockinette,
     Garter,
     Rib,
-    /// A tube knit in the round (closed courses), for sacks and sleeves.
+    /// A tube knit in the round (closed courses), for sleeves and bodies.
     Tube,
+    /// A tube whose bottom is flattened and tied shut: a sack ([`crate::knit`]).
+    Sack,
+}
+
+impl Pattern {
+    /// Knit in the round: one closed yarn per course (`tube` and `sack`).
+    pub fn is_round(self) -> bool {
+        matches!(self, Pattern::Tube | Pattern::Sack)
+    }
 }
 
 /// Where a cloth piece's yarns come from.
@@ -829,7 +886,7 @@ impl Scene {
                     wales,
                     courses,
                 } => {
-                    let min_wales = if *pattern == Pattern::Tube {
+                    let min_wales = if pattern.is_round() {
                         crate::knit::MIN_TUBE_WALES
                     } else {
                         1
@@ -961,6 +1018,47 @@ impl Scene {
             }
         }
 
+        for (i, b) in self.ball.iter().enumerate() {
+            let k = |f: &str| format!("ball.{i}.{f}");
+            finite3(&k("center"), b.center)?;
+            positive(&k("radius"), b.radius as f64)?;
+            finite3(&k("velocity"), b.velocity)?;
+            non_negative(&k("friction"), b.friction as f64)?;
+            match b.mass {
+                Some(m) => positive(&k("mass"), m as f64)?,
+                None => positive(&k("density"), b.density as f64)?,
+            }
+            let m = b.mass();
+            if !(m.is_finite() && m > 0.0) {
+                return Err((
+                    k("mass"),
+                    format!("gives a mass of {m} g, which is not a positive f32"),
+                ));
+            }
+            if !(0.0..=1.0).contains(&b.restitution) {
+                return Err((
+                    k("restitution"),
+                    format!("must be between 0 and 1, got {}", b.restitution),
+                ));
+            }
+            for (j, o) in self.ball[..i].iter().enumerate() {
+                let d: f32 = (0..3)
+                    .map(|a| (b.center[a] - o.center[a]).powi(2))
+                    .sum::<f32>()
+                    .sqrt();
+                if d < b.radius + o.radius {
+                    return Err((
+                        k("center"),
+                        format!(
+                            "ball {i} overlaps ball {j} at the start: their centres are {d} cm \
+                             apart, less than the sum of their radii ({} cm)",
+                            b.radius + o.radius
+                        ),
+                    ));
+                }
+            }
+        }
+
         let cam = &self.camera;
         if let Some(p) = cam.position {
             finite3("camera.position", p)?;
@@ -1004,6 +1102,8 @@ pub struct ClothBuild {
     pub loops: u32,
     /// What reading each BCC piece did (curve type, B-spline conversion), in scene order.
     pub imports: Vec<PieceImport>,
+    /// Pairs of control points (global indices) tied together: the bottom seams of `sack` pieces.
+    pub ties: Vec<[u32; 2]>,
 }
 
 /// The import report of one BCC piece.
@@ -1059,6 +1159,10 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
             } => {
                 let k = crate::knit::generate(*pattern, *wales, *courses, scene.yarn.radius)
                     .map_err(|source| SceneError::Knit { piece: pi, source })?;
+                let base: usize = build.curves.iter().map(|c| c.points.len()).sum();
+                build
+                    .ties
+                    .extend(k.ties.iter().map(|t| t.map(|p| p + base as u32)));
                 let blocks_x = wales.div_ceil(side);
                 let blocks_y = courses.div_ceil(side);
                 // Every loop (w, c) of the rectangle owns control points, so the shifted ids

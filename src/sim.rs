@@ -27,6 +27,7 @@ use std::time::Instant;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 // The contact-model interface lives in the contact module; re-exported here for the driver's users.
+use crate::balls::{self, BallScratch, BallState};
 pub use crate::contact::{ContactError, ContactForce, ContactStats, NoContact};
 use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 use crate::rod::{self, RodError, RodParams, RodState};
@@ -85,6 +86,10 @@ pub enum SimError {
         yarn: usize,
         local: usize,
     },
+    #[error(transparent)]
+    Ties(#[from] crate::ties::TieError),
+    #[error("step {step}: the velocity of ball {ball} is not finite")]
+    BallNotFinite { step: u64, ball: usize },
     #[error("step {step}: the length constraints of yarn {yarn} did not converge in {iterations} Fast Projection iterations (relative error {error:e}); the time step is probably too large")]
     LengthProjection {
         step: u64,
@@ -302,11 +307,13 @@ impl Sim {
         c.update_pod(&self.topo.edges);
         c.update_pod(&self.topo.segments);
         c.update_pod(&self.topo.yarns);
+        c.update_pod(&self.ties);
+        c.update_pod(&self.tie_length);
         c.finish()
     }
 
     /// The sizes a checkpoint must agree on, with their names.
-    fn state_shape(&self) -> [(&'static str, u64); 8] {
+    fn state_shape(&self) -> [(&'static str, u64); 9] {
         [
             ("the number of control points", self.pos.len() as u64),
             ("the number of edges", self.topo.edges.len() as u64),
@@ -322,6 +329,7 @@ impl Sim {
                 self.phase_start.len() as u64 - 1,
             ),
             ("the number of glued points", self.glue_points.len() as u64),
+            ("the number of balls", self.balls.len() as u64),
         ]
     }
 
@@ -344,6 +352,7 @@ impl Sim {
         out.put("rod.frames", &self.rod.frames);
         out.put("rod.rest", &self.rod.rest);
         out.put("sim.obstacles", &self.obstacles);
+        out.put("sim.balls", &self.balls);
         out.put(
             "pass.flags",
             &[self.pass.off as u32, self.pass.recorded as u32],
@@ -405,6 +414,7 @@ impl Sim {
         let rod_frames = inp.get_len("rod.frames", self.rod.frames.len())?;
         let rod_rest = inp.get_len("rod.rest", self.rod.rest.len())?;
         let obstacles = inp.get_len("sim.obstacles", self.obstacles.len())?;
+        let balls = inp.get_len("sim.balls", self.balls.len())?;
         let [off, recorded] = inp.get_value::<[u32; 2]>("pass.flags")?.map(|f| f != 0);
         let crossings = inp
             .get::<[u32; 7]>("pass.crossings")?
@@ -429,6 +439,7 @@ impl Sim {
         self.rod.frames = rod_frames;
         self.rod.rest = rod_rest;
         self.obstacles = obstacles;
+        self.balls = balls;
         self.pass.off = off;
         self.pass.recorded = recorded;
         self.pass.crossings = crossings;
@@ -487,6 +498,12 @@ pub struct Sim {
     /// Obstacles placed at the end of the current step.
     pub obstacles: Vec<ObstacleShape>,
     obstacle_defs: Vec<ObstacleDef>,
+    /// The free rigid balls ([`crate::balls`]), at the end of the current step.
+    pub balls: Vec<BallState>,
+    ball_scratch: BallScratch,
+    /// Tied pairs of control points and their lengths ([`crate::ties`]).
+    ties: Vec<[u32; 2]>,
+    tie_length: Vec<f32>,
     force: Vec<[f32; 4]>,
     length: LengthScratch,
     contact: Box<dyn ContactForce>,
@@ -890,6 +907,19 @@ impl Sim {
             phase_start,
             obstacles,
             obstacle_defs,
+            balls: scene
+                .ball
+                .iter()
+                .map(|b| {
+                    let mut s =
+                        BallState::new(b.center, b.radius, b.mass(), b.friction, b.restitution);
+                    s.vel = [b.velocity[0], b.velocity[1], b.velocity[2], s.vel[3]];
+                    s
+                })
+                .collect(),
+            ball_scratch: BallScratch::default(),
+            ties: Vec::new(),
+            tie_length: Vec::new(),
             force: vec![[0.0; 4]; n],
             length: LengthScratch::new(&topo.yarns, &topo.edges, n),
             contact,
@@ -931,13 +961,27 @@ impl Sim {
         pins: &[u32],
     ) -> Result<Sim, SimError> {
         let contact = contact_model(scene)?;
-        Sim::with_damping_phases(
+        let mut sim = Sim::with_damping_phases(
             scene,
             &build.curves,
             &[&build.damping_block, &build.damping_block_shifted],
             pins,
             contact,
-        )
+        )?;
+        sim.set_ties(&build.ties)?;
+        Ok(sim)
+    }
+
+    /// Ties pairs of control points ([`crate::ties`]) at their current distances.
+    pub fn set_ties(&mut self, ties: &[[u32; 2]]) -> Result<(), SimError> {
+        self.tie_length = crate::ties::tie_lengths(ties, &self.pos)?;
+        self.ties = ties.to_vec();
+        Ok(())
+    }
+
+    /// The tied pairs of control points and their lengths.
+    pub fn ties(&self) -> (&[[u32; 2]], &[f32]) {
+        (&self.ties, &self.tie_length)
     }
 
     /// Replaces the yarn radius (the obstacle distance) and the contact model together: the models
@@ -1118,10 +1162,20 @@ impl Sim {
             }
             return Err(self.not_finite("force", counters.first_bad_point as usize));
         }
+        let held = self.obstacles_held;
+        balls::ball_velocity(h, self.params.gravity, held, &mut self.balls);
         step::glue_projection(
             &kp,
             &self.glue_points,
             &self.glue_target,
+            &self.pos,
+            &mut self.vel,
+        );
+        crate::ties::tie_projection(
+            h,
+            &self.ties,
+            &self.tie_length,
+            &self.inv_mass,
             &self.pos,
             &mut self.vel,
         );
@@ -1174,6 +1228,36 @@ impl Sim {
             &self.pos,
             &mut self.vel,
         );
+        if !self.balls.is_empty() {
+            balls::ball_yarn_contact(
+                h,
+                kp.radius,
+                held,
+                &self.mass,
+                &self.inv_mass,
+                &self.pos,
+                &mut self.vel,
+                &mut self.balls,
+                &mut self.ball_scratch,
+            );
+            balls::ball_contact(
+                h,
+                self.params.gravity,
+                held,
+                &self.obstacles,
+                &mut self.balls,
+            );
+            if let Some(bad) = self
+                .balls
+                .iter()
+                .position(|b| !(b.vel.iter().chain(&b.omega).all(|x| x.is_finite())))
+            {
+                return Err(SimError::BallNotFinite {
+                    step: self.steps,
+                    ball: bad,
+                });
+            }
+        }
         if let Some(bad) = self
             .vel
             .iter()
@@ -1182,6 +1266,7 @@ impl Sim {
             return Err(self.not_finite("velocity", bad));
         }
         step::integrate_position(&kp, &self.vel, &mut self.pos);
+        balls::ball_position(h, held, &mut self.balls);
         let t4 = Instant::now();
         rod::material_frames(
             &kp,
@@ -1304,7 +1389,8 @@ impl Sim {
         })
     }
 
-    /// `½ Σ m v²` (g·cm²/s²) and the largest speed (cm/s).
+    /// `½ Σ m v²` of the yarn plus `½ M v² + ½ I ω²` of the balls (g·cm²/s²), and the largest speed
+    /// of a control point (cm/s).
     pub fn kinetic_energy_and_max_speed(&self) -> (f64, f64) {
         let mut ke = 0.0f64;
         let mut vmax = 0.0f64;
@@ -1312,6 +1398,11 @@ impl Sim {
             let s2 = (v[0] as f64).powi(2) + (v[1] as f64).powi(2) + (v[2] as f64).powi(2);
             ke += 0.5 * m as f64 * s2;
             vmax = vmax.max(s2.sqrt());
+        }
+        for b in &self.balls {
+            let (v, w) = (b.velocity(), b.spin());
+            ke += 0.5 * b.mass as f64 * v.norm2() as f64;
+            ke += 0.5 * w.norm2() as f64 / b.omega[3] as f64;
         }
         (ke, vmax)
     }

@@ -414,6 +414,7 @@ fn every_scene_loads_and_builds() {
         let want_loops = match name.as_str() {
             "scarf" => Some(3_240),
             "sack" => Some(41_272),
+            "sack_small" => Some(1_152),
             "afghan" => Some(54_340),
             "swatch" => Some(144),
             _ => None,
@@ -424,7 +425,18 @@ fn every_scene_loads_and_builds() {
         names.push(name);
     }
     names.sort();
-    assert_eq!(names, ["afghan", "drop", "sack", "scarf", "swatch", "tiny"]);
+    assert_eq!(
+        names,
+        [
+            "afghan",
+            "drop",
+            "sack",
+            "sack_small",
+            "scarf",
+            "swatch",
+            "tiny"
+        ]
+    );
 }
 
 #[test]

@@ -1,0 +1,83 @@
+//! Ties: pairs of control points held within their starting distance of each other, as a sewn seam
+//! holds two layers of cloth (a `sack` piece's bottom, [`crate::knit`]). CPU path only (the GPU step
+//! refuses scenes with ties).
+//!
+//! Buffers: the tie pairs `ties` and their lengths `tie_length` (the starting distances), the yarn's
+//! `inv_mass`, `pos` and `vel`.
+//!
+//! Stage `tie_projection` runs after `glue_projection` and before `length_projection` (seed
+//! Figure 4 with one more constraint): like them it works on the positions predicted by the
+//! velocities, `x = q + h v`. A tie is one-sided (a thread can go slack, not push): when
+//! `|x_b − x_a|` exceeds its length the two velocities change by mass-weighted amounts along the
+//! line between them so the predicted distance is the length again. The momentum of the pair is
+//! kept. Ties are visited in order (Gauss–Seidel), so a point in two ties sees the first one's
+//! change: deterministic. The length projection that follows may stretch a tie again by what one
+//! step moves: a tie under load stretches by at most that, never cumulatively.
+
+use crate::math::V3;
+
+/// Why ties could not be set up.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TieError {
+    #[error("tie {tie} joins control point {point}, but the scene has {count}")]
+    OutOfRange {
+        tie: usize,
+        point: u32,
+        count: usize,
+    },
+    #[error("tie {tie} joins control point {point} to itself")]
+    SamePoint { tie: usize, point: u32 },
+}
+
+/// Checks `ties` against `n` control points and returns their lengths at positions `pos`.
+pub fn tie_lengths(ties: &[[u32; 2]], pos: &[[f32; 4]]) -> Result<Vec<f32>, TieError> {
+    ties.iter()
+        .enumerate()
+        .map(|(k, &[a, b])| {
+            for p in [a, b] {
+                if p as usize >= pos.len() {
+                    return Err(TieError::OutOfRange {
+                        tie: k,
+                        point: p,
+                        count: pos.len(),
+                    });
+                }
+            }
+            if a == b {
+                return Err(TieError::SamePoint { tie: k, point: a });
+            }
+            Ok((V3::<f32>::from4(pos[b as usize]) - V3::<f32>::from4(pos[a as usize])).norm())
+        })
+        .collect()
+}
+
+/// Stage `tie_projection` (see the module documentation).
+pub fn tie_projection(
+    h: f32,
+    ties: &[[u32; 2]],
+    tie_length: &[f32],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    vel: &mut [[f32; 4]],
+) {
+    for (&[a, b], &len) in ties.iter().zip(tie_length) {
+        let (a, b) = (a as usize, b as usize);
+        let (wa, wb) = (inv_mass[a], inv_mass[b]);
+        if wa + wb == 0.0 {
+            continue;
+        }
+        let xa = V3::<f32>::from4(pos[a]) + V3::<f32>::from4(vel[a]) * h;
+        let xb = V3::<f32>::from4(pos[b]) + V3::<f32>::from4(vel[b]) * h;
+        let d = xb - xa;
+        let l = d.norm();
+        if l <= len {
+            continue;
+        }
+        let n = d / l;
+        let dv = n * ((l - len) / ((wa + wb) * h));
+        let va = V3::<f32>::from4(vel[a]) + dv * wa;
+        let vb = V3::<f32>::from4(vel[b]) - dv * wb;
+        vel[a] = va.to4(vel[a][3]);
+        vel[b] = vb.to4(vel[b][3]);
+    }
+}
