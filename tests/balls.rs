@@ -289,11 +289,12 @@ fn pinned_swatch_catches_a_dropped_ball() {
 }
 
 /// The small sack (scenes/sack_small.toml, without its relaxation, which takes minutes) holds its
-/// balls: over its 4 frames (2,160 steps, each frame ending with the pass-through check) every
-/// ball stays above the bottom seam (the cloth's lowest point) and inside the cloth's horizontal
-/// extent, the kinetic energy stays below the potential energy the whole scene can release
-/// (a blow-up would pass it), and the balls fall onto the seam (their bottoms end within 1 cm of
-/// the cloth's lowest point).
+/// balls: over 5 frames (2,700 steps, each frame ending with the pass-through check; frame 5, where
+/// the sack has stretched most and its neighbouring heads are pressed together, once raised a
+/// false alarm, see `Sim::check_pass_through`) every ball stays above the bottom seam (the
+/// cloth's lowest point) and inside the cloth's horizontal extent, the kinetic energy stays below
+/// the potential energy the whole scene can release (a blow-up would pass it), and the balls fall
+/// onto the seam (their bottoms end within 1 cm of the cloth's lowest point).
 #[test]
 fn small_sack_holds_its_balls() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/sack_small.toml");
@@ -307,7 +308,8 @@ fn small_sack_holds_its_balls() {
     let mass: f64 = sim.mass.iter().map(|&m| m as f64).sum::<f64>()
         + sim.balls.iter().map(|b| b.mass as f64).sum::<f64>();
     let release = mass * 981.0 * top as f64;
-    for frame in 1..=scene.simulation.frames {
+    const FRAMES: u32 = 5;
+    for frame in 1..=FRAMES {
         let st = sim.frame().unwrap_or_else(|e| panic!("frame {frame}: {e}"));
         let ke = st.kinetic_energy;
         assert!(ke.is_finite() && ke < release, "frame {frame}: KE {ke}");
@@ -330,7 +332,7 @@ fn small_sack_holds_its_balls() {
                 hi[1]
             );
         }
-        if frame == scene.simulation.frames {
+        if frame == FRAMES {
             for (i, b) in sim.balls.iter().enumerate() {
                 let above = b.center[1] - b.radius() - lowest;
                 assert!(above < 1.0, "ball {i} is {above} cm above the seam");
