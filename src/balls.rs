@@ -46,7 +46,7 @@
 
 use crate::layout::ObstacleShape;
 use crate::math::V3;
-use crate::step::obstacle_distance;
+use crate::step::{contact_velocity, obstacle_distance};
 use rayon::prelude::*;
 
 /// Gauss–Seidel sweeps over the ball–ball and ball–obstacle contacts of a step: enough for a
@@ -317,18 +317,7 @@ pub fn ball_yarn_contact(
                 let surface = b.velocity() + b.spin().cross(arm);
                 let mut target = v;
                 if d < radius {
-                    let rel = v - surface;
-                    let vn = rel.dot(n);
-                    if vn < 0.0 {
-                        let vt = rel - n * vn;
-                        let vtn = vt.norm();
-                        let keep = if vtn > 0.0 {
-                            (1.0 - b.friction * (-vn) / vtn).max(0.0)
-                        } else {
-                            0.0
-                        };
-                        target = surface + vt * keep;
-                    }
+                    target = contact_velocity(v, surface, n, b.friction);
                     let (d2, n2) = sphere_distance(c, big_r, q + target * h);
                     if d2 < radius {
                         target += n2 * ((radius - d2) / h);

@@ -877,8 +877,10 @@ impl Capture {
 /// `yarnsim render STATE.bcc`: draws a saved state without simulating and writes `out_png`.
 ///
 /// The yarn radius, obstacles (at their rest placement: a saved state carries no time, so keyframes
-/// are not applied) and camera come from `scene` when given, else from the defaults. A BCC file holds
-/// positions only, so only `ColorMode::Yarn` is possible.
+/// are not applied) and camera come from `scene` when given, else from the defaults. Free balls come
+/// from the file `yarnsim run --out` writes beside each frame of a scene with balls
+/// (`frame_NNNN_balls.csv` beside `frame_NNNN.bcc`, [`frame_balls`]), when it is there. A BCC file
+/// holds positions only, so only `ColorMode::Yarn` is possible.
 pub fn render_bcc_command(
     bcc_path: &Path,
     scene: Option<&Scene>,
@@ -902,13 +904,15 @@ pub fn render_bcc_command(
             &default_scene
         }
     };
+    let mut obstacles = scene.obstacle.clone();
+    obstacles.extend(frame_balls(bcc_path)?);
     let gpu = Gpu::new()?;
     let mut renderer = Renderer::new(&gpu, width, height)?;
     let img = renderer.render(&RenderInput {
         topo: &topo,
         pos: &pos,
         radius: scene.yarn.radius,
-        obstacles: &scene.obstacle,
+        obstacles: &obstacles,
         camera: &scene.camera,
         color,
         segment_values: None,
@@ -916,10 +920,80 @@ pub fn render_bcc_command(
     save_png(&img, out_png)
 }
 
+/// The free balls saved beside the frame `bcc_path` (`STEM_balls.csv`: a header line, then
+/// `x,y,z,radius,...` per ball), as spheres to draw; none when there is no such file. A line that
+/// does not parse is an error naming the file and the line.
+pub fn frame_balls(bcc_path: &Path) -> Result<Vec<crate::scene::Obstacle>, RenderError> {
+    let Some(stem) = bcc_path.file_stem() else {
+        return Ok(Vec::new());
+    };
+    let csv = bcc_path.with_file_name(format!("{}_balls.csv", stem.to_string_lossy()));
+    let text = match std::fs::read_to_string(&csv) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(RenderError::Io {
+                path: csv.display().to_string(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for (k, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Vec<f32> = line
+            .split(',')
+            .take(4)
+            .map(|f| f.trim().parse::<f32>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| RenderError::InvalidInput(format!("{}:{}: {e}", csv.display(), k + 1)))?;
+        if v.len() < 4 || !v.iter().all(|x| x.is_finite()) || v[3] <= 0.0 {
+            return Err(RenderError::InvalidInput(format!(
+                "{}:{}: expected x,y,z,radius (finite, radius > 0), got {line:?}",
+                csv.display(),
+                k + 1
+            )));
+        }
+        out.push(crate::scene::Obstacle::Sphere {
+            center: [v[0], v[1], v[2]],
+            radius: v[3],
+            friction: 0.0,
+            keyframes: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::Curve;
+
+    #[test]
+    fn frame_balls_reads_the_csv_beside_a_frame() {
+        let dir = std::env::temp_dir().join(format!("yarnsim-frame-balls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bcc = dir.join("frame_0003.bcc");
+        assert!(frame_balls(&bcc).unwrap().is_empty(), "no file, no balls");
+        let csv = dir.join("frame_0003_balls.csv");
+        std::fs::write(&csv, "x,y,z,radius,vx\n1,2,3,0.5,9\n-1,0,0,2,0\n").unwrap();
+        let balls = frame_balls(&bcc).unwrap();
+        assert_eq!(balls.len(), 2);
+        assert!(matches!(
+            balls[0],
+            crate::scene::Obstacle::Sphere {
+                center: [1.0, 2.0, 3.0],
+                radius: 0.5,
+                ..
+            }
+        ));
+        std::fs::write(&csv, "x,y,z,radius\n1,2,oops,1\n").unwrap();
+        let err = frame_balls(&bcc).unwrap_err().to_string();
+        assert!(err.contains("frame_0003_balls.csv:2"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn topo() -> Topology {
         let line = |y: f32| Curve {

@@ -360,19 +360,7 @@ pub fn object_contact(
                 if d >= radius {
                     continue;
                 }
-                let vo = V3::<f32>::from4(o.vel);
-                let rel = v - vo;
-                let vn = rel.dot(n);
-                if vn < 0.0 {
-                    let vt = rel - n * vn;
-                    let vtn = vt.norm();
-                    let keep = if vtn > 0.0 {
-                        (1.0 - o.friction * (-vn) / vtn).max(0.0)
-                    } else {
-                        0.0
-                    };
-                    v = vo + vt * keep;
-                }
+                v = contact_velocity(v, V3::<f32>::from4(o.vel), n, o.friction);
                 let (d2, n2) = obstacle_distance(o, q + v * h);
                 if d2 < radius {
                     v += n2 * ((radius - d2) / h);
@@ -380,6 +368,27 @@ pub fn object_contact(
             }
             *v4 = v.to4(0.0);
         });
+}
+
+/// The velocity a point moving at `v` keeps against a surface moving at `vo` with outward normal
+/// `n` (the rule of [`object_contact`], also used for the balls): an approaching normal relative
+/// velocity is removed, and the tangential one is reduced by `friction ×` the removed normal speed
+/// (never reversed); a receding point keeps `v`.
+#[inline]
+pub fn contact_velocity(v: V3<f32>, vo: V3<f32>, n: V3<f32>, friction: f32) -> V3<f32> {
+    let rel = v - vo;
+    let vn = rel.dot(n);
+    if vn >= 0.0 {
+        return v;
+    }
+    let vt = rel - n * vn;
+    let vtn = vt.norm();
+    let keep = if vtn > 0.0 {
+        (1.0 - friction * (-vn) / vtn).max(0.0)
+    } else {
+        0.0
+    };
+    vo + vt * keep
 }
 
 /// Stage `integrate_position`: `q += h v`.
