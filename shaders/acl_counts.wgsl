@@ -6,7 +6,8 @@
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
 //   (at most its capacity).
 // - PHASE_ROUND, at the start of a rebuild round (after the dirty list): the pools' lengths become
-//   the allocation's base; the round's dirty sets are counted into acl_sizes.rebuilds.
+//   the allocation's base; the round's dirty sets are counted into acl_sizes.rebuilds, and a round
+//   with dirty sets into acl_sizes.rounds_used.
 // - PHASE_MERGED, after a merge invocation: a last pass that still merged raises
 //   ACL_SIZES_MORE_PASSES (sticky over the step; merge_counters.edges is per pass).
 // - PHASE_COMPACTED, after set_compact: the live sets' number (set_dest[rebuild.num_sets], the
@@ -37,6 +38,7 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&acl_sizes.lookup.overflow, 0u);
         acl_sizes.num_dirty = 0u;
         acl_sizes.rebuilds = 0u;
+        acl_sizes.rounds_used = 0u;
         atomicStore(&acl_sizes.garbage_cp, 0u);
         atomicStore(&acl_sizes.garbage_k, 0u);
         atomicStore(&acl_sizes.garbage_w, 0u);
@@ -72,6 +74,9 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else if phase == ACL_PHASE_ROUND {
         pool_counters.base = pool_counters.len;
         acl_sizes.rebuilds = acl_sizes.rebuilds + acl_sizes.num_dirty;
+        if acl_sizes.num_dirty != 0u {
+            acl_sizes.rounds_used = acl_sizes.rounds_used + 1u;
+        }
     } else if phase == ACL_PHASE_MERGED {
         if atomicLoad(&merge_counters.edges.count) != 0u {
             atomicOr(&acl_sizes.errors, ACL_SIZES_MORE_PASSES);

@@ -354,6 +354,8 @@ pub struct GpuSim {
     reruns: u32,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
+    /// Cuts of ACL's recorded rebuild rounds after a quiet stretch (also counted in `grows`).
+    rounds_cut: u32,
     /// Steps recorded and submitted together ([`RECORD_CHUNK`]; [`GpuSim::set_record_chunk`]).
     record_chunk: usize,
     /// Bytes read back over the current frame, and steps timed per kernel in it.
@@ -635,6 +637,7 @@ impl GpuSim {
             frame_host_ms: [0.0; 3],
             reruns: 0,
             grows_ahead: 0,
+            rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
@@ -1231,6 +1234,12 @@ impl GpuSim {
                 self.grows_ahead += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }
+            // Fewer rebuild rounds recorded after a quiet stretch (a cloth at rest).
+            let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_rounds(&acl_counters) {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
         }
         Ok(None)
     }
@@ -1471,6 +1480,15 @@ impl GpuSim {
         stats
             .extra
             .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
+        if let Some(acl) = &self.acl {
+            // The rebuild rounds recorded per step now, and the cuts of them so far.
+            stats
+                .extra
+                .push(("acl_rebuild_rounds".into(), acl.path.caps.rounds as f64));
+            stats
+                .extra
+                .push(("acl_rounds_cut".into(), self.rounds_cut as f64));
+        }
         Ok((
             stats,
             GpuFrameTimes {

@@ -754,7 +754,9 @@ pub struct AclSizes {
     pub errors: u32,
     /// Sets rebuilt this step (the dirty sets of every round).
     pub rebuilds: u32,
-    pub _pad: u32,
+    /// Rebuild rounds of this step that had dirty sets (the host sizes the recorded rounds by it,
+    /// [`crate::acl::gpu::AclGpu::fewer_rounds`]).
+    pub rounds_used: u32,
 }
 const _: () = assert!(size_of::<AclSizes>() == 64);
 
@@ -1179,7 +1181,7 @@ pub fn layouts() -> Vec<StructLayout> {
             garbage_w,
             errors,
             rebuilds,
-            _pad
+            rounds_used
         }),
         layout_of!(AclPhase {
             phase,

@@ -61,7 +61,7 @@ fn sizes_before(released: u32, capacity: u32) -> AclSizes {
         garbage_w: 300,
         errors: 0,
         rebuilds: 15,
-        _pad: 0,
+        rounds_used: 0,
     }
 }
 

@@ -270,6 +270,42 @@ fn acl_capacities_grow_ahead_of_need_identically() {
     assert_eq!(small.sim.vel, ample.sim.vel, "velocities differ");
 }
 
+/// A quiet cloth (the tiny swatch without gravity) uses at most one rebuild round per step, so
+/// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, with
+/// fewer dispatches; the run equals, bitwise, one held at four rounds throughout.
+#[test]
+fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
+    let Some(gpu) = gpu_or_skip("acl_rebuild_rounds_are_cut_when_quiet_identically") else {
+        return;
+    };
+    let sets = ["contact.model=acl", "simulation.gravity=[0, 0, 0]"];
+    let batches = yarnsim::acl::gpu::ROUNDS_CUT_AFTER as usize + 2;
+    let run = |hold: Option<u32>| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        for _ in 0..batches {
+            if let Some(rounds) = hold {
+                let caps = g.acl_capacities().unwrap();
+                if caps.rounds != rounds {
+                    g.set_acl_capacities(AclCaps { rounds, ..caps }).unwrap();
+                }
+            }
+            g.steps(8).unwrap();
+        }
+        g.download().unwrap();
+        g
+    };
+    let cut = run(None);
+    let held = run(Some(4));
+    let rounds = cut.acl_capacities().unwrap().rounds;
+    let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
+    eprintln!("rounds {rounds} after {batches} batches; dispatches per step {d_cut} (held at 4 rounds: {d_held})");
+    assert_eq!(rounds, 1, "the quiet run still records {rounds} rounds");
+    assert!(d_cut < d_held, "{d_cut} dispatches, held {d_held}");
+    assert_eq!(cut.sim.pos, held.sim.pos, "positions differ");
+    assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");
+}
+
 #[test]
 fn two_gpu_runs_are_bitwise_identical() {
     let Some(gpu) = gpu_or_skip("two_gpu_runs_are_bitwise_identical") else {

@@ -349,7 +349,7 @@ struct AclSizes {
     garbage_w: atomic<u32>,
     errors: atomic<u32>,
     rebuilds: u32,
-    _pad: u32,
+    rounds_used: u32,
 };
 
 // Uniform (acl_counts): which point of the GPU ACL step.

@@ -41,6 +41,7 @@ pub fn acl_counts(
             s.lookup.overflow = 0;
             s.num_dirty = 0;
             s.rebuilds = 0;
+            s.rounds_used = 0;
             (s.garbage_cp, s.garbage_k, s.garbage_w, s.errors) = (0, 0, 0, 0);
             let m = merge_counters;
             m.sets.count = s.num_sets;
@@ -70,6 +71,9 @@ pub fn acl_counts(
         PHASE_ROUND => {
             pool_counters.base = pool_counters.len;
             acl_sizes.rebuilds += acl_sizes.num_dirty;
+            if acl_sizes.num_dirty != 0 {
+                acl_sizes.rounds_used += 1;
+            }
         }
         PHASE_MERGED if merge_counters.edges.count != 0 => {
             acl_sizes.errors |= ACL_SIZES_MORE_PASSES;

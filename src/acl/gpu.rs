@@ -315,8 +315,23 @@ pub struct AclGpu {
     /// The counters after the last completed step (its persistent counts: table length, pool
     /// lengths, releases).
     last: AclStepCounters,
+    /// [`AclGpu::fewer_rounds`]' state: completed batches in a row that used fewer rebuild rounds
+    /// than recorded, the most any of their steps used, the batches it waits for before it
+    /// records fewer, and whether the last change of `caps.rounds` was such a cut.
+    quiet: u32,
+    quiet_most: u32,
+    cut_after: u32,
+    cut_last: bool,
     _keep: Keep,
 }
+
+/// Completed batches in a row that used fewer rebuild rounds than recorded before
+/// [`AclGpu::fewer_rounds`] records fewer; doubled (up to [`ROUNDS_CUT_AFTER_MAX`]) each time a cut
+/// is followed by a batch that needs more again, so a scene that keeps needing them reruns at most
+/// a batch per doubling.
+pub const ROUNDS_CUT_AFTER: u32 = 8;
+/// The most batches [`AclGpu::fewer_rounds`] waits for.
+pub const ROUNDS_CUT_AFTER_MAX: u32 = 1024;
 
 impl AclGpu {
     /// The driver for `host`'s parameters (a model before its first step: the GPU starts from no
@@ -404,6 +419,10 @@ impl AclGpu {
             garbage: PoolGarbage::default(),
             reruns: 0,
             last: AclStepCounters::default(),
+            quiet: 0,
+            quiet_most: 0,
+            cut_after: ROUNDS_CUT_AFTER,
+            cut_last: false,
             _keep: Default::default(),
         };
         g.build(device, queue, pipelines, shared, caps, None)?;
@@ -1047,6 +1066,40 @@ impl AclGpu {
         g
     }
 
+    /// Fewer rebuild rounds per step after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after
+    /// cuts that did not last, more) completed batches in a row used fewer rounds than
+    /// `caps.rounds` (`acl_sizes.rounds_used`, the rounds that had dirty sets), the capacities with
+    /// `rounds` = the most they used (at least 1). Each round is some 65 dispatches and a merge
+    /// chain, recorded whether or not anything is dirty: a cloth at rest needs one round (the
+    /// relaxed scarf on the CPU path: 199 of 200 steps; a falling swatch needs a second in 7–9%
+    /// of its steps, so its batches rarely stay quiet that long). A step that then needs more
+    /// reruns its batch with twice the rounds ([`AclGpu::verdict`]), as before: the result is the
+    /// same either way. `steps`: the counters of the batch just completed.
+    pub fn fewer_rounds(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
+        let used = steps.iter().map(|c| c.sizes.rounds_used).max().unwrap_or(0);
+        if used >= self.caps.rounds {
+            self.quiet = 0;
+            self.quiet_most = 0;
+            return None;
+        }
+        self.quiet += 1;
+        self.quiet_most = self.quiet_most.max(used);
+        if self.quiet < self.cut_after {
+            return None;
+        }
+        let rounds = self.quiet_most.max(1);
+        self.quiet = 0;
+        self.quiet_most = 0;
+        if rounds >= self.caps.rounds {
+            return None;
+        }
+        self.cut_last = true;
+        Some(AclCaps {
+            rounds,
+            ..self.caps
+        })
+    }
+
     /// Rebuilds everything with capacities `caps`, after the state was restored or a batch
     /// completed (the persistent buffers' contents are carried over).
     pub fn grow(
@@ -1057,6 +1110,15 @@ impl AclGpu {
         shared: &Buffers,
         caps: AclCaps,
     ) -> Result<(), AclGpuError> {
+        if caps.rounds > self.caps.rounds {
+            // More rounds again: a cut that did not last waits twice as long next time.
+            if self.cut_last {
+                self.cut_after = (2 * self.cut_after).min(ROUNDS_CUT_AFTER_MAX);
+            }
+            self.cut_last = false;
+            self.quiet = 0;
+            self.quiet_most = 0;
+        }
         let mut enc = device.create_command_encoder(&Default::default());
         if caps.sched != self.caps.sched {
             self.sched
