@@ -196,8 +196,8 @@ pub struct BallHit {
     pub arm: [f32; 3],
 }
 
-/// Scratch of [`ball_yarn_contact`], kept between steps so a step allocates nothing once it has
-/// seen its largest contact count.
+/// Scratch of [`ball_yarn_contact`], kept between steps (the hit list and per-ball counts; the
+/// stage still collects its per-step lists afresh).
 #[derive(Default)]
 pub struct BallScratch {
     pub hits: Vec<BallHit>,

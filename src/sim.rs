@@ -3,8 +3,12 @@
 //!
 //! One step: `rod_forces` (gravity + rod) → the contact model ([`ContactForce`]) → `integrate_velocity`
 //! → `glue_projection` → `length_projection` → `nonrigid_damping` → `object_contact` →
-//! `integrate_position` → `material_frames` → `plasticity`. All buffers are allocated when the [`Sim`]
-//! is built; the step loop allocates nothing. Every stage's output is independent of the thread count.
+//! `integrate_position` → `material_frames` → `plasticity`. Scenes with ties (a sack's seam,
+//! [`crate::ties`]) run `tie_projection` between the glue and length projections; scenes with free
+//! balls ([`crate::balls`]) run `ball_velocity` after `integrate_velocity`, `ball_yarn_contact` and
+//! `ball_contact` after `object_contact`, and `ball_position` after `integrate_position`. All
+//! buffers are allocated when the [`Sim`] is built; the step loop allocates nothing, except the
+//! balls' stages, which collect their contact lists afresh each step. Every stage's output is independent of the thread count.
 //! `nonrigid_damping` damps one block partition (phase) per step, in turn: a built scene has two, the
 //! second shifted by half a block ([`crate::scene::build_curves`], [`crate::step`]).
 //!
