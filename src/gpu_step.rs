@@ -354,7 +354,8 @@ pub struct GpuSim {
     reruns: u32,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
-    /// Cuts of ACL's recorded rebuild rounds after a quiet stretch (also counted in `grows`).
+    /// Cuts of ACL's recorded rebuild rounds or merge passes after a quiet stretch (also counted
+    /// in `grows`).
     rounds_cut: u32,
     /// Steps recorded and submitted together ([`RECORD_CHUNK`]; [`GpuSim::set_record_chunk`]).
     record_chunk: usize,
@@ -1240,6 +1241,11 @@ impl GpuSim {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }
+            let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_passes() {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
         }
         Ok(None)
     }
@@ -1481,10 +1487,14 @@ impl GpuSim {
             .extra
             .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
         if let Some(acl) = &self.acl {
-            // The rebuild rounds recorded per step now, and the cuts of them so far.
+            // The rebuild rounds and merge passes recorded per step now, and the cuts of them so
+            // far.
             stats
                 .extra
                 .push(("acl_rebuild_rounds".into(), acl.path.caps.rounds as f64));
+            stats
+                .extra
+                .push(("acl_merge_passes".into(), acl.path.caps.merge.passes as f64));
             stats
                 .extra
                 .push(("acl_rounds_cut".into(), self.rounds_cut as f64));

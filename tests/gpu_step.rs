@@ -271,8 +271,9 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 }
 
 /// A quiet cloth (the tiny swatch without gravity) uses at most one rebuild round per step, so
-/// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, with
-/// fewer dispatches; the run equals, bitwise, one held at four rounds throughout.
+/// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, and its
+/// merge passes, doubled to 2 in the first steps, are cut back to 1: fewer dispatches. The run
+/// equals, bitwise, one held at four rounds and four passes throughout.
 #[test]
 fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let Some(gpu) = gpu_or_skip("acl_rebuild_rounds_are_cut_when_quiet_identically") else {
@@ -283,24 +284,38 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let run = |hold: Option<u32>| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        let mut most = 0;
         for _ in 0..batches {
-            if let Some(rounds) = hold {
-                let caps = g.acl_capacities().unwrap();
-                if caps.rounds != rounds {
-                    g.set_acl_capacities(AclCaps { rounds, ..caps }).unwrap();
+            if let Some(n) = hold {
+                let mut caps = g.acl_capacities().unwrap();
+                if caps.rounds != n || caps.merge.passes != n {
+                    caps.rounds = n;
+                    caps.merge.passes = n;
+                    g.set_acl_capacities(caps).unwrap();
                 }
             }
             g.steps(8).unwrap();
+            let c = g.acl_capacities().unwrap();
+            most = most.max(c.merge.passes);
         }
         g.download().unwrap();
-        g
+        (g, most)
     };
-    let cut = run(None);
-    let held = run(Some(4));
-    let rounds = cut.acl_capacities().unwrap().rounds;
+    let (cut, most) = run(None);
+    let (held, _) = run(Some(4));
+    let caps = cut.acl_capacities().unwrap();
+    let (rounds, passes) = (caps.rounds, caps.merge.passes);
     let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
-    eprintln!("rounds {rounds} after {batches} batches; dispatches per step {d_cut} (held at 4 rounds: {d_held})");
+    eprintln!("rounds {rounds}, passes {passes} after {batches} batches; dispatches per step {d_cut} (held at 4 and 4: {d_held})");
     assert_eq!(rounds, 1, "the quiet run still records {rounds} rounds");
+    assert!(
+        most > 1,
+        "the merge passes never grew, so their cut is untested"
+    );
+    assert_eq!(
+        passes, 1,
+        "the quiet run still records {passes} merge passes"
+    );
     assert!(d_cut < d_held, "{d_cut} dispatches, held {d_held}");
     assert_eq!(cut.sim.pos, held.sim.pos, "positions differ");
     assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");

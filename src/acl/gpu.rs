@@ -322,6 +322,11 @@ pub struct AclGpu {
     quiet_most: u32,
     cut_after: u32,
     cut_last: bool,
+    /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
+    /// change, the batches it waits for, and whether the last change was a cut.
+    pass_quiet: u32,
+    pass_cut_after: u32,
+    pass_cut_last: bool,
     _keep: Keep,
 }
 
@@ -423,6 +428,9 @@ impl AclGpu {
             quiet_most: 0,
             cut_after: ROUNDS_CUT_AFTER,
             cut_last: false,
+            pass_quiet: 0,
+            pass_cut_after: ROUNDS_CUT_AFTER,
+            pass_cut_last: false,
             _keep: Default::default(),
         };
         g.build(device, queue, pipelines, shared, caps, None)?;
@@ -1100,6 +1108,27 @@ impl AclGpu {
         })
     }
 
+    /// Half the merge passes per merge invocation after a quiet stretch: [`ROUNDS_CUT_AFTER`] (or,
+    /// after cuts that did not last, more) completed batches since `caps.merge.passes` last
+    /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
+    /// count of the passes used, so the cut is a trial: a merge that then needs more raises
+    /// `ACL_SIZES_MORE_PASSES` and reruns its batch with twice the passes ([`AclGpu::verdict`]),
+    /// and the next trial waits twice as long. Passes do little work in practice: on the CPU path
+    /// no merge of the relaxed scarf, the swinging swatch or the drop needed one (every
+    /// `set_merge` found no moved set), while the GPU doubles them once a first step's new sets
+    /// merge, and each pass is some 20 dispatches in each of a step's merge chains.
+    pub fn fewer_passes(&mut self) -> Option<AclCaps> {
+        self.pass_quiet += 1;
+        if self.pass_quiet < self.pass_cut_after || self.caps.merge.passes <= 1 {
+            return None;
+        }
+        self.pass_quiet = 0;
+        self.pass_cut_last = true;
+        let mut caps = self.caps;
+        caps.merge.passes = (caps.merge.passes / 2).max(1);
+        Some(caps)
+    }
+
     /// Rebuilds everything with capacities `caps`, after the state was restored or a batch
     /// completed (the persistent buffers' contents are carried over).
     pub fn grow(
@@ -1118,6 +1147,14 @@ impl AclGpu {
             self.cut_last = false;
             self.quiet = 0;
             self.quiet_most = 0;
+        }
+        if caps.merge.passes > self.caps.merge.passes {
+            // More passes again: a cut that did not last waits twice as long next time.
+            if self.pass_cut_last {
+                self.pass_cut_after = (2 * self.pass_cut_after).min(ROUNDS_CUT_AFTER_MAX);
+            }
+            self.pass_cut_last = false;
+            self.pass_quiet = 0;
         }
         let mut enc = device.create_command_encoder(&Default::default());
         if caps.sched != self.caps.sched {
