@@ -4,7 +4,8 @@
 //! the `rebuild` uniform, and writes the step's own counts (`acl_sizes`), the merge chain's counters
 //! (`merge_counters`), the pool allocation's counters (`pool_counters`) and the force stages' error
 //! block (`acl_counters`). The CPU path keeps these counts in `AclContact`'s fields and has no use
-//! for the twin beyond the parity test; it is the specification of the kernel.
+//! for the twin beyond the parity test (tests/gpu_acl_counts.rs); it is the specification of the
+//! kernel.
 
 use super::rebuild::{PoolAlloc, RebuildParams};
 use crate::layout::{
