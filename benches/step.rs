@@ -18,6 +18,7 @@ fn swatch(scene: &mut Scene) -> (ClothBuild, Vec<u32>) {
             pattern: Pattern::Stockinette,
             wales: 20,
             courses: 20,
+            section: None,
         },
         scale: 1.0,
         rotate_deg: [0.0; 3],

@@ -1,7 +1,8 @@
 // object_contact: velocity-level contact of the control points with the placed obstacles (CPU twin:
 // step::object_contact). One thread per control point p < params.num_points; glued points
 // (inv_mass = 0) are left alone. For each obstacle in order, if the predicted position q + h v lies
-// closer than the yarn radius r to its surface: the inward normal relative velocity is removed, the
+// closer than the yarn radius r to its surface: the inward normal relative velocity (relative to the
+// surface there: a capsule's ends move at vel and vel_b) is removed, the
 // tangential relative velocity shrinks by friction × the removed normal speed (never reversing),
 // then the normal velocity that puts q + h v at distance r is added.
 // Loop bound per thread: params.num_obstacles iterations (one per obstacle; a scene has a few, the
@@ -59,6 +60,22 @@ fn obstacle_distance(o: ObstacleShape, x: vec3<f32>) -> Distance {
     return Distance(l - o.radius, outward(d, l));
 }
 
+// The velocity of the obstacle's surface next to x (twin: step::obstacle_velocity): vel, or for a
+// capsule the velocity of its axis point closest to x, vel + s (vel_b - vel).
+fn obstacle_velocity(o: ObstacleShape, x: vec3<f32>) -> vec3<f32> {
+    if o.kind == OBSTACLE_PLANE || o.kind == OBSTACLE_SPHERE {
+        return o.vel.xyz;
+    }
+    let a = o.a.xyz;
+    let ab = o.b.xyz - a;
+    let len2 = dot3(ab, ab);
+    var s = 0.0;
+    if len2 > 0.0 {
+        s = clamp(dot3(x - a, ab) / len2, 0.0, 1.0);
+    }
+    return o.vel.xyz + (o.vel_b.xyz - o.vel.xyz) * s;
+}
+
 @compute @workgroup_size(256)
 fn object_contact(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -75,11 +92,12 @@ fn object_contact(
     var v = vel[p].xyz;
     for (var j = 0u; j < params.num_obstacles; j++) {
         let o = obstacles[j];
-        let hit = obstacle_distance(o, q + v * h);
+        let x = q + v * h;
+        let hit = obstacle_distance(o, x);
         if hit.d >= radius {
             continue;
         }
-        let vo = o.vel.xyz;
+        let vo = obstacle_velocity(o, x);
         let rel = v - vo;
         let vn = dot3(rel, hit.n);
         if vn < 0.0 {

@@ -46,7 +46,7 @@
 
 use crate::layout::ObstacleShape;
 use crate::math::V3;
-use crate::step::{contact_velocity, obstacle_distance};
+use crate::step::{contact_velocity, obstacle_distance, obstacle_velocity};
 use rayon::prelude::*;
 
 /// Gauss–Seidel sweeps over the ball–ball and ball–obstacle contacts of a step: enough for a
@@ -431,7 +431,7 @@ pub fn ball_contact(
                 if gap >= 0.0 {
                     continue;
                 }
-                let ov = V3::<f32>::from4(o.vel);
+                let ov = obstacle_velocity(o, b.predicted(h));
                 let vn = (b.velocity() - ov).dot(n);
                 let jn = normal_impulse(gap, vn, h, b.restitution, bounce, b.vel[3]);
                 if jn <= 0.0 {

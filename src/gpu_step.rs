@@ -424,7 +424,7 @@ impl GpuSim {
         }
         if !sim.ties().0.is_empty() {
             return Err(GpuStepError::Unsupported {
-                feature: "ties (the bottom seam of a pattern = \"sack\" piece)",
+                feature: "ties (the bottom seam of a pattern = \"sack\" piece, or a [[seam]])",
             });
         }
         let device = gpu.device.clone();

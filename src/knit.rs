@@ -100,6 +100,8 @@ pub enum KnitError {
     },
     #[error("{wales} × {courses} loops is more than the {max} a generator makes")]
     TooLarge { wales: u32, courses: u32, max: u32 },
+    #[error("section: {0}")]
+    Section(String),
 }
 
 /// The loop shape, in units of the yarn radius r; the table in the module doc gives each field's
@@ -168,6 +170,69 @@ fn stitch_sign(pattern: Pattern, wale: u32, course: u32) -> f64 {
     }
 }
 
+/// The cross-section of a tube that is not round: a rounded rectangle (the body of a garment), of
+/// outer depth `depth` along z and corner radius `corner`, both of its centre line, in cm. Its width
+/// along x follows from the perimeter the wales give.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub depth: f32,
+    pub corner: f32,
+}
+
+/// Smallest corner radius of a [`Section`], in r: as the sack's bottom ([`SACK_BOTTOM_RADIUS`]),
+/// the loops' inner side stays clear of the corner's centre.
+pub const MIN_CORNER: f64 = SACK_BOTTOM_RADIUS;
+
+/// Checks a tube's section against its wales and the radius and returns it in r: (corner radius,
+/// half length of the side flats); `None` for a round tube.
+pub fn section_in_r(
+    pattern: Pattern,
+    wales: u32,
+    radius: f32,
+    sh: &Shape,
+    section: Option<Section>,
+) -> Result<Option<(f64, f64)>, KnitError> {
+    Ok(match section {
+        None => None,
+        Some(sec) => {
+            if pattern != Pattern::Tube {
+                return Err(KnitError::Section(format!(
+                    "only a tube takes a section, not {pattern:?}"
+                )));
+            }
+            let r = radius as f64;
+            let (depth, corner) = (sec.depth as f64 / r, sec.corner as f64 / r);
+            let perimeter = wales as f64 * sh.wale;
+            if !(corner.is_finite() && corner >= MIN_CORNER) {
+                return Err(KnitError::Section(format!(
+                    "corner {} cm is less than {MIN_CORNER} r = {} cm",
+                    sec.corner,
+                    MIN_CORNER * r
+                )));
+            }
+            if !(depth.is_finite() && depth >= 2.0 * corner) {
+                return Err(KnitError::Section(format!(
+                    "depth {} cm is less than twice the corner {} cm",
+                    sec.depth, sec.corner
+                )));
+            }
+            let side = 0.5 * depth - corner;
+            if perimeter < 2.0 * std::f64::consts::PI * corner + 4.0 * side {
+                return Err(KnitError::Section(format!(
+                    "{wales} wales make a perimeter of {:.3} cm, less than the {:.3} cm of a \
+                     section {} cm deep with corners of {} cm: no room for the front and back",
+                    perimeter * r,
+                    (2.0 * std::f64::consts::PI * corner + 4.0 * side) * r,
+                    sec.depth,
+                    sec.corner
+                )));
+            }
+            Some((corner, side))
+        }
+    })
+}
+
 /// Generates `wales × courses` loops of `pattern` for yarn radius `radius` (cm).
 pub fn generate(
     pattern: Pattern,
@@ -175,20 +240,34 @@ pub fn generate(
     courses: u32,
     radius: f32,
 ) -> Result<Knit, KnitError> {
-    generate_shape(pattern, wales, courses, radius, &SHAPE)
+    generate_shape(pattern, wales, courses, radius, &SHAPE, None)
 }
 
-/// [`generate`] with an explicit loop shape (for tuning and tests).
+/// [`generate`] of a tube with the cross-section `section` (a round tube without one).
+pub fn generate_section(
+    pattern: Pattern,
+    wales: u32,
+    courses: u32,
+    radius: f32,
+    section: Option<Section>,
+) -> Result<Knit, KnitError> {
+    generate_shape(pattern, wales, courses, radius, &SHAPE, section)
+}
+
+/// [`generate_section`] with an explicit loop shape (for tuning and tests).
 pub fn generate_shape(
     pattern: Pattern,
     wales: u32,
     courses: u32,
     radius: f32,
     sh: &Shape,
+    section: Option<Section>,
 ) -> Result<Knit, KnitError> {
     if !(radius.is_finite() && radius > 0.0) {
         return Err(KnitError::Radius(radius));
     }
+    // The section in r: (corner radius, half length of the side flats).
+    let section_r = section_in_r(pattern, wales, radius, sh, section)?;
     let min = if pattern.is_round() {
         MIN_TUBE_WALES
     } else {
@@ -280,7 +359,10 @@ pub fn generate_shape(
             } else {
                 r0
             };
-            let (c, n) = stadium(s, rho, width);
+            let (c, n) = match section_r {
+                Some((corner, side)) => rounded_rect(s, corner, side, width),
+                None => stadium(s, rho, width),
+            };
             [
                 c[0] + n[0] * p[2],
                 (p[1] - 0.5 * height),
@@ -367,31 +449,60 @@ pub const SACK_BOTTOM_RADIUS: f64 = 5.0;
 /// `perimeter` with end radius `rho` (flats along x at z = ±rho), as (x, z), and its outward
 /// normal. With `rho` = perimeter / 2π it is the circle `(rho sin θ, rho cos θ)`, θ = s / rho.
 fn stadium(s: f64, rho: f64, perimeter: f64) -> ([f64; 2], [f64; 2]) {
+    rounded_rect(s, rho, 0.0, perimeter)
+}
+
+/// The point at arc length `s` (from the front centre, towards +x) along a rounded rectangle of
+/// perimeter `perimeter` with corner radius `rho` and side flats (along z) of half length `side`,
+/// as (x, z), and its outward normal. The front and back flats (along x, at z = ±(side + rho)) take
+/// what the perimeter leaves; `side = 0` is a stadium.
+fn rounded_rect(s: f64, rho: f64, side: f64, perimeter: f64) -> ([f64; 2], [f64; 2]) {
     use std::f64::consts::PI;
-    let half = (0.5 * (perimeter - 2.0 * PI * rho)).max(0.0) * 0.5;
-    let arc = PI * rho;
-    // Front flat right half, right end, back flat, left end, front flat left half.
+    let half = (0.25 * (perimeter - 2.0 * PI * rho - 4.0 * side)).max(0.0);
+    let quarter = 0.5 * PI * rho;
+    // Corner k (0..4) turns the normal from angle kπ/2 to (k+1)π/2 about its centre; the flats
+    // between the corners run along x (front, back) and z (sides).
+    let centres = [[half, side], [half, -side], [-half, -side], [-half, side]];
+    let corner = |k: usize, u: f64| {
+        let th = 0.5 * PI * k as f64 + u / rho;
+        let n = [th.sin(), th.cos()];
+        let c = centres[k];
+        ([c[0] + rho * n[0], c[1] + rho * n[1]], n)
+    };
+    let mut s = s;
     if s < half {
-        return ([s, rho], [0.0, 1.0]);
+        return ([s, side + rho], [0.0, 1.0]);
     }
-    let s = s - half;
-    if s < arc {
-        let th = s / rho;
-        let n = [th.sin(), th.cos()];
-        return ([half + rho * n[0], rho * n[1]], n);
+    s -= half;
+    if s < quarter {
+        return corner(0, s);
     }
-    let s = s - arc;
+    s -= quarter;
+    if s < 2.0 * side {
+        return ([half + rho, side - s], [1.0, 0.0]);
+    }
+    s -= 2.0 * side;
+    if s < quarter {
+        return corner(1, s);
+    }
+    s -= quarter;
     if s < 2.0 * half {
-        return ([half - s, -rho], [0.0, -1.0]);
+        return ([half - s, -side - rho], [0.0, -1.0]);
     }
-    let s = s - 2.0 * half;
-    if s < arc {
-        let th = PI + s / rho;
-        let n = [th.sin(), th.cos()];
-        return ([-half + rho * n[0], rho * n[1]], n);
+    s -= 2.0 * half;
+    if s < quarter {
+        return corner(2, s);
     }
-    let s = s - arc;
-    ([-half + s, rho], [0.0, 1.0])
+    s -= quarter;
+    if s < 2.0 * side {
+        return ([-half - rho, -side + s], [-1.0, 0.0]);
+    }
+    s -= 2.0 * side;
+    if s < quarter {
+        return corner(3, s);
+    }
+    s -= quarter;
+    ([-half + s, side + rho], [0.0, 1.0])
 }
 
 /// The ties that close a sack's bottom course (flat coordinates `pts`, in r): each of its points

@@ -134,10 +134,13 @@ pub struct ObstacleShape {
     pub a: [f32; 4],
     /// Plane: unit normal (the free side); capsule: second end.
     pub b: [f32; 4],
-    /// Velocity of the obstacle over this step.
+    /// Velocity of the obstacle over this step (a capsule: of its first end `a`).
     pub vel: [f32; 4],
+    /// A capsule's second end `b`, velocity over this step: its axis point `a + s (b − a)` moves at
+    /// `vel + s (vel_b − vel)`, so a limb can swing about a joint. Unused by planes and spheres.
+    pub vel_b: [f32; 4],
 }
-const _: () = assert!(size_of::<ObstacleShape>() == 64);
+const _: () = assert!(size_of::<ObstacleShape>() == 80);
 
 /// The `params` uniform: scene constants and this step's values. Field names are the WGSL names.
 ///
@@ -870,7 +873,8 @@ pub fn layouts() -> Vec<StructLayout> {
             _pad,
             a,
             b,
-            vel
+            vel,
+            vel_b
         }),
         layout_of!(Params {
             h,

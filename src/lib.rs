@@ -9,6 +9,7 @@ pub mod bcc;
 pub mod checkpoint;
 pub mod contact;
 pub mod export;
+pub mod figure;
 pub mod gpu;
 pub mod gpu_step;
 pub mod import;

@@ -20,8 +20,8 @@ use yarnsim::checkpoint;
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
-use yarnsim::scene::{self, ContactModel, Obstacle, Scene};
-use yarnsim::sim::{keyframe_offset, FrameStats, SegmentValue, Sim};
+use yarnsim::scene::{self, ContactModel, Scene};
+use yarnsim::sim::{FrameStats, SegmentValue, Sim};
 use yarnsim::state::Topology;
 
 #[derive(Parser)]
@@ -585,6 +585,13 @@ fn run(mut a: RunArgs) -> Result<()> {
         bail!(
             "{}: the scene has a pattern = \"sack\" piece, whose bottom seam (ties) runs on the CPU path only for now; use --backend cpu",
             scene_path.display()
+        );
+    }
+    if a.backend == Backend::Gpu && !scene.seam.is_empty() {
+        bail!(
+            "{}: the scene has {} [[seam]]s, whose ties run on the CPU path only for now; use --backend cpu",
+            scene_path.display(),
+            scene.seam.len()
         );
     }
     if a.backend == Backend::Gpu && !scene.ball.is_empty() {
@@ -1368,7 +1375,7 @@ fn capture_frame(
             );
         }
     }
-    let mut obstacles = placed_obstacles(&scene.obstacle, sim.time);
+    let mut obstacles = scene.obstacles_at(sim.time);
     obstacles.extend(yarnsim::balls::as_obstacles(&sim.balls));
     c.frame(
         k,
@@ -1417,35 +1424,6 @@ fn write_matrices(
         );
     }
     Ok(())
-}
-
-/// The scene's obstacles moved by their keyframe offsets at time `t`.
-fn placed_obstacles(obstacles: &[Obstacle], t: f64) -> Vec<Obstacle> {
-    let shift = |p: &mut [f32; 3], o: [f32; 3]| {
-        for (a, b) in p.iter_mut().zip(o) {
-            *a += b;
-        }
-    };
-    obstacles
-        .iter()
-        .map(|o| {
-            let mut o = o.clone();
-            match &mut o {
-                Obstacle::Plane { .. } => {}
-                Obstacle::Sphere {
-                    center, keyframes, ..
-                } => shift(center, keyframe_offset(keyframes, t)),
-                Obstacle::Capsule {
-                    a, b, keyframes, ..
-                } => {
-                    let off = keyframe_offset(keyframes, t);
-                    shift(a, off);
-                    shift(b, off);
-                }
-            }
-            o
-        })
-        .collect()
 }
 
 fn render(a: RenderArgs) -> Result<()> {

@@ -877,7 +877,7 @@ impl Capture {
 /// `yarnsim render STATE.bcc`: draws a saved state without simulating and writes `out_png`.
 ///
 /// The yarn radius, obstacles (at their rest placement: a saved state carries no time, so keyframes
-/// are not applied) and camera come from `scene` when given, else from the defaults. Free balls come
+/// are not applied, and figures stand as at t = 0) and camera come from `scene` when given, else from the defaults. Free balls come
 /// from the file `yarnsim run --out` writes beside each frame of a scene with balls
 /// (`frame_NNNN_balls.csv` beside `frame_NNNN.bcc`, [`frame_balls`]), when it is there. A BCC file
 /// holds positions only, so only `ColorMode::Yarn` is possible.
@@ -904,7 +904,7 @@ pub fn render_bcc_command(
             &default_scene
         }
     };
-    let mut obstacles = scene.obstacle.clone();
+    let mut obstacles = scene.obstacles_at(0.0);
     obstacles.extend(frame_balls(bcc_path)?);
     let gpu = Gpu::new()?;
     let mut renderer = Renderer::new(&gpu, width, height)?;

@@ -30,9 +30,23 @@ pub struct Scene {
     pub obstacle: Vec<Obstacle>,
     /// Free rigid balls ([`crate::balls`]).
     pub ball: Vec<Ball>,
+    /// Walking figures made of capsules ([`crate::figure`]); obstacles after `obstacle`.
+    pub figure: Vec<crate::figure::Figure>,
+    /// Seams joining cloth pieces with ties ([`crate::ties`]).
+    pub seam: Vec<Seam>,
     pub camera: Camera,
     pub damping: Damping,
     pub relax: Relax,
+}
+
+/// A seam: every control point of cloth piece `pieces[0]` within `distance` of a control point of
+/// piece `pieces[1]` is tied to the nearest one ([`crate::ties`]), as a sleeve is sewn to a body.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Seam {
+    pub pieces: [usize; 2],
+    /// Largest starting distance of a tie (cm).
+    pub distance: f32,
 }
 
 /// A free rigid ball ([`crate::balls`]): a solid sphere that falls, spins, bounces off the
@@ -399,6 +413,9 @@ pub enum ClothSource {
         pattern: Pattern,
         wales: u32,
         courses: u32,
+        /// A tube's cross-section when it is not round ([`crate::knit::Section`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section: Option<crate::knit::Section>,
     },
     /// A BCC file, relative to the scene file, in `units` (centimetres unless given).
     Bcc {
@@ -476,6 +493,9 @@ pub enum Pin {
 pub struct Keyframe {
     pub t: f64,
     pub offset: [f32; 3],
+    /// A capsule's second end `b`: its own offset, so the capsule can turn (default `offset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_b: Option<[f32; 3]>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -569,6 +589,8 @@ pub enum SceneError {
     },
     #[error("cloth.{piece}: {message}")]
     Cloth { piece: usize, message: String },
+    #[error("seam.{seam}: {message}")]
+    Seam { seam: usize, message: String },
     /// `yarn.radius = "auto"` could not be fitted.
     #[error("yarn.radius = \"auto\": {0}")]
     Fit(#[source] crate::import::FitError),
@@ -617,6 +639,51 @@ impl SceneError {
 }
 
 impl Scene {
+    /// The obstacles at time `t` (s), each without keyframes: the scene's `obstacle`s moved by their
+    /// keyframes, then every figure's parts as capsules (the order the step uses).
+    pub fn obstacles_at(&self, t: f64) -> Vec<Obstacle> {
+        let shift = |p: &mut [f32; 3], o: [f32; 3]| {
+            for (a, b) in p.iter_mut().zip(o) {
+                *a += b;
+            }
+        };
+        let mut out: Vec<Obstacle> = self
+            .obstacle
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                match &mut o {
+                    Obstacle::Plane { .. } => {}
+                    Obstacle::Sphere {
+                        center, keyframes, ..
+                    } => {
+                        shift(center, crate::sim::keyframe_offset(keyframes, t));
+                        keyframes.clear();
+                    }
+                    Obstacle::Capsule {
+                        a, b, keyframes, ..
+                    } => {
+                        let (oa, ob) = crate::sim::keyframe_offsets(keyframes, t);
+                        shift(a, oa);
+                        shift(b, ob);
+                        keyframes.clear();
+                    }
+                }
+                o
+            })
+            .collect();
+        for f in &self.figure {
+            out.extend(f.parts(t).into_iter().map(|p| Obstacle::Capsule {
+                a: p.a,
+                b: p.b,
+                radius: p.radius,
+                friction: f.friction,
+                keyframes: Vec::new(),
+            }));
+        }
+        out
+    }
+
     /// Reads, parses and validates a scene file. Relative BCC paths in it are resolved by
     /// [`build_curves`] against the directory given there (normally the file's own directory).
     pub fn load(path: &std::path::Path) -> Result<Scene, SceneError> {
@@ -885,7 +952,18 @@ impl Scene {
                     pattern,
                     wales,
                     courses,
+                    section,
                 } => {
+                    if section.is_some() && !self.yarn.radius_auto {
+                        crate::knit::section_in_r(
+                            *pattern,
+                            *wales,
+                            self.yarn.radius,
+                            &crate::knit::SHAPE,
+                            *section,
+                        )
+                        .map_err(|e| (k("source.generator.section"), e.to_string()))?;
+                    }
                     let min_wales = if pattern.is_round() {
                         crate::knit::MIN_TUBE_WALES
                     } else {
@@ -1015,6 +1093,44 @@ impl Scene {
                     ));
                 }
                 finite3(&kk("offset"), kf.offset)?;
+                if let Some(ob) = kf.offset_b {
+                    if !matches!(o, Obstacle::Capsule { .. }) {
+                        return Err((
+                            kk("offset_b"),
+                            "moves a capsule's second end; a sphere has none".into(),
+                        ));
+                    }
+                    finite3(&kk("offset_b"), ob)?;
+                }
+            }
+        }
+
+        for (i, f) in self.figure.iter().enumerate() {
+            f.check()
+                .map_err(|(field, message)| (format!("figure.{i}.{field}"), message))?;
+        }
+
+        for (i, m) in self.seam.iter().enumerate() {
+            let k = |f: &str| format!("seam.{i}.{f}");
+            for p in m.pieces {
+                if p >= self.cloth.len() {
+                    return Err((
+                        k("pieces"),
+                        format!(
+                            "names cloth piece {p}, but the scene has {} (counted from 0)",
+                            self.cloth.len()
+                        ),
+                    ));
+                }
+            }
+            if m.pieces[0] == m.pieces[1] {
+                return Err((k("pieces"), "a seam joins two different pieces".into()));
+            }
+            if !(m.distance.is_finite() && m.distance > 0.0) {
+                return Err((
+                    k("distance"),
+                    format!("must be a finite distance > 0 cm, got {}", m.distance),
+                ));
             }
         }
 
@@ -1102,8 +1218,13 @@ pub struct ClothBuild {
     pub loops: u32,
     /// What reading each BCC piece did (curve type, B-spline conversion), in scene order.
     pub imports: Vec<PieceImport>,
-    /// Pairs of control points (global indices) tied together: the bottom seams of `sack` pieces.
+    /// Pairs of control points (global indices) tied together: the bottom seams of `sack` pieces,
+    /// then the scene's `[[seam]]`s in order.
     pub ties: Vec<[u32; 2]>,
+    /// Per piece, its first control point (global index); one more entry, the total.
+    pub piece_first_point: Vec<u32>,
+    /// Per `[[seam]]`, how many ties it made.
+    pub seam_ties: Vec<usize>,
 }
 
 /// The import report of one BCC piece.
@@ -1149,6 +1270,9 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
     let side = scene.yarn.damping_block_loops.max(1);
     let shift = side / 2;
     for (pi, piece) in scene.cloth.iter().enumerate() {
+        build
+            .piece_first_point
+            .push(build.curves.iter().map(|c| c.points.len() as u32).sum());
         let cloth_err = |message: String| SceneError::Cloth { piece: pi, message };
         let xf = Placement::new(piece);
         match &piece.source {
@@ -1156,9 +1280,16 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                 pattern,
                 wales,
                 courses,
+                section,
             } => {
-                let k = crate::knit::generate(*pattern, *wales, *courses, scene.yarn.radius)
-                    .map_err(|source| SceneError::Knit { piece: pi, source })?;
+                let k = crate::knit::generate_section(
+                    *pattern,
+                    *wales,
+                    *courses,
+                    scene.yarn.radius,
+                    *section,
+                )
+                .map_err(|source| SceneError::Knit { piece: pi, source })?;
                 let base: usize = build.curves.iter().map(|c| c.points.len()).sum();
                 build
                     .ties
@@ -1261,6 +1392,36 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                 build.curves.extend(curves);
             }
         }
+    }
+    build
+        .piece_first_point
+        .push(build.curves.iter().map(|c| c.points.len() as u32).sum());
+    let points: Vec<[f32; 3]> = build
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().copied())
+        .collect();
+    for (si, seam) in scene.seam.iter().enumerate() {
+        let range = |p: usize| build.piece_first_point[p]..build.piece_first_point[p + 1];
+        let (ra, rb) = (range(seam.pieces[0]), range(seam.pieces[1]));
+        let ties = crate::ties::seam_ties(
+            &points[ra.start as usize..ra.end as usize],
+            ra.start,
+            &points[rb.start as usize..rb.end as usize],
+            rb.start,
+            seam.distance,
+        );
+        if ties.is_empty() {
+            return Err(SceneError::Seam {
+                seam: si,
+                message: format!(
+                    "no control point of cloth.{} lies within {} cm of cloth.{}: nothing to sew",
+                    seam.pieces[0], seam.distance, seam.pieces[1]
+                ),
+            });
+        }
+        build.seam_ties.push(ties.len());
+        build.ties.extend(ties);
     }
     Ok(build)
 }

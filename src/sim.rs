@@ -461,11 +461,13 @@ const PHASES: [&str; 5] = [
     "phase_frames_ms",
 ];
 
-/// A placed obstacle definition with its keyframes.
+/// A placed obstacle definition and how it moves.
 #[derive(Clone, Debug)]
 struct ObstacleDef {
     rest: ObstacleShape,
     keyframes: Vec<Keyframe>,
+    /// A figure's part: (figure, part) of `Sim::figures`, placed by [`Figure::parts`].
+    part: Option<(usize, usize)>,
 }
 
 /// The running simulation (CPU path).
@@ -502,6 +504,8 @@ pub struct Sim {
     /// Obstacles placed at the end of the current step.
     pub obstacles: Vec<ObstacleShape>,
     obstacle_defs: Vec<ObstacleDef>,
+    /// The scene's walking figures, whose parts follow `obstacle_defs`' scene obstacles.
+    figures: Vec<crate::figure::Figure>,
     /// The free rigid balls ([`crate::balls`]), at the end of the current step.
     pub balls: Vec<BallState>,
     ball_scratch: BallScratch,
@@ -664,8 +668,10 @@ fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
                     a: p4(*point),
                     b: (n / l).to4(0.0),
                     vel: [0.0; 4],
+                    vel_b: [0.0; 4],
                 },
                 keyframes: Vec::new(),
+                part: None,
             })
         }
         Obstacle::Sphere {
@@ -694,8 +700,10 @@ fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
                     a: p4(*center),
                     b: [0.0; 4],
                     vel: [0.0; 4],
+                    vel_b: [0.0; 4],
                 },
                 keyframes: keyframes.clone(),
+                part: None,
             })
         }
         Obstacle::Capsule {
@@ -725,8 +733,10 @@ fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
                     a: p4(*a),
                     b: p4(*b),
                     vel: [0.0; 4],
+                    vel_b: [0.0; 4],
                 },
                 keyframes: keyframes.clone(),
+                part: None,
             })
         }
     }
@@ -756,24 +766,36 @@ fn check_keyframes(k: &[Keyframe]) -> Result<(), SimError> {
 
 /// Offset of a keyframed obstacle at time `t`: linear interpolation, held constant outside the keys.
 pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
+    keyframe_offsets(keys, t).0
+}
+
+/// Offsets of a keyframed capsule's two ends at time `t` (`offset`, and `offset_b` where given,
+/// else `offset`): linear interpolation, held constant outside the keys.
+pub fn keyframe_offsets(keys: &[Keyframe], t: f64) -> ([f32; 3], [f32; 3]) {
+    let ends = |k: &Keyframe| (k.offset, k.offset_b.unwrap_or(k.offset));
     match keys {
-        [] => [0.0; 3],
-        [only] => only.offset,
+        [] => ([0.0; 3], [0.0; 3]),
+        [only] => ends(only),
         _ => {
             if t <= keys[0].t {
-                return keys[0].offset;
+                return ends(&keys[0]);
             }
             for w in keys.windows(2) {
                 if t <= w[1].t {
                     let s = ((t - w[0].t) / (w[1].t - w[0].t)) as f32;
-                    let mut o = [0.0; 3];
-                    for (a, oa) in o.iter_mut().enumerate() {
-                        *oa = w[0].offset[a] + s * (w[1].offset[a] - w[0].offset[a]);
-                    }
-                    return o;
+                    let lerp = |p: [f32; 3], q: [f32; 3]| {
+                        let mut o = [0.0; 3];
+                        for (a, oa) in o.iter_mut().enumerate() {
+                            *oa = p[a] + s * (q[a] - p[a]);
+                        }
+                        o
+                    };
+                    let (a0, b0) = ends(&w[0]);
+                    let (a1, b1) = ends(&w[1]);
+                    return (lerp(a0, a1), lerp(b0, b1));
                 }
             }
-            keys[keys.len() - 1].offset
+            ends(&keys[keys.len() - 1])
         }
     }
 }
@@ -858,11 +880,27 @@ impl Sim {
             }
             phase_start.push((block_start.len() - 1) as u32);
         }
-        let obstacle_defs = scene
+        let mut obstacle_defs = scene
             .obstacle
             .iter()
             .map(obstacle_def)
             .collect::<Result<Vec<_>, _>>()?;
+        for (fi, f) in scene.figure.iter().enumerate() {
+            for (pi, p) in f.parts(0.0).into_iter().enumerate() {
+                obstacle_defs.push(ObstacleDef {
+                    rest: ObstacleShape {
+                        kind: step::OBSTACLE_CAPSULE,
+                        friction: f.friction,
+                        radius: p.radius,
+                        a: [p.a[0], p.a[1], p.a[2], 0.0],
+                        b: [p.b[0], p.b[1], p.b[2], 0.0],
+                        ..Default::default()
+                    },
+                    keyframes: Vec::new(),
+                    part: Some((fi, pi)),
+                });
+            }
+        }
         let obstacles = obstacle_defs.iter().map(|d| d.rest).collect();
         let ne = topo.edges.len();
         let base_params = Params {
@@ -911,6 +949,7 @@ impl Sim {
             phase_start,
             obstacles,
             obstacle_defs,
+            figures: scene.figure.clone(),
             balls: scene
                 .ball
                 .iter()
@@ -1044,18 +1083,29 @@ impl Sim {
             (self.time, self.time + h)
         };
         for (o, d) in self.obstacles.iter_mut().zip(&self.obstacle_defs) {
-            if d.keyframes.is_empty() {
+            // The ends at the end of the step, and their moves over it.
+            let (a1, b1, da, db) = if let Some((fi, pi)) = d.part {
+                let f = &self.figures[fi];
+                let (p0, p1) = (f.parts(t0)[pi], f.parts(t1)[pi]);
+                let diff = |p: [f32; 3], q: [f32; 3]| [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+                (p1.a, p1.b, diff(p0.a, p1.a), diff(p0.b, p1.b))
+            } else if d.keyframes.is_empty() {
                 continue;
-            }
-            let a = keyframe_offset(&d.keyframes, t0);
-            let b = keyframe_offset(&d.keyframes, t1);
+            } else {
+                let (a0, b0) = keyframe_offsets(&d.keyframes, t0);
+                let (oa, ob) = keyframe_offsets(&d.keyframes, t1);
+                let at = |p: [f32; 4], off: [f32; 3]| [p[0] + off[0], p[1] + off[1], p[2] + off[2]];
+                let diff = |p: [f32; 3], q: [f32; 3]| [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
+                (at(d.rest.a, oa), at(d.rest.b, ob), diff(a0, oa), diff(b0, ob))
+            };
             *o = d.rest;
             for k in 0..3 {
-                o.a[k] += b[k];
+                o.a[k] = a1[k];
+                o.vel[k] = (da[k] as f64 / h) as f32;
                 if o.kind == step::OBSTACLE_CAPSULE {
-                    o.b[k] += b[k];
+                    o.b[k] = b1[k];
+                    o.vel_b[k] = (db[k] as f64 / h) as f32;
                 }
-                o.vel[k] = ((b[k] - a[k]) as f64 / h) as f32;
             }
         }
     }

@@ -317,6 +317,26 @@ pub fn obstacle_distance<T: Real>(o: &ObstacleShape, x: V3<T>) -> (T, V3<T>) {
     }
 }
 
+/// The velocity of the obstacle's surface next to `x` over this step: `vel` for a plane or a
+/// sphere; for a capsule the velocity of its axis point closest to `x`, `vel + s (vel_b − vel)`
+/// (the ends may move apart from each other, as a swinging limb's do; the surface's spin about the
+/// axis is not modelled).
+pub fn obstacle_velocity(o: &ObstacleShape, x: V3<f32>) -> V3<f32> {
+    let va = V3::<f32>::from4(o.vel);
+    if o.kind != OBSTACLE_CAPSULE {
+        return va;
+    }
+    let a = V3::<f32>::from4(o.a);
+    let ab = V3::<f32>::from4(o.b) - a;
+    let len2 = ab.norm2();
+    let s = if len2 > 0.0 {
+        ((x - a).dot(ab) / len2).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    va + (V3::<f32>::from4(o.vel_b) - va) * s
+}
+
 /// Unit `d / l`, or +y when the point sits exactly on the centre (any direction is as good).
 #[inline]
 fn outward<T: Real>(d: V3<T>, l: T) -> V3<T> {
@@ -360,7 +380,7 @@ pub fn object_contact(
                 if d >= radius {
                     continue;
                 }
-                v = contact_velocity(v, V3::<f32>::from4(o.vel), n, o.friction);
+                v = contact_velocity(v, obstacle_velocity(o, q + v * h), n, o.friction);
                 let (d2, n2) = obstacle_distance(o, q + v * h);
                 if d2 < radius {
                     v += n2 * ((radius - d2) / h);

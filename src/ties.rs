@@ -1,5 +1,6 @@
 //! Ties: pairs of control points held within their starting distance of each other, as a sewn seam
-//! holds two layers of cloth (a `sack` piece's bottom, [`crate::knit`]). CPU path only (the GPU step
+//! holds two layers of cloth (a `sack` piece's bottom, [`crate::knit`]; a scene's `[[seam]]`, which
+//! [`seam_ties`] finds). CPU path only (the GPU step
 //! refuses scenes with ties).
 //!
 //! Buffers: the tie pairs `ties` and their lengths `tie_length` (the starting distances), the yarn's
@@ -49,6 +50,49 @@ pub fn tie_lengths(ties: &[[u32; 2]], pos: &[[f32; 4]]) -> Result<Vec<f32>, TieE
             Ok((V3::<f32>::from4(pos[b as usize]) - V3::<f32>::from4(pos[a as usize])).norm())
         })
         .collect()
+}
+
+/// The ties of a seam: each point of `a` (indices `first_a..`) with a point of `b` (indices
+/// `first_b..`) closer than `distance` is tied to its nearest one (the lowest index among equals).
+/// A uniform grid of cell `distance` over `b` finds them: the cost is linear in the points.
+pub fn seam_ties(
+    a: &[[f32; 3]],
+    first_a: u32,
+    b: &[[f32; 3]],
+    first_b: u32,
+    distance: f32,
+) -> Vec<[u32; 2]> {
+    let cell = distance as f64;
+    let key = |p: &[f32; 3]| p.map(|v| (v as f64 / cell).floor() as i64);
+    let mut grid: std::collections::HashMap<[i64; 3], Vec<u32>> = Default::default();
+    for (j, p) in b.iter().enumerate() {
+        grid.entry(key(p)).or_default().push(j as u32);
+    }
+    let mut ties = Vec::new();
+    for (i, p) in a.iter().enumerate() {
+        let k = key(p);
+        let mut best: Option<(f32, u32)> = None;
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for dz in -1..=1 {
+                    let Some(cands) = grid.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) else {
+                        continue;
+                    };
+                    for &j in cands {
+                        let q = &b[j as usize];
+                        let d = V3::<f32>::new(q[0] - p[0], q[1] - p[1], q[2] - p[2]).norm();
+                        if d < distance && best.is_none_or(|(bd, bj)| (d, j) < (bd, bj)) {
+                            best = Some((d, j));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((_, j)) = best {
+            ties.push([first_a + i as u32, first_b + j]);
+        }
+    }
+    ties
 }
 
 /// Stage `tie_projection` (see the module documentation).

@@ -1109,6 +1109,7 @@ fn hanging_swatch(
             pattern: Pattern::Stockinette,
             wales,
             courses,
+            section: None,
         },
         scale: 1.0,
         rotate_deg: [0.0; 3],

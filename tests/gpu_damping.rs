@@ -540,7 +540,27 @@ fn contact_bounds(
                 continue;
             }
             hits += 1;
-            let vo = v3(o.vel);
+            // The surface velocity next to the predicted position (a capsule's ends move apart).
+            let x = q + v * h;
+            let (vo, s_scale) = if o.kind == OBSTACLE_CAPSULE {
+                let a = v3(o.a);
+                let ab = v3(o.b) - a;
+                let len2 = ab.dot(ab);
+                let t = if len2 > 0.0 {
+                    ((x - a).dot(ab) / len2).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                let dv = v3(o.vel_b) - v3(o.vel);
+                // The parameter t errs by the position error over |b − a|, times the ends'
+                // velocity difference.
+                (
+                    v3(o.vel) + dv * t,
+                    big_p / len2.sqrt().max(1e-30) * dv.norm() + v3(o.vel_b).norm(),
+                )
+            } else {
+                (v3(o.vel), 0.0)
+            };
             let v_in = v;
             let rel = v - vo;
             let vn = rel.dot(n);
@@ -565,7 +585,7 @@ fn contact_bounds(
                 (d + o.radius as f64).min(d2 + o.radius as f64)
             };
             let speeds = v_in.norm() + vo.norm() + v.norm() + (v - v_in).norm();
-            scale += speeds + big_p / h + big_p / l * speeds;
+            scale += speeds + big_p / h + big_p / l * speeds + s_scale;
         }
         *b = 16.0 * U * scale;
         oracle[i] = v;
@@ -615,6 +635,9 @@ fn object_contact_matches_twin_against_planes_sphere_and_capsule() {
         a: [lo[0] - 1.0, mid(1) - 0.4, mid(2) + 0.1, 0.0],
         b: [hi[0] + 1.0, mid(1) - 0.2, mid(2) - 0.1, 0.0],
         vel: [0.0, 0.0, -5.0, 0.0],
+        // The ends move apart from each other (a swinging limb): the surface velocity varies
+        // along the axis.
+        vel_b: [3.0, 1.0, 4.0, 0.0],
         ..Default::default()
     };
     let s = 0.5f32.sqrt();

@@ -285,7 +285,7 @@ fn stacked_loops_fail_the_interlock_check() {
     // find no leg passing through the loop below.
     let mut sh: Shape = knit::SHAPE;
     sh.course = 3.0 * (sh.yt - sh.ys);
-    let k = knit::generate_shape(Pattern::Stockinette, 4, 3, 0.125, &sh).unwrap();
+    let k = knit::generate_shape(Pattern::Stockinette, 4, 3, 0.125, &sh, None).unwrap();
     let n = interlock_numbers(&k, Pattern::Stockinette, 4, 3);
     assert_eq!(n.len(), 8);
     for (l, r) in n {

@@ -53,7 +53,8 @@ fn minimal_scene_gets_table1_defaults() {
         ClothSource::Generator {
             pattern: Pattern::Stockinette,
             wales: 4,
-            courses: 3
+            courses: 3,
+            section: None,
         }
     );
 }
@@ -415,6 +416,8 @@ fn every_scene_loads_and_builds() {
             "scarf" => Some(3_240),
             "sack" => Some(41_272),
             "sack_small" => Some(1_152),
+            "sweater" => Some(45_960),
+            "sweater_small" => Some(1_246),
             "afghan" => Some(54_340),
             "swatch" => Some(144),
             _ => None,
@@ -434,6 +437,8 @@ fn every_scene_loads_and_builds() {
             "sack_small",
             "scarf",
             "swatch",
+            "sweater",
+            "sweater_small",
             "tiny"
         ]
     );
@@ -448,6 +453,7 @@ fn swatch_is_pinned_along_its_top_course() {
         pattern,
         wales,
         courses,
+        ..
     } = scene.cloth[0].source
     else {
         panic!("swatch.toml should generate its cloth");

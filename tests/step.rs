@@ -52,6 +52,7 @@ fn knit_sim(pattern: Pattern, wales: u32, courses: u32) -> Sim {
             pattern,
             wales,
             courses,
+            section: None,
         },
         scale: 1.0,
         rotate_deg: [0.0; 3],
@@ -301,10 +302,12 @@ fn keyframed_capsule_pushes_the_yarn() {
             Keyframe {
                 t: 0.0,
                 offset: [0.0; 3],
+                offset_b: None,
             },
             Keyframe {
                 t: 0.1,
                 offset: [2.0, 0.0, 0.0],
+                offset_b: None,
             },
         ],
     });
@@ -326,6 +329,64 @@ fn keyframed_capsule_pushes_the_yarn() {
     let x = sim.pos[6][0];
     assert!(x >= 1.0 + 0.3 + 0.125 * 0.98 - 0.01, "x = {x}");
     assert!(sim.obstacles[0].vel[0] > 0.0);
+}
+
+/// A capsule keyframed to turn about its end `a` (its end `b` moves, `a` stays): the step gives the
+/// two ends their own velocities, and yarn it sweeps is pushed at the speed of the axis next to it,
+/// so a point near `b` is carried far and a point near `a` hardly at all.
+#[test]
+fn turning_capsule_moves_the_yarn_at_its_axis_speed() {
+    // A yarn along x at z = 0.6, in front of a capsule along x (radius 0.3) that swings through it
+    // about its end at the origin: `b` moves from (4, 0, 0) to (4, 0, 2) in 0.1 s.
+    let points: Vec<[f32; 3]> = (0..17).map(|i| [0.25 * i as f32, 0.0, 0.6]).collect();
+    let mut scene = no_contact_scene();
+    scene.simulation.gravity = [0.0; 3];
+    scene.obstacle.push(Obstacle::Capsule {
+        a: [0.0, 0.0, 0.0],
+        b: [4.0, 0.0, 0.0],
+        radius: 0.3,
+        friction: 0.0,
+        keyframes: vec![
+            Keyframe {
+                t: 0.0,
+                offset: [0.0; 3],
+                offset_b: Some([0.0; 3]),
+            },
+            Keyframe {
+                t: 0.1,
+                offset: [0.0; 3],
+                offset_b: Some([0.0, 0.0, 2.0]),
+            },
+        ],
+    });
+    let curves = [Curve {
+        points,
+        closed: false,
+    }];
+    let mut sim = Sim::from_scene(&scene, &curves, &[], &[]).unwrap();
+    let h = sim.params.h as f64;
+    let steps = (0.1 / h).round() as usize;
+    for _ in 0..steps {
+        sim.step().unwrap();
+    }
+    // The step's velocities: `a` at rest, `b` at 20 cm/s along z (the keyframes' rate).
+    let o = sim.obstacles[0];
+    assert_eq!(o.vel[..3], [0.0; 3]);
+    assert!((o.vel_b[2] - 20.0).abs() < 0.01, "vel_b = {:?}", o.vel_b);
+    // The capsule now runs from the origin to (4, 0, 2): every yarn point is outside it, and the
+    // yarn was carried along z in proportion to its distance from the pivot.
+    let (ab, len2) = ([4.0f32, 0.0, 2.0], 20.0f32);
+    for p in &sim.pos {
+        let s = ((p[0] * ab[0] + p[2] * ab[2]) / len2).clamp(0.0, 1.0);
+        let d = ((p[0] - s * ab[0]).powi(2) + p[1].powi(2) + (p[2] - s * ab[2]).powi(2)).sqrt();
+        assert!(d >= 0.3 + 0.125 * 0.98 - 0.01, "a point is inside the capsule: {p:?}");
+    }
+    // The yarn is a flexible rod: the point over the far end was pushed to about the capsule's
+    // z there (2 · 3.6/4 + 0.425/cos = 2.27 cm), the point over the pivot not at all.
+    let far = sim.pos[14][2];
+    let near = sim.pos[1][2];
+    assert!(far > 1.8, "the far point was not carried: z = {far}");
+    assert!(near < 0.7, "the point at the pivot was pushed: z = {near}");
 }
 
 #[test]
@@ -550,6 +611,7 @@ fn built_scenes_have_a_second_damping_phase_shifted_by_half_a_block() {
             pattern: Pattern::Stockinette,
             wales,
             courses,
+            section: None,
         },
         ClothSource::Bcc {
             path: "sw.bcc".into(),
@@ -769,6 +831,7 @@ fn shifted_phase_damps_motion_between_blocks() {
             pattern: Pattern::Stockinette,
             wales,
             courses,
+            section: None,
         },
         scale: 1.0,
         rotate_deg: [0.0; 3],

@@ -65,6 +65,7 @@ struct ObstacleShape {
     a: vec4<f32>,
     b: vec4<f32>,
     vel: vec4<f32>,
+    vel_b: vec4<f32>,
 };
 
 struct Params {
