@@ -165,7 +165,10 @@ impl Figure {
         pos("height", self.height)?;
         pos("period", self.period)?;
         if !(self.start.is_finite() && self.start >= 0.0) {
-            return Err(("start", format!("must be a finite time ≥ 0 s, got {}", self.start)));
+            return Err((
+                "start",
+                format!("must be a finite time ≥ 0 s, got {}", self.start),
+            ));
         }
         for v in self.position {
             fin("position", v)?;
@@ -175,7 +178,10 @@ impl Figure {
             pos("chest", c[0])?;
             pos("chest", c[1])?;
             if c[1] > c[0] {
-                return Err(("chest", format!("the depth {} may not exceed the width {}", c[1], c[0])));
+                return Err((
+                    "chest",
+                    format!("the depth {} may not exceed the width {}", c[1], c[0]),
+                ));
             }
         }
         if let Some(s) = self.shoulders {
@@ -190,7 +196,10 @@ impl Figure {
             if v.is_finite() && (0.0..=max).contains(&v) {
                 Ok(())
             } else {
-                Err((k, format!("must be an angle in [0, {max}] degrees, got {v}")))
+                Err((
+                    k,
+                    format!("must be an angle in [0, {max}] degrees, got {v}"),
+                ))
             }
         };
         angle("leg_swing_deg", self.leg_swing_deg, 60.0)?;
@@ -233,8 +242,7 @@ impl Figure {
         } else {
             1.0
         };
-        let abduction =
-            (arms_start + (self.arms_deg as f64 - arms_start) * lower).to_radians();
+        let abduction = (arms_start + (self.arms_deg as f64 - arms_start) * lower).to_radians();
 
         let (thigh, shin) = self.legs();
         let hip_y = thigh + shin;
@@ -251,11 +259,23 @@ impl Figure {
         // The torso's top is level with the shoulder bar's.
         let torso_top = (0.80 * h + bar_r - torso_r).max(hip_y + 0.03 * h);
         let torso_bottom = hip_y + 0.03 * h;
-        parts.push(([torso_x, torso_bottom, 0.0], [torso_x, torso_top, 0.0], torso_r));
-        parts.push(([-torso_x, torso_bottom, 0.0], [-torso_x, torso_top, 0.0], torso_r));
+        parts.push((
+            [torso_x, torso_bottom, 0.0],
+            [torso_x, torso_top, 0.0],
+            torso_r,
+        ));
+        parts.push((
+            [-torso_x, torso_bottom, 0.0],
+            [-torso_x, torso_top, 0.0],
+            torso_r,
+        ));
         let hip_r = (0.065 * h).min(torso_r);
         let hip_x = (0.5 * width - hip_r).max(0.0).min(0.08 * h);
-        parts.push(([-hip_x, hip_y + 0.02 * h, 0.0], [hip_x, hip_y + 0.02 * h, 0.0], hip_r));
+        parts.push((
+            [-hip_x, hip_y + 0.02 * h, 0.0],
+            [hip_x, hip_y + 0.02 * h, 0.0],
+            hip_r,
+        ));
 
         // Left is +x (the figure faces +z); a side's arm swings opposite to its leg.
         let swing = |amp: f32, side: f64| ramp * (amp as f64).to_radians() * side * phase.sin();
@@ -290,13 +310,16 @@ impl Figure {
             let hip = [side * hip_joint_x, hip_y, 0.0];
             let theta = swing(self.leg_swing_deg, side);
             // The knee bends while the thigh moves forward (d theta / dt > 0).
-            let bend = ramp
-                * (self.knee_bend_deg as f64).to_radians()
-                * (side * phase.cos()).max(0.0);
+            let bend =
+                ramp * (self.knee_bend_deg as f64).to_radians() * (side * phase.cos()).max(0.0);
             let knee = add(hip, [0.0, -thigh * theta.cos(), thigh * theta.sin()]);
             let ankle = add(
                 knee,
-                [0.0, -shin * (theta - bend).cos(), shin * (theta - bend).sin()],
+                [
+                    0.0,
+                    -shin * (theta - bend).cos(),
+                    shin * (theta - bend).sin(),
+                ],
             );
             legs[k] = [hip, knee, ankle];
         }

@@ -335,6 +335,8 @@ pub struct GpuSim {
     /// Length-projection iterations encoded per step (see [`LENGTH_BUDGET`]).
     length_budget: u32,
     color_ranges: Vec<wgpu::Buffer>,
+    /// The same for the colours of the ties (`tie_projection`).
+    tie_color_ranges: Vec<wgpu::Buffer>,
     /// The exact contact path, when the scene has `contact.model = "exact"`.
     exact: Option<ExactState>,
     /// The ACL path, when the scene has `contact.model = "acl"`.
@@ -383,6 +385,7 @@ const STEP_KERNELS: &[&str] = &[
     "rod_forces",
     "integrate_velocity",
     "glue_projection",
+    "tie_projection",
     "nonrigid_damping",
     "object_contact",
     "integrate_position",
@@ -422,11 +425,6 @@ impl GpuSim {
                 feature: "free rigid balls ([[ball]])",
             });
         }
-        if !sim.ties().0.is_empty() {
-            return Err(GpuStepError::Unsupported {
-                feature: "ties (the bottom seam of a pattern = \"sack\" piece, or a [[seam]])",
-            });
-        }
         let device = gpu.device.clone();
         let queue = gpu.queue.clone();
         let adapter_name = gpu.adapter.get_info().name;
@@ -441,6 +439,22 @@ impl GpuSim {
             .map(|r| {
                 let mut b = Buffers::default();
                 b.upload(&device, &queue, "color_range", bytemuck::bytes_of(r), true);
+                b.get("color_range").unwrap().clone()
+            })
+            .collect();
+        // And one per colour of the ties.
+        let tie_color_ranges: Vec<wgpu::Buffer> = sim
+            .tie_color_start()
+            .windows(2)
+            .map(|w| {
+                let r = crate::layout::ColorRange {
+                    first: w[0],
+                    count: w[1] - w[0],
+                    _pad0: 0,
+                    _pad1: 0,
+                };
+                let mut b = Buffers::default();
+                b.upload(&device, &queue, "color_range", bytemuck::bytes_of(&r), true);
                 b.get("color_range").unwrap().clone()
             })
             .collect();
@@ -624,6 +638,7 @@ impl GpuSim {
             pipelines,
             buffers,
             color_ranges,
+            tie_color_ranges,
             length_levels: length_scratch.levels,
             length_budget,
             dispatches: Vec::new(),
@@ -659,9 +674,9 @@ impl GpuSim {
         let ranges = crate::rod::color_ranges(&self.sim.rod.color_start);
         let n = params.num_points;
         let nb = params.num_bends;
-        // The step's dispatches (DESIGN §6, in order): kernel, threads, and the colour whose
-        // `color_range` uniform replaces the named one.
-        let mut plan: Vec<(&'static str, u32, Option<usize>)> =
+        // The step's dispatches (DESIGN §6, in order): kernel, threads, and the `color_range`
+        // uniform it binds (a colour of the material-angle sweep or of the ties).
+        let mut plan: Vec<(&'static str, u32, Option<&wgpu::Buffer>)> =
             vec![("bend_gradient", nb, None), ("rod_forces", n, None)];
         // The exact contact path's dispatches go here (they add into `force`).
         let contact_at = plan.len();
@@ -669,6 +684,14 @@ impl GpuSim {
             ("integrate_velocity", n, None),
             ("glue_projection", params.num_glue, None),
         ]);
+        for (w, uniform) in self
+            .sim
+            .tie_color_start()
+            .windows(2)
+            .zip(&self.tie_color_ranges)
+        {
+            plan.push(("tie_projection", w[1] - w[0], Some(uniform)));
+        }
         // The length projection's dispatches go here (see below).
         let length_at = plan.len();
         // Enough workgroups for the largest damping phase; the kernel skips those past this step's
@@ -690,8 +713,8 @@ impl GpuSim {
             ("bend_twist", nb, None),
         ]);
         for _ in 0..params.frame_sweeps {
-            for (c, range) in ranges.iter().enumerate() {
-                plan.push(("theta_sweep", range.count, Some(c)));
+            for (range, uniform) in ranges.iter().zip(&self.color_ranges) {
+                plan.push(("theta_sweep", range.count, Some(uniform)));
             }
         }
         plan.push(("plasticity", nb, None));
@@ -761,10 +784,8 @@ impl GpuSim {
                 }));
             }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
-            let overrides: Vec<(&str, &wgpu::Buffer)> = color
-                .map(|c| ("color_range", &self.color_ranges[c]))
-                .into_iter()
-                .collect();
+            let overrides: Vec<(&str, &wgpu::Buffer)> =
+                color.map(|u| ("color_range", u)).into_iter().collect();
             dispatches.push(Dispatch {
                 kernel,
                 bind_group: self.pipelines.bind_group_with(
@@ -1641,6 +1662,9 @@ fn upload_state(
     up("inv_mass", bytes(&sim.inv_mass));
     up("glue_points", bytes(&sim.glue_points));
     up("glue_target", bytes(&sim.glue_target));
+    let (ties, tie_length) = sim.ties();
+    up("ties", bytes(ties));
+    up("tie_length", bytes(tie_length));
     up("obstacles", bytes(&sim.obstacles));
     up("yarns", bytes(&sim.topo.yarns));
     up("edges", bytes(&sim.topo.edges));

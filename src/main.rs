@@ -572,28 +572,6 @@ fn run(mut a: RunArgs) -> Result<()> {
             bail!("--checkpoint-every is not available with --backend gpu yet (the GPU step's state lives on the device); use --backend cpu");
         }
     }
-    let sacks = scene.cloth.iter().any(|c| {
-        matches!(
-            c.source,
-            scene::ClothSource::Generator {
-                pattern: scene::Pattern::Sack,
-                ..
-            }
-        )
-    });
-    if a.backend == Backend::Gpu && sacks {
-        bail!(
-            "{}: the scene has a pattern = \"sack\" piece, whose bottom seam (ties) runs on the CPU path only for now; use --backend cpu",
-            scene_path.display()
-        );
-    }
-    if a.backend == Backend::Gpu && !scene.seam.is_empty() {
-        bail!(
-            "{}: the scene has {} [[seam]]s, whose ties run on the CPU path only for now; use --backend cpu",
-            scene_path.display(),
-            scene.seam.len()
-        );
-    }
     if a.backend == Backend::Gpu && !scene.ball.is_empty() {
         bail!(
             "{}: the scene has {} free balls ([[ball]]), which run on the CPU path only for now; use --backend cpu",
@@ -1616,6 +1594,20 @@ fn info(a: InfoArgs) -> Result<()> {
                 s.balls, s.ball_mass
             );
         }
+        if s.ties > 0 {
+            println!(
+                "  ties              {} (a sack's bottom, [[seam]]s)",
+                s.ties
+            );
+        }
+        if s.figures > 0 {
+            println!(
+                "  walking figures   {} ({} capsules, after the {} other obstacles)",
+                s.figures,
+                s.figures * yarnsim::figure::PART_NAMES.len(),
+                s.obstacles
+            );
+        }
         println!("  steps per frame   {}", s.steps_per_frame);
         if let Some(im) = &s.import {
             print_import(im);
@@ -1693,6 +1685,11 @@ struct SceneSize {
     /// Free rigid balls and their total mass (g).
     balls: usize,
     ball_mass: f64,
+    /// Tied pairs of control points (a sack's bottom, `[[seam]]`s).
+    ties: usize,
+    /// Walking figures, and the other obstacles.
+    figures: usize,
+    obstacles: usize,
     steps_per_frame: u64,
     #[serde(skip)]
     counts: yarnsim::gpu_step::SceneCounts,
@@ -1835,6 +1832,9 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         pinned_points: pins.len(),
         balls: scene.ball.len(),
         ball_mass: scene.ball.iter().map(|b| b.mass() as f64).sum(),
+        ties: build.ties.len(),
+        figures: scene.figure.len(),
+        obstacles: scene.obstacle.len(),
         steps_per_frame: (1.0 / (scene.simulation.fps * scene.simulation.dt)).round() as u64,
         // Bending elements and damping-block entries are bounded by these (a bend per interior
         // point, every point in a block of each of the two damping phases).

@@ -178,6 +178,22 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "step::glue_projection",
     },
+    // Stage tie_projection (crate::ties): one dispatch per colour of the ties, each with its
+    // colour's `color_range` uniform (first tie, count), after glue_projection.
+    Kernel {
+        name: "tie_projection",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("color_range"),
+            read("ties"),
+            read("tie_length"),
+            read("inv_mass"),
+            read("pos"),
+            read_write("vel"),
+        ],
+        twin: "ties::tie_projection",
+    },
     // --- length projection ---
     // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
     // for it in 0..length_max_iterations: length_error, length_check, length_assemble,

@@ -512,6 +512,7 @@ pub struct Sim {
     /// Tied pairs of control points and their lengths ([`crate::ties`]).
     ties: Vec<[u32; 2]>,
     tie_length: Vec<f32>,
+    tie_color_start: Vec<u32>,
     force: Vec<[f32; 4]>,
     length: LengthScratch,
     contact: Box<dyn ContactForce>,
@@ -963,6 +964,7 @@ impl Sim {
             ball_scratch: BallScratch::default(),
             ties: Vec::new(),
             tie_length: Vec::new(),
+            tie_color_start: vec![0],
             force: vec![[0.0; 4]; n],
             length: LengthScratch::new(&topo.yarns, &topo.edges, n),
             contact,
@@ -1015,16 +1017,25 @@ impl Sim {
         Ok(sim)
     }
 
-    /// Ties pairs of control points ([`crate::ties`]) at their current distances.
+    /// Ties pairs of control points ([`crate::ties`]) at their current distances, stored colour by
+    /// colour ([`crate::ties::color_ties`]).
     pub fn set_ties(&mut self, ties: &[[u32; 2]]) -> Result<(), SimError> {
-        self.tie_length = crate::ties::tie_lengths(ties, &self.pos)?;
-        self.ties = ties.to_vec();
+        crate::ties::tie_lengths(ties, &self.pos)?;
+        let (ties, _, start) = crate::ties::color_ties(ties)?;
+        self.tie_length = crate::ties::tie_lengths(&ties, &self.pos)?;
+        self.ties = ties;
+        self.tie_color_start = start;
         Ok(())
     }
 
-    /// The tied pairs of control points and their lengths.
+    /// The tied pairs of control points (colour by colour) and their lengths.
     pub fn ties(&self) -> (&[[u32; 2]], &[f32]) {
         (&self.ties, &self.tie_length)
+    }
+
+    /// The first tie of each colour of [`Sim::ties`], and one more entry, their count.
+    pub fn tie_color_start(&self) -> &[u32] {
+        &self.tie_color_start
     }
 
     /// Replaces the yarn radius (the obstacle distance) and the contact model together: the models
@@ -1096,7 +1107,12 @@ impl Sim {
                 let (oa, ob) = keyframe_offsets(&d.keyframes, t1);
                 let at = |p: [f32; 4], off: [f32; 3]| [p[0] + off[0], p[1] + off[1], p[2] + off[2]];
                 let diff = |p: [f32; 3], q: [f32; 3]| [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
-                (at(d.rest.a, oa), at(d.rest.b, ob), diff(a0, oa), diff(b0, ob))
+                (
+                    at(d.rest.a, oa),
+                    at(d.rest.b, ob),
+                    diff(a0, oa),
+                    diff(b0, ob),
+                )
             };
             *o = d.rest;
             for k in 0..3 {

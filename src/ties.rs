@@ -11,9 +11,15 @@
 //! velocities, `x = q + h v`. A tie is one-sided (a thread can go slack, not push): when
 //! `|x_b − x_a|` exceeds its length the two velocities change by mass-weighted amounts along the
 //! line between them so the predicted distance is the length again. The momentum of the pair is
-//! kept. Ties are visited in order (Gauss–Seidel), so a point in two ties sees the first one's
-//! change: deterministic. The length projection that follows may stretch a tie again by what one
-//! step moves: a tie under load stretches by at most that, never cumulatively.
+//! kept. The ties are coloured ([`color_ties`]: no two ties of one colour share a point) and
+//! stored colour by colour; they are visited in that order (Gauss–Seidel), so a point in two ties
+//! sees the first one's change. Within a colour the ties are independent, so the GPU kernel
+//! `tie_projection`, one dispatch per colour with one thread per tie, computes exactly what the
+//! twin does. The length projection that follows may stretch a tie again by what one step moves: a
+//! tie under load stretches by at most that, never cumulatively.
+//!
+//! Kernel `tie_projection` (shaders/tie_projection.wgsl): bindings `params`, `color_range` (this
+//! colour's first tie and count), `ties`, `tie_length`, `inv_mass`, `pos`, `vel`.
 
 use crate::math::V3;
 
@@ -28,6 +34,44 @@ pub enum TieError {
     },
     #[error("tie {tie} joins control point {point} to itself")]
     SamePoint { tie: usize, point: u32 },
+    #[error("tie {tie}: its two control points are already in ties of all {max} colours")]
+    TooManyColors { tie: usize, max: usize },
+}
+
+/// Most colours [`color_ties`] makes (a point may be in ties of at most this many colours).
+pub const MAX_TIE_COLORS: usize = 32;
+
+/// Colours the ties so that no two ties of one colour share a point (greedy, in tie order: each
+/// tie takes the smallest colour its two points are not in yet) and returns them colour by colour
+/// (in tie order within a colour), with the permutation applied (`order[k]` is the input index of
+/// output tie `k`) and the first tie of each colour (one more entry, the count).
+pub fn color_ties(ties: &[[u32; 2]]) -> Result<(Vec<[u32; 2]>, Vec<usize>, Vec<u32>), TieError> {
+    let mut used: std::collections::HashMap<u32, u32> = Default::default();
+    let mut color = Vec::with_capacity(ties.len());
+    for (k, &[a, b]) in ties.iter().enumerate() {
+        let mask = used.get(&a).copied().unwrap_or(0) | used.get(&b).copied().unwrap_or(0);
+        let c = (!mask).trailing_zeros() as usize;
+        if c >= MAX_TIE_COLORS {
+            return Err(TieError::TooManyColors {
+                tie: k,
+                max: MAX_TIE_COLORS,
+            });
+        }
+        *used.entry(a).or_default() |= 1 << c;
+        *used.entry(b).or_default() |= 1 << c;
+        color.push(c);
+    }
+    let colors = color.iter().map(|&c| c + 1).max().unwrap_or(0);
+    let mut order: Vec<usize> = (0..ties.len()).collect();
+    order.sort_by_key(|&k| color[k]);
+    let mut start = vec![0u32; colors + 1];
+    for &c in &color {
+        start[c + 1] += 1;
+    }
+    for c in 0..colors {
+        start[c + 1] += start[c];
+    }
+    Ok((order.iter().map(|&k| ties[k]).collect(), order, start))
 }
 
 /// Checks `ties` against `n` control points and returns their lengths at positions `pos`.

@@ -50,10 +50,16 @@ fn parts_are_rigid_and_joined() {
         for side in ["left", "right"] {
             let up = p[part(&format!("upper_arm_{side}"))];
             let fore = p[part(&format!("forearm_{side}"))];
-            assert!(dist(up.b, fore.a) < 1e-4, "{side} elbow comes apart at t = {t}");
+            assert!(
+                dist(up.b, fore.a) < 1e-4,
+                "{side} elbow comes apart at t = {t}"
+            );
             let thigh = p[part(&format!("thigh_{side}"))];
             let shin = p[part(&format!("shin_{side}"))];
-            assert!(dist(thigh.b, shin.a) < 1e-4, "{side} knee comes apart at t = {t}");
+            assert!(
+                dist(thigh.b, shin.a) < 1e-4,
+                "{side} knee comes apart at t = {t}"
+            );
         }
     }
 }
@@ -67,7 +73,10 @@ fn it_stands_then_walks_forward_at_its_speed() {
     let torso = part("torso_left");
     let p0 = f.parts(0.0);
     let p_start = f.parts(f.start as f64);
-    assert!(dist(p0[torso].a, p_start[torso].a) < 1e-5, "it moved before starting");
+    assert!(
+        dist(p0[torso].a, p_start[torso].a) < 1e-5,
+        "it moved before starting"
+    );
     // The arms at `arms_deg` out from hanging straight down.
     let arm = p_start[part("upper_arm_left")];
     let (dx, dy) = (arm.b[0] - arm.a[0], arm.b[1] - arm.a[1]);
@@ -86,7 +95,11 @@ fn it_stands_then_walks_forward_at_its_speed() {
     assert!((v / expect - 1.0).abs() < 1e-6, "{v} vs {expect}");
     let (t1, t2) = (f.start as f64 + 0.6, f.start as f64 + 2.4);
     let d = dist(f.parts(t1)[torso].a, f.parts(t2)[torso].a);
-    assert!((d - v * (t2 - t1)).abs() < 1e-3, "walked {d} in {} s", t2 - t1);
+    assert!(
+        (d - v * (t2 - t1)).abs() < 1e-3,
+        "walked {d} in {} s",
+        t2 - t1
+    );
     let dz = f.parts(t2)[torso].a[2] - f.parts(t1)[torso].a[2];
     assert!((dz as f64 - d).abs() < 1e-3, "it walks along +z");
 
@@ -99,8 +112,16 @@ fn it_stands_then_walks_forward_at_its_speed() {
             .atan2(-(q.b[1] - q.a[1]) as f64)
             .to_degrees()
     };
-    assert!((swing("thigh_left") - 20.0).abs() < 1e-3, "{}", swing("thigh_left"));
-    assert!((swing("thigh_right") + 20.0).abs() < 1e-3, "{}", swing("thigh_right"));
+    assert!(
+        (swing("thigh_left") - 20.0).abs() < 1e-3,
+        "{}",
+        swing("thigh_left")
+    );
+    assert!(
+        (swing("thigh_right") + 20.0).abs() < 1e-3,
+        "{}",
+        swing("thigh_right")
+    );
 
     // A heading of 90° walks along +x instead.
     f.heading_deg = 90.0;
@@ -185,7 +206,9 @@ fn bad_figure_keys_are_errors_naming_the_line() {
         ("knees = 3\n", "figure.0.knees", "unknown"),
     ] {
         let text = format!("{base}{extra}");
-        let err = Scene::from_toml_str(&text, "x.toml").unwrap_err().to_string();
+        let err = Scene::from_toml_str(&text, "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(key), "{extra}: {err}");
         assert!(err.contains(what), "{extra}: {err}");
         assert!(err.contains("x.toml:5"), "{extra}: {err}");

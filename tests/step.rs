@@ -379,7 +379,10 @@ fn turning_capsule_moves_the_yarn_at_its_axis_speed() {
     for p in &sim.pos {
         let s = ((p[0] * ab[0] + p[2] * ab[2]) / len2).clamp(0.0, 1.0);
         let d = ((p[0] - s * ab[0]).powi(2) + p[1].powi(2) + (p[2] - s * ab[2]).powi(2)).sqrt();
-        assert!(d >= 0.3 + 0.125 * 0.98 - 0.01, "a point is inside the capsule: {p:?}");
+        assert!(
+            d >= 0.3 + 0.125 * 0.98 - 0.01,
+            "a point is inside the capsule: {p:?}"
+        );
     }
     // The yarn is a flexible rod: the point over the far end was pushed to about the capsule's
     // z there (2 · 3.6/4 + 0.425/cos = 2.27 cm), the point over the pivot not at all.

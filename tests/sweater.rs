@@ -64,7 +64,10 @@ fn check_start(name: &str, sleeve_wales: usize) {
     for t in &build.ties {
         let l = (V3::<f64>::from3(points[t[0] as usize]) - V3::<f64>::from3(points[t[1] as usize]))
             .norm();
-        assert!(l < scene.seam[0].distance as f64, "{name}: a tie {l} cm long");
+        assert!(
+            l < scene.seam[0].distance as f64,
+            "{name}: a tie {l} cm long"
+        );
         // Sleeve point tied to a body point.
         assert!(t[0] >= build.piece_first_point[1] && t[1] < build.piece_first_point[1]);
     }
@@ -77,7 +80,11 @@ fn sweater_has_the_seed_loop_count_and_starts_clear() {
     assert_eq!(build.loops, 45_960);
     let segments: usize = build.curves.iter().map(|c| c.points.len()).sum();
     let off = segments as f64 / 370_650.0 - 1.0;
-    assert!(off.abs() < 0.05, "{segments} segments, {:.1}% off", off * 100.0);
+    assert!(
+        off.abs() < 0.05,
+        "{segments} segments, {:.1}% off",
+        off * 100.0
+    );
     check_start("sweater", 72);
 }
 
@@ -131,7 +138,10 @@ fn small_sweater_runs_and_keeps_its_topology() {
             let d = (V3::<f64>::from4(sim.pos[t[0] as usize])
                 - V3::<f64>::from4(sim.pos[t[1] as usize]))
             .norm();
-            assert!(d <= l as f64 * 1.05 + 1e-4, "frame {frame}: a tie of {l} is {d}");
+            assert!(
+                d <= l as f64 * 1.05 + 1e-4,
+                "frame {frame}: a tie of {l} is {d}"
+            );
         }
         let obstacles = scene.obstacles_at(sim.time);
         for p in &sim.pos {
@@ -159,11 +169,17 @@ fn small_sweater_runs_and_keeps_its_topology() {
 fn seam_ties_match_brute_force() {
     let mut seed = 12345u64;
     let mut rnd = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((seed >> 33) as f64 / (1u64 << 31) as f64) as f32
     };
-    let a: Vec<[f32; 3]> = (0..400).map(|_| [rnd() * 4.0, rnd() * 4.0, rnd()]).collect();
-    let b: Vec<[f32; 3]> = (0..500).map(|_| [rnd() * 4.0, rnd() * 4.0, rnd()]).collect();
+    let a: Vec<[f32; 3]> = (0..400)
+        .map(|_| [rnd() * 4.0, rnd() * 4.0, rnd()])
+        .collect();
+    let b: Vec<[f32; 3]> = (0..500)
+        .map(|_| [rnd() * 4.0, rnd() * 4.0, rnd()])
+        .collect();
     for distance in [0.05f32, 0.2, 0.7] {
         let ties = yarnsim::ties::seam_ties(&a, 10, &b, 1000, distance);
         let mut want = Vec::new();
@@ -192,9 +208,24 @@ fn bad_seams_and_sections_are_clear_errors() {
                [[cloth]]\nsource.generator = { pattern = \"tube\", wales = 8, courses = 2 }\n\
                translate = [50, 0, 0]\n";
     for (extra, key, line, what) in [
-        ("[[seam]]\npieces = [0, 2]\ndistance = 1.0\n", "seam.0.pieces", 7, "has 2"),
-        ("[[seam]]\npieces = [1, 1]\ndistance = 1.0\n", "seam.0.pieces", 7, "different"),
-        ("[[seam]]\npieces = [1, 0]\ndistance = 0.0\n", "seam.0.distance", 8, "> 0"),
+        (
+            "[[seam]]\npieces = [0, 2]\ndistance = 1.0\n",
+            "seam.0.pieces",
+            7,
+            "has 2",
+        ),
+        (
+            "[[seam]]\npieces = [1, 1]\ndistance = 1.0\n",
+            "seam.0.pieces",
+            7,
+            "different",
+        ),
+        (
+            "[[seam]]\npieces = [1, 0]\ndistance = 0.0\n",
+            "seam.0.distance",
+            8,
+            "> 0",
+        ),
     ] {
         let err = Scene::from_toml_str(&format!("{two}{extra}"), "x.toml")
             .unwrap_err()
@@ -205,11 +236,18 @@ fn bad_seams_and_sections_are_clear_errors() {
         );
     }
     // Valid, but the pieces lie 50 cm apart.
-    let scene =
-        Scene::from_toml_str(&format!("{two}[[seam]]\npieces = [1, 0]\ndistance = 1.0\n"), "x")
-            .unwrap();
-    let err = build_curves(&scene, Path::new(".")).unwrap_err().to_string();
-    assert!(err.contains("seam.0") && err.contains("nothing to sew"), "{err}");
+    let scene = Scene::from_toml_str(
+        &format!("{two}[[seam]]\npieces = [1, 0]\ndistance = 1.0\n"),
+        "x",
+    )
+    .unwrap();
+    let err = build_curves(&scene, Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("seam.0") && err.contains("nothing to sew"),
+        "{err}"
+    );
 
     let tube = |section: &str, pattern: &str| {
         format!(
@@ -218,10 +256,26 @@ fn bad_seams_and_sections_are_clear_errors() {
         )
     };
     for (section, pattern, what) in [
-        ("{ depth = 4.0, corner = 0.5 }", "tube", "corner 0.5 cm is less than"),
-        ("{ depth = 4.0, corner = 2.5 }", "tube", "less than twice the corner"),
-        ("{ depth = 30.0, corner = 1.0 }", "tube", "no room for the front and back"),
-        ("{ depth = 4.0, corner = 1.0 }", "sack", "only a tube takes a section"),
+        (
+            "{ depth = 4.0, corner = 0.5 }",
+            "tube",
+            "corner 0.5 cm is less than",
+        ),
+        (
+            "{ depth = 4.0, corner = 2.5 }",
+            "tube",
+            "less than twice the corner",
+        ),
+        (
+            "{ depth = 30.0, corner = 1.0 }",
+            "tube",
+            "no room for the front and back",
+        ),
+        (
+            "{ depth = 4.0, corner = 1.0 }",
+            "sack",
+            "only a tube takes a section",
+        ),
         ("{ depth = 4.0, corners = 1.0 }", "tube", "unknown"),
     ] {
         let err = Scene::from_toml_str(&tube(section, pattern), "x.toml")
@@ -251,7 +305,11 @@ fn sectioned_tubes_keep_their_clearance() {
         .unwrap();
         let s = knit::sample_curves(&k.curves, 24);
         let (d, ..) = knit::min_separation(&s, 3.0 * r as f64, 3.0 * r as f64);
-        assert!(d >= 1.6 * r as f64, "{wales} {depth} {corner}: {} r", d / r as f64);
+        assert!(
+            d >= 1.6 * r as f64,
+            "{wales} {depth} {corner}: {} r",
+            d / r as f64
+        );
         // The loops lie on both sides of the centre line: its depth is the mean of the extremes'.
         let (lo, hi) = k.curves[0]
             .points
