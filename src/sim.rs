@@ -1021,10 +1021,10 @@ impl Sim {
     /// colour ([`crate::ties::color_ties`]).
     pub fn set_ties(&mut self, ties: &[[u32; 2]]) -> Result<(), SimError> {
         crate::ties::tie_lengths(ties, &self.pos)?;
-        let (ties, _, start) = crate::ties::color_ties(ties)?;
-        self.tie_length = crate::ties::tie_lengths(&ties, &self.pos)?;
-        self.ties = ties;
-        self.tie_color_start = start;
+        let colored = crate::ties::color_ties(ties)?;
+        self.tie_length = crate::ties::tie_lengths(&colored.ties, &self.pos)?;
+        self.ties = colored.ties;
+        self.tie_color_start = colored.color_start;
         Ok(())
     }
 

@@ -41,11 +41,19 @@ pub enum TieError {
 /// Most colours [`color_ties`] makes (a point may be in ties of at most this many colours).
 pub const MAX_TIE_COLORS: usize = 32;
 
+/// Ties stored colour by colour ([`color_ties`]).
+pub struct ColoredTies {
+    /// The ties, colour by colour (in input order within a colour).
+    pub ties: Vec<[u32; 2]>,
+    /// `order[k]` is the input index of tie `k`.
+    pub order: Vec<usize>,
+    /// The first tie of each colour, and one more entry, the count.
+    pub color_start: Vec<u32>,
+}
+
 /// Colours the ties so that no two ties of one colour share a point (greedy, in tie order: each
-/// tie takes the smallest colour its two points are not in yet) and returns them colour by colour
-/// (in tie order within a colour), with the permutation applied (`order[k]` is the input index of
-/// output tie `k`) and the first tie of each colour (one more entry, the count).
-pub fn color_ties(ties: &[[u32; 2]]) -> Result<(Vec<[u32; 2]>, Vec<usize>, Vec<u32>), TieError> {
+/// tie takes the smallest colour its two points are not in yet) and returns them colour by colour.
+pub fn color_ties(ties: &[[u32; 2]]) -> Result<ColoredTies, TieError> {
     let mut used: std::collections::HashMap<u32, u32> = Default::default();
     let mut color = Vec::with_capacity(ties.len());
     for (k, &[a, b]) in ties.iter().enumerate() {
@@ -71,7 +79,11 @@ pub fn color_ties(ties: &[[u32; 2]]) -> Result<(Vec<[u32; 2]>, Vec<usize>, Vec<u
     for c in 0..colors {
         start[c + 1] += start[c];
     }
-    Ok((order.iter().map(|&k| ties[k]).collect(), order, start))
+    Ok(ColoredTies {
+        ties: order.iter().map(|&k| ties[k]).collect(),
+        order,
+        color_start: start,
+    })
 }
 
 /// Checks `ties` against `n` control points and returns their lengths at positions `pos`.

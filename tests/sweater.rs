@@ -334,3 +334,39 @@ fn sectioned_tubes_keep_their_clearance() {
         .fold((f32::MAX, f32::MIN), |(l, h), p| (l.min(p[2]), h.max(p[2])));
     assert!((hi - lo - 8.6).abs() < 0.5, "{}", hi - lo);
 }
+
+/// The ties' colouring: no two ties of a colour share a point, each colour keeps the input order,
+/// and every input tie appears once (`order` maps back to it).
+#[test]
+fn tie_colours_share_no_point() {
+    let mut seed = 99u64;
+    let mut rnd = |n: u32| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((seed >> 33) % n as u64) as u32
+    };
+    let ties: Vec<[u32; 2]> = (0..300)
+        .map(|_| loop {
+            let (a, b) = (rnd(60), rnd(60));
+            if a != b {
+                break [a, b];
+            }
+        })
+        .collect();
+    let c = yarnsim::ties::color_ties(&ties).unwrap();
+    assert!(c.color_start.len() > 3, "{:?}", c.color_start);
+    assert_eq!(*c.color_start.last().unwrap() as usize, ties.len());
+    for w in c.color_start.windows(2) {
+        let mut seen = std::collections::HashSet::new();
+        let range = w[0] as usize..w[1] as usize;
+        for k in range.clone() {
+            assert!(seen.insert(c.ties[k][0]) && seen.insert(c.ties[k][1]), "shared point");
+        }
+        assert!(c.order[range.clone()].windows(2).all(|o| o[0] < o[1]));
+    }
+    let mut order = c.order.clone();
+    for (k, &o) in c.order.iter().enumerate() {
+        assert_eq!(c.ties[k], ties[o]);
+    }
+    order.sort_unstable();
+    assert_eq!(order, (0..ties.len()).collect::<Vec<_>>());
+}
