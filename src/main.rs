@@ -53,7 +53,7 @@ enum Command {
 
 #[derive(clap::Args)]
 struct TableArgs {
-    /// Scenes (TOML). Default: the seed's garments in scenes/ (scarf, sack, afghan).
+    /// Scenes (TOML). Default: the seed's garments in scenes/ (scarf, sack, afghan, sweater).
     scenes: Vec<PathBuf>,
     /// Timed steps per variant.
     #[arg(long, default_value_t = 100)]
@@ -852,7 +852,7 @@ fn table(a: TableArgs) -> Result<()> {
         bail!("--tolerance {t}: must be a finite number ≥ 0");
     }
     let scenes = if a.scenes.is_empty() {
-        ["scarf", "sack", "afghan"]
+        ["scarf", "sack", "afghan", "sweater"]
             .iter()
             .map(|n| PathBuf::from(format!("scenes/{n}.toml")))
             .collect()
