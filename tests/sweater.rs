@@ -341,7 +341,9 @@ fn sectioned_tubes_keep_their_clearance() {
 fn tie_colours_share_no_point() {
     let mut seed = 99u64;
     let mut rnd = |n: u32| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((seed >> 33) % n as u64) as u32
     };
     let ties: Vec<[u32; 2]> = (0..300)
@@ -359,7 +361,10 @@ fn tie_colours_share_no_point() {
         let mut seen = std::collections::HashSet::new();
         let range = w[0] as usize..w[1] as usize;
         for k in range.clone() {
-            assert!(seen.insert(c.ties[k][0]) && seen.insert(c.ties[k][1]), "shared point");
+            assert!(
+                seen.insert(c.ties[k][0]) && seen.insert(c.ties[k][1]),
+                "shared point"
+            );
         }
         assert!(c.order[range.clone()].windows(2).all(|o| o[0] < o[1]));
     }
@@ -369,4 +374,36 @@ fn tie_colours_share_no_point() {
     }
     order.sort_unstable();
     assert_eq!(order, (0..ties.len()).collect::<Vec<_>>());
+}
+
+/// `yarnsim info` counts the seams' ties and the walking figures.
+#[test]
+fn info_counts_ties_and_figures() {
+    let path = scenes().join("sweater_small.toml");
+    let run = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
+        c.arg("info").arg(&path);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
+    let (scene, build) = load("sweater_small");
+    assert_eq!(v["ties"], build.ties.len());
+    assert_eq!(v["figures"], 1);
+    assert_eq!(v["obstacles"], scene.obstacle.len());
+    assert_eq!(v["loops"], 1_246);
+    let text = run(false);
+    assert!(
+        text.contains(&format!("ties              {}", build.ties.len())),
+        "{text}"
+    );
+    assert!(text.contains("walking figures   1 (14 capsules"), "{text}");
 }
