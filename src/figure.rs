@@ -79,15 +79,18 @@ impl Default for Figure {
 }
 
 /// One capsule of a figure at a time: its two ends and radius (cm); `a == b` is a sphere.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Part {
     pub a: [f32; 3],
     pub b: [f32; 3],
     pub radius: f32,
 }
 
+/// Number of parts of a figure.
+pub const PARTS: usize = 14;
+
 /// The parts in the order [`Figure::parts`] returns them.
-pub const PART_NAMES: [&str; 14] = [
+pub const PART_NAMES: [&str; PARTS] = [
     "head",
     "neck",
     "shoulders",
@@ -112,6 +115,20 @@ fn add(a: V, b: V) -> V {
 
 fn scale(a: V, s: f64) -> V {
     [a[0] * s, a[1] * s, a[2] * s]
+}
+
+/// The parts as they are built, in the figure's own frame: (a, b, radius).
+#[derive(Default)]
+struct Parts {
+    list: [(V, V, f64); PARTS],
+    len: usize,
+}
+
+impl Parts {
+    fn push(&mut self, p: (V, V, f64)) {
+        self.list[self.len] = p;
+        self.len += 1;
+    }
 }
 
 impl Figure {
@@ -216,8 +233,9 @@ impl Figure {
         Ok(())
     }
 
-    /// The figure's capsules at time `t` (s), in the order of [`PART_NAMES`].
-    pub fn parts(&self, t: f64) -> Vec<Part> {
+    /// The figure's capsules at time `t` (s), in the order of [`PART_NAMES`]. Allocates nothing (the
+    /// CPU step calls it every step).
+    pub fn parts(&self, t: f64) -> [Part; PARTS] {
         use std::f64::consts::PI;
         let h = self.height as f64;
         let [width, depth] = self.chest();
@@ -249,7 +267,7 @@ impl Figure {
         let shoulder_y = 0.815 * h;
         let torso_r = 0.5 * depth;
         let torso_x = (0.5 * width - torso_r).max(0.0);
-        let mut parts: Vec<(V, V, f64)> = Vec::with_capacity(PART_NAMES.len());
+        let mut parts = Parts::default();
         let head = [0.0, 0.925 * h, 0.0];
         parts.push((head, head, 0.062 * h));
         parts.push(([0.0, 0.80 * h, 0.0], [0.0, 0.87 * h, 0.0], 0.03 * h));
@@ -340,13 +358,11 @@ impl Figure {
                 (p0[2] - sh * p[0] + ch * z) as f32,
             ]
         };
-        parts
-            .into_iter()
-            .map(|(a, b, r)| Part {
-                a: place(a),
-                b: place(b),
-                radius: r as f32,
-            })
-            .collect()
+        assert_eq!(parts.len, PARTS);
+        parts.list.map(|(a, b, r)| Part {
+            a: place(a),
+            b: place(b),
+            radius: r as f32,
+        })
     }
 }

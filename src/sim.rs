@@ -3,7 +3,8 @@
 //!
 //! One step: `rod_forces` (gravity + rod) → the contact model ([`ContactForce`]) → `integrate_velocity`
 //! → `glue_projection` → `length_projection` → `nonrigid_damping` → `object_contact` →
-//! `integrate_position` → `material_frames` → `plasticity`. Scenes with ties (a sack's seam,
+//! `integrate_position` → `material_frames` → `plasticity`. Obstacles are placed for the step first
+//! (keyframes, walking figures: [`crate::figure`]). Scenes with ties (a sack's seam, `[[seam]]`s,
 //! [`crate::ties`]) run `tie_projection` between the glue and length projections; scenes with free
 //! balls ([`crate::balls`]) run `ball_velocity` after `integrate_velocity`, `ball_yarn_contact` and
 //! `ball_contact` after `object_contact`, and `ball_position` after `integrate_position`. All
@@ -33,6 +34,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 // The contact-model interface lives in the contact module; re-exported here for the driver's users.
 use crate::balls::{self, BallScratch, BallState};
 pub use crate::contact::{ContactError, ContactForce, ContactStats, NoContact};
+use crate::figure::{Part, PARTS};
 use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
 use crate::rod::{self, RodError, RodParams, RodState};
 use crate::scene::{Keyframe, Obstacle, Scene};
@@ -1093,11 +1095,18 @@ impl Sim {
         } else {
             (self.time, self.time + h)
         };
+        // A figure's parts at the step's start and end, computed once per figure (its parts are
+        // consecutive obstacles).
+        let mut placed: Option<(usize, [Part; PARTS], [Part; PARTS])> = None;
         for (o, d) in self.obstacles.iter_mut().zip(&self.obstacle_defs) {
             // The ends at the end of the step, and their moves over it.
             let (a1, b1, da, db) = if let Some((fi, pi)) = d.part {
-                let f = &self.figures[fi];
-                let (p0, p1) = (f.parts(t0)[pi], f.parts(t1)[pi]);
+                if placed.as_ref().is_none_or(|p| p.0 != fi) {
+                    let f = &self.figures[fi];
+                    placed = Some((fi, f.parts(t0), f.parts(t1)));
+                }
+                let (_, parts0, parts1) = placed.as_ref().unwrap();
+                let (p0, p1) = (parts0[pi], parts1[pi]);
                 let diff = |p: [f32; 3], q: [f32; 3]| [q[0] - p[0], q[1] - p[1], q[2] - p[2]];
                 (p1.a, p1.b, diff(p0.a, p1.a), diff(p0.b, p1.b))
             } else if d.keyframes.is_empty() {

@@ -36,6 +36,12 @@ fn step_loop_does_not_allocate() {
         friction: 0.2,
         keyframes: vec![],
     });
+    // A walking figure, away from the yarn: its parts are placed every step.
+    scene.figure.push(yarnsim::figure::Figure {
+        position: [0.0, 0.0, 300.0],
+        start: 0.0,
+        ..Default::default()
+    });
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
