@@ -1022,6 +1022,7 @@ impl Sim {
     /// Ties pairs of control points ([`crate::ties`]) at their current distances, stored colour by
     /// colour ([`crate::ties::color_ties`]).
     pub fn set_ties(&mut self, ties: &[[u32; 2]]) -> Result<(), SimError> {
+        // Checked in the input's order first, so that an error names the tie as the caller gave it.
         crate::ties::tie_lengths(ties, &self.pos)?;
         let colored = crate::ties::color_ties(ties)?;
         self.tie_length = crate::ties::tie_lengths(&colored.ties, &self.pos)?;
