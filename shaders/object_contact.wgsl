@@ -10,71 +10,13 @@
 
 #import layout
 #import vec
+#import obstacle
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> obstacles: array<ObstacleShape>;
 @group(0) @binding(2) var<storage, read> inv_mass: array<f32>;
 @group(0) @binding(3) var<storage, read> pos: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> vel: array<vec4<f32>>;
-
-// Obstacle kinds (step::OBSTACLE_*); any other kind is a capsule, as in the twin.
-const OBSTACLE_PLANE: u32 = 0u;
-const OBSTACLE_SPHERE: u32 = 1u;
-
-// Written out rather than the builtin, so the order of operations is the twin's (math::V3::dot).
-
-struct Distance {
-    d: f32,
-    n: vec3<f32>,
-};
-
-// Unit d / l, or +y when the point sits exactly on the centre (twin: step::outward).
-fn outward(d: vec3<f32>, l: f32) -> vec3<f32> {
-    if l > 0.0 {
-        return d / l;
-    }
-    return vec3<f32>(0.0, 1.0, 0.0);
-}
-
-// Signed distance from x to the obstacle's surface and the outward unit normal there (twin:
-// step::obstacle_distance).
-fn obstacle_distance(o: ObstacleShape, x: vec3<f32>) -> Distance {
-    let a = o.a.xyz;
-    if o.kind == OBSTACLE_PLANE {
-        let n = o.b.xyz;
-        return Distance(dot3(x - a, n), n);
-    }
-    if o.kind == OBSTACLE_SPHERE {
-        let d = x - a;
-        let l = sqrt(dot3(d, d));
-        return Distance(l - o.radius, outward(d, l));
-    }
-    let ab = o.b.xyz - a;
-    let len2 = dot3(ab, ab);
-    var s = 0.0;
-    if len2 > 0.0 {
-        s = min(max(dot3(x - a, ab) / len2, 0.0), 1.0);
-    }
-    let d = x - (a + ab * s);
-    let l = sqrt(dot3(d, d));
-    return Distance(l - o.radius, outward(d, l));
-}
-
-// The velocity of the obstacle's surface next to x (twin: step::obstacle_velocity): vel, or for a
-// capsule the velocity of its axis point closest to x, vel + s (vel_b - vel).
-fn obstacle_velocity(o: ObstacleShape, x: vec3<f32>) -> vec3<f32> {
-    if o.kind == OBSTACLE_PLANE || o.kind == OBSTACLE_SPHERE {
-        return o.vel.xyz;
-    }
-    let a = o.a.xyz;
-    let ab = o.b.xyz - a;
-    let len2 = dot3(ab, ab);
-    var s = 0.0;
-    if len2 > 0.0 {
-        s = clamp(dot3(x - a, ab) / len2, 0.0, 1.0);
-    }
-    return o.vel.xyz + (o.vel_b.xyz - o.vel.xyz) * s;
-}
 
 @compute @workgroup_size(256)
 fn object_contact(

@@ -1,16 +1,22 @@
 //! Free rigid balls (scene key `[[ball]]`; the seed's sack drops 90 of them): solid spheres with
 //! mass, gravity, spin, contact with each other and with the obstacles, and two-way contact with the
-//! yarn, integrated inside the yarn's time step (CPU path; the GPU step refuses scenes with balls).
+//! yarn, integrated inside the yarn's time step. Each stage is a GPU kernel `shaders/NAME.wgsl` and
+//! the CPU twin `NAME` here, which takes the kernel's buffers in the kernel's order.
 //!
-//! Buffers: the balls' [`BallState`]s (centre and radius, velocity and 1/mass, angular velocity and
-//! 1/inertia, friction, restitution); the yarn's `pos`, `vel`, `mass`, `inv_mass`; the placed
-//! obstacles; and a scratch list of yarn–ball hits ([`BallScratch`]).
+//! Buffers: `balls` ([`BallState`]: centre and radius, velocity and 1/mass, angular velocity and
+//! 1/inertia, friction, restitution); the `params` uniform (`num_balls`, `balls_held`,
+//! `ball_hit_capacity`, and h, gravity and the yarn radius); the yarn's `pos`,
+//! `vel`, `mass`, `inv_mass`; the placed `obstacles`; per step `ball_count` (hits per ball),
+//! `ball_hit_offsets` (hits per control point, scanned into offsets), `ball_hits` ([`BallHit`], the
+//! step's yarn–ball contacts in point order) and `ball_pairs` (the ball pairs that can touch).
 //!
 //! # Where the stages sit in the step (seed Figure 4)
 //!
-//! `integrate_velocity` (yarn) → [`ball_velocity`] (gravity) → glue, length, damping →
-//! `object_contact` (yarn against the obstacles) → [`ball_yarn_contact`] → [`ball_contact`] →
-//! `integrate_position` (yarn) → [`ball_position`].
+//! `integrate_velocity` (yarn) → [`ball_velocity`] (gravity) → glue, ties, length, damping →
+//! `object_contact` (yarn against the obstacles) → [`ball_hit_count`] → scan of
+//! `ball_hit_offsets` → [`ball_yarn_contact`] → [`ball_impulse_sum`] → [`ball_contact`] →
+//! `integrate_position` (yarn) → [`ball_position`]. [`yarn_ball_contacts`] runs the middle part on
+//! the CPU path.
 //!
 //! # The contact model, and why it is not a penalty force
 //!
@@ -28,14 +34,18 @@
 //!   arm`), but two-way: the ball receives the opposite of every impulse it gives, at the point.
 //!   The contacts of one step are solved together (Jacobi), so each point gets a share `M / N` of
 //!   the ball's mass, `N` being the points touching that ball this step: a light ball on heavy
-//!   cloth cannot be kicked back by all of its contacts at once. The per-ball sums run over the
-//!   hits in point order, so the result is deterministic.
+//!   cloth cannot be kicked back by all of its contacts at once. Each ball sums its impulses in a
+//!   fixed order on both paths (hit `k` into lane `k mod 256`, in point order, then a pairwise
+//!   tree over the lanes: [`ball_impulse_sum`]), so the result is deterministic and the GPU's is
+//!   the CPU's up to the rounding of the terms.
 //! - **Ball–ball and ball–obstacle** ([`ball_contact`]): sequential impulses over every touching
 //!   pair (obstacles first, then pairs `i < j`), [`BALL_ITERATIONS`] sweeps. A normal impulse also
 //!   makes a ball bounce: an approach faster than [`bounce_speed`] comes back at `e` times its
 //!   speed (`e` the larger restitution of the two), a slower one does not, so a bouncing ball
 //!   comes to rest in finite time. Friction is the geometric mean of the two friction
-//!   coefficients; its impulse acts at the contact point, spinning the balls.
+//!   coefficients; its impulse acts at the contact point, spinning the balls. On the GPU this is
+//!   one thread (the sweeps are sequential by nature), whose loop count
+//!   ([`ball_contact_iterations`]) the GPU step keeps within [`BALL_CONTACT_LOOP_LIMIT`].
 //!
 //! Linear momentum is conserved exactly by every yarn–ball and ball–ball impulse (each is applied
 //! with opposite signs), angular momentum too (both impulses act at one point); tests check both.
@@ -44,7 +54,7 @@
 //! contact with glued (pinned) control points, which `object_contact` skips as well: a ball passes
 //! through a pinned point.
 
-use crate::layout::ObstacleShape;
+use crate::layout::{Counters, ObstacleShape, Params, ERROR_NAN_BALL};
 use crate::math::V3;
 use crate::step::{contact_velocity, obstacle_distance, obstacle_velocity};
 use rayon::prelude::*;
@@ -53,27 +63,7 @@ use rayon::prelude::*;
 /// pile a few balls deep to rest without sinking into itself (tests/balls.rs).
 pub const BALL_ITERATIONS: usize = 8;
 
-/// One free ball (64 bytes, 4-byte fields only, ready for a GPU buffer).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct BallState {
-    /// Centre (xyz, cm) and radius (w, cm).
-    pub center: [f32; 4],
-    /// Velocity (xyz, cm/s) and 1 / mass (w, 1/g; 0 holds the ball in place).
-    pub vel: [f32; 4],
-    /// Angular velocity (xyz, rad/s) and 1 / moment of inertia (w; a solid sphere, `2/5 M R²`).
-    pub omega: [f32; 4],
-    /// Mass (g).
-    pub mass: f32,
-    /// Coulomb friction coefficient (against yarn as is; against a ball or an obstacle, the
-    /// geometric mean with the other's).
-    pub friction: f32,
-    /// Coefficient of restitution against balls and obstacles (0: no bounce, 1: elastic).
-    pub restitution: f32,
-    pub _pad: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<BallState>() == 64);
+pub use crate::layout::{BallHit, BallState};
 
 impl BallState {
     /// A ball at rest at `center`.
@@ -158,89 +148,57 @@ pub fn bounce_speed(h: f32, gravity: [f32; 3]) -> f32 {
     (4.0 * g * h).max(1.0)
 }
 
-/// Stage `ball_velocity`: `v += h g` for every free ball (held: nothing).
-pub fn ball_velocity(h: f32, gravity: [f32; 3], held: bool, balls: &mut [BallState]) {
-    if held {
+fn gravity_of(params: &Params) -> V3<f32> {
+    V3::new(params.gravity_x, params.gravity_y, params.gravity_z)
+}
+
+/// Stage `ball_velocity`: `v += h g` for every free ball (held: nothing), and the step's hit
+/// counts `ball_count` zeroed.
+pub fn ball_velocity(params: &Params, balls: &mut [BallState], ball_count: &mut [u32]) {
+    let nb = params.num_balls as usize;
+    ball_count[..nb].fill(0);
+    if params.balls_held != 0 {
         return;
     }
-    for b in balls {
+    let g = gravity_of(params);
+    for b in &mut balls[..nb] {
         if b.vel[3] == 0.0 {
             continue;
         }
-        for (v, g) in b.vel.iter_mut().zip(gravity) {
-            *v += h * g;
-        }
+        b.vel[0] += params.h * g.x;
+        b.vel[1] += params.h * g.y;
+        b.vel[2] += params.h * g.z;
     }
 }
 
 /// Stage `ball_position`: `c += h v` for every free ball (held: nothing).
-pub fn ball_position(h: f32, held: bool, balls: &mut [BallState]) {
-    if held {
+pub fn ball_position(params: &Params, balls: &mut [BallState]) {
+    if params.balls_held != 0 {
         return;
     }
-    for b in balls {
+    for b in &mut balls[..params.num_balls as usize] {
         for k in 0..3 {
-            b.center[k] += h * b.vel[k];
+            b.center[k] += params.h * b.vel[k];
         }
     }
 }
 
-/// One yarn–ball contact of a step: the control point, the ball, and the impulse the ball receives
-/// (filled in by the second pass).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BallHit {
-    pub point: u32,
-    pub ball: u32,
-    pub impulse: [f32; 3],
-    /// The point's position minus the ball's centre, where the impulse acts.
-    pub arm: [f32; 3],
+/// Whether a control point whose predicted position is `x` touches the ball `b` (predicted centre
+/// `c`): it lies closer than the yarn radius `r` to the ball's surface.
+#[inline]
+fn touches(x: V3<f32>, c: V3<f32>, b: &BallState, r: f32) -> bool {
+    (x - c).norm() - b.radius() < r
 }
 
-/// Scratch of [`ball_yarn_contact`], kept between steps (the hit list and per-ball counts; the
-/// stage still collects its per-step lists afresh).
-#[derive(Default)]
-pub struct BallScratch {
-    pub hits: Vec<BallHit>,
-    /// Points touching each ball this step.
-    pub count: Vec<u32>,
-    new_vel: Vec<(u32, [f32; 4])>,
-}
-
-/// Stage `ball_yarn_contact`: two-way contact between the free control points and the balls.
-///
-/// 1. Every free point whose predicted position `q + h v` lies closer than `radius` (the yarn
-///    radius) to the surface of a ball, at the ball's predicted centre, is a hit; `N_b` counts the
-///    hits of ball `b`.
-/// 2. For each hit point, its balls in order: the velocity `object_contact` would give it against a
-///    sphere moving with the ball's surface (the approach removed, the slip reduced by the ball's
-///    friction, the overlap pushed out), of which the point takes the share `w = M' / (m + M')`,
-///    `M' = M_b / N_b` (1 for a held ball); the ball receives `−m Δv` at the point.
-/// 3. Each ball sums its impulses in point order and applies them (linear and angular).
-#[allow(clippy::too_many_arguments)]
-pub fn ball_yarn_contact(
-    h: f32,
-    radius: f32,
-    held: bool,
-    mass: &[f32],
-    inv_mass: &[f32],
-    pos: &[[f32; 4]],
-    vel: &mut [[f32; 4]],
-    balls: &mut [BallState],
-    scratch: &mut BallScratch,
-) {
-    scratch.hits.clear();
-    scratch.new_vel.clear();
-    scratch.count.clear();
-    scratch.count.resize(balls.len(), 0);
-    if balls.is_empty() {
-        return;
-    }
-    let pred: Vec<V3<f32>> = balls.iter().map(|b| b.predicted(h)).collect();
-    // Points outside the box of every ball's reach cannot touch one.
+/// The box holding every predicted point that can touch a ball, widened by a thousandth of each
+/// ball's reach so that rounding cannot leave a touching point out (the CPU path's filter only; it
+/// changes no result).
+fn reach_box(h: f32, r: f32, balls: &[BallState]) -> (V3<f32>, V3<f32>) {
     let mut lo = V3::new(f32::MAX, f32::MAX, f32::MAX);
     let mut hi = V3::new(f32::MIN, f32::MIN, f32::MIN);
-    for (b, c) in balls.iter().zip(&pred) {
-        let reach = b.radius() + radius;
+    for b in balls {
+        let c = b.predicted(h);
+        let reach = (b.radius() + r) * 1.001 + 1e-3;
         lo = V3::new(
             lo.x.min(c.x - reach),
             lo.y.min(c.y - reach),
@@ -252,117 +210,195 @@ pub fn ball_yarn_contact(
             hi.z.max(c.z + reach),
         );
     }
-    let vel_ro: &[[f32; 4]] = vel;
-    let found: Vec<BallHit> = pos
-        .par_iter()
-        .zip(vel_ro.par_iter().zip(inv_mass.par_iter()))
+    (lo, hi)
+}
+
+fn inside(x: V3<f32>, (lo, hi): (V3<f32>, V3<f32>)) -> bool {
+    x.x >= lo.x && x.y >= lo.y && x.z >= lo.z && x.x <= hi.x && x.y <= hi.y && x.z <= hi.z
+}
+
+/// Stage `ball_hit_count`: for every free control point `p` whose predicted position `q + h v` lies
+/// closer than the yarn radius to a ball's surface (at the ball's predicted centre), the number of
+/// such balls into `ball_hit_offsets[p]` and one count into `ball_count` per ball; 0 for the other
+/// points and for `ball_hit_offsets[num_points]` (the scan that follows puts the total there).
+#[allow(clippy::too_many_arguments)]
+pub fn ball_hit_count(
+    params: &Params,
+    balls: &[BallState],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    vel: &[[f32; 4]],
+    ball_count: &mut [u32],
+    ball_hit_offsets: &mut [u32],
+) {
+    let n = params.num_points as usize;
+    let (h, r) = (params.h, params.radius);
+    let balls = &balls[..params.num_balls as usize];
+    let reach = reach_box(h, r, balls);
+    ball_hit_offsets[..n]
+        .par_iter_mut()
         .enumerate()
         .with_min_len(1024)
-        .flat_map_iter(|(p, (q4, (v4, &w)))| {
-            let x = V3::<f32>::from4(*q4) + V3::<f32>::from4(*v4) * h;
-            let inside = w != 0.0
-                && x.x >= lo.x
-                && x.y >= lo.y
-                && x.z >= lo.z
-                && x.x <= hi.x
-                && x.y <= hi.y
-                && x.z <= hi.z;
-            let pred = &pred;
-            balls
-                .iter()
-                .enumerate()
-                .filter(move |(bi, b)| inside && (x - pred[*bi]).norm() - b.radius() < radius)
-                .map(move |(bi, _)| BallHit {
+        .for_each(|(p, out)| {
+            let x = V3::<f32>::from4(pos[p]) + V3::<f32>::from4(vel[p]) * h;
+            *out = if inv_mass[p] == 0.0 || !inside(x, reach) {
+                0
+            } else {
+                balls
+                    .iter()
+                    .filter(|b| touches(x, b.predicted(h), b, r))
+                    .count() as u32
+            };
+        });
+    ball_hit_offsets[n] = 0;
+    // The per-ball counts (the kernel's atomic adds; integer sums, so any order gives them).
+    for p in 0..n {
+        if ball_hit_offsets[p] == 0 {
+            continue;
+        }
+        let x = V3::<f32>::from4(pos[p]) + V3::<f32>::from4(vel[p]) * h;
+        for (bi, b) in balls.iter().enumerate() {
+            if touches(x, b.predicted(h), b, r) {
+                ball_count[bi] += 1;
+            }
+        }
+    }
+}
+
+/// Stage `ball_yarn_contact`: for each control point with hits (`ball_hit_offsets`, scanned), its
+/// touching balls in order: the velocity `object_contact` would give it against a sphere moving
+/// with the ball's surface (`v + ω × arm`: the approach removed, the slip reduced by the ball's
+/// friction, the overlap pushed out), of which the point takes the share `w = M' / (m + M')`,
+/// `M' = M_b / N_b` (`N_b = ball_count[b]`; 1 for a held or fixed ball); the ball's impulse
+/// `−m Δv` and its arm go into `ball_hits` at the point's offset (records past
+/// `params.ball_hit_capacity` are not written; `ball_impulse_sum` reports the overflow).
+#[allow(clippy::too_many_arguments)]
+pub fn ball_yarn_contact(
+    params: &Params,
+    balls: &[BallState],
+    ball_count: &[u32],
+    mass: &[f32],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    vel: &mut [[f32; 4]],
+    ball_hit_offsets: &[u32],
+    ball_hits: &mut [BallHit],
+) {
+    let n = params.num_points as usize;
+    let (h, radius) = (params.h, params.radius);
+    let held = params.balls_held != 0;
+    let cap = (params.ball_hit_capacity as usize).min(ball_hits.len());
+    let balls = &balls[..params.num_balls as usize];
+    for p in 0..n {
+        let (start, end) = (
+            ball_hit_offsets[p] as usize,
+            ball_hit_offsets[p + 1] as usize,
+        );
+        if start == end || inv_mass[p] == 0.0 {
+            continue;
+        }
+        let q = V3::<f32>::from4(pos[p]);
+        let m = mass[p];
+        let v0 = V3::<f32>::from4(vel[p]);
+        let x0 = q + v0 * h;
+        let mut v = v0;
+        let mut k = start;
+        for (bi, b) in balls.iter().enumerate() {
+            let c = b.predicted(h);
+            if !touches(x0, c, b, radius) {
+                continue;
+            }
+            let big_r = b.radius();
+            let before = v;
+            let (d, nrm) = sphere_distance(c, big_r, q + v * h);
+            let arm = nrm * big_r;
+            let surface = b.velocity() + b.spin().cross(arm);
+            let mut target = v;
+            if d < radius {
+                target = contact_velocity(v, surface, nrm, b.friction);
+                let (d2, n2) = sphere_distance(c, big_r, q + target * h);
+                if d2 < radius {
+                    target += n2 * ((radius - d2) / h);
+                }
+            }
+            let share = if held || b.vel[3] == 0.0 {
+                1.0
+            } else {
+                let m_ball = b.mass / ball_count[bi] as f32;
+                m_ball / (m + m_ball)
+            };
+            v = before + (target - before) * share;
+            let j = (v - before) * (-m);
+            let at = q - b.pos();
+            if k < cap {
+                ball_hits[k] = BallHit {
                     point: p as u32,
                     ball: bi as u32,
-                    ..Default::default()
-                })
-        })
-        .collect();
-    scratch.hits = found;
-    if scratch.hits.is_empty() {
-        return;
-    }
-    for hit in &scratch.hits {
-        scratch.count[hit.ball as usize] += 1;
-    }
-    // The hits of one point are consecutive (point order, then ball order).
-    let mut starts: Vec<usize> = Vec::new();
-    for (k, hit) in scratch.hits.iter().enumerate() {
-        if k == 0 || scratch.hits[k - 1].point != hit.point {
-            starts.push(k);
-        }
-    }
-    starts.push(scratch.hits.len());
-    let count = &scratch.count;
-    let balls_ro: &[BallState] = balls;
-    // Per hit point: its new velocity, and per hit (impulse on the ball, arm).
-    type PointResult = ((u32, [f32; 4]), Vec<([f32; 3], [f32; 3])>);
-    let results: Vec<PointResult> = starts
-        .par_windows(2)
-        .map(|w| {
-            let run = &scratch.hits[w[0]..w[1]];
-            let p = run[0].point as usize;
-            let q = V3::<f32>::from4(pos[p]);
-            let m = mass[p];
-            let mut v = V3::<f32>::from4(vel_ro[p]);
-            let mut impulses = Vec::with_capacity(run.len());
-            for hit in run {
-                let b = &balls_ro[hit.ball as usize];
-                let c = pred[hit.ball as usize];
-                let big_r = b.radius();
-                let before = v;
-                let (d, n) = sphere_distance(c, big_r, q + v * h);
-                let arm = n * big_r;
-                let surface = b.velocity() + b.spin().cross(arm);
-                let mut target = v;
-                if d < radius {
-                    target = contact_velocity(v, surface, n, b.friction);
-                    let (d2, n2) = sphere_distance(c, big_r, q + target * h);
-                    if d2 < radius {
-                        target += n2 * ((radius - d2) / h);
-                    }
-                }
-                let share = if held || b.vel[3] == 0.0 {
-                    1.0
-                } else {
-                    let m_ball = b.mass / count[hit.ball as usize] as f32;
-                    m_ball / (m + m_ball)
+                    impulse: [j.x, j.y, j.z],
+                    arm: [at.x, at.y, at.z],
                 };
-                v = before + (target - before) * share;
-                let j = (v - before) * (-m);
-                let at = q - b.pos();
-                impulses.push(([j.x, j.y, j.z], [at.x, at.y, at.z]));
             }
-            ((p as u32, v.to4(vel_ro[p][3])), impulses)
-        })
-        .collect();
-    let mut k = 0;
-    for ((p, v), impulses) in results {
-        vel[p as usize] = v;
-        for (j, arm) in impulses {
-            scratch.hits[k].impulse = j;
-            scratch.hits[k].arm = arm;
             k += 1;
         }
+        vel[p] = v.to4(vel[p][3]);
     }
-    if held {
+}
+
+/// Lanes of `ball_impulse_sum` (its workgroup size): each ball's impulses are summed hit `k` into
+/// lane `k mod 256`, then pairwise over the lanes.
+pub const IMPULSE_LANES: usize = 256;
+
+/// Stage `ball_impulse_sum` (a workgroup per ball): the step's hit count into `counters.ball_hits`
+/// (its capacity `params.ball_hit_capacity`, overflow when more were wanted); then, unless held,
+/// each free ball sums the impulses `J` and torques `arm × J` of its hits in `ball_hits` (the first
+/// `min(count, capacity)`) in the fixed order of [`IMPULSE_LANES`] and applies them: `v += J / M`,
+/// `ω += T / I`. `lanes` is the CPU path's scratch for the lane sums (resized).
+pub fn ball_impulse_sum(
+    params: &Params,
+    ball_hit_offsets: &[u32],
+    ball_hits: &[BallHit],
+    balls: &mut [BallState],
+    counters: &mut Counters,
+    lanes: &mut Vec<[f32; 6]>,
+) {
+    let total = ball_hit_offsets[params.num_points as usize];
+    let cap = params.ball_hit_capacity;
+    counters.ball_hits.count = total;
+    counters.ball_hits.capacity = cap;
+    counters.ball_hits.overflow = (total > cap) as u32;
+    if params.balls_held != 0 {
         return;
     }
-    // Per ball, in point order: the sums, then one application.
-    let mut sum_j = vec![V3::<f32>::new(0.0, 0.0, 0.0); balls.len()];
-    let mut sum_t = vec![V3::<f32>::new(0.0, 0.0, 0.0); balls.len()];
-    for hit in &scratch.hits {
-        let j = V3::from3(hit.impulse);
-        sum_j[hit.ball as usize] += j;
-        sum_t[hit.ball as usize] += V3::from3(hit.arm).cross(j);
+    let nb = params.num_balls as usize;
+    lanes.clear();
+    lanes.resize(nb * IMPULSE_LANES, [0.0; 6]);
+    let used = (total.min(cap) as usize).min(ball_hits.len());
+    for (k, hit) in ball_hits[..used].iter().enumerate() {
+        let j = V3::<f32>::from3(hit.impulse);
+        let t = V3::from3(hit.arm).cross(j);
+        let lane = &mut lanes[hit.ball as usize * IMPULSE_LANES + k % IMPULSE_LANES];
+        for (s, x) in lane.iter_mut().zip([j.x, j.y, j.z, t.x, t.y, t.z]) {
+            *s += x;
+        }
     }
-    for (b, (j, t)) in balls.iter_mut().zip(sum_j.iter().zip(&sum_t)) {
+    for (bi, b) in balls[..nb].iter_mut().enumerate() {
         if b.vel[3] == 0.0 {
             continue;
         }
-        let v = b.velocity() + *j * b.vel[3];
-        let w = b.spin() + *t * b.omega[3];
+        let l = &mut lanes[bi * IMPULSE_LANES..(bi + 1) * IMPULSE_LANES];
+        let mut s = IMPULSE_LANES / 2;
+        while s > 0 {
+            for t in 0..s {
+                let add = l[t + s];
+                for (a, x) in l[t].iter_mut().zip(add) {
+                    *a += x;
+                }
+            }
+            s /= 2;
+        }
+        let [jx, jy, jz, tx, ty, tz] = l[0];
+        let v = b.velocity() + V3::new(jx, jy, jz) * b.vel[3];
+        let w = b.spin() + V3::new(tx, ty, tz) * b.omega[3];
         b.vel = v.to4(b.vel[3]);
         b.omega = w.to4(b.omega[3]);
     }
@@ -390,33 +426,68 @@ fn normal_impulse(gap: f32, vn: f32, h: f32, e: f32, bounce: f32, inv: f32) -> f
     ((want - vn) / inv).max(0.0)
 }
 
-/// Stage `ball_contact`: ball–obstacle and ball–ball contact by sequential impulses,
+/// Loop iterations of `ball_contact`'s one GPU thread at most, with `nb` balls and `no`
+/// obstacles, every loop's iterations counted: the fastest ball, the pair search (outer and inner
+/// loops), [`BALL_ITERATIONS`] sweeps each over the balls, their obstacles and every pair, and the
+/// finiteness check.
+pub fn ball_contact_iterations(nb: u64, no: u64) -> u64 {
+    let pairs = nb * nb.saturating_sub(1) / 2;
+    nb + (nb + pairs) + BALL_ITERATIONS as u64 * (1 + nb + nb * no + pairs) + nb
+}
+
+/// The most loop iterations the GPU step lets `ball_contact`'s thread make: lavapipe ends an
+/// invocation silently after 65,535 (DESIGN §7). 90 balls with up to 30 obstacles fit.
+pub const BALL_CONTACT_LOOP_LIMIT: u64 = 60_000;
+
+/// Stage `ball_contact` (one thread): ball–obstacle and ball–ball contact by sequential impulses,
 /// [`BALL_ITERATIONS`] sweeps over the obstacles (per ball, in order) and the ball pairs that can
-/// touch this step (`i < j`, found once per step). Held balls: nothing.
+/// touch this step (`i < j`, found once per step into `ball_pairs` as `i | j << 16`). Held balls:
+/// no impulse. Then a ball whose velocity or spin is not finite raises `ERROR_NAN_BALL`, the lowest
+/// such in `counters.first_bad_ball`.
 pub fn ball_contact(
-    h: f32,
-    gravity: [f32; 3],
-    held: bool,
+    params: &Params,
     obstacles: &[ObstacleShape],
     balls: &mut [BallState],
+    ball_pairs: &mut [u32],
+    counters: &mut Counters,
 ) {
-    if held || balls.is_empty() {
-        return;
+    let nb = params.num_balls as usize;
+    let balls = &mut balls[..nb];
+    if params.balls_held == 0 && nb > 0 {
+        sweeps(params, obstacles, balls, ball_pairs);
     }
-    let bounce = bounce_speed(h, gravity);
+    if let Some(bad) = balls
+        .iter()
+        .position(|b| !(b.vel.iter().chain(&b.omega).all(|x| x.is_finite())))
+    {
+        counters.errors |= ERROR_NAN_BALL;
+        counters.first_bad_ball = counters.first_bad_ball.min(bad as u32);
+    }
+}
+
+fn sweeps(
+    params: &Params,
+    obstacles: &[ObstacleShape],
+    balls: &mut [BallState],
+    ball_pairs: &mut [u32],
+) {
+    let h = params.h;
+    let bounce = bounce_speed(h, gravity_of(params).to3());
+    let obstacles = &obstacles[..params.num_obstacles as usize];
     // Pairs that can touch by the end of the step, whatever the sweeps do to their velocities
     // (a sweep never speeds a ball past the fastest approach it resolves).
     let fastest = balls
         .iter()
         .map(|b| b.velocity().norm())
         .fold(0.0f32, f32::max);
-    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut np = 0;
     for i in 0..balls.len() {
         for j in i + 1..balls.len() {
             let (a, b) = (&balls[i], &balls[j]);
             let reach = a.radius() + b.radius() + 4.0 * h * fastest;
             if (a.pos() - b.pos()).norm() < reach {
-                pairs.push((i, j));
+                ball_pairs[np] = i as u32 | (j as u32) << 16;
+                np += 1;
             }
         }
     }
@@ -451,7 +522,8 @@ pub fn ball_contact(
                 }
             }
         }
-        for &(i, j) in &pairs {
+        for &pair in &ball_pairs[..np] {
+            let (i, j) = ((pair & 0xffff) as usize, (pair >> 16) as usize);
             let (lo, hi) = balls.split_at_mut(j);
             let (a, b) = (&mut lo[i], &mut hi[0]);
             if a.vel[3] == 0.0 && b.vel[3] == 0.0 {
@@ -498,6 +570,88 @@ pub fn ball_contact(
             }
         }
     }
+}
+
+/// The CPU path's per-step scratch of the balls' stages (kept between steps so that a warmed-up
+/// step allocates nothing).
+#[derive(Default)]
+pub struct BallScratch {
+    /// `ball_count`, `ball_hit_offsets`, `ball_hits`, `ball_pairs` and `ball_impulse_sum`'s lanes.
+    pub count: Vec<u32>,
+    pub offsets: Vec<u32>,
+    pub hits: Vec<BallHit>,
+    pub pairs: Vec<u32>,
+    lanes: Vec<[f32; 6]>,
+    partials: Vec<u32>,
+}
+
+impl BallScratch {
+    /// The step's yarn–ball contacts (after [`yarn_ball_contacts`]).
+    pub fn hits(&self) -> &[BallHit] {
+        &self.hits
+    }
+}
+
+/// The CPU path of the balls' contact stages after `object_contact`: [`ball_hit_count`], the
+/// scan of the offsets, [`ball_yarn_contact`] (with room for every hit), [`ball_impulse_sum`] and
+/// [`ball_contact`]. `ball_count` must come from this step's [`ball_velocity`]
+/// (`scratch.count`).
+#[allow(clippy::too_many_arguments)]
+pub fn yarn_ball_contacts(
+    params: &Params,
+    obstacles: &[ObstacleShape],
+    mass: &[f32],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    vel: &mut [[f32; 4]],
+    balls: &mut [BallState],
+    scratch: &mut BallScratch,
+    counters: &mut Counters,
+) {
+    let n = params.num_points as usize;
+    let nb = params.num_balls as usize;
+    crate::scan::resize_with_headroom(&mut scratch.offsets, n + 1, 0);
+    crate::scan::resize_with_headroom(
+        &mut scratch.pairs,
+        (nb * nb.saturating_sub(1) / 2).max(1),
+        0,
+    );
+    ball_hit_count(
+        params,
+        balls,
+        inv_mass,
+        pos,
+        vel,
+        &mut scratch.count,
+        &mut scratch.offsets,
+    );
+    crate::scan::exclusive_scan(&mut scratch.offsets, &mut scratch.partials);
+    let total = scratch.offsets[n];
+    crate::scan::resize_with_headroom(&mut scratch.hits, total as usize, BallHit::default());
+    let p = Params {
+        ball_hit_capacity: total,
+        ..*params
+    };
+    ball_yarn_contact(
+        &p,
+        balls,
+        &scratch.count,
+        mass,
+        inv_mass,
+        pos,
+        vel,
+        &scratch.offsets,
+        &mut scratch.hits,
+    );
+    ball_impulse_sum(
+        &p,
+        &scratch.offsets,
+        &scratch.hits,
+        balls,
+        counters,
+        &mut scratch.lanes,
+    );
+    ball_contact(&p, obstacles, balls, &mut scratch.pairs, counters);
 }
 
 /// The balls as sphere obstacles at their current places (for drawing).

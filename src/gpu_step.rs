@@ -33,17 +33,19 @@
 
 use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, Op};
 use crate::acl::AclContact;
+use crate::balls::{self, BALL_CONTACT_LOOP_LIMIT};
 use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
 use crate::contact::grid;
 use crate::contact::{check_counters, ExactContact};
 use crate::gpu::Gpu;
 use crate::layout::SegmentContact;
 use crate::layout::{
-    Counters, ObstacleShape, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_FORCE,
-    ERROR_NAN_POSITION, ERROR_NAN_VELOCITY,
+    BallHit, Counters, ObstacleShape, Params, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_BALL,
+    ERROR_NAN_FORCE, ERROR_NAN_POSITION, ERROR_NAN_VELOCITY,
 };
 use crate::length::{LengthGpu, LengthScratch};
 use crate::pipelines::{read_mapped, Buffers, Grid, PipelineError, Pipelines};
+use crate::scan::GpuScan;
 use crate::scene::{ContactModel, ContactParams};
 use crate::shaders;
 use crate::sim::ContactError;
@@ -88,11 +90,17 @@ pub enum GpuStepError {
         #[source]
         source: ContactError,
     },
+    #[error("step {step}: the velocity of ball {ball} is not finite; try a smaller simulation.dt or check the balls' masses")]
+    BallNotFinite { step: u64, ball: u32 },
+    #[error("{balls} free balls and {obstacles} obstacles need up to {iterations} loop iterations in the one GPU thread of ball_contact, more than its limit of {limit} (lavapipe ends a GPU thread after 65,535); run this scene with --backend cpu")]
+    TooManyBalls {
+        balls: usize,
+        obstacles: usize,
+        iterations: u64,
+        limit: u64,
+    },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
-    /// A scene feature the GPU step does not have yet.
-    #[error("{feature} run on the CPU path only for now; run this scene with --backend cpu")]
-    Unsupported { feature: &'static str },
 }
 
 /// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
@@ -112,6 +120,8 @@ enum Rerun {
     Capacity((u32, u32, u32)),
     /// ACL's step needs more room or more rounds: the capacities and budgets to rebuild with.
     Acl(AclCaps),
+    /// The yarn–ball contacts overflowed `ball_hits`: the capacity to rebuild with.
+    BallHits(u32),
 }
 
 /// A buffer copy recorded between compute passes (ACL's counts moved into uniforms).
@@ -341,6 +351,9 @@ pub struct GpuSim {
     exact: Option<ExactState>,
     /// The ACL path, when the scene has `contact.model = "acl"`.
     acl: Option<AclState>,
+    /// Free balls: the scan of `ball_hit_offsets`, and the records `ball_hits` holds.
+    ball_scan: Option<GpuScan>,
+    ball_hit_capacity: u32,
     /// Batches rerun because a variable-size contact output overflowed its capacity.
     grows: u32,
     /// Touching quadrature pairs and candidate segment pairs summed over the frame's steps.
@@ -397,7 +410,19 @@ const STEP_KERNELS: &[&str] = &[
 
 /// The buffers whose contents carry from one step to the next (everything else is rewritten by
 /// the step before it is read): what a rerun of a batch restores.
-const SNAPSHOT: &[&str] = &["pos", "vel", "frames", "bend_rest"];
+const SNAPSHOT: &[&str] = &["pos", "vel", "frames", "bend_rest", "balls"];
+
+/// The kernels of the free balls (only in scenes with balls).
+const BALL_KERNELS: &[&str] = &[
+    "ball_velocity",
+    "ball_hit_count",
+    "ball_yarn_contact",
+    "ball_impulse_sum",
+    "ball_contact",
+    "ball_position",
+    "scan_reduce",
+    "scan_add",
+];
 
 /// Length-projection iterations encoded per step at first. Each encoded iteration is 5 + 2L
 /// dispatches (L solver levels) that return at once after convergence, which takes one iteration in
@@ -420,9 +445,14 @@ impl GpuSim {
             ContactModel::Exact => (true, false),
             ContactModel::Acl => (false, true),
         };
-        if !sim.balls.is_empty() {
-            return Err(GpuStepError::Unsupported {
-                feature: "free rigid balls ([[ball]])",
+        let iterations =
+            balls::ball_contact_iterations(sim.balls.len() as u64, sim.obstacles.len() as u64);
+        if !sim.balls.is_empty() && iterations > BALL_CONTACT_LOOP_LIMIT {
+            return Err(GpuStepError::TooManyBalls {
+                balls: sim.balls.len(),
+                obstacles: sim.obstacles.len(),
+                iterations,
+                limit: BALL_CONTACT_LOOP_LIMIT,
             });
         }
         let device = gpu.device.clone();
@@ -467,6 +497,7 @@ impl GpuSim {
                     || k.starts_with("length_")
                     || (exact && exact_gpu::KERNELS.contains(k))
                     || (acl && acl_kernels.contains(k))
+                    || (!sim.balls.is_empty() && BALL_KERNELS.contains(k))
             })
             .collect();
         let pipelines = Pipelines::only(&device, &names)?;
@@ -579,6 +610,19 @@ impl GpuSim {
         } else {
             None
         };
+        // Free balls: room for as many contacts as 256 per ball at first (grown on overflow).
+        let ball_hit_capacity = (256 * sim.balls.len() as u32).max(1024);
+        upload_balls(&mut buffers, &device, &queue, &sim, ball_hit_capacity);
+        let ball_scan = if sim.balls.is_empty() {
+            None
+        } else {
+            Some(GpuScan::new(
+                &device,
+                &pipelines,
+                buffers.get("ball_hit_offsets").expect("uploaded above"),
+                params.num_points + 1,
+            )?)
+        };
         let length_scratch =
             LengthScratch::new(&sim.topo.yarns, &sim.topo.edges, params.num_points as usize);
         LengthGpu::upload(&mut buffers, &device, &queue, &length_scratch);
@@ -626,6 +670,8 @@ impl GpuSim {
         let mut g = GpuSim {
             exact,
             acl,
+            ball_scan,
+            ball_hit_capacity,
             grows: 0,
             frame_touching: 0,
             frame_candidates: 0,
@@ -680,10 +726,17 @@ impl GpuSim {
             vec![("bend_gradient", nb, None), ("rod_forces", n, None)];
         // The exact contact path's dispatches go here (they add into `force`).
         let contact_at = plan.len();
-        plan.extend([
-            ("integrate_velocity", n, None),
-            ("glue_projection", params.num_glue, None),
-        ]);
+        let num_balls = self.sim.balls.len() as u32;
+        let with_balls = |stages: &[(&'static str, u32)]| {
+            stages
+                .iter()
+                .filter(|_| num_balls > 0)
+                .map(|&(k, t)| (k, t, None))
+                .collect::<Vec<_>>()
+        };
+        plan.push(("integrate_velocity", n, None));
+        plan.extend(with_balls(&[("ball_velocity", num_balls)]));
+        plan.push(("glue_projection", params.num_glue, None));
         for (w, uniform) in self
             .sim
             .tie_color_start()
@@ -708,7 +761,17 @@ impl GpuSim {
                 None,
             ),
             ("object_contact", n, None),
-            ("integrate_position", n, None),
+        ]);
+        // The scan of `ball_hit_offsets` goes before `ball_yarn_contact` (below).
+        plan.extend(with_balls(&[
+            ("ball_hit_count", n + 1),
+            ("ball_yarn_contact", n),
+            ("ball_impulse_sum", num_balls * balls::IMPULSE_LANES as u32),
+            ("ball_contact", 1),
+        ]));
+        plan.push(("integrate_position", n, None));
+        plan.extend(with_balls(&[("ball_position", num_balls)]));
+        plan.extend([
             ("frame_transport", params.num_edges, None),
             ("bend_twist", nb, None),
         ]);
@@ -772,6 +835,18 @@ impl GpuSim {
                             size: *size,
                         }),
                     }
+                }
+            }
+            if let (true, Some(scan)) = (kernel == "ball_yarn_contact", &self.ball_scan) {
+                for (kernel, bg, threads) in scan.dispatches() {
+                    let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+                    dispatches.push(Dispatch {
+                        kernel,
+                        bind_group: bg.clone(),
+                        grid: threads.grid(k.workgroup_size),
+                        copies: Vec::new(),
+                        contact: false,
+                    });
                 }
             }
             if i == length_at {
@@ -893,8 +968,31 @@ impl GpuSim {
                     self.grow_exact(caps)?;
                 }
                 Rerun::Acl(caps) => self.grow_acl(caps, base)?,
+                Rerun::BallHits(cap) => {
+                    self.grows += 1;
+                    self.grow_ball_hits(cap)?;
+                }
             }
         }
+    }
+
+    /// Rebuilds the step with room for `cap` yarn–ball contacts.
+    fn grow_ball_hits(&mut self, cap: u32) -> Result<(), GpuStepError> {
+        self.ball_hit_capacity = cap;
+        upload_ball_room(&mut self.buffers, &self.device, &self.queue, cap);
+        self.write_fresh_counters();
+        self.build(self.length_budget)
+    }
+
+    /// The records `ball_hits` holds (yarn–ball contacts per step).
+    pub fn ball_hit_capacity(&self) -> u32 {
+        self.ball_hit_capacity
+    }
+
+    /// Sets the room for yarn–ball contacts (between batches; tests start small to exercise
+    /// growth).
+    pub fn set_ball_hit_capacity(&mut self, cap: u32) -> Result<(), GpuStepError> {
+        self.grow_ball_hits(cap.max(1))
     }
 
     /// Rebuilds the exact contact path with capacities `caps` (entries, candidates, records).
@@ -929,8 +1027,10 @@ impl GpuSim {
     fn write_fresh_counters(&self) {
         let mut fresh = Counters {
             first_bad_point: u32::MAX,
+            first_bad_ball: u32::MAX,
             ..Counters::default()
         };
+        fresh.ball_hits.capacity = self.ball_hit_capacity;
         if let Some(ex) = &self.exact {
             ex.path.set_capacities(&mut fresh);
         }
@@ -1072,6 +1172,7 @@ impl GpuSim {
         let mut obstacles = Vec::with_capacity(k * self.sim.obstacles.len());
         for _ in 0..k {
             let mut p = self.sim.step_params();
+            p.ball_hit_capacity = self.ball_hit_capacity;
             if let Some(ex) = &self.exact {
                 grid::set_grid_frame(&mut p, ex.origin);
             }
@@ -1177,6 +1278,13 @@ impl GpuSim {
             }
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
                 return Ok(Some(Rerun::Length(counters.length_iterations)));
+            }
+            if counters.ball_hits.overflow != 0 {
+                // A quarter more than needed, and at least twice the room: contacts spread as
+                // the balls sink in, and each growth reruns the batch.
+                let c = counters.ball_hits.count;
+                let cap = c.saturating_add(c / 4).max(2 * self.ball_hit_capacity);
+                return Ok(Some(Rerun::BallHits(cap)));
             }
             if let Some(acl) = &self.acl {
                 let at = acl_at as usize + s * ACL_COUNTERS_BYTES as usize;
@@ -1326,6 +1434,12 @@ impl GpuSim {
                 local,
             });
         }
+        if c.errors & ERROR_NAN_BALL != 0 {
+            return Err(GpuStepError::BallNotFinite {
+                step,
+                ball: c.first_bad_ball,
+            });
+        }
         if c.errors & ERROR_LENGTH_NOT_CONVERGED != 0 {
             return Err(GpuStepError::LengthProjection {
                 step,
@@ -1336,7 +1450,7 @@ impl GpuSim {
         Ok(())
     }
 
-    /// Copies positions and velocities back into [`GpuSim::sim`].
+    /// Copies positions and velocities (and the balls) back into [`GpuSim::sim`].
     pub fn download(&mut self) -> Result<(), GpuStepError> {
         let n = self.sim.pos.len() as u64 * 16;
         let step = self.sim.steps;
@@ -1354,6 +1468,14 @@ impl GpuSim {
             .map_err(err)?;
         self.sim.pos.copy_from_slice(bytemuck::cast_slice(&pos));
         self.sim.vel.copy_from_slice(bytemuck::cast_slice(&vel));
+        if !self.sim.balls.is_empty() {
+            let bytes = std::mem::size_of_val(self.sim.balls.as_slice()) as u64;
+            let balls = self
+                .buffers
+                .read(&self.device, &self.queue, "balls", bytes)
+                .map_err(err)?;
+            self.sim.balls.copy_from_slice(bytemuck::cast_slice(&balls));
+        }
         Ok(())
     }
 
@@ -1681,6 +1803,36 @@ fn upload_state(
     up("block_start", bytes(&sim.block_start));
     up("block_points", bytes(&sim.block_points));
     b.upload(device, queue, "params", bytemuck::bytes_of(params), true);
+}
+
+/// The free balls' buffers (`balls`, `ball_count`, `ball_hit_offsets`, `ball_pairs`), and room for
+/// `cap` contacts (one record each at least: the step binds them whether or not there are balls).
+fn upload_balls(b: &mut Buffers, device: &wgpu::Device, queue: &wgpu::Queue, sim: &Sim, cap: u32) {
+    let nb = sim.balls.len();
+    b.upload(
+        device,
+        queue,
+        "balls",
+        bytemuck::cast_slice(&sim.balls),
+        false,
+    );
+    b.upload(device, queue, "ball_count", &vec![0; 4 * nb], false);
+    b.upload(
+        device,
+        queue,
+        "ball_hit_offsets",
+        &vec![0; if nb > 0 { 4 * (sim.pos.len() + 1) } else { 0 }],
+        false,
+    );
+    let pairs = (nb * nb.saturating_sub(1) / 2).max(1);
+    b.upload(device, queue, "ball_pairs", &vec![0; 4 * pairs], false);
+    upload_ball_room(b, device, queue, cap);
+}
+
+/// `ball_hits` with room for `cap` records (`params.ball_hit_capacity`, written per step).
+fn upload_ball_room(b: &mut Buffers, device: &wgpu::Device, queue: &wgpu::Queue, cap: u32) {
+    let bytes = cap as usize * std::mem::size_of::<BallHit>();
+    b.upload(device, queue, "ball_hits", &vec![0; bytes], false);
 }
 
 /// Records ACL's count copies that come before a dispatch.

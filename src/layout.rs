@@ -142,6 +142,40 @@ pub struct ObstacleShape {
 }
 const _: () = assert!(size_of::<ObstacleShape>() == 80);
 
+/// One free ball (`crate::balls`; the `balls` buffer). 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct BallState {
+    /// Centre (xyz, cm) and radius (w, cm).
+    pub center: [f32; 4],
+    /// Velocity (xyz, cm/s) and 1 / mass (w, 1/g; 0 holds the ball in place).
+    pub vel: [f32; 4],
+    /// Angular velocity (xyz, rad/s) and 1 / moment of inertia (w; a solid sphere, `2/5 M R²`).
+    pub omega: [f32; 4],
+    /// Mass (g).
+    pub mass: f32,
+    /// Coulomb friction coefficient (against yarn as is; against a ball or an obstacle, the
+    /// geometric mean with the other's).
+    pub friction: f32,
+    /// Coefficient of restitution against balls and obstacles (0: no bounce, 1: elastic).
+    pub restitution: f32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<BallState>() == 64);
+
+/// One yarn–ball contact of a step (the `ball_hits` buffer, in point order then ball order): the
+/// control point, the ball, the impulse the ball receives and where it acts (the point's position
+/// minus the ball's centre). 32 bytes; its arrays have stride 4 in the storage address space.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct BallHit {
+    pub point: u32,
+    pub ball: u32,
+    pub impulse: [f32; 3],
+    pub arm: [f32; 3],
+}
+const _: () = assert!(size_of::<BallHit>() == 32);
+
 /// The `params` uniform: scene constants and this step's values. Field names are the WGSL names.
 ///
 /// Only 4-byte scalars, so the uniform address space's 16-byte rules for vectors and arrays never
@@ -200,9 +234,13 @@ pub struct Params {
     /// `integrate_velocity`; exactly 1 without drag. Computed on the host so both paths multiply
     /// by the same f32.
     pub air_factor: f32,
-    pub _pad1: u32,
-    pub _pad2: u32,
-    pub _pad3: u32,
+    /// Free balls (`crate::balls`): how many; 1 while they are held in place with the obstacles
+    /// (they neither move nor receive impulses, and the yarn meets them as fixed spheres); and the
+    /// records `ball_hits` holds (its count and overflow flag: `counters.ball_hits`; the CPU path
+    /// sizes its list by the count and writes `u32::MAX`).
+    pub num_balls: u32,
+    pub balls_held: u32,
+    pub ball_hit_capacity: u32,
 }
 const _: () = assert!(size_of::<Params>() == 144);
 
@@ -235,6 +273,9 @@ pub const ERROR_CONTACT_NOT_FINITE: u32 = 64;
 /// Exact contact: a control point is named by more than `MAX_GATHER` (4096) touching force slots;
 /// the rest were not added.
 pub const ERROR_GATHER_FULL: u32 = 128;
+/// A free ball's velocity or spin is not finite after `ball_contact`; the lowest such ball is in
+/// `first_bad_ball`.
+pub const ERROR_NAN_BALL: u32 = 256;
 
 /// A variable-size output's bookkeeping: how many records the kernels wanted to write, how many
 /// fit, and whether any were dropped (`count > capacity`).
@@ -272,8 +313,16 @@ pub struct Counters {
     /// Candidate pairs with a touching quadrature pair (records in the exact path's gather table,
     /// 8 slots each).
     pub touching_records: Capacity,
+    /// Yarn–ball contacts of the step (`ball_hits`, written by `ball_yarn_contact`).
+    pub ball_hits: Capacity,
+    /// The lowest ball whose velocity or spin is not finite (`u32::MAX`: none; with
+    /// `ERROR_NAN_BALL`).
+    pub first_bad_ball: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
-const _: () = assert!(size_of::<Counters>() == 80);
+const _: () = assert!(size_of::<Counters>() == 112);
 
 /// The per-dispatch `scan_pass` uniform of `scan_reduce` / `scan_add` (src/scan.rs): one level of
 /// the multi-level exclusive prefix sum.
@@ -910,9 +959,9 @@ pub fn layouts() -> Vec<StructLayout> {
             grid_origin_z,
             grid_inv_cell,
             air_factor,
-            _pad1,
-            _pad2,
-            _pad3
+            num_balls,
+            balls_held,
+            ball_hit_capacity
         }),
         layout_of!(Capacity {
             count,
@@ -928,7 +977,27 @@ pub fn layouts() -> Vec<StructLayout> {
             grid_entries,
             candidate_pairs,
             touching_pairs,
-            touching_records
+            touching_records,
+            ball_hits,
+            first_bad_ball,
+            _pad0,
+            _pad1,
+            _pad2
+        }),
+        layout_of!(BallState {
+            center,
+            vel,
+            omega,
+            mass,
+            friction,
+            restitution,
+            _pad
+        }),
+        layout_of!(BallHit {
+            point,
+            ball,
+            impulse,
+            arm
         }),
         layout_of!(ScanPass {
             n,

@@ -572,13 +572,6 @@ fn run(mut a: RunArgs) -> Result<()> {
             bail!("--checkpoint-every is not available with --backend gpu yet (the GPU step's state lives on the device); use --backend cpu");
         }
     }
-    if a.backend == Backend::Gpu && !scene.ball.is_empty() {
-        bail!(
-            "{}: the scene has {} free balls ([[ball]]), which run on the CPU path only for now; use --backend cpu",
-            scene_path.display(),
-            scene.ball.len()
-        );
-    }
     let color = a.color.mode();
     if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
         bail!("--color {color} needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
@@ -1590,7 +1583,7 @@ fn info(a: InfoArgs) -> Result<()> {
         println!("  pinned points     {}", s.pinned_points);
         if s.balls > 0 {
             println!(
-                "  free balls        {} ({:.1} g in all; the GPU step does not run them yet)",
+                "  free balls        {} ({:.1} g in all)",
                 s.balls, s.ball_mass
             );
         }

@@ -341,6 +341,80 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "step::object_contact",
     },
+    // --- free balls (crate::balls): ball_velocity after integrate_velocity; after object_contact
+    // ball_hit_count, the scan of ball_hit_offsets (num_points + 1), ball_yarn_contact,
+    // ball_impulse_sum (a workgroup per ball), ball_contact (one thread); ball_position after
+    // integrate_position. Only in scenes with balls.
+    Kernel {
+        name: "ball_velocity",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read_write("balls"),
+            read_write("ball_count"),
+        ],
+        twin: "balls::ball_velocity",
+    },
+    Kernel {
+        name: "ball_hit_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("balls"),
+            read("inv_mass"),
+            read("pos"),
+            read("vel"),
+            read_write("ball_count"),
+            read_write("ball_hit_offsets"),
+        ],
+        twin: "balls::ball_hit_count",
+    },
+    Kernel {
+        name: "ball_yarn_contact",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("balls"),
+            read("ball_count"),
+            read("mass"),
+            read("inv_mass"),
+            read("pos"),
+            read_write("vel"),
+            read("ball_hit_offsets"),
+            read_write("ball_hits"),
+        ],
+        twin: "balls::ball_yarn_contact",
+    },
+    Kernel {
+        name: "ball_impulse_sum",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("ball_hit_offsets"),
+            read("ball_hits"),
+            read_write("balls"),
+            read_write("counters"),
+        ],
+        twin: "balls::ball_impulse_sum",
+    },
+    Kernel {
+        name: "ball_contact",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("params"),
+            read("obstacles"),
+            read_write("balls"),
+            read_write("ball_pairs"),
+            read_write("counters"),
+        ],
+        twin: "balls::ball_contact",
+    },
+    Kernel {
+        name: "ball_position",
+        workgroup_size: WG,
+        bindings: &[uniform("params"), read_write("balls")],
+        twin: "balls::ball_position",
+    },
     // --- end damping and object contact ---
     Kernel {
         name: "integrate_position",

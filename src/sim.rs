@@ -35,7 +35,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use crate::balls::{self, BallScratch, BallState};
 pub use crate::contact::{ContactError, ContactForce, ContactStats, NoContact};
 use crate::figure::{Part, PARTS};
-use crate::layout::{Counters, Params, ERROR_NAN_FORCE};
+use crate::layout::{Counters, Params, ERROR_NAN_BALL, ERROR_NAN_FORCE};
 use crate::rod::{self, RodError, RodParams, RodState};
 use crate::scene::{Keyframe, Obstacle, Scene};
 use crate::state::{Curve, Topology, TopologyError};
@@ -1176,6 +1176,9 @@ impl Sim {
             first_block,
             num_blocks,
             num_obstacles: self.obstacles.len() as u32,
+            num_balls: self.balls.len() as u32,
+            balls_held: self.obstacles_held as u32,
+            ball_hit_capacity: u32::MAX,
             ..self.base_params
         }
     }
@@ -1185,6 +1188,7 @@ impl Sim {
         let kp = self.step_params();
         let mut counters = Counters {
             first_bad_point: u32::MAX,
+            first_bad_ball: u32::MAX,
             ..Counters::default()
         };
         let p = &self.params;
@@ -1242,8 +1246,10 @@ impl Sim {
             }
             return Err(self.not_finite("force", counters.first_bad_point as usize));
         }
-        let held = self.obstacles_held;
-        balls::ball_velocity(h, self.params.gravity, held, &mut self.balls);
+        if !self.balls.is_empty() {
+            crate::scan::resize_with_headroom(&mut self.ball_scratch.count, self.balls.len(), 0);
+            balls::ball_velocity(&kp, &mut self.balls, &mut self.ball_scratch.count);
+        }
         step::glue_projection(
             &kp,
             &self.glue_points,
@@ -1309,32 +1315,21 @@ impl Sim {
             &mut self.vel,
         );
         if !self.balls.is_empty() {
-            balls::ball_yarn_contact(
-                h,
-                kp.radius,
-                held,
+            balls::yarn_ball_contacts(
+                &kp,
+                &self.obstacles,
                 &self.mass,
                 &self.inv_mass,
                 &self.pos,
                 &mut self.vel,
                 &mut self.balls,
                 &mut self.ball_scratch,
+                &mut counters,
             );
-            balls::ball_contact(
-                h,
-                self.params.gravity,
-                held,
-                &self.obstacles,
-                &mut self.balls,
-            );
-            if let Some(bad) = self
-                .balls
-                .iter()
-                .position(|b| !(b.vel.iter().chain(&b.omega).all(|x| x.is_finite())))
-            {
+            if counters.errors & ERROR_NAN_BALL != 0 {
                 return Err(SimError::BallNotFinite {
                     step: self.steps,
-                    ball: bad,
+                    ball: counters.first_bad_ball as usize,
                 });
             }
         }
@@ -1346,7 +1341,7 @@ impl Sim {
             return Err(self.not_finite("velocity", bad));
         }
         step::integrate_position(&kp, &self.vel, &mut self.pos);
-        balls::ball_position(h, held, &mut self.balls);
+        balls::ball_position(&kp, &mut self.balls);
         let t4 = Instant::now();
         rod::material_frames(
             &kp,

@@ -1,7 +1,7 @@
 //! Ties: pairs of control points held within their starting distance of each other, as a sewn seam
 //! holds two layers of cloth (a `sack` piece's bottom, [`crate::knit`]; a scene's `[[seam]]`, which
-//! [`seam_ties`] finds). CPU path only (the GPU step
-//! refuses scenes with ties).
+//! [`seam_ties`] finds). Both paths: the GPU kernel `shaders/tie_projection.wgsl` is the twin of
+//! [`tie_projection`], one dispatch per colour of [`color_ties`].
 //!
 //! Buffers: the tie pairs `ties` and their lengths `tie_length` (the starting distances), the yarn's
 //! `inv_mass`, `pos` and `vel`.

@@ -2,13 +2,14 @@
 //! and angular momentum; a ball dropped on the floor bounces, then settles; a ball sliding on the
 //! floor ends up rolling at 5/7 of its speed (the rigid-body result); yarn–ball contact conserves
 //! the momentum of yarn and ball together; a pinned swatch catches a dropped ball; a checkpoint
-//! carries the balls bit for bit; bad ball keys are clear errors; the GPU step refuses balls.
+//! carries the balls bit for bit; bad ball keys are clear errors; `--backend gpu` runs balls
+//! (tests/gpu_balls.rs compares the GPU's ball stages with the CPU's).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use yarnsim::balls::{self, BallState};
-use yarnsim::layout::ObstacleShape;
+use yarnsim::layout::{Counters, ObstacleShape, Params};
 use yarnsim::scene::{self, Scene};
 use yarnsim::sim::Sim;
 use yarnsim::step::OBSTACLE_PLANE;
@@ -27,9 +28,25 @@ fn floor() -> ObstacleShape {
 
 /// One step of the balls alone (no yarn): the stages in the order the simulation runs them.
 fn ball_step(g: [f32; 3], obstacles: &[ObstacleShape], b: &mut [BallState]) {
-    balls::ball_velocity(H, g, false, b);
-    balls::ball_contact(H, g, false, obstacles, b);
-    balls::ball_position(H, false, b);
+    let params = Params {
+        h: H,
+        gravity_x: g[0],
+        gravity_y: g[1],
+        gravity_z: g[2],
+        num_obstacles: obstacles.len() as u32,
+        num_balls: b.len() as u32,
+        ..Params::default()
+    };
+    let mut count = vec![0; b.len()];
+    let mut pairs = vec![0; b.len() * b.len()];
+    let mut counters = Counters {
+        first_bad_ball: u32::MAX,
+        ..Counters::default()
+    };
+    balls::ball_velocity(&params, b, &mut count);
+    balls::ball_contact(&params, obstacles, b, &mut pairs, &mut counters);
+    assert_eq!(counters.errors, 0);
+    balls::ball_position(&params, b);
 }
 
 fn sum(b: &[BallState], f: impl Fn(&BallState) -> yarnsim::math::V3<f64>) -> [f64; 3] {
@@ -393,19 +410,49 @@ fn bad_ball_keys_are_clear_errors() {
     }
 }
 
-/// `--backend gpu` refuses a scene with balls before it looks for an adapter, naming the way out.
+/// `--backend gpu` runs a scene with balls: two frames of 30 steps of the ball falling onto the
+/// pinned swatch, each frame's balls written as CSV (downloaded from the GPU), the ball falling.
 #[test]
-fn gpu_backend_refuses_balls() {
+fn gpu_backend_runs_balls() {
+    if yarnsim::gpu::testing::gpu_or_skip("gpu_backend_runs_balls").is_none() {
+        return;
+    }
     let p = hammock("gpu");
+    let out_dir = p.parent().unwrap().join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_yarnsim"))
-        .args(["run", "--backend", "gpu", "--frames", "1", "-q"])
+        .args(["run", "--backend", "gpu", "--frames", "2", "-q"])
+        .args([
+            "--set",
+            "simulation.fps=540",
+            "--set",
+            "contact.model=none",
+            "--out",
+        ])
+        .arg(&out_dir)
         .arg(&p)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.status.success(), "{err}");
+    let height = |k: u32| -> (f32, f32) {
+        let text = std::fs::read_to_string(out_dir.join(format!("frame_{k:04}_balls.csv")))
+            .unwrap_or_else(|e| panic!("frame {k}: {e}"));
+        let row: Vec<f32> = text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (row[1], row[5])
+    };
+    let (y0, v0) = height(0);
+    let (y2, v2) = height(2);
+    assert_eq!((y0, v0), (32.5, 0.0));
+    // 60 steps of free fall (velocity first): v = −60 g h = −3.633 cm/s, and the centre
+    // g h² (1 + 2 + … + 60) = 0.00684 cm lower.
     assert!(
-        err.contains("free balls") && err.contains("--backend cpu"),
-        "{err}"
+        (v2 + 3.633).abs() < 0.005 && (y0 - y2 - 0.00684).abs() < 1e-4,
+        "{y2} {v2}"
     );
 }

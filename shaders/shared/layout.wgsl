@@ -68,6 +68,23 @@ struct ObstacleShape {
     vel_b: vec4<f32>,
 };
 
+struct BallState {
+    center: vec4<f32>,
+    vel: vec4<f32>,
+    omega: vec4<f32>,
+    mass: f32,
+    friction: f32,
+    restitution: f32,
+    _pad: u32,
+};
+
+struct BallHit {
+    point: u32,
+    ball: u32,
+    impulse: array<f32, 3>,
+    arm: array<f32, 3>,
+};
+
 struct Params {
     h: f32,
     radius: f32,
@@ -102,9 +119,9 @@ struct Params {
     grid_origin_z: f32,
     grid_inv_cell: f32,
     air_factor: f32,
-    _pad1: u32,
-    _pad2: u32,
-    _pad3: u32,
+    num_balls: u32,
+    balls_held: u32,
+    ball_hit_capacity: u32,
 };
 
 const ERROR_NAN_FORCE: u32 = 1u;
@@ -115,6 +132,7 @@ const ERROR_GRID_RANGE: u32 = 16u;
 const ERROR_GRID_CELL_FULL: u32 = 32u;
 const ERROR_CONTACT_NOT_FINITE: u32 = 64u;
 const ERROR_GATHER_FULL: u32 = 128u;
+const ERROR_NAN_BALL: u32 = 256u;
 
 struct Capacity {
     count: atomic<u32>,
@@ -132,6 +150,11 @@ struct Counters {
     candidate_pairs: Capacity,
     touching_pairs: Capacity,
     touching_records: Capacity,
+    ball_hits: Capacity,
+    first_bad_ball: atomic<u32>,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 // Uniform (scan_reduce, scan_add): one level of the multi-level exclusive prefix sum.
