@@ -1375,6 +1375,11 @@ impl GpuSim {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }
+            let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_label_rounds() {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
         }
         Ok(None)
     }
@@ -1667,6 +1672,9 @@ pub struct SceneCounts {
     pub bends: u64,
     pub segments: u64,
     pub block_points: u64,
+    /// Free balls, and the obstacles they may meet (a walking figure's 14 parts included).
+    pub balls: u64,
+    pub obstacles: u64,
 }
 
 impl SceneCounts {
@@ -1677,6 +1685,8 @@ impl SceneCounts {
             bends: sim.rod.bends.len() as u64,
             segments: sim.topo.segments.len() as u64,
             block_points: sim.block_points.len() as u64,
+            balls: sim.balls.len() as u64,
+            obstacles: sim.obstacles.len() as u64,
         }
     }
 }
@@ -1719,7 +1729,13 @@ pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
         })
         .max()
         .unwrap_or(0);
-    vec![
+    let balls = (c.balls > 0).then(|| Need {
+        what: "ball_contact loop iterations",
+        needed: balls::ball_contact_iterations(c.balls, c.obstacles),
+        limit_name: "one GPU thread's loop bound (lavapipe: 65,535)",
+        offered: BALL_CONTACT_LOOP_LIMIT,
+    });
+    let mut v = vec![
         Need {
             what: "largest storage binding (bytes)",
             needed: largest.1,
@@ -1744,7 +1760,9 @@ pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
             limit_name: "max_compute_invocations_per_workgroup",
             offered: limits.max_compute_invocations_per_workgroup as u64,
         },
-    ]
+    ];
+    v.extend(balls);
+    v
 }
 
 /// Fails with the first limit the scene exceeds on this device.

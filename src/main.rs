@@ -1837,6 +1837,8 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
             bends: topo.num_points() as u64,
             segments: topo.segments.len() as u64,
             block_points: 2 * topo.num_points() as u64,
+            balls: scene.ball.len() as u64,
+            obstacles: (scene.obstacle.len() + yarnsim::figure::PARTS * scene.figure.len()) as u64,
         },
         import,
     })

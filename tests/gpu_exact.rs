@@ -217,7 +217,10 @@ fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, caps: [u32; 3]) -> GpuOut {
     let s = ns * kp.quadrature as u64;
     let read = |name: &str, n: u64| bufs.read(device, queue, name, n).unwrap();
     GpuOut {
-        counters: bytemuck::pod_read_unaligned(&read("counters", 80)),
+        counters: bytemuck::pod_read_unaligned(&read(
+            "counters",
+            std::mem::size_of::<Counters>() as u64,
+        )),
         seg_box: bytemuck::pod_collect_to_vec(&read("seg_box", ns * 64)),
         grid_offsets: bytemuck::pod_collect_to_vec(&read("grid_offsets", (ns + 1) * 4)),
         entries: bytemuck::pod_collect_to_vec(&read("grid_entries", entry_cap as u64 * 16)),

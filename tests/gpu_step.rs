@@ -272,8 +272,9 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 
 /// A quiet cloth (the tiny swatch without gravity) uses at most one rebuild round per step, so
 /// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, and its
-/// merge passes, doubled to 2 in the first steps, are cut back to 1: fewer dispatches. The run
-/// equals, bitwise, one held at four rounds and four passes throughout.
+/// merge passes, doubled to 2 in the first steps, are cut back to 1, and the label rounds of each
+/// merge pass are halved from 8: fewer dispatches. The run equals, bitwise, one held at four
+/// rounds, four passes and 8 label rounds throughout.
 #[test]
 fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let Some(gpu) = gpu_or_skip("acl_rebuild_rounds_are_cut_when_quiet_identically") else {
@@ -288,9 +289,10 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
         for _ in 0..batches {
             if let Some(n) = hold {
                 let mut caps = g.acl_capacities().unwrap();
-                if caps.rounds != n || caps.merge.passes != n {
+                if caps.rounds != n || caps.merge.passes != n || caps.merge.rounds != 8 {
                     caps.rounds = n;
                     caps.merge.passes = n;
+                    caps.merge.rounds = 8;
                     g.set_acl_capacities(caps).unwrap();
                 }
             }
@@ -304,9 +306,13 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let (cut, most) = run(None);
     let (held, _) = run(Some(4));
     let caps = cut.acl_capacities().unwrap();
-    let (rounds, passes) = (caps.rounds, caps.merge.passes);
+    let (rounds, passes, labels) = (caps.rounds, caps.merge.passes, caps.merge.rounds);
     let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
-    eprintln!("rounds {rounds}, passes {passes} after {batches} batches; dispatches per step {d_cut} (held at 4 and 4: {d_held})");
+    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels} after {batches} batches; dispatches per step {d_cut} (held at 4, 4 and 8: {d_held})");
+    assert!(
+        labels < 8,
+        "the quiet run still records {labels} label rounds"
+    );
     assert_eq!(rounds, 1, "the quiet run still records {rounds} rounds");
     assert!(
         most > 1,
@@ -427,8 +433,21 @@ fn scene_needs_are_checked_against_the_limits() {
         bends: 26_099,
         segments: 26_098,
         block_points: 52_202,
+        balls: 90,
+        obstacles: 30,
     };
     assert!(needs(&small, &limits).iter().all(|n| n.ok()));
+    // 120 balls are more than `ball_contact`'s one thread may sweep.
+    let crowded = SceneCounts {
+        balls: 120,
+        ..small
+    };
+    let failing: Vec<_> = needs(&crowded, &limits)
+        .into_iter()
+        .filter(|n| !n.ok())
+        .collect();
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0].what, "ball_contact loop iterations");
     // Ten million control points: 160 MB of positions, over the 128 MiB default binding.
     let big = SceneCounts {
         points: 10_000_000,

@@ -327,6 +327,10 @@ pub struct AclGpu {
     pass_quiet: u32,
     pass_cut_after: u32,
     pass_cut_last: bool,
+    /// The same for the label rounds of each merge pass ([`AclGpu::fewer_label_rounds`]).
+    label_quiet: u32,
+    label_cut_after: u32,
+    label_cut_last: bool,
     _keep: Keep,
 }
 
@@ -431,6 +435,9 @@ impl AclGpu {
             pass_quiet: 0,
             pass_cut_after: ROUNDS_CUT_AFTER,
             pass_cut_last: false,
+            label_quiet: 0,
+            label_cut_after: ROUNDS_CUT_AFTER,
+            label_cut_last: false,
             _keep: Default::default(),
         };
         g.build(device, queue, pipelines, shared, caps, None)?;
@@ -1129,6 +1136,26 @@ impl AclGpu {
         Some(caps)
     }
 
+    /// Half the label-propagation rounds of each merge pass after a quiet stretch, the same trial
+    /// as [`AclGpu::fewer_passes`]: [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more)
+    /// completed batches since `caps.merge.rounds` last changed, the capacities with half the
+    /// rounds (at least 1). A merge that then needs more raises `more_rounds` (sticky over the
+    /// step) and reruns its batch with twice the rounds ([`AclGpu::verdict`]), with the same result
+    /// as having had them; the next trial waits twice as long. At rest no label changes (no set
+    /// overlaps another), so one round does; the 8 recorded at first are a `merge_label` dispatch
+    /// each, in every pass of each of a step's merge chains.
+    pub fn fewer_label_rounds(&mut self) -> Option<AclCaps> {
+        self.label_quiet += 1;
+        if self.label_quiet < self.label_cut_after || self.caps.merge.rounds <= 1 {
+            return None;
+        }
+        self.label_quiet = 0;
+        self.label_cut_last = true;
+        let mut caps = self.caps;
+        caps.merge.rounds = (caps.merge.rounds / 2).max(1);
+        Some(caps)
+    }
+
     /// Rebuilds everything with capacities `caps`, after the state was restored or a batch
     /// completed (the persistent buffers' contents are carried over).
     pub fn grow(
@@ -1155,6 +1182,14 @@ impl AclGpu {
             }
             self.pass_cut_last = false;
             self.pass_quiet = 0;
+        }
+        if caps.merge.rounds > self.caps.merge.rounds {
+            // More label rounds again: likewise.
+            if self.label_cut_last {
+                self.label_cut_after = (2 * self.label_cut_after).min(ROUNDS_CUT_AFTER_MAX);
+            }
+            self.label_cut_last = false;
+            self.label_quiet = 0;
         }
         let mut enc = device.create_command_encoder(&Default::default());
         if caps.sched != self.caps.sched {
