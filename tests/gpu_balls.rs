@@ -377,19 +377,22 @@ fn ball_kernels_match_their_twins() {
         &mut cpu_pairs,
         &mut cpu_counters,
     );
-    let out = run_kernel(
-        &gpu,
-        "ball_contact",
-        &[
-            ("params", bytes(&[params])),
-            ("obstacles", bytes(&sim.obstacles)),
-            ("balls", bytes(&pressed)),
-            ("ball_pairs", bytes(&vec![0u32; pairs_len])),
-            ("counters", bytes(&[cpu_counters_fresh()])),
-        ],
-        1,
-    )
-    .unwrap();
+    let ball_contact_gpu = |balls: &[BallState]| {
+        run_kernel(
+            &gpu,
+            "ball_contact",
+            &[
+                ("params", bytes(&[params])),
+                ("obstacles", bytes(&sim.obstacles)),
+                ("balls", bytes(balls)),
+                ("ball_pairs", bytes(&vec![0u32; pairs_len])),
+                ("counters", bytes(&[cpu_counters_fresh()])),
+            ],
+            1,
+        )
+        .unwrap()
+    };
+    let out = ball_contact_gpu(&pressed);
     assert_eq!(cast::<u32>(&out["ball_pairs"]), cpu_pairs);
     assert_eq!(cpu_pairs, [1 << 16], "the pressed balls are not a pair");
     let gc: Counters = cast(&out["counters"])[0];
@@ -415,19 +418,7 @@ fn ball_kernels_match_their_twins() {
     // A ball with a non-finite velocity is reported, the lowest one.
     let mut bad = pressed.clone();
     bad[1].vel[2] = f32::NAN;
-    let out = run_kernel(
-        &gpu,
-        "ball_contact",
-        &[
-            ("params", bytes(&[params])),
-            ("obstacles", bytes(&sim.obstacles)),
-            ("balls", bytes(&bad)),
-            ("ball_pairs", bytes(&vec![0u32; pairs_len])),
-            ("counters", bytes(&[cpu_counters_fresh()])),
-        ],
-        1,
-    )
-    .unwrap();
+    let out = ball_contact_gpu(&bad);
     let gc: Counters = cast(&out["counters"])[0];
     assert_eq!(
         (gc.errors, gc.first_bad_ball),
