@@ -6,10 +6,12 @@
 //! `integrate_position` → `material_frames` → `plasticity`. Obstacles are placed for the step first
 //! (keyframes, walking figures: [`crate::figure`]). Scenes with ties (a sack's seam, `[[seam]]`s,
 //! [`crate::ties`]) run `tie_projection` between the glue and length projections; scenes with free
-//! balls ([`crate::balls`]) run `ball_velocity` after `integrate_velocity`, `ball_yarn_contact` and
-//! `ball_contact` after `object_contact`, and `ball_position` after `integrate_position`. All
-//! buffers are allocated when the [`Sim`] is built; the step loop allocates nothing, except the
-//! balls' stages, which collect their contact lists afresh each step. Every stage's output is independent of the thread count.
+//! balls ([`crate::balls`]) run `ball_velocity` after `integrate_velocity`; `ball_hit_count`, the
+//! scan of the hit offsets, `ball_yarn_contact`, `ball_impulse_sum` and `ball_contact` after
+//! `object_contact` ([`crate::balls::yarn_ball_contacts`]); and `ball_position` after
+//! `integrate_position`. All buffers are allocated when the [`Sim`] is built; the step loop
+//! allocates nothing, except the balls' scratch lists when they grow past their room. Every
+//! stage's output is independent of the thread count.
 //! `nonrigid_damping` damps one block partition (phase) per step, in turn: a built scene has two, the
 //! second shifted by half a block ([`crate::scene::build_curves`], [`crate::step`]).
 //!
