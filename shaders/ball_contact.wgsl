@@ -6,8 +6,9 @@
 // the velocity-level response of balls::normal_impulse on the positions predicted for the end of
 // the step, plus Coulomb friction at the contact point. Then a ball whose velocity or spin is not
 // finite raises ERROR_NAN_BALL with the lowest such ball in counters.first_bad_ball.
-// Loop bound of the thread: balls::ball_contact_iterations(num_balls, num_obstacles) =
-// nb + nb(nb − 1)/2 + 8 (nb · num_obstacles + nb(nb − 1)/2) + nb, which the GPU step keeps within
+// Loop bound of the thread, every loop counted: balls::ball_contact_iterations(nb, no) =
+// nb (fastest) + nb + nb(nb − 1)/2 (pair search) + 8 (1 + nb + nb · no + nb(nb − 1)/2) (sweeps)
+// + nb (check), nb = params.num_balls, no = params.num_obstacles; the GPU step keeps it within
 // balls::BALL_CONTACT_LOOP_LIMIT (60,000; lavapipe ends an invocation after 65,535).
 
 #import layout

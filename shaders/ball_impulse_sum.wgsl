@@ -6,7 +6,8 @@
 // b, in increasing k; the 256 lane sums are added pairwise (lane t += lane t + s for s = 128, 64,
 // …, 1); thread 0 applies the sums to a free ball: v += J / M, ω += T / I. The order of every
 // addition is fixed, so the result is deterministic and the twin's up to the terms' rounding.
-// Loop bound per thread: ceil(min(total, hit_capacity) / 256) iterations, plus 8 tree levels.
+// Loop bound per thread: ceil(min(total, params.ball_hit_capacity) / 256) iterations, plus 8 tree
+// levels.
 
 #import layout
 #import vec

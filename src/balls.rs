@@ -472,7 +472,7 @@ fn sweeps(
     ball_pairs: &mut [u32],
 ) {
     let h = params.h;
-    let bounce = bounce_speed(h, gravity_of(params).to3());
+    let bounce = bounce_speed(h, [params.gravity_x, params.gravity_y, params.gravity_z]);
     let obstacles = &obstacles[..params.num_obstacles as usize];
     // Pairs that can touch by the end of the step, whatever the sweeps do to their velocities
     // (a sweep never speeds a ball past the fastest approach it resolves).
