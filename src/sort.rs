@@ -9,8 +9,8 @@
 //! 2. the exclusive prefix sum of `sort_hist` ([`crate::scan`]): now `sort_hist[d · num_blocks + w]`
 //!    is where block `w`'s first record of digit `d` goes;
 //! 3. `sort_scatter`: each record goes to that slot plus its rank among its block's records of the
-//!    same digit before it. The kernel finds ranks by sorting the block's digits stably in workgroup
-//!    memory (no atomics whose order could vary); the twin counts them in order.
+//!    same digit before it. In the kernel each thread counts the equal digits before its record in
+//!    workgroup memory (no atomics whose order could vary); the twin counts them in order.
 //!
 //! Passes ping-pong between the data buffer and a scratch buffer of the same size; the number of
 //! passes is rounded up to an even one, so the result always ends where the data started. Digits
