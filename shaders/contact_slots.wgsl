@@ -4,7 +4,8 @@
 // names the control point of its slot m (cp of segment a for m < 4, of b after) as its key, with
 // value 8c + m; slots past the touching records get the sentinel key num_points (sorted last,
 // gathered by no point). Thread 0 records the number of touching records
-// touch_offsets[candidate capacity] and its overflow flag in counters.touching_records. Sorted
+// touch_offsets[candidate capacity] and its overflow flag in counters.touching_records, and the
+// slots in use, 8 · min(records, capacity), in counters.gather_slots (the sort's length). Sorted
 // stably by key, the table lists every point's slots in (candidate, slot) order.
 // CPU twin: contact::contact_slots. One thread per slot of 8 × counters.touching_records.capacity.
 // Loop bound: the binary search, ceil(log2(candidate capacity + 1)) ≤ 32 steps.
@@ -30,6 +31,7 @@ fn contact_slots(
     let total = touch_offsets[cap_c];
     if j == 0u {
         atomicStore(&counters.touching_records.count, total);
+        counters.gather_slots = 8u * min(total, cap_t);
         if total > cap_t {
             atomicStore(&counters.touching_records.overflow, 1u);
         }

@@ -50,7 +50,7 @@ fn count_plan() {
     }
     for (var k = 0u; k < p.num_levels; k = k + 1u) {
         plan_out[64u * (slot + k)] = m;
-        let g = (m + 255u) / 256u;
+        let g = (m + SCAN_BLOCK - 1u) / SCAN_BLOCK;
         write_grid(arg + 3u * k, g);
         m = g;
     }

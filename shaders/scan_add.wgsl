@@ -1,8 +1,13 @@
 // scan_add: the down-sweep of the exclusive prefix sum (src/scan.rs; CPU twin scan::scan_add):
-// each workgroup replaces its block of 256 elements of level `scan_pass.level` (level 0:
-// scan_data, k ≥ 1: scan_partials at scan_pass.offset) by their exclusive prefix sum plus the
-// block's offset, scan_partials[next_offset + block] (already scanned; 0 for a one-block level).
-// One thread per element; loop bound: 8 doubling steps of the workgroup scan (fixed).
+// each workgroup replaces its block of SCAN_BLOCK = 2048 elements of level `scan_pass.level`
+// (level 0: scan_data, k ≥ 1: scan_partials at scan_pass.offset) by their exclusive prefix sum
+// plus the block's offset, scan_partials[next_offset + block] (already scanned; 0 for a
+// one-block level). The block goes through workgroup memory: loaded and stored with the lanes of
+// a warp on consecutive words; in between thread t scans elements 8t .. 8t + 7 in order, and a
+// workgroup scan of the 256 threads' sums gives each thread its start. Element i of the block
+// sits at i + i / 32 in workgroup memory, so that neither pattern has two lanes of a warp on one
+// bank (a thread's own eight would otherwise put lanes 4 apart on the same bank).
+// Loop bound: 8 loads, 8 + 8 serial steps, 8 doubling steps, 8 stores (fixed).
 
 #import layout
 
@@ -10,7 +15,12 @@
 @group(0) @binding(1) var<storage, read_write> scan_data: array<u32>;
 @group(0) @binding(2) var<storage, read_write> scan_partials: array<u32>;
 
+var<workgroup> block_values: array<u32, 2112>;
 var<workgroup> part: array<u32, 256>;
+
+fn slot(i: u32) -> u32 {
+    return i + (i >> 5u);
+}
 
 @compute @workgroup_size(256)
 fn scan_add(
@@ -18,19 +28,28 @@ fn scan_add(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = thread_index(wid, nwg, lid, 256u);
     let block = wid.y * nwg.x + wid.x;
-    let inside = i < scan_pass.n;
-    var v = 0u;
-    if inside {
-        if scan_pass.level == 0u {
-            v = scan_data[i];
-        } else {
-            v = scan_partials[scan_pass.offset + i];
+    let first = block * SCAN_BLOCK;
+    for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        let i = first + k * 256u + lid;
+        var v = 0u;
+        if i < scan_pass.n {
+            if scan_pass.level == 0u {
+                v = scan_data[i];
+            } else {
+                v = scan_partials[scan_pass.offset + i];
+            }
         }
+        block_values[slot(k * 256u + lid)] = v;
     }
-    // Inclusive Hillis–Steele scan of the block in workgroup memory.
-    part[lid] = v;
+    workgroupBarrier();
+    let own = lid * SCAN_PER_THREAD;
+    var total = 0u;
+    for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        total = total + block_values[slot(own + k)];
+    }
+    // Inclusive Hillis–Steele scan of the threads' sums in workgroup memory.
+    part[lid] = total;
     workgroupBarrier();
     for (var off = 1u; off < 256u; off = off << 1u) {
         var t = 0u;
@@ -41,17 +60,29 @@ fn scan_add(
         part[lid] = part[lid] + t;
         workgroupBarrier();
     }
-    if !inside {
+    // Workgroups of the 2-D grid's last row past the level's blocks write nothing.
+    if first >= scan_pass.n {
         return;
     }
-    var base = 0u;
-    if scan_pass.n > 256u {
-        base = scan_partials[scan_pass.next_offset + block];
+    var acc = part[lid] - total;
+    if scan_pass.n > SCAN_BLOCK {
+        acc = acc + scan_partials[scan_pass.next_offset + block];
     }
-    let r = base + part[lid] - v;
-    if scan_pass.level == 0u {
-        scan_data[i] = r;
-    } else {
-        scan_partials[scan_pass.offset + i] = r;
+    for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        let v = block_values[slot(own + k)];
+        block_values[slot(own + k)] = acc;
+        acc = acc + v;
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        let i = first + k * 256u + lid;
+        if i < scan_pass.n {
+            let r = block_values[slot(k * 256u + lid)];
+            if scan_pass.level == 0u {
+                scan_data[i] = r;
+            } else {
+                scan_partials[scan_pass.offset + i] = r;
+            }
+        }
     }
 }

@@ -1,7 +1,9 @@
 // scan_reduce: the up-sweep of the exclusive prefix sum (src/scan.rs; CPU twin scan::scan_reduce):
-// each workgroup sums its block of 256 elements of level `scan_pass.level` (level 0: scan_data,
-// level k ≥ 1: scan_partials at scan_pass.offset) into scan_partials[next_offset + block].
-// One thread per element; loop bound: 8 halving steps of the tree reduction (fixed).
+// each workgroup sums its block of SCAN_BLOCK = 2048 elements of level `scan_pass.level` (level
+// 0: scan_data, level k ≥ 1: scan_partials at scan_pass.offset) into
+// scan_partials[next_offset + block]. Thread t adds elements t, t + 256, … of the block (the
+// lanes of a warp read consecutive words), then a tree reduction over the 256 threads.
+// Loop bound: SCAN_PER_THREAD = 8 loads plus 8 halving steps (fixed).
 
 #import layout
 
@@ -17,14 +19,17 @@ fn scan_reduce(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = thread_index(wid, nwg, lid, 256u);
     let block = wid.y * nwg.x + wid.x;
+    let first = block * SCAN_BLOCK;
     var v = 0u;
-    if i < scan_pass.n {
-        if scan_pass.level == 0u {
-            v = scan_data[i];
-        } else {
-            v = scan_partials[scan_pass.offset + i];
+    for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        let i = first + k * 256u + lid;
+        if i < scan_pass.n {
+            if scan_pass.level == 0u {
+                v = v + scan_data[i];
+            } else {
+                v = v + scan_partials[scan_pass.offset + i];
+            }
         }
     }
     sums[lid] = v;
@@ -36,7 +41,7 @@ fn scan_reduce(
         workgroupBarrier();
     }
     // Workgroups of the 2-D grid's last row past the level's blocks write nothing.
-    if lid == 0u && block * 256u < scan_pass.n {
+    if lid == 0u && first < scan_pass.n {
         scan_partials[scan_pass.next_offset + block] = sums[0];
     }
 }

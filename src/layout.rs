@@ -318,7 +318,9 @@ pub struct Counters {
     /// The lowest ball whose velocity or spin is not finite (`u32::MAX`: none; with
     /// `ERROR_NAN_BALL`).
     pub first_bad_ball: u32,
-    pub _pad0: u32,
+    /// Slots of the exact path's gather table in use, `8 · min(touching records, capacity)`
+    /// (written by `contact_slots`): the live length of the table's counted sort.
+    pub gather_slots: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -389,6 +391,12 @@ pub const COUNT_PLAN_SCAN: u32 = 0;
 pub const COUNT_PLAN_SORT: u32 = 1;
 /// [`CountPlan::kind`] of one kernel's grid over the counted items.
 pub const COUNT_PLAN_GRID: u32 = 2;
+
+/// Elements each thread of a scan kernel handles (src/scan.rs).
+pub const SCAN_PER_THREAD: u32 = 8;
+/// Elements of one scan block, one workgroup of 256 threads: a level of `n` elements has
+/// `⌈n / SCAN_BLOCK⌉` blocks, each one element of the level above.
+pub const SCAN_BLOCK: u32 = 256 * SCAN_PER_THREAD;
 
 /// A sort record: a 64-bit key (`key_hi:key_lo`) and a value, sorted by key, stably (src/sort.rs).
 #[repr(C)]
@@ -869,6 +877,33 @@ macro_rules! layout_of {
     };
 }
 
+/// Every constant `shaders/shared/layout.wgsl` declares, by its WGSL name, with the value the Rust
+/// side uses (tests/layout.rs checks the two agree).
+pub fn constants() -> Vec<(&'static str, u32)> {
+    vec![
+        ("ERROR_NAN_FORCE", ERROR_NAN_FORCE),
+        ("ERROR_NAN_VELOCITY", ERROR_NAN_VELOCITY),
+        ("ERROR_LENGTH_NOT_CONVERGED", ERROR_LENGTH_NOT_CONVERGED),
+        ("ERROR_NAN_POSITION", ERROR_NAN_POSITION),
+        ("ERROR_GRID_RANGE", ERROR_GRID_RANGE),
+        ("ERROR_GRID_CELL_FULL", ERROR_GRID_CELL_FULL),
+        ("ERROR_CONTACT_NOT_FINITE", ERROR_CONTACT_NOT_FINITE),
+        ("ERROR_GATHER_FULL", ERROR_GATHER_FULL),
+        ("ERROR_NAN_BALL", ERROR_NAN_BALL),
+        ("COUNT_PLAN_SCAN", COUNT_PLAN_SCAN),
+        ("COUNT_PLAN_SORT", COUNT_PLAN_SORT),
+        ("COUNT_PLAN_GRID", COUNT_PLAN_GRID),
+        ("SCAN_PER_THREAD", SCAN_PER_THREAD),
+        ("SCAN_BLOCK", SCAN_BLOCK),
+        ("SCHED_NO_MOVEMENT_UPDATE", SCHED_NO_MOVEMENT_UPDATE),
+        ("SCHED_NO_WINDOW_CORRECTION", SCHED_NO_WINDOW_CORRECTION),
+        ("SCHED_NO_MONITORING", SCHED_NO_MONITORING),
+        ("MERGE_SCAN_LIMIT", MERGE_SCAN_LIMIT),
+        ("ACL_SIZES_LOOKUP_SET", ACL_SIZES_LOOKUP_SET),
+        ("ACL_SIZES_LOOKUP_BUCKET", ACL_SIZES_LOOKUP_BUCKET),
+    ]
+}
+
 /// Every struct of the contract with every field, in declaration order (the WGSL order).
 pub fn layouts() -> Vec<StructLayout> {
     vec![
@@ -980,7 +1015,7 @@ pub fn layouts() -> Vec<StructLayout> {
             touching_records,
             ball_hits,
             first_bad_ball,
-            _pad0,
+            gather_slots,
             _pad1,
             _pad2
         }),

@@ -1,15 +1,20 @@
 //! Exclusive prefix sum of `u32` over `n` elements, as reduce-then-scan over several dispatches
 //! (DESIGN §7: no kernel spin-waits or loops over `n`), with the CPU twins of its two kernels.
 //!
-//! The elements are split into blocks of [`BLOCK`] = 256, one workgroup each. A scan of `n`
-//! elements has levels `n₀ = n, n₁ = ⌈n₀/256⌉, …` up to the first level of at most 256 elements
-//! (three levels reach 2²⁴ elements, four 2³²):
+//! The elements are split into blocks of [`BLOCK`] = 2,048, one workgroup of 256 threads each
+//! (8 elements per thread). A scan of `n` elements has levels `n₀ = n, n₁ = ⌈n₀/2048⌉, …` up to
+//! the first level of at most 2,048 elements (two levels reach 2²² elements, three 2³²):
 //!
 //! 1. `scan_reduce` on levels `0 .. top`: each workgroup sums its block of level `k` into one
-//!    element of level `k + 1` (a tree reduction in workgroup memory);
+//!    element of level `k + 1`;
 //! 2. `scan_add` on levels `top, …, 1, 0`: each workgroup scans its block exclusively in workgroup
 //!    memory and adds its block's offset, the already-scanned element of level `k + 1` (none at the
 //!    top, which is one block).
+//!
+//! A scan is `2 · levels − 1` dispatches, and every dispatch of the step costs a barrier on the
+//! GPU and host time in wgpu whatever its size, so the block is as large as 256 threads handle
+//! well: with 256-element blocks the scans of the scarf's ACL step took 136 of its 330
+//! dispatches.
 //!
 //! Level 0 is the `scan_data` buffer, scanned in place; levels 1 and up live in one scratch
 //! buffer, `scan_partials`, at the offsets of [`ScanPlan`]. Each dispatch gets its level through
@@ -19,13 +24,17 @@
 //! kernels' result whatever order they add in. A caller that needs the total scans `n + 1`
 //! elements with a trailing 0: the last element of the result is the total.
 
-use crate::layout::{CountPlan, ScanPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT};
+use crate::layout::{
+    CountPlan, ScanPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT, SCAN_BLOCK,
+    SCAN_PER_THREAD,
+};
 use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
 
-/// Elements per block (the workgroup size of both kernels).
-pub const BLOCK: u32 = 256;
+/// Elements per block (one workgroup of both kernels).
+pub const BLOCK: u32 = SCAN_BLOCK;
 
-/// Most levels a scan has: four reach 256⁴ = 2³² elements.
+/// Most levels a scan has: three reach 2048³ > 2³² elements; the fourth slot stays for the plan
+/// records' layout.
 pub const MAX_LEVELS: usize = 4;
 
 /// The levels of the scan of `n` elements and the dispatches that compute it (no heap: the CPU
@@ -84,7 +93,7 @@ impl ScanPlan {
         }
     }
 
-    /// `levels()[k]` describes level `k`; the last one has at most 256 elements.
+    /// `levels()[k]` describes level `k`; the last one has at most [`BLOCK`] elements.
     pub fn levels(&self) -> &[ScanPass] {
         &self.levels[..self.num_levels]
     }
@@ -93,15 +102,16 @@ impl ScanPlan {
     pub fn dispatches(&self) -> impl Iterator<Item = ScanDispatch> + '_ {
         let top = self.num_levels - 1;
         let empty = self.levels[0].n == 0;
-        let up = (0..top).map(|k| ScanDispatch {
+        let threads = |k: usize| self.levels[k].n.div_ceil(SCAN_PER_THREAD);
+        let up = (0..top).map(move |k| ScanDispatch {
             kernel: "scan_reduce",
             level: k,
-            threads: self.levels[k].n,
+            threads: threads(k),
         });
-        let down = (0..=top).rev().map(|k| ScanDispatch {
+        let down = (0..=top).rev().map(move |k| ScanDispatch {
             kernel: "scan_add",
             level: k,
-            threads: self.levels[k].n,
+            threads: threads(k),
         });
         up.chain(down).filter(move |_| !empty)
     }
@@ -117,7 +127,7 @@ fn level_value(p: &ScanPass, data: &[u32], partials: &[u32], i: u32) -> u32 {
 }
 
 /// Kernel `scan_reduce`: for every block `w` of level `scan_pass.level`, the wrapping sum of its
-/// (up to) 256 elements into `scan_partials[next_offset + w]`.
+/// (up to) [`BLOCK`] elements into `scan_partials[next_offset + w]`.
 pub fn scan_reduce(scan_pass: &ScanPass, scan_data: &[u32], scan_partials: &mut [u32]) {
     let p = *scan_pass;
     let blocks = p.n.div_ceil(BLOCK);
@@ -206,7 +216,7 @@ pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32])
     }
     let (mut m, mut slot, mut arg) = (n, 0, p.args_word);
     if p.kind == COUNT_PLAN_SORT {
-        let blocks = n.div_ceil(BLOCK);
+        let blocks = n.div_ceil(crate::sort::BLOCK);
         for k in 0..p.num_passes {
             plan_out[(PLAN_SLOT_WORDS * k) as usize] = n;
             plan_out[(PLAN_SLOT_WORDS * k + 2) as usize] = blocks;
@@ -214,7 +224,7 @@ pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32])
         write_grid(plan_out, arg, blocks);
         arg += 3;
         slot = p.num_passes;
-        m = BLOCK * blocks;
+        m = crate::sort::BLOCK * blocks;
     }
     for k in 0..p.num_levels {
         plan_out[(PLAN_SLOT_WORDS * (slot + k)) as usize] = m;
@@ -577,36 +587,47 @@ mod tests {
 
     #[test]
     fn plan_levels() {
-        let p = ScanPlan::new(256);
+        let p = ScanPlan::new(2048);
         assert_eq!(p.levels().len(), 1);
         assert_eq!(p.partials_len, 0);
-        let p = ScanPlan::new(70_000);
-        // 70,000 → 274 → 2.
+        assert_eq!(p.dispatches().map(|d| d.threads).collect::<Vec<_>>(), [256]);
+        // 9,000,000 → 4,395 → 3.
+        let p = ScanPlan::new(9_000_000);
         let l = p.levels();
-        assert_eq!(l.iter().map(|l| l.n).collect::<Vec<_>>(), [70_000, 274, 2]);
+        assert_eq!(
+            l.iter().map(|l| l.n).collect::<Vec<_>>(),
+            [9_000_000, 4_395, 3]
+        );
         assert_eq!(l[0].next_offset, 0);
         assert_eq!(l[1].offset, 0);
-        assert_eq!(l[1].next_offset, 274);
-        assert_eq!(l[2].offset, 274);
-        assert_eq!(p.partials_len, 276);
-        let names: Vec<_> = p.dispatches().map(|d| (d.kernel, d.level)).collect();
+        assert_eq!(l[1].next_offset, 4_395);
+        assert_eq!(l[2].offset, 4_395);
+        assert_eq!(p.partials_len, 4_398);
+        let names: Vec<_> = p
+            .dispatches()
+            .map(|d| (d.kernel, d.level, d.threads))
+            .collect();
+        // Eight elements per thread.
         assert_eq!(
             names,
             [
-                ("scan_reduce", 0),
-                ("scan_reduce", 1),
-                ("scan_add", 2),
-                ("scan_add", 1),
-                ("scan_add", 0)
+                ("scan_reduce", 0, 1_125_000),
+                ("scan_reduce", 1, 550),
+                ("scan_add", 2, 1),
+                ("scan_add", 1, 550),
+                ("scan_add", 0, 1_125_000)
             ]
         );
+        assert_eq!(ScanPlan::new(2049).levels().len(), 2);
+        assert_eq!(ScanPlan::new(2048 * 2048).levels().len(), 2);
+        assert_eq!(ScanPlan::new(2048 * 2048 + 1).levels().len(), 3);
         assert_eq!(ScanPlan::new(0).dispatches().count(), 0);
-        assert_eq!(ScanPlan::new(u32::MAX).levels().len(), MAX_LEVELS);
+        assert_eq!(ScanPlan::new(u32::MAX).levels().len(), 3);
     }
 
     #[test]
     fn twins_scan() {
-        for n in [0usize, 1, 255, 256, 257, 1000, 65_537, 70_001] {
+        for n in [0usize, 1, 255, 2047, 2048, 2049, 5000, 65_537, 4_200_001] {
             let data: Vec<u32> = (0..n as u32)
                 .map(|i| i.wrapping_mul(2_654_435_761) >> 20)
                 .collect();

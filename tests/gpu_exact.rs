@@ -632,6 +632,20 @@ fn compare(sim: &Sim, c: &Cpu, g: &GpuOut, name: &str) -> bool {
             live(ex.slots()),
             "{name}: sorted point → slot table"
         );
+        // The sort ran over the slots in use (a counted sort): they come first, the sentinels
+        // after them, as a sort of the whole table would leave them.
+        assert_eq!(gc.gather_slots, 8 * tr.count, "{name}: gather slots");
+        assert_eq!(gc.gather_slots, cc.gather_slots, "{name}: gather slots");
+        let used = gc.gather_slots as usize;
+        assert!(
+            g.slots[..used]
+                .iter()
+                .all(|k| k.key_lo < sim.pos.len() as u32)
+                && g.slots[used..]
+                    .iter()
+                    .all(|k| k.key_lo == sim.pos.len() as u32),
+            "{name}: the sorted table is its slots in use, then the sentinels"
+        );
     } else {
         // Totals only: each borderline pair may flip a record, and the candidates found by one
         // path only bring their possibly touching pairs.

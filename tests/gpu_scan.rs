@@ -2,9 +2,10 @@
 //! (`scan_reduce`, `scan_add`) and the radix sort (`sort_histogram`, `sort_scatter`).
 //!
 //! Their twins against plain Rust (a running sum; std's stable sort) on random inputs of several
-//! sizes, including more than 65,536 elements (three scan levels; more workgroups than the
-//! 65,535 iterations after which lavapipe ends an invocation, so any per-thread loop over n would
-//! show) and sizes that are not multiples of 256; then the kernels against the twins. Everything
+//! sizes, including more than 65,536 elements (more workgroups than the 65,535 iterations after
+//! which lavapipe ends an invocation, so any per-thread loop over n would show), sizes that are
+//! not multiples of the blocks (256 records, 2,048 scan elements) and, for the scan, more than
+//! 2,048² elements (three levels); then the kernels against the twins. Everything
 //! here is integer, so every comparison is exact; the sort is also run twice on the GPU to check
 //! it is bitwise reproducible. Then the counted scan and sort, which a `count_plan` dispatch sizes
 //! on the GPU from a live count (indirect grids): its twin against plans made for that count, the
@@ -31,6 +32,10 @@ impl Rng {
 }
 
 const SIZES: &[usize] = &[1, 7, 256, 257, 1000, 65_536, 65_537, 70_001, 200_003];
+/// The scans' sizes: around one and two levels' worth of 2,048-element blocks too.
+const SCAN_SIZES: &[usize] = &[
+    1, 7, 256, 257, 1000, 2047, 2048, 2049, 65_537, 200_003, 4_194_304, 4_194_305,
+];
 
 fn counts(rng: &mut Rng, n: usize) -> Vec<u32> {
     // Small counts mostly (what the contact stages scan), some large, so sums wrap at times.
@@ -71,15 +76,16 @@ fn plain_exclusive(v: &[u32]) -> Vec<u32> {
 #[test]
 fn scan_twins_match_a_running_sum() {
     let mut rng = Rng(7);
-    for &n in SIZES {
+    for &n in SCAN_SIZES {
         let data = counts(&mut rng, n);
         let mut got = data.clone();
         let mut partials = Vec::new();
         scan::exclusive_scan(&mut got, &mut partials);
         assert_eq!(got, plain_exclusive(&data), "n = {n}");
     }
-    let plan = ScanPlan::new(200_003);
-    assert_eq!(plan.levels().len(), 3, "three levels above 65,536");
+    let plan = ScanPlan::new(4_194_305);
+    assert_eq!(plan.levels().len(), 3, "three levels above 2,048²");
+    assert_eq!(ScanPlan::new(4_194_304).levels().len(), 2);
 }
 
 #[test]
@@ -132,7 +138,7 @@ fn gpu_scan_matches_twin() {
     };
     let pipelines = Pipelines::only(&gpu.device, &["scan_reduce", "scan_add"]).unwrap();
     let mut rng = Rng(3);
-    for &n in SIZES {
+    for &n in SCAN_SIZES {
         let data = counts(&mut rng, n);
         let mut bufs = Buffers::default();
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
@@ -270,8 +276,8 @@ fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
                     (full.level, full.offset, full.next_offset)
                 );
                 let g = &w[(spec.args_word + 3 * k) as usize..][..3];
-                assert_eq!(g, yarnsim::shaders::dispatch_grid(m, 256));
-                m = m.div_ceil(256);
+                assert_eq!(g, yarnsim::shaders::dispatch_grid(m, scan::BLOCK));
+                m = m.div_ceil(scan::BLOCK);
             }
             // A 48-bit sort.
             let (spec, mut w) = plan_words(COUNT_PLAN_SORT, cap, 48, 0);
@@ -292,7 +298,7 @@ fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
             for k in 0..spec.num_levels {
                 let got: ScanPass = bytemuck::cast(slot(&w, spec.num_passes + k));
                 assert_eq!(got.n, m, "cap {cap} count {count} hist level {k}");
-                m = m.div_ceil(256);
+                m = m.div_ceil(scan::BLOCK);
             }
         }
     }
@@ -442,5 +448,52 @@ fn gpu_counted_scan_and_sort_follow_the_live_count() {
         let mut want = recs.clone();
         want.sort_by_key(sort::key);
         assert_eq!(got, &want[..], "sort, count {count}");
+    }
+}
+
+/// A counted scan made for three levels (more than 2,048² elements) whose live count needs one,
+/// two or three of them: the levels above the live top hold 0 or 1 elements and must add nothing.
+#[test]
+fn gpu_counted_scan_of_three_levels_follows_the_live_count() {
+    let Some(gpu) = gpu_or_skip("gpu_counted_scan_of_three_levels_follows_the_live_count") else {
+        return;
+    };
+    let pipelines =
+        Pipelines::only(&gpu.device, &["count_plan", "scan_reduce", "scan_add"]).unwrap();
+    let mut rng = Rng(23);
+    let cap = 4_194_305u32;
+    assert_eq!(ScanPlan::new(cap).levels().len(), 3);
+    let data = counts(&mut rng, cap as usize);
+    for count in [0u32, 2047, 2048, 5_000, 4_194_303, 4_194_304, 1 << 30] {
+        let mut bufs = Buffers::default();
+        storage(
+            &gpu,
+            &mut bufs,
+            "count",
+            bytemuck::cast_slice(&[count, 0, 0, 0]),
+        );
+        storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
+        let src = CountSource {
+            buffer: bufs.get("count").unwrap().clone(),
+            word: 0,
+            add: 1,
+        };
+        let sc = GpuScan::counted(
+            &gpu.device,
+            &pipelines,
+            bufs.get("data").unwrap(),
+            cap,
+            &src,
+        )
+        .unwrap();
+        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
+        let out = bufs
+            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
+            .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out);
+        let n = (count.min(cap - 1) + 1) as usize;
+        let mut want = data.clone();
+        want[..n].copy_from_slice(&plain_exclusive(&data[..n]));
+        assert!(got == &want[..], "scan of 3 levels, count {count}");
     }
 }

@@ -84,3 +84,34 @@ fn a_vec3_field_would_be_caught() {
         .collect();
     assert!(rust.fields != wgsl || rust.size != *span as usize);
 }
+
+/// Every `const` of layout.wgsl has the value of its Rust twin in `layout::constants`, and every
+/// such constant is listed there.
+#[test]
+fn rust_constants_match_wgsl_constants() {
+    let module = reflected();
+    let rust = yarnsim::layout::constants();
+    let mut wgsl = Vec::new();
+    for (_, c) in module.constants.iter() {
+        let name = c.name.clone().expect("named const");
+        let value = match module.global_expressions[c.init] {
+            naga::Expression::Literal(naga::Literal::U32(v)) => v,
+            ref e => panic!("layout.wgsl: const {name} is not a u32 literal: {e:?}"),
+        };
+        wgsl.push((name, value));
+    }
+    assert!(wgsl.len() >= 20, "{} constants reflected", wgsl.len());
+    for (name, value) in &wgsl {
+        let twin = rust.iter().find(|(n, _)| n == name);
+        assert_eq!(
+            twin.map(|t| t.1),
+            Some(*value),
+            "layout.wgsl's {name} = {value}: layout::constants has {twin:?}"
+        );
+    }
+    assert_eq!(
+        rust.len(),
+        wgsl.len(),
+        "layout::constants lists a constant layout.wgsl lacks"
+    );
+}

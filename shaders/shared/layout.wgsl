@@ -152,7 +152,7 @@ struct Counters {
     touching_records: Capacity,
     ball_hits: Capacity,
     first_bad_ball: atomic<u32>,
-    _pad0: u32,
+    gather_slots: u32,
     _pad1: u32,
     _pad2: u32,
 };
@@ -191,6 +191,10 @@ struct CountPlan {
 const COUNT_PLAN_SCAN: u32 = 0u;
 const COUNT_PLAN_SORT: u32 = 1u;
 const COUNT_PLAN_GRID: u32 = 2u;
+
+// Elements per thread of the scan kernels, and per scan block (one workgroup of 256 threads).
+const SCAN_PER_THREAD: u32 = 8u;
+const SCAN_BLOCK: u32 = 2048u;
 
 struct KeyValue {
     key_lo: u32,

@@ -224,7 +224,8 @@ pub fn exact_contact_forces(
 /// gets key = the control point of slot `m` of the `r`-th touching candidate `c` (from the scanned
 /// `touch_offsets`), value `8c + m`; slots past the touching records get key `num_points` (the
 /// sentinel), value `u32::MAX`. Records the number of touching records and its overflow flag in
-/// `counters.touching_records`.
+/// `counters.touching_records`, and the slots in use (`8 · min(records, capacity)`, the sort's
+/// length on the GPU) in `counters.gather_slots`.
 pub fn contact_slots(
     params: &Params,
     segments: &[Segment],
@@ -237,6 +238,7 @@ pub fn contact_slots(
     let cap_t = counters.touching_records.capacity;
     let total = touch_offsets[cap_c as usize];
     counters.touching_records.count = total;
+    counters.gather_slots = 8 * total.min(cap_t);
     if total > cap_t {
         counters.touching_records.overflow = 1;
     }

@@ -18,7 +18,7 @@
 //! | 9 | `exact_contact_forces` | candidate capacity + 1 |
 //! | 10 | scan of `touch_offsets` | candidate capacity + 1 |
 //! | 11 | `contact_slots` | 8 · touching-record capacity |
-//! | 12 | radix sort of `gather_slots` on `key_bits(num_points)` bits (2 or 4 passes) | 8 · touching-record capacity |
+//! | 12 | radix sort of `gather_slots` on `key_bits(num_points)` bits (2 or 4 passes) | 8 · touching records (`count_plan`) |
 //! | 13 | `contact_gather` | control points |
 //!
 //! Scans and sorts get their level or pass through small per-dispatch uniforms (`scan_pass`,
@@ -162,12 +162,20 @@ impl ExactGpu {
             get("touch_offsets"),
             candidate_capacity + 1,
         )?;
-        let sort_slots = GpuSort::new(
+        // Sized by the slots in use (contact_slots fills the rest with the sentinel key): the
+        // record capacity starts at the candidate count, several times the touching records.
+        let slots_count = CountSource {
+            buffer: get("counters").clone(),
+            word: offset_of!(Counters, gather_slots) as u32 / 4,
+            add: 0,
+        };
+        let sort_slots = GpuSort::counted(
             device,
             pipelines,
             get("gather_slots"),
             8 * record_capacity,
             key_bits(p.num_points),
+            &slots_count,
         )?;
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
             Ok((
