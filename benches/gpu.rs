@@ -20,7 +20,9 @@
 //! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20), `YARNSIM_BENCH_CHUNK` (steps the GPU
 //! path records and submits together, default 16; 64 puts a whole batch in one submission, so the
 //! host's recording and the GPU's work do not overlap and the printed host and wait times
-//! separate them). The first path of a (scene, model)
+//! separate them), `YARNSIM_BENCH_UNTIMED=1` (no per-kernel timestamps: the first step of each
+//! batch is recorded like the others, in a few compute passes instead of one per dispatch). The
+//! first path of a (scene, model)
 //! decides how many steps are measured; the other paths then measure exactly as many, so every
 //! row of a (scene, model) covers the same steps of the run (a falling cloth's contact changes
 //! from step to step: averages over different windows do not compare).
@@ -135,6 +137,8 @@ struct Row {
     buffer_bytes: Option<u64>,
     readback: f64,
     dispatches: u32,
+    /// Compute passes per untimed step (wgpu encodes each into command buffers of its own).
+    passes: u32,
     kernels: Vec<(&'static str, f64)>,
     /// The GPU simulation's batch reruns and capacity growths so far (warm-up included).
     reruns: (f64, f64),
@@ -150,7 +154,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{:.5},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"host_record_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -167,9 +171,11 @@ impl Row {
             opt(contact_bytes),
             self.readback,
             self.dispatches,
+            self.passes,
             self.reruns.0,
             self.reruns.1,
             self.host_ms.0,
+            self.host_ms.2,
             self.host_ms.1,
             self.note.replace('"', "'"),
         );
@@ -257,6 +263,13 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
             {
                 gs.set_record_chunk(c);
             }
+            // YARNSIM_BENCH_UNTIMED=1: no per-kernel timestamps (every step recorded alike).
+            if std::env::var_os("YARNSIM_BENCH_UNTIMED").is_some() {
+                if let Err(e) = gs.set_kernel_timing(false) {
+                    row.note = format!("not run: {e}");
+                    return row;
+                }
+            }
             gs
         }
         Err(e) => {
@@ -293,6 +306,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         row.host_ms.1 += w * times.host_wait_ms;
         row.host_ms.2 += w * times.host_submit_ms;
         row.dispatches = times.dispatches_per_step;
+        row.passes = gs.passes_per_step();
         let extra = |k: &str| {
             stats
                 .extra
@@ -394,8 +408,9 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
+                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
                             row.dispatches,
+                            row.passes,
                             row.readback,
                             row.buffer_bytes.unwrap_or(0) as f64 / 1048576.0,
                             row.reruns.0,

@@ -374,6 +374,8 @@ pub struct GpuSim {
     rounds_cut: u32,
     /// Steps recorded and submitted together ([`RECORD_CHUNK`]; [`GpuSim::set_record_chunk`]).
     record_chunk: usize,
+    /// Whether the first step of each batch is timed per kernel ([`GpuSim::set_kernel_timing`]).
+    kernel_timing: bool,
     /// Bytes read back over the current frame, and steps timed per kernel in it.
     readback_bytes: u64,
     frame_timed_steps: u32,
@@ -701,6 +703,7 @@ impl GpuSim {
             grows_ahead: 0,
             rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
+            kernel_timing: true,
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
@@ -875,7 +878,8 @@ impl GpuSim {
             });
         }
         // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
-        let timed = device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+        let timed = self.kernel_timing
+            && device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
             && 2 * dispatches.len() <= 4096;
         let queries = timed.then(|| {
             let count = 2 * dispatches.len() as u32;
@@ -920,6 +924,18 @@ impl GpuSim {
     /// Dispatches recorded per step.
     pub fn dispatches_per_step(&self) -> u32 {
         self.dispatches.len() as u32
+    }
+
+    /// Compute passes recorded per untimed step: one, plus one after each of ACL's count copies
+    /// (wgpu encodes each pass into command buffers of its own, so a driver's per-command-buffer
+    /// cost scales with this, not with the dispatches).
+    pub fn passes_per_step(&self) -> u32 {
+        1 + self
+            .dispatches
+            .iter()
+            .skip(1)
+            .filter(|d| !d.copies.is_empty())
+            .count() as u32
     }
 
     /// Runs one time step on the GPU.
@@ -1120,6 +1136,19 @@ impl GpuSim {
     /// host and wait times separate them).
     pub fn set_record_chunk(&mut self, steps: usize) {
         self.record_chunk = steps.clamp(1, MAX_BATCH);
+    }
+
+    /// Turns the per-kernel timing of each batch's first step on or off (on by default where the
+    /// adapter has timestamp queries). The timed step records a compute pass per dispatch, each
+    /// with its timestamps, which wgpu encodes as command buffers of their own; off, every step
+    /// is recorded as the others are, which is what a diagnosis of the host's recording and
+    /// submitting costs needs (`YARNSIM_BENCH_UNTIMED` in `cargo bench --bench gpu`).
+    pub fn set_kernel_timing(&mut self, on: bool) -> Result<(), GpuStepError> {
+        if on != self.kernel_timing {
+            self.kernel_timing = on;
+            self.build(self.length_budget)?;
+        }
+        Ok(())
     }
 
     /// The kernel of every dispatch of one step, in order (diagnostics: where the dispatches go).
