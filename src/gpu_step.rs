@@ -1513,6 +1513,38 @@ impl GpuSim {
         Ok(())
     }
 
+    /// Downloads the whole state the step changes (positions, velocities, balls, the rods' edge
+    /// frames and rest shapes) and gives the simulation back to the host. Its contact model is
+    /// the one it was handed to [`GpuSim::new`] with, not brought up to date: the caller replaces
+    /// it (as [`crate::relax::relax_gpu`] does) or uses the `Sim` without contact state.
+    pub fn into_sim(mut self) -> Result<Sim, GpuStepError> {
+        self.download()?;
+        let step = self.sim.steps;
+        let err = |e: PipelineError| GpuStepError::Device {
+            step,
+            message: e.to_string(),
+        };
+        let (device, queue, buffers) = (&self.device, &self.queue, &self.buffers);
+        let rod = &mut self.sim.rod;
+        fn fetch<T: bytemuck::Pod>(
+            buffers: &Buffers,
+            device: &wgpu::Device,
+            queue: &wgpu::Queue,
+            name: &str,
+            into: &mut [T],
+        ) -> Result<(), PipelineError> {
+            let bytes = std::mem::size_of_val(into) as u64;
+            if bytes > 0 {
+                let got = buffers.read(device, queue, name, bytes)?;
+                into.copy_from_slice(bytemuck::cast_slice(&got));
+            }
+            Ok(())
+        }
+        fetch(buffers, device, queue, "frames", &mut rod.frames).map_err(err)?;
+        fetch(buffers, device, queue, "bend_rest", &mut rod.rest).map_err(err)?;
+        Ok(self.sim)
+    }
+
     /// Runs the steps of one output frame, downloads the state and reports on it like
     /// [`Sim::frame`], plus the per-kernel GPU times.
     pub fn frame(&mut self) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {

@@ -600,7 +600,7 @@ fn run(mut a: RunArgs) -> Result<()> {
     // Everything about the output paths is checked before anything is created or removed, so a
     // rejected run leaves no directory or file behind.
     check_output_dirs(&a, resumed.is_some())?;
-    let mut sim = match (&resumed, cloth) {
+    let sim = match (&resumed, cloth) {
         (Some(ck), _) => ck.build_sim().with_context(|| {
             format!(
                 "restoring the simulation of {} from its checkpoint",
@@ -611,13 +611,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             .with_context(|| format!("setting up the simulation of {}", scene_path.display()))?,
         (None, None) => unreachable!("the cloth is built unless resuming"),
     };
-    if resumed.is_none() {
-        relax_sim(&mut sim, &scene, &scene_path, a.quiet)?;
-    }
-    if color == ColorMode::Updates {
-        sim.record_rebuilds(true);
-    }
-    // One device for the step and the capture.
+    // One device for the relaxation, the step and the capture.
     let gpu = if a.backend == Backend::Gpu || a.capture.is_some() {
         let what = if a.backend == Backend::Gpu {
             "--backend gpu"
@@ -628,6 +622,15 @@ fn run(mut a: RunArgs) -> Result<()> {
     } else {
         None
     };
+    let mut sim = if resumed.is_none() {
+        let on_gpu = gpu.as_ref().filter(|_| a.backend == Backend::Gpu);
+        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu)?
+    } else {
+        sim
+    };
+    if color == ColorMode::Updates {
+        sim.record_rebuilds(true);
+    }
     let mut runner = match (&gpu, a.backend) {
         (Some(g), Backend::Gpu) => {
             let gs = GpuSim::new(g, sim, &scene.contact)
@@ -787,10 +790,17 @@ fn run(mut a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The relaxation before t = 0 (`[relax]`), with a progress bar and a line on how it went.
-fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Result<()> {
+/// The relaxation before t = 0 (`[relax]`), on the GPU step when `gpu` is given, with a progress
+/// bar and a line on how it went.
+fn relax_sim(
+    mut sim: Sim,
+    scene: &Scene,
+    scene_path: &Path,
+    quiet: bool,
+    gpu: Option<&Gpu>,
+) -> Result<Sim> {
     if scene.relax.time <= 0.0 {
-        return Ok(());
+        return Ok(sim);
     }
     let bar = ProgressBar::with_draw_target(
         None,
@@ -804,7 +814,7 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
         ProgressStyle::with_template("{bar:40} relaxing {msg}  {pos}/{len} steps  {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let report = yarnsim::relax::relax(sim, scene, &mut |p| {
+    let mut on_step = |p: &yarnsim::relax::RelaxProgress| {
         if p.step == 1 {
             bar.set_length(p.max_steps);
         }
@@ -814,8 +824,17 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
         } else {
             bar.set_message(format!("fastest point {:.3} cm/s", p.max_speed));
         }
-    })
-    .with_context(|| format!("relaxing {} before t = 0", scene_path.display()))?;
+    };
+    let context = || format!("relaxing {} before t = 0", scene_path.display());
+    let report = match gpu {
+        Some(g) => {
+            let (relaxed, report) =
+                yarnsim::relax::relax_gpu(sim, scene, g, &mut on_step).with_context(context)?;
+            sim = relaxed;
+            report
+        }
+        None => yarnsim::relax::relax(&mut sim, scene, &mut on_step).with_context(context)?,
+    };
     bar.finish_and_clear();
     if report.settled {
         if !quiet {
@@ -830,7 +849,7 @@ fn relax_sim(sim: &mut Sim, scene: &Scene, scene_path: &Path, quiet: bool) -> Re
             scene.relax.time, report.steps, report.start_radius, report.radius, report.max_speed, scene.relax.speed
         );
     }
-    Ok(())
+    Ok(sim)
 }
 
 /// `yarnsim table`: measures each scene ([`yarnsim::table`]) and prints the Markdown table.

@@ -180,3 +180,73 @@ fn bad_relax_values_name_the_key() {
         assert!(err.contains("bad.toml:2:"), "{line}: {err}");
     }
 }
+
+/// The largest distance between two states' control points (cm).
+fn max_distance(a: &Sim, b: &Sim) -> f64 {
+    a.pos
+        .iter()
+        .zip(&b.pos)
+        .map(|(p, q)| {
+            (0..3)
+                .map(|i| (p[i] as f64 - q[i] as f64).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The relaxation on the GPU step (`relax_gpu`, what `run --backend gpu` uses): the generated swatch
+/// comes to rest there too, within a batch of where the CPU path's relaxation would have stopped it
+/// on its own trajectory, the scene is restored, and the state stays at rest on the CPU path for a
+/// frame; it ends near the CPU path's relaxed state (both settle the same overlaps).
+#[test]
+fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
+    let Some(gpu) =
+        yarnsim::gpu::testing::gpu_or_skip("the_gpu_relaxation_comes_to_rest_like_the_cpu_one")
+    else {
+        return;
+    };
+    let dir = temp_dir("relax", "gpu");
+    let (scene, mut cpu) = sim_of(&dir, SWATCH);
+    let on_cpu = relaxed(&mut cpu, &scene);
+    let (_, sim) = sim_of(&dir, SWATCH);
+    let rod0 = (sim.rod.frames.clone(), sim.rod.rest.clone());
+    let mut calls = 0u64;
+    let (mut sim, report) = yarnsim::relax::relax_gpu(sim, &scene, &gpu, &mut |p| {
+        calls += 1;
+        assert_eq!(p.step, calls);
+        assert!(p.step <= p.max_steps);
+    })
+    .unwrap();
+    drop(gpu);
+    assert_eq!(calls, report.steps);
+    assert!(report.settled, "{report:?}");
+    assert!(report.max_speed < scene.relax.speed as f64);
+    assert_eq!(report.start_radius, on_cpu.start_radius);
+    assert_eq!((sim.time, sim.steps), (0.0, 0));
+    assert!(sim.vel.iter().all(|v| *v == [0.0; 4]));
+    assert_eq!(sim.params.radius, scene.yarn.radius);
+    assert_eq!(sim.params.gravity, cpu.params.gravity);
+    assert_eq!(sim.air_factor(), cpu.air_factor());
+    // The rods' frames came back from the GPU (the twist moved them during the relaxation).
+    assert_ne!(
+        sim.rod.frames, rod0.0,
+        "the edge frames were not brought back"
+    );
+    let d = max_distance(&sim, &cpu);
+    eprintln!(
+        "CPU relaxation: {} steps; GPU: {} steps; largest distance between the relaxed states {:.3e} cm ({:.1e} r)",
+        on_cpu.steps,
+        report.steps,
+        d,
+        d / scene.yarn.radius as f64
+    );
+    // Measured on lavapipe: 3.9e-5 cm (3e-4 r) after 529 CPU and 566 GPU steps; both paths damp
+    // the same overlaps away, and what their roundings make of it stays far below 0.01 r.
+    assert!(
+        d < 0.01 * scene.yarn.radius as f64,
+        "the GPU-relaxed swatch is {d} cm from the CPU-relaxed one"
+    );
+    let v = fastest_over(&mut sim, 540);
+    assert!(v < AT_REST, "GPU-relaxed swatch moved at {v} cm/s");
+}

@@ -179,6 +179,39 @@ pub struct AclCaps {
 }
 
 impl AclCaps {
+    /// Every capacity and budget the larger of `self`'s and `other`'s (a relaxation carries what
+    /// one radius stage grew to into the next: `relax::relax_gpu`).
+    pub fn at_least(&self, other: &AclCaps) -> AclCaps {
+        let (a, b) = (&self.sched, &other.sched);
+        let (m, n) = (&self.merge, &other.merge);
+        AclCaps {
+            sched: SchedCaps {
+                entries: a.entries.max(b.entries),
+                grid: a.grid.max(b.grid),
+                cand: a.cand.max(b.cand),
+                fresh: a.fresh.max(b.fresh),
+                touching: a.touching.max(b.touching),
+                release: a.release.max(b.release),
+                lookup_words: a.lookup_words.max(b.lookup_words),
+                released: a.released.max(b.released),
+            },
+            merge: MergeCaps {
+                sets: m.sets.max(n.sets),
+                touching: m.touching.max(n.touching),
+                edges: m.edges.max(n.edges),
+                index: m.index.max(n.index),
+                rounds: m.rounds.max(n.rounds),
+                passes: m.passes.max(n.passes),
+            },
+            points: self.points.max(other.points),
+            blocks: self.blocks.max(other.blocks),
+            watch: self.watch.max(other.watch),
+            terms: self.terms.max(other.terms),
+            records: self.records.max(other.records),
+            rounds: self.rounds.max(other.rounds),
+        }
+    }
+
     /// The first capacities for a scene of `segments` segments: what the default swatch's first
     /// steps need per segment (its sets, model pools and scheduler tables; measured in
     /// tests/gpu_acl_step.rs), with a quarter more. The kernels not counted run over their
