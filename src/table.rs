@@ -34,6 +34,15 @@ pub enum TableError {
     Gpu(#[from] GpuStepError),
 }
 
+impl From<crate::relax::RelaxError> for TableError {
+    fn from(e: crate::relax::RelaxError) -> TableError {
+        match e {
+            crate::relax::RelaxError::Sim(e) => TableError::Sim(e),
+            crate::relax::RelaxError::Gpu(e) => TableError::Gpu(e),
+        }
+    }
+}
+
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct TableOptions {
@@ -94,8 +103,7 @@ pub fn total_steps(opts: &TableOptions, steps_per_frame: u32) -> u64 {
 }
 
 /// Measures one scene (`scene` with its cloth `build` and `pins`; `name` labels the rows), its
-/// variants on the CPU path or, given `gpu`, on the GPU step (the relaxation and the start frames
-/// run on the CPU either way).
+/// relaxation, start frames and variants on the CPU path or, given `gpu`, on the GPU step.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_scene(
     name: &str,
@@ -106,16 +114,31 @@ pub fn measure_scene(
     gpu: Option<&Gpu>,
     progress: Progress<'_>,
 ) -> Result<SceneTable, TableError> {
-    let mut base = Sim::from_build(scene, build, pins)?;
-    let relax = crate::relax::relax(&mut base, scene, &mut |_| {})?;
+    let base = Sim::from_build(scene, build, pins)?;
     let total = total_steps(opts, base.params.steps_per_frame);
     let mut done = 0u64;
-    for _ in 0..opts.start_frames {
-        base.frame_with(&mut || {
-            done += 1;
-            progress(done, total);
-        })?;
-    }
+    let mut tick = || {
+        done += 1;
+        progress(done, total);
+    };
+    let (base, relax) = match gpu {
+        None => {
+            let mut base = base;
+            let relax = crate::relax::relax(&mut base, scene, &mut |_| {})?;
+            for _ in 0..opts.start_frames {
+                base.frame_with(&mut tick)?;
+            }
+            (base, relax)
+        }
+        Some(g) => {
+            let (base, relax) = crate::relax::relax_gpu(base, scene, g, &mut |_| {})?;
+            let mut gs = GpuSim::new(g, base, &scene.contact)?;
+            for _ in 0..opts.start_frames {
+                gs.frame_with(&mut tick)?;
+            }
+            (gs.into_sim()?, relax)
+        }
+    };
     let mut saved = StateWriter::new();
     base.export_state(&mut saved)?;
     let body = saved.body().to_vec();
