@@ -336,7 +336,7 @@ pub struct ScanPass {
     /// 0: the level is `scan_data` itself; k ≥ 1: it is `scan_partials[offset .. offset + n]`.
     pub level: u32,
     pub offset: u32,
-    /// Where the next level up (one sum per 256 elements of this one) starts in `scan_partials`.
+    /// Where the next level up (one sum per 2,048 elements of this one) starts in `scan_partials`.
     pub next_offset: u32,
 }
 const _: () = assert!(size_of::<ScanPass>() == 16);
