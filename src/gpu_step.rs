@@ -1514,10 +1514,10 @@ impl GpuSim {
     }
 
     /// Downloads the whole state the step changes (positions, velocities, balls, the rods' edge
-    /// frames and rest shapes) and gives the simulation back to the host. Its contact model is
-    /// the one it was handed to [`GpuSim::new`] with, not brought up to date: the caller replaces
-    /// it (as [`crate::relax::relax_gpu`] does) or uses the `Sim` without contact state.
-    pub fn into_sim(mut self) -> Result<Sim, GpuStepError> {
+    /// frames and rest shapes) into the host's [`Sim`], which is then what the GPU holds (a
+    /// checkpoint of a GPU run writes it). Its contact model is not brought up to date: the GPU's
+    /// contact state (ACL's sets, the exact path's buffers) stays on the device.
+    pub fn sync_host(&mut self) -> Result<(), GpuStepError> {
         self.download()?;
         let step = self.sim.steps;
         let err = |e: PipelineError| GpuStepError::Device {
@@ -1542,6 +1542,14 @@ impl GpuSim {
         }
         fetch(buffers, device, queue, "frames", &mut rod.frames).map_err(err)?;
         fetch(buffers, device, queue, "bend_rest", &mut rod.rest).map_err(err)?;
+        Ok(())
+    }
+
+    /// [`GpuSim::sync_host`], and the simulation given back to the host. Its contact model is the
+    /// one it was handed to [`GpuSim::new`] with: the caller replaces it (as
+    /// [`crate::relax::relax_gpu`] does) or uses the `Sim` without contact state.
+    pub fn into_sim(mut self) -> Result<Sim, GpuStepError> {
+        self.sync_host()?;
         Ok(self.sim)
     }
 

@@ -103,8 +103,10 @@ struct LinksArgs {
 /// Exit status of `links --compare` when the certificates differ (1 is an error, 2 a usage error).
 const EXIT_CHANGED: u8 = 3;
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 enum Backend {
+    #[default]
     Cpu,
     Gpu,
 }
@@ -188,7 +190,8 @@ struct RunArgs {
     overwrite: bool,
     /// Write the whole simulation state to OUT/checkpoint.bin every N frames and after the last
     /// one (atomically: the previous checkpoint stays until the new one is complete), so that
-    /// --resume can continue the run bit for bit (--backend cpu only).
+    /// --resume can continue the run (bit for bit with --backend cpu; with --backend gpu the
+    /// contact model starts afresh at the checkpoint, see the README).
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u32>,
     /// Continue the run whose --out directory DIR holds a checkpoint, with its scene, overrides and
@@ -221,6 +224,9 @@ struct SavedRun {
     color: ColorArg,
     contact_matrix: Vec<String>,
     adapter: Option<String>,
+    /// The backend the run steps on (checkpoints written before GPU checkpoints existed: cpu).
+    #[serde(default)]
+    backend: Backend,
 }
 
 /// A path of a run's output: relative to the --out directory when inside it (so the directory may
@@ -285,6 +291,7 @@ impl SavedRun {
             color: a.color,
             contact_matrix: a.contact_matrix.clone(),
             adapter: a.adapter.clone(),
+            backend: a.backend,
         }
     }
 
@@ -305,7 +312,7 @@ impl SavedRun {
         a.color = self.color;
         a.contact_matrix = self.contact_matrix;
         a.adapter = a.adapter.take().or(self.adapter);
-        a.backend = Backend::Cpu;
+        a.backend = self.backend;
         a.overwrite = false;
     }
 }
@@ -500,6 +507,18 @@ impl Runner {
         })
     }
 
+    /// Brings the host's `Sim` up to date for a checkpoint. On the GPU: the state the step changes,
+    /// and a fresh contact model in place of the one the GPU took its start from (the GPU's contact
+    /// state stays on the device, so the checkpoint carries none: a resumed run builds it again).
+    fn sync_for_checkpoint(&mut self, scene: &Scene) -> Result<()> {
+        if let Runner::Gpu(g) = self {
+            g.sync_host()?;
+            let r = g.sim.params.radius;
+            g.sim.set_radius(r, yarnsim::sim::contact_model(scene)?);
+        }
+        Ok(())
+    }
+
     fn frame(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats> {
         Ok(match self {
             Runner::Cpu(s) => s.frame_with(on_step)?,
@@ -567,9 +586,6 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         if a.out.is_none() {
             bail!("--checkpoint-every writes the checkpoint into the --out directory; give --out");
-        }
-        if a.backend == Backend::Gpu {
-            bail!("--checkpoint-every is not available with --backend gpu yet (the GPU step's state lives on the device); use --backend cpu");
         }
     }
     let color = a.color.mode();
@@ -767,6 +783,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
         if let Some((n, dir, saved)) = &checkpointing {
             if k % n == 0 || k == frames {
+                runner.sync_for_checkpoint(&scene)?;
                 bar.suspend(|| write_checkpoint(dir, runner.sim(), &scene, &scene_dir, saved))?;
             }
         }
