@@ -551,18 +551,7 @@ fn rejected_options_leave_no_directory() {
                 os("contacts"),
             ],
         ),
-        // Refusals of the GPU backend.
-        (
-            "--backend gpu",
-            vec![
-                os("--out"),
-                o,
-                os("--backend"),
-                os("gpu"),
-                os("--checkpoint-every"),
-                os("1"),
-            ],
-        ),
+        // A GPU option on a CPU run.
         (
             "--adapter",
             vec![os("--out"), o, os("--adapter"), os("nothing")],
