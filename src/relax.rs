@@ -147,6 +147,18 @@ impl Schedule {
         }
     }
 
+    /// The report before the first step.
+    fn empty_report(&self) -> RelaxReport {
+        RelaxReport {
+            steps: 0,
+            time: 0.0,
+            start_radius: self.start,
+            radius: self.target,
+            max_speed: f64::NAN,
+            settled: false,
+        }
+    }
+
     /// The first step of stage `s` (`s ≤ stages`).
     fn stage_start(&self, s: u64) -> u64 {
         if s == 0 {
@@ -216,14 +228,7 @@ pub fn relax(
     let saved = begin(sim, scene);
     let mut stage = 0;
     sim.set_radius(sch.radius_at(0), model_at(scene, sch.radius_at(0))?);
-    let mut report = RelaxReport {
-        steps: 0,
-        time: 0.0,
-        start_radius: sch.start,
-        radius: sch.target,
-        max_speed: f64::NAN,
-        settled: false,
-    };
+    let mut report = sch.empty_report();
     let result = (|| {
         for k in 0..sch.max_steps {
             let want = sch.stage_of(k);
@@ -276,14 +281,7 @@ pub fn relax_gpu(
     }
     let sch = Schedule::new(&sim, scene);
     let saved = begin(&mut sim, scene);
-    let mut report = RelaxReport {
-        steps: 0,
-        time: 0.0,
-        start_radius: sch.start,
-        radius: sch.target,
-        max_speed: f64::NAN,
-        settled: false,
-    };
+    let mut report = sch.empty_report();
     let mut k = 0u64;
     let mut stage = 0u64;
     // What the last stage's contact buffers grew to: the next, at a larger radius, needs as much,

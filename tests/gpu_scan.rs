@@ -364,6 +364,22 @@ fn gpu_count_plan_matches_twin() {
     }
 }
 
+/// Runs a counted scan of buffer `data` (made for `cap` elements, sized by `src`) and reads it back.
+fn counted_scan(
+    gpu: &Gpu,
+    pipelines: &Pipelines,
+    bufs: &Buffers,
+    src: &CountSource,
+    cap: u32,
+) -> Vec<u32> {
+    let sc = GpuScan::counted(&gpu.device, pipelines, bufs.get("data").unwrap(), cap, src).unwrap();
+    submit(gpu, |pass| sc.record(pipelines, pass).unwrap());
+    let out = bufs
+        .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
+        .unwrap();
+    bytemuck::cast_slice(&out).to_vec()
+}
+
 /// A counted scan over a capacity scans the live prefix (count + 1 elements) exactly and leaves the
 /// rest; a counted sort of a buffer whose tail past the count holds the sentinel gives the sort of
 /// the whole buffer. Counts above the capacity clamp to it.
@@ -401,19 +417,8 @@ fn gpu_counted_scan_and_sort_follow_the_live_count() {
         // Scan of offsets: count + 1 elements (capped).
         let data = counts(&mut rng, cap as usize);
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
-        let sc = GpuScan::counted(
-            &gpu.device,
-            &pipelines,
-            bufs.get("data").unwrap(),
-            cap,
-            &src,
-        )
-        .unwrap();
-        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
-        let out = bufs
-            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
-            .unwrap();
-        let got: &[u32] = bytemuck::cast_slice(&out);
+        let got = counted_scan(&gpu, &pipelines, &bufs, &src, cap);
+        let got = &got[..];
         let n = (count.min(cap - 1) + 1) as usize;
         let mut want = data.clone();
         scan::exclusive_scan(&mut want[..n], &mut Vec::new());
@@ -478,19 +483,8 @@ fn gpu_counted_scan_of_three_levels_follows_the_live_count() {
             word: 0,
             add: 1,
         };
-        let sc = GpuScan::counted(
-            &gpu.device,
-            &pipelines,
-            bufs.get("data").unwrap(),
-            cap,
-            &src,
-        )
-        .unwrap();
-        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
-        let out = bufs
-            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
-            .unwrap();
-        let got: &[u32] = bytemuck::cast_slice(&out);
+        let got = counted_scan(&gpu, &pipelines, &bufs, &src, cap);
+        let got = &got[..];
         let n = (count.min(cap - 1) + 1) as usize;
         let mut want = data.clone();
         want[..n].copy_from_slice(&plain_exclusive(&data[..n]));
