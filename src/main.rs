@@ -939,7 +939,12 @@ fn table(a: TableArgs) -> Result<()> {
             &l.pins,
             &opts,
             gpu.as_ref(),
-            &mut |done, total| {
+            &mut |stage, done, total| {
+                let what = match stage {
+                    yarnsim::table::Stage::Relaxing => "relaxing",
+                    yarnsim::table::Stage::Measuring => "measuring",
+                };
+                bar.set_message(format!("{} {what}", path.display()));
                 bar.set_length(total);
                 bar.set_position(done);
             },

@@ -91,8 +91,16 @@ pub struct SceneTable {
     pub acl: Vec<Variant>,
 }
 
-/// Progress: steps done and the total.
-pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+/// What [`measure_scene`] is doing: relaxing the scene (its steps taken and the most it may take)
+/// or running the start frames and the variants (steps done and the total).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Relaxing,
+    Measuring,
+}
+
+/// Progress: the stage, its steps done and its total.
+pub type Progress<'a> = &'a mut dyn FnMut(Stage, u64, u64);
 
 /// Total steps [`measure_scene`] runs for `opts` on a scene of `steps_per_frame` steps per frame,
 /// relaxation excluded.
@@ -116,27 +124,35 @@ pub fn measure_scene(
 ) -> Result<SceneTable, TableError> {
     let base = Sim::from_build(scene, build, pins)?;
     let total = total_steps(opts, base.params.steps_per_frame);
-    let mut done = 0u64;
-    let mut tick = || {
-        done += 1;
-        progress(done, total);
-    };
+    let mut relaxing =
+        |p: &crate::relax::RelaxProgress| progress(Stage::Relaxing, p.step, p.max_steps);
     let (base, relax) = match gpu {
         None => {
             let mut base = base;
-            let relax = crate::relax::relax(&mut base, scene, &mut |_| {})?;
+            let relax = crate::relax::relax(&mut base, scene, &mut relaxing)?;
+            (base, relax)
+        }
+        Some(g) => crate::relax::relax_gpu(base, scene, g, &mut relaxing)?,
+    };
+    let mut done = 0u64;
+    let mut tick = || {
+        done += 1;
+        progress(Stage::Measuring, done, total);
+    };
+    let base = match gpu {
+        None => {
+            let mut base = base;
             for _ in 0..opts.start_frames {
                 base.frame_with(&mut tick)?;
             }
-            (base, relax)
+            base
         }
         Some(g) => {
-            let (base, relax) = crate::relax::relax_gpu(base, scene, g, &mut |_| {})?;
             let mut gs = GpuSim::new(g, base, &scene.contact)?;
             for _ in 0..opts.start_frames {
                 gs.frame_with(&mut tick)?;
             }
-            (gs.into_sim()?, relax)
+            gs.into_sim()?
         }
     };
     let mut saved = StateWriter::new();
@@ -158,7 +174,7 @@ pub fn measure_scene(
         sim.set_radius(sc.yarn.radius, contact_model(&sc)?);
         let mut tick = || {
             done += 1;
-            progress(done, total);
+            progress(Stage::Measuring, done, total);
         };
         let (st, contact_ms) = match gpu {
             None => {
