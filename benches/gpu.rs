@@ -152,7 +152,7 @@ impl Row {
         let opt = |v: Option<u64>| v.map_or("null".to_string(), |b| b.to_string());
         let mut s = format!(
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
-             \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{:.5},\"contact_sets\":{:.1},\
+             \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
              \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
@@ -163,7 +163,12 @@ impl Row {
             self.steps,
             1e3 / self.step_ms,
             self.step_ms,
-            self.contact_ms,
+            // Unmeasured (no timestamps, or YARNSIM_BENCH_UNTIMED): null, as JSON has no NaN.
+            if self.contact_ms.is_finite() {
+                format!("{:.5}", self.contact_ms)
+            } else {
+                "null".to_string()
+            },
             self.sets,
             self.rebuild_fraction,
             self.touching,
