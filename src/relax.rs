@@ -26,10 +26,10 @@
 //! [`relax_gpu`] runs the same steps on the GPU step ([`GpuSim`], a new one per radius stage, each
 //! built from the state the last one gave back): the relaxation of a garment is thousands of steps
 //! (the scarf: 8,101 steps, about 10 minutes on two CPU cores), which is where a run with
-//! `--backend gpu` spent most of its time. It differs from [`relax`] in one way: the GPU step
-//! reports the fastest point once per batch of up to [`MAX_BATCH`] steps (the host downloads the
-//! velocities then), so once the radius is grown it stops at the end of the first batch that
-//! ends at rest, up to `MAX_BATCH − 1` steps after the CPU path would have.
+//! `--backend gpu` spent most of its time. It differs from [`relax`] in one way: the host sees the
+//! fastest point once per batch (it downloads the velocities then), so once the radius is grown
+//! the batches are [`GPU_CHECK_STEPS`] steps long and the relaxation stops at the end of the first
+//! that ends at rest, up to `GPU_CHECK_STEPS − 1` steps after the CPU path would have.
 
 use crate::gpu::Gpu;
 use crate::gpu_step::{GpuSim, GpuStepError, MAX_BATCH};
@@ -44,6 +44,10 @@ pub enum RelaxError {
     #[error(transparent)]
     Gpu(#[from] GpuStepError),
 }
+
+/// Steps per batch of [`relax_gpu`] once the radius is grown (before: [`MAX_BATCH`]): each batch
+/// ends with a wait for the GPU and a download of the velocities, a small part of 8 steps' time.
+pub const GPU_CHECK_STEPS: u64 = 8;
 
 /// Stages in which the radius grows from its start to its target.
 pub const RADIUS_STAGES: u32 = 16;
@@ -305,7 +309,11 @@ pub fn relax_gpu(
             sch.stage_start(stage + 1).min(sch.max_steps)
         };
         while k < end {
-            let n = (end - k).min(MAX_BATCH as u64);
+            let n = (end - k).min(if grown {
+                GPU_CHECK_STEPS
+            } else {
+                MAX_BATCH as u64
+            });
             gs.steps(n as usize)?;
             if grown {
                 gs.download()?;

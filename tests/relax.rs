@@ -196,8 +196,7 @@ fn max_distance(a: &Sim, b: &Sim) -> f64 {
 }
 
 /// The relaxation on the GPU step (`relax_gpu`, what `run --backend gpu` uses): the generated swatch
-/// comes to rest there too, within a batch of where the CPU path's relaxation would have stopped it
-/// on its own trajectory, the scene is restored, and the state stays at rest on the CPU path for a
+/// comes to rest there too, within a few steps of where the CPU path's relaxation stops it, the scene is restored, and the state stays at rest on the CPU path for a
 /// frame; it ends near the CPU path's relaxed state (both settle the same overlaps).
 #[test]
 fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
@@ -223,6 +222,15 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
     assert!(report.settled, "{report:?}");
     assert!(report.max_speed < scene.relax.speed as f64);
     assert_eq!(report.start_radius, on_cpu.start_radius);
+    // It stops at the end of the first 8-step batch that ends at rest; the paths' roundings may
+    // move the step at which the fastest point falls below relax.speed by a few steps too.
+    let check = yarnsim::relax::GPU_CHECK_STEPS;
+    assert!(
+        report.steps.abs_diff(on_cpu.steps) <= 2 * check,
+        "GPU {} steps, CPU {}",
+        report.steps,
+        on_cpu.steps
+    );
     assert_eq!((sim.time, sim.steps), (0.0, 0));
     assert!(sim.vel.iter().all(|v| *v == [0.0; 4]));
     assert_eq!(sim.params.radius, scene.yarn.radius);
@@ -241,7 +249,7 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
         d,
         d / scene.yarn.radius as f64
     );
-    // Measured on lavapipe: 3.9e-5 cm (3e-4 r) after 529 CPU and 566 GPU steps; both paths damp
+    // Measured on lavapipe: 2.0e-5 cm (1.6e-4 r) after 529 CPU and 534 GPU steps; both paths damp
     // the same overlaps away, and what their roundings make of it stays far below 0.01 r.
     assert!(
         d < 0.01 * scene.yarn.radius as f64,
