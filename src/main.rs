@@ -651,7 +651,9 @@ fn run(mut a: RunArgs) -> Result<()> {
         (Some(g), Backend::Gpu) => {
             let gs = GpuSim::new(g, sim, &scene.contact)
                 .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))?;
-            eprintln!("GPU step on {}", g.summary());
+            if !a.quiet {
+                eprintln!("GPU step on {}", g.summary());
+            }
             Runner::Gpu(Box::new(gs))
         }
         _ => Runner::Cpu(Box::new(sim)),

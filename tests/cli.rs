@@ -1220,3 +1220,35 @@ fn table_runs_its_variants_on_the_gpu() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("--adapter picks the GPU"));
 }
+
+/// `--quiet` holds on the GPU backend too: no line naming the adapter, no relaxation report.
+#[test]
+fn quiet_gpu_run_prints_nothing() {
+    if yarnsim::gpu::testing::gpu_or_skip("quiet_gpu_run_prints_nothing").is_none() {
+        return;
+    }
+    let dir = scratch("quiet_gpu");
+    let scene = tiny_scene(&dir, "none");
+    let run = |quiet: bool| {
+        let mut cmd = bin();
+        cmd.arg("run")
+            .arg(&scene)
+            .args(["--backend", "gpu", "--frames", "1"]);
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        let out = cmd.output().unwrap();
+        check_ok(&out);
+        out
+    };
+    let out = run(true);
+    assert!(out.stdout.is_empty(), "stdout: {}", text(&out.stdout));
+    assert!(out.stderr.is_empty(), "stderr: {}", text(&out.stderr));
+    // Without it, the run names its adapter (so the check above can fail).
+    let out = run(false);
+    assert!(
+        text(&out.stderr).contains("GPU step on"),
+        "{}",
+        text(&out.stderr)
+    );
+}
