@@ -5,8 +5,13 @@
 // length::length_back). Thread j gives block j's separator (its last row) its value from the next
 // level and solves the block's interior with the separators on either side known (Thomas: pivots to
 // the diagonal, solution to r and z).
-// Loop bound: 2 (BLOCK − 1) − 1 = 61 iterations per thread (a forward and a backward sweep over at
-// most BLOCK − 1 interior rows), whatever the number of rows.
+// Each workgroup covers SOLVER_BLOCKS blocks (shaders/shared/length.wgsl): its SOLVER_GROUP threads
+// copy the blocks' rows into workgroup memory (coalesced), thread k solves block j0 + k there (the
+// sweeps are chains of dependent steps, which read from the storage buffer waited on memory at every
+// step), and all of them copy the rows back.
+// Loop bound: ⌈SOLVER_BLOCKS BLOCK / SOLVER_GROUP⌉ = 8 iterations of each copy, and
+// 2 (BLOCK − 1) − 1 = 61 of the sweeps (a forward and a backward sweep over at most BLOCK − 1
+// interior rows), whatever the number of rows.
 
 #import layout
 #import length
@@ -15,37 +20,64 @@
 @group(0) @binding(1) var<storage, read_write> length_sys: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> counters: Counters;
 
+// Rows j0 BLOCK .. (j0 + SOLVER_BLOCKS) BLOCK of the level (fewer at its end; the array is as long
+// as length_reduce's, which also stages the next block).
+var<workgroup> rows: array<vec4<f32>, SOLVER_ROWS>;
+var<workgroup> live: u32;
+
 @compute @workgroup_size(64)
 fn length_back(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let j = thread_index(wid, nwg, lid, 64u);
     let off = length_level.y;
     let n = length_level.z;
     let nb = (n + BLOCK - 1u) / BLOCK;
-    if j >= nb || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+    let j0 = solver_first_block(wid, nwg);
+    if j0 >= nb {
         return;
     }
-    let s = off + j * BLOCK;
-    let sep = off + min(j * BLOCK + BLOCK, n) - 1u;
-    let xr = length_sys[off + n + j];
+    if lid == 0u {
+        live = u32(atomicLoad(&counters.length_iterations) == length_level.x + 1u);
+    }
+    if workgroupUniformLoad(&live) == 0u {
+        return;
+    }
+    let r0 = j0 * BLOCK;
+    let r1 = min(r0 + SOLVER_BLOCKS * BLOCK, n);
+    for (var i = r0 + lid; i < r1; i = i + SOLVER_GROUP) {
+        rows[i - r0] = length_sys[off + i];
+    }
+    workgroupBarrier();
+    let j = j0 + lid;
+    if lid < SOLVER_BLOCKS && j < nb {
+        solve_block(j, lid * BLOCK, min(j * BLOCK + BLOCK, n) - 1u - r0, off + n);
+    }
+    workgroupBarrier();
+    for (var i = r0 + lid; i < r1; i = i + SOLVER_GROUP) {
+        length_sys[off + i] = rows[i - r0];
+    }
+}
+
+// Block j at rows[s ..= sep] (its separator last), the next level's solution at length_sys[next ..].
+fn solve_block(j: u32, s: u32, sep: u32, next: u32) {
+    let xr = length_sys[next + j];
     var xl = vec4<f32>(0.0);
     if j > 0u {
-        xl = length_sys[off + n + j - 1u];
+        xl = length_sys[next + j - 1u];
     }
-    let rs = length_sys[sep];
-    length_sys[sep] = vec4<f32>(rs.x, rs.y, xr.z, xr.w);
+    let rs = rows[sep];
+    rows[sep] = vec4<f32>(rs.x, rs.y, xr.z, xr.w);
     if sep == s {
         return;
     }
-    let cl = length_sys[s].y;
+    let cl = rows[s].y;
     let cr = rs.y;
     // Forward: rows s .. sep get (pivot, coupling, eliminated r, eliminated z).
     var prev = vec4<f32>(0.0);
     for (var i = s; i < sep; i = i + 1u) {
-        var ri = length_sys[i];
+        var ri = rows[i];
         var r = ri.z;
         var z = ri.w;
         if i == s {
@@ -63,18 +95,18 @@ fn length_back(
             z = z - mul0(w, prev.w);
         }
         prev = vec4<f32>(ri.x, ri.y, r, z);
-        length_sys[i] = prev;
+        rows[i] = prev;
     }
     // Backward: the solution into r and z.
     var x = prev.z / prev.x;
     var xz = prev.w / prev.x;
-    length_sys[sep - 1u] = vec4<f32>(prev.x, prev.y, x, xz);
+    rows[sep - 1u] = vec4<f32>(prev.x, prev.y, x, xz);
     var o = prev.y;
     for (var i = sep - 1u; i > s; i = i - 1u) {
-        let bi = length_sys[i - 1u];
+        let bi = rows[i - 1u];
         x = (bi.z - mul0(o, x)) / bi.x;
         xz = (bi.w - mul0(o, xz)) / bi.x;
-        length_sys[i - 1u] = vec4<f32>(bi.x, bi.y, x, xz);
+        rows[i - 1u] = vec4<f32>(bi.x, bi.y, x, xz);
         o = bi.y;
     }
 }

@@ -7,8 +7,13 @@
 // j's row minus what block j's interior gives it (forward sweep, which also gives the coupling to
 // separator j − 1) and what block j+1's interior gives it (backward sweep). When the next level has
 // one row, thread 0 writes its solution (d, 0, r/d, z/d) instead.
-// Loop bound: 2 (BLOCK − 2) = 60 iterations per thread (two sweeps over at most BLOCK − 1 interior
-// rows), whatever the number of rows.
+// Each workgroup covers SOLVER_BLOCKS blocks (shaders/shared/length.wgsl): its SOLVER_GROUP threads
+// first copy the rows its sweeps read (its blocks and the next block) into workgroup memory, with
+// coalesced loads; then thread k sweeps block j0 + k from there. A sweep is a chain of dependent
+// steps, so reading each step's row from the storage buffer (rows BLOCK apart across a warp) made
+// every step wait for memory.
+// Loop bound: ⌈SOLVER_ROWS / SOLVER_GROUP⌉ = 9 iterations of the copy, then 2 (BLOCK − 2) = 60 (two
+// sweeps over at most BLOCK − 1 interior rows), whatever the number of rows.
 
 #import layout
 #import length
@@ -17,22 +22,43 @@
 @group(0) @binding(1) var<storage, read_write> length_sys: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> counters: Counters;
 
+// Rows j0 BLOCK .. (j0 + SOLVER_BLOCKS + 1) BLOCK of the level (fewer at its end).
+var<workgroup> rows: array<vec4<f32>, SOLVER_ROWS>;
+var<workgroup> live: u32;
+
 @compute @workgroup_size(64)
 fn length_reduce(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let j = thread_index(wid, nwg, lid, 64u);
     let off = length_level.y;
     let n = length_level.z;
     let nb = (n + BLOCK - 1u) / BLOCK;
-    if j >= nb || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+    let j0 = solver_first_block(wid, nwg);
+    if j0 >= nb {
         return;
     }
-    let s = j * BLOCK;
-    let sep = min(s + BLOCK, n) - 1u;
-    let row = length_sys[off + sep];
+    if lid == 0u {
+        live = u32(atomicLoad(&counters.length_iterations) == length_level.x + 1u);
+    }
+    if workgroupUniformLoad(&live) == 0u {
+        return;
+    }
+    let r0 = j0 * BLOCK;
+    let r1 = min(r0 + SOLVER_ROWS, n);
+    for (var i = r0 + lid; i < r1; i = i + SOLVER_GROUP) {
+        rows[i - r0] = length_sys[off + i];
+    }
+    workgroupBarrier();
+    let j = j0 + lid;
+    if lid >= SOLVER_BLOCKS || j >= nb {
+        return;
+    }
+    // Indices into rows (the level's row r0 is rows[0]).
+    let s = lid * BLOCK;
+    let sep = min(j * BLOCK + BLOCK, n) - 1u - r0;
+    let row = rows[sep];
     var dd = row.x;
     var rr = row.z;
     var zz = row.w;
@@ -40,13 +66,13 @@ fn length_reduce(
     if sep > s {
         // Block j's interior s .. sep, top-down: beta, rho, zeta end as the last interior row's
         // pivot and right-hand sides; g / beta is (T⁻¹)[last, first].
-        let first = length_sys[off + s];
+        let first = rows[s];
         var beta = first.x;
         var rho = first.z;
         var zeta = first.w;
         var g = 1.0;
         for (var i = s + 1u; i < sep; i = i + 1u) {
-            let ri = length_sys[off + i];
+            let ri = rows[i];
             let w = div0(ri.y, beta);
             beta = ri.x - mul0(ri.y, w);
             rho = ri.z - mul0(w, rho);
@@ -63,15 +89,15 @@ fn length_reduce(
     if j + 1u < nb {
         // Block j+1's interior s2 .. sep2, bottom-up: beta, rho, zeta end as its first row's.
         let s2 = sep + 1u;
-        let sep2 = min(s2 + BLOCK, n) - 1u;
+        let sep2 = min(s2 + r0 + BLOCK, n) - 1u - r0;
         if sep2 > s2 {
-            let last = length_sys[off + sep2 - 1u];
+            let last = rows[sep2 - 1u];
             var beta = last.x;
             var rho = last.z;
             var zeta = last.w;
             var below = last.y;
             for (var i = sep2 - 1u; i > s2; i = i - 1u) {
-                let ri = length_sys[off + i - 1u];
+                let ri = rows[i - 1u];
                 let w = div0(below, beta);
                 beta = ri.x - mul0(below, w);
                 rho = ri.z - mul0(w, rho);

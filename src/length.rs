@@ -74,6 +74,21 @@ use rayon::prelude::*;
 pub const BLOCK: u32 = 32;
 const B: usize = BLOCK as usize;
 
+/// Threads per workgroup of `length_reduce` and `length_back` (`SOLVER_GROUP` in
+/// shaders/shared/length.wgsl).
+pub const SOLVER_GROUP: u32 = 64;
+/// Consecutive blocks each workgroup of `length_reduce` and `length_back` covers (`SOLVER_BLOCKS`):
+/// the workgroup copies their rows into workgroup memory, then one thread sweeps each block there.
+pub const SOLVER_BLOCKS: u32 = 16;
+// A thread per block to sweep it.
+const _: () = assert!(SOLVER_BLOCKS <= SOLVER_GROUP);
+
+/// The threads to dispatch `length_reduce` or `length_back` with on a level of `rows` rows: a
+/// workgroup of [`SOLVER_GROUP`] per [`SOLVER_BLOCKS`] blocks.
+pub fn solver_threads(rows: u32) -> u32 {
+    rows.div_ceil(BLOCK).div_ceil(SOLVER_BLOCKS) * SOLVER_GROUP
+}
+
 /// "No edge" in [`LengthScratch::point_edges`].
 pub const NO_EDGE: u32 = u32::MAX;
 
@@ -827,11 +842,11 @@ impl LengthGpu {
             let solved = &levels[..solve_levels];
             for &lvl in solved {
                 let u = Some(level_uniform(it, lvl));
-                add(&mut out, "length_reduce", u, lvl.size.div_ceil(BLOCK))?;
+                add(&mut out, "length_reduce", u, solver_threads(lvl.size))?;
             }
             for &lvl in solved.iter().rev() {
                 let u = Some(level_uniform(it, lvl));
-                add(&mut out, "length_back", u, lvl.size.div_ceil(BLOCK))?;
+                add(&mut out, "length_back", u, solver_threads(lvl.size))?;
             }
             add(&mut out, "length_cyclic", lv, params.num_yarns)?;
             add(&mut out, "length_update", lv, params.num_points)?;

@@ -247,7 +247,8 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "length::length_assemble",
     },
-    // One thread per block of length::BLOCK rows of the level.
+    // A workgroup of length::SOLVER_GROUP threads per length::SOLVER_BLOCKS blocks of
+    // length::BLOCK rows of the level (length::solver_threads), one thread sweeping each block.
     Kernel {
         name: "length_reduce",
         workgroup_size: 64,

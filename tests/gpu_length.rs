@@ -1265,7 +1265,7 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
                     ("length_sys", bytes(&s.sys)),
                     ("counters", bytes(&[cnt])),
                 ],
-                nb as u32,
+                length::solver_threads(n as u32),
             );
             let input = s.sys.clone();
             length_reduce(&u, &mut s.sys, &mut cnt);
@@ -1299,7 +1299,7 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
                     ("length_sys", bytes(&s.sys)),
                     ("counters", bytes(&[cnt])),
                 ],
-                nb as u32,
+                length::solver_threads(n as u32),
             );
             let input = s.sys.clone();
             length_back(&u, &mut s.sys, &mut cnt);
@@ -1487,15 +1487,32 @@ fn not_converged_is_flagged_on_both_paths() {
 }
 
 /// The solver kernels' block size is `length::BLOCK` (their loop bounds and the twins' partition
-/// depend on it).
+/// depend on it), and their workgroups are what `length::solver_threads` dispatches: `SOLVER_GROUP`
+/// threads covering `SOLVER_BLOCKS` blocks, with room for `SOLVER_BLOCKS + 1` blocks of rows.
 #[test]
 fn solver_kernels_use_the_twins_block_size() {
-    let want = format!("const BLOCK: u32 = {}u;", length::BLOCK);
+    let want = [
+        format!("const BLOCK: u32 = {}u;", length::BLOCK),
+        format!("const SOLVER_GROUP: u32 = {}u;", length::SOLVER_GROUP),
+        format!("const SOLVER_BLOCKS: u32 = {}u;", length::SOLVER_BLOCKS),
+        format!(
+            "const SOLVER_ROWS: u32 = {}u;",
+            (length::SOLVER_BLOCKS + 1) * length::BLOCK
+        ),
+    ];
     for name in ["length_reduce", "length_back"] {
         let src = yarnsim::shaders::expanded_text(name).unwrap();
-        assert!(
-            src.contains(&want),
-            "shaders/{name}.wgsl must declare `{want}` (through shaders/shared/length.wgsl)"
-        );
+        for w in &want {
+            assert!(
+                src.contains(w.as_str()),
+                "shaders/{name}.wgsl must declare `{w}` (through shaders/shared/length.wgsl)"
+            );
+        }
+        let k = yarnsim::shaders::kernel(name).unwrap();
+        assert_eq!(k.workgroup_size, length::SOLVER_GROUP, "{name}");
     }
+    assert_eq!(length::solver_threads(1), length::SOLVER_GROUP);
+    let rows = length::SOLVER_BLOCKS * length::BLOCK;
+    assert_eq!(length::solver_threads(rows), length::SOLVER_GROUP);
+    assert_eq!(length::solver_threads(rows + 1), 2 * length::SOLVER_GROUP);
 }

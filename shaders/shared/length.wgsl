@@ -5,6 +5,22 @@
 
 const BLOCK: u32 = 32u;
 
+// The solver kernels (length_reduce, length_back) run SOLVER_GROUP threads per workgroup, and each
+// workgroup covers SOLVER_BLOCKS consecutive blocks of a level (one thread sweeps each block; the
+// others help stage the rows): the sweeps are chains of dependent steps, so their rows are first
+// copied into workgroup memory with coalesced loads instead of being read one strided row at a time
+// from the storage buffer (length::SOLVER_GROUP, length::SOLVER_BLOCKS).
+const SOLVER_GROUP: u32 = 64u;
+const SOLVER_BLOCKS: u32 = 16u;
+// Rows one workgroup stages: its blocks, and for length_reduce the block after them.
+const SOLVER_ROWS: u32 = 544u; // (SOLVER_BLOCKS + 1) BLOCK
+
+// Workgroup g's first block when each workgroup covers SOLVER_BLOCKS (grids of 2-D workgroups, as
+// thread_index counts them).
+fn solver_first_block(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return (wid.y * nwg.x + wid.x) * SOLVER_BLOCKS;
+}
+
 // a b, but exactly 0 when either factor is 0 even if the other is not finite (length::mul0): the
 // products that cross a zero coupling (between yarns) keep a NaN in its own yarn.
 fn mul0(a: f32, b: f32) -> f32 {
