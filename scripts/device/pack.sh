@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Packs what a check on a lent GPU machine runs into .devbin/bins.tar.xz (git-ignored through
+# .git/info/exclude): release builds of the CLI, the gpu bench and every GPU test binary, stripped.
+# That machine has no Rust toolchain, so everything it runs is built here (x86-64, like it).
+#
+#   scripts/device/pack.sh              # this checkout
+#   BASE=<rev> scripts/device/pack.sh   # also the gpu bench of <rev>, as bench_gpu_old (a baseline
+#                                       # to time in the same call; built in a worktree under /tmp)
+#
+# Then run scripts/device/run.sh there (see its header), carrying .devbin and .gl.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+grep -qx '/.devbin/' .git/info/exclude 2>/dev/null || echo '/.devbin/' >>.git/info/exclude
+rm -rf .devbin/bin && mkdir -p .devbin/bin
+
+# The executables cargo reports for a build, as "name path" lines.
+executables() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(m["target"]["name"], m["executable"])
+'
+}
+
+cargo build --release --bin yarnsim
+cp target/release/yarnsim .devbin/bin/yarnsim
+cargo test --release --no-run --message-format=json 2>/dev/null | executables |
+  while read -r name path; do
+    case "$name" in gpu_* | relax | checkpoint) cp "$path" ".devbin/bin/$name" ;; esac
+  done
+cargo bench --bench gpu --no-run --message-format=json 2>/dev/null | executables |
+  while read -r name path; do
+    [ "$name" = gpu ] && cp "$path" .devbin/bin/bench_gpu
+  done
+if [ -n "${BASE:-}" ]; then
+  wt=/tmp/yarnsim-base
+  git worktree remove --force "$wt" 2>/dev/null || true
+  git worktree add --detach "$wt" "$BASE"
+  (cd "$wt" && CARGO_TARGET_DIR="$root/target/base" cargo bench --bench gpu --no-run \
+    --message-format=json 2>/dev/null) | executables |
+    while read -r name path; do
+      [ "$name" = gpu ] && cp "$path" .devbin/bin/bench_gpu_old
+    done
+  git worktree remove --force "$wt"
+fi
+strip .devbin/bin/*
+git rev-parse --short HEAD >.devbin/bin/HEAD
+# The test binaries look for scenes/ here (CARGO_MANIFEST_DIR): run.sh links it there.
+echo "$root" >.devbin/ROOT
+[ -z "${BASE:-}" ] || echo "$BASE" >.devbin/bin/BASE
+tar -C .devbin -cJf .devbin/bins.tar.xz bin
+rm -rf .devbin/bin
+ls -l .devbin/bins.tar.xz
