@@ -324,3 +324,34 @@ fn bad_parameters_are_errors() {
         Some(SchedError::NotFinite { point: 5 })
     );
 }
+
+/// The grid's cell hash has `SCHED_HASH_BITS` bits on both paths (the WGSL constant is the Rust
+/// one), and the sort's `SCHED_GRID_KEY_BITS` key bits put the sentinel after every hash: the
+/// radix sort looks at those bits only.
+#[test]
+fn cell_hash_fits_the_grid_sort_key() {
+    use yarnsim::sched::grid::{
+        cell_hash, SCHED_GRID_KEY_BITS, SCHED_GRID_SENTINEL, SCHED_HASH_BITS,
+    };
+    let want = format!("const SCHED_HASH_BITS: u32 = {SCHED_HASH_BITS}u;");
+    let src = yarnsim::shaders::expanded_text("sched_grid_write").unwrap();
+    assert!(
+        src.contains(&want),
+        "shaders/shared/sched.wgsl must declare `{want}`"
+    );
+    let mask = (1u64 << SCHED_GRID_KEY_BITS) - 1;
+    let sentinel = SCHED_GRID_SENTINEL.key_lo as u64 & mask;
+    let mut seen = BTreeSet::new();
+    for x in -40..40 {
+        for y in [-3_000_000, -7, 0, 1, 12, 1 << 20] {
+            for z in -20..20 {
+                let h = cell_hash([x, y, z]);
+                assert!((h as u64) < (1u64 << SCHED_HASH_BITS), "{h:#x}");
+                assert!((h as u64 & mask) < sentinel);
+                seen.insert(h);
+            }
+        }
+    }
+    // 19,200 cells: a hash of 2²³ values leaves few collisions (about 0.1% expected).
+    assert!(seen.len() > 19_100, "{} distinct hashes", seen.len());
+}

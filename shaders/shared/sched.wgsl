@@ -145,7 +145,10 @@ fn box_cell(c: CellBox, j: u32) -> vec3<i32> {
     return vec3<i32>(c.lo.x + i32(j % ex), c.lo.y + i32(j / ex % ey), c.lo.z + i32(j / (ex * ey)));
 }
 
-// sched::cell_hash: the 31-bit hash of a cell (wrapping u32 arithmetic, as on the CPU).
+// sched::SCHED_HASH_BITS: bits of cell_hash.
+const SCHED_HASH_BITS: u32 = 23u;
+
+// sched::cell_hash: the SCHED_HASH_BITS-bit hash of a cell (wrapping u32 arithmetic, as on the CPU).
 fn cell_hash(c: vec3<i32>) -> u32 {
     var h = bitcast<u32>(c.x) * 0x9E3779B1u;
     h = h ^ (h >> 15u);
@@ -153,7 +156,7 @@ fn cell_hash(c: vec3<i32>) -> u32 {
     h = h ^ (h >> 13u);
     h = (h + bitcast<u32>(c.z)) * 0xC2B2AE3Du;
     h = h ^ (h >> 16u);
-    return h >> 1u;
+    return h >> (32u - SCHED_HASH_BITS);
 }
 
 // sched::SCHED_MAX_CELL_RUN: items of one hash run a grid lookup scans at most.

@@ -449,7 +449,7 @@ impl SchedGpu {
             pipelines,
             get("sched_grid"),
             c.grid,
-            32,
+            super::grid::SCHED_GRID_KEY_BITS,
             &count(grid_field, 0),
         )?;
         let kb = super::cand_key_bits(ns);

@@ -1,5 +1,5 @@
 //! Stage `grid_build` of the scheduler: one `(cell, segment)` item per grid cell of every segment's
-//! cell box (`cells`), sorted by a 31-bit hash of the cell, stably, so that the items of one cell
+//! cell box (`cells`), sorted by a [`SCHED_HASH_BITS`]-bit hash of the cell, stably, so that the items of one cell
 //! form a run of equal hashes (shared with the few cells whose hash collides) in segment order, found
 //! by binary search ([`SchedGrid::segments_in`]). The grid is a deterministic function of the cell
 //! boxes, the same on both paths.
@@ -15,9 +15,10 @@
 //! 2. exclusive scan of `sched_grid_offsets` ([`crate::scan`]);
 //! 3. [`sched_grid_write`] (one thread per slot of `sched_counters.grid.capacity`): slot `i` finds its
 //!    segment by binary search and writes its item; slots past the total get
-//!    [`SCHED_GRID_SENTINEL`] (key above every 31-bit hash, so the stable sort keeps them last);
+//!    [`SCHED_GRID_SENTINEL`] (key above every hash, so the stable sort keeps them last);
 //!    count and overflow into `sched_counters.grid`;
-//! 4. radix sort of `sched_grid` (capacity records, 32 key bits: 4 passes; [`crate::sort`]).
+//! 4. radix sort of `sched_grid` (capacity records, [`SCHED_GRID_KEY_BITS`] = 24 key bits: 3 passes
+//!    of 8 bits; [`crate::sort`]).
 
 use super::CellBox;
 use crate::contact::grid::upper_segment;
@@ -35,10 +36,21 @@ pub const SCHED_GRID_SENTINEL: KeyValue = KeyValue {
     _pad: 0,
 };
 
-/// The 31-bit hash of a cell (shaders/shared/sched.wgsl `cell_hash`): the coordinates folded in
-/// one at a time, each followed by an odd multiply and an xor-shift (all bijections of u32, so cells
-/// differing in one coordinate never collide before the last bit is dropped); u32 arithmetic wraps
-/// alike on both paths.
+/// Bits of [`cell_hash`] (`SCHED_HASH_BITS` in shaders/shared/sched.wgsl). Cells whose hashes
+/// collide share a run of the sorted grid, which a lookup scans past (it compares the cells), so
+/// fewer bits cost longer runs where there are many cells: 2²³ hashes leave about 1% of the relaxed
+/// scarf's ~10⁵ cells sharing a run, and a garment of 10⁶ cells about 12%. In exchange the sort
+/// takes 3 radix passes of 8 bits instead of the 4 a 31-bit hash needed.
+pub const SCHED_HASH_BITS: u32 = 23;
+
+/// Key bits the grid's items are sorted by: one above the hash, so that the sentinel's low bits
+/// (all ones) sort after every hash.
+pub const SCHED_GRID_KEY_BITS: u32 = SCHED_HASH_BITS + 1;
+
+/// The [`SCHED_HASH_BITS`]-bit hash of a cell (shaders/shared/sched.wgsl `cell_hash`): the
+/// coordinates folded in one at a time, each followed by an odd multiply and an xor-shift (all
+/// bijections of u32, so cells differing in one coordinate never collide before the low bits are
+/// dropped); u32 arithmetic wraps alike on both paths.
 #[inline]
 pub fn cell_hash(c: [i32; 3]) -> u32 {
     let mut h = (c[0] as u32).wrapping_mul(0x9E37_79B1);
@@ -47,7 +59,7 @@ pub fn cell_hash(c: [i32; 3]) -> u32 {
     h ^= h >> 13;
     h = h.wrapping_add(c[2] as u32).wrapping_mul(0xC2B2_AE3D);
     h ^= h >> 16;
-    h >> 1
+    h >> (32 - SCHED_HASH_BITS)
 }
 
 /// The number of cells of a box (0 for an invalid one; at most `MAX_CELLS_PER_SEGMENT` for a box
@@ -165,8 +177,8 @@ pub fn grid_build(cells: &[CellBox], grid: &mut SchedGrid) {
         }
     }
     let nb = (2 * raw.len()).next_power_of_two().max(64);
-    let bits = nb.trailing_zeros().min(31);
-    let shift = 31 - bits;
+    let bits = nb.trailing_zeros().min(SCHED_HASH_BITS);
+    let shift = SCHED_HASH_BITS - bits;
     let starts = &mut grid.bucket_start;
     starts.clear();
     starts.resize(nb + 1, 0);
