@@ -13,9 +13,11 @@
 //!    workgroup memory (no atomics whose order could vary); the twin counts them in order.
 //!
 //! Passes ping-pong between the data buffer and a scratch buffer of the same size; the number of
-//! passes is rounded up to an even one, so the result always ends where the data started. Digits
-//! above the key's significant bits are zero everywhere, so a smaller `key_bits` (fewer passes)
-//! sorts the same when the keys fit it.
+//! passes is rounded up to an even one, so the result always ends where the data started. A sort
+//! *into* another buffer ([`GpuSort::counted_into`], [`SortPlan::odd`]) rounds up to an odd number
+//! instead and ping-pongs between its input and its output, so that 24-bit keys take 3 passes, not
+//! 4. Digits above the key's significant bits are zero everywhere, so a smaller `key_bits` (fewer
+//! passes) sorts the same when the keys fit it.
 //!
 //! Variable-size inputs are sorted at their capacity with the unused tail set to a sentinel key
 //! larger than every real key (e.g. all ones), which the stable sort keeps at the end.
@@ -78,7 +80,25 @@ impl SortPlan {
         }
     }
 
-    /// One per digit pass, in order (an even number of them).
+    /// The passes of a sort of `n` records on the low `key_bits` bits of their keys into another
+    /// buffer: `⌈key_bits / 8⌉` rounded up to an odd number, so that the ping-pong between the
+    /// input and the output ends in the output. (Like [`SortPlan::new`]'s even rounding, an extra
+    /// pass sorts on the next 8 bits, which must then be zero in every live key.)
+    pub fn odd(n: u32, key_bits: u32) -> SortPlan {
+        let mut plan = SortPlan::new(n, key_bits);
+        let want = (key_bits.div_ceil(8) | 1) as usize;
+        assert!(want <= plan.passes.len(), "keys have 64 bits");
+        for p in plan.num_passes..want {
+            plan.passes[p] = SortPass {
+                shift: 8 * p as u32,
+                ..plan.passes[0]
+            };
+        }
+        plan.num_passes = want;
+        plan
+    }
+
+    /// One per digit pass, in order (an even number of them; odd for [`SortPlan::odd`]).
     pub fn passes(&self) -> &[SortPass] {
         &self.passes[..self.num_passes]
     }
@@ -189,7 +209,7 @@ impl GpuSort {
         n: u32,
         key_bits: u32,
     ) -> Result<GpuSort, PipelineError> {
-        Self::make(device, pipelines, data, n, key_bits, None)
+        Self::make(device, pipelines, data, None, n, key_bits, None)
     }
 
     /// The sort of the first `min(count, cap)` records of `data` (the count read on the GPU from
@@ -202,19 +222,49 @@ impl GpuSort {
         key_bits: u32,
         src: &CountSource,
     ) -> Result<GpuSort, PipelineError> {
-        Self::make(device, pipelines, data, cap, key_bits, Some(src))
+        Self::make(device, pipelines, data, None, cap, key_bits, Some(src))
+    }
+
+    /// Like [`GpuSort::counted`], but the sorted live records land in `output` (of `input`'s size)
+    /// and `input` is left clobbered: an odd number of passes ([`SortPlan::odd`]) that ping-pong
+    /// between the two, with no scratch buffer of its own. For keys of 17–24 bits that is one pass
+    /// fewer than a sort in place. Unlike an in-place sort, the slots of `output` past the live
+    /// count are left as they were, not filled with the input's tail: its readers must stop at the
+    /// count.
+    pub fn counted_into(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        cap: u32,
+        key_bits: u32,
+        src: &CountSource,
+    ) -> Result<GpuSort, PipelineError> {
+        Self::make(
+            device,
+            pipelines,
+            input,
+            Some(output),
+            cap,
+            key_bits,
+            Some(src),
+        )
     }
 
     fn make(
         device: &wgpu::Device,
         pipelines: &Pipelines,
         data: &wgpu::Buffer,
+        output: Option<&wgpu::Buffer>,
         n: u32,
         key_bits: u32,
         src: Option<&CountSource>,
     ) -> Result<GpuSort, PipelineError> {
         use wgpu::util::DeviceExt;
-        let plan = SortPlan::new(n, key_bits);
+        let plan = match output {
+            Some(_) => SortPlan::odd(n, key_bits),
+            None => SortPlan::new(n, key_bits),
+        };
         let storage = |label: &str, bytes: u64| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -224,7 +274,11 @@ impl GpuSort {
             })
         };
         let hist = storage("sort_hist", plan.hist_len as u64 * 4);
-        let scratch = storage("sort_scratch", n as u64 * 16);
+        // The partner buffer of the ping-pong: the output, or a scratch buffer of our own.
+        let scratch = match output {
+            Some(out) => out.clone(),
+            None => storage("sort_scratch", n as u64 * 16),
+        };
         let counted = match src {
             None => None,
             Some(src) => {

@@ -456,6 +456,94 @@ fn gpu_counted_scan_and_sort_follow_the_live_count() {
     }
 }
 
+/// A counted sort *into* another buffer (`GpuSort::counted_into`) takes an odd number of passes,
+/// ⌈bits / 8⌉ or one more, ending in the output: the live records stably sorted by the low
+/// 8 · passes bits of their keys (the bits above are carried, not sorted); the output past them is
+/// left as it was.
+#[test]
+fn gpu_counted_sort_into_another_buffer_takes_odd_passes() {
+    let Some(gpu) = gpu_or_skip("gpu_counted_sort_into_another_buffer_takes_odd_passes") else {
+        return;
+    };
+    let pipelines = Pipelines::only(
+        &gpu.device,
+        &[
+            "count_plan",
+            "scan_reduce",
+            "scan_add",
+            "sort_histogram",
+            "sort_scatter",
+        ],
+    )
+    .unwrap();
+    let mut rng = Rng(29);
+    let cap = 9_001u32;
+    for (bits, passes) in [(8u32, 1usize), (16, 3), (20, 3), (24, 3), (32, 5)] {
+        for count in [0u32, 1, 300, 9_001] {
+            let mut bufs = Buffers::default();
+            storage(
+                &gpu,
+                &mut bufs,
+                "count",
+                bytemuck::cast_slice(&[count, 0, 0, 0]),
+            );
+            let src = CountSource {
+                buffer: bufs.get("count").unwrap().clone(),
+                word: 0,
+                add: 0,
+            };
+            // Keys below 2^(bits − 1), so the sentinel's low bits (all ones) sort after them.
+            let mask = (1u64 << (bits - 1)) as u32 - 1;
+            let mut recs = records(&mut rng, cap as usize, 5000);
+            for (i, r) in recs.iter_mut().enumerate() {
+                if i < count as usize {
+                    r.key_lo &= mask;
+                } else {
+                    *r = KeyValue {
+                        key_lo: u32::MAX,
+                        key_hi: u32::MAX,
+                        value: u32::MAX,
+                        _pad: 0,
+                    };
+                }
+            }
+            storage(&gpu, &mut bufs, "in", bytemuck::cast_slice(&recs));
+            let before: Vec<KeyValue> = (0..cap)
+                .map(|i| KeyValue {
+                    key_lo: 7,
+                    key_hi: i,
+                    value: 3,
+                    _pad: 0,
+                })
+                .collect();
+            storage(&gpu, &mut bufs, "out", bytemuck::cast_slice(&before));
+            let so = GpuSort::counted_into(
+                &gpu.device,
+                &pipelines,
+                bufs.get("in").unwrap(),
+                bufs.get("out").unwrap(),
+                cap,
+                bits,
+                &src,
+            )
+            .unwrap();
+            assert_eq!(so.plan().passes().len(), passes, "{bits} bits");
+            submit(&gpu, |pass| so.record(&pipelines, pass).unwrap());
+            let out = bufs
+                .read(&gpu.device, &gpu.queue, "out", 16 * cap as u64)
+                .unwrap();
+            let got: &[KeyValue] = bytemuck::cast_slice(&out);
+            let n = count.min(cap) as usize;
+            let mut want = recs[..n].to_vec();
+            // The passes sort the low 8 · passes bits (for 32 bits: 40, the low byte of key_hi too).
+            let low = (1u128 << (8 * passes)) - 1;
+            want.sort_by_key(|r| sort::key(r) as u128 & low);
+            want.extend_from_slice(&before[n..]);
+            assert!(got == &want[..], "{bits} bits, count {count}");
+        }
+    }
+}
+
 /// A counted scan made for three levels (more than 2,048² elements) whose live count needs one,
 /// two or three of them: the levels above the live top hold 0 or 1 elements and must add nothing.
 #[test]

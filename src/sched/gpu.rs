@@ -20,7 +20,7 @@
 //! | 3 | `quadrature_points` | — | segments · b |
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B) | p0 | entry cap. + 1 |
 //! | 5 | `sched_sizes` (kept) | — | 1 |
-//! | 6 | `sched_grid_count`, scan, `sched_grid_write`, counted sort | — | segments + 1, grid cap. |
+//! | 6 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 7 | `newcomer_count`, counted scan, `newcomer_write`, counted sort | — | grid / candidate cap. |
 //! | 8 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
 //! | 9 | `release_count`, scan | — | release list cap. + 1 |
@@ -340,12 +340,15 @@ impl SchedGpu {
         let c = caps;
         let se = std::mem::size_of::<SchedEntry>();
         let kv = std::mem::size_of::<KeyValue>();
-        let sizes: [(&str, usize); 14] = [
+        let sizes: [(&str, usize); 15] = [
             ("entries_a", c.entries as usize * se),
             ("entries_b", c.entries as usize * se),
             ("saved_entries_a", c.entries as usize * se),
             ("keep", (c.entries as usize + 1) * 4),
             ("touch_offsets", (c.entries as usize + 1) * 4),
+            // sched_grid_write writes the grid's items unsorted into sched_grid_in; the sort
+            // leaves them sorted in sched_grid (an odd number of passes, no scratch of its own).
+            ("sched_grid_in", c.grid as usize * kv),
             ("sched_grid", c.grid as usize * kv),
             ("newcomer_offsets", (c.grid as usize + 1) * 4),
             ("sched_cand", c.cand as usize * kv),
@@ -444,9 +447,10 @@ impl SchedGpu {
         )?;
         let scan_rel = scan("release_offsets", c.released + 1)?;
         let scan_touch = scan("touch_offsets", c.entries + 1)?;
-        let sort_grid = GpuSort::counted(
+        let sort_grid = GpuSort::counted_into(
             device,
             pipelines,
+            get("sched_grid_in"),
             get("sched_grid"),
             c.grid,
             super::grid::SCHED_GRID_KEY_BITS,
@@ -512,7 +516,12 @@ impl SchedGpu {
         d.push(("sched_sizes", sizes(1)?, 1.into()));
         push(&mut d, "sched_grid_count", &st, T::Fixed(ns + 1))?;
         add(&mut d, scan_grid.dispatches().collect());
-        push(&mut d, "sched_grid_write", &st, c.grid.into())?;
+        push(
+            &mut d,
+            "sched_grid_write",
+            &[("sched", "sched_step"), ("sched_grid", "sched_grid_in")],
+            c.grid.into(),
+        )?;
         add(&mut d, sort_grid.dispatches());
         push(&mut d, "newcomer_count", &st, T::Fixed(c.grid + 1))?;
         add(&mut d, scan_new.dispatches().collect());
