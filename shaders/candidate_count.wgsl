@@ -1,5 +1,6 @@
 // candidate_count: cand_offsets[i] = the candidate segment pairs that entry i of the sorted grid
-// entries (sorted by their key's lo word) emits: pairs with each later entry of the same cell (the
+// entries (sorted by their key's lo word; the first min(count, capacity) are live, 0 for the slots
+// past them) emits: pairs with each later entry of the same cell (the
 // same lo and hi, within the run of equal lo) whose padded box overlaps its own,
 // counted only in the lowest cell both boxes cover (grid.wgsl pair_here), so every pair is
 // emitted once. cand_offsets[capacity] = 0 (the scan's trailing element). A cell run longer than
@@ -30,12 +31,14 @@ fn candidate_count(
         }
         return;
     }
-    let e = grid_entries[i];
+    // The live entries: the sort leaves the slots past them as they were.
+    let n = min(atomicLoad(&counters.grid_entries.count), cap);
     var count = 0u;
-    if e.key_hi != GRID_SENTINEL {
+    if i < n && grid_entries[i].key_hi != GRID_SENTINEL {
+        let e = grid_entries[i];
         let ba = seg_box[e.value];
         var j = i + 1u;
-        for (var steps = 0u; j < cap; steps = steps + 1u) {
+        for (var steps = 0u; j < n; steps = steps + 1u) {
             let o = grid_entries[j];
             // The run of equal lo (the sort key) ends at another lo or at the sentinels; its
             // entries of another cell (other hi) are skipped.

@@ -1,7 +1,8 @@
 // candidate_write: the pairs of candidate_count, as [min, max] segment indices, written from
 // cand_offsets[i] (scanned) on, those within counters.candidate_pairs.capacity; thread 0 records
 // the total cand_offsets[capacity of the entries] and its overflow flag in
-// counters.candidate_pairs. CPU twin: contact::grid::candidate_write.
+// counters.candidate_pairs. Reads the first min(count, capacity) entries only (the live ones).
+// CPU twin: contact::grid::candidate_write.
 // One thread per slot of counters.grid_entries.capacity.
 // Loop bound: MAX_CELL_RUN = 4096 later entries of the cell (as candidate_count).
 
@@ -31,7 +32,9 @@ fn candidate_write(
             atomicStore(&counters.candidate_pairs.overflow, 1u);
         }
     }
-    if i >= cap {
+    // The live entries: the sort leaves the slots past them as they were.
+    let n = min(atomicLoad(&counters.grid_entries.count), cap);
+    if i >= n {
         return;
     }
     let e = grid_entries[i];
@@ -41,7 +44,7 @@ fn candidate_write(
     let ba = seg_box[e.value];
     var k = cand_offsets[i];
     var j = i + 1u;
-    for (var steps = 0u; j < cap && steps < MAX_CELL_RUN; steps = steps + 1u) {
+    for (var steps = 0u; j < n && steps < MAX_CELL_RUN; steps = steps + 1u) {
         let o = grid_entries[j];
         // As candidate_count: the run of equal lo, its entries of other cells skipped.
         if o.key_lo != e.key_lo || o.key_hi == GRID_SENTINEL {

@@ -321,7 +321,7 @@ pub fn key_bits(n: u32) -> u32 {
 ///
 /// The grid origin is the centroid of the positions of the first [`Self::detect`] on a topology,
 /// then kept (a fixed origin keeps the cell keys, and so the summation order, a function of the
-/// positions alone; keys reach 2²⁰ cells either side, kilometres at any sensible cell width).
+/// positions alone; keys reach 2¹⁷ cells either side, hundreds of metres at any sensible cell width).
 #[derive(Debug)]
 pub struct ExactContact {
     params: ContactParams,

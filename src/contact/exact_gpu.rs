@@ -9,8 +9,8 @@
 //! |---|--------|---------|
 //! | 1 | `aabb_raster` | segments + 1 |
 //! | 2 | scan of `grid_offsets` (`scan_reduce`…, `scan_add`…) | segments + 1 |
-//! | 3 | `grid_write` | entry capacity |
-//! | 4 | radix sort of `grid_entries` by the key's `lo` word, 4 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry count (`count_plan`) |
+//! | 3 | `grid_write` (into `grid_entries_in`) | entry capacity |
+//! | 4 | radix sort of `grid_entries_in` into `grid_entries` by the key's `lo` word (24 bits), 3 passes of (`sort_histogram`, scan of `sort_hist`, `sort_scatter`) | entry count (`count_plan`) |
 //! | 5 | `candidate_count` | entry capacity + 1 |
 //! | 6 | scan of `cand_offsets` | entry capacity + 1 |
 //! | 7 | `candidate_write` | entry capacity |
@@ -123,6 +123,12 @@ impl ExactGpu {
         };
         up("seg_box", &zeros(ns * std::mem::size_of::<SegmentBox>()));
         up("grid_offsets", &zeros((ns + 1) * 4));
+        // grid_write writes into grid_entries_in; the sort leaves the live entries sorted in
+        // grid_entries (3 passes into another buffer; the stages after it stop at the count).
+        up(
+            "grid_entries_in",
+            &zeros(ec * std::mem::size_of::<KeyValue>()),
+        );
         up("grid_entries", &zeros(ec * std::mem::size_of::<KeyValue>()));
         up("cand_offsets", &zeros((ec + 1) * 4));
         up("candidates", &zeros(cc * 8));
@@ -141,15 +147,16 @@ impl ExactGpu {
         );
         let get = |n: &str| buffers.get(n).expect("uploaded above");
         let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
-        // Sized by the live entry count (grid_write fills the slots past it with the sentinel).
+        // Sized by the live entry count.
         let entries_count = CountSource {
             buffer: get("counters").clone(),
             word: (offset_of!(Counters, grid_entries) + offset_of!(Capacity, count)) as u32 / 4,
             add: 0,
         };
-        let sort_entries = GpuSort::counted(
+        let sort_entries = GpuSort::counted_into(
             device,
             pipelines,
+            get("grid_entries_in"),
             get("grid_entries"),
             entry_capacity,
             super::grid::GRID_KEY_BITS,
@@ -187,7 +194,16 @@ impl ExactGpu {
         let mut d: Vec<Dispatch> = Vec::new();
         d.push(own("aabb_raster", ns as u32 + 1)?);
         d.extend(owned(scan_seg.dispatches()));
-        d.push(own("grid_write", entry_capacity)?);
+        d.push((
+            "grid_write",
+            pipelines.bind_group_with(
+                device,
+                "grid_write",
+                buffers,
+                &[("grid_entries", get("grid_entries_in"))],
+            )?,
+            entry_capacity.into(),
+        ));
         d.extend(owned(sort_entries.dispatches()));
         d.push(own("candidate_count", entry_capacity + 1)?);
         d.extend(owned(scan_cand.dispatches()));

@@ -11,9 +11,11 @@
 //!    binary search in `grid_offsets` and writes `(cell key, segment)`; entries are in segment
 //!    order, cells of a segment x-fastest; slots past the total get the [`SENTINEL`] key. The count
 //!    goes to `Counters::grid_entries` (overflow when it exceeds the capacity);
-//! 4. radix sort of the entries by cell key ([`crate::sort`], 64-bit keys), stable, so each cell's
-//!    entries stay in segment order;
-//! 5. [`candidate_count`] (one thread per entry slot, plus one): entry `i` counts the pairs it forms
+//! 4. radix sort of the entries by the low word of the cell key ([`pack_key`], [`GRID_KEY_BITS`]),
+//!    stable, so each cell's entries stay in segment order; on the GPU from `grid_entries_in`
+//!    into `grid_entries`, 3 passes, its live entries only (the slots past them keep what they
+//!    held: the next stages stop at the count);
+//! 5. [`candidate_count`] (one thread per entry slot, plus one): live entry `i` counts the pairs it forms
 //!    with the entries after it in the same cell — padded boxes overlapping, and this cell being
 //!    the lowest cell both boxes cover (the per-axis maximum of their lower cells), so a pair met
 //!    in several cells is emitted from exactly one;
@@ -26,8 +28,8 @@
 //!
 //! Cell keys pack the cell coordinates relative to the grid origin (`params.grid_origin_*`, cell
 //! width `params.grid_cell`, `params.grid_inv_cell = 1/grid_cell` computed on the host so that both
-//! paths multiply by the same number) as 21 bits per axis, offset by 2²⁰: x in bits 0–20, y in
-//! 21–41, z in 42–62. A segment beyond ±2²⁰ cells or over more than [`MAX_CELLS_PER_SEGMENT`] cells
+//! paths multiply by the same number) as 18 bits per axis, offset by 2¹⁷ ([`pack_key`]). A segment
+//! beyond ±2¹⁷ cells or over more than [`MAX_CELLS_PER_SEGMENT`] cells
 //! is left out with `ERROR_GRID_RANGE`; a non-finite box raises `ERROR_NAN_POSITION` with the
 //! lowest non-finite control point in `first_bad_point`.
 //!
@@ -46,8 +48,9 @@ use rayon::prelude::*;
 /// The AABB padding is `r` times this (1 + 2⁻¹³, exactly representable, so both paths use the same
 /// f32): the hair above 1 keeps a pair at exactly `2r` after rounding a candidate.
 pub const PAD_FACTOR: f32 = 1.0 + 1.0 / 8192.0;
-/// Cells per axis on either side of the grid origin that a key can name.
-pub const GRID_HALF_RANGE: i32 = 1 << 20;
+/// Cells per axis on either side of the grid origin that a key can name (18 bits per axis: at a
+/// cell of 0.25 cm, 327 m either side).
+pub const GRID_HALF_RANGE: i32 = 1 << 17;
 /// A segment covering more cells than this is left out (`ERROR_GRID_RANGE`): the cloth exploded or
 /// `contact.grid_cell` is far smaller than the segments.
 pub const MAX_CELLS_PER_SEGMENT: u32 = 1 << 16;
@@ -79,23 +82,24 @@ pub fn grid_origin(pos: &[[f32; 4]]) -> Option<[f32; 3]> {
     o.iter().all(|v| v.is_finite()).then_some(o)
 }
 
-/// The packed key `(lo, hi)` of cell `c` (coordinates within ±2²⁰, offset to 21 unsigned bits
-/// `x, y, z`): `lo` holds the low 11, 10 and 11 bits of `x, y, z`, `hi` the rest (10, 11 and 10
-/// bits; below 2³¹, so never the sentinel). The entries are sorted by `lo` alone — a 32-bit key,
-/// half the radix passes of the whole 63 bits — so cells 2,048 (x, z) or 1,024 (y) cells apart
-/// share a run of equal `lo`; the pair scans skip the entries of such a run whose `hi` differs.
+/// The packed key `(lo, hi)` of cell `c` (coordinates within ±2¹⁷, offset to 18 unsigned bits
+/// `x, y, z`): `lo` holds the low 8 bits of each of `x, y, z` (24 bits), `hi` the rest (10 bits
+/// each; below 2³⁰, so never the sentinel). The entries are sorted by `lo` alone — a 24-bit key,
+/// 3 radix passes into another buffer ([`crate::sort::GpuSort::counted_into`]) where the whole
+/// 54 bits would take 7 — so cells 256 apart along an axis share a run of equal `lo`; the pair
+/// scans skip the entries of such a run whose `hi` differs.
 #[inline]
 pub fn pack_key(c: [i32; 3]) -> (u32, u32) {
-    let f = |v: i32| ((v + GRID_HALF_RANGE) as u32) & 0x1F_FFFF;
+    let f = |v: i32| ((v + GRID_HALF_RANGE) as u32) & 0x3_FFFF;
     let (x, y, z) = (f(c[0]), f(c[1]), f(c[2]));
     (
-        (x & 0x7FF) | (y & 0x3FF) << 11 | (z & 0x7FF) << 21,
-        x >> 11 | (y >> 10) << 10 | (z >> 11) << 21,
+        (x & 0xFF) | (y & 0xFF) << 8 | (z & 0xFF) << 16,
+        x >> 8 | (y >> 8) << 10 | (z >> 8) << 20,
     )
 }
 
 /// Bits of the key the grid entries are sorted by: `lo` of [`pack_key`].
-pub const GRID_KEY_BITS: u32 = 32;
+pub const GRID_KEY_BITS: u32 = 24;
 
 /// The cell coordinate of `x` along an axis, as the float `floor((x − origin)·inv_cell)`.
 #[inline]
@@ -307,8 +311,18 @@ fn for_each_pair_of_entry(
     true
 }
 
-/// Kernel `candidate_count`: `cand_offsets[i]` = the pairs entry `i` of the sorted entries (first
-/// `counters.grid_entries.capacity`) emits; `cand_offsets[capacity] = 0`.
+/// The live entries of the sorted grid: the first `min(count, capacity)` (the GPU's sort leaves
+/// the slots past them as they were).
+fn live_entries(counters: &Counters) -> usize {
+    counters
+        .grid_entries
+        .count
+        .min(counters.grid_entries.capacity) as usize
+}
+
+/// Kernel `candidate_count`: `cand_offsets[i]` = the pairs entry `i` of the sorted live entries
+/// emits (0 for the slots past them, up to `counters.grid_entries.capacity`);
+/// `cand_offsets[capacity] = 0`.
 pub fn candidate_count(
     params: &Params,
     grid_entries: &[KeyValue],
@@ -318,8 +332,10 @@ pub fn candidate_count(
 ) {
     let _ = params;
     let cap = counters.grid_entries.capacity as usize;
-    let entries = &grid_entries[..cap];
-    let full = cand_offsets[..cap]
+    let n = live_entries(counters);
+    let entries = &grid_entries[..n];
+    cand_offsets[n..cap].fill(0);
+    let full = cand_offsets[..n]
         .par_iter_mut()
         .with_min_len(1024)
         .enumerate()
@@ -355,9 +371,10 @@ pub fn candidate_write(
     if total as usize > cap_c {
         counters.candidate_pairs.overflow = 1;
     }
-    let entries = &grid_entries[..cap];
+    let n = live_entries(counters);
+    let entries = &grid_entries[..n];
     let out = &mut candidates[..cap_c.min(total as usize)];
-    write_range(entries, 0..cap, seg_box, cand_offsets, out, 0);
+    write_range(entries, 0..n, seg_box, cand_offsets, out, 0);
 }
 
 /// The candidates of entries `range` into `out`, which holds slots `base ..` of the list: entry
@@ -411,24 +428,24 @@ mod tests {
         let h = GRID_HALF_RANGE;
         assert_eq!(pack_key([-h; 3]), (0, 0));
         let (lo, hi) = pack_key([h - 1; 3]);
-        assert_eq!((lo, hi), (u32::MAX, (1 << 31) - 1));
+        assert_eq!((lo, hi), ((1 << GRID_KEY_BITS) - 1, (1 << 30) - 1));
         assert!(hi < SENTINEL);
-        // Distinct cells, distinct keys: a block around the origin, and cells 2,048 / 1,024 apart
-        // (same lo, other hi).
+        // Distinct cells, distinct keys: a block around the origin, and cells 256 apart (same lo,
+        // other hi).
         let mut seen = std::collections::HashSet::new();
         for x in -40..40 {
             for y in -40..40 {
                 for z in [-5, 0, 7] {
                     let (lo, hi) = pack_key([x, y, z]);
                     assert!(seen.insert((lo, hi)), "{x} {y} {z}");
-                    // Neighbours within 1,024 cells differ in lo.
+                    // Neighbours within 256 cells differ in lo.
                     assert_ne!(lo, pack_key([x + 1, y, z]).0);
                     assert_ne!(lo, pack_key([x, y + 1, z]).0);
                     assert_ne!(lo, pack_key([x, y, z + 1]).0);
                 }
             }
         }
-        for d in [[2048, 0, 0], [0, 1024, 0], [0, 0, 2048]] {
+        for d in [[256, 0, 0], [0, 256, 0], [0, 0, 256]] {
             let (a, b) = (
                 pack_key([3, -4, 5]),
                 pack_key([3 + d[0], -4 + d[1], 5 + d[2]]),
