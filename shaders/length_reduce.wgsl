@@ -22,10 +22,6 @@
 @group(0) @binding(1) var<storage, read_write> length_sys: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> counters: Counters;
 
-// Rows j0 BLOCK .. (j0 + SOLVER_BLOCKS + 1) BLOCK of the level (fewer at its end).
-var<workgroup> rows: array<vec4<f32>, SOLVER_ROWS>;
-var<workgroup> live: u32;
-
 @compute @workgroup_size(64)
 fn length_reduce(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -39,18 +35,13 @@ fn length_reduce(
     if j0 >= nb {
         return;
     }
-    if lid == 0u {
-        live = u32(atomicLoad(&counters.length_iterations) == length_level.x + 1u);
-    }
-    if workgroupUniformLoad(&live) == 0u {
+    if !projection_wanted(lid) {
         return;
     }
     let r0 = j0 * BLOCK;
     let r1 = min(r0 + SOLVER_ROWS, n);
-    for (var i = r0 + lid; i < r1; i = i + SOLVER_GROUP) {
-        rows[i - r0] = length_sys[off + i];
-    }
-    workgroupBarrier();
+    // rows[0 ..] holds the level's rows r0 .. r1.
+    stage_rows(off, r0, r1, lid);
     let j = j0 + lid;
     if lid >= SOLVER_BLOCKS || j >= nb {
         return;

@@ -109,6 +109,21 @@ fn sort_twins_match_a_stable_sort() {
     }
 }
 
+/// The kernels of counted scans and sorts.
+fn counted_pipelines(gpu: &Gpu) -> Pipelines {
+    Pipelines::only(
+        &gpu.device,
+        &[
+            "count_plan",
+            "scan_reduce",
+            "scan_add",
+            "sort_histogram",
+            "sort_scatter",
+        ],
+    )
+    .unwrap()
+}
+
 fn storage(gpu: &Gpu, bufs: &mut Buffers, name: &str, bytes: &[u8]) {
     bufs.upload(&gpu.device, &gpu.queue, name, bytes, false);
 }
@@ -388,17 +403,7 @@ fn gpu_counted_scan_and_sort_follow_the_live_count() {
     let Some(gpu) = gpu_or_skip("gpu_counted_scan_and_sort_follow_the_live_count") else {
         return;
     };
-    let pipelines = Pipelines::only(
-        &gpu.device,
-        &[
-            "count_plan",
-            "scan_reduce",
-            "scan_add",
-            "sort_histogram",
-            "sort_scatter",
-        ],
-    )
-    .unwrap();
+    let pipelines = counted_pipelines(&gpu);
     let mut rng = Rng(17);
     let cap = 70_001u32;
     for count in [0u32, 1, 255, 256, 9_000, 65_536, 70_000, 70_001, 1 << 30] {
@@ -465,17 +470,7 @@ fn gpu_counted_sort_into_another_buffer_takes_odd_passes() {
     let Some(gpu) = gpu_or_skip("gpu_counted_sort_into_another_buffer_takes_odd_passes") else {
         return;
     };
-    let pipelines = Pipelines::only(
-        &gpu.device,
-        &[
-            "count_plan",
-            "scan_reduce",
-            "scan_add",
-            "sort_histogram",
-            "sort_scatter",
-        ],
-    )
-    .unwrap();
+    let pipelines = counted_pipelines(&gpu);
     let mut rng = Rng(29);
     let cap = 9_001u32;
     for (bits, passes) in [(8u32, 1usize), (16, 3), (20, 3), (24, 3), (32, 5)] {
