@@ -42,6 +42,8 @@ bins=/tmp/yarnsim-bins
 rm -rf "$bins" && mkdir -p "$bins"
 tar -C "$bins" -xJf .devbin/bins.tar.xz || { log "no .devbin/bins.tar.xz"; exit 1; }
 B=$bins/bin
+# Tests that run the CLI find it where cargo built it (CARGO_BIN_EXE_yarnsim).
+mkdir -p "$built/target/release" && cp "$B/yarnsim" "$built/target/release/yarnsim"
 log "build $(cat "$B/HEAD") (baseline $(cat "$B/BASE" 2>/dev/null || echo none)) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 
 if [ -z "${NOTESTS:-}" ]; then
