@@ -290,7 +290,8 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     }
     let (mut wall, mut contact_ms, mut timed_frames) = (0.0, 0.0, 0.0);
     while row.steps < steps && wall < secs * 1e3 {
-        // Whole batches (`MAX_BATCH` steps per submission; the first of each is timed per kernel).
+        // A frame of up to `MAX_BATCH` steps, run in batches of `GpuSim::advance`'s length (the
+        // first step of each batch is timed per kernel).
         let k = (steps - row.steps).min(64);
         gs.sim.params.steps_per_frame = k as u32;
         let t = Instant::now();

@@ -18,7 +18,9 @@
 //! copied into place by the command encoder, `counters` are reset from a fresh copy before each step
 //! and copied out after it, so the host reads every step's flags with one readback per batch and
 //! reports an error with the step it happened in. The first step of a batch is timed per kernel
-//! (timestamp queries, where the adapter has them).
+//! (timestamp queries, where the adapter has them). [`GpuSim::advance`] (frames, the relaxation)
+//! starts with batches of [`FIRST_BATCH`] steps and doubles them after each batch that ran once,
+//! back to the first length after a rerun.
 //!
 //! **Reruns.** A batch starts by copying aside the state that carries over between steps
 //! (positions, velocities, rod frames and rest state). When a step needed more length-projection
@@ -311,6 +313,8 @@ pub struct GpuFrameTimes {
     pub contact_ms: f64,
     /// Steps whose kernels were timed (the first of each completed batch).
     pub timed_steps: u32,
+    /// Batches the frame's steps ran in ([`GpuSim::advance`]).
+    pub batches: u32,
     /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
     pub timed: bool,
     /// Host milliseconds per step spent recording and submitting the frame's batches (reruns
@@ -365,8 +369,16 @@ pub struct GpuSim {
     batch_acl: Vec<[u32; 2]>,
     /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
     snapshots: Vec<wgpu::Buffer>,
-    /// Batches rerun because a step needed more length iterations than were encoded.
+    /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
     reruns: u32,
+    /// Steps of the batches that were rerun, counted once per failed attempt: the steps the GPU
+    /// ran for nothing.
+    rerun_steps: u64,
+    /// The most steps [`GpuSim::advance`] puts in its next batch ([`FIRST_BATCH`] after a rerun,
+    /// doubled after each full batch that ran once, up to [`MAX_BATCH`]).
+    batch_limit: usize,
+    /// Batches completed in the current frame.
+    frame_batches: u32,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
     /// Cuts of ACL's recorded rebuild rounds or merge passes after a quiet stretch (also counted
@@ -438,6 +450,15 @@ pub const LENGTH_BUDGET: u32 = 4;
 
 /// Most steps submitted at once ([`GpuSim::steps`]).
 pub const MAX_BATCH: usize = 64;
+
+/// Steps of the first batch [`GpuSim::advance`] runs, and of the first after a batch that had to be
+/// rerun. A rerun repeats its whole batch, and a failed attempt costs nearly what a good one does
+/// (the GPU step is bound by its dispatches, which run whether or not a kernel has work), so the
+/// batch length starts small and doubles after each batch that ran once: a cloth whose counts keep
+/// rising (a falling garment grows its contact capacities a dozen times in its first steps) then
+/// wastes batches about as long as the stretches between its growths, not [`MAX_BATCH`] steps
+/// each, and the host also gets to grow capacities ahead of need between the shorter batches.
+pub const FIRST_BATCH: usize = 1;
 
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
@@ -700,6 +721,9 @@ impl GpuSim {
             frame_timed_steps: 0,
             frame_host_ms: [0.0; 3],
             reruns: 0,
+            rerun_steps: 0,
+            batch_limit: FIRST_BATCH,
+            frame_batches: 0,
             grows_ahead: 0,
             rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
@@ -948,8 +972,52 @@ impl GpuSim {
     /// command encoder between steps, and each step's `counters` are copied out after it, so the
     /// host still sees every step's flags (and reports the first step that raised one) but waits
     /// for the GPU once per batch, not once per step. The first step of the batch is timed per
-    /// kernel when the adapter has timestamp queries.
+    /// kernel when the adapter has timestamp queries. A batch that had to be rerun sets the
+    /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`]; one of that length that
+    /// ran once doubles it.
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
+        let reruns = self.reruns;
+        self.run_steps(k)?;
+        self.batch_limit = if self.reruns > reruns {
+            FIRST_BATCH
+        } else if k >= self.batch_limit {
+            (2 * self.batch_limit).min(MAX_BATCH)
+        } else {
+            self.batch_limit
+        };
+        Ok(())
+    }
+
+    /// Runs `n` time steps in batches of at most the current batch length (see [`FIRST_BATCH`]),
+    /// calling `on_batch` with the number of steps of each batch once it completed.
+    pub fn advance(
+        &mut self,
+        n: usize,
+        on_batch: &mut dyn FnMut(usize),
+    ) -> Result<(), GpuStepError> {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(self.batch_limit);
+            self.steps(k)?;
+            self.frame_batches += 1;
+            on_batch(k);
+            left -= k;
+        }
+        Ok(())
+    }
+
+    /// The steps the next batch of [`GpuSim::advance`] may hold.
+    pub fn batch_limit(&self) -> usize {
+        self.batch_limit
+    }
+
+    /// Steps of failed batch attempts so far (each rerun batch's steps, once per rerun).
+    pub fn rerun_steps(&self) -> u64 {
+        self.rerun_steps
+    }
+
+    /// [`GpuSim::steps`] without the batch-length bookkeeping.
+    fn run_steps(&mut self, k: usize) -> Result<(), GpuStepError> {
         assert!((1..=MAX_BATCH).contains(&k), "batch of {k} steps");
         let (base, t0) = (self.sim.steps, self.sim.time);
         // A rerun may itself find the next reason to rerun (a capacity grown upstream shows the
@@ -963,6 +1031,7 @@ impl GpuSim {
             self.sim.steps = base;
             self.sim.time = t0;
             self.reruns += 1;
+            self.rerun_steps += k as u64;
             match rerun {
                 Rerun::Length(needed) => {
                     // Encode the scene's whole cap for this batch, then a budget with room for
@@ -978,6 +1047,7 @@ impl GpuSim {
                     self.restore_snapshot();
                     self.sim.steps = base;
                     self.sim.time = t0;
+                    self.rerun_steps += k as u64;
                 }
                 Rerun::Capacity(caps) => {
                     self.grows += 1;
@@ -1185,7 +1255,7 @@ impl GpuSim {
         self.build(iterations.clamp(1, cap))
     }
 
-    /// Batches rerun so far because a step needed more length iterations than were encoded.
+    /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
     pub fn reruns(&self) -> u32 {
         self.reruns
     }
@@ -1588,15 +1658,12 @@ impl GpuSim {
         // The CPU path's pass-through check on the host's copy of the state (the frame's start
         // positions are the ones downloaded at the end of the last frame).
         self.sim.pass_through_begin_frame()?;
-        let mut left = n as usize;
-        while left > 0 {
-            let k = left.min(MAX_BATCH);
-            self.steps(k)?;
+        self.frame_batches = 0;
+        self.advance(n as usize, &mut |k| {
             for _ in 0..k {
                 on_step();
             }
-            left -= k;
-        }
+        })?;
         // As on the CPU path: the frame ends at its own time.
         self.sim.time = t0 + 1.0 / self.sim.params.fps;
         self.download()?;
@@ -1699,6 +1766,12 @@ impl GpuSim {
             .push(("batch_reruns".into(), self.reruns as f64));
         stats
             .extra
+            .push(("batch_rerun_steps".into(), self.rerun_steps as f64));
+        stats
+            .extra
+            .push(("batches".into(), self.frame_batches as f64));
+        stats
+            .extra
             .push(("capacity_grows".into(), self.grows as f64));
         stats
             .extra
@@ -1724,6 +1797,7 @@ impl GpuSim {
                 readback_bytes_per_step: readback_per_step,
                 contact_ms,
                 timed_steps: self.frame_timed_steps,
+                batches: self.frame_batches,
                 timed: self.queries.is_some(),
                 host_record_ms: self.frame_host_ms[0] / n.max(1) as f64,
                 host_wait_ms: self.frame_host_ms[1] / n.max(1) as f64,

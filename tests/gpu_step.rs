@@ -327,6 +327,97 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");
 }
 
+/// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at
+/// `FIRST_BATCH` steps, double after each batch that ran once (up to `MAX_BATCH`) and start again
+/// at `FIRST_BATCH` after a batch that had to be rerun; from capacities far too small, that wastes
+/// fewer steps on failed attempts than batches of fixed length, and the result is bitwise the
+/// same.
+#[test]
+fn batch_lengths_adapt_and_change_nothing() {
+    use yarnsim::gpu_step::{FIRST_BATCH, MAX_BATCH};
+    let Some(gpu) = gpu_or_skip("batch_lengths_adapt_and_change_nothing") else {
+        return;
+    };
+    const STEPS: usize = 120;
+    const FIXED: usize = 40;
+    let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for model in ["exact", "acl"] {
+        let set = format!("contact.model={model}");
+        let sets = [set.as_str(), "obstacle.0.point=[0, 0.7, 0]"];
+        let small = || {
+            let sim = fixture::scene_sim("tiny", &sets, 0);
+            let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+            if model == "exact" {
+                g.set_contact_capacities((16, 16, 16)).unwrap();
+            } else {
+                let ample = g.acl_capacities().unwrap();
+                let mut c = AclCaps::all(16);
+                c.sched.lookup_words = ample.sched.lookup_words;
+                g.set_acl_capacities(c).unwrap();
+            }
+            g
+        };
+        // Batch by batch, each `advance` call one batch of the current length.
+        let mut adaptive = small();
+        assert_eq!(adaptive.batch_limit(), FIRST_BATCH);
+        let (mut done, mut batches) = (0, 0);
+        while done < STEPS {
+            let limit = adaptive.batch_limit();
+            let k = limit.min(STEPS - done);
+            let reruns = adaptive.reruns();
+            let mut ran = Vec::new();
+            adaptive.advance(k, &mut |n| ran.push(n)).unwrap();
+            assert_eq!(ran, [k], "{model}: one batch of {k} steps");
+            let want = if adaptive.reruns() > reruns {
+                FIRST_BATCH
+            } else if k == limit {
+                (2 * limit).min(MAX_BATCH)
+            } else {
+                limit
+            };
+            assert_eq!(
+                adaptive.batch_limit(),
+                want,
+                "{model}: after a batch of {k}"
+            );
+            done += k;
+            batches += 1;
+        }
+        let mut fixed = small();
+        for _ in 0..STEPS / FIXED {
+            fixed.steps(FIXED).unwrap();
+        }
+        adaptive.download().unwrap();
+        fixed.download().unwrap();
+        eprintln!(
+            "{model}: {batches} adaptive batches, {} reruns wasting {} steps; fixed batches of {FIXED}: {} reruns wasting {} steps",
+            adaptive.reruns(),
+            adaptive.rerun_steps(),
+            fixed.reruns(),
+            fixed.rerun_steps()
+        );
+        assert!(
+            fixed.reruns() >= 1,
+            "{model}: the small capacities never overflowed"
+        );
+        assert_eq!(fixed.rerun_steps(), FIXED as u64 * fixed.reruns() as u64);
+        assert!(
+            adaptive.rerun_steps() < fixed.rerun_steps(),
+            "{model}: adaptive batches wasted {} steps, fixed ones {}",
+            adaptive.rerun_steps(),
+            fixed.rerun_steps()
+        );
+        assert!(
+            bits(&adaptive.sim.pos) == bits(&fixed.sim.pos),
+            "{model}: positions differ"
+        );
+        assert!(
+            bits(&adaptive.sim.vel) == bits(&fixed.sim.vel),
+            "{model}: velocities differ"
+        );
+    }
+}
+
 #[test]
 fn two_gpu_runs_are_bitwise_identical() {
     let Some(gpu) = gpu_or_skip("two_gpu_runs_are_bitwise_identical") else {
@@ -543,9 +634,15 @@ fn rerun_batches_count_once_in_frame_statistics() {
     let (small, small_times, grows) = run(Some(first));
     let (ample, ample_times, none) = run(None);
     assert!(grows >= 1 && none == 0, "grew {grows} and {none} times");
+    // The rerun sets the batch length back to its first value, so the two frames run in different
+    // batches; each still ran in more than one (batches start short and double).
+    assert!(small_times.batches >= ample_times.batches && ample_times.batches > 1);
     if small_times.timed {
-        // One batch of 64 steps: one timed step, however often it ran.
-        assert_eq!((small_times.timed_steps, ample_times.timed_steps), (1, 1));
+        // One timed step per completed batch, however often a batch ran.
+        assert_eq!(
+            (small_times.timed_steps, ample_times.timed_steps),
+            (small_times.batches, ample_times.batches)
+        );
     } else {
         eprintln!("(no timestamp queries on this adapter: kernel times not checked)");
     }
