@@ -18,7 +18,8 @@
 //! copied into place by the command encoder, `counters` are reset from a fresh copy before each step
 //! and copied out after it, so the host reads every step's flags with one readback per batch and
 //! reports an error with the step it happened in. The first step of a batch is timed per kernel
-//! (timestamp queries, where the adapter has them). [`GpuSim::advance`] (frames, the relaxation)
+//! (timestamp queries, where the adapter has them), in a frame only that of its first batch.
+//! [`GpuSim::advance`] (frames, the relaxation)
 //! starts with batches of [`FIRST_BATCH`] steps and doubles them after each batch that ran once,
 //! back to the first length after a rerun.
 //!
@@ -311,7 +312,8 @@ pub struct GpuFrameTimes {
     pub readback_bytes_per_step: f64,
     /// The contact model's kernels, milliseconds per step (0 without timestamp queries).
     pub contact_ms: f64,
-    /// Steps whose kernels were timed (the first of each completed batch).
+    /// Steps whose kernels were timed: the first of the frame's first batch (a batch run on its
+    /// own, [`GpuSim::steps`], times its first step).
     pub timed_steps: u32,
     /// Batches the frame's steps ran in ([`GpuSim::advance`]).
     pub batches: u32,
@@ -379,6 +381,8 @@ pub struct GpuSim {
     batch_limit: usize,
     /// Batches completed in the current frame.
     frame_batches: u32,
+    /// Whether a frame is running ([`GpuSim::frame_with`]): then only its first batch is timed.
+    in_frame: bool,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
     /// Cuts of ACL's recorded rebuild rounds or merge passes after a quiet stretch (also counted
@@ -724,6 +728,7 @@ impl GpuSim {
             rerun_steps: 0,
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
+            in_frame: false,
             grows_ahead: 0,
             rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
@@ -972,7 +977,8 @@ impl GpuSim {
     /// command encoder between steps, and each step's `counters` are copied out after it, so the
     /// host still sees every step's flags (and reports the first step that raised one) but waits
     /// for the GPU once per batch, not once per step. The first step of the batch is timed per
-    /// kernel when the adapter has timestamp queries. A batch that had to be rerun sets the
+    /// kernel when the adapter has timestamp queries (within a frame, only in the frame's first
+    /// batch). A batch that had to be rerun sets the
     /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`]; one of that length that
     /// ran once doubles it.
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
@@ -1297,6 +1303,10 @@ impl GpuSim {
             q.write_buffer(&self.obstacle_ring, 0, bytemuck::cast_slice(&obstacles));
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Within a frame only its first batch is timed (again if it is rerun): the timed step
+        // records a compute pass per dispatch, which costs the host far more than a step in a
+        // few passes, and a frame of 540 steps would otherwise pay it once per batch.
+        let timed = self.queries.is_some() && !(self.in_frame && self.frame_timed_steps > 0);
         let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
         let acl_at = ts_at + self.queries.as_ref().map_or(0, |(_, r)| r.size());
         // One command buffer per step, recorded in parallel: wgpu's recording costs the host a few
@@ -1314,7 +1324,7 @@ impl GpuSim {
             fresh_counters: &self.fresh_counters,
             acl: self.acl.as_ref(),
             snapshots: &self.snapshots,
-            queries: self.queries.as_ref(),
+            queries: self.queries.as_ref().filter(|_| timed),
         };
         let record = |s: u64| -> Result<wgpu::CommandBuffer, GpuStepError> {
             let mut enc = this
@@ -1353,7 +1363,11 @@ impl GpuSim {
             })?;
         self.frame_host_ms[1] += submitted.elapsed().as_secs_f64() * 1e3;
         self.readback_bytes += k as u64 * COUNTERS_BYTES
-            + self.queries.as_ref().map_or(0, |(_, r)| r.size())
+            + self
+                .queries
+                .as_ref()
+                .filter(|_| timed)
+                .map_or(0, |(_, r)| r.size())
             + self
                 .acl
                 .as_ref()
@@ -1421,7 +1435,7 @@ impl GpuSim {
         self.frame_iterations = self.frame_iterations.max(iterations);
         self.frame_touching += touching;
         self.frame_candidates += candidates;
-        if self.queries.is_some() {
+        if timed {
             let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
             for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
                 *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
@@ -1659,11 +1673,14 @@ impl GpuSim {
         // positions are the ones downloaded at the end of the last frame).
         self.sim.pass_through_begin_frame()?;
         self.frame_batches = 0;
-        self.advance(n as usize, &mut |k| {
+        self.in_frame = true;
+        let ran = self.advance(n as usize, &mut |k| {
             for _ in 0..k {
                 on_step();
             }
-        })?;
+        });
+        self.in_frame = false;
+        ran?;
         // As on the CPU path: the frame ends at its own time.
         self.sim.time = t0 + 1.0 / self.sim.params.fps;
         self.download()?;
