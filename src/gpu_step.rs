@@ -650,8 +650,7 @@ impl GpuSim {
                 params.num_points + 1,
             )?)
         };
-        let length_scratch =
-            LengthScratch::new(&sim.topo.yarns, &sim.topo.edges, params.num_points as usize);
+        let length_scratch = LengthScratch::new(&sim.topo.edges, params.num_points as usize);
         LengthGpu::upload(&mut buffers, &device, &queue, &length_scratch);
         // Copies of the state a step changes, taken before each batch, for a rerun.
         let snapshots = SNAPSHOT

@@ -24,7 +24,8 @@
 //! without the corners and with the first and last diagonals changed, it is tridiagonal, and
 //! `A⁻¹ r = y − f q` with `A' y = r`, `A' q = u`, `f = (v·y) / (1 + v·q)`. Since the yarns are
 //! decoupled, all the closed yarns' `u` vectors fit in one second right-hand side `z`, and one solve of
-//! the global system with the two right-hand sides `(r, z)` gives every yarn's `y` and `q`.
+//! the global system with the two right-hand sides `(r, z)` gives every yarn's `y` and `q`; then
+//! `length_update` applies `λ = y − f q` with its yarn's `f`.
 //!
 //! # The partitioned solver
 //! The system is stored as one `[f32; 4]` row per equation, `(diagonal, coupling to the previous
@@ -149,6 +150,13 @@ pub fn level_uniform(iteration: u32, level: Level) -> [u32; 4] {
     [iteration, level.offset, level.size, 0]
 }
 
+/// `length_update`'s `length_level` uniform of iteration `iteration`: [`level_uniform`] of level 0
+/// with the number of control points in `w` (the kernel binds no `params`, which would make it one
+/// binding too many).
+pub fn update_uniform(iteration: u32, level0: Level, num_points: u32) -> [u32; 4] {
+    [iteration, level0.offset, level0.size, num_points]
+}
+
 /// Per point, `(edge it is the a end of, edge it is the b end of, its yarn, 0)` ([`NO_EDGE`] where
 /// there is no such edge; yarn 0 for a point on no edge): the gather table of `length_update`.
 pub fn point_edges(edges: &[Edge], num_points: usize) -> Vec<[u32; 4]> {
@@ -187,12 +195,10 @@ pub struct LengthScratch {
     /// `length_sys`: per row of every level, (diagonal, coupling to the previous row, r, z); after the
     /// solve, r and z of level 0 hold the solutions `y`, `q`.
     pub sys: Vec<[f32; 4]>,
-    /// `length_fact`: per yarn, the Sherman–Morrison factor `f` (0 for an open yarn).
-    pub fact: Vec<f32>,
 }
 
 impl LengthScratch {
-    pub fn new(yarns: &[Yarn], edges: &[Edge], num_points: usize) -> Self {
+    pub fn new(edges: &[Edge], num_points: usize) -> Self {
         let levels = levels(edges.len() as u32);
         let rows = levels.last().map_or(0, |l| (l.offset + l.size) as usize);
         LengthScratch {
@@ -201,7 +207,6 @@ impl LengthScratch {
             disp: vec![[0.0; 4]; num_points],
             dir: vec![[0.0; 4]; edges.len()],
             sys: vec![[0.0; 4]; rows],
-            fact: vec![0.0; yarns.len()],
         }
     }
 }
@@ -242,25 +247,14 @@ pub fn length_projection(
         for l in (0..solve_levels).rev() {
             length_back(&level_uniform(it, s.levels[l]), &mut s.sys, counters);
         }
-        length_cyclic(
-            params,
-            &lv,
+        length_update(
+            &update_uniform(it, s.levels[0], params.num_points),
             yarns,
             edges,
-            inv_mass,
-            &s.dir,
-            &s.sys,
-            &mut s.fact,
-            counters,
-        );
-        length_update(
-            params,
-            &lv,
             &s.point_edges,
             inv_mass,
             &s.dir,
             &s.sys,
-            &s.fact,
             &mut s.disp,
             counters,
         );
@@ -635,59 +629,47 @@ fn back_block(blk: &mut [[f32; 4]], j: usize, next: &[[f32; 4]]) {
     }
 }
 
-/// Kernel `length_cyclic` (projection `length_level[0] + 1`): per yarn, the Sherman–Morrison factor
-/// `f = (y₀ + corner y_last / γ) / (1 + q₀ + corner q_last / γ)` of a closed yarn, 0 for an open one.
-#[allow(clippy::too_many_arguments)]
-pub fn length_cyclic(
-    params: &Params,
-    length_level: &[u32; 4],
-    yarns: &[Yarn],
+/// The Sherman–Morrison factor `f = (y₀ + corner y_last / γ) / (1 + q₀ + corner q_last / γ)` of
+/// yarn `y` once `length_sys`'s level 0 holds the solutions `y` (r) and `q` (z): for a closed yarn of
+/// 3 or more edges, 0 for any other (`length_update` computes it per thread, as here).
+pub fn cyclic_fact(
+    y: &Yarn,
     edges: &[Edge],
     inv_mass: &[f32],
     length_dir: &[[f32; 4]],
     length_sys: &[[f32; 4]],
-    length_fact: &mut [f32],
-    counters: &mut Counters,
-) {
-    if counters.length_iterations != length_level[0] + 1 {
-        return;
+) -> f32 {
+    if y.closed != 0 && y.num_edges >= 3 {
+        let (gamma, corner) = cyclic_terms(y, edges, inv_mass, length_dir);
+        let first = length_sys[y.first_edge as usize];
+        let last = length_sys[(y.first_edge + y.num_edges - 1) as usize];
+        (first[2] + corner * last[2] / gamma) / (1.0 + first[3] + corner * last[3] / gamma)
+    } else {
+        0.0
     }
-    let ny = params.num_yarns as usize;
-    length_fact[..ny]
-        .par_iter_mut()
-        .with_min_len(PAR_BLOCKS)
-        .zip(yarns[..ny].par_iter())
-        .for_each(|(f, y)| {
-            *f = if y.closed != 0 && y.num_edges >= 3 {
-                let (gamma, corner) = cyclic_terms(y, edges, inv_mass, length_dir);
-                let first = length_sys[y.first_edge as usize];
-                let last = length_sys[(y.first_edge + y.num_edges - 1) as usize];
-                (first[2] + corner * last[2] / gamma) / (1.0 + first[3] + corner * last[3] / gamma)
-            } else {
-                0.0
-            };
-        });
 }
 
-/// Kernel `length_update` (projection `length_level[0] + 1`): `x −= W ∇Cᵀ λ` gathered per point,
-/// with `λ_k = y_k − f q_k` (`f` of the point's yarn): a point moves by `w (λ_a t_a − λ_b t_b)` over
-/// the edge it starts (`a`) and the edge it ends (`b`).
+/// Kernel `length_update` (projection `length_level[0] + 1`; `length_level[3]` the number of
+/// control points, [`update_uniform`]): `x −= W ∇Cᵀ λ` gathered per point, with `λ_k = y_k − f q_k`
+/// (`f` the Sherman–Morrison factor of the point's yarn, [`cyclic_fact`], which each point computes
+/// for itself as each thread of the kernel does): a point moves by `w (λ_a t_a − λ_b t_b)` over the
+/// edge it starts (`a`) and the edge it ends (`b`).
 #[allow(clippy::too_many_arguments)]
 pub fn length_update(
-    params: &Params,
     length_level: &[u32; 4],
+    yarns: &[Yarn],
+    edges: &[Edge],
     point_edges: &[[u32; 4]],
     inv_mass: &[f32],
     length_dir: &[[f32; 4]],
     length_sys: &[[f32; 4]],
-    length_fact: &[f32],
     length_disp: &mut [[f32; 4]],
     counters: &mut Counters,
 ) {
     if counters.length_iterations != length_level[0] + 1 {
         return;
     }
-    let n = params.num_points as usize;
+    let n = length_level[3] as usize;
     length_disp[..n]
         .par_iter_mut()
         .with_min_len(PAR)
@@ -695,7 +677,8 @@ pub fn length_update(
         .for_each(|(p, d)| {
             let w = inv_mass[p];
             let pe = point_edges[p];
-            let f = length_fact[pe[2] as usize];
+            let y = &yarns[pe[2] as usize];
+            let f = cyclic_fact(y, edges, inv_mass, length_dir, length_sys);
             let mut dx = [0.0f32; 3];
             if pe[1] != NO_EDGE {
                 let (row, t) = (length_sys[pe[1] as usize], length_dir[pe[1] as usize]);
@@ -747,8 +730,8 @@ pub struct LengthDispatch {
 
 /// The stage's dispatches on the GPU, made once: `length_setup`; then for every iteration
 /// `it = 0 .. length_max_iterations`: `length_error`, `length_check`, `length_assemble`,
-/// `length_reduce` for levels `0 .. L−1`, `length_back` for levels `L−1 .. 0`, `length_cyclic`,
-/// `length_update`; then `length_error` and `length_check` of iteration `length_max_iterations`, and
+/// `length_reduce` for levels `0 .. L−1`, `length_back` for levels `L−1 .. 0`, `length_update`;
+/// then `length_error` and `length_check` of iteration `length_max_iterations`, and
 /// `length_finish`. Each dispatch binds its own `length_level` uniform ([`level_uniform`]).
 pub struct LengthGpu {
     pub dispatches: Vec<LengthDispatch>,
@@ -757,8 +740,8 @@ pub struct LengthGpu {
 }
 
 impl LengthGpu {
-    /// Uploads the stage's own buffers (`point_edges`, `length_disp`, `length_dir`, `length_sys`,
-    /// `length_fact`) from `s`; the scene's (`params`, `counters`, `yarns`, `edges`, `inv_mass`,
+    /// Uploads the stage's own buffers (`point_edges`, `length_disp`, `length_dir`, `length_sys`)
+    /// from `s`; the scene's (`params`, `counters`, `yarns`, `edges`, `inv_mass`,
     /// `pos`, `vel`) are the caller's.
     pub fn upload(
         buffers: &mut Buffers,
@@ -777,7 +760,6 @@ impl LengthGpu {
         buffers.upload(device, queue, "length_disp", cast_slice(&s.disp), false);
         buffers.upload(device, queue, "length_dir", cast_slice(&s.dir), false);
         buffers.upload(device, queue, "length_sys", cast_slice(&s.sys), false);
-        buffers.upload(device, queue, "length_fact", cast_slice(&s.fact), false);
     }
 
     /// The stage's dispatches over `buffers` for the scene sizes of `params` and the solver levels
@@ -848,8 +830,8 @@ impl LengthGpu {
                 let u = Some(level_uniform(it, lvl));
                 add(&mut out, "length_back", u, solver_threads(lvl.size))?;
             }
-            add(&mut out, "length_cyclic", lv, params.num_yarns)?;
-            add(&mut out, "length_update", lv, params.num_points)?;
+            let uu = Some(update_uniform(it, levels[0], params.num_points));
+            add(&mut out, "length_update", uu, params.num_points)?;
         }
         add(&mut out, "length_finish", None, params.num_points)?;
         Ok(out)

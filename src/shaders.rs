@@ -197,10 +197,11 @@ pub const KERNELS: &[Kernel] = &[
     // --- length projection ---
     // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
     // for it in 0..length_max_iterations: length_error, length_check, length_assemble,
-    // length_reduce (levels 0..L−1), length_back (levels L−1..0), length_cyclic, length_update;
+    // length_reduce (levels 0..L−1), length_back (levels L−1..0), length_update;
     // then length_error, length_check of it = length_max_iterations; then length_finish. Each
     // dispatch but setup/finish binds its own `length_level` uniform (iteration, level offset,
-    // level rows, 0) (length::level_uniform); a kernel of an iteration that is not wanted returns
+    // level rows, 0) (length::level_uniform; length_update's has the point count in w,
+    // length::update_uniform); a kernel of an iteration that is not wanted returns
     // at once (counters.length_iterations).
     Kernel {
         name: "length_setup",
@@ -270,32 +271,16 @@ pub const KERNELS: &[Kernel] = &[
         twin: "length::length_back",
     },
     Kernel {
-        name: "length_cyclic",
-        workgroup_size: WG,
-        bindings: &[
-            uniform("params"),
-            uniform("length_level"),
-            read("yarns"),
-            read("edges"),
-            read("inv_mass"),
-            read("length_dir"),
-            read("length_sys"),
-            read_write("length_fact"),
-            read_write("counters"),
-        ],
-        twin: "length::length_cyclic",
-    },
-    Kernel {
         name: "length_update",
         workgroup_size: WG,
         bindings: &[
-            uniform("params"),
             uniform("length_level"),
+            read("yarns"),
+            read("edges"),
             read("point_edges"),
             read("inv_mass"),
             read("length_dir"),
             read("length_sys"),
-            read("length_fact"),
             read_write("length_disp"),
             read_write("counters"),
         ],

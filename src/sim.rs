@@ -970,7 +970,7 @@ impl Sim {
             tie_length: Vec::new(),
             tie_color_start: vec![0],
             force: vec![[0.0; 4]; n],
-            length: LengthScratch::new(&topo.yarns, &topo.edges, n),
+            length: LengthScratch::new(&topo.edges, n),
             contact,
             step_stats: ContactStats::default(),
             frame_contact: Vec::new(),

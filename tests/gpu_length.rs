@@ -206,7 +206,7 @@ fn fresh_counters() -> Counters {
 
 /// The CPU stage on a case: its result, the velocities and the counters.
 fn cpu_stage(c: &Case) -> (Result<LengthReport, LengthFailure>, Vec<[f32; 4]>, Counters) {
-    let mut s = LengthScratch::new(&c.yarns, &c.edges, c.pos.len());
+    let mut s = LengthScratch::new(&c.edges, c.pos.len());
     let mut vel = c.vel.clone();
     let mut counters = fresh_counters();
     let r = length::length_projection(
@@ -428,7 +428,7 @@ fn old_system(c: &Case, dir: &[[f32; 4]], y: &Yarn) -> (Vec<f32>, Vec<f32>, Vec<
     (d, o, r)
 }
 
-/// The partitioned solve (`length_reduce`, `length_back`, `length_cyclic` twins) of the first
+/// The partitioned solve (`length_reduce`, `length_back` twins, `cyclic_fact`) of the first
 /// projection's system, against the f64 solution of the same f32 system by the old sequential
 /// solvers: it must be as accurate as the old f32 sequential solve, |λ − λ₆₄| ≤ 4 |λ_old − λ₆₄| +
 /// 16 ε max|λ₆₄| per yarn (the solve's error is set by the conditioning, which is the same for both;
@@ -445,7 +445,7 @@ fn partitioned_solve_is_as_accurate_as_the_sequential_one() {
     ] {
         let c = case(&specs, seed, 2.0, 1e-5, 100);
         let p = c.params;
-        let mut s = LengthScratch::new(&c.yarns, &c.edges, c.pos.len());
+        let mut s = LengthScratch::new(&c.edges, c.pos.len());
         let mut cnt = fresh_counters();
         let lv = level_uniform(0, s.levels[0]);
         length_setup(&p, &c.vel, &mut s.disp);
@@ -468,17 +468,6 @@ fn partitioned_solve_is_as_accurate_as_the_sequential_one() {
         for l in (0..nl).rev() {
             length_back(&level_uniform(0, s.levels[l]), &mut s.sys, &mut cnt);
         }
-        length_cyclic(
-            &p,
-            &lv,
-            &c.yarns,
-            &c.edges,
-            &c.inv_mass,
-            &s.dir,
-            &s.sys,
-            &mut s.fact,
-            &mut cnt,
-        );
         for (yi, y) in c.yarns.iter().enumerate() {
             let (d, o, r) = old_system(&c, &s.dir, y);
             let ne = d.len();
@@ -504,7 +493,7 @@ fn partitioned_solve_is_as_accurate_as_the_sequential_one() {
                 oracle::thomas_solve(&d, &o, &mut x32, &mut w);
             }
             let f = y.first_edge as usize;
-            let fact = s.fact[yi];
+            let fact = cyclic_fact(y, &c.edges, &c.inv_mass, &s.dir, &s.sys);
             let scale = x64.iter().fold(0.0f64, |a, v| a.max(v.abs()));
             let (mut d_new, mut d_old) = (0.0f64, 0.0f64);
             for k in 0..ne {
@@ -570,7 +559,7 @@ fn gpu_stage(gpu: &Gpu, c: &Case) -> (Vec<[f32; 4]>, Counters, Vec<[f32; 4]>) {
     b.upload(dev, q, "inv_mass", bytes(&c.inv_mass), false);
     b.upload(dev, q, "pos", bytes(&c.pos), false);
     b.upload(dev, q, "vel", bytes(&c.vel), false);
-    let s = LengthScratch::new(&c.yarns, &c.edges, c.pos.len());
+    let s = LengthScratch::new(&c.edges, c.pos.len());
     LengthGpu::upload(&mut b, dev, q, &s);
     let stage = LengthGpu::new(dev, &pipelines, &b, &c.params, &s.levels).unwrap();
     let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -1067,11 +1056,11 @@ fn back_bound(sys: &[[f32; 4]], off: usize, n: usize, j: usize, out: &mut [[f64;
     }
 }
 
-/// `length_cyclic`'s operations on yarn `yi`: the bound of its factor `f`.
-fn cyclic_bound(c: &Case, dir: &[[f32; 4]], sys: &[[f32; 4]], yi: usize) -> f64 {
+/// `length_update`'s operations for the factor `f` of yarn `yi` (`length::cyclic_fact`).
+fn cyclic_eb(c: &Case, dir: &[[f32; 4]], sys: &[[f32; 4]], yi: usize) -> Eb {
     let y = c.yarns[yi];
     if y.closed == 0 || y.num_edges < 3 {
-        return 0.0; // an exact 0
+        return Eb::exact(0.0);
     }
     let (gamma, corner) = cyclic_terms_eb(c, dir, &y);
     let f = y.first_edge as usize;
@@ -1079,14 +1068,14 @@ fn cyclic_bound(c: &Case, dir: &[[f32; 4]], sys: &[[f32; 4]], yi: usize) -> f64 
     let last = Eb::inputs(&sys[f + y.num_edges as usize - 1]);
     let num = first[2] + corner * last[2] / gamma;
     let den = Eb::exact(1.0) + first[3] + corner * last[3] / gamma;
-    (num / den).bound()
+    num / den
 }
 
 /// `length_update`'s operations on point `p` (`disp` its input): the bounds of the new `disp`.
 fn update_bound(c: &Case, s: &LengthScratch, disp: &[[f32; 4]], p: usize) -> [f64; 4] {
     let w = Eb::input(c.inv_mass[p]);
     let pe = s.point_edges[p];
-    let f = Eb::input(s.fact[pe[2] as usize]);
+    let f = cyclic_eb(c, &s.dir, &s.sys, pe[2] as usize);
     let lam = |k: usize| {
         let row = Eb::inputs(&s.sys[k]);
         (row[2] - f * row[3], Eb::inputs(&s.dir[k]))
@@ -1120,10 +1109,10 @@ fn finish_bound(c: &Case, disp: &[[f32; 4]], p: usize) -> [f64; 4] {
 fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
     use length::*;
     let p = c.params;
-    let mut s = LengthScratch::new(&c.yarns, &c.edges, c.pos.len());
+    let mut s = LengthScratch::new(&c.edges, c.pos.len());
     let mut vel = c.vel.clone();
     let mut cnt = fresh_counters();
-    let (ne, np, ny) = (p.num_edges, p.num_points, p.num_yarns);
+    let (ne, np) = (p.num_edges, p.num_points);
     let run = |name: &str, inputs: &[(&str, &[u8])], threads: u32| {
         run_kernel(gpu, name, inputs, threads).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
@@ -1314,55 +1303,18 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
                 }),
             );
         }
-        // length_cyclic
-        let out = run(
-            "length_cyclic",
-            &[
-                ("params", bytes(&[p])),
-                ("length_level", bytes(&lv)),
-                ("yarns", bytes(&c.yarns)),
-                ("edges", bytes(&c.edges)),
-                ("inv_mass", bytes(&c.inv_mass)),
-                ("length_dir", bytes(&s.dir)),
-                ("length_sys", bytes(&s.sys)),
-                ("length_fact", bytes(&s.fact)),
-                ("counters", bytes(&[cnt])),
-            ],
-            ny,
-        );
-        length_cyclic(
-            &p,
-            &lv,
-            &c.yarns,
-            &c.edges,
-            &c.inv_mass,
-            &s.dir,
-            &s.sys,
-            &mut s.fact,
-            &mut cnt,
-        );
-        let g_fact: Vec<[f32; 1]> = bytemuck::cast_slice::<u8, f32>(&out["length_fact"])
-            .iter()
-            .map(|&v| [v])
-            .collect();
-        let c_fact: Vec<[f32; 1]> = s.fact.iter().map(|&v| [v]).collect();
-        note(
-            format!("length_cyclic it {it}"),
-            compare("length_cyclic", &g_fact, &c_fact, |yi, _| {
-                cyclic_bound(c, &s.dir, &s.sys, yi)
-            }),
-        );
         // length_update
+        let uu = update_uniform(it, s.levels[0], np);
         let out = run(
             "length_update",
             &[
-                ("params", bytes(&[p])),
-                ("length_level", bytes(&lv)),
+                ("length_level", bytes(&uu)),
+                ("yarns", bytes(&c.yarns)),
+                ("edges", bytes(&c.edges)),
                 ("point_edges", bytes(&s.point_edges)),
                 ("inv_mass", bytes(&c.inv_mass)),
                 ("length_dir", bytes(&s.dir)),
                 ("length_sys", bytes(&s.sys)),
-                ("length_fact", bytes(&s.fact)),
                 ("length_disp", bytes(&s.disp)),
                 ("counters", bytes(&[cnt])),
             ],
@@ -1370,13 +1322,13 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
         );
         let before = s.disp.clone();
         length_update(
-            &p,
-            &lv,
+            &uu,
+            &c.yarns,
+            &c.edges,
             &s.point_edges,
             &c.inv_mass,
             &s.dir,
             &s.sys,
-            &s.fact,
             &mut s.disp,
             &mut cnt,
         );

@@ -1,6 +1,6 @@
 // length_cyclic_terms: the Sherman–Morrison terms of a closed yarn's cyclic tridiagonal system
 // (src/length.rs), shared by length_assemble, which folds them into the system, and
-// length_cyclic, which applies the correction. The importing kernel binds `edges`, `inv_mass`
+// length_update, which applies the correction. The importing kernel binds `edges`, `inv_mass`
 // and `length_dir`. No loops.
 
 #import vec
