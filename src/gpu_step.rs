@@ -350,6 +350,16 @@ pub struct GpuSim {
     length_levels: Vec<crate::length::Level>,
     /// Length-projection iterations encoded per step (see [`LENGTH_BUDGET`]).
     length_budget: u32,
+    /// Completed batches in a row whose steps all converged within fewer iterations than the
+    /// budget, and the most any of them used ([`GpuSim::fewer_length_iterations`]).
+    length_quiet: u32,
+    length_quiet_most: u32,
+    /// Quiet batches before the budget is cut ([`LENGTH_CUT_AFTER`], doubled after each cut that
+    /// fell short), whether the last change of the budget was such a cut, and whether the budget
+    /// was set by [`GpuSim::set_length_budget`] (then it is never cut).
+    length_cut_after: u32,
+    length_cut_last: bool,
+    length_pinned: bool,
     color_ranges: Vec<wgpu::Buffer>,
     /// The same for the colours of the ties (`tie_projection`).
     tie_color_ranges: Vec<wgpu::Buffer>,
@@ -442,15 +452,24 @@ const BALL_KERNELS: &[&str] = &[
     "scan_add",
 ];
 
-/// Length-projection iterations encoded per step at first. Each encoded iteration is 5 + 2L
+/// Length-projection iterations encoded per step at first. Each encoded iteration is 4 + 2L
 /// dispatches (L solver levels) that return at once after convergence, which takes one iteration in
 /// the shipped scenes at the seed's time step (measured: `max_projection_iterations` = 1 on the tiny
-/// swatch at dt up to 5e-4 s), and encoding the scene's whole cap (100 by default) costs more than
-/// the step itself. A step that needs more than the budget is detected from its counters; its batch
-/// is restored from the snapshot and rerun with the full cap encoded, which gives bitwise the result
-/// of encoding the cap from the start (iterations past convergence do nothing); later batches then
-/// get twice what it needed.
+/// swatch at dt up to 5e-4 s, and on the unrelaxed `drop.toml` falling onto its sphere), and
+/// encoding the scene's whole cap (100 by default) costs more than the step itself, for every
+/// contact model. A step that needs more than the budget is detected from its counters; its batch
+/// is restored from the snapshot and rerun with twice what it needed encoded (again while that is
+/// short, up to the cap), which gives bitwise the result of encoding the cap from the start
+/// (iterations past convergence do nothing). After [`LENGTH_CUT_AFTER`] completed batches in a row
+/// that all used fewer, the budget becomes the most they used (at least 1): a trial, like ACL's
+/// cuts of its rounds, that waits twice as long after one that fell short.
 pub const LENGTH_BUDGET: u32 = 4;
+
+/// Completed batches in a row that used fewer length iterations than encoded before the budget is
+/// cut ([`LENGTH_BUDGET`]); doubled, up to [`LENGTH_CUT_AFTER_MAX`], after each cut that fell short.
+pub const LENGTH_CUT_AFTER: u32 = 8;
+/// The most batches the length budget's cut waits for.
+pub const LENGTH_CUT_AFTER_MAX: u32 = 1024;
 
 /// Most steps submitted at once ([`GpuSim::steps`]).
 pub const MAX_BATCH: usize = 64;
@@ -713,6 +732,11 @@ impl GpuSim {
             tie_color_ranges,
             length_levels: length_scratch.levels,
             length_budget,
+            length_quiet: 0,
+            length_quiet_most: 0,
+            length_cut_after: LENGTH_CUT_AFTER,
+            length_cut_last: false,
+            length_pinned: false,
             dispatches: Vec::new(),
             readback: placeholder("counters readback"),
             param_ring,
@@ -1039,20 +1063,20 @@ impl GpuSim {
             self.rerun_steps += k as u64;
             match rerun {
                 Rerun::Length(needed) => {
-                    // Encode the scene's whole cap for this batch, then a budget with room for
-                    // what it needed for the batches after it.
+                    // Twice what it needed (it may need more still: then the next round of this
+                    // loop doubles again), and the batches after it keep that budget. A cut that
+                    // fell short waits twice as long before the next.
                     let cap = self.sim.step_params().length_max_iterations;
                     let before = self.length_budget;
                     debug_assert!(needed > before && before < cap);
-                    self.build(cap)?;
-                    if self.run_batch(k)?.is_none() {
-                        return self.build(cap.min(before.max(2 * needed)));
+                    if self.length_cut_last {
+                        self.length_cut_after =
+                            (2 * self.length_cut_after).min(LENGTH_CUT_AFTER_MAX);
                     }
-                    // Something else overflowed as well: restore and go round again.
-                    self.restore_snapshot();
-                    self.sim.steps = base;
-                    self.sim.time = t0;
-                    self.rerun_steps += k as u64;
+                    self.length_cut_last = false;
+                    self.length_quiet = 0;
+                    self.length_quiet_most = 0;
+                    self.build(cap.min(before.max(2 * needed)))?;
                 }
                 Rerun::Capacity(caps) => {
                     self.grows += 1;
@@ -1257,7 +1281,34 @@ impl GpuSim {
     /// changes nothing).
     pub fn set_length_budget(&mut self, iterations: u32) -> Result<(), GpuStepError> {
         let cap = self.sim.params.length_max_iterations;
+        self.length_pinned = true;
         self.build(iterations.clamp(1, cap))
+    }
+
+    /// Length-projection iterations encoded per step now ([`LENGTH_BUDGET`]).
+    pub fn length_budget(&self) -> u32 {
+        self.length_budget
+    }
+
+    /// Fewer length iterations encoded after a quiet stretch: when [`LENGTH_CUT_AFTER`] (or, after
+    /// cuts that fell short, more) completed batches in a row all converged within fewer
+    /// iterations than encoded, the most they used (at least 1). `used`: the most iterations a
+    /// step of the batch just completed used.
+    fn fewer_length_iterations(&mut self, used: u32) -> Option<u32> {
+        if self.length_pinned || used >= self.length_budget {
+            self.length_quiet = 0;
+            self.length_quiet_most = 0;
+            return None;
+        }
+        self.length_quiet += 1;
+        self.length_quiet_most = self.length_quiet_most.max(used);
+        if self.length_quiet < self.length_cut_after {
+            return None;
+        }
+        let budget = self.length_quiet_most.max(1);
+        self.length_quiet = 0;
+        self.length_quiet_most = 0;
+        (budget < self.length_budget).then_some(budget)
     }
 
     /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
@@ -1440,6 +1491,10 @@ impl GpuSim {
                 *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
             }
             self.frame_timed_steps += 1;
+        }
+        if let Some(budget) = self.fewer_length_iterations(iterations) {
+            self.length_cut_last = true;
+            self.build(budget)?;
         }
         self.batch_acl.clear();
         if let Some(acl) = &mut self.acl {
@@ -1783,6 +1838,9 @@ impl GpuSim {
         stats
             .extra
             .push(("batch_rerun_steps".into(), self.rerun_steps as f64));
+        stats
+            .extra
+            .push(("length_budget".into(), self.length_budget as f64));
         stats
             .extra
             .push(("batches".into(), self.frame_batches as f64));

@@ -514,6 +514,54 @@ fn length_budget_rerun_changes_nothing() {
 
 /// A scene too big for an adapter's limits is found before anything is uploaded, and the error
 /// names the limit (checked against wgpu's default limits, no adapter needed).
+/// The tiny swatch converges in one length iteration per step, so after `LENGTH_CUT_AFTER` quiet
+/// batches the step encodes one iteration instead of `LENGTH_BUDGET`: fewer dispatches, and the
+/// run equals, bitwise, one whose budget is held at `LENGTH_BUDGET`.
+#[test]
+fn length_budget_is_cut_when_quiet_identically() {
+    use yarnsim::gpu_step::{LENGTH_BUDGET, LENGTH_CUT_AFTER};
+    let Some(gpu) = gpu_or_skip("length_budget_is_cut_when_quiet_identically") else {
+        return;
+    };
+    let sets = ["contact.model=exact", "obstacle.0.point=[0, 0.7, 0]"];
+    const STEPS: usize = 260;
+    let run = |hold: bool| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        assert_eq!(g.length_budget(), LENGTH_BUDGET);
+        if hold {
+            g.set_length_budget(LENGTH_BUDGET).unwrap();
+        }
+        let d = g.dispatches_per_step();
+        let mut batches = 0;
+        g.advance(STEPS, &mut |_| batches += 1).unwrap();
+        assert!(batches > LENGTH_CUT_AFTER, "{batches} batches");
+        g.download().unwrap();
+        (g, d)
+    };
+    let (cut, before) = run(false);
+    let (held, _) = run(true);
+    let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
+    eprintln!(
+        "length budget {} after {STEPS} steps (held: {}); dispatches per step {before} → {d_cut} (held: {d_held})",
+        cut.length_budget(),
+        held.length_budget()
+    );
+    assert_eq!(cut.length_budget(), 1);
+    assert_eq!(held.length_budget(), LENGTH_BUDGET);
+    assert_eq!(cut.reruns(), 0, "the cut fell short");
+    assert!(d_cut < d_held && d_held == before, "{d_cut} vs {d_held}");
+    let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(
+        bits(&cut.sim.pos) == bits(&held.sim.pos),
+        "positions differ"
+    );
+    assert!(
+        bits(&cut.sim.vel) == bits(&held.sim.vel),
+        "velocities differ"
+    );
+}
+
 #[test]
 fn scene_needs_are_checked_against_the_limits() {
     use yarnsim::gpu_step::{needs, SceneCounts};
