@@ -1,10 +1,10 @@
 // contact_gather: force[p] += the slot forces of every record naming control point p, in
-// (candidate, slot) order: p finds its run in the sorted gather_slots by binary search and sums
-// along it (a gather, so no float atomics and bitwise the same every run). A run longer than
-// MAX_GATHER raises ERROR_GATHER_FULL. CPU twin: contact::contact_gather.
-// One thread per control point.
-// Loop bound: the binary search (≤ 33 steps over 8 × capacity slots), then MAX_GATHER = 4096
-// slots of the point (n = 8 × counters.touching_records.capacity slots).
+// (candidate, slot) order: p finds its run in the sorted slots in use of gather_slots (the first
+// counters.gather_slots) by binary search and sums along it (a gather, so no float atomics and
+// bitwise the same every run). A run longer than MAX_GATHER raises ERROR_GATHER_FULL. CPU twin:
+// contact::contact_gather. One thread per control point.
+// Loop bound: the binary search (≤ 33 steps over n = counters.gather_slots ≤ 8 × capacity
+// slots), then MAX_GATHER = 4096 slots of the point.
 
 #import layout
 
@@ -26,7 +26,7 @@ fn contact_gather(
     if p >= params.num_points {
         return;
     }
-    let n = 8u * counters.touching_records.capacity;
+    let n = counters.gather_slots;
     // First slot with key >= p.
     var lo = 0u;
     var hi = n;

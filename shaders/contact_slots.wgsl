@@ -1,9 +1,9 @@
-// contact_slots: the gather table before sorting. Slot j = 8r + m of the table (capacity
-// counters.touching_records.capacity records) belongs to the r-th touching candidate c — found by
-// binary search of the scanned touch_offsets (the largest c with touch_offsets[c] <= r) — and
-// names the control point of its slot m (cp of segment a for m < 4, of b after) as its key, with
-// value 8c + m; slots past the touching records get the sentinel key num_points (sorted last,
-// gathered by no point). Thread 0 records the number of touching records
+// contact_slots: the gather table before sorting. Slot j = 8r + m of the table, for each of the
+// first min(records, counters.touching_records.capacity) touching candidates, belongs to the r-th
+// touching candidate c — found by binary search of the scanned touch_offsets (the largest c with
+// touch_offsets[c] <= r) — and names the control point of its slot m (cp of segment a for m < 4,
+// of b after) as its key, with value 8c + m; the slots past them are not written (the sort and
+// contact_gather stop at the count). Thread 0 records the number of touching records
 // touch_offsets[candidate capacity] and its overflow flag in counters.touching_records, and the
 // slots in use, 8 · min(records, capacity), in counters.gather_slots (the sort's length). Sorted
 // stably by key, the table lists every point's slots in (candidate, slot) order.
@@ -12,12 +12,11 @@
 
 #import layout
 
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> segments: array<Segment>;
-@group(0) @binding(2) var<storage, read> candidates: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> touch_offsets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> counters: Counters;
-@group(0) @binding(5) var<storage, read_write> gather_slots: array<KeyValue>;
+@group(0) @binding(0) var<storage, read> segments: array<Segment>;
+@group(0) @binding(1) var<storage, read> candidates: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> touch_offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> counters: Counters;
+@group(0) @binding(4) var<storage, read_write> gather_slots: array<KeyValue>;
 
 @compute @workgroup_size(256)
 fn contact_slots(
@@ -36,15 +35,11 @@ fn contact_slots(
             atomicStore(&counters.touching_records.overflow, 1u);
         }
     }
-    if j >= 8u * cap_t {
+    if j >= 8u * min(total, cap_t) {
         return;
     }
     let r = j / 8u;
     let m = j % 8u;
-    if r >= total {
-        gather_slots[j] = KeyValue(params.num_points, 0u, 0xFFFFFFFFu, 0u);
-        return;
-    }
     var lo = 0u;
     var hi = cap_c;
     for (var step = 0u; step < 32u && hi - lo > 1u; step = step + 1u) {

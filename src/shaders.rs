@@ -607,7 +607,6 @@ pub const KERNELS: &[Kernel] = &[
         name: "contact_slots",
         workgroup_size: WG,
         bindings: &[
-            uniform("params"),
             read("segments"),
             read("candidates"),
             read("touch_offsets"),

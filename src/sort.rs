@@ -183,6 +183,22 @@ pub fn radix_sort(
 /// A sort of one GPU buffer, ready to record: the pass uniforms, `sort_hist` with its scan, the
 /// scratch buffer and one bind group per dispatch. Made once per buffer and size.
 ///
+/// Whether [`GpuSort::counted_fewest`] sorts `key_bits`-bit keys from its input into its output
+/// (an odd number of 8-bit passes, `⌈key_bits / 8⌉`) rather than in place in its output (even):
+/// the producer of the records then writes the input.
+pub fn fewest_passes_into(key_bits: u32) -> bool {
+    key_bits.div_ceil(8).max(1) % 2 == 1
+}
+
+/// The buffer a sort's passes ping-pong with: its output (an odd number of passes), a scratch
+/// buffer given to it (even), or one of its own (even).
+#[derive(Clone, Copy)]
+enum Partner<'a> {
+    Own,
+    Output(&'a wgpu::Buffer),
+    Scratch(&'a wgpu::Buffer),
+}
+
 /// A *counted* sort ([`GpuSort::counted`]) is made for a capacity but sorts only the live length
 /// the GPU reads from a [`CountSource`] (its first dispatch, `count_plan`, sizes the passes, the
 /// histogram's scan and their indirect grids). The records after that length are not touched, so
@@ -209,7 +225,7 @@ impl GpuSort {
         n: u32,
         key_bits: u32,
     ) -> Result<GpuSort, PipelineError> {
-        Self::make(device, pipelines, data, None, n, key_bits, None)
+        Self::make(device, pipelines, data, Partner::Own, n, key_bits, None)
     }
 
     /// The sort of the first `min(count, cap)` records of `data` (the count read on the GPU from
@@ -222,7 +238,15 @@ impl GpuSort {
         key_bits: u32,
         src: &CountSource,
     ) -> Result<GpuSort, PipelineError> {
-        Self::make(device, pipelines, data, None, cap, key_bits, Some(src))
+        Self::make(
+            device,
+            pipelines,
+            data,
+            Partner::Own,
+            cap,
+            key_bits,
+            Some(src),
+        )
     }
 
     /// Like [`GpuSort::counted`], but the sorted live records land in `output` (of `input`'s size)
@@ -244,26 +268,59 @@ impl GpuSort {
             device,
             pipelines,
             input,
-            Some(output),
+            Partner::Output(output),
             cap,
             key_bits,
             Some(src),
         )
     }
 
+    /// The counted sort of up to `cap` records of two buffers of the same size in the fewest
+    /// passes: when `⌈key_bits / 8⌉` is odd, from `input` into `output` ([`GpuSort::counted_into`]);
+    /// when it is even, in place in `output` with `input` as its scratch buffer. Either way the
+    /// sorted live records end in `output`, whose readers must stop at the count (the slots past it
+    /// hold whatever they held), and the producer writes the buffer this returns with the sort:
+    /// `input` or `output` ([`fewest_passes_into`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn counted_fewest(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        cap: u32,
+        key_bits: u32,
+        src: &CountSource,
+    ) -> Result<(GpuSort, wgpu::Buffer), PipelineError> {
+        if fewest_passes_into(key_bits) {
+            let sort = Self::counted_into(device, pipelines, input, output, cap, key_bits, src)?;
+            Ok((sort, input.clone()))
+        } else {
+            let sort = Self::make(
+                device,
+                pipelines,
+                output,
+                Partner::Scratch(input),
+                cap,
+                key_bits,
+                Some(src),
+            )?;
+            Ok((sort, output.clone()))
+        }
+    }
+
     fn make(
         device: &wgpu::Device,
         pipelines: &Pipelines,
         data: &wgpu::Buffer,
-        output: Option<&wgpu::Buffer>,
+        partner: Partner<'_>,
         n: u32,
         key_bits: u32,
         src: Option<&CountSource>,
     ) -> Result<GpuSort, PipelineError> {
         use wgpu::util::DeviceExt;
-        let plan = match output {
-            Some(_) => SortPlan::odd(n, key_bits),
-            None => SortPlan::new(n, key_bits),
+        let plan = match partner {
+            Partner::Output(_) => SortPlan::odd(n, key_bits),
+            _ => SortPlan::new(n, key_bits),
         };
         let storage = |label: &str, bytes: u64| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -274,10 +331,10 @@ impl GpuSort {
             })
         };
         let hist = storage("sort_hist", plan.hist_len as u64 * 4);
-        // The partner buffer of the ping-pong: the output, or a scratch buffer of our own.
-        let scratch = match output {
-            Some(out) => out.clone(),
-            None => storage("sort_scratch", n as u64 * 16),
+        // The partner buffer of the ping-pong: the output, a scratch buffer given, or our own.
+        let scratch = match partner {
+            Partner::Output(b) | Partner::Scratch(b) => b.clone(),
+            Partner::Own => storage("sort_scratch", n as u64 * 16),
         };
         let counted = match src {
             None => None,

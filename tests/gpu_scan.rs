@@ -539,6 +539,82 @@ fn gpu_counted_sort_into_another_buffer_takes_odd_passes() {
     }
 }
 
+/// `GpuSort::counted_fewest` between two buffers: ⌈bits / 8⌉ passes, from the input into the
+/// output when that is odd (the producer writes the input) and in place in the output when it is
+/// even (the producer writes the output, and the input is the scratch); either way the live
+/// records end sorted in the output, stably by the key's low 8 · passes bits.
+#[test]
+fn gpu_counted_sort_in_the_fewest_passes() {
+    let Some(gpu) = gpu_or_skip("gpu_counted_sort_in_the_fewest_passes") else {
+        return;
+    };
+    let pipelines = counted_pipelines(&gpu);
+    let mut rng = Rng(31);
+    let cap = 5_003u32;
+    for (bits, passes) in [(8u32, 1usize), (15, 2), (19, 3), (32, 4), (38, 5)] {
+        assert_eq!(
+            sort::fewest_passes_into(bits),
+            passes % 2 == 1,
+            "{bits} bits"
+        );
+        for count in [0u32, 1, 777, 5_003] {
+            let mut bufs = Buffers::default();
+            storage(
+                &gpu,
+                &mut bufs,
+                "count",
+                bytemuck::cast_slice(&[count, 0, 0, 0]),
+            );
+            let src = CountSource {
+                buffer: bufs.get("count").unwrap().clone(),
+                word: 0,
+                add: 0,
+            };
+            let zeros = vec![0u8; 16 * cap as usize];
+            storage(&gpu, &mut bufs, "in", &zeros);
+            storage(&gpu, &mut bufs, "out", &zeros);
+            let (so, written) = GpuSort::counted_fewest(
+                &gpu.device,
+                &pipelines,
+                bufs.get("in").unwrap(),
+                bufs.get("out").unwrap(),
+                cap,
+                bits,
+                &src,
+            )
+            .unwrap();
+            assert_eq!(so.plan().passes().len(), passes, "{bits} bits");
+            let into = sort::fewest_passes_into(bits);
+            let want_written = if into { "in" } else { "out" };
+            assert!(
+                &written == bufs.get(want_written).unwrap(),
+                "{bits} bits: the producer should write {want_written}"
+            );
+            // Keys of `bits` bits (above 32, key_hi's low bits), written where the producer would.
+            let mut recs = records(&mut rng, cap as usize, 5000);
+            for r in recs.iter_mut() {
+                if bits < 32 {
+                    r.key_lo &= (1u32 << bits) - 1;
+                    r.key_hi = 0;
+                } else {
+                    r.key_hi &= (1u32 << (bits - 32)) - 1;
+                }
+            }
+            gpu.queue
+                .write_buffer(&written, 0, bytemuck::cast_slice(&recs));
+            submit(&gpu, |pass| so.record(&pipelines, pass).unwrap());
+            let out = bufs
+                .read(&gpu.device, &gpu.queue, "out", 16 * cap as u64)
+                .unwrap();
+            let got: &[KeyValue] = bytemuck::cast_slice(&out);
+            let n = count.min(cap) as usize;
+            let mut want = recs[..n].to_vec();
+            want.sort_by_key(sort::key);
+            assert!(got[..n] == want[..], "{bits} bits, count {count}");
+        }
+    }
+}
+
 /// A counted scan made for three levels (more than 2,048² elements) whose live count needs one,
 /// two or three of them: the levels above the live top hold 0 or 1 elements and must add nothing.
 #[test]

@@ -220,14 +220,14 @@ pub fn exact_contact_forces(
     }
 }
 
-/// Kernel `contact_slots`: slot `j = 8r + m` of the gather table (`8 · touching_records.capacity`)
-/// gets key = the control point of slot `m` of the `r`-th touching candidate `c` (from the scanned
-/// `touch_offsets`), value `8c + m`; slots past the touching records get key `num_points` (the
-/// sentinel), value `u32::MAX`. Records the number of touching records and its overflow flag in
-/// `counters.touching_records`, and the slots in use (`8 · min(records, capacity)`, the sort's
-/// length on the GPU) in `counters.gather_slots`.
+/// Kernel `contact_slots`: slot `j = 8r + m` of the gather table, for each of the first
+/// `min(records, touching_records.capacity)` touching candidates, gets key = the control point of
+/// slot `m` of the `r`-th touching candidate `c` (from the scanned `touch_offsets`), value `8c + m`;
+/// the slots past them are not written (the sort and `contact_gather` stop at the count). Records
+/// the number of touching records and its overflow flag in `counters.touching_records`, and the
+/// slots in use (`8 · min(records, capacity)`, the sort's length on the GPU) in
+/// `counters.gather_slots`.
 pub fn contact_slots(
-    params: &Params,
     segments: &[Segment],
     candidates: &[[u32; 2]],
     touch_offsets: &[u32],
@@ -242,21 +242,12 @@ pub fn contact_slots(
     if total > cap_t {
         counters.touching_records.overflow = 1;
     }
-    gather_slots[..8 * cap_t as usize]
+    gather_slots[..8 * total.min(cap_t) as usize]
         .par_chunks_mut(8)
         .with_min_len(512)
         .enumerate()
         .for_each(|(r, out)| {
             let r = r as u32;
-            if r >= total {
-                out.fill(KeyValue {
-                    key_lo: params.num_points,
-                    key_hi: 0,
-                    value: u32::MAX,
-                    _pad: 0,
-                });
-                return;
-            }
             let c = grid::upper_segment(touch_offsets, cap_c, r);
             let pair = candidates[c as usize];
             for (m, kv) in out.iter_mut().enumerate() {
@@ -271,7 +262,8 @@ pub fn contact_slots(
 }
 
 /// Kernel `contact_gather`: `force[p]` (xyz) += the slot forces of the records naming point `p`,
-/// in the order of the sorted `gather_slots` (candidate, then slot); more than [`MAX_GATHER`]
+/// in the order of the sorted `gather_slots`' slots in use (`counters.gather_slots`; candidate,
+/// then slot); more than [`MAX_GATHER`]
 /// raises `ERROR_GATHER_FULL` and the rest are not added.
 pub fn contact_gather(
     params: &Params,
@@ -280,7 +272,7 @@ pub fn contact_gather(
     counters: &mut Counters,
     force: &mut [[f32; 4]],
 ) {
-    let n = 8 * counters.touching_records.capacity as usize;
+    let n = counters.gather_slots as usize;
     let slots = &gather_slots[..n];
     let full = force[..params.num_points as usize]
         .par_iter_mut()
@@ -580,7 +572,6 @@ impl ExactContact {
         self.counters.touching_records.capacity = cap_t;
         resize_with_headroom(&mut self.slots, 8 * cap_t as usize, KeyValue::default());
         contact_slots(
-            &kp,
             &topo.segments,
             &self.candidates,
             &self.touch_offsets,

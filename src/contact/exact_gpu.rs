@@ -17,9 +17,9 @@
 //! | 8 | `quadrature_points` | segments · b |
 //! | 9 | `exact_contact_forces` | candidate capacity + 1 |
 //! | 10 | scan of `touch_offsets` | candidate capacity + 1 |
-//! | 11 | `contact_slots` | 8 · touching-record capacity |
-//! | 12 | radix sort of `gather_slots` on `key_bits(num_points)` bits (2 or 4 passes) | 8 · touching records (`count_plan`) |
-//! | 13 | `contact_gather` | control points |
+//! | 11 | `contact_slots` (into `gather_slots_in` when the sort below starts there) | 8 · touching-record capacity |
+//! | 12 | radix sort of the slots in use on `key_bits(num_points)` bits into `gather_slots`, in the fewest passes ([`GpuSort::counted_fewest`]: from `gather_slots_in` when `⌈bits / 8⌉` is odd, else in place) | 8 · touching records (`count_plan`) |
+//! | 13 | `contact_gather` (over the slots in use, `counters.gather_slots`) | control points |
 //!
 //! Scans and sorts get their level or pass through small per-dispatch uniforms (`scan_pass`,
 //! `sort_pass`) and their data through bind-group overrides; the capacities are fixed when the
@@ -141,10 +141,11 @@ impl ExactGpu {
             &zeros(cc * std::mem::size_of::<ContactRecord>()),
         );
         up("touch_offsets", &zeros((cc + 1) * 4));
-        up(
-            "gather_slots",
-            &zeros(8 * tc * std::mem::size_of::<KeyValue>()),
-        );
+        // contact_slots writes gather_slots_in or gather_slots, whichever the sort of the slots
+        // in the fewest passes starts from (GpuSort::counted_fewest); it ends in gather_slots.
+        for name in ["gather_slots_in", "gather_slots"] {
+            up(name, &zeros(8 * tc * std::mem::size_of::<KeyValue>()));
+        }
         let get = |n: &str| buffers.get(n).expect("uploaded above");
         let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
         // Sized by the live entry count.
@@ -176,9 +177,10 @@ impl ExactGpu {
             word: offset_of!(Counters, gather_slots) as u32 / 4,
             add: 0,
         };
-        let sort_slots = GpuSort::counted(
+        let (sort_slots, slots_written) = GpuSort::counted_fewest(
             device,
             pipelines,
+            get("gather_slots_in"),
             get("gather_slots"),
             8 * record_capacity,
             key_bits(p.num_points),
@@ -211,7 +213,16 @@ impl ExactGpu {
         d.push(own("quadrature_points", s as u32)?);
         d.push(own("exact_contact_forces", candidate_capacity + 1)?);
         d.extend(owned(scan_touch.dispatches()));
-        d.push(own("contact_slots", 8 * record_capacity)?);
+        d.push((
+            "contact_slots",
+            pipelines.bind_group_with(
+                device,
+                "contact_slots",
+                buffers,
+                &[("gather_slots", &slots_written)],
+            )?,
+            (8 * record_capacity).into(),
+        ));
         d.extend(owned(sort_slots.dispatches()));
         d.push(own("contact_gather", p.num_points)?);
         Ok(ExactGpu {
