@@ -301,6 +301,18 @@ struct AclState {
 /// Bytes of one step's ACL counters.
 const ACL_COUNTERS_BYTES: u64 = size_of::<AclStepCounters>() as u64;
 
+/// What a [`GpuSim`] has learned about a run and a `GpuSim` continuing it starts from
+/// ([`GpuSim::tuning`], [`GpuSim::set_tuning`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Length-projection iterations encoded per step ([`LENGTH_BUDGET`]).
+    pub length_budget: u32,
+    /// Steps of the next batch of [`GpuSim::advance`] ([`FIRST_BATCH`]).
+    pub batch_limit: usize,
+    /// Whether batches time a step per kernel ([`GpuSim::set_kernel_timing`]).
+    pub kernel_timing: bool,
+}
+
 /// Per-kernel GPU time (from timestamp queries) and counts of one frame.
 #[derive(Clone, Debug, Default)]
 pub struct GpuFrameTimes {
@@ -1288,6 +1300,27 @@ impl GpuSim {
     /// Length-projection iterations encoded per step now ([`LENGTH_BUDGET`]).
     pub fn length_budget(&self) -> u32 {
         self.length_budget
+    }
+
+    /// What the step has learned about its scene's run so far, for a `GpuSim` that continues it
+    /// ([`GpuSim::set_tuning`]; the relaxation makes one per radius stage).
+    pub fn tuning(&self) -> Tuning {
+        Tuning {
+            length_budget: self.length_budget,
+            batch_limit: self.batch_limit,
+            kernel_timing: self.kernel_timing,
+        }
+    }
+
+    /// Continues with `t`: its length budget (not pinned: still cut after quiet batches, grown
+    /// when short), batch length and kernel timing, with one rebuild of the step.
+    pub fn set_tuning(&mut self, t: Tuning) -> Result<(), GpuStepError> {
+        let cap = self.sim.params.length_max_iterations;
+        self.batch_limit = t.batch_limit.clamp(1, MAX_BATCH);
+        self.kernel_timing = t.kernel_timing;
+        self.length_quiet = 0;
+        self.length_quiet_most = 0;
+        self.build(t.length_budget.clamp(1, cap))
     }
 
     /// Fewer length iterations encoded after a quiet stretch: when [`LENGTH_CUT_AFTER`] (or, after

@@ -24,7 +24,8 @@
 //! the relaxation, as it would in any step), pins hold their places throughout.
 //!
 //! [`relax_gpu`] runs the same steps on the GPU step ([`GpuSim`], a new one per radius stage, each
-//! built from the state the last one gave back): the relaxation of a garment is thousands of steps
+//! built from the state the last one gave back, with the capacities, length budget and batch
+//! length the last one grew or cut to, and no per-kernel timing): the relaxation of a garment is thousands of steps
 //! (the scarf: 8,101 steps, about 10 minutes on two CPU cores), which is where a run with
 //! `--backend gpu` spent most of its time. It differs from [`relax`] in one way: the host sees the
 //! fastest point once per batch (it downloads the velocities then), so once the radius is grown
@@ -32,7 +33,7 @@
 //! that ends at rest, up to `GPU_CHECK_STEPS − 1` steps after the CPU path would have.
 
 use crate::gpu::Gpu;
-use crate::gpu_step::{GpuSim, GpuStepError, MAX_BATCH};
+use crate::gpu_step::{GpuSim, GpuStepError, Tuning, MAX_BATCH};
 use crate::scene::{RadiusSpec, Scene};
 use crate::sim::{contact_model, Sim, SimError};
 
@@ -291,10 +292,16 @@ pub fn relax_gpu(
     // What the last stage's contact buffers grew to: the next, at a larger radius, needs as much,
     // and starting there spares it the reruns that found it.
     let mut grown_to = (None, None);
+    // And what it learned of the length budget and batch length; no stage times its kernels.
+    let mut tuning = None;
     loop {
         let r = sch.radius_at(stage);
         sim.set_radius(r, model_at(scene, r)?);
         let mut gs = GpuSim::new(gpu, sim, &scene.contact)?;
+        gs.set_tuning(Tuning {
+            kernel_timing: false,
+            ..tuning.unwrap_or(gs.tuning())
+        })?;
         if let (Some(old), Some(new)) = (grown_to.0, gs.contact_capacities()) {
             let (a, b): ((u32, u32, u32), (u32, u32, u32)) = (old, new);
             gs.set_contact_capacities((a.0.max(b.0), a.1.max(b.1), a.2.max(b.2)))?;
@@ -334,6 +341,7 @@ pub fn relax_gpu(
             }
         }
         grown_to = (gs.contact_capacities(), gs.acl_capacities());
+        tuning = Some(gs.tuning());
         sim = gs.into_sim()?;
         if grown || k >= sch.max_steps {
             break;
