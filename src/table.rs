@@ -139,6 +139,9 @@ pub fn measure_scene(
         done += 1;
         progress(Stage::Measuring, done, total);
     };
+    // On the GPU, what the start frames' step learned (its length budget, its batch length) is
+    // where each measured variant starts, so that they measure the step the run settles to.
+    let mut learned = None;
     let base = match gpu {
         None => {
             let mut base = base;
@@ -152,6 +155,7 @@ pub fn measure_scene(
             for _ in 0..opts.start_frames {
                 gs.frame_with(&mut tick)?;
             }
+            learned = (opts.start_frames > 0).then(|| gs.tuning());
             gs.into_sim()?
         }
     };
@@ -189,6 +193,9 @@ pub fn measure_scene(
             }
             Some(g) => {
                 let mut gs = GpuSim::new(g, sim, &sc.contact)?;
+                if let Some(t) = learned {
+                    gs.set_tuning(t)?;
+                }
                 if opts.warmup > 0 {
                     gs.sim.params.steps_per_frame = opts.warmup;
                     gs.frame_with(&mut tick)?;
