@@ -142,6 +142,10 @@ struct Row {
     kernels: Vec<(&'static str, f64)>,
     /// The GPU simulation's batch reruns and capacity growths so far (warm-up included).
     reruns: (f64, f64),
+    /// Steps of its failed batch attempts so far, and the length-projection iterations it
+    /// encodes per step at the end.
+    rerun_steps: f64,
+    length_budget: f64,
     /// Host milliseconds per step recording and submitting batches, and waiting for them.
     host_ms: (f64, f64, f64),
     note: String,
@@ -154,7 +158,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"capacity_grows\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -178,7 +182,9 @@ impl Row {
             self.dispatches,
             self.passes,
             self.reruns.0,
+            self.rerun_steps,
             self.reruns.1,
+            self.length_budget,
             self.host_ms.0,
             self.host_ms.2,
             self.host_ms.1,
@@ -321,6 +327,8 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
                 .map_or(0.0, |x| x.1)
         };
         row.reruns = (extra("batch_reruns"), extra("capacity_grows"));
+        row.rerun_steps = extra("batch_rerun_steps");
+        row.length_budget = extra("length_budget");
         if times.timed {
             timed_frames += 1.0;
             contact_ms += times.contact_ms;
@@ -414,13 +422,15 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns, {} capacity growths; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
+                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
                             row.dispatches,
                             row.passes,
                             row.readback,
                             row.buffer_bytes.unwrap_or(0) as f64 / 1048576.0,
                             row.reruns.0,
+                            row.rerun_steps,
                             row.reruns.1,
+                            row.length_budget,
                             row.host_ms.0,
                             row.host_ms.2,
                             row.host_ms.1
