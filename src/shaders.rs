@@ -955,6 +955,7 @@ pub const KERNELS: &[Kernel] = &[
             read("point_slots"),
             read_write("point_start"),
             read_write("point_records"),
+            read_write("acl_counters"),
         ],
         twin: "acl::gather::set_point_start",
     },

@@ -692,7 +692,7 @@ fn point_table_and_gather_match_the_cpu() {
     );
     // 5. start.
     let (mut start_g1, mut rec_g1) = (vec![0u32; npts + 1], vec![0u32; cap]);
-    set_point_start(&u, &slots_c, &mut start_g1, &mut rec_g1);
+    set_point_start(&u, &slots_c, &mut start_g1, &mut rec_g1, &cnt_c);
     let out = run_kernel(
         &gpu,
         "set_point_start",
@@ -701,6 +701,7 @@ fn point_table_and_gather_match_the_cpu() {
             ("point_slots", bytes(&slots_c)),
             ("point_start", bytes(&vec![0u32; npts + 1])),
             ("point_records", bytes(&vec![0u32; cap])),
+            ("acl_counters", bytes(&[cnt_c])),
         ],
         (npts as u32 + 1).max(cap as u32),
     )

@@ -167,24 +167,25 @@ pub fn set_point_write(
         });
 }
 
-/// Kernel `set_point_start`: for `p ≤ num_points`, `point_start[p]` = the first slot of the sorted
-/// `point_slots` (`record_capacity` of them) whose key is at least `p` (so `point_start[num_points]`
-/// is the number of records: the sentinels' key is `num_points`); for `i < record_capacity`,
-/// `point_records[i]` = slot `i`'s value.
+/// Kernel `set_point_start`: over the first `n = min(acl_counters.records, record_capacity)` slots
+/// of the sorted `point_slots` (the records; the slots past them are nobody's): for
+/// `p ≤ num_points`, `point_start[p]` = the first of them whose key is at least `p` (so
+/// `point_start[num_points]` = `n`); for `i < n`, `point_records[i]` = slot `i`'s value.
 pub fn set_point_start(
     acl: &AclUniform,
     point_slots: &[KeyValue],
     point_start: &mut [u32],
     point_records: &mut [u32],
+    acl_counters: &AclCounters,
 ) {
-    let cap = acl.record_capacity as usize;
-    let slots = &point_slots[..cap];
+    let n = acl_counters.records.min(acl.record_capacity) as usize;
+    let slots = &point_slots[..n];
     point_start[..=acl.num_points as usize]
         .par_iter_mut()
         .with_min_len(GATHER_TASK)
         .enumerate()
         .for_each(|(p, s)| *s = slots.partition_point(|kv| kv.key_lo < p as u32) as u32);
-    for (r, kv) in point_records[..cap].iter_mut().zip(slots) {
+    for (r, kv) in point_records[..n].iter_mut().zip(slots) {
         *r = kv.value;
     }
 }

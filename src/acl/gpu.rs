@@ -567,6 +567,12 @@ impl AclGpu {
             ("k_pool", nk * 24),
             ("watch_pool", nw * size_of::<WatchPair>()),
             ("watch_loc_pool", nw * size_of::<WatchLoc>()),
+            // set_point_write writes point_slots_in or point_slots, whichever the sort of the
+            // records in the fewest passes starts from (GpuSort::counted_fewest).
+            (
+                "point_slots_in",
+                caps.records as usize * size_of::<KeyValue>(),
+            ),
             ("point_slots", caps.records as usize * size_of::<KeyValue>()),
             ("point_records", caps.records as usize * 4),
             ("point_start", (self.npts as usize + 1) * 4),
@@ -676,10 +682,12 @@ impl AclGpu {
         let scan_compact = scan("set_dest", sc + 1)?;
         let scan_dirty = scan("dirty_dest", sc + 1)?;
         let scan_release = scan("release_dest", sc + 2)?;
-        // Over the live records (set_point_write fills the slots past them with the sentinel).
-        let sort_points = GpuSort::counted(
+        // Over the live records, in the fewest passes, into point_slots (set_point_start stops
+        // at the count).
+        let (sort_points, points_written) = GpuSort::counted_fewest(
             device,
             pipelines,
+            &get("point_slots_in"),
             &get("point_slots"),
             caps.records,
             crate::contact::key_bits(self.npts),
@@ -869,7 +877,8 @@ impl AclGpu {
         }
         d(&mut ops, "set_point_count", sc + 1)?;
         extend(&mut ops, scan_points.dispatches().collect());
-        d(&mut ops, "set_point_write", caps.records)?;
+        let bg = bind("set_point_write", &[("point_slots", &points_written)])?;
+        ops.push(Op::Dispatch(("set_point_write", bg, caps.records.into())));
         extend(&mut ops, sort_points.dispatches());
         d(
             &mut ops,
