@@ -37,6 +37,7 @@
 use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, Op};
 use crate::acl::AclContact;
 use crate::balls::{self, BALL_CONTACT_LOOP_LIMIT};
+use crate::budget::QuietCut;
 use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
 use crate::contact::grid;
 use crate::contact::{check_counters, ExactContact};
@@ -362,15 +363,9 @@ pub struct GpuSim {
     length_levels: Vec<crate::length::Level>,
     /// Length-projection iterations encoded per step (see [`LENGTH_BUDGET`]).
     length_budget: u32,
-    /// Completed batches in a row whose steps all converged within fewer iterations than the
-    /// budget, and the most any of them used ([`GpuSim::fewer_length_iterations`]).
-    length_quiet: u32,
-    length_quiet_most: u32,
-    /// Quiet batches before the budget is cut ([`LENGTH_CUT_AFTER`], doubled after each cut that
-    /// fell short), whether the last change of the budget was such a cut, and whether the budget
-    /// was set by [`GpuSim::set_length_budget`] (then it is never cut).
-    length_cut_after: u32,
-    length_cut_last: bool,
+    /// The quiet stretch of the length budget ([`LENGTH_BUDGET`]), and whether the budget was set
+    /// by [`GpuSim::set_length_budget`] (then it is never cut).
+    length_cut: QuietCut,
     length_pinned: bool,
     color_ranges: Vec<wgpu::Buffer>,
     /// The same for the colours of the ties (`tie_projection`).
@@ -744,10 +739,7 @@ impl GpuSim {
             tie_color_ranges,
             length_levels: length_scratch.levels,
             length_budget,
-            length_quiet: 0,
-            length_quiet_most: 0,
-            length_cut_after: LENGTH_CUT_AFTER,
-            length_cut_last: false,
+            length_cut: QuietCut::new(LENGTH_CUT_AFTER),
             length_pinned: false,
             dispatches: Vec::new(),
             readback: placeholder("counters readback"),
@@ -1081,13 +1073,7 @@ impl GpuSim {
                     let cap = self.sim.step_params().length_max_iterations;
                     let before = self.length_budget;
                     debug_assert!(needed > before && before < cap);
-                    if self.length_cut_last {
-                        self.length_cut_after =
-                            (2 * self.length_cut_after).min(LENGTH_CUT_AFTER_MAX);
-                    }
-                    self.length_cut_last = false;
-                    self.length_quiet = 0;
-                    self.length_quiet_most = 0;
+                    self.length_cut.raised(LENGTH_CUT_AFTER_MAX);
                     self.build(cap.min(before.max(2 * needed)))?;
                 }
                 Rerun::Capacity(caps) => {
@@ -1318,8 +1304,7 @@ impl GpuSim {
         let cap = self.sim.params.length_max_iterations;
         self.batch_limit = t.batch_limit.clamp(1, MAX_BATCH);
         self.kernel_timing = t.kernel_timing;
-        self.length_quiet = 0;
-        self.length_quiet_most = 0;
+        self.length_cut.restart();
         self.build(t.length_budget.clamp(1, cap))
     }
 
@@ -1328,20 +1313,10 @@ impl GpuSim {
     /// iterations than encoded, the most they used (at least 1). `used`: the most iterations a
     /// step of the batch just completed used.
     fn fewer_length_iterations(&mut self, used: u32) -> Option<u32> {
-        if self.length_pinned || used >= self.length_budget {
-            self.length_quiet = 0;
-            self.length_quiet_most = 0;
+        if self.length_pinned {
             return None;
         }
-        self.length_quiet += 1;
-        self.length_quiet_most = self.length_quiet_most.max(used);
-        if self.length_quiet < self.length_cut_after {
-            return None;
-        }
-        let budget = self.length_quiet_most.max(1);
-        self.length_quiet = 0;
-        self.length_quiet_most = 0;
-        (budget < self.length_budget).then_some(budget)
+        self.length_cut.completed(used, self.length_budget)
     }
 
     /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
@@ -1526,7 +1501,6 @@ impl GpuSim {
             self.frame_timed_steps += 1;
         }
         if let Some(budget) = self.fewer_length_iterations(iterations) {
-            self.length_cut_last = true;
             self.build(budget)?;
         }
         self.batch_acl.clear();

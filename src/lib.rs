@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod balls;
 pub mod bcc;
+pub mod budget;
 pub mod checkpoint;
 pub mod contact;
 pub mod export;

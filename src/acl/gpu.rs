@@ -49,6 +49,7 @@ use super::rebuild::{
 use super::sets::ContactSet;
 use super::stiction::StictionSpring;
 use super::{AclContact, WatchLoc, WatchPair};
+use crate::budget::QuietCut;
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, KeyValue, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
@@ -348,13 +349,8 @@ pub struct AclGpu {
     /// The counters after the last completed step (its persistent counts: table length, pool
     /// lengths, releases).
     last: AclStepCounters,
-    /// [`AclGpu::fewer_rounds`]' state: completed batches in a row that used fewer rebuild rounds
-    /// than recorded, the most any of their steps used, the batches it waits for before it
-    /// records fewer, and whether the last change of `caps.rounds` was such a cut.
-    quiet: u32,
-    quiet_most: u32,
-    cut_after: u32,
-    cut_last: bool,
+    /// [`AclGpu::fewer_rounds`]' state (the quiet stretch of `caps.rounds`).
+    rounds_cut: QuietCut,
     /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
     /// change, the batches it waits for, and whether the last change was a cut.
     pass_quiet: u32,
@@ -461,10 +457,7 @@ impl AclGpu {
             garbage: PoolGarbage::default(),
             reruns: 0,
             last: AclStepCounters::default(),
-            quiet: 0,
-            quiet_most: 0,
-            cut_after: ROUNDS_CUT_AFTER,
-            cut_last: false,
+            rounds_cut: QuietCut::new(ROUNDS_CUT_AFTER),
             pass_quiet: 0,
             pass_cut_after: ROUNDS_CUT_AFTER,
             pass_cut_last: false,
@@ -1134,23 +1127,7 @@ impl AclGpu {
     /// same either way. `steps`: the counters of the batch just completed.
     pub fn fewer_rounds(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
         let used = steps.iter().map(|c| c.sizes.rounds_used).max().unwrap_or(0);
-        if used >= self.caps.rounds {
-            self.quiet = 0;
-            self.quiet_most = 0;
-            return None;
-        }
-        self.quiet += 1;
-        self.quiet_most = self.quiet_most.max(used);
-        if self.quiet < self.cut_after {
-            return None;
-        }
-        let rounds = self.quiet_most.max(1);
-        self.quiet = 0;
-        self.quiet_most = 0;
-        if rounds >= self.caps.rounds {
-            return None;
-        }
-        self.cut_last = true;
+        let rounds = self.rounds_cut.completed(used, self.caps.rounds)?;
         Some(AclCaps {
             rounds,
             ..self.caps
@@ -1210,12 +1187,7 @@ impl AclGpu {
     ) -> Result<(), AclGpuError> {
         if caps.rounds > self.caps.rounds {
             // More rounds again: a cut that did not last waits twice as long next time.
-            if self.cut_last {
-                self.cut_after = (2 * self.cut_after).min(ROUNDS_CUT_AFTER_MAX);
-            }
-            self.cut_last = false;
-            self.quiet = 0;
-            self.quiet_most = 0;
+            self.rounds_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
             // More passes again: a cut that did not last waits twice as long next time.

@@ -1,0 +1,118 @@
+//! Budgets the GPU step records per step and cuts on trial: ACL's rebuild rounds
+//! ([`crate::acl::gpu::AclGpu::fewer_rounds`]) and the length projection's iterations
+//! ([`crate::gpu_step::LENGTH_BUDGET`]). A recorded step cannot skip its dispatches, so each unused
+//! round or iteration still costs its barriers; the host therefore records fewer after a quiet
+//! stretch of batches, from the counts it reads back after each batch (no GPU buffer of its own).
+//! A step that then needs more reruns its batch with more, so the result never depends on the
+//! budget.
+
+/// The quiet-stretch rule of one budget: after `after` completed batches in a row whose steps all
+/// used fewer than the budget, cut it to the most any of them used (at least 1); after a cut that
+/// did not last (the budget had to be raised again), wait twice as long before the next, up to a
+/// most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuietCut {
+    /// Completed batches in a row that used less than the budget, and the most their steps used.
+    quiet: u32,
+    most: u32,
+    /// Quiet batches before a cut.
+    after: u32,
+    /// Whether the last change of the budget was a cut.
+    last_was_cut: bool,
+}
+
+impl QuietCut {
+    /// Cuts after `after` quiet batches at first.
+    pub fn new(after: u32) -> QuietCut {
+        QuietCut {
+            quiet: 0,
+            most: 0,
+            after,
+            last_was_cut: false,
+        }
+    }
+
+    /// A batch completed whose steps used at most `used` of `budget`: the budget to record from
+    /// now on, when this ends a quiet stretch long enough and that is less than `budget`.
+    pub fn completed(&mut self, used: u32, budget: u32) -> Option<u32> {
+        if used >= budget {
+            self.restart();
+            return None;
+        }
+        self.quiet += 1;
+        self.most = self.most.max(used);
+        if self.quiet < self.after {
+            return None;
+        }
+        let cut = self.most.max(1);
+        self.restart();
+        let cut = (cut < budget).then_some(cut)?;
+        self.last_was_cut = true;
+        Some(cut)
+    }
+
+    /// The budget was raised because a step needed more: if that undoes a cut, the next cut waits
+    /// twice as long (at most `max` batches).
+    pub fn raised(&mut self, max: u32) {
+        if self.last_was_cut {
+            self.after = (2 * self.after).min(max);
+        }
+        self.last_was_cut = false;
+        self.restart();
+    }
+
+    /// Starts counting quiet batches again (the budget was set from outside).
+    pub fn restart(&mut self) {
+        self.quiet = 0;
+        self.most = 0;
+    }
+
+    /// Quiet batches the next cut waits for.
+    pub fn after(&self) -> u32 {
+        self.after
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_after_a_quiet_stretch_and_backs_off_after_a_failed_cut() {
+        let mut q = QuietCut::new(3);
+        // Two quiet batches, then one that used the whole budget: no cut, the count restarts.
+        assert_eq!(q.completed(1, 4), None);
+        assert_eq!(q.completed(2, 4), None);
+        assert_eq!(q.completed(4, 4), None);
+        assert_eq!(q.completed(1, 4), None);
+        assert_eq!(q.completed(2, 4), None);
+        // The third quiet batch in a row: cut to the most they used.
+        assert_eq!(q.completed(1, 4), Some(2));
+        // A step needs more again: the next cut waits twice as long.
+        q.raised(16);
+        assert_eq!(q.after(), 6);
+        for _ in 0..5 {
+            assert_eq!(q.completed(0, 4), None);
+        }
+        // At least 1, even when nothing was used.
+        assert_eq!(q.completed(0, 4), Some(1));
+        // Already at the cut: nothing to do, and a raise that undoes no cut does not back off.
+        q.raised(16);
+        q.raised(16);
+        assert_eq!(q.after(), 12);
+        for _ in 0..12 {
+            assert_eq!(q.completed(0, 1), None);
+        }
+        assert_eq!(q.after(), 12);
+        // The back-off stops at its most.
+        let mut q = QuietCut::new(3);
+        for want in [6, 12, 16, 16] {
+            for _ in 1..q.after() {
+                assert_eq!(q.completed(0, 2), None);
+            }
+            assert_eq!(q.completed(0, 2), Some(1));
+            q.raised(16);
+            assert_eq!(q.after(), want);
+        }
+    }
+}
