@@ -291,21 +291,15 @@ impl GpuSort {
         key_bits: u32,
         src: &CountSource,
     ) -> Result<(GpuSort, wgpu::Buffer), PipelineError> {
-        if fewest_passes_into(key_bits) {
-            let sort = Self::counted_into(device, pipelines, input, output, cap, key_bits, src)?;
-            Ok((sort, input.clone()))
+        // Odd: from the input into the output. Even: in place in the output, the input its
+        // scratch.
+        let (data, partner) = if fewest_passes_into(key_bits) {
+            (input, Partner::Output(output))
         } else {
-            let sort = Self::make(
-                device,
-                pipelines,
-                output,
-                Partner::Scratch(input),
-                cap,
-                key_bits,
-                Some(src),
-            )?;
-            Ok((sort, output.clone()))
-        }
+            (output, Partner::Scratch(input))
+        };
+        let sort = Self::make(device, pipelines, data, partner, cap, key_bits, Some(src))?;
+        Ok((sort, data.clone()))
     }
 
     fn make(

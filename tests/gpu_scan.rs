@@ -128,6 +128,17 @@ fn storage(gpu: &Gpu, bufs: &mut Buffers, name: &str, bytes: &[u8]) {
     bufs.upload(&gpu.device, &gpu.queue, name, bytes, false);
 }
 
+/// A buffer "count" in `bufs` holding `count`, read as a counted scan's or sort's live length
+/// (plus `add`).
+fn count_source(gpu: &Gpu, bufs: &mut Buffers, count: u32, add: u32) -> CountSource {
+    storage(gpu, bufs, "count", bytemuck::cast_slice(&[count, 0, 0, 0]));
+    CountSource {
+        buffer: bufs.get("count").unwrap().clone(),
+        word: 0,
+        add,
+    }
+}
+
 fn submit(gpu: &Gpu, record: impl FnOnce(&mut wgpu::ComputePass<'_>)) {
     let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut enc = gpu
@@ -476,17 +487,7 @@ fn gpu_counted_sort_into_another_buffer_takes_odd_passes() {
     for (bits, passes) in [(8u32, 1usize), (16, 3), (20, 3), (24, 3), (32, 5)] {
         for count in [0u32, 1, 300, 9_001] {
             let mut bufs = Buffers::default();
-            storage(
-                &gpu,
-                &mut bufs,
-                "count",
-                bytemuck::cast_slice(&[count, 0, 0, 0]),
-            );
-            let src = CountSource {
-                buffer: bufs.get("count").unwrap().clone(),
-                word: 0,
-                add: 0,
-            };
+            let src = count_source(&gpu, &mut bufs, count, 0);
             // Keys below 2^(bits − 1), so the sentinel's low bits (all ones) sort after them.
             let mask = (1u64 << (bits - 1)) as u32 - 1;
             let mut recs = records(&mut rng, cap as usize, 5000);
@@ -559,17 +560,7 @@ fn gpu_counted_sort_in_the_fewest_passes() {
         );
         for count in [0u32, 1, 777, 5_003] {
             let mut bufs = Buffers::default();
-            storage(
-                &gpu,
-                &mut bufs,
-                "count",
-                bytemuck::cast_slice(&[count, 0, 0, 0]),
-            );
-            let src = CountSource {
-                buffer: bufs.get("count").unwrap().clone(),
-                word: 0,
-                add: 0,
-            };
+            let src = count_source(&gpu, &mut bufs, count, 0);
             let zeros = vec![0u8; 16 * cap as usize];
             storage(&gpu, &mut bufs, "in", &zeros);
             storage(&gpu, &mut bufs, "out", &zeros);
@@ -630,18 +621,8 @@ fn gpu_counted_scan_of_three_levels_follows_the_live_count() {
     let data = counts(&mut rng, cap as usize);
     for count in [0u32, 2047, 2048, 5_000, 4_194_303, 4_194_304, 1 << 30] {
         let mut bufs = Buffers::default();
-        storage(
-            &gpu,
-            &mut bufs,
-            "count",
-            bytemuck::cast_slice(&[count, 0, 0, 0]),
-        );
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
-        let src = CountSource {
-            buffer: bufs.get("count").unwrap().clone(),
-            word: 0,
-            add: 1,
-        };
+        let src = count_source(&gpu, &mut bufs, count, 1);
         let got = counted_scan(&gpu, &pipelines, &bufs, &src, cap);
         let got = &got[..];
         let n = (count.min(cap - 1) + 1) as usize;
