@@ -1,13 +1,17 @@
 // scan_add: the down-sweep of the exclusive prefix sum (src/scan.rs; CPU twin scan::scan_add):
 // each workgroup replaces its block of SCAN_BLOCK = 2048 elements of level `scan_pass.level`
 // (level 0: scan_data, k ≥ 1: scan_partials at scan_pass.offset) by their exclusive prefix sum
-// plus the block's offset, scan_partials[next_offset + block] (already scanned; 0 for a
-// one-block level). The block goes through workgroup memory: loaded and stored with the lanes of
-// a warp on consecutive words; in between thread t scans elements 8t .. 8t + 7 in order, and a
-// workgroup scan of the 256 threads' sums gives each thread its start. Element i of the block
-// sits at i + i / 32 in workgroup memory, so that neither pattern has two lanes of a warp on one
-// bank (a thread's own eight would otherwise put lanes 4 apart on the same bank).
-// Loop bound: 8 loads, 8 + 8 serial steps, 8 doubling steps, 8 stores (fixed).
+// plus the block's offset (0 for a one-block level): scan_partials[next_offset + block] when the
+// next level up was scanned, or, when it is the plan's top and left unscanned
+// (scan_pass.next_unscanned), the sum of its elements before `block` (fewer than 2,048: thread t
+// adds elements t, t + 256, …, then a tree reduction), which spares the scan a dispatch. The
+// block goes through workgroup memory: loaded and stored with the lanes of a warp on consecutive
+// words; in between thread t scans elements 8t .. 8t + 7 in order, and a workgroup scan of the
+// 256 threads' sums gives each thread its start. Element i of the block sits at i + i / 32 in
+// workgroup memory, so that neither pattern has two lanes of a warp on one bank (a thread's own
+// eight would otherwise put lanes 4 apart on the same bank).
+// Loop bound: 8 loads, 8 + 8 serial steps, 8 doubling steps, 8 offset loads and 8 halving steps,
+// 8 stores (fixed).
 
 #import layout
 
@@ -17,6 +21,7 @@
 
 var<workgroup> block_values: array<u32, 2112>;
 var<workgroup> part: array<u32, 256>;
+var<workgroup> before: array<u32, 256>;
 
 fn slot(i: u32) -> u32 {
     return i + (i >> 5u);
@@ -30,6 +35,25 @@ fn scan_add(
 ) {
     let block = wid.y * nwg.x + wid.x;
     let first = block * SCAN_BLOCK;
+    // The block's offset from an unscanned top level: the sum of its first `block` elements
+    // (the whole workgroup takes part, before any thread may return).
+    var below = 0u;
+    if scan_pass.next_unscanned != 0u && scan_pass.n > SCAN_BLOCK && first < scan_pass.n {
+        for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+            let j = k * 256u + lid;
+            if j < block {
+                below = below + scan_partials[scan_pass.next_offset + j];
+            }
+        }
+    }
+    before[lid] = below;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if lid < s {
+            before[lid] = before[lid] + before[lid + s];
+        }
+        workgroupBarrier();
+    }
     for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
         let i = first + k * 256u + lid;
         var v = 0u;
@@ -66,7 +90,11 @@ fn scan_add(
     }
     var acc = part[lid] - total;
     if scan_pass.n > SCAN_BLOCK {
-        acc = acc + scan_partials[scan_pass.next_offset + block];
+        if scan_pass.next_unscanned != 0u {
+            acc = acc + before[0];
+        } else {
+            acc = acc + scan_partials[scan_pass.next_offset + block];
+        }
     }
     for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
         let v = block_values[slot(own + k)];

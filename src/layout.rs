@@ -338,8 +338,14 @@ pub struct ScanPass {
     pub offset: u32,
     /// Where the next level up (one sum per 2,048 elements of this one) starts in `scan_partials`.
     pub next_offset: u32,
+    /// 1 when the next level up is the plan's top and is never scanned itself: each block of this
+    /// level sums the block sums before its own for its offset, which saves the top's dispatch.
+    pub next_unscanned: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
-const _: () = assert!(size_of::<ScanPass>() == 16);
+const _: () = assert!(size_of::<ScanPass>() == 32);
 
 /// The per-dispatch `sort_pass` uniform of `sort_histogram` / `sort_scatter` (src/sort.rs): one
 /// 8-bit digit pass of the radix sort.
@@ -1038,7 +1044,11 @@ pub fn layouts() -> Vec<StructLayout> {
             n,
             level,
             offset,
-            next_offset
+            next_offset,
+            next_unscanned,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(SortPass {
             n,

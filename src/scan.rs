@@ -7,14 +7,17 @@
 //!
 //! 1. `scan_reduce` on levels `0 .. top`: each workgroup sums its block of level `k` into one
 //!    element of level `k + 1`;
-//! 2. `scan_add` on levels `top, …, 1, 0`: each workgroup scans its block exclusively in workgroup
-//!    memory and adds its block's offset, the already-scanned element of level `k + 1` (none at the
-//!    top, which is one block).
+//! 2. `scan_add` on levels `top − 1, …, 1, 0` (on level 0 alone when it is the top): each
+//!    workgroup scans its block exclusively in workgroup memory and adds its block's offset: the
+//!    already-scanned element of level `k + 1`, or, on level `top − 1`, the sum of the top level's
+//!    elements before its block ([`ScanPass::next_unscanned`]: the top has at most 2,048, so the
+//!    workgroup adds them in a fixed number of steps and the top needs no scan of its own).
 //!
-//! A scan is `2 · levels − 1` dispatches, and every dispatch of the step costs a barrier on the
-//! GPU and host time in wgpu whatever its size, so the block is as large as 256 threads handle
-//! well: with 256-element blocks the scans of the scarf's ACL step took 136 of its 330
-//! dispatches.
+//! A scan is `2 · levels − 2` dispatches (1 for one level), and every dispatch of the step costs a
+//! barrier on the GPU and host time in wgpu whatever its size, so the block is as large as 256
+//! threads handle well: with 256-element blocks the scans of the scarf's ACL step took 136 of its
+//! 330 dispatches; with 2,048-element blocks and the top level left unscanned, a scan of up to
+//! 2,048² elements is 2 dispatches.
 //!
 //! Level 0 is the `scan_data` buffer, scanned in place; levels 1 and up live in one scratch
 //! buffer, `scan_partials`, at the offsets of [`ScanPlan`]. Each dispatch gets its level through
@@ -29,6 +32,7 @@ use crate::layout::{
     SCAN_PER_THREAD,
 };
 use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
+use std::mem::size_of;
 
 /// Elements per block (one workgroup of both kernels).
 pub const BLOCK: u32 = SCAN_BLOCK;
@@ -84,6 +88,8 @@ impl ScanPlan {
                 } else {
                     0
                 },
+                next_unscanned: (k + 2 == num_levels) as u32,
+                ..Default::default()
             };
         }
         ScanPlan {
@@ -98,7 +104,9 @@ impl ScanPlan {
         &self.levels[..self.num_levels]
     }
 
-    /// The dispatches, in order: `scan_reduce` up the levels, then `scan_add` down them.
+    /// The dispatches, in order: `scan_reduce` up the levels, then `scan_add` down them, the top
+    /// level excepted when there are several (the level below it sums the top's block sums
+    /// itself: [`ScanPass::next_unscanned`]).
     pub fn dispatches(&self) -> impl Iterator<Item = ScanDispatch> + '_ {
         let top = self.num_levels - 1;
         let empty = self.levels[0].n == 0;
@@ -108,7 +116,7 @@ impl ScanPlan {
             level: k,
             threads: threads(k),
         });
-        let down = (0..=top).rev().map(move |k| ScanDispatch {
+        let down = (0..top.max(1)).rev().map(move |k| ScanDispatch {
             kernel: "scan_add",
             level: k,
             threads: threads(k),
@@ -142,16 +150,22 @@ pub fn scan_reduce(scan_pass: &ScanPass, scan_data: &[u32], scan_partials: &mut 
 }
 
 /// Kernel `scan_add`: every block of level `scan_pass.level` replaced by its exclusive prefix sum
-/// plus the block's offset (`scan_partials[next_offset + w]` when the level has more than one
-/// block, else 0).
+/// plus the block's offset, 0 when the level is one block, else from the next level up: its
+/// scanned element `scan_partials[next_offset + w]`, or when that level is left unscanned
+/// (`next_unscanned`) the sum of its elements before `w`.
 pub fn scan_add(scan_pass: &ScanPass, scan_data: &mut [u32], scan_partials: &mut [u32]) {
     let p = *scan_pass;
     let blocks = p.n.div_ceil(BLOCK);
     for w in 0..blocks {
-        let mut acc = if p.n > BLOCK {
-            scan_partials[(p.next_offset + w) as usize]
-        } else {
+        let next = p.next_offset as usize;
+        let mut acc = if p.n <= BLOCK {
             0
+        } else if p.next_unscanned != 0 {
+            scan_partials[next..next + w as usize]
+                .iter()
+                .fold(0u32, |a, &v| a.wrapping_add(v))
+        } else {
+            scan_partials[next + w as usize]
         };
         let end = (w * BLOCK + BLOCK).min(p.n);
         for i in w * BLOCK..end {
@@ -198,6 +212,11 @@ pub fn run_plan(plan: &ScanPlan, data: &mut [u32], partials: &mut Vec<u32>) {
 
 /// Words per slot of a plan buffer: 256 bytes, the alignment wgpu guarantees for uniform offsets.
 pub const PLAN_SLOT_WORDS: u32 = 64;
+
+/// Words of the record at the start of each slot (a [`ScanPass`], or a [`crate::layout::SortPass`]
+/// and zeros), and the size of the slot's uniform binding.
+pub const SLOT_RECORD_WORDS: usize = size_of::<ScanPass>() / 4;
+const _: () = assert!(size_of::<crate::layout::SortPass>() <= size_of::<ScanPass>());
 
 /// Kernel `count_plan`: the live length `n = min(count, cap − add) + add` (`count =
 /// plan_src[src_word]`) written into the slots and indirect arguments of a counted scan's or
@@ -259,7 +278,7 @@ impl CountedPlan {
     pub(crate) fn new(
         device: &wgpu::Device,
         pipelines: &Pipelines,
-        slots: &[[u32; 4]],
+        slots: &[[u32; SLOT_RECORD_WORDS]],
         mut spec: CountPlan,
         args: u32,
         src: &CountSource,
@@ -274,7 +293,7 @@ impl CountedPlan {
         let mut words = vec![0u32; (spec.args_word + 3 * args).next_multiple_of(4) as usize];
         for (k, s) in slots.iter().enumerate() {
             let at = PLAN_SLOT_WORDS as usize * k;
-            words[at..at + 4].copy_from_slice(s);
+            words[at..at + SLOT_RECORD_WORDS].copy_from_slice(s);
         }
         // The arguments at the capacity, so the buffer is a valid plan before its first update.
         let mut at_cap = vec![0u32; spec.src_word as usize + 1];
@@ -316,7 +335,7 @@ impl CountedPlan {
         wgpu::BufferBinding {
             buffer: &self.buffer,
             offset: 4 * (PLAN_SLOT_WORDS * k) as u64,
-            size: std::num::NonZeroU64::new(16),
+            size: std::num::NonZeroU64::new(4 * SLOT_RECORD_WORDS as u64),
         }
     }
 
@@ -444,7 +463,8 @@ impl GpuScan {
         src: &CountSource,
     ) -> Result<GpuScan, PipelineError> {
         let plan = ScanPlan::new(cap);
-        let slots: Vec<[u32; 4]> = plan.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let slots: Vec<[u32; SLOT_RECORD_WORDS]> =
+            plan.levels().iter().map(|l| bytemuck::cast(*l)).collect();
         let spec = CountPlan {
             src_word: src.word,
             add: src.add,
@@ -607,17 +627,27 @@ mod tests {
             .dispatches()
             .map(|d| (d.kernel, d.level, d.threads))
             .collect();
-        // Eight elements per thread.
+        // Eight elements per thread; the top level is not scanned: level 1 sums its elements
+        // before each block.
         assert_eq!(
             names,
             [
                 ("scan_reduce", 0, 1_125_000),
                 ("scan_reduce", 1, 550),
-                ("scan_add", 2, 1),
                 ("scan_add", 1, 550),
                 ("scan_add", 0, 1_125_000)
             ]
         );
+        assert_eq!(
+            l.iter().map(|l| l.next_unscanned).collect::<Vec<_>>(),
+            [0, 1, 0]
+        );
+        let two = ScanPlan::new(5000);
+        assert_eq!(
+            two.dispatches().map(|d| d.kernel).collect::<Vec<_>>(),
+            ["scan_reduce", "scan_add"]
+        );
+        assert_eq!(two.levels()[0].next_unscanned, 1);
         assert_eq!(ScanPlan::new(2049).levels().len(), 2);
         assert_eq!(ScanPlan::new(2048 * 2048).levels().len(), 2);
         assert_eq!(ScanPlan::new(2048 * 2048 + 1).levels().len(), 3);

@@ -24,7 +24,7 @@
 
 use crate::layout::{CountPlan, KeyValue, SortPass, COUNT_PLAN_SORT};
 use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
-use crate::scan::{self, CountSource, CountedPlan, GpuScan, ScanPlan};
+use crate::scan::{self, CountSource, CountedPlan, GpuScan, ScanPlan, SLOT_RECORD_WORDS};
 
 /// Records per block (the workgroup size of both kernels) and digit values per pass.
 pub const BLOCK: u32 = 256;
@@ -333,13 +333,20 @@ impl GpuSort {
         let counted = match src {
             None => None,
             Some(src) => {
-                let mut slots: Vec<[u32; 4]> =
-                    plan.passes().iter().map(|p| bytemuck::cast(*p)).collect();
+                let mut slots: Vec<[u32; SLOT_RECORD_WORDS]> = plan
+                    .passes()
+                    .iter()
+                    .map(|p| {
+                        let mut s = [0u32; SLOT_RECORD_WORDS];
+                        s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*p));
+                        s
+                    })
+                    .collect();
                 slots.extend(
                     plan.scan
                         .levels()
                         .iter()
-                        .map(|l| bytemuck::cast::<_, [u32; 4]>(*l)),
+                        .map(|l| bytemuck::cast::<_, [u32; SLOT_RECORD_WORDS]>(*l)),
                 );
                 let spec = CountPlan {
                     src_word: src.word,

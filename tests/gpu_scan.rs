@@ -238,19 +238,27 @@ fn gpu_sort_matches_twin_and_repeats_bitwise() {
 
 /// The plan words of a scan or sort at capacity `cap`, as `CountedPlan` uploads them.
 fn plan_words(kind: u32, cap: u32, bits: u32, add: u32) -> (CountPlan, Vec<u32>) {
-    let (slots, passes, levels): (Vec<[u32; 4]>, u32, u32) = if kind == COUNT_PLAN_SORT {
+    let (slots, passes, levels): (Vec<[u32; W]>, u32, u32) = if kind == COUNT_PLAN_SORT {
         let p = SortPlan::new(cap, bits);
-        let mut s: Vec<[u32; 4]> = p.passes().iter().map(|x| bytemuck::cast(*x)).collect();
+        let mut s: Vec<[u32; W]> = p
+            .passes()
+            .iter()
+            .map(|x| {
+                let mut s = [0u32; W];
+                s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*x));
+                s
+            })
+            .collect();
         s.extend(
             p.scan
                 .levels()
                 .iter()
-                .map(|l| bytemuck::cast::<_, [u32; 4]>(*l)),
+                .map(|l| bytemuck::cast::<_, [u32; W]>(*l)),
         );
         (s, p.passes().len() as u32, p.scan.levels().len() as u32)
     } else {
         let p = ScanPlan::new(cap);
-        let s: Vec<[u32; 4]> = p.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let s: Vec<[u32; W]> = p.levels().iter().map(|l| bytemuck::cast(*l)).collect();
         let n = s.len() as u32;
         (s, 0, n)
     };
@@ -268,19 +276,22 @@ fn plan_words(kind: u32, cap: u32, bits: u32, add: u32) -> (CountPlan, Vec<u32>)
     let mut words = vec![0u32; (spec.args_word + 3 * args) as usize];
     for (k, s) in slots.iter().enumerate() {
         let at = scan::PLAN_SLOT_WORDS as usize * k;
-        words[at..at + 4].copy_from_slice(s);
+        words[at..at + W].copy_from_slice(s);
     }
     (spec, words)
 }
+
+/// Words of a plan slot's record.
+const W: usize = scan::SLOT_RECORD_WORDS;
 
 /// The twin of `count_plan` gives every level and pass the length a plan made for the live count
 /// has (levels a smaller plan lacks get the 0 or 1 elements above its top), and the grids of
 /// those lengths.
 #[test]
 fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
-    let slot = |w: &[u32], k: u32| -> [u32; 4] {
+    let slot = |w: &[u32], k: u32| -> [u32; W] {
         let at = (scan::PLAN_SLOT_WORDS * k) as usize;
-        w[at..at + 4].try_into().unwrap()
+        w[at..at + W].try_into().unwrap()
     };
     for cap in [300u32, 70_001, 20_000_000] {
         for count in [0u32, 1, 255, 256, 257, 69_999, 70_001, 5_000_000, u32::MAX] {
@@ -298,8 +309,13 @@ fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
                     assert_eq!(got.n, l.n);
                 }
                 assert_eq!(
-                    (got.level, got.offset, got.next_offset),
-                    (full.level, full.offset, full.next_offset)
+                    (got.level, got.offset, got.next_offset, got.next_unscanned),
+                    (
+                        full.level,
+                        full.offset,
+                        full.next_offset,
+                        full.next_unscanned
+                    )
                 );
                 let g = &w[(spec.args_word + 3 * k) as usize..][..3];
                 assert_eq!(g, yarnsim::shaders::dispatch_grid(m, scan::BLOCK));
@@ -311,7 +327,8 @@ fn count_plan_twin_sizes_levels_and_passes_by_the_count() {
             let n = count.min(cap);
             let small = SortPlan::new(n, 48);
             for k in 0..spec.num_passes {
-                let got: SortPass = bytemuck::cast(slot(&w, k));
+                let got: SortPass =
+                    bytemuck::cast::<[u32; 4], _>(slot(&w, k)[..4].try_into().unwrap());
                 assert_eq!(
                     got,
                     small.passes()[k as usize],

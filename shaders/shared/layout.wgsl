@@ -163,6 +163,10 @@ struct ScanPass {
     level: u32,
     offset: u32,
     next_offset: u32,
+    next_unscanned: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 // Uniform (sort_histogram, sort_scatter): one 8-bit digit pass of the radix sort.
