@@ -7,8 +7,11 @@
 // grid, then one grid per scan level), each a 2-D grid of at most 65,535 workgroups per row as
 // shaders::dispatch_grid makes them. The other fields of the slots (levels, offsets, shifts) are
 // the capacity's, uploaded once. A grid plan (COUNT_PLAN_GRID) writes only its one grid, of
-// ceil(n · threads_per_item / workgroup_size) workgroups. One thread.
-// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations.
+// ceil(n · threads_per_item / workgroup_size) workgroups; a plan of several grids over one count
+// (COUNT_PLAN_GRIDS, n = min(count, cap)) writes grid k from the GridSpec in its slot k (add,
+// threads_per_item, workgroup_size: ceil((n + add) · threads_per_item / workgroup_size)
+// workgroups) into argument triple k. One thread.
+// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations; COUNT_PLAN_MAX_GRIDS = 4 grids.
 
 #import layout
 
@@ -32,6 +35,15 @@ fn count_plan() {
     let n = min(plan_src[p.src_word], p.cap - p.add) + p.add;
     if p.kind == COUNT_PLAN_GRID {
         write_grid(p.args_word, (n * p.threads_per_item + p.workgroup_size - 1u) / p.workgroup_size);
+        return;
+    }
+    if p.kind == COUNT_PLAN_GRIDS {
+        for (var k = 0u; k < min(p.num_levels, COUNT_PLAN_MAX_GRIDS); k = k + 1u) {
+            let items = n + plan_out[64u * k];
+            let per = plan_out[64u * k + 1u];
+            let wg = plan_out[64u * k + 2u];
+            write_grid(p.args_word + 3u * k, (items * per + wg - 1u) / wg);
+        }
         return;
     }
     var m = n;

@@ -372,11 +372,12 @@ pub struct CountPlan {
     pub src_word: u32,
     pub add: u32,
     pub cap: u32,
-    /// [`COUNT_PLAN_SCAN`] or [`COUNT_PLAN_SORT`].
+    /// [`COUNT_PLAN_SCAN`], [`COUNT_PLAN_SORT`], [`COUNT_PLAN_GRID`] or [`COUNT_PLAN_GRIDS`].
     pub kind: u32,
     /// A sort's digit passes (slots `0 .. num_passes`); 0 for a scan.
     pub num_passes: u32,
-    /// The scan's levels (a sort's: of its histogram), in the slots after the passes.
+    /// The scan's levels (a sort's: of its histogram), in the slots after the passes; for
+    /// [`COUNT_PLAN_GRIDS`], its grids (at most [`COUNT_PLAN_MAX_GRIDS`]), one per slot.
     pub num_levels: u32,
     /// Word of the plan buffer where the indirect arguments start: a sort's block grid first, then
     /// one grid per scan level; a grid's one grid.
@@ -397,6 +398,24 @@ pub const COUNT_PLAN_SCAN: u32 = 0;
 pub const COUNT_PLAN_SORT: u32 = 1;
 /// [`CountPlan::kind`] of one kernel's grid over the counted items.
 pub const COUNT_PLAN_GRID: u32 = 2;
+/// [`CountPlan::kind`] of several kernels' grids over one count, written by one dispatch: grid
+/// `k`'s slot holds its [`GridSpec`] (its `n = min(count, cap) + add`), its arguments are triple
+/// `k` from `args_word` on.
+pub const COUNT_PLAN_GRIDS: u32 = 3;
+/// The most grids of a [`COUNT_PLAN_GRIDS`] plan (the bound of `count_plan`'s loop).
+pub const COUNT_PLAN_MAX_GRIDS: u32 = 4;
+
+/// One grid of a [`COUNT_PLAN_GRIDS`] plan, in its slot of the plan buffer: over `min(count, cap)
+/// + add` items, `⌈n · threads_per_item / workgroup_size⌉` workgroups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GridSpec {
+    pub add: u32,
+    pub threads_per_item: u32,
+    pub workgroup_size: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(size_of::<GridSpec>() == 16);
 
 /// Elements each thread of a scan kernel handles (src/scan.rs).
 pub const SCAN_PER_THREAD: u32 = 8;
@@ -899,6 +918,8 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("COUNT_PLAN_SCAN", COUNT_PLAN_SCAN),
         ("COUNT_PLAN_SORT", COUNT_PLAN_SORT),
         ("COUNT_PLAN_GRID", COUNT_PLAN_GRID),
+        ("COUNT_PLAN_GRIDS", COUNT_PLAN_GRIDS),
+        ("COUNT_PLAN_MAX_GRIDS", COUNT_PLAN_MAX_GRIDS),
         ("SCAN_PER_THREAD", SCAN_PER_THREAD),
         ("SCAN_BLOCK", SCAN_BLOCK),
         ("SCHED_NO_MOVEMENT_UPDATE", SCHED_NO_MOVEMENT_UPDATE),

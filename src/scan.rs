@@ -28,8 +28,8 @@
 //! elements with a trailing 0: the last element of the result is the total.
 
 use crate::layout::{
-    CountPlan, ScanPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT, SCAN_BLOCK,
-    SCAN_PER_THREAD,
+    CountPlan, GridSpec, ScanPass, COUNT_PLAN_GRID, COUNT_PLAN_GRIDS, COUNT_PLAN_MAX_GRIDS,
+    COUNT_PLAN_SCAN, COUNT_PLAN_SORT, SCAN_BLOCK, SCAN_PER_THREAD,
 };
 use crate::pipelines::{Buffers, PipelineError, Pipelines, Threads};
 use std::mem::size_of;
@@ -233,6 +233,18 @@ pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32])
         write_grid(plan_out, p.args_word, groups);
         return;
     }
+    if p.kind == COUNT_PLAN_GRIDS {
+        for k in 0..p.num_levels.min(COUNT_PLAN_MAX_GRIDS) {
+            let at = (PLAN_SLOT_WORDS * k) as usize;
+            let g: GridSpec = bytemuck::pod_read_unaligned(bytemuck::cast_slice(
+                &plan_out[at..at + size_of::<GridSpec>() / 4],
+            ));
+            let items = n + g.add;
+            let groups = (items * g.threads_per_item).div_ceil(g.workgroup_size);
+            write_grid(plan_out, p.args_word + 3 * k, groups);
+        }
+        return;
+    }
     let (mut m, mut slot, mut arg) = (n, 0, p.args_word);
     if p.kind == COUNT_PLAN_SORT {
         let blocks = n.div_ceil(crate::sort::BLOCK);
@@ -380,14 +392,55 @@ impl CountedGrid {
         })
     }
 
-    /// The `count_plan` dispatch that sizes the grid.
+    /// Several kernels' grids over one count, sized by one `count_plan` dispatch: grid `k` over
+    /// `min(count, cap) + grids[k].add` items ([`CountedGrid::threads_of`]). `src.add` must be 0.
+    pub fn shared(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        src: &CountSource,
+        cap: u32,
+        grids: &[GridSpec],
+    ) -> Result<CountedGrid, PipelineError> {
+        assert_eq!(src.add, 0, "each grid of a shared plan has its own addend");
+        assert!(
+            !grids.is_empty() && grids.len() as u32 <= COUNT_PLAN_MAX_GRIDS,
+            "a shared plan has 1 to {COUNT_PLAN_MAX_GRIDS} grids"
+        );
+        let spec = CountPlan {
+            src_word: src.word,
+            cap,
+            kind: COUNT_PLAN_GRIDS,
+            num_levels: grids.len() as u32,
+            ..Default::default()
+        };
+        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids
+            .iter()
+            .map(|g| {
+                let mut s = [0u32; SLOT_RECORD_WORDS];
+                s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*g));
+                s
+            })
+            .collect();
+        let args = grids.len() as u32;
+        Ok(CountedGrid {
+            plan: CountedPlan::new(device, pipelines, &slots, spec, args, src)?,
+        })
+    }
+
+    /// The `count_plan` dispatch that sizes the grid (all of a shared plan's grids).
     pub fn plan_dispatch(&self) -> (&'static str, &wgpu::BindGroup, Threads) {
         ("count_plan", &self.plan.bind_group, Threads::Fixed(1))
     }
 
-    /// The threads of a dispatch over the grid.
+    /// The threads of a dispatch over the grid (the first of a shared plan's).
     pub fn threads(&self) -> Threads {
         self.plan.threads(0)
+    }
+
+    /// The threads of a dispatch over grid `k` of a shared plan.
+    pub fn threads_of(&self, k: u32) -> Threads {
+        assert!(k < self.plan.spec.num_levels.max(1), "grid {k} of a plan");
+        self.plan.threads(k)
     }
 }
 

@@ -14,7 +14,8 @@
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
 use yarnsim::layout::{
-    CountPlan, KeyValue, ScanPass, SortPass, COUNT_PLAN_GRID, COUNT_PLAN_SCAN, COUNT_PLAN_SORT,
+    CountPlan, GridSpec, KeyValue, ScanPass, SortPass, COUNT_PLAN_GRID, COUNT_PLAN_GRIDS,
+    COUNT_PLAN_SCAN, COUNT_PLAN_SORT,
 };
 use yarnsim::pipelines::{Buffers, Pipelines};
 use yarnsim::scan::{self, CountSource, GpuScan, ScanPlan};
@@ -404,6 +405,71 @@ fn gpu_count_plan_matches_twin() {
         .unwrap();
         let got: &[u32] = bytemuck::cast_slice(&out["plan_out"]);
         assert_eq!(got, &want[..], "grid, count {count}");
+    }
+    // Three grids over one count of at most 70,000 (CountedGrid::shared): a workgroup per item;
+    // 3 threads per item in workgroups of 64; a thread per item plus one in workgroups of 256.
+    let grids = [
+        GridSpec {
+            add: 0,
+            threads_per_item: 1,
+            workgroup_size: 1,
+            _pad: 0,
+        },
+        GridSpec {
+            add: 0,
+            threads_per_item: 3,
+            workgroup_size: 64,
+            _pad: 0,
+        },
+        GridSpec {
+            add: 1,
+            threads_per_item: 1,
+            workgroup_size: 256,
+            _pad: 0,
+        },
+    ];
+    let slots = grids.len() as u32;
+    let spec = CountPlan {
+        src_word: 0,
+        cap: 70_000,
+        kind: COUNT_PLAN_GRIDS,
+        num_levels: slots,
+        args_word: scan::PLAN_SLOT_WORDS * slots,
+        ..Default::default()
+    };
+    for count in [0u32, 1, 255, 69_999, 70_000, 70_001, u32::MAX] {
+        let mut words = vec![0u32; (spec.args_word + 3 * slots) as usize];
+        for (k, g) in grids.iter().enumerate() {
+            let at = scan::PLAN_SLOT_WORDS as usize * k;
+            words[at..at + 4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*g));
+        }
+        let mut want = words.clone();
+        scan::count_plan(&spec, &[count], &mut want);
+        let n = count.min(70_000);
+        for (k, g) in grids.iter().enumerate() {
+            let args = &want[(spec.args_word + 3 * k as u32) as usize..][..3];
+            let threads = (n + g.add) * g.threads_per_item;
+            assert_eq!(
+                args,
+                yarnsim::shaders::dispatch_grid(threads, g.workgroup_size),
+                "grids, count {count}, grid {k}"
+            );
+        }
+        // The specs are left as they were.
+        assert_eq!(want[..4], words[..4]);
+        let out = yarnsim::pipelines::run_kernel(
+            &gpu,
+            "count_plan",
+            &[
+                ("plan_spec", bytemuck::bytes_of(&spec)),
+                ("plan_src", bytemuck::cast_slice(&[count])),
+                ("plan_out", bytemuck::cast_slice(&words)),
+            ],
+            1,
+        )
+        .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out["plan_out"]);
+        assert_eq!(got, &want[..], "grids, count {count}");
     }
 }
 

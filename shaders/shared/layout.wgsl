@@ -195,6 +195,8 @@ struct CountPlan {
 const COUNT_PLAN_SCAN: u32 = 0u;
 const COUNT_PLAN_SORT: u32 = 1u;
 const COUNT_PLAN_GRID: u32 = 2u;
+const COUNT_PLAN_GRIDS: u32 = 3u;
+const COUNT_PLAN_MAX_GRIDS: u32 = 4u;
 
 // Elements per thread of the scan kernels, and per scan block (one workgroup of 256 threads).
 const SCAN_PER_THREAD: u32 = 8u;

@@ -19,8 +19,8 @@
 //! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
-//! | 8 | `set_evaluate`, `set_force` (grids counted from `merge_counters.sets`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), three `count_plan` grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) for the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
+//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
 //! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact`, `acl_counts` (compacted), copies of `sets_out`, `springs_out` back | `rebuild` |
@@ -51,7 +51,7 @@ use super::stiction::StictionSpring;
 use super::{AclContact, WatchLoc, WatchPair};
 use crate::budget::QuietCut;
 use crate::layout::{
-    AclCounters, AclPhase, AclSizes, AclUniform, KeyValue, MergeCounters, MergeUniform,
+    AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, KeyValue, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
@@ -770,31 +770,55 @@ impl AclGpu {
             let (n, bg, t) = g.plan_dispatch();
             ops.push(Op::Dispatch((n, bg.clone(), t)));
         };
+        // Grid `k` of a shared plan.
         let dg = |ops: &mut Vec<Op>,
                   kernel: &'static str,
-                  g: &CountedGrid|
+                  g: &CountedGrid,
+                  k: u32|
          -> Result<(), PipelineError> {
-            ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, g.threads())));
+            ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, g.threads_of(k))));
             Ok(())
         };
-        let grid = |buffer: &str, field: usize, add: u32, kernel: &str, per_item: u32| {
+        // `per_item` threads per item (over the count plus `add`) for `kernel`'s workgroups (0:
+        // one workgroup per item).
+        let spec = |kernel: &str, add: u32, per_item: u32| -> Result<GridSpec, PipelineError> {
             let wg = crate::shaders::kernel(kernel)
                 .map_err(PipelineError::from)?
                 .workgroup_size;
+            Ok(if per_item == 0 {
+                GridSpec {
+                    add,
+                    threads_per_item: 1,
+                    workgroup_size: 1,
+                    ..Default::default()
+                }
+            } else {
+                GridSpec {
+                    add,
+                    threads_per_item: per_item,
+                    workgroup_size: wg,
+                    ..Default::default()
+                }
+            })
+        };
+        // One count_plan dispatch sizes all of a stage's grids.
+        let grids = |buffer: &str, field: usize, specs: &[GridSpec]| {
             let src = CountSource {
                 buffer: get(buffer),
                 word: field as u32 / 4,
-                add,
+                add: 0,
             };
-            CountedGrid::new(device, pipelines, &src, sc + add, per_item, wg)
+            CountedGrid::shared(device, pipelines, &src, sc, specs)
         };
         let sets_count = merge_sets + offset_of!(crate::layout::Capacity, count);
-        let eval_grid = grid("merge_counters", sets_count, 0, "set_evaluate", 1)?;
-        let force_grid = grid("merge_counters", sets_count, 0, "set_force", 64)?;
-        counted(&mut ops, &eval_grid);
-        counted(&mut ops, &force_grid);
-        dg(&mut ops, "set_evaluate", &eval_grid)?;
-        dg(&mut ops, "set_force", &force_grid)?;
+        let eval_grids = grids(
+            "merge_counters",
+            sets_count,
+            &[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 64)?],
+        )?;
+        counted(&mut ops, &eval_grids);
+        dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
+        dg(&mut ops, "set_force", &eval_grids, 1)?;
         // 9–10. Rebuild rounds.
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
             d(ops, "set_dirty_count", sc + 1)?;
@@ -805,16 +829,16 @@ impl AclGpu {
         // workgroup sizes are their threads per set); one thread per dirty set (_springs,
         // _headers); one per dirty set plus one (the pool kernels: same workgroup size).
         let dirty_count = offset_of!(AclSizes, num_dirty);
-        let per_dirty = {
-            let src = CountSource {
-                buffer: get("acl_sizes"),
-                word: dirty_count as u32 / 4,
-                add: 0,
-            };
-            CountedGrid::new(device, pipelines, &src, sc, 1, 1)?
-        };
-        let per_dirty_thread = grid("acl_sizes", dirty_count, 0, "set_rebuild_springs", 1)?;
-        let per_dirty_plus = grid("acl_sizes", dirty_count, 1, "pool_alloc_size", 1)?;
+        let (per_dirty, per_dirty_thread, per_dirty_plus) = (0, 1, 2);
+        let round_grids = grids(
+            "acl_sizes",
+            dirty_count,
+            &[
+                spec("set_rebuild_size", 0, 0)?,
+                spec("set_rebuild_springs", 0, 1)?,
+                spec("pool_alloc_size", 1, 1)?,
+            ],
+        )?;
         for k in [
             "set_rebuild_headers",
             "pool_alloc",
@@ -845,21 +869,20 @@ impl AclGpu {
             );
             counts(&mut ops, 1)?;
             // The round's kernels over the dirty sets only (none at rest).
-            for g in [&per_dirty, &per_dirty_thread, &per_dirty_plus] {
-                counted(&mut ops, g);
-            }
-            dg(&mut ops, "set_rebuild_size", &per_dirty)?;
-            dg(&mut ops, "pool_alloc_size", &per_dirty_plus)?;
+            let g = &round_grids;
+            counted(&mut ops, g);
+            dg(&mut ops, "set_rebuild_size", g, per_dirty)?;
+            dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             extend(&mut ops, scan_alloc.dispatches().collect());
-            dg(&mut ops, "pool_alloc", &per_dirty_plus)?;
-            dg(&mut ops, "pool_release_count", &per_dirty_plus)?;
+            dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
+            dg(&mut ops, "pool_release_count", g, per_dirty_plus)?;
             extend(&mut ops, scan_release.dispatches().collect());
-            dg(&mut ops, "pool_release_write", &per_dirty_plus)?;
-            dg(&mut ops, "set_rebuild_points", &per_dirty)?;
-            dg(&mut ops, "set_rebuild", &per_dirty)?;
-            dg(&mut ops, "set_rebuild_watch", &per_dirty)?;
-            dg(&mut ops, "set_rebuild_springs", &per_dirty_thread)?;
-            dg(&mut ops, "set_rebuild_headers", &per_dirty_thread)?;
+            dg(&mut ops, "pool_release_write", g, per_dirty_plus)?;
+            dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
+            dg(&mut ops, "set_rebuild", g, per_dirty)?;
+            dg(&mut ops, "set_rebuild_watch", g, per_dirty)?;
+            dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
+            dg(&mut ops, "set_rebuild_headers", g, per_dirty_thread)?;
             ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
         }
