@@ -1,10 +1,10 @@
 // newcomer_write: the pairs of newcomer_count (items with a nonzero count are the newcomers with
 // partners) as candidate keys (cand_key: a << k | b, a < b) from
 // slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
-// the slots from the total newcomer_offsets[n] (n the live grid items, where the counted scan
-// ends) to the candidate capacity get the sentinel, so the sort keeps them last. Thread 0 records
-// the total and its overflow flag in sched_counters.cand. CPU twin: sched::newcomer_write. One thread per slot of
-// max(grid capacity, candidate capacity): grid item i and candidate slot i.
+// the slots past the total newcomer_offsets[n] (n the live grid items, where the counted scan
+// ends) are left as they were: the counted sort and its readers stop at the total. Thread 0
+// records the total and its overflow flag in sched_counters.cand. CPU twin:
+// sched::newcomer_write. One thread per grid slot.
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
 
 #import layout
@@ -35,9 +35,6 @@ fn newcomer_write(
         if total > ccap {
             atomicStore(&sched_counters.cand.overflow, 1u);
         }
-    }
-    if i >= total && i < ccap {
-        sched_cand[i] = KeyValue(SCHED_SENTINEL, SCHED_SENTINEL, SCHED_SENTINEL, 0u);
     }
     if i >= n {
         return;

@@ -1052,7 +1052,15 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         "{label}"
     );
     let kb = cand_key_bits(u.num_segments);
-    yarnsim::sort::radix_sort(&mut scand, 2 * kb, &mut sort_s, &mut sort_h, &mut sort_p);
+    // The live candidates only (the slots past them are not written).
+    let live = (c3.cand.count as usize).min(ccap);
+    yarnsim::sort::radix_sort(
+        &mut scand[..live],
+        2 * kb,
+        &mut sort_s,
+        &mut sort_h,
+        &mut sort_p,
+    );
 
     // newcomer_keep → scan.
     let mut keep = vec![0u32; ccap + 1];

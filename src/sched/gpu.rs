@@ -21,7 +21,7 @@
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B) | p0 | entry cap. + 1 |
 //! | 5 | `sched_sizes` (kept) | — | 1 |
 //! | 6 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
-//! | 7 | `newcomer_count`, counted scan, `newcomer_write`, counted sort | — | grid / candidate cap. |
+//! | 7 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 8 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
 //! | 9 | `release_count`, scan | — | release list cap. + 1 |
 //! | 10 | `sched_sizes` (merged) | — | 1 |
@@ -40,7 +40,8 @@
 //! `sched_counters` (indirect dispatch; [`crate::scan::GpuScan::counted`]), so a step at rest
 //! sorts its grid items, not the grid's capacity, and no candidate slot. Their readers stop at the
 //! count: the scans' totals sit right after it (`newcomer_offsets[grid items]`,
-//! `fresh_offsets[candidates]`), and the sorts' tails hold the sentinel their writers put there.
+//! `fresh_offsets[candidates]`), and the sorted buffers' slots past it hold whatever they held
+//! (both sorts take the fewest passes, ping-ponging with a second buffer).
 //! The other kernels run over their capacities with the early exit; a scan over a capacity is exact
 //! for the prefix the kernels read (an exclusive sum at index `n` depends only on the elements
 //! before `n`, which the count kernels write every step).
@@ -340,7 +341,7 @@ impl SchedGpu {
         let c = caps;
         let se = std::mem::size_of::<SchedEntry>();
         let kv = std::mem::size_of::<KeyValue>();
-        let sizes: [(&str, usize); 15] = [
+        let sizes: [(&str, usize); 16] = [
             ("entries_a", c.entries as usize * se),
             ("entries_b", c.entries as usize * se),
             ("saved_entries_a", c.entries as usize * se),
@@ -351,6 +352,9 @@ impl SchedGpu {
             ("sched_grid_in", c.grid as usize * kv),
             ("sched_grid", c.grid as usize * kv),
             ("newcomer_offsets", (c.grid as usize + 1) * 4),
+            // newcomer_write writes whichever of the two the candidates' sort in the fewest
+            // passes starts from (GpuSort::counted_fewest); they end in sched_cand.
+            ("sched_cand_in", c.cand as usize * kv),
             ("sched_cand", c.cand as usize * kv),
             ("fresh_offsets", (c.cand as usize + 1) * 4),
             ("fresh", c.fresh as usize * se),
@@ -420,9 +424,8 @@ impl SchedGpu {
         let scan_keep = scan("keep", c.entries + 1)?;
         let scan_grid = scan("sched_grid_offsets", ns + 1)?;
         // The newcomer chain's scans, dispatches and sorts follow the live counts of grid items
-        // and candidates, `sched_counters.{grid, cand}.count` (+ `add`): the scans' readers stop
-        // at the count (the totals sit right after it), the sorts' writers fill the slots past it
-        // with the sentinel, which a sort over the capacity leaves there.
+        // and candidates, `sched_counters.{grid, cand}.count` (+ `add`): their readers stop at the
+        // count (the scans' totals sit right after it).
         let count = |field: usize, add: u32| CountSource {
             buffer: get("sched_counters").clone(),
             word: (field + offset_of!(Capacity, count)) as u32 / 4,
@@ -457,14 +460,20 @@ impl SchedGpu {
             &count(grid_field, 0),
         )?;
         let kb = super::cand_key_bits(ns);
-        let sort_cand = GpuSort::counted(
+        let (sort_cand, _) = GpuSort::counted_fewest(
             device,
             pipelines,
+            get("sched_cand_in"),
             get("sched_cand"),
             c.cand,
             2 * kb,
             &count(cand_field, 0),
         )?;
+        let cand_written = if crate::sort::fewest_passes_into(2 * kb) {
+            "sched_cand_in"
+        } else {
+            "sched_cand"
+        };
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
         let st = [("sched", "sched_step")];
@@ -525,7 +534,12 @@ impl SchedGpu {
         add(&mut d, sort_grid.dispatches());
         push(&mut d, "newcomer_count", &st, T::Fixed(c.grid + 1))?;
         add(&mut d, scan_new.dispatches().collect());
-        push(&mut d, "newcomer_write", &st, c.grid.max(c.cand).into())?;
+        push(
+            &mut d,
+            "newcomer_write",
+            &[("sched", "sched_step"), ("sched_cand", cand_written)],
+            c.grid.into(),
+        )?;
         add(&mut d, sort_cand.dispatches());
         let (plan, plan_bg, one) = cand_grid.plan_dispatch();
         d.push((plan, plan_bg.clone(), one));

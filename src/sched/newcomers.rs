@@ -15,9 +15,9 @@
 //!    by binary search, filtered by cell) into `newcomer_offsets`;
 //! 2. exclusive scan of `newcomer_offsets`;
 //! 3. [`newcomer_write`]: the same pairs as candidate keys ([`cand_key`]: `a << k | b`, `a < b`,
-//!    `k` the bits of a segment index) into `sched_cand`; slots up to the candidate capacity past
-//!    the total get the sentinel;
-//! 4. radix sort of `sched_cand` on `2k` key bits;
+//!    `k` the bits of a segment index) into `sched_cand` (slots past the total left as they were);
+//! 4. radix sort of the live candidates on `2k` key bits (on the GPU in the fewest passes, from
+//!    `sched_cand_in` into `sched_cand` when ⌈2k / 8⌉ is odd);
 //! 5. [`newcomer_keep`] (one thread per candidate slot, plus one): 1 for the first of equal keys
 //!    whose pair is not excluded outright ([`pair_class`], from the exclusion tables `segments`,
 //!    `quad_arc`, `seg_contact`, as the kernels of the exact path decide) and has no entry (binary
@@ -30,7 +30,7 @@
 //! (most steps none) and looks their new cells up in the same grid; its `fresh` equals the
 //! kernels' (tests/gpu_sched.rs).
 
-use super::grid::{cell_hash, for_each_in_cell, item_cell, SchedGrid, SCHED_GRID_SENTINEL};
+use super::grid::{cell_hash, for_each_in_cell, item_cell, SchedGrid};
 use super::{CellBox, PairClass, PairRules, SchedEntry, SchedError, ENTRY_DUE, ENTRY_MIXED};
 use crate::contact::exclusion_class;
 use crate::layout::{KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL};
@@ -241,9 +241,9 @@ pub fn newcomer_count(
 
 /// Stage `newcomer_write` (kernel `shaders/newcomer_write.wgsl`): the pairs of [`newcomer_count`]
 /// (its items with a nonzero count) as candidate keys from slot `newcomer_offsets[i]` on (scanned), those within
-/// `sched_counters.cand.capacity`; the slots from the total to the capacity get the sentinel. The
-/// total, `newcomer_offsets[n]` after the `n` live grid items, and its overflow flag go to
-/// `sched_counters.cand`.
+/// `sched_counters.cand.capacity`; the slots past the total are left as they were (the counted
+/// sort and its readers stop at the total). The total, `newcomer_offsets[n]` after the `n` live
+/// grid items, and its overflow flag go to `sched_counters.cand`.
 pub fn newcomer_write(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -275,9 +275,6 @@ pub fn newcomer_write(
             }
             slot += 1;
         });
-    }
-    for slot in sched_cand[total.min(ccap)..ccap].iter_mut() {
-        *slot = SCHED_GRID_SENTINEL;
     }
 }
 
