@@ -1,10 +1,10 @@
 // set_bin_write: every live set x writes one item (key = bin, value = x) per bin its box meets,
 // in bin order, from slot bin_offsets[x] of set_bin_sort (bin_offsets: the exclusive scan of
 // set_bin_count): all items in set order, which the stable radix sort by bin (src/sort.rs) turns
-// into the bins' lists in set order. Slots from the item count up to index.capacity get the
-// sentinel key (all ones), which the sort keeps at the end. An item at or beyond index.capacity is
-// not written and raises index.overflow; thread 0 writes index.count. CPU twin:
-// acl::coalesce::set_bin_write. One thread per set slot and per index slot.
+// into the bins' lists in set order. Slots past the item count are left as they were: the counted
+// sort and set_bin_index stop at the count. An item at or beyond index.capacity is not written
+// and raises index.overflow; thread 0 writes index.count. CPU twin:
+// acl::coalesce::set_bin_write. One thread per set slot.
 // Loop bound: the bins of one box, at most num_bins.
 
 #import layout
@@ -28,9 +28,6 @@ fn set_bin_write(
     let total = bin_offsets[cap];
     if t == 0u {
         atomicStore(&merge_counters.index.count, total);
-    }
-    if t >= total && t < icap {
-        set_bin_sort[t] = KeyValue(0xffffffffu, 0xffffffffu, NO_SET, 0u);
     }
     let n = min(atomicLoad(&merge_counters.sets.count), cap);
     if t >= n {

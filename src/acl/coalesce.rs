@@ -292,8 +292,8 @@ pub fn set_bin_count(
 }
 
 /// Kernel `set_bin_write`: live set `x` writes its items `(bin, x)` from `bin_offsets[x]`
-/// (scanned), in bin order; the slots from the item count to `index.capacity` get the sentinel
-/// (keys all ones). Items past the capacity raise `index.overflow`.
+/// (scanned), in bin order; the slots past the item count are left as they were (the sort and
+/// [`set_bin_index`] stop at the count). Items past the capacity raise `index.overflow`.
 pub fn set_bin_write(
     _acl_merge: &MergeUniform,
     sets: &[ContactSet],
@@ -305,14 +305,6 @@ pub fn set_bin_write(
     let icap = c.index.capacity as usize;
     let total = bin_offsets[c.sets.capacity as usize] as usize;
     c.index.count = total as u32;
-    for kv in set_bin_sort.iter_mut().take(icap).skip(total) {
-        *kv = KeyValue {
-            key_lo: u32::MAX,
-            key_hi: u32::MAX,
-            value: NO_SET,
-            _pad: 0,
-        };
-    }
     for x in 0..used_sets(c) {
         let s = &sets[x];
         if s.flags & SET_LIVE == 0 {

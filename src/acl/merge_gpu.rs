@@ -18,8 +18,8 @@
 //! |   | then [`MergeCaps::passes`] merge passes, each: | |
 //! | 5 | `set_bin_count` | set capacity + 1 |
 //! | 6 | scan of `bin_offsets` | set capacity + 1 |
-//! | 7 | `set_bin_write` | max(set capacity, index capacity) |
-//! | 8 | stable radix sort of `set_bin_sort` by bin (`key_bits(num_bins)` bits) | index count (`count_plan`) |
+//! | 7 | `set_bin_write` (into `set_bin_sort_in` when the sort below takes an odd number of passes) | set capacity |
+//! | 8 | stable radix sort of the live items into `set_bin_sort` by bin (`key_bits(num_bins)` bits) in the fewest passes ([`GpuSort::counted_fewest`]) | index count (`count_plan`) |
 //! | 9 | `set_bin_index` | max(bins + 1, index capacity) |
 //! | 10 | `set_overlap_count` | set capacity + 1 |
 //! | 11 | scan of `edge_offsets` | set capacity + 1 |
@@ -176,6 +176,12 @@ impl MergeGpu {
         up("run_offsets", &zeros((tc + 1) * 4));
         up("set_hull", &zeros(sc * 16));
         up("bin_offsets", &zeros((sc + 1) * 4));
+        // set_bin_write writes whichever of the two the sort in the fewest passes starts from
+        // (GpuSort::counted_fewest); the sorted items end in set_bin_sort.
+        up(
+            "set_bin_sort_in",
+            &zeros(ic * std::mem::size_of::<KeyValue>()),
+        );
         up("set_bin_sort", &zeros(ic * std::mem::size_of::<KeyValue>()));
         up("set_bin_start", &zeros((uniform.num_bins as usize + 1) * 4));
         up("set_bin_items", &zeros(ic * 4));
@@ -206,10 +212,11 @@ impl MergeGpu {
         let scan_runs = GpuScan::new(device, pipelines, get("run_offsets"), caps.touching + 1)?;
         let scan_bins = GpuScan::new(device, pipelines, get("bin_offsets"), caps.sets + 1)?;
         let scan_edges = GpuScan::new(device, pipelines, get("edge_offsets"), caps.sets + 1)?;
-        // Over the live index items (set_bin_write fills the slots past them with the sentinel).
-        let sort = GpuSort::counted(
+        // Over the live index items, in the fewest passes (set_bin_index stops at their count).
+        let (sort, bins_written) = GpuSort::counted_fewest(
             device,
             pipelines,
+            get("set_bin_sort_in"),
             get("set_bin_sort"),
             caps.index,
             key_bits(uniform.num_bins),
@@ -244,7 +251,13 @@ impl MergeGpu {
         let mut pass: Vec<Dispatch> = Vec::new();
         pass.push(own("set_bin_count", caps.sets + 1)?);
         pass.extend(owned(scan_bins.dispatches()));
-        pass.push(own("set_bin_write", caps.sets.max(caps.index))?);
+        let bg = pipelines.bind_group_with(
+            device,
+            "set_bin_write",
+            buffers,
+            &[("set_bin_sort", &bins_written)],
+        )?;
+        pass.push(("set_bin_write", bg, caps.sets.into()));
         pass.extend(owned(sort.dispatches()));
         pass.push(own(
             "set_bin_index",

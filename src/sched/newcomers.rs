@@ -358,7 +358,7 @@ mod tests {
                 let kv = cand_key(a, b, k);
                 assert_eq!(cand_pair(&kv, k), (a, b));
                 let key = crate::sort::key(&kv);
-                assert!(key < crate::sort::key(&SCHED_GRID_SENTINEL));
+                assert!(key < crate::sort::key(&crate::sched::SCHED_GRID_SENTINEL));
                 if let Some(l) = last {
                     assert!(key >= l);
                 }
