@@ -1,5 +1,6 @@
 //! Budgets the GPU step records per step and cuts on trial: ACL's rebuild rounds
-//! ([`crate::acl::gpu::AclGpu::fewer_rounds`]) and the length projection's iterations
+//! ([`crate::acl::gpu::AclGpu::fewer_rounds`]), its coalescing stage (recorded or not:
+//! [`crate::acl::gpu::AclGpu::fewer_coalesce`]) and the length projection's iterations
 //! ([`crate::gpu_step::LENGTH_BUDGET`]). A recorded step cannot skip its dispatches, so each unused
 //! round or iteration still costs its barriers; the host therefore records fewer after a quiet
 //! stretch of batches, from the counts it reads back after each batch (no GPU buffer of its own).
@@ -7,9 +8,9 @@
 //! budget.
 
 /// The quiet-stretch rule of one budget: after `after` completed batches in a row whose steps all
-/// used fewer than the budget, cut it to the most any of them used (at least 1); after a cut that
-/// did not last (the budget had to be raised again), wait twice as long before the next, up to a
-/// most.
+/// used fewer than the budget, cut it to the most any of them used (at least a floor, 1 unless
+/// set); after a cut that did not last (the budget had to be raised again), wait twice as long
+/// before the next, up to a most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuietCut {
     /// Completed batches in a row that used less than the budget, and the most their steps used.
@@ -19,16 +20,25 @@ pub struct QuietCut {
     after: u32,
     /// Whether the last change of the budget was a cut.
     last_was_cut: bool,
+    /// The least a cut leaves.
+    floor: u32,
 }
 
 impl QuietCut {
-    /// Cuts after `after` quiet batches at first.
+    /// Cuts after `after` quiet batches at first, to at least 1.
     pub fn new(after: u32) -> QuietCut {
+        QuietCut::with_floor(after, 1)
+    }
+
+    /// Cuts after `after` quiet batches at first, to at least `floor` (0: a stage that can be
+    /// left out altogether).
+    pub fn with_floor(after: u32, floor: u32) -> QuietCut {
         QuietCut {
             quiet: 0,
             most: 0,
             after,
             last_was_cut: false,
+            floor,
         }
     }
 
@@ -44,7 +54,7 @@ impl QuietCut {
         if self.quiet < self.after {
             return None;
         }
-        let cut = self.most.max(1);
+        let cut = self.most.max(self.floor);
         self.restart();
         let cut = (cut < budget).then_some(cut)?;
         self.last_was_cut = true;
@@ -114,5 +124,14 @@ mod tests {
             q.raised(16);
             assert_eq!(q.after(), want);
         }
+        // A floor of 0: a budget of 1 (a stage recorded or not) is cut to 0 after a stretch in
+        // which no step used it, and not while one did.
+        let mut q = QuietCut::with_floor(2, 0);
+        assert_eq!(q.completed(0, 1), None);
+        assert_eq!(q.completed(1, 1), None);
+        assert_eq!(q.completed(0, 1), None);
+        assert_eq!(q.completed(0, 1), Some(0));
+        q.raised(16);
+        assert_eq!(q.after(), 4);
     }
 }

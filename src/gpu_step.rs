@@ -1545,6 +1545,11 @@ impl GpuSim {
                 self.grow_acl(caps, base + k as u64)?;
             }
             let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_coalesce(&acl_counters) {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
+            let acl = self.acl.as_mut().expect("checked above");
             if let Some(caps) = acl.path.fewer_passes() {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
@@ -1858,11 +1863,14 @@ impl GpuSim {
             .extra
             .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
         if let Some(acl) = &self.acl {
-            // The rebuild rounds and merge passes recorded per step now, and the cuts of them so
-            // far.
+            // The rebuild rounds, merge passes and coalescing stage (1, or 0 once cut) recorded
+            // per step now, and the cuts of them so far.
             stats
                 .extra
                 .push(("acl_rebuild_rounds".into(), acl.path.caps.rounds as f64));
+            stats
+                .extra
+                .push(("acl_coalesce".into(), acl.path.caps.coalesce as f64));
             stats
                 .extra
                 .push(("acl_merge_passes".into(), acl.path.caps.merge.passes as f64));

@@ -273,8 +273,9 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 /// A quiet cloth (the tiny swatch without gravity) uses at most one rebuild round per step, so
 /// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, and its
 /// merge passes, doubled to 2 in the first steps, are cut back to 1, and the label rounds of each
-/// merge pass are halved from 8: fewer dispatches. The run equals, bitwise, one held at four
-/// rounds, four passes and 8 label rounds throughout.
+/// merge pass are halved from 8, and once its scheduler has found no touching pairs for as long
+/// the coalescing stage is left out: fewer dispatches. The run equals, bitwise, one held at four
+/// rounds, four passes, 8 label rounds and coalescing throughout.
 #[test]
 fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let Some(gpu) = gpu_or_skip("acl_rebuild_rounds_are_cut_when_quiet_identically") else {
@@ -289,10 +290,15 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
         for _ in 0..batches {
             if let Some(n) = hold {
                 let mut caps = g.acl_capacities().unwrap();
-                if caps.rounds != n || caps.merge.passes != n || caps.merge.rounds != 8 {
+                if caps.rounds != n
+                    || caps.merge.passes != n
+                    || caps.merge.rounds != 8
+                    || caps.coalesce != 1
+                {
                     caps.rounds = n;
                     caps.merge.passes = n;
                     caps.merge.rounds = 8;
+                    caps.coalesce = 1;
                     g.set_acl_capacities(caps).unwrap();
                 }
             }
@@ -308,7 +314,8 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let caps = cut.acl_capacities().unwrap();
     let (rounds, passes, labels) = (caps.rounds, caps.merge.passes, caps.merge.rounds);
     let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
-    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels} after {batches} batches; dispatches per step {d_cut} (held at 4, 4 and 8: {d_held})");
+    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels}, coalescing {} after {batches} batches; dispatches per step {d_cut} (held at 4, 4, 8 and 1: {d_held})", caps.coalesce);
+    assert_eq!(caps.coalesce, 0, "the quiet run still records coalescing");
     assert!(
         labels < 8,
         "the quiet run still records {labels} label rounds"
@@ -325,6 +332,50 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     assert!(d_cut < d_held, "{d_cut} dispatches, held {d_held}");
     assert_eq!(cut.sim.pos, held.sim.pos, "positions differ");
     assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");
+}
+
+/// A step recorded without the coalescing stage whose scheduler finds touching pairs reruns its
+/// batch with it: the tiny swatch falling onto its obstacle, with coalescing left out before
+/// every batch, reruns and ends bitwise where a run that always coalesces does.
+#[test]
+fn acl_coalescing_left_out_reruns_identically() {
+    let Some(gpu) = gpu_or_skip("acl_coalescing_left_out_reruns_identically") else {
+        return;
+    };
+    let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
+    let run = |leave_out: bool| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        // Batches that ran without coalescing, and batches rerun with it.
+        let (mut without, mut needed) = (0, 0);
+        for _ in 0..12 {
+            let mut caps = g.acl_capacities().unwrap();
+            let want = u32::from(!leave_out);
+            if caps.coalesce != want {
+                caps.coalesce = want;
+                g.set_acl_capacities(caps).unwrap();
+            }
+            g.steps(8).unwrap();
+            match (leave_out, g.acl_capacities().unwrap().coalesce) {
+                (true, 0) => without += 1,
+                (true, _) => needed += 1,
+                _ => {}
+            }
+        }
+        g.download().unwrap();
+        (g, without, needed)
+    };
+    let (left_out, without, needed) = run(true);
+    let (always, _, _) = run(false);
+    eprintln!(
+        "coalescing left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all; {} always coalescing)",
+        left_out.reruns(),
+        always.reruns()
+    );
+    assert!(needed > 0, "no batch needed coalescing");
+    assert!(without > 0, "every batch needed coalescing");
+    assert_eq!(left_out.sim.pos, always.sim.pos, "positions differ");
+    assert_eq!(left_out.sim.vel, always.sim.vel, "velocities differ");
 }
 
 /// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at

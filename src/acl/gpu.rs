@@ -17,7 +17,7 @@
 //! | 3 | copy `acl_sizes.released.count` into `sched_step.num_released` | |
 //! | 4 | the scheduler ([`SchedGpu`]) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
-//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged) | `merge_counters` |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
@@ -177,6 +177,10 @@ pub struct AclCaps {
     pub records: u32,
     /// Rebuild rounds recorded per step (at least 1).
     pub rounds: u32,
+    /// 1: the step records coalescing and its merge chain (stage 6); 0: not, a trial after a
+    /// quiet stretch ([`AclGpu::fewer_coalesce`]): a step whose scheduler then finds touching
+    /// pairs reruns its batch with it.
+    pub coalesce: u32,
 }
 
 impl AclCaps {
@@ -210,6 +214,7 @@ impl AclCaps {
             terms: self.terms.max(other.terms),
             records: self.records.max(other.records),
             rounds: self.rounds.max(other.rounds),
+            coalesce: self.coalesce.max(other.coalesce),
         }
     }
 
@@ -259,6 +264,7 @@ impl AclCaps {
             terms: n,
             records: n,
             rounds: 2,
+            coalesce: 1,
         }
     }
 }
@@ -351,6 +357,8 @@ pub struct AclGpu {
     last: AclStepCounters,
     /// [`AclGpu::fewer_rounds`]' state (the quiet stretch of `caps.rounds`).
     rounds_cut: QuietCut,
+    /// [`AclGpu::fewer_coalesce`]'s (of `caps.coalesce`).
+    coalesce_cut: QuietCut,
     /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
     /// change, the batches it waits for, and whether the last change was a cut.
     pass_quiet: u32,
@@ -458,6 +466,7 @@ impl AclGpu {
             reruns: 0,
             last: AclStepCounters::default(),
             rounds_cut: QuietCut::new(ROUNDS_CUT_AFTER),
+            coalesce_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
             pass_quiet: 0,
             pass_cut_after: ROUNDS_CUT_AFTER,
             pass_cut_last: false,
@@ -490,6 +499,7 @@ impl AclGpu {
         let caps = AclCaps {
             merge,
             rounds: caps.rounds.max(1),
+            coalesce: caps.coalesce.min(1),
             ..caps
         };
         let sc = caps.merge.sets as usize;
@@ -755,8 +765,13 @@ impl AclGpu {
         ops.extend(self.sched.dispatches().iter().cloned().map(Op::Dispatch));
         // 5–7. Counts, coalescing and merging, the table length into the uniforms.
         counts(&mut ops, 4)?;
-        ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
-        counts(&mut ops, 2)?;
+        // Without coalescing (a trial after a quiet stretch) the table is as the last step left
+        // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
+        // rounds), so the merge chain would find nothing; a step with touching pairs reruns.
+        if caps.coalesce > 0 {
+            ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
+            counts(&mut ops, 2)?;
+        }
         copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
         copy(
             &mut ops,
@@ -1081,6 +1096,9 @@ impl AclGpu {
         if c.sizes.num_dirty != 0 {
             g.rounds = 2 * caps.rounds;
         }
+        if caps.coalesce == 0 && c.sched.touching.count > 0 {
+            g.coalesce = 1;
+        }
         if g != caps {
             return Ok(Some(g));
         }
@@ -1157,6 +1175,23 @@ impl AclGpu {
         })
     }
 
+    /// No coalescing stage after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after cuts that
+    /// did not last, more) completed batches in a row found no touching pairs of empty space (the
+    /// scheduler's `touching` count), the capacities with `coalesce` = 0. The stage (coalescing,
+    /// then a merge chain) is some 25 dispatches, recorded whether or not there is anything to
+    /// coalesce; without new pairs the merge chain finds nothing, because a completed step leaves no
+    /// two sets overlapping. A step that then finds touching pairs reruns its batch with the stage
+    /// ([`AclGpu::verdict`]), so the result is the same either way, and the next trial waits twice
+    /// as long. `steps`: the counters of the batch just completed.
+    pub fn fewer_coalesce(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
+        let used = steps.iter().any(|c| c.sched.touching.count > 0) as u32;
+        let coalesce = self.coalesce_cut.completed(used, self.caps.coalesce)?;
+        Some(AclCaps {
+            coalesce,
+            ..self.caps
+        })
+    }
+
     /// Half the merge passes per merge invocation after a quiet stretch: [`ROUNDS_CUT_AFTER`] (or,
     /// after cuts that did not last, more) completed batches since `caps.merge.passes` last
     /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
@@ -1211,6 +1246,9 @@ impl AclGpu {
         if caps.rounds > self.caps.rounds {
             // More rounds again: a cut that did not last waits twice as long next time.
             self.rounds_cut.raised(ROUNDS_CUT_AFTER_MAX);
+        }
+        if caps.coalesce > self.caps.coalesce {
+            self.coalesce_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
             // More passes again: a cut that did not last waits twice as long next time.
