@@ -958,6 +958,9 @@ impl ContactForce for AclContact {
         stats.set("entries_examined", st.entries_examined as f64);
         stats.set("entries_processed", st.entries_processed as f64);
         stats.set("touching_pairs", st.touching_pairs as f64);
+        // The scheduler's touching pairs of empty space (coalesced into sets this step), as the
+        // GPU path reports them.
+        stats.set("new_pairs", st.new_pairs as f64);
         stats.set("raster_ms", st.raster_ms);
         stats.set("newcomers_ms", st.newcomers_ms);
         stats.set("schedule_ms", st.schedule_ms);
