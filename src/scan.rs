@@ -218,6 +218,15 @@ pub const PLAN_SLOT_WORDS: u32 = 64;
 pub const SLOT_RECORD_WORDS: usize = size_of::<ScanPass>() / 4;
 const _: () = assert!(size_of::<crate::layout::SortPass>() <= size_of::<ScanPass>());
 
+/// `r`'s words at the start of a slot record, the rest zero (a [`crate::layout::SortPass`] or a
+/// [`GridSpec`] is shorter than a [`ScanPass`]).
+pub fn slot_record<T: bytemuck::Pod>(r: &T) -> [u32; SLOT_RECORD_WORDS] {
+    let words: &[u32] = bytemuck::cast_slice(bytemuck::bytes_of(r));
+    let mut s = [0u32; SLOT_RECORD_WORDS];
+    s[..words.len()].copy_from_slice(words);
+    s
+}
+
 /// Kernel `count_plan`: the live length `n = min(count, cap − add) + add` (`count =
 /// plan_src[src_word]`) written into the slots and indirect arguments of a counted scan's or
 /// sort's plan buffer `plan_out` (see [`CountPlan`]).
@@ -413,14 +422,7 @@ impl CountedGrid {
             num_levels: grids.len() as u32,
             ..Default::default()
         };
-        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids
-            .iter()
-            .map(|g| {
-                let mut s = [0u32; SLOT_RECORD_WORDS];
-                s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*g));
-                s
-            })
-            .collect();
+        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids.iter().map(slot_record).collect();
         let args = grids.len() as u32;
         Ok(CountedGrid {
             plan: CountedPlan::new(device, pipelines, &slots, spec, args, src)?,
@@ -516,8 +518,7 @@ impl GpuScan {
         src: &CountSource,
     ) -> Result<GpuScan, PipelineError> {
         let plan = ScanPlan::new(cap);
-        let slots: Vec<[u32; SLOT_RECORD_WORDS]> =
-            plan.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = plan.levels().iter().map(slot_record).collect();
         let spec = CountPlan {
             src_word: src.word,
             add: src.add,

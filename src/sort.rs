@@ -333,21 +333,9 @@ impl GpuSort {
         let counted = match src {
             None => None,
             Some(src) => {
-                let mut slots: Vec<[u32; SLOT_RECORD_WORDS]> = plan
-                    .passes()
-                    .iter()
-                    .map(|p| {
-                        let mut s = [0u32; SLOT_RECORD_WORDS];
-                        s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*p));
-                        s
-                    })
-                    .collect();
-                slots.extend(
-                    plan.scan
-                        .levels()
-                        .iter()
-                        .map(|l| bytemuck::cast::<_, [u32; SLOT_RECORD_WORDS]>(*l)),
-                );
+                let mut slots: Vec<[u32; SLOT_RECORD_WORDS]> =
+                    plan.passes().iter().map(scan::slot_record).collect();
+                slots.extend(plan.scan.levels().iter().map(scan::slot_record));
                 let spec = CountPlan {
                     src_word: src.word,
                     add: src.add,

@@ -241,25 +241,12 @@ fn gpu_sort_matches_twin_and_repeats_bitwise() {
 fn plan_words(kind: u32, cap: u32, bits: u32, add: u32) -> (CountPlan, Vec<u32>) {
     let (slots, passes, levels): (Vec<[u32; W]>, u32, u32) = if kind == COUNT_PLAN_SORT {
         let p = SortPlan::new(cap, bits);
-        let mut s: Vec<[u32; W]> = p
-            .passes()
-            .iter()
-            .map(|x| {
-                let mut s = [0u32; W];
-                s[..4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*x));
-                s
-            })
-            .collect();
-        s.extend(
-            p.scan
-                .levels()
-                .iter()
-                .map(|l| bytemuck::cast::<_, [u32; W]>(*l)),
-        );
+        let mut s: Vec<[u32; W]> = p.passes().iter().map(scan::slot_record).collect();
+        s.extend(p.scan.levels().iter().map(scan::slot_record));
         (s, p.passes().len() as u32, p.scan.levels().len() as u32)
     } else {
         let p = ScanPlan::new(cap);
-        let s: Vec<[u32; W]> = p.levels().iter().map(|l| bytemuck::cast(*l)).collect();
+        let s: Vec<[u32; W]> = p.levels().iter().map(scan::slot_record).collect();
         let n = s.len() as u32;
         (s, 0, n)
     };
@@ -441,7 +428,7 @@ fn gpu_count_plan_matches_twin() {
         let mut words = vec![0u32; (spec.args_word + 3 * slots) as usize];
         for (k, g) in grids.iter().enumerate() {
             let at = scan::PLAN_SLOT_WORDS as usize * k;
-            words[at..at + 4].copy_from_slice(&bytemuck::cast::<_, [u32; 4]>(*g));
+            words[at..at + W].copy_from_slice(&scan::slot_record(g));
         }
         let mut want = words.clone();
         scan::count_plan(&spec, &[count], &mut want);
