@@ -4,7 +4,7 @@
 // plus the block's offset (0 for a one-block level): scan_partials[next_offset + block] when the
 // next level up was scanned, or, when it is the plan's top and left unscanned
 // (scan_pass.next_unscanned), the sum of its elements before `block` (fewer than 2,048: thread t
-// adds elements t, t + 256, …, then a tree reduction), which spares the scan a dispatch. The
+// adds elements t, t + 256, …, then workgroup_sum's tree reduction), which spares the scan a dispatch. The
 // block goes through workgroup memory: loaded and stored with the lanes of a warp on consecutive
 // words; in between thread t scans elements 8t .. 8t + 7 in order, and a workgroup scan of the
 // 256 threads' sums gives each thread its start. Element i of the block sits at i + i / 32 in
@@ -14,6 +14,7 @@
 // 8 stores (fixed).
 
 #import layout
+#import workgroup_sum
 
 @group(0) @binding(0) var<uniform> scan_pass: ScanPass;
 @group(0) @binding(1) var<storage, read_write> scan_data: array<u32>;
@@ -21,7 +22,6 @@
 
 var<workgroup> block_values: array<u32, 2112>;
 var<workgroup> part: array<u32, 256>;
-var<workgroup> before: array<u32, 256>;
 
 fn slot(i: u32) -> u32 {
     return i + (i >> 5u);
@@ -46,14 +46,7 @@ fn scan_add(
             }
         }
     }
-    before[lid] = below;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s = s >> 1u) {
-        if lid < s {
-            before[lid] = before[lid] + before[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let offset_below = workgroup_sum(lid, below);
     for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
         let i = first + k * 256u + lid;
         var v = 0u;
@@ -91,7 +84,7 @@ fn scan_add(
     var acc = part[lid] - total;
     if scan_pass.n > SCAN_BLOCK {
         if scan_pass.next_unscanned != 0u {
-            acc = acc + before[0];
+            acc = acc + offset_below;
         } else {
             acc = acc + scan_partials[scan_pass.next_offset + block];
         }

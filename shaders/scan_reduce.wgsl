@@ -2,16 +2,16 @@
 // each workgroup sums its block of SCAN_BLOCK = 2048 elements of level `scan_pass.level` (level
 // 0: scan_data, level k ≥ 1: scan_partials at scan_pass.offset) into
 // scan_partials[next_offset + block]. Thread t adds elements t, t + 256, … of the block (the
-// lanes of a warp read consecutive words), then a tree reduction over the 256 threads.
+// lanes of a warp read consecutive words), then a tree reduction over the 256 threads
+// (shared/workgroup_sum.wgsl).
 // Loop bound: SCAN_PER_THREAD = 8 loads plus 8 halving steps (fixed).
 
 #import layout
+#import workgroup_sum
 
 @group(0) @binding(0) var<uniform> scan_pass: ScanPass;
 @group(0) @binding(1) var<storage, read> scan_data: array<u32>;
 @group(0) @binding(2) var<storage, read_write> scan_partials: array<u32>;
-
-var<workgroup> sums: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn scan_reduce(
@@ -32,16 +32,9 @@ fn scan_reduce(
             }
         }
     }
-    sums[lid] = v;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s = s >> 1u) {
-        if lid < s {
-            sums[lid] = sums[lid] + sums[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, v);
     // Workgroups of the 2-D grid's last row past the level's blocks write nothing.
     if lid == 0u && first < scan_pass.n {
-        scan_partials[scan_pass.next_offset + block] = sums[0];
+        scan_partials[scan_pass.next_offset + block] = total;
     }
 }
