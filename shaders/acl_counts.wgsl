@@ -1,7 +1,8 @@
 // acl_counts: the GPU ACL step's counts moved to where the next stage reads them, at one point of the
 // step (acl_phase.phase, acl::counts::PHASE_*). CPU twin: acl::counts::acl_counts.
 // - PHASE_STEP, at the start of the step: the step's counters reset (capacities, the table length,
-//   the pool lengths and the released boxes kept), merge_counters.sets.count = the table length.
+//   the pool lengths and the released boxes kept; set_compact sums acl_sizes.touching anew),
+//   merge_counters.sets.count = the table length.
 // - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
 //   (at most its capacity).
@@ -39,6 +40,7 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         acl_sizes.num_dirty = 0u;
         acl_sizes.rebuilds = 0u;
         acl_sizes.rounds_used = 0u;
+        atomicStore(&acl_sizes.touching, 0u);
         atomicStore(&acl_sizes.garbage_cp, 0u);
         atomicStore(&acl_sizes.garbage_k, 0u);
         atomicStore(&acl_sizes.garbage_w, 0u);

@@ -1,9 +1,12 @@
 // set_compact: every live set k < rebuild.num_sets and its 4 stiction springs written to slot
-// set_dest[k] (the scanned set_compact_count) of sets_out / springs_out. CPU twin:
-// acl::sets::set_compact. One thread per set; loop bound: 4 (springs).
+// set_dest[k] (the scanned set_compact_count) of sets_out / springs_out, and the live sets'
+// touching pairs added to acl_sizes.touching (a workgroup's sum, then one integer atomic per
+// workgroup: an integer sum, so the total does not depend on the order). CPU twin:
+// acl::sets::set_compact. One thread per set; loop bounds: 4 (springs), 8 (workgroup_sum).
 
 #import layout
 #import acl
+#import workgroup_sum
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
@@ -11,6 +14,7 @@
 @group(0) @binding(3) var<storage, read> set_dest: array<u32>;
 @group(0) @binding(4) var<storage, read_write> sets_out: array<ContactSet>;
 @group(0) @binding(5) var<storage, read_write> springs_out: array<StictionSpring>;
+@group(0) @binding(6) var<storage, read_write> acl_sizes: AclSizes;
 
 @compute @workgroup_size(256)
 fn set_compact(
@@ -19,16 +23,21 @@ fn set_compact(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let k = thread_index(wid, nwg, lid, 256u);
-    if k >= rebuild.num_sets {
-        return;
+    var touching = 0u;
+    if k < rebuild.num_sets {
+        let s = sets[k];
+        if (s.flags & SET_LIVE) != 0u {
+            touching = s.touching;
+            let d = set_dest[k];
+            sets_out[d] = s;
+            for (var m = 0u; m < 4u; m = m + 1u) {
+                springs_out[4u * d + m] = springs[4u * k + m];
+            }
+        }
     }
-    let s = sets[k];
-    if (s.flags & SET_LIVE) == 0u {
-        return;
-    }
-    let d = set_dest[k];
-    sets_out[d] = s;
-    for (var m = 0u; m < 4u; m = m + 1u) {
-        springs_out[4u * d + m] = springs[4u * k + m];
+    // Every thread of the workgroup reaches the sum (it has barriers).
+    let total = workgroup_sum(lid, touching);
+    if lid == 0u && total != 0u {
+        atomicAdd(&acl_sizes.touching, total);
     }
 }

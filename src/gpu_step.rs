@@ -294,8 +294,8 @@ struct AclState {
     /// Steps the GPU model has completed (its own step count: it starts with no sets).
     steps: u64,
     /// Sums over the frame's steps: sets, rebuilds, rebuild fractions, entries tracked, examined,
-    /// processed, new touching pairs; and the steps compacting the pools.
-    frame: [f64; 7],
+    /// processed, new touching pairs, the sets' touching pairs; and the steps compacting the pools.
+    frame: [f64; 8],
     compactions: u32,
 }
 
@@ -385,7 +385,7 @@ pub struct GpuSim {
     /// Touching quadrature pairs of each step of the last batch.
     batch_touching: Vec<u32>,
     /// ACL: contact sets and rebuilds of each step of the last batch.
-    batch_acl: Vec<[u32; 2]>,
+    batch_acl: Vec<[u32; 3]>,
     /// Copies of the [`SNAPSHOT`] buffers taken at the start of the running batch.
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
@@ -657,7 +657,7 @@ impl GpuSim {
                     size_of::<crate::acl::rebuild::RebuildParams>() as u64,
                 ),
                 steps: 0,
-                frame: [0.0; 7],
+                frame: [0.0; 8],
                 compactions: 0,
             })
         } else {
@@ -1187,8 +1187,9 @@ impl GpuSim {
         Ok(true)
     }
 
-    /// ACL: the contact sets and the rebuilds of each step of the last batch ([`GpuSim::steps`]).
-    pub fn batch_acl_counts(&self) -> &[[u32; 2]] {
+    /// ACL: the contact sets, the rebuilds and the sets' touching pairs of each step of the last
+    /// batch ([`GpuSim::steps`]).
+    pub fn batch_acl_counts(&self) -> &[[u32; 3]] {
         &self.batch_acl
     }
 
@@ -1507,7 +1508,8 @@ impl GpuSim {
         if let Some(acl) = &mut self.acl {
             for c in &acl_counters {
                 acl.path.completed(c);
-                self.batch_acl.push([c.sizes.num_sets, c.sizes.rebuilds]);
+                self.batch_acl
+                    .push([c.sizes.num_sets, c.sizes.rebuilds, c.sizes.touching]);
                 let sets = c.sizes.num_sets as f64;
                 let rebuilds = c.sizes.rebuilds as f64;
                 let v = [
@@ -1518,6 +1520,7 @@ impl GpuSim {
                     c.sched.examined as f64,
                     c.sched.processed as f64,
                     c.sched.touching.count as f64,
+                    c.sizes.touching as f64,
                 ];
                 for (acc, x) in acl.frame.iter_mut().zip(v) {
                     *acc += x;
@@ -1725,7 +1728,7 @@ impl GpuSim {
         self.frame_candidates = 0;
         if let Some(acl) = &mut self.acl {
             // Steps run outside a frame (`step`, `steps`) count in no frame's means.
-            acl.frame = [0.0; 7];
+            acl.frame = [0.0; 8];
         }
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
@@ -1815,11 +1818,12 @@ impl GpuSim {
                 "entries_examined",
                 "entries_processed",
                 "new_pairs",
+                "touching_pairs",
             ];
             for (key, v) in keys.iter().zip(acl.frame) {
                 stats.contact.push((key, v * per));
             }
-            acl.frame = [0.0; 7];
+            acl.frame = [0.0; 8];
             stats
                 .extra
                 .push(("pool_compactions".into(), acl.compactions as f64));

@@ -842,8 +842,11 @@ pub struct AclSizes {
     /// Rebuild rounds of this step that had dirty sets (the host sizes the recorded rounds by it,
     /// [`crate::acl::gpu::AclGpu::fewer_rounds`]).
     pub rounds_used: u32,
+    /// Touching quadrature pairs of the live sets (their `touching` at their last rebuild), summed
+    /// by `set_compact` over the compacted table: the `touching_pairs` statistic.
+    pub touching: u32,
 }
-const _: () = assert!(size_of::<AclSizes>() == 64);
+const _: () = assert!(size_of::<AclSizes>() == 68);
 
 /// `AclSizes::errors`: a merge invocation's last pass still merged (more passes are needed).
 pub const ACL_SIZES_MORE_PASSES: u32 = 4;
@@ -1320,7 +1323,8 @@ pub fn layouts() -> Vec<StructLayout> {
             garbage_w,
             errors,
             rebuilds,
-            rounds_used
+            rounds_used,
+            touching
         }),
         layout_of!(AclPhase {
             phase,

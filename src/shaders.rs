@@ -993,6 +993,7 @@ pub const KERNELS: &[Kernel] = &[
             read("set_dest"),
             read_write("sets_out"),
             read_write("springs_out"),
+            read_write("acl_sizes"),
         ],
         twin: "acl::sets::set_compact",
     },

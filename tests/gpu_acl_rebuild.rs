@@ -41,6 +41,7 @@ use yarnsim::acl::sets::{set_compact, set_compact_count};
 use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_LIVE};
 use yarnsim::contact::{pair_compensated_test, point_pair};
 use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::layout::AclSizes;
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 
@@ -103,7 +104,21 @@ fn set_compact_matches_twin() {
     assert_eq!(live, n - n.div_ceil(3));
     let mut sets_out = vec![ContactSet::default(); live];
     let mut springs_out = vec![StictionSpring::default(); 4 * live];
-    set_compact(&p, &sets, &springs, &dest, &mut sets_out, &mut springs_out);
+    // The sum starts from a value left there, as the kernel's atomics add to it.
+    let sizes_in = AclSizes {
+        touching: 5,
+        ..Default::default()
+    };
+    let mut sizes = sizes_in;
+    set_compact(
+        &p,
+        &sets,
+        &springs,
+        &dest,
+        &mut sets_out,
+        &mut springs_out,
+        &mut sizes,
+    );
     let out = run_kernel(
         &gpu,
         "set_compact",
@@ -117,18 +132,31 @@ fn set_compact_matches_twin() {
                 "springs_out",
                 bytes(&vec![StictionSpring::default(); 4 * live]),
             ),
+            ("acl_sizes", bytes(&[sizes_in])),
         ],
         n as u32,
     )
     .unwrap();
     assert_eq!(cast::<ContactSet>(&out["sets_out"]), sets_out);
     assert_eq!(cast::<StictionSpring>(&out["springs_out"]), springs_out);
+    assert_eq!(cast::<AclSizes>(&out["acl_sizes"]), vec![sizes]);
+    // The touching pairs of the live sets only, over more than one workgroup.
+    let want = kept_touching(&sets);
+    assert!(want > 0 && n > 256, "{want} touching pairs, {n} sets");
+    assert_eq!(sizes.touching, 5 + want);
     // The twin keeps the live sets in order with their springs.
     let kept: Vec<usize> = (0..n).filter(|k| k % 3 != 0).collect();
     for (d, &k) in kept.iter().enumerate() {
         assert_eq!(sets_out[d].bx, sets[k].bx);
         assert_eq!(springs_out[4 * d..4 * d + 4], springs[4 * k..4 * k + 4]);
     }
+}
+
+fn kept_touching(sets: &[ContactSet]) -> u32 {
+    sets.iter()
+        .filter(|s| s.flags & SET_LIVE != 0)
+        .map(|s| s.touching)
+        .sum()
 }
 
 /// `pool_compact_size` → exclusive scan → `pool_compact_points` / `_blocks` / `_watch` →

@@ -62,6 +62,7 @@ fn sizes_before(released: u32, capacity: u32) -> AclSizes {
         errors: 0,
         rebuilds: 15,
         rounds_used: 0,
+        touching: 16,
     }
 }
 

@@ -44,15 +44,18 @@ fn whole_run_parity(test: &str, sets: &[&str]) {
     let mut cpu = fixture::scene_sim("tiny", sets, 0);
     assert_eq!(cpu.params.steps_per_frame, 1);
     let mut touching_total = 0.0;
-    // ACL: per step, the sets and rebuilds of both paths (compared after the run).
-    let mut acl_counts: Vec<([u32; 2], [f64; 2])> = Vec::new();
+    // ACL: per step, the sets, rebuilds and touching pairs of both paths (compared after the run).
+    let mut acl_counts: Vec<([u32; 3], [f64; 3])> = Vec::new();
     for batch in 0..STEPS / 60 {
         g.steps(60).unwrap_or_else(|e| panic!("{e}"));
         if sets.contains(&"contact.model=acl") {
             for &gpu_counts in g.batch_acl_counts() {
                 let c = cpu.frame().unwrap();
                 let get = |k: &str| c.contact.iter().find(|(n, _)| *n == k).unwrap().1;
-                acl_counts.push((gpu_counts, [get("contact_sets"), get("rebuilds")]));
+                acl_counts.push((
+                    gpu_counts,
+                    [get("contact_sets"), get("rebuilds"), get("touching_pairs")],
+                ));
             }
             continue;
         }
@@ -99,8 +102,14 @@ fn whole_run_parity(test: &str, sets: &[&str]) {
 /// rebuilds one set on one path and not on the other, so a step may differ by a rebuild, and the
 /// rebuilt set's box by a set. Bound: at most 1 set and 2 rebuilds apart at any step, and the
 /// rebuilds summed over the run within 2% (measured: identical on lavapipe).
-fn check_acl_counts(test: &str, counts: &[([u32; 2], [f64; 2])]) {
+///
+/// The touching pairs (the sets' counts at their last rebuilds, summed) are equal at every step
+/// until the first step whose sets or rebuilds differ: both paths decide a pair touching with the
+/// same f32 operations on the same rebuilt sets. After it they are not compared, since a set
+/// rebuilt on one path only keeps a different count until its next rebuild on the other.
+fn check_acl_counts(test: &str, counts: &[([u32; 3], [f64; 3])]) {
     let (mut gpu_total, mut cpu_total, mut differing) = (0u64, 0.0f64, 0);
+    let mut touching_compared = 0;
     for (step, (g, c)) in counts.iter().enumerate() {
         let (ds, dr) = ((g[0] as f64 - c[0]).abs(), (g[1] as f64 - c[1]).abs());
         assert!(
@@ -108,6 +117,13 @@ fn check_acl_counts(test: &str, counts: &[([u32; 2], [f64; 2])]) {
             "step {step}: sets / rebuilds GPU {g:?} vs CPU {c:?}"
         );
         differing += (ds + dr > 0.0) as usize;
+        if differing == 0 {
+            assert_eq!(
+                g[2] as f64, c[2],
+                "step {step}: touching pairs GPU {g:?} vs CPU {c:?}"
+            );
+            touching_compared += (c[2] > 0.0) as usize;
+        }
         gpu_total += g[1] as u64;
         cpu_total += c[1];
     }
@@ -117,6 +133,10 @@ fn check_acl_counts(test: &str, counts: &[([u32; 2], [f64; 2])]) {
         counts.last().map_or(0, |x| x.0[0])
     );
     assert!(cpu_total > 0.0, "no rebuild at all");
+    assert!(
+        touching_compared > 0,
+        "no step with touching pairs compared"
+    );
     assert!(
         (gpu_total as f64 - cpu_total).abs() <= 0.02 * cpu_total,
         "rebuilds over the run: GPU {gpu_total} vs CPU {cpu_total}"
@@ -677,7 +697,7 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
     let (gs, _) = g.frame().unwrap();
     let cs = cpu.frame().unwrap();
     let get = |v: &[(&'static str, f64)], k: &str| v.iter().find(|(n, _)| *n == k).unwrap().1;
-    for key in ["contact_sets", "rebuilds"] {
+    for key in ["contact_sets", "rebuilds", "touching_pairs", "new_pairs"] {
         assert_eq!(
             get(&gs.contact, key),
             get(&cs.contact, key),
@@ -685,6 +705,7 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
         );
     }
     assert!(get(&cs.contact, "contact_sets") > 10.0);
+    assert!(get(&cs.contact, "touching_pairs") > 10.0);
 }
 
 /// A frame whose batch is rerun mid-way (the candidate capacity is the first step's count, and the

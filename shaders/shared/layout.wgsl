@@ -384,6 +384,7 @@ struct AclSizes {
     errors: atomic<u32>,
     rebuilds: u32,
     rounds_used: u32,
+    touching: atomic<u32>,
 };
 
 // Uniform (acl_counts): which point of the GPU ACL step.

@@ -43,6 +43,7 @@ pub fn acl_counts(
             s.num_dirty = 0;
             s.rebuilds = 0;
             s.rounds_used = 0;
+            s.touching = 0;
             (s.garbage_cp, s.garbage_k, s.garbage_w, s.errors) = (0, 0, 0, 0);
             let m = merge_counters;
             m.sets.count = s.num_sets;

@@ -221,7 +221,9 @@ pub fn set_compact_count(rebuild: &RebuildParams, sets: &[ContactSet], set_dest:
 
 /// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set: every live set of
 /// `sets[..num_sets]` and its 4 springs (`springs[4k..4k + 4]`) written to slot `set_dest[k]` (the
-/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`.
+/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, and the live sets' touching
+/// pairs ([`ContactSet::touching`]) added to `acl_sizes.touching` (an integer sum: the kernel's
+/// per-workgroup sums and atomics give the same total).
 pub fn set_compact(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -229,15 +231,19 @@ pub fn set_compact(
     set_dest: &[u32],
     sets_out: &mut [ContactSet],
     springs_out: &mut [StictionSpring],
+    acl_sizes: &mut AclSizes,
 ) {
+    let mut touching = 0u32;
     for (k, s) in sets[..rebuild.num_sets as usize].iter().enumerate() {
         if s.flags & SET_LIVE == 0 {
             continue;
         }
+        touching = touching.wrapping_add(s.touching);
         let d = set_dest[k] as usize;
         sets_out[d] = *s;
         springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
     }
+    acl_sizes.touching = acl_sizes.touching.wrapping_add(touching);
 }
 
 /// Stage `set_compact`: `set_compact_count` → exclusive scan → the kernel `set_compact`, into
@@ -264,7 +270,17 @@ pub fn set_compact_stage(
     sets_out.resize(live, ContactSet::default());
     springs_out.clear();
     springs_out.resize(4 * live, StictionSpring::default());
-    set_compact(&p, sets, springs, set_dest, sets_out, springs_out);
+    // (The CPU path sums the touching pairs over its table after the step, compacted or not.)
+    let mut sizes = AclSizes::default();
+    set_compact(
+        &p,
+        sets,
+        springs,
+        set_dest,
+        sets_out,
+        springs_out,
+        &mut sizes,
+    );
     live
 }
 
