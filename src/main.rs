@@ -188,7 +188,7 @@ struct RunArgs {
     /// their `frame_*` files, contact matrices, manifest.json and checkpoint are removed first.
     #[arg(long)]
     overwrite: bool,
-    /// Write the whole simulation state to OUT/checkpoint.bin every N frames and after the last
+    /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation), every N frames and after the last
     /// one (atomically: the previous checkpoint stays until the new one is complete), so that
     /// --resume can continue the run (bit for bit with --backend cpu; with --backend gpu the
     /// contact model starts afresh at the checkpoint, see the README).
@@ -710,6 +710,12 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         if let Some(dir) = &matrix_dir {
             write_matrices(dir, 0, &matrices, &mut runner)?;
+        }
+        // Frame 0 is the relaxed state, which can take hours at garment scale: a run stopped
+        // during its first frames resumes from it instead of relaxing again.
+        if let Some((_, dir, saved)) = &checkpointing {
+            runner.sync_for_checkpoint(&scene)?;
+            write_checkpoint(dir, runner.sim(), &scene, &scene_dir, saved)?;
         }
     }
     manifest.frame_written(first_frame);

@@ -183,6 +183,55 @@ fn resumed_run_equals_the_uninterrupted_one_for_every_contact_model() {
     }
 }
 
+/// A run that checkpoints writes one at frame 0 too, after the relaxation before t = 0 (which takes
+/// hours for a full garment on a CPU): a run stopped in its first frames resumes from it without
+/// relaxing again, bitwise the uninterrupted run. `--frames 0` stands for a run stopped before its
+/// first checkpoint after a frame.
+#[test]
+fn a_run_resumes_from_its_relaxed_frame_zero() {
+    let dir = scratch("frame-zero");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    run(&full, &["--frames", "2"]);
+    let out = bin()
+        .arg("run")
+        .arg(tiny())
+        .arg("--out")
+        .arg(&part)
+        .args(["--frames", "0", "--checkpoint-every", "5"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    // The scene relaxes before t = 0 (so frame 0 is the relaxation's end, not the generated state).
+    assert!(
+        text(&out.stderr).contains("relaxed in"),
+        "{}",
+        text(&out.stderr)
+    );
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    assert_eq!(ck.frames(), 0);
+    let out = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&part)
+        .args(["--frames", "2"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("resuming from the checkpoint at frame 0"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("relax"),
+        "the resumed run relaxed again:\n{err}"
+    );
+    for k in 0..=2 {
+        assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
+    }
+    assert_eq!(manifest(&part)["resumed"][0]["from_frame"], 0);
+}
+
 /// Through the library, mid-frame: a simulation restored from the checkpoint of another after 77
 /// steps steps on bitwise as the original, and after 150 more steps both write identical
 /// checkpoints (so every saved piece of state, contact sets and scheduler included, evolved alike).
