@@ -2,8 +2,12 @@
 // each workgroup counts the digits (bits sort_pass.shift .. + 8 of the key) of its block of 256
 // records of sort_in and writes count d of block w to sort_hist[d * num_blocks + w], the
 // digit-major layout whose exclusive prefix sum is every (digit, block)'s first output slot.
-// One thread per record; no loops (the workgroup-memory counts are integer atomics, so their
-// order of arrival does not matter).
+// When that scan has two levels or more (256 * num_blocks > SCAN_BLOCK), each count is also added
+// to its scan block's sum, scan_partials[(d * num_blocks + w) / SCAN_BLOCK] (the scan's level 1,
+// zero since the last pass's sort_scatter), so the scan needs no scan_reduce of level 0 (a
+// dispatch fewer per pass; ScanPlan::fused). Those sums are integer atomics, as are the
+// workgroup-memory counts, so their order of arrival does not matter.
+// One thread per record; no loops.
 
 #import layout
 #import radix
@@ -11,6 +15,7 @@
 @group(0) @binding(0) var<uniform> sort_pass: SortPass;
 @group(0) @binding(1) var<storage, read> sort_in: array<KeyValue>;
 @group(0) @binding(2) var<storage, read_write> sort_hist: array<u32>;
+@group(0) @binding(3) var<storage, read_write> scan_partials: array<atomic<u32>>;
 
 var<workgroup> counts: array<atomic<u32>, 256>;
 
@@ -31,5 +36,10 @@ fn sort_histogram(
         atomicAdd(&counts[sort_digit(sort_in[i], sort_pass.shift)], 1u);
     }
     workgroupBarrier();
-    sort_hist[lid * sort_pass.num_blocks + block] = atomicLoad(&counts[lid]);
+    let e = lid * sort_pass.num_blocks + block;
+    let c = atomicLoad(&counts[lid]);
+    sort_hist[e] = c;
+    if 256u * sort_pass.num_blocks > SCAN_BLOCK && c != 0u {
+        atomicAdd(&scan_partials[e / SCAN_BLOCK], c);
+    }
 }

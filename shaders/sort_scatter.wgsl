@@ -7,6 +7,9 @@
 // zero in exactly those bytes). Three barriers, where a stable local sort by eight one-bit splits
 // took about 150 (lavapipe runs a barrier as a switch of all 256 invocations; a GPU stalls the
 // workgroup), and every lane of a warp reads the same word at the same time (a broadcast).
+// When the histogram's scan has two levels or more, the first ⌈256 * num_blocks / SCAN_BLOCK⌉
+// threads zero its level 1 (scan_partials), which sort_histogram filled and the scan has read, so
+// the next pass's sort_histogram adds to zeros.
 // One thread per record; loop bound: lid / 4 ≤ 63 iterations.
 
 #import layout
@@ -16,6 +19,7 @@
 @group(0) @binding(1) var<storage, read> sort_in: array<KeyValue>;
 @group(0) @binding(2) var<storage, read> sort_hist: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sort_out: array<KeyValue>;
+@group(0) @binding(4) var<storage, read_write> scan_partials: array<u32>;
 
 var<workgroup> block_digit: array<u32, 256>;
 var<workgroup> packed: array<u32, 64>;
@@ -37,6 +41,10 @@ fn sort_scatter(
         return;
     }
     let i = block * 256u + lid;
+    let hist_len = 256u * sort_pass.num_blocks;
+    if hist_len > SCAN_BLOCK && i < (hist_len + SCAN_BLOCK - 1u) / SCAN_BLOCK {
+        scan_partials[i] = 0u;
+    }
     let inside = i < sort_pass.n;
     // Records past n (the last block's tail) come after every real record of the block, so
     // their digit never enters a real record's count.

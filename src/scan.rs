@@ -13,7 +13,8 @@
 //!    elements before its block ([`ScanPass::next_unscanned`]: the top has at most 2,048, so the
 //!    workgroup adds them in a fixed number of steps and the top needs no scan of its own).
 //!
-//! A scan is `2 · levels − 2` dispatches (1 for one level), and every dispatch of the step costs a
+//! A scan is `2 · levels − 2` dispatches (1 for one level; one fewer when the data's producer sums
+//! level 0's blocks itself, [`ScanPlan::fused`]), and every dispatch of the step costs a
 //! barrier on the GPU and host time in wgpu whatever its size, so the block is as large as 256
 //! threads handle well: with 256-element blocks the scans of the scarf's ACL step took 136 of its
 //! 330 dispatches; with 2,048-element blocks and the top level left unscanned, a scan of up to
@@ -49,6 +50,9 @@ pub struct ScanPlan {
     num_levels: usize,
     /// Elements of `scan_partials` the levels above 0 need.
     pub partials_len: u32,
+    /// Whether the producer of the data sums its blocks into level 1 itself ([`ScanPlan::fused`]),
+    /// so that the scan has no `scan_reduce` of level 0.
+    fused: bool,
 }
 
 /// One dispatch of a scan: the kernel, its level, and its thread count.
@@ -96,6 +100,19 @@ impl ScanPlan {
             levels,
             num_levels,
             partials_len: acc,
+            fused: false,
+        }
+    }
+
+    /// This plan for data whose producer has already added every block's sum of level 0 into
+    /// level 1 (`scan_partials[w]` for block `w`, starting from zeros: the radix sort's
+    /// `sort_histogram`, whose `sort_scatter` zeroes them again after the scan): the same levels
+    /// without the dispatch of `scan_reduce` on level 0, one dispatch fewer when there are two
+    /// levels or more.
+    pub fn fused(self) -> ScanPlan {
+        ScanPlan {
+            fused: true,
+            ..self
         }
     }
 
@@ -104,14 +121,15 @@ impl ScanPlan {
         &self.levels[..self.num_levels]
     }
 
-    /// The dispatches, in order: `scan_reduce` up the levels, then `scan_add` down them, the top
-    /// level excepted when there are several (the level below it sums the top's block sums
-    /// itself: [`ScanPass::next_unscanned`]).
+    /// The dispatches, in order: `scan_reduce` up the levels (from level 1 when [`ScanPlan::fused`]),
+    /// then `scan_add` down them, the top level excepted when there are several (the level below it
+    /// sums the top's block sums itself: [`ScanPass::next_unscanned`]).
     pub fn dispatches(&self) -> impl Iterator<Item = ScanDispatch> + '_ {
         let top = self.num_levels - 1;
         let empty = self.levels[0].n == 0;
         let threads = |k: usize| self.levels[k].n.div_ceil(SCAN_PER_THREAD);
-        let up = (0..top).map(move |k| ScanDispatch {
+        let first_up = self.fused as usize;
+        let up = (first_up.min(top)..top).map(move |k| ScanDispatch {
             kernel: "scan_reduce",
             level: k,
             threads: threads(k),
@@ -473,8 +491,18 @@ impl GpuScan {
         data: &wgpu::Buffer,
         n: u32,
     ) -> Result<GpuScan, PipelineError> {
+        Self::with_plan(device, pipelines, data, ScanPlan::new(n))
+    }
+
+    /// The scan of `data` (bound as `scan_data`) that `plan` describes (a radix sort's histogram
+    /// scan, [`ScanPlan::fused`]).
+    pub(crate) fn with_plan(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        plan: ScanPlan,
+    ) -> Result<GpuScan, PipelineError> {
         use wgpu::util::DeviceExt;
-        let plan = ScanPlan::new(n);
         let uniforms: Vec<wgpu::Buffer> = plan
             .levels()
             .iter()
@@ -595,6 +623,11 @@ impl GpuScan {
 
     pub fn plan(&self) -> &ScanPlan {
         &self.plan
+    }
+
+    /// The levels above 0 (`scan_partials`).
+    pub(crate) fn partials(&self) -> &wgpu::Buffer {
+        &self._partials
     }
 
     /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);

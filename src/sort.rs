@@ -5,7 +5,10 @@
 //! One pass per digit (`shift = 0, 8, …`), each three steps over blocks of 256 records, one
 //! workgroup each:
 //! 1. `sort_histogram`: per block, the count of every digit, into `sort_hist[d · num_blocks + w]`
-//!    (digit-major);
+//!    (digit-major), and, when the histogram's scan has two levels or more, each count added to
+//!    its scan block's sum (the scan's level 1, by integer atomics), so that the scan starts one
+//!    level up ([`ScanPlan::fused`]: a dispatch fewer per pass; `sort_scatter` zeroes those sums
+//!    again for the next pass);
 //! 2. the exclusive prefix sum of `sort_hist` ([`crate::scan`]): now `sort_hist[d · num_blocks + w]`
 //!    is where block `w`'s first record of digit `d` goes;
 //! 3. `sort_scatter`: each record goes to that slot plus its rank among its block's records of the
@@ -76,7 +79,7 @@ impl SortPlan {
             passes,
             num_passes,
             hist_len,
-            scan: ScanPlan::new(hist_len),
+            scan: ScanPlan::new(hist_len).fused(),
         }
     }
 
@@ -104,9 +107,24 @@ impl SortPlan {
     }
 }
 
+/// Whether the scan of a pass's `sort_hist` (`256 · num_blocks` elements) has levels above 0,
+/// whose level 1 `sort_histogram` fills and `sort_scatter` zeroes ([`ScanPlan::fused`]).
+#[inline]
+fn hist_has_partials(p: &SortPass) -> bool {
+    BLOCK * p.num_blocks > scan::BLOCK
+}
+
 /// Kernel `sort_histogram`: `sort_hist[d · num_blocks + w]` = the number of records of block `w` of
-/// `sort_in[..n]` whose digit at `shift` is `d`.
-pub fn sort_histogram(sort_pass: &SortPass, sort_in: &[KeyValue], sort_hist: &mut [u32]) {
+/// `sort_in[..n]` whose digit at `shift` is `d`; and when that histogram's scan has two levels or
+/// more, each count added (wrapping) to `scan_partials[(d · num_blocks + w) / 2048]`, the scan's
+/// level 1, which [`sort_scatter`] left zero (the kernel: integer atomics, whose sum does not depend
+/// on their order).
+pub fn sort_histogram(
+    sort_pass: &SortPass,
+    sort_in: &[KeyValue],
+    sort_hist: &mut [u32],
+    scan_partials: &mut [u32],
+) {
     let p = *sort_pass;
     let nb = p.num_blocks as usize;
     sort_hist[..BLOCK as usize * nb].fill(0);
@@ -114,16 +132,24 @@ pub fn sort_histogram(sort_pass: &SortPass, sort_in: &[KeyValue], sort_hist: &mu
         let w = i / BLOCK as usize;
         sort_hist[digit(kv, p.shift) as usize * nb + w] += 1;
     }
+    if hist_has_partials(&p) {
+        for (e, &c) in sort_hist[..BLOCK as usize * nb].iter().enumerate() {
+            let slot = &mut scan_partials[e / scan::BLOCK as usize];
+            *slot = slot.wrapping_add(c);
+        }
+    }
 }
 
 /// Kernel `sort_scatter`: record `i` of block `w` with digit `d` goes to
 /// `sort_out[sort_hist[d · num_blocks + w] + r]`, `r` its rank among the records of block `w` with
-/// digit `d` before it (`sort_hist` scanned).
+/// digit `d` before it (`sort_hist` scanned); and the scan's level 1 that [`sort_histogram`]
+/// filled, `scan_partials[..⌈256 · num_blocks / 2048⌉]`, zeroed for the next pass.
 pub fn sort_scatter(
     sort_pass: &SortPass,
     sort_in: &[KeyValue],
     sort_hist: &[u32],
     sort_out: &mut [KeyValue],
+    scan_partials: &mut [u32],
 ) {
     let p = *sort_pass;
     let nb = p.num_blocks as usize;
@@ -135,6 +161,9 @@ pub fn sort_scatter(
             sort_out[(sort_hist[d * nb + w] + rank[d]) as usize] = *kv;
             rank[d] += 1;
         }
+    }
+    if hist_has_partials(&p) {
+        scan_partials[..(BLOCK * p.num_blocks).div_ceil(scan::BLOCK) as usize].fill(0);
     }
 }
 
@@ -160,6 +189,10 @@ pub fn radix_sort(
     let varying = data.iter().fold(0u64, |acc, kv| acc | (key(kv) ^ k0));
     scan::resize_with_headroom(scratch, data.len(), KeyValue::default());
     scan::resize_with_headroom(hist, plan.hist_len as usize, 0);
+    // Level 1 of the histogram's scan, which sort_histogram fills and sort_scatter zeroes, starts
+    // from zeros (the GPU sort's partials are its own; this scratch may come from other scans).
+    scan::resize_with_headroom(partials, plan.scan.partials_len as usize, 0);
+    partials.fill(0);
     let mut in_scratch = false;
     for p in plan.passes() {
         if varying >> p.shift & 255 == 0 {
@@ -170,9 +203,9 @@ pub fn radix_sort(
         } else {
             (data, scratch)
         };
-        sort_histogram(p, src, hist);
+        sort_histogram(p, src, hist, partials);
         scan::run_plan(&plan.scan, hist, partials);
-        sort_scatter(p, src, hist, dst);
+        sort_scatter(p, src, hist, dst, partials);
         in_scratch = !in_scratch;
     }
     if in_scratch {
@@ -365,8 +398,22 @@ impl GpuSort {
                 })
                 .collect(),
         };
+        // The histogram's scan; its level 1 is filled by sort_histogram and zeroed by sort_scatter.
+        let scan = match &counted {
+            Some(c) => GpuScan::for_sort(
+                device,
+                pipelines,
+                &hist,
+                plan.scan,
+                c,
+                plan.passes().len() as u32,
+                1,
+            )?,
+            None => GpuScan::with_plan(device, pipelines, &hist, plan.scan)?,
+        };
         let none = Buffers::default();
         let mut groups = Vec::new();
+        let partials = scan.partials();
         for (k, p) in plan.passes().iter().enumerate() {
             let (src, dst) = if k % 2 == 0 {
                 (data, &scratch)
@@ -388,6 +435,7 @@ impl GpuSort {
                     ("sort_pass", pass_binding.clone()),
                     ("sort_in", src.as_entire_buffer_binding()),
                     ("sort_hist", hist.as_entire_buffer_binding()),
+                    ("scan_partials", partials.as_entire_buffer_binding()),
                 ],
             )?;
             let s = pipelines.bind_group_ranges(
@@ -399,22 +447,11 @@ impl GpuSort {
                     ("sort_in", src.as_entire_buffer_binding()),
                     ("sort_hist", hist.as_entire_buffer_binding()),
                     ("sort_out", dst.as_entire_buffer_binding()),
+                    ("scan_partials", partials.as_entire_buffer_binding()),
                 ],
             )?;
             groups.push((h, s, threads));
         }
-        let scan = match &counted {
-            Some(c) => GpuScan::for_sort(
-                device,
-                pipelines,
-                &hist,
-                plan.scan,
-                c,
-                plan.passes().len() as u32,
-                1,
-            )?,
-            None => GpuScan::new(device, pipelines, &hist, plan.hist_len)?,
-        };
         Ok(GpuSort {
             plan,
             _uniforms: uniforms,
