@@ -69,7 +69,7 @@ struct TableArgs {
     /// ACL tolerance τ (repeatable; one row each).
     #[arg(long = "tolerance", default_values_t = [0.04f32])]
     tolerances: Vec<f32>,
-    /// Where the variants' steps run (the relaxation and the start frames run on the CPU).
+    /// Where the steps run: the relaxation, the start frames and the variants (gpu: all on the GPU step).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
     /// The GPU adapter of --backend gpu (the first whose name contains this text).
@@ -188,7 +188,7 @@ struct RunArgs {
     /// their `frame_*` files, contact matrices, manifest.json and checkpoint are removed first.
     #[arg(long)]
     overwrite: bool,
-    /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation), every N frames and after the last
+    /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation; with --backend cpu also during it), every N frames and after the last
     /// one (atomically: the previous checkpoint stays until the new one is complete), so that
     /// --resume can continue the run (bit for bit with --backend cpu; with --backend gpu the
     /// contact model starts afresh at the checkpoint, see the README).
@@ -227,6 +227,9 @@ struct SavedRun {
     /// The backend the run steps on (checkpoints written before GPU checkpoints existed: cpu).
     #[serde(default)]
     backend: Backend,
+    /// Set in a checkpoint taken during the relaxation before t = 0: where it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    relaxing: Option<yarnsim::relax::RelaxPoint>,
 }
 
 /// A path of a run's output: relative to the --out directory when inside it (so the directory may
@@ -292,12 +295,14 @@ impl SavedRun {
             contact_matrix: a.contact_matrix.clone(),
             adapter: a.adapter.clone(),
             backend: a.backend,
+            relaxing: None,
         }
     }
 
     /// Fills `a` (a `--resume DIR` command line) with the saved options; what the command line
-    /// gives (--frames, --checkpoint-every, --adapter) wins.
-    fn apply(self, a: &mut RunArgs, dir: &Path) {
+    /// gives (--frames, --checkpoint-every, --adapter) wins. Returns where the relaxation stood
+    /// when the checkpoint was taken during it.
+    fn apply(self, a: &mut RunArgs, dir: &Path) -> Option<yarnsim::relax::RelaxPoint> {
         a.scene = Some(self.scene_path);
         a.set = self.set;
         a.frames = a.frames.or(Some(self.frames));
@@ -314,6 +319,7 @@ impl SavedRun {
         a.adapter = a.adapter.take().or(self.adapter);
         a.backend = self.backend;
         a.overwrite = false;
+        self.relaxing
     }
 }
 
@@ -537,10 +543,16 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu, yarnsim::gpu::GpuError> {
 
 fn run(mut a: RunArgs) -> Result<()> {
     // `--resume DIR`: the checkpoint's scene and options, then the same run as any other.
-    let resumed = match a.resume.take() {
-        Some(dir) => Some(open_resume(&mut a, &dir)?),
-        None => None,
+    let (resumed, relaxing) = match a.resume.take() {
+        Some(dir) => {
+            let (ck, relaxing) = open_resume(&mut a, &dir)?;
+            (Some(ck), relaxing)
+        }
+        None => (None, None),
     };
+    // A run resumed from a checkpoint taken during its relaxation goes on with the relaxation and
+    // then starts its frames as a fresh run does; one resumed at a frame goes on from there.
+    let frames_resumed = resumed.is_some() && relaxing.is_none();
     let scene_path = a
         .scene
         .clone()
@@ -638,9 +650,64 @@ fn run(mut a: RunArgs) -> Result<()> {
     } else {
         None
     };
-    let mut sim = if resumed.is_none() {
+    // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
+    let mut capture = match (&a.capture, &gpu) {
+        (Some(dir), Some(gpu)) => {
+            let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)
+                .with_context(|| {
+                    format!("--capture {}: cannot set up the capture", dir.display())
+                })?;
+            Some((c, Vec::new()))
+        }
+        _ => None,
+    };
+    // The directories before the relaxation, which writes its checkpoints there.
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    }
+    if a.overwrite {
+        for dir in a.out.iter().chain(&a.capture) {
+            remove_old_outputs(dir)?;
+        }
+    }
+    if resumed.is_some() {
+        if let Some(dir) = &a.out {
+            remove_stale_checkpoint_temps(dir)?;
+        }
+    }
+    // What a checkpoint records of this run, for --resume.
+    let checkpointing = match (a.checkpoint_every, &a.out) {
+        (Some(n), Some(dir)) => Some((
+            n,
+            dir.clone(),
+            serde_json::to_value(SavedRun::new(&a, &scene_path, frames, n, dir))?,
+        )),
+        _ => None,
+    };
+    let mut sim = if !frames_resumed {
         let on_gpu = gpu.as_ref().filter(|_| a.backend == Backend::Gpu);
-        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu)?
+        if let Some(r) = &relaxing {
+            if !a.quiet {
+                eprintln!(
+                    "resuming the relaxation before t = 0 from its checkpoint after {} steps",
+                    r.steps
+                );
+            }
+        }
+        // On the CPU path the relaxation checkpoints where a resume reproduces it bit for bit (where
+        // a radius stage begins, and every --checkpoint-every frames' worth of steps once the
+        // radius is grown).
+        let saves = match (&checkpointing, on_gpu) {
+            (Some((n, dir, saved)), None) => Some(RelaxSaves {
+                every: *n as u64 * sim.params.steps_per_frame as u64,
+                dir,
+                saved,
+                scene_dir: &scene_dir,
+            }),
+            _ => None,
+        };
+        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)?
     } else {
         sim
     };
@@ -658,50 +725,15 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         _ => Runner::Cpu(Box::new(sim)),
     };
-
-    // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
-    let mut capture = match (&a.capture, &gpu) {
-        (Some(dir), Some(gpu)) => {
-            let c = Capture::new(gpu, dir, a.width, a.height, a.capture_every, color)
-                .with_context(|| {
-                    format!("--capture {}: cannot set up the capture", dir.display())
-                })?;
-            Some((c, Vec::new()))
-        }
-        _ => None,
-    };
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-    }
-    if a.overwrite {
-        for dir in a.out.iter().chain(&a.capture) {
-            remove_old_outputs(dir)?;
-        }
-    }
-    if resumed.is_some() {
-        if let Some(dir) = &a.out {
-            remove_stale_checkpoint_temps(dir)?;
-        }
-    }
     let mut stats_out = match &a.stats {
-        Some(p) if resumed.is_some() => Some(StatsFile::resume(p, first_frame)?),
+        Some(p) if frames_resumed => Some(StatsFile::resume(p, first_frame)?),
         Some(p) => Some(StatsFile::create(p)?),
         None => None,
     };
-    let resumed_at = resumed.as_ref().map(|_| first_frame);
+    let resumed_at = frames_resumed.then_some(first_frame);
     let mut manifest =
         RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_at)?;
-    // What a checkpoint records of this run, for --resume.
-    let checkpointing = match (a.checkpoint_every, &a.out) {
-        (Some(n), Some(dir)) => Some((
-            n,
-            dir.clone(),
-            serde_json::to_value(SavedRun::new(&a, &scene_path, frames, n, dir))?,
-        )),
-        _ => None,
-    };
-    if resumed.is_none() {
+    if !frames_resumed {
         if let Some(dir) = &a.out {
             write_frame(dir, 0, runner.sim(), a.obj)?;
         }
@@ -726,7 +758,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
-    if resumed.is_some() {
+    if frames_resumed {
         say(format!(
             "resuming from the checkpoint at frame {first_frame} (t = {:.4} s, step {})",
             runner.sim().time,
@@ -817,12 +849,24 @@ fn run(mut a: RunArgs) -> Result<()> {
 
 /// The relaxation before t = 0 (`[relax]`), on the GPU step when `gpu` is given, with a progress
 /// bar and a line on how it went.
+/// Where and how often the relaxation on the CPU path writes its checkpoints (`run
+/// --checkpoint-every`).
+struct RelaxSaves<'a> {
+    /// Steps between checkpoints once the radius is grown.
+    every: u64,
+    dir: &'a Path,
+    saved: &'a serde_json::Value,
+    scene_dir: &'a Path,
+}
+
 fn relax_sim(
     mut sim: Sim,
     scene: &Scene,
     scene_path: &Path,
     quiet: bool,
     gpu: Option<&Gpu>,
+    from: Option<yarnsim::relax::RelaxPoint>,
+    saves: Option<RelaxSaves<'_>>,
 ) -> Result<Sim> {
     if scene.relax.time <= 0.0 {
         return Ok(sim);
@@ -853,12 +897,29 @@ fn relax_sim(
     let context = || format!("relaxing {} before t = 0", scene_path.display());
     let report = match gpu {
         Some(g) => {
+            // (A GPU run writes no checkpoint during its relaxation.)
+            if from.is_some() {
+                bail!("this checkpoint was taken during a relaxation on the CPU path; resume it with --backend cpu");
+            }
             let (relaxed, report) =
                 yarnsim::relax::relax_gpu(sim, scene, g, &mut on_step).with_context(context)?;
             sim = relaxed;
             report
         }
-        None => yarnsim::relax::relax(&mut sim, scene, &mut on_step).with_context(context)?,
+        None => {
+            let every = saves.as_ref().map_or(0, |s| s.every);
+            let mut save = |sim: &Sim, point: yarnsim::relax::RelaxPoint| {
+                let Some(s) = &saves else {
+                    return Ok(());
+                };
+                let mut saved = s.saved.clone();
+                saved["relaxing"] = serde_json::to_value(point)?;
+                bar.suspend(|| write_checkpoint(s.dir, sim, scene, s.scene_dir, &saved))
+                    .map_err(|e| e.into())
+            };
+            yarnsim::relax::relax_resumable(&mut sim, scene, from, every, &mut on_step, &mut save)
+                .with_context(context)?
+        }
     };
     bar.finish_and_clear();
     if report.settled {
@@ -1050,8 +1111,12 @@ fn write_checkpoint(
     })
 }
 
-/// `--resume DIR`: reads DIR's checkpoint and fills `a` with the options it records.
-fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<checkpoint::Checkpoint> {
+/// `--resume DIR`: reads DIR's checkpoint and fills `a` with the options it records; and, for a
+/// checkpoint taken during the relaxation before t = 0, where that stood.
+fn open_resume(
+    a: &mut RunArgs,
+    dir: &Path,
+) -> Result<(checkpoint::Checkpoint, Option<yarnsim::relax::RelaxPoint>)> {
     let path = dir.join(checkpoint::FILE_NAME);
     if !dir.is_dir() {
         bail!("--resume {}: not a directory", dir.display());
@@ -1071,8 +1136,8 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<checkpoint::Checkpoint> {
             path.display()
         )
     })?;
-    saved.apply(a, dir);
-    Ok(ck)
+    let relaxing = saved.apply(a, dir);
+    Ok((ck, relaxing))
 }
 
 /// Removes the temporary files of checkpoint writes that never finished (a killed run's).

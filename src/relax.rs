@@ -23,6 +23,14 @@
 //! state is frame 0 of the run. Rest shapes are untouched (plasticity may have changed them during
 //! the relaxation, as it would in any step), pins hold their places throughout.
 //!
+//! [`relax_resumable`] is [`relax`] with checkpoints: it hands the state to a writer where a
+//! relaxation resumed from it is bitwise the uninterrupted one (where a radius stage begins, since
+//! the stage builds its contact model afresh, and every so many steps once the radius is grown,
+//! when the model is the scene's own, whose state a checkpoint carries), with the scene's
+//! parameters in place of the relaxation's, and goes on from such a checkpoint ([`RelaxPoint`]:
+//! the steps taken and the start radius, which an automatic start radius measured on half-relaxed
+//! curves would not give again).
+//!
 //! [`relax_gpu`] runs the same steps on the GPU step ([`GpuSim`], a new one per radius stage, each
 //! built from the state the last one gave back, with the capacities, length budget and batch
 //! length the last one grew or cut to, and no per-kernel timing): the relaxation of a garment is thousands of steps
@@ -37,13 +45,23 @@ use crate::gpu_step::{GpuSim, GpuStepError, Tuning, MAX_BATCH};
 use crate::scene::{RadiusSpec, Scene};
 use crate::sim::{contact_model, Sim, SimError};
 
-/// Why a relaxation on the GPU stopped.
+/// Why a relaxation stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RelaxError {
     #[error(transparent)]
     Sim(#[from] SimError),
     #[error(transparent)]
     Gpu(#[from] GpuStepError),
+    /// The caller's checkpoint writer failed ([`relax_resumable`]).
+    #[error("saving the relaxation after {steps} steps")]
+    Checkpoint {
+        steps: u64,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A relaxation was to resume at a step where no checkpoint is taken.
+    #[error("a relaxation cannot resume before step {steps}: its checkpoints are taken where a radius stage begins or once the radius is grown (from step {grown} on), before its last step")]
+    NoResumePoint { steps: u64, grown: u64 },
 }
 
 /// Steps per batch of [`relax_gpu`] once the radius is grown (before: [`MAX_BATCH`]): each batch
@@ -115,10 +133,15 @@ struct Schedule {
 
 impl Schedule {
     fn new(sim: &Sim, scene: &Scene) -> Schedule {
+        Self::with_start(sim, scene, start_radius(sim, scene))
+    }
+
+    /// The schedule from start radius `start` (a resumed relaxation's, which an automatic start
+    /// radius measured on the half-relaxed curves would not reproduce).
+    fn with_start(sim: &Sim, scene: &Scene, start: f32) -> Schedule {
         let p = &scene.relax;
         let target = scene.yarn.radius;
         let h = sim.params.h as f64;
-        let start = start_radius(sim, scene);
         let grow_time = ((1.0 - (start / target) as f64) / p.grow_rate).min(0.5 * p.time);
         let grow_steps = (grow_time / h).ceil() as u64;
         let stages = if start < target && grow_steps > 0 {
@@ -225,17 +248,88 @@ pub fn relax(
     scene: &Scene,
     progress: &mut dyn FnMut(&RelaxProgress),
 ) -> Result<RelaxReport, SimError> {
+    match relax_resumable(sim, scene, None, 0, progress, &mut |_, _| Ok(())) {
+        Ok(report) => Ok(report),
+        Err(RelaxError::Sim(e)) => Err(e),
+        Err(e) => unreachable!("a relaxation from its start without checkpoints: {e}"),
+    }
+}
+
+/// Where a relaxation stands before one of its steps, as a checkpoint records it: the steps taken
+/// and the start radius (its bits: the schedule's radii follow from it exactly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RelaxPoint {
+    pub steps: u64,
+    pub start_radius_bits: u32,
+}
+
+/// The writer of a relaxation's checkpoints ([`relax_resumable`]): the simulation between two
+/// steps (with the scene's parameters) and where the relaxation stands.
+pub type SaveRelaxation<'a> =
+    dyn FnMut(&Sim, RelaxPoint) -> Result<(), Box<dyn std::error::Error + Send + Sync>> + 'a;
+
+/// Whether a relaxation resumed before step `next` is bitwise the uninterrupted one: where a
+/// radius stage begins (its contact model is built afresh anyway), or once the radius is grown
+/// (the model is the scene's own, whose state a checkpoint carries).
+fn resume_point(sch: &Schedule, next: u64) -> bool {
+    if next == 0 || next >= sch.max_steps {
+        return next == 0;
+    }
+    let (before, at) = (sch.stage_of(next - 1), sch.stage_of(next));
+    at != before || before == sch.stages
+}
+
+/// Whether [`relax_resumable`] offers the state before step `next` for a checkpoint: a resume
+/// point where a stage begins, or every `every`-th step once the radius is grown (`every` = 0:
+/// never).
+fn checkpoint_before(sch: &Schedule, next: u64, every: u64) -> bool {
+    if every == 0 || next == 0 || !resume_point(sch, next) {
+        return false;
+    }
+    sch.stage_of(next) != sch.stage_of(next - 1) || next.is_multiple_of(every)
+}
+
+/// [`relax`] from its start (`from` = None), or from a checkpoint of it (the simulation restored
+/// from that checkpoint, `from` what it recorded), offering the state to `checkpoint` where a
+/// resume can start ([`checkpoint_before`]; `every` = 0: nowhere). The simulation handed to
+/// `checkpoint` is mid-relaxation (gravity off, obstacles held, the relaxation's drag and radius);
+/// a resume applies those again from the scene.
+pub fn relax_resumable(
+    sim: &mut Sim,
+    scene: &Scene,
+    from: Option<RelaxPoint>,
+    every: u64,
+    progress: &mut dyn FnMut(&RelaxProgress),
+    checkpoint: &mut SaveRelaxation<'_>,
+) -> Result<RelaxReport, RelaxError> {
     let p = &scene.relax;
     if p.time <= 0.0 {
         return Ok(not_relaxed(sim, scene));
     }
-    let sch = Schedule::new(sim, scene);
+    let sch = match from {
+        None => Schedule::new(sim, scene),
+        Some(f) => Schedule::with_start(sim, scene, f32::from_bits(f.start_radius_bits)),
+    };
+    let start = from.map_or(0, |f| f.steps);
+    if !resume_point(&sch, start) {
+        return Err(RelaxError::NoResumePoint {
+            steps: start,
+            grown: sch.stage_start(sch.stages),
+        });
+    }
     let saved = begin(sim, scene);
-    let mut stage = 0;
-    sim.set_radius(sch.radius_at(0), model_at(scene, sch.radius_at(0))?);
+    // The stage of the last step taken: a resume at a stage's first step builds its model as the
+    // uninterrupted run did; within the grown stage the restored model is the scene's own.
+    let mut stage = if start == 0 {
+        sim.set_radius(sch.radius_at(0), model_at(scene, sch.radius_at(0))?);
+        0
+    } else {
+        sch.stage_of(start - 1)
+    };
     let mut report = sch.empty_report();
+    report.steps = start;
     let result = (|| {
-        for k in 0..sch.max_steps {
+        for k in start..sch.max_steps {
             let want = sch.stage_of(k);
             if want != stage {
                 stage = want;
@@ -262,8 +356,29 @@ pub fn relax(
                 report.settled = true;
                 break;
             }
+            if checkpoint_before(&sch, k + 1, every) {
+                let point = RelaxPoint {
+                    steps: k + 1,
+                    start_radius_bits: sch.start.to_bits(),
+                };
+                // The checkpoint holds the scene's parameters (a simulation restored from it is
+                // built from the scene, and its fingerprint must match); the relaxation's come
+                // back bit for bit after it.
+                let relaxing = (sim.params.gravity, sim.air_factor(), sim.params.radius);
+                sim.set_gravity(saved.0);
+                sim.set_air_factor(saved.1);
+                sim.set_radius_parameter(scene.yarn.radius);
+                let written = checkpoint(sim, point);
+                sim.set_gravity(relaxing.0);
+                sim.set_air_factor(relaxing.1);
+                sim.set_radius_parameter(relaxing.2);
+                written.map_err(|source| RelaxError::Checkpoint {
+                    steps: k + 1,
+                    source,
+                })?;
+            }
         }
-        Ok::<(), SimError>(())
+        Ok::<(), RelaxError>(())
     })();
     finish(sim, scene, saved)?;
     result?;

@@ -1047,9 +1047,15 @@ impl Sim {
     /// take the radius when they are built, so a new radius needs a new model, and whatever the old
     /// one had built up (contact sets, schedule) is dropped. Used by [`crate::relax`].
     pub fn set_radius(&mut self, radius: f32, contact: Box<dyn ContactForce>) {
+        self.set_radius_parameter(radius);
+        self.contact = contact;
+    }
+
+    /// The radius the step's parameters (and a checkpoint's fingerprint of them) hold, the contact
+    /// model left as it is: a relaxation's checkpoint records the scene's parameters, not its own.
+    pub fn set_radius_parameter(&mut self, radius: f32) {
         self.params.radius = radius;
         self.base_params.radius = radius;
-        self.contact = contact;
     }
 
     /// Holds the obstacles at their places at the current `time`, at rest, in the steps that follow

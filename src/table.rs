@@ -32,6 +32,8 @@ pub enum TableError {
     State(#[from] CheckpointError),
     #[error(transparent)]
     Gpu(#[from] GpuStepError),
+    #[error(transparent)]
+    Relax(crate::relax::RelaxError),
 }
 
 impl From<crate::relax::RelaxError> for TableError {
@@ -39,6 +41,7 @@ impl From<crate::relax::RelaxError> for TableError {
         match e {
             crate::relax::RelaxError::Sim(e) => TableError::Sim(e),
             crate::relax::RelaxError::Gpu(e) => TableError::Gpu(e),
+            e => TableError::Relax(e),
         }
     }
 }

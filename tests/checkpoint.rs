@@ -232,6 +232,68 @@ fn a_run_resumes_from_its_relaxed_frame_zero() {
     assert_eq!(manifest(&part)["resumed"][0]["from_frame"], 0);
 }
 
+/// A run killed (-9) during its relaxation before t = 0 resumes the relaxation from the checkpoint
+/// it took there (where a radius stage begins), not from its start, and ends bitwise where the
+/// uninterrupted run does: every frame file equal. (Bitwise resumes at every kind of point:
+/// tests/relax.rs.)
+#[test]
+fn a_run_killed_while_relaxing_resumes_the_relaxation() {
+    let dir = scratch("relaxing");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    run(&full, &["--frames", "1"]);
+    let ckpt = part.join(checkpoint::FILE_NAME);
+    let mut relaxing = None;
+    for attempt in 0..10 {
+        let _ = std::fs::remove_dir_all(&part);
+        let mut child = bin()
+            .arg("run")
+            .arg(tiny())
+            .arg("--out")
+            .arg(&part)
+            .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The first checkpoint (written atomically: once it exists it is whole).
+        let t0 = Instant::now();
+        while !ckpt.exists() && child.try_wait().unwrap().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(120), "no checkpoint");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        let ck = Checkpoint::read(&ckpt).unwrap();
+        if let Some(r) = ck.meta.options.get("relaxing") {
+            relaxing = Some(r["steps"].as_u64().unwrap());
+            assert_eq!(ck.frames(), 0);
+            break;
+        }
+        eprintln!("attempt {attempt}: the run had relaxed before the kill; again");
+    }
+    let steps = relaxing.expect("no kill landed during the relaxation in 10 attempts");
+    assert!(!part.join("frame_0000.bcc").exists());
+    let out = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&part)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "resuming the relaxation before t = 0 from its checkpoint after {steps} steps"
+        )),
+        "{err}"
+    );
+    for k in 0..=1 {
+        assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
+    }
+    // The run checkpointed its frames as it went on: the last one is frame 1's.
+    assert_eq!(Checkpoint::read(&ckpt).unwrap().frames(), 1);
+}
+
 /// Through the library, mid-frame: a simulation restored from the checkpoint of another after 77
 /// steps steps on bitwise as the original, and after 150 more steps both write identical
 /// checkpoints (so every saved piece of state, contact sets and scheduler included, evolved alike).
@@ -325,11 +387,15 @@ fn resume_after_kill_9() {
     let (full, part) = (dir.join("full"), dir.join("part"));
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/swatch.toml");
     let frames = 16u32;
+    // No relaxation: it checkpoints too (every frame's worth of its steps once the radius is
+    // grown), and its kills are a_run_killed_while_relaxing_resumes_the_relaxation's.
     let common = [
         "--frames".to_string(),
         frames.to_string(),
         "--set".into(),
         "simulation.fps=1620".into(),
+        "--set".into(),
+        "relax.time=0".into(),
         "-q".into(),
     ];
     check_ok(

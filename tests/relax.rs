@@ -258,3 +258,93 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
     let v = fastest_over(&mut sim, 540);
     assert!(v < AT_REST, "GPU-relaxed swatch moved at {v} cm/s");
 }
+
+/// A relaxation resumed from a checkpoint taken during it (where a radius stage begins, or once
+/// the radius is grown) ends bitwise where the uninterrupted one ends, for both contact models;
+/// taking the checkpoints changes nothing; a resume where no checkpoint is taken is refused.
+#[test]
+fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
+    use yarnsim::checkpoint::{encode, Checkpoint};
+    use yarnsim::relax::{relax_resumable, RelaxError, RelaxPoint};
+    for model in ["acl", "exact"] {
+        let dir = temp_dir("relax", &format!("resume-{model}"));
+        let text = format!("{SWATCH}\n[contact]\nmodel = \"{model}\"\n");
+        let (scene, mut plain) = sim_of(&dir, &text);
+        let plain_report = relaxed(&mut plain, &scene);
+        // The same relaxation, saving every checkpoint it offers.
+        let (_, mut full) = sim_of(&dir, &text);
+        let mut radii = Vec::new();
+        let mut saved: Vec<(RelaxPoint, Vec<u8>)> = Vec::new();
+        let report = relax_resumable(
+            &mut full,
+            &scene,
+            None,
+            100,
+            &mut |p| radii.push(p.radius),
+            &mut |sim, point| {
+                let bytes = encode(sim, &scene, &dir, serde_json::Value::Null)?;
+                saved.push((point, bytes));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            report, plain_report,
+            "{model}: checkpoints changed the report"
+        );
+        assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
+        // Resume points of both kinds: where a radius stage begins, and within the grown stage.
+        let boundary = |n: u64| radii[n as usize] != radii[n as usize - 1];
+        let grown = |n: u64| radii[n as usize - 1] == scene.yarn.radius && !boundary(n);
+        let stage = saved.iter().filter(|(p, _)| boundary(p.steps)).nth(4);
+        let late = saved.iter().rev().find(|(p, _)| grown(p.steps));
+        let (Some(stage), Some(late)) = (stage, late) else {
+            panic!(
+                "{model}: no checkpoint of each kind among {:?}",
+                saved.iter().map(|s| s.0.steps).collect::<Vec<_>>()
+            );
+        };
+        assert!(late.0.steps % 100 == 0, "{:?}", late.0);
+        eprintln!("{model}: {} checkpoints; resuming before steps {} (a stage begins) and {} (radius grown) of {}", saved.len(), stage.0.steps, late.0.steps, plain_report.steps);
+        for (point, bytes) in [stage, late] {
+            let ck = Checkpoint::decode(bytes.clone(), "memory").unwrap();
+            let mut sim = ck.build_sim().unwrap();
+            assert_eq!(sim.steps, point.steps);
+            let r = relax_resumable(
+                &mut sim,
+                &scene,
+                Some(*point),
+                0,
+                &mut |_| {},
+                &mut |_, _| Ok(()),
+            )
+            .unwrap();
+            assert_eq!(
+                r, plain_report,
+                "{model}: resumed before step {}",
+                point.steps
+            );
+            assert!(
+                sim.pos == plain.pos && sim.vel == plain.vel && sim.rod.frames == plain.rod.frames,
+                "{model}: resumed before step {}: the relaxed state differs",
+                point.steps
+            );
+        }
+        // Mid-stage while the radius grows: the stage's model state is not in a checkpoint.
+        let mid = (1..late.0.steps)
+            .find(|&n| !boundary(n) && !grown(n))
+            .unwrap();
+        let ck = Checkpoint::decode(stage.1.clone(), "memory").unwrap();
+        let mut sim = ck.build_sim().unwrap();
+        let bad = RelaxPoint {
+            steps: mid,
+            ..stage.0
+        };
+        let err = relax_resumable(&mut sim, &scene, Some(bad), 0, &mut |_| {}, &mut |_, _| {
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(matches!(err, RelaxError::NoResumePoint { .. }), "{err}");
+        assert!(err.to_string().contains(&format!("step {mid}")), "{err}");
+    }
+}
