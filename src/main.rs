@@ -53,8 +53,14 @@ enum Command {
 
 #[derive(clap::Args)]
 struct TableArgs {
-    /// Scenes (TOML). Default: the seed's garments in scenes/ (scarf, sack, afghan, sweater).
+    /// Scenes (TOML), each relaxed here. Default (without --from): the seed's garments in scenes/
+    /// (scarf, sack, afghan, sweater).
     scenes: Vec<PathBuf>,
+    /// Also measure a saved run, from its checkpoint at a frame: DIR is the --out directory of a
+    /// `yarnsim run --checkpoint-every N` (its scene and overrides, no relaxation here; e.g. a
+    /// garment relaxed on another machine or over several sessions). Repeatable.
+    #[arg(long = "from", value_name = "DIR")]
+    from: Vec<PathBuf>,
     /// Timed steps per variant.
     #[arg(long, default_value_t = 100)]
     steps: u32,
@@ -949,7 +955,31 @@ fn table(a: TableArgs) -> Result<()> {
     if let Some(t) = a.tolerances.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
         bail!("--tolerance {t}: must be a finite number ≥ 0");
     }
-    let scenes = if a.scenes.is_empty() {
+    if !a.sets.is_empty() && !a.from.is_empty() {
+        bail!("--set changes the SCENES given; a --from run keeps its own scene and overrides (give them when the run starts)");
+    }
+    // The saved runs, read before anything is measured so that a bad one fails at once.
+    let mut saved = Vec::new();
+    for dir in &a.from {
+        let path = dir.join(checkpoint::FILE_NAME);
+        let ck = checkpoint::Checkpoint::read(&path)
+            .with_context(|| format!("--from {}: cannot use its checkpoint", dir.display()))?;
+        if ck.meta.options.get("relaxing").is_some() {
+            bail!(
+                "--from {}: the run was stopped during its relaxation before t = 0; finish it first (yarnsim run --resume {})",
+                dir.display(),
+                dir.display()
+            );
+        }
+        let build = yarnsim::scene::build_curves(&ck.scene, &ck.meta.scene_dir)
+            .with_context(|| format!("--from {}: building its cloth", dir.display()))?;
+        let pins = yarnsim::scene::pinned_points(&ck.scene, &build)
+            .with_context(|| format!("--from {}: its pins", dir.display()))?;
+        saved.push((dir.clone(), ck, build, pins));
+    }
+    let scenes = if a.scenes.is_empty() && !a.from.is_empty() {
+        Vec::new()
+    } else if a.scenes.is_empty() {
         ["scarf", "sack", "afghan", "sweater"]
             .iter()
             .map(|n| PathBuf::from(format!("scenes/{n}.toml")))
@@ -980,8 +1010,13 @@ fn table(a: TableArgs) -> Result<()> {
         }
     }
     let mut tables = Vec::new();
-    for path in &scenes {
-        let l = load(path, &a.sets)?;
+    let measure = |what: &str,
+                   name: String,
+                   scene: &yarnsim::scene::Scene,
+                   build: &yarnsim::scene::ClothBuild,
+                   pins: &[u32],
+                   start: yarnsim::table::Start<'_>|
+     -> Result<yarnsim::table::SceneTable> {
         let bar = ProgressBar::with_draw_target(
             None,
             if std::io::stderr().is_terminal() && !a.quiet {
@@ -996,40 +1031,74 @@ fn table(a: TableArgs) -> Result<()> {
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        bar.set_message(path.display().to_string());
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into(),
-        );
+        bar.set_message(what.to_string());
         let t = yarnsim::table::measure_scene(
             &name,
-            &l.scene,
-            &l.build,
-            &l.pins,
+            scene,
+            build,
+            pins,
             &opts,
             gpu.as_ref(),
+            start,
             &mut |stage, done, total| {
-                let what = match stage {
+                let doing = match stage {
                     yarnsim::table::Stage::Relaxing => "relaxing",
                     yarnsim::table::Stage::Measuring => "measuring",
                 };
-                bar.set_message(format!("{} {what}", path.display()));
+                bar.set_message(format!("{what} {doing}"));
                 bar.set_length(total);
                 bar.set_position(done);
             },
         )
-        .with_context(|| format!("measuring {}", path.display()))?;
+        .with_context(|| format!("measuring {what}"))?;
         bar.finish_and_clear();
-        if !t.relax.settled {
+        if let Some(r) = t.relax.as_ref().filter(|r| !r.settled) {
             eprintln!(
-                "warning: {}: the relaxation did not come to rest in relax.time = {} s (fastest point {:.3} cm/s, relax.speed = {}); the start state is not at rest",
-                path.display(),
-                l.scene.relax.time,
-                t.relax.max_speed,
-                l.scene.relax.speed
+                "warning: {what}: the relaxation did not come to rest in relax.time = {} s (fastest point {:.3} cm/s, relax.speed = {}); the start state is not at rest",
+                scene.relax.time,
+                r.max_speed,
+                scene.relax.speed
             );
         }
-        tables.push(t);
+        Ok(t)
+    };
+    for path in &scenes {
+        let l = load(path, &a.sets)?;
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into(),
+        );
+        let what = path.display().to_string();
+        tables.push(measure(
+            &what,
+            name,
+            &l.scene,
+            &l.build,
+            &l.pins,
+            yarnsim::table::Start::Relax,
+        )?);
+    }
+    for (dir, ck, build, pins) in &saved {
+        let stem = ck
+            .meta
+            .options
+            .get("scene_path")
+            .and_then(|p| p.as_str())
+            .and_then(|p| Path::new(p).file_stem())
+            .map_or_else(|| "scene".to_string(), |s| s.to_string_lossy().into());
+        let label = format!("{}, frame {}", dir.display(), ck.frames());
+        let what = format!("--from {}", dir.display());
+        tables.push(measure(
+            &what,
+            format!("{stem} ({label})"),
+            &ck.scene,
+            build,
+            pins,
+            yarnsim::table::Start::Checkpoint {
+                checkpoint: ck,
+                label,
+            },
+        )?);
     }
     print!("{}", yarnsim::table::markdown(&tables));
     if let Some(p) = &a.json {

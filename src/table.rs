@@ -1,9 +1,10 @@
 //! `yarnsim table`: the seed's Table 2 measured here. For one scene: the same start state run with
 //! exact contact and with ACL at each tolerance, each timed over the same number of steps.
 //!
-//! The start state is the scene's relaxed state ([`crate::relax`]) after `start_frames` frames of the
-//! scene as given (so contacts are established, as in the seed, which averages over a running
-//! simulation); it is saved once ([`Sim::export_state`]) and restored into every variant, whose
+//! The start state is the scene's relaxed state ([`crate::relax`]), or a saved run's state at a
+//! frame (its checkpoint: [`Start::Checkpoint`], for garments whose relaxation takes hours), after
+//! `start_frames` frames of the scene as given (so contacts are established, as in the seed, which
+//! averages over a running simulation); it is saved once ([`Sim::export_state`]) and restored into every variant, whose
 //! contact model then starts afresh. Each variant runs `warmup` untimed steps (a fresh ACL builds
 //! every contact set at its first step, which a running simulation does not) and then `steps` timed
 //! ones ([`Sim::measure_steps`]). Peak memory is the process's peak resident set over the variant
@@ -13,8 +14,7 @@
 //! Given a GPU, each variant runs on the GPU step ([`GpuSim`]) from the same start state: its
 //! warm-up and its timed steps are one frame each, so the whole-step time includes one frame's end
 //! (positions downloaded, the pass-through check), and the contact time is the contact kernels'
-//! timestamp time per step (0 where the adapter has no timestamp queries). The GPU's ACL counts
-//! no touching pairs, so its `contacts` is 0.
+//! timestamp time per step (0 where the adapter has no timestamp queries).
 
 use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
 use crate::gpu::Gpu;
@@ -88,8 +88,12 @@ pub struct SceneTable {
     pub segments: usize,
     pub control_points: usize,
     pub steps: u32,
-    /// How the relaxation before the start state went (`settled` false: `relax.time` ran out).
-    pub relax: crate::relax::RelaxReport,
+    /// How the relaxation before the start state went (`settled` false: `relax.time` ran out);
+    /// none when the start state came from a saved run's checkpoint (`start`).
+    pub relax: Option<crate::relax::RelaxReport>,
+    /// Where the start state came from: `"relaxed here"`, or the saved run's checkpoint (its
+    /// directory and frame).
+    pub start: String,
     pub exact: Variant,
     pub acl: Vec<Variant>,
 }
@@ -113,8 +117,21 @@ pub fn total_steps(opts: &TableOptions, steps_per_frame: u32) -> u64 {
         + variants * (opts.warmup as u64 + opts.steps as u64)
 }
 
-/// Measures one scene (`scene` with its cloth `build` and `pins`; `name` labels the rows), its
-/// relaxation, start frames and variants on the CPU path or, given `gpu`, on the GPU step.
+/// Where [`measure_scene`] takes its start state from before the start frames.
+pub enum Start<'a> {
+    /// The scene as built, relaxed here.
+    Relax,
+    /// A saved run's checkpoint at a frame (`yarnsim run --checkpoint-every`, e.g. of a relaxation
+    /// that took hours), named by `label`; the scene must be the checkpoint's.
+    Checkpoint {
+        checkpoint: &'a crate::checkpoint::Checkpoint,
+        label: String,
+    },
+}
+
+/// Measures one scene (`scene` with its cloth `build` and `pins`; `name` labels the rows): its
+/// relaxation (or a saved run's state, `start`), start frames and variants on the CPU path or,
+/// given `gpu`, on the GPU step.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_scene(
     name: &str,
@@ -123,19 +140,26 @@ pub fn measure_scene(
     pins: &[u32],
     opts: &TableOptions,
     gpu: Option<&Gpu>,
+    start: Start<'_>,
     progress: Progress<'_>,
 ) -> Result<SceneTable, TableError> {
-    let base = Sim::from_build(scene, build, pins)?;
+    let mut base = Sim::from_build(scene, build, pins)?;
     let total = total_steps(opts, base.params.steps_per_frame);
     let mut relaxing =
         |p: &crate::relax::RelaxProgress| progress(Stage::Relaxing, p.step, p.max_steps);
-    let (base, relax) = match gpu {
-        None => {
-            let mut base = base;
-            let relax = crate::relax::relax(&mut base, scene, &mut relaxing)?;
-            (base, relax)
+    let (base, relax, start) = match (start, gpu) {
+        (Start::Checkpoint { checkpoint, label }, _) => {
+            checkpoint.restore(&mut base)?;
+            (base, None, label)
         }
-        Some(g) => crate::relax::relax_gpu(base, scene, g, &mut relaxing)?,
+        (Start::Relax, None) => {
+            let relax = crate::relax::relax(&mut base, scene, &mut relaxing)?;
+            (base, Some(relax), "relaxed here".to_string())
+        }
+        (Start::Relax, Some(g)) => {
+            let (base, relax) = crate::relax::relax_gpu(base, scene, g, &mut relaxing)?;
+            (base, Some(relax), "relaxed here".to_string())
+        }
     };
     let mut done = 0u64;
     let mut tick = || {
@@ -228,6 +252,7 @@ pub fn measure_scene(
         control_points,
         steps: opts.steps,
         relax,
+        start,
         exact,
         acl,
     })

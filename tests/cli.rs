@@ -1172,6 +1172,104 @@ fn table_prints_rows_whose_speedups_are_the_ratios_of_their_times() {
     }
 }
 
+/// `yarnsim table --from DIR` measures a saved run from its checkpoint (no relaxation here): its row
+/// names the run and frame, its JSON has no relaxation report; a run stopped during its relaxation,
+/// `--set` with `--from`, and a directory without a checkpoint are clear errors.
+#[test]
+fn table_measures_a_saved_run_from_its_checkpoint() {
+    let dir = scratch("table_from");
+    let run_dir = dir.join("run");
+    check_ok(
+        &bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .arg("--out")
+            .arg(&run_dir)
+            .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
+            .output()
+            .unwrap(),
+    );
+    let json = dir.join("table.json");
+    let out = bin()
+        .arg("table")
+        .arg("--from")
+        .arg(&run_dir)
+        .args(["--steps", "10", "--warmup", "2", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let stdout = text(&out.stdout);
+    let label = format!("{}, frame 1", run_dir.display());
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| ") && !l.starts_with("| scene"))
+        .unwrap_or_else(|| panic!("no row: {stdout}"));
+    assert!(row.contains(&label), "{row}");
+    assert!(
+        !text(&out.stderr).contains("relax"),
+        "{}",
+        text(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &doc["scenes"][0];
+    assert_eq!(
+        doc["scenes"].as_array().unwrap().len(),
+        1,
+        "only the saved run"
+    );
+    assert_eq!(s["start"], label.as_str());
+    assert!(s["relax"].is_null(), "{s}");
+    assert!(s["exact"]["contacts"].as_f64().unwrap() > 0.0, "{s}");
+    assert_eq!(s["steps"], 10);
+
+    let fails = |args: &[&std::ffi::OsStr]| -> String {
+        let out = bin().arg("table").args(args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let err = fails(&[
+        "--from".as_ref(),
+        run_dir.as_os_str(),
+        "--set".as_ref(),
+        "relax.time=0".as_ref(),
+    ]);
+    assert!(err.contains("--set changes the SCENES given"), "{err}");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = fails(&["--from".as_ref(), empty.as_os_str()]);
+    assert!(err.contains("cannot use its checkpoint"), "{err}");
+    // A run killed while it relaxes leaves a checkpoint of its relaxation.
+    let relaxing = dir.join("relaxing");
+    let mut child = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .arg("--out")
+        .arg(&relaxing)
+        .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ckpt = relaxing.join("checkpoint.bin");
+    while !ckpt.exists() && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    let ck = yarnsim::checkpoint::Checkpoint::read(&ckpt).unwrap();
+    if ck.meta.options.get("relaxing").is_some() {
+        let err = fails(&["--from".as_ref(), relaxing.as_os_str()]);
+        assert!(err.contains("stopped during its relaxation"), "{err}");
+        assert!(err.contains("yarnsim run --resume"), "{err}");
+    } else {
+        eprintln!("the run had relaxed before the kill: the refusal was not exercised");
+    }
+}
+
 /// `yarnsim table --backend gpu` runs every variant on the GPU step: the JSON names the backend and
 /// the adapter, each variant took time, and the exact variant found contact.
 #[test]
@@ -1210,6 +1308,8 @@ fn table_runs_its_variants_on_the_gpu() {
     let acl = &s["acl"][0];
     assert!(acl["step_ms"].as_f64().unwrap() > 0.0, "{s}");
     assert!(acl["contact_sets"].as_f64().unwrap() > 0.0, "{s}");
+    // The GPU ACL path counts its sets' touching pairs (`set_compact`).
+    assert!(acl["contacts"].as_f64().unwrap() > 0.0, "{s}");
     // --adapter belongs to the GPU backend.
     let out = bin()
         .arg("table")
