@@ -853,8 +853,6 @@ fn run(mut a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The relaxation before t = 0 (`[relax]`), on the GPU step when `gpu` is given, with a progress
-/// bar and a line on how it went.
 /// Where and how often the relaxation on the CPU path writes its checkpoints (`run
 /// --checkpoint-every`).
 struct RelaxSaves<'a> {
@@ -865,6 +863,9 @@ struct RelaxSaves<'a> {
     scene_dir: &'a Path,
 }
 
+/// The relaxation before t = 0 (`[relax]`), on the GPU step when `gpu` is given, with a progress
+/// bar and a line on how it went; on the CPU path from a checkpoint of it (`from`) and writing
+/// checkpoints (`saves`).
 fn relax_sim(
     mut sim: Sim,
     scene: &Scene,
@@ -905,7 +906,7 @@ fn relax_sim(
         Some(g) => {
             // (A GPU run writes no checkpoint during its relaxation.)
             if from.is_some() {
-                bail!("this checkpoint was taken during a relaxation on the CPU path; resume it with --backend cpu");
+                bail!("this checkpoint was taken during a relaxation on the CPU path, which a GPU run cannot go on with");
             }
             let (relaxed, report) =
                 yarnsim::relax::relax_gpu(sim, scene, g, &mut on_step).with_context(context)?;
