@@ -4,10 +4,10 @@
 //! The start state is the scene's relaxed state ([`crate::relax`]), or a saved run's state at a
 //! frame (its checkpoint: [`Start::Checkpoint`], for garments whose relaxation takes hours), after
 //! `start_frames` frames of the scene as given (so contacts are established, as in the seed, which
-//! averages over a running simulation); it is saved once ([`Sim::export_state`]) and restored into every variant, whose
-//! contact model then starts afresh. Each variant runs `warmup` untimed steps (a fresh ACL builds
-//! every contact set at its first step, which a running simulation does not) and then `steps` timed
-//! ones ([`Sim::measure_steps`]). Peak memory is the process's peak resident set over the variant
+//! averages over a running simulation); it is saved once ([`Sim::export_state`]) and restored into
+//! every variant, whose contact model then starts afresh. Each variant runs `warmup` untimed steps
+//! (a fresh ACL builds every contact set at its first step, which a running simulation does not) and
+//! then `steps` timed ones ([`Sim::measure_steps`]). Peak memory is the process's peak resident set over the variant
 //! (`VmHWM`, reset before it where the kernel allows: Linux `clear_refs`), so it includes the
 //! scene's own arrays.
 //!
