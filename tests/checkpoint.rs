@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/relax_kill.rs"]
+mod relax_kill;
+
 use yarnsim::checkpoint::{self, Checkpoint, Checksum};
 use yarnsim::scene::Scene;
 use yarnsim::sim::Sim;
@@ -245,28 +248,16 @@ fn a_run_killed_while_relaxing_resumes_the_relaxation() {
     let mut relaxing = None;
     for attempt in 0..10 {
         let _ = std::fs::remove_dir_all(&part);
-        let mut child = bin()
-            .arg("run")
-            .arg(tiny())
-            .arg("--out")
-            .arg(&part)
-            .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // The first checkpoint (written atomically: once it exists it is whole).
-        let t0 = Instant::now();
-        while !ckpt.exists() && child.try_wait().unwrap().is_none() {
-            assert!(t0.elapsed() < Duration::from_secs(120), "no checkpoint");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let _ = child.kill();
-        child.wait().unwrap();
-        let ck = Checkpoint::read(&ckpt).unwrap();
-        if let Some(r) = ck.meta.options.get("relaxing") {
-            relaxing = Some(r["steps"].as_u64().unwrap());
-            assert_eq!(ck.frames(), 0);
+        let mut cmd = bin();
+        cmd.arg("run").arg(tiny()).arg("--out").arg(&part).args([
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "-q",
+        ]);
+        relaxing = relax_kill::kill_at_first_checkpoint(&mut cmd, &part);
+        if relaxing.is_some() {
             break;
         }
         eprintln!("attempt {attempt}: the run had relaxed before the kill; again");

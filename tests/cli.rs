@@ -5,6 +5,8 @@ use std::process::{Command, Output};
 
 use yarnsim::state::Curve;
 
+#[path = "support/relax_kill.rs"]
+mod relax_kill;
 #[path = "support/tube.rs"]
 mod tube;
 
@@ -1244,24 +1246,13 @@ fn table_measures_a_saved_run_from_its_checkpoint() {
     assert!(err.contains("cannot use its checkpoint"), "{err}");
     // A run killed while it relaxes leaves a checkpoint of its relaxation.
     let relaxing = dir.join("relaxing");
-    let mut child = bin()
-        .arg("run")
+    let mut cmd = bin();
+    cmd.arg("run")
         .arg(tiny_swatch())
         .arg("--out")
         .arg(&relaxing)
-        .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let ckpt = relaxing.join("checkpoint.bin");
-    while !ckpt.exists() && child.try_wait().unwrap().is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let _ = child.kill();
-    child.wait().unwrap();
-    let ck = yarnsim::checkpoint::Checkpoint::read(&ckpt).unwrap();
-    if ck.meta.options.get("relaxing").is_some() {
+        .args(["--frames", "1", "--checkpoint-every", "1", "-q"]);
+    if relax_kill::kill_at_first_checkpoint(&mut cmd, &relaxing).is_some() {
         let err = fails(&["--from".as_ref(), relaxing.as_os_str()]);
         assert!(err.contains("stopped during its relaxation"), "{err}");
         assert!(err.contains("yarnsim run --resume"), "{err}");
