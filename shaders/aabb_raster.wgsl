@@ -4,11 +4,14 @@
 // A non-finite box raises ERROR_NAN_POSITION (first_bad_point: its lowest non-finite control
 // point); a box beyond the key range or over more than MAX_CELLS_PER_SEGMENT cells raises
 // ERROR_GRID_RANGE and gets 0 cells. One thread per segment, plus one.
-// Loop bound: 3 axes × 2 roots (segment_aabb), fixed.
+// Loop bound: 3 axes × 2 roots (segment_aabb), then write_scan_group's 8 halving steps.
+// Each workgroup also writes the sum of its threads' counts into scan_groups
+// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import spline
 #import grid
+#import scan_groups
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> segments: array<Segment>;
@@ -16,19 +19,15 @@
 @group(0) @binding(3) var<storage, read_write> seg_box: array<SegmentBox>;
 @group(0) @binding(4) var<storage, read_write> grid_offsets: array<u32>;
 @group(0) @binding(5) var<storage, read_write> counters: Counters;
+@group(0) @binding(6) var<storage, read_write> scan_groups: array<u32>;
 
-@compute @workgroup_size(256)
-fn aabb_raster(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let s = thread_index(wid, nwg, lid, 256u);
+// Segment s's cell count, written to grid_offsets[s] (0 for the others, none past num_segments).
+fn aabb_raster_one(s: u32) -> u32 {
     if s >= params.num_segments {
         if s == params.num_segments {
             grid_offsets[s] = 0u;
         }
-        return;
+        return 0u;
     }
     let seg = segments[s];
     let q0 = pos[seg.cp[0]].xyz;
@@ -54,7 +53,7 @@ fn aabb_raster(
         atomicMin(&counters.first_bad_point, bad);
         seg_box[s] = b;
         grid_offsets[s] = 0u;
-        return;
+        return 0u;
     }
     let o = vec3<f32>(params.grid_origin_x, params.grid_origin_y, params.grid_origin_z);
     let c0 = floor((lo - o) * params.grid_inv_cell);
@@ -64,7 +63,7 @@ fn aabb_raster(
         atomicOr(&counters.errors, ERROR_GRID_RANGE);
         seg_box[s] = b;
         grid_offsets[s] = 0u;
-        return;
+        return 0u;
     }
     let i0 = vec3<i32>(c0);
     let i1 = vec3<i32>(c1);
@@ -74,11 +73,22 @@ fn aabb_raster(
         atomicOr(&counters.errors, ERROR_GRID_RANGE);
         seg_box[s] = b;
         grid_offsets[s] = 0u;
-        return;
+        return 0u;
     }
     let count = ext.x * ext.y * ext.z;
     b.cell_lo = vec4<i32>(i0, i32(count));
     b.cell_hi = vec4<i32>(i1, 0);
     seg_box[s] = b;
     grid_offsets[s] = count;
+    return count;
+}
+
+@compute @workgroup_size(256)
+fn aabb_raster(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let v = aabb_raster_one(thread_index(wid, nwg, lid, 256u));
+    write_scan_group(wid, nwg, lid, v);
 }

@@ -6,30 +6,30 @@
 // emitted once. cand_offsets[capacity] = 0 (the scan's trailing element). A cell run longer than
 // MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. CPU twin: contact::grid::candidate_count.
 // One thread per slot of counters.grid_entries.capacity, plus one.
-// Loop bound: MAX_CELL_RUN = 4096 later entries of the run.
+// Loop bound: MAX_CELL_RUN = 4096 later entries of the run, then write_scan_group's 8 halving
+// steps.
+// Each workgroup also writes the sum of its threads' counts into scan_groups
+// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import grid
+#import scan_groups
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> grid_entries: array<KeyValue>;
 @group(0) @binding(2) var<storage, read> seg_box: array<SegmentBox>;
 @group(0) @binding(3) var<storage, read_write> cand_offsets: array<u32>;
 @group(0) @binding(4) var<storage, read_write> counters: Counters;
+@group(0) @binding(5) var<storage, read_write> scan_groups: array<u32>;
 
-@compute @workgroup_size(256)
-fn candidate_count(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let i = thread_index(wid, nwg, lid, 256u);
+// Slot i's candidate count, written to cand_offsets[i] (none past the capacity).
+fn candidate_count_one(i: u32) -> u32 {
     let cap = counters.grid_entries.capacity;
     if i >= cap {
         if i == cap {
             cand_offsets[i] = 0u;
         }
-        return;
+        return 0u;
     }
     // The live entries: the sort leaves the slots past them as they were.
     let n = min(atomicLoad(&counters.grid_entries.count), cap);
@@ -56,4 +56,15 @@ fn candidate_count(
         }
     }
     cand_offsets[i] = count;
+    return count;
+}
+
+@compute @workgroup_size(256)
+fn candidate_count(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let v = candidate_count_one(thread_index(wid, nwg, lid, 256u));
+    write_scan_group(wid, nwg, lid, v);
 }

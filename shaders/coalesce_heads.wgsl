@@ -5,27 +5,26 @@
 // them); threads T ≤ t ≤ touching.capacity write run_offsets[t] = 0, so the exclusive scan over
 // capacity + 1 elements gives each pair's run and, last, the number of runs. Thread 0 records
 // sets.count as coalesce_base for the next passes. CPU twin: acl::coalesce::coalesce_heads.
-// One thread per touching slot, plus one. No loops.
+// One thread per touching slot, plus one. Loop bound: write_scan_group's 8 halving steps.
+// Each workgroup also writes the sum of its threads' counts into scan_groups
+// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import merge
+#import scan_groups
 
 @group(0) @binding(0) var<uniform> acl_merge: MergeUniform;
 @group(0) @binding(1) var<storage, read> touching: array<vec2<u32>>;
 @group(0) @binding(2) var<storage, read_write> run_offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> set_hull: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(5) var<storage, read_write> scan_groups: array<u32>;
 
-@compute @workgroup_size(256)
-fn coalesce_heads(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let t = thread_index(wid, nwg, lid, 256u);
+// Slot t's head flag, written to run_offsets[t] (0 past the capacity, where nothing is written).
+fn heads_one(t: u32) -> u32 {
     let tcap = merge_counters.touching.capacity;
     if t > tcap {
-        return;
+        return 0u;
     }
     let n = min(atomicLoad(&merge_counters.touching.count), tcap);
     let base = atomicLoad(&merge_counters.sets.count);
@@ -34,7 +33,7 @@ fn coalesce_heads(
     }
     if t >= n {
         run_offsets[t] = 0u;
-        return;
+        return 0u;
     }
     let p = touching[t];
     var head = 1u;
@@ -49,4 +48,15 @@ fn coalesce_heads(
     if slot < merge_counters.sets.capacity {
         set_hull[slot] = vec4<u32>(0u);
     }
+    return head;
+}
+
+@compute @workgroup_size(256)
+fn coalesce_heads(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let v = heads_one(thread_index(wid, nwg, lid, 256u));
+    write_scan_group(wid, nwg, lid, v);
 }

@@ -1,15 +1,19 @@
 // entries_keep: keep[e] = 1 when schedule entry e stays in the table (neither segment left a cell,
 // or their cell boxes still meet), else 0; keep[num_entries] = 0 (the scan's trailing element, which
-// becomes the number kept). CPU twin: sched::entries_keep. One thread per entry, plus one. No loops.
+// becomes the number kept). CPU twin: sched::entries_keep. One thread per entry, plus one. Loop bound: write_scan_group's 8 halving steps.
+// Each workgroup also writes the sum of its threads' counts into scan_groups
+// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import sched
+#import scan_groups
 
 @group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> cells: array<CellBox>;
 @group(0) @binding(2) var<storage, read> motion: array<SegmentMotion>;
 @group(0) @binding(3) var<storage, read> entries: array<SchedEntry>;
 @group(0) @binding(4) var<storage, read_write> keep: array<u32>;
+@group(0) @binding(5) var<storage, read_write> scan_groups: array<u32>;
 
 @compute @workgroup_size(256)
 fn entries_keep(
@@ -19,15 +23,15 @@ fn entries_keep(
 ) {
     let e = thread_index(wid, nwg, lid, 256u);
     let n = sched.num_entries;
-    if e > n {
-        return;
-    }
-    if e == n {
+    var v = 0u;
+    if e < n {
+        let a = entries[e].seg_a;
+        let b = entries[e].seg_b;
+        let stays = (motion[a].left == 0u && motion[b].left == 0u) || box_intersects(cells[a], cells[b]);
+        v = select(0u, 1u, stays);
+        keep[e] = v;
+    } else if e == n {
         keep[e] = 0u;
-        return;
     }
-    let a = entries[e].seg_a;
-    let b = entries[e].seg_b;
-    let stays = (motion[a].left == 0u && motion[b].left == 0u) || box_intersects(cells[a], cells[b]);
-    keep[e] = select(0u, 1u, stays);
+    write_scan_group(wid, nwg, lid, v);
 }

@@ -4,7 +4,10 @@
 // (0 for other items and slots), and itself into sched_counters.newcomers; a hash run longer than
 // SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0 (the scan's
 // trailing element). CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
-// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
+// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run, then write_scan_group's
+// 8 halving steps.
+// Each workgroup also writes the sum of its threads' counts into scan_groups
+// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import sched
@@ -15,31 +18,28 @@
 @group(0) @binding(3) var<storage, read> sched_grid: array<KeyValue>;
 @group(0) @binding(4) var<storage, read_write> newcomer_offsets: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(6) var<storage, read_write> scan_groups: array<u32>;
 
 #import sched_grid
+#import scan_groups
 
-@compute @workgroup_size(256)
-fn newcomer_count(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let i = thread_index(wid, nwg, lid, 256u);
+// Slot i's newcomer count, written to newcomer_offsets[i] (none past the capacity).
+fn newcomer_count_one(i: u32) -> u32 {
     let cap = sched_counters.grid.capacity;
     if i > cap {
-        return;
+        return 0u;
     }
     let n = grid_items();
     if i >= n {
         newcomer_offsets[i] = 0u;
-        return;
+        return 0u;
     }
     let kv = sched_grid[i];
     let s = kv.value;
     let c = box_cell(cells[s], kv.key_hi);
     if box_contains(prev_cells[s], c) {
         newcomer_offsets[i] = 0u;
-        return;
+        return 0u;
     }
     atomicAdd(&sched_counters.newcomers, 1u);
     let h = kv.key_lo;
@@ -60,4 +60,15 @@ fn newcomer_count(
         atomicOr(&sched_counters.errors, ERROR_GRID_CELL_FULL);
     }
     newcomer_offsets[i] = count;
+    return count;
+}
+
+@compute @workgroup_size(256)
+fn newcomer_count(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let v = newcomer_count_one(thread_index(wid, nwg, lid, 256u));
+    write_scan_group(wid, nwg, lid, v);
 }

@@ -3,15 +3,16 @@
 // (level 0: scan_data, k ≥ 1: scan_partials at scan_pass.offset) by their exclusive prefix sum
 // plus the block's offset (0 for a one-block level): scan_partials[next_offset + block] when the
 // next level up was scanned, or, when it is the plan's top and left unscanned
-// (scan_pass.next_unscanned), the sum of its elements before `block` (fewer than 2,048: thread t
-// adds elements t, t + 256, …, then workgroup_sum's tree reduction), which spares the scan a dispatch. The
+// (scan_pass.next_unscanned), the sum of its elements before `block · next_per_block` (fewer than
+// 2,048, or 16,384 group sums of a grouped scan: thread t adds elements t, t + 256, …, then
+// workgroup_sum's tree reduction), which spares the scan a dispatch. The
 // block goes through workgroup memory: loaded and stored with the lanes of a warp on consecutive
 // words; in between thread t scans elements 8t .. 8t + 7 in order, and a workgroup scan of the
 // 256 threads' sums gives each thread its start. Element i of the block sits at i + i / 32 in
 // workgroup memory, so that neither pattern has two lanes of a warp on one bank (a thread's own
 // eight would otherwise put lanes 4 apart on the same bank).
-// Loop bound: 8 loads, 8 + 8 serial steps, 8 doubling steps, 8 offset loads and 8 halving steps,
-// 8 stores (fixed).
+// Loop bound: 8 loads, 8 + 8 serial steps, 8 doubling steps, at most 8 · next_per_block ≤ 64
+// offset loads and 8 halving steps, 8 stores (fixed).
 
 #import layout
 #import workgroup_sum
@@ -39,9 +40,10 @@ fn scan_add(
     // (the whole workgroup takes part, before any thread may return).
     var below = 0u;
     if scan_pass.next_unscanned != 0u && scan_pass.n > SCAN_BLOCK && first < scan_pass.n {
-        for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
+        let before = block * max(scan_pass.next_per_block, 1u);
+        for (var k = 0u; k * 256u < before; k = k + 1u) {
             let j = k * 256u + lid;
-            if j < block {
+            if j < before {
                 below = below + scan_partials[scan_pass.next_offset + j];
             }
         }

@@ -341,7 +341,10 @@ pub struct ScanPass {
     /// 1 when the next level up is the plan's top and is never scanned itself: each block of this
     /// level sums the block sums before its own for its offset, which saves the top's dispatch.
     pub next_unscanned: u32,
-    pub _pad0: u32,
+    /// Elements of the next level up per block of this one: 1, or on level 0 of a scan whose
+    /// producer wrote one sum per workgroup of 256 elements ([`crate::scan::ScanPlan::grouped`]) 8,
+    /// the unscanned top being those group sums. 0 reads as 1.
+    pub next_per_block: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -1070,7 +1073,7 @@ pub fn layouts() -> Vec<StructLayout> {
             offset,
             next_offset,
             next_unscanned,
-            _pad0,
+            next_per_block,
             _pad1,
             _pad2
         }),

@@ -14,7 +14,9 @@
 //!    workgroup adds them in a fixed number of steps and the top needs no scan of its own).
 //!
 //! A scan is `2 · levels − 2` dispatches (1 for one level; one fewer when the data's producer sums
-//! level 0's blocks itself, [`ScanPlan::fused`]), and every dispatch of the step costs a
+//! level 0's blocks itself: by integer atomics into level 1, [`ScanPlan::fused`], or as the sums
+//! of its 256-thread workgroups, [`ScanPlan::grouped`], which makes a two-level scan one
+//! `scan_add`), and every dispatch of the step costs a
 //! barrier on the GPU and host time in wgpu whatever its size, so the block is as large as 256
 //! threads handle well: with 256-element blocks the scans of the scarf's ACL step took 136 of its
 //! 330 dispatches; with 2,048-element blocks and the top level left unscanned, a scan of up to
@@ -37,6 +39,9 @@ use std::mem::size_of;
 
 /// Elements per block (one workgroup of both kernels).
 pub const BLOCK: u32 = SCAN_BLOCK;
+
+/// Elements per group sum of a [`ScanPlan::grouped`] scan: one producer workgroup's threads.
+pub const GROUP: u32 = 256;
 
 /// Most levels a scan has: three reach 2048³ > 2³² elements; the fourth slot stays for the plan
 /// records' layout.
@@ -116,6 +121,24 @@ impl ScanPlan {
         }
     }
 
+    /// The plan for `n` elements whose producer kernel, besides writing them, wrote the sum of
+    /// each of its workgroups' 256 elements (`scan_groups[g]` for elements `256 g .. 256 g + 256`,
+    /// in the scan's `scan_partials` buffer: `shaders/shared/scan_groups.wgsl`, twin
+    /// [`write_groups`]). With two levels those group sums stand for level 1: the scan is its one
+    /// `scan_add` of level 0, each block summing the groups before it
+    /// ([`ScanPass::next_per_block`] = 8), where [`ScanPlan::new`] has a `scan_reduce` first.
+    /// With one level or three the dispatches are [`ScanPlan::new`]'s (a `scan_reduce` of level 0
+    /// overwrites the group sums). `partials_len` has room for the group sums either way.
+    pub fn grouped(n: u32) -> ScanPlan {
+        let mut p = ScanPlan::new(n);
+        if p.num_levels == 2 {
+            p.levels[0].next_per_block = BLOCK / GROUP;
+            p.fused = true;
+        }
+        p.partials_len = p.partials_len.max(n.div_ceil(GROUP));
+        p
+    }
+
     /// `levels()[k]` describes level `k`; the last one has at most [`BLOCK`] elements.
     pub fn levels(&self) -> &[ScanPass] {
         &self.levels[..self.num_levels]
@@ -170,16 +193,17 @@ pub fn scan_reduce(scan_pass: &ScanPass, scan_data: &[u32], scan_partials: &mut 
 /// Kernel `scan_add`: every block of level `scan_pass.level` replaced by its exclusive prefix sum
 /// plus the block's offset, 0 when the level is one block, else from the next level up: its
 /// scanned element `scan_partials[next_offset + w]`, or when that level is left unscanned
-/// (`next_unscanned`) the sum of its elements before `w`.
+/// (`next_unscanned`) the sum of its elements before `w · next_per_block`.
 pub fn scan_add(scan_pass: &ScanPass, scan_data: &mut [u32], scan_partials: &mut [u32]) {
     let p = *scan_pass;
     let blocks = p.n.div_ceil(BLOCK);
     for w in 0..blocks {
         let next = p.next_offset as usize;
+        let per = p.next_per_block.max(1) as usize;
         let mut acc = if p.n <= BLOCK {
             0
         } else if p.next_unscanned != 0 {
-            scan_partials[next..next + w as usize]
+            scan_partials[next..next + w as usize * per]
                 .iter()
                 .fold(0u32, |a, &v| a.wrapping_add(v))
         } else {
@@ -225,6 +249,17 @@ pub fn run_plan(plan: &ScanPlan, data: &mut [u32], partials: &mut Vec<u32>) {
             "scan_reduce" => scan_reduce(p, data, partials),
             _ => scan_add(p, data, partials),
         }
+    }
+}
+
+/// The CPU twin of `shaders/shared/scan_groups.wgsl`, which a producer kernel of a
+/// [`ScanPlan::grouped`] scan runs: `scan_groups[g]` = the wrapping sum of `data[256 g .. 256 g +
+/// 256]` (`data`: the elements the producer wrote), for the groups that fit in `scan_groups` (the
+/// kernel skips a write past its binding's end; the CPU path, whose scans run in order, passes
+/// an empty slice).
+pub fn write_groups(data: &[u32], scan_groups: &mut [u32]) {
+    for (g, chunk) in scan_groups.iter_mut().zip(data.chunks(GROUP as usize)) {
+        *g = chunk.iter().fold(0u32, |a, &v| a.wrapping_add(v));
     }
 }
 
@@ -536,6 +571,17 @@ impl GpuScan {
         })
     }
 
+    /// [`GpuScan::new`] for data whose producer writes its group sums into [`GpuScan::groups`]
+    /// ([`ScanPlan::grouped`]).
+    pub fn grouped(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        n: u32,
+    ) -> Result<GpuScan, PipelineError> {
+        Self::with_plan(device, pipelines, data, ScanPlan::grouped(n))
+    }
+
     /// The scan of the first `min(count, cap − src.add) + src.add` u32 of `data`, the count read on
     /// the GPU from `src` when the scan runs (see [`GpuScan`]).
     pub fn counted(
@@ -545,7 +591,29 @@ impl GpuScan {
         cap: u32,
         src: &CountSource,
     ) -> Result<GpuScan, PipelineError> {
-        let plan = ScanPlan::new(cap);
+        Self::counted_plan(device, pipelines, data, ScanPlan::new(cap), src)
+    }
+
+    /// [`GpuScan::counted`] for data whose producer writes its group sums into
+    /// [`GpuScan::groups`] ([`ScanPlan::grouped`]).
+    pub fn counted_grouped(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        cap: u32,
+        src: &CountSource,
+    ) -> Result<GpuScan, PipelineError> {
+        Self::counted_plan(device, pipelines, data, ScanPlan::grouped(cap), src)
+    }
+
+    fn counted_plan(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        plan: ScanPlan,
+        src: &CountSource,
+    ) -> Result<GpuScan, PipelineError> {
+        let cap = plan.levels()[0].n;
         let slots: Vec<[u32; SLOT_RECORD_WORDS]> = plan.levels().iter().map(slot_record).collect();
         let spec = CountPlan {
             src_word: src.word,
@@ -630,6 +698,12 @@ impl GpuScan {
         &self._partials
     }
 
+    /// Where the producer of a [`ScanPlan::grouped`] scan writes its group sums (its
+    /// `scan_groups` binding): the scan's `scan_partials`.
+    pub fn groups(&self) -> &wgpu::Buffer {
+        &self._partials
+    }
+
     /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);
     /// a counted scan's `count_plan` first.
     pub fn dispatches(
@@ -663,7 +737,8 @@ fn partials_buffer(device: &wgpu::Device, plan: &ScanPlan) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("scan_partials"),
         size: (plan.partials_len as u64 * 4).max(16),
-        usage: wgpu::BufferUsages::STORAGE,
+        // COPY_DST: tests write a grouped scan's group sums themselves.
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     })
 }

@@ -536,6 +536,7 @@ pub const KERNELS: &[Kernel] = &[
             read_write("seg_box"),
             read_write("grid_offsets"),
             read_write("counters"),
+            read_write("scan_groups"),
         ],
         twin: "contact::grid::aabb_raster",
     },
@@ -560,6 +561,7 @@ pub const KERNELS: &[Kernel] = &[
             read("seg_box"),
             read_write("cand_offsets"),
             read_write("counters"),
+            read_write("scan_groups"),
         ],
         twin: "contact::grid::candidate_count",
     },
@@ -670,6 +672,7 @@ pub const KERNELS: &[Kernel] = &[
             read("motion"),
             read("entries"),
             read_write("keep"),
+            read_write("scan_groups"),
         ],
         twin: "sched::entries_keep",
     },
@@ -702,6 +705,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("sched"),
             read("released"),
             read_write("release_offsets"),
+            read_write("scan_groups"),
         ],
         twin: "sched::release_count",
     },
@@ -747,7 +751,12 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "touching_count",
         workgroup_size: WG,
-        bindings: &[read("sched"), read("entries"), read_write("touch_offsets")],
+        bindings: &[
+            read("sched"),
+            read("entries"),
+            read_write("touch_offsets"),
+            read_write("scan_groups"),
+        ],
         twin: "sched::touching_count",
     },
     Kernel {
@@ -777,6 +786,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("sched"),
             read("cells"),
             read_write("sched_grid_offsets"),
+            read_write("scan_groups"),
         ],
         twin: "sched::sched_grid_count",
     },
@@ -802,6 +812,7 @@ pub const KERNELS: &[Kernel] = &[
             read("sched_grid"),
             read_write("newcomer_offsets"),
             read_write("sched_counters"),
+            read_write("scan_groups"),
         ],
         twin: "sched::newcomer_count",
     },
@@ -933,7 +944,12 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "set_point_count",
         workgroup_size: WG,
-        bindings: &[uniform("acl"), read("sets"), read_write("set_offsets")],
+        bindings: &[
+            uniform("acl"),
+            read("sets"),
+            read_write("set_offsets"),
+            read_write("scan_groups"),
+        ],
         twin: "acl::gather::set_point_count",
     },
     Kernel {
@@ -982,7 +998,12 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "set_compact_count",
         workgroup_size: WG,
-        bindings: &[uniform("rebuild"), read("sets"), read_write("set_dest")],
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read_write("set_dest"),
+            read_write("scan_groups"),
+        ],
         twin: "acl::sets::set_compact_count",
     },
     Kernel {
@@ -1191,6 +1212,7 @@ pub const KERNELS: &[Kernel] = &[
             read_write("run_offsets"),
             read_write("set_hull"),
             read_write("merge_counters"),
+            read_write("scan_groups"),
         ],
         twin: "acl::coalesce::coalesce_heads",
     },
@@ -1226,6 +1248,7 @@ pub const KERNELS: &[Kernel] = &[
             read("sets"),
             read_write("bin_offsets"),
             read_write("merge_counters"),
+            read_write("scan_groups"),
         ],
         twin: "acl::coalesce::set_bin_count",
     },
@@ -1263,6 +1286,7 @@ pub const KERNELS: &[Kernel] = &[
             read("set_bin_items"),
             read_write("edge_offsets"),
             read_write("merge_counters"),
+            read_write("scan_groups"),
         ],
         twin: "acl::coalesce::set_overlap_count",
     },
@@ -1357,7 +1381,12 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "set_dirty_count",
         workgroup_size: WG,
-        bindings: &[uniform("rebuild"), read("sets"), read_write("dirty_dest")],
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read_write("dirty_dest"),
+            read_write("scan_groups"),
+        ],
         twin: "acl::sets::set_dirty_count",
     },
     Kernel {

@@ -639,7 +639,8 @@ fn point_table_and_gather_match_the_cpu() {
     let cap = u.record_capacity as usize;
     // 1. count.
     let mut offs_c = vec![0u32; sets.len() + 1];
-    set_point_count(&u, &sets, &mut offs_c);
+    let mut groups = vec![9u32; (sets.len() + 1).div_ceil(256)];
+    set_point_count(&u, &sets, &mut offs_c, &mut groups);
     let out = run_kernel(
         &gpu,
         "set_point_count",
@@ -647,11 +648,16 @@ fn point_table_and_gather_match_the_cpu() {
             ("acl", bytes(&[u])),
             ("sets", bytes(&sets)),
             ("set_offsets", bytes(&vec![9u32; sets.len() + 1])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
         sets.len() as u32 + 1,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["set_offsets"]), offs_c);
+    // The group sums of the grouped scan: each 256 words' sum, the same on the GPU.
+    let sums: Vec<u32> = offs_c.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(groups, sums);
+    assert_eq!(cast::<u32>(&out["scan_groups"]), groups);
     // 2. scan (twin).
     let mut partials = Vec::new();
     yarnsim::scan::exclusive_scan(&mut offs_c, &mut partials);

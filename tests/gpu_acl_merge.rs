@@ -155,7 +155,8 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     // coalesce_heads
     let mut runs = vec![0u32; t + 1];
     let (c_in, hull_in) = (c, hull.clone());
-    coalesce_heads(&u, &f.touching, &mut runs, &mut hull, &mut c);
+    let mut groups = vec![9u32; (t + 1).div_ceil(256)];
+    coalesce_heads(&u, &f.touching, &mut runs, &mut hull, &mut c, &mut groups);
     let out = run_kernel(
         gpu,
         "coalesce_heads",
@@ -165,11 +166,13 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("run_offsets", bytes(&vec![9u32; t + 1])),
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
         t as u32 + 1,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["run_offsets"]), runs, "{label}: run heads");
+    check_groups(&groups, &runs, &out, &format!("{label}: coalesce_heads"));
     assert_eq!(
         cast::<[u32; 4]>(&out["set_hull"]),
         hull,
@@ -280,7 +283,8 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         ..c
     };
     c = c_in;
-    set_bin_count(&u, &sets, &mut bins, &mut c);
+    let mut groups = vec![9u32; (cap + 1).div_ceil(256)];
+    set_bin_count(&u, &sets, &mut bins, &mut c, &mut groups);
     let out = run_kernel(
         gpu,
         "set_bin_count",
@@ -289,6 +293,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("sets", bytes(&sets)),
             ("bin_offsets", bytes(&vec![9u32; cap + 1])),
             ("merge_counters", bytes(&[c_in])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
         cap as u32 + 1,
     )
@@ -298,6 +303,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         bins,
         "{label}: bin counts"
     );
+    check_groups(&groups, &bins, &out, &format!("{label}: set_bin_count"));
     assert_eq!(counters_of(&out), c, "{label}: set_bin_count counters");
     exclusive_scan(&mut bins, &mut Vec::new());
     let items = bins[cap] as usize;
@@ -378,7 +384,8 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     // set_overlap_count → scan → set_overlap_write.
     let mut eoff = vec![0u32; cap + 1];
     let c_in = c;
-    set_overlap_count(&u, &sets, &start, &list, &mut eoff, &mut c);
+    let mut groups = vec![9u32; (cap + 1).div_ceil(256)];
+    set_overlap_count(&u, &sets, &start, &list, &mut eoff, &mut c, &mut groups);
     let out = run_kernel(
         gpu,
         "set_overlap_count",
@@ -389,6 +396,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_bin_items", bytes(&list)),
             ("edge_offsets", bytes(&vec![9u32; cap + 1])),
             ("merge_counters", bytes(&[c_in])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
         cap as u32 + 1,
     )
@@ -398,6 +406,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         eoff,
         "{label}: edge counts"
     );
+    check_groups(&groups, &eoff, &out, &format!("{label}: set_overlap_count"));
     assert_eq!(counters_of(&out), c, "{label}: set_overlap_count counters");
     assert_eq!(c.errors, 0);
     exclusive_scan(&mut eoff, &mut Vec::new());
@@ -549,6 +558,26 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
 }
 
 /// The first step: every contact of the swatch is new.
+/// A grouped scan's producer: the twin's group sums (one per 256 of the words it wrote) are those
+/// words' sums, and the GPU's `scan_groups` are the twin's.
+fn check_groups(
+    twin: &[u32],
+    written: &[u32],
+    out: &std::collections::BTreeMap<String, Vec<u8>>,
+    label: &str,
+) {
+    let sums: Vec<u32> = written
+        .chunks(256)
+        .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
+        .collect();
+    assert_eq!(twin, &sums[..], "{label}: twin group sums");
+    assert_eq!(
+        cast::<u32>(&out["scan_groups"]),
+        twin,
+        "{label}: GPU group sums"
+    );
+}
+
 #[test]
 fn first_step_kernels_match_twins() {
     let Some(gpu) = gpu_or_skip("first_step_kernels_match_twins") else {
@@ -731,7 +760,15 @@ fn rounds_needed(sets: &[ContactSet], nq: u32) -> u32 {
     let mut eoff = vec![0u32; n + 1];
     let mut labels = vec![0u32; 2 * n];
     let mut hull = vec![[0u32; 4]; n];
-    set_overlap_count(&u, sets, index.start(), index.items(), &mut eoff, &mut c);
+    set_overlap_count(
+        &u,
+        sets,
+        index.start(),
+        index.items(),
+        &mut eoff,
+        &mut c,
+        &mut [],
+    );
     exclusive_scan(&mut eoff, &mut Vec::new());
     let mut edges = vec![[0u32; 2]; eoff[n] as usize];
     c.edges.capacity = eoff[n];
@@ -822,7 +859,15 @@ fn long_chain_raises_more_rounds_until_enough() {
         let mut eoff = vec![0u32; n + 1];
         let mut labels = vec![0u32; 2 * n];
         let mut hull = vec![[0u32; 4]; n];
-        set_overlap_count(&u, &tw, index.start(), index.items(), &mut eoff, &mut c);
+        set_overlap_count(
+            &u,
+            &tw,
+            index.start(),
+            index.items(),
+            &mut eoff,
+            &mut c,
+            &mut [],
+        );
         exclusive_scan(&mut eoff, &mut Vec::new());
         let mut edges = vec![[0u32; 2]; n - 1];
         c.edges.capacity = n as u32 - 1;
@@ -957,7 +1002,15 @@ fn scan_limit_is_an_error_on_both_paths() {
     let c0 = counters(m, m, 0);
     let mut c = c0;
     let mut eoff = vec![7u32; m + 1];
-    set_overlap_count(&u, &sets, index.start(), index.items(), &mut eoff, &mut c);
+    set_overlap_count(
+        &u,
+        &sets,
+        index.start(),
+        index.items(),
+        &mut eoff,
+        &mut c,
+        &mut [],
+    );
     assert_eq!(c.errors, MERGE_SCAN_LIMIT);
     assert!(eoff.iter().all(|&e| e == 0));
     let out = run_kernel(
@@ -970,6 +1023,7 @@ fn scan_limit_is_an_error_on_both_paths() {
             ("set_bin_items", bytes(index.items())),
             ("edge_offsets", bytes(&vec![7u32; m + 1])),
             ("merge_counters", bytes(&[c0])),
+            ("scan_groups", bytes(&vec![7u32; (m + 1).div_ceil(256)])),
         ],
         m as u32 + 1,
     )

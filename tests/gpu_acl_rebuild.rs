@@ -86,7 +86,8 @@ fn set_compact_matches_twin() {
         ..Default::default()
     };
     let mut dest = vec![0u32; n + 1];
-    set_compact_count(&p, &sets, &mut dest);
+    let mut groups = vec![7u32; (n + 1).div_ceil(256)];
+    set_compact_count(&p, &sets, &mut dest, &mut groups);
     let out = run_kernel(
         &gpu,
         "set_compact_count",
@@ -94,11 +95,16 @@ fn set_compact_matches_twin() {
             ("rebuild", bytes(&[p])),
             ("sets", bytes(&sets)),
             ("set_dest", bytes(&vec![7u32; n + 1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
         n as u32 + 1,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["set_dest"]), dest);
+    // The group sums of the grouped scan: each 256 words' sum, the same on the GPU.
+    let sums: Vec<u32> = dest.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(groups, sums);
+    assert_eq!(cast::<u32>(&out["scan_groups"]), groups);
     yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
     let live = dest[n] as usize;
     assert_eq!(live, n - n.div_ceil(3));

@@ -88,8 +88,15 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
     const TAIL: usize = 5;
     const SENTINEL: u32 = 0xabad_cafe;
     let mut dest = vec![SENTINEL; ns + 1 + TAIL];
-    set_dirty_count(&p, sets, &mut dest);
+    // The group sums of the ns + 1 words written, and one more slot that must stay.
+    let num_groups = (ns + 1).div_ceil(256);
+    let mut groups = vec![SENTINEL; num_groups + 1];
+    set_dirty_count(&p, sets, &mut dest, &mut groups);
     assert!(dest[ns + 1..].iter().all(|&v| v == SENTINEL));
+    for (g, chunk) in dest[..ns + 1].chunks(256).enumerate() {
+        assert_eq!(groups[g], chunk.iter().sum::<u32>(), "{label}: group {g}");
+    }
+    assert_eq!(groups[num_groups], SENTINEL);
     let counts = dest.clone();
     exclusive_scan(&mut dest[..ns + 1], &mut Vec::new());
     let oracle = dirty_oracle(sets);
@@ -123,6 +130,7 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
             ("rebuild", bytes(&[p])),
             ("sets", bytes(sets)),
             ("dirty_dest", bytes(&vec![SENTINEL; ns + 1 + TAIL])),
+            ("scan_groups", bytes(&vec![SENTINEL; num_groups + 1])),
         ],
         // Threads past num_sets + 1 must do nothing.
         (ns + 1 + TAIL) as u32,
@@ -132,6 +140,14 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
         cast::<u32>(&out["dirty_dest"]),
         counts,
         "{label}: GPU counts"
+    );
+    // A workgroup whose threads wrote nothing writes a zero sum, where the twin writes nothing:
+    // they agree on the groups of the words written.
+    let gpu_groups = cast::<u32>(&out["scan_groups"]);
+    assert_eq!(
+        gpu_groups[..num_groups],
+        groups[..num_groups],
+        "{label}: GPU group sums"
     );
     let out = run_kernel(
         gpu,

@@ -183,6 +183,88 @@ fn gpu_scan_matches_twin() {
     }
 }
 
+/// Group sums as a grouped scan's producer writes them (`scan::write_groups`) over the first `n`
+/// words of `data`, in a buffer of the plan's `partials_len` whose other words hold junk that the
+/// scan must not read.
+fn groups_of(data: &[u32], n: usize, plan: &ScanPlan) -> Vec<u32> {
+    let mut groups = vec![0xdead_beef; plan.partials_len as usize];
+    let k = n.div_ceil(256).min(groups.len());
+    scan::write_groups(&data[..n], &mut groups[..k]);
+    groups
+}
+
+/// A grouped scan (its producer wrote the sums of its 256-element groups into the scan's partials)
+/// is the exclusive scan, on the twin and on the GPU: one dispatch for two levels (each block sums
+/// the groups before it), [`ScanPlan::new`]'s dispatches for one level or three. Counted, it scans
+/// the live prefix, reading only the groups of it.
+#[test]
+fn gpu_grouped_scan_matches_twin() {
+    let mut rng = Rng(23);
+    assert_eq!(ScanPlan::grouped(2049).dispatches().count(), 1);
+    assert_eq!(ScanPlan::grouped(4_194_304).dispatches().count(), 1);
+    assert_eq!(
+        ScanPlan::grouped(4_194_305).dispatches().count(),
+        ScanPlan::new(4_194_305).dispatches().count()
+    );
+    assert_eq!(ScanPlan::grouped(2048).dispatches().count(), 1);
+    // The twin.
+    for &n in SCAN_SIZES {
+        let data = counts(&mut rng, n);
+        let plan = ScanPlan::grouped(n as u32);
+        let mut partials = groups_of(&data, n, &plan);
+        let mut got = data.clone();
+        scan::run_plan(&plan, &mut got, &mut partials);
+        assert_eq!(got, plain_exclusive(&data), "twin, n = {n}");
+    }
+    let Some(gpu) = gpu_or_skip("gpu_grouped_scan_matches_twin") else {
+        return;
+    };
+    let pipelines = counted_pipelines(&gpu);
+    for &n in SCAN_SIZES {
+        let data = counts(&mut rng, n);
+        let mut bufs = Buffers::default();
+        storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
+        let sc =
+            GpuScan::grouped(&gpu.device, &pipelines, bufs.get("data").unwrap(), n as u32).unwrap();
+        let groups = groups_of(&data, n, sc.plan());
+        gpu.queue
+            .write_buffer(sc.groups(), 0, bytemuck::cast_slice(&groups));
+        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
+        let out = bufs
+            .read(&gpu.device, &gpu.queue, "data", 4 * n as u64)
+            .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out);
+        assert_eq!(got, &plain_exclusive(&data)[..], "GPU, n = {n}");
+    }
+    let cap = 70_001u32;
+    for count in [0u32, 1, 2047, 2048, 9_000, 70_000, 1 << 30] {
+        let mut bufs = Buffers::default();
+        let src = count_source(&gpu, &mut bufs, count, 1);
+        let data = counts(&mut rng, cap as usize);
+        storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
+        let sc = GpuScan::counted_grouped(
+            &gpu.device,
+            &pipelines,
+            bufs.get("data").unwrap(),
+            cap,
+            &src,
+        )
+        .unwrap();
+        let n = (count.min(cap - 1) + 1) as usize;
+        let groups = groups_of(&data, n, sc.plan());
+        gpu.queue
+            .write_buffer(sc.groups(), 0, bytemuck::cast_slice(&groups));
+        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
+        let out = bufs
+            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
+            .unwrap();
+        let got: &[u32] = bytemuck::cast_slice(&out);
+        let mut want = data.clone();
+        want[..n].copy_from_slice(&plain_exclusive(&data[..n]));
+        assert_eq!(got, &want[..], "counted, count {count}");
+    }
+}
+
 /// Uncounted sorts against the twin, each sorted twice by the same sort (its histogram scan's level
 /// 1, which `sort_histogram` fills and `sort_scatter` zeroes, must be zero again for the second):
 /// histogram scans of one level (n ≤ 2,048), two (5,000, 70,001) and three (4,194,560 records:

@@ -557,7 +557,8 @@ fn schedule_process_matches_twin() {
 
     // touching_count → exclusive scan → touching_write, on both sides from the twin's entries.
     let mut offsets = vec![0u32; n + 1];
-    touching_count(&u, &cpu_entries, &mut offsets);
+    let mut groups = vec![7u32; (n + 1).div_ceil(256)];
+    touching_count(&u, &cpu_entries, &mut offsets, &mut groups);
     let out = run_kernel(
         &gpu,
         "touching_count",
@@ -565,6 +566,7 @@ fn schedule_process_matches_twin() {
             ("sched", bytes(&[u])),
             ("entries", bytes(&cpu_entries)),
             ("touch_offsets", bytes(&vec![7u32; n + 1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
         n as u32 + 1,
     )
@@ -573,6 +575,7 @@ fn schedule_process_matches_twin() {
         bytemuck::cast_slice::<u8, u32>(&out["touch_offsets"]),
         &offsets[..]
     );
+    check_groups(&groups, &offsets, &out["scan_groups"], "touching_count");
     let mut partials = Vec::new();
     yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
     let total = offsets[n] as usize;
@@ -705,7 +708,8 @@ fn entries_keep_and_compact_match_twins() {
         c.hi[0] += 1000;
     }
     let mut keep = vec![0u32; n + 1];
-    entries_keep(&u, &cells, &motion, &f.entries, &mut keep);
+    let mut groups = vec![9u32; (n + 1).div_ceil(256)];
+    entries_keep(&u, &cells, &motion, &f.entries, &mut keep, &mut groups);
     let out = run_kernel(
         &gpu,
         "entries_keep",
@@ -715,11 +719,13 @@ fn entries_keep_and_compact_match_twins() {
             ("motion", bytes(&motion)),
             ("entries", bytes(&f.entries)),
             ("keep", bytes(&vec![9u32; n + 1])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
         n as u32 + 1,
     )
     .unwrap();
     assert_eq!(bytemuck::cast_slice::<u8, u32>(&out["keep"]), &keep[..]);
+    check_groups(&groups, &keep, &out["scan_groups"], "entries_keep");
     let mut partials = Vec::new();
     yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
     let kept = keep[n] as usize;
@@ -787,7 +793,8 @@ fn release_count_and_mark_match_twins() {
     };
     let nr = released.len();
     let mut offsets = vec![0u32; nr + 1];
-    release_count(&u, &released, &mut offsets);
+    let mut groups = vec![7u32; (nr + 1).div_ceil(256)];
+    release_count(&u, &released, &mut offsets, &mut groups);
     let out = run_kernel(
         &gpu,
         "release_count",
@@ -795,6 +802,7 @@ fn release_count_and_mark_match_twins() {
             ("sched", bytes(&[u])),
             ("released", bytes(&released)),
             ("release_offsets", bytes(&vec![7u32; nr + 1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
         nr as u32 + 1,
     )
@@ -803,6 +811,7 @@ fn release_count_and_mark_match_twins() {
         bytemuck::cast_slice::<u8, u32>(&out["release_offsets"]),
         &offsets[..]
     );
+    check_groups(&groups, &offsets, &out["scan_groups"], "release_count");
     let mut partials = Vec::new();
     yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
     let total = offsets[nr];
@@ -905,6 +914,21 @@ struct NewcomerCase<'a> {
 }
 
 /// Runs one kernel of the chain and returns the buffer named `out` and `sched_counters`.
+/// A grouped scan's producer: the twin's group sums of the `words` words it wrote (one per 256)
+/// are their sums, and the GPU's (`out`) are the twin's.
+fn check_groups(twin: &[u32], written: &[u32], gpu_out: &[u8], label: &str) {
+    for (g, chunk) in written.chunks(256).enumerate() {
+        let sum = chunk.iter().fold(0u32, |a, &v| a.wrapping_add(v));
+        assert_eq!(twin[g], sum, "{label}: twin group {g}");
+    }
+    assert_eq!(twin.len(), written.len().div_ceil(256), "{label}");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(gpu_out),
+        twin,
+        "{label}: GPU groups"
+    );
+}
+
 fn run_sched_kernel(
     gpu: &yarnsim::gpu::Gpu,
     name: &str,
@@ -952,19 +976,26 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
 
     // sched_grid_count → scan.
     let mut offsets = vec![0u32; nseg + 1];
-    sched_grid_count(&u, case.cells, &mut offsets);
-    let (g, _) = run_sched_kernel(
+    let mut groups = vec![7u32; (nseg + 1).div_ceil(256)];
+    sched_grid_count(&u, case.cells, &mut offsets, &mut groups);
+    let out = run_kernel(
         gpu,
         "sched_grid_count",
         &[
             ("sched", bytes(&[u])),
             ("cells", bytes(case.cells)),
             ("sched_grid_offsets", bytes(&vec![7u32; nseg + 1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
         nseg as u32 + 1,
-        "sched_grid_offsets",
+    )
+    .unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["sched_grid_offsets"]),
+        &offsets[..],
+        "{label}"
     );
-    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &offsets[..], "{label}");
+    check_groups(&groups, &offsets, &out["scan_groups"], label);
     yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
     let items = offsets[nseg];
     assert_eq!(items as usize, grid.items().len(), "{label}");
@@ -1004,8 +1035,17 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     // newcomer_count → scan.
     let mut noff = vec![0u32; gcap + 1];
     let mut c2 = c1;
-    newcomer_count(&u, case.cells, case.prev_cells, &sgrid, &mut noff, &mut c2);
-    let (g, gc) = run_sched_kernel(
+    let mut groups = vec![7u32; (gcap + 1).div_ceil(256)];
+    newcomer_count(
+        &u,
+        case.cells,
+        case.prev_cells,
+        &sgrid,
+        &mut noff,
+        &mut c2,
+        &mut groups,
+    );
+    let out = run_kernel(
         gpu,
         "newcomer_count",
         &[
@@ -1015,12 +1055,24 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("sched_grid", bytes(&sgrid)),
             ("newcomer_offsets", bytes(&vec![7u32; gcap + 1])),
             ("sched_counters", bytes(&[c1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
         gcap as u32 + 1,
-        "newcomer_offsets",
-    );
+    )
+    .unwrap();
+    let gc = bytemuck::cast_slice::<u8, SchedCounters>(&out["sched_counters"])[0];
     assert_eq!(gc, c2, "{label}: newcomer_count counters");
-    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &noff[..], "{label}");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["newcomer_offsets"]),
+        &noff[..],
+        "{label}"
+    );
+    check_groups(
+        &groups,
+        &noff,
+        &out["scan_groups"],
+        &format!("{label}: newcomer_count"),
+    );
     yarnsim::scan::exclusive_scan(&mut noff, &mut partials);
     let total = noff[gcap];
 

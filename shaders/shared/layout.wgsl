@@ -164,7 +164,7 @@ struct ScanPass {
     offset: u32,
     next_offset: u32,
     next_unscanned: u32,
-    _pad0: u32,
+    next_per_block: u32,
     _pad1: u32,
     _pad2: u32,
 };

@@ -118,13 +118,15 @@ fn used_sets(c: &MergeCounters) -> usize {
 
 /// Kernel `coalesce_heads`: `run_offsets[t]` = 1 when touching pair `t` starts a run, 0 otherwise
 /// and for `T ≤ t ≤ touching.capacity`; clears the hull accumulators of the slots the runs may
-/// take; `coalesce_base` = `sets.count`.
+/// take; `coalesce_base` = `sets.count`; the group sums of `run_offsets[..=capacity]` into
+/// `scan_groups` ([`crate::scan::write_groups`]: the scan is grouped; the CPU path passes none).
 pub fn coalesce_heads(
     acl_merge: &MergeUniform,
     touching: &[[u32; 2]],
     run_offsets: &mut [u32],
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
+    scan_groups: &mut [u32],
 ) {
     let c = merge_counters;
     let tcap = c.touching.capacity as usize;
@@ -146,6 +148,7 @@ pub fn coalesce_heads(
             set_hull[base + t] = [0; 4];
         }
     }
+    crate::scan::write_groups(&run_offsets[..=tcap], scan_groups);
 }
 
 /// Kernel `contact_coalesce`: pair `t` of run `r = run_offsets[t + 1] − 1` (`run_offsets` scanned)
@@ -256,7 +259,14 @@ pub fn coalesce_pairs(
     resize_with_headroom(sets, n0 + t, ContactSet::default());
     resize_with_headroom(&mut sc.hull, n0 + t, [0; 4]);
     resize_with_headroom(&mut sc.run_offsets, t + 1, 0);
-    coalesce_heads(&u, touching, &mut sc.run_offsets, &mut sc.hull, &mut c);
+    coalesce_heads(
+        &u,
+        touching,
+        &mut sc.run_offsets,
+        &mut sc.hull,
+        &mut c,
+        &mut [],
+    );
     exclusive_scan(&mut sc.run_offsets[..t + 1], &mut sc.partials);
     contact_coalesce(&u, touching, &sc.run_offsets, sets, &mut sc.hull, &mut c);
     coalesce_box(&u, &sc.hull, sets, &mut c);
@@ -270,12 +280,14 @@ pub fn coalesce_pairs(
 }
 
 /// Kernel `set_bin_count`: `bin_offsets[x]` = the bins live set `x` meets (0 for the other slots,
-/// up to and including `sets.capacity`); starts a merge pass (`label_rounds`, `moved` = 0).
+/// up to and including `sets.capacity`); starts a merge pass (`label_rounds`, `moved` = 0); the
+/// group sums of `bin_offsets[..=capacity]` into `scan_groups` ([`crate::scan::write_groups`]).
 pub fn set_bin_count(
     _acl_merge: &MergeUniform,
     sets: &[ContactSet],
     bin_offsets: &mut [u32],
     merge_counters: &mut MergeCounters,
+    scan_groups: &mut [u32],
 ) {
     let c = merge_counters;
     c.label_rounds = 0;
@@ -289,6 +301,7 @@ pub fn set_bin_count(
             _ => 0,
         };
     }
+    crate::scan::write_groups(&bin_offsets[..=c.sets.capacity as usize], scan_groups);
 }
 
 /// Kernel `set_bin_write`: live set `x` writes its items `(bin, x)` from `bin_offsets[x]`
@@ -396,6 +409,8 @@ fn is_moved(s: &ContactSet) -> bool {
 /// Kernel `set_overlap_count`: `edge_offsets[x]` = the overlapping pairs listed from live moved
 /// set `x` (0 for the other slots up to and including `sets.capacity`). A search of more than
 /// `scan_limit` iterations (index items plus bins) lists nothing and raises [`MERGE_SCAN_LIMIT`].
+/// The group sums of `edge_offsets[..=capacity]` go into `scan_groups`
+/// ([`crate::scan::write_groups`]: the scan is grouped; the CPU path passes none).
 pub fn set_overlap_count(
     acl_merge: &MergeUniform,
     sets: &[ContactSet],
@@ -403,6 +418,7 @@ pub fn set_overlap_count(
     set_bin_items: &[u32],
     edge_offsets: &mut [u32],
     merge_counters: &mut MergeCounters,
+    scan_groups: &mut [u32],
 ) {
     let c = merge_counters;
     let cap = c.sets.capacity as usize;
@@ -428,6 +444,7 @@ pub fn set_overlap_count(
     if over.into_inner() {
         c.errors |= MERGE_SCAN_LIMIT;
     }
+    crate::scan::write_groups(&edge_offsets[..=cap], scan_groups);
 }
 
 /// Kernel `set_overlap_write`: live moved set `x` writes its pairs `[x, m]` at
@@ -638,6 +655,7 @@ pub fn set_merge(
             index.items(),
             &mut sc.edge_off,
             &mut c,
+            &mut [],
         );
         if c.errors & MERGE_SCAN_LIMIT != 0 {
             let set = (0..n)

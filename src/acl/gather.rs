@@ -107,7 +107,14 @@ pub fn set_point_table(
 
 /// Kernel `set_point_count`: `set_offsets[k]` = the number of points of set `k` when live, else 0,
 /// for `k < num_sets`; `set_offsets[num_sets]` = 0 (the scan's input; it becomes the total).
-pub fn set_point_count(acl: &AclUniform, sets: &[ContactSet], set_offsets: &mut [u32]) {
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
+pub fn set_point_count(
+    acl: &AclUniform,
+    sets: &[ContactSet],
+    set_offsets: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = acl.num_sets as usize;
     for (k, o) in set_offsets[..=n].iter_mut().enumerate() {
         *o = match sets.get(k) {
@@ -115,6 +122,7 @@ pub fn set_point_count(acl: &AclUniform, sets: &[ContactSet], set_offsets: &mut 
             _ => 0,
         };
     }
+    crate::scan::write_groups(&set_offsets[..=n], scan_groups);
 }
 
 /// The sentinel slot past the records: key `num_points`, larger than every point.

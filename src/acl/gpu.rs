@@ -680,10 +680,13 @@ impl AclGpu {
         )?;
         let get = |n: &str| self.own.get(n).expect("made in build").clone();
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
+        // Grouped scans: their producers (set_point_count, set_compact_count, set_dirty_count)
+        // write the block sums into the scan's partials (their `scan_groups`).
+        let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, &get(n), len);
         let scan_alloc = scan("alloc_dest", 4 * (sc + 1))?;
-        let scan_points = scan("set_offsets", sc + 1)?;
-        let scan_compact = scan("set_dest", sc + 1)?;
-        let scan_dirty = scan("dirty_dest", sc + 1)?;
+        let scan_points = grouped("set_offsets", sc + 1)?;
+        let scan_compact = grouped("set_dest", sc + 1)?;
+        let scan_dirty = grouped("dirty_dest", sc + 1)?;
         let scan_release = scan("release_dest", sc + 2)?;
         // Over the live records, in the fewest passes, into point_slots (set_point_start stops
         // at the count).
@@ -836,7 +839,8 @@ impl AclGpu {
         dg(&mut ops, "set_force", &eval_grids, 1)?;
         // 9–10. Rebuild rounds.
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
-            d(ops, "set_dirty_count", sc + 1)?;
+            let bg = bind("set_dirty_count", &[("scan_groups", scan_dirty.groups())])?;
+            ops.push(Op::Dispatch(("set_dirty_count", bg, (sc + 1).into())));
             extend(ops, scan_dirty.dispatches().collect());
             d(ops, "set_dirty_write", sc + 1)
         };
@@ -906,7 +910,8 @@ impl AclGpu {
         if self.stiction {
             d(&mut ops, "stiction_forces", sc)?;
         }
-        d(&mut ops, "set_point_count", sc + 1)?;
+        let bg = bind("set_point_count", &[("scan_groups", scan_points.groups())])?;
+        ops.push(Op::Dispatch(("set_point_count", bg, (sc + 1).into())));
         extend(&mut ops, scan_points.dispatches().collect());
         let bg = bind("set_point_write", &[("point_slots", &points_written)])?;
         ops.push(Op::Dispatch(("set_point_write", bg, caps.records.into())));
@@ -918,7 +923,11 @@ impl AclGpu {
         )?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table.
-        d(&mut ops, "set_compact_count", sc + 1)?;
+        let bg = bind(
+            "set_compact_count",
+            &[("scan_groups", scan_compact.groups())],
+        )?;
+        ops.push(Op::Dispatch(("set_compact_count", bg, (sc + 1).into())));
         extend(&mut ops, scan_compact.dispatches().collect());
         d(&mut ops, "set_compact", sc)?;
         counts(&mut ops, 3)?;

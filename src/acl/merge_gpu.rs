@@ -209,9 +209,12 @@ impl MergeGpu {
             })
             .collect();
         let get = |n: &str| buffers.get(n).expect("uploaded above");
-        let scan_runs = GpuScan::new(device, pipelines, get("run_offsets"), caps.touching + 1)?;
-        let scan_bins = GpuScan::new(device, pipelines, get("bin_offsets"), caps.sets + 1)?;
-        let scan_edges = GpuScan::new(device, pipelines, get("edge_offsets"), caps.sets + 1)?;
+        // Grouped scans: coalesce_heads, set_bin_count and set_overlap_count write their block
+        // sums into the scan's partials (their `scan_groups`).
+        let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, get(n), len);
+        let scan_runs = grouped("run_offsets", caps.touching + 1)?;
+        let scan_bins = grouped("bin_offsets", caps.sets + 1)?;
+        let scan_edges = grouped("edge_offsets", caps.sets + 1)?;
         // Over the live index items, in the fewest passes (set_bin_index stops at their count).
         let (sort, bins_written) = GpuSort::counted_fewest(
             device,
@@ -240,16 +243,26 @@ impl MergeGpu {
             let bg = pipelines.bind_group_with(device, name, buffers, &[("merge_round", r)])?;
             Ok((name, bg, threads.into()))
         };
+        let counting =
+            |name: &'static str, scan: &GpuScan, threads: u32| -> Result<Dispatch, PipelineError> {
+                let bg = pipelines.bind_group_with(
+                    device,
+                    name,
+                    buffers,
+                    &[("scan_groups", scan.groups())],
+                )?;
+                Ok((name, bg, threads.into()))
+            };
         let mut d: Vec<Dispatch> = Vec::new();
         if coalesce {
-            d.push(own("coalesce_heads", caps.touching + 1)?);
+            d.push(counting("coalesce_heads", &scan_runs, caps.touching + 1)?);
             d.extend(owned(scan_runs.dispatches()));
             d.push(own("contact_coalesce", caps.touching)?);
             d.push(own("coalesce_box", caps.sets)?);
             d.push(own("coalesce_springs", caps.sets.saturating_mul(4))?);
         }
         let mut pass: Vec<Dispatch> = Vec::new();
-        pass.push(own("set_bin_count", caps.sets + 1)?);
+        pass.push(counting("set_bin_count", &scan_bins, caps.sets + 1)?);
         pass.extend(owned(scan_bins.dispatches()));
         let bg = pipelines.bind_group_with(
             device,
@@ -263,7 +276,7 @@ impl MergeGpu {
             "set_bin_index",
             (uniform.num_bins + 1).max(caps.index),
         )?);
-        pass.push(own("set_overlap_count", caps.sets + 1)?);
+        pass.push(counting("set_overlap_count", &scan_edges, caps.sets + 1)?);
         pass.extend(owned(scan_edges.dispatches()));
         pass.push(own("set_overlap_write", caps.sets)?);
         for r in &rounds[..caps.rounds as usize] {

@@ -211,12 +211,20 @@ impl SetIndex {
 /// `set_dest[k]` = 1 for a live set `k < rebuild.num_sets`, else 0, and `set_dest[num_sets]` = 0;
 /// the exclusive scan of it gives each live set its slot in the compacted table and, last, the
 /// number of live sets.
-pub fn set_compact_count(rebuild: &RebuildParams, sets: &[ContactSet], set_dest: &mut [u32]) {
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
+pub fn set_compact_count(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    set_dest: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = rebuild.num_sets as usize;
     for (d, s) in set_dest[..n].iter_mut().zip(&sets[..n]) {
         *d = (s.flags & SET_LIVE != 0) as u32;
     }
     set_dest[n] = 0;
+    crate::scan::write_groups(&set_dest[..=n], scan_groups);
 }
 
 /// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set: every live set of
@@ -263,7 +271,7 @@ pub fn set_compact_stage(
         ..Default::default()
     };
     crate::scan::resize_with_headroom(set_dest, n + 1, 0);
-    set_compact_count(&p, sets, set_dest);
+    set_compact_count(&p, sets, set_dest, &mut []);
     crate::scan::exclusive_scan(set_dest, scan_partials);
     let live = set_dest[n] as usize;
     sets_out.clear();
@@ -287,13 +295,20 @@ pub fn set_compact_stage(
 /// Kernel `set_dirty_count` (`shaders/set_dirty_count.wgsl`), one thread per set plus one:
 /// `dirty_dest[k]` = 1 for a live dirty set `k < rebuild.num_sets` ([`ContactSet::is_dirty`]),
 /// else 0, and `dirty_dest[num_sets]` = 0; the exclusive scan of it gives each dirty set its slot
-/// in the dirty list and, last, their number.
-pub fn set_dirty_count(rebuild: &RebuildParams, sets: &[ContactSet], dirty_dest: &mut [u32]) {
+/// in the dirty list and, last, their number; and the group sums of those `num_sets + 1` words
+/// into `scan_groups` ([`crate::scan::write_groups`]; the scan is grouped).
+pub fn set_dirty_count(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty_dest: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = rebuild.num_sets as usize;
     for (d, s) in dirty_dest[..n].iter_mut().zip(&sets[..n]) {
         *d = s.is_dirty() as u32;
     }
     dirty_dest[n] = 0;
+    crate::scan::write_groups(&dirty_dest[..n + 1], scan_groups);
 }
 
 /// Kernel `set_dirty_write` (`shaders/set_dirty_write.wgsl`), one thread per set plus one, after
@@ -331,7 +346,7 @@ pub fn set_dirty_stage(
         ..Default::default()
     };
     crate::scan::resize_with_headroom(dirty_dest, n + 1, 0);
-    set_dirty_count(&p, sets, dirty_dest);
+    set_dirty_count(&p, sets, dirty_dest, &mut []);
     crate::scan::exclusive_scan(dirty_dest, scan_partials);
     let nd = dirty_dest[n] as usize;
     // Every slot below nd is written by set_dirty_write.

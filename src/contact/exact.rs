@@ -484,6 +484,7 @@ impl ExactContact {
             &mut self.seg_box,
             &mut self.grid_offsets,
             &mut self.counters,
+            &mut [],
         );
         self.check()?;
         scan::exclusive_scan(&mut self.grid_offsets, &mut self.scan_partials);
@@ -511,6 +512,7 @@ impl ExactContact {
             &self.seg_box,
             &mut self.cand_offsets,
             &mut self.counters,
+            &mut [],
         );
         self.check()?;
         scan::exclusive_scan(&mut self.cand_offsets, &mut self.scan_partials);

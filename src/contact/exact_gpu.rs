@@ -147,7 +147,9 @@ impl ExactGpu {
             up(name, &zeros(8 * tc * std::mem::size_of::<KeyValue>()));
         }
         let get = |n: &str| buffers.get(n).expect("uploaded above");
-        let scan_seg = GpuScan::new(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
+        // Grouped scans: aabb_raster and candidate_count write the block sums into the scan's
+        // partials (their `scan_groups`).
+        let scan_seg = GpuScan::grouped(device, pipelines, get("grid_offsets"), ns as u32 + 1)?;
         // Sized by the live entry count.
         let entries_count = CountSource {
             buffer: get("counters").clone(),
@@ -163,7 +165,8 @@ impl ExactGpu {
             super::grid::GRID_KEY_BITS,
             &entries_count,
         )?;
-        let scan_cand = GpuScan::new(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;
+        let scan_cand =
+            GpuScan::grouped(device, pipelines, get("cand_offsets"), entry_capacity + 1)?;
         let scan_touch = GpuScan::new(
             device,
             pipelines,
@@ -194,7 +197,17 @@ impl ExactGpu {
             ))
         };
         let mut d: Vec<Dispatch> = Vec::new();
-        d.push(own("aabb_raster", ns as u32 + 1)?);
+        let counting =
+            |name: &'static str, scan: &GpuScan, threads: u32| -> Result<Dispatch, PipelineError> {
+                let bg = pipelines.bind_group_with(
+                    device,
+                    name,
+                    buffers,
+                    &[("scan_groups", scan.groups())],
+                )?;
+                Ok((name, bg, threads.into()))
+            };
+        d.push(counting("aabb_raster", &scan_seg, ns as u32 + 1)?);
         d.extend(owned(scan_seg.dispatches()));
         d.push((
             "grid_write",
@@ -207,7 +220,7 @@ impl ExactGpu {
             entry_capacity.into(),
         ));
         d.extend(owned(sort_entries.dispatches()));
-        d.push(own("candidate_count", entry_capacity + 1)?);
+        d.push(counting("candidate_count", &scan_cand, entry_capacity + 1)?);
         d.extend(owned(scan_cand.dispatches()));
         d.push(own("candidate_write", entry_capacity)?);
         d.push(own("quadrature_points", s as u32)?);

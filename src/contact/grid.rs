@@ -118,6 +118,8 @@ fn origin_of(params: &Params) -> [f32; 3] {
 
 /// Kernel `aabb_raster`: per segment its padded exact AABB and cell box into `seg_box`, its cell
 /// count into `grid_offsets[s]`; `grid_offsets[num_segments] = 0`.
+/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
 pub fn aabb_raster(
     params: &Params,
     segments: &[Segment],
@@ -125,6 +127,7 @@ pub fn aabb_raster(
     seg_box: &mut [SegmentBox],
     grid_offsets: &mut [u32],
     counters: &mut Counters,
+    scan_groups: &mut [u32],
 ) {
     let n = params.num_segments as usize;
     let flags: (u32, u32) = seg_box[..n]
@@ -142,6 +145,7 @@ pub fn aabb_raster(
     grid_offsets[n] = 0;
     counters.errors |= flags.0;
     counters.first_bad_point = counters.first_bad_point.min(flags.1);
+    crate::scan::write_groups(&grid_offsets[..=n], scan_groups);
 }
 
 /// One segment of [`aabb_raster`]: its box, the error bits it raises and its bad point.
@@ -323,12 +327,15 @@ fn live_entries(counters: &Counters) -> usize {
 /// Kernel `candidate_count`: `cand_offsets[i]` = the pairs entry `i` of the sorted live entries
 /// emits (0 for the slots past them, up to `counters.grid_entries.capacity`);
 /// `cand_offsets[capacity] = 0`.
+/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
 pub fn candidate_count(
     params: &Params,
     grid_entries: &[KeyValue],
     seg_box: &[SegmentBox],
     cand_offsets: &mut [u32],
     counters: &mut Counters,
+    scan_groups: &mut [u32],
 ) {
     let _ = params;
     let cap = counters.grid_entries.capacity as usize;
@@ -350,6 +357,7 @@ pub fn candidate_count(
     if full {
         counters.errors |= ERROR_GRID_CELL_FULL;
     }
+    crate::scan::write_groups(&cand_offsets[..=cap], scan_groups);
 }
 
 /// Kernel `candidate_write`: the pairs of [`candidate_count`] as `[min, max]` segment indices at

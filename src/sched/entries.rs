@@ -103,12 +103,15 @@ pub fn bins_due(n: u64) -> u32 {
 /// kernel: `keep[e] = 1` when entry `e` stays (neither segment left a cell, or their cell boxes still
 /// meet), else 0, and `keep[n] = 0`; an exclusive scan of `keep` gives each kept entry its slot and,
 /// last, the number kept.
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
 pub fn entries_keep(
     sched: &SchedUniform,
     cells: &[CellBox],
     motion: &[SegmentMotion],
     entries: &[SchedEntry],
     keep: &mut [u32],
+    scan_groups: &mut [u32],
 ) {
     let n = sched.num_entries as usize;
     for (k, e) in keep[..n].iter_mut().zip(&entries[..n]) {
@@ -117,6 +120,7 @@ pub fn entries_keep(
             ((motion[a].left == 0 && motion[b].left == 0) || cells[a].intersects(&cells[b])) as u32;
     }
     keep[n] = 0;
+    crate::scan::write_groups(&keep[..=n], scan_groups);
 }
 
 /// Stage `entries_compact` (kernel `shaders/entries_compact.wgsl`), the second half: every kept entry
@@ -157,13 +161,21 @@ pub fn release_rect(bx: &[u32; 4], b: u32, nseg: u32) -> (u32, u32, u32, u32) {
 /// as kernels: `release_offsets[r]` = the slots of released box `r`'s rectangle of segment pairs
 /// ([`release_rect`]), `release_offsets[num_released] = 0`; an exclusive scan gives each release its
 /// first slot and the total.
-pub fn release_count(sched: &SchedUniform, released: &[Release], release_offsets: &mut [u32]) {
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
+pub fn release_count(
+    sched: &SchedUniform,
+    released: &[Release],
+    release_offsets: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = sched.num_released as usize;
     for (o, rel) in release_offsets[..n].iter_mut().zip(released) {
         let (_, _, w, rows) = release_rect(&rel.before, sched.quadrature, sched.num_segments);
         *o = w * rows;
     }
     release_offsets[n] = 0;
+    crate::scan::write_groups(&release_offsets[..=n], scan_groups);
 }
 
 /// Stage `release_mark` (kernel `shaders/release_mark.wgsl`), the second half: slot `t` (below the

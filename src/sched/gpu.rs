@@ -420,7 +420,9 @@ impl SchedGpu {
         let b = self.template.quadrature;
         let nb = self.template.max_bin;
         let get = |n: &str| self.own.get(n).expect("made in new/build");
-        let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, get(n), len);
+        // Grouped scans: their producers (entries_keep, sched_grid_count, release_count,
+        // touching_count) write the block sums into `<data>_groups`, the scan's partials.
+        let scan = |n: &str, len: u32| GpuScan::grouped(device, pipelines, get(n), len);
         let scan_keep = scan("keep", c.entries + 1)?;
         let scan_grid = scan("sched_grid_offsets", ns + 1)?;
         // The newcomer chain's scans, dispatches and sorts follow the live counts of grid items
@@ -438,7 +440,14 @@ impl SchedGpu {
         let counted_scan = |n: &str, len: u32, field: usize| {
             GpuScan::counted(device, pipelines, get(n), len, &count(field, 1))
         };
-        let scan_new = counted_scan("newcomer_offsets", c.grid + 1, grid_field)?;
+        // Grouped: newcomer_count writes its block sums (into `newcomer_groups`).
+        let scan_new = GpuScan::counted_grouped(
+            device,
+            pipelines,
+            get("newcomer_offsets"),
+            c.grid + 1,
+            &count(grid_field, 1),
+        )?;
         let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
         let cand_grid = CountedGrid::new(
             device,
@@ -474,9 +483,19 @@ impl SchedGpu {
         } else {
             "sched_cand"
         };
+        for (name, sc) in [
+            ("keep_groups", &scan_keep),
+            ("sched_grid_groups", &scan_grid),
+            ("release_groups", &scan_rel),
+            ("touch_groups", &scan_touch),
+            ("newcomer_groups", &scan_new),
+        ] {
+            self.own.insert(name, sc.groups().clone());
+        }
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
         let st = [("sched", "sched_step")];
+        let st_groups = |groups: &'static str| [("sched", "sched_step"), ("scan_groups", groups)];
         let sizes = |k: usize| -> Result<wgpu::BindGroup, PipelineError> {
             let phase = format!("sched_phase{k}");
             let map = [("sched_phase", phase.as_str()), ("keep_offsets", "keep")];
@@ -507,7 +526,11 @@ impl SchedGpu {
         push(
             &mut d,
             "entries_keep",
-            &[("sched", "sched_p0"), ("entries", "entries_a")],
+            &[
+                ("sched", "sched_p0"),
+                ("entries", "entries_a"),
+                ("scan_groups", "keep_groups"),
+            ],
             T::Fixed(c.entries + 1),
         )?;
         add(&mut d, scan_keep.dispatches().collect());
@@ -523,7 +546,12 @@ impl SchedGpu {
             c.entries.into(),
         )?;
         d.push(("sched_sizes", sizes(1)?, 1.into()));
-        push(&mut d, "sched_grid_count", &st, T::Fixed(ns + 1))?;
+        push(
+            &mut d,
+            "sched_grid_count",
+            &st_groups("sched_grid_groups"),
+            T::Fixed(ns + 1),
+        )?;
         add(&mut d, scan_grid.dispatches().collect());
         push(
             &mut d,
@@ -532,7 +560,12 @@ impl SchedGpu {
             c.grid.into(),
         )?;
         add(&mut d, sort_grid.dispatches());
-        push(&mut d, "newcomer_count", &st, T::Fixed(c.grid + 1))?;
+        push(
+            &mut d,
+            "newcomer_count",
+            &st_groups("newcomer_groups"),
+            T::Fixed(c.grid + 1),
+        )?;
         add(&mut d, scan_new.dispatches().collect());
         push(
             &mut d,
@@ -551,7 +584,12 @@ impl SchedGpu {
         )?;
         add(&mut d, scan_fresh.dispatches().collect());
         push(&mut d, "newcomer_compact", &st, cand_grid.threads())?;
-        push(&mut d, "release_count", &st, T::Fixed(c.released + 1))?;
+        push(
+            &mut d,
+            "release_count",
+            &st_groups("release_groups"),
+            T::Fixed(c.released + 1),
+        )?;
         add(&mut d, scan_rel.dispatches().collect());
         d.push(("sched_sizes", sizes(2)?, 1.into()));
         push(
@@ -580,7 +618,11 @@ impl SchedGpu {
         push(
             &mut d,
             "touching_count",
-            &[("sched", "sched_p2"), ("entries", "entries_a")],
+            &[
+                ("sched", "sched_p2"),
+                ("entries", "entries_a"),
+                ("scan_groups", "touch_groups"),
+            ],
             T::Fixed(c.entries + 1),
         )?;
         add(&mut d, scan_touch.dispatches().collect());

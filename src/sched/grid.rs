@@ -211,12 +211,20 @@ pub fn grid_build(cells: &[CellBox], grid: &mut SchedGrid) {
 /// Stage `sched_grid_count` (kernel `shaders/sched_grid_count.wgsl`): `sched_grid_offsets[s]` = the
 /// cell count of segment `s`'s box, and `sched_grid_offsets[num_segments] = 0`; an exclusive scan
 /// gives each segment its first item and, last, the total.
-pub fn sched_grid_count(sched: &SchedUniform, cells: &[CellBox], sched_grid_offsets: &mut [u32]) {
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
+pub fn sched_grid_count(
+    sched: &SchedUniform,
+    cells: &[CellBox],
+    sched_grid_offsets: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = sched.num_segments as usize;
     for (o, cb) in sched_grid_offsets[..n].iter_mut().zip(&cells[..n]) {
         *o = box_cell_count(cb);
     }
     sched_grid_offsets[n] = 0;
+    crate::scan::write_groups(&sched_grid_offsets[..=n], scan_groups);
 }
 
 /// Stage `sched_grid_write` (kernel `shaders/sched_grid_write.wgsl`): slot `i` of the capacity
@@ -302,9 +310,11 @@ mod tests {
             ..Default::default()
         };
         let mut off = vec![0u32; cells.len() + 1];
-        sched_grid_count(&u, &cells, &mut off);
-        let mut partials = Vec::new();
-        crate::scan::exclusive_scan(&mut off, &mut partials);
+        // The grouped scan, as on the GPU: the count writes the group sums it reads.
+        let plan = crate::scan::ScanPlan::grouped(off.len() as u32);
+        let mut partials = vec![0u32; plan.partials_len as usize];
+        sched_grid_count(&u, &cells, &mut off, &mut partials);
+        crate::scan::run_plan(&plan, &mut off, &mut partials);
         let total = off[cells.len()] as usize;
         let cap = total + 37;
         let mut counters = SchedCounters::default();

@@ -211,6 +211,8 @@ fn newcomer_pairs(
 /// for the slots past the items); `newcomer_offsets[capacity] = 0`. Newcomer items are counted into
 /// `sched_counters.newcomers`; a hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises
 /// `ERROR_GRID_CELL_FULL`.
+/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
 pub fn newcomer_count(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -218,6 +220,7 @@ pub fn newcomer_count(
     sched_grid: &[KeyValue],
     newcomer_offsets: &mut [u32],
     sched_counters: &mut SchedCounters,
+    scan_groups: &mut [u32],
 ) {
     let _ = sched;
     let cap = sched_counters.grid.capacity as usize;
@@ -237,6 +240,7 @@ pub fn newcomer_count(
     if full {
         sched_counters.errors |= ERROR_GRID_CELL_FULL;
     }
+    crate::scan::write_groups(&newcomer_offsets[..=cap], scan_groups);
 }
 
 /// Stage `newcomer_write` (kernel `shaders/newcomer_write.wgsl`): the pairs of [`newcomer_count`]

@@ -373,7 +373,14 @@ pub fn schedule_process(
 /// Stage `touching_count` (kernel `shaders/touching_count.wgsl`): `touch_offsets[e]` = the touching
 /// count `schedule_process` recorded in entry `e`, and `touch_offsets[n] = 0`: after an exclusive
 /// prefix sum, each entry's first slot in `touching` and, last, the total.
-pub fn touching_count(sched: &SchedUniform, entries: &[SchedEntry], touch_offsets: &mut [u32]) {
+/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
+/// the scan is grouped; the CPU path passes none).
+pub fn touching_count(
+    sched: &SchedUniform,
+    entries: &[SchedEntry],
+    touch_offsets: &mut [u32],
+    scan_groups: &mut [u32],
+) {
     let n = sched.num_entries as usize;
     touch_offsets[..n]
         .par_iter_mut()
@@ -381,6 +388,7 @@ pub fn touching_count(sched: &SchedUniform, entries: &[SchedEntry], touch_offset
         .zip(entries[..n].par_iter())
         .for_each(|(o, e)| *o = (e.bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT);
     touch_offsets[n] = 0;
+    crate::scan::write_groups(&touch_offsets[..=n], scan_groups);
 }
 
 /// Stage `touching_write` (kernel `shaders/touching_write.wgsl`): every entry with a touching count
