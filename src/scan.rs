@@ -594,19 +594,10 @@ impl GpuScan {
         Self::counted_plan(device, pipelines, data, ScanPlan::new(cap), src)
     }
 
-    /// [`GpuScan::counted`] for data whose producer writes its group sums into
-    /// [`GpuScan::groups`] ([`ScanPlan::grouped`]).
-    pub fn counted_grouped(
-        device: &wgpu::Device,
-        pipelines: &Pipelines,
-        data: &wgpu::Buffer,
-        cap: u32,
-        src: &CountSource,
-    ) -> Result<GpuScan, PipelineError> {
-        Self::counted_plan(device, pipelines, data, ScanPlan::grouped(cap), src)
-    }
-
-    fn counted_plan(
+    /// [`GpuScan::counted`] with the levels of `plan`, made for the capacity
+    /// ([`ScanPlan::grouped`] for data whose producer writes its group sums into
+    /// [`GpuScan::groups`]).
+    pub fn counted_plan(
         device: &wgpu::Device,
         pipelines: &Pipelines,
         data: &wgpu::Buffer,
@@ -702,6 +693,25 @@ impl GpuScan {
     /// `scan_groups` binding): the scan's `scan_partials`.
     pub fn groups(&self) -> &wgpu::Buffer {
         &self._partials
+    }
+
+    /// The dispatch of `kernel`, the producer of this grouped scan's data, over `threads`: its
+    /// bindings from `buffers`, with [`GpuScan::groups`] as its `scan_groups`.
+    pub fn producer(
+        &self,
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        kernel: &'static str,
+        buffers: &Buffers,
+        threads: u32,
+    ) -> Result<(&'static str, wgpu::BindGroup, Threads), PipelineError> {
+        let bg = pipelines.bind_group_with(
+            device,
+            kernel,
+            buffers,
+            &[("scan_groups", self.groups())],
+        )?;
+        Ok((kernel, bg, threads.into()))
     }
 
     /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);

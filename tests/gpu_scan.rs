@@ -242,11 +242,11 @@ fn gpu_grouped_scan_matches_twin() {
         let src = count_source(&gpu, &mut bufs, count, 1);
         let data = counts(&mut rng, cap as usize);
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
-        let sc = GpuScan::counted_grouped(
+        let sc = GpuScan::counted_plan(
             &gpu.device,
             &pipelines,
             bufs.get("data").unwrap(),
-            cap,
+            ScanPlan::grouped(cap),
             &src,
         )
         .unwrap();

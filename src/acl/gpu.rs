@@ -839,8 +839,8 @@ impl AclGpu {
         dg(&mut ops, "set_force", &eval_grids, 1)?;
         // 9–10. Rebuild rounds.
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
-            let bg = bind("set_dirty_count", &[("scan_groups", scan_dirty.groups())])?;
-            ops.push(Op::Dispatch(("set_dirty_count", bg, (sc + 1).into())));
+            let count = scan_dirty.producer(device, pipelines, "set_dirty_count", own, sc + 1)?;
+            ops.push(Op::Dispatch(count));
             extend(ops, scan_dirty.dispatches().collect());
             d(ops, "set_dirty_write", sc + 1)
         };
@@ -910,8 +910,8 @@ impl AclGpu {
         if self.stiction {
             d(&mut ops, "stiction_forces", sc)?;
         }
-        let bg = bind("set_point_count", &[("scan_groups", scan_points.groups())])?;
-        ops.push(Op::Dispatch(("set_point_count", bg, (sc + 1).into())));
+        let count = scan_points.producer(device, pipelines, "set_point_count", own, sc + 1)?;
+        ops.push(Op::Dispatch(count));
         extend(&mut ops, scan_points.dispatches().collect());
         let bg = bind("set_point_write", &[("point_slots", &points_written)])?;
         ops.push(Op::Dispatch(("set_point_write", bg, caps.records.into())));
@@ -923,11 +923,8 @@ impl AclGpu {
         )?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table.
-        let bg = bind(
-            "set_compact_count",
-            &[("scan_groups", scan_compact.groups())],
-        )?;
-        ops.push(Op::Dispatch(("set_compact_count", bg, (sc + 1).into())));
+        let count = scan_compact.producer(device, pipelines, "set_compact_count", own, sc + 1)?;
+        ops.push(Op::Dispatch(count));
         extend(&mut ops, scan_compact.dispatches().collect());
         d(&mut ops, "set_compact", sc)?;
         counts(&mut ops, 3)?;

@@ -243,26 +243,28 @@ impl MergeGpu {
             let bg = pipelines.bind_group_with(device, name, buffers, &[("merge_round", r)])?;
             Ok((name, bg, threads.into()))
         };
-        let counting =
-            |name: &'static str, scan: &GpuScan, threads: u32| -> Result<Dispatch, PipelineError> {
-                let bg = pipelines.bind_group_with(
-                    device,
-                    name,
-                    buffers,
-                    &[("scan_groups", scan.groups())],
-                )?;
-                Ok((name, bg, threads.into()))
-            };
         let mut d: Vec<Dispatch> = Vec::new();
         if coalesce {
-            d.push(counting("coalesce_heads", &scan_runs, caps.touching + 1)?);
+            d.push(scan_runs.producer(
+                device,
+                pipelines,
+                "coalesce_heads",
+                buffers,
+                caps.touching + 1,
+            )?);
             d.extend(owned(scan_runs.dispatches()));
             d.push(own("contact_coalesce", caps.touching)?);
             d.push(own("coalesce_box", caps.sets)?);
             d.push(own("coalesce_springs", caps.sets.saturating_mul(4))?);
         }
         let mut pass: Vec<Dispatch> = Vec::new();
-        pass.push(counting("set_bin_count", &scan_bins, caps.sets + 1)?);
+        pass.push(scan_bins.producer(
+            device,
+            pipelines,
+            "set_bin_count",
+            buffers,
+            caps.sets + 1,
+        )?);
         pass.extend(owned(scan_bins.dispatches()));
         let bg = pipelines.bind_group_with(
             device,
@@ -276,7 +278,13 @@ impl MergeGpu {
             "set_bin_index",
             (uniform.num_bins + 1).max(caps.index),
         )?);
-        pass.push(counting("set_overlap_count", &scan_edges, caps.sets + 1)?);
+        pass.push(scan_edges.producer(
+            device,
+            pipelines,
+            "set_overlap_count",
+            buffers,
+            caps.sets + 1,
+        )?);
         pass.extend(owned(scan_edges.dispatches()));
         pass.push(own("set_overlap_write", caps.sets)?);
         for r in &rounds[..caps.rounds as usize] {

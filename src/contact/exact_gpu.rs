@@ -197,17 +197,7 @@ impl ExactGpu {
             ))
         };
         let mut d: Vec<Dispatch> = Vec::new();
-        let counting =
-            |name: &'static str, scan: &GpuScan, threads: u32| -> Result<Dispatch, PipelineError> {
-                let bg = pipelines.bind_group_with(
-                    device,
-                    name,
-                    buffers,
-                    &[("scan_groups", scan.groups())],
-                )?;
-                Ok((name, bg, threads.into()))
-            };
-        d.push(counting("aabb_raster", &scan_seg, ns as u32 + 1)?);
+        d.push(scan_seg.producer(device, pipelines, "aabb_raster", buffers, ns as u32 + 1)?);
         d.extend(owned(scan_seg.dispatches()));
         d.push((
             "grid_write",
@@ -220,7 +210,13 @@ impl ExactGpu {
             entry_capacity.into(),
         ));
         d.extend(owned(sort_entries.dispatches()));
-        d.push(counting("candidate_count", &scan_cand, entry_capacity + 1)?);
+        d.push(scan_cand.producer(
+            device,
+            pipelines,
+            "candidate_count",
+            buffers,
+            entry_capacity + 1,
+        )?);
         d.extend(owned(scan_cand.dispatches()));
         d.push(own("candidate_write", entry_capacity)?);
         d.push(own("quadrature_points", s as u32)?);

@@ -74,7 +74,7 @@ use crate::layout::{
 use crate::pipelines::Dispatch;
 use crate::pipelines::Threads as T;
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::scan::{CountSource, CountedGrid, GpuScan};
+use crate::scan::{CountSource, CountedGrid, GpuScan, ScanPlan};
 use crate::sort::GpuSort;
 use std::mem::offset_of;
 
@@ -441,11 +441,11 @@ impl SchedGpu {
             GpuScan::counted(device, pipelines, get(n), len, &count(field, 1))
         };
         // Grouped: newcomer_count writes its block sums (into `newcomer_groups`).
-        let scan_new = GpuScan::counted_grouped(
+        let scan_new = GpuScan::counted_plan(
             device,
             pipelines,
             get("newcomer_offsets"),
-            c.grid + 1,
+            ScanPlan::grouped(c.grid + 1),
             &count(grid_field, 1),
         )?;
         let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
