@@ -193,6 +193,27 @@ fn groups_of(data: &[u32], n: usize, plan: &ScanPlan) -> Vec<u32> {
     groups
 }
 
+/// Runs grouped scan `sc` of buffer "data" (holding `data`) after writing the group sums of its
+/// first `n` words as the producer would, and reads back `len` words.
+fn run_grouped(
+    gpu: &Gpu,
+    pipelines: &Pipelines,
+    sc: &GpuScan,
+    bufs: &Buffers,
+    data: &[u32],
+    n: usize,
+    len: usize,
+) -> Vec<u32> {
+    let groups = groups_of(data, n, sc.plan());
+    gpu.queue
+        .write_buffer(sc.groups(), 0, bytemuck::cast_slice(&groups));
+    submit(gpu, |pass| sc.record(pipelines, pass).unwrap());
+    let out = bufs
+        .read(&gpu.device, &gpu.queue, "data", 4 * len as u64)
+        .unwrap();
+    bytemuck::cast_slice(&out).to_vec()
+}
+
 /// A grouped scan (its producer wrote the sums of its 256-element groups into the scan's partials)
 /// is the exclusive scan, on the twin and on the GPU: one dispatch for two levels (each block sums
 /// the groups before it), [`ScanPlan::new`]'s dispatches for one level or three. Counted, it scans
@@ -226,15 +247,8 @@ fn gpu_grouped_scan_matches_twin() {
         storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
         let sc =
             GpuScan::grouped(&gpu.device, &pipelines, bufs.get("data").unwrap(), n as u32).unwrap();
-        let groups = groups_of(&data, n, sc.plan());
-        gpu.queue
-            .write_buffer(sc.groups(), 0, bytemuck::cast_slice(&groups));
-        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
-        let out = bufs
-            .read(&gpu.device, &gpu.queue, "data", 4 * n as u64)
-            .unwrap();
-        let got: &[u32] = bytemuck::cast_slice(&out);
-        assert_eq!(got, &plain_exclusive(&data)[..], "GPU, n = {n}");
+        let got = run_grouped(&gpu, &pipelines, &sc, &bufs, &data, n, n);
+        assert_eq!(got, plain_exclusive(&data), "GPU, n = {n}");
     }
     let cap = 70_001u32;
     for count in [0u32, 1, 2047, 2048, 9_000, 70_000, 1 << 30] {
@@ -251,17 +265,10 @@ fn gpu_grouped_scan_matches_twin() {
         )
         .unwrap();
         let n = (count.min(cap - 1) + 1) as usize;
-        let groups = groups_of(&data, n, sc.plan());
-        gpu.queue
-            .write_buffer(sc.groups(), 0, bytemuck::cast_slice(&groups));
-        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
-        let out = bufs
-            .read(&gpu.device, &gpu.queue, "data", 4 * cap as u64)
-            .unwrap();
-        let got: &[u32] = bytemuck::cast_slice(&out);
+        let got = run_grouped(&gpu, &pipelines, &sc, &bufs, &data, n, cap as usize);
         let mut want = data.clone();
         want[..n].copy_from_slice(&plain_exclusive(&data[..n]));
-        assert_eq!(got, &want[..], "counted, count {count}");
+        assert_eq!(got, want, "counted, count {count}");
     }
 }
 
