@@ -17,7 +17,11 @@
 //! `YARNSIM_BENCH_MODELS` (default `none,exact,acl`), `YARNSIM_BENCH_PATHS` (default `cpu,gpu`),
 //! `YARNSIM_BENCH_STEPS` (the most steps measured per row, default 200), `YARNSIM_BENCH_SECONDS`
 //! (a row stops measuring after the first batch that ends past this, default 10),
-//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20), `YARNSIM_BENCH_CHUNK` (steps the GPU
+//! `YARNSIM_BENCH_WARMUP` (untimed steps first, default 20), `YARNSIM_BENCH_FRAME` (steps per
+//! measured frame, default the scene's `steps_per_frame`: each frame ends with the CPU's
+//! pass-through check, and on the GPU path the state's download, which a run spreads over that
+//! many steps; a row stops at the end of a frame),
+//! `YARNSIM_BENCH_CHUNK` (steps the GPU
 //! path records and submits together, default 16; 64 puts a whole batch in one submission, so the
 //! host's recording and the GPU's work do not overlap and the printed host and wait times
 //! separate them), `YARNSIM_BENCH_UNTIMED=1` (no per-kernel timestamps: the first step of each
@@ -140,10 +144,10 @@ struct Row {
     /// Compute passes per untimed step (wgpu encodes each into command buffers of its own).
     passes: u32,
     kernels: Vec<(&'static str, f64)>,
-    /// The GPU simulation's batch reruns and capacity growths so far (warm-up included).
+    /// The GPU simulation's batch reruns and capacity growths in the measured steps.
     reruns: (f64, f64),
-    /// Steps of its failed batch attempts so far, and the length-projection iterations it
-    /// encodes per step at the end.
+    /// Steps of its failed batch attempts in the measured steps, and the length-projection
+    /// iterations it encodes per step at the end.
     rerun_steps: f64,
     length_budget: f64,
     /// Host milliseconds per step recording and submitting batches, and waiting for them.
@@ -231,8 +235,10 @@ fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool, fixed: Option<u64
             sim.step().unwrap();
         }
         let (mut wall, mut contact) = (0.0, 0.0);
+        // Frames as the GPU rows take them (each ends with the pass-through check).
+        let frame = env("YARNSIM_BENCH_FRAME", sim.params.steps_per_frame as u64).max(1);
         while row.steps < steps && wall < secs * 1e3 {
-            let k = (steps - row.steps).min(8);
+            let k = (steps - row.steps).min(frame);
             sim.params.steps_per_frame = k as u32;
             let t = Instant::now();
             let stats = sim.frame().unwrap();
@@ -295,10 +301,14 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         }
     }
     let (mut wall, mut contact_ms, mut timed_frames) = (0.0, 0.0, 0.0);
+    // Frames as long as the scene's (a run's end-of-frame work, the download and the CPU's
+    // pass-through check, is spread over that many steps), or YARNSIM_BENCH_FRAME steps.
+    let frame = env("YARNSIM_BENCH_FRAME", gs.sim.params.steps_per_frame as u64).max(1);
+    let so_far = (gs.reruns(), gs.rerun_steps(), gs.capacity_grows());
     while row.steps < steps && wall < secs * 1e3 {
-        // A frame of up to `MAX_BATCH` steps, run in batches of `GpuSim::advance`'s length (the
-        // first step of each batch is timed per kernel).
-        let k = (steps - row.steps).min(64);
+        // A frame, run in batches of `GpuSim::advance`'s length (the first step of each batch is
+        // timed per kernel).
+        let k = (steps - row.steps).min(frame);
         gs.sim.params.steps_per_frame = k as u32;
         let t = Instant::now();
         let (stats, times) = match gs.frame() {
@@ -326,8 +336,11 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
                 .find(|(n, _)| n == k)
                 .map_or(0.0, |x| x.1)
         };
-        row.reruns = (extra("batch_reruns"), extra("capacity_grows"));
-        row.rerun_steps = extra("batch_rerun_steps");
+        row.reruns = (
+            (gs.reruns() - so_far.0) as f64,
+            (gs.capacity_grows() - so_far.2) as f64,
+        );
+        row.rerun_steps = (gs.rerun_steps() - so_far.1) as f64;
         row.length_budget = extra("length_budget");
         if times.timed {
             timed_frames += 1.0;

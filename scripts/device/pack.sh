@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Packs what a check on a lent GPU machine runs into .devbin/bins.tar.xz (git-ignored through
-# .git/info/exclude): release builds of the CLI, the gpu bench and every GPU test binary, stripped.
+# .git/info/exclude): release builds of the CLI, the gpu and dispatch benches and every GPU test
+# binary, stripped.
 # That machine has no Rust toolchain, so everything it runs is built here (x86-64, like it).
 #
 #   scripts/device/pack.sh              # this checkout
+#   NOTESTS=1 scripts/device/pack.sh    # the CLI and the benches only (no test binaries)
 #   BASE=<rev> scripts/device/pack.sh   # also the gpu bench of <rev>, as bench_gpu_old (a baseline
 #                                       # to time in the same call; built in a worktree under /tmp)
 #
@@ -30,13 +32,15 @@ for line in sys.stdin:
 
 cargo build --release --bin yarnsim
 cp target/release/yarnsim .devbin/bin/yarnsim
-cargo test --release --no-run --message-format=json 2>/dev/null | executables |
+if [ -z "${NOTESTS:-}" ]; then
+  cargo test --release --no-run --message-format=json 2>/dev/null | executables |
+    while read -r name path; do
+      case "$name" in gpu_* | relax | checkpoint) cp "$path" ".devbin/bin/$name" ;; esac
+    done
+fi
+cargo bench --bench gpu --bench dispatch --no-run --message-format=json 2>/dev/null | executables |
   while read -r name path; do
-    case "$name" in gpu_* | relax | checkpoint) cp "$path" ".devbin/bin/$name" ;; esac
-  done
-cargo bench --bench gpu --no-run --message-format=json 2>/dev/null | executables |
-  while read -r name path; do
-    [ "$name" = gpu ] && cp "$path" .devbin/bin/bench_gpu
+    case "$name" in gpu | dispatch) cp "$path" ".devbin/bin/bench_$name" ;; esac
   done
 if [ -n "${BASE:-}" ]; then
   wt=/tmp/yarnsim-base

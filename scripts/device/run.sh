@@ -11,18 +11,45 @@
 #   SCENES=a,b       bench scenes (YARNSIM_BENCH_SCENES; default swatch2000,scarf_relaxed, where
 #                    scarf_relaxed is relaxed here first, on the GPU, by `yarnsim run --frames 0`)
 #   MODELS=a,b       bench models (default none,exact,acl); PATHS (default gpu)
-#   STEPS, SECS      the most steps and seconds per bench row (default 400, 6)
+#   STEPS, SECS      the most steps and seconds per bench row (default 1080, 6: two of the scarf's
+#                    540-step frames, as the bench's frames are the scene's)
+#   DISPATCH=1       first the dispatch bench (what one dispatch costs, by kind)
+#   RUNS=a,b         also time `yarnsim run` of the relaxed scarf on the GPU with these contact
+#                    models, RUN_FRAMES frames each (default 2)
 #   UNTIMED=1        also a bench pass with YARNSIM_BENCH_UNTIMED=1 (no per-kernel timestamps)
+#   SUBMIT=1         also the relaxed scarf's exact and ACL rows untimed with 1 and with 64 steps per
+#                    submission (is wgpu's submit time per dispatch host work, or the driver waiting?)
 #   CHUNK=n          YARNSIM_BENCH_CHUNK for the bench (default: the bench's own, 16)
 #   NOOLD=1          skip bench_gpu_old (the baseline pack.sh built with BASE=<rev>), if packed
 #   BENCH_TIMEOUT=s  seconds per bench run (default 150)
 #   RELAX=a,b        also time `yarnsim run SCENE --backend gpu --frames 1` for these scenes
+#   SCARF_BCC=file   the relaxed scarf's state (a frame_0000.bcc made anywhere, e.g. on the CPU
+#                    here, and carried): the bench's scarf_relaxed starts from it, nothing is relaxed
+#   BENCH_FIRST=1    the benches before the tests (the tests then take what time is left)
+#   DEADLINE=s       stop starting work s seconds after the start; each test, bench and run is cut
+#                    to the time left, so the call ends within it (default 540)
+#
+# The device tool brings back at most 8 files from $OUT: everything is written to a work folder and
+# packed into $OUT/all.tar.gz at the end, beside $OUT/summary.txt.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/out}
+OUT=/tmp/yarnsim-out
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
+t0=$(date +%s)
+DEADLINE=${DEADLINE:-540}
+pack() {
+  cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
+  tar -C "$OUT" -czf "$FINAL/all.tar.gz" .
+}
+trap pack EXIT
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 now() { date +%s%N; }
 secs() { echo "$((($(now) - $1) / 1000000)) ms"; }
+# The seconds a step may take: its own limit, cut to what is left before the deadline.
+budget() {
+  local left=$((DEADLINE - ($(date +%s) - t0)))
+  if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
 
 if ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -46,26 +73,39 @@ B=$bins/bin
 mkdir -p "$built/target/release" && cp "$B/yarnsim" "$built/target/release/yarnsim"
 log "build $(cat "$B/HEAD") (baseline $(cat "$B/BASE" 2>/dev/null || echo none)) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 
-if [ -z "${NOTESTS:-}" ]; then
+tests() {
+  [ -n "${NOTESTS:-}" ] && return
   if [ -n "${TESTS:-}" ]; then
     list=${TESTS//,/ }
   else
-    list=$(cd "$B" && ls | grep -v -e '^bench_gpu' -e '^yarnsim$' -e '^HEAD$' -e '^BASE$')
+    list=$(cd "$B" && ls | grep -v -e '^bench_' -e '^yarnsim$' -e '^HEAD$' -e '^BASE$')
   fi
   for t in $list; do
+    lim=$(budget "${TEST_TIMEOUT:-120}")
+    if [ "$lim" -lt 5 ]; then
+      log "test $t: not run (deadline)"
+      continue
+    fi
     start=$(now)
-    timeout "${TEST_TIMEOUT:-120}" "$B/$t" --test-threads=1 >"$OUT/test_$t.log" 2>&1
+    timeout "$lim" "$B/$t" --test-threads=1 >"$OUT/test_$t.log" 2>&1
     rc=$?
     log "test $t: rc $rc, $(secs "$start"), $(grep -h '^test result' "$OUT/test_$t.log" | tail -1)"
   done
-fi
+}
+[ -z "${BENCH_FIRST:-}" ] && tests
 
 scenes=${SCENES:-swatch2000,scarf_relaxed}
 if [[ ",$scenes," == *",scarf_relaxed,"* ]]; then
-  start=$(now)
-  timeout 300 "$B/yarnsim" run scenes/scarf.toml --backend gpu --frames 0 --quiet \
-    --out /tmp/scarf_relaxed >"$OUT/relax_scarf.log" 2>&1
-  log "scarf relaxed on the GPU: rc $?, $(secs "$start")"
+  mkdir -p /tmp/scarf_relaxed
+  if [ -n "${SCARF_BCC:-}" ]; then
+    cp "$SCARF_BCC" /tmp/scarf_relaxed/frame_0000.bcc
+    log "scarf relaxed: carried ($SCARF_BCC)"
+  else
+    start=$(now)
+    timeout "$(budget 300)" "$B/yarnsim" run scenes/scarf.toml --backend gpu --frames 0 --quiet \
+      --out /tmp/scarf_relaxed >"$OUT/relax_scarf.log" 2>&1
+    log "scarf relaxed on the GPU: rc $?, $(secs "$start")"
+  fi
   # The relaxed state as a scene: scenes/scarf.toml's obstacle, the cloth from frame 0, no relaxation.
   cat >/tmp/scarf_relaxed/scarf_relaxed.toml <<'TOML'
 [simulation]
@@ -82,26 +122,51 @@ friction = 0.3
 TOML
   scenes=${scenes//scarf_relaxed//tmp/scarf_relaxed/scarf_relaxed.toml}
 fi
-RELAX=${RELAX:-}
-for s in ${RELAX//,/ }; do
-  start=$(now)
-  timeout 300 "$B/yarnsim" run "scenes/$s.toml" --backend gpu --frames 1 --stats "$OUT/stats_$s.jsonl" \
-    >"$OUT/relax_$s.log" 2>&1
-  log "run $s --frames 1 on the GPU (relaxation included): rc $?, $(secs "$start")"
-done
 
 bench() { # name binary [env...]
-  local name=$1 bin=$2
+  local name=$1 bin=$2 lim
   shift 2
+  lim=$(budget "${BENCH_TIMEOUT:-150}")
+  [ "$lim" -lt 10 ] && { log "bench $name: not run (deadline)"; return; }
   env YARNSIM_BENCH_SCENES="$scenes" YARNSIM_BENCH_MODELS="${MODELS:-none,exact,acl}" \
-    YARNSIM_BENCH_PATHS="${PATHS:-gpu}" YARNSIM_BENCH_STEPS="${STEPS:-400}" \
+    YARNSIM_BENCH_PATHS="${PATHS:-gpu}" YARNSIM_BENCH_STEPS="${STEPS:-1080}" \
     YARNSIM_BENCH_SECONDS="${SECS:-6}" YARNSIM_BENCH_JSON="$OUT/bench_$name.jsonl" \
     ${CHUNK:+YARNSIM_BENCH_CHUNK=$CHUNK} "$@" \
-    timeout "${BENCH_TIMEOUT:-150}" "$B/$bin" --bench >"$OUT/bench_$name.log" 2>&1
+    timeout "$lim" "$B/$bin" --bench >"$OUT/bench_$name.log" 2>&1
   log "bench $name: rc $?"
   grep -E '^ +(none|exact|acl) +gpu' "$OUT/bench_$name.log" | tee -a "$OUT/summary.txt"
 }
+if [ -n "${DISPATCH:-}" ] && [ -x "$B/bench_dispatch" ]; then
+  timeout "$(budget 120)" "$B/bench_dispatch" --bench >"$OUT/bench_dispatch.log" 2>&1
+  log "bench dispatch: rc $?"
+  tee -a "$OUT/summary.txt" <"$OUT/bench_dispatch.log"
+fi
 bench new bench_gpu
 [ -n "${UNTIMED:-}" ] && bench new_untimed bench_gpu YARNSIM_BENCH_UNTIMED=1
+if [ -n "${SUBMIT:-}" ]; then
+  for c in 1 64; do
+    bench "submit_chunk$c" bench_gpu YARNSIM_BENCH_UNTIMED=1 YARNSIM_BENCH_CHUNK=$c \
+      YARNSIM_BENCH_SCENES=/tmp/scarf_relaxed/scarf_relaxed.toml YARNSIM_BENCH_MODELS=exact,acl
+  done
+fi
 [ -z "${NOOLD:-}" ] && [ -x "$B/bench_gpu_old" ] && bench old bench_gpu_old
+RUNS=${RUNS:-}
+for m in ${RUNS//,/ }; do
+  lim=$(budget 120)
+  [ "$lim" -lt 10 ] && { log "run scarf_relaxed $m: not run (deadline)"; continue; }
+  start=$(now)
+  timeout "$lim" "$B/yarnsim" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
+    --frames "${RUN_FRAMES:-2}" --set "contact.model=$m" --stats "$OUT/run_$m.jsonl" >"$OUT/run_$m.log" 2>&1
+  log "run scarf_relaxed --backend gpu, $m: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$m.log" | tail -1)"
+done
+[ -n "${BENCH_FIRST:-}" ] && tests
+RELAX=${RELAX:-}
+for s in ${RELAX//,/ }; do
+  lim=$(budget 300)
+  [ "$lim" -lt 10 ] && { log "run $s: not run (deadline)"; continue; }
+  start=$(now)
+  timeout "$lim" "$B/yarnsim" run "scenes/$s.toml" --backend gpu --frames 1 --stats "$OUT/stats_$s.jsonl" \
+    >"$OUT/relax_$s.log" 2>&1
+  log "run $s --frames 1 on the GPU (relaxation included): rc $?, $(secs "$start")"
+done
 true
