@@ -313,6 +313,38 @@ impl Buffers {
         self.map.insert(name.to_string(), buffer);
     }
 
+    /// Creates (or replaces) buffer `name` of `bytes` zero bytes (padded like [`Buffers::upload`]).
+    /// Nothing is written from the host: WebGPU gives every new buffer zeroed contents, which
+    /// wgpu fills on the GPU before the buffer's first use. (Uploading a host vector of zeros
+    /// instead cost the ACL path's rebuild with new capacities hundreds of milliseconds on the
+    /// scarf: hundreds of MiB copied on the host and sent to the device.)
+    pub fn zeroed(
+        &mut self,
+        device: &wgpu::Device,
+        name: &str,
+        bytes: usize,
+        uniform: bool,
+    ) -> &wgpu::Buffer {
+        let buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(name),
+            size: (bytes as u64).next_multiple_of(4).max(MIN_BUFFER),
+            usage: Self::usage(uniform),
+            mapped_at_creation: false,
+        });
+        self.map.insert(name.to_string(), buf);
+        &self.map[name]
+    }
+
+    fn usage(uniform: bool) -> wgpu::BufferUsages {
+        if uniform {
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST
+        } else {
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC
+        }
+    }
+
     /// Creates (or replaces) buffer `name` holding `bytes`, padded to 4 bytes and at least 16 bytes.
     pub fn upload(
         &mut self,
@@ -323,17 +355,10 @@ impl Buffers {
         uniform: bool,
     ) -> &wgpu::Buffer {
         let size = (bytes.len() as u64).next_multiple_of(4).max(MIN_BUFFER);
-        let usage = if uniform {
-            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST
-        } else {
-            wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC
-        };
         let buf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(name),
             size,
-            usage,
+            usage: Self::usage(uniform),
             mapped_at_creation: false,
         });
         if !bytes.is_empty() {

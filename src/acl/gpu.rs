@@ -322,10 +322,6 @@ const PERSISTENT: &[&str] = &[
     "rebuild_counts",
 ];
 
-fn zeros(bytes: usize) -> Vec<u8> {
-    vec![0u8; bytes.max(16)]
-}
-
 /// What the recorded operations' bind groups use besides the named buffers: the scans' and sorts'
 /// own buffers, the merge and lookup chains, the phase uniforms.
 #[derive(Default)]
@@ -436,22 +432,10 @@ impl AclGpu {
                 true,
             );
         }
-        own.upload(device, queue, "acl_counters", &zeros(16), false);
+        own.zeroed(device, "acl_counters", 16, false);
         // Per segment, the sets rebuilt since the last clear (`--color updates`).
-        own.upload(
-            device,
-            queue,
-            "rebuild_counts",
-            &zeros(4 * topo.segments.len()),
-            false,
-        );
-        own.upload(
-            device,
-            queue,
-            "merge_counters",
-            &zeros(size_of::<MergeCounters>()),
-            false,
-        );
+        own.zeroed(device, "rebuild_counts", 4 * topo.segments.len(), false);
+        own.zeroed(device, "merge_counters", size_of::<MergeCounters>(), false);
         let mut g = AclGpu {
             caps,
             sched,
@@ -583,17 +567,12 @@ impl AclGpu {
             ("pool_counters", size_of::<PoolAlloc>()),
         ];
         for (name, bytes) in &sizes {
-            self.own.upload(device, queue, name, &zeros(*bytes), false);
+            self.own.zeroed(device, name, *bytes, false);
         }
         for name in PERSISTENT {
             let size = self.own.get(name).expect("uploaded above").size();
-            self.own.upload(
-                device,
-                queue,
-                &format!("saved_{name}"),
-                &zeros(size as usize),
-                false,
-            );
+            self.own
+                .zeroed(device, &format!("saved_{name}"), size as usize, false);
         }
         if let Some(enc) = carry {
             for (name, b) in &old {
@@ -1382,13 +1361,7 @@ impl AclGpu {
             ..self.rebuild
         };
         own.upload(device, queue, "rebuild", bytemuck::bytes_of(&p), true);
-        own.upload(
-            device,
-            queue,
-            "pool_dest",
-            &zeros(3 * (ns as usize + 1) * 4),
-            false,
-        );
+        own.zeroed(device, "pool_dest", 3 * (ns as usize + 1) * 4, false);
         let scan = GpuScan::new(
             device,
             pipelines,
@@ -1416,7 +1389,7 @@ impl AclGpu {
             ("watch_loc_next", nw * size_of::<WatchLoc>()),
         ];
         for (name, bytes) in next {
-            own.upload(device, queue, name, &zeros(bytes), false);
+            own.zeroed(device, name, bytes, false);
         }
         let mut enc = device.create_command_encoder(&Default::default());
         {

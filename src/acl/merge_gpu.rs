@@ -108,10 +108,6 @@ fn owned<'a>(
         .collect()
 }
 
-fn zeros(bytes: usize) -> Vec<u8> {
-    vec![0u8; bytes.max(16)]
-}
-
 /// The chain's buffers and dispatches for fixed capacities.
 pub struct MergeGpu {
     pub caps: MergeCaps,
@@ -170,24 +166,21 @@ impl MergeGpu {
             caps.edges as usize,
             caps.index as usize,
         );
-        let mut up = |name: &str, bytes: &[u8]| {
-            buffers.upload(device, queue, name, bytes, false);
+        let mut zeroed = |name: &str, bytes: usize| {
+            buffers.zeroed(device, name, bytes, false);
         };
-        up("run_offsets", &zeros((tc + 1) * 4));
-        up("set_hull", &zeros(sc * 16));
-        up("bin_offsets", &zeros((sc + 1) * 4));
+        zeroed("run_offsets", (tc + 1) * 4);
+        zeroed("set_hull", sc * 16);
+        zeroed("bin_offsets", (sc + 1) * 4);
         // set_bin_write writes whichever of the two the sort in the fewest passes starts from
         // (GpuSort::counted_fewest); the sorted items end in set_bin_sort.
-        up(
-            "set_bin_sort_in",
-            &zeros(ic * std::mem::size_of::<KeyValue>()),
-        );
-        up("set_bin_sort", &zeros(ic * std::mem::size_of::<KeyValue>()));
-        up("set_bin_start", &zeros((uniform.num_bins as usize + 1) * 4));
-        up("set_bin_items", &zeros(ic * 4));
-        up("edge_offsets", &zeros((sc + 1) * 4));
-        up("labels", &zeros(2 * sc * 4));
-        up("edges", &zeros(ec * 8));
+        zeroed("set_bin_sort_in", ic * std::mem::size_of::<KeyValue>());
+        zeroed("set_bin_sort", ic * std::mem::size_of::<KeyValue>());
+        zeroed("set_bin_start", (uniform.num_bins as usize + 1) * 4);
+        zeroed("set_bin_items", ic * 4);
+        zeroed("edge_offsets", (sc + 1) * 4);
+        zeroed("labels", 2 * sc * 4);
+        zeroed("edges", ec * 8);
         buffers.upload(
             device,
             queue,

@@ -91,10 +91,6 @@ fn owned<'a>(
         .collect()
 }
 
-fn zeros(bytes: usize) -> Vec<u8> {
-    vec![0u8; bytes.max(16)]
-}
-
 impl ExactGpu {
     /// Adds the path's buffers to `buffers` (which holds `params`, `counters`, `segments`, `pos` and
     /// `force`) and builds every bind group, for `entry_capacity` grid entries,
@@ -118,34 +114,47 @@ impl ExactGpu {
             candidate_capacity as usize,
             record_capacity as usize,
         );
-        let mut up = |name: &str, bytes: &[u8]| {
-            buffers.upload(device, queue, name, bytes, false);
+        let mut zeroed = |name: &str, bytes: usize| {
+            buffers.zeroed(device, name, bytes, false);
         };
-        up("seg_box", &zeros(ns * std::mem::size_of::<SegmentBox>()));
-        up("grid_offsets", &zeros((ns + 1) * 4));
+        zeroed("seg_box", ns * std::mem::size_of::<SegmentBox>());
+        zeroed("grid_offsets", (ns + 1) * 4);
         // grid_write writes into grid_entries_in; the sort leaves the live entries sorted in
         // grid_entries (3 passes into another buffer; the stages after it stop at the count).
-        up(
-            "grid_entries_in",
-            &zeros(ec * std::mem::size_of::<KeyValue>()),
-        );
-        up("grid_entries", &zeros(ec * std::mem::size_of::<KeyValue>()));
-        up("cand_offsets", &zeros((ec + 1) * 4));
-        up("candidates", &zeros(cc * 8));
-        up("quad_weights", bytemuck::cast_slice(tables.quad_weights));
-        up("qpts", &zeros(s * 16));
-        up("quad_arc", bytemuck::cast_slice(tables.quad_arc));
-        up("seg_contact", bytemuck::cast_slice(tables.seg_contact));
-        up(
-            "contact_records",
-            &zeros(cc * std::mem::size_of::<ContactRecord>()),
-        );
-        up("touch_offsets", &zeros((cc + 1) * 4));
+        zeroed("grid_entries_in", ec * std::mem::size_of::<KeyValue>());
+        zeroed("grid_entries", ec * std::mem::size_of::<KeyValue>());
+        zeroed("cand_offsets", (ec + 1) * 4);
+        zeroed("candidates", cc * 8);
+        zeroed("qpts", s * 16);
+        zeroed("contact_records", cc * std::mem::size_of::<ContactRecord>());
+        zeroed("touch_offsets", (cc + 1) * 4);
         // contact_slots writes gather_slots_in or gather_slots, whichever the sort of the slots
         // in the fewest passes starts from (GpuSort::counted_fewest); it ends in gather_slots.
         for name in ["gather_slots_in", "gather_slots"] {
-            up(name, &zeros(8 * tc * std::mem::size_of::<KeyValue>()));
+            zeroed(name, 8 * tc * std::mem::size_of::<KeyValue>());
         }
+        // The tables the host computed (quadrature weights and arcs, per-segment contact data).
+        buffers.upload(
+            device,
+            queue,
+            "quad_weights",
+            bytemuck::cast_slice(tables.quad_weights),
+            false,
+        );
+        buffers.upload(
+            device,
+            queue,
+            "quad_arc",
+            bytemuck::cast_slice(tables.quad_arc),
+            false,
+        );
+        buffers.upload(
+            device,
+            queue,
+            "seg_contact",
+            bytemuck::cast_slice(tables.seg_contact),
+            false,
+        );
         let get = |n: &str| buffers.get(n).expect("uploaded above");
         // Grouped scans: aabb_raster and candidate_count write the block sums into the scan's
         // partials (their `scan_groups`).

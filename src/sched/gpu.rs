@@ -200,10 +200,6 @@ pub struct SchedGpu {
     _sorts: Vec<GpuSort>,
 }
 
-fn zeros(bytes: usize) -> Vec<u8> {
-    vec![0u8; bytes.max(16)]
-}
-
 impl SchedGpu {
     /// The driver for the segments and points of `template` (its constants: `num_segments`,
     /// `num_points`, `quadrature`, `radius`, `cell`, `inv_cell`, `omega`, `max_bin`, `switches`,
@@ -232,7 +228,7 @@ impl SchedGpu {
         let mut own = Buffers::default();
         let (ns, np) = (nseg as usize, npts as usize);
         let sz = std::mem::size_of::<SchedUniform>();
-        own.upload(device, queue, "sched_step", &zeros(sz), true);
+        own.zeroed(device, "sched_step", sz, true);
         for (k, phase) in [SIZES_START, SIZES_KEPT, SIZES_MERGED].iter().enumerate() {
             let p = SchedPhase {
                 phase: *phase,
@@ -247,27 +243,25 @@ impl SchedGpu {
             );
         }
         for name in ["sched_p0", "sched_p1", "sched_p2"] {
-            own.upload(device, queue, name, &zeros(sz), false);
+            own.zeroed(device, name, sz, false);
         }
-        own.upload(device, queue, "sched_state", &zeros(16), false);
-        own.upload(
+        own.zeroed(device, "sched_state", 16, false);
+        own.zeroed(
             device,
-            queue,
             "sched_counters",
-            &zeros(std::mem::size_of::<SchedCounters>()),
+            std::mem::size_of::<SchedCounters>(),
             false,
         );
         let cb = std::mem::size_of::<CellBox>();
         let iv = std::mem::size_of::<Interval>();
-        own.upload(device, queue, "cells", &zeros(ns * cb), false);
-        own.upload(device, queue, "prev_cells", &zeros(ns * cb), false);
-        own.upload(device, queue, "mv1", &zeros(ns * iv), false);
-        own.upload(device, queue, "mv2", &zeros(ns * iv), false);
-        own.upload(
+        own.zeroed(device, "cells", ns * cb, false);
+        own.zeroed(device, "prev_cells", ns * cb, false);
+        own.zeroed(device, "mv1", ns * iv, false);
+        own.zeroed(device, "mv2", ns * iv, false);
+        own.zeroed(
             device,
-            queue,
             "motion",
-            &zeros(ns * std::mem::size_of::<SegmentMotion>()),
+            ns * std::mem::size_of::<SegmentMotion>(),
             false,
         );
         let pos_bytes: &[u8] = bytemuck::cast_slice(&pos[..np]);
@@ -278,30 +272,17 @@ impl SchedGpu {
             snaps.extend_from_slice(&pos[..np]);
         }
         own.upload(device, queue, "snaps", bytemuck::cast_slice(&snaps), false);
-        own.upload(device, queue, "windows", &zeros(ns * (nb + 1) * iv), false);
-        own.upload(
+        own.zeroed(device, "windows", ns * (nb + 1) * iv, false);
+        own.zeroed(
             device,
-            queue,
             "qpts",
-            &zeros(ns * template.quadrature as usize * 16),
+            ns * template.quadrature as usize * 16,
             false,
         );
-        own.upload(
-            device,
-            queue,
-            "sched_grid_offsets",
-            &zeros((ns + 1) * 4),
-            false,
-        );
+        own.zeroed(device, "sched_grid_offsets", (ns + 1) * 4, false);
         for name in PERSISTENT {
             let size = own.get(name).expect("uploaded above").size();
-            own.upload(
-                device,
-                queue,
-                &format!("saved_{name}"),
-                &zeros(size as usize),
-                false,
-            );
+            own.zeroed(device, &format!("saved_{name}"), size as usize, false);
         }
         let mut g = SchedGpu {
             caps,
@@ -371,7 +352,7 @@ impl SchedGpu {
             .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
             .collect();
         for (name, bytes) in sizes {
-            self.own.upload(device, queue, name, &zeros(bytes), false);
+            self.own.zeroed(device, name, bytes, false);
         }
         if let Some(enc) = carry {
             for (name, b) in &old {

@@ -87,17 +87,17 @@ impl LookupGpu {
             _pad: 0,
         };
         buffers.upload(device, queue, "acl_lookup", bytemuck::bytes_of(&u), true);
-        let zeros = |words: u32| vec![0u8; words as usize * 4];
         let offsets = caps.segments + 1;
-        buffers.upload(device, queue, "lookup_offsets", &zeros(offsets), false);
-        buffers.upload(device, queue, "lookup_items", &zeros(caps.words), false);
+        let words = |n: u32| n as usize * 4;
+        buffers.zeroed(device, "lookup_offsets", words(offsets), false);
+        buffers.zeroed(device, "lookup_items", words(caps.words), false);
         // An output the caller provides (the scheduler's own `set_lookup`) is kept when it holds
         // the capacity.
         if buffers
             .get("set_lookup")
             .is_none_or(|b| b.size() < caps.words as u64 * 4)
         {
-            buffers.upload(device, queue, "set_lookup", &zeros(caps.words), false);
+            buffers.zeroed(device, "set_lookup", words(caps.words), false);
         }
         let scan = GpuScan::new(
             device,
