@@ -184,6 +184,35 @@ pub struct AclCaps {
 }
 
 impl AclCaps {
+    /// As the step uses them: the merge chain's touching pairs are the scheduler's, at least
+    /// one rebuild round, coalescing on (1) or off (0).
+    fn normalized(&self) -> AclCaps {
+        AclCaps {
+            merge: MergeCaps {
+                touching: self.sched.touching,
+                ..self.merge
+            },
+            rounds: self.rounds.max(1),
+            coalesce: self.coalesce.min(1),
+            ..*self
+        }
+    }
+
+    /// Whether `self` and `other` size every buffer alike (they may differ in budgets only).
+    fn same_buffers(&self, other: &AclCaps) -> bool {
+        let budgets = |c: &AclCaps| AclCaps {
+            merge: MergeCaps {
+                rounds: 0,
+                passes: 0,
+                ..c.merge
+            },
+            rounds: 0,
+            coalesce: 0,
+            ..*c
+        };
+        budgets(self) == budgets(other)
+    }
+
     /// Every capacity and budget the larger of `self`'s and `other`'s (a relaxation carries what
     /// one radius stage grew to into the next: `relax::relax_gpu`).
     pub fn at_least(&self, other: &AclCaps) -> AclCaps {
@@ -476,16 +505,7 @@ impl AclGpu {
         caps: AclCaps,
         carry: Option<&mut wgpu::CommandEncoder>,
     ) -> Result<(), AclGpuError> {
-        let merge = MergeCaps {
-            touching: caps.sched.touching,
-            ..caps.merge
-        };
-        let caps = AclCaps {
-            merge,
-            rounds: caps.rounds.max(1),
-            coalesce: caps.coalesce.min(1),
-            ..caps
-        };
+        let caps = caps.normalized();
         let sc = caps.merge.sets as usize;
         // The scheduler's buffers the ACL stages read or write, and the caller's.
         for name in [
@@ -1250,6 +1270,14 @@ impl AclGpu {
             }
             self.label_cut_last = false;
             self.label_quiet = 0;
+        }
+        let caps = caps.normalized();
+        if caps.same_buffers(&self.caps) {
+            // Only budgets changed (rebuild rounds, merge passes or label rounds, coalescing):
+            // the buffers stay, the step's operations are made for the new budgets.
+            self.caps = caps;
+            self.write_counters(queue);
+            return self.make_ops(device, queue, pipelines);
         }
         let mut enc = device.create_command_encoder(&Default::default());
         if caps.sched != self.caps.sched {
