@@ -49,7 +49,7 @@ if [ -n "${BASE:-}" ]; then
   (cd "$wt" && CARGO_TARGET_DIR="$root/target/base" cargo bench --bench gpu --no-run \
     --message-format=json 2>/dev/null) | executables |
     while read -r name path; do
-      [ "$name" = gpu ] && cp "$path" .devbin/bin/bench_gpu_old
+      case "$name" in gpu) cp "$path" .devbin/bin/bench_gpu_old ;; esac
     done
   git worktree remove --force "$wt"
 fi

@@ -15,7 +15,8 @@
 #                    540-step frames, as the bench's frames are the scene's)
 #   DISPATCH=1       first the dispatch bench (what one dispatch costs, by kind)
 #   RUNS=a,b         also time `yarnsim run` of the relaxed scarf on the GPU with these contact
-#                    models, RUN_FRAMES frames each (default 2)
+#                    models, RUN_FRAMES frames each (default 2), each cut at RUN_TIMEOUT s (120)
+#   NOBENCH=1        no gpu bench rows (with RUNS or DISPATCH alone)
 #   UNTIMED=1        also a bench pass with YARNSIM_BENCH_UNTIMED=1 (no per-kernel timestamps)
 #   SUBMIT=1         also the relaxed scarf's exact and ACL rows untimed with 1 and with 64 steps per
 #                    submission (is wgpu's submit time per dispatch host work, or the driver waiting?)
@@ -141,7 +142,7 @@ if [ -n "${DISPATCH:-}" ] && [ -x "$B/bench_dispatch" ]; then
   log "bench dispatch: rc $?"
   tee -a "$OUT/summary.txt" <"$OUT/bench_dispatch.log"
 fi
-bench new bench_gpu
+[ -z "${NOBENCH:-}" ] && bench new bench_gpu
 [ -n "${UNTIMED:-}" ] && bench new_untimed bench_gpu YARNSIM_BENCH_UNTIMED=1
 if [ -n "${SUBMIT:-}" ]; then
   for c in 1 64; do
@@ -149,10 +150,10 @@ if [ -n "${SUBMIT:-}" ]; then
       YARNSIM_BENCH_SCENES=/tmp/scarf_relaxed/scarf_relaxed.toml YARNSIM_BENCH_MODELS=exact,acl
   done
 fi
-[ -z "${NOOLD:-}" ] && [ -x "$B/bench_gpu_old" ] && bench old bench_gpu_old
+[ -z "${NOOLD:-}${NOBENCH:-}" ] && [ -x "$B/bench_gpu_old" ] && bench old bench_gpu_old
 RUNS=${RUNS:-}
 for m in ${RUNS//,/ }; do
-  lim=$(budget 120)
+  lim=$(budget "${RUN_TIMEOUT:-120}")
   [ "$lim" -lt 10 ] && { log "run scarf_relaxed $m: not run (deadline)"; continue; }
   start=$(now)
   timeout "$lim" "$B/yarnsim" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
