@@ -451,6 +451,8 @@ impl Sim {
         self.pass.off = off;
         self.pass.recorded = recorded;
         self.pass.crossings = crossings;
+        // Checkpoints are written at the end of a frame, after its check: the state it saw.
+        self.pass.prev_pos = self.pos.clone();
         Ok(())
     }
 }
@@ -1644,6 +1646,17 @@ impl Sim {
     ///   stayed 1.83–1.88 r apart at every step of the frame. A yarn falling through another is
     ///   still caught: at its closest approach the pair is along `n` (tests/passthrough.rs).
     ///
+    ///   A crossed pair is then confirmed where the two yarn parts are closest (each segment and
+    ///   its neighbours on its yarn, sampled at 17 parameters each), at both checks: the tangents
+    ///   there make at least 30°, `n` there turned by less than 60°, and its side turned over.
+    ///   Two fixed points of the curves can change sides while the legs they lie on roll around
+    ///   each other, never closer than `2r`: the relaxed scarf's exact run stopped at its landing
+    ///   on such a pair, whose legs stayed 1.81–1.99 r apart through the frame with their
+    ///   tangents within 6° of parallel where closest (the unit test
+    ///   `legs_rolling_around_each_other_at_the_scarfs_landing_are_no_crossing` holds the two
+    ///   states). A pass-through changes the side at the closest approach. Where that lies at an
+    ///   end of the searched parts, or no earlier state is known, the pair's own verdict stands.
+    ///
     /// *Limits.* The check sees the state once per frame: a pass-through that begins and ends
     /// within one frame and carries the pair more than `3r` apart is not seen. *Cost:* one grid
     /// search at the current positions (about one exact step's detection; `acl` builds a fresh
@@ -1761,6 +1774,113 @@ struct PassCheck {
     boxes: Vec<[u32; 4]>,
     crossings: Vec<Crossing>,
     next: Vec<Crossing>,
+    /// The control points at the last check (a crossed pair is confirmed on both states).
+    prev_pos: Vec<[f32; 4]>,
+}
+
+/// What two yarn parts look like at their closest approach ([`closest_side`]).
+enum ClosestSide {
+    /// The closest approach lies at an outer end of the searched windows: it says nothing.
+    AtEnd,
+    /// The tangents there make less than 30°: no side.
+    Parallel,
+    /// The unit direction `n = t_i × t_j / |t_i × t_j|` and the side `(y_i − y_j) · n`.
+    Side(crate::math::V3<f32>, f32),
+}
+
+/// Samples per segment of [`closest_side`]'s search.
+const CLOSEST_SAMPLES: u32 = 16;
+
+/// The side of the yarn parts around segments `si` and `sj` at their closest approach, searched
+/// over each segment and its neighbours on the same yarn at [`CLOSEST_SAMPLES`] + 1 parameters
+/// each. A pair that passes through its partner changes this side (the closest points' separation
+/// lies along `n` there), while two legs rolling around each other, which can turn the side of two
+/// fixed points of the curves over, keep it or go near parallel.
+fn closest_side(topo: &Topology, pos: &[[f32; 4]], si: usize, sj: usize) -> ClosestSide {
+    use crate::math::V3;
+    let window = |s: usize| -> Vec<(V3<f32>, V3<f32>, bool)> {
+        let yarn = topo.segments[s].yarn;
+        let first = if s > 0 && topo.segments[s - 1].yarn == yarn {
+            s - 1
+        } else {
+            s
+        };
+        let last = if s + 1 < topo.segments.len() && topo.segments[s + 1].yarn == yarn {
+            s + 1
+        } else {
+            s
+        };
+        let mut out = Vec::new();
+        for k in first..=last {
+            let cp = topo.segments[k].cp;
+            for m in 0..=CLOSEST_SAMPLES {
+                let u = m as f32 / CLOSEST_SAMPLES as f32;
+                let (w, dw) = (
+                    crate::spline::basis::<f32>(u),
+                    crate::spline::basis_deriv::<f32>(u),
+                );
+                let (mut y, mut t) = (V3::zero(), V3::zero());
+                for c in 0..4 {
+                    let p = V3::<f32>::from4(pos[cp[c] as usize]);
+                    y += p * w[c];
+                    t += p * dw[c];
+                }
+                let end = (k == first && m == 0) || (k == last && m == CLOSEST_SAMPLES);
+                out.push((y, t, end));
+            }
+        }
+        out
+    };
+    let (a, b) = (window(si), window(sj));
+    let mut best: Option<(f32, usize, usize)> = None;
+    for (i, pa) in a.iter().enumerate() {
+        for (j, pb) in b.iter().enumerate() {
+            let d = (pa.0 - pb.0).norm();
+            if best.is_none_or(|(bd, _, _)| d < bd) {
+                best = Some((d, i, j));
+            }
+        }
+    }
+    let Some((_, i, j)) = best else {
+        return ClosestSide::AtEnd;
+    };
+    let ((yi, ti, ei), (yj, tj, ej)) = (a[i], b[j]);
+    if ei || ej {
+        return ClosestSide::AtEnd;
+    }
+    let c = ti.cross(tj);
+    let cn = c.norm();
+    if cn < CROSS_MIN_SIN * ti.norm() * tj.norm() || cn <= 0.0 {
+        return ClosestSide::Parallel;
+    }
+    let n = c / cn;
+    ClosestSide::Side(n, (yi - yj).dot(n))
+}
+
+/// Whether a pair that the quadrature points say crossed also crossed at the closest approach of
+/// its yarn parts, from the state of the last check (`prev`) to `pos`. Where either closest
+/// approach lies at the end of its search windows, or no earlier state is known, the quadrature
+/// points' verdict stands.
+fn crossing_confirmed(
+    topo: &Topology,
+    prev: &[[f32; 4]],
+    pos: &[[f32; 4]],
+    si: usize,
+    sj: usize,
+) -> bool {
+    if prev.len() != pos.len() {
+        return true;
+    }
+    match (
+        closest_side(topo, prev, si, sj),
+        closest_side(topo, pos, si, sj),
+    ) {
+        (ClosestSide::AtEnd, _) | (_, ClosestSide::AtEnd) => true,
+        (ClosestSide::Side(n0, s0), ClosestSide::Side(n1, s1)) => {
+            s0 * s1 < 0.0 && n0.dot(n1) >= CROSS_MIN_TURN
+        }
+        _ => false,
+    }
 }
 
 /// The rules of [`Sim::check_pass_through`] on the pairs in `pc.touching`; records this check's
@@ -1872,6 +1992,13 @@ fn pass_through_scan(
             if side * c.side < 0.0
                 && side.abs() >= CROSS_MIN_SIDE * r
                 && side.abs() >= CROSS_MIN_ALIGN * d
+                && crossing_confirmed(
+                    topo,
+                    &pc.prev_pos,
+                    pos,
+                    (c.quad[0] / b) as usize,
+                    (c.quad[1] / b) as usize,
+                )
             {
                 found = Some(place(
                     PassThroughKind::Crossed {
@@ -1886,5 +2013,161 @@ fn pass_through_scan(
         }
     }
     std::mem::swap(&mut pc.crossings, &mut pc.next);
+    pc.prev_pos.clear();
+    pc.prev_pos.extend_from_slice(pos);
     found
+}
+
+#[cfg(test)]
+mod pass_through_tests {
+    use super::*;
+    use crate::state::Curve;
+
+    const R: f32 = 0.125;
+    const B: u32 = 11;
+
+    /// One check on `pos` after a check on `before` (recorded), for the touching pair `pair`,
+    /// with or without the state of the first check kept for the confirmation.
+    fn second_check(
+        curves: &[Curve],
+        before: &[[f32; 4]],
+        after: &[[f32; 4]],
+        pair: [u32; 2],
+        keep_state: bool,
+    ) -> Option<PassThroughPlace> {
+        let (topo, _) = Topology::from_curves(curves).unwrap();
+        let mut pc = PassCheck {
+            touching: vec![pair],
+            ..PassCheck::default()
+        };
+        assert!(pass_through_scan(&topo, before, B, R, true, &mut pc).is_none());
+        assert_eq!(
+            pc.crossings.len(),
+            1,
+            "the pair is clearly on one side at first"
+        );
+        if !keep_state {
+            pc.prev_pos.clear();
+        }
+        pass_through_scan(&topo, after, B, R, false, &mut pc)
+    }
+
+    /// Two straight yarns at right angles, one along x, one along y at height `z`.
+    fn cross(z: f32) -> (Vec<Curve>, Vec<[f32; 4]>) {
+        let a: Vec<[f32; 3]> = (0..7).map(|i| [i as f32 - 3.5, 0.0, 0.0]).collect();
+        let b: Vec<[f32; 3]> = (0..7).map(|i| [0.0, i as f32 - 3.5, z]).collect();
+        let curves = vec![
+            Curve {
+                points: a,
+                closed: false,
+            },
+            Curve {
+                points: b,
+                closed: false,
+            },
+        ];
+        let (_, pos) = Topology::from_curves(&curves).unwrap();
+        (curves, pos)
+    }
+
+    #[test]
+    fn a_yarn_through_another_at_right_angles_is_confirmed() {
+        // Segment 2 of each yarn holds the crossing point at u = 1/2 (quadrature point 5 of 11).
+        let (curves, before) = cross(0.22);
+        let (_, after) = cross(-0.22);
+        let pair = [2 * B + 5, 6 * B + 5];
+        let found = second_check(&curves, &before, &after, pair, true);
+        assert!(
+            matches!(found.map(|p| p.kind), Some(PassThroughKind::Crossed { .. })),
+            "a yarn that went through the other is a crossing"
+        );
+    }
+
+    /// Control points 7480–7503 of the scarf's yarn (`scenes/scarf.toml` relaxed by `yarnsim run
+    /// --frames 0`, then `contact.model = exact` on the CPU path) at the end of frames 6 and 7, at
+    /// its landing. The check stopped that run in frame 7 on the pair of quadrature points 82357
+    /// and 82425 (here 77 and 145): 0.24 cm apart, then 0.27 cm on the other side. The two legs
+    /// never came closer than 1.81 r during the frame (sampled every 20 steps), with their
+    /// tangents within 6° of parallel where closest: they rolled around each other.
+    const LANDING_FRAME_6: [[f32; 3]; 24] = [
+        [-11.373633, 1.0995791, -4.70879],
+        [-11.147201, 0.49830735, -4.35444],
+        [-11.570488, 0.57828236, -4.226775],
+        [-11.627704, 0.40160745, -4.4726996],
+        [-11.8891, 0.54066133, -4.387238],
+        [-12.140851, 0.628366, -4.7488937],
+        [-11.627443, 1.1520687, -4.72625],
+        [-12.034315, 1.3692635, -5.019303],
+        [-12.498932, 1.1914779, -4.7932043],
+        [-12.216092, 0.6352189, -4.4072742],
+        [-12.61225, 0.529954, -4.2233076],
+        [-12.689926, 0.36399743, -4.4710813],
+        [-12.932097, 0.54107624, -4.4006324],
+        [-13.209153, 0.6311579, -4.7426734],
+        [-12.700847, 1.1513712, -4.6458983],
+        [-13.0859785, 1.3019226, -5.003118],
+        [-13.493033, 1.0956069, -4.7025557],
+        [-13.250398, 0.50155956, -4.3467493],
+        [-13.679931, 0.5722833, -4.2355475],
+        [-13.7243185, 0.3964597, -4.484709],
+        [-13.9879055, 0.5411969, -4.4173307],
+        [-14.252771, 0.65955454, -4.760409],
+        [-13.736114, 1.1717023, -4.6648445],
+        [-14.117794, 1.321445, -5.0260854],
+    ];
+    const LANDING_FRAME_7: [[f32; 3]; 24] = [
+        [-11.364524, 1.242996, -5.4265714],
+        [-11.249862, 0.52891725, -5.3028474],
+        [-11.643284, 0.58780944, -5.093999],
+        [-11.684967, 0.389831, -5.326451],
+        [-11.965578, 0.45766118, -5.2186303],
+        [-12.196426, 0.6261346, -5.5653157],
+        [-11.763175, 1.2168379, -5.5237513],
+        [-12.134939, 1.4996386, -5.807323],
+        [-12.518985, 1.3562942, -5.4459934],
+        [-12.292544, 0.67145836, -5.3114953],
+        [-12.654904, 0.51535505, -5.096568],
+        [-12.681413, 0.4087847, -5.3845043],
+        [-12.9703, 0.4437507, -5.283076],
+        [-13.170813, 0.7136737, -5.5810733],
+        [-12.610373, 1.185216, -5.62485],
+        [-13.064218, 1.4501522, -5.77462],
+        [-13.451023, 1.2183771, -5.4659796],
+        [-13.343613, 0.5125673, -5.296693],
+        [-13.751243, 0.53811365, -5.109472],
+        [-13.77203, 0.36668852, -5.364711],
+        [-14.052221, 0.48839504, -5.324123],
+        [-14.260381, 0.74800074, -5.626016],
+        [-13.716224, 1.237646, -5.575972],
+        [-14.112166, 1.5002904, -5.845871],
+    ];
+
+    #[test]
+    fn legs_rolling_around_each_other_at_the_scarfs_landing_are_no_crossing() {
+        let curve = |p: &[[f32; 3]; 24]| {
+            vec![Curve {
+                points: p.to_vec(),
+                closed: false,
+            }]
+        };
+        let (_, before) = Topology::from_curves(&curve(&LANDING_FRAME_6)).unwrap();
+        let (_, after) = Topology::from_curves(&curve(&LANDING_FRAME_7)).unwrap();
+        let curves = curve(&LANDING_FRAME_6);
+        let pair = [7 * B, 13 * B + 2];
+        let with = second_check(&curves, &before, &after, pair, true);
+        assert!(
+            with.is_none(),
+            "rolling legs reported as a crossing: {with:?}"
+        );
+        // The quadrature points alone (no earlier state to confirm with) call it a crossing, as
+        // the check did before it confirmed crossings at the closest approach.
+        let without = second_check(&curves, &before, &after, pair, false);
+        assert!(
+            matches!(
+                without.map(|p| p.kind),
+                Some(PassThroughKind::Crossed { .. })
+            ),
+            "the pair's own side did not turn over"
+        );
+    }
 }
