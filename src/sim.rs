@@ -1819,12 +1819,9 @@ fn closest_side(topo: &Topology, pos: &[[f32; 4]], si: usize, sj: usize) -> Clos
                     crate::spline::basis::<f32>(u),
                     crate::spline::basis_deriv::<f32>(u),
                 );
-                let (mut y, mut t) = (V3::zero(), V3::zero());
-                for c in 0..4 {
-                    let p = V3::<f32>::from4(pos[cp[c] as usize]);
-                    y += p * w[c];
-                    t += p * dw[c];
-                }
+                let Some((y, t)) = point_and_tangent(pos, cp, w, dw) else {
+                    continue;
+                };
                 let end = (k == first && m == 0) || (k == last && m == CLOSEST_SAMPLES);
                 out.push((y, t, end));
             }
@@ -1848,13 +1845,39 @@ fn closest_side(topo: &Topology, pos: &[[f32; 4]], si: usize, sj: usize) -> Clos
     if ei || ej {
         return ClosestSide::AtEnd;
     }
+    match crossing_direction(ti, tj) {
+        Some(n) => ClosestSide::Side(n, (yi - yj).dot(n)),
+        None => ClosestSide::Parallel,
+    }
+}
+
+/// The point and tangent of the segment with control points `cp` for basis weights `w` and
+/// their derivatives `dw`; `None` when a control point is missing.
+fn point_and_tangent(
+    pos: &[[f32; 4]],
+    cp: [u32; 4],
+    w: [f32; 4],
+    dw: [f32; 4],
+) -> Option<(crate::math::V3<f32>, crate::math::V3<f32>)> {
+    use crate::math::V3;
+    let (mut y, mut t) = (V3::zero(), V3::zero());
+    for m in 0..4 {
+        let p = V3::<f32>::from4(*pos.get(cp[m] as usize)?);
+        y += p * w[m];
+        t += p * dw[m];
+    }
+    Some((y, t))
+}
+
+/// The unit crossing direction `t_i × t_j / |t_i × t_j|` of two tangents, when they make at
+/// least 30°.
+fn crossing_direction(
+    ti: crate::math::V3<f32>,
+    tj: crate::math::V3<f32>,
+) -> Option<crate::math::V3<f32>> {
     let c = ti.cross(tj);
     let cn = c.norm();
-    if cn < CROSS_MIN_SIN * ti.norm() * tj.norm() || cn <= 0.0 {
-        return ClosestSide::Parallel;
-    }
-    let n = c / cn;
-    ClosestSide::Side(n, (yi - yj).dot(n))
+    (cn >= CROSS_MIN_SIN * ti.norm() * tj.norm() && cn > 0.0).then(|| c / cn)
 }
 
 /// Whether a pair that the quadrature points say crossed also crossed at the closest approach of
@@ -1909,21 +1932,7 @@ fn pass_through_scan(
     let eval = |q: u32| -> Option<(V3<f32>, V3<f32>)> {
         let seg = topo.segments.get((q / b) as usize)?;
         let k = (q % b) as usize;
-        let (w, dw) = (weights[k], dweights[k]);
-        let mut y = V3::zero();
-        let mut t = V3::zero();
-        for m in 0..4 {
-            let p = V3::<f32>::from4(*pos.get(seg.cp[m] as usize)?);
-            y += p * w[m];
-            t += p * dw[m];
-        }
-        Some((y, t))
-    };
-    // The unit crossing direction of tangents `ti`, `tj`, when they make at least 30°.
-    let direction = |ti: V3<f32>, tj: V3<f32>| -> Option<V3<f32>> {
-        let c = ti.cross(tj);
-        let cn = c.norm();
-        (cn >= CROSS_MIN_SIN * ti.norm() * tj.norm() && cn > 0.0).then(|| c / cn)
+        point_and_tangent(pos, seg.cp, weights[k], dweights[k])
     };
     let place = |kind, quad: [u32; 2], ys: [V3<f32>; 2], distance| {
         let part = |q: u32| {
@@ -1957,7 +1966,7 @@ fn pass_through_scan(
         if d < deep && deepest.is_none_or(|(dd, _, _)| d < dd) {
             deepest = Some((d, [i, j], [yi, yj]));
         }
-        if let Some(n) = direction(ti, tj) {
+        if let Some(n) = crossing_direction(ti, tj) {
             let side = x.dot(n);
             if side.abs() >= CROSS_MIN_SIDE * r && side.abs() >= CROSS_MIN_ALIGN * d {
                 pc.next.push(Crossing {
@@ -1982,7 +1991,7 @@ fn pass_through_scan(
             if d.is_nan() || d >= CROSS_MAX_DIST * r {
                 continue;
             }
-            let Some(n) = direction(ti, tj) else {
+            let Some(n) = crossing_direction(ti, tj) else {
                 continue;
             };
             if n.dot(c.n) < CROSS_MIN_TURN {
@@ -2056,18 +2065,16 @@ mod pass_through_tests {
     fn cross(z: f32) -> (Vec<Curve>, Vec<[f32; 4]>) {
         let a: Vec<[f32; 3]> = (0..7).map(|i| [i as f32 - 3.5, 0.0, 0.0]).collect();
         let b: Vec<[f32; 3]> = (0..7).map(|i| [0.0, i as f32 - 3.5, z]).collect();
-        let curves = vec![
-            Curve {
-                points: a,
-                closed: false,
-            },
-            Curve {
-                points: b,
-                closed: false,
-            },
-        ];
+        let curves = vec![open(a), open(b)];
         let (_, pos) = Topology::from_curves(&curves).unwrap();
         (curves, pos)
+    }
+
+    fn open(points: Vec<[f32; 3]>) -> Curve {
+        Curve {
+            points,
+            closed: false,
+        }
     }
 
     #[test]
@@ -2144,12 +2151,7 @@ mod pass_through_tests {
 
     #[test]
     fn legs_rolling_around_each_other_at_the_scarfs_landing_are_no_crossing() {
-        let curve = |p: &[[f32; 3]; 24]| {
-            vec![Curve {
-                points: p.to_vec(),
-                closed: false,
-            }]
-        };
+        let curve = |p: &[[f32; 3]; 24]| vec![open(p.to_vec())];
         let (_, before) = Topology::from_curves(&curve(&LANDING_FRAME_6)).unwrap();
         let (_, after) = Topology::from_curves(&curve(&LANDING_FRAME_7)).unwrap();
         let curves = curve(&LANDING_FRAME_6);
