@@ -49,6 +49,7 @@ fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&sched_counters.release.count, 0u);
         atomicStore(&sched_counters.release.overflow, 0u);
         atomicStore(&sched_counters.newcomers, 0u);
+        atomicStore(&sched_counters.entered, 0u);
         base.num_entries = sched_state[0];
         sched_p0 = base;
     } else if phase == 1u {

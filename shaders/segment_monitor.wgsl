@@ -1,7 +1,8 @@
 // segment_monitor: per spline segment, its SegmentMotion record: the movement mv1, the reference
 // change of movement mv2_ref (reset to mv2, and the segment monitored, when mv2 left it by more than
 // ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within cells).
-// Counts into sched_counters.monitored / .left. CPU twin: sched::segment_monitor.
+// Counts into sched_counters.monitored / .left, and the segments that entered a cell (cells not
+// within prev_cells) into .entered. CPU twin: sched::segment_monitor.
 // One thread per segment. Loop bound: 3 axes (drift), fixed.
 
 #import layout
@@ -44,5 +45,8 @@ fn segment_monitor(
     }
     if m.left != 0u {
         atomicAdd(&sched_counters.left, 1u);
+    }
+    if !box_within(cells[s], prev_cells[s]) {
+        atomicAdd(&sched_counters.entered, 1u);
     }
 }

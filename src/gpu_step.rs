@@ -294,8 +294,9 @@ struct AclState {
     /// Steps the GPU model has completed (its own step count: it starts with no sets).
     steps: u64,
     /// Sums over the frame's steps: sets, rebuilds, rebuild fractions, entries tracked, examined,
-    /// processed, new touching pairs, the sets' touching pairs; and the steps compacting the pools.
-    frame: [f64; 8],
+    /// processed, steps with a segment entering a cell, new touching pairs, the sets' touching
+    /// pairs; and the steps compacting the pools.
+    frame: [f64; 9],
     compactions: u32,
 }
 
@@ -657,7 +658,7 @@ impl GpuSim {
                     size_of::<crate::acl::rebuild::RebuildParams>() as u64,
                 ),
                 steps: 0,
-                frame: [0.0; 8],
+                frame: [0.0; 9],
                 compactions: 0,
             })
         } else {
@@ -1519,6 +1520,7 @@ impl GpuSim {
                     c.sched.entries.count as f64,
                     c.sched.examined as f64,
                     c.sched.processed as f64,
+                    (c.sched.entered > 0) as u32 as f64,
                     c.sched.touching.count as f64,
                     c.sizes.touching as f64,
                 ];
@@ -1549,6 +1551,11 @@ impl GpuSim {
             }
             let acl = self.acl.as_mut().expect("checked above");
             if let Some(caps) = acl.path.fewer_coalesce(&acl_counters) {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
+            let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_newcomers(&acl_counters) {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }
@@ -1728,7 +1735,7 @@ impl GpuSim {
         self.frame_candidates = 0;
         if let Some(acl) = &mut self.acl {
             // Steps run outside a frame (`step`, `steps`) count in no frame's means.
-            acl.frame = [0.0; 8];
+            acl.frame = [0.0; 9];
         }
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
@@ -1817,13 +1824,14 @@ impl GpuSim {
                 "entries_tracked",
                 "entries_examined",
                 "entries_processed",
+                "newcomer_steps",
                 "new_pairs",
                 "touching_pairs",
             ];
             for (key, v) in keys.iter().zip(acl.frame) {
                 stats.contact.push((key, v * per));
             }
-            acl.frame = [0.0; 8];
+            acl.frame = [0.0; 9];
             stats
                 .extra
                 .push(("pool_compactions".into(), acl.compactions as f64));
@@ -1867,14 +1875,17 @@ impl GpuSim {
             .extra
             .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
         if let Some(acl) = &self.acl {
-            // The rebuild rounds, merge passes and coalescing stage (1, or 0 once cut) recorded
-            // per step now, and the cuts of them so far.
+            // The rebuild rounds, merge passes, coalescing stage and newcomer search (1, or 0 once
+            // cut) recorded per step now, and the cuts of them so far.
             stats
                 .extra
                 .push(("acl_rebuild_rounds".into(), acl.path.caps.rounds as f64));
             stats
                 .extra
                 .push(("acl_coalesce".into(), acl.path.caps.coalesce as f64));
+            stats
+                .extra
+                .push(("acl_newcomers".into(), acl.path.caps.newcomers as f64));
             stats
                 .extra
                 .push(("acl_merge_passes".into(), acl.path.caps.merge.passes as f64));

@@ -584,7 +584,10 @@ pub struct SchedCounters {
     pub release: Capacity,
     /// `(segment, cell)` newcomers this step (`newcomer_count`).
     pub newcomers: u32,
-    pub _pad: [u32; 3],
+    /// Segments whose cell box is not within last step's (`segment_monitor`): with none, the
+    /// grid and the newcomers find nothing, and the CPU run and a trimmed GPU step skip them.
+    pub entered: u32,
+    pub _pad: [u32; 2],
 }
 const _: () = assert!(size_of::<SchedCounters>() == 144);
 
@@ -1147,6 +1150,7 @@ pub fn layouts() -> Vec<StructLayout> {
             entries,
             release,
             newcomers,
+            entered,
             _pad
         }),
         layout_of!(SchedPhase {

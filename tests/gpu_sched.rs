@@ -251,8 +251,9 @@ fn aabb_raster_movement_errors_match_twin() {
     assert_eq!(g.cells, cpu.cells);
 }
 
-/// `segment_monitor` on real movement intervals: the drift test, the reference reset and the left
-/// flags are decisions (identical); the copied intervals are bit-identical by construction. Run on
+/// `segment_monitor` on real movement intervals: the drift test, the reference reset, the left
+/// flags and the count of segments that entered a cell are decisions (identical); the copied
+/// intervals are bit-identical by construction. Run on
 /// the first step, on a later step with a reference from three steps before (some segments drift,
 /// some do not), and with monitoring switched off.
 #[test]
@@ -281,11 +282,20 @@ fn segment_monitor_matches_twin() {
         })
         .collect();
     let omega = 2e-5;
-    for (label, bins_due, switches) in [
-        ("first step", u32::MAX, 0),
-        ("step 6", 1, 0),
-        ("no monitoring", 1, SCHED_NO_MONITORING),
+    let mut left_unswapped = 0;
+    // The last case takes the boxes the other way round: the segments that left a cell in the
+    // others entered one there.
+    for (label, bins_due, switches, swap) in [
+        ("first step", u32::MAX, 0, false),
+        ("step 6", 1, 0, false),
+        ("no monitoring", 1, SCHED_NO_MONITORING, false),
+        ("boxes swapped", 1, 0, true),
     ] {
+        let (cells, prev_cells) = if swap {
+            (&old.cells, &now.cells)
+        } else {
+            (&now.cells, &old.cells)
+        };
         let u = SchedUniform {
             omega,
             step: 6,
@@ -299,8 +309,8 @@ fn segment_monitor_matches_twin() {
             &u,
             &now.mv1,
             &now.mv2,
-            &now.cells,
-            &old.cells,
+            cells,
+            prev_cells,
             &mut motion,
             &mut counters,
         );
@@ -311,8 +321,8 @@ fn segment_monitor_matches_twin() {
                 ("sched", bytes(&[u])),
                 ("mv1", bytes(&now.mv1)),
                 ("mv2", bytes(&now.mv2)),
-                ("cells", bytes(&now.cells)),
-                ("prev_cells", bytes(&old.cells)),
+                ("cells", bytes(cells)),
+                ("prev_cells", bytes(prev_cells)),
                 ("motion", bytes(&reference)),
                 ("sched_counters", bytes(&[fresh_counters()])),
             ],
@@ -326,18 +336,28 @@ fn segment_monitor_matches_twin() {
             assert_eq!(g_motion[s], motion[s], "{label}: segment {s}");
         }
         println!(
-            "segment_monitor ({label}): {} of {n} monitored, {} left a cell",
-            counters.monitored, counters.left
+            "segment_monitor ({label}): {} of {n} monitored, {} left a cell, {} entered one",
+            counters.monitored, counters.left, counters.entered
         );
         match label {
-            "step 6" => assert!(
+            "step 6" | "boxes swapped" => assert!(
                 counters.monitored > 0 && (counters.monitored as usize) < n,
                 "{label}: {} monitored: the case does not exercise the test",
                 counters.monitored
             ),
             _ => assert_eq!(counters.monitored, 0, "{label}"),
         }
-        assert!(counters.left > 0, "{label}: no segment left a cell");
+        // The count the ACL step's newcomer budget reads: with the boxes swapped, a segment
+        // entered a cell exactly where it left one the other way round.
+        if swap {
+            assert_eq!(counters.entered, left_unswapped, "{label}");
+        } else {
+            left_unswapped = counters.left;
+        }
+        assert!(
+            counters.left + counters.entered > 0,
+            "{label}: no segment moved into or out of a cell"
+        );
     }
 }
 

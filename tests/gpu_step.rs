@@ -294,8 +294,9 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 /// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, and its
 /// merge passes, doubled to 2 in the first steps, are cut back to 1, and the label rounds of each
 /// merge pass are halved from 8, and once its scheduler has found no touching pairs for as long
-/// the coalescing stage is left out: fewer dispatches. The run equals, bitwise, one held at four
-/// rounds, four passes, 8 label rounds and coalescing throughout.
+/// the coalescing stage is left out, and once no segment has entered a cell for as long the
+/// scheduler's newcomer search is left out: fewer dispatches. The run equals, bitwise, one held at
+/// four rounds, four passes, 8 label rounds, coalescing and the newcomer search throughout.
 #[test]
 fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let Some(gpu) = gpu_or_skip("acl_rebuild_rounds_are_cut_when_quiet_identically") else {
@@ -306,7 +307,7 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let run = |hold: Option<u32>| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-        let mut most = 0;
+        let (mut most, mut least_newcomers) = (0, 1);
         for _ in 0..batches {
             if let Some(n) = hold {
                 let mut caps = g.acl_capacities().unwrap();
@@ -314,28 +315,37 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
                     || caps.merge.passes != n
                     || caps.merge.rounds != 8
                     || caps.coalesce != 1
+                    || caps.newcomers != 1
                 {
                     caps.rounds = n;
                     caps.merge.passes = n;
                     caps.merge.rounds = 8;
                     caps.coalesce = 1;
+                    caps.newcomers = 1;
                     g.set_acl_capacities(caps).unwrap();
                 }
             }
             g.steps(8).unwrap();
             let c = g.acl_capacities().unwrap();
             most = most.max(c.merge.passes);
+            least_newcomers = least_newcomers.min(c.newcomers);
         }
         g.download().unwrap();
-        (g, most)
+        (g, most, least_newcomers)
     };
-    let (cut, most) = run(None);
-    let (held, _) = run(Some(4));
+    let (cut, most, least_newcomers) = run(None);
+    let (held, _, _) = run(Some(4));
     let caps = cut.acl_capacities().unwrap();
     let (rounds, passes, labels) = (caps.rounds, caps.merge.passes, caps.merge.rounds);
     let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
-    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels}, coalescing {} after {batches} batches; dispatches per step {d_cut} (held at 4, 4, 8 and 1: {d_held})", caps.coalesce);
+    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels}, coalescing {}, newcomer search {} (least {least_newcomers}) after {batches} batches; dispatches per step {d_cut} (held at 4, 4, 8, 1 and 1: {d_held})", caps.coalesce, caps.newcomers);
     assert_eq!(caps.coalesce, 0, "the quiet run still records coalescing");
+    // (Left out after the 9th batch; a segment of the tiny swatch enters a cell in the 10th, as
+    // on the CPU path, so that batch reruns with the search.)
+    assert_eq!(
+        least_newcomers, 0,
+        "the quiet run never left the newcomer search out"
+    );
     assert!(
         labels < 8,
         "the quiet run still records {labels} label rounds"
@@ -394,6 +404,58 @@ fn acl_coalescing_left_out_reruns_identically() {
     );
     assert!(needed > 0, "no batch needed coalescing");
     assert!(without > 0, "every batch needed coalescing");
+    assert_eq!(left_out.sim.pos, always.sim.pos, "positions differ");
+    assert_eq!(left_out.sim.vel, always.sim.vel, "velocities differ");
+}
+
+/// A step recorded without the scheduler's grid and newcomer search on which a segment enters a
+/// cell reruns its batch with them: the tiny swatch falling onto its obstacle, with the search
+/// left out before every batch, reruns and ends bitwise where a run that always searches does
+/// (and does not when the verdict's rerun for `entered` is taken out: checked by hand when this
+/// test was written).
+#[test]
+fn acl_newcomer_search_left_out_reruns_identically() {
+    let Some(gpu) = gpu_or_skip("acl_newcomer_search_left_out_reruns_identically") else {
+        return;
+    };
+    let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
+    let run = |leave_out: bool| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        // Batches that ran without the search, batches rerun with it, and the dispatches of a
+        // step without it.
+        let (mut without, mut needed, mut fewer) = (0, 0, u32::MAX);
+        for _ in 0..12 {
+            let mut caps = g.acl_capacities().unwrap();
+            let want = u32::from(!leave_out);
+            if caps.newcomers != want {
+                caps.newcomers = want;
+                g.set_acl_capacities(caps).unwrap();
+            }
+            fewer = fewer.min(g.dispatches_per_step());
+            g.steps(8).unwrap();
+            match (leave_out, g.acl_capacities().unwrap().newcomers) {
+                (true, 0) => without += 1,
+                (true, _) => needed += 1,
+                _ => {}
+            }
+        }
+        g.download().unwrap();
+        (g, without, needed, fewer)
+    };
+    let (left_out, without, needed, fewer) = run(true);
+    let (always, _, _, full) = run(false);
+    eprintln!(
+        "newcomer search left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all; {} always searching); dispatches per step {fewer} without, {full} with",
+        left_out.reruns(),
+        always.reruns()
+    );
+    assert!(needed > 0, "no batch needed the newcomer search");
+    assert!(without > 0, "every batch needed the newcomer search");
+    assert!(
+        fewer < full,
+        "{fewer} dispatches without the search, {full} with"
+    );
     assert_eq!(left_out.sim.pos, always.sim.pos, "positions differ");
     assert_eq!(left_out.sim.vel, always.sim.vel, "velocities differ");
 }

@@ -285,7 +285,8 @@ struct SchedCounters {
     entries: Capacity,
     release: Capacity,
     newcomers: atomic<u32>,
-    _pad: array<u32, 3>,
+    entered: atomic<u32>,
+    _pad: array<u32, 2>,
 };
 
 // Uniform (sched_sizes): which size point of the step.

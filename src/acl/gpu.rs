@@ -15,7 +15,7 @@
 //! | 1 | copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` | |
 //! | 2 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 3 | copy `acl_sizes.released.count` into `sched_step.num_released` | |
-//! | 4 | the scheduler ([`SchedGpu`]) | its own (`sched_p*`) |
+//! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
@@ -181,6 +181,10 @@ pub struct AclCaps {
     /// quiet stretch ([`AclGpu::fewer_coalesce`]): a step whose scheduler then finds touching
     /// pairs reruns its batch with it.
     pub coalesce: u32,
+    /// 1: the scheduler's step records its grid and newcomer search; 0: not, a trial after a quiet
+    /// stretch ([`AclGpu::fewer_newcomers`]): a step on which a segment enters a cell reruns its
+    /// batch with them.
+    pub newcomers: u32,
 }
 
 impl AclCaps {
@@ -194,6 +198,7 @@ impl AclCaps {
             },
             rounds: self.rounds.max(1),
             coalesce: self.coalesce.min(1),
+            newcomers: self.newcomers.min(1),
             ..*self
         }
     }
@@ -208,6 +213,7 @@ impl AclCaps {
             },
             rounds: 0,
             coalesce: 0,
+            newcomers: 0,
             ..*c
         };
         budgets(self) == budgets(other)
@@ -244,6 +250,7 @@ impl AclCaps {
             records: self.records.max(other.records),
             rounds: self.rounds.max(other.rounds),
             coalesce: self.coalesce.max(other.coalesce),
+            newcomers: self.newcomers.max(other.newcomers),
         }
     }
 
@@ -294,6 +301,7 @@ impl AclCaps {
             records: n,
             rounds: 2,
             coalesce: 1,
+            newcomers: 1,
         }
     }
 }
@@ -384,6 +392,8 @@ pub struct AclGpu {
     rounds_cut: QuietCut,
     /// [`AclGpu::fewer_coalesce`]'s (of `caps.coalesce`).
     coalesce_cut: QuietCut,
+    /// [`AclGpu::fewer_newcomers`]'s (of `caps.newcomers`).
+    newcomers_cut: QuietCut,
     /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
     /// change, the batches it waits for, and whether the last change was a cut.
     pass_quiet: u32,
@@ -480,6 +490,7 @@ impl AclGpu {
             last: AclStepCounters::default(),
             rounds_cut: QuietCut::new(ROUNDS_CUT_AFTER),
             coalesce_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
+            newcomers_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
             pass_quiet: 0,
             pass_cut_after: ROUNDS_CUT_AFTER,
             pass_cut_last: false,
@@ -764,7 +775,12 @@ impl AclGpu {
             self.sched.buffer("sched_step").expect("made by SchedGpu"),
             offset_of!(SchedUniform, num_released),
         );
-        ops.extend(self.sched.dispatches().iter().cloned().map(Op::Dispatch));
+        ops.extend(
+            self.sched
+                .dispatches_with(caps.newcomers > 0)
+                .cloned()
+                .map(Op::Dispatch),
+        );
         // 5–7. Counts, coalescing and merging, the table length into the uniforms.
         counts(&mut ops, 4)?;
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
@@ -1104,6 +1120,9 @@ impl AclGpu {
         if caps.coalesce == 0 && c.sched.touching.count > 0 {
             g.coalesce = 1;
         }
+        if caps.newcomers == 0 && c.sched.entered > 0 {
+            g.newcomers = 1;
+        }
         if g != caps {
             return Ok(Some(g));
         }
@@ -1197,6 +1216,24 @@ impl AclGpu {
         })
     }
 
+    /// No grid and newcomer search in the scheduler's step after a quiet stretch: when
+    /// [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more) completed batches in a row had
+    /// no step on which a segment entered a cell (the scheduler's `entered` count), the capacities
+    /// with `newcomers` = 0. The stage (the grid's count, scan, write and sort, the newcomers'
+    /// count, scan, write, sort, keep and compaction) is some 33 dispatches and sorts every
+    /// segment's cells; such a step would find nothing ([`SchedGpu::dispatches_with`]). A step on
+    /// which a segment enters a cell reruns its batch with the stage ([`AclGpu::verdict`]), so the
+    /// result is the same either way, and the next trial waits twice as long. At rest few steps
+    /// have one (the default swatch on the CPU path, frames 17–30: 0–1% of steps).
+    pub fn fewer_newcomers(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
+        let used = steps.iter().any(|c| c.sched.entered > 0) as u32;
+        let newcomers = self.newcomers_cut.completed(used, self.caps.newcomers)?;
+        Some(AclCaps {
+            newcomers,
+            ..self.caps
+        })
+    }
+
     /// Half the merge passes per merge invocation after a quiet stretch: [`ROUNDS_CUT_AFTER`] (or,
     /// after cuts that did not last, more) completed batches since `caps.merge.passes` last
     /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
@@ -1254,6 +1291,9 @@ impl AclGpu {
         }
         if caps.coalesce > self.caps.coalesce {
             self.coalesce_cut.raised(ROUNDS_CUT_AFTER_MAX);
+        }
+        if caps.newcomers > self.caps.newcomers {
+            self.newcomers_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
             // More passes again: a cut that did not last waits twice as long next time.

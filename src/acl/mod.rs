@@ -248,6 +248,9 @@ pub struct AclStepStats {
     pub entries_tracked: u64,
     pub entries_examined: u64,
     pub entries_processed: u64,
+    /// 1 when some segment entered a cell this step (the scheduler's grid and newcomer search
+    /// ran), else 0.
+    pub newcomer_steps: u64,
     pub touching_pairs: u64,
     pub new_pairs: u64,
     pub merges: u64,
@@ -928,6 +931,7 @@ impl AclContact {
         st.entries_tracked = ss.tracked;
         st.entries_examined = ss.examined;
         st.entries_processed = ss.processed;
+        st.newcomer_steps = (ss.entered > 0) as u64;
         st.touching_pairs = self.sets.iter().map(|s| s.touching as u64).sum();
         st.raster_ms = stimes.raster_ms;
         st.newcomers_ms = stimes.newcomers_ms;
@@ -957,6 +961,8 @@ impl ContactForce for AclContact {
         stats.set("entries_tracked", st.entries_tracked as f64);
         stats.set("entries_examined", st.entries_examined as f64);
         stats.set("entries_processed", st.entries_processed as f64);
+        // The frame's mean is the fraction of steps whose scheduler searched for newcomers.
+        stats.set("newcomer_steps", st.newcomer_steps as f64);
         stats.set("touching_pairs", st.touching_pairs as f64);
         // The scheduler's touching pairs of empty space (coalesced into sets this step), as the
         // GPU path reports them.

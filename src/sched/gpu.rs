@@ -48,7 +48,10 @@
 //!
 //! The CPU run skips the grid and the newcomers on steps where no segment entered a cell, and the
 //! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
-//! candidate; every entry kept).
+//! candidate; every entry kept). `segment_monitor` counts the segments that entered a cell
+//! (`sched_counters.entered`), so a caller that records many steps ahead can leave rows 6–8 out
+//! ([`SchedGpu::dispatches_with`]) and rerun a step whose count says it needed them (the ACL step's
+//! `newcomers` budget, [`crate::acl::gpu::AclCaps::newcomers`]).
 //!
 //! **Batches of steps** (for `GpuSim`): [`SchedGpu::dispatches`] appends to another list like
 //! `ExactGpu::dispatches`. The host's only per-step value is the `sched_step` record: a batch writes
@@ -196,6 +199,9 @@ pub struct SchedGpu {
     template: SchedUniform,
     own: Buffers,
     dispatches: Vec<Dispatch>,
+    /// The dispatches of the grid and the newcomers (rows 6–8 of the table above), which a step
+    /// with no segment entering a cell may leave out ([`SchedGpu::dispatches_with`]).
+    newcomer_span: std::ops::Range<usize>,
     _scans: Vec<GpuScan>,
     _sorts: Vec<GpuSort>,
 }
@@ -291,6 +297,7 @@ impl SchedGpu {
             template,
             own,
             dispatches: Vec::new(),
+            newcomer_span: 0..0,
             _scans: Vec::new(),
             _sorts: Vec::new(),
         };
@@ -527,6 +534,7 @@ impl SchedGpu {
             c.entries.into(),
         )?;
         d.push(("sched_sizes", sizes(1)?, 1.into()));
+        let newcomers_from = d.len();
         push(
             &mut d,
             "sched_grid_count",
@@ -565,6 +573,7 @@ impl SchedGpu {
         )?;
         add(&mut d, scan_fresh.dispatches().collect());
         push(&mut d, "newcomer_compact", &st, cand_grid.threads())?;
+        let newcomer_span = newcomers_from..d.len();
         push(
             &mut d,
             "release_count",
@@ -615,6 +624,7 @@ impl SchedGpu {
         )?;
         push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
+        self.newcomer_span = newcomer_span;
         self._scans = vec![
             scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
         ];
@@ -625,6 +635,21 @@ impl SchedGpu {
     /// The step's dispatches in order: kernel, bind group, threads.
     pub fn dispatches(&self) -> &[Dispatch] {
         &self.dispatches
+    }
+
+    /// The step's dispatches, without the grid and the newcomers (rows 6–8) when `newcomers` is
+    /// false. Left out, they change nothing on a step where no segment entered a cell
+    /// (`sched_counters.entered` = 0): no grid item is then a newcomer, so there is no candidate
+    /// and no new entry (`sched_sizes` reads the new entries' count from `sched_counters.fresh`,
+    /// reset at the step's start), and only `newcomer_count` reads the grid, whose stale contents
+    /// the next step that needs it rebuilds. A step with `entered` > 0 must run them.
+    pub fn dispatches_with(&self, newcomers: bool) -> impl Iterator<Item = &Dispatch> {
+        let span = self.newcomer_span.clone();
+        self.dispatches
+            .iter()
+            .enumerate()
+            .filter(move |(k, _)| newcomers || !span.contains(k))
+            .map(|(_, d)| d)
     }
 
     /// This driver's buffer `name` (`entries_a`, `touching`, `sched_counters`, `sched_state`, …).

@@ -333,6 +333,8 @@ pub struct SchedStats {
     pub monitored: u64,
     /// (segment, cell) newcomers.
     pub newcomers: u64,
+    /// Segments that entered a cell (the grid and the newcomers run only on steps with some).
+    pub entered: u64,
     /// Set lookups over [`MAX_LOOKUP`] sets (their entries treated every pair as unowned).
     pub lookup_overflow: u64,
 }
@@ -661,7 +663,8 @@ impl Scheduler {
         );
         self.stats.monitored = counters.monitored as u64;
         let any_left = counters.left > 0;
-        let any_entered = (0..self.nseg).any(|s| !self.cells[s].within(&self.prev_cells[s]));
+        self.stats.entered = counters.entered as u64;
+        let any_entered = counters.entered > 0;
 
         // The grid: only `newcomer_schedule` reads it, and only for segments that entered cells, so
         // it is rebuilt only on steps that have such a segment (it is a function of the current cell

@@ -4,7 +4,8 @@
 //! movement `mv2_ref` (reset to `mv2` when `mv2` left it by more than `ω/2`: the segment is then
 //! *monitored* and all its entries are examined now), the monitored flag and whether the segment
 //! left a cell (its entries may have to be dropped). Counts go to `sched_counters.monitored` and
-//! `.left`. At the first step the reference is `mv2` itself.
+//! `.left`, and the segments that entered a cell (their box not within last step's: the grid and
+//! the newcomers have work) to `.entered`. At the first step the reference is `mv2` itself.
 
 use super::{CellBox, Interval};
 use crate::layout::{SchedCounters, SchedUniform, SegmentMotion, SCHED_NO_MONITORING};
@@ -26,7 +27,7 @@ pub fn segment_monitor(
     // (Only step 0 examines every bin.)
     let first = sched.bins_due == u32::MAX;
     let monitoring = sched.switches & SCHED_NO_MONITORING == 0;
-    let (monitored, left) = motion[..n]
+    let (monitored, left, entered) = motion[..n]
         .par_iter_mut()
         .with_min_len(1024)
         .enumerate()
@@ -41,9 +42,10 @@ pub fn segment_monitor(
             m.mv1 = mv1[s];
             m.mon = mon;
             m.left = !prev_cells[s].within(&cells[s]) as u32;
-            (mon, m.left)
+            (mon, m.left, !cells[s].within(&prev_cells[s]) as u32)
         })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
     counters.monitored += monitored;
     counters.left += left;
+    counters.entered += entered;
 }
