@@ -8,19 +8,42 @@
 //! A step that then needs more reruns its batch with more, so the result never depends on the
 //! budget.
 
+/// The wait before the next trial cut of a budget, after a cut that held `held` completed batches
+/// had to be raised again (a step needed more) when the wait before it was `after` batches (the
+/// first wait `first`, at most `max`): a cut that held at least as long as the wait before it
+/// starts the waits over from `first`; one that held less doubles the wait.
+///
+/// Why: a failed cut costs one batch rerun with the budget raised, and the wait costs `after`
+/// batches at the raised budget, while the cut saved its share of every batch it held. At rest
+/// the steps that need more are rare but never absent: on the H200 the relaxed scarf's cuts of
+/// the merge passes and the rebuild rounds held for 36–80 batches of 64 steps before one step
+/// needed more, and with doubling after every failure its waits grew past a hundred batches, so
+/// the budgets stayed raised for most of the run (`benches/results/2026-11-27-h200-scarf-runs.jsonl`).
+/// A scene whose cuts keep failing soon (a cloth in motion) still backs off to the most.
+pub fn wait_after_raise(after: u32, held: u32, first: u32, max: u32) -> u32 {
+    if held >= after {
+        first
+    } else {
+        (2 * after).min(max)
+    }
+}
+
 /// The quiet-stretch rule of one budget: after `after` completed batches in a row whose steps all
 /// used fewer than the budget, cut it to the most any of them used (at least a floor, 1 unless
-/// set); after a cut that did not last (the budget had to be raised again), wait twice as long
-/// before the next, up to a most.
+/// set); after a cut that did not last (the budget had to be raised again), the next waits as
+/// [`wait_after_raise`] says (twice as long, up to a most, unless the cut held at least as long
+/// as its wait).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuietCut {
     /// Completed batches in a row that used less than the budget, and the most their steps used.
     quiet: u32,
     most: u32,
-    /// Quiet batches before a cut.
+    /// Quiet batches before a cut, and before the first.
     after: u32,
-    /// Whether the last change of the budget was a cut.
+    first: u32,
+    /// Whether the last change of the budget was a cut, and batches completed since it.
     last_was_cut: bool,
+    held: u32,
     /// The least a cut leaves.
     floor: u32,
 }
@@ -38,7 +61,9 @@ impl QuietCut {
             quiet: 0,
             most: 0,
             after,
+            first: after,
             last_was_cut: false,
+            held: 0,
             floor,
         }
     }
@@ -46,6 +71,7 @@ impl QuietCut {
     /// A batch completed whose steps used at most `used` of `budget`: the budget to record from
     /// now on, when this ends a quiet stretch long enough and that is less than `budget`.
     pub fn completed(&mut self, used: u32, budget: u32) -> Option<u32> {
+        self.held = self.held.saturating_add(1);
         if used >= budget {
             self.restart();
             return None;
@@ -59,14 +85,15 @@ impl QuietCut {
         self.restart();
         let cut = (cut < budget).then_some(cut)?;
         self.last_was_cut = true;
+        self.held = 0;
         Some(cut)
     }
 
     /// The budget was raised because a step needed more: if that undoes a cut, the next cut waits
-    /// twice as long (at most `max` batches).
+    /// as [`wait_after_raise`] says (at most `max` batches).
     pub fn raised(&mut self, max: u32) {
         if self.last_was_cut {
-            self.after = (2 * self.after).min(max);
+            self.after = wait_after_raise(self.after, self.held, self.first, max);
         }
         self.last_was_cut = false;
         self.restart();
@@ -99,7 +126,8 @@ mod tests {
         assert_eq!(q.completed(2, 4), None);
         // The third quiet batch in a row: cut to the most they used.
         assert_eq!(q.completed(1, 4), Some(2));
-        // A step needs more again: the next cut waits twice as long.
+        // A step needs more again, in the first batch after the cut: the next cut waits twice
+        // as long.
         q.raised(16);
         assert_eq!(q.after(), 6);
         for _ in 0..5 {
@@ -134,5 +162,42 @@ mod tests {
         assert_eq!(q.completed(0, 1), Some(0));
         q.raised(16);
         assert_eq!(q.after(), 4);
+    }
+
+    #[test]
+    fn a_cut_that_held_as_long_as_its_wait_starts_the_waits_over() {
+        let mut q = QuietCut::new(3);
+        // A cut, undone at once: the wait doubles to 6, then to 12.
+        for want in [6, 12] {
+            for _ in 1..q.after() {
+                assert_eq!(q.completed(0, 2), None);
+            }
+            assert_eq!(q.completed(0, 2), Some(1));
+            q.raised(64);
+            assert_eq!(q.after(), want);
+        }
+        // The next cut holds 11 batches (fewer than its wait of 12): the wait doubles again.
+        for _ in 1..12 {
+            assert_eq!(q.completed(0, 2), None);
+        }
+        assert_eq!(q.completed(0, 2), Some(1));
+        for _ in 0..11 {
+            assert_eq!(q.completed(1, 1), None);
+        }
+        q.raised(64);
+        assert_eq!(q.after(), 24);
+        // The next holds 24 batches, as long as its wait: the waits start over at 3.
+        for _ in 1..24 {
+            assert_eq!(q.completed(0, 2), None);
+        }
+        assert_eq!(q.completed(0, 2), Some(1));
+        for _ in 0..24 {
+            assert_eq!(q.completed(1, 1), None);
+        }
+        q.raised(64);
+        assert_eq!(q.after(), 3);
+        assert_eq!(wait_after_raise(8, 7, 8, 1024), 16);
+        assert_eq!(wait_after_raise(8, 8, 8, 1024), 8);
+        assert_eq!(wait_after_raise(1024, 3, 8, 1024), 1024);
     }
 }

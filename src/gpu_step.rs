@@ -470,7 +470,7 @@ const BALL_KERNELS: &[&str] = &[
 /// short, up to the cap), which gives bitwise the result of encoding the cap from the start
 /// (iterations past convergence do nothing). After [`LENGTH_CUT_AFTER`] completed batches in a row
 /// that all used fewer, the budget becomes the most they used (at least 1): a trial, like ACL's
-/// cuts of its rounds, that waits twice as long after one that fell short.
+/// cuts of its rounds, that waits longer after one that fell short ([`crate::budget::wait_after_raise`]).
 pub const LENGTH_BUDGET: u32 = 4;
 
 /// Completed batches in a row that used fewer length iterations than encoded before the budget is
@@ -1070,7 +1070,7 @@ impl GpuSim {
                 Rerun::Length(needed) => {
                     // Twice what it needed (it may need more still: then the next round of this
                     // loop doubles again), and the batches after it keep that budget. A cut that
-                    // fell short waits twice as long before the next.
+                    // fell short waits longer before the next (`budget::wait_after_raise`).
                     let cap = self.sim.step_params().length_max_iterations;
                     let before = self.length_budget;
                     debug_assert!(needed > before && before < cap);

@@ -49,7 +49,7 @@ use super::rebuild::{
 use super::sets::ContactSet;
 use super::stiction::StictionSpring;
 use super::{AclContact, WatchLoc, WatchPair};
-use crate::budget::QuietCut;
+use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, KeyValue, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
@@ -407,9 +407,10 @@ pub struct AclGpu {
 }
 
 /// Completed batches in a row that used fewer rebuild rounds than recorded before
-/// [`AclGpu::fewer_rounds`] records fewer; doubled (up to [`ROUNDS_CUT_AFTER_MAX`]) each time a cut
-/// is followed by a batch that needs more again, so a scene that keeps needing them reruns at most
-/// a batch per doubling.
+/// [`AclGpu::fewer_rounds`] records fewer (and the first wait of the other budgets' cuts); doubled
+/// (up to [`ROUNDS_CUT_AFTER_MAX`]) each time a cut is undone by a batch that needs more again
+/// before it held as long as its wait, so a scene that keeps needing them reruns at most a batch
+/// per doubling; a cut that held that long starts the waits over ([`wait_after_raise`]).
 pub const ROUNDS_CUT_AFTER: u32 = 8;
 /// The most batches [`AclGpu::fewer_rounds`] waits for.
 pub const ROUNDS_CUT_AFTER_MAX: u32 = 1024;
@@ -1223,7 +1224,7 @@ impl AclGpu {
     /// count, scan, write, sort, keep and compaction) is some 33 dispatches and sorts every
     /// segment's cells; such a step would find nothing ([`SchedGpu::dispatches_with`]). A step on
     /// which a segment enters a cell reruns its batch with the stage ([`AclGpu::verdict`]), so the
-    /// result is the same either way, and the next trial waits twice as long. At rest few steps
+    /// result is the same either way, and the next trial waits longer ([`wait_after_raise`]). At rest few steps
     /// have one (the default swatch on the CPU path, frames 17–30: 0–1% of steps).
     pub fn fewer_newcomers(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
         let used = steps.iter().any(|c| c.sched.entered > 0) as u32;
@@ -1239,7 +1240,7 @@ impl AclGpu {
     /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
     /// count of the passes used, so the cut is a trial: a merge that then needs more raises
     /// `ACL_SIZES_MORE_PASSES` and reruns its batch with twice the passes ([`AclGpu::verdict`]),
-    /// and the next trial waits twice as long. Passes do little work in practice: on the CPU path
+    /// and the next trial waits longer ([`wait_after_raise`]). Passes do little work in practice: on the CPU path
     /// no merge of the relaxed scarf, the swinging swatch or the drop needed one (every
     /// `set_merge` found no moved set), while the GPU doubles them once a first step's new sets
     /// merge, and each pass is some 20 dispatches in each of a step's merge chains.
@@ -1260,7 +1261,7 @@ impl AclGpu {
     /// completed batches since `caps.merge.rounds` last changed, the capacities with half the
     /// rounds (at least 1). A merge that then needs more raises `more_rounds` (sticky over the
     /// step) and reruns its batch with twice the rounds ([`AclGpu::verdict`]), with the same result
-    /// as having had them; the next trial waits twice as long. At rest no label changes (no set
+    /// as having had them; the next trial waits longer ([`wait_after_raise`]). At rest no label changes (no set
     /// overlaps another), so one round does; the 8 recorded at first are a `merge_label` dispatch
     /// each, in every pass of each of a step's merge chains.
     pub fn fewer_label_rounds(&mut self) -> Option<AclCaps> {
@@ -1286,7 +1287,7 @@ impl AclGpu {
         caps: AclCaps,
     ) -> Result<(), AclGpuError> {
         if caps.rounds > self.caps.rounds {
-            // More rounds again: a cut that did not last waits twice as long next time.
+            // More rounds again: the next cut waits longer (`wait_after_raise`).
             self.rounds_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.coalesce > self.caps.coalesce {
@@ -1296,9 +1297,15 @@ impl AclGpu {
             self.newcomers_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
-            // More passes again: a cut that did not last waits twice as long next time.
+            // More passes again: the next trial waits as `wait_after_raise` says (twice as long,
+            // unless the cut held for as long as its wait; `pass_quiet` counts from the cut).
             if self.pass_cut_last {
-                self.pass_cut_after = (2 * self.pass_cut_after).min(ROUNDS_CUT_AFTER_MAX);
+                self.pass_cut_after = wait_after_raise(
+                    self.pass_cut_after,
+                    self.pass_quiet,
+                    ROUNDS_CUT_AFTER,
+                    ROUNDS_CUT_AFTER_MAX,
+                );
             }
             self.pass_cut_last = false;
             self.pass_quiet = 0;
@@ -1306,7 +1313,12 @@ impl AclGpu {
         if caps.merge.rounds > self.caps.merge.rounds {
             // More label rounds again: likewise.
             if self.label_cut_last {
-                self.label_cut_after = (2 * self.label_cut_after).min(ROUNDS_CUT_AFTER_MAX);
+                self.label_cut_after = wait_after_raise(
+                    self.label_cut_after,
+                    self.label_quiet,
+                    ROUNDS_CUT_AFTER,
+                    ROUNDS_CUT_AFTER_MAX,
+                );
             }
             self.label_cut_last = false;
             self.label_quiet = 0;
