@@ -34,7 +34,7 @@
 //! frames, capture, statistics, the end-of-frame pass-through check), so every writer of the CPU path
 //! (BCC, OBJ, capture) works unchanged on a GPU run.
 
-use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, Op};
+use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, AclVariant, Op};
 use crate::acl::AclContact;
 use crate::balls::{self, BALL_CONTACT_LOOP_LIMIT};
 use crate::budget::QuietCut;
@@ -122,13 +122,15 @@ enum Rerun {
     Length(u32),
     /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with.
     Capacity((u32, u32, u32)),
-    /// ACL's step needs more room or more rounds: the capacities and budgets to rebuild with.
-    Acl(AclCaps),
+    /// ACL's step `step` (of the batch) needs more room or more rounds: the capacities and
+    /// budgets to rebuild with.
+    Acl { caps: AclCaps, step: usize },
     /// The yarn–ball contacts overflowed `ball_hits`: the capacity to rebuild with.
     BallHits(u32),
 }
 
 /// A buffer copy recorded between compute passes (ACL's counts moved into uniforms).
+#[derive(Clone)]
 struct CopyOp {
     src: wgpu::Buffer,
     src_offset: u64,
@@ -153,6 +155,8 @@ struct StepRecorder<'a> {
     obstacle_ring: &'a wgpu::Buffer,
     fresh_counters: &'a wgpu::Buffer,
     acl: Option<&'a AclState>,
+    /// Per step of the batch: the upgraded list it is recorded with, if any.
+    upgraded: Vec<Option<&'a Upgraded>>,
     snapshots: &'a [wgpu::Buffer],
     queries: Option<&'a (wgpu::QuerySet, wgpu::Buffer)>,
 }
@@ -186,12 +190,16 @@ impl StepRecorder<'_> {
                 acl.path.copy_state(enc, false);
             }
         }
+        let upgraded = self.upgraded[s as usize];
         if let Some(acl) = &self.acl {
             const SU: u64 = size_of::<crate::layout::SchedUniform>() as u64;
             const RU: u64 = size_of::<crate::acl::rebuild::RebuildParams>() as u64;
             let (sched_step, rebuild) = (
                 acl.path.buffer("sched_step").expect("made by AclGpu"),
-                acl.path.buffer("rebuild").expect("made by AclGpu"),
+                match upgraded {
+                    Some(u) => u.variant.rebuild(),
+                    None => acl.path.buffer("rebuild").expect("made by AclGpu"),
+                },
             );
             enc.copy_buffer_to_buffer(&acl.sched_ring, s * SU, sched_step, 0, SU);
             enc.copy_buffer_to_buffer(&acl.rebuild_ring, s * RU, rebuild, 0, RU);
@@ -232,7 +240,7 @@ impl StepRecorder<'_> {
             // One pass for the step (wgpu orders the dispatches inside it and puts the
             // barriers between them that their storage buffers need), split where ACL copies
             // a count between stages.
-            let ds = &self.dispatches;
+            let ds = upgraded.map_or(self.dispatches, |u| &u.dispatches);
             let mut i = 0;
             while i < ds.len() {
                 record_copies(enc, &ds[i].copies);
@@ -275,6 +283,7 @@ impl StepRecorder<'_> {
 
 /// One recorded dispatch of the step, and the buffer copies that must run before it (between
 /// compute passes).
+#[derive(Clone)]
 struct Dispatch {
     kernel: &'static str,
     bind_group: wgpu::BindGroup,
@@ -282,6 +291,15 @@ struct Dispatch {
     copies: Vec<CopyOp>,
     /// One of the contact model's dispatches (its time is the step's contact time).
     contact: bool,
+}
+
+/// A step's dispatch list with ACL's operations for other budgets than the driver's (more rebuild
+/// rounds, merge passes or label rounds, coalescing, the newcomer search): what a step of a batch
+/// that needed more than the rest is recorded with on the rerun ([`GpuSim::upgrade`]).
+struct Upgraded {
+    caps: AclCaps,
+    dispatches: Vec<Dispatch>,
+    variant: AclVariant,
 }
 
 /// The ACL contact path of a GPU step: its driver, the rings of its per-step records, and the
@@ -391,6 +409,17 @@ pub struct GpuSim {
     snapshots: Vec<wgpu::Buffer>,
     /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
     reruns: u32,
+    /// The running batch's steps that ACL records with more budgets than the rest, and the
+    /// budgets ([`GpuSim::upgrade`]); emptied when the batch completes.
+    upgrades: Vec<(usize, AclCaps)>,
+    /// Dispatch lists made for upgrades, kept until the step's list is rebuilt.
+    upgraded: Vec<Upgraded>,
+    /// Steps run with upgraded budgets, and dispatches recorded (failed attempts included), in
+    /// the current frame.
+    frame_upgraded_steps: u64,
+    frame_dispatches_run: u64,
+    /// Steps run with upgraded budgets so far.
+    upgraded_steps: u64,
     /// Steps of the batches that were rerun, counted once per failed attempt: the steps the GPU
     /// ran for nothing.
     rerun_steps: u64,
@@ -753,6 +782,11 @@ impl GpuSim {
             frame_timed_steps: 0,
             frame_host_ms: [0.0; 3],
             reruns: 0,
+            upgrades: Vec::new(),
+            upgraded: Vec::new(),
+            frame_upgraded_steps: 0,
+            frame_dispatches_run: 0,
+            upgraded_steps: 0,
             rerun_steps: 0,
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
@@ -869,33 +903,9 @@ impl GpuSim {
                 }
             }
             if let (true, Some(acl)) = (i == contact_at, &self.acl) {
-                for op in acl.path.ops() {
-                    match op {
-                        Op::Dispatch((kernel, bg, threads)) => {
-                            let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
-                            dispatches.push(Dispatch {
-                                kernel,
-                                bind_group: bg.clone(),
-                                grid: threads.grid(k.workgroup_size),
-                                copies: std::mem::take(&mut pending),
-                                contact: true,
-                            });
-                        }
-                        Op::Copy {
-                            src,
-                            src_offset,
-                            dst,
-                            dst_offset,
-                            size,
-                        } => pending.push(CopyOp {
-                            src: src.clone(),
-                            src_offset: *src_offset,
-                            dst: dst.clone(),
-                            dst_offset: *dst_offset,
-                            size: *size,
-                        }),
-                    }
-                }
+                let (ds, trailing) = acl_dispatches(acl.path.ops())?;
+                dispatches.extend(ds);
+                pending = trailing;
             }
             if let (true, Some(scan)) = (kernel == "ball_yarn_contact", &self.ball_scan) {
                 for (kernel, bg, threads) in scan.dispatches() {
@@ -967,6 +977,8 @@ impl GpuSim {
         });
         self.frame_kernel_ns = vec![0.0; dispatches.len()];
         self.dispatches = dispatches;
+        // Upgraded lists copy this one: made again when next needed.
+        self.upgraded.clear();
         self.queries = queries;
         self.length_uniforms = length.into_uniforms();
         self.length_budget = length_iterations;
@@ -1045,6 +1057,12 @@ impl GpuSim {
         self.batch_limit
     }
 
+    /// Steps run so far with more of ACL's budgets than the rest of their batch (each after a
+    /// rerun of its batch; see [`GpuSim::upgrade`]).
+    pub fn upgraded_steps(&self) -> u64 {
+        self.upgraded_steps
+    }
+
     /// Steps of failed batch attempts so far (each rerun batch's steps, once per rerun).
     pub fn rerun_steps(&self) -> u64 {
         self.rerun_steps
@@ -1081,7 +1099,18 @@ impl GpuSim {
                     self.grows += 1;
                     self.grow_exact(caps)?;
                 }
-                Rerun::Acl(caps) => self.grow_acl(caps, base)?,
+                Rerun::Acl { caps, step } => {
+                    if !self.upgrade(step, caps)? {
+                        // Room to grow, or a second step of the batch needing more: the whole
+                        // step is recorded with the budgets every upgrade had, and the cut
+                        // policies back off ([`crate::budget::wait_after_raise`]).
+                        let caps = self
+                            .upgrades
+                            .drain(..)
+                            .fold(caps, |c, (_, u)| c.at_least(&u));
+                        self.grow_acl(caps, base)?;
+                    }
+                }
                 Rerun::BallHits(cap) => {
                     self.grows += 1;
                     self.grow_ball_hits(cap)?;
@@ -1330,6 +1359,10 @@ impl GpuSim {
     /// iterations than are encoded (the batch's results are then not to be used).
     fn run_batch(&mut self, k: usize) -> Result<Option<Rerun>, GpuStepError> {
         let record_start = Instant::now();
+        // The upgraded steps' lists (made again when the step's list was rebuilt since).
+        for (_, caps) in self.upgrades.clone() {
+            self.upgraded_list(caps)?;
+        }
         let base = self.sim.steps;
         self.batch_touching.clear();
         let (t0, h) = (self.sim.time, self.sim.params.h as f64);
@@ -1362,11 +1395,25 @@ impl GpuSim {
         if obstacle_bytes > 0 {
             q.write_buffer(&self.obstacle_ring, 0, bytemuck::cast_slice(&obstacles));
         }
+        let upgraded: Vec<Option<&Upgraded>> = (0..k)
+            .map(|s| {
+                let caps = self.upgrade_caps(s)?;
+                self.upgraded.iter().find(|u| u.caps == caps)
+            })
+            .collect();
+        let dispatches_run: u64 = upgraded
+            .iter()
+            .map(|u| u.map_or(self.dispatches.len(), |u| u.dispatches.len()) as u64)
+            .sum();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Within a frame only its first batch is timed (again if it is rerun): the timed step
         // records a compute pass per dispatch, which costs the host far more than a step in a
-        // few passes, and a frame of 540 steps would otherwise pay it once per batch.
-        let timed = self.queries.is_some() && !(self.in_frame && self.frame_timed_steps > 0);
+        // few passes, and a frame of 540 steps would otherwise pay it once per batch. (Not when
+        // that step is upgraded: its list is not the one the times are kept for.)
+        let timed = self.queries.is_some()
+            && !(self.in_frame && self.frame_timed_steps > 0)
+            && upgraded[0].is_none();
+
         let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
         let acl_at = ts_at + self.queries.as_ref().map_or(0, |(_, r)| r.size());
         // One command buffer per step, recorded in parallel: wgpu's recording costs the host a few
@@ -1383,6 +1430,7 @@ impl GpuSim {
             obstacle_ring: &self.obstacle_ring,
             fresh_counters: &self.fresh_counters,
             acl: self.acl.as_ref(),
+            upgraded,
             snapshots: &self.snapshots,
             queries: self.queries.as_ref().filter(|_| timed),
         };
@@ -1408,6 +1456,7 @@ impl GpuSim {
             submit_ms += t.elapsed().as_secs_f64() * 1e3;
         }
         let submitted = Instant::now();
+        self.frame_dispatches_run += dispatches_run;
         self.frame_host_ms[0] += (submitted - record_start).as_secs_f64() * 1e3;
         self.frame_host_ms[2] += submit_ms;
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -1463,10 +1512,14 @@ impl GpuSim {
                 let at = acl_at as usize + s * ACL_COUNTERS_BYTES as usize;
                 let c: AclStepCounters =
                     bytemuck::pod_read_unaligned(&bytes[at..at + ACL_COUNTERS_BYTES as usize]);
-                match acl.path.verdict(&c) {
+                let ran = self.upgrade_caps(s).unwrap_or(acl.path.caps);
+                match acl.path.verdict_with(ran, &c) {
                     Ok(Some(caps)) => {
                         acl_counters.push(c);
-                        return Ok(Some(Rerun::Acl(AclGpu::ahead_of(caps, &acl_counters))));
+                        return Ok(Some(Rerun::Acl {
+                            caps: AclGpu::ahead_of(caps, &acl_counters),
+                            step: s,
+                        }));
                     }
                     Ok(None) => acl_counters.push(c),
                     Err(e) => {
@@ -1505,6 +1558,10 @@ impl GpuSim {
         if let Some(budget) = self.fewer_length_iterations(iterations) {
             self.build(budget)?;
         }
+        // The batch's upgrades were for it alone.
+        self.frame_upgraded_steps += self.upgrades.len() as u64;
+        self.upgraded_steps += self.upgrades.len() as u64;
+        self.upgrades.clear();
         self.batch_acl.clear();
         if let Some(acl) = &mut self.acl {
             for c in &acl_counters {
@@ -1593,6 +1650,81 @@ impl GpuSim {
             })?;
         self.grows += 1;
         self.build(self.length_budget)
+    }
+
+    /// A rerun's alternative to recording every step with more budgets: step `step` of the batch
+    /// needed `caps`, which differ from ACL's capacities in budgets only (more rebuild rounds,
+    /// merge passes or label rounds, coalescing or the newcomer search), so only that step is
+    /// recorded with them on the rerun and the others keep the budgets they have. Returns false
+    /// (nothing changed) when `caps` need other buffers, or when another step of the batch is
+    /// upgraded already: then the caller records every step with the larger budgets, as before.
+    ///
+    /// Why: a budget cut after a quiet stretch holds until one step needs more. Raising the
+    /// budget for the whole batch and the batches after it costs every one of their steps the
+    /// dispatches of the raised stages (the relaxed scarf at rest on the H200: 286–402 dispatches
+    /// a step with the budgets raised, against 178 cut), while at rest such steps are rare; an
+    /// upgrade costs one rerun of the batch's steps. A step run with the larger budgets gives the
+    /// same result as with the cut ones wherever those sufficed, so the run is bitwise the same.
+    fn upgrade(&mut self, step: usize, caps: AclCaps) -> Result<bool, GpuStepError> {
+        if self.upgrades.iter().any(|&(s, _)| s != step) {
+            return Ok(false);
+        }
+        if self.upgraded_list(caps)?.is_none() {
+            return Ok(false);
+        }
+        self.upgrades = vec![(step, caps)];
+        Ok(true)
+    }
+
+    /// The budgets step `s` of the running batch is upgraded to, if any.
+    fn upgrade_caps(&self, s: usize) -> Option<AclCaps> {
+        self.upgrades
+            .iter()
+            .find(|&&(step, _)| step == s)
+            .map(|&(_, caps)| caps)
+    }
+
+    /// The index of the upgraded dispatch list for ACL budgets `caps` in `self.upgraded` (made
+    /// when missing); `None` when `caps` need other buffers than ACL's.
+    fn upgraded_list(&mut self, caps: AclCaps) -> Result<Option<usize>, GpuStepError> {
+        if let Some(i) = self.upgraded.iter().position(|u| u.caps == caps) {
+            return Ok(Some(i));
+        }
+        let Some(acl) = self.acl.as_mut() else {
+            return Ok(None);
+        };
+        let device_error = |e: acl_gpu::AclGpuError| GpuStepError::Device {
+            step: self.sim.steps,
+            message: e.to_string(),
+        };
+        let Some(variant) = acl
+            .path
+            .variant(&self.device, &self.queue, &self.pipelines, caps)
+            .map_err(device_error)?
+        else {
+            return Ok(None);
+        };
+        // The step's list with the variant's operations in place of the driver's (they are one
+        // run of contact dispatches; the copies after them go before the next dispatch).
+        let (contact, trailing) = acl_dispatches(variant.ops())?;
+        let base = &self.dispatches;
+        let first = base
+            .iter()
+            .position(|d| d.contact)
+            .expect("ACL's dispatches");
+        let end = first + base[first..].iter().take_while(|d| d.contact).count();
+        let mut dispatches = base[..first].to_vec();
+        dispatches.extend(contact);
+        let mut next = base[end].clone();
+        next.copies = trailing;
+        dispatches.push(next);
+        dispatches.extend_from_slice(&base[end + 1..]);
+        self.upgraded.push(Upgraded {
+            caps,
+            dispatches,
+            variant,
+        });
+        Ok(Some(self.upgraded.len() - 1))
     }
 
     /// Turns the error flags of a step into an error naming the step and the place.
@@ -1733,6 +1865,8 @@ impl GpuSim {
         self.frame_iterations = 0;
         self.frame_touching = 0;
         self.frame_candidates = 0;
+        self.frame_upgraded_steps = 0;
+        self.frame_dispatches_run = 0;
         if let Some(acl) = &mut self.acl {
             // Steps run outside a frame (`step`, `steps`) count in no frame's means.
             acl.frame = [0.0; 9];
@@ -1862,6 +1996,16 @@ impl GpuSim {
         stats
             .extra
             .push(("batch_rerun_steps".into(), self.rerun_steps as f64));
+        // The frame's steps rerun with more of ACL's budgets than the rest of their batch, and
+        // the dispatches recorded per step of the frame, failed attempts included: what the GPU
+        // did, where `dispatches_per_step` is the list a step starts from.
+        stats
+            .extra
+            .push(("upgraded_steps".into(), self.frame_upgraded_steps as f64));
+        stats.extra.push((
+            "dispatches_run_per_step".into(),
+            self.frame_dispatches_run as f64 / n.max(1) as f64,
+        ));
         stats
             .extra
             .push(("length_budget".into(), self.length_budget as f64));
@@ -2101,6 +2245,41 @@ fn upload_ball_room(b: &mut Buffers, device: &wgpu::Device, queue: &wgpu::Queue,
 }
 
 /// Records ACL's count copies that come before a dispatch.
+/// The dispatches of ACL's operations `ops`, each with the copies that come before it, and the
+/// copies after the last (for the dispatch that follows them).
+fn acl_dispatches(ops: &[Op]) -> Result<(Vec<Dispatch>, Vec<CopyOp>), GpuStepError> {
+    let mut dispatches = Vec::new();
+    let mut pending: Vec<CopyOp> = Vec::new();
+    for op in ops {
+        match op {
+            Op::Dispatch((kernel, bg, threads)) => {
+                let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+                dispatches.push(Dispatch {
+                    kernel,
+                    bind_group: bg.clone(),
+                    grid: threads.grid(k.workgroup_size),
+                    copies: std::mem::take(&mut pending),
+                    contact: true,
+                });
+            }
+            Op::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                size,
+            } => pending.push(CopyOp {
+                src: src.clone(),
+                src_offset: *src_offset,
+                dst: dst.clone(),
+                dst_offset: *dst_offset,
+                size: *size,
+            }),
+        }
+    }
+    Ok((dispatches, pending))
+}
+
 fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {
     for c in copies {
         enc.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, c.dst_offset, c.size);

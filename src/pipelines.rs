@@ -292,8 +292,9 @@ impl Pipelines {
     }
 }
 
-/// Named GPU buffers: the buffer a kernel binding of the same name gets.
-#[derive(Default)]
+/// Named GPU buffers: the buffer a kernel binding of the same name gets. A clone names the same
+/// buffers (handles); a buffer made in the clone replaces its name there only.
+#[derive(Clone, Default)]
 pub struct Buffers {
     map: BTreeMap<String, wgpu::Buffer>,
 }

@@ -376,7 +376,8 @@ fn acl_coalescing_left_out_reruns_identically() {
     let run = |leave_out: bool| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-        // Batches that ran without coalescing, and batches rerun with it.
+        // Batches that ran without coalescing, and batches rerun with it (for one step, or
+        // for all of them).
         let (mut without, mut needed) = (0, 0);
         for _ in 0..12 {
             let mut caps = g.acl_capacities().unwrap();
@@ -385,11 +386,14 @@ fn acl_coalescing_left_out_reruns_identically() {
                 caps.coalesce = want;
                 g.set_acl_capacities(caps).unwrap();
             }
+            let reruns = g.reruns();
             g.steps(8).unwrap();
-            match (leave_out, g.acl_capacities().unwrap().coalesce) {
-                (true, 0) => without += 1,
-                (true, _) => needed += 1,
-                _ => {}
+            if leave_out {
+                if g.reruns() > reruns {
+                    needed += 1;
+                } else {
+                    without += 1;
+                }
             }
         }
         g.download().unwrap();
@@ -412,7 +416,8 @@ fn acl_coalescing_left_out_reruns_identically() {
 /// cell reruns its batch with them: the tiny swatch falling onto its obstacle, with the search
 /// left out before every batch, reruns and ends bitwise where a run that always searches does
 /// (and does not when the verdict's rerun for `entered` is taken out: checked by hand when this
-/// test was written).
+/// test was written). A rerun records the search for the step that needed it only (an upgrade):
+/// after some batches that reran, the others still start without it.
 #[test]
 fn acl_newcomer_search_left_out_reruns_identically() {
     let Some(gpu) = gpu_or_skip("acl_newcomer_search_left_out_reruns_identically") else {
@@ -424,7 +429,7 @@ fn acl_newcomer_search_left_out_reruns_identically() {
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
         // Batches that ran without the search, batches rerun with it, and the dispatches of a
         // step without it.
-        let (mut without, mut needed, mut fewer) = (0, 0, u32::MAX);
+        let (mut without, mut needed, mut fewer, mut upgraded) = (0, 0, u32::MAX, 0);
         for _ in 0..12 {
             let mut caps = g.acl_capacities().unwrap();
             let want = u32::from(!leave_out);
@@ -433,24 +438,34 @@ fn acl_newcomer_search_left_out_reruns_identically() {
                 g.set_acl_capacities(caps).unwrap();
             }
             fewer = fewer.min(g.dispatches_per_step());
+            let reruns = g.reruns();
             g.steps(8).unwrap();
-            match (leave_out, g.acl_capacities().unwrap().newcomers) {
-                (true, 0) => without += 1,
-                (true, _) => needed += 1,
-                _ => {}
+            if leave_out {
+                if g.reruns() > reruns {
+                    needed += 1;
+                    // Rerun, and the step list of the batch after it still without the search.
+                    upgraded += (g.acl_capacities().unwrap().newcomers == 0) as u32;
+                } else {
+                    without += 1;
+                }
             }
         }
         g.download().unwrap();
-        (g, without, needed, fewer)
+        (g, without, needed, fewer, upgraded)
     };
-    let (left_out, without, needed, fewer) = run(true);
-    let (always, _, _, full) = run(false);
+    let (left_out, without, needed, fewer, upgraded) = run(true);
+    let (always, _, _, full, _) = run(false);
     eprintln!(
-        "newcomer search left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all; {} always searching); dispatches per step {fewer} without, {full} with",
+        "newcomer search left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all, {upgraded} of those batches rerun with the search for one step, {} steps upgraded; {} always searching); dispatches per step {fewer} without, {full} with",
         left_out.reruns(),
+        left_out.upgraded_steps(),
         always.reruns()
     );
     assert!(needed > 0, "no batch needed the newcomer search");
+    assert!(
+        upgraded > 0 && left_out.upgraded_steps() > 0,
+        "no rerun upgraded a single step"
+    );
     assert!(without > 0, "every batch needed the newcomer search");
     assert!(
         fewer < full,

@@ -980,7 +980,69 @@ fn grow(cap: u32, count: u32) -> u32 {
     count.saturating_add(count / 2).max(16).max(cap)
 }
 
+/// The operations of one step with other budgets than the driver's (rebuild rounds, merge passes
+/// and label rounds, coalescing, the newcomer search) on the driver's buffers: for a step of a
+/// batch that needs more than the rest ([`AclGpu::variant`]). Its per-step uniforms are its own:
+/// the caller copies each step's `rebuild` record into [`AclVariant::rebuild`].
+pub struct AclVariant {
+    pub caps: AclCaps,
+    ops: Vec<Op>,
+    rebuild: wgpu::Buffer,
+    _keep: Keep,
+    _own: Buffers,
+}
+
+impl AclVariant {
+    /// The operations of the step, in order.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// The `rebuild` uniform the operations read (the step number is written per step).
+    pub fn rebuild(&self) -> &wgpu::Buffer {
+        &self.rebuild
+    }
+}
+
 impl AclGpu {
+    /// The operations of one step with the budgets of `caps` (normalized as [`AclGpu::grow`]
+    /// does), whose capacities must be this driver's; `None` when they are not. The operations
+    /// read and write the driver's persistent buffers (sets, pools, counters, the scheduler's),
+    /// so a step recorded from them continues the driver's run; their uniforms and the scratch of
+    /// their merge chains and lookup are made for them (in a copy of the buffer map), so the
+    /// driver's own operations are untouched.
+    pub fn variant(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        caps: AclCaps,
+    ) -> Result<Option<AclVariant>, AclGpuError> {
+        let caps = caps.normalized();
+        if !caps.same_buffers(&self.caps) {
+            return Ok(None);
+        }
+        // make_ops on the copy: swap it in, then put the driver's own state back.
+        let own = self.own.clone();
+        let saved_caps = std::mem::replace(&mut self.caps, caps);
+        let saved_ops = std::mem::take(&mut self.ops);
+        let saved_keep = std::mem::take(&mut self._keep);
+        let made = self.make_ops(device, queue, pipelines);
+        let own = std::mem::replace(&mut self.own, own);
+        self.caps = saved_caps;
+        let ops = std::mem::replace(&mut self.ops, saved_ops);
+        let keep = std::mem::replace(&mut self._keep, saved_keep);
+        made?;
+        let rebuild = own.get("rebuild").expect("made in make_ops").clone();
+        Ok(Some(AclVariant {
+            caps,
+            ops,
+            rebuild,
+            _keep: keep,
+            _own: own,
+        }))
+    }
+
     /// The operations of one step, in order (for a caller recording them among its own).
     pub fn ops(&self) -> &[Op] {
         &self.ops
@@ -1066,7 +1128,16 @@ impl AclGpu {
     /// What a step's counters say: `Ok(None)` when the step is final, `Ok(Some(caps))` when it must
     /// run again with these capacities and budgets, an error when it cannot run on the GPU at all.
     pub fn verdict(&self, c: &AclStepCounters) -> Result<Option<AclCaps>, AclGpuError> {
-        let caps = self.caps;
+        self.verdict_with(self.caps, c)
+    }
+
+    /// [`AclGpu::verdict`] for a step that ran with the budgets of `caps` (a [`AclVariant`]'s; its
+    /// capacities are this driver's).
+    pub fn verdict_with(
+        &self,
+        caps: AclCaps,
+        c: &AclStepCounters,
+    ) -> Result<Option<AclCaps>, AclGpuError> {
         let mut g = caps;
         if let Some(s) = caps.sched.grown(&c.sched) {
             g.sched = s;
