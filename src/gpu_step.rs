@@ -418,8 +418,10 @@ pub struct GpuSim {
     /// the current frame.
     frame_upgraded_steps: u64,
     frame_dispatches_run: u64,
-    /// Steps run with upgraded budgets so far.
+    /// Steps run with upgraded budgets so far, and reruns that upgraded a step (also counted in
+    /// `reruns`).
     upgraded_steps: u64,
+    upgrade_reruns: u32,
     /// Steps of the batches that were rerun, counted once per failed attempt: the steps the GPU
     /// ran for nothing.
     rerun_steps: u64,
@@ -518,6 +520,11 @@ pub const MAX_BATCH: usize = 64;
 /// rising (a falling garment grows its contact capacities a dozen times in its first steps) then
 /// wastes batches about as long as the stretches between its growths, not [`MAX_BATCH`] steps
 /// each, and the host also gets to grow capacities ahead of need between the shorter batches.
+/// A batch whose reruns were all upgrades ([`GpuSim::upgrade`]: a step that needed more of a cut
+/// budget) halves the length instead: such steps come one at a time, at random, rather than as a
+/// trend, and a batch of one step costs its readback (the quiet tiny swatch on lavapipe, frames
+/// 1–12: 46 reruns against the old policy's 14, when every upgrade started the batches over at
+/// one step).
 pub const FIRST_BATCH: usize = 1;
 
 impl GpuSim {
@@ -787,6 +794,7 @@ impl GpuSim {
             frame_upgraded_steps: 0,
             frame_dispatches_run: 0,
             upgraded_steps: 0,
+            upgrade_reruns: 0,
             rerun_steps: 0,
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
@@ -1022,10 +1030,13 @@ impl GpuSim {
     /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`]; one of that length that
     /// ran once doubles it.
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
-        let reruns = self.reruns;
+        let (reruns, upgrade_reruns) = (self.reruns, self.upgrade_reruns);
         self.run_steps(k)?;
-        self.batch_limit = if self.reruns > reruns {
+        let upgrades = self.upgrade_reruns - upgrade_reruns;
+        self.batch_limit = if self.reruns > reruns + upgrades {
             FIRST_BATCH
+        } else if upgrades > 0 {
+            (self.batch_limit / 2).max(FIRST_BATCH)
         } else if k >= self.batch_limit {
             (2 * self.batch_limit).min(MAX_BATCH)
         } else {
@@ -1061,6 +1072,11 @@ impl GpuSim {
     /// rerun of its batch; see [`GpuSim::upgrade`]).
     pub fn upgraded_steps(&self) -> u64 {
         self.upgraded_steps
+    }
+
+    /// Reruns so far that upgraded a step (also counted in [`GpuSim::reruns`]).
+    pub fn upgrade_reruns(&self) -> u32 {
+        self.upgrade_reruns
     }
 
     /// Steps of failed batch attempts so far (each rerun batch's steps, once per rerun).
@@ -1100,15 +1116,20 @@ impl GpuSim {
                     self.grow_exact(caps)?;
                 }
                 Rerun::Acl { caps, step } => {
-                    if !self.upgrade(step, caps)? {
-                        // Room to grow, or a second step of the batch needing more: the whole
-                        // step is recorded with the budgets every upgrade had, and the cut
-                        // policies back off ([`crate::budget::wait_after_raise`]).
-                        let caps = self
-                            .upgrades
-                            .drain(..)
-                            .fold(caps, |c, (_, u)| c.at_least(&u));
+                    if self.upgrade(step, caps)? {
+                        self.upgrade_reruns += 1;
+                    } else {
+                        // Room to grow, or one step more than `MAX_UPGRADES` needing more: every
+                        // step is recorded with what this one needs, and the cut policies back
+                        // off ([`crate::budget::wait_after_raise`]). The upgraded steps keep
+                        // theirs (with the new room).
+                        let upgrades = std::mem::take(&mut self.upgrades);
                         self.grow_acl(caps, base)?;
+                        let now = self.acl.as_ref().expect("an ACL rerun").path.caps;
+                        self.upgrades = upgrades
+                            .into_iter()
+                            .map(|(s, c)| (s, now.at_least(&c)))
+                            .collect();
                     }
                 }
                 Rerun::BallHits(cap) => {
@@ -1359,10 +1380,16 @@ impl GpuSim {
     /// iterations than are encoded (the batch's results are then not to be used).
     fn run_batch(&mut self, k: usize) -> Result<Option<Rerun>, GpuStepError> {
         let record_start = Instant::now();
-        // The upgraded steps' lists (made again when the step's list was rebuilt since).
-        for (_, caps) in self.upgrades.clone() {
-            self.upgraded_list(caps)?;
+        // The upgraded steps' lists (made again when the step's list was rebuilt since); an
+        // upgrade whose budgets no longer fit ACL's buffers is dropped (its step reruns if it
+        // needs more).
+        let mut upgrades = Vec::new();
+        for (s, caps) in std::mem::take(&mut self.upgrades) {
+            if self.upgraded_list(caps)?.is_some() {
+                upgrades.push((s, caps));
+            }
         }
+        self.upgrades = upgrades;
         let base = self.sim.steps;
         self.batch_touching.clear();
         let (t0, h) = (self.sim.time, self.sim.params.h as f64);
@@ -1655,9 +1682,11 @@ impl GpuSim {
     /// A rerun's alternative to recording every step with more budgets: step `step` of the batch
     /// needed `caps`, which differ from ACL's capacities in budgets only (more rebuild rounds,
     /// merge passes or label rounds, coalescing or the newcomer search), so only that step is
-    /// recorded with them on the rerun and the others keep the budgets they have. Returns false
-    /// (nothing changed) when `caps` need other buffers, or when another step of the batch is
-    /// upgraded already: then the caller records every step with the larger budgets, as before.
+    /// recorded with more on the rerun and the others keep the budgets they have. The step gets
+    /// every stage and at least twice the driver's rounds, passes and label rounds
+    /// ([`upgrade_budgets`]). Returns false (nothing changed) when `caps` need other buffers, or
+    /// when [`MAX_UPGRADES`] other steps of the batch are upgraded already: then the caller
+    /// records every step with the larger budgets, as before.
     ///
     /// Why: a budget cut after a quiet stretch holds until one step needs more. Raising the
     /// budget for the whole batch and the batches after it costs every one of their steps the
@@ -1666,13 +1695,19 @@ impl GpuSim {
     /// upgrade costs one rerun of the batch's steps. A step run with the larger budgets gives the
     /// same result as with the cut ones wherever those sufficed, so the run is bitwise the same.
     fn upgrade(&mut self, step: usize, caps: AclCaps) -> Result<bool, GpuStepError> {
-        if self.upgrades.iter().any(|&(s, _)| s != step) {
+        let Some(acl) = &self.acl else {
+            return Ok(false);
+        };
+        let others = self.upgrades.iter().filter(|&&(s, _)| s != step).count();
+        if others >= MAX_UPGRADES {
             return Ok(false);
         }
+        let caps = upgrade_budgets(&acl.path.caps, &caps);
         if self.upgraded_list(caps)?.is_none() {
             return Ok(false);
         }
-        self.upgrades = vec![(step, caps)];
+        self.upgrades.retain(|&(s, _)| s != step);
+        self.upgrades.push((step, caps));
         Ok(true)
     }
 
@@ -2245,6 +2280,27 @@ fn upload_ball_room(b: &mut Buffers, device: &wgpu::Device, queue: &wgpu::Queue,
 }
 
 /// Records ACL's count copies that come before a dispatch.
+/// Steps of one batch at most that [`GpuSim::upgrade`] records with more budgets than the rest;
+/// one more step that needs more records every step with more. Each upgrade costs a rerun of the
+/// batch up to its step, and halves the next batches ([`FIRST_BATCH`]), while raising the budgets
+/// of every step costs the raised stages in the batch and in the batches until the next cut.
+pub const MAX_UPGRADES: usize = 1;
+
+/// The budgets an upgraded step gets when a step that ran with the driver's `base` budgets needs
+/// `need` (the verdict's): every stage (coalescing, the newcomer search), and at least twice
+/// `base`'s rebuild rounds, merge passes and label rounds. Generous, because a step that needs one
+/// stage often needs the next: on the hanging tiny swatch (lavapipe), steps that needed the
+/// coalescing stage then needed a second merge pass for the sets it made, each a rerun of its own.
+fn upgrade_budgets(base: &AclCaps, need: &AclCaps) -> AclCaps {
+    let mut caps = *need;
+    caps.coalesce = 1;
+    caps.newcomers = 1;
+    caps.rounds = caps.rounds.max(2 * base.rounds);
+    caps.merge.passes = caps.merge.passes.max(2 * base.merge.passes);
+    caps.merge.rounds = caps.merge.rounds.max(2 * base.merge.rounds);
+    caps
+}
+
 /// The dispatches of ACL's operations `ops`, each with the copies that come before it, and the
 /// copies after the last (for the dispatch that follows them).
 fn acl_dispatches(ops: &[Op]) -> Result<(Vec<Dispatch>, Vec<CopyOp>), GpuStepError> {

@@ -477,9 +477,9 @@ fn acl_newcomer_search_left_out_reruns_identically() {
 
 /// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at
 /// `FIRST_BATCH` steps, double after each batch that ran once (up to `MAX_BATCH`) and start again
-/// at `FIRST_BATCH` after a batch that had to be rerun; from capacities far too small, that wastes
-/// fewer steps on failed attempts than batches of fixed length, and the result is bitwise the
-/// same.
+/// at `FIRST_BATCH` after a batch that had to be rerun (or halve, when its reruns only upgraded a
+/// step's budgets); from capacities far too small, that wastes fewer steps on failed attempts
+/// than batches of fixed length, and the result is bitwise the same.
 #[test]
 fn batch_lengths_adapt_and_change_nothing() {
     use yarnsim::gpu_step::{FIRST_BATCH, MAX_BATCH};
@@ -512,12 +512,15 @@ fn batch_lengths_adapt_and_change_nothing() {
         while done < STEPS {
             let limit = adaptive.batch_limit();
             let k = limit.min(STEPS - done);
-            let reruns = adaptive.reruns();
+            let (reruns, upgrades) = (adaptive.reruns(), adaptive.upgrade_reruns());
             let mut ran = Vec::new();
             adaptive.advance(k, &mut |n| ran.push(n)).unwrap();
             assert_eq!(ran, [k], "{model}: one batch of {k} steps");
-            let want = if adaptive.reruns() > reruns {
+            let upgrades = adaptive.upgrade_reruns() - upgrades;
+            let want = if adaptive.reruns() > reruns + upgrades {
                 FIRST_BATCH
+            } else if upgrades > 0 {
+                (limit / 2).max(FIRST_BATCH)
             } else if k == limit {
                 (2 * limit).min(MAX_BATCH)
             } else {
