@@ -2341,3 +2341,34 @@ fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {
         enc.copy_buffer_to_buffer(&c.src, c.src_offset, &c.dst, c.dst_offset, c.size);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upgraded_step_gets_every_stage_and_twice_the_cut_budgets() {
+        let mut base = AclCaps::all(64);
+        base.rounds = 1;
+        base.merge.passes = 1;
+        base.merge.rounds = 2;
+        base.coalesce = 0;
+        base.newcomers = 0;
+        // A step that needed only the coalescing stage.
+        let need = AclCaps {
+            coalesce: 1,
+            ..base
+        };
+        let up = upgrade_budgets(&base, &need);
+        assert_eq!((up.coalesce, up.newcomers), (1, 1));
+        assert_eq!((up.rounds, up.merge.passes, up.merge.rounds), (2, 2, 4));
+        // What the step needed beyond twice the cut stays; capacities are untouched.
+        let need = AclCaps { rounds: 8, ..base };
+        let up = upgrade_budgets(&base, &need);
+        assert_eq!((up.rounds, up.merge.passes, up.merge.rounds), (8, 2, 4));
+        assert_eq!(
+            (up.sched, up.points, up.merge.sets),
+            (base.sched, base.points, base.merge.sets)
+        );
+    }
+}
