@@ -372,44 +372,74 @@ fn acl_coalescing_left_out_reruns_identically() {
     let Some(gpu) = gpu_or_skip("acl_coalescing_left_out_reruns_identically") else {
         return;
     };
+    let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.coalesce;
+    let left_out = run_with_a_stage_left_out(&gpu, true, budget);
+    let always = run_with_a_stage_left_out(&gpu, false, budget);
+    eprintln!(
+        "coalescing left out: {} of 12 batches ran without it, {} were rerun with it ({} reruns in all; {} always coalescing)",
+        left_out.without,
+        left_out.needed,
+        left_out.g.reruns(),
+        always.g.reruns()
+    );
+    assert!(left_out.needed > 0, "no batch needed coalescing");
+    assert!(left_out.without > 0, "every batch needed coalescing");
+    assert_eq!(left_out.g.sim.pos, always.g.sim.pos, "positions differ");
+    assert_eq!(left_out.g.sim.vel, always.g.sim.vel, "velocities differ");
+}
+
+/// What [`run_with_a_stage_left_out`] saw: the run, its batches that ran without the stage and
+/// those rerun with it, of these the batches after which the step list still left it out (an
+/// upgrade of one step), and the fewest dispatches per step recorded.
+struct LeftOut {
+    g: GpuSim,
+    without: u32,
+    needed: u32,
+    upgraded: u32,
+    fewest: u32,
+}
+
+/// The tiny swatch falling onto its obstacle for 12 batches of 8 steps, with ACL's stage
+/// `budget` (a 0/1 budget of `AclCaps`: coalescing, the newcomer search) set to 0 before every
+/// batch when `leave_out`, else to 1.
+fn run_with_a_stage_left_out(
+    gpu: &yarnsim::gpu::Gpu,
+    leave_out: bool,
+    budget: fn(&mut AclCaps) -> &mut u32,
+) -> LeftOut {
     let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
-    let run = |leave_out: bool| {
-        let sim = fixture::scene_sim("tiny", &sets, 0);
-        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-        // Batches that ran without coalescing, and batches rerun with it (for one step, or
-        // for all of them).
-        let (mut without, mut needed) = (0, 0);
-        for _ in 0..12 {
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    let read = |g: &GpuSim| *budget(&mut g.acl_capacities().unwrap());
+    let (mut without, mut needed, mut upgraded, mut fewest) = (0, 0, 0, u32::MAX);
+    for _ in 0..12 {
+        let want = u32::from(!leave_out);
+        if read(&g) != want {
             let mut caps = g.acl_capacities().unwrap();
-            let want = u32::from(!leave_out);
-            if caps.coalesce != want {
-                caps.coalesce = want;
-                g.set_acl_capacities(caps).unwrap();
-            }
-            let reruns = g.reruns();
-            g.steps(8).unwrap();
-            if leave_out {
-                if g.reruns() > reruns {
-                    needed += 1;
-                } else {
-                    without += 1;
-                }
+            *budget(&mut caps) = want;
+            g.set_acl_capacities(caps).unwrap();
+        }
+        fewest = fewest.min(g.dispatches_per_step());
+        let reruns = g.reruns();
+        g.steps(8).unwrap();
+        if leave_out {
+            if g.reruns() > reruns {
+                needed += 1;
+                // Rerun, and the step list of the batch after it still without the stage.
+                upgraded += (read(&g) == 0) as u32;
+            } else {
+                without += 1;
             }
         }
-        g.download().unwrap();
-        (g, without, needed)
-    };
-    let (left_out, without, needed) = run(true);
-    let (always, _, _) = run(false);
-    eprintln!(
-        "coalescing left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all; {} always coalescing)",
-        left_out.reruns(),
-        always.reruns()
-    );
-    assert!(needed > 0, "no batch needed coalescing");
-    assert!(without > 0, "every batch needed coalescing");
-    assert_eq!(left_out.sim.pos, always.sim.pos, "positions differ");
-    assert_eq!(left_out.sim.vel, always.sim.vel, "velocities differ");
+    }
+    g.download().unwrap();
+    LeftOut {
+        g,
+        without,
+        needed,
+        upgraded,
+        fewest,
+    }
 }
 
 /// A step recorded without the scheduler's grid and newcomer search on which a segment enters a
@@ -423,56 +453,34 @@ fn acl_newcomer_search_left_out_reruns_identically() {
     let Some(gpu) = gpu_or_skip("acl_newcomer_search_left_out_reruns_identically") else {
         return;
     };
-    let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
-    let run = |leave_out: bool| {
-        let sim = fixture::scene_sim("tiny", &sets, 0);
-        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-        // Batches that ran without the search, batches rerun with it, and the dispatches of a
-        // step without it.
-        let (mut without, mut needed, mut fewer, mut upgraded) = (0, 0, u32::MAX, 0);
-        for _ in 0..12 {
-            let mut caps = g.acl_capacities().unwrap();
-            let want = u32::from(!leave_out);
-            if caps.newcomers != want {
-                caps.newcomers = want;
-                g.set_acl_capacities(caps).unwrap();
-            }
-            fewer = fewer.min(g.dispatches_per_step());
-            let reruns = g.reruns();
-            g.steps(8).unwrap();
-            if leave_out {
-                if g.reruns() > reruns {
-                    needed += 1;
-                    // Rerun, and the step list of the batch after it still without the search.
-                    upgraded += (g.acl_capacities().unwrap().newcomers == 0) as u32;
-                } else {
-                    without += 1;
-                }
-            }
-        }
-        g.download().unwrap();
-        (g, without, needed, fewer, upgraded)
-    };
-    let (left_out, without, needed, fewer, upgraded) = run(true);
-    let (always, _, _, full, _) = run(false);
+    let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.newcomers;
+    let left_out = run_with_a_stage_left_out(&gpu, true, budget);
+    let always = run_with_a_stage_left_out(&gpu, false, budget);
+    let (fewer, full) = (left_out.fewest, always.fewest);
     eprintln!(
-        "newcomer search left out: {without} of 12 batches ran without it, {needed} were rerun with it ({} reruns in all, {upgraded} of those batches rerun with the search for one step, {} steps upgraded; {} always searching); dispatches per step {fewer} without, {full} with",
-        left_out.reruns(),
-        left_out.upgraded_steps(),
-        always.reruns()
+        "newcomer search left out: {} of 12 batches ran without it, {} were rerun with it ({} reruns in all, {} of those batches rerun with the search for one step, {} steps upgraded; {} always searching); dispatches per step {fewer} without, {full} with",
+        left_out.without,
+        left_out.needed,
+        left_out.g.reruns(),
+        left_out.upgraded,
+        left_out.g.upgraded_steps(),
+        always.g.reruns()
     );
-    assert!(needed > 0, "no batch needed the newcomer search");
+    assert!(left_out.needed > 0, "no batch needed the newcomer search");
     assert!(
-        upgraded > 0 && left_out.upgraded_steps() > 0,
+        left_out.upgraded > 0 && left_out.g.upgraded_steps() > 0,
         "no rerun upgraded a single step"
     );
-    assert!(without > 0, "every batch needed the newcomer search");
+    assert!(
+        left_out.without > 0,
+        "every batch needed the newcomer search"
+    );
     assert!(
         fewer < full,
         "{fewer} dispatches without the search, {full} with"
     );
-    assert_eq!(left_out.sim.pos, always.sim.pos, "positions differ");
-    assert_eq!(left_out.sim.vel, always.sim.vel, "velocities differ");
+    assert_eq!(left_out.g.sim.pos, always.g.sim.pos, "positions differ");
+    assert_eq!(left_out.g.sim.vel, always.g.sim.vel, "velocities differ");
 }
 
 /// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at
