@@ -6,8 +6,9 @@
 #
 #   scripts/device/pack.sh              # this checkout
 #   NOTESTS=1 scripts/device/pack.sh    # the CLI and the benches only (no test binaries)
-#   BASE=<rev> scripts/device/pack.sh   # also the gpu bench of <rev>, as bench_gpu_old (a baseline
-#                                       # to time in the same call; built in a worktree under /tmp)
+#   BASE=<rev> scripts/device/pack.sh   # also the gpu bench and the CLI of <rev>, as bench_gpu_old
+#                                       # and yarnsim_old (baselines to time in the same call; built
+#                                       # in a worktree under /tmp)
 #
 # Then run scripts/device/run.sh there (see its header), carrying .devbin and .gl.
 set -euo pipefail
@@ -51,6 +52,8 @@ if [ -n "${BASE:-}" ]; then
     while read -r name path; do
       case "$name" in gpu) cp "$path" .devbin/bin/bench_gpu_old ;; esac
     done
+  (cd "$wt" && CARGO_TARGET_DIR="$root/target/base" cargo build --release --bin yarnsim)
+  cp "$root/target/base/release/yarnsim" .devbin/bin/yarnsim_old
   git worktree remove --force "$wt"
 fi
 strip .devbin/bin/*

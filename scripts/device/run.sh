@@ -16,6 +16,8 @@
 #   DISPATCH=1       first the dispatch bench (what one dispatch costs, by kind)
 #   RUNS=a,b         also time `yarnsim run` of the relaxed scarf on the GPU with these contact
 #                    models, RUN_FRAMES frames each (default 2), each cut at RUN_TIMEOUT s (120)
+#   OLDRUNS=1        each of RUNS also with yarnsim_old (the baseline pack.sh built with
+#                    BASE=<rev>; stats in run_<model>_old.jsonl)
 #   NOBENCH=1        no gpu bench rows (with RUNS or DISPATCH alone)
 #   UNTIMED=1        also a bench pass with YARNSIM_BENCH_UNTIMED=1 (no per-kernel timestamps)
 #   SUBMIT=1         also the relaxed scarf's exact and ACL rows untimed with 1 and with 64 steps per
@@ -152,13 +154,19 @@ if [ -n "${SUBMIT:-}" ]; then
 fi
 [ -z "${NOOLD:-}${NOBENCH:-}" ] && [ -x "$B/bench_gpu_old" ] && bench old bench_gpu_old
 RUNS=${RUNS:-}
+# With OLDRUNS=1 and a yarnsim_old (pack.sh BASE=<rev>), each run also with the baseline's CLI.
+clis=yarnsim
+[ -n "${OLDRUNS:-}" ] && [ -x "$B/yarnsim_old" ] && clis="yarnsim yarnsim_old"
 for m in ${RUNS//,/ }; do
-  lim=$(budget "${RUN_TIMEOUT:-120}")
-  [ "$lim" -lt 10 ] && { log "run scarf_relaxed $m: not run (deadline)"; continue; }
-  start=$(now)
-  timeout "$lim" "$B/yarnsim" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
-    --frames "${RUN_FRAMES:-2}" --set "contact.model=$m" --stats "$OUT/run_$m.jsonl" >"$OUT/run_$m.log" 2>&1
-  log "run scarf_relaxed --backend gpu, $m: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$m.log" | tail -1)"
+  for cli in $clis; do
+    tag=$m${cli#yarnsim}
+    lim=$(budget "${RUN_TIMEOUT:-120}")
+    [ "$lim" -lt 10 ] && { log "run scarf_relaxed $tag: not run (deadline)"; continue; }
+    start=$(now)
+    timeout "$lim" "$B/$cli" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
+      --frames "${RUN_FRAMES:-2}" --set "contact.model=$m" --stats "$OUT/run_$tag.jsonl" >"$OUT/run_$tag.log" 2>&1
+    log "run scarf_relaxed --backend gpu, $tag: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$tag.log" | tail -1)"
+  done
 done
 [ -n "${BENCH_FIRST:-}" ] && tests
 RELAX=${RELAX:-}
