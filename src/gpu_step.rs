@@ -10,8 +10,9 @@
 //! With `contact.model = acl` ACL's whole step ([`crate::acl::gpu::AclGpu`]) goes there instead: its
 //! per-step records (the scheduler's `sched_step`, the `rebuild` uniform) come from two more rings,
 //! its persistent state is part of the batch's snapshot, its counters are read back with each step's,
-//! and it compacts its model pools between batches; the buffer copies it records between stages
-//! split the step's compute pass.
+//! and it compacts its model pools between batches. The buffer copies it records between stages
+//! split the step's compute pass; those before its first dispatch and after its last are recorded
+//! with the step's own copies at its start and end ([`StepCopies`]), where they split none.
 //!
 //! **Batches.** [`GpuSim::steps`] submits up to [`MAX_BATCH`] steps at once: each step's `params`
 //! (step index, damping phase, grid frame) and placed obstacles are written into ring buffers and
@@ -150,6 +151,7 @@ struct StepRecorder<'a> {
     pipelines: &'a Pipelines,
     buffers: &'a Buffers,
     dispatches: &'a [Dispatch],
+    copies: &'a StepCopies,
     readback: &'a wgpu::Buffer,
     param_ring: &'a wgpu::Buffer,
     obstacle_ring: &'a wgpu::Buffer,
@@ -204,6 +206,9 @@ impl StepRecorder<'_> {
             enc.copy_buffer_to_buffer(&acl.sched_ring, s * SU, sched_step, 0, SU);
             enc.copy_buffer_to_buffer(&acl.rebuild_ring, s * RU, rebuild, 0, RU);
         }
+        let copies = upgraded.map_or(self.copies, |u| &u.copies);
+        // After the ring copies: they write whole uniforms whose counts these patch.
+        record_copies(enc, &copies.lead);
         enc.copy_buffer_to_buffer(
             self.param_ring,
             s * PARAMS_BYTES,
@@ -259,6 +264,7 @@ impl StepRecorder<'_> {
                 }
             }
         }
+        record_copies(enc, &copies.tail);
         if let Some(acl) = &self.acl {
             acl.path
                 .copy_counters(enc, self.readback, acl_at + s * ACL_COUNTERS_BYTES);
@@ -299,7 +305,17 @@ struct Dispatch {
 struct Upgraded {
     caps: AclCaps,
     dispatches: Vec<Dispatch>,
+    copies: StepCopies,
     variant: AclVariant,
+}
+
+/// ACL's copies before its first dispatch (counts the last step left final, into this step's
+/// uniforms) and after its last (the compacted table back): recorded with the step's own copies
+/// of its uniforms and counters, outside its compute passes, so that they end none.
+#[derive(Clone, Default)]
+struct StepCopies {
+    lead: Vec<CopyOp>,
+    tail: Vec<CopyOp>,
 }
 
 /// The ACL contact path of a GPU step: its driver, the rings of its per-step records, and the
@@ -371,6 +387,8 @@ pub struct GpuSim {
     pipelines: Pipelines,
     buffers: Buffers,
     dispatches: Vec<Dispatch>,
+    /// ACL's copies at the start and end of the step (with `dispatches`).
+    step_copies: StepCopies,
     /// Staging buffer for the `counters` of each step of a batch and the timed step's timestamps.
     readback: wgpu::Buffer,
     /// Per step of a batch: its `params`, its placed obstacles; and the `counters` a step starts from.
@@ -418,6 +436,8 @@ pub struct GpuSim {
     /// the current frame.
     frame_upgraded_steps: u64,
     frame_dispatches_run: u64,
+    /// Compute passes recorded in the current frame (failed attempts included).
+    frame_passes_run: u64,
     /// Steps run with upgraded budgets so far, and reruns that upgraded a step (also counted in
     /// `reruns`).
     upgraded_steps: u64,
@@ -784,6 +804,7 @@ impl GpuSim {
             length_cut: QuietCut::new(LENGTH_CUT_AFTER),
             length_pinned: false,
             dispatches: Vec::new(),
+            step_copies: StepCopies::default(),
             readback: placeholder("counters readback"),
             param_ring,
             obstacle_ring,
@@ -798,6 +819,7 @@ impl GpuSim {
             upgraded: Vec::new(),
             frame_upgraded_steps: 0,
             frame_dispatches_run: 0,
+            frame_passes_run: 0,
             upgraded_steps: 0,
             upgrade_reruns: 0,
             clean_batches: 0,
@@ -902,8 +924,7 @@ impl GpuSim {
             &self.length_levels,
         )?;
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
-        // ACL's copies waiting for the dispatch they come before.
-        let mut pending: Vec<CopyOp> = Vec::new();
+        let mut step_copies = StepCopies::default();
         for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
             if let (true, Some(ex)) = (i == contact_at, &self.exact) {
                 for (kernel, bg, threads) in ex.path.dispatches() {
@@ -918,9 +939,9 @@ impl GpuSim {
                 }
             }
             if let (true, Some(acl)) = (i == contact_at, &self.acl) {
-                let (ds, trailing) = acl_dispatches(acl.path.ops())?;
+                let (copies, ds) = acl_dispatches(acl.path.ops())?;
                 dispatches.extend(ds);
-                pending = trailing;
+                step_copies = copies;
             }
             if let (true, Some(scan)) = (kernel == "ball_yarn_contact", &self.ball_scan) {
                 for (kernel, bg, threads) in scan.dispatches() {
@@ -955,7 +976,7 @@ impl GpuSim {
                     &overrides,
                 )?,
                 grid: Grid::Groups(shaders::dispatch_grid(threads, k.workgroup_size)),
-                copies: std::mem::take(&mut pending),
+                copies: Vec::new(),
                 contact: false,
             });
         }
@@ -992,6 +1013,7 @@ impl GpuSim {
         });
         self.frame_kernel_ns = vec![0.0; dispatches.len()];
         self.dispatches = dispatches;
+        self.step_copies = step_copies;
         // Upgraded lists copy this one: made again when next needed.
         self.upgraded.clear();
         self.queries = queries;
@@ -1011,15 +1033,11 @@ impl GpuSim {
     }
 
     /// Compute passes recorded per untimed step: one, plus one after each of ACL's count copies
+    /// between its dispatches
     /// (wgpu encodes each pass into command buffers of its own, so a driver's per-command-buffer
     /// cost scales with this, not with the dispatches).
     pub fn passes_per_step(&self) -> u32 {
-        1 + self
-            .dispatches
-            .iter()
-            .skip(1)
-            .filter(|d| !d.copies.is_empty())
-            .count() as u32
+        passes_of(&self.dispatches)
     }
 
     /// Runs one time step on the GPU.
@@ -1459,6 +1477,19 @@ impl GpuSim {
         let timed = self.queries.is_some()
             && !(self.in_frame && self.frame_timed_steps > 0)
             && upgraded[0].is_none();
+        // (The timed step records a pass per dispatch.)
+        let passes_run: u64 = upgraded
+            .iter()
+            .enumerate()
+            .map(|(s, u)| {
+                let ds = u.map_or(&self.dispatches[..], |u| &u.dispatches[..]);
+                if s == 0 && timed {
+                    ds.len() as u64
+                } else {
+                    passes_of(ds) as u64
+                }
+            })
+            .sum();
 
         let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
         let acl_at = ts_at + self.queries.as_ref().map_or(0, |(_, r)| r.size());
@@ -1471,6 +1502,7 @@ impl GpuSim {
             pipelines: &self.pipelines,
             buffers: &self.buffers,
             dispatches: &self.dispatches,
+            copies: &self.step_copies,
             readback: &self.readback,
             param_ring: &self.param_ring,
             obstacle_ring: &self.obstacle_ring,
@@ -1503,6 +1535,7 @@ impl GpuSim {
         }
         let submitted = Instant::now();
         self.frame_dispatches_run += dispatches_run;
+        self.frame_passes_run += passes_run;
         self.frame_host_ms[0] += (submitted - record_start).as_secs_f64() * 1e3;
         self.frame_host_ms[2] += submit_ms;
         if let Some(e) = pollster::block_on(scope.pop()) {
@@ -1762,8 +1795,8 @@ impl GpuSim {
             return Ok(None);
         };
         // The step's list with the variant's operations in place of the driver's (they are one
-        // run of contact dispatches; the copies after them go before the next dispatch).
-        let (contact, trailing) = acl_dispatches(variant.ops())?;
+        // run of contact dispatches).
+        let (copies, contact) = acl_dispatches(variant.ops())?;
         let base = &self.dispatches;
         let first = base
             .iter()
@@ -1772,13 +1805,11 @@ impl GpuSim {
         let end = first + base[first..].iter().take_while(|d| d.contact).count();
         let mut dispatches = base[..first].to_vec();
         dispatches.extend(contact);
-        let mut next = base[end].clone();
-        next.copies = trailing;
-        dispatches.push(next);
-        dispatches.extend_from_slice(&base[end + 1..]);
+        dispatches.extend_from_slice(&base[end..]);
         self.upgraded.push(Upgraded {
             caps,
             dispatches,
+            copies,
             variant,
         });
         Ok(Some(self.upgraded.len() - 1))
@@ -1924,6 +1955,7 @@ impl GpuSim {
         self.frame_candidates = 0;
         self.frame_upgraded_steps = 0;
         self.frame_dispatches_run = 0;
+        self.frame_passes_run = 0;
         if let Some(acl) = &mut self.acl {
             // Steps run outside a frame (`step`, `steps`) count in no frame's means.
             acl.frame = [0.0; 9];
@@ -2062,6 +2094,12 @@ impl GpuSim {
         stats.extra.push((
             "dispatches_run_per_step".into(),
             self.frame_dispatches_run as f64 / n.max(1) as f64,
+        ));
+        // The compute passes likewise (each ends where ACL copies a count between stages, and
+        // costs the GPU some six dispatches: benches/dispatch.rs).
+        stats.extra.push((
+            "passes_run_per_step".into(),
+            self.frame_passes_run as f64 / n.max(1) as f64,
         ));
         stats
             .extra
@@ -2334,20 +2372,25 @@ fn upgrade_budgets(base: &AclCaps, need: &AclCaps) -> AclCaps {
     caps
 }
 
-/// The dispatches of ACL's operations `ops`, each with the copies that come before it, and the
-/// copies after the last (for the dispatch that follows them).
-fn acl_dispatches(ops: &[Op]) -> Result<(Vec<Dispatch>, Vec<CopyOp>), GpuStepError> {
-    let mut dispatches = Vec::new();
+/// The dispatches of ACL's operations `ops`, each with the copies between it and the dispatch
+/// before; the copies before the first and after the last apart, for the step's start and end.
+fn acl_dispatches(ops: &[Op]) -> Result<(StepCopies, Vec<Dispatch>), GpuStepError> {
+    let mut dispatches: Vec<Dispatch> = Vec::new();
+    let mut lead = Vec::new();
     let mut pending: Vec<CopyOp> = Vec::new();
     for op in ops {
         match op {
             Op::Dispatch((kernel, bg, threads)) => {
                 let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
+                let mut copies = std::mem::take(&mut pending);
+                if dispatches.is_empty() {
+                    lead = std::mem::take(&mut copies);
+                }
                 dispatches.push(Dispatch {
                     kernel,
                     bind_group: bg.clone(),
                     grid: threads.grid(k.workgroup_size),
-                    copies: std::mem::take(&mut pending),
+                    copies,
                     contact: true,
                 });
             }
@@ -2366,7 +2409,17 @@ fn acl_dispatches(ops: &[Op]) -> Result<(Vec<Dispatch>, Vec<CopyOp>), GpuStepErr
             }),
         }
     }
-    Ok((dispatches, pending))
+    let copies = StepCopies {
+        lead,
+        tail: pending,
+    };
+    Ok((copies, dispatches))
+}
+
+/// Compute passes an untimed step records with the list `ds`: one, plus one after each copy
+/// between its dispatches.
+fn passes_of(ds: &[Dispatch]) -> u32 {
+    1 + ds.iter().skip(1).filter(|d| !d.copies.is_empty()).count() as u32
 }
 
 fn record_copies(enc: &mut wgpu::CommandEncoder, copies: &[CopyOp]) {

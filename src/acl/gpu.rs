@@ -12,19 +12,20 @@
 //!
 //! | # | stage | counts it reads |
 //! |---|---|---|
-//! | 1 | copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` | |
-//! | 2 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
-//! | 3 | copy `acl_sizes.released.count` into `sched_step.num_released` | |
+//! | 1 | before the first dispatch: copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` and the lookup's uniform, `acl_sizes.released.count` into `sched_step.num_released` (both final since the last step) | |
+//! | 2 | `acl_counts` (step): the step's counters reset | |
+//! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]) | its own (`sched_p*`) |
-//! | 5 | `acl_counts` (step): resets, the touching count into `merge_counters` | |
+//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
-//! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` | |
+//! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
 //! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
-//! | 12 | `set_compact_count` → scan → `set_compact`, `acl_counts` (compacted), copies of `sets_out`, `springs_out` back | `rebuild` |
-//! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`) | `acl_sizes` |
+//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`), `acl_counts` (compacted) | `rebuild` |
+//! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`), on `sets_out` | `acl_sizes` |
+//! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
 //! The CPU path loops "rebuild the dirty sets, merge what grew" until nothing is dirty; the GPU runs
 //! a fixed number of rounds (a round with nothing dirty changes nothing) and the host reruns the step
@@ -756,8 +757,11 @@ impl AclGpu {
         let sizes_num_sets = offset_of!(AclSizes, num_sets);
         let sizes_num_dirty = offset_of!(AclSizes, num_dirty);
         let merge_sets = offset_of!(MergeCounters, sets);
-        // 1–2. The step's counters reset; the table length into the uniforms; the set lookup.
-        counts(&mut ops, 0)?;
+        // 1. Copies before the step's first dispatch, so that a caller can record them with its
+        //    own copies of the step's uniforms and they end no compute pass (each pass costs some
+        //    six dispatches on hardware, benches/dispatch.rs): the table length into the uniforms
+        //    and the lookup's, the released boxes' count into the scheduler's step record. The
+        //    last step left both final (acl_counts' step phase keeps them).
         copy(&mut ops, "acl_sizes", sizes_num_sets, &acl_u, acl_num_sets);
         copy(
             &mut ops,
@@ -767,8 +771,6 @@ impl AclGpu {
             rb_num_sets,
         );
         copy(&mut ops, "acl_sizes", sizes_num_sets, &get("acl_lookup"), 0);
-        ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
-        // 3–4. The releases' count into the scheduler's step record; the scheduler.
         copy(
             &mut ops,
             "acl_sizes",
@@ -776,6 +778,9 @@ impl AclGpu {
             self.sched.buffer("sched_step").expect("made by SchedGpu"),
             offset_of!(SchedUniform, num_released),
         );
+        // 2–4. The step's counters reset; the set lookup; the scheduler.
+        counts(&mut ops, 0)?;
+        ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
         ops.extend(
             self.sched
                 .dispatches_with(caps.newcomers > 0)
@@ -787,18 +792,21 @@ impl AclGpu {
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
         // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
         // rounds), so the merge chain would find nothing; a step with touching pairs reruns.
+        // Without it the table length is still the one the first copies put in the uniforms
+        // (acl_counts' step phase set merge_counters.sets from it, and nothing since changed it),
+        // so the copies, and the compute pass they would end, are left out too.
         if caps.coalesce > 0 {
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
+            copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
+            copy(
+                &mut ops,
+                "merge_counters",
+                merge_sets,
+                &rebuild_u,
+                rb_num_sets,
+            );
         }
-        copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
-        copy(
-            &mut ops,
-            "merge_counters",
-            merge_sets,
-            &rebuild_u,
-            rb_num_sets,
-        );
         // 8. Evaluation of the clean sets, over the live table (the count just copied).
         let counted = |ops: &mut Vec<Op>, g: &CountedGrid| {
             let (n, bg, t) = g.plan_dispatch();
@@ -944,6 +952,11 @@ impl AclGpu {
         extend(&mut ops, scan_compact.dispatches().collect());
         d(&mut ops, "set_compact", sc)?;
         counts(&mut ops, 3)?;
+        // 13. The rebuilds per segment, on the compacted table (still in `sets_out`).
+        let bg = bind("segment_rebuilds", &[("sets", &get("sets_out"))])?;
+        ops.push(Op::Dispatch(("segment_rebuilds", bg, sc.into())));
+        // 14. The compacted table back: copies after the step's last dispatch, so that a caller
+        //    can record them with its own copies at the end of the step (no compute pass ended).
         for (from, to) in [("sets_out", "sets"), ("springs_out", "springs")] {
             let b = get(to);
             ops.push(Op::Copy {
@@ -954,8 +967,6 @@ impl AclGpu {
                 size: b.size(),
             });
         }
-        // 13. The rebuilds per segment, on the compacted table.
-        d(&mut ops, "segment_rebuilds", sc)?;
         self.ops = ops;
         self._keep = Keep {
             _scans: vec![
