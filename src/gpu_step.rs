@@ -1963,8 +1963,20 @@ impl GpuSim {
         let n = self.sim.params.steps_per_frame;
         let t0 = self.sim.time;
         let first_step = self.sim.steps;
-        // `--color updates`: ACL counts the frame's rebuilds per segment on the GPU.
+        // `--color updates`: ACL counts the frame's rebuilds per segment on the GPU (a kernel the
+        // step records only then).
         let count_rebuilds = self.sim.recording_rebuilds() && self.acl.is_some();
+        if let Some(acl) = &mut self.acl {
+            if acl.path.counts_rebuilds() != count_rebuilds {
+                acl.path
+                    .set_count_rebuilds(&self.device, &self.queue, &self.pipelines, count_rebuilds)
+                    .map_err(|e| GpuStepError::Device {
+                        step: self.sim.steps,
+                        message: e.to_string(),
+                    })?;
+                self.build(self.length_budget)?;
+            }
+        }
         if let (true, Some(acl)) = (count_rebuilds, &self.acl) {
             acl.path.clear_rebuild_counts(&self.queue);
         }

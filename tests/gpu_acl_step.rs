@@ -78,6 +78,9 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
         params.quadrature,
         caps,
     );
+    // (Compared with the CPU path's below.)
+    g.set_count_rebuilds(&gpu.device, &gpu.queue, &pipelines, true)
+        .unwrap();
     let (quad_weights, quad_arc, _) = host.gpu_tables(&sim.topo);
     let nq = sim.topo.segments.len() * params.quadrature as usize;
     let qparams = yarnsim::layout::Params {

@@ -13,6 +13,7 @@ mod fixture;
 use yarnsim::acl::gpu::AclCaps;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu_step::GpuSim;
+use yarnsim::sim::SegmentValue;
 
 fn run_gpu(gpu: &yarnsim::gpu::Gpu, sets: &[&str], steps: usize) -> GpuSim {
     let sim = fixture::scene_sim("tiny", sets, 0);
@@ -775,7 +776,9 @@ fn scene_needs_are_checked_against_the_limits() {
 
 /// A frame's ACL statistics are means over that frame's steps only: steps run before it outside
 /// any frame (`GpuSim::step`) are not counted into it (they were, once: the first frame after them
-/// reported 1.5× the sets). Checked against the CPU path's frame after the same steps.
+/// reported 1.5× the sets). Checked against the CPU path's frame after the same steps, and so
+/// are the frame's rebuilds per segment (`--color updates`), whose kernel (`segment_rebuilds`)
+/// the GPU step records only while they are recorded.
 #[test]
 fn acl_frame_statistics_count_only_the_frames_steps() {
     let Some(gpu) = gpu_or_skip("acl_frame_statistics_count_only_the_frames_steps") else {
@@ -795,8 +798,21 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
     }
     g.sim.params.steps_per_frame = 4;
     cpu.params.steps_per_frame = 4;
+    let counting = |g: &GpuSim| g.dispatch_kernels().contains(&"segment_rebuilds");
+    assert!(!counting(&g), "rebuilds counted before anyone asked");
+    g.sim.record_rebuilds(true);
+    cpu.record_rebuilds(true);
     let (gs, _) = g.frame().unwrap();
     let cs = cpu.frame().unwrap();
+    assert!(counting(&g), "rebuilds asked for and not counted");
+    let (mut gv, mut cv) = (Vec::new(), Vec::new());
+    assert!(g
+        .sim
+        .segment_values(SegmentValue::Rebuilds, &mut gv)
+        .unwrap());
+    assert!(cpu.segment_values(SegmentValue::Rebuilds, &mut cv).unwrap());
+    assert!(cv.iter().sum::<f32>() > 0.0, "no rebuilds in the frame");
+    assert_eq!(gv, cv, "rebuilds per segment: GPU frame vs CPU frame");
     let get = |v: &[(&'static str, f64)], k: &str| v.iter().find(|(n, _)| *n == k).unwrap().1;
     for key in ["contact_sets", "rebuilds", "touching_pairs", "new_pairs"] {
         assert_eq!(
@@ -807,6 +823,9 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
     }
     assert!(get(&cs.contact, "contact_sets") > 10.0);
     assert!(get(&cs.contact, "touching_pairs") > 10.0);
+    g.sim.record_rebuilds(false);
+    g.frame().unwrap();
+    assert!(!counting(&g), "rebuilds counted after they were turned off");
 }
 
 /// A frame whose batch is rerun mid-way (the candidate capacity is the first step's count, and the

@@ -24,7 +24,7 @@
 //! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`), `acl_counts` (compacted) | `rebuild` |
-//! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`), on `sets_out` | `acl_sizes` |
+//! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
 //! The CPU path loops "rebuild the dirty sets, merge what grew" until nothing is dirty; the GPU runs
@@ -381,6 +381,8 @@ pub struct AclGpu {
     merge_uniform: MergeUniform,
     npts: u32,
     stiction: bool,
+    /// Whether the step records `segment_rebuilds` ([`AclGpu::set_count_rebuilds`]).
+    count_rebuilds: bool,
     ops: Vec<Op>,
     /// Pool entries no live set uses (from the counters read back), for the compaction decision.
     pub garbage: PoolGarbage,
@@ -486,6 +488,7 @@ impl AclGpu {
             merge_uniform,
             npts: pos.len() as u32,
             stiction: host.params.stiction_stiffness > 0.0,
+            count_rebuilds: false,
             ops: Vec::new(),
             garbage: PoolGarbage::default(),
             reruns: 0,
@@ -953,8 +956,10 @@ impl AclGpu {
         d(&mut ops, "set_compact", sc)?;
         counts(&mut ops, 3)?;
         // 13. The rebuilds per segment, on the compacted table (still in `sets_out`).
-        let bg = bind("segment_rebuilds", &[("sets", &get("sets_out"))])?;
-        ops.push(Op::Dispatch(("segment_rebuilds", bg, sc.into())));
+        if self.count_rebuilds {
+            let bg = bind("segment_rebuilds", &[("sets", &get("sets_out"))])?;
+            ops.push(Op::Dispatch(("segment_rebuilds", bg, sc.into())));
+        }
         // 14. The compacted table back: copies after the step's last dispatch, so that a caller
         //    can record them with its own copies at the end of the step (no compute pass ended).
         for (from, to) in [("sets_out", "sets"), ("springs_out", "springs")] {
@@ -1598,6 +1603,28 @@ impl AclGpu {
 }
 
 impl AclGpu {
+    /// Whether the step records `segment_rebuilds`, which adds the step's rebuilds to
+    /// `rebuild_counts` (what `--color updates` shows): off until a caller turns it on, since
+    /// nothing else reads those counts.
+    pub fn set_count_rebuilds(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        on: bool,
+    ) -> Result<(), AclGpuError> {
+        if on != self.count_rebuilds {
+            self.count_rebuilds = on;
+            self.make_ops(device, queue, pipelines)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the step records `segment_rebuilds` ([`AclGpu::set_count_rebuilds`]).
+    pub fn counts_rebuilds(&self) -> bool {
+        self.count_rebuilds
+    }
+
     /// Zeroes the per-segment rebuild counts (`rebuild_counts`; the step adds its rebuilds to them).
     pub fn clear_rebuild_counts(&self, queue: &wgpu::Queue) {
         let b = self.own.get("rebuild_counts").expect("made in new");
