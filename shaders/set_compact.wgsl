@@ -1,8 +1,10 @@
 // set_compact: every live set k < rebuild.num_sets and its 4 stiction springs written to slot
 // set_dest[k] (the scanned set_compact_count) of sets_out / springs_out, and the live sets'
 // touching pairs added to acl_sizes.touching (a workgroup's sum, then one integer atomic per
-// workgroup: an integer sum, so the total does not depend on the order). CPU twin:
-// acl::sets::set_compact. One thread per set; loop bounds: 4 (springs), 8 (workgroup_sum).
+// workgroup: an integer sum, so the total does not depend on the order); a live set still dirty
+// (the step's rebuild rounds were too few: it reruns with more) raises ACL_SIZES_MORE_ROUNDS in
+// acl_sizes.errors. CPU twin: acl::sets::set_compact. One thread per set; loop bounds: 4
+// (springs), 8 (workgroup_sum).
 
 #import layout
 #import acl
@@ -28,6 +30,9 @@ fn set_compact(
         let s = sets[k];
         if (s.flags & SET_LIVE) != 0u {
             touching = s.touching;
+            if (s.flags & SET_DIRTY) != 0u {
+                atomicOr(&acl_sizes.errors, ACL_SIZES_MORE_ROUNDS);
+            }
             let d = set_dest[k];
             sets_out[d] = s;
             for (var m = 0u; m < 4u; m = m + 1u) {

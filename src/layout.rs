@@ -877,6 +877,9 @@ pub const ACL_SIZES_LOOKUP_SET: u32 = 1;
 /// `sched::lookup::MAX_LOOKUP_BUCKET` items: its items are left zero (no pair of that segment is
 /// owned, as above).
 pub const ACL_SIZES_LOOKUP_BUCKET: u32 = 2;
+/// [`AclSizes::errors`]: a live set is still dirty when `set_compact` copies it, after the GPU
+/// step's last rebuild round (the step needs more rounds).
+pub const ACL_SIZES_MORE_ROUNDS: u32 = 8;
 
 /// The `acl_lookup` uniform of the `set_lookup_*` kernels (`sched::lookup`): the set count (the
 /// host, or a copy from [`AclSizes::num_sets`] between passes, writes it per step at byte offset 0),
@@ -937,6 +940,7 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("MERGE_SCAN_LIMIT", MERGE_SCAN_LIMIT),
         ("ACL_SIZES_LOOKUP_SET", ACL_SIZES_LOOKUP_SET),
         ("ACL_SIZES_LOOKUP_BUCKET", ACL_SIZES_LOOKUP_BUCKET),
+        ("ACL_SIZES_MORE_ROUNDS", ACL_SIZES_MORE_ROUNDS),
     ]
 }
 

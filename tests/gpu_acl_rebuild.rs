@@ -38,7 +38,7 @@ use yarnsim::acl::rebuild::{
     WatchPair,
 };
 use yarnsim::acl::sets::{set_compact, set_compact_count};
-use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_LIVE};
+use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE};
 use yarnsim::contact::{pair_compensated_test, point_pair};
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::AclSizes;
@@ -108,44 +108,60 @@ fn set_compact_matches_twin() {
     yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
     let live = dest[n] as usize;
     assert_eq!(live, n - n.div_ceil(3));
-    let mut sets_out = vec![ContactSet::default(); live];
-    let mut springs_out = vec![StictionSpring::default(); 4 * live];
     // The sum starts from a value left there, as the kernel's atomics add to it.
     let sizes_in = AclSizes {
         touching: 5,
         ..Default::default()
     };
-    let mut sizes = sizes_in;
-    set_compact(
-        &p,
-        &sets,
-        &springs,
-        &dest,
-        &mut sets_out,
-        &mut springs_out,
-        &mut sizes,
+    // Twin and kernel on `sets`: the twin's outputs, having checked the kernel's against them.
+    let compact = |sets: &[ContactSet]| {
+        let mut sets_out = vec![ContactSet::default(); live];
+        let mut springs_out = vec![StictionSpring::default(); 4 * live];
+        let mut sizes = sizes_in;
+        set_compact(
+            &p,
+            sets,
+            &springs,
+            &dest,
+            &mut sets_out,
+            &mut springs_out,
+            &mut sizes,
+        );
+        let out = run_kernel(
+            &gpu,
+            "set_compact",
+            &[
+                ("rebuild", bytes(&[p])),
+                ("sets", bytes(sets)),
+                ("springs", bytes(&springs)),
+                ("set_dest", bytes(&dest)),
+                ("sets_out", bytes(&vec![ContactSet::default(); live])),
+                (
+                    "springs_out",
+                    bytes(&vec![StictionSpring::default(); 4 * live]),
+                ),
+                ("acl_sizes", bytes(&[sizes_in])),
+            ],
+            n as u32,
+        )
+        .unwrap();
+        assert_eq!(cast::<ContactSet>(&out["sets_out"]), sets_out);
+        assert_eq!(cast::<StictionSpring>(&out["springs_out"]), springs_out);
+        assert_eq!(cast::<AclSizes>(&out["acl_sizes"]), vec![sizes]);
+        (sets_out, springs_out, sizes)
+    };
+    // A dead set's dirty flag does not matter; a live one's asks for more rebuild rounds.
+    sets[0].flags |= SET_DIRTY;
+    let (sets_out, springs_out, sizes) = compact(&sets);
+    assert_eq!(sizes.errors, 0, "a dead dirty set flagged");
+    let mut one_dirty = sets.clone();
+    one_dirty[1].flags |= SET_DIRTY; // (live: the dead are every 3rd from 0)
+    let (_, _, flagged) = compact(&one_dirty);
+    assert_eq!(
+        flagged.errors,
+        yarnsim::layout::ACL_SIZES_MORE_ROUNDS,
+        "a live dirty set not flagged"
     );
-    let out = run_kernel(
-        &gpu,
-        "set_compact",
-        &[
-            ("rebuild", bytes(&[p])),
-            ("sets", bytes(&sets)),
-            ("springs", bytes(&springs)),
-            ("set_dest", bytes(&dest)),
-            ("sets_out", bytes(&vec![ContactSet::default(); live])),
-            (
-                "springs_out",
-                bytes(&vec![StictionSpring::default(); 4 * live]),
-            ),
-            ("acl_sizes", bytes(&[sizes_in])),
-        ],
-        n as u32,
-    )
-    .unwrap();
-    assert_eq!(cast::<ContactSet>(&out["sets_out"]), sets_out);
-    assert_eq!(cast::<StictionSpring>(&out["springs_out"]), springs_out);
-    assert_eq!(cast::<AclSizes>(&out["acl_sizes"]), vec![sizes]);
     // The touching pairs of the live sets only, over more than one workgroup.
     let want = kept_touching(&sets);
     assert!(want > 0 && n > 256, "{want} touching pairs, {n} sets");

@@ -456,6 +456,50 @@ fn run_with_a_stage_left_out(
     }
 }
 
+/// A step recorded with one rebuild round that leaves a set dirty (a merge after the round, whose
+/// merged set needs a second) reruns its batch with more rounds (`set_compact` flags the dirty set,
+/// `ACL_SIZES_MORE_ROUNDS`): the tiny swatch swinging down with a yarn thicker than its loops
+/// were made for (so contacts spread and sets grow into each other, as in a relaxation's first
+/// steps at a larger radius), cut to one round before every batch, ends bitwise where a run held
+/// at four does (and did not when the flag was taken out of `set_compact`: checked by hand when
+/// this test was written).
+#[test]
+fn acl_too_few_rebuild_rounds_rerun_identically() {
+    let Some(gpu) = gpu_or_skip("acl_too_few_rebuild_rounds_rerun_identically") else {
+        return;
+    };
+    let sets = ["contact.model=acl", "yarn.radius=0.22"];
+    let run = |rounds: u32| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        g.set_upgrade_after(0);
+        let mut needed = 0;
+        for _ in 0..4 {
+            let mut caps = g.acl_capacities().unwrap();
+            if caps.rounds != rounds {
+                caps.rounds = rounds;
+                g.set_acl_capacities(caps).unwrap();
+            }
+            let reruns = g.reruns();
+            g.steps(8).unwrap();
+            needed += (g.reruns() > reruns) as u32;
+        }
+        g.download().unwrap();
+        (g, needed)
+    };
+    let (cut, needed) = run(1);
+    let (held, _) = run(4);
+    eprintln!(
+        "one rebuild round: {needed} of 4 batches rerun ({} reruns, {} steps upgraded; {} reruns held at four)",
+        cut.reruns(),
+        cut.upgraded_steps(),
+        held.reruns()
+    );
+    assert!(needed > 0, "no batch needed a second round");
+    assert_eq!(cut.sim.pos, held.sim.pos, "positions differ");
+    assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");
+}
+
 /// A step recorded without the scheduler's grid and newcomer search on which a segment enters a
 /// cell reruns its batch with them: the tiny swatch falling onto its obstacle, with the search
 /// left out before every batch, reruns and ends bitwise where a run that always searches does

@@ -396,9 +396,10 @@ struct AclPhase {
     _pad2: u32,
 };
 
-// layout::ACL_SIZES_LOOKUP_SET, ACL_SIZES_LOOKUP_BUCKET.
+// layout::ACL_SIZES_LOOKUP_SET, ACL_SIZES_LOOKUP_BUCKET, ACL_SIZES_MORE_ROUNDS.
 const ACL_SIZES_LOOKUP_SET: u32 = 1u;
 const ACL_SIZES_LOOKUP_BUCKET: u32 = 2u;
+const ACL_SIZES_MORE_ROUNDS: u32 = 8u;
 
 struct LookupUniform {
     num_sets: u32,

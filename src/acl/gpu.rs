@@ -21,15 +21,15 @@
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
-//! | 10 | the dirty list once more: `acl_sizes.num_dirty` must be 0 (else the step reruns with more rounds) | |
+//! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
-//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`), `acl_counts` (compacted) | `rebuild` |
+//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
 //! The CPU path loops "rebuild the dirty sets, merge what grew" until nothing is dirty; the GPU runs
 //! a fixed number of rounds (a round with nothing dirty changes nothing) and the host reruns the step
-//! with more when the last dirty count is not zero: the result is the CPU's either way.
+//! with more when a set is still dirty after the last: the result is the CPU's either way.
 //!
 //! **Pool compaction** is the one decision the host makes: between steps (see
 //! [`AclGpu::compact_pools`]), from the garbage counts it read back and the pools' lengths, by the
@@ -53,7 +53,7 @@ use super::{AclContact, WatchLoc, WatchPair};
 use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, KeyValue, MergeCounters, MergeUniform,
-    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES,
+    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::{CountSource, CountedGrid, GpuScan};
@@ -932,7 +932,8 @@ impl AclGpu {
             ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
         }
-        dirty_list(&mut ops)?;
+        // 10. No dirty list after the last round: `set_compact` flags a live set still dirty
+        // (ACL_SIZES_MORE_ROUNDS), and the step reruns with more rounds.
         // 11. Forces.
         if self.stiction {
             d(&mut ops, "stiction_forces", sc)?;
@@ -1202,7 +1203,7 @@ impl AclGpu {
         if c.acl.errors & crate::layout::ACL_ERROR_RECORDS_FULL != 0 {
             g.records = grow(caps.records, c.acl.records);
         }
-        if c.sizes.num_dirty != 0 {
+        if c.sizes.errors & ACL_SIZES_MORE_ROUNDS != 0 {
             g.rounds = 2 * caps.rounds;
         }
         if caps.coalesce == 0 && c.sched.touching.count > 0 {

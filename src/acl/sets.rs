@@ -26,7 +26,7 @@
 
 use super::rebuild::RebuildParams;
 use super::stiction::StictionSpring;
-use crate::layout::AclSizes;
+use crate::layout::{AclSizes, ACL_SIZES_MORE_ROUNDS};
 use bytemuck::{Pod, Zeroable};
 
 /// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
@@ -231,7 +231,8 @@ pub fn set_compact_count(
 /// `sets[..num_sets]` and its 4 springs (`springs[4k..4k + 4]`) written to slot `set_dest[k]` (the
 /// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, and the live sets' touching
 /// pairs ([`ContactSet::touching`]) added to `acl_sizes.touching` (an integer sum: the kernel's
-/// per-workgroup sums and atomics give the same total).
+/// per-workgroup sums and atomics give the same total); a live set still dirty (the GPU step's
+/// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`.
 pub fn set_compact(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -247,6 +248,9 @@ pub fn set_compact(
             continue;
         }
         touching = touching.wrapping_add(s.touching);
+        if s.flags & SET_DIRTY != 0 {
+            acl_sizes.errors |= ACL_SIZES_MORE_ROUNDS;
+        }
         let d = set_dest[k] as usize;
         sets_out[d] = *s;
         springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
