@@ -1033,9 +1033,8 @@ impl GpuSim {
     }
 
     /// Compute passes recorded per untimed step: one, plus one after each of ACL's count copies
-    /// between its dispatches
-    /// (wgpu encodes each pass into command buffers of its own, so a driver's per-command-buffer
-    /// cost scales with this, not with the dispatches).
+    /// between its dispatches (wgpu encodes each pass into command buffers of its own, so a
+    /// driver's per-command-buffer cost scales with this, not with the dispatches).
     pub fn passes_per_step(&self) -> u32 {
         passes_of(&self.dispatches)
     }
