@@ -1240,6 +1240,64 @@ pub struct PieceImport {
     pub curves: usize,
 }
 
+/// The side of a knit loop in mean control-point spacings, for the damping blocks of a BCC piece
+/// (which has no loop structure; see [`build_curves`]): the side of a square of one loop's area,
+/// √(wale pitch × course pitch).
+///
+/// Why this value: a loop holds about 8 control points (our generator: 8.0–8.2; the seed's models
+/// likewise), so its yarn is about 8 spacings long, and a knit loop is some 4.5 times shorter across
+/// than its yarn: our generator's stockinette and garter, 12 × 12 to 50 × 40 loops, have
+/// 8 spacings / √(wale pitch × course pitch) = 4.3–4.5 (wale pitch 1.06–1.09 cm, course pitch
+/// 0.76–0.81 cm, spacing 0.50–0.51 cm at r = 0.125 cm). Until 2026-11-28 the estimate was the
+/// yarn's length itself, 8 spacings, 4.4 times too wide: a 24 × 24 swatch's BCC blocks held 4.6
+/// times the points of its generated ones (`tests/scene.rs`), and the relaxed scarf as a BCC file
+/// had blocks of up to 3,172 control points, against at most 134 generated.
+pub const BCC_LOOP_SPACINGS: f64 = 1.8;
+
+/// The damping blocks of a generated piece of `wales` × `courses` loops (see [`build_curves`]): the
+/// block of loop (w, c) in phase A, `(w / side, c / side)`, and in phase B, shifted by ⌊side / 2⌋
+/// loops in wale and in course; numbered row by row from 0 within the piece.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopBlocks {
+    side: u32,
+    shift: u32,
+    blocks_x: u32,
+    shifted_x: u32,
+    /// Blocks of phase A, and of phase B.
+    pub blocks: u32,
+    pub shifted_blocks: u32,
+}
+
+impl LoopBlocks {
+    pub fn new(wales: u32, courses: u32, side: u32) -> LoopBlocks {
+        let side = side.max(1);
+        let shift = side / 2;
+        let blocks_x = wales.div_ceil(side);
+        // Every loop (w, c) of the rectangle owns control points, so the shifted ids
+        // ((w + shift) / side, (c + shift) / side) also cover their range without gaps.
+        let shifted_x = (wales + shift).div_ceil(side);
+        LoopBlocks {
+            side,
+            shift,
+            blocks_x,
+            shifted_x,
+            blocks: blocks_x * courses.div_ceil(side),
+            shifted_blocks: shifted_x * (courses + shift).div_ceil(side),
+        }
+    }
+
+    /// Phase A's block of loop `[w, c]`.
+    pub fn block(&self, [w, c]: [u32; 2]) -> u32 {
+        w / self.side + self.blocks_x * (c / self.side)
+    }
+
+    /// Phase B's block of loop `[w, c]`.
+    pub fn shifted(&self, [w, c]: [u32; 2]) -> u32 {
+        let (s, h) = (self.side, self.shift);
+        (w + h) / s + self.shifted_x * ((c + h) / s)
+    }
+}
+
 /// Generates or loads every cloth piece and places it: scale (a BCC piece's `units` to centimetres,
 /// then `scale`), then rotate (degrees about x, then y, then z), then translate. Relative BCC paths
 /// are resolved against `scene_dir`.
@@ -1248,9 +1306,9 @@ pub struct PieceImport {
 /// `yarn.damping_block_loops` × `yarn.damping_block_loops` loops by (wale, course), using the loop the
 /// generator assigns each control point to. A BCC file carries no loop structure, so its blocks are
 /// the cells of a uniform grid over the placed control points, `damping_block_loops` loop sizes wide,
-/// where a loop size is estimated as 8 control-point spacings (the mean polyline edge length): our
-/// generator and the seed's models have about 8 control points per loop. For the same reason a BCC
-/// piece counts as `control points / 8` loops (rounded, at least 1); this is an estimate.
+/// where a loop size is estimated from the mean control-point spacing ([`BCC_LOOP_SPACINGS`]). Our
+/// generator and the seed's models have about 8 control points per loop, so a BCC piece counts as
+/// `control points / 8` loops (rounded, at least 1); both are estimates.
 ///
 /// Two phases. The seed applies "only one phase of nonrigid damping on each timestep, over blocks of
 /// 4 × 4 knit loops": we read this as a sequence of block partitions of which each step damps one.
@@ -1268,7 +1326,6 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
     let mut next_block = 0u32;
     let mut next_shifted = 0u32;
     let side = scene.yarn.damping_block_loops.max(1);
-    let shift = side / 2;
     for (pi, piece) in scene.cloth.iter().enumerate() {
         build
             .piece_first_point
@@ -1294,27 +1351,18 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                 build
                     .ties
                     .extend(k.ties.iter().map(|t| t.map(|p| p + base as u32)));
-                let blocks_x = wales.div_ceil(side);
-                let blocks_y = courses.div_ceil(side);
-                // Every loop (w, c) of the rectangle owns control points, so the shifted ids
-                // ((w + shift) / side, (c + shift) / side) also cover their range without gaps.
-                let shifted_x = (wales + shift).div_ceil(side);
-                let shifted_y = (courses + shift).div_ceil(side);
+                let lb = LoopBlocks::new(*wales, *courses, side);
                 for (curve, owners) in k.curves.into_iter().zip(&k.point_loop) {
-                    build.damping_block.extend(
-                        owners
-                            .iter()
-                            .map(|&[w, c]| next_block + w / side + blocks_x * (c / side)),
-                    );
+                    build
+                        .damping_block
+                        .extend(owners.iter().map(|&loop_| next_block + lb.block(loop_)));
                     build
                         .damping_block_shifted
-                        .extend(owners.iter().map(|&[w, c]| {
-                            next_shifted + (w + shift) / side + shifted_x * ((c + shift) / side)
-                        }));
+                        .extend(owners.iter().map(|&loop_| next_shifted + lb.shifted(loop_)));
                     build.curves.push(xf.apply(curve));
                 }
-                next_block += blocks_x * blocks_y;
-                next_shifted += shifted_x * shifted_y;
+                next_block += lb.blocks;
+                next_shifted += lb.shifted_blocks;
                 build.loops += k.loops;
             }
             ClothSource::Bcc {
@@ -1364,7 +1412,7 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                         full.display()
                     )));
                 }
-                let cell = side as f64 * 8.0 * spacing;
+                let cell = side as f64 * BCC_LOOP_SPACINGS * spacing;
                 // Phase B's grid is offset by half a cell along every axis. (Phase A's grid planes
                 // pass through the origin: a piece lying in a coordinate plane is cut by one into a
                 // front and a back half, which only phase B then damps together.)

@@ -530,6 +530,64 @@ fn generated_damping_blocks_are_loop_blocks_distinct_per_piece() {
     assert_dense_blocks(&b);
 }
 
+/// The control points of each block, sorted.
+fn block_sizes(ids: &[u32]) -> Vec<usize> {
+    let mut n = vec![0usize; ids.iter().max().map_or(0, |m| *m as usize + 1)];
+    for &id in ids {
+        n[id as usize] += 1;
+    }
+    n.sort_unstable();
+    n
+}
+
+#[test]
+fn bcc_damping_blocks_hold_about_as_many_loops_as_generated_ones() {
+    // The same 24 × 24 stockinette swatch, generated and as a BCC file: the BCC piece's grid blocks
+    // (no loop structure) should be about the generated 4 × 4-loop blocks' size. With a loop taken
+    // as 8 control-point spacings (the yarn's length in a loop, not its width) they held some 20
+    // times as many points.
+    let dir = scratch("bcc-block-size");
+    let (wales, courses) = (24, 24);
+    let k = knit::generate(Pattern::Stockinette, wales, courses, 0.125).unwrap();
+    yarnsim::bcc::write(&dir.join("sw.bcc"), &k.curves).unwrap();
+    let bcc = write(
+        &dir,
+        "b.toml",
+        "[[cloth]]\nsource.bcc = { path = \"sw.bcc\" }\n",
+    );
+    let generated = write(
+        &dir,
+        "g.toml",
+        "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 24, courses = 24 }\n",
+    );
+    let b = build_curves(&Scene::load(&bcc).unwrap(), &dir).unwrap();
+    let g = build_curves(&Scene::load(&generated).unwrap(), &dir).unwrap();
+    assert_eq!(b.curves, g.curves);
+    for (phase, ids_b, ids_g) in [
+        ("A", &b.damping_block, &g.damping_block),
+        ("B", &b.damping_block_shifted, &g.damping_block_shifted),
+    ] {
+        let (sb, sg) = (block_sizes(ids_b), block_sizes(ids_g));
+        // Interior blocks: the upper half of each partition (edge blocks are cut by the border).
+        let upper = |v: &[usize]| {
+            v[v.len() / 2..].iter().sum::<usize>() as f64 / (v.len() - v.len() / 2) as f64
+        };
+        let (mb, mg) = (upper(&sb), upper(&sg));
+        let (xb, xg) = (*sb.last().unwrap(), *sg.last().unwrap());
+        // Phase A's grid planes pass through the origin, and the swatch's mid-plane is z = 0:
+        // its BCC blocks are front and back halves there (phase B damps the two together).
+        let lo = if phase == "A" { 0.35 } else { 0.6 };
+        assert!(
+            (lo..1.6).contains(&(mb / mg)),
+            "phase {phase}: mean of the larger half of the blocks {mb:.0} points (BCC) vs {mg:.0} (generated)"
+        );
+        assert!(
+            (xb as f64) < 1.6 * xg as f64,
+            "phase {phase}: largest block {xb} points (BCC) vs {xg} (generated)"
+        );
+    }
+}
+
 #[test]
 fn bcc_pieces_load_with_grid_damping_blocks() {
     let dir = scratch("bcc-piece");
@@ -557,7 +615,8 @@ fn bcc_pieces_load_with_grid_damping_blocks() {
             closed: false
         }]
     );
-    // Blocks are grid cells 4 loops wide, a loop being 8 mean control-point spacings.
+    // Blocks are grid cells 4 loops wide, a loop being BCC_LOOP_SPACINGS mean control-point
+    // spacings.
     let pts = &b.curves[0].points;
     let spacing: f64 = pts
         .windows(2)
@@ -569,7 +628,7 @@ fn bcc_pieces_load_with_grid_damping_blocks() {
         })
         .sum::<f64>()
         / (pts.len() - 1) as f64;
-    let cell = 4.0 * 8.0 * spacing;
+    let cell = 4.0 * yarnsim::scene::BCC_LOOP_SPACINGS * spacing;
     let nblocks = b.damping_block.iter().max().unwrap() + 1;
     assert!(nblocks > 1);
     for id in 0..nblocks {
