@@ -3,6 +3,8 @@
 //! model; the contact model's own counters (contact time per step, rebuild fraction, schedule entries
 //! tracked / examined / processed) are averaged over the timed steps and printed.
 //!
+//! The swatch is damped over 4 × 4-loop blocks in two phases, as a generated scene piece is
+//! (`acl_support::bench_swatch_sim`; until 2026-11-28 its one yarn was a single block).
 //! Both models start from the same state: the generated swatch, released 0.3 cm above the plane at
 //! 30 cm/s, after 60 steps with the exact force (the generator's shape relaxes in the first steps).
 //! Each model then runs 20 untimed steps (ACL builds all its contact sets on its first step) before
@@ -16,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use yarnsim::acl::AclContact;
 use yarnsim::contact::ExactContact;
-use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
+use yarnsim::sim::{ContactError, ContactForce, ContactStats};
 use yarnsim::state::Topology;
 
-const WALES: u32 = 50;
-const COURSES: u32 = 40;
+const WALES: u32 = acl_support::BENCH_SWATCH.0;
+const COURSES: u32 = acl_support::BENCH_SWATCH.1;
 // The issue asks for a swatch of at least 2,000 loops.
 const _: () = assert!(WALES * COURSES >= 2000);
 
@@ -66,7 +68,8 @@ fn bench_acl(c: &mut Criterion) {
     // The common starting state.
     let (pos0, vel0) = {
         let exact = ExactContact::new(r, &scene.contact).expect("exact");
-        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact)).expect("sim");
+        let mut sim =
+            acl_support::bench_swatch_sim(&scene, &curves, &[], Box::new(exact)).expect("sim");
         for v in &mut sim.vel {
             v[1] = -30.0;
         }
@@ -93,7 +96,8 @@ fn bench_acl(c: &mut Criterion) {
             inner: model,
             log: log.clone(),
         };
-        let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(rec)).expect("sim");
+        let mut sim =
+            acl_support::bench_swatch_sim(&scene, &curves, &[], Box::new(rec)).expect("sim");
         sim.pos.copy_from_slice(&pos0);
         sim.vel.copy_from_slice(&vel0);
         for _ in 0..20 {

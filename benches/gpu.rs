@@ -9,7 +9,9 @@
 //!
 //! Scenes (`YARNSIM_BENCH_SCENES`, a comma list; default `swatch2000,scarf`):
 //! * `swatch2000`: `cargo bench --bench acl`'s 2,000-loop swatch (50 × 40 stockinette, τ = 0.04)
-//!   falling onto a plane, from the state after its 60 steps of exact contact;
+//!   falling onto a plane, from the state after its 60 steps of exact contact, damped over
+//!   4 × 4-loop blocks as a generated scene is (until 2026-11-28 as one block of 16,081 control
+//!   points, which the GPU damps in one workgroup: 0.23–0.38 ms of its step on the H200);
 //! * a name `NAME`: `scenes/NAME.toml` as generated (unrelaxed: garments start overlapped);
 //! * a path `FILE.toml`: that scene file (e.g. one whose cloth is a relaxed state written by
 //!   `yarnsim run --frames 0 --out DIR`).
@@ -67,11 +69,13 @@ impl Case {
         if spec == "swatch2000" {
             let scene = acl_support::bench_swatch_scene();
             let r = scene.yarn.radius;
-            let curves = acl_support::flat_swatch(50, 40, r, 0.3);
+            let (w, c) = acl_support::BENCH_SWATCH;
+            let curves = acl_support::flat_swatch(w, c, r, 0.3);
             let mut exact = scene.clone();
             exact.contact.model = ContactModel::Exact;
             let mut sim =
-                Sim::new(&exact, &curves, &[], &[], contact_model(&exact).unwrap()).unwrap();
+                acl_support::bench_swatch_sim(&exact, &curves, &[], contact_model(&exact).unwrap())
+                    .unwrap();
             for v in &mut sim.vel {
                 v[1] = -30.0;
             }
@@ -114,7 +118,9 @@ impl Case {
         };
         let contact = sc.contact.clone();
         if let Some((curves, pos, vel)) = &self.swatch {
-            let mut sim = Sim::new(&sc, curves, &[], &[], contact_model(&sc).unwrap()).unwrap();
+            let mut sim =
+                acl_support::bench_swatch_sim(&sc, curves, &[], contact_model(&sc).unwrap())
+                    .unwrap();
             sim.pos.copy_from_slice(pos);
             sim.vel.copy_from_slice(vel);
             return (sim, contact);

@@ -127,9 +127,10 @@ fn run() -> anyhow::Result<()> {
             let scene = acl_support::bench_swatch_scene();
             let r = scene.yarn.radius;
             // The bench scene of benches/acl.rs: 50 × 40 loops lying 0.3 cm above the plane.
-            let curves = acl_support::flat_swatch(50, 40, r, 0.3);
+            let (w, c) = acl_support::BENCH_SWATCH;
+            let curves = acl_support::flat_swatch(w, c, r, 0.3);
             let exact = ExactContact::new(r, &scene.contact)?;
-            let mut sim = Sim::new(&scene, &curves, &[], &[], Box::new(exact))?;
+            let mut sim = acl_support::bench_swatch_sim(&scene, &curves, &[], Box::new(exact))?;
             for v in &mut sim.vel {
                 v[1] = -30.0;
             }
@@ -137,7 +138,9 @@ fn run() -> anyhow::Result<()> {
                 sim.step()?;
             }
             let (pos0, vel0) = (sim.pos.clone(), sim.vel.clone());
-            (scene, curves, Vec::new(), Vec::new(), pos0, vel0)
+            let phases =
+                acl_support::flat_swatch_blocks(w, c, r, scene.yarn.damping_block_loops).to_vec();
+            (scene, curves, phases, Vec::new(), pos0, vel0)
         }
     };
     let r = scene.yarn.radius;
