@@ -8,11 +8,13 @@
 // loses v_nr · min(1, max(h μ_prop, h μ_const √k / ‖v_nr‖)). The blocks of one phase are disjoint,
 // so workgroups never write the same velocity.
 // Fixed reduction order, mirrored by the twin operation for operation: thread t sums the block's
-// points t, t + 64, t + 128, … in increasing order, then a tree adds partial t + h into partial t for
-// h = 32, 16, …, 1.
-// Loop bound per thread: 4 ⌈k / 64⌉ (three sums, one update) + 3 × 6 tree levels × (1 + at most 9
-// components) = 4 ⌈k / 64⌉ + 180; setup refuses blocks of more than 64 × 4096 points
-// (step::check_damping_blocks), so at most 16,564.
+// points t, t + 64, t + 128, … in increasing order; then, per component, each group of 8 partials
+// 8g .. 8g + 7 is summed in order (g = 0 .. 7), and then the 8 group sums in order. Two levels of
+// 8, not a 6-level tree: a reduction costs 3 workgroup barriers instead of 7 (lavapipe pays for
+// every barrier of every workgroup).
+// Loop bound per thread: 4 ⌈k / 64⌉ (three sums, one update) + 3 reductions × (2 groups × (1 + 7)
+// + 7) = 4 ⌈k / 64⌉ + 69; setup refuses blocks of more than 64 × 4096 points
+// (step::check_damping_blocks), so at most 16,453.
 
 #import layout
 #import vec
@@ -30,18 +32,29 @@ const WG: u32 = 64u;
 // Partial sums: component c of thread t at red[c * WG + t] (at most 9 components).
 var<workgroup> red: array<f32, 576>;
 
-// Tree-reduces components 0 .. n of red (each thread has written its partials); the totals are at
-// red[c * WG]. Called by every thread of the workgroup (uniform control flow).
+// Reduces components 0 .. n of red (each thread has written its partials) in two levels of 8; the
+// totals are at red[c * WG]. Called by every thread of the workgroup (uniform control flow).
 fn reduce(t: u32, n: u32) {
     workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half = half >> 1u) {
-        if t < half {
-            for (var c = 0u; c < n; c++) {
-                red[c * WG + t] = red[c * WG + t] + red[c * WG + t + half];
-            }
+    // Task j: group j % 8 of component j / 8, summed into the group's first partial.
+    for (var j = t; j < n * 8u; j += WG) {
+        let base = (j / 8u) * WG + (j % 8u) * 8u;
+        var s = red[base];
+        for (var i = 1u; i < 8u; i++) {
+            s = s + red[base + i];
         }
-        workgroupBarrier();
+        red[base] = s;
     }
+    workgroupBarrier();
+    if t < n {
+        let base = t * WG;
+        var s = red[base];
+        for (var g = 1u; g < 8u; g++) {
+            s = s + red[base + g * 8u];
+        }
+        red[base] = s;
+    }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(64)

@@ -98,9 +98,9 @@ pub fn glue_projection(
 pub const DAMPING_WG: u32 = 64;
 
 /// The most control points a damping block may have on the GPU path: each thread of the block's
-/// workgroup loops over `⌈k / DAMPING_WG⌉` points four times (plus 180 tree-reduction iterations),
+/// workgroup loops over `⌈k / DAMPING_WG⌉` points four times (plus 69 reduction iterations),
 /// and lavapipe ends an invocation after 65,535 loop iterations in total, so this keeps a thread
-/// under 16,564 of them.
+/// under 16,453 of them.
 pub const DAMPING_MAX_BLOCK_POINTS: u32 = DAMPING_WG * 4096;
 
 /// Why a block list cannot be damped by the `nonrigid_damping` kernel.
@@ -136,10 +136,15 @@ pub fn check_damping_blocks(block_start: &[u32]) -> Result<(), DampingBlockError
 
 const DWG: usize = DAMPING_WG as usize;
 
+/// Partials per group of the second reduction level (the kernel's `reduce`).
+const DAMPING_GROUP: usize = 8;
+const _: () = assert!(DAMPING_GROUP * DAMPING_GROUP == DWG);
+
 /// A sum over a block's `k` points in the kernel's order: thread `t` of the workgroup sums points
 /// `t, t + DWG, t + 2 DWG, …` (indices into the block) into its partial, in increasing order, with
-/// `add(i, partial)`; then a tree adds partial `t + half` into partial `t` for `half = DWG/2, …, 1`.
-/// Every addition is the kernel's, so the total is the kernel's up to fused multiply-adds.
+/// `add(i, partial)`; then each group of 8 partials `8g .. 8g + 7` is summed in order, then the 8
+/// group sums in order. Every addition is the kernel's, so the total is the kernel's up to fused
+/// multiply-adds.
 fn workgroup_sum<const N: usize>(k: usize, mut add: impl FnMut(usize, &mut [f32; N])) -> [f32; N] {
     let mut part = [[0.0f32; N]; DWG];
     for (t, acc) in part.iter_mut().enumerate() {
@@ -149,17 +154,13 @@ fn workgroup_sum<const N: usize>(k: usize, mut add: impl FnMut(usize, &mut [f32;
             i += DWG;
         }
     }
-    let mut half = DWG / 2;
-    while half > 0 {
-        let (low, high) = part.split_at_mut(half);
-        for (a, b) in low.iter_mut().zip(&high[..half]) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += *y;
-            }
-        }
-        half /= 2;
-    }
-    part[0]
+    std::array::from_fn(|c| {
+        let group = |g: usize| {
+            let p = &part[g * DAMPING_GROUP..(g + 1) * DAMPING_GROUP];
+            p[1..].iter().fold(p[0][c], |s, x| s + x[c])
+        };
+        (1..DAMPING_GROUP).fold(group(0), |s, g| s + group(g))
+    })
 }
 
 /// Stage `nonrigid_damping` (seed §3.3): per block of `k` points, with `v_nr` the velocity minus the
