@@ -8,14 +8,17 @@
 // 3. the watched pairs: MAX_WATCH + 1 rounds, each picking the smallest key (|d − 2r|, box index)
 //    above the last one among the members in the new box (a two-word workgroup minimum: the box index
 //    orders pairs as (i, j) does); the first MAX_WATCH fill plan_watch[t·MAX_WATCH + slot] and
-//    plan_watch_loc, the next one gives guard_far.
+//    plan_watch_loc, the next one gives guard_far. A thread scans its share of the box again only
+//    when its own candidate was picked, and a round has two barriers (it scanned every round, with
+//    four: on lavapipe this kernel was half of a tiny swatch's ACL step).
 // Reads the quadrature points qpts (kernel quadrature_points: xyz the point, computed as
 // RebuildTables::quad_point does; w its arc position). Writes plans[t] (offsets 0: pool_alloc gives
 // them).
 // Bounds: a box of at most MAX_BOX_PAIRS = 65,536 (i, j) positions and MAX_BOX_CPS = 512 raw control
 // points (4 per segment of its two ranges); a larger set gets PLAN_TOO_LARGE and nothing else (the
 // GPU step must then stop and name the limit). Loop bound per thread: 1,024 (measure) + 33 × 1,024
-// (selection) + 8 × 512 (distinct count) + 8 × 512 (local indices) = 43,008 < 65,535.
+// (selection: at most a scan per round, when the thread's candidate is picked every time) + 8 × 512
+// (distinct count) + 8 × 512 (local indices) = 43,008 < 65,535.
 
 #import layout
 #import vec
@@ -47,11 +50,13 @@ var<workgroup> w_j0: atomic<u32>;
 var<workgroup> w_j1: atomic<u32>;
 var<workgroup> w_bad: atomic<u32>;
 var<workgroup> w_distinct: atomic<u32>;
-var<workgroup> w_key_hi: atomic<u32>;
-var<workgroup> w_key_lo: atomic<u32>;
+// The selection's two-word minimum, in three slots used in turn (round k uses slot k mod 3, and
+// thread 0 clears the next round's slot while this one is taken): every thread reads its round's
+// slot after the round's last barrier, and nobody writes that slot again until two rounds later.
+var<workgroup> w_key_hi: array<atomic<u32>, 3>;
+var<workgroup> w_key_lo: array<atomic<u32>, 3>;
 // Atomics copied out by thread 0, so every thread reads them as uniform values.
 var<workgroup> w_stats: array<u32, 8>;
-var<workgroup> w_key: vec2<u32>;
 var<workgroup> sel: array<vec2<u32>, 33>;
 var<workgroup> raw: array<u32, MAX_BOX_CPS>;
 var<workgroup> is_first: array<u32, MAX_BOX_CPS>;
@@ -189,49 +194,67 @@ fn set_rebuild_size(
         is_first[e] = f;
         atomicAdd(&w_distinct, f);
     }
+    if lid == 0u {
+        atomicStore(&w_key_hi[0], NONE);
+        atomicStore(&w_key_lo[0], NONE);
+    }
     workgroupBarrier();
     plan.n_cp = atomicLoad(&w_distinct);
-    // 3. Watched pairs: MAX_WATCH + 1 rounds of the smallest key above the last.
+    // 3. Watched pairs: MAX_WATCH + 1 rounds of the smallest key above the last. Each thread keeps
+    //    the smallest of its own keys above the last pick (`best`); after a round only the thread
+    //    whose key was picked looks for its next one (keys are unique, so every other thread's
+    //    `best` is still its smallest above the new pick). Two barriers a round.
     var prev = vec2<u32>(0u, 0u);
     var have_prev = false;
+    var best = vec2<u32>(NONE, NONE);
+    var stale = true;
     for (var rnd = 0u; rnd <= MAX_WATCH; rnd = rnd + 1u) {
+        let slot = rnd % 3u;
+        if stale {
+            best = vec2<u32>(NONE, NONE);
+            for (var e = lid; e < np; e = e + RB_WG) {
+                let i = bx.x + e / nv;
+                let j = bx.z + e % nv;
+                if i < nb.x || i > nb.y || j < nb.z || j > nb.w {
+                    continue;
+                }
+                let d2 = member_d2(i, j);
+                if d2 < 0.0 {
+                    continue;
+                }
+                let key = vec2<u32>(bitcast<u32>(abs(sqrt(d2) - 2.0 * r)), e);
+                let above = !have_prev || key.x > prev.x || (key.x == prev.x && key.y > prev.y);
+                let below = key.x < best.x || (key.x == best.x && key.y < best.y);
+                if above && below {
+                    best = key;
+                }
+            }
+            stale = false;
+        }
+        atomicMin(&w_key_hi[slot], best.x);
+        workgroupBarrier();
+        let hi = atomicLoad(&w_key_hi[slot]);
+        if best.x == hi {
+            atomicMin(&w_key_lo[slot], best.y);
+        }
         if lid == 0u {
-            atomicStore(&w_key_hi, NONE);
-            atomicStore(&w_key_lo, NONE);
+            // The next round's slot: last read two rounds ago, before this round's first barrier.
+            let next = (rnd + 1u) % 3u;
+            atomicStore(&w_key_hi[next], NONE);
+            atomicStore(&w_key_lo[next], NONE);
         }
         workgroupBarrier();
-        var best = vec2<u32>(NONE, NONE);
-        for (var e = lid; e < np; e = e + RB_WG) {
-            let i = bx.x + e / nv;
-            let j = bx.z + e % nv;
-            if i < nb.x || i > nb.y || j < nb.z || j > nb.w {
-                continue;
-            }
-            let d2 = member_d2(i, j);
-            if d2 < 0.0 {
-                continue;
-            }
-            let key = vec2<u32>(bitcast<u32>(abs(sqrt(d2) - 2.0 * r)), e);
-            let above = !have_prev || key.x > prev.x || (key.x == prev.x && key.y > prev.y);
-            let below = key.x < best.x || (key.x == best.x && key.y < best.y);
-            if above && below {
-                best = key;
-            }
-        }
-        atomicMin(&w_key_hi, best.x);
-        workgroupBarrier();
-        if best.x == atomicLoad(&w_key_hi) {
-            atomicMin(&w_key_lo, best.y);
-        }
-        workgroupBarrier();
+        let k = vec2<u32>(hi, atomicLoad(&w_key_lo[slot]));
         if lid == 0u {
-            let k = vec2<u32>(atomicLoad(&w_key_hi), atomicLoad(&w_key_lo));
             sel[rnd] = k;
-            w_key = k;
         }
-        prev = workgroupUniformLoad(&w_key);
+        // (No pick left: every best is NONE and stays so.)
+        stale = k.y != NONE && best.x == k.x && best.y == k.y;
+        prev = k;
         have_prev = true;
     }
+    // sel is read below by other threads than the one that wrote it.
+    workgroupBarrier();
     var nw = 0u;
     for (var s = 0u; s < MAX_WATCH; s = s + 1u) {
         if sel[s].y != NONE {

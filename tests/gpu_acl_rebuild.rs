@@ -462,27 +462,77 @@ fn compensated_pair_term_matches_twin_on_cancelling_inputs() {
 /// `κw` is two products: 8 `U |κw|`.
 #[test]
 fn set_rebuild_size_matches_twin() {
-    use yarnsim::acl::rebuild::RebuildPlan;
+    use yarnsim::acl::rebuild::{set_rebuild_size, RebuildPlan};
     use yarnsim::acl::MAX_WATCH;
     let Some(gpu) = gpu_or_skip("set_rebuild_size_matches_twin") else {
         return;
     };
+    let fx = dirty_rebuild();
+    let nd = fx.dirty.len();
+    assert!(nd > 50 && fx.plans.iter().any(|p| p.n_watch as usize == MAX_WATCH));
+    check_rebuild_size(&gpu, &fx, &fx.sets, (&fx.plans, &fx.watch, &fx.watch_loc));
+    // The same sets cut to boxes of at most 5 × 5 positions: fewer members than MAX_WATCH + 1, so
+    // the selection runs out of members and its last rounds pick nothing (on the swatch as it is,
+    // every set has a full watch list).
+    let small: Vec<ContactSet> = fx
+        .sets
+        .iter()
+        .map(|s| {
+            let mut s = *s;
+            s.bx[1] = s.bx[1].min(s.bx[0] + 4);
+            s.bx[3] = s.bx[3].min(s.bx[2] + 4);
+            s
+        })
+        .collect();
+    let mut plans = vec![RebuildPlan::default(); nd];
+    let mut watch = vec![WatchPair::default(); nd * MAX_WATCH];
+    let mut watch_loc = vec![WatchLoc::default(); nd * MAX_WATCH];
+    set_rebuild_size(
+        &fx.p,
+        &fx.sim.pos,
+        fx.data.tables(),
+        &small,
+        &fx.dirty,
+        &mut plans,
+        &mut watch,
+        &mut watch_loc,
+        &fx.scratch,
+    );
+    let partial = plans
+        .iter()
+        .filter(|p| p.n_watch > 0 && (p.n_watch as usize) < MAX_WATCH)
+        .count();
+    assert!(partial > 10, "{partial} sets with a partial watch list");
+    check_rebuild_size(&gpu, &fx, &small, (&plans, &watch, &watch_loc));
+}
+
+/// `set_rebuild_size` on the GPU for the sets `sets` (all dirty) of the fixture `fx`, against the
+/// twin's `plans`, watched pairs and their local indices for them.
+fn check_rebuild_size(
+    gpu: &yarnsim::gpu::Gpu,
+    fx: &DirtyRebuild,
+    sets: &[ContactSet],
+    (plans, watch, watch_loc): (
+        &[yarnsim::acl::rebuild::RebuildPlan],
+        &[WatchPair],
+        &[WatchLoc],
+    ),
+) {
+    use yarnsim::acl::rebuild::RebuildPlan;
+    use yarnsim::acl::MAX_WATCH;
     let DirtyRebuild {
         sim,
-        sets,
         dirty,
         seg_contact,
         p,
         qpts,
-        plans,
-        watch,
-        watch_loc,
         ..
-    } = dirty_rebuild();
+    } = fx;
+    let p = *p;
     let topo = &sim.topo;
     let nd = dirty.len();
     let out = run_kernel(
-        &gpu,
+        gpu,
         "set_rebuild_size",
         &[
             ("rebuild", bytes(&[p])),
@@ -519,7 +569,6 @@ fn set_rebuild_size_matches_twin() {
             .unwrap(),
         plans.iter().map(|p| p.n_watch).sum::<u32>()
     );
-    assert!(nd > 50 && plans.iter().any(|p| p.n_watch as usize == MAX_WATCH));
     assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
     let pos_tol = 64.0 * U * coord_scale(&sim.pos);
     // RebuildPlan: eps (word 8), guard_near and guard_far (12, 13) are floats.
