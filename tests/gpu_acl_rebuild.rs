@@ -536,11 +536,11 @@ fn check_rebuild_size(
         "set_rebuild_size",
         &[
             ("rebuild", bytes(&[p])),
-            ("qpts", bytes(&qpts)),
+            ("qpts", bytes(qpts)),
             ("segments", bytes(&topo.segments)),
-            ("seg_contact", bytes(&seg_contact)),
-            ("sets", bytes(&sets)),
-            ("dirty", bytes(&dirty)),
+            ("seg_contact", bytes(seg_contact)),
+            ("sets", bytes(sets)),
+            ("dirty", bytes(dirty)),
             ("plans", bytes(&vec![RebuildPlan::default(); nd])),
             (
                 "plan_watch",
@@ -575,7 +575,7 @@ fn check_rebuild_size(
     let (worst, differ) = assert_records_close(
         "plans",
         &g_plans,
-        &plans,
+        plans,
         &words(&[(8, 1), (12, 2)]),
         |_, _| pos_tol,
     );
@@ -600,7 +600,7 @@ fn check_rebuild_size(
             v.sort_by_key(|(p, _)| (p.i, p.j));
             v
         };
-        let (gl, cl) = (list(&g_watch, &g_loc), list(&watch, &watch_loc));
+        let (gl, cl) = (list(&g_watch, &g_loc), list(watch, watch_loc));
         let cut = cl
             .iter()
             .fold(0.0f64, |m, (p, _)| m.max(p.gap.abs() as f64));
