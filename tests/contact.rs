@@ -1084,14 +1084,10 @@ fn exact_scene() -> yarnsim::scene::Scene {
     s
 }
 
-/// Damping blocks of `side` × `side` loops, as `scene::build_curves` makes them.
-fn damping_blocks(point_loop: &[Vec<[u32; 2]>], wales: u32, side: u32) -> Vec<u32> {
-    let bx = wales.div_ceil(side);
-    point_loop
-        .iter()
-        .flatten()
-        .map(|&[w, c]| w / side + bx * (c / side))
-        .collect()
+/// Phase A's damping blocks of `side` × `side` loops, as `scene::build_curves` makes them.
+fn damping_blocks(point_loop: &[Vec<[u32; 2]>], wales: u32, courses: u32, side: u32) -> Vec<u32> {
+    let lb = yarnsim::scene::LoopBlocks::new(wales, courses, side);
+    point_loop.iter().flatten().map(|&l| lb.block(l)).collect()
 }
 
 /// The 10 × 10-loop stockinette swatch of the hanging tests, pinned at the heads of its top course,
@@ -1387,7 +1383,12 @@ fn hang_tube(model: yarnsim::scene::ContactModel, seconds: f64) -> TubeRun {
     let (wales, courses) = (10, 8);
     let k = knit::generate(Pattern::Tube, wales, courses, r).unwrap();
     assert!(k.curves.iter().all(|c| c.closed));
-    let blocks = damping_blocks(&k.point_loop, wales, scene.yarn.damping_block_loops);
+    let blocks = damping_blocks(
+        &k.point_loop,
+        wales,
+        courses,
+        scene.yarn.damping_block_loops,
+    );
     let flat: Vec<[u32; 2]> = k.point_loop.iter().flatten().copied().collect();
     let pins: Vec<u32> = (0..flat.len() as u32)
         .filter(|&g| flat[g as usize][1] == courses - 1)
