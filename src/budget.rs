@@ -1,7 +1,8 @@
 //! Budgets the GPU step records per step and cuts on trial: ACL's rebuild rounds
 //! ([`crate::acl::gpu::AclGpu::fewer_rounds`]), its coalescing stage and its scheduler's newcomer
-//! search (each recorded or not: [`crate::acl::gpu::AclGpu::fewer_coalesce`],
-//! [`crate::acl::gpu::AclGpu::fewer_newcomers`]) and the length projection's iterations
+//! search and the set index of the first merge pass after a rebuild round (each recorded or not:
+//! [`crate::acl::gpu::AclGpu::fewer_coalesce`], [`crate::acl::gpu::AclGpu::fewer_newcomers`],
+//! [`crate::acl::gpu::AclGpu::fewer_indexed`]) and the length projection's iterations
 //! ([`crate::gpu_step::LENGTH_BUDGET`]). A recorded step cannot skip its dispatches, so each unused
 //! round or iteration still costs its barriers; the host therefore records fewer after a quiet
 //! stretch of batches, from the counts it reads back after each batch (no GPU buffer of its own).

@@ -1695,6 +1695,11 @@ impl GpuSim {
                 self.grow_acl(caps, base + k as u64)?;
             }
             let acl = self.acl.as_mut().expect("checked above");
+            if let Some(caps) = acl.path.fewer_indexed(&acl_counters) {
+                self.rounds_cut += 1;
+                self.grow_acl(caps, base + k as u64)?;
+            }
+            let acl = self.acl.as_mut().expect("checked above");
             if let Some(caps) = acl.path.fewer_passes() {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
@@ -2139,6 +2144,10 @@ impl GpuSim {
             stats
                 .extra
                 .push(("acl_merge_passes".into(), acl.path.caps.merge.passes as f64));
+            stats.extra.push((
+                "acl_merge_indexed".into(),
+                acl.path.caps.merge.indexed as f64,
+            ));
             stats
                 .extra
                 .push(("acl_rounds_cut".into(), self.rounds_cut as f64));
@@ -2369,14 +2378,15 @@ pub const MAX_UPGRADES: usize = 1;
 pub const UPGRADE_AFTER_CLEAN: u32 = 4;
 
 /// The budgets an upgraded step gets when a step that ran with the driver's `base` budgets needs
-/// `need` (the verdict's): every stage (coalescing, the newcomer search), and at least twice
-/// `base`'s rebuild rounds, merge passes and label rounds. Generous, because a step that needs one
-/// stage often needs the next: on the hanging tiny swatch (lavapipe), steps that needed the
+/// `need` (the verdict's): every stage (coalescing, the newcomer search, the set index), and at
+/// least twice `base`'s rebuild rounds, merge passes and label rounds. Generous, because a step
+/// that needs one stage often needs the next: on the hanging tiny swatch (lavapipe), steps that needed the
 /// coalescing stage then needed a second merge pass for the sets it made, each a rerun of its own.
 fn upgrade_budgets(base: &AclCaps, need: &AclCaps) -> AclCaps {
     let mut caps = *need;
     caps.coalesce = 1;
     caps.newcomers = 1;
+    caps.merge.indexed = 1;
     caps.rounds = caps.rounds.max(2 * base.rounds);
     caps.merge.passes = caps.merge.passes.max(2 * base.merge.passes);
     caps.merge.rounds = caps.merge.rounds.max(2 * base.merge.rounds);
@@ -2451,13 +2461,14 @@ mod tests {
         base.merge.rounds = 2;
         base.coalesce = 0;
         base.newcomers = 0;
+        base.merge.indexed = 0;
         // A step that needed only the coalescing stage.
         let need = AclCaps {
             coalesce: 1,
             ..base
         };
         let up = upgrade_budgets(&base, &need);
-        assert_eq!((up.coalesce, up.newcomers), (1, 1));
+        assert_eq!((up.coalesce, up.newcomers, up.merge.indexed), (1, 1, 1));
         assert_eq!((up.rounds, up.merge.passes, up.merge.rounds), (2, 2, 4));
         // What the step needed beyond twice the cut stays; capacities are untouched.
         let need = AclCaps { rounds: 8, ..base };

@@ -789,6 +789,18 @@ const _: () = assert!(size_of::<MergeRound>() == 16);
 /// (the bound of its loop); the set's overlaps were not listed.
 pub const MERGE_SCAN_LIMIT: u32 = 1;
 
+/// `MergeCounters::errors`: a merge pass that searches the rebuild round's dirty list
+/// (`dirty_overlap_count`, [`crate::acl::coalesce::dirty_overlap_count`]) met a list longer than
+/// [`DIRTY_OVERLAP_MAX`], or a live moved set that is not on it; nothing was listed, and the step
+/// must run again with the set index (`MergeCaps::indexed`). Not an error of the scene.
+pub const MERGE_DIRTY_LIMIT: u32 = 2;
+
+/// The longest dirty list `dirty_overlap_count` searches: its loop bound per thread (one
+/// iteration per dirty set), well under lavapipe's 65,535. Each live set's thread tests every
+/// dirty set, so the pass costs (live sets) × (dirty sets) box tests: at rest a few dozen dirty
+/// sets, and above this many the set index is the cheaper search anyway.
+pub const DIRTY_OVERLAP_MAX: u32 = 1024;
+
 /// The set-merge kernels' counters block (`merge_counters`, atomics in WGSL).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -938,6 +950,8 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("SCHED_NO_WINDOW_CORRECTION", SCHED_NO_WINDOW_CORRECTION),
         ("SCHED_NO_MONITORING", SCHED_NO_MONITORING),
         ("MERGE_SCAN_LIMIT", MERGE_SCAN_LIMIT),
+        ("MERGE_DIRTY_LIMIT", MERGE_DIRTY_LIMIT),
+        ("DIRTY_OVERLAP_MAX", DIRTY_OVERLAP_MAX),
         ("ACL_SIZES_LOOKUP_SET", ACL_SIZES_LOOKUP_SET),
         ("ACL_SIZES_LOOKUP_BUCKET", ACL_SIZES_LOOKUP_BUCKET),
         ("ACL_SIZES_MORE_ROUNDS", ACL_SIZES_MORE_ROUNDS),

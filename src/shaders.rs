@@ -1306,6 +1306,37 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::coalesce::set_overlap_write",
     },
+    // The first merge pass after a rebuild round, without the set index (MergeCaps::indexed = 0):
+    // dirty_overlap_count, the scan of edge_offsets, dirty_overlap_write instead of the index and
+    // set_overlap_count / set_overlap_write.
+    Kernel {
+        name: "dirty_overlap_count",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
+            read_write("edge_offsets"),
+            read_write("merge_counters"),
+            read_write("scan_groups"),
+        ],
+        twin: "acl::coalesce::dirty_overlap_count",
+    },
+    Kernel {
+        name: "dirty_overlap_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
+            read("edge_offsets"),
+            read_write("edges"),
+            read_write("labels"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::dirty_overlap_write",
+    },
     Kernel {
         name: "merge_label",
         workgroup_size: WG,

@@ -11,15 +11,20 @@ mod fixture;
 
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
-    coalesce_box, coalesce_heads, coalesce_pairs, coalesce_springs, contact_coalesce, hull_code,
-    merge_apply, merge_hull, merge_label, merge_uniform, set_bin_count, set_bin_index,
-    set_bin_write, set_merge, set_overlap_count, set_overlap_write, MergeScratch,
+    coalesce_box, coalesce_heads, coalesce_pairs, coalesce_springs, contact_coalesce,
+    dirty_overlap_count, dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label,
+    merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count,
+    set_overlap_write, MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
+use yarnsim::acl::rebuild::RebuildParams;
 use yarnsim::acl::{AclContact, ContactSet, SetIndex, StictionSpring, SET_LIVE, SET_MOVED};
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::{Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform};
+use yarnsim::layout::{
+    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, DIRTY_OVERLAP_MAX,
+    MERGE_DIRTY_LIMIT,
+};
 use yarnsim::pipelines::{run_kernel, Buffers, Pipelines};
 use yarnsim::scan::exclusive_scan;
 use yarnsim::sort::radix_sort;
@@ -711,6 +716,7 @@ fn chained_gpu_merge_equals_cpu_path() {
             index: 16,
             rounds: 1,
             passes: 1,
+            indexed: 1,
         };
         let (out, caps, runs) = run_until_done(&gpu, &u, &f.sets, &f.touching, caps);
         assert_eq!(out.sets.len(), cpu.len(), "step {step}: table length");
@@ -840,6 +846,7 @@ fn long_chain_raises_more_rounds_until_enough() {
         index: 2 * n as u32,
         rounds: need - 1,
         passes: 2,
+        indexed: 1,
     };
     // Too few rounds: flagged on the GPU, and by the twins with the same budget.
     let (chain, out) = run_chain(&gpu, &u, &sets, &[], caps);
@@ -938,6 +945,7 @@ fn overflows_are_flagged_and_grown() {
         index: 1 << 16,
         rounds: 16,
         passes: 8,
+        indexed: 1,
     };
     let small_sets = MergeCaps { sets: 10, ..big };
     let (chain, out) = run_chain(&gpu, &u, &f.sets, &f.touching, small_sets);
@@ -1030,4 +1038,355 @@ fn scan_limit_is_an_error_on_both_paths() {
     .unwrap();
     assert_eq!(counters_of(&out), c);
     assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The first merge pass after a rebuild round, searching the round's dirty list (MergeCaps::indexed
+// = 0) instead of the set index.
+
+/// A rebuild round's outcome on the settled table of step 24 (540 sets, no two overlapping):
+/// every 3rd live set is on the dirty list; every other one of those grew (moved) to take in the
+/// box of the next slot's set and, every 4th, the old box of the moved set listed two before it
+/// (so there are pairs of a moved and a settled set, and of two moved sets); the 2nd listed set
+/// was deleted by its rebuild (an empty slot). Returns the table, the list, nq, α.
+fn after_round() -> (Vec<ContactSet>, Vec<u32>, u32, u32) {
+    let (mut sets, _, nq, alpha) = acl_after(24);
+    for s in sets.iter_mut() {
+        s.flags &= !SET_MOVED;
+    }
+    let old = sets.clone();
+    let dirty: Vec<u32> = (0..sets.len() as u32)
+        .filter(|&k| sets[k as usize].flags & SET_LIVE != 0)
+        .step_by(3)
+        .collect();
+    let hull = |a: [u32; 4], b: [u32; 4]| {
+        [
+            a[0].min(b[0]),
+            a[1].max(b[1]),
+            a[2].min(b[2]),
+            a[3].max(b[3]),
+        ]
+    };
+    for (t, &k) in dirty.iter().enumerate() {
+        let k = k as usize;
+        if t == 1 {
+            sets[k] = ContactSet::default();
+        } else if t % 2 == 0 && k + 1 < sets.len() {
+            let mut bx = hull(old[k].bx, old[k + 1].bx);
+            if t % 4 == 2 {
+                bx = hull(bx, old[dirty[t - 2] as usize].bx);
+            }
+            sets[k].bx = bx;
+            sets[k].flags |= SET_MOVED;
+        }
+    }
+    (sets, dirty, nq, alpha)
+}
+
+/// The `rebuild` uniform of a round with `nd` dirty sets (only its count is read here).
+fn round_uniform(nd: usize) -> RebuildParams {
+    RebuildParams {
+        num_dirty: nd as u32,
+        ..Default::default()
+    }
+}
+
+/// The index pass's pairs on a table (the twins `SetIndex::build`, `set_overlap_count`, scan,
+/// `set_overlap_write`), sorted.
+fn index_pass_pairs(u: &MergeUniform, sets: &[ContactSet], cap: usize) -> Vec<[u32; 2]> {
+    let mut index = SetIndex::default();
+    index.build(sets, u.nq);
+    let table = table_with_capacity(sets, cap);
+    let mut c = counters(sets.len(), cap, 0);
+    let mut eoff = vec![0u32; cap + 1];
+    set_overlap_count(
+        u,
+        &table,
+        index.start(),
+        index.items(),
+        &mut eoff,
+        &mut c,
+        &mut [],
+    );
+    assert_eq!(c.errors, 0);
+    exclusive_scan(&mut eoff, &mut Vec::new());
+    let ne = eoff[cap] as usize;
+    c.edges.capacity = ne as u32;
+    let mut edges = vec![[0u32; 2]; ne];
+    let (mut labels, mut hull) = (vec![0u32; 2 * cap], vec![[0u32; 4]; cap]);
+    set_overlap_write(
+        u,
+        &table,
+        index.start(),
+        index.items(),
+        &eoff,
+        &mut edges,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
+    edges.sort_unstable();
+    edges
+}
+
+/// `dirty_overlap_count` → scan → `dirty_overlap_write` on the GPU, each on the twin's input:
+/// counts, group sums, edges, labels, hulls and counters identical to the twins'. Returns the
+/// twins' edges (in their order) and counters.
+fn dirty_pass_matches_twins(
+    gpu: &Gpu,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    nd: usize,
+    cap: usize,
+    label: &str,
+) -> (Vec<[u32; 2]>, MergeCounters) {
+    let table = table_with_capacity(sets, cap);
+    let rp = round_uniform(nd);
+    let mut c = counters(sets.len(), cap, 0);
+    let mut eoff = vec![0u32; cap + 1];
+    let mut groups = vec![9u32; (cap + 1).div_ceil(256)];
+    let c_in = c;
+    dirty_overlap_count(&rp, &table, dirty, &mut eoff, &mut c, &mut groups);
+    let out = run_kernel(
+        gpu,
+        "dirty_overlap_count",
+        &[
+            ("rebuild", bytes(&[rp])),
+            ("sets", bytes(&table)),
+            ("dirty", bytes(dirty)),
+            ("edge_offsets", bytes(&vec![9u32; cap + 1])),
+            ("merge_counters", bytes(&[c_in])),
+            ("scan_groups", bytes(&vec![9u32; groups.len()])),
+        ],
+        cap as u32 + 1,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff, "{label}: counts");
+    check_groups(
+        &groups,
+        &eoff,
+        &out,
+        &format!("{label}: dirty_overlap_count"),
+    );
+    assert_eq!(
+        counters_of(&out),
+        c,
+        "{label}: dirty_overlap_count counters"
+    );
+    exclusive_scan(&mut eoff, &mut Vec::new());
+    let ne = eoff[cap] as usize;
+    c.edges.capacity = ne.max(1) as u32;
+    let mut edges = vec![[0u32; 2]; ne.max(1)];
+    let mut labels = vec![u32::MAX; 2 * cap];
+    let mut hull = vec![[7u32; 4]; cap];
+    let (labels_in, hull_in, c_in) = (labels.clone(), hull.clone(), c);
+    dirty_overlap_write(
+        &rp,
+        &table,
+        dirty,
+        &eoff,
+        &mut edges,
+        &mut labels,
+        &mut hull,
+        &mut c,
+    );
+    let out = run_kernel(
+        gpu,
+        "dirty_overlap_write",
+        &[
+            ("rebuild", bytes(&[rp])),
+            ("sets", bytes(&table)),
+            ("dirty", bytes(dirty)),
+            ("edge_offsets", bytes(&eoff)),
+            ("edges", bytes(&vec![[0u32; 2]; ne.max(1)])),
+            ("labels", bytes(&labels_in)),
+            ("set_hull", bytes(&hull_in)),
+            ("merge_counters", bytes(&[c_in])),
+        ],
+        cap as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<[u32; 2]>(&out["edges"]), edges, "{label}: edges");
+    assert_eq!(cast::<u32>(&out["labels"]), labels, "{label}: labels");
+    assert_eq!(cast::<[u32; 4]>(&out["set_hull"]), hull, "{label}: hulls");
+    assert_eq!(
+        counters_of(&out),
+        c,
+        "{label}: dirty_overlap_write counters"
+    );
+    edges.truncate(ne);
+    (edges, c)
+}
+
+/// The dirty-list search lists exactly the index pass's pairs after a round (both kinds: a moved
+/// set with a settled one, two moved sets once), kernels and twins identical; a moved set missing
+/// from the list, or a list longer than DIRTY_OVERLAP_MAX, raises MERGE_DIRTY_LIMIT and lists
+/// nothing on both.
+#[test]
+fn dirty_overlap_kernels_match_twins_and_the_index_pass() {
+    let Some(gpu) = gpu_or_skip("dirty_overlap_kernels_match_twins_and_the_index_pass") else {
+        return;
+    };
+    let (sets, dirty, nq, alpha) = after_round();
+    let u = merge_uniform(nq, alpha);
+    let cap = sets.len() + 17;
+    let (mut edges, c) = dirty_pass_matches_twins(&gpu, &sets, &dirty, dirty.len(), cap, "round");
+    assert_eq!(c.errors, 0);
+    let moved = |k: u32| sets[k as usize].flags & SET_MOVED != 0;
+    let both = edges.iter().filter(|e| moved(e[0]) && moved(e[1])).count();
+    let one = edges.len() - both;
+    println!(
+        "{} sets, {} dirty, {} pairs ({both} of two moved sets)",
+        sets.len(),
+        dirty.len(),
+        edges.len()
+    );
+    assert!(
+        both > 0 && one > 0,
+        "{both} pairs of two moved sets, {one} of one"
+    );
+    assert!(
+        edges.iter().all(|e| moved(e[0])),
+        "a pair's first set is moved"
+    );
+    assert!(edges.iter().all(|e| !moved(e[1]) || e[0] < e[1]));
+    edges.sort_unstable();
+    assert_eq!(
+        edges,
+        index_pass_pairs(&u, &sets, cap),
+        "the index pass's pairs"
+    );
+
+    // A moved set missing from the list: flagged, nothing listed for it.
+    let missing = *dirty.iter().find(|&&k| moved(k)).unwrap();
+    let short: Vec<u32> = dirty.iter().copied().filter(|&k| k != missing).collect();
+    let (_, c) = dirty_pass_matches_twins(&gpu, &sets, &short, short.len(), cap, "missing");
+    assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "a moved set off the list");
+    // A list longer than the search's bound.
+    let long: Vec<u32> = (0..DIRTY_OVERLAP_MAX + 1).map(|k| k % 500).collect();
+    let (e, c) = dirty_pass_matches_twins(&gpu, &sets, &long, long.len(), cap, "long");
+    assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "a list over the bound");
+    assert!(e.is_empty());
+}
+
+/// The merge passes after a round (`MergeGpu::new_passes`, run until the verdict is done) end in
+/// the CPU path's table whether the first pass searches the dirty list or the index; with a moved
+/// set missing from the list the verdict asks for the index, and the rerun gives the same table.
+#[test]
+fn passes_without_the_index_equal_the_cpu_merge() {
+    let Some(gpu) = gpu_or_skip("passes_without_the_index_equal_the_cpu_merge") else {
+        return;
+    };
+    let (sets, dirty, nq, alpha) = after_round();
+    let u = merge_uniform(nq, alpha);
+    let mut cpu = sets.clone();
+    let (merged, _) = set_merge(
+        &mut cpu,
+        &mut SetIndex::default(),
+        nq,
+        &mut MergeScratch::default(),
+    )
+    .unwrap();
+    assert!(merged > 0);
+    let missing = *dirty
+        .iter()
+        .find(|&&k| sets[k as usize].flags & SET_MOVED != 0)
+        .unwrap();
+    let short: Vec<u32> = dirty.iter().copied().filter(|&k| k != missing).collect();
+    for (list, indexed, label) in [
+        (&dirty, 0, "dirty list"),
+        (&dirty, 1, "index"),
+        (&short, 0, "moved set off the list"),
+    ] {
+        let mut caps = MergeCaps {
+            sets: sets.len() as u32 + 8,
+            touching: 16,
+            edges: 16,
+            index: 16,
+            rounds: 1,
+            passes: 1,
+            indexed,
+        };
+        let mut runs = Vec::new();
+        let out = loop {
+            assert!(runs.len() < 12, "{label}: no verdict Done after 12 runs");
+            let (chain, out) = run_passes(&gpu, &u, &sets, list, caps);
+            runs.push(chain.caps);
+            match chain.verdict(&out.counters) {
+                MergeVerdict::Done => break out,
+                MergeVerdict::Rerun(c) => caps = c,
+                MergeVerdict::ScanLimit => panic!("{label}: scan limit"),
+            }
+        };
+        assert_eq!(out.sets, cpu, "{label}: the table");
+        assert_eq!(out.counters.errors, 0);
+        let first = runs[0];
+        println!("{label}: {} runs, {runs:?}", runs.len());
+        if label == "moved set off the list" {
+            assert_eq!(first.indexed, 0);
+            assert!(
+                runs.iter().skip(1).any(|c| c.indexed == 1),
+                "{label}: no rerun with the index"
+            );
+        } else {
+            assert!(
+                runs.iter().all(|c| c.indexed == indexed),
+                "{label}: {runs:?}"
+            );
+        }
+    }
+}
+
+/// `MergeGpu::new_passes` on a table after a round whose dirty list is `dirty` (one submission).
+fn run_passes(
+    gpu: &Gpu,
+    u: &MergeUniform,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    caps: MergeCaps,
+) -> (MergeGpu, GpuOut) {
+    let pipelines = Pipelines::only(&gpu.device, KERNELS).unwrap();
+    let mut buffers = Buffers::default();
+    let (d, q) = (&gpu.device, &gpu.queue);
+    buffers.upload(d, q, "touching", bytes(&[[0u32; 2]; 16]), false);
+    let table = table_with_capacity(sets, caps.sets as usize);
+    buffers.upload(d, q, "sets", bytes(&table), false);
+    let springs = springs_before(sets.len(), 0, 4 * caps.sets as usize);
+    buffers.upload(d, q, "springs", bytes(&springs), false);
+    buffers.upload(d, q, "dirty", bytes(dirty), false);
+    buffers.upload(d, q, "rebuild", bytes(&[round_uniform(dirty.len())]), true);
+    buffers.upload(
+        d,
+        q,
+        "merge_counters",
+        bytes(&[MergeCounters::default()]),
+        false,
+    );
+    let chain = MergeGpu::new_passes(d, q, &pipelines, &mut buffers, u, caps).unwrap();
+    let mut c = counters(sets.len(), 0, 0);
+    chain.set_capacities(&mut c);
+    q.write_buffer(buffers.get("merge_counters").unwrap(), 0, bytes(&[c]));
+    let mut enc = d.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        chain.record(&pipelines, &mut pass).unwrap();
+    }
+    q.submit([enc.finish()]);
+    let read = |name: &str, len: usize| buffers.read(d, q, name, len as u64).unwrap();
+    let counters: MergeCounters =
+        bytemuck::pod_read_unaligned(&read("merge_counters", size_of::<MergeCounters>()));
+    let n = counters.sets.count.min(caps.sets) as usize;
+    let sets_out: Vec<ContactSet> = cast(&read("sets", n * size_of::<ContactSet>()));
+    let springs_out: Vec<StictionSpring> =
+        cast(&read("springs", 4 * n * size_of::<StictionSpring>()));
+    (
+        chain,
+        GpuOut {
+            sets: sets_out,
+            springs: springs_out,
+            counters,
+            start: Vec::new(),
+            items: Vec::new(),
+        },
+    )
 }

@@ -282,6 +282,11 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
         rebuilt > 0 && cpu.sets().len() > 100,
         "the run exercised no contact"
     );
+    if caps.merge.indexed == 0 {
+        // Every round's first merge pass searched its dirty list: none raised MERGE_DIRTY_LIMIT
+        // (a list read from the wrong buffer or count would miss a moved set and raise it).
+        assert_eq!(g.caps.merge.indexed, 0, "a step fell back to the set index");
+    }
 }
 
 #[test]
@@ -303,6 +308,22 @@ fn gpu_acl_step_tau_zero_matches_cpu_path() {
         20,
         AclCaps::for_segments(1174),
         0.0,
+    );
+}
+
+/// The first merge pass after each rebuild round searching the round's dirty list instead of the
+/// set index (`MergeCaps::indexed` = 0, what the GPU step records after a quiet stretch): the same
+/// step by step.
+#[test]
+fn gpu_acl_step_without_the_set_index_matches_cpu_path() {
+    let mut caps = AclCaps::for_segments(1174);
+    caps.merge.indexed = 0;
+    run(
+        "gpu_acl_step_without_the_set_index_matches_cpu_path",
+        &[],
+        30,
+        caps,
+        FORCE_TOL,
     );
 }
 

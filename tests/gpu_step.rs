@@ -456,6 +456,32 @@ fn run_with_a_stage_left_out(
     }
 }
 
+/// The first merge pass after each rebuild round searching the round's dirty list instead of the
+/// set index (`merge.indexed` = 0, set before every batch, as the quiet-stretch cut sets it): the
+/// tiny swatch falling onto its obstacle (sets rebuilt, grown and merged) ends bitwise where the
+/// index pass does, and the step records fewer dispatches.
+#[test]
+fn acl_merge_without_the_set_index_is_bitwise_the_same() {
+    let Some(gpu) = gpu_or_skip("acl_merge_without_the_set_index_is_bitwise_the_same") else {
+        return;
+    };
+    let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.merge.indexed;
+    let brute = run_with_a_stage_left_out(&gpu, true, budget);
+    let indexed = run_with_a_stage_left_out(&gpu, false, budget);
+    let (fewer, full) = (brute.fewest, indexed.fewest);
+    eprintln!(
+        "dirty-list merge passes: {} of 12 batches ran with them, {} were rerun ({} reruns in all, {} with the index); dispatches per step {fewer} with them, {full} with the index",
+        brute.without,
+        brute.needed,
+        brute.g.reruns(),
+        indexed.g.reruns()
+    );
+    assert!(brute.without > 0, "every batch was rerun");
+    assert!(fewer < full, "{fewer} dispatches, {full} with the index");
+    assert_eq!(brute.g.sim.pos, indexed.g.sim.pos, "positions differ");
+    assert_eq!(brute.g.sim.vel, indexed.g.sim.vel, "velocities differ");
+}
+
 /// A step recorded with one rebuild round that leaves a set dirty (a merge after the round, whose
 /// merged set needs a second) reruns its batch with more rounds (`set_compact` flags the dirty set,
 /// `ACL_SIZES_MORE_ROUNDS`): the tiny swatch swinging down with a yarn thicker than its loops

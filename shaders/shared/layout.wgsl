@@ -356,6 +356,9 @@ struct MergeRound {
 };
 
 const MERGE_SCAN_LIMIT: u32 = 1u;
+// layout::MERGE_DIRTY_LIMIT, DIRTY_OVERLAP_MAX (the dirty-list overlap search, dirty_overlap.wgsl).
+const MERGE_DIRTY_LIMIT: u32 = 2u;
+const DIRTY_OVERLAP_MAX: u32 = 1024u;
 
 struct MergeCounters {
     sets: Capacity,

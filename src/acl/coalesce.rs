@@ -24,6 +24,9 @@
 //!    disjoint, so every overlapping pair has a moved set; each moved set looks through the bins its
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
 //!    sets. No pair: done. The write pass also starts the pass's labels and hull accumulators.
+//!    After a rebuild round every moved set is on the round's dirty list, so the GPU's first pass
+//!    may skip the index then: `dirty_overlap_count` → scan → `dirty_overlap_write` have each live
+//!    set test the list (the same pairs, listed by their other set; the CPU path keeps the index).
 //! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
 //!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
 //!    of its component.
@@ -40,7 +43,7 @@
 //! hull of a component does not depend on the order of the reduction, so the result is the same
 //! for any order of the passes' elements.
 
-use super::rebuild::{model_sizes, PoolGarbage};
+use super::rebuild::{model_sizes, PoolGarbage, RebuildParams};
 use super::sets::{
     box_hull, boxes_overlap, padded_box, ContactSet, SetIndex, MERGE_BIN, SET_DIRTY, SET_LIVE,
     SET_MOVED,
@@ -48,7 +51,8 @@ use super::sets::{
 use super::stiction::StictionSpring;
 use super::SyncPtr;
 use crate::layout::{
-    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, MERGE_SCAN_LIMIT,
+    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, DIRTY_OVERLAP_MAX,
+    MERGE_DIRTY_LIMIT, MERGE_SCAN_LIMIT,
 };
 use crate::polar::quat_identity;
 use crate::scan::{exclusive_scan, resize_with_headroom};
@@ -498,6 +502,131 @@ pub fn set_overlap_write(
         });
     if over.into_inner() {
         c.edges.overflow = 1;
+    }
+}
+
+/// Calls `f(k)` for every set `k` on the rebuild round's dirty list (`dirty[..rebuild.num_dirty]`,
+/// in slot order) that is live, moved, not `m`, overlaps live set `m`, and, when `m` is moved too,
+/// has the smaller slot (each pair once, as [`for_each_overlap`] lists it: from the smaller of two
+/// moved sets), in list order. Nothing for a slot that is not live. When the list is longer than
+/// [`DIRTY_OVERLAP_MAX`], or `m` is moved but not on it (the search would miss pairs of it), lists
+/// nothing and sets `over` (`shaders/shared/dirty_overlap.wgsl` walks the same list).
+#[inline]
+fn for_each_dirty_overlap(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    m: u32,
+    over: &AtomicBool,
+    mut f: impl FnMut(u32),
+) {
+    let s = &sets[m as usize];
+    if s.flags & SET_LIVE == 0 {
+        return;
+    }
+    let nd = rebuild.num_dirty as usize;
+    let moved = is_moved(s);
+    if nd > DIRTY_OVERLAP_MAX as usize || (moved && dirty[..nd].binary_search(&m).is_err()) {
+        over.store(true, Ordering::Relaxed);
+        return;
+    }
+    for &k in &dirty[..nd] {
+        if k == m || (moved && k > m) {
+            continue;
+        }
+        let o = &sets[k as usize];
+        if is_moved(o) && boxes_overlap(&o.bx, &s.bx) {
+            f(k);
+        }
+    }
+}
+
+/// Kernel `dirty_overlap_count`, the first pass of the overlap list of the first merge pass after
+/// a rebuild round without the set index: `edge_offsets[m]` = the pairs `[k, m]` listed for live
+/// set `m` (`k` a moved set of the round's dirty list, [`for_each_dirty_overlap`]), 0 for the other
+/// slots up to and including `sets.capacity`. The same pairs as [`set_overlap_count`] lists after
+/// that round (every live moved set is then on the list), counted by the other set of each pair.
+/// A list longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing from it, raises
+/// [`MERGE_DIRTY_LIMIT`]. The group sums of `edge_offsets[..=capacity]` go into `scan_groups`
+/// ([`crate::scan::write_groups`]).
+pub fn dirty_overlap_count(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    edge_offsets: &mut [u32],
+    merge_counters: &mut MergeCounters,
+    scan_groups: &mut [u32],
+) {
+    let c = merge_counters;
+    let cap = c.sets.capacity as usize;
+    let n = used_sets(c);
+    edge_offsets[n..=cap].fill(0);
+    let over = AtomicBool::new(false);
+    edge_offsets[..n]
+        .par_iter_mut()
+        .enumerate()
+        .with_min_len(OVERLAP_TASK)
+        .for_each(|(m, out)| {
+            let mut count = 0;
+            for_each_dirty_overlap(rebuild, sets, dirty, m as u32, &over, |_| count += 1);
+            *out = count;
+        });
+    if over.into_inner() {
+        c.errors |= MERGE_DIRTY_LIMIT;
+    }
+    crate::scan::write_groups(&edge_offsets[..=cap], scan_groups);
+}
+
+/// Kernel `dirty_overlap_write`: live set `m` writes its pairs `[k, m]` at
+/// `edges[edge_offsets[m]..]` (`edge_offsets` scanned), in dirty-list order; slots past
+/// `edges.capacity` raise `edges.overflow`. `edges.count` = the total. Also starts the merge state
+/// of every used slot, as [`set_overlap_write`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn dirty_overlap_write(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    edge_offsets: &[u32],
+    edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    set_hull: &mut [[u32; 4]],
+    merge_counters: &mut MergeCounters,
+) {
+    let c = merge_counters;
+    let cap = c.sets.capacity as usize;
+    c.edges.count = edge_offsets[cap];
+    let n = used_sets(c);
+    for x in 0..n {
+        labels[x] = x as u32;
+        labels[cap + x] = x as u32;
+    }
+    set_hull[..n].fill([0; 4]);
+    let ecap = (c.edges.capacity as usize).min(edges.len());
+    let over = AtomicBool::new(false);
+    let limit = AtomicBool::new(false);
+    let out = SyncPtr::new(&mut edges[..ecap]);
+    edge_offsets[..n]
+        .par_iter()
+        .enumerate()
+        .with_min_len(OVERLAP_TASK)
+        .for_each(|(m, &o)| {
+            let mut at = o as usize;
+            for_each_dirty_overlap(rebuild, sets, dirty, m as u32, &limit, |k| {
+                if at < ecap {
+                    // SAFETY: set m alone writes `edges[edge_offsets[m]..]` up to the next set's
+                    // offset, and the write pass finds the same pairs as the count pass.
+                    unsafe { out.write(at, [k, m as u32]) };
+                } else {
+                    over.store(true, Ordering::Relaxed);
+                }
+                at += 1;
+            });
+        });
+    if over.into_inner() {
+        c.edges.overflow = 1;
+    }
+    if limit.into_inner() {
+        c.errors |= MERGE_DIRTY_LIMIT;
     }
 }
 

@@ -20,7 +20,7 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing), `acl_counts` (merged) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
@@ -53,7 +53,7 @@ use super::{AclContact, WatchLoc, WatchPair};
 use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, KeyValue, MergeCounters, MergeUniform,
-    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS,
+    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::{CountSource, CountedGrid, GpuScan};
@@ -195,6 +195,7 @@ impl AclCaps {
         AclCaps {
             merge: MergeCaps {
                 touching: self.sched.touching,
+                indexed: self.merge.indexed.min(1),
                 ..self.merge
             },
             rounds: self.rounds.max(1),
@@ -210,6 +211,7 @@ impl AclCaps {
             merge: MergeCaps {
                 rounds: 0,
                 passes: 0,
+                indexed: 0,
                 ..c.merge
             },
             rounds: 0,
@@ -243,6 +245,7 @@ impl AclCaps {
                 index: m.index.max(n.index),
                 rounds: m.rounds.max(n.rounds),
                 passes: m.passes.max(n.passes),
+                indexed: m.indexed.max(n.indexed),
             },
             points: self.points.max(other.points),
             blocks: self.blocks.max(other.blocks),
@@ -294,6 +297,7 @@ impl AclCaps {
                 index: n,
                 rounds: 8,
                 passes: 1,
+                indexed: 1,
             },
             points: n,
             blocks: n,
@@ -397,6 +401,8 @@ pub struct AclGpu {
     coalesce_cut: QuietCut,
     /// [`AclGpu::fewer_newcomers`]'s (of `caps.newcomers`).
     newcomers_cut: QuietCut,
+    /// [`AclGpu::fewer_indexed`]'s (of `caps.merge.indexed`).
+    indexed_cut: QuietCut,
     /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
     /// change, the batches it waits for, and whether the last change was a cut.
     pass_quiet: u32,
@@ -496,6 +502,7 @@ impl AclGpu {
             rounds_cut: QuietCut::new(ROUNDS_CUT_AFTER),
             coalesce_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
             newcomers_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
+            indexed_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
             pass_quiet: 0,
             pass_cut_after: ROUNDS_CUT_AFTER,
             pass_cut_last: false,
@@ -1323,6 +1330,24 @@ impl AclGpu {
         })
     }
 
+    /// The first merge pass after each rebuild round without the set index after a quiet stretch:
+    /// when [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more) completed batches in a
+    /// row had no step that rebuilt more than [`DIRTY_OVERLAP_MAX`] sets (`acl_sizes.rebuilds`, the
+    /// step's dirty sets over all its rounds, at least any one round's), the capacities with
+    /// `merge.indexed` = 0: that pass then searches the round's dirty list by brute force
+    /// (`dirty_overlap_count` → scan → `dirty_overlap_write`: 3 dispatches where the index and its
+    /// search are 11, in every round of every step). A round whose list is longer, or that finds a
+    /// live moved set missing from it, raises `MERGE_DIRTY_LIMIT` and reruns its batch with the
+    /// index ([`AclGpu::verdict`]); the pairs listed, and so the result, are the same either way.
+    /// `steps`: the counters of the batch just completed.
+    pub fn fewer_indexed(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
+        let used = steps.iter().any(|c| c.sizes.rebuilds > DIRTY_OVERLAP_MAX) as u32;
+        let indexed = self.indexed_cut.completed(used, self.caps.merge.indexed)?;
+        let mut caps = self.caps;
+        caps.merge.indexed = indexed;
+        Some(caps)
+    }
+
     /// Half the merge passes per merge invocation after a quiet stretch: [`ROUNDS_CUT_AFTER`] (or,
     /// after cuts that did not last, more) completed batches since `caps.merge.passes` last
     /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
@@ -1383,6 +1408,9 @@ impl AclGpu {
         }
         if caps.newcomers > self.caps.newcomers {
             self.newcomers_cut.raised(ROUNDS_CUT_AFTER_MAX);
+        }
+        if caps.merge.indexed > self.caps.merge.indexed {
+            self.indexed_cut.raised(ROUNDS_CUT_AFTER_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
             // More passes again: the next trial waits as `wait_after_raise` says (twice as long,

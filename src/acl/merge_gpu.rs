@@ -27,6 +27,13 @@
 //! | 13 | [`MergeCaps::rounds`] × `merge_label` (uniform `merge_round` = 0, 1, …) | set + edge capacity |
 //! | 14 | `merge_hull`, `merge_apply` (`merge_round` = rounds) | set capacity |
 //!
+//! In a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round) with
+//! [`MergeCaps::indexed`] = 0, the first pass's rows 5–12 are instead `dirty_overlap_count` (set
+//! capacity + 1), the scan of `edge_offsets`, `dirty_overlap_write` (set capacity): every live set
+//! tests the round's dirty list (`dirty`, its length `rebuild.num_dirty`), which after a round holds
+//! every moved set, so it lists the same pairs as the index pass (in another order, which neither
+//! the labels nor the hulls depend on). The buffer set must then hold `rebuild` and `dirty`.
+//!
 //! *Data-dependent iteration* is bounded by the host, never by a device loop: label propagation
 //! runs the recorded rounds (a round after one that changed nothing returns at once), merge passes
 //! the recorded passes (a pass with no overlapping pair changes nothing). The counters say whether
@@ -42,7 +49,9 @@
 use super::sets::ContactSet;
 use crate::contact::key_bits;
 use crate::layout::Capacity;
-use crate::layout::{KeyValue, MergeCounters, MergeRound, MergeUniform, MERGE_SCAN_LIMIT};
+use crate::layout::{
+    KeyValue, MergeCounters, MergeRound, MergeUniform, MERGE_DIRTY_LIMIT, MERGE_SCAN_LIMIT,
+};
 use crate::pipelines::{Buffers, PipelineError, Pipelines};
 use crate::scan::{CountSource, GpuScan};
 use crate::sort::GpuSort;
@@ -59,6 +68,8 @@ pub const KERNELS: &[&str] = &[
     "set_bin_index",
     "set_overlap_count",
     "set_overlap_write",
+    "dirty_overlap_count",
+    "dirty_overlap_write",
     "merge_label",
     "merge_hull",
     "merge_apply",
@@ -84,6 +95,14 @@ pub struct MergeCaps {
     pub rounds: u32,
     /// Merge passes recorded (at least 1).
     pub passes: u32,
+    /// 1: every merge pass builds the set index and searches it; 0: in a chain of passes alone
+    /// ([`MergeGpu::new_passes`], after a rebuild round) the first pass searches the round's dirty
+    /// list instead (`dirty_overlap_count` → scan → `dirty_overlap_write`, 3 dispatches for the
+    /// index's 11; the buffer set must hold `rebuild` and `dirty`). A trial after a quiet
+    /// stretch: a round whose list is longer than [`crate::layout::DIRTY_OVERLAP_MAX`] raises
+    /// [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1. Chains with coalescing
+    /// always build the index (their new sets are on no dirty list).
+    pub indexed: u32,
 }
 
 /// What the counters of a run say about it.
@@ -158,8 +177,10 @@ impl MergeGpu {
         let caps = MergeCaps {
             rounds: caps.rounds.max(1),
             passes: caps.passes.max(1),
+            indexed: caps.indexed.min(1),
             ..caps
         };
+        let dirty_first = !coalesce && caps.indexed == 0;
         let (sc, tc, ec, ic) = (
             caps.sets as usize,
             caps.touching as usize,
@@ -280,14 +301,33 @@ impl MergeGpu {
         )?);
         pass.extend(owned(scan_edges.dispatches()));
         pass.push(own("set_overlap_write", caps.sets)?);
+        // The first pass after a rebuild round, searching the round's dirty list.
+        let mut first_pass: Vec<Dispatch> = Vec::new();
+        if dirty_first {
+            first_pass.push(scan_edges.producer(
+                device,
+                pipelines,
+                "dirty_overlap_count",
+                buffers,
+                caps.sets + 1,
+            )?);
+            first_pass.extend(owned(scan_edges.dispatches()));
+            first_pass.push(own("dirty_overlap_write", caps.sets)?);
+        }
+        let mut labels: Vec<Dispatch> = Vec::new();
         for r in &rounds[..caps.rounds as usize] {
-            pass.push(with_round("merge_label", r, caps.sets + caps.edges)?);
+            labels.push(with_round("merge_label", r, caps.sets + caps.edges)?);
         }
         let last = &rounds[caps.rounds as usize];
-        pass.push(with_round("merge_hull", last, caps.sets)?);
-        pass.push(with_round("merge_apply", last, caps.sets)?);
-        for _ in 0..caps.passes {
-            d.extend(pass.iter().cloned());
+        labels.push(with_round("merge_hull", last, caps.sets)?);
+        labels.push(with_round("merge_apply", last, caps.sets)?);
+        for p in 0..caps.passes {
+            if p == 0 && dirty_first {
+                d.extend(first_pass.iter().cloned());
+            } else {
+                d.extend(pass.iter().cloned());
+            }
+            d.extend(labels.iter().cloned());
         }
         Ok(MergeGpu {
             caps,
@@ -335,6 +375,10 @@ pub fn verdict_for(caps: &MergeCaps, c: &MergeCounters) -> MergeVerdict {
         let caps = *caps;
         if c.errors & MERGE_SCAN_LIMIT != 0 {
             return MergeVerdict::ScanLimit;
+        }
+        if c.errors & MERGE_DIRTY_LIMIT != 0 {
+            // The dirty-list search could not run: the index pass lists the same pairs.
+            return MergeVerdict::Rerun(MergeCaps { indexed: 1, ..caps });
         }
         if c.sets.overflow != 0 {
             return MergeVerdict::Rerun(MergeCaps {
