@@ -15,7 +15,7 @@
 //! | 1 | before the first dispatch: copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` and the lookup's uniform, `acl_sizes.released.count` into `sched_step.num_released` (both final since the last step) | |
 //! | 2 | `acl_counts` (step): the step's counters reset | |
 //! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
-//! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]) | its own (`sched_p*`) |
+//! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
@@ -793,7 +793,7 @@ impl AclGpu {
         ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
         ops.extend(
             self.sched
-                .dispatches_with(caps.newcomers > 0)
+                .dispatches_with(caps.newcomers > 0, caps.coalesce > 0)
                 .cloned()
                 .map(Op::Dispatch),
         );
@@ -1298,9 +1298,10 @@ impl AclGpu {
     /// No coalescing stage after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after cuts that
     /// did not last, more) completed batches in a row found no touching pairs of empty space (the
     /// scheduler's `touching` count), the capacities with `coalesce` = 0. The stage (coalescing,
-    /// then a merge chain) is some 25 dispatches, recorded whether or not there is anything to
-    /// coalesce; without new pairs the merge chain finds nothing, because a completed step leaves no
-    /// two sets overlapping. A step that then finds touching pairs reruns its batch with the stage
+    /// then a merge chain, and the scheduler's touching list, which only coalescing reads: its
+    /// count comes from `schedule_process`) is some 28 dispatches, recorded whether or not there
+    /// is anything to coalesce; without new pairs the merge chain finds nothing, because a
+    /// completed step leaves no two sets overlapping. A step that then finds touching pairs reruns its batch with the stage
     /// ([`AclGpu::verdict`]), so the result is the same either way, and the next trial waits twice
     /// as long. `steps`: the counters of the batch just completed.
     pub fn fewer_coalesce(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {

@@ -28,7 +28,7 @@
 //! | 11 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 12 | `release_mark` (A) | p2 | release slot cap. |
 //! | 13 | `segment_windows` (—), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1), entry cap. |
-//! | 14 | `touching_count`, scan, `touching_write` | p2 | entry cap. + 1 |
+//! | 14 | `touching_count`, scan, `touching_write` (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. + 1 |
 //! | 15 | `sched_history` | — | max(points, segments) |
 //!
 //! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
@@ -202,6 +202,9 @@ pub struct SchedGpu {
     /// The dispatches of the grid and the newcomers (rows 6–8 of the table above), which a step
     /// with no segment entering a cell may leave out ([`SchedGpu::dispatches_with`]).
     newcomer_span: std::ops::Range<usize>,
+    /// The dispatches of the touching list (row 14), which a caller that does not read the list
+    /// may leave out ([`SchedGpu::dispatches_with`]).
+    touching_span: std::ops::Range<usize>,
     _scans: Vec<GpuScan>,
     _sorts: Vec<GpuSort>,
 }
@@ -298,6 +301,7 @@ impl SchedGpu {
             own,
             dispatches: Vec::new(),
             newcomer_span: 0..0,
+            touching_span: 0..0,
             _scans: Vec::new(),
             _sorts: Vec::new(),
         };
@@ -605,6 +609,7 @@ impl SchedGpu {
             &[("sched", "sched_p2"), ("entries", "entries_a")],
             c.entries.into(),
         )?;
+        let touching_from = d.len();
         push(
             &mut d,
             "touching_count",
@@ -622,9 +627,11 @@ impl SchedGpu {
             &[("sched", "sched_p2"), ("entries", "entries_a")],
             c.entries.into(),
         )?;
+        let touching_span = touching_from..d.len();
         push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
         self.newcomer_span = newcomer_span;
+        self.touching_span = touching_span;
         self._scans = vec![
             scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
         ];
@@ -643,12 +650,24 @@ impl SchedGpu {
     /// and no new entry (`sched_sizes` reads the new entries' count from `sched_counters.fresh`,
     /// reset at the step's start), and only `newcomer_count` reads the grid, whose stale contents
     /// the next step that needs it rebuilds. A step with `entered` > 0 must run them.
-    pub fn dispatches_with(&self, newcomers: bool) -> impl Iterator<Item = &Dispatch> {
+    ///
+    /// Without the touching list (row 14) when `touching` is false: `schedule_process` has already
+    /// counted the step's touching pairs into `sched_counters.touching.count`, and only coalescing
+    /// reads the list, so a caller that leaves coalescing out (the ACL step's `coalesce` budget,
+    /// which reruns a step whose count is not 0) needs neither the list nor its scan. Its capacity
+    /// is then not checked (no overflow is raised): such a step has no pair, or reruns.
+    pub fn dispatches_with(
+        &self,
+        newcomers: bool,
+        touching: bool,
+    ) -> impl Iterator<Item = &Dispatch> {
         let span = self.newcomer_span.clone();
+        let touch = self.touching_span.clone();
         self.dispatches
             .iter()
             .enumerate()
             .filter(move |(k, _)| newcomers || !span.contains(k))
+            .filter(move |(k, _)| touching || !touch.contains(k))
             .map(|(_, d)| d)
     }
 
