@@ -8,7 +8,8 @@
 //   (at most its capacity).
 // - PHASE_ROUND, at the start of a rebuild round (after the dirty list): the pools' lengths become
 //   the allocation's base; the round's dirty sets are counted into acl_sizes.rebuilds, and a round
-//   with dirty sets into acl_sizes.rounds_used.
+//   with dirty sets into acl_sizes.rounds_used; merge_counters.edges.count = 0 (dirty_overlap_write,
+//   the round's first merge pass without the set index, appends its pairs from there).
 // - PHASE_MERGED, after a merge invocation: a last pass that still merged raises
 //   ACL_SIZES_MORE_PASSES (sticky over the step; merge_counters.edges is per pass).
 // - PHASE_COMPACTED, after set_compact: the live sets' number (set_dest[rebuild.num_sets], the
@@ -75,6 +76,7 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&merge_counters.touching.count, touching);
     } else if phase == ACL_PHASE_ROUND {
         pool_counters.base = pool_counters.len;
+        atomicStore(&merge_counters.edges.count, 0u);
         acl_sizes.rebuilds = acl_sizes.rebuilds + acl_sizes.num_dirty;
         if acl_sizes.num_dirty != 0u {
             acl_sizes.rounds_used = acl_sizes.rounds_used + 1u;

@@ -1,11 +1,15 @@
-// dirty_overlap_write: every live set m writes the pairs [k, m] dirty_overlap_count counted (in
-// dirty-list order) from slot edge_offsets[m] of `edges` (edge_offsets: the exclusive scan of
-// dirty_overlap_count). A slot at or beyond edges.capacity is not written and raises
-// edges.overflow; thread 0 writes edges.count. Every thread m < sets.count also starts the merge
-// state of slot m for merge_label and merge_hull: label m in both halves of `labels`, an empty hull
-// accumulator (as set_overlap_write does). CPU twin: acl::coalesce::dirty_overlap_write.
-// One thread per set slot. Loop bound: DIRTY_OVERLAP_MAX (the list, checked) + 11 (the binary
-// search).
+// dirty_overlap_write: the overlap list of the first merge pass after a rebuild round, searching
+// the round's dirty list instead of the set index (dirty_overlap.wgsl), in one dispatch: every live
+// set m appends the pairs [k, m] it finds (k a moved dirty set overlapping m) at slots taken with
+// atomicAdd on edges.count (reset by acl_counts at the round's start), so the list's order varies
+// from run to run. Nothing downstream depends on it: merge_label's hooking and pointer jumping
+// take minima (atomicMin), merge_hull maxima (atomicMax), the same for any order of the pairs,
+// and the pairs are the index pass's (tests compare them as sorted lists). A slot at or beyond
+// edges.capacity is not written and raises edges.overflow (edges.count is then the pairs found).
+// Every thread m < sets.count also starts the merge state of slot m for merge_label and
+// merge_hull: label m in both halves of `labels`, an empty hull accumulator (as set_overlap_write
+// does). CPU twin: acl::coalesce::dirty_overlap_write. One thread per set slot.
+// Loop bound: DIRTY_OVERLAP_MAX (the list, checked) + 11 (the binary search).
 
 #import layout
 #import merge
@@ -14,11 +18,10 @@
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
 @group(0) @binding(2) var<storage, read> dirty: array<u32>;
-@group(0) @binding(3) var<storage, read> edge_offsets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> edges: array<vec2<u32>>;
-@group(0) @binding(5) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(6) var<storage, read_write> set_hull: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(3) var<storage, read_write> edges: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(5) var<storage, read_write> set_hull: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read_write> merge_counters: MergeCounters;
 
 @compute @workgroup_size(256)
 fn dirty_overlap_write(
@@ -28,9 +31,6 @@ fn dirty_overlap_write(
 ) {
     let m = thread_index(wid, nwg, lid, 256u);
     let cap = merge_counters.sets.capacity;
-    if m == 0u {
-        atomicStore(&merge_counters.edges.count, edge_offsets[cap]);
-    }
     let n = min(atomicLoad(&merge_counters.sets.count), cap);
     if m >= n {
         return;
@@ -42,17 +42,16 @@ fn dirty_overlap_write(
     let s = sets[m];
     let moved = dirty_overlap_moved(s.flags);
     let ecap = merge_counters.edges.capacity;
-    var slot = edge_offsets[m];
     for (var d = 0u; d < len; d = d + 1u) {
         let k = dirty_overlap_pair(m, s.bx, moved, d);
         if k == NO_SET {
             continue;
         }
+        let slot = atomicAdd(&merge_counters.edges.count, 1u);
         if slot < ecap {
             edges[slot] = vec2<u32>(k, m);
         } else {
             atomicStore(&merge_counters.edges.overflow, 1u);
         }
-        slot = slot + 1u;
     }
 }

@@ -790,12 +790,12 @@ const _: () = assert!(size_of::<MergeRound>() == 16);
 pub const MERGE_SCAN_LIMIT: u32 = 1;
 
 /// `MergeCounters::errors`: a merge pass that searches the rebuild round's dirty list
-/// (`dirty_overlap_count`, [`crate::acl::coalesce::dirty_overlap_count`]) met a list longer than
+/// (`dirty_overlap_write`, [`crate::acl::coalesce::dirty_overlap_write`]) met a list longer than
 /// [`DIRTY_OVERLAP_MAX`], or a live moved set that is not on it; nothing was listed, and the step
 /// must run again with the set index (`MergeCaps::indexed`). Not an error of the scene.
 pub const MERGE_DIRTY_LIMIT: u32 = 2;
 
-/// The longest dirty list `dirty_overlap_count` searches: its loop bound per thread (one
+/// The longest dirty list `dirty_overlap_write` searches: its loop bound per thread (one
 /// iteration per dirty set), well under lavapipe's 65,535. Each live set's thread tests every
 /// dirty set, so the pass costs (live sets) × (dirty sets) box tests: at rest a few dozen dirty
 /// sets, and above this many the set index is the cheaper search anyway.

@@ -1307,21 +1307,7 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::coalesce::set_overlap_write",
     },
     // The first merge pass after a rebuild round, without the set index (MergeCaps::indexed = 0):
-    // dirty_overlap_count, the scan of edge_offsets, dirty_overlap_write instead of the index and
-    // set_overlap_count / set_overlap_write.
-    Kernel {
-        name: "dirty_overlap_count",
-        workgroup_size: WG,
-        bindings: &[
-            uniform("rebuild"),
-            read("sets"),
-            read("dirty"),
-            read_write("edge_offsets"),
-            read_write("merge_counters"),
-            read_write("scan_groups"),
-        ],
-        twin: "acl::coalesce::dirty_overlap_count",
-    },
+    // dirty_overlap_write instead of the index and set_overlap_count → scan → set_overlap_write.
     Kernel {
         name: "dirty_overlap_write",
         workgroup_size: WG,
@@ -1329,7 +1315,6 @@ pub const KERNELS: &[Kernel] = &[
             uniform("rebuild"),
             read("sets"),
             read("dirty"),
-            read("edge_offsets"),
             read_write("edges"),
             read_write("labels"),
             read_write("set_hull"),

@@ -12,9 +12,9 @@ mod fixture;
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
     coalesce_box, coalesce_heads, coalesce_pairs, coalesce_springs, contact_coalesce,
-    dirty_overlap_count, dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label,
-    merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count,
-    set_overlap_write, MergeScratch,
+    dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label, merge_uniform,
+    set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count, set_overlap_write,
+    MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
 use yarnsim::acl::rebuild::RebuildParams;
@@ -1129,62 +1129,30 @@ fn index_pass_pairs(u: &MergeUniform, sets: &[ContactSet], cap: usize) -> Vec<[u
     edges
 }
 
-/// `dirty_overlap_count` → scan → `dirty_overlap_write` on the GPU, each on the twin's input:
-/// counts, group sums, edges, labels, hulls and counters identical to the twins'. Returns the
-/// twins' edges (in their order) and counters.
+/// `dirty_overlap_write` on the GPU and its twin, with room for `room` pairs: labels, hulls and
+/// counters (the pairs found, overflow, errors) identical, and the pairs written the same list
+/// once sorted (the kernel appends in whatever order its threads take the slots). Returns the
+/// twin's pairs (in its order) and counters.
 fn dirty_pass_matches_twins(
     gpu: &Gpu,
     sets: &[ContactSet],
     dirty: &[u32],
-    nd: usize,
     cap: usize,
+    room: usize,
     label: &str,
 ) -> (Vec<[u32; 2]>, MergeCounters) {
     let table = table_with_capacity(sets, cap);
-    let rp = round_uniform(nd);
+    let rp = round_uniform(dirty.len());
     let mut c = counters(sets.len(), cap, 0);
-    let mut eoff = vec![0u32; cap + 1];
-    let mut groups = vec![9u32; (cap + 1).div_ceil(256)];
-    let c_in = c;
-    dirty_overlap_count(&rp, &table, dirty, &mut eoff, &mut c, &mut groups);
-    let out = run_kernel(
-        gpu,
-        "dirty_overlap_count",
-        &[
-            ("rebuild", bytes(&[rp])),
-            ("sets", bytes(&table)),
-            ("dirty", bytes(dirty)),
-            ("edge_offsets", bytes(&vec![9u32; cap + 1])),
-            ("merge_counters", bytes(&[c_in])),
-            ("scan_groups", bytes(&vec![9u32; groups.len()])),
-        ],
-        cap as u32 + 1,
-    )
-    .unwrap();
-    assert_eq!(cast::<u32>(&out["edge_offsets"]), eoff, "{label}: counts");
-    check_groups(
-        &groups,
-        &eoff,
-        &out,
-        &format!("{label}: dirty_overlap_count"),
-    );
-    assert_eq!(
-        counters_of(&out),
-        c,
-        "{label}: dirty_overlap_count counters"
-    );
-    exclusive_scan(&mut eoff, &mut Vec::new());
-    let ne = eoff[cap] as usize;
-    c.edges.capacity = ne.max(1) as u32;
-    let mut edges = vec![[0u32; 2]; ne.max(1)];
+    c.edges.capacity = room as u32;
+    let mut edges = vec![[u32::MAX; 2]; room.max(1)];
     let mut labels = vec![u32::MAX; 2 * cap];
     let mut hull = vec![[7u32; 4]; cap];
-    let (labels_in, hull_in, c_in) = (labels.clone(), hull.clone(), c);
+    let (edges_in, labels_in, hull_in, c_in) = (edges.clone(), labels.clone(), hull.clone(), c);
     dirty_overlap_write(
         &rp,
         &table,
         dirty,
-        &eoff,
         &mut edges,
         &mut labels,
         &mut hull,
@@ -1197,8 +1165,7 @@ fn dirty_pass_matches_twins(
             ("rebuild", bytes(&[rp])),
             ("sets", bytes(&table)),
             ("dirty", bytes(dirty)),
-            ("edge_offsets", bytes(&eoff)),
-            ("edges", bytes(&vec![[0u32; 2]; ne.max(1)])),
+            ("edges", bytes(&edges_in)),
             ("labels", bytes(&labels_in)),
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
@@ -1206,15 +1173,42 @@ fn dirty_pass_matches_twins(
         cap as u32,
     )
     .unwrap();
-    assert_eq!(cast::<[u32; 2]>(&out["edges"]), edges, "{label}: edges");
+    assert_eq!(counters_of(&out), c, "{label}: counters");
     assert_eq!(cast::<u32>(&out["labels"]), labels, "{label}: labels");
     assert_eq!(cast::<[u32; 4]>(&out["set_hull"]), hull, "{label}: hulls");
-    assert_eq!(
-        counters_of(&out),
-        c,
-        "{label}: dirty_overlap_write counters"
+    let written = (c.edges.count as usize).min(room);
+    let mut gpu_edges: Vec<[u32; 2]> = cast::<[u32; 2]>(&out["edges"]);
+    assert!(
+        gpu_edges[written..].iter().all(|e| *e == [u32::MAX; 2]),
+        "{label}: written past the pairs"
     );
-    edges.truncate(ne);
+    gpu_edges.truncate(written);
+    gpu_edges.sort_unstable();
+    if c.edges.overflow == 0 {
+        let mut twin = edges[..written].to_vec();
+        twin.sort_unstable();
+        assert_eq!(gpu_edges, twin, "{label}: pairs (sorted)");
+    } else {
+        // Which pairs got the slots depends on the threads' order: distinct pairs, all found.
+        let mut all = vec![[0u32; 2]; c.edges.count as usize];
+        let mut call = MergeCounters {
+            edges: Capacity {
+                capacity: c.edges.count,
+                ..Default::default()
+            },
+            ..counters(sets.len(), cap, 0)
+        };
+        let (mut l, mut h) = (labels.clone(), hull.clone());
+        dirty_overlap_write(&rp, &table, dirty, &mut all, &mut l, &mut h, &mut call);
+        all.sort_unstable();
+        gpu_edges.dedup();
+        assert_eq!(gpu_edges.len(), written, "{label}: a pair written twice");
+        assert!(
+            gpu_edges.iter().all(|e| all.binary_search(e).is_ok()),
+            "{label}: a pair the search does not find"
+        );
+    }
+    edges.truncate(written);
     (edges, c)
 }
 
@@ -1230,8 +1224,8 @@ fn dirty_overlap_kernels_match_twins_and_the_index_pass() {
     let (sets, dirty, nq, alpha) = after_round();
     let u = merge_uniform(nq, alpha);
     let cap = sets.len() + 17;
-    let (mut edges, c) = dirty_pass_matches_twins(&gpu, &sets, &dirty, dirty.len(), cap, "round");
-    assert_eq!(c.errors, 0);
+    let (mut edges, c) = dirty_pass_matches_twins(&gpu, &sets, &dirty, cap, 400, "round");
+    assert_eq!((c.errors, c.edges.overflow), (0, 0));
     let moved = |k: u32| sets[k as usize].flags & SET_MOVED != 0;
     let both = edges.iter().filter(|e| moved(e[0]) && moved(e[1])).count();
     let one = edges.len() - both;
@@ -1257,14 +1251,18 @@ fn dirty_overlap_kernels_match_twins_and_the_index_pass() {
         "the index pass's pairs"
     );
 
+    // Room for fewer pairs than found: overflow, and the count says how many were found.
+    let (_, c) = dirty_pass_matches_twins(&gpu, &sets, &dirty, cap, 40, "overflow");
+    assert_eq!(c.edges.overflow, 1);
+    assert_eq!(c.edges.count as usize, edges.len());
     // A moved set missing from the list: flagged, nothing listed for it.
     let missing = *dirty.iter().find(|&&k| moved(k)).unwrap();
     let short: Vec<u32> = dirty.iter().copied().filter(|&k| k != missing).collect();
-    let (_, c) = dirty_pass_matches_twins(&gpu, &sets, &short, short.len(), cap, "missing");
+    let (_, c) = dirty_pass_matches_twins(&gpu, &sets, &short, cap, 400, "missing");
     assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "a moved set off the list");
     // A list longer than the search's bound.
     let long: Vec<u32> = (0..DIRTY_OVERLAP_MAX + 1).map(|k| k % 500).collect();
-    let (e, c) = dirty_pass_matches_twins(&gpu, &sets, &long, long.len(), cap, "long");
+    let (e, c) = dirty_pass_matches_twins(&gpu, &sets, &long, cap, 400, "long");
     assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "a list over the bound");
     assert!(e.is_empty());
 }

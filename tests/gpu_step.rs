@@ -459,7 +459,9 @@ fn run_with_a_stage_left_out(
 /// The first merge pass after each rebuild round searching the round's dirty list instead of the
 /// set index (`merge.indexed` = 0, set before every batch, as the quiet-stretch cut sets it): the
 /// tiny swatch falling onto its obstacle (sets rebuilt, grown and merged) ends bitwise where the
-/// index pass does, and the step records fewer dispatches.
+/// index pass does, and the step records fewer dispatches. That pass appends its pairs in the
+/// order its threads take the slots, so a second run checks that the result does not depend on
+/// it.
 #[test]
 fn acl_merge_without_the_set_index_is_bitwise_the_same() {
     let Some(gpu) = gpu_or_skip("acl_merge_without_the_set_index_is_bitwise_the_same") else {
@@ -480,6 +482,9 @@ fn acl_merge_without_the_set_index_is_bitwise_the_same() {
     assert!(fewer < full, "{fewer} dispatches, {full} with the index");
     assert_eq!(brute.g.sim.pos, indexed.g.sim.pos, "positions differ");
     assert_eq!(brute.g.sim.vel, indexed.g.sim.vel, "velocities differ");
+    let again = run_with_a_stage_left_out(&gpu, true, budget);
+    assert_eq!(brute.g.sim.pos, again.g.sim.pos, "a second run's positions differ");
+    assert_eq!(brute.g.sim.vel, again.g.sim.vel, "a second run's velocities differ");
 }
 
 /// A step recorded with one rebuild round that leaves a set dirty (a merge after the round, whose

@@ -1,5 +1,5 @@
 // dirty_overlap: the overlap search of the first merge pass after a rebuild round
-// (acl::coalesce::dirty_overlap_count / dirty_overlap_write), without the set index: the thread of
+// (acl::coalesce::dirty_overlap_write), without the set index: the thread of
 // live set m tests every set on the round's dirty list. After a rebuild round every live moved set
 // is on that list (the round rebuilt it and its box changed: a completed merge invocation leaves no
 // set moved, and merge_apply's moved roots are dirty, so the next round lists them); the search

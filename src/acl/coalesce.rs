@@ -25,8 +25,8 @@
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
 //!    sets. No pair: done. The write pass also starts the pass's labels and hull accumulators.
 //!    After a rebuild round every moved set is on the round's dirty list, so the GPU's first pass
-//!    may skip the index then: `dirty_overlap_count` → scan → `dirty_overlap_write` have each live
-//!    set test the list (the same pairs, listed by their other set; the CPU path keeps the index).
+//!    may skip the index then: `dirty_overlap_write` has each live set test the list and append
+//!    its pairs (the same pairs, in another order; the CPU path keeps the index).
 //! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
 //!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
 //!    of its component.
@@ -541,52 +541,20 @@ fn for_each_dirty_overlap(
     }
 }
 
-/// Kernel `dirty_overlap_count`, the first pass of the overlap list of the first merge pass after
-/// a rebuild round without the set index: `edge_offsets[m]` = the pairs `[k, m]` listed for live
-/// set `m` (`k` a moved set of the round's dirty list, [`for_each_dirty_overlap`]), 0 for the other
-/// slots up to and including `sets.capacity`. The same pairs as [`set_overlap_count`] lists after
-/// that round (every live moved set is then on the list), counted by the other set of each pair.
-/// A list longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing from it, raises
-/// [`MERGE_DIRTY_LIMIT`]. The group sums of `edge_offsets[..=capacity]` go into `scan_groups`
-/// ([`crate::scan::write_groups`]).
-pub fn dirty_overlap_count(
-    rebuild: &RebuildParams,
-    sets: &[ContactSet],
-    dirty: &[u32],
-    edge_offsets: &mut [u32],
-    merge_counters: &mut MergeCounters,
-    scan_groups: &mut [u32],
-) {
-    let c = merge_counters;
-    let cap = c.sets.capacity as usize;
-    let n = used_sets(c);
-    edge_offsets[n..=cap].fill(0);
-    let over = AtomicBool::new(false);
-    edge_offsets[..n]
-        .par_iter_mut()
-        .enumerate()
-        .with_min_len(OVERLAP_TASK)
-        .for_each(|(m, out)| {
-            let mut count = 0;
-            for_each_dirty_overlap(rebuild, sets, dirty, m as u32, &over, |_| count += 1);
-            *out = count;
-        });
-    if over.into_inner() {
-        c.errors |= MERGE_DIRTY_LIMIT;
-    }
-    crate::scan::write_groups(&edge_offsets[..=cap], scan_groups);
-}
-
-/// Kernel `dirty_overlap_write`: live set `m` writes its pairs `[k, m]` at
-/// `edges[edge_offsets[m]..]` (`edge_offsets` scanned), in dirty-list order; slots past
-/// `edges.capacity` raise `edges.overflow`. `edges.count` = the total. Also starts the merge state
-/// of every used slot, as [`set_overlap_write`] does.
-#[allow(clippy::too_many_arguments)]
+/// Kernel `dirty_overlap_write`, the overlap list of the first merge pass after a rebuild round
+/// without the set index, in one pass: every live set `m` appends its pairs `[k, m]` (`k` a moved
+/// set of the round's dirty list, [`for_each_dirty_overlap`]) at `edges[edges.count..]`, counting
+/// them into `edges.count` (0 at the round's start, `acl_counts`); slots past `edges.capacity`
+/// raise `edges.overflow`. The same pairs as [`set_overlap_count`] / [`set_overlap_write`] list
+/// after that round (every live moved set is then on the list), each named from its other set.
+/// The kernel takes its slots with `atomicAdd`, so its order varies; here the sets append in slot
+/// order. Nothing downstream depends on the order (the labels are minima, the hulls maxima). A list
+/// longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing from it, raises [`MERGE_DIRTY_LIMIT`].
+/// Also starts the merge state of every used slot, as [`set_overlap_write`] does.
 pub fn dirty_overlap_write(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
-    edge_offsets: &[u32],
     edges: &mut [[u32; 2]],
     labels: &mut [u32],
     set_hull: &mut [[u32; 4]],
@@ -594,7 +562,6 @@ pub fn dirty_overlap_write(
 ) {
     let c = merge_counters;
     let cap = c.sets.capacity as usize;
-    c.edges.count = edge_offsets[cap];
     let n = used_sets(c);
     for x in 0..n {
         labels[x] = x as u32;
@@ -602,29 +569,19 @@ pub fn dirty_overlap_write(
     }
     set_hull[..n].fill([0; 4]);
     let ecap = (c.edges.capacity as usize).min(edges.len());
-    let over = AtomicBool::new(false);
     let limit = AtomicBool::new(false);
-    let out = SyncPtr::new(&mut edges[..ecap]);
-    edge_offsets[..n]
-        .par_iter()
-        .enumerate()
-        .with_min_len(OVERLAP_TASK)
-        .for_each(|(m, &o)| {
-            let mut at = o as usize;
-            for_each_dirty_overlap(rebuild, sets, dirty, m as u32, &limit, |k| {
-                if at < ecap {
-                    // SAFETY: set m alone writes `edges[edge_offsets[m]..]` up to the next set's
-                    // offset, and the write pass finds the same pairs as the count pass.
-                    unsafe { out.write(at, [k, m as u32]) };
-                } else {
-                    over.store(true, Ordering::Relaxed);
-                }
-                at += 1;
-            });
+    let mut at = c.edges.count as usize;
+    for m in 0..n as u32 {
+        for_each_dirty_overlap(rebuild, sets, dirty, m, &limit, |k| {
+            if at < ecap {
+                edges[at] = [k, m];
+            } else {
+                c.edges.overflow = 1;
+            }
+            at += 1;
         });
-    if over.into_inner() {
-        c.edges.overflow = 1;
     }
+    c.edges.count = at as u32;
     if limit.into_inner() {
         c.errors |= MERGE_DIRTY_LIMIT;
     }

@@ -72,6 +72,7 @@ pub fn acl_counts(
         }
         PHASE_ROUND => {
             pool_counters.base = pool_counters.len;
+            merge_counters.edges.count = 0;
             acl_sizes.rebuilds += acl_sizes.num_dirty;
             if acl_sizes.num_dirty != 0 {
                 acl_sizes.rounds_used += 1;

@@ -1336,8 +1336,8 @@ impl AclGpu {
     /// row had no step that rebuilt more than [`DIRTY_OVERLAP_MAX`] sets (`acl_sizes.rebuilds`, the
     /// step's dirty sets over all its rounds, at least any one round's), the capacities with
     /// `merge.indexed` = 0: that pass then searches the round's dirty list by brute force
-    /// (`dirty_overlap_count` → scan → `dirty_overlap_write`: 3 dispatches where the index and its
-    /// search are 11, in every round of every step). A round whose list is longer, or that finds a
+    /// (one `dirty_overlap_write`, where the index and its search are 11 dispatches, in every round
+    /// of every step). A round whose list is longer, or that finds a
     /// live moved set missing from it, raises `MERGE_DIRTY_LIMIT` and reruns its batch with the
     /// index ([`AclGpu::verdict`]); the pairs listed, and so the result, are the same either way.
     /// `steps`: the counters of the batch just completed.

@@ -28,11 +28,12 @@
 //! | 14 | `merge_hull`, `merge_apply` (`merge_round` = rounds) | set capacity |
 //!
 //! In a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round) with
-//! [`MergeCaps::indexed`] = 0, the first pass's rows 5–12 are instead `dirty_overlap_count` (set
-//! capacity + 1), the scan of `edge_offsets`, `dirty_overlap_write` (set capacity): every live set
-//! tests the round's dirty list (`dirty`, its length `rebuild.num_dirty`), which after a round holds
-//! every moved set, so it lists the same pairs as the index pass (in another order, which neither
-//! the labels nor the hulls depend on). The buffer set must then hold `rebuild` and `dirty`.
+//! [`MergeCaps::indexed`] = 0, the first pass's rows 5–12 are instead one `dirty_overlap_write`
+//! (set capacity): every live set tests the round's dirty list (`dirty`, its length
+//! `rebuild.num_dirty`), which after a round holds every moved set, so it lists the same pairs as
+//! the index pass, appending them at `edges.count` (which must be 0 before: `acl_counts` clears it
+//! at the round's start) in an order that varies, and that neither the labels nor the hulls
+//! depend on. The buffer set must then hold `rebuild` and `dirty`.
 //!
 //! *Data-dependent iteration* is bounded by the host, never by a device loop: label propagation
 //! runs the recorded rounds (a round after one that changed nothing returns at once), merge passes
@@ -68,7 +69,6 @@ pub const KERNELS: &[&str] = &[
     "set_bin_index",
     "set_overlap_count",
     "set_overlap_write",
-    "dirty_overlap_count",
     "dirty_overlap_write",
     "merge_label",
     "merge_hull",
@@ -97,8 +97,8 @@ pub struct MergeCaps {
     pub passes: u32,
     /// 1: every merge pass builds the set index and searches it; 0: in a chain of passes alone
     /// ([`MergeGpu::new_passes`], after a rebuild round) the first pass searches the round's dirty
-    /// list instead (`dirty_overlap_count` → scan → `dirty_overlap_write`, 3 dispatches for the
-    /// index's 11; the buffer set must hold `rebuild` and `dirty`). A trial after a quiet
+    /// list instead (one `dirty_overlap_write` for the index's 11 dispatches; the buffer set must
+    /// hold `rebuild` and `dirty`, and `edges.count` be 0 before it). A trial after a quiet
     /// stretch: a round whose list is longer than [`crate::layout::DIRTY_OVERLAP_MAX`] raises
     /// [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1. Chains with coalescing
     /// always build the index (their new sets are on no dirty list).
@@ -304,14 +304,6 @@ impl MergeGpu {
         // The first pass after a rebuild round, searching the round's dirty list.
         let mut first_pass: Vec<Dispatch> = Vec::new();
         if dirty_first {
-            first_pass.push(scan_edges.producer(
-                device,
-                pipelines,
-                "dirty_overlap_count",
-                buffers,
-                caps.sets + 1,
-            )?);
-            first_pass.extend(owned(scan_edges.dispatches()));
             first_pass.push(own("dirty_overlap_write", caps.sets)?);
         }
         let mut labels: Vec<Dispatch> = Vec::new();
