@@ -483,8 +483,14 @@ fn acl_merge_without_the_set_index_is_bitwise_the_same() {
     assert_eq!(brute.g.sim.pos, indexed.g.sim.pos, "positions differ");
     assert_eq!(brute.g.sim.vel, indexed.g.sim.vel, "velocities differ");
     let again = run_with_a_stage_left_out(&gpu, true, budget);
-    assert_eq!(brute.g.sim.pos, again.g.sim.pos, "a second run's positions differ");
-    assert_eq!(brute.g.sim.vel, again.g.sim.vel, "a second run's velocities differ");
+    assert_eq!(
+        brute.g.sim.pos, again.g.sim.pos,
+        "a second run's positions differ"
+    );
+    assert_eq!(
+        brute.g.sim.vel, again.g.sim.vel,
+        "a second run's velocities differ"
+    );
 }
 
 /// A step recorded with one rebuild round that leaves a set dirty (a merge after the round, whose

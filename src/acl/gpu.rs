@@ -998,6 +998,23 @@ impl AclGpu {
     }
 }
 
+/// Most box tests (live sets × dirty sets, over a step's rounds) a step's dirty-list merge
+/// searches may take before the set index is the cheaper search: 2²³. Each live set's thread
+/// tests every dirty set, and all threads read the same dirty set at once, so on a large GPU a
+/// few million tests take some microseconds, while the index and its search are 11 dependent
+/// dispatches (some 35 µs on an H200, benches/dispatch.rs); on the afghan at rest (326 k sets,
+/// some 600 rebuilt a step) the search would be 200 M tests, and the index wins. An estimate from
+/// those figures, not a measurement of the kernel.
+pub const DIRTY_OVERLAP_WORK: u64 = 1 << 23;
+
+/// Whether a step's dirty-list merge searches would be too long: more dirty sets than the
+/// kernel's bound ([`DIRTY_OVERLAP_MAX`]; `acl_sizes.rebuilds` counts a step's dirty sets over its
+/// rounds, at least any one round's), or more box tests than [`DIRTY_OVERLAP_WORK`].
+fn dirty_search_too_long(c: &AclStepCounters) -> bool {
+    let nd = c.sizes.rebuilds;
+    nd > DIRTY_OVERLAP_MAX || nd as u64 * c.sizes.num_sets as u64 > DIRTY_OVERLAP_WORK
+}
+
 /// Grows a capacity to a count plus a half (at least 16, never below `cap`): counts that rise over a
 /// run then need few regrowths, each of which reruns a step or a batch.
 fn grow(cap: u32, count: u32) -> u32 {
@@ -1333,19 +1350,24 @@ impl AclGpu {
 
     /// The first merge pass after each rebuild round without the set index after a quiet stretch:
     /// when [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more) completed batches in a
-    /// row had no step that rebuilt more than [`DIRTY_OVERLAP_MAX`] sets (`acl_sizes.rebuilds`, the
-    /// step's dirty sets over all its rounds, at least any one round's), the capacities with
-    /// `merge.indexed` = 0: that pass then searches the round's dirty list by brute force
-    /// (one `dirty_overlap_write`, where the index and its search are 11 dispatches, in every round
-    /// of every step). A round whose list is longer, or that finds a
-    /// live moved set missing from it, raises `MERGE_DIRTY_LIMIT` and reruns its batch with the
-    /// index ([`AclGpu::verdict`]); the pairs listed, and so the result, are the same either way.
-    /// `steps`: the counters of the batch just completed.
+    /// row had no step whose dirty-list search would be too long ([`dirty_search_too_long`]), the
+    /// capacities with `merge.indexed` = 0: that pass then searches the round's dirty list by
+    /// brute force (one `dirty_overlap_write`, where the index and its search are 11 dispatches, in
+    /// every round of every step). A round whose list is longer than [`DIRTY_OVERLAP_MAX`], or
+    /// that finds a live moved set missing from it, raises `MERGE_DIRTY_LIMIT` and reruns its
+    /// batch with the index ([`AclGpu::verdict`]); the pairs listed, and so the result, are the
+    /// same either way. A batch that completed without the index but had a step whose search was
+    /// too long (not over the kernel's bound, only slower than the index) brings the index back
+    /// from the next batch, with no rerun, and the next cut waits longer. `steps`: the counters
+    /// of the batch just completed.
     pub fn fewer_indexed(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
-        let used = steps.iter().any(|c| c.sizes.rebuilds > DIRTY_OVERLAP_MAX) as u32;
-        let indexed = self.indexed_cut.completed(used, self.caps.merge.indexed)?;
+        let used = steps.iter().any(dirty_search_too_long) as u32;
         let mut caps = self.caps;
-        caps.merge.indexed = indexed;
+        if caps.merge.indexed == 0 && used > 0 {
+            caps.merge.indexed = 1;
+            return Some(caps);
+        }
+        caps.merge.indexed = self.indexed_cut.completed(used, self.caps.merge.indexed)?;
         Some(caps)
     }
 
@@ -1694,4 +1716,27 @@ pub fn contact_error(e: &AclGpuError, c: &AclStepCounters) -> crate::contact::Co
         };
     }
     ContactError::Other(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(rebuilds: u32, sets: u32) -> AclStepCounters {
+        let mut c = AclStepCounters::default();
+        c.sizes.rebuilds = rebuilds;
+        c.sizes.num_sets = sets;
+        c
+    }
+
+    #[test]
+    fn the_dirty_list_search_gives_way_to_the_index_when_too_long() {
+        // At rest on the scarf and the swatches: a few dozen dirty sets of some thousands.
+        assert!(!dirty_search_too_long(&step(50, 20_000)));
+        assert!(!dirty_search_too_long(&step(DIRTY_OVERLAP_MAX, 8_000)));
+        // Over the kernel's loop bound, however few the sets.
+        assert!(dirty_search_too_long(&step(DIRTY_OVERLAP_MAX + 1, 100)));
+        // The afghan at rest: too many box tests.
+        assert!(dirty_search_too_long(&step(600, 326_000)));
+    }
 }
