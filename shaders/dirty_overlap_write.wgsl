@@ -8,7 +8,7 @@
 // edges.capacity is not written and raises edges.overflow (edges.count is then the pairs found).
 // Every thread m < sets.count also starts the merge state of slot m for merge_label and
 // merge_hull: label m in both halves of `labels`, an empty hull accumulator (as set_overlap_write
-// does). CPU twin: acl::coalesce::dirty_overlap_write. One thread per set slot.
+// does); thread 0 clears label_rounds and moved (as set_bin_count does for an index pass). CPU twin: acl::coalesce::dirty_overlap_write. One thread per set slot.
 // Loop bound: DIRTY_OVERLAP_MAX (the list, checked) + 11 (the binary search).
 
 #import layout
@@ -30,6 +30,12 @@ fn dirty_overlap_write(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let m = thread_index(wid, nwg, lid, 256u);
+    if m == 0u {
+        // The pass's own counts, as set_bin_count starts an index pass: an earlier pass's would
+        // make merge_hull see unconverged labels (more_rounds) that this pass does not have.
+        atomicStore(&merge_counters.label_rounds, 0u);
+        atomicStore(&merge_counters.moved, 0u);
+    }
     let cap = merge_counters.sets.capacity;
     let n = min(atomicLoad(&merge_counters.sets.count), cap);
     if m >= n {

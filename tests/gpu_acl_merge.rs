@@ -1145,6 +1145,9 @@ fn dirty_pass_matches_twins(
     let rp = round_uniform(dirty.len());
     let mut c = counters(sets.len(), cap, 0);
     c.edges.capacity = room as u32;
+    // What an earlier pass of the step leaves: the pass starts its own.
+    c.label_rounds = 5;
+    c.moved = 3;
     let mut edges = vec![[u32::MAX; 2]; room.max(1)];
     let mut labels = vec![u32::MAX; 2 * cap];
     let mut hull = vec![[7u32; 4]; cap];
@@ -1174,6 +1177,11 @@ fn dirty_pass_matches_twins(
     )
     .unwrap();
     assert_eq!(counters_of(&out), c, "{label}: counters");
+    assert_eq!(
+        (c.label_rounds, c.moved),
+        (0, 0),
+        "{label}: the pass's counts not started"
+    );
     assert_eq!(cast::<u32>(&out["labels"]), labels, "{label}: labels");
     assert_eq!(cast::<[u32; 4]>(&out["set_hull"]), hull, "{label}: hulls");
     let written = (c.edges.count as usize).min(room);

@@ -550,7 +550,8 @@ fn for_each_dirty_overlap(
 /// The kernel takes its slots with `atomicAdd`, so its order varies; here the sets append in slot
 /// order. Nothing downstream depends on the order (the labels are minima, the hulls maxima). A list
 /// longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing from it, raises [`MERGE_DIRTY_LIMIT`].
-/// Also starts the merge state of every used slot, as [`set_overlap_write`] does.
+/// Also starts the merge state of every used slot, as [`set_overlap_write`] does, and the pass's
+/// `label_rounds` and `moved` (0, as [`set_bin_count`] starts an index pass).
 pub fn dirty_overlap_write(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -561,6 +562,8 @@ pub fn dirty_overlap_write(
     merge_counters: &mut MergeCounters,
 ) {
     let c = merge_counters;
+    c.label_rounds = 0;
+    c.moved = 0;
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
     for x in 0..n {
