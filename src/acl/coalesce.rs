@@ -451,6 +451,16 @@ pub fn set_overlap_count(
     crate::scan::write_groups(&edge_offsets[..=cap], scan_groups);
 }
 
+/// The merge state of a pass's used slots `..n` (of a table of `cap` slots): label `x` in both
+/// halves of `labels`, an empty hull accumulator.
+fn start_merge_state(n: usize, cap: usize, labels: &mut [u32], set_hull: &mut [[u32; 4]]) {
+    for x in 0..n {
+        labels[x] = x as u32;
+        labels[cap + x] = x as u32;
+    }
+    set_hull[..n].fill([0; 4]);
+}
+
 /// Kernel `set_overlap_write`: live moved set `x` writes its pairs `[x, m]` at
 /// `edges[edge_offsets[x]..]` (`edge_offsets` scanned), in index order; slots past
 /// `edges.capacity` raise `edges.overflow`. `edges.count` = the total. Also starts the merge state
@@ -471,11 +481,7 @@ pub fn set_overlap_write(
     let cap = c.sets.capacity as usize;
     c.edges.count = edge_offsets[cap];
     let n = used_sets(c);
-    for x in 0..n {
-        labels[x] = x as u32;
-        labels[cap + x] = x as u32;
-    }
-    set_hull[..n].fill([0; 4]);
+    start_merge_state(n, cap, labels, set_hull);
     let ecap = (c.edges.capacity as usize).min(edges.len());
     let limit = acl_merge.scan_limit;
     let over = AtomicBool::new(false);
@@ -566,11 +572,7 @@ pub fn dirty_overlap_write(
     c.moved = 0;
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
-    for x in 0..n {
-        labels[x] = x as u32;
-        labels[cap + x] = x as u32;
-    }
-    set_hull[..n].fill([0; 4]);
+    start_merge_state(n, cap, labels, set_hull);
     let ecap = (c.edges.capacity as usize).min(edges.len());
     let limit = AtomicBool::new(false);
     let mut at = c.edges.count as usize;
