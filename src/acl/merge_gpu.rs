@@ -99,8 +99,8 @@ pub struct MergeCaps {
     /// ([`MergeGpu::new_passes`], after a rebuild round) the first pass searches the round's dirty
     /// list instead (one `dirty_overlap_write` for the index's 11 dispatches; the buffer set must
     /// hold `rebuild` and `dirty`, and `edges.count` be 0 before it). A trial after a quiet
-    /// stretch: a round whose list is longer than [`crate::layout::DIRTY_OVERLAP_MAX`] raises
-    /// [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1. Chains with coalescing
+    /// stretch: a round whose list is longer than [`crate::layout::DIRTY_OVERLAP_MAX`], or lacks a
+    /// live moved set, raises [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1. Chains with coalescing
     /// always build the index (their new sets are on no dirty list).
     pub indexed: u32,
 }
