@@ -130,7 +130,8 @@ enum Rerun {
     BallHits(u32),
 }
 
-/// A buffer copy recorded between compute passes (ACL's counts moved into uniforms).
+/// A buffer copy recorded between compute passes (ACL's counts the last step left, moved into
+/// uniforms at the step's start; its compacted set table, at its end).
 #[derive(Clone)]
 struct CopyOp {
     src: wgpu::Buffer,
@@ -1032,9 +1033,10 @@ impl GpuSim {
         self.dispatches.len() as u32
     }
 
-    /// Compute passes recorded per untimed step: one, plus one after each of ACL's count copies
-    /// between its dispatches (wgpu encodes each pass into command buffers of its own, so a
-    /// driver's per-command-buffer cost scales with this, not with the dispatches).
+    /// Compute passes recorded per untimed step: one, plus one after each buffer copy between
+    /// its dispatches (none since `acl_counts` writes ACL's counts into their uniforms; wgpu
+    /// encodes each pass into command buffers of its own, so a driver's per-command-buffer cost
+    /// scales with this, not with the dispatches).
     pub fn passes_per_step(&self) -> u32 {
         passes_of(&self.dispatches)
     }
@@ -2111,7 +2113,7 @@ impl GpuSim {
             "dispatches_run_per_step".into(),
             self.frame_dispatches_run as f64 / n.max(1) as f64,
         ));
-        // The compute passes likewise (each ends where ACL copies a count between stages, and
+        // The compute passes likewise (a pass would end at a buffer copy between stages, and
         // costs the GPU some six dispatches: benches/dispatch.rs).
         stats.extra.push((
             "passes_run_per_step".into(),
@@ -2359,7 +2361,7 @@ fn upload_ball_room(b: &mut Buffers, device: &wgpu::Device, queue: &wgpu::Queue,
     b.upload(device, queue, "ball_hits", &vec![0; bytes], false);
 }
 
-/// Records ACL's count copies that come before a dispatch.
+/// Records the buffer copies that come before a dispatch.
 /// Steps of one batch at most that [`GpuSim::upgrade`] records with more budgets than the rest;
 /// one more step that needs more records every step with more. Each upgrade costs a rerun of the
 /// batch up to its step, and halves the next batches ([`FIRST_BATCH`]), while raising the budgets

@@ -833,9 +833,9 @@ pub struct MergeCounters {
 const _: () = assert!(size_of::<MergeCounters>() == 112);
 
 /// The GPU ACL step's own counts (`acl_sizes`, storage; atomics in WGSL where several threads add):
-/// written by the kernels that produce them, read back by the host after a step, and copied into
-/// the count fields of the `acl`, `rebuild` and `sched_step` uniforms between compute passes (so the
-/// counts never leave the GPU within a step).
+/// written by the kernels that produce them, read back by the host after a step, and moved into
+/// the count fields of the `acl`, `rebuild` and `sched_step` uniforms (by buffer copies at the
+/// step's start, and by `acl_counts` within it), so the counts never leave the GPU within a step.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct AclSizes {

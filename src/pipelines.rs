@@ -336,9 +336,12 @@ impl Buffers {
         &self.map[name]
     }
 
+    /// A uniform can be a storage binding too: a kernel that computes a count other kernels read
+    /// as a uniform writes it in place (`acl_counts` into `rebuild` and `acl`), where a copy would
+    /// end the compute pass.
     fn usage(uniform: bool) -> wgpu::BufferUsages {
         if uniform {
-            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST
         } else {
             wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_DST

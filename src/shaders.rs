@@ -1366,13 +1366,15 @@ pub const KERNELS: &[Kernel] = &[
         workgroup_size: 1,
         bindings: &[
             uniform("acl_phase"),
-            uniform("rebuild"),
+            // The uniforms' counts are written here (no copy between passes).
+            read_write("rebuild"),
             read("set_dest"),
             read_write("sched_counters"),
             read_write("acl_sizes"),
             read_write("merge_counters"),
             read_write("pool_counters"),
             read_write("acl_counters"),
+            read_write("acl"),
         ],
         twin: "acl::counts::acl_counts",
     },

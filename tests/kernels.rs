@@ -159,3 +159,43 @@ fn loop_cap_of_the_adapter_is_detected_and_reported() {
         );
     }
 }
+
+/// The constants shaders/shared/acl.wgsl gives its kernels have their Rust twins' values: the loop
+/// bounds the twins share (`ACL_MAX_POINT_RECORDS`, `ACL_MAX_SET_POINTS`) and the phases of
+/// `acl_counts` (reflected from `set_gather` and `acl_counts`, which import it).
+#[test]
+fn acl_wgsl_constants_match_rust() {
+    use yarnsim::acl::counts::{
+        PHASE_COALESCED, PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP,
+    };
+    let want = [
+        (
+            "ACL_MAX_POINT_RECORDS",
+            yarnsim::acl::gather::MAX_POINT_RECORDS,
+        ),
+        ("ACL_MAX_SET_POINTS", yarnsim::acl::evaluate::MAX_SET_POINTS),
+        ("ACL_PHASE_STEP", PHASE_STEP),
+        ("ACL_PHASE_ROUND", PHASE_ROUND),
+        ("ACL_PHASE_MERGED", PHASE_MERGED),
+        ("ACL_PHASE_COMPACTED", PHASE_COMPACTED),
+        ("ACL_PHASE_SCHEDULED", PHASE_SCHEDULED),
+        ("ACL_PHASE_COALESCED", PHASE_COALESCED),
+    ];
+    for kernel in ["set_gather", "acl_counts"] {
+        let m = module(kernel);
+        for (name, value) in want {
+            let c = m
+                .constants
+                .iter()
+                .find(|(_, c)| c.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("{kernel}: no const {name}"))
+                .1;
+            match m.global_expressions[c.init] {
+                naga::Expression::Literal(naga::Literal::U32(v)) => {
+                    assert_eq!(v, value, "{kernel}: {name}")
+                }
+                ref e => panic!("{kernel}: const {name} is not a u32 literal: {e:?}"),
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! ACL's whole step on the GPU ([`AclGpu`]): the state of [`super::AclContact`] in GPU buffers and one
 //! [`super::AclContact::step`] as a recorded list of operations (kernel dispatches, and small buffer
-//! copies between compute passes), whose kernels' CPU twins the CPU path runs.
+//! copies before the first and after the last, which the GPU step records with its own copies),
+//! whose kernels' CPU twins the CPU path runs.
 //!
 //! Inputs from the caller's buffer set: `pos`, `segments`, `params` (`num_segments`, `quadrature`),
 //! `quad_weights`, `quad_arc`, `seg_contact` (read by the scheduler's and the rebuild's kernels) and
@@ -18,9 +19,9 @@
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
-//! | 7 | copy `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
+//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), copy of `acl_sizes.num_dirty` into `rebuild.num_dirty`, `acl_counts` (round), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), `acl_counts` (round; it writes `acl_sizes.num_dirty` into `rebuild.num_dirty`), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
@@ -42,7 +43,9 @@
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
-use super::counts::{PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP};
+use super::counts::{
+    PHASE_COALESCED, PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP,
+};
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
@@ -465,6 +468,7 @@ impl AclGpu {
             PHASE_MERGED,
             PHASE_COMPACTED,
             PHASE_SCHEDULED,
+            PHASE_COALESCED,
         ]
         .iter()
         .enumerate()
@@ -745,7 +749,7 @@ impl AclGpu {
                         .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
                 );
             };
-        let phases: Vec<wgpu::Buffer> = (0..5).map(|k| get(&format!("acl_phase{k}"))).collect();
+        let phases: Vec<wgpu::Buffer> = (0..6).map(|k| get(&format!("acl_phase{k}"))).collect();
         let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
             let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
             ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
@@ -763,9 +767,7 @@ impl AclGpu {
         let (acl_u, rebuild_u) = (get("acl"), get("rebuild"));
         let acl_num_sets = offset_of!(AclUniform, num_sets);
         let rb_num_sets = offset_of!(RebuildParams, num_sets);
-        let rb_num_dirty = offset_of!(RebuildParams, num_dirty);
         let sizes_num_sets = offset_of!(AclSizes, num_sets);
-        let sizes_num_dirty = offset_of!(AclSizes, num_dirty);
         let merge_sets = offset_of!(MergeCounters, sets);
         // 1. Copies before the step's first dispatch, so that a caller can record them with its
         //    own copies of the step's uniforms and they end no compute pass (each pass costs some
@@ -797,25 +799,17 @@ impl AclGpu {
                 .cloned()
                 .map(Op::Dispatch),
         );
-        // 5–7. Counts, coalescing and merging, the table length into the uniforms.
+        // 5–7. Counts, coalescing and merging, the table length into the uniforms (acl_counts'
+        //      coalesced phase writes it there: no copy, so the compute pass goes on).
         counts(&mut ops, 4)?;
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
         // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
         // rounds), so the merge chain would find nothing; a step with touching pairs reruns.
         // Without it the table length is still the one the first copies put in the uniforms
-        // (acl_counts' step phase set merge_counters.sets from it, and nothing since changed it),
-        // so the copies, and the compute pass they would end, are left out too.
+        // (acl_counts' step phase set merge_counters.sets from it, and nothing since changed it).
         if caps.coalesce > 0 {
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
-            counts(&mut ops, 2)?;
-            copy(&mut ops, "merge_counters", merge_sets, &acl_u, acl_num_sets);
-            copy(
-                &mut ops,
-                "merge_counters",
-                merge_sets,
-                &rebuild_u,
-                rb_num_sets,
-            );
+            counts(&mut ops, 5)?;
         }
         // 8. Evaluation of the clean sets, over the live table (the count just copied).
         let counted = |ops: &mut Vec<Op>, g: &CountedGrid| {
@@ -913,13 +907,7 @@ impl AclGpu {
         }
         for _ in 0..caps.rounds {
             dirty_list(&mut ops)?;
-            copy(
-                &mut ops,
-                "acl_sizes",
-                sizes_num_dirty,
-                &rebuild_u,
-                rb_num_dirty,
-            );
+            // The list's length into rebuild.num_dirty (acl_counts' round phase).
             counts(&mut ops, 1)?;
             // The round's kernels over the dirty sets only (none at rest).
             let g = &round_grids;
