@@ -1,18 +1,21 @@
-// set_point_count: set_offsets[k] = the number of control points of set k when it is live, else 0
-// (k < num_sets), and set_offsets[num_sets] = 0: the input of the exclusive scan that gives each
-// set's first record in the point table and, last, the total (src/acl/gather.rs; CPU twin
-// acl::gather::set_point_count). One thread per set, plus one. Loop bound: write_scan_group's 8 halving steps.
-// Each workgroup also writes the sum of its threads' counts into scan_groups
-// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
+// set_point_count: the point table's counts (src/acl/gather.rs; CPU twin
+// acl::gather::set_point_count). One thread per set k < acl.num_sets; for each record of a live set
+// (its point t < n_cp: pool index at = cp_off + t, control point p = cp_pool[at]):
+// point_rank[at] = atomicAdd(point_count[p], 1), the record's rank among p's records (in the order
+// the threads come: set_gather sums them in set order whatever it is), and atomicAdd(point_start[p],
+// 1), the input of the exclusive scan that gives each point its first slot and, at num_points, the
+// total. Both arrays are zero when this runs: new buffers are, and set_gather clears what it read.
+// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024 (a larger set fails the step in set_evaluate).
 
 #import layout
 #import acl
-#import scan_groups
 
 @group(0) @binding(0) var<uniform> acl: AclUniform;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
-@group(0) @binding(2) var<storage, read_write> set_offsets: array<u32>;
-@group(0) @binding(3) var<storage, read_write> scan_groups: array<u32>;
+@group(0) @binding(2) var<storage, read> cp_pool: array<u32>;
+@group(0) @binding(3) var<storage, read_write> point_start: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> point_count: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> point_rank: array<u32>;
 
 @compute @workgroup_size(256)
 fn set_point_count(
@@ -21,13 +24,18 @@ fn set_point_count(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let k = thread_index(wid, nwg, lid, 256u);
-    var v = 0u;
-    if k < acl.num_sets {
-        let s = sets[k];
-        v = select(0u, s.n_cp, (s.flags & SET_LIVE) != 0u);
-        set_offsets[k] = v;
-    } else if k == acl.num_sets {
-        set_offsets[k] = 0u;
+    if k >= acl.num_sets {
+        return;
     }
-    write_scan_group(wid, nwg, lid, v);
+    let s = sets[k];
+    if (s.flags & SET_LIVE) == 0u {
+        return;
+    }
+    let n = min(s.n_cp, ACL_MAX_SET_POINTS);
+    for (var t = 0u; t < n; t++) {
+        let at = s.cp_off + t;
+        let p = cp_pool[at];
+        point_rank[at] = atomicAdd(&point_count[p], 1u);
+        atomicAdd(&point_start[p], 1u);
+    }
 }

@@ -1,10 +1,10 @@
-// set_point_write: slot r < record_capacity of point_slots gets the r-th record of the sets listed in
-// order (set_offsets scanned: set k's records start at set_offsets[k], the total is
-// set_offsets[num_sets]): key = its control point, value = its pool index; slots past the total get
-// the sentinel (key num_points, value 0xffffffff), which the stable sort by key keeps last. Slot 0
-// records the total in acl_counters.records and ACL_ERROR_RECORDS_FULL beyond the capacity
-// (src/acl/gather.rs; CPU twin acl::gather::set_point_write).
-// One thread per slot. Loop bound per thread: one binary search over the sets, ≤ 32 steps.
+// set_point_write: the point table (src/acl/gather.rs; CPU twin acl::gather::set_point_write),
+// after set_point_count and the exclusive scan of point_start. One thread per set k < acl.num_sets:
+// each record of a live set (pool index at = cp_off + t, point p = cp_pool[at]) goes to slot
+// point_start[p] + point_rank[at] of point_records as (k, at); a slot past record_capacity is not
+// written. Thread 0 records the total, point_start[num_points], in acl_counters.records, and
+// ACL_ERROR_RECORDS_FULL when it exceeds the capacity (the host grows the table and reruns).
+// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024.
 
 #import layout
 #import acl
@@ -12,9 +12,10 @@
 @group(0) @binding(0) var<uniform> acl: AclUniform;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
 @group(0) @binding(2) var<storage, read> cp_pool: array<u32>;
-@group(0) @binding(3) var<storage, read> set_offsets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> point_slots: array<KeyValue>;
-@group(0) @binding(5) var<storage, read_write> acl_counters: AclCounters;
+@group(0) @binding(3) var<storage, read> point_start: array<u32>;
+@group(0) @binding(4) var<storage, read> point_rank: array<u32>;
+@group(0) @binding(5) var<storage, read_write> point_records: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
 @compute @workgroup_size(256)
 fn set_point_write(
@@ -22,39 +23,27 @@ fn set_point_write(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let r = thread_index(wid, nwg, lid, 256u);
-    if r >= acl.record_capacity {
-        return;
-    }
-    let n = acl.num_sets;
-    let total = set_offsets[n];
-    if r == 0u {
+    let k = thread_index(wid, nwg, lid, 256u);
+    if k == 0u {
+        let total = point_start[acl.num_points];
         atomicStore(&acl_counters.records, total);
         if total > acl.record_capacity {
             atomicOr(&acl_counters.errors, ACL_ERROR_RECORDS_FULL);
         }
     }
-    var kv: KeyValue;
-    kv._pad = 0u;
-    kv.key_hi = 0u;
-    if r < total {
-        // contact::grid::upper_segment: the largest k ≤ n with set_offsets[k] ≤ r.
-        var lo = 0u;
-        var hi = n;
-        while hi - lo > 1u {
-            let mid = (lo + hi) / 2u;
-            if set_offsets[mid] <= r {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        let at = sets[lo].cp_off + (r - set_offsets[lo]);
-        kv.key_lo = cp_pool[at];
-        kv.value = at;
-    } else {
-        kv.key_lo = acl.num_points;
-        kv.value = 0xffffffffu;
+    if k >= acl.num_sets {
+        return;
     }
-    point_slots[r] = kv;
+    let s = sets[k];
+    if (s.flags & SET_LIVE) == 0u {
+        return;
+    }
+    let n = min(s.n_cp, ACL_MAX_SET_POINTS);
+    for (var t = 0u; t < n; t++) {
+        let at = s.cp_off + t;
+        let slot = point_start[cp_pool[at]] + point_rank[at];
+        if slot < acl.record_capacity {
+            point_records[slot] = vec2<u32>(k, at);
+        }
+    }
 }

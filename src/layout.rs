@@ -706,7 +706,7 @@ pub struct AclUniform {
     /// `contact.stiction_stiffness` and `contact.stiction_break_energy`.
     pub stiction_stiffness: f32,
     pub stiction_break_energy: f32,
-    /// Slots of `point_slots` / `point_records` (the point table's capacity).
+    /// Records `point_records` holds (the point table's capacity).
     pub record_capacity: u32,
     pub _pad0: u32,
     pub _pad1: u32,

@@ -1,10 +1,11 @@
 //! Parity of ACL's per-step force kernels (src/acl/: `set_evaluate`, `set_force`,
-//! `stiction_forces`, `set_point_count` → scan → `set_point_write` → sort → `set_point_start`,
-//! `set_gather`) with their CPU twins, on the state of a real run: the default swatch falling under
+//! `stiction_forces`, `set_point_count` → scan → `set_point_write` → `set_gather`) with their CPU
+//! twins, on the state of a real run: the default swatch falling under
 //! ACL (stiction springs on), the `AclContact` stepped alongside the simulation for 37 steps, then
 //! the sets, pools and springs it holds and the positions of the next step.
 //!
-//! Each kernel is compared on the same input as its twin. Discrete outputs (the point table, error
+//! Each kernel is compared on the same input as its twin. Discrete outputs (the point table, each
+//! point's records put in set order first, since the kernel's atomics rank them in any order; error
 //! flags, the spring breaks, SET_DIRTY) must be identical, except decisions that sit on their
 //! threshold within the float tolerance below: those are counted and printed as borderline (a
 //! mismatch elsewhere fails). Floats, with `U = 2⁻²⁴` (f32 unit roundoff):
@@ -33,13 +34,15 @@ use yarnsim::acl::evaluate::{
     force_change, set_crossing_error, set_evaluate, set_force, BASIS_ABS_SUM_MAX,
 };
 use yarnsim::acl::gather::{
-    set_gather, set_point_count, set_point_start, set_point_table, set_point_write,
+    set_gather, set_point_count, set_point_table, set_point_write, MAX_POINT_RECORDS,
 };
 use yarnsim::acl::model::{sym_to_m3, tri_index};
 use yarnsim::acl::stiction::stiction_forces;
 use yarnsim::acl::{AclContact, ContactSet, SET_LIVE, SET_ZERO, SPRING_ACTIVE};
 use yarnsim::gpu::testing::gpu_or_skip;
-use yarnsim::layout::{AclCounters, AclUniform, KeyValue, ACL_EXTRA_INVALIDATION};
+use yarnsim::layout::{
+    AclCounters, AclUniform, ACL_ERROR_GATHER_FULL, ACL_ERROR_RECORDS_FULL, ACL_EXTRA_INVALIDATION,
+};
 use yarnsim::math::{M3, V3};
 use yarnsim::pipelines::run_kernel;
 use yarnsim::polar::quat_to_matrix;
@@ -613,9 +616,26 @@ fn stiction_forces_match_their_twin() {
     );
 }
 
-/// The point table (count → scan → write → sort → start, the scan and the sort by their twins, which
-/// their own tests hold bit-identical to their kernels) equals the CPU step's `set_point_table`,
-/// and the gathered force is the twin's.
+/// Each point's records of a table in set order (the canonical order: the kernel's atomics rank a
+/// point's records in whatever order its threads come).
+fn canonical(start: &[u32], count: &[u32], records: &[[u32; 2]]) -> Vec<Vec<[u32; 2]>> {
+    count
+        .iter()
+        .enumerate()
+        .map(|(p, &n)| {
+            let a = start[p] as usize;
+            let mut r = records[a..a + n as usize].to_vec();
+            r.sort_unstable();
+            r
+        })
+        .collect()
+}
+
+/// The point table (count → scan → write, the scan by its twin, which its own tests hold
+/// bit-identical to its kernels) holds, point by point, the CPU step's `set_point_table` records;
+/// the kernels equal their twins (the count exactly, its ranks as a permutation of each point's
+/// records); the gathered force is the twin's, the same sums in the same order as the CPU step's
+/// gather of its own table; and the gather leaves the counts zero for the next step.
 #[test]
 fn point_table_and_gather_match_the_cpu() {
     let Some(gpu) = gpu_or_skip("point_table_and_gather_match_the_cpu") else {
@@ -632,40 +652,101 @@ fn point_table_and_gather_match_the_cpu() {
     let mut u = acl.uniform(npts);
     u.num_sets = sets.len() as u32;
     // CPU step's table.
-    let (mut hist, mut start_c, mut rec_c) = (Vec::new(), Vec::new(), Vec::new());
-    set_point_table(&sets, &p.cp, npts, 3, &mut hist, &mut start_c, &mut rec_c);
+    let (mut hist, mut start_c, mut count_c, mut rec_c) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    set_point_table(
+        &sets,
+        &p.cp,
+        npts,
+        3,
+        &mut hist,
+        &mut start_c,
+        &mut count_c,
+        &mut rec_c,
+    );
     let total = rec_c.len();
+    let most = *count_c.iter().max().unwrap();
+    assert!(most <= MAX_POINT_RECORDS);
+    assert!(most > 1, "no point is in two sets: the order is untested");
     u.record_capacity = total as u32 + 100;
     let cap = u.record_capacity as usize;
-    // 1. count.
-    let mut offs_c = vec![0u32; sets.len() + 1];
-    let mut groups = vec![9u32; (sets.len() + 1).div_ceil(256)];
-    set_point_count(&u, &sets, &mut offs_c, &mut groups);
+    // 1. count, from zero.
+    let (mut cstart_c, mut ccount_c, mut rank_c) = (
+        vec![0u32; npts + 1],
+        vec![0u32; npts],
+        vec![7u32; p.cp.len()],
+    );
+    set_point_count(&u, &sets, &p.cp, &mut cstart_c, &mut ccount_c, &mut rank_c);
     let out = run_kernel(
         &gpu,
         "set_point_count",
         &[
             ("acl", bytes(&[u])),
             ("sets", bytes(&sets)),
-            ("set_offsets", bytes(&vec![9u32; sets.len() + 1])),
-            ("scan_groups", bytes(&vec![9u32; groups.len()])),
+            ("cp_pool", bytes(&p.cp)),
+            ("point_start", bytes(&vec![0u32; npts + 1])),
+            ("point_count", bytes(&vec![0u32; npts])),
+            ("point_rank", bytes(&vec![7u32; p.cp.len()])),
         ],
-        sets.len() as u32 + 1,
+        sets.len() as u32,
     )
     .unwrap();
-    assert_eq!(cast::<u32>(&out["set_offsets"]), offs_c);
-    // The group sums of the grouped scan: each 256 words' sum, the same on the GPU.
-    let sums: Vec<u32> = offs_c.chunks(256).map(|c| c.iter().sum()).collect();
-    assert_eq!(groups, sums);
-    assert_eq!(cast::<u32>(&out["scan_groups"]), groups);
+    assert_eq!(cast::<u32>(&out["point_start"]), cstart_c);
+    assert_eq!(cast::<u32>(&out["point_count"]), ccount_c);
+    assert_eq!(ccount_c, count_c, "counts vs the CPU step's table");
+    assert_eq!(&cstart_c[..npts], &count_c[..]);
+    assert_eq!(cstart_c[npts], 0);
+    // The ranks: the twin's are the set order, the kernel's some order of the same ranks (a
+    // permutation of 0..n per point); slots of records of no live set untouched.
+    let rank_g: Vec<u32> = cast(&out["point_rank"]);
+    let mut ranks_g = vec![Vec::new(); npts];
+    let mut ranks_c = vec![Vec::new(); npts];
+    let mut listed = vec![false; p.cp.len()];
+    for s in sets.iter().filter(|s| s.flags & SET_LIVE != 0) {
+        for at in s.cp_off..s.cp_off + s.n_cp {
+            let pt = p.cp[at as usize] as usize;
+            ranks_g[pt].push(rank_g[at as usize]);
+            ranks_c[pt].push(rank_c[at as usize]);
+            listed[at as usize] = true;
+        }
+    }
+    for pt in 0..npts {
+        let n = count_c[pt];
+        assert_eq!(
+            ranks_c[pt],
+            (0..n).collect::<Vec<_>>(),
+            "point {pt}: twin ranks"
+        );
+        ranks_g[pt].sort_unstable();
+        assert_eq!(
+            ranks_g[pt],
+            (0..n).collect::<Vec<_>>(),
+            "point {pt}: kernel ranks"
+        );
+    }
+    for (at, l) in listed.iter().enumerate() {
+        if !l {
+            assert_eq!(
+                (rank_g[at], rank_c[at]),
+                (7, 7),
+                "pool slot {at} of no live set"
+            );
+        }
+    }
     // 2. scan (twin).
+    let mut scanned = cstart_c.clone();
     let mut partials = Vec::new();
-    yarnsim::scan::exclusive_scan(&mut offs_c, &mut partials);
-    assert_eq!(offs_c[sets.len()] as usize, total);
-    // 3. write.
-    let mut slots_c = vec![KeyValue::default(); cap];
-    let mut cnt_c = AclCounters::default();
-    set_point_write(&u, &sets, &p.cp, &offs_c, &mut slots_c, &mut cnt_c);
+    yarnsim::scan::exclusive_scan(&mut scanned, &mut partials);
+    assert_eq!(scanned, start_c, "scanned starts vs the CPU step's table");
+    // 3. write, with the kernel's ranks (twin and kernel on the same input: identical), and with
+    //    the twin's (the CPU step's table itself).
+    let write = |ranks: &[u32]| {
+        let mut rec = vec![[9u32, 9]; cap];
+        let mut cnt = AclCounters::default();
+        set_point_write(&u, &sets, &p.cp, &scanned, ranks, &mut rec, &mut cnt);
+        (rec, cnt)
+    };
+    let (rec_w, cnt_w) = write(&rank_g);
     let out = run_kernel(
         &gpu,
         "set_point_write",
@@ -673,68 +754,74 @@ fn point_table_and_gather_match_the_cpu() {
             ("acl", bytes(&[u])),
             ("sets", bytes(&sets)),
             ("cp_pool", bytes(&p.cp)),
-            ("set_offsets", bytes(&offs_c)),
-            ("point_slots", bytes(&vec![KeyValue::default(); cap])),
+            ("point_start", bytes(&scanned)),
+            ("point_rank", bytes(&rank_g)),
+            ("point_records", bytes(&vec![[9u32, 9]; cap])),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        cap as u32,
+        sets.len() as u32,
     )
     .unwrap();
-    assert_eq!(cast::<KeyValue>(&out["point_slots"]), slots_c);
-    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
-    assert_eq!(cnt_c.records as usize, total);
-    assert_eq!(cnt_c.errors, 0);
-    // 4. sort (twin).
-    let key_bits = 32 - (npts as u32).leading_zeros();
-    let mut scratch = Vec::new();
-    let mut hist_s = Vec::new();
-    let mut partials_s = Vec::new();
-    yarnsim::sort::radix_sort(
-        &mut slots_c,
-        key_bits,
-        &mut scratch,
-        &mut hist_s,
-        &mut partials_s,
+    let rec_g: Vec<[u32; 2]> = cast(&out["point_records"]);
+    assert_eq!(rec_g, rec_w, "set_point_write vs its twin");
+    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_w);
+    assert_eq!(cnt_w.records as usize, total);
+    assert_eq!(cnt_w.errors, 0);
+    assert!(
+        rec_g[total..].iter().all(|r| *r == [9, 9]),
+        "slots past the total"
     );
-    // 5. start.
-    let (mut start_g1, mut rec_g1) = (vec![0u32; npts + 1], vec![0u32; cap]);
-    set_point_start(&u, &slots_c, &mut start_g1, &mut rec_g1, &cnt_c);
-    let out = run_kernel(
-        &gpu,
-        "set_point_start",
-        &[
-            ("acl", bytes(&[u])),
-            ("point_slots", bytes(&slots_c)),
-            ("point_start", bytes(&vec![0u32; npts + 1])),
-            ("point_records", bytes(&vec![0u32; cap])),
-            ("acl_counters", bytes(&[cnt_c])),
-        ],
-        (npts as u32 + 1).max(cap as u32),
-    )
-    .unwrap();
-    let start_g: Vec<u32> = cast(&out["point_start"]);
-    let rec_g: Vec<u32> = cast(&out["point_records"]);
-    assert_eq!(start_g, start_g1, "set_point_start vs its twin");
-    assert_eq!(rec_g, rec_g1, "set_point_start vs its twin");
-    // The GPU table is the CPU step's table.
-    assert_eq!(start_g, start_c, "point_start");
-    assert_eq!(&rec_g[..total], &rec_c[..], "point_records");
-    // 6. gather.
+    let (rec_t, _) = write(&rank_c);
+    assert_eq!(
+        &rec_t[..total],
+        &rec_c[..],
+        "the twin's ranks give the CPU step's table"
+    );
+    assert_eq!(
+        canonical(&start_c, &count_c, &rec_g),
+        canonical(&start_c, &count_c, &rec_c),
+        "the kernel's table holds the CPU step's records"
+    );
+    let unordered = (0..npts)
+        .filter(|&pt| {
+            let a = start_c[pt] as usize;
+            rec_g[a..a + count_c[pt] as usize] != rec_c[a..a + count_c[pt] as usize]
+        })
+        .count();
+    // 4. gather, on the kernel's table.
     let fout = acl.step_pools().1.to_vec();
     let force0: Vec<[f32; 4]> = sim
         .pos
         .iter()
         .map(|q| [q[0] * 0.1, -q[1], 0.5, 1.0])
         .collect();
-    let mut force_c = force0.clone();
-    let mut cnt_c = AclCounters::default();
-    set_gather(&u, &start_c, &rec_c, &fout, &mut cnt_c, &mut force_c);
+    let gather = |start: &[u32], count: &[u32], rec: &[[u32; 2]], u: &AclUniform| {
+        let (mut start, mut count) = (start.to_vec(), count.to_vec());
+        let mut force = force0.clone();
+        let mut cnt = AclCounters::default();
+        set_gather(u, &mut start, &mut count, rec, &fout, &mut cnt, &mut force);
+        (force, cnt, start, count)
+    };
+    let (force_c, cnt_c, start_z, count_z) = gather(&scanned, &ccount_c, &rec_g, &u);
+    assert!(start_z.iter().all(|&x| x == 0) && count_z.iter().all(|&x| x == 0));
+    // The CPU step's gather of its own (ordered) table: the same sums, bit for bit.
+    let cpu_u = AclUniform {
+        record_capacity: total as u32,
+        ..u
+    };
+    let (force_cpu, cnt_cpu, _, _) = gather(&start_c, &count_c, &rec_c, &cpu_u);
+    assert_eq!(
+        force_c, force_cpu,
+        "twin on the kernel's table vs the CPU step's gather"
+    );
+    assert_eq!(cnt_c, cnt_cpu);
     let out = run_kernel(
         &gpu,
         "set_gather",
         &[
             ("acl", bytes(&[u])),
-            ("point_start", bytes(&start_g)),
+            ("point_start", bytes(&scanned)),
+            ("point_count", bytes(&ccount_c)),
             ("point_records", bytes(&rec_g)),
             ("fout_pool", bytes(&fout)),
             ("acl_counters", bytes(&[AclCounters::default()])),
@@ -745,6 +832,14 @@ fn point_table_and_gather_match_the_cpu() {
     .unwrap();
     assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
     assert_eq!(cnt_c, AclCounters::default());
+    assert!(
+        cast::<u32>(&out["point_start"]).iter().all(|&x| x == 0),
+        "set_gather leaves point_start zero"
+    );
+    assert!(
+        cast::<u32>(&out["point_count"]).iter().all(|&x| x == 0),
+        "set_gather leaves point_count zero"
+    );
     let force_g: Vec<[f32; 4]> = cast(&out["force"]);
     let mut worst = 0.0f64;
     for pt in 0..npts {
@@ -752,7 +847,7 @@ fn point_table_and_gather_match_the_cpu() {
         let mag: f64 = v(force0[pt]).norm()
             + recs
                 .iter()
-                .map(|&r| v(fout[r as usize]).norm())
+                .map(|&r| v(fout[r[1] as usize]).norm())
                 .sum::<f64>();
         let tol = 2.0 * recs.len() as f64 * U * mag;
         let d = (v(force_c[pt]) - v(force_g[pt])).norm();
@@ -765,5 +860,94 @@ fn point_table_and_gather_match_the_cpu() {
         );
         assert_eq!(force_c[pt][3], force_g[pt][3]);
     }
-    eprintln!("{total} records; gathered force worst {worst:.3} of the bound");
+    eprintln!(
+        "{total} records, at most {most} at a point; {unordered} of {npts} points' records out of \
+         set order in the kernel's table; gathered force worst {worst:.3} of the bound"
+    );
+}
+
+/// The point table's two limits on both paths: a table over its capacity raises
+/// `ACL_ERROR_RECORDS_FULL` with the count it needed and writes no slot past it, and a point with
+/// more than `MAX_POINT_RECORDS` records raises `ACL_ERROR_GATHER_FULL`.
+#[test]
+fn point_table_limits_raise_their_flags() {
+    let Some(gpu) = gpu_or_skip("point_table_limits_raise_their_flags") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let sets = acl.sets().to_vec();
+    let npts = sim.pos.len();
+    let mut u = acl.uniform(npts);
+    u.num_sets = sets.len() as u32;
+    let (mut start, mut count, mut rank) = (
+        vec![0u32; npts + 1],
+        vec![0u32; npts],
+        vec![0u32; p.cp.len()],
+    );
+    set_point_count(&u, &sets, &p.cp, &mut start, &mut count, &mut rank);
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut start, &mut partials);
+    let total = start[npts];
+    u.record_capacity = total / 2;
+    let cap = u.record_capacity as usize;
+    let mut rec_c = vec![[9u32, 9]; cap + 8];
+    let mut cnt_c = AclCounters::default();
+    set_point_write(&u, &sets, &p.cp, &start, &rank, &mut rec_c, &mut cnt_c);
+    let out = run_kernel(
+        &gpu,
+        "set_point_write",
+        &[
+            ("acl", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("cp_pool", bytes(&p.cp)),
+            ("point_start", bytes(&start)),
+            ("point_rank", bytes(&rank)),
+            ("point_records", bytes(&vec![[9u32, 9]; cap + 8])),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+        ],
+        sets.len() as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<[u32; 2]>(&out["point_records"]), rec_c);
+    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    assert_eq!(cnt_c.records, total);
+    assert_ne!(cnt_c.errors & ACL_ERROR_RECORDS_FULL, 0);
+    assert!(
+        rec_c[cap..].iter().all(|r| *r == [9, 9]),
+        "a slot past the capacity"
+    );
+    // One point named by more records than the gather takes (a synthetic table: no knit has it).
+    let n = MAX_POINT_RECORDS + 3;
+    let fout: Vec<[f32; 4]> = (0..n).map(|i| [i as f32, 1.0, 0.0, 0.0]).collect();
+    let rec: Vec<[u32; 2]> = (0..n).rev().map(|i| [i, i]).collect();
+    let mut uu = u;
+    uu.num_points = 2;
+    uu.record_capacity = n;
+    let (start, count) = ([0u32, n, n], [n, 0u32]);
+    let (mut s_c, mut c_c) = (start.to_vec(), count.to_vec());
+    let mut f_c = vec![[0.0f32; 4]; 2];
+    let mut cnt_c = AclCounters::default();
+    set_gather(&uu, &mut s_c, &mut c_c, &rec, &fout, &mut cnt_c, &mut f_c);
+    let out = run_kernel(
+        &gpu,
+        "set_gather",
+        &[
+            ("acl", bytes(&[uu])),
+            ("point_start", bytes(&start)),
+            ("point_count", bytes(&count)),
+            ("point_records", bytes(&rec)),
+            ("fout_pool", bytes(&fout)),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+            ("force", bytes(&[[0.0f32; 4]; 2])),
+        ],
+        2,
+    )
+    .unwrap();
+    assert_ne!(cnt_c.errors & ACL_ERROR_GATHER_FULL, 0);
+    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    assert_eq!(cast::<[f32; 4]>(&out["force"]), f_c);
+    // The first MAX_POINT_RECORDS of the table (records n-1 down to 3), added in set order.
+    let want: f32 = (3..n).map(|i| i as f32).sum();
+    assert_eq!(f_c[0], [want, MAX_POINT_RECORDS as f32, 0.0, 0.0]);
 }

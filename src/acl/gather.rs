@@ -3,31 +3,34 @@
 //!
 //! After the evaluation, rebuilds and springs every live set `k` holds its force on each of its
 //! control points in its range of `fout_pool` (`cp_off + t` for the set's `t`-th point, whose global
-//! index is `cp_pool[cp_off + t]`). A *record* is such a `(set, local point)`, named by its pool
-//! index `cp_off + t`. The *point table* lists the records by point, then by set:
-//! `point_records[point_start[p]..point_start[p + 1]]` are the pool indices of point `p`'s
-//! records in set order. Then `set_gather`: each control point `p` adds `fout_pool` at its records,
-//! one by one in that order, to `force[p]` (points are independent and run in parallel).
+//! index is `cp_pool[cp_off + t]`). A *record* is such a `(set, local point)`, written as the pair
+//! `(k, at)` of its set and pool index `at = cp_off + t`. The *point table* lists each control
+//! point's records: `point_records[point_start[p]..][..point_count[p]]`. Then `set_gather`: each
+//! control point `p` adds `fout_pool` at its records to `force[p]`, one by one in set order (by
+//! `(k, at)`), so points are independent, run in parallel, and sum in a fixed order.
 //!
-//! The table is built on the CPU by [`set_point_table`], a counting sort of the live sets' `cp_pool`
-//! entries in parallel runs of sets. On the GPU by count → scan → write over the sets and a stable
-//! sort by point, as the exact path orders its records ([`crate::contact::contact_slots`]):
-//! 1. `set_point_count`: `set_offsets[k]` = the live set `k`'s number of points (0 otherwise);
-//! 2. an exclusive scan of `set_offsets` ([`crate::scan`]): each set's first record, and the total;
-//! 3. `set_point_write`: record slot `r` gets key = its point, value = its pool index (the records
-//!    listed set by set), sentinels (key `num_points`) past the total;
-//! 4. the stable radix sort of those slots by key ([`crate::sort`]): by point, then set;
-//! 5. `set_point_start`: `point_start[p]` = the first sorted slot of key `≥ p` (binary search), and
-//!    `point_records[i]` = the `i`-th sorted slot's value.
+//! The table is built on the CPU by [`set_point_table`], a counting sort of the live sets'
+//! `cp_pool` entries in parallel runs of sets, which lists each point's records in set order. On
+//! the GPU by a count with integer atomics, a scan over the points and a write, with no sort (4
+//! dispatches in all, the gather's included; a radix sort by point took 9 to 15):
+//! 1. `set_point_count` (a thread per set): each live set's record `(k, at)` of point `p` takes
+//!    the rank `point_rank[at]` = `point_count[p]`++ (atomics: the ranks of a point's records are
+//!    some order of `0..n`, not necessarily the sets' order) and adds 1 to `point_start[p]`;
+//! 2. an exclusive scan of `point_start` over `num_points + 1` words ([`crate::scan`]): each point's
+//!    first slot and, last, the total;
+//! 3. `set_point_write` (a thread per set): record `(k, at)` of point `p` into slot
+//!    `point_start[p] + point_rank[at]`;
+//! 4. `set_gather` (a thread per point): the records in `(k, at)` order by selection (a point has a
+//!    handful: one per set it belongs to, at most [`MAX_POINT_RECORDS`]), then `point_start[p]` and
+//!    `point_count[p]` cleared for the next step's count.
 //!
-//! The two tables are the same (tests/gpu_acl.rs).
+//! The two tables hold the same records per point, and the gathered forces are the same sums in the
+//! same order (tests/gpu_acl.rs).
 
 use super::sets::{ContactSet, SET_LIVE};
 use super::SyncPtr;
-use crate::contact::grid::upper_segment;
 use crate::layout::{
-    AclCounters, AclUniform, KeyValue, ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE,
-    ACL_ERROR_RECORDS_FULL,
+    AclCounters, AclUniform, ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE, ACL_ERROR_RECORDS_FULL,
 };
 use crate::math::V3;
 use rayon::prelude::*;
@@ -35,14 +38,17 @@ use rayon::prelude::*;
 /// Control points per task of the parallel gather.
 const GATHER_TASK: usize = 1024;
 
-/// Most records one control point gathers (the GPU gather's loop bound, shaders/shared/acl.wgsl
-/// `ACL_MAX_POINT_RECORDS`): more raises [`ACL_ERROR_GATHER_FULL`] and the rest are not added. A
-/// point has one record per set it belongs to: a handful in a knit.
-pub const MAX_POINT_RECORDS: u32 = 16384;
+/// Most records one control point gathers (the GPU gather's selection, shaders/shared/acl.wgsl
+/// `ACL_MAX_POINT_RECORDS`: n (n + 1) loop iterations, well inside lavapipe's 65,535): more raises
+/// [`ACL_ERROR_GATHER_FULL`] and only that many are added. A point has one record per set it
+/// belongs to, and sets whose boxes overlap are merged: in the knits measured a point has at most
+/// a dozen (tests/gpu_acl.rs prints the fixture's largest).
+pub const MAX_POINT_RECORDS: u32 = 128;
 
-/// Stage `set_point_table` of the CPU step: `point_start` (`num_points + 1` entries) and
-/// `point_records` (pool indices, sorted by point, then set; see the module doc) for the live sets
-/// of `sets`. The sets are cut into `chunks` runs (any number: the table does not depend on it),
+/// Stage `set_point_table` of the CPU step: `point_start` (`num_points + 1` entries: each point's
+/// first record, then the total), `point_count` (`num_points`) and `point_records` (`(set, pool
+/// index)` pairs by point, each point's in set order; see the module doc) for the live sets of
+/// `sets`. The sets are cut into `chunks` runs (any number: the table does not depend on it),
 /// counted and written in parallel: each run counts its records per point into its row of `hist`
 /// (`chunks × num_points`), the rows are turned into write offsets point by point, run by run (so
 /// a point's records from earlier sets come first), and each run writes its records in set order.
@@ -55,10 +61,12 @@ pub fn set_point_table(
     chunks: usize,
     hist: &mut Vec<u32>,
     point_start: &mut Vec<u32>,
-    point_records: &mut Vec<u32>,
+    point_count: &mut Vec<u32>,
+    point_records: &mut Vec<[u32; 2]>,
 ) {
     let chunks = chunks.clamp(1, sets.len().max(1));
-    let run = |c: usize| &sets[c * sets.len() / chunks..(c + 1) * sets.len() / chunks];
+    let first = |c: usize| c * sets.len() / chunks;
+    let run = |c: usize| &sets[first(c)..first(c + 1)];
     let points = |s: &ContactSet| {
         let o = s.cp_off as usize;
         (o, &cp_pool[o..o + s.n_cp as usize])
@@ -76,6 +84,8 @@ pub fn set_point_table(
         });
     point_start.clear();
     point_start.resize(num_points + 1, 0);
+    point_count.clear();
+    point_count.resize(num_points, 0);
     let mut at = 0u32;
     for p in 0..num_points {
         point_start[p] = at;
@@ -84,152 +94,143 @@ pub fn set_point_table(
             hist[c * num_points + p] = at;
             at += n;
         }
+        point_count[p] = at - point_start[p];
     }
     point_start[num_points] = at;
     point_records.clear();
-    point_records.resize(at as usize, 0);
+    point_records.resize(at as usize, [0, 0]);
     let out = SyncPtr::new(point_records);
     hist.par_chunks_mut(num_points)
         .enumerate()
         .for_each(|(c, fill)| {
-            for s in run(c).iter().filter(|s| s.flags & SET_LIVE != 0) {
+            for (i, s) in run(c).iter().enumerate() {
+                if s.flags & SET_LIVE == 0 {
+                    continue;
+                }
+                let k = (first(c) + i) as u32;
                 let (o, cps) = points(s);
                 for (t, &p) in cps.iter().enumerate() {
                     let f = &mut fill[p as usize];
                     // SAFETY: run c alone writes its records, at the offsets its own row of `hist`
                     // hands out, which are disjoint from every other run's (prefix sum above).
-                    unsafe { out.write(*f as usize, (o + t) as u32) };
+                    unsafe { out.write(*f as usize, [k, (o + t) as u32]) };
                     *f += 1;
                 }
             }
         });
 }
 
-/// Kernel `set_point_count`: `set_offsets[k]` = the number of points of set `k` when live, else 0,
-/// for `k < num_sets`; `set_offsets[num_sets]` = 0 (the scan's input; it becomes the total).
-/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
+/// The records kernel and twin look at: a live set's first [`crate::acl::evaluate::MAX_SET_POINTS`]
+/// points (a larger set fails the step in `set_evaluate`), as `(pool index, point)`.
+fn set_records<'a>(s: &'a ContactSet, cp_pool: &'a [u32]) -> impl Iterator<Item = (u32, u32)> + 'a {
+    let live = s.flags & SET_LIVE != 0;
+    let n = if live {
+        s.n_cp.min(super::evaluate::MAX_SET_POINTS)
+    } else {
+        0
+    };
+    (s.cp_off..s.cp_off + n).map(move |at| (at, cp_pool[at as usize]))
+}
+
+/// Kernel `set_point_count`: for each record of a live set `k < num_sets` (pool index `at`, point
+/// `p = cp_pool[at]`), `point_rank[at]` = `point_count[p]`, then `point_count[p] += 1` and
+/// `point_start[p] += 1` (the scan's input). The twin takes the sets in order, so its ranks are the
+/// set order; the kernel's atomics give each point's records some order of the same ranks.
 pub fn set_point_count(
     acl: &AclUniform,
     sets: &[ContactSet],
-    set_offsets: &mut [u32],
-    scan_groups: &mut [u32],
+    cp_pool: &[u32],
+    point_start: &mut [u32],
+    point_count: &mut [u32],
+    point_rank: &mut [u32],
 ) {
-    let n = acl.num_sets as usize;
-    for (k, o) in set_offsets[..=n].iter_mut().enumerate() {
-        *o = match sets.get(k) {
-            Some(s) if k < n && s.flags & SET_LIVE != 0 => s.n_cp,
-            _ => 0,
-        };
-    }
-    crate::scan::write_groups(&set_offsets[..=n], scan_groups);
-}
-
-/// The sentinel slot past the records: key `num_points`, larger than every point.
-pub fn sentinel_slot(num_points: u32) -> KeyValue {
-    KeyValue {
-        key_lo: num_points,
-        key_hi: 0,
-        value: u32::MAX,
-        _pad: 0,
+    for s in &sets[..acl.num_sets as usize] {
+        for (at, p) in set_records(s, cp_pool) {
+            point_rank[at as usize] = point_count[p as usize];
+            point_count[p as usize] += 1;
+            point_start[p as usize] += 1;
+        }
     }
 }
 
-/// Kernel `set_point_write`: slot `r < record_capacity` of `point_slots` gets the `r`-th record of
-/// the sets listed in order (`set_offsets` scanned: set `k`'s records start at `set_offsets[k]`,
-/// the total at `set_offsets[num_sets]`): key = its control point, value = its pool index; slots
-/// past the total get [`sentinel_slot`]. Records the total in `acl_counters.records`, and
-/// [`ACL_ERROR_RECORDS_FULL`] when it exceeds the capacity.
+/// Kernel `set_point_write`: after [`set_point_count`] and the exclusive scan of `point_start`,
+/// each record `(k, at)` of a live set `k < num_sets` (point `p = cp_pool[at]`) into slot
+/// `point_start[p] + point_rank[at]` of `point_records` (none past `record_capacity`). Records the
+/// total, `point_start[num_points]`, in `acl_counters.records`, and [`ACL_ERROR_RECORDS_FULL`] when
+/// it exceeds the capacity.
 pub fn set_point_write(
     acl: &AclUniform,
     sets: &[ContactSet],
     cp_pool: &[u32],
-    set_offsets: &[u32],
-    point_slots: &mut [KeyValue],
+    point_start: &[u32],
+    point_rank: &[u32],
+    point_records: &mut [[u32; 2]],
     acl_counters: &mut AclCounters,
 ) {
-    let n = acl.num_sets;
-    let total = set_offsets[n as usize];
+    let total = point_start[acl.num_points as usize];
     acl_counters.records = total;
     if total > acl.record_capacity {
         acl_counters.errors |= ACL_ERROR_RECORDS_FULL;
     }
-    point_slots[..acl.record_capacity as usize]
-        .par_iter_mut()
-        .with_min_len(GATHER_TASK)
-        .enumerate()
-        .for_each(|(r, slot)| {
-            let r = r as u32;
-            *slot = if r < total {
-                let k = upper_segment(set_offsets, n, r);
-                let at = sets[k as usize].cp_off + (r - set_offsets[k as usize]);
-                KeyValue {
-                    key_lo: cp_pool[at as usize],
-                    key_hi: 0,
-                    value: at,
-                    _pad: 0,
-                }
-            } else {
-                sentinel_slot(acl.num_points)
-            };
-        });
-}
-
-/// Kernel `set_point_start`: over the first `n = min(acl_counters.records, record_capacity)` slots
-/// of the sorted `point_slots` (the records; the slots past them are nobody's): for
-/// `p ≤ num_points`, `point_start[p]` = the first of them whose key is at least `p` (so
-/// `point_start[num_points]` = `n`); for `i < n`, `point_records[i]` = slot `i`'s value.
-pub fn set_point_start(
-    acl: &AclUniform,
-    point_slots: &[KeyValue],
-    point_start: &mut [u32],
-    point_records: &mut [u32],
-    acl_counters: &AclCounters,
-) {
-    let n = acl_counters.records.min(acl.record_capacity) as usize;
-    let slots = &point_slots[..n];
-    point_start[..=acl.num_points as usize]
-        .par_iter_mut()
-        .with_min_len(GATHER_TASK)
-        .enumerate()
-        .for_each(|(p, s)| *s = slots.partition_point(|kv| kv.key_lo < p as u32) as u32);
-    for (r, kv) in point_records[..n].iter_mut().zip(slots) {
-        *r = kv.value;
+    for (k, s) in sets[..acl.num_sets as usize].iter().enumerate() {
+        for (at, p) in set_records(s, cp_pool) {
+            let slot = point_start[p as usize] + point_rank[at as usize];
+            if slot < acl.record_capacity {
+                point_records[slot as usize] = [k as u32, at];
+            }
+        }
     }
 }
 
-/// Kernel `set_gather` (and the CPU step's): `force[p] += fout_pool[r]` (xyz; w untouched) for the
-/// records `r` of every control point `p < num_points`, in table order. A non-finite term raises
-/// [`ACL_ERROR_NOT_FINITE`] with the smallest such point in `first_bad_point`; a point with more than
-/// [`MAX_POINT_RECORDS`] records adds only that many and raises [`ACL_ERROR_GATHER_FULL`].
+/// Kernel `set_gather` (and the CPU step's): `force[p] += fout_pool[at]` (xyz; w untouched) for the
+/// records `(k, at)` of every control point `p < num_points`
+/// (`point_records[point_start[p]..][..point_count[p]]`, any order), added in `(k, at)` order, as
+/// the kernel's selection does; then `point_start[p]` and `point_count[p]` (and
+/// `point_start[num_points]`) are cleared. A non-finite term raises [`ACL_ERROR_NOT_FINITE`] with the
+/// smallest such point in `first_bad_point`; a point with more than [`MAX_POINT_RECORDS`] records
+/// raises [`ACL_ERROR_GATHER_FULL`] and only that many are looked at (the first in the table).
 pub fn set_gather(
     acl: &AclUniform,
-    point_start: &[u32],
-    point_records: &[u32],
+    point_start: &mut [u32],
+    point_count: &mut [u32],
+    point_records: &[[u32; 2]],
     fout_pool: &[[f32; 4]],
     acl_counters: &mut AclCounters,
     force: &mut [[f32; 4]],
 ) {
-    let (errors, bad) = force[..acl.num_points as usize]
+    let np = acl.num_points as usize;
+    let cap = acl.record_capacity;
+    let (errors, bad) = force[..np]
         .par_iter_mut()
+        .zip(&point_start[..np])
+        .zip(&point_count[..np])
         .enumerate()
         .with_min_len(GATHER_TASK)
-        .map(|(p, f)| {
-            let (a, b) = (point_start[p], point_start[p + 1]);
+        .map(|(p, ((f, &a), &n))| {
             let mut errors = 0;
-            let end = if b - a > MAX_POINT_RECORDS {
+            let mut n = n;
+            if n > MAX_POINT_RECORDS {
                 errors |= ACL_ERROR_GATHER_FULL;
-                a + MAX_POINT_RECORDS
-            } else {
-                b
-            };
+                n = MAX_POINT_RECORDS;
+            }
+            let n = n.min(cap - a.min(cap));
+            let recs = &point_records[a as usize..(a + n) as usize];
             let mut ok = true;
-            for &r in &point_records[a as usize..end as usize] {
-                let v = fout_pool[r as usize];
+            let mut add = |r: &[u32; 2]| {
+                let v = fout_pool[r[1] as usize];
                 ok &= V3::<f32>::from4(v).is_finite();
                 f[0] += v[0];
                 f[1] += v[1];
                 f[2] += v[2];
+            };
+            // The CPU step's table is in order already; a kernel's table is sorted first (the
+            // same order as the kernel's selection: records are distinct pairs).
+            if recs.is_sorted() {
+                recs.iter().for_each(&mut add);
+            } else {
+                let mut sorted = recs.to_vec();
+                sorted.sort_unstable();
+                sorted.iter().for_each(&mut add);
             }
             if !ok {
                 errors |= ACL_ERROR_NOT_FINITE;
@@ -237,6 +238,8 @@ pub fn set_gather(
             (errors, if ok { u32::MAX } else { p as u32 })
         })
         .reduce(|| (0, u32::MAX), |a, b| (a.0 | b.0, a.1.min(b.1)));
+    point_start[..=np].fill(0);
+    point_count[..np].fill(0);
     acl_counters.errors |= errors;
     acl_counters.first_bad_point = acl_counters.first_bad_point.min(bad);
 }

@@ -23,7 +23,7 @@
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), `acl_counts` (round; it writes `acl_sizes.num_dirty` into `rebuild.num_dirty`), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
-//! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write` → sort → `set_point_start`, `set_gather` | `acl` |
+//! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
@@ -55,14 +55,13 @@ use super::stiction::StictionSpring;
 use super::{AclContact, WatchLoc, WatchPair};
 use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
-    AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, KeyValue, MergeCounters, MergeUniform,
+    AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::{CountSource, CountedGrid, GpuScan};
 use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
 use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
-use crate::sort::GpuSort;
 use std::mem::{offset_of, size_of};
 
 /// One operation of the recorded step: a dispatch, or a copy between buffers (which ends the
@@ -123,7 +122,6 @@ pub const KERNELS: &[&str] = &[
     "stiction_forces",
     "set_point_count",
     "set_point_write",
-    "set_point_start",
     "set_gather",
     "set_compact_count",
     "set_compact",
@@ -372,7 +370,6 @@ const PERSISTENT: &[&str] = &[
 #[derive(Default)]
 struct Keep {
     _scans: Vec<GpuScan>,
-    _sorts: Vec<GpuSort>,
     _merges: Vec<MergeGpu>,
     _lookup: Option<LookupGpu>,
     _phases: Vec<wgpu::Buffer>,
@@ -580,7 +577,6 @@ impl AclGpu {
             ("sets_out", sc * size_of::<ContactSet>()),
             ("springs_out", 4 * sc * size_of::<StictionSpring>()),
             ("set_dest", (sc + 1) * 4),
-            ("set_offsets", (sc + 1) * 4),
             ("dirty", sc * 4),
             ("dirty_dest", (sc + 1) * 4),
             ("release_dest", (sc + 2) * 4),
@@ -601,15 +597,12 @@ impl AclGpu {
             ("k_pool", nk * 24),
             ("watch_pool", nw * size_of::<WatchPair>()),
             ("watch_loc_pool", nw * size_of::<WatchLoc>()),
-            // set_point_write writes point_slots_in or point_slots, whichever the sort of the
-            // records in the fewest passes starts from (GpuSort::counted_fewest).
-            (
-                "point_slots_in",
-                caps.records as usize * size_of::<KeyValue>(),
-            ),
-            ("point_slots", caps.records as usize * size_of::<KeyValue>()),
-            ("point_records", caps.records as usize * 4),
+            // The point table: records (set, pool index), each point's first slot and count
+            // (zero between steps: set_gather clears them), each record's rank at its point.
+            ("point_records", caps.records as usize * 8),
             ("point_start", (self.npts as usize + 1) * 4),
+            ("point_count", self.npts as usize * 4),
+            ("point_rank", np * 4),
             ("acl_sizes", size_of::<AclSizes>()),
             ("pool_counters", size_of::<PoolAlloc>()),
         ];
@@ -706,29 +699,14 @@ impl AclGpu {
         )?;
         let get = |n: &str| self.own.get(n).expect("made in build").clone();
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
-        // Grouped scans: their producers (set_point_count, set_compact_count, set_dirty_count)
-        // write the block sums into the scan's partials (their `scan_groups`).
+        // Grouped scans: their producers (set_compact_count, set_dirty_count) write the block
+        // sums into the scan's partials (their `scan_groups`).
         let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, &get(n), len);
         let scan_alloc = scan("alloc_dest", 4 * (sc + 1))?;
-        let scan_points = grouped("set_offsets", sc + 1)?;
+        let scan_points = scan("point_start", self.npts + 1)?;
         let scan_compact = grouped("set_dest", sc + 1)?;
         let scan_dirty = grouped("dirty_dest", sc + 1)?;
         let scan_release = scan("release_dest", sc + 2)?;
-        // Over the live records, in the fewest passes, into point_slots (set_point_start stops
-        // at the count).
-        let (sort_points, points_written) = GpuSort::counted_fewest(
-            device,
-            pipelines,
-            &get("point_slots_in"),
-            &get("point_slots"),
-            caps.records,
-            crate::contact::key_bits(self.npts),
-            &CountSource {
-                buffer: get("acl_counters"),
-                word: offset_of!(crate::layout::AclCounters, records) as u32 / 4,
-                add: 0,
-            },
-        )?;
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
         let bind = |kernel: &'static str,
@@ -933,17 +911,11 @@ impl AclGpu {
         if self.stiction {
             d(&mut ops, "stiction_forces", sc)?;
         }
-        let count = scan_points.producer(device, pipelines, "set_point_count", own, sc + 1)?;
-        ops.push(Op::Dispatch(count));
+        // The point table (no sort: set_point_count's atomics rank each point's records, and
+        // set_gather adds them in set order) and the gather.
+        d(&mut ops, "set_point_count", sc)?;
         extend(&mut ops, scan_points.dispatches().collect());
-        let bg = bind("set_point_write", &[("point_slots", &points_written)])?;
-        ops.push(Op::Dispatch(("set_point_write", bg, caps.records.into())));
-        extend(&mut ops, sort_points.dispatches());
-        d(
-            &mut ops,
-            "set_point_start",
-            (self.npts + 1).max(caps.records),
-        )?;
+        d(&mut ops, "set_point_write", sc)?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table.
         let count = scan_compact.producer(device, pipelines, "set_compact_count", own, sc + 1)?;
@@ -977,7 +949,6 @@ impl AclGpu {
                 scan_dirty,
                 scan_release,
             ],
-            _sorts: vec![sort_points],
             _merges: vec![first, again],
             _lookup: Some(lookup),
             _phases: phases,

@@ -309,10 +309,12 @@ pub struct AclContact {
     alloc_dest: Vec<u32>,
     rebuild_terms: Vec<rebuild::RebuildTerm>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
-    /// The point → record table of the gather, and its per-run counts.
+    /// The point → record table of the gather (each point's first record and count, the
+    /// `(set, pool index)` records), and its per-run counts.
     point_hist: Vec<u32>,
     point_start: Vec<u32>,
-    point_records: Vec<u32>,
+    point_count: Vec<u32>,
+    point_records: Vec<[u32; 2]>,
     /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step
     /// (and `pool_release`'s scanned slots).
     released: Vec<Release>,
@@ -403,6 +405,7 @@ impl AclContact {
             rebuild_scratch: ThreadScratch::default(),
             point_hist: Vec::new(),
             point_start: Vec::new(),
+            point_count: Vec::new(),
             point_records: Vec::new(),
             released: Vec::new(),
             release_dest: Vec::new(),
@@ -867,12 +870,19 @@ impl AclContact {
             rayon::current_num_threads(),
             &mut self.point_hist,
             &mut self.point_start,
+            &mut self.point_count,
             &mut self.point_records,
         );
         let mut counters = AclCounters::default();
+        // The table's capacity is the records it holds (the GPU's is a budget it may outgrow).
+        let table = AclUniform {
+            record_capacity: self.point_records.len() as u32,
+            ..acl
+        };
         gather::set_gather(
-            &acl,
-            &self.point_start,
+            &table,
+            &mut self.point_start,
+            &mut self.point_count,
             &self.point_records,
             &self.fout_pool,
             &mut counters,
