@@ -28,10 +28,7 @@ fn set_point_count(
         return;
     }
     let s = sets[k];
-    if (s.flags & SET_LIVE) == 0u {
-        return;
-    }
-    let n = min(s.n_cp, ACL_MAX_SET_POINTS);
+    let n = set_record_count(s);
     for (var t = 0u; t < n; t++) {
         let at = s.cp_off + t;
         let p = cp_pool[at];

@@ -35,10 +35,7 @@ fn set_point_write(
         return;
     }
     let s = sets[k];
-    if (s.flags & SET_LIVE) == 0u {
-        return;
-    }
-    let n = min(s.n_cp, ACL_MAX_SET_POINTS);
+    let n = set_record_count(s);
     for (var t = 0u; t < n; t++) {
         let at = s.cp_off + t;
         let slot = point_start[cp_pool[at]] + point_rank[at];

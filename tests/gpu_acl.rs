@@ -616,6 +616,72 @@ fn stiction_forces_match_their_twin() {
     );
 }
 
+/// Kernel `set_point_write` on a records buffer of `len` slots (all `[9, 9]` before): the records
+/// and counters it wrote.
+#[allow(clippy::too_many_arguments)]
+fn gpu_point_write(
+    gpu: &yarnsim::gpu::Gpu,
+    u: &AclUniform,
+    sets: &[ContactSet],
+    cp: &[u32],
+    start: &[u32],
+    rank: &[u32],
+    len: usize,
+) -> (Vec<[u32; 2]>, AclCounters) {
+    let out = run_kernel(
+        gpu,
+        "set_point_write",
+        &[
+            ("acl", bytes(&[*u])),
+            ("sets", bytes(sets)),
+            ("cp_pool", bytes(cp)),
+            ("point_start", bytes(start)),
+            ("point_rank", bytes(rank)),
+            ("point_records", bytes(&vec![[9u32, 9]; len])),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+        ],
+        sets.len() as u32,
+    )
+    .unwrap();
+    (
+        cast(&out["point_records"]),
+        cast::<AclCounters>(&out["acl_counters"])[0],
+    )
+}
+
+/// Kernel `set_gather` over `num_points` threads: the forces, counters, and the `point_start` and
+/// `point_count` it left.
+fn gpu_gather(
+    gpu: &yarnsim::gpu::Gpu,
+    u: &AclUniform,
+    table: (&[u32], &[u32], &[[u32; 2]]),
+    fout: &[[f32; 4]],
+    force: &[[f32; 4]],
+) -> (Vec<[f32; 4]>, AclCounters, Vec<u32>, Vec<u32>) {
+    let (start, count, records) = table;
+    let out = run_kernel(
+        gpu,
+        "set_gather",
+        &[
+            ("acl", bytes(&[*u])),
+            ("point_start", bytes(start)),
+            ("point_count", bytes(count)),
+            ("point_records", bytes(records)),
+            ("fout_pool", bytes(fout)),
+            ("acl_counters", bytes(&[AclCounters::default()])),
+            ("force", bytes(force)),
+        ],
+        u.num_points,
+    )
+    .unwrap();
+    (
+        cast(&out["force"]),
+        cast::<AclCounters>(&out["acl_counters"])[0],
+        cast(&out["point_start"]),
+        cast(&out["point_count"]),
+    )
+}
+
 /// Each point's records of a table in set order (the canonical order: the kernel's atomics rank a
 /// point's records in whatever order its threads come).
 fn canonical(start: &[u32], count: &[u32], records: &[[u32; 2]]) -> Vec<Vec<[u32; 2]>> {
@@ -747,24 +813,9 @@ fn point_table_and_gather_match_the_cpu() {
         (rec, cnt)
     };
     let (rec_w, cnt_w) = write(&rank_g);
-    let out = run_kernel(
-        &gpu,
-        "set_point_write",
-        &[
-            ("acl", bytes(&[u])),
-            ("sets", bytes(&sets)),
-            ("cp_pool", bytes(&p.cp)),
-            ("point_start", bytes(&scanned)),
-            ("point_rank", bytes(&rank_g)),
-            ("point_records", bytes(&vec![[9u32, 9]; cap])),
-            ("acl_counters", bytes(&[AclCounters::default()])),
-        ],
-        sets.len() as u32,
-    )
-    .unwrap();
-    let rec_g: Vec<[u32; 2]> = cast(&out["point_records"]);
+    let (rec_g, cnt_g) = gpu_point_write(&gpu, &u, &sets, &p.cp, &scanned, &rank_g, cap);
     assert_eq!(rec_g, rec_w, "set_point_write vs its twin");
-    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_w);
+    assert_eq!(cnt_g, cnt_w);
     assert_eq!(cnt_w.records as usize, total);
     assert_eq!(cnt_w.errors, 0);
     assert!(
@@ -815,32 +866,18 @@ fn point_table_and_gather_match_the_cpu() {
         "twin on the kernel's table vs the CPU step's gather"
     );
     assert_eq!(cnt_c, cnt_cpu);
-    let out = run_kernel(
-        &gpu,
-        "set_gather",
-        &[
-            ("acl", bytes(&[u])),
-            ("point_start", bytes(&scanned)),
-            ("point_count", bytes(&ccount_c)),
-            ("point_records", bytes(&rec_g)),
-            ("fout_pool", bytes(&fout)),
-            ("acl_counters", bytes(&[AclCounters::default()])),
-            ("force", bytes(&force0)),
-        ],
-        npts as u32,
-    )
-    .unwrap();
-    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    let (force_g, cnt_g, start_g, count_g) =
+        gpu_gather(&gpu, &u, (&scanned, &ccount_c, &rec_g), &fout, &force0);
+    assert_eq!(cnt_g, cnt_c);
     assert_eq!(cnt_c, AclCounters::default());
     assert!(
-        cast::<u32>(&out["point_start"]).iter().all(|&x| x == 0),
+        start_g.iter().all(|&x| x == 0),
         "set_gather leaves point_start zero"
     );
     assert!(
-        cast::<u32>(&out["point_count"]).iter().all(|&x| x == 0),
+        count_g.iter().all(|&x| x == 0),
         "set_gather leaves point_count zero"
     );
-    let force_g: Vec<[f32; 4]> = cast(&out["force"]);
     let mut worst = 0.0f64;
     for pt in 0..npts {
         let recs = &rec_c[start_c[pt] as usize..start_c[pt + 1] as usize];
@@ -894,23 +931,9 @@ fn point_table_limits_raise_their_flags() {
     let mut rec_c = vec![[9u32, 9]; cap + 8];
     let mut cnt_c = AclCounters::default();
     set_point_write(&u, &sets, &p.cp, &start, &rank, &mut rec_c, &mut cnt_c);
-    let out = run_kernel(
-        &gpu,
-        "set_point_write",
-        &[
-            ("acl", bytes(&[u])),
-            ("sets", bytes(&sets)),
-            ("cp_pool", bytes(&p.cp)),
-            ("point_start", bytes(&start)),
-            ("point_rank", bytes(&rank)),
-            ("point_records", bytes(&vec![[9u32, 9]; cap + 8])),
-            ("acl_counters", bytes(&[AclCounters::default()])),
-        ],
-        sets.len() as u32,
-    )
-    .unwrap();
-    assert_eq!(cast::<[u32; 2]>(&out["point_records"]), rec_c);
-    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
+    let (rec_g, cnt_g) = gpu_point_write(&gpu, &u, &sets, &p.cp, &start, &rank, cap + 8);
+    assert_eq!(rec_g, rec_c);
+    assert_eq!(cnt_g, cnt_c);
     assert_eq!(cnt_c.records, total);
     assert_ne!(cnt_c.errors & ACL_ERROR_RECORDS_FULL, 0);
     assert!(
@@ -929,24 +952,10 @@ fn point_table_limits_raise_their_flags() {
     let mut f_c = vec![[0.0f32; 4]; 2];
     let mut cnt_c = AclCounters::default();
     set_gather(&uu, &mut s_c, &mut c_c, &rec, &fout, &mut cnt_c, &mut f_c);
-    let out = run_kernel(
-        &gpu,
-        "set_gather",
-        &[
-            ("acl", bytes(&[uu])),
-            ("point_start", bytes(&start)),
-            ("point_count", bytes(&count)),
-            ("point_records", bytes(&rec)),
-            ("fout_pool", bytes(&fout)),
-            ("acl_counters", bytes(&[AclCounters::default()])),
-            ("force", bytes(&[[0.0f32; 4]; 2])),
-        ],
-        2,
-    )
-    .unwrap();
+    let (f_g, cnt_g, _, _) = gpu_gather(&gpu, &uu, (&start, &count, &rec), &fout, &[[0.0; 4]; 2]);
     assert_ne!(cnt_c.errors & ACL_ERROR_GATHER_FULL, 0);
-    assert_eq!(cast::<AclCounters>(&out["acl_counters"])[0], cnt_c);
-    assert_eq!(cast::<[f32; 4]>(&out["force"]), f_c);
+    assert_eq!(cnt_g, cnt_c);
+    assert_eq!(f_g, f_c);
     // The first MAX_POINT_RECORDS of the table (records n-1 down to 3), added in set order.
     let want: f32 = (3..n).map(|i| i as f32).sum();
     assert_eq!(f_c[0], [want, MAX_POINT_RECORDS as f32, 0.0, 0.0]);

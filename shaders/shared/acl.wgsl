@@ -74,6 +74,12 @@ fn tri_len(n: u32) -> u32 {
     return n * (n + 1u) / 2u;
 }
 
+// The records of set s the point table lists (acl::gather::set_records): a live set's first
+// ACL_MAX_SET_POINTS points (a larger set fails the step in set_evaluate), none of a dead one.
+fn set_record_count(s: ContactSet) -> u32 {
+    return select(0u, min(s.n_cp, ACL_MAX_SET_POINTS), (s.flags & SET_LIVE) != 0u);
+}
+
 // acl::rebuild::model_sizes: the pool space of a set's model, (points, blocks, watched pairs).
 fn model_sizes(s: ContactSet) -> vec3<u32> {
     var nk = 0u;
