@@ -1097,13 +1097,21 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::rebuild::set_rebuild_size",
     },
-    // The rebuild's allocation and write pass: pool_alloc_size → exclusive scan of alloc_dest →
-    // pool_alloc → set_rebuild_points → set_rebuild (one workgroup of 256 per dirty set) →
-    // set_rebuild_watch → set_rebuild_springs → set_rebuild_headers.
+    // The rebuild's allocation (with the round's releases and garbage) and write pass:
+    // pool_alloc_size → exclusive scan of alloc_dest → pool_alloc → set_rebuild_points →
+    // set_rebuild (one workgroup of 256 per dirty set) → set_rebuild_watch → set_rebuild_springs →
+    // set_rebuild_headers.
     Kernel {
         name: "pool_alloc_size",
         workgroup_size: 64,
-        bindings: &[uniform("rebuild"), read("plans"), read_write("alloc_dest")],
+        bindings: &[
+            uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
+            read("plans"),
+            read_write("alloc_dest"),
+            read_write("acl_sizes"),
+        ],
         twin: "acl::rebuild::pool_alloc_size",
     },
     Kernel {
@@ -1111,9 +1119,13 @@ pub const KERNELS: &[Kernel] = &[
         workgroup_size: 64,
         bindings: &[
             uniform("rebuild"),
+            read("sets"),
+            read("dirty"),
             read("alloc_dest"),
             read_write("plans"),
             read_write("pool_counters"),
+            read_write("released"),
+            read_write("acl_sizes"),
         ],
         twin: "acl::rebuild::pool_alloc",
     },
@@ -1385,11 +1397,10 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::outputs::segment_rebuilds",
     },
     // --- end ACL coalescing and merging ---
-    // --- ACL: the dirty list, the releases of a rebuild round, the new sets' springs ---
+    // --- ACL: the dirty list, the new sets' springs ---
     // Each rebuild round: set_dirty_count → exclusive scan of dirty_dest (num_sets + 1) →
-    // set_dirty_write (acl_sizes.num_dirty); after set_rebuild_size and before
-    // set_rebuild_headers: pool_release_count → exclusive scan of release_dest (num_dirty + 2) →
-    // pool_release_write. coalesce_springs follows coalesce_box (acl::merge_gpu::MergeGpu).
+    // set_dirty_write (acl_sizes.num_dirty). coalesce_springs follows coalesce_box
+    // (acl::merge_gpu::MergeGpu).
     Kernel {
         name: "set_dirty_count",
         workgroup_size: WG,
@@ -1411,33 +1422,6 @@ pub const KERNELS: &[Kernel] = &[
             read_write("acl_sizes"),
         ],
         twin: "acl::sets::set_dirty_write",
-    },
-    Kernel {
-        name: "pool_release_count",
-        workgroup_size: 64,
-        bindings: &[
-            uniform("rebuild"),
-            read("sets"),
-            read("dirty"),
-            read("plans"),
-            read_write("release_dest"),
-            read_write("acl_sizes"),
-        ],
-        twin: "acl::rebuild::pool_release_count",
-    },
-    Kernel {
-        name: "pool_release_write",
-        workgroup_size: 64,
-        bindings: &[
-            uniform("rebuild"),
-            read("sets"),
-            read("dirty"),
-            read("plans"),
-            read("release_dest"),
-            read_write("released"),
-            read_write("acl_sizes"),
-        ],
-        twin: "acl::rebuild::pool_release_write",
     },
     Kernel {
         name: "coalesce_springs",

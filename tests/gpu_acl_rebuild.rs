@@ -698,16 +698,28 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
     acl_u.weights[..b as usize].copy_from_slice(&data.table.weights);
     let tables = data.tables();
     assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
-    // pool_alloc_size → scan → pool_alloc.
-    let mut dest = vec![0u32; 4 * (nd + 1)];
-    pool_alloc_size(&p, &plans, &mut dest);
+    // pool_alloc_size → scan → pool_alloc (the releases are checked in tests/gpu_acl_release.rs;
+    // here they go to a list of room enough).
+    let sizes0 = yarnsim::layout::AclSizes {
+        released: yarnsim::layout::Capacity {
+            capacity: nd as u32,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let dest_len = yarnsim::acl::rebuild::alloc_dest_len(nd);
+    let mut dest = vec![0u32; dest_len];
+    pool_alloc_size(&p, &sets, &dirty, &plans, &mut dest, &sizes0);
     let out = run_kernel(
         &gpu,
         "pool_alloc_size",
         &[
             ("rebuild", bytes(&[p])),
+            ("sets", bytes(&sets)),
+            ("dirty", bytes(&dirty)),
             ("plans", bytes(&plans)),
-            ("alloc_dest", bytes(&vec![7u32; 4 * (nd + 1)])),
+            ("alloc_dest", bytes(&vec![7u32; dest_len])),
+            ("acl_sizes", bytes(&[sizes0])),
         ],
         nd as u32 + 1,
     )
@@ -734,21 +746,41 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
     };
     let mut counters = counters0;
     let plans_in = plans.clone();
-    pool_alloc(&p, &dest, &mut plans, &mut counters);
+    let released0 = vec![yarnsim::sched::Release::default(); nd];
+    let (mut released, mut sizes) = (released0.clone(), sizes0);
+    pool_alloc(
+        &p,
+        &sets,
+        &dirty,
+        &dest,
+        &mut plans,
+        &mut counters,
+        &mut released,
+        &mut sizes,
+    );
     let out = run_kernel(
         &gpu,
         "pool_alloc",
         &[
             ("rebuild", bytes(&[p])),
+            ("sets", bytes(&sets)),
+            ("dirty", bytes(&dirty)),
             ("alloc_dest", bytes(&dest)),
             ("plans", bytes(&plans_in)),
             ("pool_counters", bytes(&[counters0])),
+            ("released", bytes(&released0)),
+            ("acl_sizes", bytes(&[sizes0])),
         ],
         nd as u32 + 1,
     )
     .unwrap();
     assert_eq!(cast::<RebuildPlan>(&out["plans"]), plans);
     assert_eq!(cast::<PoolAlloc>(&out["pool_counters"]), vec![counters]);
+    assert_eq!(cast::<yarnsim::sched::Release>(&out["released"]), released);
+    assert_eq!(
+        cast::<yarnsim::layout::AclSizes>(&out["acl_sizes"]),
+        vec![sizes]
+    );
     let len = counters.len.map(|l| l as usize);
     println!(
         "{nd} dirty sets: pools grow by {:?}, {} term slots, errors {:#x}, largest n_cp {}, largest work {}",

@@ -1,6 +1,6 @@
 //! Parity of the rebuild round's dirty list (`set_dirty_count` → scan → `set_dirty_write`,
-//! src/acl/sets.rs) and of its releases and garbage (`pool_release_count` → scan →
-//! `pool_release_write`, src/acl/rebuild.rs) with their CPU twins, and of the twins with what the
+//! src/acl/sets.rs) and of its releases and garbage (`pool_alloc_size` → scan → `pool_alloc`,
+//! src/acl/rebuild.rs, which also allocate the pools: tests/gpu_acl_rebuild.rs) with their CPU twins, and of the twins with what the
 //! CPU path computed before these stages had kernels (a filter over the sets; a loop over the dirty
 //! list appending releases and summing the old models' sizes), written out here as the oracle.
 //!
@@ -18,8 +18,8 @@ mod fixture;
 use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::bytes;
 use yarnsim::acl::rebuild::{
-    model_sizes, pool_release, pool_release_count, pool_release_write, RebuildParams, RebuildPlan,
-    PLAN_DELETE,
+    alloc_dest_len, model_sizes, pool_alloc, pool_alloc_size, pool_alloc_stage, release_region,
+    PoolAlloc, RebuildParams, RebuildPlan, PLAN_DELETE,
 };
 use yarnsim::acl::sets::{set_dirty_count, set_dirty_stage, set_dirty_write};
 use yarnsim::acl::{ContactSet, SET_DIRTY, SET_LIVE};
@@ -205,7 +205,7 @@ fn set_dirty_matches_twin() {
 // ---------------------------------------------------------------------------------------------
 // The releases and garbage.
 
-/// What the CPU path computed before `pool_release` had kernels: for each dirty set in list order,
+/// What the CPU path computed before the releases had kernels: for each dirty set in list order,
 /// its old model's sizes into the garbage and, when it is deleted or its box changes, a release
 /// appended to `released`.
 fn release_oracle(
@@ -245,10 +245,11 @@ fn earlier_releases(n: usize) -> Vec<Release> {
         .collect()
 }
 
-/// One round of the twins and kernels: `pool_release_count` → scan → `pool_release_write` with
-/// `base` releases already in a list of `capacity` (the buffer `capacity + TAIL` long, the tail a
+/// One round of the twins and kernels: `pool_alloc_size` → scan → `pool_alloc` with `base`
+/// releases already in a list of `capacity` (the buffer `capacity + TAIL` long, the tail a
 /// sentinel no kernel may write). Returns the twins' `released` buffer and `acl_sizes`, after
-/// checking the GPU gives the same (each kernel on the twin's input).
+/// checking the GPU gives the same (each kernel on the twin's input, and the release region of
+/// `alloc_dest` as the counts: 1 per releasing set after the base).
 fn release_round(
     gpu: Option<&Gpu>,
     f: &DirtyRebuild,
@@ -271,18 +272,40 @@ fn release_round(
     released.resize(capacity + TAIL, sentinel);
     let released_in = released.clone();
     let sizes_in = sizes_before(base as u32, capacity as u32);
-    let mut dest = vec![SENTINEL; nd + 2 + TAIL];
-    pool_release_count(&p, &f.sets, &f.dirty, &f.plans, &mut dest, &sizes_in);
-    assert!(dest[nd + 2..].iter().all(|&v| v == SENTINEL));
+    let len = alloc_dest_len(nd);
+    let mut dest = vec![SENTINEL; len + TAIL];
+    pool_alloc_size(&p, &f.sets, &f.dirty, &f.plans, &mut dest, &sizes_in);
+    assert!(dest[len..].iter().all(|&v| v == SENTINEL));
+    let r = release_region(nd);
+    let releasing: Vec<u32> = (0..nd)
+        .map(|t| {
+            let (plan, s) = (&f.plans[t], &f.sets[f.dirty[t] as usize]);
+            (plan.flags & PLAN_DELETE != 0 || plan.new_bx != s.bx) as u32
+        })
+        .collect();
+    assert_eq!(dest[r], base as u32, "{label}: the base");
+    assert_eq!(
+        dest[r + 1..r + nd + 1],
+        releasing[..],
+        "{label}: the counts"
+    );
+    assert_eq!(dest[r + nd + 1], 0, "{label}");
     let counts = dest.clone();
-    exclusive_scan(&mut dest[..nd + 2], &mut Vec::new());
+    exclusive_scan(&mut dest[..len], &mut Vec::new());
     let mut sizes = sizes_in;
-    pool_release_write(
+    let counters0 = PoolAlloc {
+        cap: [u32::MAX; 4],
+        first_too_large: u32::MAX,
+        ..Default::default()
+    };
+    let (mut plans, mut counters) = (f.plans.clone(), counters0);
+    pool_alloc(
         &p,
         &f.sets,
         &f.dirty,
-        &f.plans,
         &dest,
+        &mut plans,
+        &mut counters,
         &mut released,
         &mut sizes,
     );
@@ -293,33 +316,34 @@ fn release_round(
     if let Some(gpu) = gpu {
         let out = run_kernel(
             gpu,
-            "pool_release_count",
+            "pool_alloc_size",
             &[
                 ("rebuild", bytes(&[p])),
                 ("sets", bytes(&f.sets)),
                 ("dirty", bytes(&f.dirty)),
                 ("plans", bytes(&f.plans)),
-                ("release_dest", bytes(&vec![SENTINEL; nd + 2 + TAIL])),
+                ("alloc_dest", bytes(&vec![SENTINEL; len + TAIL])),
                 ("acl_sizes", bytes(&[sizes_in])),
             ],
             (nd + 1 + TAIL) as u32,
         )
         .unwrap();
         assert_eq!(
-            cast::<u32>(&out["release_dest"]),
+            cast::<u32>(&out["alloc_dest"]),
             counts,
             "{label}: GPU counts"
         );
         assert_eq!(sizes_of(&out), sizes_in, "{label}: GPU count's acl_sizes");
         let out = run_kernel(
             gpu,
-            "pool_release_write",
+            "pool_alloc",
             &[
                 ("rebuild", bytes(&[p])),
                 ("sets", bytes(&f.sets)),
                 ("dirty", bytes(&f.dirty)),
+                ("alloc_dest", bytes(&dest)),
                 ("plans", bytes(&f.plans)),
-                ("release_dest", bytes(&dest)),
+                ("pool_counters", bytes(&[counters0])),
                 ("released", bytes(&released_in)),
                 ("acl_sizes", bytes(&[sizes_in])),
             ],
@@ -332,13 +356,18 @@ fn release_round(
             "{label}: GPU releases"
         );
         assert_eq!(sizes_of(&out), sizes, "{label}: GPU acl_sizes");
+        assert_eq!(
+            cast::<RebuildPlan>(&out["plans"]),
+            plans,
+            "{label}: GPU plans"
+        );
     }
     (released, sizes)
 }
 
 /// The releases and garbage of the swatch's dirty sets (every set rebuilt at the next step's
 /// positions), appended after 5 releases of an earlier round: GPU = twins = the oracle and the CPU
-/// path's `pool_release`. Then a second round on the first half of the list, appending to the
+/// path's `pool_alloc_stage`. Then a second round on the first half of the list, appending to the
 /// first round's list (the count is the base), as the step's rebuild rounds do.
 #[test]
 fn pool_release_matches_twin() {
@@ -381,23 +410,25 @@ fn pool_release_matches_twin() {
     // The CPU path's stage appends the same releases and returns the same garbage.
     let mut list = earlier_releases(base);
     let (mut dest, mut part) = (vec![1; 2], Vec::new());
-    let garbage = pool_release(
+    let mut plans = f.plans.clone();
+    let (_, garbage) = pool_alloc_stage(
         &RebuildParams {
             num_dirty: nd as u32,
             ..f.p
         },
         &f.sets,
         &f.dirty,
-        &f.plans,
+        &mut plans,
+        [0; 4],
         &mut dest,
         &mut part,
         &mut list,
     );
-    assert_eq!(list, oracle, "pool_release");
+    assert_eq!(list, oracle, "pool_alloc_stage's releases");
     assert_eq!(
         [garbage.cp, garbage.k, garbage.w],
         g.map(|x| x as usize),
-        "pool_release garbage"
+        "pool_alloc_stage's garbage"
     );
     // A second round (the first half of the dirty sets) appends after the first round's count.
     let half = nd / 2;
@@ -431,8 +462,8 @@ fn pool_release_overflow_is_flagged() {
     }
 }
 
-/// No dirty set: nothing released, no garbage, the count stays the base (and `release_dest` is
-/// `[base, 0]`).
+/// No dirty set: nothing released, no garbage, the count stays the base (and the release region
+/// of `alloc_dest` is `[base, 0]`).
 #[test]
 fn pool_release_of_no_dirty_set() {
     let f = dirty_rebuild();
@@ -441,11 +472,11 @@ fn pool_release_of_no_dirty_set() {
     let (released, sizes) = release_round(gpu, &f, 0, 4, 10, "no dirty set");
     assert_eq!(sizes, sizes_before(4, 10));
     assert_eq!(released[..4], earlier_releases(4)[..]);
-    let mut dest = vec![7u32; 2];
+    let mut dest = vec![7u32; alloc_dest_len(0)];
     let p = RebuildParams {
         num_dirty: 0,
         ..f.p
     };
-    pool_release_count(&p, &f.sets, &[], &[], &mut dest, &sizes_before(4, 10));
-    assert_eq!(dest, [4, 0]);
+    pool_alloc_size(&p, &f.sets, &[], &[], &mut dest, &sizes_before(4, 10));
+    assert_eq!(dest, [0, 0, 0, 0, 4, 0]);
 }

@@ -21,7 +21,7 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), `acl_counts` (round; it writes `acl_sizes.num_dirty` into `rebuild.num_dirty`), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc`, `pool_release_*`, `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), `acl_counts` (round; it writes `acl_sizes.num_dirty` into `rebuild.num_dirty`), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
@@ -141,8 +141,6 @@ pub const KERNELS: &[&str] = &[
     "set_rebuild_headers",
     "set_dirty_count",
     "set_dirty_write",
-    "pool_release_count",
-    "pool_release_write",
     "segment_rebuilds",
 ];
 
@@ -579,11 +577,11 @@ impl AclGpu {
             ("set_dest", (sc + 1) * 4),
             ("dirty", sc * 4),
             ("dirty_dest", (sc + 1) * 4),
-            ("release_dest", (sc + 2) * 4),
             ("plans", sc * size_of::<RebuildPlan>()),
             ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
             ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
-            ("alloc_dest", 4 * (sc + 1) * 4),
+            // The pools' four quarters and the releases (acl::rebuild::alloc_dest_len).
+            ("alloc_dest", super::rebuild::alloc_dest_len(sc) * 4),
             (
                 "rebuild_terms",
                 caps.terms as usize * size_of::<RebuildTerm>(),
@@ -702,11 +700,13 @@ impl AclGpu {
         // Grouped scans: their producers (set_compact_count, set_dirty_count) write the block
         // sums into the scan's partials (their `scan_groups`).
         let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, &get(n), len);
-        let scan_alloc = scan("alloc_dest", 4 * (sc + 1))?;
+        let scan_alloc = scan(
+            "alloc_dest",
+            super::rebuild::alloc_dest_len(sc as usize) as u32,
+        )?;
         let scan_points = scan("point_start", self.npts + 1)?;
         let scan_compact = grouped("set_dest", sc + 1)?;
         let scan_dirty = grouped("dirty_dest", sc + 1)?;
-        let scan_release = scan("release_dest", sc + 2)?;
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
         let bind = |kernel: &'static str,
@@ -864,12 +864,7 @@ impl AclGpu {
                 spec("pool_alloc_size", 1, 1)?,
             ],
         )?;
-        for k in [
-            "set_rebuild_headers",
-            "pool_alloc",
-            "pool_release_count",
-            "pool_release_write",
-        ] {
+        for k in ["set_rebuild_headers", "pool_alloc"] {
             let wg = crate::shaders::kernel(k)
                 .map_err(PipelineError::from)?
                 .workgroup_size;
@@ -894,9 +889,6 @@ impl AclGpu {
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             extend(&mut ops, scan_alloc.dispatches().collect());
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
-            dg(&mut ops, "pool_release_count", g, per_dirty_plus)?;
-            extend(&mut ops, scan_release.dispatches().collect());
-            dg(&mut ops, "pool_release_write", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
             dg(&mut ops, "set_rebuild", g, per_dirty)?;
             dg(&mut ops, "set_rebuild_watch", g, per_dirty)?;
@@ -942,13 +934,7 @@ impl AclGpu {
         }
         self.ops = ops;
         self._keep = Keep {
-            _scans: vec![
-                scan_alloc,
-                scan_points,
-                scan_compact,
-                scan_dirty,
-                scan_release,
-            ],
+            _scans: vec![scan_alloc, scan_points, scan_compact, scan_dirty],
             _merges: vec![first, again],
             _lookup: Some(lookup),
             _phases: phases,

@@ -31,7 +31,7 @@
 //! 3. [`evaluate`]: `set_evaluate` for every clean set, in parallel: rotation, deviation,
 //!    invalidation, and the corotational force of a still-valid model.
 //! 4. [`rebuild`]: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, see [`sets`]),
-//!    then `set_rebuild_size` → `pool_alloc` → `pool_release` → `set_rebuild` for the dirty sets,
+//!    then `set_rebuild_size` → `pool_alloc` (with the releases) → `set_rebuild` for the dirty sets,
 //!    in parallel; then `set_merge` again (grown boxes may overlap) and rebuild what it merged, until
 //!    nothing is dirty.
 //! 5. [`stiction`]: `stiction_forces` adds the springs' forces into their sets' force ranges;
@@ -305,7 +305,8 @@ pub struct AclContact {
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<WatchLoc>,
-    /// The pool allocation's scanned sizes (`pool_alloc_size`) and the rebuild's pair terms.
+    /// The pool allocation's scanned sizes (`pool_alloc_size`: the pools' sizes and the round's releases) and the
+    /// rebuild's pair terms.
     alloc_dest: Vec<u32>,
     rebuild_terms: Vec<rebuild::RebuildTerm>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
@@ -315,10 +316,8 @@ pub struct AclContact {
     point_start: Vec<u32>,
     point_count: Vec<u32>,
     point_records: Vec<[u32; 2]>,
-    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step
-    /// (and `pool_release`'s scanned slots).
+    /// Boxes changed this step that gave pairs back to empty space, for the scheduler's next step.
     released: Vec<Release>,
-    release_dest: Vec<u32>,
     /// The sets' boxes packed for the scheduler's lookup (`sched::lookup`).
     lookup: Vec<u32>,
     lookup_scratch: LookupScratch,
@@ -408,7 +407,6 @@ impl AclContact {
             point_count: Vec::new(),
             point_records: Vec::new(),
             released: Vec::new(),
-            release_dest: Vec::new(),
             lookup: Vec::new(),
             lookup_scratch: LookupScratch::default(),
             step: 0,
@@ -617,8 +615,8 @@ impl AclContact {
     }
 
     /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
-    /// `pool_alloc_size` → scan → `pool_alloc` → `pool_release_count` → scan →
-    /// `pool_release_write` → `set_rebuild_points` → `set_rebuild` →
+    /// `pool_alloc_size` → scan → `pool_alloc` (with the releases and garbage) →
+    /// `set_rebuild_points` → `set_rebuild` →
     /// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`). Counts rebuilds and
     /// deletions into `st`.
     fn rebuild_dirty(
@@ -663,25 +661,16 @@ impl AclContact {
                 point: plan.error_point as usize,
             });
         }
-        // Pool allocation: sizes → exclusive scan → offsets (the CPU pools grow to fit, so no
-        // capacity); then the releases and the garbage of the old models.
-        crate::scan::resize_with_headroom(&mut self.alloc_dest, 4 * (nd + 1), 0);
-        rebuild::pool_alloc_size(&p, &self.plans[..nd], &mut self.alloc_dest);
-        crate::scan::exclusive_scan(&mut self.alloc_dest, &mut self.scan_partials);
+        // Pool allocation: sizes and releases → exclusive scan → offsets, releases and the
+        // garbage of the old models (the CPU pools and release list grow to fit: no capacity).
         let [np, nk, nwp] = self.pools.lens();
-        let mut alloc = rebuild::PoolAlloc {
-            base: [np as u32, nk as u32, nwp as u32, 0],
-            cap: [u32::MAX; 4],
-            first_too_large: u32::MAX,
-            ..Default::default()
-        };
-        rebuild::pool_alloc(&p, &self.alloc_dest, &mut self.plans[..nd], &mut alloc);
-        let garbage = rebuild::pool_release(
+        let (alloc, garbage) = rebuild::pool_alloc_stage(
             &p,
             &self.sets,
             &self.dirty,
-            &self.plans[..nd],
-            &mut self.release_dest,
+            &mut self.plans[..nd],
+            [np as u32, nk as u32, nwp as u32, 0],
+            &mut self.alloc_dest,
             &mut self.scan_partials,
             &mut self.released,
         );

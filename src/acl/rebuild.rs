@@ -577,41 +577,113 @@ pub fn plan_sizes(plan: &RebuildPlan) -> [u32; 4] {
     ]
 }
 
-/// Kernel `pool_alloc_size` (one thread per dirty set plus one): the sizes of plan `t`
-/// ([`plan_sizes`]) into `alloc_dest[k(D + 1) + t]` for the four pools `k`, `D` =
-/// `rebuild.num_dirty`, and 0 into each quarter's last entry. An exclusive scan of the whole buffer
-/// then gives the offsets (the scanned value less its quarter's first).
-pub fn pool_alloc_size(rebuild: &RebuildParams, plans: &[RebuildPlan], alloc_dest: &mut [u32]) {
+/// Where the release region of `alloc_dest` starts for `nd` dirty sets: after the four pools'
+/// quarters of `nd + 1` entries.
+pub fn release_region(nd: usize) -> usize {
+    4 * (nd + 1)
+}
+
+/// Entries of `alloc_dest` for `nd` dirty sets: four quarters of `nd + 1`, and `nd + 2` releases.
+pub fn alloc_dest_len(nd: usize) -> usize {
+    release_region(nd) + nd + 2
+}
+
+/// Whether dirty set `s` (old header) with plan `plan` gives pairs back to empty space, and the
+/// release: a deleted set its whole box, a resized one its old box against the new one.
+#[inline]
+fn plan_release(s: &ContactSet, plan: &RebuildPlan) -> Option<Release> {
+    if plan.flags & PLAN_DELETE != 0 {
+        Some(Release {
+            before: s.bx,
+            after: EMPTY_BOX,
+        })
+    } else if plan.new_bx != s.bx {
+        Some(Release {
+            before: s.bx,
+            after: plan.new_bx,
+        })
+    } else {
+        None
+    }
+}
+
+/// Kernel `pool_alloc_size` (`shaders/pool_alloc_size.wgsl`, one thread per dirty set plus one),
+/// after `set_rebuild_size` and before `set_rebuild_headers` (it reads the dirty sets' old
+/// headers), for `D` = `rebuild.num_dirty`: the sizes of plan `t` ([`plan_sizes`]) into
+/// `alloc_dest[k(D + 1) + t]` for the four pools `k`, and 0 into each quarter's last entry; then,
+/// in the release region `R` = [`release_region`]`(D)`, `alloc_dest[R + t + 1]` = 1 when dirty set
+/// `t` (set `dirty[t]`, plan `t`) releases pairs (deleted, or its box changed), else 0,
+/// `alloc_dest[R]` = the release list's current length `acl_sizes.released.count` and
+/// `alloc_dest[R + D + 1]` = 0. One exclusive scan of the [`alloc_dest_len`]`(D)` entries then
+/// gives every offset as a difference within its region (the scanned value less the region's
+/// first): a plan's ranges, a release's slot and the list's new length, the base included (the
+/// list grows over a step's rebuild rounds; reading its length here, a dispatch before
+/// `pool_alloc` writes it, keeps the read and the write in separate dispatches).
+pub fn pool_alloc_size(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    plans: &[RebuildPlan],
+    alloc_dest: &mut [u32],
+    acl_sizes: &AclSizes,
+) {
     let nd = rebuild.num_dirty as usize;
-    for (t, plan) in plans[..nd].iter().enumerate() {
+    let r = release_region(nd);
+    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
         let s = plan_sizes(plan);
         for k in 0..4 {
             alloc_dest[k * (nd + 1) + t] = s[k];
         }
+        alloc_dest[r + t + 1] = plan_release(&sets[k as usize], plan).is_some() as u32;
     }
     for k in 0..4 {
         alloc_dest[k * (nd + 1) + nd] = 0;
     }
+    alloc_dest[r] = acl_sizes.released.count;
+    alloc_dest[r + nd + 1] = 0;
 }
 
-/// Kernel `pool_alloc` (one thread per dirty set plus one), after `pool_alloc_size` and the scan:
-/// plan `t`'s ranges (`cp_off`, `k_off`, `w_off`, `term_off`), appended to the pools at
-/// `pool_counters.base`, in the order of the dirty list (a deleted set's plan is left alone; a
-/// zero-force set's empty block range stays at 0, inside the pool); a plan beyond
-/// [`MAX_REBUILD_WORK`] sets [`POOL_TOO_MUCH_WORK`]. The last thread writes the new lengths and a
-/// pool's bit in `errors` when its length passes its capacity.
+/// Kernel `pool_alloc` (`shaders/pool_alloc.wgsl`, one thread per dirty set plus one), after
+/// `pool_alloc_size` and the scan, before `set_rebuild_headers`. Dirty set `t` (set `dirty[t]`,
+/// plan `t`) adds its old model's sizes ([`model_sizes`]) to `acl_sizes.garbage_cp`, `garbage_k`,
+/// `garbage_w` (u32 sums, wrapping: the same in any order) and writes its release, if any, at
+/// its slot of `released` when that is below `acl_sizes.released.capacity` (never past it); a
+/// plan that does not delete its set gets its ranges (`cp_off`, `k_off`, `w_off`, `term_off`),
+/// appended to the pools at `pool_counters.base` in the order of the dirty list (a zero-force
+/// set's empty block range stays at 0, inside the pool), and one beyond [`MAX_REBUILD_WORK`] sets
+/// [`POOL_TOO_MUCH_WORK`]. The last thread writes the pools' new lengths (a pool's bit in `errors`
+/// when its length passes its capacity) and the release list's into `released.count`
+/// (`released.overflow` past its capacity: the host grows the list and reruns the step).
+#[allow(clippy::too_many_arguments)]
 pub fn pool_alloc(
     rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
     alloc_dest: &[u32],
     plans: &mut [RebuildPlan],
     pool_counters: &mut PoolAlloc,
+    released: &mut [Release],
+    acl_sizes: &mut AclSizes,
 ) {
     let nd = rebuild.num_dirty as usize;
     let c = pool_counters;
     let off = |k: usize, t: usize| {
         c.base[k].wrapping_add(alloc_dest[k * (nd + 1) + t].wrapping_sub(alloc_dest[k * (nd + 1)]))
     };
-    for (t, plan) in plans[..nd].iter_mut().enumerate() {
+    let r = release_region(nd);
+    let slot = |t: usize| alloc_dest[r + t + 1].wrapping_sub(alloc_dest[r]);
+    let cap = acl_sizes.released.capacity;
+    for (t, (plan, &k)) in plans[..nd].iter_mut().zip(&dirty[..nd]).enumerate() {
+        let s = &sets[k as usize];
+        let [n, nk, nw] = model_sizes(s);
+        acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
+        acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
+        acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
+        if let Some(rel) = plan_release(s, plan) {
+            if slot(t) < cap {
+                released[slot(t) as usize] = rel;
+            }
+        }
         if plan.flags & PLAN_DELETE != 0 {
             continue;
         }
@@ -634,104 +706,30 @@ pub fn pool_alloc(
             c.errors |= 1 << k;
         }
     }
-}
-
-/// Whether dirty set `s` (old header) with plan `plan` gives pairs back to empty space, and the
-/// release: a deleted set its whole box, a resized one its old box against the new one.
-#[inline]
-fn plan_release(s: &ContactSet, plan: &RebuildPlan) -> Option<Release> {
-    if plan.flags & PLAN_DELETE != 0 {
-        Some(Release {
-            before: s.bx,
-            after: EMPTY_BOX,
-        })
-    } else if plan.new_bx != s.bx {
-        Some(Release {
-            before: s.bx,
-            after: plan.new_bx,
-        })
-    } else {
-        None
-    }
-}
-
-/// Kernel `pool_release_count` (`shaders/pool_release_count.wgsl`), one thread per dirty set plus
-/// one, after `set_rebuild_size` and before `set_rebuild_headers` (it reads the dirty sets' old
-/// headers): `release_dest[t + 1]` = 1 when dirty set `t` (set `dirty[t]`, plan `t`) releases
-/// pairs (deleted, or its box changed), else 0; the thread at `D` = `rebuild.num_dirty` writes
-/// the list's current length `acl_sizes.released.count` into `release_dest[0]` and 0 into
-/// `release_dest[D + 1]`. The exclusive scan of `release_dest[..D + 2]` then gives release `t`'s
-/// slot at `[t + 1]` and the list's new length at `[D + 1]`, the base included: the list grows
-/// over a step's rebuild rounds, and reading the base here, a dispatch before
-/// `pool_release_write` updates it, keeps the count's read and write in separate dispatches.
-pub fn pool_release_count(
-    rebuild: &RebuildParams,
-    sets: &[ContactSet],
-    dirty: &[u32],
-    plans: &[RebuildPlan],
-    release_dest: &mut [u32],
-    acl_sizes: &AclSizes,
-) {
-    let nd = rebuild.num_dirty as usize;
-    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
-        release_dest[t + 1] = plan_release(&sets[k as usize], plan).is_some() as u32;
-    }
-    release_dest[0] = acl_sizes.released.count;
-    release_dest[nd + 1] = 0;
-}
-
-/// Kernel `pool_release_write` (`shaders/pool_release_write.wgsl`), one thread per dirty set plus
-/// one, after [`pool_release_count`] and the scan: dirty set `t` adds its old model's sizes
-/// ([`model_sizes`]) to `acl_sizes.garbage_cp`, `garbage_k`, `garbage_w` (u32 sums, wrapping: the
-/// same in any order) and writes its release, if any, at `released[release_dest[t + 1]]` when that
-/// slot is below `acl_sizes.released.capacity` (never past it); the thread at `D` writes the new
-/// length `release_dest[D + 1]` into `released.count` and raises `released.overflow` when it
-/// passes the capacity (the host grows the list and reruns the step).
-pub fn pool_release_write(
-    rebuild: &RebuildParams,
-    sets: &[ContactSet],
-    dirty: &[u32],
-    plans: &[RebuildPlan],
-    release_dest: &[u32],
-    released: &mut [Release],
-    acl_sizes: &mut AclSizes,
-) {
-    let nd = rebuild.num_dirty as usize;
-    let cap = acl_sizes.released.capacity;
-    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
-        let s = &sets[k as usize];
-        let [n, nk, nw] = model_sizes(s);
-        acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
-        acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
-        acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
-        if let Some(r) = plan_release(s, plan) {
-            let slot = release_dest[t + 1];
-            if slot < cap {
-                released[slot as usize] = r;
-            }
-        }
-    }
-    let count = release_dest[nd + 1];
+    let count = slot(nd);
     acl_sizes.released.count = count;
     if count > cap {
         acl_sizes.released.overflow = 1;
     }
 }
 
-/// Stage `pool_release` on the CPU path (after `set_rebuild_size`, before
-/// `set_rebuild_headers`): `pool_release_count` → exclusive scan of `release_dest` →
-/// `pool_release_write` over the `rebuild.num_dirty` dirty sets, appending their releases to
-/// `released` in the order of `dirty` (the list grows to fit: no capacity). Returns the pool space
-/// the dirty sets' old models held.
-pub fn pool_release(
+/// Stage `pool_alloc` on the CPU path (after `set_rebuild_size`, before `set_rebuild_headers`):
+/// `pool_alloc_size` → exclusive scan of `alloc_dest` → `pool_alloc` over the `rebuild.num_dirty`
+/// dirty sets, their pool ranges appended at the pools' lengths `base` (the CPU pools grow to
+/// fit: no capacity) and their releases to `released` in the order of `dirty` (the list grows to
+/// fit too). Returns the pools' new lengths (`PoolAlloc::len`, with any `POOL_TOO_MUCH_WORK`) and
+/// the pool space the dirty sets' old models held.
+#[allow(clippy::too_many_arguments)]
+pub fn pool_alloc_stage(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
-    plans: &[RebuildPlan],
-    release_dest: &mut Vec<u32>,
+    plans: &mut [RebuildPlan],
+    base: [u32; 4],
+    alloc_dest: &mut Vec<u32>,
     scan_partials: &mut Vec<u32>,
     released: &mut Vec<Release>,
-) -> PoolGarbage {
+) -> (PoolAlloc, PoolGarbage) {
     let nd = rebuild.num_dirty as usize;
     let mut sizes = AclSizes {
         released: Capacity {
@@ -741,25 +739,28 @@ pub fn pool_release(
         },
         ..Default::default()
     };
-    crate::scan::resize_with_headroom(release_dest, nd + 2, 0);
-    pool_release_count(rebuild, sets, dirty, plans, release_dest, &sizes);
-    crate::scan::exclusive_scan(release_dest, scan_partials);
-    // The new entries, each written by pool_release_write.
-    crate::scan::resize_with_headroom(released, release_dest[nd + 1] as usize, Release::default());
-    pool_release_write(
-        rebuild,
-        sets,
-        dirty,
-        plans,
-        release_dest,
-        released,
-        &mut sizes,
+    crate::scan::resize_with_headroom(alloc_dest, alloc_dest_len(nd), 0);
+    pool_alloc_size(rebuild, sets, dirty, plans, alloc_dest, &sizes);
+    crate::scan::exclusive_scan(&mut alloc_dest[..alloc_dest_len(nd)], scan_partials);
+    let r = release_region(nd);
+    // The new entries, each written by pool_alloc.
+    let len = alloc_dest[r + nd + 1].wrapping_sub(alloc_dest[r]);
+    crate::scan::resize_with_headroom(released, len as usize, Release::default());
+    let mut alloc = PoolAlloc {
+        base,
+        cap: [u32::MAX; 4],
+        first_too_large: u32::MAX,
+        ..Default::default()
+    };
+    pool_alloc(
+        rebuild, sets, dirty, alloc_dest, plans, &mut alloc, released, &mut sizes,
     );
-    PoolGarbage {
+    let garbage = PoolGarbage {
         cp: sizes.garbage_cp as usize,
         k: sizes.garbage_k as usize,
         w: sizes.garbage_w as usize,
-    }
+    };
+    (alloc, garbage)
 }
 
 /// Whether the write kernels build plan `plan` (not deleted, and with control points: a plan the
