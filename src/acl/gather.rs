@@ -46,6 +46,15 @@ const GATHER_TASK: usize = 1024;
 /// state) have at most 7 to 9, the default swatch 6 (tests/gpu_acl.rs prints the fixture's).
 pub const MAX_POINT_RECORDS: u32 = 128;
 
+/// The error of a step in which a control point had more than [`MAX_POINT_RECORDS`] records
+/// (`ACL_ERROR_GATHER_FULL`), on either path.
+pub fn gather_full_message() -> String {
+    format!(
+        "a control point belongs to more than {MAX_POINT_RECORDS} contact sets (the gather's \
+         limit); the cloth is more tangled than any measured knit (at most 9)"
+    )
+}
+
 /// Stage `set_point_table` of the CPU step: `point_start` (`num_points + 1` entries: each point's
 /// first record, then the total), `point_count` (`num_points`) and `point_records` (`(set, pool
 /// index)` pairs by point, each point's in set order; see the module doc) for the live sets of

@@ -1660,6 +1660,9 @@ pub fn contact_error(e: &AclGpuError, c: &AclStepCounters) -> crate::contact::Co
             point: c.acl.first_bad_point as usize,
         };
     }
+    if c.acl.errors & crate::layout::ACL_ERROR_GATHER_FULL != 0 {
+        return ContactError::Other(super::gather::gather_full_message());
+    }
     ContactError::Other(e.to_string())
 }
 
@@ -1672,6 +1675,22 @@ mod tests {
         c.sizes.rebuilds = rebuilds;
         c.sizes.num_sets = sets;
         c
+    }
+
+    #[test]
+    fn a_full_gather_names_its_limit() {
+        let mut c = AclStepCounters::default();
+        c.acl.errors = crate::layout::ACL_ERROR_GATHER_FULL;
+        let e = AclGpuError::Flags {
+            sched: 0,
+            acl: c.acl.errors,
+            set: u32::MAX,
+            point: u32::MAX,
+            pools: 0,
+            merge: 0,
+        };
+        let msg = contact_error(&e, &c).to_string();
+        assert!(msg.contains("more than 128 contact sets"), "{msg}");
     }
 
     #[test]

@@ -883,10 +883,7 @@ impl AclContact {
                     point: counters.first_bad_point as usize,
                 }
             } else {
-                ContactError::Other(format!(
-                    "a control point has more than {} contact-set records",
-                    gather::MAX_POINT_RECORDS
-                ))
+                ContactError::Other(gather::gather_full_message())
             });
         }
         evaluate += t4.elapsed().as_secs_f64();
