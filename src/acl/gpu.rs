@@ -363,7 +363,7 @@ const PERSISTENT: &[&str] = &[
     "rebuild_counts",
 ];
 
-/// What the recorded operations' bind groups use besides the named buffers: the scans' and sorts'
+/// What the recorded operations' bind groups use besides the named buffers: the scans'
 /// own buffers, the merge and lookup chains, the phase uniforms.
 #[derive(Default)]
 struct Keep {
