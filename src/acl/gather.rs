@@ -218,12 +218,11 @@ pub fn set_gather(
         .with_min_len(GATHER_TASK)
         .map(|(p, ((f, &a), &n))| {
             let mut errors = 0;
-            let mut n = n;
             if n > MAX_POINT_RECORDS {
                 errors |= ACL_ERROR_GATHER_FULL;
-                n = MAX_POINT_RECORDS;
             }
-            let n = n.min(cap - a.min(cap));
+            // Past the table's capacity nothing was written (the GPU step reruns larger).
+            let n = n.min(MAX_POINT_RECORDS).min(cap - a.min(cap));
             let recs = &point_records[a as usize..(a + n) as usize];
             let mut ok = true;
             let mut add = |r: &[u32; 2]| {

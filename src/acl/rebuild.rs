@@ -588,6 +588,13 @@ pub fn alloc_dest_len(nd: usize) -> usize {
     release_region(nd) + nd + 2
 }
 
+/// Release `t`'s slot in the list from the scanned `alloc_dest` of `nd` dirty sets (`t = nd`: the
+/// list's new length): the scanned value less the release region's first, the base included.
+fn release_slot(alloc_dest: &[u32], nd: usize, t: usize) -> u32 {
+    let r = release_region(nd);
+    alloc_dest[r + t + 1].wrapping_sub(alloc_dest[r])
+}
+
 /// Whether dirty set `s` (old header) with plan `plan` gives pairs back to empty space, and the
 /// release: a deleted set its whole box, a resized one its old box against the new one.
 #[inline]
@@ -670,8 +677,7 @@ pub fn pool_alloc(
     let off = |k: usize, t: usize| {
         c.base[k].wrapping_add(alloc_dest[k * (nd + 1) + t].wrapping_sub(alloc_dest[k * (nd + 1)]))
     };
-    let r = release_region(nd);
-    let slot = |t: usize| alloc_dest[r + t + 1].wrapping_sub(alloc_dest[r]);
+    let slot = |t: usize| release_slot(alloc_dest, nd, t);
     let cap = acl_sizes.released.capacity;
     for (t, (plan, &k)) in plans[..nd].iter_mut().zip(&dirty[..nd]).enumerate() {
         let s = &sets[k as usize];
@@ -741,11 +747,10 @@ pub fn pool_alloc_stage(
     };
     crate::scan::resize_with_headroom(alloc_dest, alloc_dest_len(nd), 0);
     pool_alloc_size(rebuild, sets, dirty, plans, alloc_dest, &sizes);
-    crate::scan::exclusive_scan(&mut alloc_dest[..alloc_dest_len(nd)], scan_partials);
-    let r = release_region(nd);
+    crate::scan::exclusive_scan(alloc_dest, scan_partials);
     // The new entries, each written by pool_alloc.
-    let len = alloc_dest[r + nd + 1].wrapping_sub(alloc_dest[r]);
-    crate::scan::resize_with_headroom(released, len as usize, Release::default());
+    let len = release_slot(alloc_dest, nd, nd) as usize;
+    crate::scan::resize_with_headroom(released, len, Release::default());
     let mut alloc = PoolAlloc {
         base,
         cap: [u32::MAX; 4],
