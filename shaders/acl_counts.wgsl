@@ -5,37 +5,35 @@
 //   merge_counters.sets.count = the table length.
 // - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
-//   (at most its capacity).
-// - PHASE_ROUND, at the start of a rebuild round (after the dirty list): the pools' lengths become
-//   the allocation's base; the round's dirty sets are counted into acl_sizes.rebuilds, and a round
-//   with dirty sets into acl_sizes.rounds_used; merge_counters.edges.count = 0 (dirty_overlap_write,
-//   the round's first merge pass without the set index, appends its pairs from there); the dirty
-//   list's length into rebuild.num_dirty, which the round's kernels read.
-// - PHASE_MERGED, after a merge invocation: a last pass that still merged raises
-//   ACL_SIZES_MORE_PASSES (sticky over the step; merge_counters.edges is per pass).
-// - PHASE_COALESCED, after the coalescing merge invocation: as PHASE_MERGED, and the table length
-//   it left (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets.
-// - PHASE_COMPACTED, after set_compact: the live sets' number (set_dest[rebuild.num_sets], the
-//   scan's total) is the table length, in acl_sizes and (unless the table overflowed, when its count
-//   is what was needed) in merge_counters.
+//   (at most its capacity); the grids of set_evaluate and set_force over the table
+//   (merge_counters.sets.count; plan_counted into plan_out: no count_plan dispatch).
+// - PHASE_COALESCED, after the coalescing merge invocation: the table length it left
+//   (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets, and the evaluation's grids
+//   planned again from it. (The verdict on its last pass is the first rebuild round's, in
+//   set_dirty_write.)
+// The other points of the step where a count moves are in the kernels that have it final
+// (shaders/shared/acl_step_counts.wgsl): each rebuild round's start in set_dirty_write, the
+// compacted table's length in set_compact.
 // `rebuild` and `acl` are uniforms everywhere else; this kernel writes their counts as storage, so
 // that they need no buffer copy, which would end the step's compute pass (a pass costs some six
 // dependent dispatches on hardware, benches/dispatch.rs). wgpu puts the barrier between this
 // dispatch's storage write and the next dispatch's uniform read.
-// One thread. No loops.
+// One thread; loop bounds: counted_plan's.
 
 #import layout
 #import acl
+#import counted_plan
 
 @group(0) @binding(0) var<uniform> acl_phase: AclPhase;
-@group(0) @binding(1) var<storage, read_write> rebuild: RebuildParams;
-@group(0) @binding(2) var<storage, read> set_dest: array<u32>;
+@group(0) @binding(1) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(2) var<storage, read_write> rebuild: RebuildParams;
 @group(0) @binding(3) var<storage, read_write> sched_counters: SchedCounters;
 @group(0) @binding(4) var<storage, read_write> acl_sizes: AclSizes;
 @group(0) @binding(5) var<storage, read_write> merge_counters: MergeCounters;
 @group(0) @binding(6) var<storage, read_write> pool_counters: PoolAlloc;
 @group(0) @binding(7) var<storage, read_write> acl_counters: AclCounters;
 @group(0) @binding(8) var<storage, read_write> acl: AclUniform;
+@group(0) @binding(9) var<storage, read_write> plan_out: array<u32>;
 
 @compute @workgroup_size(1)
 fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -82,29 +80,11 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&acl_sizes.released.overflow, 0u);
         let touching = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
         atomicStore(&merge_counters.touching.count, touching);
-    } else if phase == ACL_PHASE_ROUND {
-        pool_counters.base = pool_counters.len;
-        atomicStore(&merge_counters.edges.count, 0u);
-        acl_sizes.rebuilds = acl_sizes.rebuilds + acl_sizes.num_dirty;
-        if acl_sizes.num_dirty != 0u {
-            acl_sizes.rounds_used = acl_sizes.rounds_used + 1u;
-        }
-        rebuild.num_dirty = acl_sizes.num_dirty;
-    } else if phase == ACL_PHASE_MERGED || phase == ACL_PHASE_COALESCED {
-        if atomicLoad(&merge_counters.edges.count) != 0u {
-            atomicOr(&acl_sizes.errors, ACL_SIZES_MORE_PASSES);
-        }
-        if phase == ACL_PHASE_COALESCED {
-            let sets = atomicLoad(&merge_counters.sets.count);
-            acl.num_sets = sets;
-            rebuild.num_sets = sets;
-        }
-    } else if phase == ACL_PHASE_COMPACTED {
-        let live = set_dest[rebuild.num_sets];
-        acl_sizes.num_sets = live;
-        // After an overflow the count says how many slots were needed (for the regrowth).
-        if atomicLoad(&merge_counters.sets.overflow) == 0u {
-            atomicStore(&merge_counters.sets.count, live);
-        }
+        plan_counted(atomicLoad(&merge_counters.sets.count));
+    } else if phase == ACL_PHASE_COALESCED {
+        let sets = atomicLoad(&merge_counters.sets.count);
+        acl.num_sets = sets;
+        rebuild.num_sets = sets;
+        plan_counted(sets);
     }
 }

@@ -1,69 +1,15 @@
-// count_plan: sizes a counted scan or radix sort by a count the GPU wrote earlier in the step
-// (src/scan.rs; CPU twin scan::count_plan). From n = min(count, cap - add) + add, count =
-// plan_src[plan_spec.src_word], it writes into plan_out, the scan's or sort's plan buffer: the `n` of every
-// scan level (slot k at word 64 k, a ScanPass), or for a sort the `n` and `num_blocks` of every
-// digit pass (a SortPass per slot) and then the levels of the scan of its 256 · num_blocks
-// histogram words; and the indirect dispatch arguments from word args_word on (a sort's block
-// grid, then one grid per scan level), each a 2-D grid of at most 65,535 workgroups per row as
-// shaders::dispatch_grid makes them. The other fields of the slots (levels, offsets, shifts) are
-// the capacity's, uploaded once. A grid plan (COUNT_PLAN_GRID) writes only its one grid, of
-// ceil(n · threads_per_item / workgroup_size) workgroups; a plan of several grids over one count
-// (COUNT_PLAN_GRIDS, n = min(count, cap)) writes grid k from the GridSpec in its slot k (add,
-// threads_per_item, workgroup_size: ceil((n + add) · threads_per_item / workgroup_size)
-// workgroups) into argument triple k. One thread.
-// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations; COUNT_PLAN_MAX_GRIDS = 4 grids.
+// count_plan: sizes a counted scan, radix sort or grid by a count the GPU wrote earlier in the step
+// (src/scan.rs; CPU twin scan::count_plan): the plan of shaders/shared/counted_plan.wgsl from
+// count = plan_src[plan_spec.src_word]. One thread; loop bounds: counted_plan's.
 
 #import layout
+#import counted_plan
 
 @group(0) @binding(0) var<uniform> plan_spec: CountPlan;
 @group(0) @binding(1) var<storage, read> plan_src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> plan_out: array<u32>;
 
-fn write_grid(word: u32, groups: u32) {
-    var g = vec3<u32>(groups, 1u, 1u);
-    if groups > 65535u {
-        g = vec3<u32>(65535u, (groups + 65534u) / 65535u, 1u);
-    }
-    plan_out[word] = g.x;
-    plan_out[word + 1u] = g.y;
-    plan_out[word + 2u] = g.z;
-}
-
 @compute @workgroup_size(1)
 fn count_plan() {
-    let p = plan_spec;
-    let n = min(plan_src[p.src_word], p.cap - p.add) + p.add;
-    if p.kind == COUNT_PLAN_GRID {
-        write_grid(p.args_word, (n * p.threads_per_item + p.workgroup_size - 1u) / p.workgroup_size);
-        return;
-    }
-    if p.kind == COUNT_PLAN_GRIDS {
-        for (var k = 0u; k < min(p.num_levels, COUNT_PLAN_MAX_GRIDS); k = k + 1u) {
-            let items = n + plan_out[64u * k];
-            let per = plan_out[64u * k + 1u];
-            let wg = plan_out[64u * k + 2u];
-            write_grid(p.args_word + 3u * k, (items * per + wg - 1u) / wg);
-        }
-        return;
-    }
-    var m = n;
-    var slot = 0u;
-    var arg = p.args_word;
-    if p.kind == COUNT_PLAN_SORT {
-        let blocks = (n + 255u) / 256u;
-        for (var k = 0u; k < p.num_passes; k = k + 1u) {
-            plan_out[64u * k] = n;
-            plan_out[64u * k + 2u] = blocks;
-        }
-        write_grid(arg, blocks);
-        arg = arg + 3u;
-        slot = p.num_passes;
-        m = 256u * blocks;
-    }
-    for (var k = 0u; k < p.num_levels; k = k + 1u) {
-        plan_out[64u * (slot + k)] = m;
-        let g = (m + SCAN_BLOCK - 1u) / SCAN_BLOCK;
-        write_grid(arg + 3u * k, g);
-        m = g;
-    }
+    plan_counted(plan_src[plan_spec.src_word]);
 }

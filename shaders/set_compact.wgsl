@@ -3,12 +3,16 @@
 // touching pairs added to acl_sizes.touching (a workgroup's sum, then one integer atomic per
 // workgroup: an integer sum, so the total does not depend on the order); a live set still dirty
 // (the step's rebuild rounds were too few: it reruns with more) raises ACL_SIZES_MORE_ROUNDS in
-// acl_sizes.errors. CPU twin: acl::sets::set_compact. One thread per set; loop bounds: 4
+// acl_sizes.errors. Thread 0 also ends the step's counts, from the scan's total and before anything
+// else reads them (acl_step_counts): the verdict on the last round's merge invocation
+// (last_merge_verdict), and the live sets' number set_dest[num_sets] as the table length
+// (compacted_counts). CPU twin: acl::sets::set_compact. One thread per set; loop bounds: 4
 // (springs), 8 (workgroup_sum).
 
 #import layout
 #import acl
 #import workgroup_sum
+#import acl_step_counts
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
@@ -17,6 +21,7 @@
 @group(0) @binding(4) var<storage, read_write> sets_out: array<ContactSet>;
 @group(0) @binding(5) var<storage, read_write> springs_out: array<StictionSpring>;
 @group(0) @binding(6) var<storage, read_write> acl_sizes: AclSizes;
+@group(0) @binding(7) var<storage, read_write> merge_counters: MergeCounters;
 
 @compute @workgroup_size(256)
 fn set_compact(
@@ -26,6 +31,10 @@ fn set_compact(
 ) {
     let k = thread_index(wid, nwg, lid, 256u);
     var touching = 0u;
+    if k == 0u {
+        last_merge_verdict();
+        compacted_counts(set_dest[rebuild.num_sets]);
+    }
     if k < rebuild.num_sets {
         let s = sets[k];
         if (s.flags & SET_LIVE) != 0u {

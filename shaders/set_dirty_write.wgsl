@@ -1,15 +1,30 @@
-// set_dirty_write: the dirty list, after set_dirty_count and the exclusive scan of dirty_dest.
-// Thread k < rebuild.num_sets: when set k was counted (its slot below the next one's), dirty[slot] =
-// k, so the list is in set order; thread num_sets: the list's length dirty_dest[num_sets] into
-// acl_sizes.num_dirty. `dirty` holds at most num_sets entries (no capacity to check).
-// CPU twin: acl::sets::set_dirty_write. One thread per set, plus one. No loops.
+// set_dirty_write: the dirty list, after set_dirty_count and the exclusive scan of dirty_dest, and
+// the start of the rebuild round from its length. Thread k < rebuild.num_sets: when set k was
+// counted (its slot below the next one's), dirty[slot] = k, so the list is in set order. Thread
+// num_sets, which has the list's length nd = dirty_dest[num_sets]: acl_sizes.num_dirty = nd; the
+// verdict on the last merge invocation (last_merge_verdict), then merge_counters.edges.count = 0
+// (dirty_overlap_write, the round's first merge pass without the set index, appends its pairs from
+// there); the pools' lengths become the allocation's base; nd counted into acl_sizes.rebuilds, and
+// a round with dirty sets into acl_sizes.rounds_used; nd into rebuild.num_dirty, which the round's
+// kernels read (a uniform there; storage here, so no copy ends the compute pass); and the grids of
+// the round's kernels over the nd dirty sets (plan_counted into plan_out: no count_plan dispatch).
+// `dirty` holds at most num_sets entries (no capacity to check). No other thread reads what the
+// last one writes. CPU twin: acl::sets::set_dirty_write. One thread per set, plus one.
+// Loop bound: counted_plan's (the last thread only).
 
 #import layout
+#import acl
+#import acl_step_counts
+#import counted_plan
 
-@group(0) @binding(0) var<uniform> rebuild: RebuildParams;
-@group(0) @binding(1) var<storage, read> dirty_dest: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dirty: array<u32>;
-@group(0) @binding(3) var<storage, read_write> acl_sizes: AclSizes;
+@group(0) @binding(0) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(1) var<storage, read_write> rebuild: RebuildParams;
+@group(0) @binding(2) var<storage, read> dirty_dest: array<u32>;
+@group(0) @binding(3) var<storage, read_write> dirty: array<u32>;
+@group(0) @binding(4) var<storage, read_write> acl_sizes: AclSizes;
+@group(0) @binding(5) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(6) var<storage, read_write> pool_counters: PoolAlloc;
+@group(0) @binding(7) var<storage, read_write> plan_out: array<u32>;
 
 @compute @workgroup_size(256)
 fn set_dirty_write(
@@ -25,6 +40,16 @@ fn set_dirty_write(
             dirty[slot] = k;
         }
     } else if k == n {
-        acl_sizes.num_dirty = dirty_dest[n];
+        let nd = dirty_dest[n];
+        acl_sizes.num_dirty = nd;
+        last_merge_verdict();
+        atomicStore(&merge_counters.edges.count, 0u);
+        pool_counters.base = pool_counters.len;
+        acl_sizes.rebuilds = acl_sizes.rebuilds + nd;
+        if nd != 0u {
+            acl_sizes.rounds_used = acl_sizes.rounds_used + 1u;
+        }
+        rebuild.num_dirty = nd;
+        plan_counted(nd);
     }
 }

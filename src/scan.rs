@@ -282,10 +282,17 @@ pub fn slot_record<T: bytemuck::Pod>(r: &T) -> [u32; SLOT_RECORD_WORDS] {
 
 /// Kernel `count_plan`: the live length `n = min(count, cap − add) + add` (`count =
 /// plan_src[src_word]`) written into the slots and indirect arguments of a counted scan's or
-/// sort's plan buffer `plan_out` (see [`CountPlan`]).
+/// sort's plan buffer `plan_out` (see [`CountPlan`]; [`plan_counted`]).
 pub fn count_plan(plan_spec: &CountPlan, plan_src: &[u32], plan_out: &mut [u32]) {
+    plan_counted(plan_spec, plan_src[plan_spec.src_word as usize], plan_out);
+}
+
+/// The plan of a counted scan, sort or grid from its live count (`shaders/shared/counted_plan.wgsl`):
+/// what [`count_plan`] writes, and what a kernel that produces the count writes itself when it
+/// plans inline ([`CountedGrid::inline`]).
+pub fn plan_counted(plan_spec: &CountPlan, count: u32, plan_out: &mut [u32]) {
     let p = *plan_spec;
-    let n = plan_src[p.src_word as usize].min(p.cap - p.add) + p.add;
+    let n = count.min(p.cap - p.add) + p.add;
     fn write_grid(plan_out: &mut [u32], word: u32, groups: u32) {
         let g = crate::shaders::dispatch_grid(groups, 1);
         plan_out[word as usize..word as usize + 3].copy_from_slice(&g);
@@ -339,11 +346,12 @@ pub struct CountSource {
 
 /// The plan buffer of a counted scan or sort: the capacity's slots (16-byte pass or level records,
 /// one per 256-byte slot) and indirect arguments, and the `count_plan` dispatch that rewrites
-/// their lengths from the live count each step.
+/// their lengths from the live count each step (none for a plan that the count's producer writes
+/// inline: [`CountedGrid::inline`]).
 pub(crate) struct CountedPlan {
     pub buffer: wgpu::Buffer,
-    _spec: wgpu::Buffer,
-    pub bind_group: wgpu::BindGroup,
+    spec_buffer: wgpu::Buffer,
+    bind_group: Option<wgpu::BindGroup>,
     pub spec: CountPlan,
 }
 
@@ -355,7 +363,7 @@ impl CountedPlan {
         slots: &[[u32; SLOT_RECORD_WORDS]],
         mut spec: CountPlan,
         args: u32,
-        src: &CountSource,
+        src: Option<&CountSource>,
     ) -> Result<CountedPlan, PipelineError> {
         use wgpu::util::DeviceExt;
         // `count_plan` computes min(count, cap − add) + add.
@@ -386,19 +394,22 @@ impl CountedPlan {
             contents: bytemuck::bytes_of(&spec),
             usage: wgpu::BufferUsages::UNIFORM,
         });
-        let bind_group = pipelines.bind_group_with(
-            device,
-            "count_plan",
-            &Buffers::default(),
-            &[
-                ("plan_spec", &spec_buf),
-                ("plan_src", &src.buffer),
-                ("plan_out", &buffer),
-            ],
-        )?;
+        let bind_group = match src {
+            Some(src) => Some(pipelines.bind_group_with(
+                device,
+                "count_plan",
+                &Buffers::default(),
+                &[
+                    ("plan_spec", &spec_buf),
+                    ("plan_src", &src.buffer),
+                    ("plan_out", &buffer),
+                ],
+            )?),
+            None => None,
+        };
         Ok(CountedPlan {
             buffer,
-            _spec: spec_buf,
+            spec_buffer: spec_buf,
             bind_group,
             spec,
         })
@@ -411,6 +422,13 @@ impl CountedPlan {
             offset: 4 * (PLAN_SLOT_WORDS * k) as u64,
             size: std::num::NonZeroU64::new(4 * SLOT_RECORD_WORDS as u64),
         }
+    }
+
+    /// The bind group of the plan's `count_plan` dispatch.
+    pub(crate) fn plan_bind_group(&self) -> &wgpu::BindGroup {
+        self.bind_group
+            .as_ref()
+            .expect("a plan written inline has no count_plan dispatch")
     }
 
     /// The threads of a dispatch over indirect-argument triple `k`.
@@ -450,7 +468,7 @@ impl CountedGrid {
             ..Default::default()
         };
         Ok(CountedGrid {
-            plan: CountedPlan::new(device, pipelines, &[], spec, 1, src)?,
+            plan: CountedPlan::new(device, pipelines, &[], spec, 1, Some(src))?,
         })
     }
 
@@ -478,13 +496,55 @@ impl CountedGrid {
         let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids.iter().map(slot_record).collect();
         let args = grids.len() as u32;
         Ok(CountedGrid {
-            plan: CountedPlan::new(device, pipelines, &slots, spec, args, src)?,
+            plan: CountedPlan::new(device, pipelines, &slots, spec, args, Some(src))?,
         })
+    }
+
+    /// Several kernels' grids over one count, as [`CountedGrid::shared`], planned not by a
+    /// `count_plan` dispatch but by the kernel that produces the count, from the thread that has it
+    /// final (`plan_counted` of `shaders/shared/counted_plan.wgsl`, twin [`plan_counted`]): the
+    /// kernel binds the plan as `plan_spec` and `plan_out` ([`CountedGrid::plan_bindings`]). One
+    /// dependent dispatch fewer per use.
+    pub fn inline(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        cap: u32,
+        grids: &[GridSpec],
+    ) -> Result<CountedGrid, PipelineError> {
+        assert!(
+            !grids.is_empty() && grids.len() as u32 <= COUNT_PLAN_MAX_GRIDS,
+            "a shared plan has 1 to {COUNT_PLAN_MAX_GRIDS} grids"
+        );
+        let spec = CountPlan {
+            cap,
+            kind: COUNT_PLAN_GRIDS,
+            num_levels: grids.len() as u32,
+            ..Default::default()
+        };
+        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids.iter().map(slot_record).collect();
+        let args = grids.len() as u32;
+        Ok(CountedGrid {
+            plan: CountedPlan::new(device, pipelines, &slots, spec, args, None)?,
+        })
+    }
+
+    /// The buffers a kernel that writes this plan inline binds: `plan_spec` (its [`CountPlan`],
+    /// uniform) and `plan_out` (the plan, read-write storage).
+    pub fn plan_bindings(&self) -> [(&'static str, &wgpu::Buffer); 2] {
+        [
+            ("plan_spec", &self.plan.spec_buffer),
+            ("plan_out", &self.plan.buffer),
+        ]
+    }
+
+    /// The plan's [`CountPlan`] (what the kernel that writes it inline reads as `plan_spec`).
+    pub fn plan_spec(&self) -> CountPlan {
+        self.plan.spec
     }
 
     /// The `count_plan` dispatch that sizes the grid (all of a shared plan's grids).
     pub fn plan_dispatch(&self) -> (&'static str, &wgpu::BindGroup, Threads) {
-        ("count_plan", &self.plan.bind_group, Threads::Fixed(1))
+        ("count_plan", self.plan.plan_bind_group(), Threads::Fixed(1))
     }
 
     /// The threads of a dispatch over the grid (the first of a shared plan's).
@@ -614,7 +674,14 @@ impl GpuScan {
             num_levels: slots.len() as u32,
             ..Default::default()
         };
-        let counted = CountedPlan::new(device, pipelines, &slots, spec, slots.len() as u32, src)?;
+        let counted = CountedPlan::new(
+            device,
+            pipelines,
+            &slots,
+            spec,
+            slots.len() as u32,
+            Some(src),
+        )?;
         let partials = partials_buffer(device, &plan);
         let groups = Self::in_plan(device, pipelines, &plan, data, &partials, &counted, 0, 0)?;
         Ok(GpuScan {
@@ -722,7 +789,7 @@ impl GpuScan {
         let plan = self
             .counted
             .iter()
-            .map(|c| ("count_plan", &c.bind_group, Threads::Fixed(1)));
+            .map(|c| ("count_plan", c.plan_bind_group(), Threads::Fixed(1)));
         plan.chain(
             self.groups
                 .iter()

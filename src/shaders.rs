@@ -1011,6 +1011,7 @@ pub const KERNELS: &[Kernel] = &[
             read_write("sets_out"),
             read_write("springs_out"),
             read_write("acl_sizes"),
+            read_write("merge_counters"),
         ],
         twin: "acl::sets::set_compact",
     },
@@ -1366,21 +1367,23 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::coalesce::merge_apply",
     },
-    // The GPU ACL step's counts (acl::gpu): moved between stages at four points of the step.
+    // The GPU ACL step's counts (acl::gpu): moved between stages at three points of the step (the
+    // others are in set_dirty_write and set_compact).
     Kernel {
         name: "acl_counts",
         workgroup_size: 1,
         bindings: &[
             uniform("acl_phase"),
+            uniform("plan_spec"),
             // The uniforms' counts are written here (no copy between passes).
             read_write("rebuild"),
-            read("set_dest"),
             read_write("sched_counters"),
             read_write("acl_sizes"),
             read_write("merge_counters"),
             read_write("pool_counters"),
             read_write("acl_counters"),
             read_write("acl"),
+            read_write("plan_out"),
         ],
         twin: "acl::counts::acl_counts",
     },
@@ -1399,7 +1402,7 @@ pub const KERNELS: &[Kernel] = &[
     // --- end ACL coalescing and merging ---
     // --- ACL: the dirty list, the new sets' springs ---
     // Each rebuild round: set_dirty_count → exclusive scan of dirty_dest (num_sets + 1) →
-    // set_dirty_write (acl_sizes.num_dirty). coalesce_springs follows coalesce_box
+    // set_dirty_write (acl_sizes.num_dirty, the round's start and its grids). coalesce_springs follows coalesce_box
     // (acl::merge_gpu::MergeGpu).
     Kernel {
         name: "set_dirty_count",
@@ -1416,10 +1419,14 @@ pub const KERNELS: &[Kernel] = &[
         name: "set_dirty_write",
         workgroup_size: WG,
         bindings: &[
-            uniform("rebuild"),
+            uniform("plan_spec"),
+            read_write("rebuild"),
             read("dirty_dest"),
             read_write("dirty"),
             read_write("acl_sizes"),
+            read_write("merge_counters"),
+            read_write("pool_counters"),
+            read_write("plan_out"),
         ],
         twin: "acl::sets::set_dirty_write",
     },

@@ -380,7 +380,12 @@ impl GpuSort {
                 };
                 let args = 1 + spec.num_levels;
                 Some(CountedPlan::new(
-                    device, pipelines, &slots, spec, args, src,
+                    device,
+                    pipelines,
+                    &slots,
+                    spec,
+                    args,
+                    Some(src),
                 )?)
             }
         };
@@ -472,7 +477,7 @@ impl GpuSort {
     pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, Threads)> {
         let mut out = Vec::new();
         if let Some(c) = &self.counted {
-            out.push(("count_plan", &c.bind_group, Threads::Fixed(1)));
+            out.push(("count_plan", c.plan_bind_group(), Threads::Fixed(1)));
         }
         for (h, s, threads) in &self.groups {
             out.push(("sort_histogram", h, threads.clone()));

@@ -41,7 +41,7 @@ use yarnsim::acl::sets::{set_compact, set_compact_count};
 use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE};
 use yarnsim::contact::{pair_compensated_test, point_pair};
 use yarnsim::gpu::testing::gpu_or_skip;
-use yarnsim::layout::AclSizes;
+use yarnsim::layout::{AclSizes, Capacity, MergeCounters};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 
@@ -113,11 +113,23 @@ fn set_compact_matches_twin() {
         touching: 5,
         ..Default::default()
     };
+    // The merge chain's counters as a step's last merge left them: a table count (what the
+    // step's sets needed), no overflow, and its last pass without pairs unless a case says so.
+    let merge_in = MergeCounters {
+        sets: Capacity {
+            count: 9_999,
+            capacity: 20_000,
+            overflow: 0,
+            _pad: 0,
+        },
+        ..Default::default()
+    };
     // Twin and kernel on `sets`: the twin's outputs, having checked the kernel's against them.
-    let compact = |sets: &[ContactSet]| {
+    let compact = |sets: &[ContactSet], merge_in: MergeCounters| {
         let mut sets_out = vec![ContactSet::default(); live];
         let mut springs_out = vec![StictionSpring::default(); 4 * live];
         let mut sizes = sizes_in;
+        let mut merge = merge_in;
         set_compact(
             &p,
             sets,
@@ -126,6 +138,7 @@ fn set_compact_matches_twin() {
             &mut sets_out,
             &mut springs_out,
             &mut sizes,
+            &mut merge,
         );
         let out = run_kernel(
             &gpu,
@@ -141,6 +154,7 @@ fn set_compact_matches_twin() {
                     bytes(&vec![StictionSpring::default(); 4 * live]),
                 ),
                 ("acl_sizes", bytes(&[sizes_in])),
+                ("merge_counters", bytes(&[merge_in])),
             ],
             n as u32,
         )
@@ -148,20 +162,41 @@ fn set_compact_matches_twin() {
         assert_eq!(cast::<ContactSet>(&out["sets_out"]), sets_out);
         assert_eq!(cast::<StictionSpring>(&out["springs_out"]), springs_out);
         assert_eq!(cast::<AclSizes>(&out["acl_sizes"]), vec![sizes]);
-        (sets_out, springs_out, sizes)
+        assert_eq!(cast::<MergeCounters>(&out["merge_counters"]), vec![merge]);
+        (sets_out, springs_out, sizes, merge)
     };
     // A dead set's dirty flag does not matter; a live one's asks for more rebuild rounds.
     sets[0].flags |= SET_DIRTY;
-    let (sets_out, springs_out, sizes) = compact(&sets);
+    let (sets_out, springs_out, sizes, merge) = compact(&sets, merge_in);
     assert_eq!(sizes.errors, 0, "a dead dirty set flagged");
+    // The table length after compaction, in both counter blocks.
+    assert_eq!(
+        (sizes.num_sets, merge.sets.count),
+        (live as u32, live as u32)
+    );
     let mut one_dirty = sets.clone();
     one_dirty[1].flags |= SET_DIRTY; // (live: the dead are every 3rd from 0)
-    let (_, _, flagged) = compact(&one_dirty);
+    let (_, _, flagged, _) = compact(&one_dirty, merge_in);
     assert_eq!(
         flagged.errors,
         yarnsim::layout::ACL_SIZES_MORE_ROUNDS,
         "a live dirty set not flagged"
     );
+    // The last merge's last pass still found pairs: the step asks for more passes.
+    let mut merging = merge_in;
+    merging.edges.count = 3;
+    let (_, _, more, _) = compact(&sets, merging);
+    assert_eq!(
+        more.errors,
+        yarnsim::layout::ACL_SIZES_MORE_PASSES,
+        "a last pass that still merged not flagged"
+    );
+    // After a table overflow the merge count keeps what the step needed (for the regrowth).
+    let mut overflowed = merge_in;
+    overflowed.sets.overflow = 1;
+    let (_, _, sizes_o, merge_o) = compact(&sets, overflowed);
+    assert_eq!(sizes_o.num_sets, live as u32);
+    assert_eq!(merge_o.sets.count, 9_999, "an overflowed count overwritten");
     // The touching pairs of the live sets only, over more than one workgroup.
     let want = kept_touching(&sets);
     assert!(want > 0 && n > 256, "{want} touching pairs, {n} sets");

@@ -25,9 +25,12 @@ use yarnsim::acl::sets::{set_dirty_count, set_dirty_stage, set_dirty_write};
 use yarnsim::acl::{ContactSet, SET_DIRTY, SET_LIVE};
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::{AclSizes, Capacity};
+use yarnsim::layout::{
+    AclSizes, Capacity, CountPlan, GridSpec, MergeCounters, ACL_SIZES_MORE_PASSES, COUNT_PLAN_GRIDS,
+};
 use yarnsim::pipelines::run_kernel;
 use yarnsim::scan::exclusive_scan;
+use yarnsim::scan::PLAN_SLOT_WORDS;
 use yarnsim::sched::{Release, EMPTY_BOX};
 
 fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
@@ -69,6 +72,46 @@ fn sizes_before(released: u32, capacity: u32) -> AclSizes {
 // ---------------------------------------------------------------------------------------------
 // The dirty list.
 
+/// The plan of a rebuild round's three grids over at most `cap` dirty sets, as
+/// `scan::CountedGrid::inline` lays it out: one 64-word slot per grid with its `GridSpec` (a
+/// workgroup per set; a thread per set in workgroups of 256; a thread per set plus one in
+/// workgroups of 64), then the indirect arguments, which hold a stale value to be overwritten.
+fn round_plan(cap: u32) -> (CountPlan, Vec<u32>) {
+    let grids = [
+        GridSpec {
+            add: 0,
+            threads_per_item: 1,
+            workgroup_size: 1,
+            _pad: 0,
+        },
+        GridSpec {
+            add: 0,
+            threads_per_item: 1,
+            workgroup_size: 256,
+            _pad: 0,
+        },
+        GridSpec {
+            add: 1,
+            threads_per_item: 1,
+            workgroup_size: 64,
+            _pad: 0,
+        },
+    ];
+    let slot = PLAN_SLOT_WORDS as usize;
+    let spec = CountPlan {
+        cap,
+        kind: COUNT_PLAN_GRIDS,
+        num_levels: grids.len() as u32,
+        args_word: (slot * grids.len()) as u32,
+        ..Default::default()
+    };
+    let mut words = vec![0x0bad_0bad_u32; slot * grids.len() + 12];
+    for (k, g) in grids.iter().enumerate() {
+        words[slot * k..slot * k + 4].copy_from_slice(bytemuck::cast_slice(&[*g]));
+    }
+    (spec, words)
+}
+
 /// The dirty list before it had kernels (the CPU path's filter).
 fn dirty_oracle(sets: &[ContactSet]) -> Vec<u32> {
     (0..sets.len() as u32)
@@ -104,16 +147,60 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
     assert_eq!(nd, oracle.len(), "{label}: dirty count");
     let mut dirty = vec![SENTINEL; ns + TAIL];
     let mut sizes = sizes_before(3, 40);
-    set_dirty_write(&p, &dest, &mut dirty, &mut sizes);
+    // The round's start in the last thread: the last merge's pairs (none, or some: its last pass
+    // still merged), the pools' lengths, and three grids of the shapes the GPU step plans.
+    let merge_in = MergeCounters {
+        edges: Capacity {
+            count: if label == "mixed" { 6 } else { 0 },
+            capacity: 64,
+            overflow: 0,
+            _pad: 0,
+        },
+        ..Default::default()
+    };
+    let pool_in = PoolAlloc {
+        base: [1, 2, 3, 4],
+        len: [50, 60, 70, 80],
+        cap: [100, 200, 300, 400],
+        ..Default::default()
+    };
+    let (spec, plan_in) = round_plan(ns as u32);
+    let (mut rb, mut merge, mut pool, mut plan) = (p, merge_in, pool_in, plan_in.clone());
+    set_dirty_write(
+        &spec, &mut rb, &dest, &mut dirty, &mut sizes, &mut merge, &mut pool, &mut plan,
+    );
     assert_eq!(dirty[..nd], oracle[..], "{label}: dirty list");
     assert!(dirty[nd..].iter().all(|&v| v == SENTINEL));
+    let more = if merge_in.edges.count != 0 {
+        ACL_SIZES_MORE_PASSES
+    } else {
+        0
+    };
     assert_eq!(
         sizes,
         AclSizes {
             num_dirty: nd as u32,
+            rebuilds: sizes_before(3, 40).rebuilds + nd as u32,
+            rounds_used: (nd > 0) as u32,
+            errors: more,
             ..sizes_before(3, 40)
         },
         "{label}: acl_sizes"
+    );
+    assert_eq!(rb.num_dirty, nd as u32, "{label}: rebuild.num_dirty");
+    assert_eq!((merge.edges.count, merge.edges.capacity), (0, 64));
+    assert_eq!(pool.base, pool_in.len, "{label}: the allocation's base");
+    // The grids, by their definition: a workgroup per dirty set, a thread per dirty set, a
+    // thread per dirty set plus one.
+    let n = nd as u32;
+    let want = [n, n.div_ceil(256), (n + 1).div_ceil(64)];
+    for (k, w) in want.iter().enumerate() {
+        let at = spec.args_word as usize + 3 * k;
+        assert_eq!(plan[at..at + 3], [*w, 1, 1], "{label}: grid {k}");
+    }
+    assert_eq!(
+        plan[..spec.args_word as usize],
+        plan_in[..spec.args_word as usize]
     );
     // The CPU path's stage (with used scratch buffers) gives the same list.
     let (mut d, mut part, mut list) = (vec![9; 3], vec![9; 7], vec![9; 2 * ns + 1]);
@@ -153,16 +240,24 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
         gpu,
         "set_dirty_write",
         &[
+            ("plan_spec", bytes(&[spec])),
             ("rebuild", bytes(&[p])),
             ("dirty_dest", bytes(&dest)),
             ("dirty", bytes(&vec![SENTINEL; ns + TAIL])),
             ("acl_sizes", bytes(&[sizes_before(3, 40)])),
+            ("merge_counters", bytes(&[merge_in])),
+            ("pool_counters", bytes(&[pool_in])),
+            ("plan_out", bytes(&plan_in)),
         ],
         (ns + 1 + TAIL) as u32,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["dirty"]), dirty, "{label}: GPU dirty list");
     assert_eq!(sizes_of(&out), sizes, "{label}: GPU acl_sizes");
+    assert_eq!(cast::<RebuildParams>(&out["rebuild"]), vec![rb]);
+    assert_eq!(cast::<MergeCounters>(&out["merge_counters"]), vec![merge]);
+    assert_eq!(cast::<PoolAlloc>(&out["pool_counters"]), vec![pool]);
+    assert_eq!(cast::<u32>(&out["plan_out"]), plan, "{label}: GPU grids");
     nd
 }
 

@@ -69,20 +69,26 @@ fn table_matches_every_kernel_file() {
             "{}: WGSL bindings differ from the kernel table",
             k.name
         );
-        assert!(
-            k.bindings.len() <= 9,
-            "{}: more bindings than wgpu's default limits allow",
-            k.name
-        );
+        // wgpu's default limits (WebGPU's): per shader stage, 8 storage buffers and 12 uniform
+        // buffers (the bind group's own limit, 1,000 bindings, is far off).
+        let limits = wgpu::Limits::default();
         let storage = k
             .bindings
             .iter()
             .filter(|b| b.access != Access::Uniform)
-            .count();
+            .count() as u32;
+        let uniforms = k.bindings.len() as u32 - storage;
         assert!(
-            storage <= 8,
-            "{}: {storage} storage buffers (limit 8)",
-            k.name
+            storage <= limits.max_storage_buffers_per_shader_stage,
+            "{}: {storage} storage buffers (limit {})",
+            k.name,
+            limits.max_storage_buffers_per_shader_stage
+        );
+        assert!(
+            uniforms <= limits.max_uniform_buffers_per_shader_stage,
+            "{}: {uniforms} uniform buffers (limit {})",
+            k.name,
+            limits.max_uniform_buffers_per_shader_stage
         );
         assert!(
             k.twin.ends_with(&format!("::{}", k.name)),
@@ -165,9 +171,7 @@ fn loop_cap_of_the_adapter_is_detected_and_reported() {
 /// `acl_counts` (reflected from `set_gather` and `acl_counts`, which import it).
 #[test]
 fn acl_wgsl_constants_match_rust() {
-    use yarnsim::acl::counts::{
-        PHASE_COALESCED, PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP,
-    };
+    use yarnsim::acl::counts::{PHASE_COALESCED, PHASE_SCHEDULED, PHASE_STEP};
     let want = [
         (
             "ACL_MAX_POINT_RECORDS",
@@ -175,9 +179,6 @@ fn acl_wgsl_constants_match_rust() {
         ),
         ("ACL_MAX_SET_POINTS", yarnsim::acl::evaluate::MAX_SET_POINTS),
         ("ACL_PHASE_STEP", PHASE_STEP),
-        ("ACL_PHASE_ROUND", PHASE_ROUND),
-        ("ACL_PHASE_MERGED", PHASE_MERGED),
-        ("ACL_PHASE_COMPACTED", PHASE_COMPACTED),
         ("ACL_PHASE_SCHEDULED", PHASE_SCHEDULED),
         ("ACL_PHASE_COALESCED", PHASE_COALESCED),
     ];

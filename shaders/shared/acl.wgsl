@@ -24,11 +24,8 @@ const ACL_ERROR_GATHER_FULL: u32 = 8u;
 const ACL_SIZES_MORE_PASSES: u32 = 4u;
 // acl::counts::PHASE_* (AclPhase.phase).
 const ACL_PHASE_STEP: u32 = 0u;
-const ACL_PHASE_ROUND: u32 = 1u;
-const ACL_PHASE_MERGED: u32 = 2u;
-const ACL_PHASE_COMPACTED: u32 = 3u;
-const ACL_PHASE_SCHEDULED: u32 = 4u;
-const ACL_PHASE_COALESCED: u32 = 5u;
+const ACL_PHASE_SCHEDULED: u32 = 1u;
+const ACL_PHASE_COALESCED: u32 = 2u;
 // acl::evaluate::MAX_SET_POINTS and acl::gather::MAX_POINT_RECORDS.
 const ACL_MAX_SET_POINTS: u32 = 1024u;
 const ACL_MAX_POINT_RECORDS: u32 = 128u;

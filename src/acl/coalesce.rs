@@ -550,7 +550,7 @@ fn for_each_dirty_overlap(
 /// Kernel `dirty_overlap_write`, the overlap list of the first merge pass after a rebuild round
 /// without the set index, in one pass: every live set `m` appends its pairs `[k, m]` (`k` a moved
 /// set of the round's dirty list, [`for_each_dirty_overlap`]) at `edges[edges.count..]`, counting
-/// them into `edges.count` (0 at the round's start, `acl_counts`); slots past `edges.capacity`
+/// them into `edges.count` (0 at the round's start, `set_dirty_write`); slots past `edges.capacity`
 /// raise `edges.overflow`. The same pairs as [`set_overlap_count`] / [`set_overlap_write`] list
 /// after that round (every live moved set is then on the list), each named from its other set.
 /// The kernel takes its slots with `atomicAdd`, so its order varies; here the sets append in slot

@@ -1,48 +1,48 @@
-//! Stage `acl_counts` of the GPU ACL step ([`super::gpu`]): one thread that moves the step's counts to
-//! where the next stage reads them, at six points of the step (the `acl_phase` uniform). It reads
-//! the scheduler's counters (`sched_counters`) and the set compaction's scanned offsets
-//! (`set_dest`), and writes the step's own counts (`acl_sizes`), the merge chain's counters
-//! (`merge_counters`), the pool allocation's counters (`pool_counters`), the force stages' error
-//! block (`acl_counters`) and the counts in the `rebuild` and `acl` uniforms that later stages
-//! read (`num_dirty`, `num_sets`). Those two are uniforms in every other kernel; writing them here
-//! as storage, instead of copying the counts into them between compute passes, keeps the step in
-//! one compute pass (each pass costs some six dependent dispatches on hardware). The CPU path keeps these counts in `AclContact`'s fields and has no use
-//! for the twin beyond the parity test (tests/gpu_acl_counts.rs); it is the specification of the
-//! kernel.
+//! Stage `acl_counts` of the GPU ACL step ([`super::gpu`]): the step's counts moved to where the
+//! next stage reads them. One thread of kernel `acl_counts` does it at three points of the step
+//! (the `acl_phase` uniform): it reads the scheduler's counters (`sched_counters`) and writes the
+//! step's own counts (`acl_sizes`), the merge chain's counters (`merge_counters`), the pool
+//! allocation's counters (`pool_counters`), the force stages' error block (`acl_counters`), the
+//! counts in the `rebuild` and `acl` uniforms that later stages read (`num_sets`) and the
+//! evaluation's grids (`plan_out`, [`crate::scan::plan_counted`]). Those two uniforms are uniforms
+//! in every other kernel; writing them here as storage, instead of copying the counts into them
+//! between compute passes, keeps the step in one compute pass (each pass costs some six dependent
+//! dispatches on hardware). At the other points the kernel that has the count final moves it
+//! from one of its threads, a dispatch fewer each ([`last_merge_verdict`], [`round_counts`] in
+//! `set_dirty_write`, [`compacted_counts`] in `set_compact`; `shaders/shared/acl_step_counts.wgsl`).
+//! The CPU path keeps these counts in `AclContact`'s fields and has no use for the twins beyond
+//! the parity tests (tests/gpu_acl_counts.rs, tests/gpu_acl_release.rs,
+//! tests/gpu_acl_rebuild.rs); they are the specification of the kernels.
 
 use super::rebuild::{PoolAlloc, RebuildParams};
 use crate::layout::{
-    AclCounters, AclPhase, AclSizes, AclUniform, MergeCounters, SchedCounters,
+    AclCounters, AclPhase, AclSizes, AclUniform, CountPlan, MergeCounters, SchedCounters,
     ACL_SIZES_MORE_PASSES,
 };
+use crate::scan::plan_counted;
 
 /// At the start of the step: reset the step's counters.
 pub const PHASE_STEP: u32 = 0;
-/// After the scheduler, before coalescing: empty the released list, pass the touching count on.
-pub const PHASE_SCHEDULED: u32 = 4;
-/// At the start of a rebuild round: the pools' lengths become the allocation's base, the dirty
-/// list's length the round's `rebuild.num_dirty`.
-pub const PHASE_ROUND: u32 = 1;
-/// After a merge invocation: flag a last pass that still merged.
-pub const PHASE_MERGED: u32 = 2;
-/// After `set_compact`: the live sets' number becomes the table length.
-pub const PHASE_COMPACTED: u32 = 3;
-/// After the coalescing merge invocation: as [`PHASE_MERGED`], and the table length it left into
-/// the `acl` and `rebuild` uniforms.
-pub const PHASE_COALESCED: u32 = 5;
+/// After the scheduler, before coalescing: empty the released list, pass the touching count on,
+/// plan the evaluation's grids.
+pub const PHASE_SCHEDULED: u32 = 1;
+/// After the coalescing merge invocation: the table length it left into the `acl` and `rebuild`
+/// uniforms, and the evaluation's grids planned again from it.
+pub const PHASE_COALESCED: u32 = 2;
 
 /// Kernel `acl_counts` (one thread; see `shaders/acl_counts.wgsl` for what each phase does).
 #[allow(clippy::too_many_arguments)]
 pub fn acl_counts(
     acl_phase: &AclPhase,
+    plan_spec: &CountPlan,
     rebuild: &mut RebuildParams,
-    set_dest: &[u32],
     sched_counters: &mut SchedCounters,
     acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
     pool_counters: &mut PoolAlloc,
     acl_counters: &mut AclCounters,
     acl: &mut AclUniform,
+    plan_out: &mut [u32],
 ) {
     match acl_phase.phase {
         PHASE_STEP => {
@@ -78,32 +78,60 @@ pub fn acl_counts(
                 .touching
                 .count
                 .min(sched_counters.touching.capacity);
+            plan_counted(plan_spec, merge_counters.sets.count, plan_out);
         }
-        PHASE_ROUND => {
-            pool_counters.base = pool_counters.len;
-            merge_counters.edges.count = 0;
-            acl_sizes.rebuilds += acl_sizes.num_dirty;
-            if acl_sizes.num_dirty != 0 {
-                acl_sizes.rounds_used += 1;
-            }
-            rebuild.num_dirty = acl_sizes.num_dirty;
-        }
-        PHASE_MERGED | PHASE_COALESCED => {
-            if merge_counters.edges.count != 0 {
-                acl_sizes.errors |= ACL_SIZES_MORE_PASSES;
-            }
-            if acl_phase.phase == PHASE_COALESCED {
-                acl.num_sets = merge_counters.sets.count;
-                rebuild.num_sets = merge_counters.sets.count;
-            }
-        }
-        PHASE_COMPACTED => {
-            let live = set_dest[rebuild.num_sets as usize];
-            acl_sizes.num_sets = live;
-            if merge_counters.sets.overflow == 0 {
-                merge_counters.sets.count = live;
-            }
+        PHASE_COALESCED => {
+            acl.num_sets = merge_counters.sets.count;
+            rebuild.num_sets = merge_counters.sets.count;
+            plan_counted(plan_spec, merge_counters.sets.count, plan_out);
         }
         _ => {}
+    }
+}
+
+/// The verdict on the merge invocation that ran last (`last_merge_verdict` of
+/// `shaders/shared/acl_step_counts.wgsl`): its last pass still merged (`merge_counters.edges`
+/// counts each pass's pairs), so the step reruns with more passes ([`ACL_SIZES_MORE_PASSES`],
+/// sticky). Taken before the next invocation resets the count: at each rebuild round's start and
+/// after the step's last round.
+pub fn last_merge_verdict(merge_counters: &MergeCounters, acl_sizes: &mut AclSizes) {
+    if merge_counters.edges.count != 0 {
+        acl_sizes.errors |= ACL_SIZES_MORE_PASSES;
+    }
+}
+
+/// The start of a rebuild round from its dirty list's length `nd` (`set_dirty_write`'s last
+/// thread): `acl_sizes.num_dirty`; the verdict on the last merge invocation, then its edge count
+/// reset (the round's first merge pass appends from 0); the pools' lengths as the allocation's
+/// base; `nd` counted into `acl_sizes.rebuilds`, a round with dirty sets into `rounds_used`; `nd`
+/// into `rebuild.num_dirty`; the round's grids over the dirty sets (`plan_out`).
+pub fn round_counts(
+    nd: u32,
+    plan_spec: &CountPlan,
+    rebuild: &mut RebuildParams,
+    acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+    pool_counters: &mut PoolAlloc,
+    plan_out: &mut [u32],
+) {
+    acl_sizes.num_dirty = nd;
+    last_merge_verdict(merge_counters, acl_sizes);
+    merge_counters.edges.count = 0;
+    pool_counters.base = pool_counters.len;
+    acl_sizes.rebuilds = acl_sizes.rebuilds.wrapping_add(nd);
+    if nd != 0 {
+        acl_sizes.rounds_used = acl_sizes.rounds_used.wrapping_add(1);
+    }
+    rebuild.num_dirty = nd;
+    plan_counted(plan_spec, nd, plan_out);
+}
+
+/// After `set_compact`'s scan (its thread 0): the live sets' number `live` is the table length, in
+/// `acl_sizes` and (unless the table overflowed, when its count is what was needed for the
+/// regrowth) in `merge_counters`.
+pub fn compacted_counts(live: u32, acl_sizes: &mut AclSizes, merge_counters: &mut MergeCounters) {
+    acl_sizes.num_sets = live;
+    if merge_counters.sets.overflow == 0 {
+        merge_counters.sets.count = live;
     }
 }

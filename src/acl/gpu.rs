@@ -17,14 +17,14 @@
 //! | 2 | `acl_counts` (step): the step's counters reset | |
 //! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
-//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
-//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`), `acl_counts` (merged); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
-//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
-//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_*`), `acl_counts` (round; it writes `acl_sizes.num_dirty` into `rebuild.num_dirty`), one `count_plan` for the three grids over the dirty sets (a workgroup each, a thread each, a thread each plus one) of the round's kernels, `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]), `acl_counts` (merged) | `rebuild` |
+//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`, the grids of `set_evaluate` and `set_force` over the table (`merge_counters.sets`; planned inline, [`CountedGrid::inline`]: no `count_plan` dispatch) | |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
+//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` and plans the evaluation's grids again (with coalescing only: without, they hold it since row 1) | |
+//! | 8 | `set_evaluate`, `set_force` | `acl.num_sets` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
-//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty), `acl_counts` (compacted) | `rebuild` |
+//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty; its thread 0 takes the verdict on the last round's merge and writes the table length) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
@@ -43,9 +43,7 @@
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
-use super::counts::{
-    PHASE_COALESCED, PHASE_COMPACTED, PHASE_MERGED, PHASE_ROUND, PHASE_SCHEDULED, PHASE_STEP,
-};
+use super::counts::{PHASE_COALESCED, PHASE_SCHEDULED, PHASE_STEP};
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
@@ -59,7 +57,7 @@ use crate::layout::{
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
-use crate::scan::{CountSource, CountedGrid, GpuScan};
+use crate::scan::{CountedGrid, GpuScan};
 use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
 use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
 use std::mem::{offset_of, size_of};
@@ -457,16 +455,9 @@ impl AclGpu {
             bytemuck::cast_slice(&host.seg_cp),
             false,
         );
-        for (k, phase) in [
-            PHASE_STEP,
-            PHASE_ROUND,
-            PHASE_MERGED,
-            PHASE_COMPACTED,
-            PHASE_SCHEDULED,
-            PHASE_COALESCED,
-        ]
-        .iter()
-        .enumerate()
+        for (k, phase) in [PHASE_STEP, PHASE_SCHEDULED, PHASE_COALESCED]
+            .iter()
+            .enumerate()
         {
             let p = AclPhase {
                 phase: *phase,
@@ -727,9 +718,49 @@ impl AclGpu {
                         .map(|(n, bg, t)| Op::Dispatch((n, bg.clone(), t))),
                 );
             };
-        let phases: Vec<wgpu::Buffer> = (0..6).map(|k| get(&format!("acl_phase{k}"))).collect();
+        // `per_item` threads per item (over the count plus `add`) for `kernel`'s workgroups (0:
+        // one workgroup per item).
+        let spec = |kernel: &str, add: u32, per_item: u32| -> Result<GridSpec, PipelineError> {
+            let wg = crate::shaders::kernel(kernel)
+                .map_err(PipelineError::from)?
+                .workgroup_size;
+            Ok(if per_item == 0 {
+                GridSpec {
+                    add,
+                    threads_per_item: 1,
+                    workgroup_size: 1,
+                    ..Default::default()
+                }
+            } else {
+                GridSpec {
+                    add,
+                    threads_per_item: per_item,
+                    workgroup_size: wg,
+                    ..Default::default()
+                }
+            })
+        };
+        // A stage's grids, planned inline by the kernel that has their count final (no
+        // count_plan dispatch): the evaluation's over the table by acl_counts (scheduled,
+        // coalesced), each round's over its dirty sets by set_dirty_write.
+        let grids = |specs: &[GridSpec]| CountedGrid::inline(device, pipelines, sc, specs);
+        let eval_grids = grids(&[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 64)?])?;
+        // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
+        // workgroup sizes are their threads per set); one thread per dirty set (_springs,
+        // _headers); one per dirty set plus one (the pool kernels: same workgroup size).
+        let (per_dirty, per_dirty_thread, per_dirty_plus) = (0, 1, 2);
+        let round_grids = grids(&[
+            spec("set_rebuild_size", 0, 0)?,
+            spec("set_rebuild_springs", 0, 1)?,
+            spec("pool_alloc_size", 1, 1)?,
+        ])?;
+        let phases: Vec<wgpu::Buffer> = (0..3).map(|k| get(&format!("acl_phase{k}"))).collect();
+        let [eval_spec, eval_out] = eval_grids.plan_bindings();
         let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
-            let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
+            let bg = bind(
+                "acl_counts",
+                &[("acl_phase", &phases[phase]), eval_spec, eval_out],
+            )?;
             ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
             Ok(())
         };
@@ -746,7 +777,6 @@ impl AclGpu {
         let acl_num_sets = offset_of!(AclUniform, num_sets);
         let rb_num_sets = offset_of!(RebuildParams, num_sets);
         let sizes_num_sets = offset_of!(AclSizes, num_sets);
-        let merge_sets = offset_of!(MergeCounters, sets);
         // 1. Copies before the step's first dispatch, so that a caller can record them with its
         //    own copies of the step's uniforms and they end no compute pass (each pass costs some
         //    six dispatches on hardware, benches/dispatch.rs): the table length into the uniforms
@@ -777,9 +807,10 @@ impl AclGpu {
                 .cloned()
                 .map(Op::Dispatch),
         );
-        // 5–7. Counts, coalescing and merging, the table length into the uniforms (acl_counts'
-        //      coalesced phase writes it there: no copy, so the compute pass goes on).
-        counts(&mut ops, 4)?;
+        // 5–7. Counts (and the evaluation's grids), coalescing and merging, the table length into
+        //      the uniforms (acl_counts' coalesced phase writes it there: no copy, so the compute
+        //      pass goes on) and the grids again.
+        counts(&mut ops, 1)?;
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
         // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
         // rounds), so the merge chain would find nothing; a step with touching pairs reruns.
@@ -787,13 +818,9 @@ impl AclGpu {
         // (acl_counts' step phase set merge_counters.sets from it, and nothing since changed it).
         if caps.coalesce > 0 {
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
-            counts(&mut ops, 5)?;
+            counts(&mut ops, 2)?;
         }
-        // 8. Evaluation of the clean sets, over the live table (the count just copied).
-        let counted = |ops: &mut Vec<Op>, g: &CountedGrid| {
-            let (n, bg, t) = g.plan_dispatch();
-            ops.push(Op::Dispatch((n, bg.clone(), t)));
-        };
+        // 8. Evaluation of the clean sets, over the live table (grids planned just before).
         // Grid `k` of a shared plan.
         let dg = |ops: &mut Vec<Op>,
                   kernel: &'static str,
@@ -803,44 +830,6 @@ impl AclGpu {
             ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, g.threads_of(k))));
             Ok(())
         };
-        // `per_item` threads per item (over the count plus `add`) for `kernel`'s workgroups (0:
-        // one workgroup per item).
-        let spec = |kernel: &str, add: u32, per_item: u32| -> Result<GridSpec, PipelineError> {
-            let wg = crate::shaders::kernel(kernel)
-                .map_err(PipelineError::from)?
-                .workgroup_size;
-            Ok(if per_item == 0 {
-                GridSpec {
-                    add,
-                    threads_per_item: 1,
-                    workgroup_size: 1,
-                    ..Default::default()
-                }
-            } else {
-                GridSpec {
-                    add,
-                    threads_per_item: per_item,
-                    workgroup_size: wg,
-                    ..Default::default()
-                }
-            })
-        };
-        // One count_plan dispatch sizes all of a stage's grids.
-        let grids = |buffer: &str, field: usize, specs: &[GridSpec]| {
-            let src = CountSource {
-                buffer: get(buffer),
-                word: field as u32 / 4,
-                add: 0,
-            };
-            CountedGrid::shared(device, pipelines, &src, sc, specs)
-        };
-        let sets_count = merge_sets + offset_of!(crate::layout::Capacity, count);
-        let eval_grids = grids(
-            "merge_counters",
-            sets_count,
-            &[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 64)?],
-        )?;
-        counted(&mut ops, &eval_grids);
         dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
         dg(&mut ops, "set_force", &eval_grids, 1)?;
         // 9–10. Rebuild rounds.
@@ -848,22 +837,12 @@ impl AclGpu {
             let count = scan_dirty.producer(device, pipelines, "set_dirty_count", own, sc + 1)?;
             ops.push(Op::Dispatch(count));
             extend(ops, scan_dirty.dispatches().collect());
-            d(ops, "set_dirty_write", sc + 1)
+            // Its last thread starts the round (the count into rebuild.num_dirty, the round's
+            // grids).
+            let bg = bind("set_dirty_write", &round_grids.plan_bindings())?;
+            ops.push(Op::Dispatch(("set_dirty_write", bg, (sc + 1).into())));
+            Ok(())
         };
-        // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
-        // workgroup sizes are their threads per set); one thread per dirty set (_springs,
-        // _headers); one per dirty set plus one (the pool kernels: same workgroup size).
-        let dirty_count = offset_of!(AclSizes, num_dirty);
-        let (per_dirty, per_dirty_thread, per_dirty_plus) = (0, 1, 2);
-        let round_grids = grids(
-            "acl_sizes",
-            dirty_count,
-            &[
-                spec("set_rebuild_size", 0, 0)?,
-                spec("set_rebuild_springs", 0, 1)?,
-                spec("pool_alloc_size", 1, 1)?,
-            ],
-        )?;
         for k in ["set_rebuild_headers", "pool_alloc"] {
             let wg = crate::shaders::kernel(k)
                 .map_err(PipelineError::from)?
@@ -880,11 +859,8 @@ impl AclGpu {
         }
         for _ in 0..caps.rounds {
             dirty_list(&mut ops)?;
-            // The list's length into rebuild.num_dirty (acl_counts' round phase).
-            counts(&mut ops, 1)?;
             // The round's kernels over the dirty sets only (none at rest).
             let g = &round_grids;
-            counted(&mut ops, g);
             dg(&mut ops, "set_rebuild_size", g, per_dirty)?;
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             extend(&mut ops, scan_alloc.dispatches().collect());
@@ -894,8 +870,8 @@ impl AclGpu {
             dg(&mut ops, "set_rebuild_watch", g, per_dirty)?;
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             dg(&mut ops, "set_rebuild_headers", g, per_dirty_thread)?;
+            // (The verdict on its last pass: the next round's set_dirty_write, or set_compact.)
             ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
-            counts(&mut ops, 2)?;
         }
         // 10. No dirty list after the last round: `set_compact` flags a live set still dirty
         // (ACL_SIZES_MORE_ROUNDS), and the step reruns with more rounds.
@@ -913,8 +889,8 @@ impl AclGpu {
         let count = scan_compact.producer(device, pipelines, "set_compact_count", own, sc + 1)?;
         ops.push(Op::Dispatch(count));
         extend(&mut ops, scan_compact.dispatches().collect());
+        // (Its thread 0 writes the table length and the last merge's verdict.)
         d(&mut ops, "set_compact", sc)?;
-        counts(&mut ops, 3)?;
         // 13. The rebuilds per segment, on the compacted table (still in `sets_out`).
         if self.count_rebuilds {
             let bg = bind("segment_rebuilds", &[("sets", &get("sets_out"))])?;

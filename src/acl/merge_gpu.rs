@@ -31,7 +31,7 @@
 //! [`MergeCaps::indexed`] = 0, the first pass's rows 5–12 are instead one `dirty_overlap_write`
 //! (set capacity): every live set tests the round's dirty list (`dirty`, its length
 //! `rebuild.num_dirty`), which after a round holds every moved set, so it lists the same pairs as
-//! the index pass, appending them at `edges.count` (which must be 0 before: `acl_counts` clears it
+//! the index pass, appending them at `edges.count` (which must be 0 before: `set_dirty_write` clears it
 //! at the round's start) in an order that varies, and that neither the labels nor the hulls
 //! depend on. The buffer set must then hold `rebuild` and `dirty`.
 //!

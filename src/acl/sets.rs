@@ -24,9 +24,9 @@
 //! overlap share at least one bin, so the merge stage and the scheduler's ownership queries look
 //! only at the sets of the bins a box or a segment meets.
 
-use super::rebuild::RebuildParams;
+use super::rebuild::{PoolAlloc, RebuildParams};
 use super::stiction::StictionSpring;
-use crate::layout::{AclSizes, ACL_SIZES_MORE_ROUNDS};
+use crate::layout::{AclSizes, CountPlan, MergeCounters, ACL_SIZES_MORE_ROUNDS};
 use bytemuck::{Pod, Zeroable};
 
 /// Width (in quadrature indices along the first axis) of the bins used to find overlapping sets.
@@ -232,7 +232,11 @@ pub fn set_compact_count(
 /// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, and the live sets' touching
 /// pairs ([`ContactSet::touching`]) added to `acl_sizes.touching` (an integer sum: the kernel's
 /// per-workgroup sums and atomics give the same total); a live set still dirty (the GPU step's
-/// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`.
+/// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`. Thread 0
+/// also ends the step's counts: the verdict on the last round's merge invocation
+/// ([`super::counts::last_merge_verdict`]) and the live sets' number `set_dest[num_sets]` as the
+/// table length ([`super::counts::compacted_counts`]).
+#[allow(clippy::too_many_arguments)]
 pub fn set_compact(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -241,7 +245,14 @@ pub fn set_compact(
     sets_out: &mut [ContactSet],
     springs_out: &mut [StictionSpring],
     acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
 ) {
+    super::counts::last_merge_verdict(merge_counters, acl_sizes);
+    super::counts::compacted_counts(
+        set_dest[rebuild.num_sets as usize],
+        acl_sizes,
+        merge_counters,
+    );
     let mut touching = 0u32;
     for (k, s) in sets[..rebuild.num_sets as usize].iter().enumerate() {
         if s.flags & SET_LIVE == 0 {
@@ -292,6 +303,7 @@ pub fn set_compact_stage(
         sets_out,
         springs_out,
         &mut sizes,
+        &mut MergeCounters::default(),
     );
     live
 }
@@ -318,13 +330,20 @@ pub fn set_dirty_count(
 /// Kernel `set_dirty_write` (`shaders/set_dirty_write.wgsl`), one thread per set plus one, after
 /// the scan of [`set_dirty_count`]: each set `k` counted there (its scanned slot below the next
 /// one's) writes `dirty[dirty_dest[k]] = k`, so the list is in set order; the thread at `num_sets`
-/// writes the list's length, `dirty_dest[num_sets]`, into `acl_sizes.num_dirty`. `dirty` needs no
-/// capacity: it holds at most `num_sets` entries, and the set table's capacity bounds those.
+/// starts the rebuild round from the list's length, `dirty_dest[num_sets]`
+/// ([`super::counts::round_counts`]: `acl_sizes.num_dirty`, the last merge's verdict, the pool
+/// base, `rebuild.num_dirty` and the round's grids in `plan_out`). `dirty` needs no capacity: it
+/// holds at most `num_sets` entries, and the set table's capacity bounds those.
+#[allow(clippy::too_many_arguments)]
 pub fn set_dirty_write(
-    rebuild: &RebuildParams,
+    plan_spec: &CountPlan,
+    rebuild: &mut RebuildParams,
     dirty_dest: &[u32],
     dirty: &mut [u32],
     acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+    pool_counters: &mut PoolAlloc,
+    plan_out: &mut [u32],
 ) {
     let n = rebuild.num_sets as usize;
     for k in 0..n {
@@ -333,7 +352,15 @@ pub fn set_dirty_write(
             dirty[slot as usize] = k as u32;
         }
     }
-    acl_sizes.num_dirty = dirty_dest[n];
+    super::counts::round_counts(
+        dirty_dest[n],
+        plan_spec,
+        rebuild,
+        acl_sizes,
+        merge_counters,
+        pool_counters,
+        plan_out,
+    );
 }
 
 /// Stage `set_dirty` on the CPU path: the live dirty sets of `sets`, in set order, into `dirty`
@@ -345,7 +372,7 @@ pub fn set_dirty_stage(
     dirty: &mut Vec<u32>,
 ) -> usize {
     let n = sets.len();
-    let p = RebuildParams {
+    let mut p = RebuildParams {
         num_sets: n as u32,
         ..Default::default()
     };
@@ -355,8 +382,22 @@ pub fn set_dirty_stage(
     let nd = dirty_dest[n] as usize;
     // Every slot below nd is written by set_dirty_write.
     crate::scan::resize_with_headroom(dirty, nd, 0);
+    // The CPU path keeps the round's counts in its own fields and plans no grid: an empty plan.
     let mut sizes = AclSizes::default();
-    set_dirty_write(&p, dirty_dest, dirty, &mut sizes);
+    let plan = CountPlan {
+        kind: crate::layout::COUNT_PLAN_GRIDS,
+        ..Default::default()
+    };
+    set_dirty_write(
+        &plan,
+        &mut p,
+        dirty_dest,
+        dirty,
+        &mut sizes,
+        &mut MergeCounters::default(),
+        &mut PoolAlloc::default(),
+        &mut [],
+    );
     debug_assert_eq!(sizes.num_dirty as usize, nd);
     nd
 }

@@ -1,0 +1,25 @@
+// The GPU ACL step's counts that a kernel moves from its one thread that has them final, instead of
+// a dispatch of acl_counts of their own (src/acl/counts.rs, CPU twins of the same names there). The
+// importing kernel declares acl_sizes and merge_counters (read_write storage) and imports acl.
+// No loops.
+
+// The verdict on the merge invocation (a merge chain's passes) that ran last: its last pass still
+// merged (merge_counters.edges counts each pass's pairs), so the step reruns with more passes
+// (ACL_SIZES_MORE_PASSES in acl_sizes.errors, sticky over the step). Taken where the next
+// invocation has not yet reset the count: at the start of each rebuild round (set_dirty_write) and
+// after the step's last round (set_compact).
+fn last_merge_verdict() {
+    if atomicLoad(&merge_counters.edges.count) != 0u {
+        atomicOr(&acl_sizes.errors, ACL_SIZES_MORE_PASSES);
+    }
+}
+
+// After set_compact's scan: the live sets' number (the scan's total) is the table length, in
+// acl_sizes and (unless the table overflowed, when its count is what was needed) in
+// merge_counters.
+fn compacted_counts(live: u32) {
+    acl_sizes.num_sets = live;
+    if atomicLoad(&merge_counters.sets.overflow) == 0u {
+        atomicStore(&merge_counters.sets.count, live);
+    }
+}
