@@ -5,35 +5,34 @@
 //   merge_counters.sets.count = the table length.
 // - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
-//   (at most its capacity); the grids of set_evaluate and set_force over the table
-//   (merge_counters.sets.count; plan_counted into plan_out: no count_plan dispatch).
+//   (at most its capacity).
 // - PHASE_COALESCED, after the coalescing merge invocation: the table length it left
-//   (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets, and the evaluation's grids
-//   planned again from it. (The verdict on its last pass is the first rebuild round's, in
-//   set_dirty_write.)
+//   (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets. (The verdict on its last
+//   pass is the first rebuild round's, in set_dirty_write.)
 // The other points of the step where a count moves are in the kernels that have it final
 // (shaders/shared/acl_step_counts.wgsl): each rebuild round's start in set_dirty_write, the
-// compacted table's length in set_compact.
+// compacted table's length in set_compact. The evaluation's grids are a count_plan dispatch's, not
+// planned here: with the plan in two of this kernel's phases, lavapipe (Mesa 22.3) compiled shaders
+// with LLVM throughout the run (perf; none without it) and the tiny swatch's frame took 11 s
+// instead of 8.5, most likely its specializing of a shader on the uniforms its branches test (the
+// phase: three uniforms, one per phase).
 // `rebuild` and `acl` are uniforms everywhere else; this kernel writes their counts as storage, so
 // that they need no buffer copy, which would end the step's compute pass (a pass costs some six
 // dependent dispatches on hardware, benches/dispatch.rs). wgpu puts the barrier between this
 // dispatch's storage write and the next dispatch's uniform read.
-// One thread; loop bounds: counted_plan's.
+// One thread. No loops.
 
 #import layout
 #import acl
-#import counted_plan
 
 @group(0) @binding(0) var<uniform> acl_phase: AclPhase;
-@group(0) @binding(1) var<uniform> plan_spec: CountPlan;
-@group(0) @binding(2) var<storage, read_write> rebuild: RebuildParams;
-@group(0) @binding(3) var<storage, read_write> sched_counters: SchedCounters;
-@group(0) @binding(4) var<storage, read_write> acl_sizes: AclSizes;
-@group(0) @binding(5) var<storage, read_write> merge_counters: MergeCounters;
-@group(0) @binding(6) var<storage, read_write> pool_counters: PoolAlloc;
-@group(0) @binding(7) var<storage, read_write> acl_counters: AclCounters;
-@group(0) @binding(8) var<storage, read_write> acl: AclUniform;
-@group(0) @binding(9) var<storage, read_write> plan_out: array<u32>;
+@group(0) @binding(1) var<storage, read_write> rebuild: RebuildParams;
+@group(0) @binding(2) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(3) var<storage, read_write> acl_sizes: AclSizes;
+@group(0) @binding(4) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(5) var<storage, read_write> pool_counters: PoolAlloc;
+@group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
+@group(0) @binding(7) var<storage, read_write> acl: AclUniform;
 
 @compute @workgroup_size(1)
 fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -80,11 +79,9 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&acl_sizes.released.overflow, 0u);
         let touching = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
         atomicStore(&merge_counters.touching.count, touching);
-        plan_counted(atomicLoad(&merge_counters.sets.count));
     } else if phase == ACL_PHASE_COALESCED {
         let sets = atomicLoad(&merge_counters.sets.count);
         acl.num_sets = sets;
         rebuild.num_sets = sets;
-        plan_counted(sets);
     }
 }

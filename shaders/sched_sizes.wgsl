@@ -1,22 +1,21 @@
 // sched_sizes: the scheduler GPU step's `sched` records with the sizes known at one point of the
 // step (sched_phase.phase): 0, the start: counters reset (capacities kept), sched_p0 = sched_step
-// with the table length of the last step (sched_state[0]); 1, after the scan of entries_keep's
-// flags: sched_p1 with the kept length; 2, after newcomer_compact and the release scan: the new
-// entries that fit (fresh and entry capacities, overflow flagged) into sched_p1.num_fresh, sched_p2
-// with the merged length (also sched_state[0] for the next step), the release slots into
-// sched_counters.release. CPU twin: sched::sched_sizes. One thread. No loops.
+// with the table length of the last step (sched_state[0]); 1, after newcomer_compact and the
+// release scan: the new entries that fit (fresh and entry capacities, overflow flagged) into
+// sched_p1.num_fresh, sched_p2 with the merged length (also sched_state[0] for the next step), the
+// release slots into sched_counters.release. (sched_p1 with the kept length is entries_compact's,
+// from its thread 0.) CPU twin: sched::sched_sizes. One thread. No loops.
 
 #import layout
 
 @group(0) @binding(0) var<uniform> sched_phase: SchedPhase;
 @group(0) @binding(1) var<uniform> sched_step: SchedUniform;
-@group(0) @binding(2) var<storage, read> keep_offsets: array<u32>;
-@group(0) @binding(3) var<storage, read> release_offsets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> sched_counters: SchedCounters;
-@group(0) @binding(5) var<storage, read_write> sched_state: array<u32>;
-@group(0) @binding(6) var<storage, read_write> sched_p0: SchedUniform;
-@group(0) @binding(7) var<storage, read_write> sched_p1: SchedUniform;
-@group(0) @binding(8) var<storage, read_write> sched_p2: SchedUniform;
+@group(0) @binding(2) var<storage, read> release_offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(4) var<storage, read_write> sched_state: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sched_p0: SchedUniform;
+@group(0) @binding(6) var<storage, read_write> sched_p1: SchedUniform;
+@group(0) @binding(7) var<storage, read_write> sched_p2: SchedUniform;
 
 @compute @workgroup_size(1)
 fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -52,9 +51,6 @@ fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicStore(&sched_counters.entered, 0u);
         base.num_entries = sched_state[0];
         sched_p0 = base;
-    } else if phase == 1u {
-        base.num_entries = keep_offsets[sched_p0.num_entries];
-        sched_p1 = base;
     } else {
         let kept = sched_p1.num_entries;
         let fresh = atomicLoad(&sched_counters.fresh.count);

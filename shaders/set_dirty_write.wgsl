@@ -7,10 +7,11 @@
 // there); the pools' lengths become the allocation's base; nd counted into acl_sizes.rebuilds, and
 // a round with dirty sets into acl_sizes.rounds_used; nd into rebuild.num_dirty, which the round's
 // kernels read (a uniform there; storage here, so no copy ends the compute pass); and the grids of
-// the round's kernels over the nd dirty sets (plan_counted into plan_out: no count_plan dispatch).
+// the round's kernels over the nd dirty sets (plan_counted_grids into plan_out: no count_plan
+// dispatch).
 // `dirty` holds at most num_sets entries (no capacity to check). No other thread reads what the
 // last one writes. CPU twin: acl::sets::set_dirty_write. One thread per set, plus one.
-// Loop bound: counted_plan's (the last thread only).
+// No loops (plan_counted_grids is unrolled).
 
 #import layout
 #import acl
@@ -50,6 +51,6 @@ fn set_dirty_write(
             acl_sizes.rounds_used = acl_sizes.rounds_used + 1u;
         }
         rebuild.num_dirty = nd;
-        plan_counted(nd);
+        plan_counted_grids(nd);
     }
 }

@@ -502,7 +502,7 @@ impl CountedGrid {
 
     /// Several kernels' grids over one count, as [`CountedGrid::shared`], planned not by a
     /// `count_plan` dispatch but by the kernel that produces the count, from the thread that has it
-    /// final (`plan_counted` of `shaders/shared/counted_plan.wgsl`, twin [`plan_counted`]): the
+    /// final (`plan_counted_grids` of `shaders/shared/counted_plan.wgsl`, twin [`plan_counted`]): the
     /// kernel binds the plan as `plan_spec` and `plan_out` ([`CountedGrid::plan_bindings`]). One
     /// dependent dispatch fewer per use.
     pub fn inline(
@@ -535,11 +535,6 @@ impl CountedGrid {
             ("plan_spec", &self.plan.spec_buffer),
             ("plan_out", &self.plan.buffer),
         ]
-    }
-
-    /// The plan's [`CountPlan`] (what the kernel that writes it inline reads as `plan_spec`).
-    pub fn plan_spec(&self) -> CountPlan {
-        self.plan.spec
     }
 
     /// The `count_plan` dispatch that sizes the grid (all of a shared plan's grids).

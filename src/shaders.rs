@@ -684,6 +684,7 @@ pub const KERNELS: &[Kernel] = &[
             read("entries"),
             read("keep_offsets"),
             read_write("entries_out"),
+            read_write("sched_p1"),
         ],
         twin: "sched::entries_compact",
     },
@@ -870,7 +871,6 @@ pub const KERNELS: &[Kernel] = &[
         bindings: &[
             uniform("sched_phase"),
             uniform("sched_step"),
-            read("keep_offsets"),
             read("release_offsets"),
             read_write("sched_counters"),
             read_write("sched_state"),
@@ -1374,7 +1374,6 @@ pub const KERNELS: &[Kernel] = &[
         workgroup_size: 1,
         bindings: &[
             uniform("acl_phase"),
-            uniform("plan_spec"),
             // The uniforms' counts are written here (no copy between passes).
             read_write("rebuild"),
             read_write("sched_counters"),
@@ -1383,7 +1382,6 @@ pub const KERNELS: &[Kernel] = &[
             read_write("pool_counters"),
             read_write("acl_counters"),
             read_write("acl"),
-            read_write("plan_out"),
         ],
         twin: "acl::counts::acl_counts",
     },

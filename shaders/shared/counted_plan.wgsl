@@ -1,20 +1,21 @@
 // The plan of a counted scan, sort or grid written from its live count (src/scan.rs; CPU twin
-// scan::plan_counted), by `count_plan` or inline by the kernel that produces the count (one
-// dispatch fewer: the kernel's own count is final in its last thread, which plans from it; e.g.
-// set_dirty_write, acl_counts). The importing kernel declares `plan_spec` (uniform CountPlan) and
-// `plan_out` (read_write storage, array<u32>: the plan buffer) and calls plan_counted from one
-// thread. From n = min(count, cap - add) + add it writes into plan_out the `n` of every scan level
-// (slot k at word 64 k, a ScanPass), or for a sort the `n` and `num_blocks` of every digit pass (a
-// SortPass per slot) and then the levels of the scan of its 256 · num_blocks histogram words; and
-// the indirect dispatch arguments from word args_word on (a sort's block grid, then one grid per
-// scan level), each a 2-D grid of at most 65,535 workgroups per row as shaders::dispatch_grid
-// makes them. The other fields of the slots (levels, offsets, shifts) are the capacity's, uploaded
-// once. A grid plan (COUNT_PLAN_GRID) writes only its one grid, of
+// scan::plan_counted): by `count_plan` (plan_counted), or, for a plan of grids, inline by the
+// kernel that produces the count, from the one thread that has it final (plan_counted_grids; one
+// dispatch fewer: set_dirty_write). The importing kernel declares `plan_spec` (uniform CountPlan)
+// and `plan_out` (read_write storage, array<u32>: the plan buffer) and calls one of them from one
+// thread. From n = min(count, cap - add) + add plan_counted writes into plan_out the `n` of every
+// scan level (slot k at word 64 k, a ScanPass), or for a sort the `n` and `num_blocks` of every
+// digit pass (a SortPass per slot) and then the levels of the scan of its 256 · num_blocks
+// histogram words; and the indirect dispatch arguments from word args_word on (a sort's block
+// grid, then one grid per scan level), each a 2-D grid of at most 65,535 workgroups per row as
+// shaders::dispatch_grid makes them. The other fields of the slots (levels, offsets, shifts) are
+// the capacity's, uploaded once. A grid plan (COUNT_PLAN_GRID) writes only its one grid, of
 // ceil(n · threads_per_item / workgroup_size) workgroups; a plan of several grids over one count
 // (COUNT_PLAN_GRIDS, n = min(count, cap)) writes grid k from the GridSpec in its slot k (add,
 // threads_per_item, workgroup_size: ceil((n + add) · threads_per_item / workgroup_size)
 // workgroups) into argument triple k.
-// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations; COUNT_PLAN_MAX_GRIDS = 4 grids.
+// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations (plan_counted); COUNT_PLAN_MAX_GRIDS
+// = 4 grids, unrolled (plan_counted_grids: no loop in the wide kernels that plan inline).
 
 fn plan_write_grid(word: u32, groups: u32) {
     var g = vec3<u32>(groups, 1u, 1u);
@@ -62,4 +63,24 @@ fn plan_counted(count: u32) {
         plan_write_grid(arg + 3u * k, g);
         m = g;
     }
+}
+
+// Grid k of a COUNT_PLAN_GRIDS plan over n items, when the plan has it.
+fn plan_grid_k(k: u32, n: u32) {
+    if k < plan_spec.num_levels {
+        let items = n + plan_out[64u * k];
+        let per = plan_out[64u * k + 1u];
+        let wg = plan_out[64u * k + 2u];
+        plan_write_grid(plan_spec.args_word + 3u * k, (items * per + wg - 1u) / wg);
+    }
+}
+
+// plan_counted for a COUNT_PLAN_GRIDS plan (add = 0), its at most COUNT_PLAN_MAX_GRIDS = 4 grids
+// unrolled.
+fn plan_counted_grids(count: u32) {
+    let n = min(count, plan_spec.cap);
+    plan_grid_k(0u, n);
+    plan_grid_k(1u, n);
+    plan_grid_k(2u, n);
+    plan_grid_k(3u, n);
 }

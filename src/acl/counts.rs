@@ -3,8 +3,7 @@
 //! (the `acl_phase` uniform): it reads the scheduler's counters (`sched_counters`) and writes the
 //! step's own counts (`acl_sizes`), the merge chain's counters (`merge_counters`), the pool
 //! allocation's counters (`pool_counters`), the force stages' error block (`acl_counters`), the
-//! counts in the `rebuild` and `acl` uniforms that later stages read (`num_sets`) and the
-//! evaluation's grids (`plan_out`, [`crate::scan::plan_counted`]). Those two uniforms are uniforms
+//! counts in the `rebuild` and `acl` uniforms that later stages read (`num_sets`). Those two are uniforms
 //! in every other kernel; writing them here as storage, instead of copying the counts into them
 //! between compute passes, keeps the step in one compute pass (each pass costs some six dependent
 //! dispatches on hardware). At the other points the kernel that has the count final moves it
@@ -23,18 +22,16 @@ use crate::scan::plan_counted;
 
 /// At the start of the step: reset the step's counters.
 pub const PHASE_STEP: u32 = 0;
-/// After the scheduler, before coalescing: empty the released list, pass the touching count on,
-/// plan the evaluation's grids.
+/// After the scheduler, before coalescing: empty the released list, pass the touching count on.
 pub const PHASE_SCHEDULED: u32 = 1;
 /// After the coalescing merge invocation: the table length it left into the `acl` and `rebuild`
-/// uniforms, and the evaluation's grids planned again from it.
+/// uniforms.
 pub const PHASE_COALESCED: u32 = 2;
 
 /// Kernel `acl_counts` (one thread; see `shaders/acl_counts.wgsl` for what each phase does).
 #[allow(clippy::too_many_arguments)]
 pub fn acl_counts(
     acl_phase: &AclPhase,
-    plan_spec: &CountPlan,
     rebuild: &mut RebuildParams,
     sched_counters: &mut SchedCounters,
     acl_sizes: &mut AclSizes,
@@ -42,7 +39,6 @@ pub fn acl_counts(
     pool_counters: &mut PoolAlloc,
     acl_counters: &mut AclCounters,
     acl: &mut AclUniform,
-    plan_out: &mut [u32],
 ) {
     match acl_phase.phase {
         PHASE_STEP => {
@@ -78,12 +74,10 @@ pub fn acl_counts(
                 .touching
                 .count
                 .min(sched_counters.touching.capacity);
-            plan_counted(plan_spec, merge_counters.sets.count, plan_out);
         }
         PHASE_COALESCED => {
             acl.num_sets = merge_counters.sets.count;
             rebuild.num_sets = merge_counters.sets.count;
-            plan_counted(plan_spec, merge_counters.sets.count, plan_out);
         }
         _ => {}
     }

@@ -17,10 +17,10 @@
 //! | 2 | `acl_counts` (step): the step's counters reset | |
 //! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
-//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`, the grids of `set_evaluate` and `set_force` over the table (`merge_counters.sets`; planned inline, [`CountedGrid::inline`]: no `count_plan` dispatch) | |
+//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
-//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` and plans the evaluation's grids again (with coalescing only: without, they hold it since row 1) | |
-//! | 8 | `set_evaluate`, `set_force` | `acl.num_sets` |
+//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
+//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
@@ -57,7 +57,7 @@ use crate::layout::{
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
-use crate::scan::{CountedGrid, GpuScan};
+use crate::scan::{CountSource, CountedGrid, GpuScan};
 use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
 use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
 use std::mem::{offset_of, size_of};
@@ -740,11 +740,23 @@ impl AclGpu {
                 }
             })
         };
-        // A stage's grids, planned inline by the kernel that has their count final (no
-        // count_plan dispatch): the evaluation's over the table by acl_counts (scheduled,
-        // coalesced), each round's over its dirty sets by set_dirty_write.
+        // The evaluation's grids over the table, by one count_plan dispatch (acl_counts does not
+        // plan them: see shaders/acl_counts.wgsl); each round's over its dirty sets, planned
+        // inline by set_dirty_write (no count_plan dispatch).
+        let sets_count =
+            offset_of!(MergeCounters, sets) + offset_of!(crate::layout::Capacity, count);
+        let eval_grids = CountedGrid::shared(
+            device,
+            pipelines,
+            &CountSource {
+                buffer: get("merge_counters"),
+                word: sets_count as u32 / 4,
+                add: 0,
+            },
+            sc,
+            &[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 64)?],
+        )?;
         let grids = |specs: &[GridSpec]| CountedGrid::inline(device, pipelines, sc, specs);
-        let eval_grids = grids(&[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 64)?])?;
         // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
         // workgroup sizes are their threads per set); one thread per dirty set (_springs,
         // _headers); one per dirty set plus one (the pool kernels: same workgroup size).
@@ -755,12 +767,8 @@ impl AclGpu {
             spec("pool_alloc_size", 1, 1)?,
         ])?;
         let phases: Vec<wgpu::Buffer> = (0..3).map(|k| get(&format!("acl_phase{k}"))).collect();
-        let [eval_spec, eval_out] = eval_grids.plan_bindings();
         let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
-            let bg = bind(
-                "acl_counts",
-                &[("acl_phase", &phases[phase]), eval_spec, eval_out],
-            )?;
+            let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
             ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
             Ok(())
         };
@@ -807,9 +815,8 @@ impl AclGpu {
                 .cloned()
                 .map(Op::Dispatch),
         );
-        // 5–7. Counts (and the evaluation's grids), coalescing and merging, the table length into
-        //      the uniforms (acl_counts' coalesced phase writes it there: no copy, so the compute
-        //      pass goes on) and the grids again.
+        // 5–7. Counts, coalescing and merging, the table length into the uniforms (acl_counts'
+        //      coalesced phase writes it there: no copy, so the compute pass goes on).
         counts(&mut ops, 1)?;
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
         // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
@@ -820,7 +827,9 @@ impl AclGpu {
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
         }
-        // 8. Evaluation of the clean sets, over the live table (grids planned just before).
+        // 8. Evaluation of the clean sets, over the live table (its grids counted first).
+        let (n, bg, t) = eval_grids.plan_dispatch();
+        ops.push(Op::Dispatch((n, bg.clone(), t)));
         // Grid `k` of a shared plan.
         let dg = |ops: &mut Vec<Op>,
                   kernel: &'static str,

@@ -125,14 +125,21 @@ pub fn entries_keep(
 
 /// Stage `entries_compact` (kernel `shaders/entries_compact.wgsl`), the second half: every kept entry
 /// (`keep_offsets[e + 1] > keep_offsets[e]` after the scan) is copied to slot `keep_offsets[e]` of
-/// `entries_out`. The same table as [`entries_drop`]'s order-preserving filter.
+/// `entries_out`. The same table as [`entries_drop`]'s order-preserving filter. Its thread 0 writes
+/// `sched_p1`, the record of the kept table: `sched` (the step's `sched_p0`) with `num_entries` =
+/// the kept entries, `keep_offsets[sched.num_entries]` (no `sched_sizes` dispatch of its own).
 pub fn entries_compact(
     sched: &SchedUniform,
     entries: &[SchedEntry],
     keep_offsets: &[u32],
     entries_out: &mut [SchedEntry],
+    sched_p1: &mut SchedUniform,
 ) {
     let n = sched.num_entries as usize;
+    *sched_p1 = SchedUniform {
+        num_entries: keep_offsets[n],
+        ..*sched
+    };
     for e in 0..n {
         if keep_offsets[e + 1] > keep_offsets[e] {
             entries_out[keep_offsets[e] as usize] = entries[e];

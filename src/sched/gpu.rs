@@ -18,21 +18,20 @@
 //! | 1 | `sched_sizes` (start) | — | 1 |
 //! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
 //! | 3 | `quadrature_points` | — | segments · b |
-//! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B) | p0 | entry cap. + 1 |
-//! | 5 | `sched_sizes` (kept) | — | 1 |
-//! | 6 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
-//! | 7 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
-//! | 8 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
-//! | 9 | `release_count`, scan | — | release list cap. + 1 |
-//! | 10 | `sched_sizes` (merged) | — | 1 |
-//! | 11 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
-//! | 12 | `release_mark` (A) | p2 | release slot cap. |
-//! | 13 | `segment_windows` (—), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1), entry cap. |
-//! | 14 | `touching_count`, scan, `touching_write` (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. + 1 |
-//! | 15 | `sched_history` | — | max(points, segments) |
+//! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
+//! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
+//! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
+//! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
+//! | 8 | `release_count`, scan | — | release list cap. + 1 |
+//! | 9 | `sched_sizes` (merged) | — | 1 |
+//! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
+//! | 11 | `release_mark` (A) | p2 | release slot cap. |
+//! | 12 | `segment_windows` (—), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1), entry cap. |
+//! | 13 | `touching_count`, scan, `touching_write` (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. + 1 |
+//! | 14 | `sched_history` | — | max(points, segments) |
 //!
 //! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
-//! (`sched_p0/p1/p2`, written by `sched_sizes` from the scans' totals, and bound as read-only
+//! (`sched_p0/p1/p2`, written by `sched_sizes` (p1 by `entries_compact`) from the scans' totals, and bound as read-only
 //! storage for that reason; the column `sched` above; kernels that read only the step's constants
 //! bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads return at
 //! once. The grid's and the candidates' sorts, the newcomer scans and `newcomer_keep` /
@@ -49,7 +48,7 @@
 //! The CPU run skips the grid and the newcomers on steps where no segment entered a cell, and the
 //! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
 //! candidate; every entry kept). `segment_monitor` counts the segments that entered a cell
-//! (`sched_counters.entered`), so a caller that records many steps ahead can leave rows 6–8 out
+//! (`sched_counters.entered`), so a caller that records many steps ahead can leave rows 5–7 out
 //! ([`SchedGpu::dispatches_with`]) and rerun a step whose count says it needed them (the ACL step's
 //! `newcomers` budget, [`crate::acl::gpu::AclCaps::newcomers`]).
 //!
@@ -68,7 +67,7 @@
 //! the step, reads the counters after it, and on an overflow restores the state, grows the
 //! capacity that overflowed and reruns: the result is the same as with room from the start.
 
-use super::{anchor_of, bins_due, SIZES_KEPT, SIZES_MERGED, SIZES_START};
+use super::{anchor_of, bins_due, SIZES_MERGED, SIZES_START};
 use crate::layout::Capacity;
 use crate::layout::{
     CellBox, Interval, KeyValue, Release, SchedCounters, SchedEntry, SchedPhase, SchedUniform,
@@ -199,10 +198,10 @@ pub struct SchedGpu {
     template: SchedUniform,
     own: Buffers,
     dispatches: Vec<Dispatch>,
-    /// The dispatches of the grid and the newcomers (rows 6–8 of the table above), which a step
+    /// The dispatches of the grid and the newcomers (rows 5–7 of the table above), which a step
     /// with no segment entering a cell may leave out ([`SchedGpu::dispatches_with`]).
     newcomer_span: std::ops::Range<usize>,
-    /// The dispatches of the touching list (row 14), which a caller that does not read the list
+    /// The dispatches of the touching list (row 13), which a caller that does not read the list
     /// may leave out ([`SchedGpu::dispatches_with`]).
     touching_span: std::ops::Range<usize>,
     _scans: Vec<GpuScan>,
@@ -238,7 +237,7 @@ impl SchedGpu {
         let (ns, np) = (nseg as usize, npts as usize);
         let sz = std::mem::size_of::<SchedUniform>();
         own.zeroed(device, "sched_step", sz, true);
-        for (k, phase) in [SIZES_START, SIZES_KEPT, SIZES_MERGED].iter().enumerate() {
+        for (k, phase) in [SIZES_START, SIZES_MERGED].iter().enumerate() {
             let p = SchedPhase {
                 phase: *phase,
                 ..Default::default()
@@ -490,7 +489,7 @@ impl SchedGpu {
         let st_groups = |groups: &'static str| [("sched", "sched_step"), ("scan_groups", groups)];
         let sizes = |k: usize| -> Result<wgpu::BindGroup, PipelineError> {
             let phase = format!("sched_phase{k}");
-            let map = [("sched_phase", phase.as_str()), ("keep_offsets", "keep")];
+            let map = [("sched_phase", phase.as_str())];
             self.bind(device, pipelines, shared, "sched_sizes", &map)
         };
         let mut d: Vec<Dispatch> = Vec::new();
@@ -537,7 +536,6 @@ impl SchedGpu {
             ],
             c.entries.into(),
         )?;
-        d.push(("sched_sizes", sizes(1)?, 1.into()));
         let newcomers_from = d.len();
         push(
             &mut d,
@@ -585,7 +583,7 @@ impl SchedGpu {
             T::Fixed(c.released + 1),
         )?;
         add(&mut d, scan_rel.dispatches().collect());
-        d.push(("sched_sizes", sizes(2)?, 1.into()));
+        d.push(("sched_sizes", sizes(1)?, 1.into()));
         push(
             &mut d,
             "entries_merge_rank",
@@ -644,14 +642,14 @@ impl SchedGpu {
         &self.dispatches
     }
 
-    /// The step's dispatches, without the grid and the newcomers (rows 6–8) when `newcomers` is
+    /// The step's dispatches, without the grid and the newcomers (rows 5–7) when `newcomers` is
     /// false. Left out, they change nothing on a step where no segment entered a cell
     /// (`sched_counters.entered` = 0): no grid item is then a newcomer, so there is no candidate
     /// and no new entry (`sched_sizes` reads the new entries' count from `sched_counters.fresh`,
     /// reset at the step's start), and only `newcomer_count` reads the grid, whose stale contents
     /// the next step that needs it rebuilds. A step with `entered` > 0 must run them.
     ///
-    /// Without the touching list (row 14) when `touching` is false: `schedule_process` has already
+    /// Without the touching list (row 13) when `touching` is false: `schedule_process` has already
     /// counted the step's touching pairs into `sched_counters.touching.count`, and only coalescing
     /// reads the list, so a caller that leaves coalescing out (the ACL step's `coalesce` budget,
     /// which reruns a step whose count is not 0) needs neither the list nor its scan. Its capacity

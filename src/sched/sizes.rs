@@ -9,11 +9,10 @@ use crate::layout::{Capacity, SchedCounters, SchedPhase, SchedUniform};
 /// `sched_phase.phase` of [`sched_sizes`] at the start of the step: `sched_p0` (the table of the last
 /// step), counters reset.
 pub const SIZES_START: u32 = 0;
-/// After the scan of `entries_keep`'s flags: `sched_p1` with the kept table's size.
-pub const SIZES_KEPT: u32 = 1;
 /// After `newcomer_compact` and the scan of `release_count`: `sched_p1.num_fresh`, `sched_p2` (the
 /// merged table), the table size for the next step, the entry and release capacities' checks.
-pub const SIZES_MERGED: u32 = 2;
+/// (`sched_p1` with the kept table's size is written by `entries_compact`, from its thread 0.)
+pub const SIZES_MERGED: u32 = 1;
 
 /// Resets a counters block for a new step, keeping the capacities.
 pub fn reset_counters(c: &mut SchedCounters) {
@@ -38,8 +37,6 @@ pub fn reset_counters(c: &mut SchedCounters) {
 /// from the host's `sched_step` (constants, step number, bins due, releases) and the sizes so far.
 /// - [`SIZES_START`]: `sched_counters` reset (capacities kept); `sched_p0` = `sched_step` with
 ///   `num_entries = sched_state[0]` (the table's length after the last step).
-/// - [`SIZES_KEPT`]: `sched_p1` = `sched_step` with `num_entries` = the kept entries,
-///   `keep_offsets[sched_p0.num_entries]`.
 /// - [`SIZES_MERGED`]: `m` = new entries within their capacity, cut to the room left in the entry
 ///   capacity (`sched_counters.entries`: count = kept + all new, overflow flagged);
 ///   `sched_p1.num_fresh = m`; `sched_p2` = `sched_step` with `num_entries` = kept + `m`, which is
@@ -49,7 +46,6 @@ pub fn reset_counters(c: &mut SchedCounters) {
 pub fn sched_sizes(
     sched_phase: &SchedPhase,
     sched_step: &SchedUniform,
-    keep_offsets: &[u32],
     release_offsets: &[u32],
     sched_counters: &mut SchedCounters,
     sched_state: &mut [u32],
@@ -67,12 +63,6 @@ pub fn sched_sizes(
             reset_counters(sched_counters);
             *sched_p0 = SchedUniform {
                 num_entries: sched_state[0],
-                ..base
-            };
-        }
-        SIZES_KEPT => {
-            *sched_p1 = SchedUniform {
-                num_entries: keep_offsets[sched_p0.num_entries as usize],
                 ..base
             };
         }
