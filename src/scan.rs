@@ -482,22 +482,7 @@ impl CountedGrid {
         grids: &[GridSpec],
     ) -> Result<CountedGrid, PipelineError> {
         assert_eq!(src.add, 0, "each grid of a shared plan has its own addend");
-        assert!(
-            !grids.is_empty() && grids.len() as u32 <= COUNT_PLAN_MAX_GRIDS,
-            "a shared plan has 1 to {COUNT_PLAN_MAX_GRIDS} grids"
-        );
-        let spec = CountPlan {
-            src_word: src.word,
-            cap,
-            kind: COUNT_PLAN_GRIDS,
-            num_levels: grids.len() as u32,
-            ..Default::default()
-        };
-        let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids.iter().map(slot_record).collect();
-        let args = grids.len() as u32;
-        Ok(CountedGrid {
-            plan: CountedPlan::new(device, pipelines, &slots, spec, args, Some(src))?,
-        })
+        CountedGrid::grids(device, pipelines, Some(src), cap, grids)
     }
 
     /// Several kernels' grids over one count, as [`CountedGrid::shared`], planned not by a
@@ -511,11 +496,24 @@ impl CountedGrid {
         cap: u32,
         grids: &[GridSpec],
     ) -> Result<CountedGrid, PipelineError> {
+        CountedGrid::grids(device, pipelines, None, cap, grids)
+    }
+
+    /// A plan of `grids` over one count (`src`: its `count_plan` dispatch's count; none when the
+    /// count's producer plans inline).
+    fn grids(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        src: Option<&CountSource>,
+        cap: u32,
+        grids: &[GridSpec],
+    ) -> Result<CountedGrid, PipelineError> {
         assert!(
             !grids.is_empty() && grids.len() as u32 <= COUNT_PLAN_MAX_GRIDS,
             "a shared plan has 1 to {COUNT_PLAN_MAX_GRIDS} grids"
         );
         let spec = CountPlan {
+            src_word: src.map_or(0, |s| s.word),
             cap,
             kind: COUNT_PLAN_GRIDS,
             num_levels: grids.len() as u32,
@@ -524,7 +522,7 @@ impl CountedGrid {
         let slots: Vec<[u32; SLOT_RECORD_WORDS]> = grids.iter().map(slot_record).collect();
         let args = grids.len() as u32;
         Ok(CountedGrid {
-            plan: CountedPlan::new(device, pipelines, &slots, spec, args, None)?,
+            plan: CountedPlan::new(device, pipelines, &slots, spec, args, src)?,
         })
     }
 
