@@ -14,8 +14,9 @@
 // (COUNT_PLAN_GRIDS, n = min(count, cap)) writes grid k from the GridSpec in its slot k (add,
 // threads_per_item, workgroup_size: ceil((n + add) · threads_per_item / workgroup_size)
 // workgroups) into argument triple k.
-// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations (plan_counted); COUNT_PLAN_MAX_GRIDS
-// = 4 grids, unrolled (plan_counted_grids: no loop in the wide kernels that plan inline).
+// Loop bound: num_passes ≤ 8 plus num_levels ≤ 4 iterations (plan_counted's scans and sorts);
+// COUNT_PLAN_MAX_GRIDS = 4 grids, unrolled (plan_counted_grids, which plan_counted calls for a plan
+// of grids: no loop in the wide kernels that plan inline).
 
 fn plan_write_grid(word: u32, groups: u32) {
     var g = vec3<u32>(groups, 1u, 1u);
@@ -35,12 +36,7 @@ fn plan_counted(count: u32) {
         return;
     }
     if p.kind == COUNT_PLAN_GRIDS {
-        for (var k = 0u; k < min(p.num_levels, COUNT_PLAN_MAX_GRIDS); k = k + 1u) {
-            let items = n + plan_out[64u * k];
-            let per = plan_out[64u * k + 1u];
-            let wg = plan_out[64u * k + 2u];
-            plan_write_grid(p.args_word + 3u * k, (items * per + wg - 1u) / wg);
-        }
+        plan_counted_grids(count);
         return;
     }
     var m = n;
@@ -75,8 +71,8 @@ fn plan_grid_k(k: u32, n: u32) {
     }
 }
 
-// plan_counted for a COUNT_PLAN_GRIDS plan (add = 0), its at most COUNT_PLAN_MAX_GRIDS = 4 grids
-// unrolled.
+// The grids of a COUNT_PLAN_GRIDS plan (add = 0: n = min(count, cap)), at most
+// COUNT_PLAN_MAX_GRIDS = 4, unrolled.
 fn plan_counted_grids(count: u32) {
     let n = min(count, plan_spec.cap);
     plan_grid_k(0u, n);

@@ -2,11 +2,11 @@
 //! next stage reads them. One thread of kernel `acl_counts` does it at three points of the step
 //! (the `acl_phase` uniform): it reads the scheduler's counters (`sched_counters`) and writes the
 //! step's own counts (`acl_sizes`), the merge chain's counters (`merge_counters`), the pool
-//! allocation's counters (`pool_counters`), the force stages' error block (`acl_counters`), the
-//! counts in the `rebuild` and `acl` uniforms that later stages read (`num_sets`). Those two are uniforms
-//! in every other kernel; writing them here as storage, instead of copying the counts into them
-//! between compute passes, keeps the step in one compute pass (each pass costs some six dependent
-//! dispatches on hardware). At the other points the kernel that has the count final moves it
+//! allocation's counters (`pool_counters`), the force stages' error block (`acl_counters`), and
+//! the counts in the `rebuild` and `acl` uniforms that later stages read (`num_sets`). Those two
+//! are uniforms in every other kernel; writing them here as storage, instead of copying the counts
+//! into them between compute passes, keeps the step in one compute pass (each pass costs some six
+//! dependent dispatches on hardware). At the other points the kernel that has the count final moves it
 //! from one of its threads, a dispatch fewer each ([`last_merge_verdict`], [`round_counts`] in
 //! `set_dirty_write`, [`compacted_counts`] in `set_compact`; `shaders/shared/acl_step_counts.wgsl`).
 //! The CPU path keeps these counts in `AclContact`'s fields and has no use for the twins beyond
