@@ -1,11 +1,13 @@
 // set_compact: every live set k < rebuild.num_sets and its 4 stiction springs written to slot
-// set_dest[k] (the scanned set_compact_count) of sets_out / springs_out, and the live sets'
+// set_dest[k] (the scanned set_compact_count) of sets_out / springs_out, its moved flag cleared
+// (the step's last merge invocation ends at its last overlap search, before merge_hull would clear
+// it: acl::merge_gpu::MergeGpu::dispatches_to_last_search), and the live sets'
 // touching pairs added to acl_sizes.touching (a workgroup's sum, then one integer atomic per
 // workgroup: an integer sum, so the total does not depend on the order); a live set still dirty
 // (the step's rebuild rounds were too few: it reruns with more) raises ACL_SIZES_MORE_ROUNDS in
 // acl_sizes.errors. Thread 0 also ends the step's counts, from the scan's total and before anything
 // else reads them (acl_step_counts): the verdict on the last round's merge invocation
-// (last_merge_verdict), and the live sets' number set_dest[num_sets] as the table length
+// (last_round_merge_verdict), and the live sets' number set_dest[num_sets] as the table length
 // (compacted_counts). CPU twin: acl::sets::set_compact. One thread per set; loop bounds: 4
 // (springs), 8 (workgroup_sum).
 
@@ -32,7 +34,7 @@ fn set_compact(
     let k = thread_index(wid, nwg, lid, 256u);
     var touching = 0u;
     if k == 0u {
-        last_merge_verdict();
+        last_round_merge_verdict();
         compacted_counts(set_dest[rebuild.num_sets]);
     }
     if k < rebuild.num_sets {
@@ -43,7 +45,9 @@ fn set_compact(
                 atomicOr(&acl_sizes.errors, ACL_SIZES_MORE_ROUNDS);
             }
             let d = set_dest[k];
-            sets_out[d] = s;
+            var out = s;
+            out.flags = s.flags & ~SET_MOVED;
+            sets_out[d] = out;
             for (var m = 0u; m < 4u; m = m + 1u) {
                 springs_out[4u * d + m] = springs[4u * k + m];
             }

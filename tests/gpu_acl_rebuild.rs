@@ -38,7 +38,7 @@ use yarnsim::acl::rebuild::{
     WatchPair,
 };
 use yarnsim::acl::sets::{set_compact, set_compact_count};
-use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE};
+use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE, SET_MOVED};
 use yarnsim::contact::{pair_compensated_test, point_pair};
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::{AclSizes, Capacity, MergeCounters};
@@ -182,14 +182,15 @@ fn set_compact_matches_twin() {
         yarnsim::layout::ACL_SIZES_MORE_ROUNDS,
         "a live dirty set not flagged"
     );
-    // The last merge's last pass still found pairs: the step asks for more passes.
+    // The last merge's last search still found pairs: the step asks for more passes, and for
+    // more rounds, which the roots they would have been merged into need.
     let mut merging = merge_in;
     merging.edges.count = 3;
     let (_, _, more, _) = compact(&sets, merging);
     assert_eq!(
         more.errors,
-        yarnsim::layout::ACL_SIZES_MORE_PASSES,
-        "a last pass that still merged not flagged"
+        yarnsim::layout::ACL_SIZES_MORE_PASSES | yarnsim::layout::ACL_SIZES_MORE_ROUNDS,
+        "a last search that still found pairs not flagged"
     );
     // After a table overflow the merge count keeps what the step needed (for the regrowth).
     let mut overflowed = merge_in;
@@ -206,6 +207,21 @@ fn set_compact_matches_twin() {
     for (d, &k) in kept.iter().enumerate() {
         assert_eq!(sets_out[d].bx, sets[k].bx);
         assert_eq!(springs_out[4 * d..4 * d + 4], springs[4 * k..4 * k + 4]);
+    }
+    // Moved sets (the step's last merge invocation ends at its last search, before merge_hull
+    // would clear the flag) come out unmoved, their other flags kept.
+    let mut moved = sets.clone();
+    for s in moved.iter_mut().step_by(2) {
+        s.flags |= SET_MOVED;
+    }
+    let (moved_out, _, _, _) = compact(&moved, merge_in);
+    assert!(
+        kept.iter().any(|&k| moved[k].flags & SET_MOVED != 0),
+        "no live set moved"
+    );
+    for (d, &k) in kept.iter().enumerate() {
+        assert_eq!(moved_out[d].flags, moved[k].flags & !SET_MOVED, "set {k}");
+        assert_eq!(moved_out[d].flags, sets_out[d].flags, "set {k}");
     }
 }
 

@@ -7,8 +7,8 @@
 //! are uniforms in every other kernel; writing them here as storage, instead of copying the counts
 //! into them between compute passes, keeps the step in one compute pass (each pass costs some six
 //! dependent dispatches on hardware). At the other points the kernel that has the count final moves it
-//! from one of its threads, a dispatch fewer each ([`last_merge_verdict`], [`round_counts`] in
-//! `set_dirty_write`, [`compacted_counts`] in `set_compact`; `shaders/shared/acl_step_counts.wgsl`).
+//! from one of its threads, a dispatch fewer each ([`round_counts`] with [`last_merge_verdict`] in
+//! `set_dirty_write`, [`last_round_merge_verdict`] and [`compacted_counts`] in `set_compact`; `shaders/shared/acl_step_counts.wgsl`).
 //! The CPU path keeps these counts in `AclContact`'s fields and has no use for the twins beyond
 //! the parity tests (tests/gpu_acl_counts.rs, tests/gpu_acl_release.rs,
 //! tests/gpu_acl_rebuild.rs); they are the specification of the kernels.
@@ -16,7 +16,7 @@
 use super::rebuild::{PoolAlloc, RebuildParams};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, CountPlan, MergeCounters, SchedCounters,
-    ACL_SIZES_MORE_PASSES,
+    ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS,
 };
 use crate::scan::plan_counted;
 
@@ -86,11 +86,23 @@ pub fn acl_counts(
 /// The verdict on the merge invocation that ran last (`last_merge_verdict` of
 /// `shaders/shared/acl_step_counts.wgsl`): its last pass still merged (`merge_counters.edges`
 /// counts each pass's pairs), so the step reruns with more passes ([`ACL_SIZES_MORE_PASSES`],
-/// sticky). Taken before the next invocation resets the count: at each rebuild round's start and
-/// after the step's last round.
+/// sticky). Taken before the next invocation resets the count: at each rebuild round's start
+/// (after the step's last round, [`last_round_merge_verdict`]).
 pub fn last_merge_verdict(merge_counters: &MergeCounters, acl_sizes: &mut AclSizes) {
     if merge_counters.edges.count != 0 {
         acl_sizes.errors |= ACL_SIZES_MORE_PASSES;
+    }
+}
+
+/// The verdict on the step's last merge invocation (`last_round_merge_verdict`, in `set_compact`),
+/// which ends at its last overlap search
+/// ([`super::merge_gpu::MergeGpu::dispatches_to_last_search`]): pairs found there would have been
+/// merged into roots that `merge_apply` leaves dirty, so the step reruns with more passes and
+/// more rounds ([`ACL_SIZES_MORE_PASSES`] | [`ACL_SIZES_MORE_ROUNDS`]), as it did when the pass
+/// merged them and `set_compact` found the roots dirty.
+pub fn last_round_merge_verdict(merge_counters: &MergeCounters, acl_sizes: &mut AclSizes) {
+    if merge_counters.edges.count != 0 {
+        acl_sizes.errors |= ACL_SIZES_MORE_PASSES | ACL_SIZES_MORE_ROUNDS;
     }
 }
 

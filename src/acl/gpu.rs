@@ -21,10 +21,10 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
-//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`; flags a live set still dirty; its thread 0 takes the verdict on the last round's merge and writes the table length) | `rebuild` |
+//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; its thread 0 takes the verdict on the last round's merge and writes the table length) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
@@ -866,7 +866,7 @@ impl AclGpu {
                 .workgroup_size;
             assert_eq!(wg, want, "{k} shares {like}'s counted grid");
         }
-        for _ in 0..caps.rounds {
+        for round in 0..caps.rounds {
             dirty_list(&mut ops)?;
             // The round's kernels over the dirty sets only (none at rest).
             let g = &round_grids;
@@ -880,7 +880,16 @@ impl AclGpu {
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             dg(&mut ops, "set_rebuild_headers", g, per_dirty_thread)?;
             // (The verdict on its last pass: the next round's set_dirty_write, or set_compact.)
-            ops.extend(again.dispatches().iter().cloned().map(Op::Dispatch));
+            // The last round's chain ends at its last overlap search: pairs found rerun the step
+            // with more passes whether merged or not, and with none found the rest of the pass
+            // would only clear the moved flags, which set_compact clears (a round after this one
+            // would need them cleared before its own search).
+            let chain = if round + 1 == caps.rounds {
+                again.dispatches_to_last_search()
+            } else {
+                again.dispatches()
+            };
+            ops.extend(chain.iter().cloned().map(Op::Dispatch));
         }
         // 10. No dirty list after the last round: `set_compact` flags a live set still dirty
         // (ACL_SIZES_MORE_ROUNDS), and the step reruns with more rounds.

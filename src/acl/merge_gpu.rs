@@ -130,6 +130,9 @@ fn owned<'a>(
 /// The chain's buffers and dispatches for fixed capacities.
 pub struct MergeGpu {
     pub caps: MergeCaps,
+    /// Dispatches of a pass after its overlap search (the label rounds, `merge_hull`,
+    /// `merge_apply`).
+    tail: usize,
     dispatches: Vec<Dispatch>,
     // Kept alive with the bind groups that use their buffers.
     _scans: Vec<GpuScan>,
@@ -323,6 +326,7 @@ impl MergeGpu {
         }
         Ok(MergeGpu {
             caps,
+            tail: labels.len(),
             dispatches: d,
             _scans: vec![scan_runs, scan_bins, scan_edges],
             _sort: sort,
@@ -333,6 +337,17 @@ impl MergeGpu {
     /// The dispatches in order: kernel, bind group, threads.
     pub fn dispatches(&self) -> &[Dispatch] {
         &self.dispatches
+    }
+
+    /// The dispatches without the last pass's label rounds, `merge_hull` and `merge_apply`: for
+    /// the last merge invocation of a step, which nothing after it in the step searches again.
+    /// Its last pass's search decides alone: pairs found (`edges.count > 0`) make the step rerun
+    /// with more passes ([`verdict_for`]; the step's `last_merge_verdict`) whether or not they are
+    /// merged, and none found leave the labels the identity, so the rest of the pass would only
+    /// clear the moved flags (the CPU path's `set_merge` skips it alike). Whoever comes after
+    /// must clear them instead (the GPU ACL step's `set_compact` does).
+    pub fn dispatches_to_last_search(&self) -> &[Dispatch] {
+        &self.dispatches[..self.dispatches.len() - self.tail]
     }
 
     /// Records every dispatch into `pass`.

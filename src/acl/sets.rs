@@ -229,12 +229,14 @@ pub fn set_compact_count(
 
 /// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set: every live set of
 /// `sets[..num_sets]` and its 4 springs (`springs[4k..4k + 4]`) written to slot `set_dest[k]` (the
-/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, and the live sets' touching
+/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, its [`SET_MOVED`] flag cleared
+/// (the GPU step's last merge invocation ends at its last overlap search, before `merge_hull`
+/// would clear it; on the CPU path the merge has cleared it already), and the live sets' touching
 /// pairs ([`ContactSet::touching`]) added to `acl_sizes.touching` (an integer sum: the kernel's
 /// per-workgroup sums and atomics give the same total); a live set still dirty (the GPU step's
 /// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`. Thread 0
 /// also ends the step's counts: the verdict on the last round's merge invocation
-/// ([`super::counts::last_merge_verdict`]) and the live sets' number `set_dest[num_sets]` as the
+/// ([`super::counts::last_round_merge_verdict`]) and the live sets' number `set_dest[num_sets]` as the
 /// table length ([`super::counts::compacted_counts`]).
 #[allow(clippy::too_many_arguments)]
 pub fn set_compact(
@@ -247,7 +249,7 @@ pub fn set_compact(
     acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
 ) {
-    super::counts::last_merge_verdict(merge_counters, acl_sizes);
+    super::counts::last_round_merge_verdict(merge_counters, acl_sizes);
     super::counts::compacted_counts(
         set_dest[rebuild.num_sets as usize],
         acl_sizes,
@@ -263,7 +265,10 @@ pub fn set_compact(
             acl_sizes.errors |= ACL_SIZES_MORE_ROUNDS;
         }
         let d = set_dest[k] as usize;
-        sets_out[d] = *s;
+        sets_out[d] = ContactSet {
+            flags: s.flags & !SET_MOVED,
+            ..*s
+        };
         springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
     }
     acl_sizes.touching = acl_sizes.touching.wrapping_add(touching);
