@@ -16,13 +16,13 @@
 
 #import layout
 #import workgroup_sum
+#import workgroup_scan
 
 @group(0) @binding(0) var<uniform> scan_pass: ScanPass;
 @group(0) @binding(1) var<storage, read_write> scan_data: array<u32>;
 @group(0) @binding(2) var<storage, read_write> scan_partials: array<u32>;
 
 var<workgroup> block_values: array<u32, 2112>;
-var<workgroup> part: array<u32, 256>;
 
 fn slot(i: u32) -> u32 {
     return i + (i >> 5u);
@@ -67,23 +67,12 @@ fn scan_add(
     for (var k = 0u; k < SCAN_PER_THREAD; k = k + 1u) {
         total = total + block_values[slot(own + k)];
     }
-    // Inclusive Hillis–Steele scan of the threads' sums in workgroup memory.
-    part[lid] = total;
-    workgroupBarrier();
-    for (var off = 1u; off < 256u; off = off << 1u) {
-        var t = 0u;
-        if lid >= off {
-            t = part[lid - off];
-        }
-        workgroupBarrier();
-        part[lid] = part[lid] + t;
-        workgroupBarrier();
-    }
+    let thread_start = workgroup_inclusive_scan(lid, total) - total;
     // Workgroups of the 2-D grid's last row past the level's blocks write nothing.
     if first >= scan_pass.n {
         return;
     }
-    var acc = part[lid] - total;
+    var acc = thread_start;
     if scan_pass.n > SCAN_BLOCK {
         if scan_pass.next_unscanned != 0u {
             acc = acc + offset_below;

@@ -5,10 +5,15 @@
 // the threads come: set_gather sums them in set order whatever it is), and atomicAdd(point_start[p],
 // 1), the input of the exclusive scan that gives each point its first slot and, at num_points, the
 // total. Both arrays are zero when this runs: new buffers are, and set_gather clears what it read.
-// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024 (a larger set fails the step in set_evaluate).
+// Each workgroup also writes its live sets' number into scan_groups (shared/scan_groups.wgsl), from
+// which set_compact, later in the step, finds each live set's slot in the compacted table (the
+// table does not change in between). Dispatched over every set slot.
+// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024 (a larger set fails the step in set_evaluate),
+// 8 (write_scan_group).
 
 #import layout
 #import acl
+#import scan_groups
 
 @group(0) @binding(0) var<uniform> acl: AclUniform;
 @group(0) @binding(1) var<storage, read> sets: array<ContactSet>;
@@ -16,6 +21,7 @@
 @group(0) @binding(3) var<storage, read_write> point_start: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> point_count: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> point_rank: array<u32>;
+@group(0) @binding(6) var<storage, read_write> scan_groups: array<u32>;
 
 @compute @workgroup_size(256)
 fn set_point_count(
@@ -24,15 +30,17 @@ fn set_point_count(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let k = thread_index(wid, nwg, lid, 256u);
-    if k >= acl.num_sets {
-        return;
+    var live = 0u;
+    if k < acl.num_sets {
+        let s = sets[k];
+        live = select(0u, 1u, (s.flags & SET_LIVE) != 0u);
+        let n = set_record_count(s);
+        for (var t = 0u; t < n; t++) {
+            let at = s.cp_off + t;
+            let p = cp_pool[at];
+            point_rank[at] = atomicAdd(&point_count[p], 1u);
+            atomicAdd(&point_start[p], 1u);
+        }
     }
-    let s = sets[k];
-    let n = set_record_count(s);
-    for (var t = 0u; t < n; t++) {
-        let at = s.cp_off + t;
-        let p = cp_pool[at];
-        point_rank[at] = atomicAdd(&point_count[p], 1u);
-        atomicAdd(&point_start[p], 1u);
-    }
+    write_scan_group(wid, nwg, lid, live);
 }

@@ -941,8 +941,9 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::stiction::stiction_forces",
     },
-    // The point table: set_point_count → exclusive scan of point_start (num_points + 1) →
-    // set_point_write → set_gather (src/acl/gather.rs).
+    // The point table: set_point_count (also the set table's live sets per 256 slots, for
+    // set_compact) → exclusive scan of point_start (num_points + 1) → set_point_write → set_gather
+    // (src/acl/gather.rs).
     Kernel {
         name: "set_point_count",
         workgroup_size: WG,
@@ -953,6 +954,7 @@ pub const KERNELS: &[Kernel] = &[
             read_write("point_start"),
             read_write("point_count"),
             read_write("point_rank"),
+            read_write("scan_groups"),
         ],
         twin: "acl::gather::set_point_count",
     },
@@ -985,21 +987,9 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::gather::set_gather",
     },
     // --- ACL (src/acl/): the set table's and the model pools' compactions ---
-    // set_compact_count → scan (set_dest) → set_compact; pool_compact_size → one scan of the
-    // three thirds of pool_dest → pool_compact_points, pool_compact_vectors, pool_compact_blocks,
-    // pool_compact_watch →
-    // pool_compact_headers.
-    Kernel {
-        name: "set_compact_count",
-        workgroup_size: WG,
-        bindings: &[
-            uniform("rebuild"),
-            read("sets"),
-            read_write("set_dest"),
-            read_write("scan_groups"),
-        ],
-        twin: "acl::sets::set_compact_count",
-    },
+    // set_compact (each live set's slot from the group sums set_point_count wrote, no scan);
+    // pool_compact_size → one scan of the three thirds of pool_dest → pool_compact_points,
+    // pool_compact_vectors, pool_compact_blocks, pool_compact_watch → pool_compact_headers.
     Kernel {
         name: "set_compact",
         workgroup_size: WG,
@@ -1007,7 +997,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("rebuild"),
             read("sets"),
             read("springs"),
-            read("set_dest"),
+            read("scan_groups"),
             read_write("sets_out"),
             read_write("springs_out"),
             read_write("acl_sizes"),

@@ -742,7 +742,17 @@ fn point_table_and_gather_match_the_cpu() {
         vec![0u32; npts],
         vec![7u32; p.cp.len()],
     );
-    set_point_count(&u, &sets, &p.cp, &mut cstart_c, &mut ccount_c, &mut rank_c);
+    // (and the live sets per 256 slots, for set_compact)
+    let mut groups_c = vec![7u32; sets.len().div_ceil(256)];
+    set_point_count(
+        &u,
+        &sets,
+        &p.cp,
+        &mut cstart_c,
+        &mut ccount_c,
+        &mut rank_c,
+        &mut groups_c,
+    );
     let out = run_kernel(
         &gpu,
         "set_point_count",
@@ -753,10 +763,20 @@ fn point_table_and_gather_match_the_cpu() {
             ("point_start", bytes(&vec![0u32; npts + 1])),
             ("point_count", bytes(&vec![0u32; npts])),
             ("point_rank", bytes(&vec![7u32; p.cp.len()])),
+            ("scan_groups", bytes(&vec![7u32; groups_c.len()])),
         ],
         sets.len() as u32,
     )
     .unwrap();
+    assert_eq!(cast::<u32>(&out["scan_groups"]), groups_c);
+    for (g, &c) in groups_c.iter().enumerate() {
+        let end = (256 * (g + 1)).min(sets.len());
+        let live = sets[256 * g..end]
+            .iter()
+            .filter(|s| s.flags & SET_LIVE != 0)
+            .count();
+        assert_eq!(c as usize, live, "group {g}'s live sets");
+    }
     assert_eq!(cast::<u32>(&out["point_start"]), cstart_c);
     assert_eq!(cast::<u32>(&out["point_count"]), ccount_c);
     assert_eq!(ccount_c, count_c, "counts vs the CPU step's table");
@@ -922,7 +942,7 @@ fn point_table_limits_raise_their_flags() {
         vec![0u32; npts],
         vec![0u32; p.cp.len()],
     );
-    set_point_count(&u, &sets, &p.cp, &mut start, &mut count, &mut rank);
+    set_point_count(&u, &sets, &p.cp, &mut start, &mut count, &mut rank, &mut []);
     let mut partials = Vec::new();
     yarnsim::scan::exclusive_scan(&mut start, &mut partials);
     let total = start[npts];

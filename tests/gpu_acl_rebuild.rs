@@ -37,7 +37,7 @@ use yarnsim::acl::rebuild::{
     pool_compact_vectors, pool_compact_watch, pool_dest_lens, Pools, RebuildParams, WatchLoc,
     WatchPair,
 };
-use yarnsim::acl::sets::{set_compact, set_compact_count};
+use yarnsim::acl::sets::{live_groups, set_compact};
 use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE, SET_MOVED};
 use yarnsim::contact::{pair_compensated_test, point_pair};
 use yarnsim::gpu::testing::gpu_or_skip;
@@ -66,8 +66,8 @@ fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
     bytemuck::cast_slice(v).to_vec()
 }
 
-/// `set_compact_count` → exclusive scan → `set_compact` on the swatch's table with every 3rd set
-/// marked dead.
+/// `set_compact` on the swatch's table with every 3rd set marked dead, its slots from the live
+/// sets per 256 slots (`live_groups`, what the kernel `set_point_count` writes: tests/gpu_acl.rs).
 #[test]
 fn set_compact_matches_twin() {
     let Some(gpu) = gpu_or_skip("set_compact_matches_twin") else {
@@ -85,29 +85,17 @@ fn set_compact_matches_twin() {
         num_sets: n as u32,
         ..Default::default()
     };
-    let mut dest = vec![0u32; n + 1];
-    let mut groups = vec![7u32; (n + 1).div_ceil(256)];
-    set_compact_count(&p, &sets, &mut dest, &mut groups);
-    let out = run_kernel(
-        &gpu,
-        "set_compact_count",
-        &[
-            ("rebuild", bytes(&[p])),
-            ("sets", bytes(&sets)),
-            ("set_dest", bytes(&vec![7u32; n + 1])),
-            ("scan_groups", bytes(&vec![7u32; groups.len()])),
-        ],
-        n as u32 + 1,
-    )
-    .unwrap();
-    assert_eq!(cast::<u32>(&out["set_dest"]), dest);
-    // The group sums of the grouped scan: each 256 words' sum, the same on the GPU.
-    let sums: Vec<u32> = dest.chunks(256).map(|c| c.iter().sum()).collect();
-    assert_eq!(groups, sums);
-    assert_eq!(cast::<u32>(&out["scan_groups"]), groups);
-    yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
-    let live = dest[n] as usize;
-    assert_eq!(live, n - n.div_ceil(3));
+    let mut groups = vec![7u32; n.div_ceil(256)];
+    live_groups(p.num_sets, &sets, &mut groups);
+    // Each 256 slots' live sets (the dead are every 3rd from 0).
+    for (g, &c) in groups.iter().enumerate() {
+        let want = (256 * g..(256 * (g + 1)).min(n))
+            .filter(|k| k % 3 != 0)
+            .count();
+        assert_eq!(c as usize, want, "group {g}");
+    }
+    let live = n - n.div_ceil(3);
+    assert!(groups.len() > 1, "{n} sets: one group");
     // The sum starts from a value left there, as the kernel's atomics add to it.
     let sizes_in = AclSizes {
         touching: 5,
@@ -134,7 +122,7 @@ fn set_compact_matches_twin() {
             &p,
             sets,
             &springs,
-            &dest,
+            &groups,
             &mut sets_out,
             &mut springs_out,
             &mut sizes,
@@ -147,7 +135,7 @@ fn set_compact_matches_twin() {
                 ("rebuild", bytes(&[p])),
                 ("sets", bytes(sets)),
                 ("springs", bytes(&springs)),
-                ("set_dest", bytes(&dest)),
+                ("scan_groups", bytes(&groups)),
                 ("sets_out", bytes(&vec![ContactSet::default(); live])),
                 (
                     "springs_out",

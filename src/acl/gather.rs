@@ -146,6 +146,8 @@ fn set_records<'a>(s: &'a ContactSet, cp_pool: &'a [u32]) -> impl Iterator<Item 
 /// `p = cp_pool[at]`), `point_rank[at]` = `point_count[p]`, then `point_count[p] += 1` and
 /// `point_start[p] += 1` (the scan's input). The twin takes the sets in order, so its ranks are the
 /// set order; the kernel's atomics give each point's records some order of the same ranks.
+/// Also the live sets of each 256 slots into `scan_groups` ([`super::sets::live_groups`]: the
+/// kernel's workgroups write them, for `set_compact`; the CPU path passes none).
 pub fn set_point_count(
     acl: &AclUniform,
     sets: &[ContactSet],
@@ -153,7 +155,9 @@ pub fn set_point_count(
     point_start: &mut [u32],
     point_count: &mut [u32],
     point_rank: &mut [u32],
+    scan_groups: &mut [u32],
 ) {
+    super::sets::live_groups(acl.num_sets, sets, scan_groups);
     for s in &sets[..acl.num_sets as usize] {
         for (at, p) in set_records(s, cp_pool) {
             point_rank[at as usize] = point_count[p as usize];

@@ -23,8 +23,8 @@
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
-//! | 11 | `stiction_forces`; `set_point_count` → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
-//! | 12 | `set_compact_count` → scan → `set_compact` (into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; its thread 0 takes the verdict on the last round's merge and writes the table length) | `rebuild` |
+//! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
+//! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
 //!
@@ -121,7 +121,6 @@ pub const KERNELS: &[&str] = &[
     "set_point_count",
     "set_point_write",
     "set_gather",
-    "set_compact_count",
     "set_compact",
     "pool_compact_size",
     "pool_compact_points",
@@ -565,7 +564,8 @@ impl AclGpu {
             ("springs", 4 * sc * size_of::<StictionSpring>()),
             ("sets_out", sc * size_of::<ContactSet>()),
             ("springs_out", 4 * sc * size_of::<StictionSpring>()),
-            ("set_dest", (sc + 1) * 4),
+            // The live sets per 256 slots (set_point_count writes them, set_compact reads them).
+            ("compact_groups", sc.div_ceil(256).max(1) * 4),
             ("dirty", sc * 4),
             ("dirty_dest", (sc + 1) * 4),
             ("plans", sc * size_of::<RebuildPlan>()),
@@ -688,7 +688,7 @@ impl AclGpu {
         )?;
         let get = |n: &str| self.own.get(n).expect("made in build").clone();
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
-        // Grouped scans: their producers (set_compact_count, set_dirty_count) write the block
+        // Grouped scans: their producers (set_dirty_count) write the block
         // sums into the scan's partials (their `scan_groups`).
         let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, &get(n), len);
         let scan_alloc = scan(
@@ -696,7 +696,6 @@ impl AclGpu {
             super::rebuild::alloc_dest_len(sc as usize) as u32,
         )?;
         let scan_points = scan("point_start", self.npts + 1)?;
-        let scan_compact = grouped("set_dest", sc + 1)?;
         let scan_dirty = grouped("dirty_dest", sc + 1)?;
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
@@ -899,16 +898,26 @@ impl AclGpu {
         }
         // The point table (no sort: set_point_count's atomics rank each point's records, and
         // set_gather adds them in set order) and the gather.
-        d(&mut ops, "set_point_count", sc)?;
+        // set_point_count also counts the live sets of each 256 slots, for set_compact (the table
+        // does not change in between).
+        let groups = get("compact_groups");
+        let with_groups = |kernel: &'static str| bind(kernel, &[("scan_groups", &groups)]);
+        ops.push(Op::Dispatch((
+            "set_point_count",
+            with_groups("set_point_count")?,
+            sc.into(),
+        )));
         extend(&mut ops, scan_points.dispatches().collect());
         d(&mut ops, "set_point_write", sc)?;
         d(&mut ops, "set_gather", self.npts)?;
-        // 12. Compaction of the table.
-        let count = scan_compact.producer(device, pipelines, "set_compact_count", own, sc + 1)?;
-        ops.push(Op::Dispatch(count));
-        extend(&mut ops, scan_compact.dispatches().collect());
-        // (Its thread 0 writes the table length and the last merge's verdict.)
-        d(&mut ops, "set_compact", sc)?;
+        // 12. Compaction of the table: each live set's slot from those group sums and a workgroup
+        // scan, no scan dispatch (the thread of the last slot writes the table length and the last
+        // merge's verdict).
+        ops.push(Op::Dispatch((
+            "set_compact",
+            with_groups("set_compact")?,
+            sc.into(),
+        )));
         // 13. The rebuilds per segment, on the compacted table (still in `sets_out`).
         if self.count_rebuilds {
             let bg = bind("segment_rebuilds", &[("sets", &get("sets_out"))])?;
@@ -928,7 +937,7 @@ impl AclGpu {
         }
         self.ops = ops;
         self._keep = Keep {
-            _scans: vec![scan_alloc, scan_points, scan_compact, scan_dirty],
+            _scans: vec![scan_alloc, scan_points, scan_dirty],
             _merges: vec![first, again],
             _lookup: Some(lookup),
             _phases: phases,

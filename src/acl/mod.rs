@@ -295,7 +295,8 @@ pub struct AclContact {
     /// The compactions' second buffers and offsets.
     sets_next: Vec<ContactSet>,
     springs_next: Vec<StictionSpring>,
-    set_dest: Vec<u32>,
+    /// The set table's live sets per 256 slots (`sets::live_groups`).
+    compact_groups: Vec<u32>,
     pools_next: Pools,
     pool_dest: Vec<u32>,
     scan_partials: Vec<u32>,
@@ -390,7 +391,7 @@ impl AclContact {
             merge: MergeScratch::default(),
             sets_next: Vec::new(),
             springs_next: Vec::new(),
-            set_dest: Vec::new(),
+            compact_groups: Vec::new(),
             pools_next: Pools::default(),
             pool_dest: Vec::new(),
             scan_partials: Vec::new(),
@@ -894,8 +895,7 @@ impl AclContact {
             sets::set_compact_stage(
                 &self.sets,
                 &self.springs,
-                &mut self.set_dest,
-                &mut self.scan_partials,
+                &mut self.compact_groups,
                 &mut self.sets_next,
                 &mut self.springs_next,
             );

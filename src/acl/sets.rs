@@ -11,8 +11,9 @@
 //! survive a step keep their relative order, and sets made during the step come after them in the
 //! order they were made. During a step a deleted or merged-away set only loses [`SET_LIVE`] (so
 //! indices held by the stages stay valid); at the end of the step `set_compact` writes the live
-//! sets, and their 4 stiction springs each, to a second table (`set_compact_count` → prefix sum →
-//! `set_compact`) that replaces the first.
+//! sets, and their 4 stiction springs each, to a second table (`set_compact`, each live set's slot
+//! from the live sets per 256 slots that `set_point_count` counts and a workgroup scan) that
+//! replaces the first.
 //!
 //! *Dirty list.* Each rebuild round lists the live dirty sets in set order (`set_dirty_count` →
 //! prefix sum → `set_dirty_write`, [`set_dirty_stage`] on the CPU path); the rebuild kernels run
@@ -207,56 +208,55 @@ impl SetIndex {
     }
 }
 
-/// Kernel `set_compact_count` (`shaders/set_compact_count.wgsl`), one thread per set plus one:
-/// `set_dest[k]` = 1 for a live set `k < rebuild.num_sets`, else 0, and `set_dest[num_sets]` = 0;
-/// the exclusive scan of it gives each live set its slot in the compacted table and, last, the
-/// number of live sets.
-/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
-pub fn set_compact_count(
-    rebuild: &RebuildParams,
-    sets: &[ContactSet],
-    set_dest: &mut [u32],
-    scan_groups: &mut [u32],
-) {
-    let n = rebuild.num_sets as usize;
-    for (d, s) in set_dest[..n].iter_mut().zip(&sets[..n]) {
-        *d = (s.flags & SET_LIVE != 0) as u32;
+/// The live sets of each 256 slots of `sets[..num_sets]` into `scan_groups` (slots past `num_sets`
+/// count none): what `set_point_count`'s workgroups write beside the point table's counts
+/// ([`super::gather::set_point_count`]), from which [`set_compact`] finds each live set's slot.
+pub fn live_groups(num_sets: u32, sets: &[ContactSet], scan_groups: &mut [u32]) {
+    let n = num_sets as usize;
+    for (g, sum) in scan_groups.iter_mut().enumerate() {
+        let end = (256 * (g + 1)).min(n);
+        let start = (256 * g).min(end);
+        *sum = sets[start..end]
+            .iter()
+            .filter(|s| s.flags & SET_LIVE != 0)
+            .count() as u32;
     }
-    set_dest[n] = 0;
-    crate::scan::write_groups(&set_dest[..=n], scan_groups);
 }
 
-/// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set: every live set of
-/// `sets[..num_sets]` and its 4 springs (`springs[4k..4k + 4]`) written to slot `set_dest[k]` (the
-/// scanned [`set_compact_count`]) of `sets_out` / `springs_out`, its [`SET_MOVED`] flag cleared
-/// (the GPU step's last merge invocation ends at its last overlap search, before `merge_hull`
-/// would clear it; on the CPU path the merge has cleared it already), and the live sets' touching
-/// pairs ([`ContactSet::touching`]) added to `acl_sizes.touching` (an integer sum: the kernel's
+/// Kernel `set_compact` (`shaders/set_compact.wgsl`), one thread per set slot: every live set of
+/// `sets[..m]`, `m = min(num_sets, sets.len())`, and its 4 springs (`springs[4k..4k + 4]`)
+/// written to its slot of `sets_out` / `springs_out`, the live sets before it: those of the
+/// groups of 256 slots before its own, from `scan_groups` ([`live_groups`], which the kernel
+/// `set_point_count` writes), and those before it in its group (the kernel's workgroup scan,
+/// `shared/group_prefix.wgsl`). Its [`SET_MOVED`] flag is cleared (the GPU step's last merge
+/// invocation ends at its last overlap search, before `merge_hull` would clear it; on the CPU path
+/// the merge has cleared it already), and the live sets' touching pairs
+/// ([`ContactSet::touching`]) are added to `acl_sizes.touching` (an integer sum: the kernel's
 /// per-workgroup sums and atomics give the same total); a live set still dirty (the GPU step's
-/// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`. Thread 0
-/// also ends the step's counts: the verdict on the last round's merge invocation
-/// ([`super::counts::last_round_merge_verdict`]) and the live sets' number `set_dest[num_sets]` as the
-/// table length ([`super::counts::compacted_counts`]).
+/// rebuild rounds were too few) raises `ACL_SIZES_MORE_ROUNDS` in `acl_sizes.errors`. The thread
+/// of slot `m − 1` also ends the step's counts: the verdict on the last round's merge invocation
+/// ([`super::counts::last_round_merge_verdict`]) and the live sets' number as the table length
+/// ([`super::counts::compacted_counts`]).
 #[allow(clippy::too_many_arguments)]
 pub fn set_compact(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     springs: &[StictionSpring],
-    set_dest: &[u32],
+    scan_groups: &[u32],
     sets_out: &mut [ContactSet],
     springs_out: &mut [StictionSpring],
     acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
 ) {
-    super::counts::last_round_merge_verdict(merge_counters, acl_sizes);
-    super::counts::compacted_counts(
-        set_dest[rebuild.num_sets as usize],
-        acl_sizes,
-        merge_counters,
-    );
+    let m = (rebuild.num_sets as usize).min(sets.len());
     let mut touching = 0u32;
-    for (k, s) in sets[..rebuild.num_sets as usize].iter().enumerate() {
+    // The live sets of the groups before k's, and of k's group before k.
+    let (mut base, mut local) = (0u32, 0u32);
+    for (k, s) in sets[..m].iter().enumerate() {
+        if k % 256 == 0 && k > 0 {
+            base = base.wrapping_add(scan_groups[k / 256 - 1]);
+            local = 0;
+        }
         if s.flags & SET_LIVE == 0 {
             continue;
         }
@@ -264,24 +264,26 @@ pub fn set_compact(
         if s.flags & SET_DIRTY != 0 {
             acl_sizes.errors |= ACL_SIZES_MORE_ROUNDS;
         }
-        let d = set_dest[k] as usize;
+        let d = base.wrapping_add(local) as usize;
+        local += 1;
         sets_out[d] = ContactSet {
             flags: s.flags & !SET_MOVED,
             ..*s
         };
         springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
     }
+    super::counts::last_round_merge_verdict(merge_counters, acl_sizes);
+    super::counts::compacted_counts(base.wrapping_add(local), acl_sizes, merge_counters);
     acl_sizes.touching = acl_sizes.touching.wrapping_add(touching);
 }
 
-/// Stage `set_compact`: `set_compact_count` → exclusive scan → the kernel `set_compact`, into
-/// `sets_out` / `springs_out` (resized to the live sets; they keep their capacity). Returns the
-/// number of live sets.
+/// Stage `set_compact`: the live sets per 256 slots ([`live_groups`]) → the kernel `set_compact`,
+/// into `sets_out` / `springs_out` (resized to the live sets; they keep their capacity). Returns
+/// the number of live sets.
 pub fn set_compact_stage(
     sets: &[ContactSet],
     springs: &[StictionSpring],
-    set_dest: &mut Vec<u32>,
-    scan_partials: &mut Vec<u32>,
+    groups: &mut Vec<u32>,
     sets_out: &mut Vec<ContactSet>,
     springs_out: &mut Vec<StictionSpring>,
 ) -> usize {
@@ -290,10 +292,9 @@ pub fn set_compact_stage(
         num_sets: n as u32,
         ..Default::default()
     };
-    crate::scan::resize_with_headroom(set_dest, n + 1, 0);
-    set_compact_count(&p, sets, set_dest, &mut []);
-    crate::scan::exclusive_scan(set_dest, scan_partials);
-    let live = set_dest[n] as usize;
+    crate::scan::resize_with_headroom(groups, n.div_ceil(256), 0);
+    live_groups(p.num_sets, sets, groups);
+    let live = groups.iter().sum::<u32>() as usize;
     sets_out.clear();
     sets_out.resize(live, ContactSet::default());
     springs_out.clear();
@@ -304,7 +305,7 @@ pub fn set_compact_stage(
         &p,
         sets,
         springs,
-        set_dest,
+        groups,
         sets_out,
         springs_out,
         &mut sizes,
