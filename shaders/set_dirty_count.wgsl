@@ -1,7 +1,7 @@
 // set_dirty_count: dirty_dest[k] = 1 for a live dirty set k < rebuild.num_sets (flags SET_LIVE and
-// SET_DIRTY), else 0, and dirty_dest[num_sets] = 0: the input of the exclusive scan that gives each
-// dirty set its slot in the dirty list and, last, their number; and each workgroup's sum of them in
-// scan_groups (shared/scan_groups.wgsl: the scan is grouped). CPU twin:
+// SET_DIRTY), else 0, and dirty_dest[num_sets] = 0; and each workgroup's sum of them in scan_groups
+// (shared/scan_groups.wgsl), from which set_dirty_write gives each dirty set its slot in the dirty
+// list and, at num_sets, their number (shared/group_prefix.wgsl: no scan dispatch). CPU twin:
 // acl::sets::set_dirty_count. One thread per set, plus one.
 // Loop bound: write_scan_group's 8 halving steps.
 

@@ -263,6 +263,30 @@ pub fn write_groups(data: &[u32], scan_groups: &mut [u32]) {
     }
 }
 
+/// The exclusive prefix sums a consumer kernel takes from a producer's group sums instead of a scan
+/// (`shaders/shared/group_prefix.wgsl`): for each `values[k]`, in order, `f(k, values[k], prefix)`
+/// where the prefix is the sum of the groups of [`GROUP`] values before `k`'s, from `scan_groups`
+/// ([`write_groups`]), plus the values of `k`'s group before it. Returns the sum of the groups
+/// before the last value's and of its group up to it, included: the total, when `scan_groups` holds
+/// the values' group sums.
+pub fn group_prefix_walk(
+    values: impl IntoIterator<Item = u32>,
+    scan_groups: &[u32],
+    mut f: impl FnMut(usize, u32, u32),
+) -> u32 {
+    let g = GROUP as usize;
+    let (mut base, mut local) = (0u32, 0u32);
+    for (k, v) in values.into_iter().enumerate() {
+        if k > 0 && k % g == 0 {
+            base = base.wrapping_add(scan_groups[k / g - 1]);
+            local = 0;
+        }
+        f(k, v, base.wrapping_add(local));
+        local = local.wrapping_add(v);
+    }
+    base.wrapping_add(local)
+}
+
 /// Words per slot of a plan buffer: 256 bytes, the alignment wgpu guarantees for uniform offsets.
 pub const PLAN_SLOT_WORDS: u32 = 64;
 

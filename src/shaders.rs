@@ -1410,6 +1410,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("plan_spec"),
             read_write("rebuild"),
             read("dirty_dest"),
+            read("scan_groups"),
             read_write("dirty"),
             read_write("acl_sizes"),
             read_write("merge_counters"),

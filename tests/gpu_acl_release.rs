@@ -119,8 +119,9 @@ fn dirty_oracle(sets: &[ContactSet]) -> Vec<u32> {
         .collect()
 }
 
-/// `set_dirty_count` → scan → `set_dirty_write` through the twins, checked against the oracle and
-/// the CPU path's stage, then on the GPU (each kernel on the twin's input). `dirty_dest` and
+/// `set_dirty_count` → `set_dirty_write` (each slot from the group sums: no scan) through the
+/// twins, checked against the oracle (and the exclusive scan of the counts) and the CPU path's
+/// stage, then on the GPU (each kernel on the twin's input). `dirty_dest` and
 /// `dirty` are given a tail past what the kernels may write, filled with a sentinel that must stay.
 fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usize {
     let ns = sets.len();
@@ -166,8 +167,17 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
     };
     let (spec, plan_in) = round_plan(ns as u32);
     let (mut rb, mut merge, mut pool, mut plan) = (p, merge_in, pool_in, plan_in.clone());
+    // set_dirty_write takes the counts unscanned, each slot from the group sums.
     set_dirty_write(
-        &spec, &mut rb, &dest, &mut dirty, &mut sizes, &mut merge, &mut pool, &mut plan,
+        &spec,
+        &mut rb,
+        &counts,
+        &groups[..num_groups],
+        &mut dirty,
+        &mut sizes,
+        &mut merge,
+        &mut pool,
+        &mut plan,
     );
     assert_eq!(dirty[..nd], oracle[..], "{label}: dirty list");
     assert!(dirty[nd..].iter().all(|&v| v == SENTINEL));
@@ -242,7 +252,8 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
         &[
             ("plan_spec", bytes(&[spec])),
             ("rebuild", bytes(&[p])),
-            ("dirty_dest", bytes(&dest)),
+            ("dirty_dest", bytes(&counts)),
+            ("scan_groups", bytes(&groups[..num_groups])),
             ("dirty", bytes(&vec![SENTINEL; ns + TAIL])),
             ("acl_sizes", bytes(&[sizes_before(3, 40)])),
             ("merge_counters", bytes(&[merge_in])),
@@ -295,6 +306,11 @@ fn set_dirty_matches_twin() {
     assert_eq!(check_dirty_list(gpu, &clean, "none dirty"), 0);
     assert_eq!(check_dirty_list(gpu, &f.sets, "all dirty"), ns);
     assert_eq!(check_dirty_list(gpu, &[], "empty table"), 0);
+    // Over several workgroups (the slots of the later ones start from the earlier ones' sums).
+    let tiled: Vec<ContactSet> = sets.iter().cycle().take(700.max(3 * ns)).copied().collect();
+    let want = tiled.iter().filter(|s| s.is_dirty()).count();
+    assert!(want > 256, "{want} dirty sets: one workgroup's worth");
+    assert_eq!(check_dirty_list(gpu, &tiled, "tiled"), want);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → scan → `set_dirty_write`, whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
@@ -568,6 +568,8 @@ impl AclGpu {
             ("compact_groups", sc.div_ceil(256).max(1) * 4),
             ("dirty", sc * 4),
             ("dirty_dest", (sc + 1) * 4),
+            // Each 256 slots' dirty sets (set_dirty_count writes them, set_dirty_write reads them).
+            ("dirty_groups", (sc + 1).div_ceil(256) * 4),
             ("plans", sc * size_of::<RebuildPlan>()),
             ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
             ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
@@ -688,15 +690,11 @@ impl AclGpu {
         )?;
         let get = |n: &str| self.own.get(n).expect("made in build").clone();
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
-        // Grouped scans: their producers (set_dirty_count) write the block
-        // sums into the scan's partials (their `scan_groups`).
-        let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, &get(n), len);
         let scan_alloc = scan(
             "alloc_dest",
             super::rebuild::alloc_dest_len(sc as usize) as u32,
         )?;
         let scan_points = scan("point_start", self.npts + 1)?;
-        let scan_dirty = grouped("dirty_dest", sc + 1)?;
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
         let bind = |kernel: &'static str,
@@ -841,13 +839,17 @@ impl AclGpu {
         dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
         dg(&mut ops, "set_force", &eval_grids, 1)?;
         // 9–10. Rebuild rounds.
+        // set_dirty_count writes each 256 slots' dirty sets, from which set_dirty_write finds each
+        // one's slot in the list (no scan dispatch).
+        let dirty_groups = get("dirty_groups");
         let dirty_list = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
-            let count = scan_dirty.producer(device, pipelines, "set_dirty_count", own, sc + 1)?;
-            ops.push(Op::Dispatch(count));
-            extend(ops, scan_dirty.dispatches().collect());
+            let groups = ("scan_groups", &dirty_groups);
+            let bg = bind("set_dirty_count", &[groups])?;
+            ops.push(Op::Dispatch(("set_dirty_count", bg, (sc + 1).into())));
             // Its last thread starts the round (the count into rebuild.num_dirty, the round's
             // grids).
-            let bg = bind("set_dirty_write", &round_grids.plan_bindings())?;
+            let [spec, out] = round_grids.plan_bindings();
+            let bg = bind("set_dirty_write", &[spec, out, groups])?;
             ops.push(Op::Dispatch(("set_dirty_write", bg, (sc + 1).into())));
             Ok(())
         };
@@ -937,7 +939,7 @@ impl AclGpu {
         }
         self.ops = ops;
         self._keep = Keep {
-            _scans: vec![scan_alloc, scan_points, scan_dirty],
+            _scans: vec![scan_alloc, scan_points],
             _merges: vec![first, again],
             _lookup: Some(lookup),
             _phases: phases,

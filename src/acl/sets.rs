@@ -16,7 +16,8 @@
 //! replaces the first.
 //!
 //! *Dirty list.* Each rebuild round lists the live dirty sets in set order (`set_dirty_count` →
-//! prefix sum → `set_dirty_write`, [`set_dirty_stage`] on the CPU path); the rebuild kernels run
+//! `set_dirty_write`, each slot from the group sums and a workgroup scan, [`set_dirty_stage`] on
+//! the CPU path); the rebuild kernels run
 //! one thread or workgroup per entry of that list.
 //!
 //! *Bin index.* Sets are binned by the first axis of their boxes, bins of [`MERGE_BIN`] quadrature
@@ -250,30 +251,25 @@ pub fn set_compact(
 ) {
     let m = (rebuild.num_sets as usize).min(sets.len());
     let mut touching = 0u32;
-    // The live sets of the groups before k's, and of k's group before k.
-    let (mut base, mut local) = (0u32, 0u32);
-    for (k, s) in sets[..m].iter().enumerate() {
-        if k % 256 == 0 && k > 0 {
-            base = base.wrapping_add(scan_groups[k / 256 - 1]);
-            local = 0;
+    let live = sets[..m].iter().map(|s| (s.flags & SET_LIVE != 0) as u32);
+    let total = crate::scan::group_prefix_walk(live, scan_groups, |k, live, d| {
+        if live == 0 {
+            return;
         }
-        if s.flags & SET_LIVE == 0 {
-            continue;
-        }
+        let s = &sets[k];
         touching = touching.wrapping_add(s.touching);
         if s.flags & SET_DIRTY != 0 {
             acl_sizes.errors |= ACL_SIZES_MORE_ROUNDS;
         }
-        let d = base.wrapping_add(local) as usize;
-        local += 1;
+        let d = d as usize;
         sets_out[d] = ContactSet {
             flags: s.flags & !SET_MOVED,
             ..*s
         };
         springs_out[4 * d..4 * d + 4].copy_from_slice(&springs[4 * k..4 * k + 4]);
-    }
+    });
     super::counts::last_round_merge_verdict(merge_counters, acl_sizes);
-    super::counts::compacted_counts(base.wrapping_add(local), acl_sizes, merge_counters);
+    super::counts::compacted_counts(total, acl_sizes, merge_counters);
     acl_sizes.touching = acl_sizes.touching.wrapping_add(touching);
 }
 
@@ -334,17 +330,19 @@ pub fn set_dirty_count(
 }
 
 /// Kernel `set_dirty_write` (`shaders/set_dirty_write.wgsl`), one thread per set plus one, after
-/// the scan of [`set_dirty_count`]: each set `k` counted there (its scanned slot below the next
-/// one's) writes `dirty[dirty_dest[k]] = k`, so the list is in set order; the thread at `num_sets`
-/// starts the rebuild round from the list's length, `dirty_dest[num_sets]`
-/// ([`super::counts::round_counts`]: `acl_sizes.num_dirty`, the last merge's verdict, the pool
-/// base, `rebuild.num_dirty` and the round's grids in `plan_out`). `dirty` needs no capacity: it
-/// holds at most `num_sets` entries, and the set table's capacity bounds those.
+/// [`set_dirty_count`] (no scan in between): each set `k` counted there (`dirty_dest[k]` = 1)
+/// writes `dirty[slot] = k`, its slot the dirty sets before it, from the group sums `scan_groups`
+/// and the values of its group before it ([`crate::scan::group_prefix_walk`]), so the list is in
+/// set order; the thread at `num_sets`, whose slot is the list's length, starts the rebuild round
+/// from it ([`super::counts::round_counts`]: `acl_sizes.num_dirty`, the last merge's verdict, the
+/// pool base, `rebuild.num_dirty` and the round's grids in `plan_out`). `dirty` needs no capacity:
+/// it holds at most `num_sets` entries, and the set table's capacity bounds those.
 #[allow(clippy::too_many_arguments)]
 pub fn set_dirty_write(
     plan_spec: &CountPlan,
     rebuild: &mut RebuildParams,
     dirty_dest: &[u32],
+    scan_groups: &[u32],
     dirty: &mut [u32],
     acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
@@ -352,14 +350,17 @@ pub fn set_dirty_write(
     plan_out: &mut [u32],
 ) {
     let n = rebuild.num_sets as usize;
-    for k in 0..n {
-        let slot = dirty_dest[k];
-        if dirty_dest[k + 1] != slot {
-            dirty[slot as usize] = k as u32;
-        }
-    }
+    let nd = crate::scan::group_prefix_walk(
+        dirty_dest[..n].iter().copied(),
+        scan_groups,
+        |k, v, slot| {
+            if v != 0 {
+                dirty[slot as usize] = k as u32;
+            }
+        },
+    );
     super::counts::round_counts(
-        dirty_dest[n],
+        nd,
         plan_spec,
         rebuild,
         acl_sizes,
@@ -370,11 +371,12 @@ pub fn set_dirty_write(
 }
 
 /// Stage `set_dirty` on the CPU path: the live dirty sets of `sets`, in set order, into `dirty`
-/// (`set_dirty_count` → exclusive scan of `dirty_dest` → `set_dirty_write`). Returns their number.
+/// (`set_dirty_count` → `set_dirty_write`, which takes each slot from the group sums). Returns
+/// their number.
 pub fn set_dirty_stage(
     sets: &[ContactSet],
     dirty_dest: &mut Vec<u32>,
-    scan_partials: &mut Vec<u32>,
+    groups: &mut Vec<u32>,
     dirty: &mut Vec<u32>,
 ) -> usize {
     let n = sets.len();
@@ -383,9 +385,9 @@ pub fn set_dirty_stage(
         ..Default::default()
     };
     crate::scan::resize_with_headroom(dirty_dest, n + 1, 0);
-    set_dirty_count(&p, sets, dirty_dest, &mut []);
-    crate::scan::exclusive_scan(dirty_dest, scan_partials);
-    let nd = dirty_dest[n] as usize;
+    crate::scan::resize_with_headroom(groups, (n + 1).div_ceil(256), 0);
+    set_dirty_count(&p, sets, dirty_dest, groups);
+    let nd = groups.iter().sum::<u32>() as usize;
     // Every slot below nd is written by set_dirty_write.
     crate::scan::resize_with_headroom(dirty, nd, 0);
     // The CPU path keeps the round's counts in its own fields and plans no grid: an empty plan.
@@ -398,6 +400,7 @@ pub fn set_dirty_stage(
         &plan,
         &mut p,
         dirty_dest,
+        groups,
         dirty,
         &mut sizes,
         &mut MergeCounters::default(),
