@@ -1,6 +1,6 @@
 // set_point_count: the point table's counts (src/acl/gather.rs; CPU twin
-// acl::gather::set_point_count). One thread per set k < acl.num_sets; for each record of a live set
-// (its point t < n_cp: pool index at = cp_off + t, control point p = cp_pool[at]):
+// acl::gather::set_point_count). A thread per set slot; for set k < acl.num_sets, each record of a
+// live set (its point t < n_cp: pool index at = cp_off + t, control point p = cp_pool[at]):
 // point_rank[at] = atomicAdd(point_count[p], 1), the record's rank among p's records (in the order
 // the threads come: set_gather sums them in set order whatever it is), and atomicAdd(point_start[p],
 // 1), the input of the exclusive scan that gives each point its first slot and, at num_points, the

@@ -25,7 +25,8 @@ fn last_round_merge_verdict() {
     }
 }
 
-// After set_compact's scan: the live sets' number (the scan's total) is the table length, in
+// In set_compact (the thread of the last slot, which has the live sets' number from the group sums
+// and its workgroup's scan): that number is the table length, in
 // acl_sizes and (unless the table overflowed, when its count is what was needed) in
 // merge_counters.
 fn compacted_counts(live: u32) {

@@ -3,7 +3,8 @@
 // sum of them into scan_groups (write_scan_group, shared/scan_groups.wgsl): the sums of the
 // groups before this one (thread t adds groups t, t + 256, …, then workgroup_sum), plus a
 // workgroup scan of the threads' own values. It spares the scan its dispatch where the scanned
-// array has no reader but this kernel (CPU twin: the consumer's own, e.g. acl::sets::set_compact).
+// array has no reader but this kernel (CPU twin: scan::group_prefix_walk, which the consumers'
+// twins call).
 // The importing kernel declares scan_groups (storage, array<u32>) and imports workgroup_sum and
 // workgroup_scan; every thread calls group_prefix in uniform control flow (it has barriers).
 // Loop bound: ⌈group / 256⌉ loads (the importer states its bound), workgroup_sum's 8 halving steps

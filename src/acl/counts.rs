@@ -8,7 +8,8 @@
 //! into them between compute passes, keeps the step in one compute pass (each pass costs some six
 //! dependent dispatches on hardware). At the other points the kernel that has the count final moves it
 //! from one of its threads, a dispatch fewer each ([`round_counts`] with [`last_merge_verdict`] in
-//! `set_dirty_write`, [`last_round_merge_verdict`] and [`compacted_counts`] in `set_compact`; `shaders/shared/acl_step_counts.wgsl`).
+//! `set_dirty_write`, [`last_round_merge_verdict`] and [`compacted_counts`] in `set_compact`;
+//! `shaders/shared/acl_step_counts.wgsl`).
 //! The CPU path keeps these counts in `AclContact`'s fields and has no use for the twins beyond
 //! the parity tests (tests/gpu_acl_counts.rs, tests/gpu_acl_release.rs,
 //! tests/gpu_acl_rebuild.rs); they are the specification of the kernels.
@@ -132,7 +133,8 @@ pub fn round_counts(
     plan_counted(plan_spec, nd, plan_out);
 }
 
-/// After `set_compact`'s scan (its thread 0): the live sets' number `live` is the table length, in
+/// In `set_compact` (the thread of the last slot, which has the live sets' number `live`, from the
+/// group sums and its workgroup's scan): `live` is the table length, in
 /// `acl_sizes` and (unless the table overflowed, when its count is what was needed for the
 /// regrowth) in `merge_counters`.
 pub fn compacted_counts(live: u32, acl_sizes: &mut AclSizes, merge_counters: &mut MergeCounters) {

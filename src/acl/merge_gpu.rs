@@ -342,10 +342,10 @@ impl MergeGpu {
     /// The dispatches without the last pass's label rounds, `merge_hull` and `merge_apply`: for
     /// the last merge invocation of a step, which nothing after it in the step searches again.
     /// Its last pass's search decides alone: pairs found (`edges.count > 0`) make the step rerun
-    /// with more passes ([`verdict_for`]; the step's `last_merge_verdict`) whether or not they are
-    /// merged, and none found leave the labels the identity, so the rest of the pass would only
-    /// clear the moved flags (the CPU path's `set_merge` skips it alike). Whoever comes after
-    /// must clear them instead (the GPU ACL step's `set_compact` does).
+    /// with more passes ([`verdict_for`]; the step's `last_round_merge_verdict`) whether or not
+    /// they are merged, and none found leave the labels the identity, so the rest of the pass
+    /// would only clear the moved flags (the CPU path's `set_merge` skips it alike). Whoever
+    /// comes after must clear them instead (the GPU ACL step's `set_compact` does).
     pub fn dispatches_to_last_search(&self) -> &[Dispatch] {
         &self.dispatches[..self.dispatches.len() - self.tail]
     }

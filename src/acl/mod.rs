@@ -295,8 +295,9 @@ pub struct AclContact {
     /// The compactions' second buffers and offsets.
     sets_next: Vec<ContactSet>,
     springs_next: Vec<StictionSpring>,
-    /// The set table's live sets per 256 slots (`sets::live_groups`).
-    compact_groups: Vec<u32>,
+    /// Group sums of the set table per 256 slots: its live sets for the compaction
+    /// (`sets::live_groups`), its dirty sets for each round's dirty list (`sets::set_dirty_count`).
+    set_groups: Vec<u32>,
     pools_next: Pools,
     pool_dest: Vec<u32>,
     scan_partials: Vec<u32>,
@@ -391,7 +392,7 @@ impl AclContact {
             merge: MergeScratch::default(),
             sets_next: Vec::new(),
             springs_next: Vec::new(),
-            compact_groups: Vec::new(),
+            set_groups: Vec::new(),
             pools_next: Pools::default(),
             pool_dest: Vec::new(),
             scan_partials: Vec::new(),
@@ -827,7 +828,7 @@ impl AclContact {
             let nd = sets::set_dirty_stage(
                 &self.sets,
                 &mut self.dirty_dest,
-                &mut self.scan_partials,
+                &mut self.set_groups,
                 &mut self.dirty,
             );
             if nd == 0 {
@@ -895,7 +896,7 @@ impl AclContact {
             sets::set_compact_stage(
                 &self.sets,
                 &self.springs,
-                &mut self.compact_groups,
+                &mut self.set_groups,
                 &mut self.sets_next,
                 &mut self.springs_next,
             );
