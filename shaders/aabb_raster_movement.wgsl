@@ -1,7 +1,10 @@
 // aabb_raster_movement: per spline segment, the box of grid cells (width sched.cell, measured from
 // the anchor cell, then absolute) that its exact AABB padded by r·PAD_FACTOR covers, and per-axis
 // intervals of its movement over the last step (mv1: pos − prev1) and of its change of movement (mv2:
-// pos − 2 prev1 + prev2) over t ∈ [0, 1]. A non-finite control point raises ERROR_NAN_POSITION
+// pos − 2 prev1 + prev2) over t ∈ [0, 1]. In cells[s].hi.w, the margin bits (sched::CELL_MARGIN_BITS):
+// where the box padded by min(r·SCHED_CELL_MARGIN, cell/2) more reaches one cell further, bit a
+// below and bit 3 + a above on axis a; segment_monitor decides the box the segment keeps, and the
+// cell count limit applies to the box with its margin. A non-finite control point raises ERROR_NAN_POSITION
 // (first_bad_point: the lowest such point); a box beyond ±2^30 cells or over more than
 // SCHED_MAX_CELLS_PER_SEGMENT cells raises ERROR_GRID_RANGE (first_bad_segment: the lowest such
 // segment); either leaves the cell box invalid (zero). CPU twin: sched::aabb_raster_movement.
@@ -77,13 +80,20 @@ fn aabb_raster_movement(
     }
     // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
     let pad = sched.radius * PAD_FACTOR;
+    // The margin of a box the segment takes anew (segment_monitor), at most half a cell.
+    let margin = min(sched.radius * SCHED_CELL_MARGIN, 0.5 * sched.cell);
+    let lo_m = bb.lo - vec3<f32>(pad + margin);
+    let hi_m = bb.hi + vec3<f32>(pad + margin);
     let lo = bb.lo - vec3<f32>(pad);
     let hi = bb.hi + vec3<f32>(pad);
     let origin = vec3<f32>(sched.anchor.xyz) * sched.cell;
     let c0 = floor((lo - origin) * sched.inv_cell);
     let c1 = floor((hi - origin) * sched.inv_cell);
+    // (At most one cell further: the margin is at most half a cell.)
+    let b0 = clamp(c0 - floor((lo_m - origin) * sched.inv_cell), vec3<f32>(0.0), vec3<f32>(1.0));
+    let b1 = clamp(floor((hi_m - origin) * sched.inv_cell) - c1, vec3<f32>(0.0), vec3<f32>(1.0));
     let lim = SCHED_CELL_RANGE;
-    if !(all(c0 >= vec3<f32>(-lim)) && all(c1 <= vec3<f32>(lim))) {
+    if !(all(c0 - b0 >= vec3<f32>(-lim)) && all(c1 + b1 <= vec3<f32>(lim))) {
         atomicOr(&sched_counters.errors, ERROR_GRID_RANGE);
         atomicMin(&sched_counters.first_bad_segment, s);
         cells[s] = cb;
@@ -91,7 +101,10 @@ fn aabb_raster_movement(
     }
     let i0 = vec3<i32>(c0);
     let i1 = vec3<i32>(c1);
-    let ext = vec3<u32>(i1 - i0 + vec3<i32>(1));
+    let e0 = vec3<i32>(b0);
+    let e1 = vec3<i32>(b1);
+    // The count limit holds for the box with its margin.
+    let ext = vec3<u32>(i1 + e1 - i0 + e0 + vec3<i32>(1));
     let m = SCHED_MAX_CELLS_PER_SEGMENT;
     if ext.x > m || ext.y > m / ext.x || ext.z > m / (ext.x * ext.y) {
         atomicOr(&sched_counters.errors, ERROR_GRID_RANGE);
@@ -99,7 +112,8 @@ fn aabb_raster_movement(
         cells[s] = cb;
         return;
     }
+    let bits = e0.x | (e0.y << 1u) | (e0.z << 2u) | (e1.x << 3u) | (e1.y << 4u) | (e1.z << 5u);
     cb.lo = vec4<i32>(i0 + sched.anchor.xyz, 1);
-    cb.hi = vec4<i32>(i1 + sched.anchor.xyz, 0);
+    cb.hi = vec4<i32>(i1 + sched.anchor.xyz, bits);
     cells[s] = cb;
 }

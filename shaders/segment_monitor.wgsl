@@ -1,8 +1,11 @@
-// segment_monitor: per spline segment, its SegmentMotion record: the movement mv1, the reference
+// segment_monitor: per spline segment, the cell box it keeps, with hysteresis (box_kept, twin
+// CellBox::kept): last step's, prev_cells[s], while the box aabb_raster_movement wrote into cells[s]
+// (padded by r) is valid and within it, else that box with its margin bits applied, written back
+// into cells[s]; then its SegmentMotion record: the movement mv1, the reference
 // change of movement mv2_ref (reset to mv2, and the segment monitored, when mv2 left it by more than
-// ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within cells).
-// Counts into sched_counters.monitored / .left, and the segments that entered a cell (cells not
-// within prev_cells) into .entered. CPU twin: sched::segment_monitor.
+// ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within the box kept).
+// Counts into sched_counters.monitored / .left, and the segments that entered a cell (the box kept
+// not within prev_cells) into .entered. CPU twin: sched::segment_monitor.
 // One thread per segment. Loop bound: 3 axes (drift), fixed.
 
 #import layout
@@ -11,7 +14,7 @@
 @group(0) @binding(0) var<uniform> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> mv1: array<Interval>;
 @group(0) @binding(2) var<storage, read> mv2: array<Interval>;
-@group(0) @binding(3) var<storage, read> cells: array<CellBox>;
+@group(0) @binding(3) var<storage, read_write> cells: array<CellBox>;
 @group(0) @binding(4) var<storage, read> prev_cells: array<CellBox>;
 @group(0) @binding(5) var<storage, read_write> motion: array<SegmentMotion>;
 @group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
@@ -38,7 +41,10 @@ fn segment_monitor(
     }
     m.mv1 = mv1[s];
     m.mon = mon;
-    m.left = select(1u, 0u, box_within(prev_cells[s], cells[s]));
+    let prev = prev_cells[s];
+    let kept = box_kept(cells[s], prev);
+    cells[s] = kept;
+    m.left = select(1u, 0u, box_within(prev, kept));
     motion[s] = m;
     if mon != 0u {
         atomicAdd(&sched_counters.monitored, 1u);
@@ -46,7 +52,7 @@ fn segment_monitor(
     if m.left != 0u {
         atomicAdd(&sched_counters.left, 1u);
     }
-    if !box_within(cells[s], prev_cells[s]) {
+    if !box_within(kept, prev) {
         atomicAdd(&sched_counters.entered, 1u);
     }
 }

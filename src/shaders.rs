@@ -656,7 +656,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("sched"),
             read("mv1"),
             read("mv2"),
-            read("cells"),
+            read_write("cells"),
             read("prev_cells"),
             read_write("motion"),
             read_write("sched_counters"),

@@ -3,6 +3,8 @@
 
 // A segment may cover at most this many grid cells (sched::MAX_CELLS_PER_SEGMENT).
 const SCHED_MAX_CELLS_PER_SEGMENT: u32 = 4096u;
+// The cell boxes' hysteresis, in units of r (sched::CELL_MARGIN).
+const SCHED_CELL_MARGIN: f32 = 0.0625;
 // Cells on either side of 0 a cell coordinate may reach (sched::raster::CELL_RANGE = 2^30).
 const SCHED_CELL_RANGE: f32 = 1073741824.0;
 // max_t |B_0(t)| = max_t |B_3(t)| = 2/27 (raster::HANDLE_BASIS_MAX).
@@ -63,6 +65,25 @@ fn box_valid(c: CellBox) -> bool {
 fn box_within(c: CellBox, o: CellBox) -> bool {
     return !box_valid(c)
         || (box_valid(o) && all(o.lo.xyz <= c.lo.xyz) && all(c.hi.xyz <= o.hi.xyz));
+}
+
+// CellBox::with_margin: the box with the margin bits of hi.w (sched::CELL_MARGIN_BITS) applied,
+// the bits cleared.
+fn box_with_margin(c: CellBox) -> CellBox {
+    let bits = c.hi.w;
+    var o = c;
+    o.lo = vec4<i32>(c.lo.xyz - vec3<i32>(bits & 1, (bits >> 1u) & 1, (bits >> 2u) & 1), c.lo.w);
+    o.hi = vec4<i32>(c.hi.xyz + vec3<i32>((bits >> 3u) & 1, (bits >> 4u) & 1, (bits >> 5u) & 1), 0);
+    return o;
+}
+
+// CellBox::kept: last step's box while this step's (padded by r) is valid and within it, else this
+// step's with its margin.
+fn box_kept(c: CellBox, prev: CellBox) -> CellBox {
+    if box_valid(c) && box_valid(prev) && box_within(c, prev) {
+        return prev;
+    }
+    return box_with_margin(c);
 }
 
 // CellBox::intersects.

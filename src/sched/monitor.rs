@@ -1,5 +1,8 @@
-//! Stage `segment_monitor` of the scheduler, one task per segment: from this step's movement
-//! intervals (`mv1`, `mv2`) and cell boxes (`cells`, `prev_cells`), each segment's [`SegmentMotion`]
+//! Stage `segment_monitor` of the scheduler, one task per segment: the cell box each segment keeps
+//! (`cells`, with hysteresis: last step's box `prev_cells` while this step's box padded by `r` is
+//! within it, else that box with the margin `aabb_raster_movement` noted, [`CellBox::kept`] and
+//! [`super::CELL_MARGIN`]); then from this step's movement intervals (`mv1`, `mv2`) and the cell
+//! boxes kept, each segment's [`SegmentMotion`]
 //! record (`motion`), which the examination reads: the movement `mv1`, the reference change of
 //! movement `mv2_ref` (reset to `mv2` when `mv2` left it by more than `ω/2`: the segment is then
 //! *monitored* and all its entries are examined now), the monitored flag and whether the segment
@@ -17,7 +20,7 @@ pub fn segment_monitor(
     sched: &SchedUniform,
     mv1: &[Interval],
     mv2: &[Interval],
-    cells: &[CellBox],
+    cells: &mut [CellBox],
     prev_cells: &[CellBox],
     motion: &mut [SegmentMotion],
     counters: &mut SchedCounters,
@@ -29,9 +32,11 @@ pub fn segment_monitor(
     let monitoring = sched.switches & SCHED_NO_MONITORING == 0;
     let (monitored, left, entered) = motion[..n]
         .par_iter_mut()
+        .zip(cells[..n].par_iter_mut())
         .with_min_len(1024)
         .enumerate()
-        .map(|(s, m)| {
+        .map(|(s, (m, c))| {
+            *c = c.kept(&prev_cells[s]);
             let mut mon = 0;
             if first {
                 m.mv2_ref = mv2[s];
@@ -41,8 +46,8 @@ pub fn segment_monitor(
             }
             m.mv1 = mv1[s];
             m.mon = mon;
-            m.left = !prev_cells[s].within(&cells[s]) as u32;
-            (mon, m.left, !cells[s].within(&prev_cells[s]) as u32)
+            m.left = !prev_cells[s].within(c) as u32;
+            (mon, m.left, !c.within(&prev_cells[s]) as u32)
         })
         .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
     counters.monitored += monitored;

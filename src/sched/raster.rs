@@ -1,6 +1,8 @@
 //! Stage `aabb_raster_movement` of the scheduler (DESIGN §5.1), one task per segment: from the control
 //! points `pos` and the two previous steps' `prev1`, `prev2`, the box of grid cells that each
-//! segment's exact AABB padded by `r` covers (`cells`), and per-axis intervals of its movement over the
+//! segment's exact AABB padded by `r` covers (`cells`; in `hi[3]`, where the box padded by
+//! [`super::CELL_MARGIN`] more would reach one cell further, for `segment_monitor`, which decides
+//! the box the segment keeps), and per-axis intervals of its movement over the
 //! last step (`mv1`, field `Σ_k B_k(t)(q − q⁻¹)_k`) and of its change of movement (`mv2`, field
 //! `Σ_k B_k(t)(q − 2q⁻¹ + q⁻²)_k`) over `t ∈ [0, 1]`. Also the movement since a bin's position snapshot
 //! ([`movement_of`]), which the examination reads.
@@ -9,7 +11,7 @@
 // element-wise kernels.
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
-use super::{CellBox, Interval, MAX_CELLS_PER_SEGMENT};
+use super::{CellBox, Interval, CELL_MARGIN, MAX_CELLS_PER_SEGMENT};
 use crate::contact::grid::PAD_FACTOR;
 use crate::layout::{SchedCounters, SchedUniform, ERROR_GRID_RANGE, ERROR_NAN_POSITION};
 use crate::math::V3;
@@ -25,7 +27,8 @@ pub const CELL_RANGE: i64 = 1 << 30;
 type RasterError = (u32, u32);
 
 /// One segment of `aabb_raster_movement`: the box of grid cells that cover its exact AABB padded by
-/// `r·PAD_FACTOR` (cell width `γ`, coordinates measured from the integer cell `anchor` for precision
+/// `r·PAD_FACTOR`, with the margin bits ([`super::CELL_MARGIN_BITS`]) of the box padded by
+/// `r·PAD_FACTOR + min(r·CELL_MARGIN, γ/2)`, which the cell count limit applies to (cell width `γ`, coordinates measured from the integer cell `anchor` for precision
 /// and then made absolute, `⌊x/γ⌋`, so a cell keeps its identity when the anchor moves). An invalid
 /// box (`lo[3] = 0`) and an error when a control point is not finite or the box is too large.
 #[inline]
@@ -53,6 +56,10 @@ fn raster_segment(
     }
     // A hair more than r, so rounding cannot separate the boxes of a pair at exactly 2r.
     let pad = sched.radius * PAD_FACTOR;
+    // The margin of a box the segment takes anew (segment_monitor), at most half a cell.
+    let margin = (sched.radius * CELL_MARGIN).min(0.5 * sched.cell);
+    let lo_m = lo - V3::splat(pad + margin);
+    let hi_m = hi + V3::splat(pad + margin);
     let lo = lo - V3::splat(pad);
     let hi = hi + V3::splat(pad);
     let mut cb = CellBox {
@@ -64,15 +71,19 @@ fn raster_segment(
         let origin = sched.anchor[a] as f32 * sched.cell;
         let c0 = floor_i64((lo.get(a) - origin) * sched.inv_cell);
         let c1 = floor_i64((hi.get(a) - origin) * sched.inv_cell);
-        if c0 < -CELL_RANGE || c1 > CELL_RANGE {
+        // (At most one cell further: the margin is at most half a cell.)
+        let b0 = (c0 - floor_i64((lo_m.get(a) - origin) * sched.inv_cell)).clamp(0, 1);
+        let b1 = (floor_i64((hi_m.get(a) - origin) * sched.inv_cell) - c1).clamp(0, 1);
+        if c0 - b0 < -CELL_RANGE || c1 + b1 > CELL_RANGE {
             return (invalid, (u32::MAX, s));
         }
-        count *= c1 - c0 + 1;
+        count *= c1 + b1 - c0 + b0 + 1;
         if count > MAX_CELLS_PER_SEGMENT {
             return (invalid, (u32::MAX, s));
         }
         cb.lo[a] = (c0 + sched.anchor[a] as i64) as i32;
         cb.hi[a] = (c1 + sched.anchor[a] as i64) as i32;
+        cb.hi[3] |= ((b0 as i32) << a) | ((b1 as i32) << (3 + a));
     }
     (cb, (u32::MAX, u32::MAX))
 }
