@@ -1,13 +1,13 @@
 // aabb_raster_movement: per spline segment, the box of grid cells (width sched.cell, measured from
 // the anchor cell, then absolute) that its exact AABB padded by r·PAD_FACTOR covers, and per-axis
 // intervals of its movement over the last step (mv1: pos − prev1) and of its change of movement (mv2:
-// pos − 2 prev1 + prev2) over t ∈ [0, 1]. In cells[s].hi.w, the margin bits (sched::CELL_MARGIN_BITS):
-// where the box padded by min(r·SCHED_CELL_MARGIN, cell/2) more reaches one cell further, bit a
-// below and bit 3 + a above on axis a; segment_monitor decides the box the segment keeps, and the
-// cell count limit applies to the box with its margin. A non-finite control point raises ERROR_NAN_POSITION
-// (first_bad_point: the lowest such point); a box beyond ±2^30 cells or over more than
-// SCHED_MAX_CELLS_PER_SEGMENT cells raises ERROR_GRID_RANGE (first_bad_segment: the lowest such
-// segment); either leaves the cell box invalid (zero). CPU twin: sched::aabb_raster_movement.
+// pos − 2 prev1 + prev2) over t ∈ [0, 1]. In cells[s].hi.w, the margin bits
+// (sched::CELL_MARGIN_BITS): where the box padded by min(r·SCHED_CELL_MARGIN, cell/2) more reaches
+// one cell further, bit a below and bit 3 + a above on axis a; segment_monitor decides the box the
+// segment keeps, and the cell count limit applies to the box with its margin. A non-finite control
+// point raises ERROR_NAN_POSITION (first_bad_point: the lowest such point); a box beyond ±2^30
+// cells or over more than SCHED_MAX_CELLS_PER_SEGMENT cells raises ERROR_GRID_RANGE
+// (first_bad_segment: the lowest such segment); either leaves the cell box invalid (zero). CPU twin: sched::aabb_raster_movement.
 // One thread per segment.
 // Loop bound: 4 control points; 3 axes × 2 roots (segment_aabb); 3 axes (movement_interval): fixed.
 

@@ -3,9 +3,9 @@
 // (padded by r) is valid and within it, else that box with its margin bits applied, written back
 // into cells[s]; then its SegmentMotion record: the movement mv1, the reference
 // change of movement mv2_ref (reset to mv2, and the segment monitored, when mv2 left it by more than
-// ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within the box kept).
-// Counts into sched_counters.monitored / .left, and the segments that entered a cell (the box kept
-// not within prev_cells) into .entered. CPU twin: sched::segment_monitor.
+// ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within the box
+// kept). Counts into sched_counters.monitored / .left, and the segments that entered a cell (the
+// box kept not within prev_cells) into .entered. CPU twin: sched::segment_monitor.
 // One thread per segment. Loop bound: 3 axes (drift), fixed.
 
 #import layout

@@ -80,7 +80,8 @@ fn box_with_margin(c: CellBox) -> CellBox {
 // CellBox::kept: last step's box while this step's (padded by r) is valid and within it, else this
 // step's with its margin.
 fn box_kept(c: CellBox, prev: CellBox) -> CellBox {
-    if box_valid(c) && box_valid(prev) && box_within(c, prev) {
+    // (box_within asks prev to be valid when c is.)
+    if box_valid(c) && box_within(c, prev) {
         return prev;
     }
     return box_with_margin(c);

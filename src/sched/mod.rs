@@ -235,7 +235,8 @@ impl CellBox {
     /// step's box padded by `r` (`self`) is valid and within it, else `self` with its margin.
     #[inline]
     pub fn kept(&self, prev: &CellBox) -> CellBox {
-        if self.valid() && prev.valid() && self.within(prev) {
+        // (`within` asks `prev` to be valid when `self` is.)
+        if self.valid() && self.within(prev) {
             *prev
         } else {
             self.with_margin()

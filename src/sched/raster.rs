@@ -28,8 +28,8 @@ type RasterError = (u32, u32);
 
 /// One segment of `aabb_raster_movement`: the box of grid cells that cover its exact AABB padded by
 /// `r·PAD_FACTOR`, with the margin bits ([`super::CELL_MARGIN_BITS`]) of the box padded by
-/// `r·PAD_FACTOR + min(r·CELL_MARGIN, γ/2)`, which the cell count limit applies to (cell width `γ`, coordinates measured from the integer cell `anchor` for precision
-/// and then made absolute, `⌊x/γ⌋`, so a cell keeps its identity when the anchor moves). An invalid
+/// `r·PAD_FACTOR + min(r·CELL_MARGIN, γ/2)`, which the cell count limit applies to (cell width
+/// `γ`, coordinates measured from the integer cell `anchor` for precision and then made absolute, `⌊x/γ⌋`, so a cell keeps its identity when the anchor moves). An invalid
 /// box (`lo[3] = 0`) and an error when a control point is not finite or the box is too large.
 #[inline]
 fn raster_segment(
