@@ -1,14 +1,14 @@
 // dirty_overlap_write: the overlap list of the first merge pass after a rebuild round, searching
 // the round's dirty list instead of the set index (dirty_overlap.wgsl), in one dispatch: every live
 // set m appends the pairs [k, m] it finds (k a moved dirty set overlapping m) at slots taken with
-// atomicAdd on edges.count (reset by acl_counts at the round's start), so the list's order varies
-// from run to run. Nothing downstream depends on it: merge_label's hooking and pointer jumping
-// take minima (atomicMin), merge_hull maxima (atomicMax), the same for any order of the pairs,
-// and the pairs are the index pass's (tests compare them as sorted lists). A slot at or beyond
-// edges.capacity is not written and raises edges.overflow (edges.count is then the pairs found).
-// Every thread m < sets.count also starts the merge state of slot m for merge_label and
-// merge_hull: label m in both halves of `labels`, an empty hull accumulator (as set_overlap_write
-// does); thread 0 clears label_rounds and moved (as set_bin_count does for an index pass). CPU twin: acl::coalesce::dirty_overlap_write. One thread per set slot.
+// atomicAdd on edges.count (reset by set_dirty_write at the round's start), so the list's order
+// varies from run to run. Nothing downstream depends on it: merge_label's hooking and pointer
+// jumping take minima (atomicMin), merge_hull maxima (atomicMax), the same for any order of the
+// pairs, and the pairs are the index pass's (tests compare them as sorted lists). A slot at or
+// beyond edges.capacity is not written and raises edges.overflow (edges.count is then the pairs
+// found). Every thread m < sets.count also starts the merge state of slot m for merge_label and
+// merge_hull, and thread 0 the pass's counts (list_overlap_start). CPU twin:
+// acl::coalesce::dirty_overlap_write. One thread per set slot.
 // Loop bound: DIRTY_OVERLAP_MAX (the list, checked) + 11 (the binary search).
 
 #import layout
@@ -30,34 +30,16 @@ fn dirty_overlap_write(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let m = thread_index(wid, nwg, lid, 256u);
-    if m == 0u {
-        // The pass's own counts, as set_bin_count starts an index pass: an earlier pass's would
-        // make merge_hull see unconverged labels (more_rounds) that this pass does not have.
-        atomicStore(&merge_counters.label_rounds, 0u);
-        atomicStore(&merge_counters.moved, 0u);
-    }
-    let cap = merge_counters.sets.capacity;
-    let n = min(atomicLoad(&merge_counters.sets.count), cap);
-    if m >= n {
+    if m >= list_overlap_start(m) {
         return;
     }
-    labels[m] = m;
-    labels[cap + m] = m;
-    set_hull[m] = vec4<u32>(0u);
     let len = dirty_overlap_len(m);
     let s = sets[m];
-    let moved = dirty_overlap_moved(s.flags);
-    let ecap = merge_counters.edges.capacity;
+    let moved = list_overlap_moved(s.flags);
     for (var d = 0u; d < len; d = d + 1u) {
-        let k = dirty_overlap_pair(m, s.bx, moved, d);
-        if k == NO_SET {
-            continue;
-        }
-        let slot = atomicAdd(&merge_counters.edges.count, 1u);
-        if slot < ecap {
-            edges[slot] = vec2<u32>(k, m);
-        } else {
-            atomicStore(&merge_counters.edges.overflow, 1u);
+        let k = list_overlap_pair(m, s.bx, moved, dirty[d]);
+        if k != NO_SET {
+            list_overlap_append(k, m);
         }
     }
 }

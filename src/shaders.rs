@@ -1319,6 +1319,20 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::coalesce::dirty_overlap_write",
     },
+    // The first merge pass after coalescing, without the set index (MergeCaps::indexed = 0):
+    // coalesce_overlap_write searches the new sets instead.
+    Kernel {
+        name: "coalesce_overlap_write",
+        workgroup_size: WG,
+        bindings: &[
+            read("sets"),
+            read_write("edges"),
+            read_write("labels"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::coalesce_overlap_write",
+    },
     Kernel {
         name: "merge_label",
         workgroup_size: WG,

@@ -11,10 +11,10 @@ mod fixture;
 
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
-    coalesce_box, coalesce_heads, coalesce_pairs, coalesce_springs, contact_coalesce,
-    dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label, merge_uniform,
-    set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count, set_overlap_write,
-    MergeScratch,
+    coalesce_box, coalesce_heads, coalesce_overlap_write, coalesce_pairs, coalesce_springs,
+    contact_coalesce, dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label,
+    merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count,
+    set_overlap_write, MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
 use yarnsim::acl::rebuild::RebuildParams;
@@ -1154,22 +1154,55 @@ fn index_pass_pairs(u: &MergeUniform, sets: &[ContactSet], cap: usize) -> Vec<[u
     edges
 }
 
-/// `dirty_overlap_write` on the GPU and its twin, with room for `room` pairs: labels, hulls and
-/// counters (the pairs found, overflow, errors) identical, and the pairs written the same list
-/// once sorted (the kernel appends in whatever order its threads take the slots). Returns the
-/// twin's pairs (in its order) and counters.
-fn dirty_pass_matches_twins(
+/// Which short list a pass without the set index searches.
+#[derive(Clone, Copy)]
+enum List<'a> {
+    /// `dirty_overlap_write`: a rebuild round's dirty list.
+    Dirty(&'a [u32]),
+    /// `coalesce_overlap_write`: the sets coalescing made, from slot `coalesce_base` on.
+    Coalesced { base: u32 },
+}
+
+/// The list search's twin on `table` with counters `c` (whose capacities and counts are set).
+fn list_twin(
+    list: List,
+    table: &[ContactSet],
+    edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    hull: &mut [[u32; 4]],
+    c: &mut MergeCounters,
+) {
+    match list {
+        List::Dirty(dirty) => {
+            let rp = round_uniform(dirty.len());
+            dirty_overlap_write(&rp, table, dirty, edges, labels, hull, c)
+        }
+        List::Coalesced { base } => {
+            c.coalesce_base = base;
+            coalesce_overlap_write(table, edges, labels, hull, c)
+        }
+    }
+}
+
+/// A list search (`dirty_overlap_write` or `coalesce_overlap_write`) on the GPU and its twin, on
+/// `sets` in a table of `cap` slots, with room for `room` pairs: labels, hulls and counters (the
+/// pairs found, overflow, errors) identical, and the pairs written the same list once sorted (the
+/// kernel appends in whatever order its threads take the slots). Returns the twin's pairs (in its
+/// order) and counters.
+fn list_pass_matches_twins(
     gpu: &Gpu,
     sets: &[ContactSet],
-    dirty: &[u32],
+    list: List,
     cap: usize,
     room: usize,
     label: &str,
 ) -> (Vec<[u32; 2]>, MergeCounters) {
     let table = table_with_capacity(sets, cap);
-    let rp = round_uniform(dirty.len());
     let mut c = counters(sets.len(), cap, 0);
     c.edges.capacity = room as u32;
+    if let List::Coalesced { base } = list {
+        c.coalesce_base = base;
+    }
     // What an earlier pass of the step leaves: the pass starts its own.
     c.label_rounds = 5;
     c.moved = 3;
@@ -1177,29 +1210,24 @@ fn dirty_pass_matches_twins(
     let mut labels = vec![u32::MAX; 2 * cap];
     let mut hull = vec![[7u32; 4]; cap];
     let (edges_in, labels_in, hull_in, c_in) = (edges.clone(), labels.clone(), hull.clone(), c);
-    dirty_overlap_write(
-        &rp,
-        &table,
-        dirty,
-        &mut edges,
-        &mut labels,
-        &mut hull,
-        &mut c,
-    );
-    let out = run_kernel(
-        gpu,
-        "dirty_overlap_write",
-        &[
-            ("rebuild", bytes(&[rp])),
-            ("sets", bytes(&table)),
-            ("dirty", bytes(dirty)),
-            ("edges", bytes(&edges_in)),
-            ("labels", bytes(&labels_in)),
-            ("set_hull", bytes(&hull_in)),
-            ("merge_counters", bytes(&[c_in])),
-        ],
-        cap as u32,
-    )
+    list_twin(list, &table, &mut edges, &mut labels, &mut hull, &mut c);
+    let c_in = [c_in];
+    let common = [
+        ("sets", bytes(&table)),
+        ("edges", bytes(&edges_in)),
+        ("labels", bytes(&labels_in)),
+        ("set_hull", bytes(&hull_in)),
+        ("merge_counters", bytes(&c_in)),
+    ];
+    let out = match list {
+        List::Dirty(dirty) => {
+            let rp = [round_uniform(dirty.len())];
+            let mut inputs = vec![("rebuild", bytes(&rp)), ("dirty", bytes(dirty))];
+            inputs.extend(common);
+            run_kernel(gpu, "dirty_overlap_write", &inputs, cap as u32)
+        }
+        List::Coalesced { .. } => run_kernel(gpu, "coalesce_overlap_write", &common, cap as u32),
+    }
     .unwrap();
     assert_eq!(counters_of(&out), c, "{label}: counters");
     assert_eq!(
@@ -1232,7 +1260,7 @@ fn dirty_pass_matches_twins(
             ..counters(sets.len(), cap, 0)
         };
         let (mut l, mut h) = (labels.clone(), hull.clone());
-        dirty_overlap_write(&rp, &table, dirty, &mut all, &mut l, &mut h, &mut call);
+        list_twin(list, &table, &mut all, &mut l, &mut h, &mut call);
         all.sort_unstable();
         gpu_edges.dedup();
         assert_eq!(gpu_edges.len(), written, "{label}: a pair written twice");
@@ -1243,6 +1271,18 @@ fn dirty_pass_matches_twins(
     }
     edges.truncate(written);
     (edges, c)
+}
+
+/// [`list_pass_matches_twins`] on a rebuild round's dirty list.
+fn dirty_pass_matches_twins(
+    gpu: &Gpu,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    cap: usize,
+    room: usize,
+    label: &str,
+) -> (Vec<[u32; 2]>, MergeCounters) {
+    list_pass_matches_twins(gpu, sets, List::Dirty(dirty), cap, room, label)
 }
 
 /// The dirty-list search lists exactly the index pass's pairs after a round (both kinds: a moved
@@ -1365,5 +1405,150 @@ fn passes_without_the_index_equal_the_cpu_merge() {
                 "{label}: {runs:?}"
             );
         }
+    }
+}
+
+// The first merge pass after coalescing, searching the sets coalescing made (MergeCaps::indexed
+// = 0) instead of the set index.
+
+/// A fixture's table after coalescing (the CPU path's `coalesce_pairs`) and the first new slot.
+fn coalesced(f: &Fixture) -> (Vec<ContactSet>, u32) {
+    let mut sets = f.sets.clone();
+    let mut springs = springs_before(sets.len(), 0, 4 * sets.len());
+    let mut sc = MergeScratch::default();
+    coalesce_pairs(&f.touching, f.alpha, f.nq, &mut sets, &mut springs, &mut sc);
+    (sets, f.sets.len() as u32)
+}
+
+/// The search of the new sets lists exactly the index pass's pairs after coalescing, kernel and
+/// twin identical: at the first step (every set new: pairs of two new sets) and on the settled
+/// table with new sets beside its sets (pairs of a new and a settled set too); a moved set older
+/// than the new ones, or more new sets than DIRTY_OVERLAP_MAX, raises MERGE_DIRTY_LIMIT and lists
+/// nothing, on both.
+#[test]
+fn coalesce_overlap_kernels_match_twins_and_the_index_pass() {
+    let Some(gpu) = gpu_or_skip("coalesce_overlap_kernels_match_twins_and_the_index_pass") else {
+        return;
+    };
+    for (f, label) in [(first_step(), "first step"), (later_step(), "later step")] {
+        let (sets, base) = coalesced(&f);
+        let u = merge_uniform(f.nq, f.alpha);
+        let cap = sets.len() + 17;
+        let list = List::Coalesced { base };
+        let room = 4 * sets.len();
+        let (mut edges, c) = list_pass_matches_twins(&gpu, &sets, list, cap, room, label);
+        assert_eq!((c.errors, c.edges.overflow), (0, 0), "{label}");
+        let new = |k: u32| k >= base;
+        let both = edges.iter().filter(|e| new(e[0]) && new(e[1])).count();
+        let one = edges.len() - both;
+        println!(
+            "{label}: {} sets, {} new, {} pairs ({both} of two new sets)",
+            sets.len(),
+            sets.len() as u32 - base,
+            edges.len()
+        );
+        assert!(both > 0, "{label}: no pair of two new sets");
+        if base > 0 {
+            assert!(one > 0, "{label}: no pair of a new and a settled set");
+        }
+        assert!(
+            edges.iter().all(|e| new(e[0])),
+            "{label}: a pair's first set is new"
+        );
+        assert!(edges.iter().all(|e| !new(e[1]) || e[0] < e[1]), "{label}");
+        edges.sort_unstable();
+        assert_eq!(
+            edges,
+            index_pass_pairs(&u, &sets, cap),
+            "{label}: the index pass's pairs"
+        );
+        // Room for fewer pairs than found: overflow, and the count says how many were found.
+        let (_, c) = list_pass_matches_twins(&gpu, &sets, list, cap, 40, label);
+        assert_eq!(c.edges.overflow, 1, "{label}");
+        assert_eq!(c.edges.count as usize, edges.len(), "{label}");
+    }
+    let (mut sets, base) = coalesced(&later_step());
+    let cap = sets.len() + 17;
+    // More new sets than the search's bound (every set counted as new).
+    let all_new = List::Coalesced { base: 0 };
+    assert!(sets.len() > DIRTY_OVERLAP_MAX as usize);
+    let (e, c) = list_pass_matches_twins(&gpu, &sets, all_new, cap, 400, "too many");
+    assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "more new sets than the bound");
+    assert!(e.is_empty());
+    // A settled set marked moved: the search would miss its pairs.
+    let old = sets[..base as usize]
+        .iter()
+        .position(|s| s.flags & SET_LIVE != 0)
+        .unwrap();
+    sets[old].flags |= SET_MOVED;
+    let list = List::Coalesced { base };
+    let (_, c) = list_pass_matches_twins(&gpu, &sets, list, cap, 4 * cap, "moved settled set");
+    assert_eq!(
+        c.errors, MERGE_DIRTY_LIMIT,
+        "a moved set older than the new ones"
+    );
+}
+
+/// The chain with coalescing whose first pass searches the new sets (`MergeGpu::new` with
+/// `indexed` = 0, run until the verdict is done) ends in the CPU path's table, springs and merge
+/// count, and records fewer dispatches than the chain with the index; at the first step of the
+/// swatch and on the settled table with new pairs.
+#[test]
+fn coalescing_without_the_index_equals_the_cpu_path() {
+    let Some(gpu) = gpu_or_skip("coalescing_without_the_index_equals_the_cpu_path") else {
+        return;
+    };
+    for (f, label) in [(first_step(), "first step"), (later_step(), "later step")] {
+        let (cpu, _, merged, cpu_springs) = cpu_path(&f);
+        let u = merge_uniform(f.nq, f.alpha);
+        let caps = |indexed| MergeCaps {
+            sets: f.sets.len() as u32 + f.touching.len() as u32,
+            touching: f.touching.len() as u32 + 5,
+            edges: f.touching.len() as u32,
+            index: 4 * (f.sets.len() + f.touching.len()) as u32,
+            rounds: 8,
+            passes: 1,
+            indexed,
+        };
+        let mut dispatches = [0usize; 2];
+        for indexed in [0u32, 1] {
+            let mut c = caps(indexed);
+            let mut runs = Vec::new();
+            let out = loop {
+                assert!(runs.len() < 12, "{label}: no verdict Done after 12 runs");
+                let (chain, out) = run_chain_of(&gpu, &u, &f.sets, &f.touching, None, c);
+                if runs.is_empty() {
+                    dispatches[indexed as usize] = chain.dispatches().len();
+                }
+                runs.push(chain.caps);
+                match chain.verdict(&out.counters) {
+                    MergeVerdict::Done => break out,
+                    MergeVerdict::Rerun(next) => c = next,
+                    MergeVerdict::ScanLimit => panic!("{label}: scan limit"),
+                }
+            };
+            println!("{label}, indexed {indexed}: {} runs, {runs:?}", runs.len());
+            assert_eq!(out.counters.errors, 0, "{label}");
+            assert!(
+                runs.iter().all(|r| r.indexed == indexed),
+                "{label}: fell back to the index: {runs:?}"
+            );
+            assert_eq!(out.sets, cpu, "{label}, indexed {indexed}: the table");
+            assert_eq!(
+                out.springs, cpu_springs,
+                "{label}, indexed {indexed}: springs"
+            );
+            assert_eq!(
+                out.counters.merged as u64, merged,
+                "{label}, indexed {indexed}: merged"
+            );
+        }
+        assert!(merged > 0, "{label}: nothing merged");
+        let [brute, index] = dispatches;
+        println!("{label}: {brute} dispatches searching the new sets, {index} with the index");
+        assert!(
+            brute < index,
+            "{label}: {brute} dispatches, {index} with the index"
+        );
     }
 }

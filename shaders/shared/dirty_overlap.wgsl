@@ -1,17 +1,14 @@
 // dirty_overlap: the overlap search of the first merge pass after a rebuild round
 // (acl::coalesce::dirty_overlap_write), without the set index: the thread of
-// live set m tests every set on the round's dirty list. After a rebuild round every live moved set
-// is on that list (the round rebuilt it and its box changed: a completed merge invocation leaves no
-// set moved, and merge_apply's moved roots are dirty, so the next round lists them); the search
-// checks that for its own set and raises MERGE_DIRTY_LIMIT when it does not hold, or when the
-// list is longer than DIRTY_OVERLAP_MAX (the step then reruns with the index pass).
-// Needs the importing kernel to bind `rebuild: RebuildParams` (num_dirty), `sets:
-// array<ContactSet>`, `dirty: array<u32>` (in slot order, set_dirty_write) and `merge_counters:
-// MergeCounters`, and to import layout and merge.
+// live set m tests every set on the round's dirty list (list_overlap.wgsl). After a rebuild round
+// every live moved set is on that list (the round rebuilt it and its box changed: a completed merge
+// invocation leaves no set moved, and merge_apply's moved roots are dirty, so the next round lists
+// them); the search checks that for its own set and raises MERGE_DIRTY_LIMIT when it does not hold,
+// or when the list is longer than DIRTY_OVERLAP_MAX (the step then reruns with the index pass).
+// Needs the importing kernel to bind `rebuild: RebuildParams` (num_dirty), `dirty: array<u32>` (in
+// slot order, set_dirty_write) and what list_overlap.wgsl needs, and to import layout and merge.
 
-fn dirty_overlap_moved(flags: u32) -> bool {
-    return (flags & (SET_LIVE | SET_MOVED)) == (SET_LIVE | SET_MOVED);
-}
+#import list_overlap
 
 // Whether slot m is on the dirty list (binary search of the list, which is in slot order).
 // Loop bound: log2(num_dirty) + 1 ≤ 11.
@@ -37,24 +34,9 @@ fn dirty_overlap_len(m: u32) -> u32 {
     if (f & SET_LIVE) == 0u {
         return 0u;
     }
-    if nd > DIRTY_OVERLAP_MAX || (dirty_overlap_moved(f) && !dirty_overlap_listed(m, nd)) {
+    if nd > DIRTY_OVERLAP_MAX || (list_overlap_moved(f) && !dirty_overlap_listed(m, nd)) {
         atomicOr(&merge_counters.errors, MERGE_DIRTY_LIMIT);
         return 0u;
     }
     return nd;
-}
-
-// The set at dirty-list position d when it pairs with live set m (box mbx, moved or not): live and
-// moved, not m, boxes overlapping, and for two moved sets only from the larger slot's thread (the
-// pair is listed once, as the index pass lists it: [smaller, larger]); else NO_SET.
-fn dirty_overlap_pair(m: u32, mbx: vec4<u32>, m_moved: bool, d: u32) -> u32 {
-    let k = dirty[d];
-    if k == m || (m_moved && k > m) {
-        return NO_SET;
-    }
-    let o = sets[k];
-    if !dirty_overlap_moved(o.flags) || !boxes_overlap(o.bx, mbx) {
-        return NO_SET;
-    }
-    return k;
 }

@@ -24,9 +24,10 @@
 //!    disjoint, so every overlapping pair has a moved set; each moved set looks through the bins its
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
 //!    sets. No pair: done. The write pass also starts the pass's labels and hull accumulators.
-//!    After a rebuild round every moved set is on the round's dirty list, so the GPU's first pass
-//!    may skip the index then: `dirty_overlap_write` has each live set test the list and append
-//!    its pairs (the same pairs, in another order; the CPU path keeps the index).
+//!    After a rebuild round every moved set is on the round's dirty list, and after coalescing
+//!    every moved set is new, so the GPU's first pass may skip the index then:
+//!    `dirty_overlap_write` / `coalesce_overlap_write` have each live set test that short list and
+//!    append its pairs (the same pairs, in another order; the CPU path keeps the index).
 //! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
 //!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
 //!    of its component.
@@ -511,32 +512,20 @@ pub fn set_overlap_write(
     }
 }
 
-/// Calls `f(k)` for every set `k` on the rebuild round's dirty list (`dirty[..rebuild.num_dirty]`,
-/// in slot order) that is live, moved, not `m`, overlaps live set `m`, and, when `m` is moved too,
-/// has the smaller slot (each pair once, as [`for_each_overlap`] lists it: from the smaller of two
-/// moved sets), in list order. Nothing for a slot that is not live. When the list is longer than
-/// [`DIRTY_OVERLAP_MAX`], or `m` is moved but not on it (the search would miss pairs of it), lists
-/// nothing and sets `over` (`shaders/shared/dirty_overlap.wgsl` walks the same list).
+/// Calls `f(k)` for every set `k` of `list` (in its order) that is live, moved, not `m`, overlaps
+/// live set `m` (box `s`), and, when `m` is moved too, has the smaller slot (each pair once, as
+/// [`for_each_overlap`] lists it: from the smaller of two moved sets)
+/// (`shaders/shared/list_overlap.wgsl`'s `list_overlap_pair`).
 #[inline]
-fn for_each_dirty_overlap(
-    rebuild: &RebuildParams,
+fn for_each_listed_overlap(
     sets: &[ContactSet],
-    dirty: &[u32],
+    list: impl IntoIterator<Item = u32>,
     m: u32,
-    over: &AtomicBool,
     mut f: impl FnMut(u32),
 ) {
     let s = &sets[m as usize];
-    if s.flags & SET_LIVE == 0 {
-        return;
-    }
-    let nd = rebuild.num_dirty as usize;
     let moved = is_moved(s);
-    if nd > DIRTY_OVERLAP_MAX as usize || (moved && dirty[..nd].binary_search(&m).is_err()) {
-        over.store(true, Ordering::Relaxed);
-        return;
-    }
-    for &k in &dirty[..nd] {
+    for k in list {
         if k == m || (moved && k > m) {
             continue;
         }
@@ -547,25 +536,71 @@ fn for_each_dirty_overlap(
     }
 }
 
-/// Kernel `dirty_overlap_write`, the overlap list of the first merge pass after a rebuild round
-/// without the set index, in one pass: every live set `m` appends its pairs `[k, m]` (`k` a moved
-/// set of the round's dirty list, [`for_each_dirty_overlap`]) at `edges[edges.count..]`, counting
-/// them into `edges.count` (0 at the round's start, `set_dirty_write`); slots past `edges.capacity`
-/// raise `edges.overflow`. The same pairs as [`set_overlap_count`] / [`set_overlap_write`] list
-/// after that round (every live moved set is then on the list), each named from its other set.
-/// The kernel takes its slots with `atomicAdd`, so its order varies; here the sets append in slot
-/// order. Nothing downstream depends on the order (the labels are minima, the hulls maxima). A list
-/// longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing from it, raises [`MERGE_DIRTY_LIMIT`].
-/// Also starts the merge state of every used slot, as [`set_overlap_write`] does, and the pass's
-/// `label_rounds` and `moved` (0, as [`set_bin_count`] starts an index pass).
-pub fn dirty_overlap_write(
+/// [`for_each_listed_overlap`] over the rebuild round's dirty list (`dirty[..rebuild.num_dirty]`,
+/// in slot order). Nothing for a slot that is not live. When the list is longer than
+/// [`DIRTY_OVERLAP_MAX`], or `m` is moved but not on it (the search would miss pairs of it), lists
+/// nothing and sets `over` (`shaders/shared/dirty_overlap.wgsl` walks the same list).
+#[inline]
+fn for_each_dirty_overlap(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
+    m: u32,
+    over: &AtomicBool,
+    f: impl FnMut(u32),
+) {
+    let s = &sets[m as usize];
+    if s.flags & SET_LIVE == 0 {
+        return;
+    }
+    let nd = rebuild.num_dirty as usize;
+    if nd > DIRTY_OVERLAP_MAX as usize || (is_moved(s) && dirty[..nd].binary_search(&m).is_err()) {
+        over.store(true, Ordering::Relaxed);
+        return;
+    }
+    for_each_listed_overlap(sets, dirty[..nd].iter().copied(), m, f);
+}
+
+/// [`for_each_listed_overlap`] over the sets coalescing made (slots `base..n`, `base` =
+/// `coalesce_base`, `n` the slots in use): after coalescing every moved set is new, since the table
+/// before it was a completed step's (no set moved, none overlapping). Nothing for a slot that is
+/// not live. When there are more than [`DIRTY_OVERLAP_MAX`] new sets, or `m` is moved but older
+/// (the search would miss pairs of it), lists nothing and sets `over`.
+#[inline]
+fn for_each_coalesced_overlap(
+    sets: &[ContactSet],
+    base: u32,
+    n: u32,
+    m: u32,
+    over: &AtomicBool,
+    f: impl FnMut(u32),
+) {
+    let s = &sets[m as usize];
+    if s.flags & SET_LIVE == 0 {
+        return;
+    }
+    let base = base.min(n);
+    if n - base > DIRTY_OVERLAP_MAX || (is_moved(s) && m < base) {
+        over.store(true, Ordering::Relaxed);
+        return;
+    }
+    for_each_listed_overlap(sets, base..n, m, f);
+}
+
+/// The write pass of a search without the set index (`dirty_overlap_write`,
+/// `coalesce_overlap_write`): starts the pass's `label_rounds` and `moved` (0, as
+/// [`set_bin_count`] starts an index pass) and the merge state of every used slot, as
+/// [`set_overlap_write`] does; then every used slot `m`, in slot order, appends the pairs `[k, m]`
+/// that `search(m, over, f)` finds at `edges[edges.count..]`, counting them into `edges.count`
+/// (slots past `edges.capacity` raise `edges.overflow`); `over` set raises [`MERGE_DIRTY_LIMIT`].
+/// The kernels take their slots with `atomicAdd`, so their order varies; nothing downstream
+/// depends on it (the labels are minima, the hulls maxima).
+fn list_overlap_write(
     edges: &mut [[u32; 2]],
     labels: &mut [u32],
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
+    mut search: impl FnMut(u32, &AtomicBool, &mut dyn FnMut(u32)),
 ) {
     let c = merge_counters;
     c.label_rounds = 0;
@@ -576,20 +611,68 @@ pub fn dirty_overlap_write(
     let ecap = (c.edges.capacity as usize).min(edges.len());
     let limit = AtomicBool::new(false);
     let mut at = c.edges.count as usize;
+    let mut overflow = false;
     for m in 0..n as u32 {
-        for_each_dirty_overlap(rebuild, sets, dirty, m, &limit, |k| {
+        search(m, &limit, &mut |k| {
             if at < ecap {
                 edges[at] = [k, m];
             } else {
-                c.edges.overflow = 1;
+                overflow = true;
             }
             at += 1;
         });
+    }
+    if overflow {
+        c.edges.overflow = 1;
     }
     c.edges.count = at as u32;
     if limit.into_inner() {
         c.errors |= MERGE_DIRTY_LIMIT;
     }
+}
+
+/// Kernel `dirty_overlap_write`, the overlap list of the first merge pass after a rebuild round
+/// without the set index, in one pass ([`list_overlap_write`]): every live set `m` appends its
+/// pairs `[k, m]` (`k` a moved set of the round's dirty list, [`for_each_dirty_overlap`]);
+/// `edges.count` is 0 at the round's start (`set_dirty_write`). The same pairs as
+/// [`set_overlap_count`] / [`set_overlap_write`] list after that round (every live moved set is
+/// then on the list), each named from its other set. A list longer than [`DIRTY_OVERLAP_MAX`], or
+/// a moved set missing from it, raises [`MERGE_DIRTY_LIMIT`].
+pub fn dirty_overlap_write(
+    rebuild: &RebuildParams,
+    sets: &[ContactSet],
+    dirty: &[u32],
+    edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    set_hull: &mut [[u32; 4]],
+    merge_counters: &mut MergeCounters,
+) {
+    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
+        for_each_dirty_overlap(rebuild, sets, dirty, m, over, f)
+    });
+}
+
+/// Kernel `coalesce_overlap_write`, the overlap list of the first merge pass after coalescing
+/// without the set index, in one pass ([`list_overlap_write`]): every live set `m` appends its
+/// pairs `[k, m]` (`k` a set coalescing made, slots `coalesce_base..sets.count`,
+/// [`for_each_coalesced_overlap`]); `edges.count` is 0 at the step's start (`acl_counts`). The
+/// same pairs as [`set_overlap_count`] / [`set_overlap_write`] list after coalescing, each named
+/// from its other set. More new sets than [`DIRTY_OVERLAP_MAX`], or a moved set older than them,
+/// raise [`MERGE_DIRTY_LIMIT`].
+pub fn coalesce_overlap_write(
+    sets: &[ContactSet],
+    edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    set_hull: &mut [[u32; 4]],
+    merge_counters: &mut MergeCounters,
+) {
+    let (base, n) = (
+        merge_counters.coalesce_base,
+        used_sets(merge_counters) as u32,
+    );
+    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
+        for_each_coalesced_overlap(sets, base, n, m, over, f)
+    });
 }
 
 /// Kernel `merge_label`, Jacobi round `merge_round.round` of min-label propagation: with `L` the

@@ -18,7 +18,7 @@
 //! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
-//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
@@ -948,21 +948,24 @@ impl AclGpu {
     }
 }
 
-/// Most box tests (live sets × dirty sets, over a step's rounds) a step's dirty-list merge
-/// searches may take before the set index is the cheaper search: 2²³. Each live set's thread
-/// tests every dirty set, and all threads read the same dirty set at once, so on a large GPU a
+/// Most box tests (live sets × listed sets, over a step's rounds and its coalescing) a step's list
+/// merge searches may take before the set index is the cheaper search: 2²³. Each live set's
+/// thread tests every listed set, and all threads read the same listed set at once, so on a large GPU a
 /// few million tests take some microseconds, while the index and its search are 11 dependent
 /// dispatches (some 35 µs on an H200, benches/dispatch.rs); on the afghan at rest (326 k sets,
 /// some 600 rebuilt a step) the search would be 200 M tests, and the index wins. An estimate from
 /// those figures, not a measurement of the kernel.
 pub const DIRTY_OVERLAP_WORK: u64 = 1 << 23;
 
-/// Whether a step's dirty-list merge searches would be too long: more dirty sets than the
-/// kernel's bound ([`DIRTY_OVERLAP_MAX`]; `acl_sizes.rebuilds` counts a step's dirty sets over its
-/// rounds, at least any one round's), or more box tests than [`DIRTY_OVERLAP_WORK`].
+/// Whether a step's list searches (the merge passes without the set index) would be too long:
+/// more listed sets than the kernels' bound ([`DIRTY_OVERLAP_MAX`]), or more box tests than
+/// [`DIRTY_OVERLAP_WORK`], for the rounds' dirty lists (`acl_sizes.rebuilds` counts a step's dirty
+/// sets over its rounds, at least any one round's) or for the sets coalescing made (at most one
+/// per touching pair of the scheduler's).
 fn dirty_search_too_long(c: &AclStepCounters) -> bool {
-    let nd = c.sizes.rebuilds;
-    nd > DIRTY_OVERLAP_MAX || nd as u64 * c.sizes.num_sets as u64 > DIRTY_OVERLAP_WORK
+    let sets = c.sizes.num_sets as u64;
+    let too_long = |n: u32| n > DIRTY_OVERLAP_MAX || n as u64 * sets > DIRTY_OVERLAP_WORK;
+    too_long(c.sizes.rebuilds) || too_long(c.sched.touching.count)
 }
 
 /// Grows a capacity to a count plus a half (at least 16, never below `cap`): counts that rise over a
@@ -1298,15 +1301,16 @@ impl AclGpu {
         })
     }
 
-    /// The first merge pass after each rebuild round without the set index after a quiet stretch:
-    /// when [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more) completed batches in a
-    /// row had no step whose dirty-list search would be too long ([`dirty_search_too_long`]), the
-    /// capacities with `merge.indexed` = 0: that pass then searches the round's dirty list by
-    /// brute force (one `dirty_overlap_write`, where the index and its search are 11 dispatches, in
-    /// every round of every step). A round whose list is longer than [`DIRTY_OVERLAP_MAX`], or
-    /// that finds a live moved set missing from it, raises `MERGE_DIRTY_LIMIT` and reruns its
-    /// batch with the index ([`AclGpu::verdict`]); the pairs listed, and so the result, are the
-    /// same either way. A batch that completed without the index but had a step whose search was
+    /// The first merge pass after each rebuild round, and after coalescing, without the set index
+    /// after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more)
+    /// completed batches in a row had no step whose list search would be too long
+    /// ([`dirty_search_too_long`]), the capacities with `merge.indexed` = 0: that pass then
+    /// searches the round's dirty list, or the sets coalescing made, by brute force (one
+    /// `dirty_overlap_write` or `coalesce_overlap_write`, where the index and its search are 11
+    /// dispatches, in every round of every step and in its coalescing). A list longer than
+    /// [`DIRTY_OVERLAP_MAX`], or one that lacks a live moved set, raises `MERGE_DIRTY_LIMIT` and
+    /// reruns its batch with the index ([`AclGpu::verdict`]); the pairs listed, and so the result,
+    /// are the same either way. A batch that completed without the index but had a step whose search was
     /// too long (not over the kernel's bound, only slower than the index) brings the index back
     /// from the next batch, with no rerun, and the next cut waits longer. `steps`: the counters
     /// of the batch just completed.
@@ -1707,5 +1711,15 @@ mod tests {
         assert!(dirty_search_too_long(&step(DIRTY_OVERLAP_MAX + 1, 100)));
         // The afghan at rest: too many box tests.
         assert!(dirty_search_too_long(&step(600, 326_000)));
+        // The sets coalescing makes, at most one per touching pair of the scheduler's: a few new
+        // pairs a frame on the scarf; too many for the kernel's bound, or for the table.
+        let touching = |pairs: u32, sets: u32| {
+            let mut c = step(10, sets);
+            c.sched.touching.count = pairs;
+            c
+        };
+        assert!(!dirty_search_too_long(&touching(6, 40_000)));
+        assert!(dirty_search_too_long(&touching(DIRTY_OVERLAP_MAX + 1, 100)));
+        assert!(dirty_search_too_long(&touching(600, 326_000)));
     }
 }

@@ -27,13 +27,17 @@
 //! | 13 | [`MergeCaps::rounds`] × `merge_label` (uniform `merge_round` = 0, 1, …) | set + edge capacity |
 //! | 14 | `merge_hull`, `merge_apply` (`merge_round` = rounds) | set capacity |
 //!
-//! In a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round) with
-//! [`MergeCaps::indexed`] = 0, the first pass's rows 5–12 are instead one `dirty_overlap_write`
-//! (set capacity): every live set tests the round's dirty list (`dirty`, its length
-//! `rebuild.num_dirty`), which after a round holds every moved set, so it lists the same pairs as
-//! the index pass, appending them at `edges.count` (which must be 0 before: `set_dirty_write` clears it
-//! at the round's start) in an order that varies, and that neither the labels nor the hulls
-//! depend on. The buffer set must then hold `rebuild` and `dirty`.
+//! With [`MergeCaps::indexed`] = 0 the first pass's rows 5–12 are instead one dispatch (set
+//! capacity) that tests every live set against a short list holding every moved set, so it lists
+//! the same pairs as the index pass, appending them at `edges.count` (which must be 0 before) in
+//! an order that varies, and that neither the labels nor the hulls depend on:
+//! - in a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round)
+//!   `dirty_overlap_write` tests the round's dirty list (`dirty`, its length
+//!   `rebuild.num_dirty`; `set_dirty_write` clears `edges.count` at the round's start); the buffer
+//!   set must then hold `rebuild` and `dirty`;
+//! - in a chain with coalescing, `coalesce_overlap_write` tests the sets coalescing made (slots
+//!   `coalesce_base..sets.count`: the table before was a completed step's, none moved, none
+//!   overlapping; the step's `acl_counts` clears `edges.count` at its start).
 //!
 //! *Data-dependent iteration* is bounded by the host, never by a device loop: label propagation
 //! runs the recorded rounds (a round after one that changed nothing returns at once), merge passes
@@ -70,6 +74,7 @@ pub const KERNELS: &[&str] = &[
     "set_overlap_count",
     "set_overlap_write",
     "dirty_overlap_write",
+    "coalesce_overlap_write",
     "merge_label",
     "merge_hull",
     "merge_apply",
@@ -95,13 +100,13 @@ pub struct MergeCaps {
     pub rounds: u32,
     /// Merge passes recorded (at least 1).
     pub passes: u32,
-    /// 1: every merge pass builds the set index and searches it; 0: in a chain of passes alone
-    /// ([`MergeGpu::new_passes`], after a rebuild round) the first pass searches the round's dirty
-    /// list instead (one `dirty_overlap_write` for the index's 11 dispatches; the buffer set must
-    /// hold `rebuild` and `dirty`, and `edges.count` be 0 before it). A trial after a quiet
-    /// stretch: a round whose list is longer than [`crate::layout::DIRTY_OVERLAP_MAX`], or lacks a
-    /// live moved set, raises [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1. Chains with coalescing
-    /// always build the index (their new sets are on no dirty list).
+    /// 1: every merge pass builds the set index and searches it; 0: the first pass searches a
+    /// short list instead (one dispatch for the index's 11; `edges.count` must be 0 before it): in
+    /// a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round) the round's dirty
+    /// list (`dirty_overlap_write`; the buffer set must hold `rebuild` and `dirty`), in a chain
+    /// with coalescing the new sets (`coalesce_overlap_write`). A trial after a quiet stretch: a
+    /// list longer than [`crate::layout::DIRTY_OVERLAP_MAX`], or one that lacks a live moved set,
+    /// raises [`crate::layout::MERGE_DIRTY_LIMIT`] and the step reruns with 1.
     pub indexed: u32,
 }
 
@@ -183,7 +188,7 @@ impl MergeGpu {
             indexed: caps.indexed.min(1),
             ..caps
         };
-        let dirty_first = !coalesce && caps.indexed == 0;
+        let list_first = caps.indexed == 0;
         let (sc, tc, ec, ic) = (
             caps.sets as usize,
             caps.touching as usize,
@@ -304,10 +309,16 @@ impl MergeGpu {
         )?);
         pass.extend(owned(scan_edges.dispatches()));
         pass.push(own("set_overlap_write", caps.sets)?);
-        // The first pass after a rebuild round, searching the round's dirty list.
+        // The first pass searching a short list: the new sets after coalescing, the round's
+        // dirty list after a rebuild round.
         let mut first_pass: Vec<Dispatch> = Vec::new();
-        if dirty_first {
-            first_pass.push(own("dirty_overlap_write", caps.sets)?);
+        if list_first {
+            let search = if coalesce {
+                "coalesce_overlap_write"
+            } else {
+                "dirty_overlap_write"
+            };
+            first_pass.push(own(search, caps.sets)?);
         }
         let mut labels: Vec<Dispatch> = Vec::new();
         for r in &rounds[..caps.rounds as usize] {
@@ -317,7 +328,7 @@ impl MergeGpu {
         labels.push(with_round("merge_hull", last, caps.sets)?);
         labels.push(with_round("merge_apply", last, caps.sets)?);
         for p in 0..caps.passes {
-            if p == 0 && dirty_first {
+            if p == 0 && list_first {
                 d.extend(first_pass.iter().cloned());
             } else {
                 d.extend(pass.iter().cloned());
