@@ -235,6 +235,9 @@ pub struct MergeScratch {
     hull: Vec<[u32; 4]>,
     /// The scans' partial sums.
     partials: Vec<u32>,
+    /// The overlap searches the last [`set_merge`] ran (each pass's, the last one finding no
+    /// pair; 0 when no set had moved): the merge passes a GPU merge invocation needs to end.
+    pub searches: u32,
 }
 
 /// Stage `contact_coalesce` on the CPU path: `coalesce_heads` → scan → `contact_coalesce` →
@@ -810,11 +813,13 @@ pub fn set_merge(
     let mut garbage = PoolGarbage::default();
     let u = merge_uniform(nq, 0);
     let n = sets.len();
+    sc.searches = 0;
     loop {
         index.build(sets, nq);
         if !sets.iter().any(is_moved) {
             return Ok((merged, garbage));
         }
+        sc.searches += 1;
         let mut c = MergeCounters {
             sets: capacity(n, n),
             ..Default::default()

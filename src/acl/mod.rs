@@ -255,6 +255,12 @@ pub struct AclStepStats {
     pub new_pairs: u64,
     pub merges: u64,
     pub deleted: u64,
+    /// Rebuild rounds that had dirty sets (the GPU step records a budget of rounds and reruns
+    /// a step that needs more: `acl_sizes.rounds_used` is the same count).
+    pub rebuild_rounds: u64,
+    /// The most overlap searches one merge invocation of the step ran (coalescing's, each
+    /// round's): the merge passes the GPU step must record for it to end.
+    pub merge_passes: u64,
     pub raster_ms: f64,
     pub newcomers_ms: f64,
     pub schedule_ms: f64,
@@ -800,6 +806,7 @@ impl AclContact {
             &mut self.merge,
         );
         st.merges += self.merge()?;
+        st.merge_passes = st.merge_passes.max(self.merge.searches as u64);
         let mut coalesce = t0.elapsed().as_secs_f64();
         // 3. Evaluate clean sets.
         let t1 = std::time::Instant::now();
@@ -834,10 +841,12 @@ impl AclContact {
             if nd == 0 {
                 break;
             }
+            st.rebuild_rounds += 1;
             self.rebuild_dirty(pos, &mut st)?;
             rebuild += t2.elapsed().as_secs_f64();
             let t3 = std::time::Instant::now();
             st.merges += self.merge()?;
+            st.merge_passes = st.merge_passes.max(self.merge.searches as u64);
             coalesce += t3.elapsed().as_secs_f64();
         }
         // 5. Forces: the springs into their sets' forces, then gathered per control point.
