@@ -1,8 +1,10 @@
 // merge_apply: every live set x whose label is not x is merged away (the slot is cleared; merged
 // and the pool garbage of its model are counted); a root (non-empty hull accumulator) takes the
 // hull of its own box and the accumulator as its box, becomes dirty, and moved when the box grew
-// (counted in `moved`: another merge pass is needed). CPU twin: acl::coalesce::merge_apply.
-// One thread per set slot. No loops.
+// (another merge pass is needed), listed in moved_sets at a slot taken with atomicAdd on `moved`
+// (0 since merge_hull; the list's order varies, and the next pass's moved_overlap_write depends
+// on none). A root is one slot, so the list holds at most sets.capacity entries.
+// CPU twin: acl::coalesce::merge_apply. One thread per set slot. No loops.
 
 #import layout
 #import merge
@@ -13,6 +15,7 @@
 @group(0) @binding(3) var<storage, read> set_hull: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(5) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(6) var<storage, read_write> moved_sets: array<u32>;
 
 @compute @workgroup_size(256)
 fn merge_apply(
@@ -49,7 +52,10 @@ fn merge_apply(
     if any(h != s.bx) {
         s.bx = h;
         s.flags = s.flags | SET_MOVED;
-        atomicAdd(&merge_counters.moved, 1u);
+        let slot = atomicAdd(&merge_counters.moved, 1u);
+        if slot < arrayLength(&moved_sets) {
+            moved_sets[slot] = x;
+        }
     }
     s.flags = s.flags | SET_DIRTY;
     sets[x] = s;

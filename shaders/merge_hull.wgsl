@@ -2,7 +2,11 @@
 // recorded), every live set x clears its moved flag and, when its label r ≠ x, adds its box to
 // r's hull accumulator (atomicMax on hull codes: the component's hull in any order; a non-empty
 // accumulator marks r as the root of a component of several sets). Thread 0 raises more_rounds
-// when the last recorded round still changed a label. CPU twin: acl::coalesce::merge_hull.
+// when the last recorded round still changed a label, and empties the moved list (`moved` = 0)
+// for merge_apply, after this pass's search has read the last pass's; with merge_round.clear_edges
+// (a pass the chain follows with moved_overlap_write, which appends at edges.count) it clears
+// edges.count, read by the label rounds before and by nothing after.
+// CPU twin: acl::coalesce::merge_hull.
 // One thread per set slot. No loops.
 
 #import layout
@@ -23,8 +27,14 @@ fn merge_hull(
 ) {
     let x = thread_index(wid, nwg, lid, 256u);
     let cap = merge_counters.sets.capacity;
-    if x == 0u && atomicLoad(&merge_counters.label_rounds) >= merge_round.round {
-        atomicStore(&merge_counters.more_rounds, 1u);
+    if x == 0u {
+        if atomicLoad(&merge_counters.label_rounds) >= merge_round.round {
+            atomicStore(&merge_counters.more_rounds, 1u);
+        }
+        atomicStore(&merge_counters.moved, 0u);
+        if merge_round.clear_edges != 0u {
+            atomicStore(&merge_counters.edges.count, 0u);
+        }
     }
     if x >= min(atomicLoad(&merge_counters.sets.count), cap) {
         return;

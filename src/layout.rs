@@ -778,8 +778,11 @@ const _: () = assert!(size_of::<MergeUniform>() == 16);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct MergeRound {
     pub round: u32,
+    /// For `merge_hull`: 1 when the next pass searches the moved list (`moved_overlap_write`,
+    /// which appends at `edges.count`): the pass's pair count is cleared once its labels are
+    /// final. 0 in a chain's last pass, whose count the verdict reads.
+    pub clear_edges: u32,
     // (A uniform's arrays need a 16-byte stride: padding as scalars.)
-    pub _pad0: u32,
     pub _pad1: u32,
     pub _pad2: u32,
 }
@@ -819,7 +822,9 @@ pub struct MergeCounters {
     pub label_rounds: u32,
     /// Sticky: 1 when a pass's labels had not converged in the rounds recorded.
     pub more_rounds: u32,
-    /// Sets `merge_apply` marked moved in this pass (their grown boxes need another pass).
+    /// Sets `merge_apply` marked moved in this pass (their grown boxes need another pass), the
+    /// length of the list of them (`moved_sets`) that the next pass may search
+    /// (`moved_overlap_write`); `merge_hull` empties it.
     pub moved: u32,
     /// Sets merged away, and the pool entries (points, blocks, watched pairs) their models held.
     pub merged: u32,
@@ -1318,7 +1323,7 @@ pub fn layouts() -> Vec<StructLayout> {
         }),
         layout_of!(MergeRound {
             round,
-            _pad0,
+            clear_edges,
             _pad1,
             _pad2
         }),

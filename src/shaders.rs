@@ -1333,6 +1333,21 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::coalesce::coalesce_overlap_write",
     },
+    // A merge pass after the first, without the set index (MergeCaps::indexed = 0):
+    // moved_overlap_write searches the roots the pass before grew instead.
+    Kernel {
+        name: "moved_overlap_write",
+        workgroup_size: WG,
+        bindings: &[
+            read("sets"),
+            read("moved_sets"),
+            read_write("edges"),
+            read_write("labels"),
+            read_write("set_hull"),
+            read_write("merge_counters"),
+        ],
+        twin: "acl::coalesce::moved_overlap_write",
+    },
     Kernel {
         name: "merge_label",
         workgroup_size: WG,
@@ -1368,6 +1383,7 @@ pub const KERNELS: &[Kernel] = &[
             read("set_hull"),
             read_write("sets"),
             read_write("merge_counters"),
+            read_write("moved_sets"),
         ],
         twin: "acl::coalesce::merge_apply",
     },

@@ -13,8 +13,8 @@ use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
     coalesce_box, coalesce_heads, coalesce_overlap_write, coalesce_pairs, coalesce_springs,
     contact_coalesce, dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label,
-    merge_uniform, set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count,
-    set_overlap_write, MergeScratch,
+    merge_uniform, moved_overlap_write, set_bin_count, set_bin_index, set_bin_write, set_merge,
+    set_overlap_count, set_overlap_write, MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
 use yarnsim::acl::rebuild::RebuildParams;
@@ -502,19 +502,44 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     }
     assert!(rounds >= 2, "{label}: {rounds} rounds");
 
-    // merge_hull, merge_apply.
+    // merge_hull (as before a moved-list search: it clears the pass's pair count, and empties the
+    // moved list an earlier pass left), merge_apply.
     let mr = MergeRound {
         round: rounds,
         ..Default::default()
     };
+    let mr_clear = MergeRound {
+        clear_edges: 1,
+        ..mr
+    };
+    let pairs = c.edges.count;
+    c.moved = 3;
     let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
-    merge_hull(&u, &mr, &labels, &mut sets, &mut hull, &mut c);
+    merge_hull(&u, &mr_clear, &labels, &mut sets, &mut hull, &mut c);
+    assert_eq!(
+        (c.moved, c.edges.count),
+        (0, 0),
+        "{label}: merge_hull's clears"
+    );
+    let mut c_kept = c_in;
+    merge_hull(
+        &u,
+        &mr,
+        &labels,
+        &mut sets_in.clone(),
+        &mut hull_in.clone(),
+        &mut c_kept,
+    );
+    assert_eq!(
+        c_kept.edges.count, pairs,
+        "{label}: pair count kept without clear_edges"
+    );
     let out = run_kernel(
         gpu,
         "merge_hull",
         &[
             ("acl_merge", ub),
-            ("merge_round", bytes(&[mr])),
+            ("merge_round", bytes(&[mr_clear])),
             ("labels", bytes(&labels)),
             ("sets", bytes(&sets_in)),
             ("set_hull", bytes(&hull_in)),
@@ -536,7 +561,8 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     assert_eq!(counters_of(&out), c, "{label}: merge_hull counters");
     assert_eq!(c.more_rounds, 0);
     let (sets_in, c_in) = (sets.clone(), c);
-    merge_apply(&u, &mr, &labels, &hull, &mut sets, &mut c);
+    let mut moved = vec![u32::MAX; cap];
+    merge_apply(&u, &mr, &labels, &hull, &mut sets, &mut c, &mut moved);
     let out = run_kernel(
         gpu,
         "merge_apply",
@@ -547,6 +573,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_hull", bytes(&hull)),
             ("sets", bytes(&sets_in)),
             ("merge_counters", bytes(&[c_in])),
+            ("moved_sets", bytes(&vec![u32::MAX; cap])),
         ],
         cap as u32,
     )
@@ -558,6 +585,40 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     );
     assert_eq!(counters_of(&out), c, "{label}: merge_apply counters");
     assert!(c.merged > 0, "{label}: nothing merged");
+    // The moved list: the same roots (the kernel's order varies), exactly the moved sets.
+    let nm = c.moved as usize;
+    let mut gpu_moved = cast::<u32>(&out["moved_sets"]);
+    assert!(
+        gpu_moved[nm..].iter().all(|&k| k == u32::MAX),
+        "{label}: listed past the count"
+    );
+    gpu_moved.truncate(nm);
+    gpu_moved.sort_unstable();
+    assert_eq!(gpu_moved, moved[..nm], "{label}: moved list (sorted)");
+    let is_moved = |s: &ContactSet| s.flags & (SET_LIVE | SET_MOVED) == SET_LIVE | SET_MOVED;
+    let listed: Vec<u32> = (0..cap as u32)
+        .filter(|&k| is_moved(&sets[k as usize]))
+        .collect();
+    assert_eq!(moved[..nm], listed[..], "{label}: the moved sets");
+    // The next pass searching that list lists the index pass's pairs.
+    if nm > 0 {
+        let table = &sets[..c.sets.count as usize];
+        let room = 4 * table.len();
+        let list = List::Moved(&moved[..nm]);
+        let (mut e, cm) = list_pass_matches_twins(gpu, table, list, cap, room, label);
+        assert_eq!(
+            (cm.errors, cm.edges.overflow),
+            (0, 0),
+            "{label}: moved pass"
+        );
+        e.sort_unstable();
+        assert_eq!(
+            e,
+            index_pass_pairs(&u, table, cap),
+            "{label}: moved pass pairs"
+        );
+        println!("{label}: the moved pass lists {} pairs", e.len());
+    }
     println!(
         "{label}: {n0} sets + {heads} new from {t} pairs; index {items} items; {ne} edges; \
          {rounds} label rounds; {} merged, {} moved",
@@ -1161,6 +1222,8 @@ enum List<'a> {
     Dirty(&'a [u32]),
     /// `coalesce_overlap_write`: the sets coalescing made, from slot `coalesce_base` on.
     Coalesced { base: u32 },
+    /// `moved_overlap_write`: the roots the pass before grew (`moved_sets[..moved]`).
+    Moved(&'a [u32]),
 }
 
 /// The list search's twin on `table` with counters `c` (whose capacities and counts are set).
@@ -1181,6 +1244,10 @@ fn list_twin(
             c.coalesce_base = base;
             coalesce_overlap_write(table, edges, labels, hull, c)
         }
+        List::Moved(moved) => {
+            c.moved = moved.len() as u32;
+            moved_overlap_write(table, moved, edges, labels, hull, c)
+        }
     }
 }
 
@@ -1200,12 +1267,13 @@ fn list_pass_matches_twins(
     let table = table_with_capacity(sets, cap);
     let mut c = counters(sets.len(), cap, 0);
     c.edges.capacity = room as u32;
-    if let List::Coalesced { base } = list {
-        c.coalesce_base = base;
+    match list {
+        List::Coalesced { base } => c.coalesce_base = base,
+        List::Moved(moved) => c.moved = moved.len() as u32,
+        List::Dirty(_) => c.moved = 3,
     }
     // What an earlier pass of the step leaves: the pass starts its own.
     c.label_rounds = 5;
-    c.moved = 3;
     let mut edges = vec![[u32::MAX; 2]; room.max(1)];
     let mut labels = vec![u32::MAX; 2 * cap];
     let mut hull = vec![[7u32; 4]; cap];
@@ -1227,13 +1295,21 @@ fn list_pass_matches_twins(
             run_kernel(gpu, "dirty_overlap_write", &inputs, cap as u32)
         }
         List::Coalesced { .. } => run_kernel(gpu, "coalesce_overlap_write", &common, cap as u32),
+        List::Moved(moved) => {
+            let mut inputs = vec![("moved_sets", bytes(moved))];
+            inputs.extend(common);
+            run_kernel(gpu, "moved_overlap_write", &inputs, cap as u32)
+        }
     }
     .unwrap();
     assert_eq!(counters_of(&out), c, "{label}: counters");
     assert_eq!(
-        (c.label_rounds, c.moved),
-        (0, 0),
-        "{label}: the pass's counts not started"
+        c.label_rounds, 0,
+        "{label}: the pass's label rounds not started"
+    );
+    assert_eq!(
+        c.moved, c_in[0].moved,
+        "{label}: the moved list's length changed"
     );
     assert_eq!(cast::<u32>(&out["labels"]), labels, "{label}: labels");
     assert_eq!(cast::<[u32; 4]>(&out["set_hull"]), hull, "{label}: hulls");
@@ -1491,8 +1567,9 @@ fn coalesce_overlap_kernels_match_twins_and_the_index_pass() {
 
 /// The chain with coalescing whose first pass searches the new sets (`MergeGpu::new` with
 /// `indexed` = 0, run until the verdict is done) ends in the CPU path's table, springs and merge
-/// count, and records fewer dispatches than the chain with the index; at the first step of the
-/// swatch and on the settled table with new pairs.
+/// count, and records fewer dispatches than the chain with the index, in its first pass and in
+/// the second (the moved roots' search); at the first step of the swatch and on the settled table
+/// with new pairs.
 #[test]
 fn coalescing_without_the_index_equals_the_cpu_path() {
     let Some(gpu) = gpu_or_skip("coalescing_without_the_index_equals_the_cpu_path") else {
@@ -1510,16 +1587,15 @@ fn coalescing_without_the_index_equals_the_cpu_path() {
             passes: 1,
             indexed,
         };
-        let mut dispatches = [0usize; 2];
+        // Dispatches recorded by (indexed, passes).
+        let mut dispatches = std::collections::BTreeMap::new();
         for indexed in [0u32, 1] {
             let mut c = caps(indexed);
             let mut runs = Vec::new();
             let out = loop {
                 assert!(runs.len() < 12, "{label}: no verdict Done after 12 runs");
                 let (chain, out) = run_chain_of(&gpu, &u, &f.sets, &f.touching, None, c);
-                if runs.is_empty() {
-                    dispatches[indexed as usize] = chain.dispatches().len();
-                }
+                dispatches.insert((indexed, c.passes), chain.dispatches().len());
                 runs.push(chain.caps);
                 match chain.verdict(&out.counters) {
                     MergeVerdict::Done => break out,
@@ -1544,11 +1620,135 @@ fn coalescing_without_the_index_equals_the_cpu_path() {
             );
         }
         assert!(merged > 0, "{label}: nothing merged");
-        let [brute, index] = dispatches;
-        println!("{label}: {brute} dispatches searching the new sets, {index} with the index");
-        assert!(
-            brute < index,
-            "{label}: {brute} dispatches, {index} with the index"
-        );
+        // Each pass without the index saves the same: its search is one dispatch, the new sets'
+        // in the first pass, the moved roots' in the second.
+        let saved = |passes| dispatches[&(1, passes)] - dispatches[&(0, passes)];
+        println!("{label}: dispatches by (indexed, passes) {dispatches:?}");
+        assert!(saved(1) > 0, "{label}: {dispatches:?}");
+        assert_eq!(saved(2), 2 * saved(1), "{label}: {dispatches:?}");
     }
+}
+
+/// The rest of a merge pass by the twins, after its search listed `edges` (counted in `c`): label
+/// rounds until converged, `merge_hull` (clearing the pair count, as before a moved-list search),
+/// `merge_apply`; returns the moved list it wrote.
+fn finish_pass_twins(
+    u: &MergeUniform,
+    sets: &mut [ContactSet],
+    edges: &[[u32; 2]],
+    labels: &mut [u32],
+    hull: &mut [[u32; 4]],
+    c: &mut MergeCounters,
+) -> Vec<u32> {
+    let mut round = 0;
+    loop {
+        let mr = MergeRound {
+            round,
+            ..Default::default()
+        };
+        merge_label(u, &mr, edges, labels, c);
+        round += 1;
+        if c.label_rounds < round {
+            break;
+        }
+    }
+    let mr = MergeRound {
+        round,
+        clear_edges: 1,
+        ..Default::default()
+    };
+    merge_hull(u, &mr, labels, sets, hull, c);
+    let mut moved = vec![0u32; sets.len()];
+    merge_apply(u, &mr, labels, hull, sets, c, &mut moved);
+    moved.truncate(c.moved as usize);
+    moved
+}
+
+/// The passes after the first searching the roots the pass before grew (`moved_overlap_write`)
+/// list exactly the index pass's pairs, pass after pass, kernel and twin identical, until the
+/// merge ends in the CPU path's table: after a rebuild round (`after_round`, whose merges cascade
+/// over several passes) and after coalescing on the settled table; a list longer than
+/// DIRTY_OVERLAP_MAX raises MERGE_DIRTY_LIMIT and lists nothing.
+#[test]
+fn moved_overlap_kernels_match_twins_and_the_index_pass() {
+    let Some(gpu) = gpu_or_skip("moved_overlap_kernels_match_twins_and_the_index_pass") else {
+        return;
+    };
+    let (round_sets, dirty, nq, alpha) = after_round();
+    let (coalesced_sets, base) = coalesced(&later_step());
+    let u = merge_uniform(nq, alpha);
+    let mut moved_pairs = 0;
+    for (sets0, first, label) in [
+        (round_sets, List::Dirty(&dirty), "after a round"),
+        (coalesced_sets, List::Coalesced { base }, "after coalescing"),
+    ] {
+        let mut cpu = sets0.clone();
+        set_merge(
+            &mut cpu,
+            &mut SetIndex::default(),
+            nq,
+            &mut MergeScratch::default(),
+        )
+        .unwrap();
+        let n = sets0.len();
+        let cap = n + 17;
+        let mut sets = table_with_capacity(&sets0, cap);
+        let mut c = counters(n, cap, 0);
+        c.edges.capacity = (4 * cap) as u32;
+        let mut edges = vec![[0u32; 2]; 4 * cap];
+        let (mut labels, mut hull) = (vec![0u32; 2 * cap], vec![[0u32; 4]; cap]);
+        list_twin(first, &sets, &mut edges, &mut labels, &mut hull, &mut c);
+        assert_eq!(c.errors, 0, "{label}");
+        let mut pass = 1;
+        loop {
+            let ne = c.edges.count as usize;
+            let moved =
+                finish_pass_twins(&u, &mut sets, &edges[..ne], &mut labels, &mut hull, &mut c);
+            if moved.is_empty() {
+                break;
+            }
+            pass += 1;
+            let table = &sets[..n];
+            let list = List::Moved(&moved);
+            let (e, cm) = list_pass_matches_twins(
+                &gpu,
+                table,
+                list,
+                cap,
+                4 * cap,
+                &format!("{label}, pass {pass}"),
+            );
+            assert_eq!(
+                (cm.errors, cm.edges.overflow),
+                (0, 0),
+                "{label}, pass {pass}"
+            );
+            let mut sorted = e.clone();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                index_pass_pairs(&u, table, cap),
+                "{label}, pass {pass}: pairs"
+            );
+            println!(
+                "{label}, pass {pass}: {} moved roots, {} pairs",
+                moved.len(),
+                e.len()
+            );
+            moved_pairs += e.len();
+            // The pass by the twins, on from the pairs it listed.
+            c.edges.count = 0;
+            moved_overlap_write(table, &moved, &mut edges, &mut labels, &mut hull, &mut c);
+            assert!(pass < 16, "{label}: the merge does not end");
+        }
+        assert_eq!(&sets[..n], &cpu[..], "{label}: the CPU path's table");
+    }
+    assert!(moved_pairs > 0, "no pass after the first found a pair");
+    // A moved list longer than the search's bound.
+    let (sets, _, _, _) = after_round();
+    let long: Vec<u32> = (0..DIRTY_OVERLAP_MAX + 1).map(|k| k % 500).collect();
+    let cap = sets.len() + 17;
+    let (e, c) = list_pass_matches_twins(&gpu, &sets, List::Moved(&long), cap, 400, "long");
+    assert_eq!(c.errors, MERGE_DIRTY_LIMIT, "a list over the bound");
+    assert!(e.is_empty());
 }

@@ -350,7 +350,7 @@ struct MergeUniform {
 // merge_hull / merge_apply the rounds recorded.
 struct MergeRound {
     round: u32,
-    _pad0: u32, // (a uniform's arrays need a 16-byte stride: padding as scalars)
+    clear_edges: u32, // merge_hull: clear edges.count (the next pass is moved_overlap_write)
     _pad1: u32,
     _pad2: u32,
 };

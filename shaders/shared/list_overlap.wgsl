@@ -1,6 +1,7 @@
 // list_overlap: the overlap search of a merge pass that tests a short list of sets instead of the
 // set index (acl::coalesce::for_each_listed_overlap): after a rebuild round the round's dirty list
-// (dirty_overlap_write), after coalescing the new sets (coalesce_overlap_write). Sets without
+// (dirty_overlap_write), after coalescing the new sets (coalesce_overlap_write), after a merge
+// pass the roots it grew (moved_overlap_write). Sets without
 // SET_MOVED are pairwise disjoint, so every overlapping pair has a moved set; the thread of live
 // set m tests every listed set and appends the pairs it finds, each pair once, as the index pass
 // lists them ([moved, other]; of two moved sets, [smaller slot, larger]). The kernel checks that
@@ -13,14 +14,14 @@ fn list_overlap_moved(flags: u32) -> bool {
     return (flags & (SET_LIVE | SET_MOVED)) == (SET_LIVE | SET_MOVED);
 }
 
-// The pass's start for slot m: thread 0 clears label_rounds and moved (as set_bin_count starts an
-// index pass: an earlier pass's counts would make merge_hull see unconverged labels that this pass
-// does not have), and every used slot m gets label m in both halves of `labels` and an empty hull
-// accumulator (as set_overlap_write does). Returns the used slots (min(sets.count, capacity)).
+// The pass's start for slot m: thread 0 clears label_rounds (as set_bin_count starts an index
+// pass: an earlier pass's count would make merge_hull see unconverged labels that this pass does
+// not have; `moved`, the last pass's moved list, merge_hull empties), and every used slot m gets
+// label m in both halves of `labels` and an empty hull accumulator (as set_overlap_write does).
+// Returns the used slots (min(sets.count, capacity)).
 fn list_overlap_start(m: u32) -> u32 {
     if m == 0u {
         atomicStore(&merge_counters.label_rounds, 0u);
-        atomicStore(&merge_counters.moved, 0u);
     }
     let cap = merge_counters.sets.capacity;
     let n = min(atomicLoad(&merge_counters.sets.count), cap);

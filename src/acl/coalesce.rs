@@ -591,8 +591,9 @@ fn for_each_coalesced_overlap(
 }
 
 /// The write pass of a search without the set index (`dirty_overlap_write`,
-/// `coalesce_overlap_write`): starts the pass's `label_rounds` and `moved` (0, as
-/// [`set_bin_count`] starts an index pass) and the merge state of every used slot, as
+/// `coalesce_overlap_write`, `moved_overlap_write`): starts the pass's `label_rounds` (0, as
+/// [`set_bin_count`] starts an index pass; `moved`, the last pass's moved list, [`merge_hull`]
+/// empties) and the merge state of every used slot, as
 /// [`set_overlap_write`] does; then every used slot `m`, in slot order, appends the pairs `[k, m]`
 /// that `search(m, over, f)` finds at `edges[edges.count..]`, counting them into `edges.count`
 /// (slots past `edges.capacity` raise `edges.overflow`); `over` set raises [`MERGE_DIRTY_LIMIT`].
@@ -607,7 +608,6 @@ fn list_overlap_write(
 ) {
     let c = merge_counters;
     c.label_rounds = 0;
-    c.moved = 0;
     let cap = c.sets.capacity as usize;
     let n = used_sets(c);
     start_merge_state(n, cap, labels, set_hull);
@@ -678,6 +678,34 @@ pub fn coalesce_overlap_write(
     });
 }
 
+/// Kernel `moved_overlap_write`, the overlap list of a merge pass after the first without the set
+/// index, in one pass ([`list_overlap_write`]): every live set `m` appends its pairs `[k, m]` (`k`
+/// a root the pass before grew, `moved_sets[..moved]`, [`merge_apply`]); `edges.count` is 0 after
+/// that pass (its [`merge_hull`] with `clear_edges`). [`merge_hull`] cleared every moved flag and
+/// [`merge_apply`] set it on exactly the roots it listed, so the list holds every moved set and
+/// this lists the same pairs as [`set_overlap_count`] / [`set_overlap_write`]. A list longer than
+/// [`DIRTY_OVERLAP_MAX`] raises [`MERGE_DIRTY_LIMIT`].
+pub fn moved_overlap_write(
+    sets: &[ContactSet],
+    moved_sets: &[u32],
+    edges: &mut [[u32; 2]],
+    labels: &mut [u32],
+    set_hull: &mut [[u32; 4]],
+    merge_counters: &mut MergeCounters,
+) {
+    let len = merge_counters.moved;
+    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
+        if sets[m as usize].flags & SET_LIVE == 0 {
+            return;
+        }
+        if len > DIRTY_OVERLAP_MAX {
+            over.store(true, Ordering::Relaxed);
+            return;
+        }
+        for_each_listed_overlap(sets, moved_sets[..len as usize].iter().copied(), m, f)
+    });
+}
+
 /// Kernel `merge_label`, Jacobi round `merge_round.round` of min-label propagation: with `L` the
 /// label half `round % 2` and `N` the other, `N[x] = min(N[x], L[x], L[L[x]])` for every used slot
 /// (pointer jumping), then for every pair `(a, b)` with `L[a] ≠ L[b]`, `m = min(L[a], L[b])` into
@@ -745,6 +773,10 @@ pub fn merge_hull(
     if c.label_rounds >= merge_round.round {
         c.more_rounds = 1;
     }
+    c.moved = 0;
+    if merge_round.clear_edges != 0 {
+        c.edges.count = 0;
+    }
     let cap = c.sets.capacity as usize;
     let half = &labels[(merge_round.round as usize % 2) * cap..];
     for x in 0..used_sets(c) {
@@ -762,8 +794,9 @@ pub fn merge_hull(
 
 /// Kernel `merge_apply`: live sets whose label is not themselves are cleared (counted in `merged`,
 /// their models' pool entries in `garbage_*`); a root (non-empty hull accumulator) takes the hull
-/// of its box and the accumulator as its box, is dirty, and moved (counted in `moved`) when the
-/// box grew.
+/// of its box and the accumulator as its box, is dirty, and moved when the box grew, listed in
+/// `moved_sets[moved]` (`moved` counts them; 0 since [`merge_hull`]). The kernel takes the list's
+/// slots with `atomicAdd`, so its order varies; here the roots are listed in slot order.
 pub fn merge_apply(
     _acl_merge: &MergeUniform,
     merge_round: &MergeRound,
@@ -771,6 +804,7 @@ pub fn merge_apply(
     set_hull: &[[u32; 4]],
     sets: &mut [ContactSet],
     merge_counters: &mut MergeCounters,
+    moved_sets: &mut [u32],
 ) {
     let c = merge_counters;
     let cap = c.sets.capacity as usize;
@@ -792,6 +826,9 @@ pub fn merge_apply(
             if h != s.bx {
                 s.bx = h;
                 s.flags |= SET_MOVED;
+                if let Some(slot) = moved_sets.get_mut(c.moved as usize) {
+                    *slot = x as u32;
+                }
                 c.moved += 1;
             }
             s.flags |= SET_DIRTY;
@@ -893,7 +930,8 @@ pub fn set_merge(
             ..Default::default()
         };
         merge_hull(&u, &mr, &sc.labels, sets, &mut sc.hull, &mut c);
-        merge_apply(&u, &mr, &sc.labels, &sc.hull, sets, &mut c);
+        // (The CPU path searches the index in every pass: no moved list.)
+        merge_apply(&u, &mr, &sc.labels, &sc.hull, sets, &mut c, &mut []);
         merged += c.merged as u64;
         garbage.add([
             c.garbage_cp as usize,

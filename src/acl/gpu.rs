@@ -18,10 +18,10 @@
 //! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
-//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
@@ -961,7 +961,8 @@ pub const DIRTY_OVERLAP_WORK: u64 = 1 << 23;
 /// more listed sets than the kernels' bound ([`DIRTY_OVERLAP_MAX`]), or more box tests than
 /// [`DIRTY_OVERLAP_WORK`], for the rounds' dirty lists (`acl_sizes.rebuilds` counts a step's dirty
 /// sets over its rounds, at least any one round's) or for the sets coalescing made (at most one
-/// per touching pair of the scheduler's).
+/// per touching pair of the scheduler's). A later pass's list, the roots the pass before grew, is
+/// never longer than its invocation's first: each component merged holds a moved set.
 fn dirty_search_too_long(c: &AclStepCounters) -> bool {
     let sets = c.sizes.num_sets as u64;
     let too_long = |n: u32| n > DIRTY_OVERLAP_MAX || n as u64 * sets > DIRTY_OVERLAP_WORK;
@@ -1301,13 +1302,13 @@ impl AclGpu {
         })
     }
 
-    /// The first merge pass after each rebuild round, and after coalescing, without the set index
-    /// after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more)
-    /// completed batches in a row had no step whose list search would be too long
-    /// ([`dirty_search_too_long`]), the capacities with `merge.indexed` = 0: that pass then
-    /// searches the round's dirty list, or the sets coalescing made, by brute force (one
-    /// `dirty_overlap_write` or `coalesce_overlap_write`, where the index and its search are 11
-    /// dispatches, in every round of every step and in its coalescing). A list longer than
+    /// Merge passes without the set index after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or,
+    /// after cuts that did not last, more) completed batches in a row had no step whose list
+    /// search would be too long ([`dirty_search_too_long`]), the capacities with `merge.indexed`
+    /// = 0: every merge pass then searches a short list by brute force (the first after a rebuild
+    /// round the round's dirty list, the first after coalescing the sets it made, a later one the
+    /// roots the pass before grew: one `dirty_overlap_write`, `coalesce_overlap_write` or
+    /// `moved_overlap_write`, where the index and its search are 11 dispatches). A list longer than
     /// [`DIRTY_OVERLAP_MAX`], or one that lacks a live moved set, raises `MERGE_DIRTY_LIMIT` and
     /// reruns its batch with the index ([`AclGpu::verdict`]); the pairs listed, and so the result,
     /// are the same either way. A batch that completed without the index but had a step whose search was

@@ -27,17 +27,21 @@
 //! | 13 | [`MergeCaps::rounds`] × `merge_label` (uniform `merge_round` = 0, 1, …) | set + edge capacity |
 //! | 14 | `merge_hull`, `merge_apply` (`merge_round` = rounds) | set capacity |
 //!
-//! With [`MergeCaps::indexed`] = 0 the first pass's rows 5–12 are instead one dispatch (set
-//! capacity) that tests every live set against a short list holding every moved set, so it lists
-//! the same pairs as the index pass, appending them at `edges.count` (which must be 0 before) in
-//! an order that varies, and that neither the labels nor the hulls depend on:
+//! With [`MergeCaps::indexed`] = 0 each pass's rows 5–12 are instead one dispatch (set capacity)
+//! that tests every live set against a short list holding every moved set, so it lists the same
+//! pairs as the index pass, appending them at `edges.count` (which must be 0 before) in an order
+//! that varies, and that neither the labels nor the hulls depend on:
 //! - in a chain of passes alone ([`MergeGpu::new_passes`], after a rebuild round)
 //!   `dirty_overlap_write` tests the round's dirty list (`dirty`, its length
 //!   `rebuild.num_dirty`; `set_dirty_write` clears `edges.count` at the round's start); the buffer
 //!   set must then hold `rebuild` and `dirty`;
 //! - in a chain with coalescing, `coalesce_overlap_write` tests the sets coalescing made (slots
 //!   `coalesce_base..sets.count`: the table before was a completed step's, none moved, none
-//!   overlapping; the step's `acl_counts` clears `edges.count` at its start).
+//!   overlapping; the step's `acl_counts` clears `edges.count` at its start);
+//! - in every later pass, `moved_overlap_write` tests the roots the pass before grew
+//!   (`moved_sets[..moved]`, listed by its `merge_apply`; its `merge_hull`, with the round
+//!   uniform's `clear_edges`, cleared `edges.count`). The buffer set holds `moved_sets` either way
+//!   (`merge_apply` always lists the moved roots).
 //!
 //! *Data-dependent iteration* is bounded by the host, never by a device loop: label propagation
 //! runs the recorded rounds (a round after one that changed nothing returns at once), merge passes
@@ -75,6 +79,7 @@ pub const KERNELS: &[&str] = &[
     "set_overlap_write",
     "dirty_overlap_write",
     "coalesce_overlap_write",
+    "moved_overlap_write",
     "merge_label",
     "merge_hull",
     "merge_apply",
@@ -210,6 +215,7 @@ impl MergeGpu {
         zeroed("edge_offsets", (sc + 1) * 4);
         zeroed("labels", 2 * sc * 4);
         zeroed("edges", ec * 8);
+        zeroed("moved_sets", sc * 4);
         buffers.upload(
             device,
             queue,
@@ -217,10 +223,15 @@ impl MergeGpu {
             bytemuck::bytes_of(uniform),
             true,
         );
+        // Rounds 0..=rounds, then `rounds` again for the merge_hull of a pass that a moved-list
+        // search follows (it clears the pass's pair count).
         let rounds: Vec<wgpu::Buffer> = (0..=caps.rounds)
-            .map(|round| {
+            .map(|round| (round, 0))
+            .chain([(caps.rounds, 1)])
+            .map(|(round, clear_edges)| {
                 let r = MergeRound {
                     round,
+                    clear_edges,
                     ..Default::default()
                 };
                 device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -309,9 +320,11 @@ impl MergeGpu {
         )?);
         pass.extend(owned(scan_edges.dispatches()));
         pass.push(own("set_overlap_write", caps.sets)?);
-        // The first pass searching a short list: the new sets after coalescing, the round's
-        // dirty list after a rebuild round.
+        // Without the index, each pass searches a short list: the first the new sets after
+        // coalescing or the round's dirty list after a rebuild round, the others the roots the
+        // pass before grew.
         let mut first_pass: Vec<Dispatch> = Vec::new();
+        let mut moved_pass: Vec<Dispatch> = Vec::new();
         if list_first {
             let search = if coalesce {
                 "coalesce_overlap_write"
@@ -319,21 +332,36 @@ impl MergeGpu {
                 "dirty_overlap_write"
             };
             first_pass.push(own(search, caps.sets)?);
+            moved_pass.push(own("moved_overlap_write", caps.sets)?);
         }
-        let mut labels: Vec<Dispatch> = Vec::new();
-        for r in &rounds[..caps.rounds as usize] {
-            labels.push(with_round("merge_label", r, caps.sets + caps.edges)?);
-        }
-        let last = &rounds[caps.rounds as usize];
-        labels.push(with_round("merge_hull", last, caps.sets)?);
-        labels.push(with_round("merge_apply", last, caps.sets)?);
-        for p in 0..caps.passes {
-            if p == 0 && list_first {
-                d.extend(first_pass.iter().cloned());
-            } else {
-                d.extend(pass.iter().cloned());
+        // The label rounds, merge_hull and merge_apply; `clear`: merge_hull clears the pass's
+        // pair count for a moved-list search after it.
+        let tail = |clear: bool| -> Result<Vec<Dispatch>, PipelineError> {
+            let mut t: Vec<Dispatch> = Vec::new();
+            for r in &rounds[..caps.rounds as usize] {
+                t.push(with_round("merge_label", r, caps.sets + caps.edges)?);
             }
-            d.extend(labels.iter().cloned());
+            let last = &rounds[caps.rounds as usize];
+            let hull = &rounds[caps.rounds as usize + usize::from(clear)];
+            t.push(with_round("merge_hull", hull, caps.sets)?);
+            t.push(with_round("merge_apply", last, caps.sets)?);
+            Ok(t)
+        };
+        let labels = tail(false)?;
+        let labels_clear = if list_first { tail(true)? } else { Vec::new() };
+        for p in 0..caps.passes {
+            let search = match (list_first, p) {
+                (true, 0) => &first_pass,
+                (true, _) => &moved_pass,
+                (false, _) => &pass,
+            };
+            d.extend(search.iter().cloned());
+            let before_moved = list_first && p + 1 < caps.passes;
+            d.extend(
+                if before_moved { &labels_clear } else { &labels }
+                    .iter()
+                    .cloned(),
+            );
         }
         Ok(MergeGpu {
             caps,
