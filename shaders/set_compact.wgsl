@@ -2,8 +2,8 @@
 // springs written to its slot of sets_out / springs_out: the live sets before it, from the group
 // sums set_point_count wrote into scan_groups (each 256 slots' live sets) and a workgroup scan
 // (group_prefix: no scan dispatch), its moved flag cleared (the step's last merge invocation ends
-// at its last overlap search, before merge_hull would clear it:
-// acl::merge_gpu::MergeGpu::dispatches_to_last_search), and the live sets' touching pairs added to
+// at its first overlap search, before merge_hull would clear it:
+// acl::merge_gpu::MergeGpu::dispatches_to_first_search), and the live sets' touching pairs added to
 // acl_sizes.touching (a workgroup's sum, then one integer atomic per workgroup: an integer sum, so
 // the total does not depend on the order); a live set still dirty (the step's rebuild rounds were
 // too few: it reruns with more) raises ACL_SIZES_MORE_ROUNDS in acl_sizes.errors. The thread of

@@ -365,10 +365,9 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
         "the quiet run still records {passes} merge passes"
     );
     assert!(d_cut < d_held, "{d_cut} dispatches, held {d_held}");
-    // The step's last merge invocation ends at its last pass's search: the quiet step (one round,
+    // The step's last merge invocation ends at its first pass's search: the quiet step (one round,
     // one pass, no coalescing) runs no label round, hull or apply; the held one runs them in the
-    // coalescing chain's 4 passes, in each of the first 3 rounds' 4, and in the last round's
-    // first 3.
+    // coalescing chain's 4 passes and in each of the first 3 rounds' 4, none in the last round's.
     let hulls = |g: &GpuSim| {
         let k = g.dispatch_kernels();
         ["merge_label", "merge_hull", "merge_apply"].map(|n| k.iter().filter(|x| **x == n).count())
@@ -376,7 +375,7 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     assert_eq!(hulls(&cut), [0, 0, 0], "the quiet step's merge tail");
     assert_eq!(
         hulls(&held),
-        [8 * 19, 19, 19],
+        [8 * 16, 16, 16],
         "the held step's merge tails (8 label rounds each)"
     );
     let (p_cut, p_held) = (cut.passes_per_step(), held.passes_per_step());

@@ -14,8 +14,8 @@ fn last_merge_verdict() {
     }
 }
 
-// The verdict on the step's last merge invocation, which ends at its last overlap search
-// (MergeGpu::dispatches_to_last_search): pairs found there would have been merged into roots that
+// The verdict on the step's last merge invocation, which ends at its first overlap search
+// (MergeGpu::dispatches_to_first_search): pairs found there would have been merged into roots that
 // are dirty, as merge_apply leaves them, so the step reruns with more passes and more rounds
 // (ACL_SIZES_MORE_PASSES | ACL_SIZES_MORE_ROUNDS), as it did when the pass merged them and
 // set_compact then found those roots dirty. Taken in set_compact.

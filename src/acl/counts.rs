@@ -96,8 +96,8 @@ pub fn last_merge_verdict(merge_counters: &MergeCounters, acl_sizes: &mut AclSiz
 }
 
 /// The verdict on the step's last merge invocation (`last_round_merge_verdict`, in `set_compact`),
-/// which ends at its last overlap search
-/// ([`super::merge_gpu::MergeGpu::dispatches_to_last_search`]): pairs found there would have been
+/// which ends at its first overlap search
+/// ([`super::merge_gpu::MergeGpu::dispatches_to_first_search`]): pairs found there would have been
 /// merged into roots that `merge_apply` leaves dirty, so the step reruns with more passes and
 /// more rounds ([`ACL_SIZES_MORE_PASSES`] | [`ACL_SIZES_MORE_ROUNDS`]), as it did when the pass
 /// merged them and `set_compact` found the roots dirty.

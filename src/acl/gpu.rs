@@ -21,7 +21,7 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its last pass's search, [`MergeGpu::dispatches_to_last_search`]) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
@@ -881,12 +881,12 @@ impl AclGpu {
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             dg(&mut ops, "set_rebuild_headers", g, per_dirty_thread)?;
             // (The verdict on its last pass: the next round's set_dirty_write, or set_compact.)
-            // The last round's chain ends at its last overlap search: pairs found rerun the step
-            // with more passes whether merged or not, and with none found the rest of the pass
-            // would only clear the moved flags, which set_compact clears (a round after this one
-            // would need them cleared before its own search).
+            // The last round's chain ends at its first overlap search: pairs found rerun the step
+            // with more rounds and passes whether merged or not (merged roots are dirty), and
+            // with none found the rest would only clear the moved flags, which set_compact clears
+            // (a round after this one would need them cleared before its own search).
             let chain = if round + 1 == caps.rounds {
-                again.dispatches_to_last_search()
+                again.dispatches_to_first_search()
             } else {
                 again.dispatches()
             };

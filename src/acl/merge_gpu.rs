@@ -140,9 +140,8 @@ fn owned<'a>(
 /// The chain's buffers and dispatches for fixed capacities.
 pub struct MergeGpu {
     pub caps: MergeCaps,
-    /// Dispatches of a pass after its overlap search (the label rounds, `merge_hull`,
-    /// `merge_apply`).
-    tail: usize,
+    /// Dispatches up to and including the first pass's overlap search.
+    first_search: usize,
     dispatches: Vec<Dispatch>,
     // Kept alive with the bind groups that use their buffers.
     _scans: Vec<GpuScan>,
@@ -349,6 +348,7 @@ impl MergeGpu {
         };
         let labels = tail(false)?;
         let labels_clear = if list_first { tail(true)? } else { Vec::new() };
+        let mut first_search = 0;
         for p in 0..caps.passes {
             let search = match (list_first, p) {
                 (true, 0) => &first_pass,
@@ -356,6 +356,9 @@ impl MergeGpu {
                 (false, _) => &pass,
             };
             d.extend(search.iter().cloned());
+            if p == 0 {
+                first_search = d.len();
+            }
             let before_moved = list_first && p + 1 < caps.passes;
             d.extend(
                 if before_moved { &labels_clear } else { &labels }
@@ -365,7 +368,7 @@ impl MergeGpu {
         }
         Ok(MergeGpu {
             caps,
-            tail: labels.len(),
+            first_search,
             dispatches: d,
             _scans: vec![scan_runs, scan_bins, scan_edges],
             _sort: sort,
@@ -378,15 +381,18 @@ impl MergeGpu {
         &self.dispatches
     }
 
-    /// The dispatches without the last pass's label rounds, `merge_hull` and `merge_apply`: for
-    /// the last merge invocation of a step, which nothing after it in the step searches again.
-    /// Its last pass's search decides alone: pairs found (`edges.count > 0`) make the step rerun
-    /// with more passes ([`verdict_for`]; the step's `last_round_merge_verdict`) whether or not
-    /// they are merged, and none found leave the labels the identity, so the rest of the pass
-    /// would only clear the moved flags (the CPU path's `set_merge` skips it alike). Whoever
-    /// comes after must clear them instead (the GPU ACL step's `set_compact` does).
-    pub fn dispatches_to_last_search(&self) -> &[Dispatch] {
-        &self.dispatches[..self.dispatches.len() - self.tail]
+    /// The dispatches up to the first pass's overlap search, without the rest of that pass (the
+    /// label rounds, `merge_hull`, `merge_apply`) or any later pass: for the merge invocation
+    /// after a step's last rebuild round. A merge there leaves its roots dirty (`merge_apply`),
+    /// so whatever the passes the step needs another round and reruns with more; the first
+    /// search decides alone: pairs found (`edges.count > 0`) make the step rerun with more rounds
+    /// and passes (the step's `last_round_merge_verdict`) whether or not they are merged, and
+    /// none found leave the labels the identity, so the rest of the pass would only clear the
+    /// moved flags (the CPU path's `set_merge` skips it alike) and no later pass would find a
+    /// moved set. Whoever comes after must clear them instead (the GPU ACL step's `set_compact`
+    /// does).
+    pub fn dispatches_to_first_search(&self) -> &[Dispatch] {
+        &self.dispatches[..self.first_search]
     }
 
     /// Records every dispatch into `pass`.

@@ -230,7 +230,7 @@ pub fn live_groups(num_sets: u32, sets: &[ContactSet], scan_groups: &mut [u32]) 
 /// groups of 256 slots before its own, from `scan_groups` ([`live_groups`], which the kernel
 /// `set_point_count` writes), and those before it in its group (the kernel's workgroup scan,
 /// `shared/group_prefix.wgsl`). Its [`SET_MOVED`] flag is cleared (the GPU step's last merge
-/// invocation ends at its last overlap search, before `merge_hull` would clear it; on the CPU path
+/// invocation ends at its first overlap search, before `merge_hull` would clear it; on the CPU path
 /// the merge has cleared it already), and the live sets' touching pairs
 /// ([`ContactSet::touching`]) are added to `acl_sizes.touching` (an integer sum: the kernel's
 /// per-workgroup sums and atomics give the same total); a live set still dirty (the GPU step's
