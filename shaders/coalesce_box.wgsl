@@ -1,6 +1,8 @@
 // coalesce_box: the last pass of contact_coalesce: every new set (slots coalesce_base ..
-// min(sets.count, sets.capacity)) takes its run's hull from the accumulator as its box.
-// CPU twin: acl::coalesce::coalesce_box. One thread per set slot. No loops.
+// min(sets.count, sets.capacity)) takes its run's hull from the accumulator as its box, and its 4
+// stiction springs are cleared (inactive: a new set has none until its first rebuild, and the
+// buffer's slots may still hold a compacted-away set's springs). CPU twin:
+// acl::coalesce::coalesce_box. One thread per set slot. Loop bound: 4 (the springs).
 
 #import layout
 #import merge
@@ -9,6 +11,7 @@
 @group(0) @binding(1) var<storage, read> set_hull: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(3) var<storage, read_write> merge_counters: MergeCounters;
+@group(0) @binding(4) var<storage, read_write> springs: array<StictionSpring>;
 
 @compute @workgroup_size(256)
 fn coalesce_box(
@@ -22,4 +25,8 @@ fn coalesce_box(
         return;
     }
     sets[s].bx = hull_code(set_hull[s]);
+    var z: StictionSpring;
+    for (var e = 0u; e < 4u; e = e + 1u) {
+        springs[4u * s + e] = z;
+    }
 }

@@ -1234,6 +1234,7 @@ pub const KERNELS: &[Kernel] = &[
             read("set_hull"),
             read_write("sets"),
             read_write("merge_counters"),
+            read_write("springs"),
         ],
         twin: "acl::coalesce::coalesce_box",
     },
@@ -1418,10 +1419,9 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::outputs::segment_rebuilds",
     },
     // --- end ACL coalescing and merging ---
-    // --- ACL: the dirty list, the new sets' springs ---
+    // --- ACL: the dirty list ---
     // Each rebuild round: set_dirty_count → exclusive scan of dirty_dest (num_sets + 1) →
-    // set_dirty_write (acl_sizes.num_dirty, the round's start and its grids). coalesce_springs follows coalesce_box
-    // (acl::merge_gpu::MergeGpu).
+    // set_dirty_write (acl_sizes.num_dirty, the round's start and its grids).
     Kernel {
         name: "set_dirty_count",
         workgroup_size: WG,
@@ -1449,13 +1449,7 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::sets::set_dirty_write",
     },
-    Kernel {
-        name: "coalesce_springs",
-        workgroup_size: WG,
-        bindings: &[read_write("springs"), read_write("merge_counters")],
-        twin: "acl::coalesce::coalesce_springs",
-    },
-    // --- end ACL dirty list, releases, new sets' springs ---
+    // --- end ACL dirty list, releases ---
     // --- the contact sets' lookup for the scheduler (src/sched/lookup.rs), recorded by
     // sched::lookup_gpu::LookupGpu: set_lookup_clear, set_lookup_count, the scan of lookup_offsets
     // (segments + 1), set_lookup_write, set_lookup_sort ---

@@ -11,10 +11,10 @@ mod fixture;
 
 use fixture::{bytes, scene_sim};
 use yarnsim::acl::coalesce::{
-    coalesce_box, coalesce_heads, coalesce_overlap_write, coalesce_pairs, coalesce_springs,
-    contact_coalesce, dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label,
-    merge_uniform, moved_overlap_write, set_bin_count, set_bin_index, set_bin_write, set_merge,
-    set_overlap_count, set_overlap_write, MergeScratch,
+    coalesce_box, coalesce_heads, coalesce_overlap_write, coalesce_pairs, contact_coalesce,
+    dirty_overlap_write, hull_code, merge_apply, merge_hull, merge_label, merge_uniform,
+    moved_overlap_write, set_bin_count, set_bin_index, set_bin_write, set_merge, set_overlap_count,
+    set_overlap_write, MergeScratch,
 };
 use yarnsim::acl::merge_gpu::{table_with_capacity, MergeCaps, MergeGpu, MergeVerdict, KERNELS};
 use yarnsim::acl::rebuild::RebuildParams;
@@ -218,9 +218,11 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     assert_eq!(counters_of(&out), c, "{label}: contact_coalesce counters");
     assert_eq!(c.sets.count as usize, n0 + heads as usize);
 
-    // coalesce_box
-    let (sets_in, c_in) = (sets.clone(), c);
-    coalesce_box(&u, &hull, &mut sets, &mut c);
+    // coalesce_box, on a springs buffer of the table's capacity (stale springs beyond the
+    // existing sets').
+    let mut springs = springs_before(n0, 0, 4 * cap);
+    let (sets_in, c_in, springs_in) = (sets.clone(), c, springs.clone());
+    coalesce_box(&u, &hull, &mut sets, &mut c, &mut springs);
     let out = run_kernel(
         gpu,
         "coalesce_box",
@@ -229,33 +231,18 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_hull", bytes(&hull)),
             ("sets", bytes(&sets_in)),
             ("merge_counters", bytes(&[c_in])),
+            ("springs", bytes(&springs_in)),
         ],
         cap as u32,
     )
     .unwrap();
     assert_eq!(cast::<ContactSet>(&out["sets"]), sets, "{label}: run boxes");
-
-    // coalesce_springs, on a springs buffer of the table's capacity (stale springs beyond the
-    // existing sets').
-    let mut springs = springs_before(n0, 0, 4 * cap);
-    let springs_in = springs.clone();
-    coalesce_springs(&mut springs, &c);
-    let out = run_kernel(
-        gpu,
-        "coalesce_springs",
-        &[
-            ("springs", bytes(&springs_in)),
-            ("merge_counters", bytes(&[c])),
-        ],
-        4 * cap as u32,
-    )
-    .unwrap();
     assert_eq!(
         cast::<StictionSpring>(&out["springs"]),
         springs,
         "{label}: new sets' springs"
     );
-    assert_eq!(counters_of(&out), c, "{label}: coalesce_springs counters");
+    assert_eq!(counters_of(&out), c, "{label}: coalesce_box counters");
     let used = 4 * c.sets.count as usize;
     assert!(used > 4 * n0, "{label}: no new set");
     // Cleared exactly the new sets' slots: the stale springs past them stay.
@@ -779,7 +766,7 @@ fn run_until_done(
 
 /// The chained GPU result (coalescing and every merge pass in one submission) equals the CPU
 /// path's `coalesce_pairs` + `set_merge`: the table slot for slot, the springs of its slots (the
-/// new sets' cleared by `coalesce_springs` over the stale ones of the buffer), the merge count,
+/// new sets' cleared by `coalesce_box` over the stale ones of the buffer), the merge count,
 /// and the index of the final sets. Starts from small capacities and budgets, so the reruns the verdict asks for
 /// (grown capacities, more rounds, more passes) are exercised too.
 #[test]

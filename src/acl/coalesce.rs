@@ -8,9 +8,9 @@
 //! are consecutive). Each pair `(i, j)` gives the box `[i ± α] × [j ± α]`; a pair whose box does not
 //! overlap the previous pair's box starts a run (`coalesce_heads`: run heads, numbered by a prefix
 //! sum), and each run becomes one new set (`contact_coalesce`: the head writes the header, every
-//! pair adds its box to the run's hull accumulator; `coalesce_box`: the hull becomes the box;
-//! `coalesce_springs`: its 4 springs are cleared). The new sets are appended to the table in run
-//! order, live, dirty and moved.
+//! pair adds its box to the run's hull accumulator; `coalesce_box`: the hull becomes the box and
+//! its 4 springs are cleared). The new sets are appended to the table in run order, live, dirty
+//! and moved.
 //!
 //! *Hull accumulators* (`set_hull`) hold a box as its *hull code* `[!u0, u1, !v0, v1]` ([`hull_code`]),
 //! so the hull of several boxes is a component-wise max, an integer `atomicMax` on the GPU (the same
@@ -198,26 +198,21 @@ pub fn contact_coalesce(
 }
 
 /// Kernel `coalesce_box`: the new sets (slots `coalesce_base ..` the used slots) take their run's
-/// hull as their box.
+/// hull as their box, and their 4 springs are cleared (inactive). A new set has no springs until
+/// its first rebuild makes them; on the GPU its slots in `springs` may still hold those of a set
+/// the last compaction removed.
 pub fn coalesce_box(
     _acl_merge: &MergeUniform,
     set_hull: &[[u32; 4]],
     sets: &mut [ContactSet],
     merge_counters: &mut MergeCounters,
+    springs: &mut [StictionSpring],
 ) {
     let c = merge_counters;
     for s in c.coalesce_base as usize..used_sets(c) {
         sets[s].bx = hull_code(&set_hull[s]);
+        springs[4 * s..4 * s + 4].fill(StictionSpring::default());
     }
-}
-
-/// Kernel `coalesce_springs` (one thread per spring slot), after `contact_coalesce`: the 4
-/// springs of every new set (slots `coalesce_base ..` the used slots) cleared (inactive). A new
-/// set has no springs until its first rebuild makes them; on the GPU its slots in `springs` may
-/// still hold those of a set the last compaction removed.
-pub fn coalesce_springs(springs: &mut [StictionSpring], merge_counters: &MergeCounters) {
-    let c = merge_counters;
-    springs[4 * c.coalesce_base as usize..4 * used_sets(c)].fill(StictionSpring::default());
 }
 
 /// Scratch of the coalescing and merge passes, kept between steps.
@@ -241,7 +236,7 @@ pub struct MergeScratch {
 }
 
 /// Stage `contact_coalesce` on the CPU path: `coalesce_heads` → scan → `contact_coalesce` →
-/// `coalesce_box` → `coalesce_springs` over the touching pairs, appending one new set per run to
+/// `coalesce_box` over the touching pairs, appending one new set per run to
 /// `sets` (in run order) and 4 inactive springs each to `springs`. Returns the number of sets
 /// made.
 pub fn coalesce_pairs(
@@ -277,13 +272,12 @@ pub fn coalesce_pairs(
     );
     exclusive_scan(&mut sc.run_offsets[..t + 1], &mut sc.partials);
     contact_coalesce(&u, touching, &sc.run_offsets, sets, &mut sc.hull, &mut c);
-    coalesce_box(&u, &sc.hull, sets, &mut c);
     let n = c.sets.count as usize;
-    sets.truncate(n);
-    // The springs buffer grows to the table (its fill is what coalesce_springs writes: the GPU
+    // The springs buffer grows to the table (its fill is what coalesce_box writes: the GPU
     // buffer has whatever its slots last held there instead).
     springs.resize(4 * n, StictionSpring::default());
-    coalesce_springs(springs, &c);
+    coalesce_box(&u, &sc.hull, sets, &mut c, springs);
+    sets.truncate(n);
     n - n0
 }
 

@@ -13,8 +13,7 @@
 //! | 1 | `coalesce_heads` | touching capacity + 1 |
 //! | 2 | scan of `run_offsets` | touching capacity + 1 |
 //! | 3 | `contact_coalesce` | touching capacity |
-//! | 4 | `coalesce_box` | set capacity |
-//! | 4a | `coalesce_springs` | 4 × set capacity |
+//! | 4 | `coalesce_box` (the new sets' boxes and cleared springs) | set capacity |
 //! |   | then [`MergeCaps::passes`] merge passes, each: | |
 //! | 5 | `set_bin_count` | set capacity + 1 |
 //! | 6 | scan of `bin_offsets` | set capacity + 1 |
@@ -71,7 +70,6 @@ pub const KERNELS: &[&str] = &[
     "coalesce_heads",
     "contact_coalesce",
     "coalesce_box",
-    "coalesce_springs",
     "set_bin_count",
     "set_bin_write",
     "set_bin_index",
@@ -287,7 +285,6 @@ impl MergeGpu {
             d.extend(owned(scan_runs.dispatches()));
             d.push(own("contact_coalesce", caps.touching)?);
             d.push(own("coalesce_box", caps.sets)?);
-            d.push(own("coalesce_springs", caps.sets.saturating_mul(4))?);
         }
         let mut pass: Vec<Dispatch> = Vec::new();
         pass.push(scan_bins.producer(
