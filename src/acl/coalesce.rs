@@ -24,10 +24,11 @@
 //!    disjoint, so every overlapping pair has a moved set; each moved set looks through the bins its
 //!    box meets for the live sets it overlaps, and lists each pair once, in the order of the moved
 //!    sets. No pair: done. The write pass also starts the pass's labels and hull accumulators.
-//!    After a rebuild round every moved set is on the round's dirty list, and after coalescing
-//!    every moved set is new, so the GPU's first pass may skip the index then:
-//!    `dirty_overlap_write` / `coalesce_overlap_write` have each live set test that short list and
-//!    append its pairs (the same pairs, in another order; the CPU path keeps the index).
+//!    After a rebuild round every moved set is on the round's dirty list, after coalescing every
+//!    moved set is new, and after a pass every moved set is a root it grew (`merge_apply` lists
+//!    them), so the GPU's passes may skip the index: `dirty_overlap_write`,
+//!    `coalesce_overlap_write` and `moved_overlap_write` have each live set test that short list
+//!    and append its pairs (the same pairs, in another order; the CPU path keeps the index).
 //! 3. `merge_label`: Jacobi rounds of min-label propagation over those pairs (with hooking and
 //!    pointer jumping) until a round changes nothing; a set's label is then the smallest set index
 //!    of its component.
