@@ -534,72 +534,25 @@ fn for_each_listed_overlap(
     }
 }
 
-/// [`for_each_listed_overlap`] over the rebuild round's dirty list (`dirty[..rebuild.num_dirty]`,
-/// in slot order). Nothing for a slot that is not live. When the list is longer than
-/// [`DIRTY_OVERLAP_MAX`], or `m` is moved but not on it (the search would miss pairs of it), lists
-/// nothing and sets `over` (`shaders/shared/dirty_overlap.wgsl` walks the same list).
-#[inline]
-fn for_each_dirty_overlap(
-    rebuild: &RebuildParams,
-    sets: &[ContactSet],
-    dirty: &[u32],
-    m: u32,
-    over: &AtomicBool,
-    f: impl FnMut(u32),
-) {
-    let s = &sets[m as usize];
-    if s.flags & SET_LIVE == 0 {
-        return;
-    }
-    let nd = rebuild.num_dirty as usize;
-    if nd > DIRTY_OVERLAP_MAX as usize || (is_moved(s) && dirty[..nd].binary_search(&m).is_err()) {
-        over.store(true, Ordering::Relaxed);
-        return;
-    }
-    for_each_listed_overlap(sets, dirty[..nd].iter().copied(), m, f);
-}
-
-/// [`for_each_listed_overlap`] over the sets coalescing made (slots `base..n`, `base` =
-/// `coalesce_base`, `n` the slots in use): after coalescing every moved set is new, since the table
-/// before it was a completed step's (no set moved, none overlapping). Nothing for a slot that is
-/// not live. When there are more than [`DIRTY_OVERLAP_MAX`] new sets, or `m` is moved but older
-/// (the search would miss pairs of it), lists nothing and sets `over`.
-#[inline]
-fn for_each_coalesced_overlap(
-    sets: &[ContactSet],
-    base: u32,
-    n: u32,
-    m: u32,
-    over: &AtomicBool,
-    f: impl FnMut(u32),
-) {
-    let s = &sets[m as usize];
-    if s.flags & SET_LIVE == 0 {
-        return;
-    }
-    let base = base.min(n);
-    if n - base > DIRTY_OVERLAP_MAX || (is_moved(s) && m < base) {
-        over.store(true, Ordering::Relaxed);
-        return;
-    }
-    for_each_listed_overlap(sets, base..n, m, f);
-}
-
 /// The write pass of a search without the set index (`dirty_overlap_write`,
 /// `coalesce_overlap_write`, `moved_overlap_write`): starts the pass's `label_rounds` (0, as
 /// [`set_bin_count`] starts an index pass; `moved`, the last pass's moved list, [`merge_hull`]
-/// empties) and the merge state of every used slot, as
-/// [`set_overlap_write`] does; then every used slot `m`, in slot order, appends the pairs `[k, m]`
-/// that `search(m, over, f)` finds at `edges[edges.count..]`, counting them into `edges.count`
-/// (slots past `edges.capacity` raise `edges.overflow`); `over` set raises [`MERGE_DIRTY_LIMIT`].
-/// The kernels take their slots with `atomicAdd`, so their order varies; nothing downstream
-/// depends on it (the labels are minima, the hulls maxima).
+/// empties) and the merge state of every used slot, as [`set_overlap_write`] does; then every
+/// used live slot `m`, in slot order, appends the pairs `[k, m]` of `list` that
+/// [`for_each_listed_overlap`] finds at `edges[edges.count..]`, counting them into `edges.count`
+/// (slots past `edges.capacity` raise `edges.overflow`). `searchable(m)` says whether the list may
+/// be searched for `m` (not longer than [`DIRTY_OVERLAP_MAX`], and holding `m` if it is moved:
+/// else the search would miss pairs of it); when it says no, nothing is listed for `m` and
+/// [`MERGE_DIRTY_LIMIT`] is raised. The kernels take their slots with `atomicAdd`, so their order
+/// varies; nothing downstream depends on it (the labels are minima, the hulls maxima).
 fn list_overlap_write(
+    sets: &[ContactSet],
+    list: &[u32],
+    searchable: impl Fn(u32) -> bool,
     edges: &mut [[u32; 2]],
     labels: &mut [u32],
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
-    mut search: impl FnMut(u32, &AtomicBool, &mut dyn FnMut(u32)),
 ) {
     let c = merge_counters;
     c.label_rounds = 0;
@@ -607,35 +560,35 @@ fn list_overlap_write(
     let n = used_sets(c);
     start_merge_state(n, cap, labels, set_hull);
     let ecap = (c.edges.capacity as usize).min(edges.len());
-    let limit = AtomicBool::new(false);
     let mut at = c.edges.count as usize;
-    let mut overflow = false;
     for m in 0..n as u32 {
-        search(m, &limit, &mut |k| {
+        if sets[m as usize].flags & SET_LIVE == 0 {
+            continue;
+        }
+        if !searchable(m) {
+            c.errors |= MERGE_DIRTY_LIMIT;
+            continue;
+        }
+        for_each_listed_overlap(sets, list.iter().copied(), m, |k| {
             if at < ecap {
                 edges[at] = [k, m];
             } else {
-                overflow = true;
+                c.edges.overflow = 1;
             }
             at += 1;
         });
     }
-    if overflow {
-        c.edges.overflow = 1;
-    }
     c.edges.count = at as u32;
-    if limit.into_inner() {
-        c.errors |= MERGE_DIRTY_LIMIT;
-    }
 }
 
 /// Kernel `dirty_overlap_write`, the overlap list of the first merge pass after a rebuild round
 /// without the set index, in one pass ([`list_overlap_write`]): every live set `m` appends its
-/// pairs `[k, m]` (`k` a moved set of the round's dirty list, [`for_each_dirty_overlap`]);
-/// `edges.count` is 0 at the round's start (`set_dirty_write`). The same pairs as
-/// [`set_overlap_count`] / [`set_overlap_write`] list after that round (every live moved set is
-/// then on the list), each named from its other set. A list longer than [`DIRTY_OVERLAP_MAX`], or
-/// a moved set missing from it, raises [`MERGE_DIRTY_LIMIT`].
+/// pairs `[k, m]` (`k` a moved set of the round's dirty list `dirty[..rebuild.num_dirty]`, in slot
+/// order; `shaders/shared/dirty_overlap.wgsl` walks the same list); `edges.count` is 0 at the
+/// round's start (`set_dirty_write`). The same pairs as [`set_overlap_count`] /
+/// [`set_overlap_write`] list after that round (every live moved set is then on the list), each
+/// named from its other set. A list longer than [`DIRTY_OVERLAP_MAX`], or a moved set missing
+/// from it, raises [`MERGE_DIRTY_LIMIT`].
 pub fn dirty_overlap_write(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -645,18 +598,30 @@ pub fn dirty_overlap_write(
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
 ) {
-    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
-        for_each_dirty_overlap(rebuild, sets, dirty, m, over, f)
-    });
+    let nd = rebuild.num_dirty;
+    let list = &dirty[..(nd as usize).min(dirty.len())];
+    let searchable = |m: u32| {
+        nd <= DIRTY_OVERLAP_MAX && (!is_moved(&sets[m as usize]) || list.binary_search(&m).is_ok())
+    };
+    list_overlap_write(
+        sets,
+        list,
+        searchable,
+        edges,
+        labels,
+        set_hull,
+        merge_counters,
+    );
 }
 
 /// Kernel `coalesce_overlap_write`, the overlap list of the first merge pass after coalescing
 /// without the set index, in one pass ([`list_overlap_write`]): every live set `m` appends its
-/// pairs `[k, m]` (`k` a set coalescing made, slots `coalesce_base..sets.count`,
-/// [`for_each_coalesced_overlap`]); `edges.count` is 0 at the step's start (`acl_counts`). The
-/// same pairs as [`set_overlap_count`] / [`set_overlap_write`] list after coalescing, each named
-/// from its other set. More new sets than [`DIRTY_OVERLAP_MAX`], or a moved set older than them,
-/// raise [`MERGE_DIRTY_LIMIT`].
+/// pairs `[k, m]` (`k` a set coalescing made, slots `coalesce_base..sets.count`: after coalescing
+/// every moved set is new, since the table before it was a completed step's, no set moved, none
+/// overlapping); `edges.count` is 0 at the step's start (`acl_counts`). The same pairs as
+/// [`set_overlap_count`] / [`set_overlap_write`] list after coalescing, each named from its other
+/// set. More new sets than [`DIRTY_OVERLAP_MAX`], or a moved set older than them, raise
+/// [`MERGE_DIRTY_LIMIT`].
 pub fn coalesce_overlap_write(
     sets: &[ContactSet],
     edges: &mut [[u32; 2]],
@@ -664,13 +629,20 @@ pub fn coalesce_overlap_write(
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
 ) {
-    let (base, n) = (
-        merge_counters.coalesce_base,
-        used_sets(merge_counters) as u32,
+    let n = used_sets(merge_counters) as u32;
+    let base = merge_counters.coalesce_base.min(n);
+    let list: Vec<u32> = (base..n).collect();
+    let searchable =
+        |m: u32| n - base <= DIRTY_OVERLAP_MAX && (!is_moved(&sets[m as usize]) || m >= base);
+    list_overlap_write(
+        sets,
+        &list,
+        searchable,
+        edges,
+        labels,
+        set_hull,
+        merge_counters,
     );
-    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
-        for_each_coalesced_overlap(sets, base, n, m, over, f)
-    });
 }
 
 /// Kernel `moved_overlap_write`, the overlap list of a merge pass after the first without the set
@@ -689,16 +661,17 @@ pub fn moved_overlap_write(
     merge_counters: &mut MergeCounters,
 ) {
     let len = merge_counters.moved;
-    list_overlap_write(edges, labels, set_hull, merge_counters, |m, over, f| {
-        if sets[m as usize].flags & SET_LIVE == 0 {
-            return;
-        }
-        if len > DIRTY_OVERLAP_MAX {
-            over.store(true, Ordering::Relaxed);
-            return;
-        }
-        for_each_listed_overlap(sets, moved_sets[..len as usize].iter().copied(), m, f)
-    });
+    let list = &moved_sets[..(len as usize).min(moved_sets.len())];
+    let searchable = |_| len <= DIRTY_OVERLAP_MAX;
+    list_overlap_write(
+        sets,
+        list,
+        searchable,
+        edges,
+        labels,
+        set_hull,
+        merge_counters,
+    );
 }
 
 /// Kernel `merge_label`, Jacobi round `merge_round.round` of min-label propagation: with `L` the
