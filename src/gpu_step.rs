@@ -451,6 +451,9 @@ pub struct GpuSim {
     /// Steps of the batches that were rerun, counted once per failed attempt: the steps the GPU
     /// ran for nothing.
     rerun_steps: u64,
+    /// Batch reruns so far by cause (`length`, `capacity`, and ACL's
+    /// [`acl_gpu::rerun_causes`]; a rerun may have several).
+    rerun_causes: std::collections::BTreeMap<&'static str, u32>,
     /// The most steps [`GpuSim::advance`] puts in its next batch ([`FIRST_BATCH`] after a rerun,
     /// doubled after each full batch that ran once, up to [`MAX_BATCH`]).
     batch_limit: usize,
@@ -552,6 +555,20 @@ pub const MAX_BATCH: usize = 64;
 /// 1–12: 46 reruns against the old policy's 14, when every upgrade started the batches over at
 /// one step).
 pub const FIRST_BATCH: usize = 1;
+
+/// The causes of batch reruns counted in `--stats` (`reruns_<cause>`): the length projection's
+/// budget, a capacity (the exact path's, the yarn–ball contacts', ACL's), and ACL's budgets
+/// ([`acl_gpu::rerun_causes`]).
+pub const RERUN_CAUSES: &[&str] = &[
+    "length",
+    "capacity",
+    "rebuild_rounds",
+    "merge_passes",
+    "label_rounds",
+    "coalesce",
+    "newcomers",
+    "indexed",
+];
 
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
@@ -826,6 +843,7 @@ impl GpuSim {
             clean_batches: 0,
             upgrade_after: UPGRADE_AFTER_CLEAN,
             rerun_steps: 0,
+            rerun_causes: Default::default(),
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
             in_frame: false,
@@ -1111,6 +1129,11 @@ impl GpuSim {
         self.upgrade_reruns
     }
 
+    /// Batch reruns so far by cause (keys of [`RERUN_CAUSES`]; a rerun may have several).
+    pub fn rerun_causes(&self) -> &std::collections::BTreeMap<&'static str, u32> {
+        &self.rerun_causes
+    }
+
     /// Steps of failed batch attempts so far (each rerun batch's steps, once per rerun).
     pub fn rerun_steps(&self) -> u64 {
         self.rerun_steps
@@ -1138,6 +1161,13 @@ impl GpuSim {
             self.sim.time = t0;
             self.reruns += 1;
             self.rerun_steps += k as u64;
+            match &rerun {
+                Rerun::Length(_) => *self.rerun_causes.entry("length").or_default() += 1,
+                Rerun::Capacity(_) | Rerun::BallHits(_) => {
+                    *self.rerun_causes.entry("capacity").or_default() += 1
+                }
+                Rerun::Acl { .. } => {}
+            }
             match rerun {
                 Rerun::Length(needed) => {
                     // Twice what it needed (it may need more still: then the next round of this
@@ -1596,6 +1626,9 @@ impl GpuSim {
                 match acl.path.verdict_with(ran, &c) {
                     Ok(Some(caps)) => {
                         acl_counters.push(c);
+                        for cause in acl_gpu::rerun_causes(&ran, &caps) {
+                            *self.rerun_causes.entry(cause).or_default() += 1;
+                        }
                         return Ok(Some(Rerun::Acl {
                             caps: AclGpu::ahead_of(caps, &acl_counters),
                             step: s,
@@ -2103,6 +2136,11 @@ impl GpuSim {
         stats
             .extra
             .push(("batch_rerun_steps".into(), self.rerun_steps as f64));
+        // Why (so far): the budgets and capacities the reruns needed more of.
+        for cause in RERUN_CAUSES {
+            let n = self.rerun_causes.get(cause).copied().unwrap_or(0);
+            stats.extra.push((format!("reruns_{cause}"), n as f64));
+        }
         // The frame's steps rerun with more of ACL's budgets than the rest of their batch, and
         // the dispatches recorded per step of the frame, failed attempts included: what the GPU
         // did, where `dispatches_per_step` is the list a step starts from.

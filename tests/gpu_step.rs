@@ -405,6 +405,15 @@ fn acl_coalescing_left_out_reruns_identically() {
     );
     assert!(left_out.needed > 0, "no batch needed coalescing");
     assert!(left_out.without > 0, "every batch needed coalescing");
+    // A rerun that brought coalescing back is counted as its (the others here grew capacities,
+    // as in the run that always coalesces).
+    let coalesce = |g: &GpuSim| g.rerun_causes().get("coalesce").copied().unwrap_or(0);
+    assert!(
+        coalesce(&left_out.g) >= 1,
+        "{:?}",
+        left_out.g.rerun_causes()
+    );
+    assert_eq!(coalesce(&always.g), 0, "{:?}", always.g.rerun_causes());
     assert_eq!(left_out.g.sim.pos, always.g.sim.pos, "positions differ");
     assert_eq!(left_out.g.sim.vel, always.g.sim.vel, "velocities differ");
 }
@@ -965,6 +974,16 @@ fn rerun_batches_count_once_in_frame_statistics() {
     let (small, small_times, grows) = run(Some(first));
     let (ample, ample_times, none) = run(None);
     assert!(grows >= 1 && none == 0, "grew {grows} and {none} times");
+    // Each rerun is counted under its cause: here every one is a capacity's.
+    let extra = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).unwrap().1;
+    let reruns = extra(&small.extra, "batch_reruns");
+    assert!(reruns >= 1.0);
+    for cause in yarnsim::gpu_step::RERUN_CAUSES {
+        let key = format!("reruns_{cause}");
+        let want = if *cause == "capacity" { reruns } else { 0.0 };
+        assert_eq!(extra(&small.extra, &key), want, "{key}");
+        assert_eq!(extra(&ample.extra, &key), 0.0, "{key} without a rerun");
+    }
     // The rerun sets the batch length back to its first value, so the two frames run in different
     // batches; each still ran in more than one (batches start short and double).
     assert!(small_times.batches >= ample_times.batches && ample_times.batches > 1);

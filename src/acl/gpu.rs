@@ -969,6 +969,26 @@ fn dirty_search_too_long(c: &AclStepCounters) -> bool {
     too_long(c.sizes.rebuilds) || too_long(c.sched.touching.count)
 }
 
+/// Why a step that ran with `ran` must rerun with `need` (its verdict): each budget it needs more
+/// of (`rebuild_rounds`, `merge_passes`, `label_rounds`, `coalesce`, `newcomers`, `indexed`: a
+/// stage left out or the set index cut, that the step needs), and `capacity` when a buffer must
+/// grow. The `--stats` keys `reruns_<cause>` count them (a rerun may have several causes).
+pub fn rerun_causes(ran: &AclCaps, need: &AclCaps) -> Vec<&'static str> {
+    let (r, n) = (ran.normalized(), need.normalized());
+    [
+        ("rebuild_rounds", n.rounds > r.rounds),
+        ("merge_passes", n.merge.passes > r.merge.passes),
+        ("label_rounds", n.merge.rounds > r.merge.rounds),
+        ("coalesce", n.coalesce > r.coalesce),
+        ("newcomers", n.newcomers > r.newcomers),
+        ("indexed", n.merge.indexed > r.merge.indexed),
+        ("capacity", !n.same_buffers(&r)),
+    ]
+    .into_iter()
+    .filter_map(|(cause, yes)| yes.then_some(cause))
+    .collect()
+}
+
 /// Grows a capacity to a count plus a half (at least 16, never below `cap`): counts that rise over a
 /// run then need few regrowths, each of which reruns a step or a batch.
 fn grow(cap: u32, count: u32) -> u32 {
@@ -1701,6 +1721,42 @@ mod tests {
         };
         let msg = contact_error(&e, &c).to_string();
         assert!(msg.contains("more than 128 contact sets"), "{msg}");
+    }
+
+    #[test]
+    fn rerun_causes_name_each_budget_and_capacity_that_grew() {
+        let all = AclCaps::all(64);
+        let ran = AclCaps {
+            rounds: 1,
+            coalesce: 0,
+            newcomers: 0,
+            merge: MergeCaps {
+                indexed: 0,
+                ..all.merge
+            },
+            ..all
+        };
+        assert!(rerun_causes(&ran, &ran).is_empty());
+        let mut need = ran;
+        need.rounds = 2;
+        need.coalesce = 1;
+        assert_eq!(rerun_causes(&ran, &need), ["rebuild_rounds", "coalesce"]);
+        let mut need = ran;
+        need.merge.passes = 2;
+        need.merge.indexed = 1;
+        need.points = 2 * ran.points;
+        assert_eq!(
+            rerun_causes(&ran, &need),
+            ["merge_passes", "indexed", "capacity"]
+        );
+        let mut need = ran;
+        need.merge.rounds = 16;
+        need.newcomers = 1;
+        need.sched.entries += 1;
+        assert_eq!(
+            rerun_causes(&ran, &need),
+            ["label_rounds", "newcomers", "capacity"]
+        );
     }
 
     #[test]
