@@ -15,6 +15,9 @@ use yarnsim::scene::Scene;
 use yarnsim::sim::{ContactError, ContactForce, ContactStats, Sim};
 use yarnsim::state::Topology;
 
+/// Whether a step had an event that some budget cut waits for the absence of.
+type Event = fn(&AclStepStats) -> bool;
+
 struct Logged {
     inner: AclContact,
     log: Arc<Mutex<Vec<AclStepStats>>>,
@@ -111,28 +114,33 @@ fn run() -> anyhow::Result<()> {
         }
     }
     let log = log.lock().unwrap();
-    let count = |f: &dyn Fn(&AclStepStats) -> bool| log.iter().filter(|s| f(s)).count();
-    println!(
-        "{} steps: a second round in {}, a second merge pass in {}, new pairs in {}, a segment entering a cell in {}",
-        log.len(),
-        count(&|s| s.rebuild_rounds > 1),
-        count(&|s| s.merge_passes > 1),
-        count(&|s| s.new_pairs > 0),
-        count(&|s| s.newcomer_steps > 0)
-    );
+    // The events each budget cut waits for the absence of.
+    let events: [(&str, Event); 4] = [
+        ("a second round", |s| s.rebuild_rounds > 1),
+        ("a second merge pass", |s| s.merge_passes > 1),
+        ("new pairs", |s| s.new_pairs > 0),
+        ("a segment entering a cell", |s| s.newcomer_steps > 0),
+    ];
+    let counts: Vec<String> = events
+        .iter()
+        .map(|(name, f)| format!("{name} in {}", log.iter().filter(|s| f(s)).count()))
+        .collect();
+    println!("{} steps: {}", log.len(), counts.join(", "));
     // Skip the first step (a fresh ACL builds every set there).
     let quiet = &log[1.min(log.len())..];
     for b in [8usize, 16, 32, 64] {
         let batches: Vec<&[AclStepStats]> = quiet.chunks_exact(b).collect();
-        let none =
-            |f: &dyn Fn(&AclStepStats) -> bool| batches.iter().filter(|c| !c.iter().any(f)).count();
+        let without: Vec<String> = events
+            .iter()
+            .map(|(name, f)| {
+                let n = batches.iter().filter(|c| !c.iter().any(f)).count();
+                format!("without {name} {n}")
+            })
+            .collect();
         println!(
-            "batches of {b}: {} in all; without a second round {}, without a second merge pass {}, without new pairs {}, without a segment entering a cell {}",
+            "batches of {b}: {} in all; {}",
             batches.len(),
-            none(&|s| s.rebuild_rounds > 1),
-            none(&|s| s.merge_passes > 1),
-            none(&|s| s.new_pairs > 0),
-            none(&|s| s.newcomer_steps > 0)
+            without.join(", ")
         );
     }
     Ok(())
