@@ -556,6 +556,21 @@ pub const MAX_BATCH: usize = 64;
 /// one step).
 pub const FIRST_BATCH: usize = 1;
 
+/// The most steps of a batch of [`GpuSim::advance`] while one of ACL's budgets is cut on trial
+/// ([`crate::acl::gpu::AclGpu::on_trial`]; the length budget's cut does not shorten them).
+///
+/// Why: while a budget is cut, each step that needs more than it records reruns its whole batch,
+/// so a failed attempt costs the batch's length in steps, while a shorter batch costs one more
+/// readback per batch. At rest such steps are rare but not absent (the relaxed scarf on the CPU
+/// path: about one in 100 of its first 2,800 steps needed a second rebuild round or coalescing,
+/// and later one in 8 a newcomer search), so cuts pay only with short batches. `examples/batch_policy`
+/// (a model of this policy, replaying the events of CPU runs; a readback counted as 30 to 100
+/// dispatches), with the cuts' wait of [`crate::acl::gpu::CUT_AFTER_STEPS`]: the relaxed scarf
+/// 101–110 dispatches a step with trial batches of 8 steps, 103–108 with 16, 111–114 with 32,
+/// 122–124 with 64; the tiny swatch hanging 115–123, 118–122, 124–128, 136–138; the default
+/// swatch swinging onto the floor (in motion throughout) 143–149, 146–150, 153–156, 162–164.
+pub const TRIAL_BATCH: usize = 16;
+
 /// The causes of batch reruns counted in `--stats` (`reruns_<cause>`): the length projection's
 /// budget, a capacity (the exact path's, the yarn–ball contacts', ACL's), and ACL's budgets
 /// ([`acl_gpu::rerun_causes`]).
@@ -1077,16 +1092,27 @@ impl GpuSim {
         let (reruns, upgrade_reruns) = (self.reruns, self.upgrade_reruns);
         self.run_steps(k)?;
         let upgrades = self.upgrade_reruns - upgrade_reruns;
+        let cap = self.batch_cap();
         self.batch_limit = if self.reruns > reruns + upgrades {
             FIRST_BATCH
         } else if upgrades > 0 {
             (self.batch_limit / 2).max(FIRST_BATCH)
         } else if k >= self.batch_limit {
-            (2 * self.batch_limit).min(MAX_BATCH)
+            (2 * self.batch_limit).min(cap)
         } else {
             self.batch_limit
-        };
+        }
+        .min(cap);
         Ok(())
+    }
+
+    /// The most steps [`GpuSim::advance`]'s batches may have now: [`TRIAL_BATCH`] while one of
+    /// ACL's budgets is cut on trial ([`AclGpu::on_trial`]), else [`MAX_BATCH`].
+    pub fn batch_cap(&self) -> usize {
+        match &self.acl {
+            Some(acl) if acl.path.on_trial() => TRIAL_BATCH,
+            _ => MAX_BATCH,
+        }
     }
 
     /// Runs `n` time steps in batches of at most the current batch length (see [`FIRST_BATCH`]),
@@ -1436,7 +1462,7 @@ impl GpuSim {
         if self.length_pinned {
             return None;
         }
-        self.length_cut.completed(used, self.length_budget)
+        self.length_cut.completed(used, self.length_budget, 1)
     }
 
     /// Batches rerun so far, for any reason (a length budget, a capacity, ACL's rounds or passes).
@@ -1735,12 +1761,12 @@ impl GpuSim {
                 self.grow_acl(caps, base + k as u64)?;
             }
             let acl = self.acl.as_mut().expect("checked above");
-            if let Some(caps) = acl.path.fewer_passes() {
+            if let Some(caps) = acl.path.fewer_passes(k as u32) {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }
             let acl = self.acl.as_mut().expect("checked above");
-            if let Some(caps) = acl.path.fewer_label_rounds() {
+            if let Some(caps) = acl.path.fewer_label_rounds(k as u32) {
                 self.rounds_cut += 1;
                 self.grow_acl(caps, base + k as u64)?;
             }

@@ -292,7 +292,7 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 }
 
 /// A quiet cloth (the tiny swatch without gravity) uses at most one rebuild round per step, so
-/// after `ROUNDS_CUT_AFTER` quiet batches the GPU step records one round instead of two, and its
+/// after `CUT_AFTER_STEPS` quiet steps the GPU step records one round instead of two, and its
 /// merge passes, doubled to 2 in the first steps, are cut back to 1, and the label rounds of each
 /// merge pass are halved from 8, and once its scheduler has found no touching pairs for as long
 /// the coalescing stage is left out, and once no segment has entered a cell for as long the
@@ -308,7 +308,8 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
         return;
     };
     let sets = ["contact.model=acl", "simulation.gravity=[0, 0, 0]"];
-    let batches = yarnsim::acl::gpu::ROUNDS_CUT_AFTER as usize + 2;
+    // The cuts wait for a quiet stretch of `CUT_AFTER_STEPS` steps: 8 batches of 8.
+    let batches = yarnsim::acl::gpu::CUT_AFTER_STEPS as usize / 8 + 2;
     let run = |hold: Option<u32>| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
@@ -598,13 +599,14 @@ fn acl_newcomer_search_left_out_reruns_identically() {
 }
 
 /// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at
-/// `FIRST_BATCH` steps, double after each batch that ran once (up to `MAX_BATCH`) and start again
+/// `FIRST_BATCH` steps, double after each batch that ran once (up to `MAX_BATCH`, or
+/// `TRIAL_BATCH` while one of ACL's budgets is cut on trial) and start again
 /// at `FIRST_BATCH` after a batch that had to be rerun (or halve, when its reruns only upgraded a
 /// step's budgets); from capacities far too small, that wastes fewer steps on failed attempts
 /// than batches of fixed length, and the result is bitwise the same.
 #[test]
 fn batch_lengths_adapt_and_change_nothing() {
-    use yarnsim::gpu_step::{FIRST_BATCH, MAX_BATCH};
+    use yarnsim::gpu_step::{FIRST_BATCH, MAX_BATCH, TRIAL_BATCH};
     let Some(gpu) = gpu_or_skip("batch_lengths_adapt_and_change_nothing") else {
         return;
     };
@@ -639,15 +641,19 @@ fn batch_lengths_adapt_and_change_nothing() {
             adaptive.advance(k, &mut |n| ran.push(n)).unwrap();
             assert_eq!(ran, [k], "{model}: one batch of {k} steps");
             let upgrades = adaptive.upgrade_reruns() - upgrades;
+            // At most `MAX_BATCH`, or `TRIAL_BATCH` while a budget is cut on trial.
+            let cap = adaptive.batch_cap();
+            assert!(cap == MAX_BATCH || (model == "acl" && cap == TRIAL_BATCH));
             let want = if adaptive.reruns() > reruns + upgrades {
                 FIRST_BATCH
             } else if upgrades > 0 {
                 (limit / 2).max(FIRST_BATCH)
             } else if k == limit {
-                (2 * limit).min(MAX_BATCH)
+                (2 * limit).min(cap)
             } else {
                 limit
-            };
+            }
+            .min(cap);
             assert_eq!(
                 adaptive.batch_limit(),
                 want,
@@ -688,6 +694,61 @@ fn batch_lengths_adapt_and_change_nothing() {
             bits(&adaptive.sim.vel) == bits(&fixed.sim.vel),
             "{model}: velocities differ"
         );
+    }
+}
+
+/// While one of ACL's budgets is cut on trial, `GpuSim::advance` keeps its batches to
+/// `TRIAL_BATCH` steps (a step that needs more than a cut budget records reruns its whole batch):
+/// the tiny swatch without gravity, batch by batch, grows its batches past `TRIAL_BATCH` before
+/// the first cut, and from the batch after it none is longer, the limit included, while a budget
+/// is on trial.
+#[test]
+fn batches_stay_short_while_a_budget_is_on_trial() {
+    use yarnsim::gpu_step::{MAX_BATCH, TRIAL_BATCH};
+    let Some(gpu) = gpu_or_skip("batches_stay_short_while_a_budget_is_on_trial") else {
+        return;
+    };
+    let sets = ["contact.model=acl", "simulation.gravity=[0, 0, 0]"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    assert_eq!(g.batch_cap(), MAX_BATCH, "on trial before any batch");
+    // (batch length, whether a budget was on trial before it)
+    let mut batches = Vec::new();
+    let mut done = 0;
+    while done < 320 {
+        let (k, trial) = (g.batch_limit(), g.batch_cap() == TRIAL_BATCH);
+        let mut ran = Vec::new();
+        g.advance(k, &mut |n| ran.push(n)).unwrap();
+        assert_eq!(ran, [k], "one batch of {k} steps");
+        batches.push((k, trial));
+        assert!(
+            g.batch_cap() == MAX_BATCH || g.batch_limit() <= TRIAL_BATCH,
+            "a limit of {} steps while on trial",
+            g.batch_limit()
+        );
+        done += k;
+    }
+    let caps = g.acl_capacities().unwrap();
+    eprintln!(
+        "batches (steps, on trial before): {batches:?}; at the end rounds {}, passes {}, label rounds {}, coalescing {}, newcomer search {}, set index {}; {} reruns",
+        caps.rounds,
+        caps.merge.passes,
+        caps.merge.rounds,
+        caps.coalesce,
+        caps.newcomers,
+        caps.merge.indexed,
+        g.reruns()
+    );
+    let first = batches
+        .iter()
+        .position(|&(_, trial)| trial)
+        .expect("no budget was cut on trial in 320 quiet steps");
+    assert!(
+        batches[..first].iter().any(|&(k, _)| k > TRIAL_BATCH),
+        "no batch longer than {TRIAL_BATCH} steps before the first cut"
+    );
+    for &(k, trial) in &batches[first..] {
+        assert!(!trial || k <= TRIAL_BATCH, "a batch of {k} steps on trial");
     }
 }
 

@@ -398,7 +398,7 @@ pub struct AclGpu {
     newcomers_cut: QuietCut,
     /// [`AclGpu::fewer_indexed`]'s (of `caps.merge.indexed`).
     indexed_cut: QuietCut,
-    /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed batches since the last
+    /// The same for the merge passes ([`AclGpu::fewer_passes`]): completed steps since the last
     /// change, the batches it waits for, and whether the last change was a cut.
     pass_quiet: u32,
     pass_cut_after: u32,
@@ -410,14 +410,25 @@ pub struct AclGpu {
     _keep: Keep,
 }
 
-/// Completed batches in a row that used fewer rebuild rounds than recorded before
+/// Completed steps in a row that used fewer rebuild rounds than recorded before
 /// [`AclGpu::fewer_rounds`] records fewer (and the first wait of the other budgets' cuts); doubled
-/// (up to [`ROUNDS_CUT_AFTER_MAX`]) each time a cut is undone by a batch that needs more again
+/// (up to [`CUT_AFTER_STEPS_MAX`]) each time a cut is undone by a step that needs more again
 /// before it held as long as its wait, so a scene that keeps needing them reruns at most a batch
 /// per doubling; a cut that held that long starts the waits over ([`wait_after_raise`]).
-pub const ROUNDS_CUT_AFTER: u32 = 8;
-/// The most batches [`AclGpu::fewer_rounds`] waits for.
-pub const ROUNDS_CUT_AFTER_MAX: u32 = 1024;
+///
+/// Why steps and why 64: a cut budget turns each step that needs more into a rerun of its batch,
+/// so a cut pays when such steps come less often than its saving per step repays a rerun (its
+/// batch's steps, at most [`crate::gpu_step::TRIAL_BATCH`] while a cut is on trial, and a
+/// readback). Counted in batches, the wait was 8 to 512 steps as the batches grew, and at rest
+/// about one such step in 100 left few stretches that long, so the budgets stayed raised.
+/// `examples/batch_policy` replays the events of CPU runs (`benches/results/2026-12-05-acl-events-*`)
+/// through a model of this policy; on the relaxed scarf's 5,000 steps, a wait of 64 steps with
+/// trial batches of 16 ran 103–108 dispatches a step, against 123–125 for 8 quiet batches of up
+/// to 64 steps and 151 with every stage held (a second rebuild round on 15 of its steps, new
+/// pairs on 25, a segment entering a cell on 337).
+pub const CUT_AFTER_STEPS: u32 = 64;
+/// The most steps [`AclGpu::fewer_rounds`] and the other cuts wait for.
+pub const CUT_AFTER_STEPS_MAX: u32 = 65_536;
 
 impl AclGpu {
     /// The driver for `host`'s parameters (a model before its first step: the GPU starts from no
@@ -488,15 +499,15 @@ impl AclGpu {
             garbage: PoolGarbage::default(),
             reruns: 0,
             last: AclStepCounters::default(),
-            rounds_cut: QuietCut::new(ROUNDS_CUT_AFTER),
-            coalesce_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
-            newcomers_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
-            indexed_cut: QuietCut::with_floor(ROUNDS_CUT_AFTER, 0),
+            rounds_cut: QuietCut::new(CUT_AFTER_STEPS),
+            coalesce_cut: QuietCut::with_floor(CUT_AFTER_STEPS, 0),
+            newcomers_cut: QuietCut::with_floor(CUT_AFTER_STEPS, 0),
+            indexed_cut: QuietCut::with_floor(CUT_AFTER_STEPS, 0),
             pass_quiet: 0,
-            pass_cut_after: ROUNDS_CUT_AFTER,
+            pass_cut_after: CUT_AFTER_STEPS,
             pass_cut_last: false,
             label_quiet: 0,
-            label_cut_after: ROUNDS_CUT_AFTER,
+            label_cut_after: CUT_AFTER_STEPS,
             label_cut_last: false,
             _keep: Default::default(),
         };
@@ -1268,8 +1279,8 @@ impl AclGpu {
         g
     }
 
-    /// Fewer rebuild rounds per step after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after
-    /// cuts that did not last, more) completed batches in a row used fewer rounds than
+    /// Fewer rebuild rounds per step after a quiet stretch: when [`CUT_AFTER_STEPS`] (or, after
+    /// cuts that did not last, more) completed steps in a row used fewer rounds than
     /// `caps.rounds` (`acl_sizes.rounds_used`, the rounds that had dirty sets), the capacities with
     /// `rounds` = the most they used (at least 1). Each round is some 65 dispatches and a merge
     /// chain, recorded whether or not anything is dirty: a cloth at rest needs one round (the
@@ -1279,15 +1290,17 @@ impl AclGpu {
     /// same either way. `steps`: the counters of the batch just completed.
     pub fn fewer_rounds(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
         let used = steps.iter().map(|c| c.sizes.rounds_used).max().unwrap_or(0);
-        let rounds = self.rounds_cut.completed(used, self.caps.rounds)?;
+        let rounds = self
+            .rounds_cut
+            .completed(used, self.caps.rounds, steps.len() as u32)?;
         Some(AclCaps {
             rounds,
             ..self.caps
         })
     }
 
-    /// No coalescing stage after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or, after cuts that
-    /// did not last, more) completed batches in a row found no touching pairs of empty space (the
+    /// No coalescing stage after a quiet stretch: when [`CUT_AFTER_STEPS`] (or, after cuts that
+    /// did not last, more) completed steps in a row found no touching pairs of empty space (the
     /// scheduler's `touching` count), the capacities with `coalesce` = 0. The stage (coalescing,
     /// then a merge chain, and the scheduler's touching list, which only coalescing reads: its
     /// count comes from `schedule_process`) is some 28 dispatches, recorded whether or not there
@@ -1297,7 +1310,9 @@ impl AclGpu {
     /// as long. `steps`: the counters of the batch just completed.
     pub fn fewer_coalesce(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
         let used = steps.iter().any(|c| c.sched.touching.count > 0) as u32;
-        let coalesce = self.coalesce_cut.completed(used, self.caps.coalesce)?;
+        let coalesce = self
+            .coalesce_cut
+            .completed(used, self.caps.coalesce, steps.len() as u32)?;
         Some(AclCaps {
             coalesce,
             ..self.caps
@@ -1305,8 +1320,8 @@ impl AclGpu {
     }
 
     /// No grid and newcomer search in the scheduler's step after a quiet stretch: when
-    /// [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more) completed batches in a row had
-    /// no step on which a segment entered a cell (the scheduler's `entered` count), the capacities
+    /// [`CUT_AFTER_STEPS`] (or, after cuts that did not last, more) completed steps in a row saw
+    /// no segment enter a cell (the scheduler's `entered` count), the capacities
     /// with `newcomers` = 0. The stage (the grid's count, scan, write and sort, the newcomers'
     /// count, scan, write, sort, keep and compaction) is some 33 dispatches and sorts every
     /// segment's cells; such a step would find nothing ([`SchedGpu::dispatches_with`]). A step on
@@ -1315,15 +1330,17 @@ impl AclGpu {
     /// have one (the default swatch on the CPU path, frames 17–30: 0–1% of steps).
     pub fn fewer_newcomers(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
         let used = steps.iter().any(|c| c.sched.entered > 0) as u32;
-        let newcomers = self.newcomers_cut.completed(used, self.caps.newcomers)?;
+        let newcomers =
+            self.newcomers_cut
+                .completed(used, self.caps.newcomers, steps.len() as u32)?;
         Some(AclCaps {
             newcomers,
             ..self.caps
         })
     }
 
-    /// Merge passes without the set index after a quiet stretch: when [`ROUNDS_CUT_AFTER`] (or,
-    /// after cuts that did not last, more) completed batches in a row had no step whose list
+    /// Merge passes without the set index after a quiet stretch: when [`CUT_AFTER_STEPS`] (or,
+    /// after cuts that did not last, more) completed steps in a row had none whose list
     /// search would be too long ([`dirty_search_too_long`]), the capacities with `merge.indexed`
     /// = 0: every merge pass then searches a short list by brute force (the first after a rebuild
     /// round the round's dirty list, the first after coalescing the sets it made, a later one the
@@ -1342,21 +1359,24 @@ impl AclGpu {
             caps.merge.indexed = 1;
             return Some(caps);
         }
-        caps.merge.indexed = self.indexed_cut.completed(used, self.caps.merge.indexed)?;
+        caps.merge.indexed =
+            self.indexed_cut
+                .completed(used, self.caps.merge.indexed, steps.len() as u32)?;
         Some(caps)
     }
 
-    /// Half the merge passes per merge invocation after a quiet stretch: [`ROUNDS_CUT_AFTER`] (or,
-    /// after cuts that did not last, more) completed batches since `caps.merge.passes` last
+    /// Half the merge passes per merge invocation after a quiet stretch: [`CUT_AFTER_STEPS`] (or,
+    /// after cuts that did not last, more) completed steps since `caps.merge.passes` last
     /// changed, the capacities with half the passes (at least 1). Unlike the rounds there is no
     /// count of the passes used, so the cut is a trial: a merge that then needs more raises
     /// `ACL_SIZES_MORE_PASSES` and reruns its batch with twice the passes ([`AclGpu::verdict`]),
     /// and the next trial waits longer ([`wait_after_raise`]). Passes do little work in practice: on the CPU path
     /// no merge of the relaxed scarf, the swinging swatch or the drop needed one (every
     /// `set_merge` found no moved set), while the GPU doubles them once a first step's new sets
-    /// merge, and each pass is some 20 dispatches in each of a step's merge chains.
-    pub fn fewer_passes(&mut self) -> Option<AclCaps> {
-        self.pass_quiet += 1;
+    /// merge, and each pass is some 20 dispatches in each of a step's merge chains. `steps`: the
+    /// steps of the batch just completed.
+    pub fn fewer_passes(&mut self, steps: u32) -> Option<AclCaps> {
+        self.pass_quiet = self.pass_quiet.saturating_add(steps);
         if self.pass_quiet < self.pass_cut_after || self.caps.merge.passes <= 1 {
             return None;
         }
@@ -1368,15 +1388,16 @@ impl AclGpu {
     }
 
     /// Half the label-propagation rounds of each merge pass after a quiet stretch, the same trial
-    /// as [`AclGpu::fewer_passes`]: [`ROUNDS_CUT_AFTER`] (or, after cuts that did not last, more)
-    /// completed batches since `caps.merge.rounds` last changed, the capacities with half the
+    /// as [`AclGpu::fewer_passes`]: [`CUT_AFTER_STEPS`] (or, after cuts that did not last, more)
+    /// completed steps since `caps.merge.rounds` last changed, the capacities with half the
     /// rounds (at least 1). A merge that then needs more raises `more_rounds` (sticky over the
     /// step) and reruns its batch with twice the rounds ([`AclGpu::verdict`]), with the same result
     /// as having had them; the next trial waits longer ([`wait_after_raise`]). At rest no label changes (no set
     /// overlaps another), so one round does; the 8 recorded at first are a `merge_label` dispatch
-    /// each, in every pass of each of a step's merge chains.
-    pub fn fewer_label_rounds(&mut self) -> Option<AclCaps> {
-        self.label_quiet += 1;
+    /// each, in every pass of each of a step's merge chains. `steps`: the steps of the batch just
+    /// completed.
+    pub fn fewer_label_rounds(&mut self, steps: u32) -> Option<AclCaps> {
+        self.label_quiet = self.label_quiet.saturating_add(steps);
         if self.label_quiet < self.label_cut_after || self.caps.merge.rounds <= 1 {
             return None;
         }
@@ -1385,6 +1406,18 @@ impl AclGpu {
         let mut caps = self.caps;
         caps.merge.rounds = (caps.merge.rounds / 2).max(1);
         Some(caps)
+    }
+
+    /// Whether one of the budgets is cut on trial: its last change was a cut after a quiet stretch,
+    /// not yet undone, so a step that needs more than it records reruns its batch. The GPU step
+    /// keeps its batches short meanwhile ([`crate::gpu_step::TRIAL_BATCH`]).
+    pub fn on_trial(&self) -> bool {
+        self.rounds_cut.on_trial()
+            || self.coalesce_cut.on_trial()
+            || self.newcomers_cut.on_trial()
+            || self.indexed_cut.on_trial()
+            || self.pass_cut_last
+            || self.label_cut_last
     }
 
     /// Rebuilds everything with capacities `caps`, after the state was restored or a batch
@@ -1399,16 +1432,16 @@ impl AclGpu {
     ) -> Result<(), AclGpuError> {
         if caps.rounds > self.caps.rounds {
             // More rounds again: the next cut waits longer (`wait_after_raise`).
-            self.rounds_cut.raised(ROUNDS_CUT_AFTER_MAX);
+            self.rounds_cut.raised(CUT_AFTER_STEPS_MAX);
         }
         if caps.coalesce > self.caps.coalesce {
-            self.coalesce_cut.raised(ROUNDS_CUT_AFTER_MAX);
+            self.coalesce_cut.raised(CUT_AFTER_STEPS_MAX);
         }
         if caps.newcomers > self.caps.newcomers {
-            self.newcomers_cut.raised(ROUNDS_CUT_AFTER_MAX);
+            self.newcomers_cut.raised(CUT_AFTER_STEPS_MAX);
         }
         if caps.merge.indexed > self.caps.merge.indexed {
-            self.indexed_cut.raised(ROUNDS_CUT_AFTER_MAX);
+            self.indexed_cut.raised(CUT_AFTER_STEPS_MAX);
         }
         if caps.merge.passes > self.caps.merge.passes {
             // More passes again: the next trial waits as `wait_after_raise` says (twice as long,
@@ -1417,8 +1450,8 @@ impl AclGpu {
                 self.pass_cut_after = wait_after_raise(
                     self.pass_cut_after,
                     self.pass_quiet,
-                    ROUNDS_CUT_AFTER,
-                    ROUNDS_CUT_AFTER_MAX,
+                    CUT_AFTER_STEPS,
+                    CUT_AFTER_STEPS_MAX,
                 );
             }
             self.pass_cut_last = false;
@@ -1430,8 +1463,8 @@ impl AclGpu {
                 self.label_cut_after = wait_after_raise(
                     self.label_cut_after,
                     self.label_quiet,
-                    ROUNDS_CUT_AFTER,
-                    ROUNDS_CUT_AFTER_MAX,
+                    CUT_AFTER_STEPS,
+                    CUT_AFTER_STEPS_MAX,
                 );
             }
             self.label_cut_last = false;
