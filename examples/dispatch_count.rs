@@ -5,7 +5,7 @@
 //! scarf: some 14 minutes a frame on lavapipe).
 //! Usage: `cargo run --release --example dispatch_count -- SCENE [KEY=N]...` with keys `rounds`
 //! (rebuild rounds), `passes` (merge passes), `label_rounds`, `coalesce` (0/1), `newcomers`
-//! (0/1), `indexed` (0/1), `length` (length iterations), `sets` (set capacity); unnamed budgets
+//! (0: none, 1: the listed search, 2: the grid's), `indexed` (0/1), `length` (length iterations), `sets` (set capacity); unnamed budgets
 //! are those of a quiet run: 1 round, pass, label round and length iteration, no coalescing,
 //! newcomer search or set index.
 

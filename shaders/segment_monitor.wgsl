@@ -5,8 +5,10 @@
 // change of movement mv2_ref (reset to mv2, and the segment monitored, when mv2 left it by more than
 // ω/2; at the first step, mv2 itself), and whether it left a cell (prev_cells not within the box
 // kept). Counts into sched_counters.monitored / .left, and the segments that entered a cell (the
-// box kept not within prev_cells) into .entered. CPU twin: sched::segment_monitor.
-// One thread per segment. Loop bound: 3 axes (drift), fixed.
+// box kept not within prev_cells) into .entered, each listed in movers at the slot its count took
+// (the first NEWCOMER_LIST_MAX; the order is the threads', which nothing downstream depends on:
+// newcomer_list_write's candidates are sorted). CPU twin: sched::segment_monitor (in segment
+// order). One thread per segment. Loop bound: 3 axes (drift), fixed.
 
 #import layout
 #import sched
@@ -18,6 +20,7 @@
 @group(0) @binding(4) var<storage, read> prev_cells: array<CellBox>;
 @group(0) @binding(5) var<storage, read_write> motion: array<SegmentMotion>;
 @group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(7) var<storage, read_write> movers: array<u32>;
 
 @compute @workgroup_size(256)
 fn segment_monitor(
@@ -53,6 +56,9 @@ fn segment_monitor(
         atomicAdd(&sched_counters.left, 1u);
     }
     if !box_within(kept, prev) {
-        atomicAdd(&sched_counters.entered, 1u);
+        let slot = atomicAdd(&sched_counters.entered, 1u);
+        if slot < NEWCOMER_LIST_MAX {
+            movers[slot] = s;
+        }
     }
 }

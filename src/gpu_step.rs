@@ -21,8 +21,9 @@
 //! reports an error with the step it happened in. The first step of a batch is timed per kernel
 //! (timestamp queries, where the adapter has them), in a frame only that of its first batch.
 //! [`GpuSim::advance`] (frames, the relaxation)
-//! starts with batches of [`FIRST_BATCH`] steps and doubles them after each batch that ran once,
-//! back to the first length after a rerun.
+//! starts with batches of [`FIRST_BATCH`] steps and doubles them after each batch that ran once (up
+//! to [`MAX_BATCH`], or [`TRIAL_BATCH`] while one of ACL's budgets is cut on trial), back to the
+//! first length after a rerun.
 //!
 //! **Reruns.** A batch starts by copying aside the state that carries over between steps
 //! (positions, velocities, rod frames and rest state). When a step needed more length-projection
@@ -455,7 +456,7 @@ pub struct GpuSim {
     /// [`acl_gpu::rerun_causes`]; a rerun may have several).
     rerun_causes: std::collections::BTreeMap<&'static str, u32>,
     /// The most steps [`GpuSim::advance`] puts in its next batch ([`FIRST_BATCH`] after a rerun,
-    /// doubled after each full batch that ran once, up to [`MAX_BATCH`]).
+    /// doubled after each full batch that ran once, up to [`GpuSim::batch_cap`]).
     batch_limit: usize,
     /// Batches completed in the current frame.
     frame_batches: u32,
@@ -1086,8 +1087,9 @@ impl GpuSim {
     /// for the GPU once per batch, not once per step. The first step of the batch is timed per
     /// kernel when the adapter has timestamp queries (within a frame, only in the frame's first
     /// batch). A batch that had to be rerun sets the
-    /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`]; one of that length that
-    /// ran once doubles it.
+    /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`] (halves it when its reruns
+    /// only upgraded a step); one of that length that ran once doubles it, up to
+    /// [`GpuSim::batch_cap`].
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
         let (reruns, upgrade_reruns) = (self.reruns, self.upgrade_reruns);
         self.run_steps(k)?;
@@ -2444,14 +2446,15 @@ pub const MAX_UPGRADES: usize = 1;
 pub const UPGRADE_AFTER_CLEAN: u32 = 4;
 
 /// The budgets an upgraded step gets when a step that ran with the driver's `base` budgets needs
-/// `need` (the verdict's): every stage (coalescing, the newcomer search, the set index), and at
+/// `need` (the verdict's): every stage (coalescing, the newcomer search through the grid, the set
+/// index), and at
 /// least twice `base`'s rebuild rounds, merge passes and label rounds. Generous, because a step
 /// that needs one stage often needs the next: on the hanging tiny swatch (lavapipe), steps that needed the
 /// coalescing stage then needed a second merge pass for the sets it made, each a rerun of its own.
 fn upgrade_budgets(base: &AclCaps, need: &AclCaps) -> AclCaps {
     let mut caps = *need;
     caps.coalesce = 1;
-    caps.newcomers = 1;
+    caps.newcomers = 2;
     caps.merge.indexed = 1;
     caps.rounds = caps.rounds.max(2 * base.rounds);
     caps.merge.passes = caps.merge.passes.max(2 * base.merge.passes);
@@ -2534,7 +2537,7 @@ mod tests {
             ..base
         };
         let up = upgrade_budgets(&base, &need);
-        assert_eq!((up.coalesce, up.newcomers, up.merge.indexed), (1, 1, 1));
+        assert_eq!((up.coalesce, up.newcomers, up.merge.indexed), (1, 2, 1));
         assert_eq!((up.rounds, up.merge.passes, up.merge.rounds), (2, 2, 4));
         // What the step needed beyond twice the cut stays; capacities are untouched.
         let need = AclCaps { rounds: 8, ..base };

@@ -804,6 +804,13 @@ pub const MERGE_DIRTY_LIMIT: u32 = 2;
 /// sets, and above this many the set index is the cheaper search anyway.
 pub const DIRTY_OVERLAP_MAX: u32 = 1024;
 
+/// The most segments the scheduler's listed newcomer search takes (`segment_monitor` lists the
+/// segments that entered a cell, `newcomer_list_write` tests each segment's box against theirs):
+/// its loop bound per thread, well under lavapipe's 65,535. With more, the listed search writes
+/// nothing and the step needs the grid (`AclCaps::newcomers` = 2). At rest a step has a few such
+/// segments, and one with hundreds is in motion, where the grid is the cheaper search.
+pub const NEWCOMER_LIST_MAX: u32 = 256;
+
 /// The set-merge kernels' counters block (`merge_counters`, atomics in WGSL).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -957,6 +964,7 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("MERGE_SCAN_LIMIT", MERGE_SCAN_LIMIT),
         ("MERGE_DIRTY_LIMIT", MERGE_DIRTY_LIMIT),
         ("DIRTY_OVERLAP_MAX", DIRTY_OVERLAP_MAX),
+        ("NEWCOMER_LIST_MAX", NEWCOMER_LIST_MAX),
         ("ACL_SIZES_LOOKUP_SET", ACL_SIZES_LOOKUP_SET),
         ("ACL_SIZES_LOOKUP_BUCKET", ACL_SIZES_LOOKUP_BUCKET),
         ("ACL_SIZES_MORE_ROUNDS", ACL_SIZES_MORE_ROUNDS),

@@ -660,6 +660,7 @@ pub const KERNELS: &[Kernel] = &[
             read("prev_cells"),
             read_write("motion"),
             read_write("sched_counters"),
+            read_write("movers"),
         ],
         twin: "sched::segment_monitor",
     },
@@ -829,6 +830,19 @@ pub const KERNELS: &[Kernel] = &[
             read_write("sched_counters"),
         ],
         twin: "sched::newcomer_write",
+    },
+    Kernel {
+        name: "newcomer_list_write",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            read("cells"),
+            read("prev_cells"),
+            read("movers"),
+            read_write("sched_cand"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_list_write",
     },
     Kernel {
         name: "newcomer_keep",

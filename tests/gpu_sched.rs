@@ -297,11 +297,14 @@ fn segment_monitor_matches_twin() {
     // The last case takes the boxes the other way round: the segments that left a cell in the
     // others enter one there. The previous boxes are boxes a segment keeps (with their margin); in
     // three steps no box leaves its previous one then, so every fourth is moved by a cell in x.
-    for (label, bins_due, switches, swap) in [
-        ("first step", u32::MAX, 0, false),
-        ("step 6", 1, 0, false),
-        ("no monitoring", 1, SCHED_NO_MONITORING, false),
-        ("boxes swapped", 1, 0, true),
+    // The last case moves every 40th box only, so that fewer segments enter a cell than the
+    // listed newcomer search takes.
+    for (label, bins_due, switches, swap, every) in [
+        ("first step", u32::MAX, 0, false, 4),
+        ("step 6", 1, 0, false, 4),
+        ("no monitoring", 1, SCHED_NO_MONITORING, false, 4),
+        ("boxes swapped", 1, 0, true, 4),
+        ("few moved", 1, 0, false, 40),
     ] {
         let (cur, prev_raw) = if swap {
             (&old.cells, &now.cells)
@@ -313,7 +316,7 @@ fn segment_monitor_matches_twin() {
             .enumerate()
             .map(|(s, c)| {
                 let mut p = c.with_margin();
-                if s % 4 == 0 {
+                if s % every == 0 {
                     p.lo[0] += 1;
                     p.hi[0] += 1;
                 }
@@ -330,6 +333,8 @@ fn segment_monitor_matches_twin() {
         let mut motion = reference.clone();
         let mut counters = fresh_counters();
         let mut cells = cur.clone();
+        let list_max = yarnsim::layout::NEWCOMER_LIST_MAX as usize;
+        let mut movers = vec![u32::MAX; list_max];
         segment_monitor(
             &u,
             &now.mv1,
@@ -338,6 +343,7 @@ fn segment_monitor_matches_twin() {
             &prev_cells,
             &mut motion,
             &mut counters,
+            &mut movers,
         );
         let out = run_kernel(
             &gpu,
@@ -350,11 +356,46 @@ fn segment_monitor_matches_twin() {
                 ("prev_cells", bytes(&prev_cells)),
                 ("motion", bytes(&reference)),
                 ("sched_counters", bytes(&[fresh_counters()])),
+                ("movers", bytes(&vec![u32::MAX; list_max])),
             ],
             n as u32,
         )
         .unwrap();
         let g_motion: &[SegmentMotion] = bytemuck::cast_slice(&out["motion"]);
+        // The list of segments that entered a cell: the GPU's in the order its threads counted
+        // them, the twin's in segment order; the same set when all fit, and when they do not, as
+        // many of them, each once.
+        let listed = (counters.entered as usize).min(list_max);
+        let mut g_movers: Vec<u32> = bytemuck::cast_slice::<u8, u32>(&out["movers"])[..].to_vec();
+        assert!(
+            g_movers[listed..].iter().all(|&m| m == u32::MAX),
+            "{label}: listed past the count"
+        );
+        g_movers.truncate(listed);
+        g_movers.sort_unstable();
+        let entering: Vec<u32> = (0..n as u32)
+            .filter(|&s| !cells[s as usize].within(&prev_cells[s as usize]))
+            .collect();
+        assert!(
+            movers[..listed].windows(2).all(|w| w[0] < w[1]),
+            "{label}: twin's list"
+        );
+        assert!(
+            movers[..listed]
+                .iter()
+                .all(|m| entering.binary_search(m).is_ok()),
+            "{label}"
+        );
+        if listed == counters.entered as usize {
+            assert_eq!(g_movers, &movers[..listed], "{label}: listed segments");
+        } else {
+            g_movers.dedup();
+            assert_eq!(g_movers.len(), listed, "{label}: a segment listed twice");
+            assert!(
+                g_movers.iter().all(|m| entering.binary_search(m).is_ok()),
+                "{label}"
+            );
+        }
         let g_counters: SchedCounters = bytemuck::cast_slice(&out["sched_counters"])[0];
         let g_cells: &[CellBox] = bytemuck::cast_slice(&out["cells"]);
         assert_eq!(g_counters, counters, "{label}: counters");
@@ -391,7 +432,7 @@ fn segment_monitor_matches_twin() {
         );
         assert!(kept > 0, "{label}: no segment kept its box");
         match label {
-            "step 6" | "boxes swapped" => assert!(
+            "step 6" | "boxes swapped" | "few moved" => assert!(
                 counters.monitored > 0 && (counters.monitored as usize) < n,
                 "{label}: {} monitored: the case does not exercise the test",
                 counters.monitored
@@ -1541,5 +1582,137 @@ fn sched_sizes_matches_twin() {
             (p2.step, p2.bins_due, p2.num_released),
             (step.step, step.bins_due, 3)
         );
+    }
+}
+
+/// The listed newcomer search (`newcomer_list_write`, the GPU step's `newcomers` budget 1) against
+/// its twin and against the grid: on the swatch fixture's cell boxes with every 40th segment's
+/// previous box one cell lower in x (and every 7th of those invalid, as a segment new to the
+/// grid), its candidates, sorted and made unique, are those of the CPU run's grid search
+/// (`newcomer_schedule`), so the new entries that `newcomer_keep` and `newcomer_compact` make of
+/// them are too; the GPU's (appended in the order its threads come) equal the twin's once sorted.
+/// Two more cases: with more segments listed than it takes it writes nothing, and with too little
+/// room it flags the overflow with the full count. All outputs are discrete.
+#[test]
+fn listed_newcomer_search_matches_twin_and_the_grid() {
+    use yarnsim::layout::{KeyValue, NEWCOMER_LIST_MAX};
+    use yarnsim::sched::{cand_key_bits, cand_pair, grid_build, newcomer_list_write};
+    use yarnsim::sched::{newcomer_schedule, SchedGrid};
+    let Some(gpu) = gpu_or_skip("listed_newcomer_search_matches_twin_and_the_grid") else {
+        return;
+    };
+    let f = process_fixture();
+    let nseg = f.segments.len();
+    let u = f.uniform;
+    let k = cand_key_bits(u.num_segments);
+    let shifted = |every: usize| -> Vec<CellBox> {
+        f.cells
+            .iter()
+            .enumerate()
+            .map(|(s, c)| {
+                let mut p = *c;
+                if s % every == 0 {
+                    p.lo[0] -= 1;
+                    p.hi[0] -= 1;
+                    if s % (7 * every) == 0 {
+                        p = CellBox::default();
+                    }
+                }
+                p
+            })
+            .collect()
+    };
+    for (label, every, room) in [
+        ("few moved", 40, true),
+        ("few moved, short of room", 40, false),
+        ("many moved", 3, true),
+    ] {
+        let prev = shifted(every);
+        let entering: Vec<u32> = (0..nseg as u32)
+            .filter(|&s| !f.cells[s as usize].within(&prev[s as usize]))
+            .collect();
+        let listed = entering.len().min(NEWCOMER_LIST_MAX as usize);
+        let mut movers = vec![0u32; NEWCOMER_LIST_MAX as usize];
+        movers[..listed].copy_from_slice(&entering[..listed]);
+        // The grid's candidates (the CPU run), as keys a << 32 | b.
+        let mut grid = SchedGrid::default();
+        grid_build(&f.cells, &mut grid);
+        let (mut cpu_cand, mut fresh) = (Vec::new(), Vec::new());
+        newcomer_schedule(
+            &f.cells,
+            &prev,
+            &grid,
+            &f.entries,
+            &f.excl,
+            &mut cpu_cand,
+            &mut fresh,
+        )
+        .unwrap();
+        let mut c0 = fresh_counters();
+        c0.entered = entering.len() as u32;
+        c0.cand.capacity = if room {
+            4 * cpu_cand.len() as u32 + 16
+        } else {
+            cpu_cand.len() as u32 / 2
+        };
+        let cap = c0.cand.capacity as usize;
+        let mut cand = vec![KeyValue::default(); cap];
+        let mut c1 = c0;
+        newcomer_list_write(&u, &f.cells, &prev, &movers, &mut cand, &mut c1);
+        let (g, gc) = run_sched_kernel(
+            &gpu,
+            "newcomer_list_write",
+            &[
+                ("sched", bytes(&[u])),
+                ("cells", bytes(&f.cells)),
+                ("prev_cells", bytes(&prev)),
+                ("movers", bytes(&movers)),
+                ("sched_cand", bytes(&vec![KeyValue::default(); cap])),
+                ("sched_counters", bytes(&[c0])),
+            ],
+            nseg as u32,
+            "sched_cand",
+        );
+        assert_eq!(gc, c1, "{label}: counters");
+        let written = (c1.cand.count as usize).min(cap);
+        let sorted = |kv: &[KeyValue]| {
+            let mut v: Vec<u64> = kv
+                .iter()
+                .map(|x| {
+                    let (a, b) = cand_pair(x, k);
+                    ((a as u64) << 32) | b as u64
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let g_cand = sorted(&bytemuck::cast_slice::<u8, KeyValue>(&g)[..written]);
+        let t_cand = sorted(&cand[..written]);
+        assert_eq!(g_cand, t_cand, "{label}: candidates, GPU vs twin");
+        println!(
+            "{label}: {} segments entered a cell, {} candidates listed, {} of the grid's (unique)",
+            entering.len(),
+            c1.cand.count,
+            cpu_cand.len()
+        );
+        if entering.len() > NEWCOMER_LIST_MAX as usize {
+            assert_eq!(c1.cand.count, 0, "{label}: wrote with too many listed");
+            assert!(!cpu_cand.is_empty(), "{label}: the grid found nothing");
+            continue;
+        }
+        assert!(
+            entering.len() >= 16,
+            "{label}: too few segments entered a cell"
+        );
+        if !room {
+            assert_eq!(c1.cand.overflow, 1, "{label}");
+            assert!(c1.cand.count as usize > cap, "{label}");
+            continue;
+        }
+        assert_eq!(c1.cand.overflow, 0, "{label}");
+        let mut unique = t_cand.clone();
+        unique.dedup();
+        assert!(unique.len() < t_cand.len(), "{label}: no pair found twice");
+        assert_eq!(unique, cpu_cand, "{label}: candidates, listed vs grid");
     }
 }

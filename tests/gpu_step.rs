@@ -295,8 +295,8 @@ fn acl_capacities_grow_ahead_of_need_identically() {
 /// after `CUT_AFTER_STEPS` quiet steps the GPU step records one round instead of two, and its
 /// merge passes, doubled to 2 in the first steps, are cut back to 1, and the label rounds of each
 /// merge pass are halved from 8, and once its scheduler has found no touching pairs for as long
-/// the coalescing stage is left out, and once no segment has entered a cell for as long the
-/// scheduler's newcomer search is left out: fewer dispatches. The run equals, bitwise, one held at
+/// the coalescing stage is left out, and once few segments have entered a cell for as long the
+/// scheduler's newcomer search goes without the grid: fewer dispatches. The run equals, bitwise, one held at
 /// four rounds, four passes, 8 label rounds, coalescing and the newcomer search throughout.
 /// Compute passes: one per step, whatever the budgets. No count is copied between ACL's stages
 /// (`acl_counts` writes the table length after coalescing and each round's dirty count into the
@@ -313,7 +313,7 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let run = |hold: Option<u32>| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
-        let (mut most, mut least_newcomers) = (0, 1);
+        let (mut most, mut least_newcomers) = (0, 2);
         for _ in 0..batches {
             if let Some(n) = hold {
                 let mut caps = g.acl_capacities().unwrap();
@@ -321,13 +321,13 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
                     || caps.merge.passes != n
                     || caps.merge.rounds != 8
                     || caps.coalesce != 1
-                    || caps.newcomers != 1
+                    || caps.newcomers != 2
                 {
                     caps.rounds = n;
                     caps.merge.passes = n;
                     caps.merge.rounds = 8;
                     caps.coalesce = 1;
-                    caps.newcomers = 1;
+                    caps.newcomers = 2;
                     g.set_acl_capacities(caps).unwrap();
                 }
             }
@@ -344,13 +344,15 @@ fn acl_rebuild_rounds_are_cut_when_quiet_identically() {
     let caps = cut.acl_capacities().unwrap();
     let (rounds, passes, labels) = (caps.rounds, caps.merge.passes, caps.merge.rounds);
     let (d_cut, d_held) = (cut.dispatches_per_step(), held.dispatches_per_step());
-    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels}, coalescing {}, newcomer search {} (least {least_newcomers}) after {batches} batches; dispatches per step {d_cut} (held at 4, 4, 8, 1 and 1: {d_held})", caps.coalesce, caps.newcomers);
+    eprintln!("rounds {rounds}, passes {passes}, label rounds {labels}, coalescing {}, newcomer search {} (least {least_newcomers}) after {batches} batches; dispatches per step {d_cut} (held at 4, 4, 8, 1 and 2: {d_held})", caps.coalesce, caps.newcomers);
     assert_eq!(caps.coalesce, 0, "the quiet run still records coalescing");
-    // (Left out after the 9th batch; a segment of the tiny swatch enters a cell in the 10th, as
-    // on the CPU path, so that batch reruns with the search.)
-    assert_eq!(
-        least_newcomers, 0,
-        "the quiet run never left the newcomer search out"
+    // The grid gives way to the listed search after the 8th batch: in the first 64 steps at most
+    // the swatch's 130-odd segments entered a cell on a step, fewer than the list takes. (Left
+    // out altogether only after 64 more steps with none: a segment of the tiny swatch enters a
+    // cell in the 10th batch, as on the CPU path.)
+    assert!(
+        least_newcomers <= 1,
+        "the quiet run never gave up the grid's newcomer search"
     );
     assert!(
         labels < 8,
@@ -395,8 +397,8 @@ fn acl_coalescing_left_out_reruns_identically() {
         return;
     };
     let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.coalesce;
-    let left_out = run_with_a_stage_left_out(&gpu, true, budget);
-    let always = run_with_a_stage_left_out(&gpu, false, budget);
+    let left_out = run_with_a_stage_at(&gpu, 0, 1, budget);
+    let always = run_with_a_stage_at(&gpu, 1, 1, budget);
     eprintln!(
         "coalescing left out: {} of 12 batches ran without it, {} were rerun with it ({} reruns in all; {} always coalescing)",
         left_out.without,
@@ -419,7 +421,7 @@ fn acl_coalescing_left_out_reruns_identically() {
     assert_eq!(left_out.g.sim.vel, always.g.sim.vel, "velocities differ");
 }
 
-/// What [`run_with_a_stage_left_out`] saw: the run, its batches that ran without the stage and
+/// What [`run_with_a_stage_at`] saw: the run, its batches that ran without the stage and
 /// those rerun with it, of these the batches after which the step list still left it out (an
 /// upgrade of one step), and the fewest dispatches per step recorded.
 struct LeftOut {
@@ -431,13 +433,15 @@ struct LeftOut {
 }
 
 /// The tiny swatch falling onto its obstacle for 12 batches of 8 steps, with ACL's stage
-/// `budget` (a 0/1 budget of `AclCaps`: coalescing, the newcomer search) set to 0 before every
-/// batch when `leave_out`, else to 1.
-fn run_with_a_stage_left_out(
+/// `budget` (a budget of `AclCaps`: coalescing, the newcomer search, the set index) set before
+/// every batch to `level` (0: left out), the levels below `full` counted as left out.
+fn run_with_a_stage_at(
     gpu: &yarnsim::gpu::Gpu,
-    leave_out: bool,
+    level: u32,
+    full: u32,
     budget: fn(&mut AclCaps) -> &mut u32,
 ) -> LeftOut {
+    let leave_out = level < full;
     let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
     let sim = fixture::scene_sim("tiny", &sets, 0);
     let mut g = GpuSim::new(gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
@@ -447,7 +451,7 @@ fn run_with_a_stage_left_out(
     let read = |g: &GpuSim| *budget(&mut g.acl_capacities().unwrap());
     let (mut without, mut needed, mut upgraded, mut fewest) = (0, 0, 0, u32::MAX);
     for _ in 0..12 {
-        let want = u32::from(!leave_out);
+        let want = level;
         if read(&g) != want {
             let mut caps = g.acl_capacities().unwrap();
             *budget(&mut caps) = want;
@@ -460,7 +464,7 @@ fn run_with_a_stage_left_out(
             if g.reruns() > reruns {
                 needed += 1;
                 // Rerun, and the step list of the batch after it still without the stage.
-                upgraded += (read(&g) == 0) as u32;
+                upgraded += (read(&g) == level) as u32;
             } else {
                 without += 1;
             }
@@ -488,8 +492,8 @@ fn acl_merge_without_the_set_index_is_bitwise_the_same() {
         return;
     };
     let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.merge.indexed;
-    let brute = run_with_a_stage_left_out(&gpu, true, budget);
-    let indexed = run_with_a_stage_left_out(&gpu, false, budget);
+    let brute = run_with_a_stage_at(&gpu, 0, 1, budget);
+    let indexed = run_with_a_stage_at(&gpu, 1, 1, budget);
     let (fewer, full) = (brute.fewest, indexed.fewest);
     eprintln!(
         "dirty-list merge passes: {} of 12 batches ran with them, {} were rerun ({} reruns in all, {} with the index); dispatches per step {fewer} with them, {full} with the index",
@@ -502,7 +506,7 @@ fn acl_merge_without_the_set_index_is_bitwise_the_same() {
     assert!(fewer < full, "{fewer} dispatches, {full} with the index");
     assert_eq!(brute.g.sim.pos, indexed.g.sim.pos, "positions differ");
     assert_eq!(brute.g.sim.vel, indexed.g.sim.vel, "velocities differ");
-    let again = run_with_a_stage_left_out(&gpu, true, budget);
+    let again = run_with_a_stage_at(&gpu, 0, 1, budget);
     assert_eq!(
         brute.g.sim.pos, again.g.sim.pos,
         "a second run's positions differ"
@@ -569,8 +573,8 @@ fn acl_newcomer_search_left_out_reruns_identically() {
         return;
     };
     let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.newcomers;
-    let left_out = run_with_a_stage_left_out(&gpu, true, budget);
-    let always = run_with_a_stage_left_out(&gpu, false, budget);
+    let left_out = run_with_a_stage_at(&gpu, 0, 2, budget);
+    let always = run_with_a_stage_at(&gpu, 2, 2, budget);
     let (fewer, full) = (left_out.fewest, always.fewest);
     eprintln!(
         "newcomer search left out: {} of 12 batches ran without it, {} were rerun with it ({} reruns in all, {} of those batches rerun with the search for one step, {} steps upgraded; {} always searching); dispatches per step {fewer} without, {full} with",
@@ -596,6 +600,55 @@ fn acl_newcomer_search_left_out_reruns_identically() {
     );
     assert_eq!(left_out.g.sim.pos, always.g.sim.pos, "positions differ");
     assert_eq!(left_out.g.sim.vel, always.g.sim.vel, "velocities differ");
+}
+
+/// The listed newcomer search (`AclCaps::newcomers` = 1: no grid; each segment's box against those
+/// of the few segments that entered a cell) ends bitwise where the grid's search does: the tiny
+/// swatch falling onto its obstacle (at most some dozens of its segments enter a cell on a step),
+/// the budget set before every batch, records fewer dispatches per step, and no step needs the
+/// grid. A step on which more segments enter a cell than the list takes
+/// (`NEWCOMER_LIST_MAX`: the default swatch's first step, on which every segment does) reruns
+/// with the grid, and ends where a step with the grid from the start does.
+#[test]
+fn acl_listed_newcomer_search_is_bitwise_the_same() {
+    let Some(gpu) = gpu_or_skip("acl_listed_newcomer_search_is_bitwise_the_same") else {
+        return;
+    };
+    let budget: fn(&mut AclCaps) -> &mut u32 = |c| &mut c.newcomers;
+    let listed = run_with_a_stage_at(&gpu, 1, 2, budget);
+    let grid = run_with_a_stage_at(&gpu, 2, 2, budget);
+    let newcomer_reruns = |g: &GpuSim| g.rerun_causes().get("newcomers").copied().unwrap_or(0);
+    eprintln!(
+        "listed newcomer search: dispatches per step {} listed, {} with the grid; reruns {} and {} ({} and {} for the newcomer search)",
+        listed.fewest,
+        grid.fewest,
+        listed.g.reruns(),
+        grid.g.reruns(),
+        newcomer_reruns(&listed.g),
+        newcomer_reruns(&grid.g)
+    );
+    assert!(listed.fewest < grid.fewest, "no dispatch saved");
+    assert_eq!(newcomer_reruns(&listed.g), 0, "a step needed the grid");
+    assert_eq!(listed.g.sim.pos, grid.g.sim.pos, "positions differ");
+    assert_eq!(listed.g.sim.vel, grid.g.sim.vel, "velocities differ");
+    // Too many segments for the list: the default swatch's first step.
+    let sets = ["contact.model=acl"];
+    let first_step = |level: u32| {
+        let sim = fixture::scene_sim("swatch", &sets, 0);
+        let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("swatch", &sets)).unwrap();
+        let mut caps = g.acl_capacities().unwrap();
+        caps.newcomers = level;
+        g.set_acl_capacities(caps).unwrap();
+        g.steps(1).unwrap();
+        g.download().unwrap();
+        g
+    };
+    let (one, two) = (first_step(1), first_step(2));
+    assert_eq!(newcomer_reruns(&one), 1, "{:?}", one.rerun_causes());
+    assert_eq!(one.acl_capacities().unwrap().newcomers, 2);
+    assert_eq!(newcomer_reruns(&two), 0, "{:?}", two.rerun_causes());
+    assert_eq!(one.sim.pos, two.sim.pos, "first step: positions differ");
+    assert_eq!(one.sim.vel, two.sim.vel, "first step: velocities differ");
 }
 
 /// `GpuSim::advance` (frames, the relaxation) runs its steps in batches that start at

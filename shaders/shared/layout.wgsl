@@ -359,6 +359,9 @@ const MERGE_SCAN_LIMIT: u32 = 1u;
 // layout::MERGE_DIRTY_LIMIT, DIRTY_OVERLAP_MAX (the dirty-list overlap search, dirty_overlap.wgsl).
 const MERGE_DIRTY_LIMIT: u32 = 2u;
 const DIRTY_OVERLAP_MAX: u32 = 1024u;
+// layout::NEWCOMER_LIST_MAX: the most segments the listed newcomer search takes (segment_monitor's
+// list, newcomer_list_write's loop).
+const NEWCOMER_LIST_MAX: u32 = 256u;
 
 struct MergeCounters {
     sets: Capacity,

@@ -55,6 +55,7 @@ use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
+    NEWCOMER_LIST_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::{CountSource, CountedGrid, GpuScan};
@@ -178,9 +179,11 @@ pub struct AclCaps {
     /// quiet stretch ([`AclGpu::fewer_coalesce`]): a step whose scheduler then finds touching
     /// pairs reruns its batch with it.
     pub coalesce: u32,
-    /// 1: the scheduler's step records its grid and newcomer search; 0: not, a trial after a quiet
-    /// stretch ([`AclGpu::fewer_newcomers`]): a step on which a segment enters a cell reruns its
-    /// batch with them.
+    /// The scheduler's newcomer search ([`SchedGpu::dispatches_with`]): 2, the grid and the search
+    /// through it; 1, the listed search (no grid: each segment against the few that entered a
+    /// cell, at most [`NEWCOMER_LIST_MAX`]); 0, none. Less than 2 is a trial after a quiet stretch
+    /// ([`AclGpu::fewer_newcomers`]): a step on which a segment enters a cell reruns its batch with
+    /// 1, and one on which more than [`NEWCOMER_LIST_MAX`] do with 2.
     pub newcomers: u32,
 }
 
@@ -196,7 +199,7 @@ impl AclCaps {
             },
             rounds: self.rounds.max(1),
             coalesce: self.coalesce.min(1),
-            newcomers: self.newcomers.min(1),
+            newcomers: self.newcomers.min(2),
             ..*self
         }
     }
@@ -302,7 +305,7 @@ impl AclCaps {
             records: n,
             rounds: 2,
             coalesce: 1,
-            newcomers: 1,
+            newcomers: 2,
         }
     }
 }
@@ -819,7 +822,7 @@ impl AclGpu {
         ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
         ops.extend(
             self.sched
-                .dispatches_with(caps.newcomers > 0, caps.coalesce > 0)
+                .dispatches_with(caps.newcomers, caps.coalesce > 0)
                 .cloned()
                 .map(Op::Dispatch),
         );
@@ -978,6 +981,17 @@ fn dirty_search_too_long(c: &AclStepCounters) -> bool {
     let sets = c.sizes.num_sets as u64;
     let too_long = |n: u32| n > DIRTY_OVERLAP_MAX || n as u64 * sets > DIRTY_OVERLAP_WORK;
     too_long(c.sizes.rebuilds) || too_long(c.sched.touching.count)
+}
+
+/// The newcomer search a step with scheduler counters `c` needs (the levels of
+/// [`AclCaps::newcomers`]): 0 when no segment entered a cell, 1 (the listed search) when at most
+/// [`NEWCOMER_LIST_MAX`] did, else 2 (the grid).
+pub fn newcomer_level(c: &SchedCounters) -> u32 {
+    match c.entered {
+        0 => 0,
+        n if n <= NEWCOMER_LIST_MAX => 1,
+        _ => 2,
+    }
 }
 
 /// Why a step that ran with `ran` must rerun with `need` (its verdict): each budget it needs more
@@ -1218,9 +1232,7 @@ impl AclGpu {
         if caps.coalesce == 0 && c.sched.touching.count > 0 {
             g.coalesce = 1;
         }
-        if caps.newcomers == 0 && c.sched.entered > 0 {
-            g.newcomers = 1;
-        }
+        g.newcomers = g.newcomers.max(newcomer_level(&c.sched));
         if g != caps {
             return Ok(Some(g));
         }
@@ -1319,17 +1331,24 @@ impl AclGpu {
         })
     }
 
-    /// No grid and newcomer search in the scheduler's step after a quiet stretch: when
-    /// [`CUT_AFTER_STEPS`] (or, after cuts that did not last, more) completed steps in a row saw
-    /// no segment enter a cell (the scheduler's `entered` count), the capacities
-    /// with `newcomers` = 0. The stage (the grid's count, scan, write and sort, the newcomers'
-    /// count, scan, write, sort, keep and compaction) is some 33 dispatches and sorts every
-    /// segment's cells; such a step would find nothing ([`SchedGpu::dispatches_with`]). A step on
-    /// which a segment enters a cell reruns its batch with the stage ([`AclGpu::verdict`]), so the
-    /// result is the same either way, and the next trial waits longer ([`wait_after_raise`]). At rest few steps
-    /// have one (the default swatch on the CPU path, frames 17–30: 0–1% of steps).
+    /// A cheaper newcomer search in the scheduler's step after a quiet stretch: when
+    /// [`CUT_AFTER_STEPS`] (or, after cuts that did not last, more) completed steps in a row
+    /// needed less than `caps.newcomers` ([`newcomer_level`]: none when no segment entered a cell,
+    /// the listed search when at most [`NEWCOMER_LIST_MAX`] did), the capacities with `newcomers`
+    /// = the most they needed. The grid's search (the grid's count, scan, write and sort, the
+    /// newcomers' count, scan, write, sort, keep and compaction) is some 36 dispatches on the
+    /// scarf and sorts every segment's cells; the listed search replaces the grid's part by one
+    /// dispatch; a step that needs neither would find nothing ([`SchedGpu::dispatches_with`]). A
+    /// step that needs more reruns its batch with it ([`AclGpu::verdict`]), so the result is the
+    /// same either way, and the next trial waits longer ([`wait_after_raise`]). At rest few steps
+    /// have a segment entering a cell (the default swatch on the CPU path, frames 17–30: 0–1% of
+    /// steps; the relaxed scarf, after its first 2,800 steps, one in 8), and those few.
     pub fn fewer_newcomers(&mut self, steps: &[AclStepCounters]) -> Option<AclCaps> {
-        let used = steps.iter().any(|c| c.sched.entered > 0) as u32;
+        let used = steps
+            .iter()
+            .map(|c| newcomer_level(&c.sched))
+            .max()
+            .unwrap_or(0);
         let newcomers =
             self.newcomers_cut
                 .completed(used, self.caps.newcomers, steps.len() as u32)?;

@@ -21,6 +21,7 @@
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
+//! | 5–6′ | or, in place of rows 5 and 6 up to the candidates' sort, the listed search `newcomer_list_write` ([`SchedGpu::dispatches_with`] at level 1) | — | segments |
 //! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
 //! | 8 | `release_count`, scan | — | release list cap. + 1 |
 //! | 9 | `sched_sizes` (merged) | — | 1 |
@@ -48,9 +49,11 @@
 //! The CPU run skips the grid and the newcomers on steps where no segment entered a cell, and the
 //! drop where none left one; the GPU runs them anyway and gets the same table (no newcomer item, no
 //! candidate; every entry kept). `segment_monitor` counts the segments that entered a cell
-//! (`sched_counters.entered`), so a caller that records many steps ahead can leave rows 5–7 out
-//! ([`SchedGpu::dispatches_with`]) and rerun a step whose count says it needed them (the ACL step's
-//! `newcomers` budget, [`crate::acl::gpu::AclCaps::newcomers`]).
+//! (`sched_counters.entered`) and lists the first [`crate::layout::NEWCOMER_LIST_MAX`] of them
+//! (`movers`), so a caller that records many steps ahead can leave rows 5–7 out, or record the
+//! listed search in place of the grid ([`SchedGpu::dispatches_with`]), and rerun a step whose count
+//! says it needed more (the ACL step's `newcomers` budget,
+//! [`crate::acl::gpu::AclCaps::newcomers`]).
 //!
 //! **Batches of steps** (for `GpuSim`): [`SchedGpu::dispatches`] appends to another list like
 //! `ExactGpu::dispatches`. The host's only per-step value is the `sched_step` record: a batch writes
@@ -92,6 +95,7 @@ pub const KERNELS: &[&str] = &[
     "sched_grid_write",
     "newcomer_count",
     "newcomer_write",
+    "newcomer_list_write",
     "newcomer_keep",
     "newcomer_compact",
     "release_count",
@@ -201,6 +205,10 @@ pub struct SchedGpu {
     /// The dispatches of the grid and the newcomers (rows 5–7 of the table above), which a step
     /// with no segment entering a cell may leave out ([`SchedGpu::dispatches_with`]).
     newcomer_span: std::ops::Range<usize>,
+    /// Of those, the grid's (rows 5 and 6 up to the candidates' sort), and the listed search that
+    /// stands for them (`newcomer_list_write`; in no list but [`SchedGpu::dispatches_with`]'s).
+    grid_span: std::ops::Range<usize>,
+    list_dispatch: Option<Dispatch>,
     /// The dispatches of the touching list (row 13), which a caller that does not read the list
     /// may leave out ([`SchedGpu::dispatches_with`]).
     touching_span: std::ops::Range<usize>,
@@ -288,6 +296,12 @@ impl SchedGpu {
             false,
         );
         own.zeroed(device, "sched_grid_offsets", (ns + 1) * 4, false);
+        own.zeroed(
+            device,
+            "movers",
+            crate::layout::NEWCOMER_LIST_MAX as usize * 4,
+            false,
+        );
         for name in PERSISTENT {
             let size = own.get(name).expect("uploaded above").size();
             own.zeroed(device, &format!("saved_{name}"), size as usize, false);
@@ -300,6 +314,8 @@ impl SchedGpu {
             own,
             dispatches: Vec::new(),
             newcomer_span: 0..0,
+            grid_span: 0..0,
+            list_dispatch: None,
             touching_span: 0..0,
             _scans: Vec::new(),
             _sorts: Vec::new(),
@@ -536,6 +552,8 @@ impl SchedGpu {
             ],
             c.entries.into(),
         )?;
+        // The grid's rows (5 and 6 up to the candidates' sort), for which the listed search
+        // (`newcomer_list_write`, kept apart) stands in `dispatches_with`.
         let newcomers_from = d.len();
         push(
             &mut d,
@@ -564,6 +582,18 @@ impl SchedGpu {
             &[("sched", "sched_step"), ("sched_cand", cand_written)],
             c.grid.into(),
         )?;
+        let grid_span = newcomers_from..d.len();
+        let list_dispatch = (
+            "newcomer_list_write",
+            self.bind(
+                device,
+                pipelines,
+                shared,
+                "newcomer_list_write",
+                &[("sched", "sched_step"), ("sched_cand", cand_written)],
+            )?,
+            ns.into(),
+        );
         add(&mut d, sort_cand.dispatches());
         let (plan, plan_bg, one) = cand_grid.plan_dispatch();
         d.push((plan, plan_bg.clone(), one));
@@ -629,6 +659,8 @@ impl SchedGpu {
         push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
         self.newcomer_span = newcomer_span;
+        self.grid_span = grid_span;
+        self.list_dispatch = Some(list_dispatch);
         self.touching_span = touching_span;
         self._scans = vec![
             scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
@@ -642,12 +674,17 @@ impl SchedGpu {
         &self.dispatches
     }
 
-    /// The step's dispatches, without the grid and the newcomers (rows 5–7) when `newcomers` is
-    /// false. Left out, they change nothing on a step where no segment entered a cell
-    /// (`sched_counters.entered` = 0): no grid item is then a newcomer, so there is no candidate
-    /// and no new entry (`sched_sizes` reads the new entries' count from `sched_counters.fresh`,
-    /// reset at the step's start), and only `newcomer_count` reads the grid, whose stale contents
-    /// the next step that needs it rebuilds. A step with `entered` > 0 must run them.
+    /// The step's dispatches, with the newcomer search at level `newcomers`: 2, the grid and the
+    /// newcomers (rows 5–7), as [`SchedGpu::dispatches`]; 1, the listed search
+    /// (`newcomer_list_write`) in place of the grid's rows (5 and 6 up to the candidates' sort),
+    /// which finds the same candidates on a step on which at most
+    /// [`crate::layout::NEWCOMER_LIST_MAX`] segments entered a cell (with more it writes nothing:
+    /// the step must run at 2); 0, none of rows 5–7. Left out, they change nothing on a step where
+    /// no segment entered a cell (`sched_counters.entered` = 0): no grid item is then a newcomer,
+    /// so there is no candidate and no new entry (`sched_sizes` reads the new entries' count from
+    /// `sched_counters.fresh`, reset at the step's start), and only `newcomer_count` reads the
+    /// grid, whose stale contents the next step that needs it rebuilds. A step with `entered` > 0
+    /// must run at 1 or more.
     ///
     /// Without the touching list (row 13) when `touching` is false: `schedule_process` has already
     /// counted the step's touching pairs into `sched_counters.touching.count`, and only coalescing
@@ -656,17 +693,21 @@ impl SchedGpu {
     /// is then not checked (no overflow is raised): such a step has no pair, or reruns.
     pub fn dispatches_with(
         &self,
-        newcomers: bool,
+        newcomers: u32,
         touching: bool,
     ) -> impl Iterator<Item = &Dispatch> {
-        let span = self.newcomer_span.clone();
+        let (all, grid) = (self.newcomer_span.clone(), self.grid_span.clone());
         let touch = self.touching_span.clone();
-        self.dispatches
-            .iter()
-            .enumerate()
-            .filter(move |(k, _)| newcomers || !span.contains(k))
-            .filter(move |(k, _)| touching || !touch.contains(k))
-            .map(|(_, d)| d)
+        let list = self.list_dispatch.as_ref().filter(|_| newcomers == 1);
+        self.dispatches.iter().enumerate().flat_map(move |(k, d)| {
+            let keep = match newcomers {
+                0 => !all.contains(&k),
+                1 => !grid.contains(&k),
+                _ => true,
+            } && (touching || !touch.contains(&k));
+            let listed = list.filter(|_| k == grid.end);
+            listed.into_iter().chain(keep.then_some(d))
+        })
     }
 
     /// This driver's buffer `name` (`entries_a`, `touching`, `sched_counters`, `sched_state`, …).

@@ -127,7 +127,7 @@ pub use lookup_gpu::{LookupCaps, LookupGpu};
 pub use monitor::segment_monitor;
 pub use newcomers::{
     cand_key, cand_key_bits, cand_pair, find_entry, newcomer_compact, newcomer_count,
-    newcomer_keep, newcomer_schedule, newcomer_write, pair_class,
+    newcomer_keep, newcomer_list_write, newcomer_schedule, newcomer_write, pair_class,
 };
 pub use process::{
     schedule_process, segment_windows, touching_count, touching_write, ProcessBuffers, ProcessLazy,
@@ -699,6 +699,7 @@ impl Scheduler {
             &self.prev_cells,
             &mut self.motion,
             &mut counters,
+            &mut [],
         );
         self.stats.monitored = counters.monitored as u64;
         let any_left = counters.left > 0;

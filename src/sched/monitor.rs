@@ -8,10 +8,15 @@
 //! *monitored* and all its entries are examined now), the monitored flag and whether the segment
 //! left a cell (its entries may have to be dropped). Counts go to `sched_counters.monitored` and
 //! `.left`, and the segments that entered a cell (their box not within last step's: the grid and
-//! the newcomers have work) to `.entered`. At the first step the reference is `mv2` itself.
+//! the newcomers have work) to `.entered`, each also listed in `movers` (the first
+//! [`NEWCOMER_LIST_MAX`], for the listed newcomer search,
+//! [`super::newcomers::newcomer_list_write`]; here in segment order, on the GPU in the order its
+//! threads count them). At the first step the reference is `mv2` itself.
 
 use super::{CellBox, Interval};
-use crate::layout::{SchedCounters, SchedUniform, SegmentMotion, SCHED_NO_MONITORING};
+use crate::layout::{
+    SchedCounters, SchedUniform, SegmentMotion, NEWCOMER_LIST_MAX, SCHED_NO_MONITORING,
+};
 use rayon::prelude::*;
 
 /// Stage `segment_monitor` (kernel `shaders/segment_monitor.wgsl`).
@@ -24,6 +29,7 @@ pub fn segment_monitor(
     prev_cells: &[CellBox],
     motion: &mut [SegmentMotion],
     counters: &mut SchedCounters,
+    movers: &mut [u32],
 ) {
     let n = sched.num_segments as usize;
     let half_omega = 0.5 * sched.omega;
@@ -52,5 +58,14 @@ pub fn segment_monitor(
         .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
     counters.monitored += monitored;
     counters.left += left;
+    if entered > 0 {
+        let entering = (0..n).filter(|&s| !cells[s].within(&prev_cells[s]));
+        // (The CPU run, which needs no list, passes an empty one.)
+        for (slot, s) in (counters.entered..NEWCOMER_LIST_MAX).zip(entering) {
+            if let Some(m) = movers.get_mut(slot as usize) {
+                *m = s as u32;
+            }
+        }
+    }
     counters.entered += entered;
 }

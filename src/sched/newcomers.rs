@@ -26,6 +26,15 @@
 //! 7. [`newcomer_compact`]: the kept candidates as entries (`ENTRY_DUE`, `ENTRY_MIXED` for pairs of
 //!    mixed class) into `fresh`, in key order: sorted and unique.
 //!
+//! **The listed search** replaces steps 1–3 on a step on which at most
+//! [`NEWCOMER_LIST_MAX`] segments entered a cell (the GPU step's `newcomers` budget 1; at rest a few
+//! do, and the grid then costs its count, scan, write, sort and search, some 17 dispatches, for
+//! them): [`newcomer_list_write`] tests every segment's box against those of the segments
+//! `segment_monitor` listed, and appends each pair that shares a cell new to the listed one, which
+//! are the pairs the grid finds (steps 4–7 as before). Unlike the grid it has no longest cell run
+//! (`ERROR_GRID_CELL_FULL`), so a cloth crushed into a few cells that the grid and the CPU run
+//! stop on goes on there.
+//!
 //! The CPU run ([`newcomer_schedule`]) visits only the segments whose box is not within last step's
 //! (most steps none) and looks their new cells up in the same grid; its `fresh` equals the
 //! kernels' (tests/gpu_sched.rs).
@@ -33,7 +42,9 @@
 use super::grid::{cell_hash, for_each_in_cell, item_cell, SchedGrid};
 use super::{CellBox, PairClass, PairRules, SchedEntry, SchedError, ENTRY_DUE, ENTRY_MIXED};
 use crate::contact::exclusion_class;
-use crate::layout::{KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL};
+use crate::layout::{
+    KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL, NEWCOMER_LIST_MAX,
+};
 use crate::state::Segment;
 
 /// Stage `newcomer_schedule` (the CPU run); returns the number of (segment, cell) newcomers, or
@@ -279,6 +290,58 @@ pub fn newcomer_write(
             }
             slot += 1;
         });
+    }
+}
+
+/// Stage `newcomer_list_write` (kernel `shaders/newcomer_list_write.wgsl`), the listed search: when
+/// at most [`NEWCOMER_LIST_MAX`] segments entered a cell (`sched_counters.entered`, the first
+/// `entered` of `movers`, as `segment_monitor` lists them), every pair of a listed segment `m` and
+/// another segment `t` whose (kept) boxes share a cell that is not in `prev_cells[m]` as a
+/// candidate key ([`cand_key`]), appended from slot `sched_counters.cand.count` on (those below
+/// its capacity; past it the overflow flag): segment by segment, each against the list in order
+/// (the kernel appends in the order its threads come, and the sort after both makes them equal).
+/// With more segments listed, nothing.
+pub fn newcomer_list_write(
+    sched: &SchedUniform,
+    cells: &[CellBox],
+    prev_cells: &[CellBox],
+    movers: &[u32],
+    sched_cand: &mut [KeyValue],
+    sched_counters: &mut SchedCounters,
+) {
+    let n = sched_counters.entered;
+    if n > NEWCOMER_LIST_MAX {
+        return;
+    }
+    let k = cand_key_bits(sched.num_segments);
+    let ccap = sched_counters.cand.capacity;
+    for (t, ct) in cells[..sched.num_segments as usize].iter().enumerate() {
+        let t = t as u32;
+        if !ct.valid() {
+            continue;
+        }
+        for &m in &movers[..n as usize] {
+            let cm = &cells[m as usize];
+            if m == t || !cm.intersects(ct) {
+                continue;
+            }
+            let mut shared = *cm;
+            for a in 0..3 {
+                shared.lo[a] = cm.lo[a].max(ct.lo[a]);
+                shared.hi[a] = cm.hi[a].min(ct.hi[a]);
+            }
+            shared.hi[3] = 0;
+            if shared.within(&prev_cells[m as usize]) {
+                continue;
+            }
+            let slot = sched_counters.cand.count;
+            sched_counters.cand.count += 1;
+            if slot < ccap {
+                sched_cand[slot as usize] = cand_key(m.min(t), m.max(t), k);
+            } else {
+                sched_counters.cand.overflow = 1;
+            }
+        }
     }
 }
 
