@@ -811,6 +811,13 @@ pub const DIRTY_OVERLAP_MAX: u32 = 1024;
 /// segments, and one with hundreds is in motion, where the grid is the cheaper search.
 pub const NEWCOMER_LIST_MAX: u32 = 256;
 
+/// The most candidates `newcomer_list_compact` sorts, makes unique and turns into new entries in
+/// one workgroup (two words a key in workgroup memory, 8 KiB of the 16 KiB wgpu promises): the
+/// listed newcomer search's, where a few segments entering a cell make a few hundred (each pair
+/// of two listed segments twice). With more the step needs the grid's search, whose sort has no
+/// such bound (`AclCaps::newcomers` = 2).
+pub const NEWCOMER_LIST_CANDIDATES: u32 = 1024;
+
 /// The set-merge kernels' counters block (`merge_counters`, atomics in WGSL).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -965,6 +972,7 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("MERGE_DIRTY_LIMIT", MERGE_DIRTY_LIMIT),
         ("DIRTY_OVERLAP_MAX", DIRTY_OVERLAP_MAX),
         ("NEWCOMER_LIST_MAX", NEWCOMER_LIST_MAX),
+        ("NEWCOMER_LIST_CANDIDATES", NEWCOMER_LIST_CANDIDATES),
         ("ACL_SIZES_LOOKUP_SET", ACL_SIZES_LOOKUP_SET),
         ("ACL_SIZES_LOOKUP_BUCKET", ACL_SIZES_LOOKUP_BUCKET),
         ("ACL_SIZES_MORE_ROUNDS", ACL_SIZES_MORE_ROUNDS),

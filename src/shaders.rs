@@ -845,6 +845,21 @@ pub const KERNELS: &[Kernel] = &[
         twin: "sched::newcomer_list_write",
     },
     Kernel {
+        name: "newcomer_list_compact",
+        workgroup_size: WG,
+        bindings: &[
+            read("sched"),
+            read("segments"),
+            read("quad_arc"),
+            read("seg_contact"),
+            read("entries"),
+            read("sched_cand"),
+            read_write("fresh"),
+            read_write("sched_counters"),
+        ],
+        twin: "sched::newcomer_list_compact",
+    },
+    Kernel {
         name: "newcomer_keep",
         workgroup_size: WG,
         bindings: &[

@@ -1591,7 +1591,8 @@ fn sched_sizes_matches_twin() {
 /// grid), its candidates, sorted and made unique, are those of the CPU run's grid search
 /// (`newcomer_schedule`), so the new entries that `newcomer_keep` and `newcomer_compact` make of
 /// them are too; the GPU's (appended in the order its threads come) equal the twin's once sorted.
-/// Two more cases: with more segments listed than it takes it writes nothing, and with too little
+/// `newcomer_list_compact` (sort, unique, keep and compact in one workgroup) makes of the GPU's
+/// candidates the CPU run's new entries, with room and short of it. Two more cases: with more segments listed than it takes it writes nothing, and with too little
 /// room it flags the overflow with the full count. All outputs are discrete.
 #[test]
 fn listed_newcomer_search_matches_twin_and_the_grid() {
@@ -1603,7 +1604,18 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
     };
     let f = process_fixture();
     let nseg = f.segments.len();
-    let u = f.uniform;
+    // The table without every 3rd entry, so that some of the pairs found are new.
+    let table: Vec<SchedEntry> = f
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| k % 3 != 0)
+        .map(|(_, e)| *e)
+        .collect();
+    let u = SchedUniform {
+        num_entries: table.len() as u32,
+        ..f.uniform
+    };
     let k = cand_key_bits(u.num_segments);
     let shifted = |every: usize| -> Vec<CellBox> {
         f.cells
@@ -1642,7 +1654,7 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
             &f.cells,
             &prev,
             &grid,
-            &f.entries,
+            &table,
             &f.excl,
             &mut cpu_cand,
             &mut fresh,
@@ -1686,14 +1698,19 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
             v.sort_unstable();
             v
         };
-        let g_cand = sorted(&bytemuck::cast_slice::<u8, KeyValue>(&g)[..written]);
+        let g_keys: Vec<KeyValue> = bytemuck::pod_collect_to_vec(&g);
+        let g_cand = sorted(&g_keys[..written]);
         let t_cand = sorted(&cand[..written]);
-        assert_eq!(g_cand, t_cand, "{label}: candidates, GPU vs twin");
+        // (Short of room, which candidates got a slot depends on the order: only the counts then.)
+        if c1.cand.overflow == 0 {
+            assert_eq!(g_cand, t_cand, "{label}: candidates, GPU vs twin");
+        }
         println!(
-            "{label}: {} segments entered a cell, {} candidates listed, {} of the grid's (unique)",
+            "{label}: {} segments entered a cell, {} candidates listed, {} of the grid's (unique), {} new entries",
             entering.len(),
             c1.cand.count,
-            cpu_cand.len()
+            cpu_cand.len(),
+            fresh.len()
         );
         if entering.len() > NEWCOMER_LIST_MAX as usize {
             assert_eq!(c1.cand.count, 0, "{label}: wrote with too many listed");
@@ -1714,5 +1731,74 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
         unique.dedup();
         assert!(unique.len() < t_cand.len(), "{label}: no pair found twice");
         assert_eq!(unique, cpu_cand, "{label}: candidates, listed vs grid");
+        // newcomer_list_compact on the GPU's candidates (in the order its threads appended them),
+        // and its twin: the new entries of the CPU run's grid search.
+        for fcap in [fresh.len() as u32 + 5, fresh.len() as u32 / 2] {
+            let mut c2 = gc;
+            c2.fresh.capacity = fcap;
+            let mut t_fresh = vec![SchedEntry::default(); fcap as usize];
+            let mut c3 = c2;
+            yarnsim::sched::newcomer_list_compact(
+                &u,
+                &f.segments,
+                &f.quad_arc,
+                &f.seg_contact,
+                &table,
+                &g_keys,
+                &mut t_fresh,
+                &mut c3,
+            );
+            let (gf, gc3) = run_sched_kernel(
+                &gpu,
+                "newcomer_list_compact",
+                &[
+                    ("sched", bytes(&[u])),
+                    ("segments", bytes(&f.segments)),
+                    ("quad_arc", bytes(&f.quad_arc)),
+                    ("seg_contact", bytes(&f.seg_contact)),
+                    ("entries", bytes(&table)),
+                    ("sched_cand", bytes(&g_keys)),
+                    ("fresh", bytes(&vec![SchedEntry::default(); fcap as usize])),
+                    ("sched_counters", bytes(&[c2])),
+                ],
+                256,
+                "fresh",
+            );
+            assert_eq!(gc3, c3, "{label}: newcomer_list_compact counters");
+            let g_fresh: Vec<SchedEntry> = bytemuck::pod_collect_to_vec(&gf);
+            assert_eq!(g_fresh, t_fresh, "{label}: new entries, GPU vs twin");
+            assert_eq!(c3.fresh.count as usize, fresh.len(), "{label}: new entries");
+            let stored = fresh.len().min(fcap as usize);
+            assert_eq!(
+                &t_fresh[..stored],
+                &fresh[..stored],
+                "{label}: listed vs grid"
+            );
+            assert_eq!(c3.fresh.overflow, (fresh.len() > fcap as usize) as u32);
+        }
+        assert!(!fresh.is_empty(), "{label}: no new entry");
     }
+    // newcomer_list_compact with more candidates than it takes: no entry, and the count says so.
+    let mut c = fresh_counters();
+    c.cand.count = yarnsim::layout::NEWCOMER_LIST_CANDIDATES + 1;
+    c.cand.capacity = 2 * c.cand.count;
+    c.fresh.count = 77;
+    let keys = vec![KeyValue::default(); c.cand.capacity as usize];
+    let (_, gc) = run_sched_kernel(
+        &gpu,
+        "newcomer_list_compact",
+        &[
+            ("sched", bytes(&[u])),
+            ("segments", bytes(&f.segments)),
+            ("quad_arc", bytes(&f.quad_arc)),
+            ("seg_contact", bytes(&f.seg_contact)),
+            ("entries", bytes(&f.entries)),
+            ("sched_cand", bytes(&keys)),
+            ("fresh", bytes(&vec![SchedEntry::default(); 16])),
+            ("sched_counters", bytes(&[c])),
+        ],
+        256,
+        "fresh",
+    );
+    assert_eq!(gc.fresh.count, 0, "too many candidates");
 }

@@ -362,6 +362,9 @@ const DIRTY_OVERLAP_MAX: u32 = 1024u;
 // layout::NEWCOMER_LIST_MAX: the most segments the listed newcomer search takes (segment_monitor's
 // list, newcomer_list_write's loop).
 const NEWCOMER_LIST_MAX: u32 = 256u;
+// layout::NEWCOMER_LIST_CANDIDATES: the most candidates newcomer_list_compact takes (its
+// workgroup's keys).
+const NEWCOMER_LIST_CANDIDATES: u32 = 1024u;
 
 struct MergeCounters {
     sets: Capacity,

@@ -55,7 +55,7 @@ use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
     AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, MergeCounters, MergeUniform,
     SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
-    NEWCOMER_LIST_MAX,
+    NEWCOMER_LIST_CANDIDATES, NEWCOMER_LIST_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
 use crate::scan::{CountSource, CountedGrid, GpuScan};
@@ -985,11 +985,14 @@ fn dirty_search_too_long(c: &AclStepCounters) -> bool {
 
 /// The newcomer search a step with scheduler counters `c` needs (the levels of
 /// [`AclCaps::newcomers`]): 0 when no segment entered a cell, 1 (the listed search) when at most
-/// [`NEWCOMER_LIST_MAX`] did, else 2 (the grid).
+/// [`NEWCOMER_LIST_MAX`] did and its search found at most [`NEWCOMER_LIST_CANDIDATES`]
+/// candidates, else 2 (the grid). (A step run with the grid counts the grid's candidates, each
+/// pair once per cell new to one of its segments, at least as many as the listed search lists:
+/// the level it says is never too low.)
 pub fn newcomer_level(c: &SchedCounters) -> u32 {
     match c.entered {
         0 => 0,
-        n if n <= NEWCOMER_LIST_MAX => 1,
+        n if n <= NEWCOMER_LIST_MAX && c.cand.count <= NEWCOMER_LIST_CANDIDATES => 1,
         _ => 2,
     }
 }

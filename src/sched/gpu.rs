@@ -21,7 +21,7 @@
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
-//! | 5–6′ | or, in place of rows 5 and 6 up to the candidates' sort, the listed search `newcomer_list_write` ([`SchedGpu::dispatches_with`] at level 1) | — | segments |
+//! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
 //! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
 //! | 8 | `release_count`, scan | — | release list cap. + 1 |
 //! | 9 | `sched_sizes` (merged) | — | 1 |
@@ -96,6 +96,7 @@ pub const KERNELS: &[&str] = &[
     "newcomer_count",
     "newcomer_write",
     "newcomer_list_write",
+    "newcomer_list_compact",
     "newcomer_keep",
     "newcomer_compact",
     "release_count",
@@ -205,10 +206,9 @@ pub struct SchedGpu {
     /// The dispatches of the grid and the newcomers (rows 5–7 of the table above), which a step
     /// with no segment entering a cell may leave out ([`SchedGpu::dispatches_with`]).
     newcomer_span: std::ops::Range<usize>,
-    /// Of those, the grid's (rows 5 and 6 up to the candidates' sort), and the listed search that
-    /// stands for them (`newcomer_list_write`; in no list but [`SchedGpu::dispatches_with`]'s).
-    grid_span: std::ops::Range<usize>,
-    list_dispatch: Option<Dispatch>,
+    /// The listed search that stands for them (`newcomer_list_write`, `newcomer_list_compact`; in
+    /// no list but [`SchedGpu::dispatches_with`]'s).
+    list_dispatches: Vec<Dispatch>,
     /// The dispatches of the touching list (row 13), which a caller that does not read the list
     /// may leave out ([`SchedGpu::dispatches_with`]).
     touching_span: std::ops::Range<usize>,
@@ -314,8 +314,7 @@ impl SchedGpu {
             own,
             dispatches: Vec::new(),
             newcomer_span: 0..0,
-            grid_span: 0..0,
-            list_dispatch: None,
+            list_dispatches: Vec::new(),
             touching_span: 0..0,
             _scans: Vec::new(),
             _sorts: Vec::new(),
@@ -552,8 +551,6 @@ impl SchedGpu {
             ],
             c.entries.into(),
         )?;
-        // The grid's rows (5 and 6 up to the candidates' sort), for which the listed search
-        // (`newcomer_list_write`, kept apart) stands in `dispatches_with`.
         let newcomers_from = d.len();
         push(
             &mut d,
@@ -582,18 +579,36 @@ impl SchedGpu {
             &[("sched", "sched_step"), ("sched_cand", cand_written)],
             c.grid.into(),
         )?;
-        let grid_span = newcomers_from..d.len();
-        let list_dispatch = (
-            "newcomer_list_write",
-            self.bind(
-                device,
-                pipelines,
-                shared,
+        // The listed search's two dispatches, which stand for all of rows 5–7: its candidates go
+        // where the grid's sort reads them, and `newcomer_list_compact` sorts them itself.
+        let list_dispatches = vec![
+            (
                 "newcomer_list_write",
-                &[("sched", "sched_step"), ("sched_cand", cand_written)],
-            )?,
-            ns.into(),
-        );
+                self.bind(
+                    device,
+                    pipelines,
+                    shared,
+                    "newcomer_list_write",
+                    &[("sched", "sched_step"), ("sched_cand", cand_written)],
+                )?,
+                ns.into(),
+            ),
+            (
+                "newcomer_list_compact",
+                self.bind(
+                    device,
+                    pipelines,
+                    shared,
+                    "newcomer_list_compact",
+                    &[
+                        ("sched", "sched_p1"),
+                        ("entries", "entries_b"),
+                        ("sched_cand", cand_written),
+                    ],
+                )?,
+                crate::shaders::WG.into(),
+            ),
+        ];
         add(&mut d, sort_cand.dispatches());
         let (plan, plan_bg, one) = cand_grid.plan_dispatch();
         d.push((plan, plan_bg.clone(), one));
@@ -659,8 +674,7 @@ impl SchedGpu {
         push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
         self.newcomer_span = newcomer_span;
-        self.grid_span = grid_span;
-        self.list_dispatch = Some(list_dispatch);
+        self.list_dispatches = list_dispatches;
         self.touching_span = touching_span;
         self._scans = vec![
             scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
@@ -675,16 +689,16 @@ impl SchedGpu {
     }
 
     /// The step's dispatches, with the newcomer search at level `newcomers`: 2, the grid and the
-    /// newcomers (rows 5–7), as [`SchedGpu::dispatches`]; 1, the listed search
-    /// (`newcomer_list_write`) in place of the grid's rows (5 and 6 up to the candidates' sort),
-    /// which finds the same candidates on a step on which at most
-    /// [`crate::layout::NEWCOMER_LIST_MAX`] segments entered a cell (with more it writes nothing:
-    /// the step must run at 2); 0, none of rows 5–7. Left out, they change nothing on a step where
-    /// no segment entered a cell (`sched_counters.entered` = 0): no grid item is then a newcomer,
-    /// so there is no candidate and no new entry (`sched_sizes` reads the new entries' count from
-    /// `sched_counters.fresh`, reset at the step's start), and only `newcomer_count` reads the
-    /// grid, whose stale contents the next step that needs it rebuilds. A step with `entered` > 0
-    /// must run at 1 or more.
+    /// newcomers (rows 5–7), as [`SchedGpu::dispatches`]; 1, the listed search in their place
+    /// (`newcomer_list_write`, `newcomer_list_compact`), which makes the same new entries on a step
+    /// on which at most [`crate::layout::NEWCOMER_LIST_MAX`] segments entered a cell and that
+    /// search finds at most [`crate::layout::NEWCOMER_LIST_CANDIDATES`] candidates (otherwise it
+    /// makes none: the step must run at 2); 0, none of rows 5–7. Left out, they change nothing on
+    /// a step where no segment entered a cell (`sched_counters.entered` = 0): no grid item is then
+    /// a newcomer, so there is no candidate and no new entry (`sched_sizes` reads the new entries'
+    /// count from `sched_counters.fresh`, reset at the step's start), and only `newcomer_count`
+    /// reads the grid, whose stale contents the next step that needs it rebuilds. A step with
+    /// `entered` > 0 must run at 1 or more.
     ///
     /// Without the touching list (row 13) when `touching` is false: `schedule_process` has already
     /// counted the step's touching pairs into `sched_counters.touching.count`, and only coalescing
@@ -696,17 +710,17 @@ impl SchedGpu {
         newcomers: u32,
         touching: bool,
     ) -> impl Iterator<Item = &Dispatch> {
-        let (all, grid) = (self.newcomer_span.clone(), self.grid_span.clone());
+        let all = self.newcomer_span.clone();
         let touch = self.touching_span.clone();
-        let list = self.list_dispatch.as_ref().filter(|_| newcomers == 1);
+        let listed: &[Dispatch] = if newcomers == 1 {
+            &self.list_dispatches
+        } else {
+            &[]
+        };
         self.dispatches.iter().enumerate().flat_map(move |(k, d)| {
-            let keep = match newcomers {
-                0 => !all.contains(&k),
-                1 => !grid.contains(&k),
-                _ => true,
-            } && (touching || !touch.contains(&k));
-            let listed = list.filter(|_| k == grid.end);
-            listed.into_iter().chain(keep.then_some(d))
+            let keep = (newcomers >= 2 || !all.contains(&k)) && (touching || !touch.contains(&k));
+            let list = if k == all.start { listed } else { &[] };
+            list.iter().chain(keep.then_some(d))
         })
     }
 

@@ -127,7 +127,8 @@ pub use lookup_gpu::{LookupCaps, LookupGpu};
 pub use monitor::segment_monitor;
 pub use newcomers::{
     cand_key, cand_key_bits, cand_pair, find_entry, newcomer_compact, newcomer_count,
-    newcomer_keep, newcomer_list_write, newcomer_schedule, newcomer_write, pair_class,
+    newcomer_keep, newcomer_list_compact, newcomer_list_write, newcomer_schedule, newcomer_write,
+    pair_class,
 };
 pub use process::{
     schedule_process, segment_windows, touching_count, touching_write, ProcessBuffers, ProcessLazy,

@@ -28,10 +28,12 @@
 //!
 //! **The listed search** replaces steps 1–3 on a step on which at most
 //! [`NEWCOMER_LIST_MAX`] segments entered a cell (the GPU step's `newcomers` budget 1; at rest a few
-//! do, and the grid then costs its count, scan, write, sort and search, some 17 dispatches, for
-//! them): [`newcomer_list_write`] tests every segment's box against those of the segments
+//! do, and the grid then costs its count, scan, write, sort and search for them):
+//! [`newcomer_list_write`] tests every segment's box against those of the segments
 //! `segment_monitor` listed, and appends each pair that shares a cell new to the listed one, which
-//! are the pairs the grid finds (steps 4–7 as before). Unlike the grid it has no longest cell run
+//! are the pairs the grid finds, and [`newcomer_list_compact`] does steps 4–7 in one workgroup for
+//! up to [`NEWCOMER_LIST_CANDIDATES`] of them (two dispatches in all, where the grid's search is
+//! some 30–36). Unlike the grid it has no longest cell run
 //! (`ERROR_GRID_CELL_FULL`), so a cloth crushed into a few cells that the grid and the CPU run
 //! stop on goes on there.
 //!
@@ -43,7 +45,8 @@ use super::grid::{cell_hash, for_each_in_cell, item_cell, SchedGrid};
 use super::{CellBox, PairClass, PairRules, SchedEntry, SchedError, ENTRY_DUE, ENTRY_MIXED};
 use crate::contact::exclusion_class;
 use crate::layout::{
-    KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL, NEWCOMER_LIST_MAX,
+    KeyValue, SchedCounters, SchedUniform, SegmentContact, ERROR_GRID_CELL_FULL,
+    NEWCOMER_LIST_CANDIDATES, NEWCOMER_LIST_MAX,
 };
 use crate::state::Segment;
 
@@ -342,6 +345,54 @@ pub fn newcomer_list_write(
                 sched_counters.cand.overflow = 1;
             }
         }
+    }
+}
+
+/// Stage `newcomer_list_compact` (kernel `shaders/newcomer_list_compact.wgsl`), the listed search's
+/// end in place of steps 4–7: the first `sched_counters.cand.count` candidates of `sched_cand`
+/// sorted, and each first of its key whose pair is not excluded outright ([`pair_class`]) and has
+/// no entry in `entries` (the first `sched.num_entries`) written in key order as a new entry into
+/// `fresh` (those below `sched_counters.fresh.capacity`), the total and its overflow flag into
+/// `sched_counters.fresh`: what the sort, [`newcomer_keep`], its scan and [`newcomer_compact`] make
+/// of them. With more candidates than [`NEWCOMER_LIST_CANDIDATES`] or their capacity, no entry.
+#[allow(clippy::too_many_arguments)]
+pub fn newcomer_list_compact(
+    sched: &SchedUniform,
+    segments: &[Segment],
+    quad_arc: &[f32],
+    seg_contact: &[SegmentContact],
+    entries: &[SchedEntry],
+    sched_cand: &[KeyValue],
+    fresh: &mut [SchedEntry],
+    sched_counters: &mut SchedCounters,
+) {
+    let n = sched_counters.cand.count;
+    if n > NEWCOMER_LIST_CANDIDATES.min(sched_counters.cand.capacity) {
+        sched_counters.fresh.count = 0;
+        return;
+    }
+    let k = cand_key_bits(sched.num_segments);
+    let key = |kv: &KeyValue| ((kv.key_hi as u64) << 32) | kv.key_lo as u64;
+    let mut keys: Vec<KeyValue> = sched_cand[..n as usize].to_vec();
+    keys.sort_unstable_by_key(key);
+    keys.dedup_by_key(|kv| key(kv));
+    let table = &entries[..sched.num_entries as usize];
+    let fcap = sched_counters.fresh.capacity;
+    let mut total = 0u32;
+    for kv in &keys {
+        let (a, b) = cand_pair(kv, k);
+        let class = pair_class(sched, segments, quad_arc, seg_contact, a, b);
+        if class == PairClass::All || find_entry(table, a, b).is_some() {
+            continue;
+        }
+        if total < fcap {
+            fresh[total as usize] = new_entry(a, b, class);
+        }
+        total += 1;
+    }
+    sched_counters.fresh.count = total;
+    if total > fcap {
+        sched_counters.fresh.overflow = 1;
     }
 }
 
