@@ -2198,8 +2198,9 @@ impl GpuSim {
             .extra
             .push(("capacity_grows_ahead".into(), self.grows_ahead as f64));
         if let Some(acl) = &self.acl {
-            // The rebuild rounds, merge passes, coalescing stage and newcomer search (1, or 0 once
-            // cut) recorded per step now, and the cuts of them so far.
+            // The rebuild rounds, merge passes, coalescing stage (1, or 0 once cut) and newcomer
+            // search (2 with the grid, 1 listed, 0 left out) recorded per step now, and the cuts
+            // of them so far.
             stats
                 .extra
                 .push(("acl_rebuild_rounds".into(), acl.path.caps.rounds as f64));
