@@ -19,6 +19,8 @@
 @group(0) @binding(6) var<storage, read_write> fresh_offsets: array<u32>;
 @group(0) @binding(7) var<storage, read_write> sched_counters: SchedCounters;
 
+#import sched_entry_search
+
 @compute @workgroup_size(256)
 fn newcomer_keep(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -48,18 +50,5 @@ fn newcomer_keep(
         fresh_offsets[i] = 0u;
         return;
     }
-    // The entry (a, b) in the table sorted by (seg_a, seg_b).
-    var lo = 0u;
-    var hi = sched.num_entries;
-    for (var it = 0u; it < 32u && lo < hi; it = it + 1u) {
-        let mid = (lo + hi) / 2u;
-        let m = entries[mid];
-        if m.seg_a < ab.x || (m.seg_a == ab.x && m.seg_b < ab.y) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    let found = lo < sched.num_entries && entries[lo].seg_a == ab.x && entries[lo].seg_b == ab.y;
-    fresh_offsets[i] = select(1u, 0u, found);
+    fresh_offsets[i] = select(1u, 0u, has_entry(ab));
 }

@@ -27,9 +27,11 @@
 @group(0) @binding(6) var<storage, read_write> fresh: array<SchedEntry>;
 @group(0) @binding(7) var<storage, read_write> sched_counters: SchedCounters;
 
+#import sched_entry_search
+#import workgroup_scan
+
 var<workgroup> key_lo: array<u32, NEWCOMER_LIST_CANDIDATES>;
 var<workgroup> key_hi: array<u32, NEWCOMER_LIST_CANDIDATES>;
-var<workgroup> sums: array<u32, 256>;
 var<workgroup> live: u32;
 
 // Key i after key l.
@@ -43,21 +45,7 @@ fn kept(i: u32, n: u32) -> bool {
         return false;
     }
     let ab = cand_pair(KeyValue(key_lo[i], key_hi[i], 0u, 0u), cand_key_bits(sched.num_segments));
-    if pair_class(ab.x, ab.y) == PAIR_ALL {
-        return false;
-    }
-    var lo = 0u;
-    var hi = sched.num_entries;
-    for (var it = 0u; it < 32u && lo < hi; it = it + 1u) {
-        let mid = (lo + hi) / 2u;
-        let m = entries[mid];
-        if m.seg_a < ab.x || (m.seg_a == ab.x && m.seg_b < ab.y) {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return !(lo < sched.num_entries && entries[lo].seg_a == ab.x && entries[lo].seg_b == ab.y);
+    return pair_class(ab.x, ab.y) != PAIR_ALL && !has_entry(ab);
 }
 
 @compute @workgroup_size(256)
@@ -121,19 +109,9 @@ fn newcomer_list_compact(@builtin(local_invocation_index) lid: u32) {
             mine = mine + 1u;
         }
     }
-    sums[lid] = mine;
-    workgroupBarrier();
-    for (var o = 1u; o < 256u; o = o << 1u) {
-        var v = 0u;
-        if lid >= o {
-            v = sums[lid - o];
-        }
-        workgroupBarrier();
-        sums[lid] = sums[lid] + v;
-        workgroupBarrier();
-    }
+    let upto = workgroup_inclusive_scan(lid, mine);
     let fcap = sched_counters.fresh.capacity;
-    var slot = sums[lid] - mine;
+    var slot = upto - mine;
     let kb = cand_key_bits(sched.num_segments);
     for (var e = 0u; e < 4u; e = e + 1u) {
         if (keep & (1u << e)) != 0u {
@@ -150,7 +128,7 @@ fn newcomer_list_compact(@builtin(local_invocation_index) lid: u32) {
         }
     }
     if lid == 255u {
-        let total = sums[255];
+        let total = upto;
         atomicStore(&sched_counters.fresh.count, total);
         if total > fcap {
             atomicStore(&sched_counters.fresh.overflow, 1u);
