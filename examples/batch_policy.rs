@@ -16,8 +16,9 @@
 //! cut,coalesce,rounds,newcomers,both` (defaults: the relaxed scarf's counts from
 //! `examples/dispatch_count`, set capacity 40,000: 75 with every budget cut, 12 more for
 //! coalescing, 22 for the second round with its passes and label rounds, 36 for the newcomer
-//! search, 6 more when coalescing and the second round are both recorded); an upgraded step
-//! records every stage. Each batch attempt (a failed one too) costs one readback, counted as
+//! search through the grid, 6 more when coalescing and the second round are both recorded; the
+//! listed newcomer search, which serves a step on which a few segments enter a cell, is 2: `--cost
+//! 75,12,22,2,6`); an upgraded step records every stage. Each batch attempt (a failed one too) costs one readback, counted as
 //! `--sync N` dispatches (default 30 and 100: unmeasured on hardware, so both).
 //!
 //! What it leaves out: capacity growths (their reruns start the batches over in both policies
