@@ -1779,6 +1779,21 @@ mod tests {
     }
 
     #[test]
+    fn newcomer_level_follows_the_segments_entering_and_the_candidates() {
+        let at = |entered: u32, cand: u32| {
+            let mut c = SchedCounters::default();
+            c.entered = entered;
+            c.cand.count = cand;
+            newcomer_level(&c)
+        };
+        assert_eq!(at(0, 0), 0);
+        assert_eq!(at(1, 0), 1);
+        assert_eq!(at(NEWCOMER_LIST_MAX, NEWCOMER_LIST_CANDIDATES), 1);
+        assert_eq!(at(NEWCOMER_LIST_MAX + 1, 0), 2);
+        assert_eq!(at(3, NEWCOMER_LIST_CANDIDATES + 1), 2);
+    }
+
+    #[test]
     fn rerun_causes_name_each_budget_and_capacity_that_grew() {
         let all = AclCaps::all(64);
         let ran = AclCaps {
