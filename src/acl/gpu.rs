@@ -1780,11 +1780,15 @@ mod tests {
 
     #[test]
     fn newcomer_level_follows_the_segments_entering_and_the_candidates() {
-        let at = |entered: u32, cand: u32| {
-            let mut c = SchedCounters::default();
-            c.entered = entered;
-            c.cand.count = cand;
-            newcomer_level(&c)
+        let at = |entered: u32, count: u32| {
+            newcomer_level(&SchedCounters {
+                entered,
+                cand: crate::layout::Capacity {
+                    count,
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
         };
         assert_eq!(at(0, 0), 0);
         assert_eq!(at(1, 0), 1);
