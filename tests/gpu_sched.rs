@@ -1333,6 +1333,17 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     cpu_fresh.len()
 }
 
+/// The entry table without every 3rd entry (so that a newcomer search finds both pairs that have
+/// an entry and pairs that have none).
+fn without_every_third(entries: &[SchedEntry]) -> Vec<SchedEntry> {
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| k % 3 != 0)
+        .map(|(_, e)| *e)
+        .collect()
+}
+
 #[test]
 fn grid_and_newcomer_kernels_match_twins_and_cpu_run() {
     let Some(gpu) = gpu_or_skip("grid_and_newcomer_kernels_match_twins_and_cpu_run") else {
@@ -1382,13 +1393,7 @@ fn grid_and_newcomer_kernels_match_twins_and_cpu_run() {
             *p = CellBox::default();
         }
     }
-    let table: Vec<SchedEntry> = f
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| k % 3 != 0)
-        .map(|(_, e)| *e)
-        .collect();
+    let table = without_every_third(&f.entries);
     let n2 = newcomer_chain(
         &gpu,
         &f,
@@ -1592,8 +1597,9 @@ fn sched_sizes_matches_twin() {
 /// (`newcomer_schedule`), so the new entries that `newcomer_keep` and `newcomer_compact` make of
 /// them are too; the GPU's (appended in the order its threads come) equal the twin's once sorted.
 /// `newcomer_list_compact` (sort, unique, keep and compact in one workgroup) makes of the GPU's
-/// candidates the CPU run's new entries, with room and short of it. Two more cases: with more segments listed than it takes it writes nothing, and with too little
-/// room it flags the overflow with the full count. All outputs are discrete.
+/// candidates the CPU run's new entries, with room and short of it. Two more cases: with more
+/// segments listed than it takes it writes nothing, and with too little room it flags the
+/// overflow with the full count. All outputs are discrete.
 #[test]
 fn listed_newcomer_search_matches_twin_and_the_grid() {
     use yarnsim::layout::{KeyValue, NEWCOMER_LIST_MAX};
@@ -1605,18 +1611,31 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
     let f = process_fixture();
     let nseg = f.segments.len();
     // The table without every 3rd entry, so that some of the pairs found are new.
-    let table: Vec<SchedEntry> = f
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| k % 3 != 0)
-        .map(|(_, e)| *e)
-        .collect();
+    let table = without_every_third(&f.entries);
     let u = SchedUniform {
         num_entries: table.len() as u32,
         ..f.uniform
     };
     let k = cand_key_bits(u.num_segments);
+    // `newcomer_list_compact` on the GPU: the new entries (room for `fcap`) and the counters.
+    let list_compact_gpu = |keys: &[KeyValue], counters: SchedCounters, fcap: usize| {
+        run_sched_kernel(
+            &gpu,
+            "newcomer_list_compact",
+            &[
+                ("sched", bytes(&[u])),
+                ("segments", bytes(&f.segments)),
+                ("quad_arc", bytes(&f.quad_arc)),
+                ("seg_contact", bytes(&f.seg_contact)),
+                ("entries", bytes(&table)),
+                ("sched_cand", bytes(keys)),
+                ("fresh", bytes(&vec![SchedEntry::default(); fcap])),
+                ("sched_counters", bytes(&[counters])),
+            ],
+            256,
+            "fresh",
+        )
+    };
     let shifted = |every: usize| -> Vec<CellBox> {
         f.cells
             .iter()
@@ -1748,22 +1767,7 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
                 &mut t_fresh,
                 &mut c3,
             );
-            let (gf, gc3) = run_sched_kernel(
-                &gpu,
-                "newcomer_list_compact",
-                &[
-                    ("sched", bytes(&[u])),
-                    ("segments", bytes(&f.segments)),
-                    ("quad_arc", bytes(&f.quad_arc)),
-                    ("seg_contact", bytes(&f.seg_contact)),
-                    ("entries", bytes(&table)),
-                    ("sched_cand", bytes(&g_keys)),
-                    ("fresh", bytes(&vec![SchedEntry::default(); fcap as usize])),
-                    ("sched_counters", bytes(&[c2])),
-                ],
-                256,
-                "fresh",
-            );
+            let (gf, gc3) = list_compact_gpu(&g_keys, c2, fcap as usize);
             assert_eq!(gc3, c3, "{label}: newcomer_list_compact counters");
             let g_fresh: Vec<SchedEntry> = bytemuck::pod_collect_to_vec(&gf);
             assert_eq!(g_fresh, t_fresh, "{label}: new entries, GPU vs twin");
@@ -1784,21 +1788,6 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
     c.cand.capacity = 2 * c.cand.count;
     c.fresh.count = 77;
     let keys = vec![KeyValue::default(); c.cand.capacity as usize];
-    let (_, gc) = run_sched_kernel(
-        &gpu,
-        "newcomer_list_compact",
-        &[
-            ("sched", bytes(&[u])),
-            ("segments", bytes(&f.segments)),
-            ("quad_arc", bytes(&f.quad_arc)),
-            ("seg_contact", bytes(&f.seg_contact)),
-            ("entries", bytes(&f.entries)),
-            ("sched_cand", bytes(&keys)),
-            ("fresh", bytes(&vec![SchedEntry::default(); 16])),
-            ("sched_counters", bytes(&[c])),
-        ],
-        256,
-        "fresh",
-    );
+    let (_, gc) = list_compact_gpu(&keys, c, 16);
     assert_eq!(gc.fresh.count, 0, "too many candidates");
 }
