@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a check on a lent GPU machine runs into .devbin/bins.tar.xz (git-ignored through
-# .git/info/exclude): release builds of the CLI, the gpu and dispatch benches and every GPU test
-# binary, stripped.
+# .git/info/exclude): release builds of the CLI, the gpu and dispatch benches, examples/gpu_parity
+# and every GPU test binary, stripped.
 # That machine has no Rust toolchain, so everything it runs is built here (x86-64, like it).
 #
 #   scripts/device/pack.sh              # this checkout
@@ -39,6 +39,8 @@ if [ -z "${NOTESTS:-}" ]; then
       case "$name" in gpu_* | relax | checkpoint) cp "$path" ".devbin/bin/$name" ;; esac
     done
 fi
+cargo build --release --example gpu_parity
+cp target/release/examples/gpu_parity .devbin/bin/example_gpu_parity
 cargo bench --bench gpu --bench dispatch --no-run --message-format=json 2>/dev/null | executables |
   while read -r name path; do
     case "$name" in gpu | dispatch) cp "$path" ".devbin/bin/bench_$name" ;; esac

@@ -29,6 +29,8 @@
 #   SCARF_BCC=file   the relaxed scarf's state (a frame_0000.bcc made anywhere, e.g. on the CPU
 #                    here, and carried): the bench's scarf_relaxed starts from it, nothing is relaxed
 #   BENCH_FIRST=1    the benches before the tests (the tests then take what time is left)
+#   PARITY=s:n,...   examples/gpu_parity on scenes/s.toml for n steps each (the GPU step against the
+#                    CPU path on the hardware), each cut at 120 s
 #   DEADLINE=s       stop starting work s seconds after the start; each test, bench and run is cut
 #                    to the time left, so the call ends within it (default 540)
 #
@@ -81,7 +83,7 @@ tests() {
   if [ -n "${TESTS:-}" ]; then
     list=${TESTS//,/ }
   else
-    list=$(cd "$B" && ls | grep -v -e '^bench_' -e '^yarnsim$' -e '^HEAD$' -e '^BASE$')
+    list=$(cd "$B" && ls | grep -v -e '^bench_' -e '^example_' -e '^yarnsim$' -e '^HEAD$' -e '^BASE$')
   fi
   for t in $list; do
     lim=$(budget "${TEST_TIMEOUT:-120}")
@@ -169,6 +171,15 @@ for m in ${RUNS//,/ }; do
   done
 done
 [ -n "${BENCH_FIRST:-}" ] && tests
+PARITY=${PARITY:-}
+for p in ${PARITY//,/ }; do
+  lim=$(budget 120)
+  [ "$lim" -lt 10 ] && { log "parity $p: not run (deadline)"; continue; }
+  start=$(now)
+  timeout "$lim" "$B/example_gpu_parity" "scenes/${p%%:*}.toml" "${p#*:}" >"$OUT/parity_${p%%:*}.log" 2>&1
+  log "parity ${p%%:*} (${p#*:} steps): rc $?, $(secs "$start")"
+  grep -E '^(after|counts|rebuilds)' "$OUT/parity_${p%%:*}.log" | tail -4 | tee -a "$OUT/summary.txt"
+done
 RELAX=${RELAX:-}
 for s in ${RELAX//,/ }; do
   lim=$(budget 300)
