@@ -5,10 +5,12 @@
 // (Σ|f − R f0| > 2√τ Σ|R f0| sets SET_DIRTY). Sets set_evaluate left alone raise their errors in
 // acl_counters: more than ACL_MAX_SET_POINTS points (ACL_ERROR_SET_TOO_BIG), a non-finite rotation
 // (ACL_ERROR_NOT_FINITE, the smallest such set in first_bad_set).
-// One workgroup of 64 per set (workgroup index on the 2-D grid); thread l computes rows l, l + 64, …
+// One workgroup of 32 per set (workgroup index on the 2-D grid); thread l computes rows l, l + 32, …
 // each summed over j = 0 … n − 1 in order (model::corotational_row: the CPU's additions, in its
-// order); thread 0 then sums the criterion over the rows in order.
-// Loop bound per thread: ⌈n / 64⌉ · n + n ≤ 17,408 iterations (n ≤ 1,024).
+// order); thread 0 then sums the criterion over the rows in order. 32 threads, one warp on NVIDIA:
+// sets have some 9 points (at most 10 in the swatch, drop, small sack and small sweater), so with 64
+// a set's second warp only waited at the barrier, holding a warp slot.
+// Loop bound per thread: ⌈n / 32⌉ · n + n ≤ 33,792 iterations (n ≤ 1,024).
 
 #import layout
 #import vec
@@ -23,7 +25,7 @@
 @group(0) @binding(5) var<storage, read_write> fout_pool: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(32)
 fn set_force(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -54,13 +56,13 @@ fn set_force(
     let o = s.cp_off;
     let n = s.n_cp;
     if (s.flags & SET_ZERO) != 0u {
-        for (var t = lid; t < n; t += 64u) {
+        for (var t = lid; t < n; t += 32u) {
             fout_pool[o + t] = vec4<f32>(0.0);
         }
         return;
     }
     let r = quat_to_matrix(s.quat);
-    for (var t = lid; t < n; t += 64u) {
+    for (var t = lid; t < n; t += 32u) {
         var acc = f0_pool[o + t].xyz;
         for (var j = 0u; j < n; j++) {
             let b = k_pool[s.k_off + tri_index(n, min(j, t), max(j, t))];

@@ -424,7 +424,7 @@ fn set_force_matches_its_twin() {
             ("fout_pool", bytes(&fout0)),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        64 * sets_in.len() as u32,
+        32 * sets_in.len() as u32,
     )
     .unwrap();
     let sets_g: Vec<ContactSet> = cast(&out["sets"]);
