@@ -7,7 +7,8 @@
 //! (rebuild rounds), `passes` (merge passes), `label_rounds`, `coalesce` (0/1), `newcomers`
 //! (0: none, 1: the listed search, 2: the grid's), `indexed` (0/1), `length` (length iterations), `sets` (set capacity); unnamed budgets
 //! are those of a quiet run: 1 round, pass, label round and length iteration, no coalescing,
-//! newcomer search or set index.
+//! newcomer search or set index. With `ORDER` set in the environment it also prints the kernels in
+//! the order the step records them.
 
 use std::collections::BTreeMap;
 use yarnsim::gpu::Gpu;
@@ -63,6 +64,9 @@ fn main() -> anyhow::Result<()> {
         *by.entry(k).or_default() += 1;
     }
     println!("{}: {keys:?}", path.display());
+    if std::env::var_os("ORDER").is_some() {
+        println!("{}", g.dispatch_kernels().join(" "));
+    }
     println!(
         "{} dispatches per step in {} compute passes; by kernel: {by:?}",
         g.dispatches_per_step(),

@@ -5,8 +5,8 @@
 // Δ_t = Rᵀ(q_t − c) − d̄_t into dev_pool, and the invalidation: eq. 6 (max_t M_t 2r |Δ_t| / ε² > τ),
 // then with ACL_EXTRA_INVALIDATION the guards and the watched pairs' crossing budget. An invalid
 // model gets SET_DIRTY, a non-finite rotation SET_NOT_FINITE (set_force reports it).
-// One thread per set. Loop bound per thread: 3 n (centre, F, deviations; n ≤ 1,024) + the polar
-// decomposition's 2,600 + 32 watched pairs ≤ 5,704 iterations.
+// One thread per set. Loop bound per thread: 3 n (centre, F, deviations; n ≤ 1,008) + the polar
+// decomposition's 2,600 + 32 watched pairs ≤ 5,656 iterations.
 
 #import layout
 #import vec

@@ -5,12 +5,18 @@
 // (Σ|f − R f0| > 2√τ Σ|R f0| sets SET_DIRTY). Sets set_evaluate left alone raise their errors in
 // acl_counters: more than ACL_MAX_SET_POINTS points (ACL_ERROR_SET_TOO_BIG), a non-finite rotation
 // (ACL_ERROR_NOT_FINITE, the smallest such set in first_bad_set).
-// One workgroup of 32 per set (workgroup index on the 2-D grid); thread l computes rows l, l + 32, …
-// each summed over j = 0 … n − 1 in order (model::corotational_row: the CPU's additions, in its
-// order); thread 0 then sums the criterion over the rows in order. 32 threads, one warp on NVIDIA:
-// sets have some 9 points (at most 10 in the swatch, drop, small sack and small sweater), so with 64
-// a set's second warp only waited at the barrier, holding a warp slot.
-// Loop bound per thread: ⌈n / 32⌉ · n + n ≤ 33,792 iterations (n ≤ 1,024).
+// Four sets per workgroup of 64, 16 lanes each (set 4 w + lid / 16, w the workgroup index on the
+// 2-D grid): lane l computes rows l, l + 16, … each summed over j = 0 … n − 1 in order
+// (model::corotational_row: the CPU's additions, in its order); lane 0 then sums the criterion over
+// the rows in order. Why 16 lanes and four sets: sets have some 9 points (at most 10 in the swatch,
+// drop, small sack and small sweater), so a lane per row fills half of 16 lanes, a third of 32; and
+// a GPU keeps a bounded number of workgroups resident (32 per multiprocessor on NVIDIA's recent
+// parts), so a workgroup per set of 32 threads kept at most 32 sets, and half the warps the
+// multiprocessor holds, in flight; four sets of 16 lanes keep 128 sets in 64 warps.
+// No return before the barrier (it must be reached in uniform control flow): a lane without rows
+// only skips them.
+// Loop bound per thread: ⌈n / 16⌉ (1 + n) + n ≤ 64,575 iterations (n ≤ ACL_MAX_SET_POINTS = 1,008,
+// the largest multiple of 16 under lavapipe's 65,535).
 
 #import layout
 #import vec
@@ -25,60 +31,62 @@
 @group(0) @binding(5) var<storage, read_write> fout_pool: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
-@compute @workgroup_size(32)
+const SET_LANES: u32 = 16u;
+
+@compute @workgroup_size(64)
 fn set_force(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // Everything up to the barrier depends only on the set: uniform across the workgroup.
-    let k = wid.y * nwg.x + wid.x;
-    if k >= acl.num_sets {
-        return;
-    }
-    let s = sets[k];
-    if !set_is_clean(s.flags) {
-        return;
-    }
-    if s.n_cp > ACL_MAX_SET_POINTS {
-        if lid == 0u {
-            atomicOr(&acl_counters.errors, ACL_ERROR_SET_TOO_BIG);
+    let k = thread_index(wid, nwg, lid / SET_LANES, 64u / SET_LANES);
+    let lane = lid % SET_LANES;
+    // Whether this lane's set gets a force (its rows below, its criterion after the barrier).
+    var forced = false;
+    var s: ContactSet;
+    var r: mat3x3<f32>;
+    if k < acl.num_sets {
+        s = sets[k];
+        if set_is_clean(s.flags) {
+            if s.n_cp > ACL_MAX_SET_POINTS {
+                if lane == 0u {
+                    atomicOr(&acl_counters.errors, ACL_ERROR_SET_TOO_BIG);
+                }
+            } else if (s.flags & SET_NOT_FINITE) != 0u {
+                if lane == 0u {
+                    atomicOr(&acl_counters.errors, ACL_ERROR_NOT_FINITE);
+                    atomicMin(&acl_counters.first_bad_set, k);
+                }
+            } else if (s.flags & SET_ZERO) != 0u {
+                for (var t = lane; t < s.n_cp; t += SET_LANES) {
+                    fout_pool[s.cp_off + t] = vec4<f32>(0.0);
+                }
+            } else {
+                forced = true;
+                let o = s.cp_off;
+                let n = s.n_cp;
+                r = quat_to_matrix(s.quat);
+                for (var t = lane; t < n; t += SET_LANES) {
+                    var acc = f0_pool[o + t].xyz;
+                    for (var j = 0u; j < n; j++) {
+                        let b = k_pool[s.k_off + tri_index(n, min(j, t), max(j, t))];
+                        acc = acc + sym_mul(b, dev_pool[o + j].xyz);
+                    }
+                    fout_pool[o + t] = vec4<f32>(m3_mul_v(r, acc), 0.0);
+                }
+            }
         }
-        return;
-    }
-    if (s.flags & SET_NOT_FINITE) != 0u {
-        if lid == 0u {
-            atomicOr(&acl_counters.errors, ACL_ERROR_NOT_FINITE);
-            atomicMin(&acl_counters.first_bad_set, k);
-        }
-        return;
-    }
-    let o = s.cp_off;
-    let n = s.n_cp;
-    if (s.flags & SET_ZERO) != 0u {
-        for (var t = lid; t < n; t += 32u) {
-            fout_pool[o + t] = vec4<f32>(0.0);
-        }
-        return;
-    }
-    let r = quat_to_matrix(s.quat);
-    for (var t = lid; t < n; t += 32u) {
-        var acc = f0_pool[o + t].xyz;
-        for (var j = 0u; j < n; j++) {
-            let b = k_pool[s.k_off + tri_index(n, min(j, t), max(j, t))];
-            acc = acc + sym_mul(b, dev_pool[o + j].xyz);
-        }
-        fout_pool[o + t] = vec4<f32>(m3_mul_v(r, acc), 0.0);
     }
     if (acl.flags & ACL_EXTRA_INVALIDATION) == 0u {
         return;
     }
-    // The rows other threads wrote, visible to thread 0.
+    // The rows other lanes wrote, visible to lane 0.
     storageBarrier();
-    if lid == 0u {
+    if forced && lane == 0u {
+        let o = s.cp_off;
         var change = 0.0;
         var reference = 0.0;
-        for (var t = 0u; t < n; t++) {
+        for (var t = 0u; t < s.n_cp; t++) {
             let rf0 = m3_mul_v(r, f0_pool[o + t].xyz);
             change += norm3(fout_pool[o + t].xyz - rf0);
             reference += norm3(rf0);

@@ -8,7 +8,7 @@
 // Each workgroup also writes its live sets' number into scan_groups (shared/scan_groups.wgsl), from
 // which set_compact, later in the step, finds each live set's slot in the compacted table (the
 // table does not change in between). Dispatched over every set slot.
-// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024 (a larger set fails the step in set_evaluate),
+// Loop bound per thread: ACL_MAX_SET_POINTS = 1,008 (a larger set fails the step in set_evaluate),
 // 8 (write_scan_group).
 
 #import layout

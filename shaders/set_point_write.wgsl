@@ -4,7 +4,7 @@
 // point_start[p] + point_rank[at] of point_records as (k, at); a slot past record_capacity is not
 // written. Thread 0 records the total, point_start[num_points], in acl_counters.records, and
 // ACL_ERROR_RECORDS_FULL when it exceeds the capacity (the host grows the table and reruns).
-// Loop bound per thread: ACL_MAX_SET_POINTS = 1,024.
+// Loop bound per thread: ACL_MAX_SET_POINTS = 1,008.
 
 #import layout
 #import acl

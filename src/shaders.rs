@@ -941,10 +941,10 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::evaluate::set_evaluate",
     },
-    // One workgroup per set: dispatched over 32 · num_sets threads.
+    // Four sets per workgroup, 16 lanes each: dispatched over 16 · num_sets threads.
     Kernel {
         name: "set_force",
-        workgroup_size: 32,
+        workgroup_size: 64,
         bindings: &[
             uniform("acl"),
             read_write("sets"),

@@ -424,7 +424,7 @@ fn set_force_matches_its_twin() {
             ("fout_pool", bytes(&fout0)),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        32 * sets_in.len() as u32,
+        16 * sets_in.len() as u32,
     )
     .unwrap();
     let sets_g: Vec<ContactSet> = cast(&out["sets"]);
@@ -979,4 +979,132 @@ fn point_table_limits_raise_their_flags() {
     // The first MAX_POINT_RECORDS of the table (records n-1 down to 3), added in set order.
     let want: f32 = (3..n).map(|i| i as f32).sum();
     assert_eq!(f_c[0], [want, MAX_POINT_RECORDS as f32, 0.0, 0.0]);
+}
+
+/// `set_force` on sets made for it (four to a workgroup of 64, 16 lanes each): sets of more than
+/// 16 points (a lane takes several rows), one of 1, 16 and 17, next to sets the kernel must leave
+/// alone or only report (dirty, dead, zero-force, not finite, too big) within one workgroup; with
+/// and without the force-change criterion. Forces within the rounding bound of
+/// `set_force_matches_its_twin`, flags and counters identical (the sets' deviations are chosen far
+/// from the criterion's threshold: half large, half tiny).
+#[test]
+fn set_force_lanes_cover_every_row_of_mixed_sets() {
+    let Some(gpu) = gpu_or_skip("set_force_lanes_cover_every_row_of_mixed_sets") else {
+        return;
+    };
+    use yarnsim::acl::evaluate::MAX_SET_POINTS;
+    use yarnsim::acl::sets::{SET_DIRTY, SET_NOT_FINITE};
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    };
+    // (points, flags, deviation scale)
+    let live = SET_LIVE;
+    let plan: [(u32, u32, f32); 14] = [
+        (40, live, 1.0),
+        (1, live, 1e-6),
+        (20, live | SET_ZERO, 1.0),
+        (5, live | SET_DIRTY, 1.0),
+        (7, 0, 1.0),
+        (9, live | SET_NOT_FINITE, 1.0),
+        (17, live, 1e-6),
+        (16, live, 1.0),
+        (MAX_SET_POINTS + 1, live, 1.0),
+        (33, live, 1e-6),
+        (9, live, 1.0),
+        (9, live, 1e-6),
+        (48, live, 1.0),
+        (3, live | SET_NOT_FINITE, 1.0),
+    ];
+    let (mut sets, mut f0, mut dev, mut k) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &(n, flags, scale) in &plan {
+        // The too-big set's pools are never read: give it none.
+        let pooled = if n > MAX_SET_POINTS { 0 } else { n };
+        let q = [rnd(), rnd(), rnd(), 1.0 + rnd().abs()];
+        let qn = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        sets.push(ContactSet {
+            cp_off: f0.len() as u32,
+            n_cp: n,
+            k_off: k.len() as u32,
+            flags,
+            quat: q.map(|x| x / qn),
+            ..Default::default()
+        });
+        for _ in 0..pooled {
+            f0.push([rnd(), rnd(), rnd(), 0.0]);
+            dev.push([scale * rnd(), scale * rnd(), scale * rnd(), 0.0]);
+        }
+        for _ in 0..pooled * (pooled + 1) / 2 {
+            k.push([rnd(), rnd(), rnd(), rnd(), rnd(), rnd()]);
+        }
+    }
+    let np = f0.len();
+    for flags in [0, ACL_EXTRA_INVALIDATION] {
+        let u = AclUniform {
+            num_sets: sets.len() as u32,
+            flags,
+            tolerance: 0.04,
+            ..Default::default()
+        };
+        let fout0 = vec![[7.0f32; 4]; np];
+        let (mut sets_c, mut fout_c, mut cnt_c) =
+            (sets.clone(), fout0.clone(), AclCounters::default());
+        set_force(&u, &mut sets_c, &f0, &k, &dev, &mut fout_c, &mut cnt_c);
+        let out = run_kernel(
+            &gpu,
+            "set_force",
+            &[
+                ("acl", bytes(&[u])),
+                ("sets", bytes(&sets)),
+                ("f0_pool", bytes(&f0)),
+                ("k_pool", bytes(&k)),
+                ("dev_pool", bytes(&dev)),
+                ("fout_pool", bytes(&fout0)),
+                ("acl_counters", bytes(&[AclCounters::default()])),
+            ],
+            16 * sets.len() as u32,
+        )
+        .unwrap();
+        let sets_g: Vec<ContactSet> = cast(&out["sets"]);
+        let fout_g: Vec<[f32; 4]> = cast(&out["fout_pool"]);
+        let cnt_g: Vec<AclCounters> = cast(&out["acl_counters"]);
+        assert_eq!(cnt_g[0], cnt_c, "flags {flags}");
+        assert_eq!(cnt_c.first_bad_set, 5, "the smallest set not finite");
+        assert_ne!(cnt_c.errors, 0);
+        assert_eq!(sets_g, sets_c, "flags {flags}: the sets' flags");
+        let dirtied = (0..sets.len())
+            .filter(|&s| sets_c[s].flags != sets[s].flags)
+            .count();
+        // With the criterion, the sets of large deviations (40, 16, 9 and 48 points) turn dirty and
+        // the tiny ones do not: the decisions compared above are not all one way.
+        assert_eq!(dirtied, if flags == 0 { 0 } else { 4 }, "flags {flags}");
+        let mut rows = 0;
+        for (s, h) in sets.iter().enumerate() {
+            let (o, n) = (h.cp_off as usize, h.n_cp as usize);
+            if n > MAX_SET_POINTS as usize {
+                continue;
+            }
+            for t in 0..n {
+                let mut mag = v(f0[o + t]).norm();
+                for j in 0..n {
+                    let b = tri_index(n, j.min(t), j.max(t));
+                    mag += sym_to_m3(&k[h.k_off as usize + b]).cast::<f64>().norm()
+                        * v(dev[o + j]).norm();
+                }
+                let tol = 2.0 * (n as f64 + 4.0) * U * mag + 4.0 * U * v(fout_c[o + t]).norm();
+                let d = (v(fout_c[o + t]) - v(fout_g[o + t])).norm();
+                assert!(d <= tol, "set {s} row {t}: |Δf| = {d:e} > {tol:e}");
+                if h.is_clean() && h.flags & SET_NOT_FINITE == 0 {
+                    assert_ne!(fout_g[o + t], [7.0; 4], "set {s} row {t} not written");
+                } else {
+                    assert_eq!(fout_g[o + t], [7.0; 4], "set {s} row {t} written");
+                }
+                rows += 1;
+            }
+        }
+        assert_eq!(rows, np);
+    }
 }

@@ -27,7 +27,7 @@ const ACL_PHASE_STEP: u32 = 0u;
 const ACL_PHASE_SCHEDULED: u32 = 1u;
 const ACL_PHASE_COALESCED: u32 = 2u;
 // acl::evaluate::MAX_SET_POINTS and acl::gather::MAX_POINT_RECORDS.
-const ACL_MAX_SET_POINTS: u32 = 1024u;
+const ACL_MAX_SET_POINTS: u32 = 1008u;
 const ACL_MAX_POINT_RECORDS: u32 = 128u;
 // acl::BASIS_ABS_SUM_MAX.
 const BASIS_ABS_SUM_MAX: f32 = 1.25;

@@ -15,9 +15,9 @@
 //! - `set_evaluate` (one thread per set): centre of mass, warm-started rotation, deviations into
 //!   `dev_pool`, the invalidation by eq. 6, the watched pairs and the guards; a set whose rotation is
 //!   not finite gets [`SET_NOT_FINITE`];
-//! - `set_force` (one workgroup per set, one thread per row): the corotational force of every set
-//!   still clean into `fout_pool` (zero for a [`SET_ZERO`] set), then the force-change criterion;
-//!   it raises the errors of `set_evaluate`'s sets in `acl_counters`.
+//! - `set_force` (16 lanes per set, four sets per workgroup, a lane per row): the corotational force
+//!   of every set still clean into `fout_pool` (zero for a [`SET_ZERO`] set), then the
+//!   force-change criterion; it raises the errors of `set_evaluate`'s sets in `acl_counters`.
 //!
 //! The two functions of those names are their CPU twins. The CPU step runs both halves set by set
 //! in one pass ([`set_evaluate_and_force`]: the same per-set code, so the same results), reading
@@ -68,9 +68,10 @@ pub const BASIS_ABS_SUM_MAX: f32 = 1.25;
 
 /// Most control points of a set the GPU kernels evaluate (shaders/shared/acl.wgsl
 /// `ACL_MAX_SET_POINTS`): it bounds their loops under lavapipe's 65,535 iterations per invocation
-/// (`set_evaluate`: 5 n + the rotation's 2,600; `set_force`: ⌈n / 64⌉ · n = 16,384 per thread).
-/// A set of 1,024 points would hold 525k blocks of `K̄` (12 MB); the sets of a knit have tens.
-pub const MAX_SET_POINTS: u32 = 1024;
+/// (`set_evaluate`: 5 n + the rotation's 2,600; `set_force`, 16 lanes a set: ⌈n / 16⌉ (1 + n) + n
+/// = 64,575 per thread, and 1,008 is the largest multiple of 16 that keeps it under).
+/// A set of 1,008 points would hold 508k blocks of `K̄` (12 MB); the sets of a knit have tens.
+pub const MAX_SET_POINTS: u32 = 1008;
 
 /// The read-only buffers of the first half (`set_evaluate`).
 #[derive(Clone, Copy)]
