@@ -5,8 +5,20 @@
 // Δ_t = Rᵀ(q_t − c) − d̄_t into dev_pool, and the invalidation: eq. 6 (max_t M_t 2r |Δ_t| / ε² > τ),
 // then with ACL_EXTRA_INVALIDATION the guards and the watched pairs' crossing budget. An invalid
 // model gets SET_DIRTY, a non-finite rotation SET_NOT_FINITE (set_force reports it).
-// One thread per set. Loop bound per thread: 3 n (centre, F, deviations; n ≤ 1,008) + the polar
-// decomposition's 2,600 + 32 watched pairs ≤ 5,656 iterations.
+// Four sets per workgroup of 64, 16 lanes each (set 4 w + lid / 16, w the workgroup index on the
+// 2-D grid), in three phases between workgroup barriers:
+// 1. lane t < 16 loads the set's point t (through cp_pool) and d̄_t into workgroup memory;
+// 2. lane 0 sums the centre and F over t = 0 … n − 1 in order (the twin's order) and decomposes F;
+// 3. lane l computes the deviations of points l, l + 16, … and the maxima of M_t |Δ_t| and |Δ_t|
+//    over them; lane 0 takes the maxima over the lanes (a maximum is exact in any order, so these
+//    are the twin's) and decides.
+// Points t ≥ 16 of a larger set are read from the storage buffers where they are used. Why lanes:
+// a thread per set left the GPU nearly empty (the relaxed scarf's 19,889 sets are some 5 warps per
+// multiprocessor of an H200) and its chain of dependent loads (cp_pool, then pos, for every point,
+// before the sums) exposed to memory latency; now the loads are issued at once, the chain reads
+// workgroup memory. No return before the last barrier (barriers need uniform control flow).
+// Loop bound per thread: lane 0: 2 n (centre, F; n ≤ 1,008) + the polar decomposition's 2,600 + 16
+// (maxima) + 32 watched pairs + ⌈n / 16⌉ (deviations) ≤ 4,727 iterations.
 
 #import layout
 #import vec
@@ -23,21 +35,43 @@
 @group(0) @binding(7) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(8) var<storage, read_write> dev_pool: array<vec4<f32>>;
 
-// The set's t-th control point.
-fn set_point(o: u32, t: u32) -> vec3<f32> {
+const SET_LANES: u32 = 16u;
+const GROUP_SETS: u32 = 4u;
+
+// Phase 1's points and d̄ (set g's point t < 16 at 16 g + t), phase 2's results for phase 3 (Rᵀ, and
+// the centre with w = 1 when the set goes on to its deviations), phase 3's per-lane maxima.
+var<workgroup> w_point: array<vec4<f32>, 64>;
+var<workgroup> w_dbar: array<vec4<f32>, 64>;
+var<workgroup> w_rt: array<mat3x3<f32>, GROUP_SETS>;
+var<workgroup> w_centre: array<vec4<f32>, GROUP_SETS>;
+var<workgroup> w_worst: array<f32, 64>;
+var<workgroup> w_maxdev: array<f32, 64>;
+
+// Set g's t-th control point (its pools at o).
+fn set_point(g: u32, o: u32, t: u32) -> vec3<f32> {
+    if t < SET_LANES {
+        return w_point[g * SET_LANES + t].xyz;
+    }
     return pos[cp_pool[o + t]].xyz;
 }
 
-// Quadrature point i from the set's points, slots c0..c0 + 4 of the packed loc (the arithmetic of
+fn set_dbar(g: u32, o: u32, t: u32) -> vec3<f32> {
+    if t < SET_LANES {
+        return w_dbar[g * SET_LANES + t].xyz;
+    }
+    return dbar_pool[o + t].xyz;
+}
+
+// Quadrature point i from set g's points, slots c0..c0 + 4 of the packed loc (the arithmetic of
 // the exact path's quadrature points).
-fn quad_point_local(o: u32, loc: WatchLoc, c0: u32, i: u32) -> vec3<f32> {
+fn quad_point_local(g: u32, o: u32, loc: WatchLoc, c0: u32, i: u32) -> vec3<f32> {
     let w = acl.weights[i % acl.quadrature];
-    return set_point(o, watch_loc_slot(loc, c0)) * w.x + set_point(o, watch_loc_slot(loc, c0 + 1u)) * w.y
-        + set_point(o, watch_loc_slot(loc, c0 + 2u)) * w.z + set_point(o, watch_loc_slot(loc, c0 + 3u)) * w.w;
+    return set_point(g, o, watch_loc_slot(loc, c0)) * w.x + set_point(g, o, watch_loc_slot(loc, c0 + 1u)) * w.y
+        + set_point(g, o, watch_loc_slot(loc, c0 + 2u)) * w.z + set_point(g, o, watch_loc_slot(loc, c0 + 3u)) * w.w;
 }
 
 // EvalCtx::crossing_error: the force the watched pairs that crossed 2r may be missing.
-fn crossing_error(s: ContactSet, bound: f32) -> f32 {
+fn crossing_error(g: u32, s: ContactSet, bound: f32) -> f32 {
     let r = acl.radius;
     var err = 0.0;
     for (var t = 0u; t < s.n_watch; t++) {
@@ -46,7 +80,7 @@ fn crossing_error(s: ContactSet, bound: f32) -> f32 {
             break;
         }
         let loc = watch_loc_pool[s.w_off + t];
-        let d = norm3(quad_point_local(s.cp_off, loc, 0u, w.i) - quad_point_local(s.cp_off, loc, 4u, w.j));
+        let d = norm3(quad_point_local(g, s.cp_off, loc, 0u, w.i) - quad_point_local(g, s.cp_off, loc, 4u, w.j));
         if (d < 2.0 * r) != (w.gap < 0.0) {
             let dm = 2.0 * r - abs(d - 2.0 * r);
             let df = penalty_df(dm * dm, r);
@@ -62,42 +96,68 @@ fn set_evaluate(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid, 64u);
-    if k >= acl.num_sets {
-        return;
-    }
-    let s = sets[k];
-    if !set_is_clean(s.flags) || s.n_cp > ACL_MAX_SET_POINTS {
-        return;
+    let g = lid / SET_LANES;
+    let lane = lid % SET_LANES;
+    let k = thread_index(wid, nwg, g, GROUP_SETS);
+    var s: ContactSet;
+    var live_set = false;
+    if k < acl.num_sets {
+        s = sets[k];
+        live_set = set_is_clean(s.flags) && s.n_cp <= ACL_MAX_SET_POINTS;
     }
     let o = s.cp_off;
     let n = s.n_cp;
-    // model::centre, model::set_rotation.
-    var c = vec3<f32>(0.0);
-    for (var t = 0u; t < n; t++) {
-        c = c + set_point(o, t);
+    if live_set && lane < n {
+        w_point[lid] = vec4<f32>(pos[cp_pool[o + lane]].xyz, 0.0);
+        w_dbar[lid] = dbar_pool[o + lane];
     }
-    c = c / f32(max(n, 1u));
-    var f = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
-    for (var t = 0u; t < n; t++) {
-        f = f + m3_outer(set_point(o, t) - c, dbar_pool[o + t].xyz);
+    workgroupBarrier();
+    if live_set && lane == 0u {
+        // model::centre, model::set_rotation.
+        var c = vec3<f32>(0.0);
+        for (var t = 0u; t < n; t++) {
+            c = c + set_point(g, o, t);
+        }
+        c = c / f32(max(n, 1u));
+        var f = mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+        for (var t = 0u; t < n; t++) {
+            f = f + m3_outer(set_point(g, o, t) - c, set_dbar(g, o, t));
+        }
+        let polar = polar_decompose(f, s.quat);
+        if polar.error != 0u {
+            sets[k].flags = s.flags | SET_NOT_FINITE;
+            w_centre[g] = vec4<f32>(c, 0.0);
+        } else {
+            sets[k].quat = polar.q;
+            w_rt[g] = transpose(polar.r);
+            w_centre[g] = vec4<f32>(c, 1.0);
+        }
     }
-    let polar = polar_decompose(f, s.quat);
-    if polar.error != 0u {
-        sets[k].flags = s.flags | SET_NOT_FINITE;
-        return;
-    }
-    sets[k].quat = polar.q;
-    // model::set_deviation and set_metric_and_max_deviation.
-    let rt = transpose(polar.r);
+    workgroupBarrier();
+    // model::set_deviation and set_metric_and_max_deviation, this lane's points.
+    let go = live_set && w_centre[g].w != 0.0;
     var worst = 0.0;
     var maxdev = 0.0;
-    for (var t = 0u; t < n; t++) {
-        let dev = m3_mul_v(rt, set_point(o, t) - c) - dbar_pool[o + t].xyz;
-        dev_pool[o + t] = vec4<f32>(dev, 0.0);
-        let norm = norm3(dev);
-        worst = max(worst, m_pool[o + t] * norm);
-        maxdev = max(maxdev, norm);
+    if go {
+        let rt = w_rt[g];
+        let c = w_centre[g].xyz;
+        for (var t = lane; t < n; t += SET_LANES) {
+            let dev = m3_mul_v(rt, set_point(g, o, t) - c) - set_dbar(g, o, t);
+            dev_pool[o + t] = vec4<f32>(dev, 0.0);
+            let norm = norm3(dev);
+            worst = max(worst, m_pool[o + t] * norm);
+            maxdev = max(maxdev, norm);
+        }
+    }
+    w_worst[lid] = worst;
+    w_maxdev[lid] = maxdev;
+    workgroupBarrier();
+    if !(go && lane == 0u) {
+        return;
+    }
+    for (var l = 1u; l < SET_LANES; l++) {
+        worst = max(worst, w_worst[lid + l]);
+        maxdev = max(maxdev, w_maxdev[lid + l]);
     }
     let metric = worst * 2.0 * acl.radius / (s.eps * s.eps);
     var dirty = !(metric <= acl.tolerance);
@@ -106,7 +166,7 @@ fn set_evaluate(
         let bound = 2.0 * BASIS_ABS_SUM_MAX * maxdev;
         if bound >= s.guard_far {
             dirty = true;
-        } else if bound >= s.guard_near && crossing_error(s, bound) > acl.tolerance * s.f_ref {
+        } else if bound >= s.guard_near && crossing_error(g, s, bound) > acl.tolerance * s.f_ref {
             dirty = true;
         }
     }

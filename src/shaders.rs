@@ -925,6 +925,7 @@ pub const KERNELS: &[Kernel] = &[
     },
     // --- ACL's per-step force stages (src/acl/): evaluation, springs, the point table (count →
     // scan → write → sort → start) and the gather ---
+    // Four sets per workgroup, 16 lanes each: dispatched over 16 · num_sets threads.
     Kernel {
         name: "set_evaluate",
         workgroup_size: 64,

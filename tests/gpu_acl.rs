@@ -174,7 +174,7 @@ fn run_evaluate(gpu: &yarnsim::gpu::Gpu, sim: &Sim, acl: &AclContact) -> EvalRun
             ("sets", bytes(&sets_in)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; np])),
         ],
-        sets_in.len() as u32,
+        16 * sets_in.len() as u32,
     )
     .unwrap();
     EvalRun {
@@ -353,7 +353,7 @@ fn polar_warm_start_returns_the_twins_quaternion() {
             ("sets", bytes(&warm)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; p.cp.len()])),
         ],
-        warm.len() as u32,
+        16 * warm.len() as u32,
     )
     .unwrap();
     let g: Vec<ContactSet> = cast(&out["sets"]);
@@ -1106,5 +1106,212 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
             }
         }
         assert_eq!(rows, np);
+    }
+}
+
+/// `set_evaluate` on sets made for it (four to a workgroup of 64, 16 lanes each; points 16 and on
+/// are read from the storage buffers, the first 16 from workgroup memory): sets of 1 to 48 points
+/// next to sets it must leave alone (dirty, dead, too big) within one workgroup, decided by the
+/// metric (ε tiny or huge) or, with the extra criteria, by a watched pair whose points lie past the
+/// first 16 or among them (a crossing against a budget `τ f_ref` tiny or huge): the decisions are
+/// far from every threshold, so the flags must be the twin's exactly. Rotations and deviations
+/// within 1e-4 of the twin's, far above f32 rounding for these well-conditioned sets and far below
+/// what reading a wrong point gives. One set of 16 points is turned without deformation but for its
+/// point 12, moved by 0.5: only that point's deviation (in lane 12) makes it dirty, which the
+/// maximum over the lanes must see.
+#[test]
+fn set_evaluate_lanes_cover_every_point_of_mixed_sets() {
+    let Some(gpu) = gpu_or_skip("set_evaluate_lanes_cover_every_point_of_mixed_sets") else {
+        return;
+    };
+    use yarnsim::acl::evaluate::MAX_SET_POINTS;
+    use yarnsim::acl::sets::{SET_DIRTY, SET_NOT_FINITE};
+    use yarnsim::acl::{WatchLoc, WatchPair};
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    };
+    let live = SET_LIVE;
+    // (points, flags, ε, f_ref, watched pair: whether its points lie past the first 16)
+    let plan: [(u32, u32, f32, f32, Option<bool>); 15] = [
+        (40, live, 1e-6, 1e30, None),
+        (1, live, 1e6, 1e30, None),
+        (17, live, 1e6, 1e30, None),
+        (5, live | SET_DIRTY, 1e6, 1e30, None),
+        (7, 0, 1e6, 1e30, None),
+        (40, live, 1e6, 1e-30, Some(true)),
+        (40, live, 1e6, 1e30, Some(true)),
+        (MAX_SET_POINTS + 1, live, 1e6, 1e30, None),
+        (16, live, 1e-6, 1e30, None),
+        (9, live, 1e6, 1e-30, Some(false)),
+        (48, live, 1e6, 1e30, None),
+        (3, live, 1e-6, 1e30, None),
+        (9, live, 1e6, 1e30, Some(false)),
+        (33, live, 1e-6, 1e30, None),
+        (16, live, 2.37, 1e30, None),
+    ];
+    let mut pos: Vec<[f32; 4]> = Vec::new();
+    let (mut cp, mut dbar, mut m) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut watch, mut watch_loc) = (Vec::new(), Vec::new());
+    let mut sets = Vec::new();
+    for (k, &(n, flags, eps, f_ref, watched)) in plan.iter().enumerate() {
+        let pooled = if n > MAX_SET_POINTS { 0 } else { n };
+        // The last set: no deformation but its point 12's, unit masses.
+        let bumped = k + 1 == plan.len();
+        let noise = if bumped { 0.0 } else { 0.01 };
+        // The reference shape d̄, and the points: that shape turned by some rotation, moved, and
+        // deformed a little.
+        let ang = 0.3 + rnd().abs();
+        let (sn, cs) = ang.sin_cos();
+        let cp_off = cp.len() as u32;
+        // d̄ has its centre at 0, as a model's reference offsets do.
+        let mut ds: Vec<[f32; 3]> = (0..pooled)
+            .map(|_| [3.0 * rnd(), 3.0 * rnd(), 3.0 * rnd()])
+            .collect();
+        for a in 0..3 {
+            let mean = ds.iter().map(|d| d[a]).sum::<f32>() / pooled.max(1) as f32;
+            for d in &mut ds {
+                d[a] -= mean;
+            }
+        }
+        for d in ds {
+            dbar.push([d[0], d[1], d[2], 0.0]);
+            m.push(if bumped { 1.0 } else { 0.5 + rnd().abs() });
+            cp.push(pos.len() as u32);
+            pos.push([
+                cs * d[0] - sn * d[1] + 1.0 + noise * rnd(),
+                sn * d[0] + cs * d[1] - 2.0 + noise * rnd(),
+                d[2] + 0.5 + noise * rnd(),
+                0.0,
+            ]);
+        }
+        if bumped {
+            pos[cp[cp_off as usize + 12] as usize][0] += 0.5;
+        }
+        let (w_off, mut n_watch) = (watch.len() as u32, 0);
+        if let Some(past) = watched {
+            // Two points 2.5 r apart (r = 1) that were touching at the rebuild (gap < 0): a crossing.
+            let (a, b) = if past { (20, 31) } else { (2, 7) };
+            let (pa, pb) = (cp_off as usize + a, cp_off as usize + b);
+            let pa_p = pos[cp[pa] as usize];
+            let dir = [rnd(), rnd(), rnd()];
+            let l = (dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]).sqrt();
+            pos[cp[pb] as usize] = [
+                pa_p[0] + 2.5 * dir[0] / l,
+                pa_p[1] + 2.5 * dir[1] / l,
+                pa_p[2] + 2.5 * dir[2] / l,
+                0.0,
+            ];
+            watch.push(WatchPair {
+                i: 0,
+                j: 0,
+                kw: 1.0,
+                gap: -1e-9,
+            });
+            watch_loc.push(WatchLoc::from_slots([
+                a as u32, a as u32, a as u32, a as u32, b as u32, b as u32, b as u32, b as u32,
+            ]));
+            n_watch = 1;
+        }
+        sets.push(ContactSet {
+            cp_off,
+            n_cp: n,
+            flags,
+            eps,
+            w_off,
+            n_watch,
+            guard_near: 0.0,
+            guard_far: 1e30,
+            f_ref,
+            quat: [0.0, 0.0, 0.0, 1.0],
+            ..Default::default()
+        });
+    }
+    let np = cp.len();
+    for flags in [0, ACL_EXTRA_INVALIDATION] {
+        let mut u = AclUniform {
+            quadrature: 1,
+            num_sets: sets.len() as u32,
+            flags,
+            radius: 1.0,
+            tolerance: 0.04,
+            ..Default::default()
+        };
+        u.weights[0] = [0.25; 4];
+        // Deviations not written stay 7.
+        let (mut sets_c, mut dev_c) = (sets.clone(), vec![[7.0f32; 4]; np]);
+        set_evaluate(
+            &u,
+            &pos,
+            &cp,
+            &dbar,
+            &m,
+            &watch,
+            &watch_loc,
+            &mut sets_c,
+            &mut dev_c,
+        );
+        let out = run_kernel(
+            &gpu,
+            "set_evaluate",
+            &[
+                ("acl", bytes(&[u])),
+                ("pos", bytes(&pos)),
+                ("cp_pool", bytes(&cp)),
+                ("dbar_pool", bytes(&dbar)),
+                ("m_pool", bytes(&m)),
+                ("watch_pool", bytes(&watch)),
+                ("watch_loc_pool", bytes(&watch_loc)),
+                ("sets", bytes(&sets)),
+                ("dev_pool", bytes(&vec![[7.0f32; 4]; np])),
+            ],
+            16 * sets.len() as u32,
+        )
+        .unwrap();
+        let sets_g: Vec<ContactSet> = cast(&out["sets"]);
+        let dev_g: Vec<[f32; 4]> = cast(&out["dev_pool"]);
+        let dirty: Vec<usize> = (0..sets.len())
+            .filter(|&k| sets_c[k].flags & SET_DIRTY != 0 && sets[k].flags & SET_DIRTY == 0)
+            .collect();
+        // ε tiny: sets 0, 8, 11, 13; the bumped set 14; with the crossing criterion, 5 (its pair
+        // past the first 16) and 9 (among them) too.
+        let expect: &[usize] = if flags == 0 {
+            &[0, 8, 11, 13, 14]
+        } else {
+            &[0, 5, 8, 9, 11, 13, 14]
+        };
+        assert_eq!(dirty, expect, "flags {flags}: the twin's decisions");
+
+        for (k, h) in sets.iter().enumerate() {
+            let (c, g) = (&sets_c[k], &sets_g[k]);
+            assert_eq!(g.flags, c.flags, "flags {flags}, set {k}");
+            let (rc, rg) = (
+                quat_to_matrix(c.quat).cast::<f64>(),
+                quat_to_matrix(g.quat).cast::<f64>(),
+            );
+            let dr = rc.sub_m(&rg).norm();
+            assert!(dr <= 1e-4, "flags {flags}, set {k}: |ΔR| = {dr:e}");
+            let evaluated = h.is_clean() && h.n_cp <= MAX_SET_POINTS;
+            // The too-big set has no pools.
+            let n = if h.n_cp > MAX_SET_POINTS {
+                0
+            } else {
+                h.n_cp as usize
+            };
+            let o = h.cp_off as usize;
+            for (t, (dc, dg)) in dev_c[o..o + n].iter().zip(&dev_g[o..o + n]).enumerate() {
+                let d = (v(*dc) - v(*dg)).norm();
+                let scale = 1.0 + v(dbar[o + t]).norm();
+                assert!(
+                    d <= 1e-4 * scale,
+                    "flags {flags}, set {k} point {t}: |ΔΔ| = {d:e}"
+                );
+                let untouched = !evaluated || sets_c[k].flags & SET_NOT_FINITE != 0;
+                assert_eq!(dg[3] == 7.0, untouched, "set {k} point {t}: written or not");
+            }
+        }
     }
 }

@@ -12,9 +12,10 @@
 //! # Two kernels, one CPU pass
 //!
 //! On the GPU the stage is two kernels (a kernel binds at most 8 storage buffers):
-//! - `set_evaluate` (one thread per set): centre of mass, warm-started rotation, deviations into
-//!   `dev_pool`, the invalidation by eq. 6, the watched pairs and the guards; a set whose rotation is
-//!   not finite gets [`SET_NOT_FINITE`];
+//! - `set_evaluate` (16 lanes per set, four sets per workgroup: the lanes load the points and
+//!   compute the deviations, one sums and decomposes in the twin's order): centre of mass,
+//!   warm-started rotation, deviations into `dev_pool`, the invalidation by eq. 6, the watched pairs
+//!   and the guards; a set whose rotation is not finite gets [`SET_NOT_FINITE`];
 //! - `set_force` (16 lanes per set, four sets per workgroup, a lane per row): the corotational force
 //!   of every set still clean into `fout_pool` (zero for a [`SET_ZERO`] set), then the
 //!   force-change criterion; it raises the errors of `set_evaluate`'s sets in `acl_counters`.

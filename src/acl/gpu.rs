@@ -765,7 +765,7 @@ impl AclGpu {
                 add: 0,
             },
             sc,
-            &[spec("set_evaluate", 0, 1)?, spec("set_force", 0, 16)?],
+            &[spec("set_evaluate", 0, 16)?, spec("set_force", 0, 16)?],
         )?;
         let grids = |specs: &[GridSpec]| CountedGrid::inline(device, pipelines, sc, specs);
         // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
