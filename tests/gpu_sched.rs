@@ -541,13 +541,19 @@ fn process_fixture() -> ProcessFixture {
 /// inputs (a difference of window norms, or a square root of a squared distance minus 2r): the
 /// tolerance is 8ε (|d_in| + 2r + W) with W the largest window coordinate of the entry's segments,
 /// which covers fused multiply-adds and square roots within Vulkan's precision on hardware; on
-/// lavapipe the bounds come out bit-identical.
+/// lavapipe the bounds come out bit-identical. Every 7th segment is also marked monitored (the run's
+/// own may be none), so that entries are due through their segments' monitoring too (the kernel
+/// reads the monitored count once per workgroup).
 #[test]
 fn schedule_process_matches_twin() {
     let Some(gpu) = gpu_or_skip("schedule_process_matches_twin") else {
         return;
     };
-    let f = process_fixture();
+    let mut f = process_fixture();
+    for m in f.motion.iter_mut().step_by(7) {
+        m.mon = 1;
+    }
+    f.monitored = f.motion.iter().filter(|m| m.mon != 0).count() as u32;
     let u = f.uniform;
     let n = f.entries.len();
     let nseg = u.num_segments as usize;
