@@ -19,14 +19,22 @@
 @group(0) @binding(6) var<storage, read_write> length_sys: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> counters: Counters;
 
+// The workgroup's copy of counters.length_iterations.
+var<workgroup> wg_iterations: u32;
+
 @compute @workgroup_size(256)
 fn length_assemble(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // One atomic read of the count per workgroup, not one per thread: they all read one address.
+    if lid == 0u {
+        wg_iterations = atomicLoad(&counters.length_iterations);
+    }
+    workgroupBarrier();
     let k = thread_index(wid, nwg, lid, 256u);
-    if k >= params.num_edges || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+    if k >= params.num_edges || wg_iterations != length_level.x + 1u {
         return;
     }
     let e = edges[k];

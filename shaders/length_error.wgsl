@@ -3,7 +3,10 @@
 // C = |x_b − x_a| − ℓ at x = q + length_disp into length_dir (xyz: t, w: C), and the largest relative
 // error |C / ℓ| into counters.length_error_bits by atomicMax on its bits (NaN and ∞ as +∞)
 // (CPU twin: length::length_error). The edge vector is formed from differences (q_b − q_a plus
-// d_b − d_a) so it keeps its precision far from the origin. One thread per edge; no loops.
+// d_b − d_a) so it keeps its precision far from the origin. One thread per edge; the workgroup reads
+// the iteration count once and takes the maximum of its edges' errors in workgroup memory before its
+// one atomicMax on counters (one address that every edge's thread otherwise updated, twice a
+// step). No loops.
 
 #import layout
 
@@ -15,16 +18,34 @@
 @group(0) @binding(5) var<storage, read_write> length_dir: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> counters: Counters;
 
+// The workgroup's copy of counters.length_iterations, and the largest error bits of its edges.
+var<workgroup> wg_iterations: u32;
+var<workgroup> wg_error_bits: atomic<u32>;
+
 @compute @workgroup_size(256)
 fn length_error(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid, 256u);
-    if k >= params.num_edges || atomicLoad(&counters.length_iterations) != length_level.x {
-        return;
+    if lid == 0u {
+        wg_iterations = atomicLoad(&counters.length_iterations);
+        atomicStore(&wg_error_bits, 0u);
     }
+    workgroupBarrier();
+    let k = thread_index(wid, nwg, lid, 256u);
+    let live = k < params.num_edges && wg_iterations == length_level.x;
+    if live {
+        atomicMax(&wg_error_bits, edge_error(k));
+    }
+    workgroupBarrier();
+    if live && lid == 0u {
+        atomicMax(&counters.length_error_bits, atomicLoad(&wg_error_bits));
+    }
+}
+
+// Edge k's direction and constraint value into length_dir; the bits of its relative error.
+fn edge_error(k: u32) -> u32 {
     let e = edges[k];
     let v = (pos[e.b].xyz - pos[e.a].xyz) + (length_disp[e.b].xyz - length_disp[e.a].xyz);
     let len = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
@@ -35,6 +56,5 @@ fn length_error(
     }
     length_dir[k] = vec4<f32>(t, c);
     // Bits of the non-negative error order like the floats; anything above +∞'s bits is a NaN.
-    let bits = min(bitcast<u32>(abs(c / e.rest_length)), 0x7f800000u);
-    atomicMax(&counters.length_error_bits, bits);
+    return min(bitcast<u32>(abs(c / e.rest_length)), 0x7f800000u);
 }

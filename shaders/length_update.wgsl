@@ -25,14 +25,22 @@ const NO_EDGE: u32 = 0xffffffffu;
 @group(0) @binding(7) var<storage, read_write> length_disp: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> counters: Counters;
 
+// The workgroup's copy of counters.length_iterations.
+var<workgroup> wg_iterations: u32;
+
 @compute @workgroup_size(256)
 fn length_update(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // One atomic read of the count per workgroup, not one per thread: they all read one address.
+    if lid == 0u {
+        wg_iterations = atomicLoad(&counters.length_iterations);
+    }
+    workgroupBarrier();
     let p = thread_index(wid, nwg, lid, 256u);
-    if p >= length_level.w || atomicLoad(&counters.length_iterations) != length_level.x + 1u {
+    if p >= length_level.w || wg_iterations != length_level.x + 1u {
         return;
     }
     let w = inv_mass[p];

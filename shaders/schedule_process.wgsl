@@ -45,6 +45,7 @@ fn schedule_process(
     // relaxed scarf at rest: 348,651 entries, some 23,000 examined).
     if lid == 0u {
         wg_monitored = atomicLoad(&sched_counters.monitored);
+        atomicStore(&wg_examined, 0u);
     }
     workgroupBarrier();
     let any_mon = wg_monitored > 0u;
