@@ -1,10 +1,14 @@
 // set_point_write: the point table (src/acl/gather.rs; CPU twin acl::gather::set_point_write),
-// after set_point_count and the exclusive scan of point_start. One thread per set k < acl.num_sets:
-// each record of a live set (pool index at = cp_off + t, point p = cp_pool[at]) goes to slot
-// point_start[p] + point_rank[at] of point_records as (k, at); a slot past record_capacity is not
-// written. Thread 0 records the total, point_start[num_points], in acl_counters.records, and
-// ACL_ERROR_RECORDS_FULL when it exceeds the capacity (the host grows the table and reruns).
-// Loop bound per thread: ACL_MAX_SET_POINTS = 1,008.
+// after set_point_count and the exclusive scan of point_start. 16 lanes per set k < acl.num_sets
+// (16 sets per workgroup): each record of a live set (pool index at = cp_off + t, point
+// p = cp_pool[at]) goes to slot point_start[p] + point_rank[at] of point_records as (k, at), lane l
+// writing records l, l + 16, …; a slot past record_capacity is not written. The first thread
+// records the total, point_start[num_points], in acl_counters.records, and ACL_ERROR_RECORDS_FULL
+// when it exceeds the capacity (the host grows the table and reruns). Lanes, not a thread per set:
+// each record is a chain of dependent loads (cp_pool, then point_start), which one thread took
+// record after record (some 9 a set), with few threads to hide them (the relaxed scarf's 19,889
+// sets); the records' slots do not depend on who writes them.
+// Loop bound per thread: ⌈ACL_MAX_SET_POINTS / 16⌉ = 63.
 
 #import layout
 #import acl
@@ -17,14 +21,17 @@
 @group(0) @binding(5) var<storage, read_write> point_records: array<vec2<u32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
+const SET_LANES: u32 = 16u;
+
 @compute @workgroup_size(256)
 fn set_point_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid, 256u);
-    if k == 0u {
+    let k = thread_index(wid, nwg, lid / SET_LANES, 256u / SET_LANES);
+    let lane = lid % SET_LANES;
+    if k == 0u && lane == 0u {
         let total = point_start[acl.num_points];
         atomicStore(&acl_counters.records, total);
         if total > acl.record_capacity {
@@ -36,7 +43,7 @@ fn set_point_write(
     }
     let s = sets[k];
     let n = set_record_count(s);
-    for (var t = 0u; t < n; t++) {
+    for (var t = lane; t < n; t += SET_LANES) {
         let at = s.cp_off + t;
         let slot = point_start[cp_pool[at]] + point_rank[at];
         if slot < acl.record_capacity {

@@ -640,7 +640,7 @@ fn gpu_point_write(
             ("point_records", bytes(&vec![[9u32, 9]; len])),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        sets.len() as u32,
+        16 * sets.len() as u32,
     )
     .unwrap();
     (
@@ -1313,5 +1313,78 @@ fn set_evaluate_lanes_cover_every_point_of_mixed_sets() {
                 assert_eq!(dg[3] == 7.0, untouched, "set {k} point {t}: written or not");
             }
         }
+    }
+}
+
+/// `set_point_write` on sets made for it (16 lanes per set, 16 sets per workgroup): sets of more
+/// than 16 points (a lane writes several records), of 1, 16 and 17, a dead one and one too big
+/// among them, and a table one record too small (the last slot not written, the error raised).
+/// The records must be the twin's, slot for slot.
+#[test]
+fn set_point_write_lanes_cover_every_record() {
+    let Some(gpu) = gpu_or_skip("set_point_write_lanes_cover_every_record") else {
+        return;
+    };
+    use yarnsim::acl::evaluate::MAX_SET_POINTS;
+    let npts = 97u32;
+    let sizes = [
+        40u32, 1, 17, 9, 16, 33, 48, 2, 20, 5, 16, 17, 3, 40, 11, 8, 25, 30,
+    ];
+    let (mut sets, mut cp) = (Vec::new(), Vec::new());
+    let mut x = 12345u32;
+    for (k, &n) in sizes.iter().enumerate() {
+        let flags = if k == 9 { 0 } else { SET_LIVE };
+        let n = if k == 12 { MAX_SET_POINTS + 1 } else { n };
+        sets.push(ContactSet {
+            cp_off: cp.len() as u32,
+            n_cp: n,
+            flags,
+            ..Default::default()
+        });
+        // Distinct points within a set, as a set's sorted points are.
+        let mut pts: Vec<u32> = Vec::new();
+        while pts.len() < n.min(npts) as usize {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let p = (x >> 8) % npts;
+            if !pts.contains(&p) {
+                pts.push(p);
+            }
+        }
+        pts.sort_unstable();
+        cp.extend(pts);
+        cp.resize(cp.len().max(sets[k].cp_off as usize + n as usize), 0);
+    }
+    let mut u = AclUniform {
+        num_sets: sets.len() as u32,
+        num_points: npts,
+        ..Default::default()
+    };
+    let (mut start, mut count) = (vec![0u32; npts as usize + 1], vec![0u32; npts as usize]);
+    let mut rank = vec![7u32; cp.len()];
+    let mut groups = vec![0u32; 1];
+    set_point_count(
+        &u,
+        &sets,
+        &cp,
+        &mut start,
+        &mut count,
+        &mut rank,
+        &mut groups,
+    );
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut start, &mut partials);
+    let total = start[npts as usize] as usize;
+    assert!(total > 200, "{total} records");
+    for cap in [total, total - 1] {
+        u.record_capacity = cap as u32;
+        let mut rec_c = vec![[9u32, 9]; total];
+        let mut cnt_c = AclCounters::default();
+        set_point_write(&u, &sets, &cp, &start, &rank, &mut rec_c, &mut cnt_c);
+        let (rec_g, cnt_g) = gpu_point_write(&gpu, &u, &sets, &cp, &start, &rank, total);
+        assert_eq!(rec_g, rec_c, "capacity {cap}: records");
+        assert_eq!(cnt_g, cnt_c, "capacity {cap}: counters");
+        assert_eq!(cnt_c.records as usize, total);
+        assert_eq!(cnt_c.errors != 0, cap < total, "capacity {cap}: the error");
+        assert_eq!(rec_c.iter().filter(|r| **r == [9, 9]).count(), total - cap);
     }
 }

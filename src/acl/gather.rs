@@ -18,7 +18,7 @@
 //!    some order of `0..n`, not necessarily the sets' order) and adds 1 to `point_start[p]`;
 //! 2. an exclusive scan of `point_start` over `num_points + 1` words ([`crate::scan`]): each point's
 //!    first slot and, last, the total;
-//! 3. `set_point_write` (a thread per set): record `(k, at)` of point `p` into slot
+//! 3. `set_point_write` (16 lanes per set): record `(k, at)` of point `p` into slot
 //!    `point_start[p] + point_rank[at]`;
 //! 4. `set_gather` (a thread per point): the records in `(k, at)` order by selection (a point has a
 //!    handful: one per set it belongs to, at most [`MAX_POINT_RECORDS`]), then `point_start[p]` and

@@ -924,7 +924,8 @@ impl AclGpu {
             sc.into(),
         )));
         extend(&mut ops, scan_points.dispatches().collect());
-        d(&mut ops, "set_point_write", sc)?;
+        // 16 lanes per set slot.
+        d(&mut ops, "set_point_write", 16 * sc)?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table: each live set's slot from those group sums and a workgroup
         // scan, no scan dispatch (the thread of the last slot writes the table length and the last
