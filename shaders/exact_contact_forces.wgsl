@@ -9,7 +9,9 @@
 // (block_excluded), and points of sa outside the box of sb's points grown by 2r·PREFILTER.
 // A non-finite slot force raises ERROR_CONTACT_NOT_FINITE with its point in first_bad_point.
 // CPU twin: contact::exact_contact_forces.
-// One thread per slot of counters.candidate_pairs.capacity, plus one.
+// One thread per slot of counters.candidate_pairs.capacity, plus one; the workgroup reads the
+// candidate count once and adds its touching pairs to the count once (every thread made an atomic
+// operation on one address before: hundreds of thousands a step on a large scene).
 // Loop bound: b points for the box, then b × b quadrature pairs (b = params.quadrature ≤ 64, so
 // ≤ 4160), then 8 slots.
 
@@ -26,21 +28,44 @@
 @group(0) @binding(7) var<storage, read_write> touch_offsets: array<u32>;
 @group(0) @binding(8) var<storage, read_write> counters: Counters;
 
+// The workgroup's copy of the candidate count, and the sum of its candidates' touching pairs.
+var<workgroup> wg_count: u32;
+var<workgroup> wg_touching: atomic<u32>;
+
 @compute @workgroup_size(256)
 fn exact_contact_forces(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_count = atomicLoad(&counters.candidate_pairs.count);
+        atomicStore(&wg_touching, 0u);
+    }
+    workgroupBarrier();
     let c = thread_index(wid, nwg, lid, 256u);
     let cap_c = counters.candidate_pairs.capacity;
-    if c > cap_c {
-        return;
+    if c <= cap_c {
+        let touching = candidate_forces(c, min(wg_count, cap_c));
+        if touching != 0u {
+            atomicAdd(&wg_touching, touching);
+        }
     }
-    let count = min(atomicLoad(&counters.candidate_pairs.count), cap_c);
+    workgroupBarrier();
+    if lid == 0u {
+        let touching = atomicLoad(&wg_touching);
+        if touching != 0u {
+            atomicAdd(&counters.touching_pairs.count, touching);
+        }
+    }
+}
+
+// Candidate slot c ≤ capacity of `count` live ones: its record and touch_offsets[c]; the number of
+// its touching pairs.
+fn candidate_forces(c: u32, count: u32) -> u32 {
     if c >= count {
         touch_offsets[c] = 0u;
-        return;
+        return 0u;
     }
     let pair = candidates[c];
     let sa = pair.x;
@@ -55,7 +80,7 @@ fn exact_contact_forces(
     if same_yarn && block_excluded(qpts[sa * b].w, qpts[sa * b + b - 1u].w, qpts[sb * b].w,
         qpts[sb * b + b - 1u].w, loop_len, arc) {
         touch_offsets[c] = 0u;
-        return;
+        return 0u;
     }
     var lo = qpts[sb * b].xyz;
     var hi = lo;
@@ -103,7 +128,7 @@ fn exact_contact_forces(
     }
     if touching == 0u {
         touch_offsets[c] = 0u;
-        return;
+        return 0u;
     }
     var rec: ContactRecord;
     for (var m = 0u; m < 8u; m = m + 1u) {
@@ -124,5 +149,5 @@ fn exact_contact_forces(
     rec._pad = array<u32, 2>(0u, 0u);
     contact_records[c] = rec;
     touch_offsets[c] = 1u;
-    atomicAdd(&counters.touching_pairs.count, touching);
+    return touching;
 }

@@ -386,6 +386,37 @@ fn polar_warm_start_returns_the_twins_quaternion() {
     assert!(n > 500);
 }
 
+/// The rounding bound of row `t` of set `s`'s corotational force `f` between two evaluations of the
+/// same sums in the same order (each may fuse multiply-adds): `2 (n + 4) U` of the sum of the terms'
+/// magnitudes, and `4 U |f|` for the rotation.
+fn force_row_tolerance(
+    s: &ContactSet,
+    t: usize,
+    f0: &[[f32; 4]],
+    k: &[[f32; 6]],
+    dev: &[[f32; 4]],
+    f: [f32; 4],
+) -> f64 {
+    let (o, n) = (s.cp_off as usize, s.n_cp as usize);
+    let mut mag = v(f0[o + t]).norm();
+    for j in 0..n {
+        let b = tri_index(n, j.min(t), j.max(t));
+        mag += sym_to_m3(&k[s.k_off as usize + b]).cast::<f64>().norm() * v(dev[o + j]).norm();
+    }
+    2.0 * (n as f64 + 4.0) * U * mag + 4.0 * U * v(f).norm()
+}
+
+/// Uniform numbers in [−1, 1) from a xorshift generator seeded with `seed`: made inputs that are
+/// the same on every run.
+fn uniform_sampler(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
 /// `set_force`: on the twin's `set_evaluate` output, forces within the rounding bound and the
 /// force-change decisions identical except borderline ones; no error.
 #[test]
@@ -450,13 +481,7 @@ fn set_force_matches_its_twin() {
                 zero += 1;
                 0.0
             } else {
-                let mut mag = v(p.f0[o + t]).norm();
-                for j in 0..n {
-                    let b = tri_index(n, j.min(t), j.max(t));
-                    mag += sym_to_m3(&p.k[s.k_off as usize + b]).cast::<f64>().norm()
-                        * v(r.dev_cpu[o + j]).norm();
-                }
-                2.0 * (n as f64 + 4.0) * U * mag + 4.0 * U * v(fout_c[o + t]).norm()
+                force_row_tolerance(s, t, &p.f0, &p.k, &r.dev_cpu, fout_c[o + t])
             };
             let d = (v(fout_c[o + t]) - v(fout_g[o + t])).norm();
             if tol > 0.0 {
@@ -994,13 +1019,7 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
     };
     use yarnsim::acl::evaluate::MAX_SET_POINTS;
     use yarnsim::acl::sets::{SET_DIRTY, SET_NOT_FINITE};
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    };
+    let mut rnd = uniform_sampler(0x2545_f491_4f6c_dd1d);
     // (points, flags, deviation scale)
     let live = SET_LIVE;
     let plan: [(u32, u32, f32); 14] = [
@@ -1088,13 +1107,7 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
                 continue;
             }
             for t in 0..n {
-                let mut mag = v(f0[o + t]).norm();
-                for j in 0..n {
-                    let b = tri_index(n, j.min(t), j.max(t));
-                    mag += sym_to_m3(&k[h.k_off as usize + b]).cast::<f64>().norm()
-                        * v(dev[o + j]).norm();
-                }
-                let tol = 2.0 * (n as f64 + 4.0) * U * mag + 4.0 * U * v(fout_c[o + t]).norm();
+                let tol = force_row_tolerance(h, t, &f0, &k, &dev, fout_c[o + t]);
                 let d = (v(fout_c[o + t]) - v(fout_g[o + t])).norm();
                 assert!(d <= tol, "set {s} row {t}: |Δf| = {d:e} > {tol:e}");
                 if h.is_clean() && h.flags & SET_NOT_FINITE == 0 {
@@ -1127,13 +1140,7 @@ fn set_evaluate_lanes_cover_every_point_of_mixed_sets() {
     use yarnsim::acl::evaluate::MAX_SET_POINTS;
     use yarnsim::acl::sets::{SET_DIRTY, SET_NOT_FINITE};
     use yarnsim::acl::{WatchLoc, WatchPair};
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    };
+    let mut rnd = uniform_sampler(0x9e37_79b9_7f4a_7c15);
     let live = SET_LIVE;
     // (points, flags, ε, f_ref, watched pair: whether its points lie past the first 16)
     let plan: [(u32, u32, f32, f32, Option<bool>); 15] = [
