@@ -22,6 +22,10 @@
 @group(0) @binding(4) var<storage, read_write> counters: Counters;
 @group(0) @binding(5) var<storage, read_write> scan_groups: array<u32>;
 
+// The workgroup's copy of counters.grid_entries.count (one atomic read per workgroup, not one per
+// thread: they all read one address).
+var<workgroup> wg_entries: u32;
+
 // Slot i's candidate count, written to cand_offsets[i] (none past the capacity).
 fn candidate_count_one(i: u32) -> u32 {
     let cap = counters.grid_entries.capacity;
@@ -32,7 +36,7 @@ fn candidate_count_one(i: u32) -> u32 {
         return 0u;
     }
     // The live entries: the sort leaves the slots past them as they were.
-    let n = min(atomicLoad(&counters.grid_entries.count), cap);
+    let n = min(wg_entries, cap);
     var count = 0u;
     if i < n && grid_entries[i].key_hi != GRID_SENTINEL {
         let e = grid_entries[i];
@@ -65,6 +69,10 @@ fn candidate_count(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_entries = atomicLoad(&counters.grid_entries.count);
+    }
+    workgroupBarrier();
     let v = candidate_count_one(thread_index(wid, nwg, lid, 256u));
     write_scan_group(wid, nwg, lid, v);
 }

@@ -16,12 +16,20 @@
 @group(0) @binding(4) var<storage, read_write> candidates: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> counters: Counters;
 
+// The workgroup's copy of counters.grid_entries.count (one atomic read per workgroup, not one per
+// thread: they all read one address).
+var<workgroup> wg_entries: u32;
+
 @compute @workgroup_size(256)
 fn candidate_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_entries = atomicLoad(&counters.grid_entries.count);
+    }
+    workgroupBarrier();
     let i = thread_index(wid, nwg, lid, 256u);
     let cap = counters.grid_entries.capacity;
     let cap_c = counters.candidate_pairs.capacity;
@@ -33,7 +41,7 @@ fn candidate_write(
         }
     }
     // The live entries: the sort leaves the slots past them as they were.
-    let n = min(atomicLoad(&counters.grid_entries.count), cap);
+    let n = min(wg_entries, cap);
     if i >= n {
         return;
     }
