@@ -9,7 +9,8 @@
 // entries do not depend on it. A pair of two listed segments is found from both sides (the sort
 // and newcomer_keep make them one, as they do the grid's duplicates). With more than
 // NEWCOMER_LIST_MAX listed, nothing is written: the step must run with the grid, which the host
-// reads from the count. CPU twin: sched::newcomer_list_write. One thread per segment.
+// reads from the count. CPU twin: sched::newcomer_list_write. One thread per segment; the
+// workgroup reads the listed count once (not every thread: one address).
 // Loop bound: NEWCOMER_LIST_MAX (256) listed segments.
 
 #import layout
@@ -22,14 +23,21 @@
 @group(0) @binding(4) var<storage, read_write> sched_cand: array<KeyValue>;
 @group(0) @binding(5) var<storage, read_write> sched_counters: SchedCounters;
 
+// The workgroup's copy of sched_counters.entered.
+var<workgroup> wg_entered: u32;
+
 @compute @workgroup_size(256)
 fn newcomer_list_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_entered = atomicLoad(&sched_counters.entered);
+    }
+    workgroupBarrier();
     let t = thread_index(wid, nwg, lid, 256u);
-    let n = atomicLoad(&sched_counters.entered);
+    let n = wg_entered;
     if t >= sched.num_segments || n > NEWCOMER_LIST_MAX {
         return;
     }
