@@ -35,7 +35,6 @@
 @group(0) @binding(7) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(8) var<storage, read_write> dev_pool: array<vec4<f32>>;
 
-const SET_LANES: u32 = 16u;
 const GROUP_SETS: u32 = 4u;
 
 // Phase 1's points and d̄ (set g's point t < 16 at 16 g + t), phase 2's results for phase 3 (Rᵀ, and
@@ -49,15 +48,15 @@ var<workgroup> w_maxdev: array<f32, 64>;
 
 // Set g's t-th control point (its pools at o).
 fn set_point(g: u32, o: u32, t: u32) -> vec3<f32> {
-    if t < SET_LANES {
-        return w_point[g * SET_LANES + t].xyz;
+    if t < ACL_SET_LANES {
+        return w_point[g * ACL_SET_LANES + t].xyz;
     }
     return pos[cp_pool[o + t]].xyz;
 }
 
 fn set_dbar(g: u32, o: u32, t: u32) -> vec3<f32> {
-    if t < SET_LANES {
-        return w_dbar[g * SET_LANES + t].xyz;
+    if t < ACL_SET_LANES {
+        return w_dbar[g * ACL_SET_LANES + t].xyz;
     }
     return dbar_pool[o + t].xyz;
 }
@@ -96,8 +95,8 @@ fn set_evaluate(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let g = lid / SET_LANES;
-    let lane = lid % SET_LANES;
+    let g = lid / ACL_SET_LANES;
+    let lane = lid % ACL_SET_LANES;
     let k = thread_index(wid, nwg, g, GROUP_SETS);
     var s: ContactSet;
     var live_set = false;
@@ -141,7 +140,7 @@ fn set_evaluate(
     if go {
         let rt = w_rt[g];
         let c = w_centre[g].xyz;
-        for (var t = lane; t < n; t += SET_LANES) {
+        for (var t = lane; t < n; t += ACL_SET_LANES) {
             let dev = m3_mul_v(rt, set_point(g, o, t) - c) - set_dbar(g, o, t);
             dev_pool[o + t] = vec4<f32>(dev, 0.0);
             let norm = norm3(dev);
@@ -155,7 +154,7 @@ fn set_evaluate(
     if !(go && lane == 0u) {
         return;
     }
-    for (var l = 1u; l < SET_LANES; l++) {
+    for (var l = 1u; l < ACL_SET_LANES; l++) {
         worst = max(worst, w_worst[lid + l]);
         maxdev = max(maxdev, w_maxdev[lid + l]);
     }

@@ -31,16 +31,14 @@
 @group(0) @binding(5) var<storage, read_write> fout_pool: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
-const SET_LANES: u32 = 16u;
-
 @compute @workgroup_size(64)
 fn set_force(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid / SET_LANES, 64u / SET_LANES);
-    let lane = lid % SET_LANES;
+    let k = thread_index(wid, nwg, lid / ACL_SET_LANES, 64u / ACL_SET_LANES);
+    let lane = lid % ACL_SET_LANES;
     // Whether this lane's set gets a force (its rows below, its criterion after the barrier).
     var forced = false;
     var s: ContactSet;
@@ -58,7 +56,7 @@ fn set_force(
                     atomicMin(&acl_counters.first_bad_set, k);
                 }
             } else if (s.flags & SET_ZERO) != 0u {
-                for (var t = lane; t < s.n_cp; t += SET_LANES) {
+                for (var t = lane; t < s.n_cp; t += ACL_SET_LANES) {
                     fout_pool[s.cp_off + t] = vec4<f32>(0.0);
                 }
             } else {
@@ -66,7 +64,7 @@ fn set_force(
                 let o = s.cp_off;
                 let n = s.n_cp;
                 r = quat_to_matrix(s.quat);
-                for (var t = lane; t < n; t += SET_LANES) {
+                for (var t = lane; t < n; t += ACL_SET_LANES) {
                     var acc = f0_pool[o + t].xyz;
                     for (var j = 0u; j < n; j++) {
                         let b = k_pool[s.k_off + tri_index(n, min(j, t), max(j, t))];

@@ -21,16 +21,14 @@
 @group(0) @binding(5) var<storage, read_write> point_records: array<vec2<u32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
 
-const SET_LANES: u32 = 16u;
-
 @compute @workgroup_size(256)
 fn set_point_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid / SET_LANES, 256u / SET_LANES);
-    let lane = lid % SET_LANES;
+    let k = thread_index(wid, nwg, lid / ACL_SET_LANES, 256u / ACL_SET_LANES);
+    let lane = lid % ACL_SET_LANES;
     if k == 0u && lane == 0u {
         let total = point_start[acl.num_points];
         atomicStore(&acl_counters.records, total);
@@ -43,7 +41,7 @@ fn set_point_write(
     }
     let s = sets[k];
     let n = set_record_count(s);
-    for (var t = lane; t < n; t += SET_LANES) {
+    for (var t = lane; t < n; t += ACL_SET_LANES) {
         let at = s.cp_off + t;
         let slot = point_start[cp_pool[at]] + point_rank[at];
         if slot < acl.record_capacity {

@@ -31,7 +31,7 @@ mod fixture;
 use close::coord_scale;
 use fixture::{bytes, scene_contact, scene_sim};
 use yarnsim::acl::evaluate::{
-    force_change, set_crossing_error, set_evaluate, set_force, BASIS_ABS_SUM_MAX,
+    force_change, set_crossing_error, set_evaluate, set_force, BASIS_ABS_SUM_MAX, SET_LANES,
 };
 use yarnsim::acl::gather::{
     set_gather, set_point_count, set_point_table, set_point_write, MAX_POINT_RECORDS,
@@ -174,7 +174,7 @@ fn run_evaluate(gpu: &yarnsim::gpu::Gpu, sim: &Sim, acl: &AclContact) -> EvalRun
             ("sets", bytes(&sets_in)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; np])),
         ],
-        16 * sets_in.len() as u32,
+        SET_LANES * sets_in.len() as u32,
     )
     .unwrap();
     EvalRun {
@@ -353,7 +353,7 @@ fn polar_warm_start_returns_the_twins_quaternion() {
             ("sets", bytes(&warm)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; p.cp.len()])),
         ],
-        16 * warm.len() as u32,
+        SET_LANES * warm.len() as u32,
     )
     .unwrap();
     let g: Vec<ContactSet> = cast(&out["sets"]);
@@ -455,7 +455,7 @@ fn set_force_matches_its_twin() {
             ("fout_pool", bytes(&fout0)),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        16 * sets_in.len() as u32,
+        SET_LANES * sets_in.len() as u32,
     )
     .unwrap();
     let sets_g: Vec<ContactSet> = cast(&out["sets"]);
@@ -665,7 +665,7 @@ fn gpu_point_write(
             ("point_records", bytes(&vec![[9u32, 9]; len])),
             ("acl_counters", bytes(&[AclCounters::default()])),
         ],
-        16 * sets.len() as u32,
+        SET_LANES * sets.len() as u32,
     )
     .unwrap();
     (
@@ -1084,7 +1084,7 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
                 ("fout_pool", bytes(&fout0)),
                 ("acl_counters", bytes(&[AclCounters::default()])),
             ],
-            16 * sets.len() as u32,
+            SET_LANES * sets.len() as u32,
         )
         .unwrap();
         let sets_g: Vec<ContactSet> = cast(&out["sets"]);
@@ -1275,7 +1275,7 @@ fn set_evaluate_lanes_cover_every_point_of_mixed_sets() {
                 ("sets", bytes(&sets)),
                 ("dev_pool", bytes(&vec![[7.0f32; 4]; np])),
             ],
-            16 * sets.len() as u32,
+            SET_LANES * sets.len() as u32,
         )
         .unwrap();
         let sets_g: Vec<ContactSet> = cast(&out["sets"]);

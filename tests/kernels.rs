@@ -167,7 +167,8 @@ fn loop_cap_of_the_adapter_is_detected_and_reported() {
 }
 
 /// The constants shaders/shared/acl.wgsl gives its kernels have their Rust twins' values: the loop
-/// bounds the twins share (`ACL_MAX_POINT_RECORDS`, `ACL_MAX_SET_POINTS`) and the phases of
+/// bounds the twins share (`ACL_MAX_POINT_RECORDS`, `ACL_MAX_SET_POINTS`), the threads per set
+/// (`ACL_SET_LANES`) and the phases of
 /// `acl_counts` (reflected from `set_gather` and `acl_counts`, which import it).
 #[test]
 fn acl_wgsl_constants_match_rust() {
@@ -178,6 +179,7 @@ fn acl_wgsl_constants_match_rust() {
             yarnsim::acl::gather::MAX_POINT_RECORDS,
         ),
         ("ACL_MAX_SET_POINTS", yarnsim::acl::evaluate::MAX_SET_POINTS),
+        ("ACL_SET_LANES", yarnsim::acl::evaluate::SET_LANES),
         ("ACL_PHASE_STEP", PHASE_STEP),
         ("ACL_PHASE_SCHEDULED", PHASE_SCHEDULED),
         ("ACL_PHASE_COALESCED", PHASE_COALESCED),

@@ -28,6 +28,8 @@ const ACL_PHASE_SCHEDULED: u32 = 1u;
 const ACL_PHASE_COALESCED: u32 = 2u;
 // acl::evaluate::MAX_SET_POINTS and acl::gather::MAX_POINT_RECORDS.
 const ACL_MAX_SET_POINTS: u32 = 1008u;
+// acl::evaluate::SET_LANES: the threads of one set in set_evaluate, set_force and set_point_write.
+const ACL_SET_LANES: u32 = 16u;
 const ACL_MAX_POINT_RECORDS: u32 = 128u;
 // acl::BASIS_ABS_SUM_MAX.
 const BASIS_ABS_SUM_MAX: f32 = 1.25;

@@ -74,6 +74,11 @@ pub const BASIS_ABS_SUM_MAX: f32 = 1.25;
 /// A set of 1,008 points would hold 508k blocks of `K̄` (12 MB); the sets of a knit have tens.
 pub const MAX_SET_POINTS: u32 = 1008;
 
+/// Threads per set of the kernels `set_evaluate`, `set_force` and `set_point_write`
+/// (shaders/shared/acl.wgsl `ACL_SET_LANES`): a set has some 9 points, so 16 lanes, a lane per
+/// point or row, keep most of them busy; their dispatches run this many threads per set slot.
+pub const SET_LANES: u32 = 16;
+
 /// The read-only buffers of the first half (`set_evaluate`).
 #[derive(Clone, Copy)]
 struct EvalCtx<'a> {

@@ -765,7 +765,10 @@ impl AclGpu {
                 add: 0,
             },
             sc,
-            &[spec("set_evaluate", 0, 16)?, spec("set_force", 0, 16)?],
+            &[
+                spec("set_evaluate", 0, super::evaluate::SET_LANES)?,
+                spec("set_force", 0, super::evaluate::SET_LANES)?,
+            ],
         )?;
         let grids = |specs: &[GridSpec]| CountedGrid::inline(device, pipelines, sc, specs);
         // One workgroup per dirty set (set_rebuild_size, _points, set_rebuild, _watch: their
@@ -924,8 +927,7 @@ impl AclGpu {
             sc.into(),
         )));
         extend(&mut ops, scan_points.dispatches().collect());
-        // 16 lanes per set slot.
-        d(&mut ops, "set_point_write", 16 * sc)?;
+        d(&mut ops, "set_point_write", super::evaluate::SET_LANES * sc)?;
         d(&mut ops, "set_gather", self.npts)?;
         // 12. Compaction of the table: each live set's slot from those group sums and a workgroup
         // scan, no scan dispatch (the thread of the last slot writes the table length and the last
