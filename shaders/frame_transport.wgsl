@@ -1,6 +1,7 @@
 // frame_transport: first stage of material_frames: each edge's reference director transported
-// through time onto the edge's new tangent, re-orthonormalised; θ kept (CPU twin:
-// rod::frame_transport, per edge rod::transport_frame). One thread per edge; no loops.
+// through time onto the edge's new tangent, re-orthonormalised; θ kept, and copied to theta_start
+// (the angles theta_solve starts from) (CPU twin: rod::frame_transport, per edge
+// rod::transport_frame). One thread per edge; no loops.
 
 #import rod
 
@@ -8,6 +9,7 @@
 @group(0) @binding(1) var<storage, read> edges: array<Edge>;
 @group(0) @binding(2) var<storage, read> pos: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> frames: array<EdgeFrame>;
+@group(0) @binding(4) var<storage, read_write> theta_start: array<f32>;
 
 @compute @workgroup_size(256)
 fn frame_transport(
@@ -25,4 +27,5 @@ fn frame_transport(
     let u = parallel_transport(f.u.xyz, f.t.xyz, t);
     let un = normalized3(u - t * dot3(u, t));
     frames[i] = EdgeFrame(vec4<f32>(un, f.u.w), vec4<f32>(t, 0.0));
+    theta_start[i] = f.u.w;
 }

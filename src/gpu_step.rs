@@ -407,6 +407,9 @@ pub struct GpuSim {
     length_cut: QuietCut,
     length_pinned: bool,
     color_ranges: Vec<wgpu::Buffer>,
+    /// Tiles of `theta_solve` (`rod::theta_tiles`), when the rod has them: the material angles
+    /// are then solved in one dispatch, not `frame_sweeps` × 3 of `theta_sweep`.
+    theta_tiles: Option<u32>,
     /// The same for the colours of the ties (`tie_projection`).
     tie_color_ranges: Vec<wgpu::Buffer>,
     /// The exact contact path, when the scene has `contact.model = "exact"`.
@@ -502,6 +505,7 @@ const STEP_KERNELS: &[&str] = &[
     "frame_transport",
     "bend_twist",
     "theta_sweep",
+    "theta_solve",
     "plasticity",
 ];
 
@@ -611,7 +615,7 @@ impl GpuSim {
         crate::step::check_damping_blocks(&sim.block_start)?;
         let mut buffers = Buffers::default();
         let params = sim.step_params();
-        upload_state(&mut buffers, &device, &queue, &sim, &params);
+        let theta_tiles = upload_state(&mut buffers, &device, &queue, &sim, &params);
         // One small uniform per colour of the material-angle sweep.
         let color_ranges: Vec<wgpu::Buffer> = crate::rod::color_ranges(&sim.rod.color_start)
             .iter()
@@ -832,6 +836,7 @@ impl GpuSim {
             pipelines,
             buffers,
             color_ranges,
+            theta_tiles,
             tie_color_ranges,
             length_levels: length_scratch.levels,
             length_budget,
@@ -941,9 +946,16 @@ impl GpuSim {
             ("frame_transport", params.num_edges, None),
             ("bend_twist", nb, None),
         ]);
-        for _ in 0..params.frame_sweeps {
-            for (range, uniform) in ranges.iter().zip(&self.color_ranges) {
-                plan.push(("theta_sweep", range.count, Some(uniform)));
+        match self.theta_tiles {
+            Some(tiles) if params.frame_sweeps > 0 => {
+                plan.push(("theta_solve", tiles * crate::rod::THETA_TILE as u32, None));
+            }
+            _ => {
+                for _ in 0..params.frame_sweeps {
+                    for (range, uniform) in ranges.iter().zip(&self.color_ranges) {
+                        plan.push(("theta_sweep", range.count, Some(uniform)));
+                    }
+                }
             }
         }
         plan.push(("plasticity", nb, None));
@@ -2357,14 +2369,15 @@ fn check_limits(device: &wgpu::Device, sim: &Sim, adapter: &str) -> Result<(), G
     }
 }
 
-/// Uploads every array of `sim` under its binding name.
+/// Uploads every array of `sim` under its binding name, and the tiles of `theta_solve` when the rod
+/// has them (`rod::theta_tiles`); returns their number.
 fn upload_state(
     b: &mut Buffers,
     device: &wgpu::Device,
     queue: &wgpu::Queue,
     sim: &Sim,
     params: &Params,
-) {
+) -> Option<u32> {
     use bytemuck::cast_slice as bytes;
     let mut up = |name: &str, data: &[u8]| {
         b.upload(device, queue, name, data, false);
@@ -2393,9 +2406,24 @@ fn upload_state(
     up("edge_bends", bytes(&sim.rod.edge_bends));
     up("edge_order", bytes(&sim.rod.edge_order));
     up("theta_step", bytes(&sim.rod.theta_step));
+    up("theta_start", bytes(&sim.rod.theta_start));
+    let r = &sim.rod;
+    let tiles = crate::rod::theta_tiles(
+        &sim.topo,
+        &r.bends,
+        &r.edge_bends,
+        &r.edge_order,
+        &r.color_start,
+        params.frame_sweeps,
+    )
+    .filter(|t| !t.is_empty());
+    if let Some(t) = &tiles {
+        up("theta_tiles", bytes(t));
+    }
     up("block_start", bytes(&sim.block_start));
     up("block_points", bytes(&sim.block_points));
     b.upload(device, queue, "params", bytemuck::bytes_of(params), true);
+    tiles.map(|t| (t.len() / crate::rod::THETA_TILE) as u32)
 }
 
 /// The free balls' buffers (`balls`, `ball_count`, `ball_hit_offsets`, `ball_pairs`), and room for

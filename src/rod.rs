@@ -40,9 +40,11 @@
 //! here, in the order of a time step: [`bend_gradient`], [`rod_forces`]; after the position update
 //! the stage [`material_frames`] = [`frame_transport`], [`bend_twist`], then `frame_sweeps` × 3
 //! [`theta_sweep`] (one dispatch per colour, the colour given by a [`ColorRange`] uniform); then
-//! [`plasticity`]. Each twin computes its kernel's result element by element with the same f32
-//! operations in the same order; the per-element functions are generic over [`Real`], so tests
-//! evaluate them in f64 too.
+//! [`plasticity`]. The GPU step does the sweeps in one dispatch, [`theta_solve`], over the tiles of
+//! [`theta_tiles`] (every dispatch costs the GPU step a barrier; the CPU path keeps the sweeps,
+//! which `theta_solve`'s twin equals bit for bit). Each twin computes its kernel's result element
+//! by element with the same f32 operations in the same order; the per-element functions are
+//! generic over [`Real`], so tests evaluate them in f64 too.
 //!
 //! Plasticity (§3.1): each rest curvature `ω̄ʲ` (a 2D point per bending element and edge) is projected
 //! onto the circle of radius `p_plastic` about the current `ωʲ` when outside it, then onto the circle of
@@ -414,6 +416,9 @@ pub struct RodState {
     pub bend_kb: Vec<[f32; 4]>,
     /// Scratch: the Newton step of each edge of the colour being solved (in `edge_order` order).
     pub theta_step: Vec<f32>,
+    /// Scratch: each edge's θ before the frame solve (written by `frame_transport`, read by the
+    /// GPU's `theta_solve`).
+    pub theta_start: Vec<f32>,
 }
 
 impl RodState {
@@ -540,6 +545,7 @@ impl RodState {
             bend_grad: vec![[0.0; 4]; nb * 3],
             bend_kb: vec![[0.0; 4]; nb],
             theta_step: vec![0.0; ne],
+            theta_start: vec![0.0; ne],
         })
     }
 
@@ -673,8 +679,9 @@ pub fn material_frames(
     frames: &mut [EdgeFrame],
     bend_kb: &mut [[f32; 4]],
     theta_step: &mut [f32],
+    theta_start: &mut [f32],
 ) {
-    frame_transport(params, edges, pos, frames);
+    frame_transport(params, edges, pos, frames, theta_start);
     bend_twist(params, bends, frames, pos, bend_rest, bend_kb);
     let ranges = color_ranges(color_start);
     for _ in 0..params.frame_sweeps {
@@ -698,18 +705,23 @@ pub fn transport_frame<T: Real>(u: V3<T>, t_old: V3<T>, xa: V3<T>, xb: V3<T>) ->
 }
 
 /// Kernel `frame_transport` (first stage of `material_frames`): each edge's reference director
-/// transported through time onto its new tangent ([`transport_frame`]); θ is kept.
+/// transported through time onto its new tangent ([`transport_frame`]); θ is kept, and copied to
+/// `theta_start`, the angles [`theta_solve`] starts from (its tiles read their neighbours' there,
+/// since `frames` is written by the tiles that own them while others read).
 pub fn frame_transport(
     params: &Params,
     edges: &[Edge],
     pos: &[[f32; 4]],
     frames: &mut [EdgeFrame],
+    theta_start: &mut [f32],
 ) {
-    frames[..params.num_edges as usize]
+    let ne = params.num_edges as usize;
+    frames[..ne]
         .par_iter_mut()
         .with_min_len(PAR_MIN)
         .zip(edges.par_iter())
-        .for_each(|(f, e)| {
+        .zip(theta_start[..ne].par_iter_mut())
+        .for_each(|((f, e), th)| {
             let (u, t) = transport_frame(
                 V3::<f32>::from4(f.u),
                 V3::from4(f.t),
@@ -718,6 +730,7 @@ pub fn frame_transport(
             );
             f.u = u.to4(f.u[3]);
             f.t = t.to4(0.0);
+            *th = f.u[3];
         });
 }
 
@@ -810,6 +823,190 @@ pub fn theta_sweep(
     }
 }
 
+/// Slots of one tile of [`theta_solve`]: the threads of its workgroup.
+pub const THETA_TILE: usize = 256;
+/// Most `frame_sweeps` [`theta_tiles`] builds tiles for: their halos are `3 · sweeps` edges on each
+/// side, so a long yarn's tile keeps at least `256 − 6 · 32 = 64` edges of its own. Beyond, the GPU
+/// step dispatches [`theta_sweep`] per colour instead.
+pub const THETA_SOLVE_MAX_SWEEPS: u32 = 32;
+/// A tile slot's field for "no slot": its element's other edge is not in the tile.
+pub const THETA_NO_SLOT: u32 = 0x1ff;
+/// Flag of a tile slot whose edge the tile owns (writes back).
+pub const THETA_OWNED: u32 = 1 << 20;
+/// Flag of a tile slot whose edge has an element whose other edge is not in the tile: its angle is
+/// not solved there (it stays at its start), which only tiles' halos have.
+pub const THETA_FROZEN: u32 = 1 << 21;
+
+/// The tiles of [`theta_solve`] for a rod with `sweeps` sweeps per step, or `None` beyond
+/// [`THETA_SOLVE_MAX_SWEEPS`]. [`THETA_TILE`] slots per tile, one `[u32; 4]` each:
+/// `[edge, element where it is e¹, element where it is e⁰, packed]` ([`NONE`] for an empty slot or
+/// a missing element), `packed` = the slot of the first element's `e⁰` (bits 0–8) and of the
+/// second's `e¹` (bits 9–17; [`THETA_NO_SLOT`] when not in the tile), the edge's colour (bits 18–19),
+/// [`THETA_OWNED`] and [`THETA_FROZEN`].
+///
+/// A yarn of at most [`THETA_TILE`] edges goes whole into one tile (several share one while they
+/// fit), owned and solved there exactly (a closed one's last element joins its last and first edge,
+/// both in the tile). A longer yarn is cut into runs of `256 − 2 h` edges along it (`h = 3 · sweeps`),
+/// each in a tile of its own with `h` edges either side (around the ring, for a closed yarn) that the
+/// tile solves too but does not own. A colour step changes an edge from its neighbours' angles only,
+/// so a wrong angle (a halo end's, frozen) spreads one edge per step at most: after the `3 · sweeps`
+/// colour steps the owned run, `h` edges in, still has exactly the angles the sweeps over the whole
+/// rod give (`theta_solve`'s twin test checks this bit for bit on open and closed yarns).
+pub fn theta_tiles(
+    topo: &Topology,
+    bends: &[Bend],
+    edge_bends: &[[u32; 2]],
+    edge_order: &[u32],
+    color_start: &[u32; 4],
+    sweeps: u32,
+) -> Option<Vec<[u32; 4]>> {
+    if sweeps > THETA_SOLVE_MAX_SWEEPS {
+        return None;
+    }
+    let mut colour = vec![0u32; edge_bends.len()];
+    for c in 0..3 {
+        for &e in &edge_order[color_start[c] as usize..color_start[c + 1] as usize] {
+            colour[e as usize] = c as u32;
+        }
+    }
+    let h = 3 * sweeps as usize;
+    let run = THETA_TILE - 2 * h;
+    // Tiles as lists of (edge, owned), then packed into slots.
+    let mut tiles: Vec<Vec<(u32, bool)>> = Vec::new();
+    for y in &topo.yarns {
+        let (fe, n) = (y.first_edge as usize, y.num_edges as usize);
+        if n <= THETA_TILE {
+            if tiles.last().is_none_or(|t| t.len() + n > THETA_TILE) {
+                tiles.push(Vec::with_capacity(THETA_TILE));
+            }
+            let t = tiles.last_mut().expect("a tile");
+            t.extend((fe..fe + n).map(|e| (e as u32, true)));
+            continue;
+        }
+        let closed = y.closed != 0;
+        for a in (0..n).step_by(run) {
+            let b = (a + run).min(n);
+            let (lo, hi) = if closed {
+                (a as isize - h as isize, (b + h) as isize)
+            } else {
+                (a.saturating_sub(h) as isize, (b + h).min(n) as isize)
+            };
+            // A ring longer than a tile never wraps onto itself within one: hi − lo ≤ 256 < n.
+            let t = (lo..hi)
+                .map(|r| {
+                    let rel = r.rem_euclid(n as isize) as usize;
+                    ((fe + rel) as u32, (a..b).contains(&rel))
+                })
+                .collect();
+            tiles.push(t);
+        }
+    }
+    let mut slots = Vec::with_capacity(tiles.len() * THETA_TILE);
+    for t in &tiles {
+        let slot_of: std::collections::HashMap<u32, u32> = t
+            .iter()
+            .enumerate()
+            .map(|(j, &(e, _))| (e, j as u32))
+            .collect();
+        for &(e, owned) in t {
+            let eb = edge_bends[e as usize];
+            let mut frozen = false;
+            // Side 0: the other edge is the element's e⁰; side 1: its e¹.
+            let other: [u32; 2] = std::array::from_fn(|side| {
+                let bi = eb[side];
+                if bi == NONE {
+                    return THETA_NO_SLOT;
+                }
+                let o = bends[bi as usize].e[side];
+                match slot_of.get(&o) {
+                    Some(&j) => j,
+                    None => {
+                        frozen = true;
+                        THETA_NO_SLOT
+                    }
+                }
+            });
+            let packed = other[0]
+                | (other[1] << 9)
+                | (colour[e as usize] << 18)
+                | if owned { THETA_OWNED } else { 0 }
+                | if frozen { THETA_FROZEN } else { 0 };
+            slots.push([e, eb[0], eb[1], packed]);
+        }
+        slots.resize(
+            slots.len().div_ceil(THETA_TILE) * THETA_TILE,
+            [NONE, NONE, NONE, 0],
+        );
+    }
+    Some(slots)
+}
+
+/// Kernel `theta_solve` (third stage of `material_frames` on the GPU, one dispatch instead of
+/// `frame_sweeps` × 3 of [`theta_sweep`]): the same sweeps, colour by colour, within each tile of
+/// [`theta_tiles`] (a workgroup each, the angles in workgroup memory), from the angles
+/// `theta_start` that `frame_transport` copied; each tile writes the θ of the edges it owns. The
+/// result is the sweeps' over the whole rod, bit for bit (see [`theta_tiles`]); `theta_step` is
+/// not written.
+pub fn theta_solve(
+    params: &Params,
+    theta_tiles: &[[u32; 4]],
+    bend_rest: &[BendRest],
+    bend_kb: &[[f32; 4]],
+    theta_start: &[f32],
+    frames: &mut [EdgeFrame],
+) {
+    let k = Stiffness {
+        bending: params.bending,
+        twisting: params.twisting,
+    };
+    let fr = &*frames;
+    let solved: Vec<(u32, f32)> = theta_tiles
+        .par_chunks(THETA_TILE)
+        .flat_map_iter(|tile| {
+            let mut theta: Vec<f32> = tile
+                .iter()
+                .map(|w| {
+                    if w[0] == NONE {
+                        0.0
+                    } else {
+                        theta_start[w[0] as usize]
+                    }
+                })
+                .collect();
+            for _ in 0..params.frame_sweeps {
+                for c in 0..3 {
+                    // Slots of one colour share no element: in place equals all at once.
+                    for (j, w) in tile.iter().enumerate() {
+                        if w[0] == NONE || w[3] & THETA_FROZEN != 0 || (w[3] >> 18) & 3 != c {
+                            continue;
+                        }
+                        let own = theta[j];
+                        let other = [w[3] & THETA_NO_SLOT, (w[3] >> 9) & THETA_NO_SLOT];
+                        let sides: [Option<ThetaSide>; 2] = std::array::from_fn(|side| {
+                            let bi = w[1 + side];
+                            (bi != NONE).then(|| {
+                                let o = theta[other[side] as usize];
+                                let th = if side == 0 { [o, own] } else { [own, o] };
+                                (&bend_rest[bi as usize], bend_kb[bi as usize], th)
+                            })
+                        });
+                        let step: f32 = theta_newton_step_of(&k, &fr[w[0] as usize], own, sides);
+                        theta[j] = own + step;
+                    }
+                }
+            }
+            tile.iter()
+                .zip(theta)
+                .filter(|(w, _)| w[0] != NONE && w[3] & THETA_OWNED != 0)
+                .map(|(w, t)| (w[0], t))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (e, t) in solved {
+        frames[e as usize].u[3] = t;
+    }
+}
+
 /// The safeguarded Newton step of the material angle of edge `e` (see [`material_frames`]): the
 /// derivatives of the energy of its (one or two) bending elements in θ, from the κb and l̄ of
 /// `bend_kb`, the side where the edge is `e¹` first.
@@ -822,24 +1019,42 @@ pub fn theta_newton_step<T: Real>(
     frames: &[EdgeFrame],
     e: usize,
 ) -> T {
+    let sides = edge_bends[e].map(|bi| {
+        (bi != NONE).then(|| {
+            let b = &bends[bi as usize];
+            let theta = b.e.map(|x| frames[x as usize].u[3]);
+            (&bend_rest[bi as usize], bend_kb[bi as usize], theta)
+        })
+    });
+    theta_newton_step_of(k, &frames[e], frames[e].u[3], sides)
+}
+
+/// One side of an edge's Newton step ([`theta_newton_step_of`]): its element's rest state, its κb
+/// and l̄ (`bend_kb`), and the angles of the element's edges `e⁰`, `e¹`.
+pub type ThetaSide<'a> = (&'a BendRest, [f32; 4], [f32; 2]);
+
+/// [`theta_newton_step`] of an edge with frame `f` (its θ taken from `theta`, not from `f`) and, per
+/// side (0: the element where the edge is `e¹`, 1: where it is `e⁰`), the element's rest state, its
+/// κb and l̄, and the angles of its edges `e⁰`, `e¹`: what [`theta_solve`] has of them in a tile.
+pub fn theta_newton_step_of<T: Real>(
+    k: &Stiffness<T>,
+    f: &EdgeFrame,
+    theta: f32,
+    sides: [Option<ThetaSide<'_>>; 2],
+) -> T {
     let c = |x: f32| T::from_f64(x as f64);
-    let f = frames[e];
-    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), c(f.u[3]));
+    let (m1, m2) = material_frame(V3::from4(f.t), V3::from4(f.u), c(theta));
     let (mut g, mut h, mut ht) = (T::zero(), T::zero(), T::zero());
-    for (side, &bi) in edge_bends[e].iter().enumerate() {
-        if bi == NONE {
+    for (side, s) in sides.iter().enumerate() {
+        let Some((r, kb, th)) = s else {
             continue;
-        }
+        };
         // side 0: this edge is e¹ of the element; side 1: it is e⁰.
         let role = 1 - side;
-        let b = &bends[bi as usize];
-        let r = &bend_rest[bi as usize];
-        let kb = bend_kb[bi as usize];
-        let twist =
-            c(frames[b.e[1] as usize].u[3]) - c(frames[b.e[0] as usize].u[3]) + c(r.ref_twist);
+        let twist = c(th[1]) - c(th[0]) + c(r.ref_twist);
         let (gr, hs, tw) = theta_terms(
             k,
-            V3::from4(kb),
+            V3::from4(*kb),
             m1,
             m2,
             [c(r.kappa[role][0]), c(r.kappa[role][1])],

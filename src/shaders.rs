@@ -409,9 +409,10 @@ pub const KERNELS: &[Kernel] = &[
         twin: "step::integrate_position",
     },
     // --- rod: material frames and plasticity ---
-    // Stage material_frames: frame_transport, bend_twist, then `frame_sweeps` × (theta_sweep of
-    // colour 0, 1, 2), each theta_sweep dispatch with its colour's `color_range` uniform
-    // (`rod::color_ranges`) over that colour's edge count; then plasticity.
+    // Stage material_frames: frame_transport, bend_twist, then theta_solve over the rod's tiles
+    // (`rod::theta_tiles`: 256 threads each), or, beyond `rod::THETA_SOLVE_MAX_SWEEPS`,
+    // `frame_sweeps` × (theta_sweep of colour 0, 1, 2), each theta_sweep dispatch with its colour's
+    // `color_range` uniform (`rod::color_ranges`) over that colour's edge count; then plasticity.
     Kernel {
         name: "frame_transport",
         workgroup_size: WG,
@@ -420,6 +421,7 @@ pub const KERNELS: &[Kernel] = &[
             read("edges"),
             read("pos"),
             read_write("frames"),
+            read_write("theta_start"),
         ],
         twin: "rod::frame_transport",
     },
@@ -451,6 +453,19 @@ pub const KERNELS: &[Kernel] = &[
             read_write("frames"),
         ],
         twin: "rod::theta_sweep",
+    },
+    Kernel {
+        name: "theta_solve",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("theta_tiles"),
+            read("bend_rest"),
+            read("bend_kb"),
+            read("theta_start"),
+            read_write("frames"),
+        ],
+        twin: "rod::theta_solve",
     },
     Kernel {
         name: "plasticity",

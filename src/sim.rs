@@ -1060,6 +1060,14 @@ impl Sim {
         self.base_params.radius = radius;
     }
 
+    /// Sets the Newton sweeps of the material angles per step ([`SimParams::frame_sweeps`], 2 by
+    /// default). Scenes do not set it; the GPU step solves up to `rod::THETA_SOLVE_MAX_SWEEPS` in
+    /// tiles and more colour by colour, and tests reach both this way.
+    pub fn set_frame_sweeps(&mut self, sweeps: u32) {
+        self.params.frame_sweeps = sweeps;
+        self.base_params.frame_sweeps = sweeps;
+    }
+
     /// Holds the obstacles at their places at the current `time`, at rest, in the steps that follow
     /// (the steps still advance `time`: the caller resets it), or lets them follow their keyframes.
     pub fn hold_obstacles(&mut self, on: bool) {
@@ -1365,6 +1373,7 @@ impl Sim {
             &mut self.rod.frames,
             &mut self.rod.bend_kb,
             &mut self.rod.theta_step,
+            &mut self.rod.theta_start,
         );
         rod::plasticity(
             &kp,

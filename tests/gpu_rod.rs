@@ -322,7 +322,14 @@ fn before_theta(fi: &FramesInput) -> (Vec<EdgeFrame>, Vec<BendRest>, Vec<[f32; 4
     let mut frames = fi.frames.clone();
     let mut rest = fi.rest.clone();
     let mut kb = vec![[0.0; 4]; s.rod.bends.len()];
-    rod::frame_transport(&fi.params, &s.topo.edges, &s.pos, &mut frames);
+    let mut theta_start = vec![0.0; frames.len()];
+    rod::frame_transport(
+        &fi.params,
+        &s.topo.edges,
+        &s.pos,
+        &mut frames,
+        &mut theta_start,
+    );
     rod::bend_twist(
         &fi.params,
         &s.rod.bends,
@@ -461,13 +468,27 @@ fn frame_transport_matches_twin() {
                 ("edges", bytes(&s.topo.edges)),
                 ("pos", bytes(&s.pos)),
                 ("frames", bytes(&fi.frames)),
+                ("theta_start", bytes(&vec![f32::NAN; fi.frames.len()])),
             ],
             fi.params.num_edges,
         )
         .unwrap();
         let g_frames: Vec<EdgeFrame> = cast(&out["frames"]);
+        let g_start: Vec<f32> = cast(&out["theta_start"]);
         let mut frames = fi.frames.clone();
-        rod::frame_transport(&fi.params, &s.topo.edges, &s.pos, &mut frames);
+        let mut theta_start = vec![f32::NAN; frames.len()];
+        rod::frame_transport(
+            &fi.params,
+            &s.topo.edges,
+            &s.pos,
+            &mut frames,
+            &mut theta_start,
+        );
+        // θ copied: to the bit, and what θ was.
+        for (i, (g, c)) in g_start.iter().zip(&theta_start).enumerate() {
+            assert_eq!(g.to_bits(), c.to_bits(), "theta_start[{i}]");
+            assert_eq!(c.to_bits(), fi.frames[i].u[3].to_bits(), "theta_start[{i}]");
+        }
         let mut w = Worst::default();
         let mut turned = 0;
         for (i, (e, f)) in s.topo.edges.iter().zip(&fi.frames).enumerate() {
@@ -497,7 +518,14 @@ fn bend_twist_matches_twin() {
         let fi = frames_input(name, sets, steps);
         let s = &fi.sim;
         let mut frames = fi.frames.clone();
-        rod::frame_transport(&fi.params, &s.topo.edges, &s.pos, &mut frames);
+        let mut theta_start = vec![0.0; frames.len()];
+        rod::frame_transport(
+            &fi.params,
+            &s.topo.edges,
+            &s.pos,
+            &mut frames,
+            &mut theta_start,
+        );
         let fresh_kb = vec![[f32::NAN; 4]; s.rod.bends.len()];
         let out = run_kernel(
             &gpu,
@@ -703,35 +731,8 @@ fn theta_sweep_matches_twin_over_all_colours_and_sweeps() {
             &frames,
         );
         // The twin, and the bound propagated over the dispatches.
-        let mut theta_step = theta_step0.clone();
-        let mut total = 0.0f64;
-        let mut rho_max = 0.0f64;
-        for _ in 0..sweeps {
-            for range in &ranges {
-                let bounds = theta_bounds(&fi.params, range, s, &rest, &kb, &frames);
-                let b = bounds.iter().map(|b| b.2).fold(0.0, f64::max);
-                let rho = bounds
-                    .iter()
-                    .map(|&(slot, _, _)| {
-                        let e = r.edge_order[slot] as usize;
-                        theta_amplification(&fi.params, s, &rest, &kb, &frames, e)
-                    })
-                    .fold(1.0, f64::max);
-                rho_max = rho_max.max(rho);
-                total = rho * total + b;
-                rod::theta_sweep(
-                    &fi.params,
-                    range,
-                    &r.bends,
-                    &rest,
-                    &kb,
-                    &r.edge_bends,
-                    &r.edge_order,
-                    &mut theta_step,
-                    &mut frames,
-                );
-            }
-        }
+        let (theta_step, frames, total, rho_max) =
+            twin_sweeps_with_bound(&fi.params, s, &rest, &kb, &theta_step0, &frames);
         println!("{name}: largest amplification ρ {rho_max:.4}; propagated bound {total:.3e}");
         let mut w = Worst::default();
         for (i, (g, c)) in g_frames.iter().zip(&frames).enumerate() {
@@ -746,6 +747,147 @@ fn theta_sweep_matches_twin_over_all_colours_and_sweeps() {
             w.check("theta_step", i, *g, *c, 2.0 * total);
         }
         w.report(&format!("theta_sweep × {} on {name}", 3 * sweeps));
+    }
+}
+
+/// The twin's `frame_sweeps` × 3 `theta_sweep` calls from `frames` (with `rest` and `kb` of
+/// [`before_theta`]), and the bound the GPU's θ keeps from the twin's after as many dispatches (see
+/// [`theta_sweep_matches_twin_over_all_colours_and_sweeps`]). Returns `(theta_step, frames, bound,
+/// largest amplification ρ)`.
+fn twin_sweeps_with_bound(
+    params: &Params,
+    s: &Sim,
+    rest: &[BendRest],
+    kb: &[[f32; 4]],
+    theta_step0: &[f32],
+    frames: &[EdgeFrame],
+) -> (Vec<f32>, Vec<EdgeFrame>, f64, f64) {
+    let r = &s.rod;
+    let ranges = rod::color_ranges(&r.color_start);
+    let mut frames = frames.to_vec();
+    let mut theta_step = theta_step0.to_vec();
+    let mut total = 0.0f64;
+    let mut rho_max = 0.0f64;
+    for _ in 0..params.frame_sweeps {
+        for range in &ranges {
+            let bounds = theta_bounds(params, range, s, rest, kb, &frames);
+            let b = bounds.iter().map(|b| b.2).fold(0.0, f64::max);
+            let rho = bounds
+                .iter()
+                .map(|&(slot, _, _)| {
+                    let e = r.edge_order[slot] as usize;
+                    theta_amplification(params, s, rest, kb, &frames, e)
+                })
+                .fold(1.0, f64::max);
+            rho_max = rho_max.max(rho);
+            total = rho * total + b;
+            rod::theta_sweep(
+                params,
+                range,
+                &r.bends,
+                rest,
+                kb,
+                &r.edge_bends,
+                &r.edge_order,
+                &mut theta_step,
+                &mut frames,
+            );
+        }
+    }
+    (theta_step, frames, total, rho_max)
+}
+
+/// `theta_solve`: the whole frame solve in one dispatch over the rod's tiles (`rod::theta_tiles`),
+/// against `frame_sweeps` × 3 calls of `theta_sweep`'s twin, within the bound the per-colour
+/// dispatches keep ([`twin_sweeps_with_bound`]; the tiles' twin `rod::theta_solve` equals those
+/// calls bit for bit, here and in tests/rod.rs). On tiny (one tile), the swatch (an open yarn of
+/// 1,176 edges in 5 tiles with halos) with 2 and 5 sweeps, and sack_small (24 closed rings of 384
+/// edges, their tiles wrapping around), angles moved off their minimum except on tiny. Only θ may
+/// differ, and only on owned edges' rounding: the tangents and directors are copied.
+#[test]
+fn theta_solve_matches_twin() {
+    let Some(gpu) = gpu_or_skip("theta_solve_matches_twin") else {
+        return;
+    };
+    let cases: [(&str, &[&str], usize, u32); 4] = [
+        ("tiny", &[], 200, 2),
+        ("swatch", &["simulation.frames=1"], 50, 2),
+        ("swatch", &["simulation.frames=1"], 50, 5),
+        ("sack_small", &["simulation.frames=1"], 2, 2),
+    ];
+    for (ci, (name, sets, steps, sweeps)) in cases.into_iter().enumerate() {
+        let fi = frames_input(name, sets, steps);
+        let s = &fi.sim;
+        let r = &s.rod;
+        let (mut frames, rest, kb) = before_theta(&fi);
+        if ci > 0 {
+            perturb_theta(&mut frames);
+        }
+        let params = Params {
+            frame_sweeps: sweeps,
+            ..fi.params
+        };
+        let theta_start: Vec<f32> = frames.iter().map(|f| f.u[3]).collect();
+        let tiles = rod::theta_tiles(
+            &s.topo,
+            &r.bends,
+            &r.edge_bends,
+            &r.edge_order,
+            &r.color_start,
+            sweeps,
+        )
+        .unwrap();
+        let out = run_kernel(
+            &gpu,
+            "theta_solve",
+            &[
+                ("params", bytes(&[params])),
+                ("theta_tiles", bytes(&tiles)),
+                ("bend_rest", bytes(&rest)),
+                ("bend_kb", bytes(&kb)),
+                ("theta_start", bytes(&theta_start)),
+                ("frames", bytes(&frames)),
+            ],
+            tiles.len() as u32,
+        )
+        .unwrap();
+        let g_frames: Vec<EdgeFrame> = cast(&out["frames"]);
+        let theta_step0 = vec![f32::NAN; frames.len()];
+        let (_, want, total, rho_max) =
+            twin_sweeps_with_bound(&params, s, &rest, &kb, &theta_step0, &frames);
+        let mut twin = frames.clone();
+        rod::theta_solve(&params, &tiles, &rest, &kb, &theta_start, &mut twin);
+        assert!(
+            twin.iter()
+                .zip(&want)
+                .all(|(a, b)| a.u.map(f32::to_bits) == b.u.map(f32::to_bits) && a.t == b.t),
+            "{name}: rod::theta_solve differs from the sweeps"
+        );
+        let moved = want
+            .iter()
+            .zip(&frames)
+            .filter(|(a, b)| (a.u[3] - b.u[3]).abs() > 1e-6)
+            .count();
+        assert!(
+            moved > frames.len() / 4,
+            "{name}: only {moved} angles moved"
+        );
+        let halos = tiles
+            .iter()
+            .filter(|w| w[0] != rod::NONE && w[3] & rod::THETA_OWNED == 0)
+            .count();
+        println!(
+            "{name}, {sweeps} sweeps: {} tiles, {halos} halo slots; ρ {rho_max:.4}; bound {total:.3e}",
+            tiles.len() / rod::THETA_TILE
+        );
+        let mut w = Worst::default();
+        for (i, (g, c)) in g_frames.iter().zip(&want).enumerate() {
+            let mut b = [0.0; 4];
+            b[3] = total;
+            check4(&mut w, "frames.u", i, g.u, c.u, b);
+            check4(&mut w, "frames.t", i, g.t, c.t, [0.0; 4]);
+        }
+        w.report(&format!("theta_solve ({sweeps} sweeps) on {name}"));
     }
 }
 
@@ -906,6 +1048,7 @@ fn plasticity_matches_twin() {
         let mut rest0 = fi.rest.clone();
         let mut kb = vec![[0.0; 4]; r.bends.len()];
         let mut theta_step = vec![0.0; frames.len()];
+        let mut theta_start = vec![0.0; frames.len()];
         rod::material_frames(
             &fi.params,
             &s.topo.edges,
@@ -918,6 +1061,7 @@ fn plasticity_matches_twin() {
             &mut frames,
             &mut kb,
             &mut theta_step,
+            &mut theta_start,
         );
         let finite = fi.params;
         assert!(finite.plastic_radius == 0.001 && finite.plastic_max.is_finite());

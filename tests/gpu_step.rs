@@ -1132,3 +1132,73 @@ fn rerun_batches_count_once_in_frame_statistics() {
         ample.max_projection_iterations
     );
 }
+
+/// The frame solve is one `theta_solve` dispatch over the rod's tiles at the default 2 sweeps, and
+/// `frame_sweeps` × 3 `theta_sweep` dispatches beyond `rod::THETA_SOLVE_MAX_SWEEPS`. Both step as
+/// the CPU path does: 60 steps of the swatch (its yarn of 1,176 edges in 5 tiles, so the halos are
+/// in the step) and of the tiny swatch with 33 sweeps, positions within 1e-3 r of the CPU's, as in
+/// [`whole_run_parity`] (whose runs of the tiny swatch solve in one tile).
+#[test]
+fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
+    let Some(gpu) = gpu_or_skip("frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path") else {
+        return;
+    };
+    const STEPS: usize = 60;
+    let count = |g: &GpuSim, k: &str| g.dispatch_kernels().iter().filter(|x| **x == k).count();
+    for (name, sweeps) in [
+        ("swatch", None),
+        ("tiny", Some(yarnsim::rod::THETA_SOLVE_MAX_SWEEPS + 1)),
+    ] {
+        let sets = ["contact.model=none", "simulation.frames=1"];
+        let sim = || {
+            let mut s = fixture::scene_sim(name, &sets, 0);
+            if let Some(n) = sweeps {
+                s.set_frame_sweeps(n);
+            }
+            s
+        };
+        let mut g = GpuSim::new(&gpu, sim(), &fixture::scene_contact(name, &sets)).unwrap();
+        let want = match sweeps {
+            None => (1, 0),
+            Some(n) => (0, 3 * n as usize),
+        };
+        assert_eq!(
+            (count(&g, "theta_solve"), count(&g, "theta_sweep")),
+            want,
+            "{name}: theta_solve and theta_sweep dispatches"
+        );
+        g.steps(STEPS).unwrap_or_else(|e| panic!("{e}"));
+        g.sync_host().unwrap();
+        let mut cpu = sim();
+        for _ in 0..STEPS {
+            cpu.step().unwrap();
+        }
+        let r = cpu.params.radius;
+        let (worst, at) = fixture::max_rel_diff(&g.sim.pos, &cpu.pos, r);
+        let start = sim();
+        let (moved, _) = fixture::max_rel_diff(&start.pos, &cpu.pos, r);
+        let turned = g
+            .sim
+            .rod
+            .frames
+            .iter()
+            .zip(&start.rod.frames)
+            .map(|(a, b)| (a.u[3] - b.u[3]).abs())
+            .fold(0.0f32, f32::max);
+        let dtheta = g
+            .sim
+            .rod
+            .frames
+            .iter()
+            .zip(&cpu.rod.frames)
+            .map(|(a, b)| (a.u[3] - b.u[3]).abs())
+            .fold(0.0f32, f32::max);
+        eprintln!("{name}: worst position difference after {STEPS} steps {worst:.3e} r (point {at}); moved {moved:.3} r; θ turned by up to {turned:.3e}, GPU and CPU θ {dtheta:.3e} apart");
+        assert!(
+            worst < 1e-3,
+            "{name}: GPU and CPU differ by {worst:e} r at point {at}"
+        );
+        assert!(moved > 0.01, "{name}: the cloth barely moved ({moved} r)");
+        assert!(turned > 1e-4, "{name}: no material angle turned");
+    }
+}

@@ -185,20 +185,42 @@ fn acl_wgsl_constants_match_rust() {
         ("ACL_PHASE_COALESCED", PHASE_COALESCED),
     ];
     for kernel in ["set_gather", "acl_counts"] {
-        let m = module(kernel);
-        for (name, value) in want {
-            let c = m
-                .constants
-                .iter()
-                .find(|(_, c)| c.name.as_deref() == Some(name))
-                .unwrap_or_else(|| panic!("{kernel}: no const {name}"))
-                .1;
-            match m.global_expressions[c.init] {
-                naga::Expression::Literal(naga::Literal::U32(v)) => {
-                    assert_eq!(v, value, "{kernel}: {name}")
-                }
-                ref e => panic!("{kernel}: const {name} is not a u32 literal: {e:?}"),
+        assert_u32_constants(kernel, &want);
+    }
+}
+
+/// The constants `kernel`'s module declares with the names of `want` are u32 literals of its
+/// values.
+fn assert_u32_constants(kernel: &str, want: &[(&str, u32)]) {
+    let m = module(kernel);
+    for &(name, value) in want {
+        let c = m
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{kernel}: no const {name}"))
+            .1;
+        match m.global_expressions[c.init] {
+            naga::Expression::Literal(naga::Literal::U32(v)) => {
+                assert_eq!(v, value, "{kernel}: {name}")
             }
+            ref e => panic!("{kernel}: const {name} is not a u32 literal: {e:?}"),
         }
     }
+}
+
+/// `theta_solve`'s tile layout constants are `rod::theta_tiles`' (the slots per tile, the
+/// "no slot" field and the flags it packs).
+#[test]
+fn theta_solve_constants_match_rust() {
+    use yarnsim::rod::{THETA_FROZEN, THETA_NO_SLOT, THETA_OWNED, THETA_TILE};
+    assert_u32_constants(
+        "theta_solve",
+        &[
+            ("THETA_TILE", THETA_TILE as u32),
+            ("THETA_NO_SLOT", THETA_NO_SLOT),
+            ("THETA_OWNED", THETA_OWNED),
+            ("THETA_FROZEN", THETA_FROZEN),
+        ],
+    );
 }

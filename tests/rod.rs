@@ -4,8 +4,9 @@
 use yarnsim::layout::Params;
 use yarnsim::math::{V3d, V3};
 use yarnsim::rod::{
-    bend_gradient, material_frames, parallel_transport, plasticity, reference_twist, rod_forces,
-    BendLocal, RodParams, RodState, Stiffness,
+    bend_gradient, bend_twist, frame_transport, material_frames, parallel_transport, plasticity,
+    reference_twist, rod_forces, theta_solve, theta_tiles, BendLocal, RodParams, RodState,
+    Stiffness, NONE, THETA_FROZEN, THETA_OWNED, THETA_SOLVE_MAX_SWEEPS, THETA_TILE,
 };
 use yarnsim::state::{Curve, Topology};
 
@@ -325,6 +326,7 @@ fn frames(rod: &mut RodState, p: &RodParams, topo: &Topology, sweeps: u32, pos: 
         &mut rod.frames,
         &mut rod.bend_kb,
         &mut rod.theta_step,
+        &mut rod.theta_start,
     );
 }
 
@@ -506,4 +508,138 @@ fn rest_state_records_the_starting_curvature() {
         nonzero += (n > 0.0) as usize;
     }
     assert!(nonzero > rod.rest.len() / 2);
+}
+
+/// `theta_solve` (the GPU's frame solve in tiles of 256 edges, here its CPU twin) gives the angles
+/// of `material_frames`' sweeps over the whole rod, bit for bit: open and closed yarns shorter and
+/// longer than a tile, several sharing one, a ring of 257 edges (the shortest cut into tiles), and
+/// 1 to 32 sweeps; from moved positions and angles moved off their minimum, so every edge has work,
+/// the halos' frozen ends included. Every edge is owned by exactly one tile, and halos exist.
+#[test]
+fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
+    let curves = [
+        wavy(4, false, 0.1),
+        wavy(3, true, 0.2),
+        wavy(41, false, 0.3),
+        wavy(100, true, 0.4),
+        wavy(256, true, 0.5),
+        wavy(257, true, 0.6),
+        wavy(700, false, 0.7),
+        wavy(1001, true, 0.8),
+        wavy(5, true, 0.9),
+    ];
+    let (topo, pos0) = Topology::from_curves(&curves).unwrap();
+    let rod0 = RodState::new(&topo, &pos0).unwrap();
+    let p = params();
+    let mut rng = Rng(11);
+    let pos: Vec<[f32; 4]> = pos0
+        .iter()
+        .map(|x| {
+            let d = 0.02;
+            [
+                x[0] + rng.range(-d, d) as f32,
+                x[1] + rng.range(-d, d) as f32,
+                x[2] + rng.range(-d, d) as f32,
+                0.0,
+            ]
+        })
+        .collect();
+    let mut start = rod0.clone();
+    for f in start.frames.iter_mut() {
+        f.u[3] += rng.range(-0.4, 0.4) as f32;
+    }
+    for sweeps in [1, 2, 5, THETA_SOLVE_MAX_SWEEPS] {
+        let params = kernel_params(&start, &p, sweeps, &pos);
+        let mut want = start.clone();
+        material_frames(
+            &params,
+            &topo.edges,
+            &want.bends,
+            &want.edge_bends,
+            &want.edge_order,
+            &want.color_start,
+            &pos,
+            &mut want.rest,
+            &mut want.frames,
+            &mut want.bend_kb,
+            &mut want.theta_step,
+            &mut want.theta_start,
+        );
+        let tiles = theta_tiles(
+            &topo,
+            &start.bends,
+            &start.edge_bends,
+            &start.edge_order,
+            &start.color_start,
+            sweeps,
+        )
+        .expect("tiles");
+        assert_eq!(tiles.len() % THETA_TILE, 0);
+        let mut owners = vec![0u32; start.frames.len()];
+        let mut frozen = 0;
+        for w in &tiles {
+            if w[0] != NONE {
+                owners[w[0] as usize] += (w[3] & THETA_OWNED != 0) as u32;
+                frozen += (w[3] & THETA_FROZEN != 0) as u32;
+            }
+        }
+        assert!(
+            owners.iter().all(|&n| n == 1),
+            "{sweeps} sweeps: an edge owned ≠ once"
+        );
+        assert!(frozen > 0, "{sweeps} sweeps: no tile has a halo");
+        let mut got = start.clone();
+        frame_transport(
+            &params,
+            &topo.edges,
+            &pos,
+            &mut got.frames,
+            &mut got.theta_start,
+        );
+        bend_twist(
+            &params,
+            &got.bends,
+            &got.frames,
+            &pos,
+            &mut got.rest,
+            &mut got.bend_kb,
+        );
+        theta_solve(
+            &params,
+            &tiles,
+            &got.rest,
+            &got.bend_kb,
+            &got.theta_start,
+            &mut got.frames,
+        );
+        let moved = got
+            .frames
+            .iter()
+            .zip(&got.theta_start)
+            .filter(|(f, s)| (f.u[3] - **s).abs() > 1e-4)
+            .count();
+        assert!(
+            moved > got.frames.len() / 2,
+            "{sweeps} sweeps: {moved} angles moved"
+        );
+        for (e, (g, w)) in got.frames.iter().zip(&want.frames).enumerate() {
+            assert_eq!(
+                g.u.map(f32::to_bits),
+                w.u.map(f32::to_bits),
+                "{sweeps} sweeps, edge {e}: {:?} ≠ {:?}",
+                g.u,
+                w.u
+            );
+            assert_eq!(g.t, w.t);
+        }
+    }
+    assert!(theta_tiles(
+        &topo,
+        &start.bends,
+        &start.edge_bends,
+        &start.edge_order,
+        &start.color_start,
+        THETA_SOLVE_MAX_SWEEPS + 1
+    )
+    .is_none());
 }
