@@ -48,6 +48,13 @@
 //! independent even when one of them holds a NaN (`0 × NaN` would otherwise spread it to every yarn
 //! sharing a block, and the failure would name the wrong yarn).
 //!
+//! The top levels are small (one or two workgroups' work each), yet each level was a dispatch up and
+//! one down, and every dispatch of the GPU step waits for all the work before it. So from the first
+//! level of at most [`TOP_ROWS`] rows ([`top_level`]), one workgroup does the rest, `length_top`: the
+//! same per-block work as the two kernels' workgroups, level after level up and back down, a storage
+//! barrier between levels. The scarf's one yarn of 26,100 edges (levels of 26,100, 816, 26 and 1
+//! rows) solves in 3 dispatches instead of 6, the tiny swatch's 136 edges in 1 instead of 4.
+//!
 //! # Iterations on the GPU
 //! The GPU cannot stop on a host decision without reading back, so [`LengthGpu`] records all
 //! `length_max_iterations` iterations and each kernel returns at once when its iteration is not
@@ -78,6 +85,11 @@ const B: usize = BLOCK as usize;
 /// Threads per workgroup of `length_reduce` and `length_back` (`SOLVER_GROUP` in
 /// shaders/shared/length.wgsl).
 pub const SOLVER_GROUP: u32 = 64;
+/// Rows of the largest level `length_top` starts from (`LENGTH_TOP_ROWS` in
+/// shaders/shared/length.wgsl): `BLOCK²`, so the level after it has one block and the one after that
+/// one row; two of its workgroup's chunks of [`SOLVER_BLOCKS`] blocks.
+pub const TOP_ROWS: u32 = BLOCK * BLOCK;
+
 /// Consecutive blocks each workgroup of `length_reduce` and `length_back` covers (`SOLVER_BLOCKS`):
 /// the workgroup copies their rows into workgroup memory, then one thread sweeps each block there.
 pub const SOLVER_BLOCKS: u32 = 16;
@@ -142,6 +154,17 @@ pub fn levels(num_edges: u32) -> Vec<Level> {
         offset += size;
         size = size.div_ceil(BLOCK);
     }
+}
+
+/// The first of the solved levels (all but the last of `levels`) with at most [`TOP_ROWS`] rows:
+/// `length_top` solves from there to the top and back, `length_reduce` and `length_back` the levels
+/// below it. Levels shrink by [`BLOCK`], so the solved levels from it are it and at most one more.
+pub fn top_level(levels: &[Level]) -> usize {
+    levels
+        .iter()
+        .position(|l| l.size <= TOP_ROWS)
+        .unwrap_or(0)
+        .min(levels.len().saturating_sub(2))
 }
 
 /// The per-dispatch uniform `length_level` of iteration `iteration` on `level`:
@@ -229,7 +252,7 @@ pub fn length_projection(
     if s.levels.is_empty() {
         return Ok(LengthReport::default());
     }
-    let solve_levels = s.levels.len() - 1;
+    let top = top_level(&s.levels);
     length_setup(params, vel, &mut s.disp);
     for it in 0..=params.length_max_iterations {
         let lv = level_uniform(it, s.levels[0]);
@@ -241,10 +264,11 @@ pub fn length_projection(
         length_assemble(
             params, &lv, yarns, edges, inv_mass, &s.dir, &mut s.sys, counters,
         );
-        for l in 0..solve_levels {
+        for l in 0..top {
             length_reduce(&level_uniform(it, s.levels[l]), &mut s.sys, counters);
         }
-        for l in (0..solve_levels).rev() {
+        length_top(&level_uniform(it, s.levels[top]), &mut s.sys, counters);
+        for l in (0..top).rev() {
             length_back(&level_uniform(it, s.levels[l]), &mut s.sys, counters);
         }
         length_update(
@@ -581,6 +605,29 @@ pub fn length_back(length_level: &[u32; 4], length_sys: &mut [[f32; 4]], counter
         .for_each(|(j, blk)| back_block(blk, j, next));
 }
 
+/// Kernel `length_top`: the solve from the level of `length_level` (at most [`TOP_ROWS`] rows, see
+/// [`top_level`]) to the top and back, in one workgroup: [`length_reduce`] on it and on each next
+/// level until the one of one row, then [`length_back`] on them in reverse.
+pub fn length_top(length_level: &[u32; 4], length_sys: &mut [[f32; 4]], counters: &mut Counters) {
+    let [it, mut off, mut n, _] = *length_level;
+    let mut solved = Vec::new();
+    loop {
+        solved.push([it, off, n, 0]);
+        let nb = n.div_ceil(BLOCK);
+        if nb == 1 {
+            break;
+        }
+        off += n;
+        n = nb;
+    }
+    for u in &solved {
+        length_reduce(u, length_sys, counters);
+    }
+    for u in solved.iter().rev() {
+        length_back(u, length_sys, counters);
+    }
+}
+
 /// Block `j` (rows `blk`, its separator last) of a level whose separators' values are `next`.
 fn back_block(blk: &mut [[f32; 4]], j: usize, next: &[[f32; 4]]) {
     let m = blk.len() - 1;
@@ -811,7 +858,7 @@ impl LengthGpu {
             });
             Ok(())
         };
-        let solve_levels = levels.len() - 1;
+        let top = top_level(levels);
         add(&mut out, "length_setup", None, params.num_points)?;
         for it in 0..=params.length_max_iterations {
             let lv = Some(level_uniform(it, levels[0]));
@@ -821,12 +868,14 @@ impl LengthGpu {
                 break;
             }
             add(&mut out, "length_assemble", lv, params.num_edges)?;
-            let solved = &levels[..solve_levels];
-            for &lvl in solved {
+            let below = &levels[..top];
+            for &lvl in below {
                 let u = Some(level_uniform(it, lvl));
                 add(&mut out, "length_reduce", u, solver_threads(lvl.size))?;
             }
-            for &lvl in solved.iter().rev() {
+            let u = Some(level_uniform(it, levels[top]));
+            add(&mut out, "length_top", u, SOLVER_GROUP)?;
+            for &lvl in below.iter().rev() {
                 let u = Some(level_uniform(it, lvl));
                 add(&mut out, "length_back", u, solver_threads(lvl.size))?;
             }
@@ -859,6 +908,26 @@ impl LengthGpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn top_level_is_the_first_of_at_most_top_rows_and_solved() {
+        let sizes = |n: u32| levels(n).iter().map(|l| l.size).collect::<Vec<_>>();
+        for (n, top) in [
+            (1, 0),
+            (136, 0),
+            (TOP_ROWS, 0),
+            (TOP_ROWS + 1, 1),
+            (26_100, 1),
+            (1_000_000, 2),
+        ] {
+            let l = levels(n);
+            assert_eq!(top_level(&l), top, "{n} rows: {:?}", sizes(n));
+            // From the top at most two solved levels remain (length_top's TOP_LEVELS).
+            assert!(l.len() - 1 - top <= 2, "{n} rows: {:?}", sizes(n));
+            assert!(l[top].size <= TOP_ROWS);
+        }
+        assert_eq!(sizes(26_100), [26_100, 816, 26, 1]);
+    }
 
     #[test]
     fn levels_shrink_by_block_to_one_row() {

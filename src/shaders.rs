@@ -271,6 +271,16 @@ pub const KERNELS: &[Kernel] = &[
         twin: "length::length_back",
     },
     Kernel {
+        name: "length_top",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("length_level"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_top",
+    },
+    Kernel {
         name: "length_update",
         workgroup_size: WG,
         bindings: &[

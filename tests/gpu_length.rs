@@ -1440,7 +1440,8 @@ fn not_converged_is_flagged_on_both_paths() {
 
 /// The solver kernels' block size is `length::BLOCK` (their loop bounds and the twins' partition
 /// depend on it), and their workgroups are what `length::solver_threads` dispatches: `SOLVER_GROUP`
-/// threads covering `SOLVER_BLOCKS` blocks, with room for `SOLVER_BLOCKS + 1` blocks of rows.
+/// threads covering `SOLVER_BLOCKS` blocks, with room for `SOLVER_BLOCKS + 1` blocks of rows;
+/// `length_top` runs one such workgroup from a level of at most `length::TOP_ROWS` rows.
 #[test]
 fn solver_kernels_use_the_twins_block_size() {
     let want = [
@@ -1451,8 +1452,9 @@ fn solver_kernels_use_the_twins_block_size() {
             "const SOLVER_ROWS: u32 = {}u;",
             (length::SOLVER_BLOCKS + 1) * length::BLOCK
         ),
+        format!("const LENGTH_TOP_ROWS: u32 = {}u;", length::TOP_ROWS),
     ];
-    for name in ["length_reduce", "length_back"] {
+    for name in ["length_reduce", "length_back", "length_top"] {
         let src = yarnsim::shaders::expanded_text(name).unwrap();
         for w in &want {
             assert!(
@@ -1467,4 +1469,124 @@ fn solver_kernels_use_the_twins_block_size() {
     let rows = length::SOLVER_BLOCKS * length::BLOCK;
     assert_eq!(length::solver_threads(rows), length::SOLVER_GROUP);
     assert_eq!(length::solver_threads(rows + 1), 2 * length::SOLVER_GROUP);
+}
+
+/// A level-0 system of `n` rows for the solver alone: symmetric, diagonally dominant (so positive
+/// definite: diagonals in [2, 3], couplings in [−0.9, 0.9]), a zero coupling (a yarn's first row)
+/// every 700 rows or so, and random right-hand sides `r` and `z`; the rows of the levels above are
+/// zero. Returns the levels and the rows.
+fn solver_system(n: u32, seed: u64) -> (Vec<length::Level>, Vec<[f32; 4]>) {
+    let levels = length::levels(n);
+    let total = levels.last().map_or(0, |l| (l.offset + l.size) as usize);
+    let mut rng = Rng(seed);
+    let mut sys = vec![[0.0f32; 4]; total];
+    for (k, row) in sys[..n as usize].iter_mut().enumerate() {
+        let c = if k == 0 || rng.range(0.0, 700.0) < 1.0 {
+            0.0
+        } else {
+            rng.range(-0.9, 0.9) as f32
+        };
+        *row = [
+            rng.range(2.0, 3.0) as f32,
+            c,
+            rng.range(-1.0, 1.0) as f32,
+            rng.range(-1.0, 1.0) as f32,
+        ];
+    }
+    (levels, sys)
+}
+
+/// `length_top` (the solver from the first level of at most `length::TOP_ROWS` rows to the top and
+/// back, in one workgroup) leaves `length_sys` bit for bit as `length_reduce` and `length_back`
+/// dispatched level by level leave it on the same GPU from the same system: it runs their per-block
+/// functions (`reduce_chunk`, `back_chunk` in shaders/shared/length.wgsl) on the same rows in the
+/// same order (a compiler that fused multiply-adds differently in the two kernels would show here).
+/// Its twin equals the twins' level by level too. Systems whose top is level 0 (1 row; the tiny
+/// swatch's 136; 1,024, two chunks) and above it (1,025 rows: levels of 1,025, 33, 2, 1, top at
+/// 33; 40,000: top at the third level, 40 rows); then with the iteration not wanted, the kernel
+/// writes nothing.
+#[test]
+fn length_top_solves_as_the_levels_it_replaces() {
+    let Some(gpu) = gpu_or_skip("length_top_solves_as_the_levels_it_replaces") else {
+        return;
+    };
+    let counters = Counters {
+        length_iterations: 1,
+        ..fresh_counters()
+    };
+    let run = |name: &str, u: [u32; 4], sys: &[[f32; 4]], cnt: &Counters, threads: u32| {
+        let out = run_kernel(
+            &gpu,
+            name,
+            &[
+                ("length_level", bytes(&u)),
+                ("length_sys", bytes(sys)),
+                ("counters", bytes(&[*cnt])),
+            ],
+            threads,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        bytemuck::cast_slice::<u8, [f32; 4]>(&out["length_sys"]).to_vec()
+    };
+    for (n, want_top) in [(1, 0), (136, 0), (1024, 0), (1025, 1), (40_000, 2)] {
+        let (levels, sys0) = solver_system(n, 7 + n as u64);
+        let top = length::top_level(&levels);
+        assert_eq!(top, want_top, "{n} rows: top level");
+        let solved = levels.len() - 1;
+        let u = |l: usize| length::level_uniform(0, levels[l]);
+        let threads = |l: usize| length::solver_threads(levels[l].size);
+        // Level by level, on the GPU and with the twins.
+        let (mut g_levels, mut c_levels) = (sys0.clone(), sys0.clone());
+        let mut cnt = counters;
+        for l in 0..solved {
+            g_levels = run("length_reduce", u(l), &g_levels, &cnt, threads(l));
+            length::length_reduce(&u(l), &mut c_levels, &mut cnt);
+        }
+        for l in (0..solved).rev() {
+            g_levels = run("length_back", u(l), &g_levels, &cnt, threads(l));
+            length::length_back(&u(l), &mut c_levels, &mut cnt);
+        }
+        // Below the top level by level, then length_top.
+        let (mut g_top, mut c_top) = (sys0.clone(), sys0.clone());
+        for l in 0..top {
+            g_top = run("length_reduce", u(l), &g_top, &cnt, threads(l));
+            length::length_reduce(&u(l), &mut c_top, &mut cnt);
+        }
+        g_top = run("length_top", u(top), &g_top, &cnt, length::SOLVER_GROUP);
+        length::length_top(&u(top), &mut c_top, &mut cnt);
+        for l in (0..top).rev() {
+            g_top = run("length_back", u(l), &g_top, &cnt, threads(l));
+            length::length_back(&u(l), &mut c_top, &mut cnt);
+        }
+        let bits = |v: &[[f32; 4]]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&c_top), bits(&c_levels), "{n} rows: twins");
+        let first_diff = bits(&g_top)
+            .iter()
+            .zip(bits(&g_levels))
+            .position(|(a, b)| *a != b);
+        assert_eq!(
+            first_diff, None,
+            "{n} rows: GPU, length_top against the levels"
+        );
+        // The solve did its work: level 0's r and z are the solutions, not the inputs.
+        let changed = (0..n as usize)
+            .filter(|&k| g_top[k][2] != sys0[k][2])
+            .count();
+        assert!(changed > n as usize / 2, "{n} rows: {changed} solutions");
+        // Not this iteration: nothing written.
+        let idle = Counters {
+            length_iterations: 2,
+            ..counters
+        };
+        let g_idle = run("length_top", u(top), &sys0, &idle, length::SOLVER_GROUP);
+        assert_eq!(
+            bits(&g_idle),
+            bits(&sys0),
+            "{n} rows: an iteration not wanted"
+        );
+        println!(
+            "{n} rows: levels {:?}, top {top}: GPU bitwise as level by level",
+            levels.iter().map(|l| l.size).collect::<Vec<_>>()
+        );
+    }
 }
