@@ -1,7 +1,9 @@
 // length_error: stage length_projection, iteration length_level.x (only while
-// counters.length_iterations equals it): per edge, the unit direction t and the constraint value
-// C = |x_b − x_a| − ℓ at x = q + length_disp into length_dir (xyz: t, w: C), and the largest relative
-// error |C / ℓ| into counters.length_error_bits by atomicMax on its bits (NaN and ∞ as +∞)
+// counters.length_iterations equals it, or it + 1 with length_level.w = 1: iteration 0 when
+// length_setup committed projection 1): per edge, the unit direction t and the constraint value
+// C = |x_b − x_a| − ℓ at x = q + length_disp into length_dir (xyz: t, w: C), and, unless
+// length_level.w = 1 (no check reads it then), the largest relative error |C / ℓ| into
+// counters.length_error_bits by atomicMax on its bits (NaN and ∞ as +∞)
 // (CPU twin: length::length_error). The edge vector is formed from differences (q_b − q_a plus
 // d_b − d_a) so it keeps its precision far from the origin. One thread per edge; the workgroup reads
 // the iteration count once and takes the maximum of its edges' errors in workgroup memory before its
@@ -34,12 +36,13 @@ fn length_error(
     }
     workgroupBarrier();
     let k = thread_index(wid, nwg, lid, 256u);
-    let live = k < params.num_edges && wg_iterations == length_level.x;
+    let committed = length_level.w != 0u;
+    let live = k < params.num_edges && wg_iterations == length_level.x + u32(committed);
     if live {
         atomicMax(&wg_error_bits, edge_error(k));
     }
     workgroupBarrier();
-    if live && lid == 0u {
+    if live && lid == 0u && !committed {
         atomicMax(&counters.length_error_bits, atomicLoad(&wg_error_bits));
     }
 }

@@ -1,16 +1,25 @@
-// length_finish: last kernel of stage length_projection: vel = length_disp / h (w 0) for every
-// control point, unless counters.errors has ERROR_LENGTH_NOT_CONVERGED (then vel is left as it came,
-// for the error report) (CPU twin: length::length_finish). One thread per control point; no loops.
+// length_finish: last kernel of stage length_projection. First the check of the recording's last
+// evaluation, iteration it = length_level.x, which length_check would make (length::length_check,
+// only while counters.length_iterations equals it): converged (it > 0, error below
+// params.length_tolerance), or ERROR_LENGTH_NOT_CONVERGED at the cap params.length_max_iterations,
+// or else length_iterations = it + 1 (the host's sign that the recorded iterations were too few) and
+// the error cleared. Workgroup 0's thread 0 writes what it decides; every workgroup decides the
+// flag from its own one read of the counters, and as the writes only ever leave
+// length_iterations ≠ it or a cleared error after a continue, a workgroup that reads them after
+// decides the same (no flag). Then vel = length_disp / h (w 0) for every control point, unless the
+// flag is raised (then vel is left as it came, for the error report) (CPU twin:
+// length::length_finish). One thread per control point; no loops.
 
 #import layout
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> length_disp: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> vel: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> counters: Counters;
+@group(0) @binding(1) var<uniform> length_level: vec4<u32>;
+@group(0) @binding(2) var<storage, read> length_disp: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> vel: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> counters: Counters;
 
-// The workgroup's copy of counters.errors.
-var<workgroup> wg_errors: u32;
+// Whether the workgroup leaves vel as it came: the flag, raised before or by the last check.
+var<workgroup> wg_failed: u32;
 
 @compute @workgroup_size(256)
 fn length_finish(
@@ -18,13 +27,30 @@ fn length_finish(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    // One atomic read of the errors per workgroup, not one per thread: they all read one address.
+    // One read of the counters per workgroup, not one per thread: they all read one address.
     if lid == 0u {
-        wg_errors = atomicLoad(&counters.errors);
+        let it = length_level.x;
+        var failed = (atomicLoad(&counters.errors) & ERROR_LENGTH_NOT_CONVERGED) != 0u;
+        let first = wid.x == 0u && wid.y == 0u;
+        if atomicLoad(&counters.length_iterations) == it {
+            let err = bitcast<f32>(atomicLoad(&counters.length_error_bits));
+            if !(it > 0u && err < params.length_tolerance) {
+                if it >= params.length_max_iterations {
+                    failed = true;
+                    if first {
+                        atomicOr(&counters.errors, ERROR_LENGTH_NOT_CONVERGED);
+                    }
+                } else if first {
+                    atomicStore(&counters.length_iterations, it + 1u);
+                    atomicStore(&counters.length_error_bits, 0u);
+                }
+            }
+        }
+        wg_failed = u32(failed);
     }
     workgroupBarrier();
     let p = thread_index(wid, nwg, lid, 256u);
-    if p >= params.num_points || (wg_errors & ERROR_LENGTH_NOT_CONVERGED) != 0u {
+    if p >= params.num_points || wg_failed != 0u {
         return;
     }
     let inv_h = 1.0 / params.h;

@@ -959,15 +959,12 @@ impl GpuSim {
             }
         }
         plan.push(("plasticity", nb, None));
-        let budget = Params {
-            length_max_iterations: length_iterations,
-            ..params
-        };
         let mut length = LengthGpu::new(
             device,
             &self.pipelines,
             &self.buffers,
-            &budget,
+            &params,
+            length_iterations,
             &self.length_levels,
         )?;
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());

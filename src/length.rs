@@ -67,6 +67,15 @@
 //! `length_iterations = it + 1`, which the projection kernels of iteration `it` wait for. The CPU path
 //! makes the same calls and leaves the loop where the GPU kernels would start returning early.
 //!
+//! Two of those checks are not dispatches of their own, each of which would cost the GPU step a
+//! barrier for one thread's work. The check of iteration 0 always decides to project when the
+//! recording has a projection and the cap allows one (convergence needs a projection first), so
+//! `length_setup` sets `length_iterations = 1` itself and iteration 0's `length_error` keeps no
+//! error ([`first_committed`]); at rest, where one iteration is recorded, that is the only check
+//! left besides the last. The last evaluation's check is made by `length_finish`: workgroup 0
+//! writes its decision, and every workgroup decides from its own read whether `vel` is kept (the
+//! decision's writes never turn that answer, see shaders/length_finish.wgsl).
+//!
 //! Every yarn is iterated until the worst edge of all yarns converges (the sequential solver stopped
 //! each yarn on its own): a yarn that converged early gets further projections, which only move it
 //! closer to its constraints.
@@ -253,11 +262,21 @@ pub fn length_projection(
         return Ok(LengthReport::default());
     }
     let top = top_level(&s.levels);
-    length_setup(params, vel, &mut s.disp);
-    for it in 0..=params.length_max_iterations {
+    let cap = params.length_max_iterations;
+    let committed = first_committed(params, cap);
+    let lv0 = committed_uniform(s.levels[0], committed);
+    length_setup(params, &lv0, vel, &mut s.disp, counters);
+    for it in 0..=cap {
         let lv = level_uniform(it, s.levels[0]);
-        length_error(params, &lv, edges, pos, &s.disp, &mut s.dir, counters);
-        length_check(params, &lv, counters);
+        let first = it == 0 && committed;
+        let ev = if first { lv0 } else { lv };
+        length_error(params, &ev, edges, pos, &s.disp, &mut s.dir, counters);
+        if it == cap {
+            break;
+        }
+        if !first {
+            length_check(params, &lv, counters);
+        }
         if counters.length_iterations != it + 1 {
             break;
         }
@@ -283,7 +302,13 @@ pub fn length_projection(
             counters,
         );
     }
-    length_finish(params, &s.disp, vel, counters);
+    length_finish(
+        params,
+        &level_uniform(cap, s.levels[0]),
+        &s.disp,
+        vel,
+        counters,
+    );
     report(params, yarns, edges, &s.dir, counters)
 }
 
@@ -345,8 +370,34 @@ fn dot3(a: &[f32; 4], b: &[f32; 4]) -> f32 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
-/// Kernel `length_setup`: `length_disp = h vel` (w 0) for every control point.
-pub fn length_setup(params: &Params, vel: &[[f32; 4]], length_disp: &mut [[f32; 4]]) {
+/// Whether the stage, recording `iterations` iterations, commits projection 1 in `length_setup`
+/// instead of dispatching `length_check` of iteration 0: it has a projection to make and the cap
+/// allows one. That check then always decides to project (convergence needs a projection first), so
+/// iteration 0's error is not accumulated either.
+pub fn first_committed(params: &Params, iterations: u32) -> bool {
+    iterations >= 1 && params.length_max_iterations >= 1
+}
+
+/// The `length_level` uniform of `length_setup` and of iteration 0's `length_error`:
+/// [`level_uniform`] of iteration 0 with `w` = 1 when projection 1 is committed
+/// ([`first_committed`]).
+pub fn committed_uniform(level0: Level, committed: bool) -> [u32; 4] {
+    [0, level0.offset, level0.size, committed as u32]
+}
+
+/// Kernel `length_setup`: `length_disp = h vel` (w 0) for every control point, and with
+/// `length_level[3]` = 1 ([`first_committed`]) `length_iterations = 1`, what `length_check` of
+/// iteration 0 would decide.
+pub fn length_setup(
+    params: &Params,
+    length_level: &[u32; 4],
+    vel: &[[f32; 4]],
+    length_disp: &mut [[f32; 4]],
+    counters: &mut Counters,
+) {
+    if length_level[3] != 0 {
+        counters.length_iterations = 1;
+    }
     let h = params.h;
     let n = params.num_points as usize;
     length_disp[..n]
@@ -356,9 +407,10 @@ pub fn length_setup(params: &Params, vel: &[[f32; 4]], length_disp: &mut [[f32; 
         .for_each(|(d, v)| *d = [h * v[0], h * v[1], h * v[2], 0.0]);
 }
 
-/// Kernel `length_error` (iteration `length_level[0]`, while `length_iterations` equals it): each
-/// edge's unit direction and constraint value at `q + disp` into `length_dir`, and the largest
-/// relative error into `length_error_bits`. The edge vector is formed from differences
+/// Kernel `length_error` (iteration `length_level[0]`, while `length_iterations` equals it, or
+/// it + 1 with `length_level[3]` = 1: iteration 0 after [`length_setup`] committed projection 1):
+/// each edge's unit direction and constraint value at `q + disp` into `length_dir`, and, unless
+/// committed (no check reads it then), the largest relative error into `length_error_bits`. The edge vector is formed from differences
 /// (`q_b − q_a` plus `d_b − d_a`) so it keeps its precision far from the origin.
 pub fn length_error(
     params: &Params,
@@ -369,7 +421,8 @@ pub fn length_error(
     length_dir: &mut [[f32; 4]],
     counters: &mut Counters,
 ) {
-    if counters.length_iterations != length_level[0] {
+    let committed = length_level[3] != 0;
+    if counters.length_iterations != length_level[0] + committed as u32 {
         return;
     }
     let ne = params.num_edges as usize;
@@ -396,7 +449,9 @@ pub fn length_error(
         })
         .max()
         .unwrap_or(0);
-    counters.length_error_bits = counters.length_error_bits.max(worst);
+    if !committed {
+        counters.length_error_bits = counters.length_error_bits.max(worst);
+    }
 }
 
 /// Kernel `length_check` (one thread; iteration `length_level[0]`, while `length_iterations` equals
@@ -747,14 +802,17 @@ pub fn length_update(
         });
 }
 
-/// Kernel `length_finish`: `vel = length_disp / h` (w 0) for every control point, unless the
+/// Kernel `length_finish`: the [`length_check`] of the recording's last evaluation (iteration
+/// `length_level[0]`), then `vel = length_disp / h` (w 0) for every control point, unless the
 /// projection did not converge (then `vel` is left as it came, for the error report).
 pub fn length_finish(
     params: &Params,
+    length_level: &[u32; 4],
     length_disp: &[[f32; 4]],
     vel: &mut [[f32; 4]],
     counters: &mut Counters,
 ) {
+    length_check(params, length_level, counters);
     if counters.errors & ERROR_LENGTH_NOT_CONVERGED != 0 {
         return;
     }
@@ -775,11 +833,12 @@ pub struct LengthDispatch {
     pub groups: [u32; 3],
 }
 
-/// The stage's dispatches on the GPU, made once: `length_setup`; then for every iteration
-/// `it = 0 .. length_max_iterations`: `length_error`, `length_check`, `length_assemble`,
-/// `length_reduce` for levels `0 .. L−1`, `length_back` for levels `L−1 .. 0`, `length_update`;
-/// then `length_error` and `length_check` of iteration `length_max_iterations`, and
-/// `length_finish`. Each dispatch binds its own `length_level` uniform ([`level_uniform`]).
+/// The stage's dispatches on the GPU, made once: `length_setup`; then for every recorded iteration
+/// `it`: `length_error`, `length_check` (not of iteration 0 when [`first_committed`]),
+/// `length_assemble`, `length_reduce` for the levels below [`top_level`], `length_top`,
+/// `length_back` for those levels in reverse, `length_update`; then `length_error` of the last
+/// iteration and `length_finish`, which makes its check. Each dispatch binds its own
+/// `length_level` uniform ([`level_uniform`], [`committed_uniform`], [`update_uniform`]).
 pub struct LengthGpu {
     pub dispatches: Vec<LengthDispatch>,
     /// The `length_level` uniforms the bind groups hold.
@@ -810,13 +869,15 @@ impl LengthGpu {
     }
 
     /// The stage's dispatches over `buffers` for the scene sizes of `params` and the solver levels
-    /// `levels` (all `params.length_max_iterations` iterations are recorded, so the cap is flagged
-    /// on the GPU too).
+    /// `levels`, with `recorded` iterations recorded (at most `params.length_max_iterations`; with
+    /// all of them the cap is flagged on the GPU too, with fewer a step that needs more ends with
+    /// `length_iterations` = `recorded` + 1).
     pub fn new(
         device: &wgpu::Device,
         pipelines: &Pipelines,
         buffers: &Buffers,
         params: &Params,
+        recorded: u32,
         levels: &[Level],
     ) -> Result<LengthGpu, PipelineError> {
         use wgpu::util::DeviceExt;
@@ -859,13 +920,23 @@ impl LengthGpu {
             Ok(())
         };
         let top = top_level(levels);
-        add(&mut out, "length_setup", None, params.num_points)?;
-        for it in 0..=params.length_max_iterations {
+        let committed = first_committed(params, recorded);
+        let lv0 = Some(committed_uniform(levels[0], committed));
+        add(&mut out, "length_setup", lv0, params.num_points)?;
+        for it in 0..=recorded {
             let lv = Some(level_uniform(it, levels[0]));
-            add(&mut out, "length_error", lv, params.num_edges)?;
-            add(&mut out, "length_check", lv, 1)?;
-            if it == params.length_max_iterations {
+            let first = it == 0 && committed;
+            add(
+                &mut out,
+                "length_error",
+                if first { lv0 } else { lv },
+                params.num_edges,
+            )?;
+            if it == recorded {
                 break;
+            }
+            if !first {
+                add(&mut out, "length_check", lv, 1)?;
             }
             add(&mut out, "length_assemble", lv, params.num_edges)?;
             let below = &levels[..top];
@@ -882,7 +953,8 @@ impl LengthGpu {
             let uu = Some(update_uniform(it, levels[0], params.num_points));
             add(&mut out, "length_update", uu, params.num_points)?;
         }
-        add(&mut out, "length_finish", None, params.num_points)?;
+        let lf = Some(level_uniform(recorded, levels[0]));
+        add(&mut out, "length_finish", lf, params.num_points)?;
         Ok(out)
     }
 

@@ -196,17 +196,25 @@ pub const KERNELS: &[Kernel] = &[
     },
     // --- length projection ---
     // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
-    // for it in 0..length_max_iterations: length_error, length_check, length_assemble,
-    // length_reduce (levels 0..L−1), length_back (levels L−1..0), length_update;
-    // then length_error, length_check of it = length_max_iterations; then length_finish. Each
-    // dispatch but setup/finish binds its own `length_level` uniform (iteration, level offset,
-    // level rows, 0) (length::level_uniform; length_update's has the point count in w,
-    // length::update_uniform); a kernel of an iteration that is not wanted returns
-    // at once (counters.length_iterations).
+    // for it in 0..B (the recorded iterations): length_error, length_check (not of it = 0 when
+    // length_setup commits projection 1: length::first_committed), length_assemble,
+    // length_reduce (the levels below the top one), length_top, length_back (back down),
+    // length_update; then length_error of it = B; then length_finish, which makes its check. Each
+    // dispatch binds its own `length_level` uniform (iteration, level offset, level rows, 0)
+    // (length::level_uniform; length_update's has the point count in w, length::update_uniform;
+    // length_setup's and iteration 0's length_error's the commitment in w,
+    // length::committed_uniform); a kernel of an iteration that is not wanted returns at once
+    // (counters.length_iterations).
     Kernel {
         name: "length_setup",
         workgroup_size: WG,
-        bindings: &[uniform("params"), read("vel"), read_write("length_disp")],
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("vel"),
+            read_write("length_disp"),
+            read_write("counters"),
+        ],
         twin: "length::length_setup",
     },
     Kernel {
@@ -301,6 +309,7 @@ pub const KERNELS: &[Kernel] = &[
         workgroup_size: WG,
         bindings: &[
             uniform("params"),
+            uniform("length_level"),
             read("length_disp"),
             read_write("vel"),
             read_write("counters"),

@@ -448,7 +448,7 @@ fn partitioned_solve_is_as_accurate_as_the_sequential_one() {
         let mut s = LengthScratch::new(&c.edges, c.pos.len());
         let mut cnt = fresh_counters();
         let lv = level_uniform(0, s.levels[0]);
-        length_setup(&p, &c.vel, &mut s.disp);
+        length_setup(&p, &lv, &c.vel, &mut s.disp, &mut cnt);
         length_error(&p, &lv, &c.edges, &c.pos, &s.disp, &mut s.dir, &mut cnt);
         length_check(&p, &lv, &mut cnt);
         length_assemble(
@@ -561,7 +561,15 @@ fn gpu_stage(gpu: &Gpu, c: &Case) -> (Vec<[f32; 4]>, Counters, Vec<[f32; 4]>) {
     b.upload(dev, q, "vel", bytes(&c.vel), false);
     let s = LengthScratch::new(&c.edges, c.pos.len());
     LengthGpu::upload(&mut b, dev, q, &s);
-    let stage = LengthGpu::new(dev, &pipelines, &b, &c.params, &s.levels).unwrap();
+    let stage = LengthGpu::new(
+        dev,
+        &pipelines,
+        &b,
+        &c.params,
+        c.params.length_max_iterations,
+        &s.levels,
+    )
+    .unwrap();
     let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     {
@@ -1121,16 +1129,29 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
     let mut report: Vec<(String, f64, usize)> = Vec::new();
     let mut note = |what: String, r: (f64, usize)| report.push((what, r.0, r.1));
 
+    // The stage as LengthGpu records it with every iteration: projection 1 committed by
+    // length_setup, no length_check of iteration 0, the last check in length_finish.
+    let cap = p.length_max_iterations;
+    let committed = first_committed(&p, cap);
+    assert!(committed, "{what}: the stage should commit projection 1");
+    let lv0 = committed_uniform(s.levels[0], committed);
     let out = run(
         "length_setup",
         &[
             ("params", bytes(&[p])),
+            ("length_level", bytes(&lv0)),
             ("vel", bytes(&vel)),
             ("length_disp", bytes(&s.disp)),
+            ("counters", bytes(&[cnt])),
         ],
         np,
     );
-    length_setup(&p, &vel, &mut s.disp);
+    length_setup(&p, &lv0, &vel, &mut s.disp, &mut cnt);
+    assert_eq!(counters_of(&out["counters"]), cnt, "length_setup");
+    assert_eq!(
+        cnt.length_iterations, 1,
+        "length_setup commits projection 1"
+    );
     note(
         "length_setup".into(),
         compare("length_setup", &f4(&out["length_disp"]), &s.disp, |i, k| {
@@ -1139,14 +1160,16 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
     );
 
     let mut iterations = 0;
-    for it in 0..=p.length_max_iterations {
+    for it in 0..=cap {
         let lv = level_uniform(it, s.levels[0]);
+        let first = it == 0 && committed;
+        let ev = if first { lv0 } else { lv };
         // length_error
         let out = run(
             "length_error",
             &[
                 ("params", bytes(&[p])),
-                ("length_level", bytes(&lv)),
+                ("length_level", bytes(&ev)),
                 ("edges", bytes(&c.edges)),
                 ("pos", bytes(&c.pos)),
                 ("length_disp", bytes(&s.disp)),
@@ -1155,7 +1178,13 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
             ],
             ne,
         );
-        length_error(&p, &lv, &c.edges, &c.pos, &s.disp, &mut s.dir, &mut cnt);
+        length_error(&p, &ev, &c.edges, &c.pos, &s.disp, &mut s.dir, &mut cnt);
+        if first {
+            assert_eq!(
+                cnt.length_error_bits, 0,
+                "a committed iteration 0 keeps no error"
+            );
+        }
         let bound: Vec<([f64; 4], f64)> = (0..ne as usize)
             .map(|k| error_bound(c, &s.disp, k))
             .collect();
@@ -1184,18 +1213,24 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
                 |_, _| worst,
             ),
         );
+        if it == cap {
+            // Its check is length_finish's.
+            break;
+        }
         // length_check, on the twin's counters
-        let out = run(
-            "length_check",
-            &[
-                ("params", bytes(&[p])),
-                ("length_level", bytes(&lv)),
-                ("counters", bytes(&[cnt])),
-            ],
-            1,
-        );
-        length_check(&p, &lv, &mut cnt);
-        assert_eq!(counters_of(&out["counters"]), cnt, "length_check it {it}");
+        if !first {
+            let out = run(
+                "length_check",
+                &[
+                    ("params", bytes(&[p])),
+                    ("length_level", bytes(&lv)),
+                    ("counters", bytes(&[cnt])),
+                ],
+                1,
+            );
+            length_check(&p, &lv, &mut cnt);
+            assert_eq!(counters_of(&out["counters"]), cnt, "length_check it {it}");
+        }
         if cnt.length_iterations != it + 1 {
             break;
         }
@@ -1347,17 +1382,20 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
         "{what}: should take several iterations, took {iterations}"
     );
     // length_finish
+    let lf = level_uniform(cap, s.levels[0]);
     let out = run(
         "length_finish",
         &[
             ("params", bytes(&[p])),
+            ("length_level", bytes(&lf)),
             ("length_disp", bytes(&s.disp)),
             ("vel", bytes(&vel)),
             ("counters", bytes(&[cnt])),
         ],
         np,
     );
-    length_finish(&p, &s.disp, &mut vel, &mut cnt);
+    length_finish(&p, &lf, &s.disp, &mut vel, &mut cnt);
+    assert_eq!(counters_of(&out["counters"]), cnt, "length_finish");
     note(
         "length_finish".into(),
         compare("length_finish", &f4(&out["vel"]), &vel, |i, k| {
