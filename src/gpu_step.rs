@@ -1024,6 +1024,11 @@ impl GpuSim {
                 contact: false,
             });
         }
+        // A fixed grid of no workgroups records nothing (`Pipelines::dispatch_groups`: a scene
+        // without glued points, or balls): left out of the list, so it is not counted either.
+        dispatches.retain(|d| {
+            !(d.copies.is_empty() && matches!(&d.grid, Grid::Groups(g) if g.contains(&0)))
+        });
         // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
         let timed = self.kernel_timing
             && device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
