@@ -665,9 +665,12 @@ pub fn length_back(length_level: &[u32; 4], length_sys: &mut [[f32; 4]], counter
 /// level until the one of one row, then [`length_back`] on them in reverse.
 pub fn length_top(length_level: &[u32; 4], length_sys: &mut [[f32; 4]], counters: &mut Counters) {
     let [it, mut off, mut n, _] = *length_level;
-    let mut solved = Vec::new();
+    // No allocation in the step: levels shrink by BLOCK = 2⁵, so 7 reach any u32 row count.
+    let mut solved = [[0u32; 4]; 7];
+    let mut count = 0;
     loop {
-        solved.push([it, off, n, 0]);
+        solved[count] = [it, off, n, 0];
+        count += 1;
         let nb = n.div_ceil(BLOCK);
         if nb == 1 {
             break;
@@ -675,10 +678,10 @@ pub fn length_top(length_level: &[u32; 4], length_sys: &mut [[f32; 4]], counters
         off += n;
         n = nb;
     }
-    for u in &solved {
+    for u in &solved[..count] {
         length_reduce(u, length_sys, counters);
     }
-    for u in solved.iter().rev() {
+    for u in solved[..count].iter().rev() {
         length_back(u, length_sys, counters);
     }
 }
