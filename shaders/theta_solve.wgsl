@@ -30,6 +30,31 @@ const THETA_FROZEN: u32 = 0x200000u;
 // The tile's angles, slot by slot.
 var<workgroup> wg_theta: array<f32, THETA_TILE>;
 
+// theta_terms of the element r (κb and l̄ in kb) whose edges e⁰, e¹ have angles theta0, theta1, for
+// the edge `role` of it with material frame mf (what theta_sweep sums per side).
+fn element_terms(
+    theta0: f32,
+    theta1: f32,
+    r: BendRest,
+    kb: vec4<f32>,
+    mf: MaterialFrame,
+    role: u32,
+) -> vec3<f32> {
+    let twist = theta1 - theta0 + r.ref_twist;
+    return theta_terms(
+        params.bending,
+        params.twisting,
+        kb.xyz,
+        mf.m1,
+        mf.m2,
+        r.kappa[role][0],
+        r.kappa[role][1],
+        kb.w,
+        twist - r.twist,
+        role,
+    );
+}
+
 @compute @workgroup_size(256)
 fn theta_solve(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -77,45 +102,16 @@ fn theta_solve(
             if solving && colour == c {
                 let theta = wg_theta[lid];
                 let mf = material_frame(t, u, theta);
-                var g = 0.0;
-                var h = 0.0;
-                var ht = 0.0;
+                var terms = vec3<f32>(0.0);
                 if w.y != NONE {
-                    let twist = theta - wg_theta[o0] + r0.ref_twist;
-                    let terms = theta_terms(
-                        params.bending,
-                        params.twisting,
-                        kb0.xyz,
-                        mf.m1,
-                        mf.m2,
-                        r0.kappa[1][0],
-                        r0.kappa[1][1],
-                        kb0.w,
-                        twist - r0.twist,
-                        1u,
-                    );
-                    g += terms.x;
-                    h += terms.y;
-                    ht += terms.z;
+                    terms += element_terms(wg_theta[o0], theta, r0, kb0, mf, 1u);
                 }
                 if w.z != NONE {
-                    let twist = wg_theta[o1] - theta + r1.ref_twist;
-                    let terms = theta_terms(
-                        params.bending,
-                        params.twisting,
-                        kb1.xyz,
-                        mf.m1,
-                        mf.m2,
-                        r1.kappa[0][0],
-                        r1.kappa[0][1],
-                        kb1.w,
-                        twist - r1.twist,
-                        0u,
-                    );
-                    g += terms.x;
-                    h += terms.y;
-                    ht += terms.z;
+                    terms += element_terms(theta, wg_theta[o1], r1, kb1, mf, 0u);
                 }
+                let g = terms.x;
+                let h = terms.y;
+                let ht = terms.z;
                 wg_theta[lid] = theta + newton_angle_step(g, h, ht);
             }
             workgroupBarrier();

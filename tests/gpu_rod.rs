@@ -315,13 +315,11 @@ fn frames_input(name: &str, sets: &[&str], steps: usize) -> FramesInput {
     }
 }
 
-/// [`frames_input`] after the CPU twins of `frame_transport` and `bend_twist`: the state the
-/// `theta_sweep` dispatches start from. Returns `(frames, rest, bend_kb)`.
-fn before_theta(fi: &FramesInput) -> (Vec<EdgeFrame>, Vec<BendRest>, Vec<[f32; 4]>) {
+/// The frames of [`frames_input`] after the CPU twin of `frame_transport` (its `theta_start`
+/// dropped).
+fn transported(fi: &FramesInput) -> Vec<EdgeFrame> {
     let s = &fi.sim;
     let mut frames = fi.frames.clone();
-    let mut rest = fi.rest.clone();
-    let mut kb = vec![[0.0; 4]; s.rod.bends.len()];
     let mut theta_start = vec![0.0; frames.len()];
     rod::frame_transport(
         &fi.params,
@@ -330,6 +328,16 @@ fn before_theta(fi: &FramesInput) -> (Vec<EdgeFrame>, Vec<BendRest>, Vec<[f32; 4
         &mut frames,
         &mut theta_start,
     );
+    frames
+}
+
+/// [`frames_input`] after the CPU twins of `frame_transport` and `bend_twist`: the state the
+/// `theta_sweep` dispatches start from. Returns `(frames, rest, bend_kb)`.
+fn before_theta(fi: &FramesInput) -> (Vec<EdgeFrame>, Vec<BendRest>, Vec<[f32; 4]>) {
+    let s = &fi.sim;
+    let frames = transported(fi);
+    let mut rest = fi.rest.clone();
+    let mut kb = vec![[0.0; 4]; s.rod.bends.len()];
     rod::bend_twist(
         &fi.params,
         &s.rod.bends,
@@ -517,15 +525,7 @@ fn bend_twist_matches_twin() {
     for (name, sets, steps) in SCENES {
         let fi = frames_input(name, sets, steps);
         let s = &fi.sim;
-        let mut frames = fi.frames.clone();
-        let mut theta_start = vec![0.0; frames.len()];
-        rod::frame_transport(
-            &fi.params,
-            &s.topo.edges,
-            &s.pos,
-            &mut frames,
-            &mut theta_start,
-        );
+        let frames = transported(&fi);
         let fresh_kb = vec![[f32::NAN; 4]; s.rod.bends.len()];
         let out = run_kernel(
             &gpu,
