@@ -13,11 +13,6 @@
 @group(0) @binding(3) var<storage, read> bend_kb: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> bend_rest: array<BendRest>;
 
-// f32::is_infinite (NaN is not).
-fn is_infinite(x: f32) -> bool {
-    return abs(x) > 3.4028235e38;
-}
-
 @compute @workgroup_size(256)
 fn plasticity(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -40,24 +35,8 @@ fn plasticity(
         let mf = material_frame(f.t.xyz, f.u.xyz, f.u.w);
         let w0 = dot3(kb, mf.m2);
         let w1 = -dot3(kb, mf.m1);
-        // rod::plastic_kappa.
-        var k0 = kappa[j][0];
-        var k1 = kappa[j][1];
-        let d0 = k0 - w0;
-        let d1 = k1 - w1;
-        let dn = sqrt(d0 * d0 + d1 * d1);
-        if dn > pp {
-            let s = pp / dn;
-            k0 = w0 + d0 * s;
-            k1 = w1 + d1 * s;
-        }
-        let kn = sqrt(k0 * k0 + k1 * k1);
-        if kn > bound {
-            let s = bound / kn;
-            k0 = k0 * s;
-            k1 = k1 * s;
-        }
-        kappa[j] = array<f32, 2>(k0, k1);
+        let k = plastic_kappa(vec2<f32>(kappa[j][0], kappa[j][1]), w0, w1, pp, bound);
+        kappa[j] = array<f32, 2>(k.x, k.y);
     }
     bend_rest[i].kappa = kappa;
 }

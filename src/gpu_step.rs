@@ -407,9 +407,10 @@ pub struct GpuSim {
     length_cut: QuietCut,
     length_pinned: bool,
     color_ranges: Vec<wgpu::Buffer>,
-    /// Tiles of `theta_solve` (`rod::theta_tiles`), when the rod has them: the material angles
-    /// are then solved in one dispatch, not `frame_sweeps` × 3 of `theta_sweep`.
-    theta_tiles: Option<u32>,
+    /// Tiles of `frame_solve` (`rod::frame_tiles`), when the rod has them: the material frames
+    /// after `frame_transport` are then one dispatch, not `bend_twist`, `frame_sweeps` × 3 of
+    /// `theta_sweep` and `plasticity`.
+    frame_tiles: Option<u32>,
     /// The same for the colours of the ties (`tie_projection`).
     tie_color_ranges: Vec<wgpu::Buffer>,
     /// The exact contact path, when the scene has `contact.model = "exact"`.
@@ -505,7 +506,7 @@ const STEP_KERNELS: &[&str] = &[
     "frame_transport",
     "bend_twist",
     "theta_sweep",
-    "theta_solve",
+    "frame_solve",
     "plasticity",
 ];
 
@@ -615,7 +616,7 @@ impl GpuSim {
         crate::step::check_damping_blocks(&sim.block_start)?;
         let mut buffers = Buffers::default();
         let params = sim.step_params();
-        let theta_tiles = upload_state(&mut buffers, &device, &queue, &sim, &params);
+        let frame_tiles = upload_state(&mut buffers, &device, &queue, &sim, &params);
         // One small uniform per colour of the material-angle sweep.
         let color_ranges: Vec<wgpu::Buffer> = crate::rod::color_ranges(&sim.rod.color_start)
             .iter()
@@ -836,7 +837,7 @@ impl GpuSim {
             pipelines,
             buffers,
             color_ranges,
-            theta_tiles,
+            frame_tiles,
             tie_color_ranges,
             length_levels: length_scratch.levels,
             length_budget,
@@ -942,23 +943,21 @@ impl GpuSim {
         ]));
         plan.push(("integrate_position", n, None));
         plan.extend(with_balls(&[("ball_position", num_balls)]));
-        plan.extend([
-            ("frame_transport", params.num_edges, None),
-            ("bend_twist", nb, None),
-        ]);
-        match self.theta_tiles {
+        plan.push(("frame_transport", params.num_edges, None));
+        match self.frame_tiles {
             Some(tiles) if params.frame_sweeps > 0 => {
-                plan.push(("theta_solve", tiles * crate::rod::THETA_TILE as u32, None));
+                plan.push(("frame_solve", tiles * crate::rod::FRAME_TILE as u32, None));
             }
             _ => {
+                plan.push(("bend_twist", nb, None));
                 for _ in 0..params.frame_sweeps {
                     for (range, uniform) in ranges.iter().zip(&self.color_ranges) {
                         plan.push(("theta_sweep", range.count, Some(uniform)));
                     }
                 }
+                plan.push(("plasticity", nb, None));
             }
         }
-        plan.push(("plasticity", nb, None));
         let mut length = LengthGpu::new(
             device,
             &self.pipelines,
@@ -2371,8 +2370,8 @@ fn check_limits(device: &wgpu::Device, sim: &Sim, adapter: &str) -> Result<(), G
     }
 }
 
-/// Uploads every array of `sim` under its binding name, and the tiles of `theta_solve` when the rod
-/// has them (`rod::theta_tiles`); returns their number.
+/// Uploads every array of `sim` under its binding name, and the tiles of `frame_solve` when the rod
+/// has them (`rod::frame_tiles`); returns their number.
 fn upload_state(
     b: &mut Buffers,
     device: &wgpu::Device,
@@ -2409,8 +2408,9 @@ fn upload_state(
     up("edge_order", bytes(&sim.rod.edge_order));
     up("theta_step", bytes(&sim.rod.theta_step));
     up("theta_start", bytes(&sim.rod.theta_start));
+    up("rest_start", bytes(&sim.rod.rest_start));
     let r = &sim.rod;
-    let tiles = crate::rod::theta_tiles(
+    let tiles = crate::rod::frame_tiles(
         &sim.topo,
         &r.bends,
         &r.edge_bends,
@@ -2420,12 +2420,12 @@ fn upload_state(
     )
     .filter(|t| !t.is_empty());
     if let Some(t) = &tiles {
-        up("theta_tiles", bytes(t));
+        up("frame_tiles", bytes(t));
     }
     up("block_start", bytes(&sim.block_start));
     up("block_points", bytes(&sim.block_points));
     b.upload(device, queue, "params", bytemuck::bytes_of(params), true);
-    tiles.map(|t| (t.len() / crate::rod::THETA_TILE) as u32)
+    tiles.map(|t| (t.len() / crate::rod::FRAME_TILE) as u32)
 }
 
 /// The free balls' buffers (`balls`, `ball_count`, `ball_hit_offsets`, `ball_pairs`), and room for

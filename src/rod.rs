@@ -40,9 +40,9 @@
 //! here, in the order of a time step: [`bend_gradient`], [`rod_forces`]; after the position update
 //! the stage [`material_frames`] = [`frame_transport`], [`bend_twist`], then `frame_sweeps` × 3
 //! [`theta_sweep`] (one dispatch per colour, the colour given by a [`ColorRange`] uniform); then
-//! [`plasticity`]. The GPU step does the sweeps in one dispatch, [`theta_solve`], over the tiles of
-//! [`theta_tiles`] (every dispatch costs the GPU step a barrier; the CPU path keeps the sweeps,
-//! which `theta_solve`'s twin equals bit for bit). Each twin computes its kernel's result element
+//! [`plasticity`]. The GPU step does all but [`frame_transport`] in one dispatch, [`frame_solve`],
+//! over the tiles of [`frame_tiles`] (every dispatch costs the GPU step a barrier; the CPU path
+//! keeps the stages, which `frame_solve`'s twin equals bit for bit). Each twin computes its kernel's result element
 //! by element with the same f32 operations in the same order; the per-element functions are
 //! generic over [`Real`], so tests evaluate them in f64 too.
 //!
@@ -417,8 +417,10 @@ pub struct RodState {
     /// Scratch: the Newton step of each edge of the colour being solved (in `edge_order` order).
     pub theta_step: Vec<f32>,
     /// Scratch: each edge's θ before the frame solve (written by `frame_transport`, read by the
-    /// GPU's `theta_solve`).
+    /// GPU's `frame_solve`).
     pub theta_start: Vec<f32>,
+    /// Scratch: each element's rest state before the frame solve (the same).
+    pub rest_start: Vec<BendRest>,
 }
 
 impl RodState {
@@ -536,6 +538,7 @@ impl RodState {
         let nb = bends.len();
         Ok(RodState {
             bends,
+            rest_start: rest.clone(),
             rest,
             frames,
             point_bends,
@@ -680,8 +683,18 @@ pub fn material_frames(
     bend_kb: &mut [[f32; 4]],
     theta_step: &mut [f32],
     theta_start: &mut [f32],
+    rest_start: &mut [BendRest],
 ) {
-    frame_transport(params, edges, pos, frames, theta_start);
+    frame_transport(
+        params,
+        edges,
+        pos,
+        frames,
+        theta_start,
+        edge_bends,
+        bend_rest,
+        rest_start,
+    );
     bend_twist(params, bends, frames, pos, bend_rest, bend_kb);
     let ranges = color_ranges(color_start);
     for _ in 0..params.frame_sweeps {
@@ -706,16 +719,26 @@ pub fn transport_frame<T: Real>(u: V3<T>, t_old: V3<T>, xa: V3<T>, xb: V3<T>) ->
 
 /// Kernel `frame_transport` (first stage of `material_frames`): each edge's reference director
 /// transported through time onto its new tangent ([`transport_frame`]); θ is kept, and copied to
-/// `theta_start`, the angles [`theta_solve`] starts from (its tiles read their neighbours' there,
-/// since `frames` is written by the tiles that own them while others read).
+/// `theta_start`, and the rest state of the element where the edge is `e¹` to `rest_start`: what
+/// [`frame_solve`] starts from (its tiles read their halo's there, since the tiles that own them
+/// write `frames` and `bend_rest` meanwhile).
+#[allow(clippy::too_many_arguments)]
 pub fn frame_transport(
     params: &Params,
     edges: &[Edge],
     pos: &[[f32; 4]],
     frames: &mut [EdgeFrame],
     theta_start: &mut [f32],
+    edge_bends: &[[u32; 2]],
+    bend_rest: &[BendRest],
+    rest_start: &mut [BendRest],
 ) {
     let ne = params.num_edges as usize;
+    for eb in &edge_bends[..ne] {
+        if eb[0] != NONE {
+            rest_start[eb[0] as usize] = bend_rest[eb[0] as usize];
+        }
+    }
     frames[..ne]
         .par_iter_mut()
         .with_min_len(PAR_MIN)
@@ -823,36 +846,38 @@ pub fn theta_sweep(
     }
 }
 
-/// Slots of one tile of [`theta_solve`]: the threads of its workgroup.
-pub const THETA_TILE: usize = 256;
-/// Most `frame_sweeps` [`theta_tiles`] builds tiles for: their halos are `3 · sweeps` edges on each
+/// Slots of one tile of [`frame_solve`]: the threads of its workgroup.
+pub const FRAME_TILE: usize = 256;
+/// Most `frame_sweeps` [`frame_tiles`] builds tiles for: their halos are `3 · sweeps` edges on each
 /// side, so a long yarn's tile keeps at least `256 − 6 · 32 = 64` edges of its own. Beyond, the GPU
-/// step dispatches [`theta_sweep`] per colour instead.
-pub const THETA_SOLVE_MAX_SWEEPS: u32 = 32;
+/// step dispatches [`bend_twist`], [`theta_sweep`] per colour and [`plasticity`] instead.
+pub const FRAME_SOLVE_MAX_SWEEPS: u32 = 32;
 /// A tile slot's field for "no slot": its element's other edge is not in the tile.
-pub const THETA_NO_SLOT: u32 = 0x1ff;
+pub const FRAME_NO_SLOT: u32 = 0x1ff;
 /// Flag of a tile slot whose edge the tile owns (writes back).
-pub const THETA_OWNED: u32 = 1 << 20;
+pub const FRAME_OWNED: u32 = 1 << 20;
 /// Flag of a tile slot whose edge has an element whose other edge is not in the tile: its angle is
 /// not solved there (it stays at its start), which only tiles' halos have.
-pub const THETA_FROZEN: u32 = 1 << 21;
+pub const FRAME_FROZEN: u32 = 1 << 21;
 
-/// The tiles of [`theta_solve`] for a rod with `sweeps` sweeps per step, or `None` beyond
-/// [`THETA_SOLVE_MAX_SWEEPS`]. [`THETA_TILE`] slots per tile, one `[u32; 4]` each:
+/// The tiles of [`frame_solve`] for a rod with `sweeps` sweeps per step, or `None` without sweeps
+/// or beyond [`FRAME_SOLVE_MAX_SWEEPS`]. [`FRAME_TILE`] slots per tile, one `[u32; 4]` each:
 /// `[edge, element where it is e¹, element where it is e⁰, packed]` ([`NONE`] for an empty slot or
 /// a missing element), `packed` = the slot of the first element's `e⁰` (bits 0–8) and of the
-/// second's `e¹` (bits 9–17; [`THETA_NO_SLOT`] when not in the tile), the edge's colour (bits 18–19),
-/// [`THETA_OWNED`] and [`THETA_FROZEN`].
+/// second's `e¹` (bits 9–17; [`FRAME_NO_SLOT`] when not in the tile), the edge's colour (bits 18–19),
+/// [`FRAME_OWNED`] and [`FRAME_FROZEN`].
 ///
-/// A yarn of at most [`THETA_TILE`] edges goes whole into one tile (several share one while they
+/// A yarn of at most [`FRAME_TILE`] edges goes whole into one tile (several share one while they
 /// fit), owned and solved there exactly (a closed one's last element joins its last and first edge,
 /// both in the tile). A longer yarn is cut into runs of `256 − 2 h` edges along it (`h = 3 · sweeps`),
 /// each in a tile of its own with `h` edges either side (around the ring, for a closed yarn) that the
 /// tile solves too but does not own. A colour step changes an edge from its neighbours' angles only,
 /// so a wrong angle (a halo end's, frozen) spreads one edge per step at most: after the `3 · sweeps`
 /// colour steps the owned run, `h` edges in, still has exactly the angles the sweeps over the whole
-/// rod give (`theta_solve`'s twin test checks this bit for bit on open and closed yarns).
-pub fn theta_tiles(
+/// rod give (`frame_solve`'s twin test checks this bit for bit on open and closed yarns). Each
+/// element is the `e¹` element of one edge, and the tile that owns that edge writes it. `None` also
+/// without sweeps (no halo: an owned edge's `e⁰` could be out of its tile).
+pub fn frame_tiles(
     topo: &Topology,
     bends: &[Bend],
     edge_bends: &[[u32; 2]],
@@ -860,7 +885,7 @@ pub fn theta_tiles(
     color_start: &[u32; 4],
     sweeps: u32,
 ) -> Option<Vec<[u32; 4]>> {
-    if sweeps > THETA_SOLVE_MAX_SWEEPS {
+    if sweeps == 0 || sweeps > FRAME_SOLVE_MAX_SWEEPS {
         return None;
     }
     let mut colour = vec![0u32; edge_bends.len()];
@@ -870,14 +895,14 @@ pub fn theta_tiles(
         }
     }
     let h = 3 * sweeps as usize;
-    let run = THETA_TILE - 2 * h;
+    let run = FRAME_TILE - 2 * h;
     // Tiles as lists of (edge, owned), then packed into slots.
     let mut tiles: Vec<Vec<(u32, bool)>> = Vec::new();
     for y in &topo.yarns {
         let (fe, n) = (y.first_edge as usize, y.num_edges as usize);
-        if n <= THETA_TILE {
-            if tiles.last().is_none_or(|t| t.len() + n > THETA_TILE) {
-                tiles.push(Vec::with_capacity(THETA_TILE));
+        if n <= FRAME_TILE {
+            if tiles.last().is_none_or(|t| t.len() + n > FRAME_TILE) {
+                tiles.push(Vec::with_capacity(FRAME_TILE));
             }
             let t = tiles.last_mut().expect("a tile");
             t.extend((fe..fe + n).map(|e| (e as u32, true)));
@@ -901,7 +926,7 @@ pub fn theta_tiles(
             tiles.push(t);
         }
     }
-    let mut slots = Vec::with_capacity(tiles.len() * THETA_TILE);
+    let mut slots = Vec::with_capacity(tiles.len() * FRAME_TILE);
     for t in &tiles {
         let slot_of: std::collections::HashMap<u32, u32> = t
             .iter()
@@ -915,41 +940,68 @@ pub fn theta_tiles(
             let other: [u32; 2] = std::array::from_fn(|side| {
                 let bi = eb[side];
                 if bi == NONE {
-                    return THETA_NO_SLOT;
+                    return FRAME_NO_SLOT;
                 }
                 let o = bends[bi as usize].e[side];
                 match slot_of.get(&o) {
                     Some(&j) => j,
                     None => {
                         frozen = true;
-                        THETA_NO_SLOT
+                        FRAME_NO_SLOT
                     }
                 }
             });
+            // An owned edge's e¹ element gets its plasticity in the tile, from its e⁰'s angle
+            // there: a halo of at least one edge (one sweep) keeps e⁰ in the tile.
+            if owned && eb[0] != NONE && other[0] == FRAME_NO_SLOT {
+                return None;
+            }
             let packed = other[0]
                 | (other[1] << 9)
                 | (colour[e as usize] << 18)
-                | if owned { THETA_OWNED } else { 0 }
-                | if frozen { THETA_FROZEN } else { 0 };
+                | if owned { FRAME_OWNED } else { 0 }
+                | if frozen { FRAME_FROZEN } else { 0 };
             slots.push([e, eb[0], eb[1], packed]);
         }
         slots.resize(
-            slots.len().div_ceil(THETA_TILE) * THETA_TILE,
+            slots.len().div_ceil(FRAME_TILE) * FRAME_TILE,
             [NONE, NONE, NONE, 0],
         );
     }
     Some(slots)
 }
 
-/// Kernel `theta_solve` (third stage of `material_frames` on the GPU, one dispatch instead of
-/// `frame_sweeps` × 3 of [`theta_sweep`]): the same sweeps, colour by colour, within each tile of
-/// [`theta_tiles`] (a workgroup each, the angles in workgroup memory), from the angles
-/// `theta_start` that `frame_transport` copied; each tile writes the θ of the edges it owns. The
-/// result is the sweeps' over the whole rod, bit for bit (see [`theta_tiles`]); `theta_step` is
-/// not written.
-pub fn theta_solve(
+/// Kernel `frame_solve` (`material_frames` after [`frame_transport`] on the GPU, one dispatch
+/// instead of [`bend_twist`], `frame_sweeps` × 3 of [`theta_sweep`] and [`plasticity`]): the same
+/// stages from the rest states `rest_start` and the angles `theta_start` that `frame_transport`
+/// copied, the sweeps within each tile of [`frame_tiles`] (a workgroup each, the angles in
+/// workgroup memory). Each tile writes the θ of the edges it owns and the rest state and κb of
+/// their `e¹` elements. The result is the stages' over the whole rod, bit for bit (see
+/// [`frame_tiles`]); `theta_step` is not written.
+#[allow(clippy::too_many_arguments)]
+pub fn frame_solve(
     params: &Params,
-    theta_tiles: &[[u32; 4]],
+    frame_tiles: &[[u32; 4]],
+    bends: &[Bend],
+    pos: &[[f32; 4]],
+    theta_start: &[f32],
+    rest_start: &[BendRest],
+    frames: &mut [EdgeFrame],
+    bend_rest: &mut [BendRest],
+    bend_kb: &mut [[f32; 4]],
+) {
+    let nb = params.num_bends as usize;
+    bend_rest[..nb].copy_from_slice(&rest_start[..nb]);
+    bend_twist(params, bends, frames, pos, bend_rest, bend_kb);
+    tile_sweeps(params, frame_tiles, bend_rest, bend_kb, theta_start, frames);
+    plasticity(params, bends, frames, bend_kb, bend_rest);
+}
+
+/// The sweeps of [`frame_solve`], tile by tile: each tile's angles from `theta_start`, the
+/// colour steps within it, and θ of the edges it owns written to `frames`.
+fn tile_sweeps(
+    params: &Params,
+    frame_tiles: &[[u32; 4]],
     bend_rest: &[BendRest],
     bend_kb: &[[f32; 4]],
     theta_start: &[f32],
@@ -960,8 +1012,8 @@ pub fn theta_solve(
         twisting: params.twisting,
     };
     let fr = &*frames;
-    let solved: Vec<(u32, f32)> = theta_tiles
-        .par_chunks(THETA_TILE)
+    let solved: Vec<(u32, f32)> = frame_tiles
+        .par_chunks(FRAME_TILE)
         .flat_map_iter(|tile| {
             let mut theta: Vec<f32> = tile
                 .iter()
@@ -977,11 +1029,11 @@ pub fn theta_solve(
                 for c in 0..3 {
                     // Slots of one colour share no element: in place equals all at once.
                     for (j, w) in tile.iter().enumerate() {
-                        if w[0] == NONE || w[3] & THETA_FROZEN != 0 || (w[3] >> 18) & 3 != c {
+                        if w[0] == NONE || w[3] & FRAME_FROZEN != 0 || (w[3] >> 18) & 3 != c {
                             continue;
                         }
                         let own = theta[j];
-                        let other = [w[3] & THETA_NO_SLOT, (w[3] >> 9) & THETA_NO_SLOT];
+                        let other = [w[3] & FRAME_NO_SLOT, (w[3] >> 9) & FRAME_NO_SLOT];
                         let sides: [Option<ThetaSide>; 2] = std::array::from_fn(|side| {
                             let bi = w[1 + side];
                             (bi != NONE).then(|| {
@@ -997,7 +1049,7 @@ pub fn theta_solve(
             }
             tile.iter()
                 .zip(theta)
-                .filter(|(w, _)| w[0] != NONE && w[3] & THETA_OWNED != 0)
+                .filter(|(w, _)| w[0] != NONE && w[3] & FRAME_OWNED != 0)
                 .map(|(w, t)| (w[0], t))
                 .collect::<Vec<_>>()
         })
@@ -1035,7 +1087,7 @@ pub type ThetaSide<'a> = (&'a BendRest, [f32; 4], [f32; 2]);
 
 /// [`theta_newton_step`] of an edge with frame `f` (its θ taken from `theta`, not from `f`) and, per
 /// side (0: the element where the edge is `e¹`, 1: where it is `e⁰`), the element's rest state, its
-/// κb and l̄, and the angles of its edges `e⁰`, `e¹`: what [`theta_solve`] has of them in a tile.
+/// κb and l̄, and the angles of its edges `e⁰`, `e¹`: what [`frame_solve`] has of them in a tile.
 pub fn theta_newton_step_of<T: Real>(
     k: &Stiffness<T>,
     f: &EdgeFrame,

@@ -428,10 +428,11 @@ pub const KERNELS: &[Kernel] = &[
         twin: "step::integrate_position",
     },
     // --- rod: material frames and plasticity ---
-    // Stage material_frames: frame_transport, bend_twist, then theta_solve over the rod's tiles
-    // (`rod::theta_tiles`: 256 threads each), or, beyond `rod::THETA_SOLVE_MAX_SWEEPS`,
-    // `frame_sweeps` × (theta_sweep of colour 0, 1, 2), each theta_sweep dispatch with its colour's
-    // `color_range` uniform (`rod::color_ranges`) over that colour's edge count; then plasticity.
+    // Stage material_frames: frame_transport, then frame_solve over the rod's tiles
+    // (`rod::frame_tiles`: 256 threads each), or, without sweeps or beyond
+    // `rod::FRAME_SOLVE_MAX_SWEEPS`, bend_twist, `frame_sweeps` × (theta_sweep of colour 0, 1, 2),
+    // each theta_sweep dispatch with its colour's `color_range` uniform (`rod::color_ranges`) over
+    // that colour's edge count, and plasticity.
     Kernel {
         name: "frame_transport",
         workgroup_size: WG,
@@ -441,6 +442,9 @@ pub const KERNELS: &[Kernel] = &[
             read("pos"),
             read_write("frames"),
             read_write("theta_start"),
+            read("edge_bends"),
+            read("bend_rest"),
+            read_write("rest_start"),
         ],
         twin: "rod::frame_transport",
     },
@@ -474,17 +478,20 @@ pub const KERNELS: &[Kernel] = &[
         twin: "rod::theta_sweep",
     },
     Kernel {
-        name: "theta_solve",
+        name: "frame_solve",
         workgroup_size: WG,
         bindings: &[
             uniform("params"),
-            read("theta_tiles"),
-            read("bend_rest"),
-            read("bend_kb"),
+            read("frame_tiles"),
+            read("bends"),
+            read("pos"),
             read("theta_start"),
+            read("rest_start"),
             read_write("frames"),
+            read_write("bend_rest"),
+            read_write("bend_kb"),
         ],
-        twin: "rod::theta_solve",
+        twin: "rod::frame_solve",
     },
     Kernel {
         name: "plasticity",

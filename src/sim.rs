@@ -1061,7 +1061,7 @@ impl Sim {
     }
 
     /// Sets the Newton sweeps of the material angles per step ([`SimParams::frame_sweeps`], 2 by
-    /// default). Scenes do not set it; the GPU step solves up to `rod::THETA_SOLVE_MAX_SWEEPS` in
+    /// default). Scenes do not set it; the GPU step solves up to `rod::FRAME_SOLVE_MAX_SWEEPS` in
     /// tiles and more colour by colour, and tests reach both this way.
     pub fn set_frame_sweeps(&mut self, sweeps: u32) {
         self.params.frame_sweeps = sweeps;
@@ -1374,6 +1374,7 @@ impl Sim {
             &mut self.rod.bend_kb,
             &mut self.rod.theta_step,
             &mut self.rod.theta_start,
+            &mut self.rod.rest_start,
         );
         rod::plasticity(
             &kp,

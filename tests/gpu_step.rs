@@ -1133,9 +1133,9 @@ fn rerun_batches_count_once_in_frame_statistics() {
     );
 }
 
-/// The frame solve is one `theta_solve` dispatch over the rod's tiles at the default 2 sweeps, and
-/// `frame_sweeps` `theta_sweep` dispatches per colour with edges beyond
-/// `rod::THETA_SOLVE_MAX_SWEEPS`. Both step as
+/// The material frames after `frame_transport` are one `frame_solve` dispatch over the rod's tiles
+/// at the default 2 sweeps, and `bend_twist`, `frame_sweeps` `theta_sweep` dispatches per colour
+/// with edges and `plasticity` beyond `rod::FRAME_SOLVE_MAX_SWEEPS`. Both step as
 /// the CPU path does: 60 steps of the swatch (its yarn of 1,176 edges in 5 tiles, so the halos are
 /// in the step) and of the tiny swatch with 33 sweeps, positions within 1e-3 r of the CPU's, as in
 /// [`whole_run_parity`] (whose runs of the tiny swatch solve in one tile).
@@ -1148,7 +1148,7 @@ fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
     let count = |g: &GpuSim, k: &str| g.dispatch_kernels().iter().filter(|x| **x == k).count();
     for (name, sweeps) in [
         ("swatch", None),
-        ("tiny", Some(yarnsim::rod::THETA_SOLVE_MAX_SWEEPS + 1)),
+        ("tiny", Some(yarnsim::rod::FRAME_SOLVE_MAX_SWEEPS + 1)),
     ] {
         let sets = ["contact.model=none", "simulation.frames=1"];
         let sim = || {
@@ -1167,9 +1167,16 @@ fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
             Some(n) => (0, colours * n as usize),
         };
         assert_eq!(
-            (count(&g, "theta_solve"), count(&g, "theta_sweep")),
+            (count(&g, "frame_solve"), count(&g, "theta_sweep")),
             want,
-            "{name}: theta_solve and theta_sweep dispatches"
+            "{name}: frame_solve and theta_sweep dispatches"
+        );
+        // bend_twist and plasticity are frame_solve's, or dispatches of their own.
+        let own = sweeps.is_some() as usize;
+        assert_eq!(
+            (count(&g, "bend_twist"), count(&g, "plasticity")),
+            (own, own),
+            "{name}: bend_twist and plasticity dispatches"
         );
         g.steps(STEPS).unwrap_or_else(|e| panic!("{e}"));
         g.sync_host().unwrap();

@@ -209,18 +209,18 @@ fn assert_u32_constants(kernel: &str, want: &[(&str, u32)]) {
     }
 }
 
-/// `theta_solve`'s tile layout constants are `rod::theta_tiles`' (the slots per tile, the
+/// `frame_solve`'s tile layout constants are `rod::frame_tiles`' (the slots per tile, the
 /// "no slot" field and the flags it packs).
 #[test]
-fn theta_solve_constants_match_rust() {
-    use yarnsim::rod::{THETA_FROZEN, THETA_NO_SLOT, THETA_OWNED, THETA_TILE};
+fn frame_solve_constants_match_rust() {
+    use yarnsim::rod::{FRAME_FROZEN, FRAME_NO_SLOT, FRAME_OWNED, FRAME_TILE};
     assert_u32_constants(
-        "theta_solve",
+        "frame_solve",
         &[
-            ("THETA_TILE", THETA_TILE as u32),
-            ("THETA_NO_SLOT", THETA_NO_SLOT),
-            ("THETA_OWNED", THETA_OWNED),
-            ("THETA_FROZEN", THETA_FROZEN),
+            ("FRAME_TILE", FRAME_TILE as u32),
+            ("FRAME_NO_SLOT", FRAME_NO_SLOT),
+            ("FRAME_OWNED", FRAME_OWNED),
+            ("FRAME_FROZEN", FRAME_FROZEN),
         ],
     );
 }

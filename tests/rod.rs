@@ -4,9 +4,9 @@
 use yarnsim::layout::Params;
 use yarnsim::math::{V3d, V3};
 use yarnsim::rod::{
-    bend_gradient, bend_twist, frame_transport, material_frames, parallel_transport, plasticity,
-    reference_twist, rod_forces, theta_solve, theta_tiles, BendLocal, RodParams, RodState,
-    Stiffness, NONE, THETA_FROZEN, THETA_OWNED, THETA_SOLVE_MAX_SWEEPS, THETA_TILE,
+    bend_gradient, frame_solve, frame_tiles, frame_transport, material_frames, parallel_transport,
+    plasticity, reference_twist, rod_forces, BendLocal, RodParams, RodState, Stiffness,
+    FRAME_FROZEN, FRAME_OWNED, FRAME_SOLVE_MAX_SWEEPS, FRAME_TILE, NONE,
 };
 use yarnsim::state::{Curve, Topology};
 
@@ -327,6 +327,7 @@ fn frames(rod: &mut RodState, p: &RodParams, topo: &Topology, sweeps: u32, pos: 
         &mut rod.bend_kb,
         &mut rod.theta_step,
         &mut rod.theta_start,
+        &mut rod.rest_start,
     );
 }
 
@@ -510,13 +511,15 @@ fn rest_state_records_the_starting_curvature() {
     assert!(nonzero > rod.rest.len() / 2);
 }
 
-/// `theta_solve` (the GPU's frame solve in tiles of 256 edges, here its CPU twin) gives the angles
-/// of `material_frames`' sweeps over the whole rod, bit for bit: open and closed yarns shorter and
-/// longer than a tile, several sharing one, a ring of 257 edges (the shortest cut into tiles), and
-/// 1 to 32 sweeps; from moved positions and angles moved off their minimum, so every edge has work,
-/// the halos' frozen ends included. Every edge is owned by exactly one tile, and halos exist.
+/// `frame_solve` (the GPU's material frames after `frame_transport`, in tiles of 256 edges, here
+/// its CPU twin) gives what `material_frames` and `plasticity` give over the whole rod, bit for
+/// bit (angles, rest states, κb), taking the rest states from `rest_start` only: open and closed
+/// yarns shorter and longer than a tile, several sharing one, a ring of 257 edges (the shortest
+/// cut into tiles), and 1 to 32 sweeps; from moved positions and angles moved off their minimum,
+/// so every edge has work (the halos' frozen ends included) and elements flow. Every edge and
+/// every element is owned by exactly one tile, and halos exist.
 #[test]
-fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
+fn frame_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
     let curves = [
         wavy(4, false, 0.1),
         wavy(3, true, 0.2),
@@ -548,7 +551,13 @@ fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
     for f in start.frames.iter_mut() {
         f.u[3] += rng.range(-0.4, 0.4) as f32;
     }
-    for sweeps in [1, 2, 5, THETA_SOLVE_MAX_SWEEPS] {
+    // Finite plasticity bounds, so the elements flow.
+    let p = RodParams {
+        plastic_radius: 0.05,
+        plastic_max: 1.0,
+        ..p
+    };
+    for sweeps in [1, 2, 5, FRAME_SOLVE_MAX_SWEEPS] {
         let params = kernel_params(&start, &p, sweeps, &pos);
         let mut want = start.clone();
         material_frames(
@@ -564,8 +573,16 @@ fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
             &mut want.bend_kb,
             &mut want.theta_step,
             &mut want.theta_start,
+            &mut want.rest_start,
         );
-        let tiles = theta_tiles(
+        plasticity(
+            &params,
+            &want.bends,
+            &want.frames,
+            &want.bend_kb,
+            &mut want.rest,
+        );
+        let tiles = frame_tiles(
             &topo,
             &start.bends,
             &start.edge_bends,
@@ -574,43 +591,52 @@ fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
             sweeps,
         )
         .expect("tiles");
-        assert_eq!(tiles.len() % THETA_TILE, 0);
+        assert_eq!(tiles.len() % FRAME_TILE, 0);
         let mut owners = vec![0u32; start.frames.len()];
+        let mut element_owners = vec![0u32; start.bends.len()];
         let mut frozen = 0;
         for w in &tiles {
             if w[0] != NONE {
-                owners[w[0] as usize] += (w[3] & THETA_OWNED != 0) as u32;
-                frozen += (w[3] & THETA_FROZEN != 0) as u32;
+                let owned = w[3] & FRAME_OWNED != 0;
+                owners[w[0] as usize] += owned as u32;
+                if owned && w[1] != NONE {
+                    element_owners[w[1] as usize] += 1;
+                }
+                frozen += (w[3] & FRAME_FROZEN != 0) as u32;
             }
         }
         assert!(
             owners.iter().all(|&n| n == 1),
             "{sweeps} sweeps: an edge owned ≠ once"
         );
+        assert!(
+            element_owners.iter().all(|&n| n == 1),
+            "{sweeps} sweeps: an element written ≠ once"
+        );
         assert!(frozen > 0, "{sweeps} sweeps: no tile has a halo");
         let mut got = start.clone();
+        // The rest states are the start's, and the twin must take them from rest_start.
+        got.rest.iter_mut().for_each(|r| r.ref_twist = f32::NAN);
         frame_transport(
             &params,
             &topo.edges,
             &pos,
             &mut got.frames,
             &mut got.theta_start,
+            &got.edge_bends,
+            &start.rest,
+            &mut got.rest_start,
         );
-        bend_twist(
-            &params,
-            &got.bends,
-            &got.frames,
-            &pos,
-            &mut got.rest,
-            &mut got.bend_kb,
-        );
-        theta_solve(
+        frame_solve(
             &params,
             &tiles,
-            &got.rest,
-            &got.bend_kb,
+            &got.bends,
+            &pos,
             &got.theta_start,
+            &got.rest_start,
             &mut got.frames,
+            &mut got.rest,
+            &mut got.bend_kb,
         );
         let moved = got
             .frames
@@ -632,14 +658,23 @@ fn theta_solve_tiles_give_the_sweeps_angles_bit_for_bit() {
             );
             assert_eq!(g.t, w.t);
         }
+        assert_eq!(got.rest, want.rest, "{sweeps} sweeps: rest states");
+        assert_eq!(got.bend_kb, want.bend_kb, "{sweeps} sweeps: κb");
+        let flowed = got
+            .rest
+            .iter()
+            .zip(&start.rest)
+            .filter(|(a, b)| a.kappa != b.kappa)
+            .count();
+        assert!(flowed > 0, "{sweeps} sweeps: no element flowed");
     }
-    assert!(theta_tiles(
+    assert!(frame_tiles(
         &topo,
         &start.bends,
         &start.edge_bends,
         &start.edge_order,
         &start.color_start,
-        THETA_SOLVE_MAX_SWEEPS + 1
+        FRAME_SOLVE_MAX_SWEEPS + 1
     )
     .is_none());
 }

@@ -94,3 +94,31 @@ fn newton_angle_step(g: f32, h_in: f32, ht: f32) -> f32 {
     }
     return s;
 }
+
+// f32::is_infinite (NaN is not).
+fn is_infinite(x: f32) -> bool {
+    return abs(x) > 3.4028235e38;
+}
+
+// rod::plastic_kappa for one edge j of an element: its rest curvature k dragged to within pp of
+// the current (w0, w1) = (κb·m₂ʲ, −κb·m₁ʲ), then bounded by `bound` (the larger of p_max and the
+// element's starting |ω̄|). The same selections as the twin's.
+fn plastic_kappa(k: vec2<f32>, w0: f32, w1: f32, pp: f32, bound: f32) -> vec2<f32> {
+    var k0 = k.x;
+    var k1 = k.y;
+    let d0 = k0 - w0;
+    let d1 = k1 - w1;
+    let dn = sqrt(d0 * d0 + d1 * d1);
+    if dn > pp {
+        let s = pp / dn;
+        k0 = w0 + d0 * s;
+        k1 = w1 + d1 * s;
+    }
+    let kn = sqrt(k0 * k0 + k1 * k1);
+    if kn > bound {
+        let s = bound / kn;
+        k0 = k0 * s;
+        k1 = k1 * s;
+    }
+    return vec2<f32>(k0, k1);
+}
