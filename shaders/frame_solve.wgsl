@@ -48,31 +48,6 @@ fn frame_of(x: u32) -> EdgeFrame {
     return EdgeFrame(vec4<f32>(u, 0.0), frames[x].t);
 }
 
-// theta_terms of the element r (κb and l̄ in kb) whose edges e⁰, e¹ have angles theta0, theta1, for
-// the edge `role` of it with material frame mf (what theta_sweep sums per side).
-fn element_terms(
-    theta0: f32,
-    theta1: f32,
-    r: BendRest,
-    kb: vec4<f32>,
-    mf: MaterialFrame,
-    role: u32,
-) -> vec3<f32> {
-    let twist = theta1 - theta0 + r.ref_twist;
-    return theta_terms(
-        params.bending,
-        params.twisting,
-        kb.xyz,
-        mf.m1,
-        mf.m2,
-        r.kappa[role][0],
-        r.kappa[role][1],
-        kb.w,
-        twist - r.twist,
-        role,
-    );
-}
-
 @compute @workgroup_size(256)
 fn frame_solve(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -131,6 +106,8 @@ fn frame_solve(
         kb1 = wg_kb[o1];
     }
     // 2. The sweeps.
+    let bending = params.bending;
+    let twisting = params.twisting;
     for (var s = 0u; s < params.frame_sweeps; s++) {
         for (var c = 0u; c < 3u; c++) {
             // Slots of one colour share no element: each reads only other colours' angles.
@@ -139,10 +116,10 @@ fn frame_solve(
                 let mf = material_frame(own.t.xyz, own.u.xyz, theta);
                 var terms = vec3<f32>(0.0);
                 if w.y != NONE {
-                    terms += element_terms(wg_theta[o0], theta, r0, kb0, mf, 1u);
+                    terms += element_terms(bending, twisting, wg_theta[o0], theta, r0, kb0, mf, 1u);
                 }
                 if w.z != NONE {
-                    terms += element_terms(theta, wg_theta[o1], r1, kb1, mf, 0u);
+                    terms += element_terms(bending, twisting, theta, wg_theta[o1], r1, kb1, mf, 0u);
                 }
                 wg_theta[lid] = theta + newton_angle_step(terms.x, terms.y, terms.z);
             }

@@ -45,19 +45,14 @@ fn theta_sweep(
         // side 0: this edge is e¹ of the element; side 1: it is e⁰.
         let role = 1u - side;
         let b = bends[bi];
-        let r = bend_rest[bi];
-        let kb = bend_kb[bi];
-        let twist = frames[b.e[1]].u.w - frames[b.e[0]].u.w + r.ref_twist;
-        let terms = theta_terms(
+        let terms = element_terms(
             params.bending,
             params.twisting,
-            kb.xyz,
-            mf.m1,
-            mf.m2,
-            r.kappa[role][0],
-            r.kappa[role][1],
-            kb.w,
-            twist - r.twist,
+            frames[b.e[0]].u.w,
+            frames[b.e[1]].u.w,
+            bend_rest[bi],
+            bend_kb[bi],
+            mf,
             role,
         );
         g += terms.x;

@@ -973,6 +973,29 @@ fn frame_solve_matches_the_stages_it_replaces() {
     }
 }
 
+/// One `theta_sweep` bind group per colour over `buffers`, each with its colour's `color_range`
+/// uniform (a buffer of its own, as the GPU step keeps them).
+fn colour_groups(
+    gpu: &Gpu,
+    pipelines: &Pipelines,
+    buffers: &Buffers,
+    ranges: &[ColorRange; 3],
+) -> Vec<wgpu::BindGroup> {
+    let (dev, queue) = (&gpu.device, &gpu.queue);
+    ranges
+        .iter()
+        .map(|range| {
+            let mut b = Buffers::default();
+            b.upload(dev, queue, "color_range", bytes(&[*range]), true);
+            let buf = b.get("color_range").unwrap();
+            // The bind group keeps its buffers alive.
+            pipelines
+                .bind_group_with(dev, "theta_sweep", buffers, &[("color_range", buf)])
+                .unwrap()
+        })
+        .collect()
+}
+
 /// `bend_twist`, `frame_sweeps` × 3 `theta_sweep` and `plasticity` dispatched in one pass, as the
 /// GPU step records them without tiles, from `frames` (after `frame_transport`) and the rest
 /// states `rest`; returns `(frames, bend_rest, bend_kb)`.
@@ -1010,20 +1033,7 @@ fn run_frame_stages(
         false,
     );
     buffers.upload(dev, queue, "frames", bytes(frames), false);
-    let mut colours = Buffers::default();
-    let names = ["color_range_0", "color_range_1", "color_range_2"];
-    for (n, range) in names.iter().zip(&ranges) {
-        colours.upload(dev, queue, n, bytes(&[*range]), true);
-    }
-    let sweep_groups: Vec<_> = names
-        .iter()
-        .map(|n| {
-            let buf = colours.get(n).unwrap();
-            pipelines
-                .bind_group_with(dev, "theta_sweep", &buffers, &[("color_range", buf)])
-                .unwrap()
-        })
-        .collect();
+    let sweep_groups = colour_groups(gpu, &pipelines, &buffers, &ranges);
     let twist = pipelines.bind_group(dev, "bend_twist", &buffers).unwrap();
     let plastic = pipelines.bind_group(dev, "plasticity", &buffers).unwrap();
     let mut enc = dev.create_command_encoder(&Default::default());
@@ -1123,20 +1133,7 @@ fn run_theta_sweeps(
     buffers.upload(dev, queue, "edge_order", bytes(&r.edge_order), false);
     buffers.upload(dev, queue, "theta_step", bytes(theta_step), false);
     buffers.upload(dev, queue, "frames", bytes(frames), false);
-    let mut colours = Buffers::default();
-    let names = ["color_range_0", "color_range_1", "color_range_2"];
-    for (n, range) in names.iter().zip(ranges) {
-        colours.upload(dev, queue, n, bytes(&[*range]), true);
-    }
-    let groups: Vec<_> = names
-        .iter()
-        .map(|n| {
-            let buf = colours.get(n).unwrap();
-            pipelines
-                .bind_group_with(dev, "theta_sweep", &buffers, &[("color_range", buf)])
-                .unwrap()
-        })
-        .collect();
+    let groups = colour_groups(gpu, &pipelines, &buffers, ranges);
     let mut enc = dev.create_command_encoder(&Default::default());
     {
         let mut pass = enc.begin_compute_pass(&Default::default());

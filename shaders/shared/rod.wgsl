@@ -70,6 +70,34 @@ fn theta_terms(
     return vec3<f32>(dm + s * (r1 * w0 - r0 * w1), ht + s * (r0 * w0 + r1 * w1), ht);
 }
 
+// theta_terms of the element r (κb and l̄ in kb) whose edges e⁰, e¹ have angles theta0, theta1, for
+// the edge `role` of it with material frame mf (what theta_sweep and frame_solve sum per side;
+// rod::theta_newton_step_of), with the stiffnesses EI and GJ.
+fn element_terms(
+    bending: f32,
+    twisting: f32,
+    theta0: f32,
+    theta1: f32,
+    r: BendRest,
+    kb: vec4<f32>,
+    mf: MaterialFrame,
+    role: u32,
+) -> vec3<f32> {
+    let twist = theta1 - theta0 + r.ref_twist;
+    return theta_terms(
+        bending,
+        twisting,
+        kb.xyz,
+        mf.m1,
+        mf.m2,
+        r.kappa[role][0],
+        r.kappa[role][1],
+        kb.w,
+        twist - r.twist,
+        role,
+    );
+}
+
 // rod::newton_angle_step: the safeguarded Newton step −g/h, within one radian (same selections as
 // the twin's, NaN cases included).
 fn newton_angle_step(g: f32, h_in: f32, ht: f32) -> f32 {
