@@ -315,8 +315,8 @@ fn frames_input(name: &str, sets: &[&str], steps: usize) -> FramesInput {
     }
 }
 
-/// The frames of [`frames_input`] after the CPU twin of `frame_transport` (its `theta_start`
-/// dropped).
+/// The frames of [`frames_input`] after the CPU twin of `frame_transport` (its copies for
+/// `frame_solve`, `theta_start` and `rest_start`, dropped).
 fn transported(fi: &FramesInput) -> Vec<EdgeFrame> {
     let s = &fi.sim;
     let mut frames = fi.frames.clone();
