@@ -318,10 +318,16 @@ fn frames_input(name: &str, sets: &[&str], steps: usize) -> FramesInput {
 /// The frames of [`frames_input`] after the CPU twin of `frame_transport` (its copies for
 /// `frame_solve`, `theta_start` and `rest_start`, dropped).
 fn transported(fi: &FramesInput) -> Vec<EdgeFrame> {
+    transport_twin(fi).0
+}
+
+/// The CPU twin of `frame_transport` on [`frames_input`]: `(frames, theta_start, rest_start)`,
+/// the copies starting as NaN and zeros, so that what it does not write shows.
+fn transport_twin(fi: &FramesInput) -> (Vec<EdgeFrame>, Vec<f32>, Vec<BendRest>) {
     let s = &fi.sim;
     let mut frames = fi.frames.clone();
-    let mut theta_start = vec![0.0; frames.len()];
-    let mut rest_start = fi.rest.clone();
+    let mut theta_start = vec![f32::NAN; frames.len()];
+    let mut rest_start = vec![BendRest::default(); fi.rest.len()];
     rod::frame_transport(
         &fi.params,
         &s.topo.edges,
@@ -332,7 +338,7 @@ fn transported(fi: &FramesInput) -> Vec<EdgeFrame> {
         &fi.rest,
         &mut rest_start,
     );
-    frames
+    (frames, theta_start, rest_start)
 }
 
 /// [`frames_input`] after the CPU twins of `frame_transport` and `bend_twist`: the state the
@@ -494,19 +500,7 @@ fn frame_transport_matches_twin() {
         let g_frames: Vec<EdgeFrame> = cast(&out["frames"]);
         let g_start: Vec<f32> = cast(&out["theta_start"]);
         let g_rest: Vec<BendRest> = cast(&out["rest_start"]);
-        let mut frames = fi.frames.clone();
-        let mut theta_start = vec![f32::NAN; frames.len()];
-        let mut rest_start = vec![BendRest::default(); fi.rest.len()];
-        rod::frame_transport(
-            &fi.params,
-            &s.topo.edges,
-            &s.pos,
-            &mut frames,
-            &mut theta_start,
-            &s.rod.edge_bends,
-            &fi.rest,
-            &mut rest_start,
-        );
+        let (frames, theta_start, rest_start) = transport_twin(&fi);
         // θ and the rest states copied: to the bit, and what they were.
         for (i, (g, c)) in g_start.iter().zip(&theta_start).enumerate() {
             assert_eq!(g.to_bits(), c.to_bits(), "theta_start[{i}]");
