@@ -1,9 +1,12 @@
 // integrate_velocity: v += h M⁻¹ f for every control point (CPU twin: step::integrate_velocity),
 // then, with air drag, v *= 1 / (1 + h c) (implicit, so stable for any c; params.air_factor).
-// A non-finite force raises ERROR_NAN_FORCE and lowers counters.first_bad_point to its point.
+// A non-finite force raises ERROR_NAN_FORCE and lowers counters.first_bad_point to its point
+// (shared/velocity.wgsl). In a scene without glued points or ties the step dispatches
+// integrate_velocity_setup instead, which also makes length_setup's work.
 // One thread per control point; no loops.
 
 #import layout
+#import velocity
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> inv_mass: array<f32>;
@@ -21,15 +24,5 @@ fn integrate_velocity(
     if p >= params.num_points {
         return;
     }
-    let f = force[p].xyz;
-    let v = vel[p];
-    var nv = v.xyz + params.h * inv_mass[p] * f;
-    if params.air_factor != 1.0 {
-        nv = nv * params.air_factor;
-    }
-    vel[p] = vec4<f32>(nv, v.w);
-    if !finite3(f) {
-        atomicOr(&counters.errors, ERROR_NAN_FORCE);
-        atomicMin(&counters.first_bad_point, p);
-    }
+    integrate_velocity_at(p);
 }

@@ -4,13 +4,14 @@
 // closer than the yarn radius r to its surface: the inward normal relative velocity (relative to the
 // surface there: a capsule's ends move at vel and vel_b) is removed, the
 // tangential relative velocity shrinks by friction × the removed normal speed (never reversing),
-// then the normal velocity that puts q + h v at distance r is added.
+// then the normal velocity that puts q + h v at distance r is added (shared/object_velocity.wgsl).
+// In a scene without free balls the step dispatches object_contact_integrate instead, which also
+// integrates the positions.
 // Loop bound per thread: params.num_obstacles iterations (one per obstacle; a scene has a few, and
 // each walking figure adds 14), no other loops.
 
 #import layout
-#import vec
-#import obstacle
+#import object_velocity
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> obstacles: array<ObstacleShape>;
@@ -28,33 +29,6 @@ fn object_contact(
     if p >= params.num_points || params.num_obstacles == 0u || inv_mass[p] == 0.0 {
         return;
     }
-    let h = params.h;
-    let radius = params.radius;
-    let q = pos[p].xyz;
-    var v = vel[p].xyz;
-    for (var j = 0u; j < params.num_obstacles; j++) {
-        let o = obstacles[j];
-        let x = q + v * h;
-        let hit = obstacle_distance(o, x);
-        if hit.d >= radius {
-            continue;
-        }
-        let vo = obstacle_velocity(o, x);
-        let rel = v - vo;
-        let vn = dot3(rel, hit.n);
-        if vn < 0.0 {
-            let vt = rel - hit.n * vn;
-            let vtn = sqrt(dot3(vt, vt));
-            var keep = 0.0;
-            if vtn > 0.0 {
-                keep = max(1.0 - o.friction * (-vn) / vtn, 0.0);
-            }
-            v = vo + vt * keep;
-        }
-        let out = obstacle_distance(o, q + v * h);
-        if out.d < radius {
-            v = v + out.n * ((radius - out.d) / h);
-        }
-    }
+    let v = object_contact_velocity(pos[p].xyz, vel[p].xyz);
     vel[p] = vec4<f32>(v, 0.0);
 }

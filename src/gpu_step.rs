@@ -503,6 +503,8 @@ const STEP_KERNELS: &[&str] = &[
     "nonrigid_damping",
     "object_contact",
     "integrate_position",
+    "integrate_velocity_setup",
+    "object_contact_integrate",
     "frame_transport",
     "bend_twist",
     "theta_sweep",
@@ -906,7 +908,20 @@ impl GpuSim {
                 .map(|&(k, t)| (k, t, None))
                 .collect::<Vec<_>>()
         };
-        plan.push(("integrate_velocity", n, None));
+        // Nothing changes the velocities between integrate_velocity and length_setup without glued
+        // points or ties (ball_velocity moves the balls only): one dispatch makes both.
+        let fused_setup = params.num_glue == 0
+            && self.sim.tie_color_start().last().copied().unwrap_or(0) == 0
+            && !self.length_levels.is_empty();
+        plan.push((
+            if fused_setup {
+                "integrate_velocity_setup"
+            } else {
+                "integrate_velocity"
+            },
+            n,
+            None,
+        ));
         plan.extend(with_balls(&[("ball_velocity", num_balls)]));
         plan.push(("glue_projection", params.num_glue, None));
         for (w, uniform) in self
@@ -941,7 +956,15 @@ impl GpuSim {
             ("ball_impulse_sum", num_balls * balls::IMPULSE_LANES as u32),
             ("ball_contact", 1),
         ]));
-        plan.push(("integrate_position", n, None));
+        // Without free balls nothing runs between object_contact and integrate_position, and both
+        // are per point: one dispatch makes both.
+        if num_balls == 0 {
+            let last = plan.last_mut().expect("object_contact above");
+            debug_assert_eq!(last.0, "object_contact");
+            last.0 = "object_contact_integrate";
+        } else {
+            plan.push(("integrate_position", n, None));
+        }
         plan.extend(with_balls(&[("ball_position", num_balls)]));
         plan.push(("frame_transport", params.num_edges, None));
         match self.frame_tiles {
@@ -965,6 +988,7 @@ impl GpuSim {
             &params,
             length_iterations,
             &self.length_levels,
+            !fused_setup,
         )?;
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
         let mut step_copies = StepCopies::default();
@@ -1008,8 +1032,12 @@ impl GpuSim {
                 }));
             }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
-            let overrides: Vec<(&str, &wgpu::Buffer)> =
+            let mut overrides: Vec<(&str, &wgpu::Buffer)> =
                 color.map(|u| ("color_range", u)).into_iter().collect();
+            if kernel == "integrate_velocity_setup" {
+                let u = length.setup_level.as_ref().expect("a stage without setup");
+                overrides.push(("length_level", u));
+            }
             dispatches.push(Dispatch {
                 kernel,
                 bind_group: self.pipelines.bind_group_with(

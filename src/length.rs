@@ -836,7 +836,8 @@ pub struct LengthDispatch {
     pub groups: [u32; 3],
 }
 
-/// The stage's dispatches on the GPU, made once: `length_setup`; then for every recorded iteration
+/// The stage's dispatches on the GPU, made once: `length_setup` (unless the caller's
+/// `integrate_velocity_setup` makes it); then for every recorded iteration
 /// `it`: `length_error`, `length_check` (not of iteration 0 when [`first_committed`]),
 /// `length_assemble`, `length_reduce` for the levels below [`top_level`], `length_top`,
 /// `length_back` for those levels in reverse, `length_update`; then `length_error` of the last
@@ -844,6 +845,9 @@ pub struct LengthDispatch {
 /// `length_level` uniform ([`level_uniform`], [`committed_uniform`], [`update_uniform`]).
 pub struct LengthGpu {
     pub dispatches: Vec<LengthDispatch>,
+    /// Without its own `length_setup` ([`LengthGpu::new`] with `setup` false): the `length_setup`
+    /// uniform ([`committed_uniform`]) for the caller's `integrate_velocity_setup` to bind.
+    pub setup_level: Option<wgpu::Buffer>,
     /// The `length_level` uniforms the bind groups hold.
     _uniforms: Vec<wgpu::Buffer>,
 }
@@ -874,7 +878,9 @@ impl LengthGpu {
     /// The stage's dispatches over `buffers` for the scene sizes of `params` and the solver levels
     /// `levels`, with `recorded` iterations recorded (at most `params.length_max_iterations`; with
     /// all of them the cap is flagged on the GPU too, with fewer a step that needs more ends with
-    /// `length_iterations` = `recorded` + 1).
+    /// `length_iterations` = `recorded` + 1). Without `setup` the stage starts at its first
+    /// `length_error`: the caller dispatches `integrate_velocity_setup`, which makes
+    /// `length_setup`'s work, with [`LengthGpu::setup_level`] as its uniform.
     pub fn new(
         device: &wgpu::Device,
         pipelines: &Pipelines,
@@ -882,10 +888,12 @@ impl LengthGpu {
         params: &Params,
         recorded: u32,
         levels: &[Level],
+        setup: bool,
     ) -> Result<LengthGpu, PipelineError> {
         use wgpu::util::DeviceExt;
         let mut out = LengthGpu {
             dispatches: Vec::new(),
+            setup_level: None,
             _uniforms: Vec::new(),
         };
         if levels.is_empty() {
@@ -925,7 +933,16 @@ impl LengthGpu {
         let top = top_level(levels);
         let committed = first_committed(params, recorded);
         let lv0 = Some(committed_uniform(levels[0], committed));
-        add(&mut out, "length_setup", lv0, params.num_points)?;
+        if setup {
+            add(&mut out, "length_setup", lv0, params.num_points)?;
+        } else {
+            let buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("length_level"),
+                contents: bytemuck::cast_slice(&committed_uniform(levels[0], committed)),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            out.setup_level = Some(buf);
+        }
         for it in 0..=recorded {
             let lv = Some(level_uniform(it, levels[0]));
             let first = it == 0 && committed;
@@ -964,7 +981,9 @@ impl LengthGpu {
     /// The `length_level` uniforms the dispatches' bind groups hold (for a caller that keeps the
     /// dispatches elsewhere).
     pub fn into_uniforms(self) -> Vec<wgpu::Buffer> {
-        self._uniforms
+        let mut u = self._uniforms;
+        u.extend(self.setup_level);
+        u
     }
 
     /// Records every dispatch into `pass`, in order (wgpu orders storage accesses between dispatches).

@@ -166,6 +166,22 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "step::integrate_velocity",
     },
+    // In a scene without glued points or ties (crate::gpu_step), in place of integrate_velocity
+    // and the length stage's length_setup, with length_setup's `length_level` uniform.
+    Kernel {
+        name: "integrate_velocity_setup",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("inv_mass"),
+            read("force"),
+            read_write("vel"),
+            read_write("length_disp"),
+            read_write("counters"),
+        ],
+        twin: "step::integrate_velocity_setup",
+    },
     Kernel {
         name: "glue_projection",
         workgroup_size: WG,
@@ -426,6 +442,20 @@ pub const KERNELS: &[Kernel] = &[
         workgroup_size: WG,
         bindings: &[uniform("params"), read("vel"), read_write("pos")],
         twin: "step::integrate_position",
+    },
+    // In a scene without free balls (crate::gpu_step), in place of object_contact and
+    // integrate_position.
+    Kernel {
+        name: "object_contact_integrate",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("obstacles"),
+            read("inv_mass"),
+            read_write("pos"),
+            read_write("vel"),
+        ],
+        twin: "step::object_contact_integrate",
     },
     // --- rod: material frames and plasticity ---
     // Stage material_frames: frame_transport, then frame_solve over the rod's tiles

@@ -5,6 +5,11 @@
 //! `integrate_velocity → glue_projection → length_projection → nonrigid_damping → object_contact →
 //! integrate_position → material_frames → plasticity`.
 //!
+//! The GPU step fuses two pairs of these where nothing runs between them in a scene: without glued
+//! points or ties, `integrate_velocity` and the length stage's `length_setup` are one dispatch,
+//! [`integrate_velocity_setup`]; without free balls, `object_contact` and `integrate_position` are
+//! one, [`object_contact_integrate`]. Their twins call the two stages in turn.
+//!
 //! Buffers: control points `pos` and velocities `vel` (`[f32; 4]`, xyz, w unused), per-point `mass` and
 //! `inv_mass` (0 for glued points, which the constraint solves treat as immovable), the polyline
 //! [`Edge`](crate::state::Edge)s with their rest lengths, damping blocks as
@@ -424,6 +429,36 @@ pub fn integrate_position(params: &Params, vel: &[[f32; 4]], pos: &mut [[f32; 4]
                 q[a] += h * v[a];
             }
         });
+}
+
+/// Kernel `integrate_velocity_setup`, which the GPU step dispatches in a scene without glued points
+/// or ties (nothing changes the velocities between the two): [`integrate_velocity`], then
+/// [`crate::length::length_setup`] on the velocities it wrote. The CPU path calls the two itself.
+pub fn integrate_velocity_setup(
+    params: &Params,
+    length_level: &[u32; 4],
+    inv_mass: &[f32],
+    force: &[[f32; 4]],
+    vel: &mut [[f32; 4]],
+    length_disp: &mut [[f32; 4]],
+    counters: &mut Counters,
+) {
+    integrate_velocity(params, inv_mass, force, vel, counters);
+    crate::length::length_setup(params, length_level, vel, length_disp, counters);
+}
+
+/// Kernel `object_contact_integrate`, which the GPU step dispatches in a scene without free balls
+/// (their kernels change yarn velocities between the two): [`object_contact`], then
+/// [`integrate_position`] with the velocities it left. The CPU path calls the two itself.
+pub fn object_contact_integrate(
+    params: &Params,
+    obstacles: &[ObstacleShape],
+    inv_mass: &[f32],
+    pos: &mut [[f32; 4]],
+    vel: &mut [[f32; 4]],
+) {
+    object_contact(params, obstacles, inv_mass, pos, vel);
+    integrate_position(params, vel, pos);
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use yarnsim::gpu::Gpu;
 use yarnsim::layout::{ObstacleShape, Params};
 use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
+use yarnsim::sim::Sim;
 use yarnsim::step::{self, DAMPING_WG, OBSTACLE_CAPSULE, OBSTACLE_PLANE, OBSTACLE_SPHERE};
 
 /// Unit roundoff of f32 (half an ulp at 1).
@@ -594,18 +595,9 @@ fn contact_bounds(
     (bound, oracle, ambiguous, hits)
 }
 
-/// The obstacle contact of tiny's state after 200 steps against its floor moved up through the
-/// cloth, a sphere and a capsule placed on the cloth, and a tilted plane, all moving, with friction
-/// (points inside each of them; glued points are skipped). Tolerance: [`contact_bounds`].
-/// Measured on lavapipe: bitwise equal (0).
-#[test]
-fn object_contact_matches_twin_against_planes_sphere_and_capsule() {
-    let Some(gpu) = gpu_or_skip("object_contact_matches_twin_against_planes_sphere_and_capsule")
-    else {
-        return;
-    };
-    let sim = scene_sim("tiny", &[], 200);
-    let mut params = sim.step_params();
+/// Tiny's floor moved up through the cloth of `sim` (tiny's state), a sphere and a capsule placed
+/// on the cloth, and a tilted plane, all moving, with friction.
+fn obstacles_through(sim: &Sim) -> Vec<ObstacleShape> {
     assert_eq!(sim.obstacles.len(), 1, "tiny has its floor");
     let mut floor = sim.obstacles[0];
     assert_eq!(floor.kind, OBSTACLE_PLANE);
@@ -651,7 +643,22 @@ fn object_contact_matches_twin_against_planes_sphere_and_capsule() {
         vel: [-1.0, 0.0, 0.0, 0.0],
         ..Default::default()
     };
-    let obstacles = vec![floor, sphere, capsule, tilted];
+    vec![floor, sphere, capsule, tilted]
+}
+
+/// The obstacle contact of tiny's state after 200 steps against its floor moved up through the
+/// cloth, a sphere and a capsule placed on the cloth, and a tilted plane, all moving, with friction
+/// (points inside each of them; glued points are skipped). Tolerance: [`contact_bounds`].
+/// Measured on lavapipe: bitwise equal (0).
+#[test]
+fn object_contact_matches_twin_against_planes_sphere_and_capsule() {
+    let Some(gpu) = gpu_or_skip("object_contact_matches_twin_against_planes_sphere_and_capsule")
+    else {
+        return;
+    };
+    let sim = scene_sim("tiny", &[], 200);
+    let mut params = sim.step_params();
+    let obstacles = obstacles_through(&sim);
     params.num_obstacles = obstacles.len() as u32;
     let (bound, oracle, ambiguous, hits) =
         contact_bounds(&params, &obstacles, &sim.pos, &sim.vel, &sim.inv_mass);
@@ -747,6 +754,83 @@ fn object_contact_without_obstacles_changes_nothing() {
         bytemuck::cast_slice::<u8, [f32; 4]>(&out["vel"]),
         &sim.vel[..]
     );
+}
+
+/// `object_contact_integrate`, which the GPU step dispatches in a scene without free balls, leaves
+/// `vel` and `pos` bit for bit as `object_contact` and then `integrate_position` dispatched on the
+/// same GPU: with the obstacles of [`obstacles_through`] (points in contact, whose positions move
+/// by the velocity after contact) and with none (positions still integrated). Its twin, the two
+/// twins in turn, is within the kernels' bounds of it: [`contact_bounds`] for the velocity, and for
+/// the position that bound times h plus one rounding of each term of `q + h v` (2ε (|q| + |h v|)).
+#[test]
+fn object_contact_integrate_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("object_contact_integrate_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    let sim = scene_sim("tiny", &[], 200);
+    let obstacles = obstacles_through(&sim);
+    for placed in [obstacles.len() as u32, 0] {
+        let params = Params {
+            num_obstacles: placed,
+            ..sim.step_params()
+        };
+        let n = params.num_points;
+        let inputs = |pos: &[u8], vel: &[u8]| -> Vec<(&'static str, Vec<u8>)> {
+            vec![
+                ("params", bytes(&[params]).to_vec()),
+                ("obstacles", bytes(&obstacles).to_vec()),
+                ("inv_mass", bytes(&sim.inv_mass).to_vec()),
+                ("pos", pos.to_vec()),
+                ("vel", vel.to_vec()),
+            ]
+        };
+        let run = |kernel: &str, inputs: &[(&'static str, Vec<u8>)]| {
+            let refs: Vec<(&str, &[u8])> = inputs.iter().map(|(k, v)| (*k, &v[..])).collect();
+            run_kernel(&gpu, kernel, &refs, n).unwrap()
+        };
+        let (pos0, vel0) = (bytes(&sim.pos), bytes(&sim.vel));
+        let fused = run("object_contact_integrate", &inputs(pos0, vel0));
+        let contact = run("object_contact", &inputs(pos0, vel0));
+        let moved = run("integrate_position", &inputs(pos0, &contact["vel"]));
+        assert_eq!(fused["vel"], contact["vel"], "{placed} obstacles: vel");
+        assert_eq!(fused["pos"], moved["pos"], "{placed} obstacles: pos");
+        let g_vel: &[[f32; 4]] = bytemuck::cast_slice(&fused["vel"]);
+        let g_pos: &[[f32; 4]] = bytemuck::cast_slice(&fused["pos"]);
+        let changed = g_vel.iter().zip(&sim.vel).filter(|(a, b)| a != b).count();
+        let free = sim.inv_mass.iter().filter(|&&w| w != 0.0).count();
+        let moved_points = g_pos.iter().zip(&sim.pos).filter(|(a, b)| a != b).count();
+        assert!(
+            moved_points >= free,
+            "{placed} obstacles: {moved_points} of {free} free points moved"
+        );
+        if placed > 0 {
+            assert!(
+                changed >= 20,
+                "only {changed} velocities changed by contact"
+            );
+        } else {
+            assert_eq!(changed, 0);
+        }
+        let (mut pos, mut vel) = (sim.pos.clone(), sim.vel.clone());
+        step::object_contact_integrate(&params, &obstacles, &sim.inv_mass, &mut pos, &mut vel);
+        let (bound, ..) = contact_bounds(&params, &obstacles, &sim.pos, &sim.vel, &sim.inv_mass);
+        let h = params.h as f64;
+        for i in 0..n as usize {
+            for k in 0..3 {
+                let dv = (g_vel[i][k] as f64 - vel[i][k] as f64).abs();
+                assert!(
+                    dv <= bound[i],
+                    "point {i} vel[{k}]: {dv:e} > {:e}",
+                    bound[i]
+                );
+                let eps = f32::EPSILON as f64;
+                let b = h * bound[i]
+                    + 2.0 * eps * ((sim.pos[i][k] as f64).abs() + (h * vel[i][k] as f64).abs());
+                let dq = (g_pos[i][k] as f64 - pos[i][k] as f64).abs();
+                assert!(dq <= b, "point {i} pos[{k}]: {dq:e} > {b:e}");
+            }
+        }
+    }
 }
 
 /// Setup refuses a block the kernel's loop bound cannot cover, naming it.

@@ -1,5 +1,5 @@
 //! Parity of the element-wise kernels with their CPU twins (`integrate_velocity`,
-//! `glue_projection`, `integrate_position`) on a state of a real scene (scenes/tiny.toml after 200
+//! `integrate_velocity_setup`, `glue_projection`, `integrate_position`) on a state of a real scene (scenes/tiny.toml after 200
 //! CPU steps: hanging from pins, moving).
 //!
 //! Tolerance: each output component is one or two f32 operations on the inputs (`v + (h w) f`,
@@ -95,6 +95,116 @@ fn integrate_velocity_matches_twin() {
     assert_close("integrate_velocity", g_vel, &vel, |i, k| {
         2.0 * EPS * (v0[i][k].abs() + (h * w[i] * force[i][k]).abs()) + EPS * vel[i][k].abs()
     });
+}
+
+/// `integrate_velocity_setup`, which the GPU step dispatches in a scene without glued points or
+/// ties, leaves `vel`, `length_disp` and `counters` bit for bit as `integrate_velocity` and then
+/// `length_setup` dispatched on the same GPU, with projection 1 committed (`length_level.w` = 1)
+/// and not; `length_disp` starts as NaN, so every point's must be written. Its twin (the two twins
+/// in turn) raises the same flags and is within `integrate_velocity`'s bound for `vel`, and for
+/// `length_disp = h v` within h times that bound plus one rounding (ε |h v|).
+#[test]
+fn integrate_velocity_setup_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("integrate_velocity_setup_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    let sim = scene_sim("tiny", &[], 200);
+    let params = yarnsim::layout::Params {
+        air_factor: (1.0 / (1.0 + sim.params.h as f64 * 10.0)) as f32,
+        ..sim.step_params()
+    };
+    let mut force = sim.force().to_vec();
+    force[57][1] = f32::NAN;
+    let fresh = Counters {
+        first_bad_point: u32::MAX,
+        ..Counters::default()
+    };
+    let n = params.num_points;
+    let unset = vec![[f32::NAN; 4]; n as usize];
+    for committed in [0u32, 1] {
+        let level = [0, 0, params.num_edges, committed];
+        let fused = run_kernel(
+            &gpu,
+            "integrate_velocity_setup",
+            &[
+                ("params", bytes(&[params])),
+                ("length_level", bytes(&level)),
+                ("inv_mass", bytes(&sim.inv_mass)),
+                ("force", bytes(&force)),
+                ("vel", bytes(&sim.vel)),
+                ("length_disp", bytes(&unset)),
+                ("counters", bytes(&[fresh])),
+            ],
+            n,
+        )
+        .unwrap();
+        let first = run_kernel(
+            &gpu,
+            "integrate_velocity",
+            &[
+                ("params", bytes(&[params])),
+                ("inv_mass", bytes(&sim.inv_mass)),
+                ("force", bytes(&force)),
+                ("vel", bytes(&sim.vel)),
+                ("counters", bytes(&[fresh])),
+            ],
+            n,
+        )
+        .unwrap();
+        let second = run_kernel(
+            &gpu,
+            "length_setup",
+            &[
+                ("params", bytes(&[params])),
+                ("length_level", bytes(&level)),
+                ("vel", &first["vel"]),
+                ("length_disp", bytes(&unset)),
+                ("counters", &first["counters"]),
+            ],
+            n,
+        )
+        .unwrap();
+        assert_eq!(fused["vel"], first["vel"], "w = {committed}: vel");
+        assert_eq!(
+            fused["length_disp"], second["length_disp"],
+            "w = {committed}: length_disp"
+        );
+        assert_eq!(
+            fused["counters"], second["counters"],
+            "w = {committed}: counters"
+        );
+        let g_cnt: Counters = bytemuck::pod_read_unaligned(&fused["counters"]);
+        assert_eq!(g_cnt.length_iterations, committed);
+        assert_eq!((g_cnt.errors, g_cnt.first_bad_point), (ERROR_NAN_FORCE, 57));
+        let (mut vel, mut disp, mut counters) = (sim.vel.clone(), unset.clone(), fresh);
+        step::integrate_velocity_setup(
+            &params,
+            &level,
+            &sim.inv_mass,
+            &force,
+            &mut vel,
+            &mut disp,
+            &mut counters,
+        );
+        assert_eq!(g_cnt, counters, "w = {committed}: the twin's counters");
+        let h = params.h;
+        let (v0, w) = (&sim.vel, &sim.inv_mass);
+        let vel_bound = |i: usize, k: usize| {
+            2.0 * EPS * (v0[i][k].abs() + (h * w[i] * force[i][k]).abs()) + EPS * vel[i][k].abs()
+        };
+        assert_close(
+            "integrate_velocity_setup: vel",
+            bytemuck::cast_slice(&fused["vel"]),
+            &vel,
+            vel_bound,
+        );
+        assert_close(
+            "integrate_velocity_setup: length_disp",
+            bytemuck::cast_slice(&fused["length_disp"]),
+            &disp,
+            |i, k| h * vel_bound(i, k) + EPS * disp[i][k].abs(),
+        );
+    }
 }
 
 #[test]

@@ -568,6 +568,7 @@ fn gpu_stage(gpu: &Gpu, c: &Case) -> (Vec<[f32; 4]>, Counters, Vec<[f32; 4]>) {
         &c.params,
         c.params.length_max_iterations,
         &s.levels,
+        true,
     )
     .unwrap();
     let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);

@@ -1213,3 +1213,107 @@ fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
         assert!(turned > 1e-4, "{name}: no material angle turned");
     }
 }
+
+/// Without glued points or ties the step dispatches `integrate_velocity_setup` instead of
+/// `integrate_velocity` and `length_setup`, and without free balls `object_contact_integrate`
+/// instead of `object_contact` and `integrate_position` (each pair's parity test shows it bit for
+/// bit the two). A small swatch without pins, falling onto a floor and a sphere from just beyond
+/// their contact distance, steps as the CPU path does: 60 steps, positions within 1e-3 r of the CPU's, as in
+/// [`whole_run_parity`], with points held up by both obstacles. The tiny swatch (pinned: glued
+/// points) keeps `integrate_velocity` and `length_setup`.
+#[test]
+fn fused_point_stages_step_as_the_cpu_path() {
+    let Some(gpu) = gpu_or_skip("fused_point_stages_step_as_the_cpu_path") else {
+        return;
+    };
+    const STEPS: usize = 60;
+    let count = |g: &GpuSim, k: &str| g.dispatch_kernels().iter().filter(|x| **x == k).count();
+    let text = r#"
+[contact]
+model = "none"
+[relax]
+time = 0
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 6, courses = 6 }
+rotate_deg = [-90, 0, 0]
+[[obstacle]]
+type = "plane"
+point = [0, 0, 0]
+normal = [0, 1, 0]
+friction = 0.3
+[[obstacle]]
+type = "sphere"
+center = [0, -2, 0]
+radius = 2.0
+friction = 0.3
+"#;
+    let scene = yarnsim::scene::Scene::from_toml_str(text, "unpinned").unwrap();
+    let sim = || {
+        let build = yarnsim::scene::build_curves(&scene, std::path::Path::new(".")).unwrap();
+        let pins = yarnsim::scene::pinned_points(&scene, &build).unwrap();
+        let mut s = yarnsim::sim::Sim::from_build(&scene, &build, &pins).unwrap();
+        // The lowest points 1.02 r above the floor and the sphere's top, so that they fall into
+        // the contact distance r within the steps (a point placed inside it would be thrown out
+        // at (r − d) / h).
+        let low = s.pos.iter().map(|p| p[1]).fold(f32::MAX, f32::min);
+        let lift = 1.02 * s.params.radius - low;
+        for p in &mut s.pos {
+            p[1] += lift;
+        }
+        s
+    };
+    let start = sim();
+    assert_eq!(start.step_params().num_glue, 0);
+    let mut g = GpuSim::new(&gpu, sim(), &scene.contact).unwrap();
+    for (k, n) in [
+        ("integrate_velocity_setup", 1),
+        ("object_contact_integrate", 1),
+        ("integrate_velocity", 0),
+        ("length_setup", 0),
+        ("object_contact", 0),
+        ("integrate_position", 0),
+    ] {
+        assert_eq!(count(&g, k), n, "unpinned swatch: {k} dispatches");
+    }
+    g.steps(STEPS).unwrap_or_else(|e| panic!("{e}"));
+    g.sync_host().unwrap();
+    let mut cpu = sim();
+    for _ in 0..STEPS {
+        cpu.step().unwrap();
+    }
+    let r = cpu.params.radius;
+    let (worst, at) = fixture::max_rel_diff(&g.sim.pos, &cpu.pos, r);
+    let (moved, _) = fixture::max_rel_diff(&start.pos, &cpu.pos, r);
+    // The obstacles hold the points that reached them (they would have fallen 0.04 r into them):
+    // none is nearer than r to either, and some are at r.
+    let gap = |p: &[f32; 4]| {
+        let sphere = (p[0] * p[0] + (p[1] + 2.0) * (p[1] + 2.0) + p[2] * p[2]).sqrt() - 2.0;
+        p[1].min(sphere) / r
+    };
+    let nearest = cpu.pos.iter().map(gap).fold(f32::MAX, f32::min);
+    let held = cpu.pos.iter().filter(|p| gap(p) < 1.001).count();
+    assert!(nearest > 0.999, "a point {nearest} r from an obstacle");
+    eprintln!("unpinned swatch: worst position difference after {STEPS} steps {worst:.3e} r (point {at}); moved {moved:.3} r; {held} points on the obstacles");
+    assert!(
+        worst < 1e-3,
+        "GPU and CPU differ by {worst:e} r at point {at}"
+    );
+    assert!(moved > 0.01, "the cloth barely moved ({moved} r)");
+    assert!(held >= 20, "only {held} points on the obstacles");
+
+    let sets = ["contact.model=none"];
+    let g = GpuSim::new(
+        &gpu,
+        fixture::scene_sim("tiny", &sets, 0),
+        &fixture::scene_contact("tiny", &sets),
+    )
+    .unwrap();
+    for (k, n) in [
+        ("integrate_velocity_setup", 0),
+        ("integrate_velocity", 1),
+        ("length_setup", 1),
+        ("object_contact_integrate", 1),
+    ] {
+        assert_eq!(count(&g, k), n, "tiny: {k} dispatches");
+    }
+}
