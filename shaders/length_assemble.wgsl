@@ -4,11 +4,13 @@
 // (both ends immovable) is (1, 0, 0, 0), a yarn's first row has no coupling (yarns are decoupled
 // blocks of one system); for a closed yarn of 3 or more edges, Sherman–Morrison: with γ = −d₀ and
 // corner = −w t_last·t_first, the first diagonal gets −γ and z = γ, the last gets −corner²/γ and
-// z = corner (CPU twin: length::length_assemble). One thread per edge; no loops.
+// z = corner (shared/length_row.wgsl; CPU twin: length::length_assemble). One thread per edge;
+// no loops.
 
 #import layout
 #import vec
 #import length_cyclic_terms
+#import length_row
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -40,32 +42,13 @@ fn length_assemble(
     let e = edges[k];
     let y = yarns[e.yarn];
     let i = k - y.first_edge;
-    let wa = inv_mass[e.a];
-    let wb = inv_mass[e.b];
-    let dk = length_dir[k];
-    var d = 1.0;
-    var r = 0.0;
-    if wa + wb > 0.0 {
-        d = wa + wb;
-        r = dk.w;
-    }
-    var o = 0.0;
+    var t_prev = vec3<f32>(0.0);
     if i > 0u {
-        o = -wa * dot3(length_dir[k - 1u].xyz, dk.xyz);
+        t_prev = length_dir[k - 1u].xyz;
     }
-    var z = 0.0;
+    var sm = vec2<f32>(0.0);
     if y.closed != 0u && y.num_edges >= 3u {
-        let sm = cyclic_terms(y);
-        let gamma = sm.x;
-        let corner = sm.y;
-        if i == 0u {
-            d = d - gamma;
-            z = gamma;
-        }
-        if i == y.num_edges - 1u {
-            d = d - corner * corner / gamma;
-            z = corner;
-        }
+        sm = cyclic_terms(y);
     }
-    length_sys[k] = vec4<f32>(d, o, r, z);
+    length_sys[k] = length_row(i, y, inv_mass[e.a], inv_mass[e.b], length_dir[k], t_prev, sm);
 }

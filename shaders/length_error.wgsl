@@ -5,12 +5,15 @@
 // length_level.w = 1 (no check reads it then), the largest relative error |C / ℓ| into
 // counters.length_error_bits by atomicMax on its bits (NaN and ∞ as +∞)
 // (CPU twin: length::length_error). The edge vector is formed from differences (q_b − q_a plus
-// d_b − d_a) so it keeps its precision far from the origin. One thread per edge; the workgroup reads
+// d_b − d_a) so it keeps its precision far from the origin (shared/length_edge.wgsl). When
+// length_setup committed projection 1, the step dispatches length_error_assemble in place of
+// iteration 0's length_error and projection 1's length_assemble. One thread per edge; the workgroup reads
 // the iteration count once and takes the maximum of its edges' errors in workgroup memory before its
 // one atomicMax on counters (one address that every edge's thread otherwise updated, twice a
 // step). No loops.
 
 #import layout
+#import length_edge
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -49,15 +52,8 @@ fn length_error(
 
 // Edge k's direction and constraint value into length_dir; the bits of its relative error.
 fn edge_error(k: u32) -> u32 {
-    let e = edges[k];
-    let v = (pos[e.b].xyz - pos[e.a].xyz) + (length_disp[e.b].xyz - length_disp[e.a].xyz);
-    let len = sqrt(v.x * v.x + v.y * v.y + v.z * v.z);
-    let c = len - e.rest_length;
-    var t = v;
-    if len > 0.0 {
-        t = v / len;
-    }
-    length_dir[k] = vec4<f32>(t, c);
+    let dk = edge_direction(k);
+    length_dir[k] = dk;
     // Bits of the non-negative error order like the floats; anything above +∞'s bits is a NaN.
-    return min(bitcast<u32>(abs(c / e.rest_length)), 0x7f800000u);
+    return min(bitcast<u32>(abs(dk.w / edges[k].rest_length)), 0x7f800000u);
 }

@@ -5,8 +5,9 @@
 //! damping blocks, obstacles) and uploads its arrays once, each under the binding name the kernels
 //! use (`pos`, `vel`, `force`, `bends`, …; see [`crate::shaders`]). Pipelines and bind groups are made
 //! once (and again only when a batch is rerun with more room, below). With `contact.model = exact`
-//! the exact path's dispatches ([`crate::contact::exact_gpu`]) come between `rod_forces` and
-//! `integrate_velocity`; its static tables and grid origin come from one detection on the CPU twin.
+//! the exact path's dispatches ([`crate::contact::exact_gpu`]) come between `bend_forces` (the
+//! CPU path's `bend_gradient` and `rod_forces` in one dispatch) and `integrate_velocity`; its
+//! static tables and grid origin come from one detection on the CPU twin.
 //! With `contact.model = acl` ACL's whole step ([`crate::acl::gpu::AclGpu`]) goes there instead: its
 //! per-step records (the scheduler's `sched_step`, the `rebuild` uniform) come from two more rings,
 //! its persistent state is part of the batch's snapshot, its counters are read back with each step's,
@@ -495,8 +496,7 @@ pub const GPU_CONTACT_MODELS: &[&str] = &["none", "exact", "acl"];
 
 /// Kernels of the step besides the length projection's (`length_*`).
 const STEP_KERNELS: &[&str] = &[
-    "bend_gradient",
-    "rod_forces",
+    "bend_forces",
     "integrate_velocity",
     "glue_projection",
     "tie_projection",
@@ -505,6 +505,7 @@ const STEP_KERNELS: &[&str] = &[
     "integrate_position",
     "integrate_velocity_setup",
     "object_contact_integrate",
+    "nonrigid_damping_integrate",
     "frame_transport",
     "bend_twist",
     "theta_sweep",
@@ -897,7 +898,7 @@ impl GpuSim {
         // The step's dispatches (DESIGN §6, in order): kernel, threads, and the `color_range`
         // uniform it binds (a colour of the material-angle sweep or of the ties).
         let mut plan: Vec<(&'static str, u32, Option<&wgpu::Buffer>)> =
-            vec![("bend_gradient", nb, None), ("rod_forces", n, None)];
+            vec![("bend_forces", n, None)];
         // The exact contact path's dispatches go here (they add into `force`).
         let contact_at = plan.len();
         let num_balls = self.sim.balls.len() as u32;
@@ -957,11 +958,26 @@ impl GpuSim {
             ("ball_contact", 1),
         ]));
         // Without free balls nothing runs between object_contact and integrate_position, and both
-        // are per point: one dispatch makes both.
+        // are per point: one dispatch makes both, and with the damping before them one more, a
+        // workgroup per block (the blocks of a phase partition the points), while its loop bound
+        // allows.
+        let max_block = self
+            .sim
+            .block_start
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0);
+        let damped = crate::step::damping_integrate_iterations(max_block, params.num_obstacles)
+            <= crate::step::DAMPING_INTEGRATE_LOOP_LIMIT;
         if num_balls == 0 {
-            let last = plan.last_mut().expect("object_contact above");
-            debug_assert_eq!(last.0, "object_contact");
-            last.0 = "object_contact_integrate";
+            plan.pop().expect("object_contact above");
+            match plan.last_mut() {
+                Some(d) if damped && d.0 == "nonrigid_damping" && d.1 > 0 => {
+                    d.0 = "nonrigid_damping_integrate"
+                }
+                _ => plan.push(("object_contact_integrate", n, None)),
+            }
         } else {
             plan.push(("integrate_position", n, None));
         }
@@ -2327,7 +2343,6 @@ impl Need {
 pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
     let largest = [
         ("pos/vel/force", c.points * 16),
-        ("bend_grad", c.bends * 3 * 16),
         ("frames", c.edges * 32),
         ("segments", c.segments * 32),
         ("block_points", c.block_points * 4),
@@ -2430,7 +2445,6 @@ fn upload_state(
     up("bend_rest", bytes(&sim.rod.rest));
     up("frames", bytes(&sim.rod.frames));
     up("point_bends", bytes(&sim.rod.point_bends));
-    up("bend_grad", bytes(&sim.rod.bend_grad));
     up("bend_kb", bytes(&sim.rod.bend_kb));
     up("edge_bends", bytes(&sim.rod.edge_bends));
     up("edge_order", bytes(&sim.rod.edge_order));

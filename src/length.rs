@@ -543,6 +543,45 @@ pub fn length_assemble(
         });
 }
 
+/// Kernel `length_error_assemble`, which the GPU step dispatches in place of iteration 0's
+/// [`length_error`] and projection 1's [`length_assemble`] when `length_setup` committed
+/// projection 1 ([`first_committed`]: no check between them, and iteration 0 keeps no error): the
+/// two twins in turn. The kernel computes the neighbouring edges' directions a row needs itself,
+/// with the same operations, so it gives bit for bit what the two kernels give.
+#[allow(clippy::too_many_arguments)]
+pub fn length_error_assemble(
+    params: &Params,
+    length_level: &[u32; 4],
+    yarns: &[Yarn],
+    edges: &[Edge],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    length_disp: &[[f32; 4]],
+    length_dir: &mut [[f32; 4]],
+    length_sys: &mut [[f32; 4]],
+    counters: &mut Counters,
+) {
+    length_error(
+        params,
+        length_level,
+        edges,
+        pos,
+        length_disp,
+        length_dir,
+        counters,
+    );
+    length_assemble(
+        params,
+        length_level,
+        yarns,
+        edges,
+        inv_mass,
+        length_dir,
+        length_sys,
+        counters,
+    );
+}
+
 /// Kernel `length_reduce` (projection `length_level[0] + 1`, level `(offset, size) =
 /// length_level[1..3]`): row `j` of the next level (at `offset + size`) for every block `j`; when
 /// the next level has one row, its solution `(d, 0, r/d, z/d)`.
@@ -838,8 +877,8 @@ pub struct LengthDispatch {
 
 /// The stage's dispatches on the GPU, made once: `length_setup` (unless the caller's
 /// `integrate_velocity_setup` makes it); then for every recorded iteration
-/// `it`: `length_error`, `length_check` (not of iteration 0 when [`first_committed`]),
-/// `length_assemble`, `length_reduce` for the levels below [`top_level`], `length_top`,
+/// `it`: `length_error`, `length_check`, `length_assemble` (of iteration 0 when
+/// [`first_committed`], `length_error_assemble` alone: no check stands between the two), `length_reduce` for the levels below [`top_level`], `length_top`,
 /// `length_back` for those levels in reverse, `length_update`; then `length_error` of the last
 /// iteration and `length_finish`, which makes its check. Each dispatch binds its own
 /// `length_level` uniform ([`level_uniform`], [`committed_uniform`], [`update_uniform`]).
@@ -946,19 +985,24 @@ impl LengthGpu {
         for it in 0..=recorded {
             let lv = Some(level_uniform(it, levels[0]));
             let first = it == 0 && committed;
-            add(
-                &mut out,
-                "length_error",
-                if first { lv0 } else { lv },
-                params.num_edges,
-            )?;
-            if it == recorded {
-                break;
+            if first && it < recorded {
+                // No check between them: one dispatch.
+                add(&mut out, "length_error_assemble", lv0, params.num_edges)?;
+            } else {
+                add(
+                    &mut out,
+                    "length_error",
+                    if first { lv0 } else { lv },
+                    params.num_edges,
+                )?;
+                if it == recorded {
+                    break;
+                }
+                if !first {
+                    add(&mut out, "length_check", lv, 1)?;
+                }
+                add(&mut out, "length_assemble", lv, params.num_edges)?;
             }
-            if !first {
-                add(&mut out, "length_check", lv, 1)?;
-            }
-            add(&mut out, "length_assemble", lv, params.num_edges)?;
             let below = &levels[..top];
             for &lvl in below {
                 let u = Some(level_uniform(it, lvl));

@@ -652,6 +652,46 @@ pub fn rod_forces(
         });
 }
 
+/// Kernel `bend_forces`, which the GPU step dispatches in place of [`bend_gradient`] and
+/// [`rod_forces`]: `force = m g − ∇E_rod` for every control point, each point's slots of
+/// `point_bends` summed in slot order as [`rod_forces`] sums them, each term the gradient
+/// [`bend_gradient`] computes for that element and role, computed here where it is summed
+/// (the kernel computes a workgroup's run of elements once, into workgroup memory). Bit for bit
+/// the two stages; the CPU path runs those (this computes each element once per point).
+#[allow(clippy::too_many_arguments)]
+pub fn bend_forces(
+    params: &Params,
+    bends: &[Bend],
+    bend_rest: &[BendRest],
+    frames: &[EdgeFrame],
+    pos: &[[f32; 4]],
+    point_bends: &[[u32; 4]],
+    mass: &[f32],
+    force: &mut [[f32; 4]],
+) {
+    let k = Stiffness {
+        bending: params.bending,
+        twisting: params.twisting,
+    };
+    let gravity = V3::new(params.gravity_x, params.gravity_y, params.gravity_z);
+    force[..params.num_points as usize]
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .zip(point_bends.par_iter().zip(mass.par_iter()))
+        .for_each(|(f, (slots, &m))| {
+            let mut acc = gravity * m;
+            for &s in slots.iter() {
+                if s != NONE {
+                    let b = (s / 3) as usize;
+                    let (g, _) = BendLocal::<f32>::gather(&bends[b], &bend_rest[b], frames, pos)
+                        .gradient(&k);
+                    acc -= g[(s % 3) as usize];
+                }
+            }
+            *f = acc.to4(0.0);
+        });
+}
+
 /// The three colour ranges of `edge_order` (`color_start[c] .. color_start[c + 1]`), as the
 /// `color_range` uniform of [`theta_sweep`] takes them: one per colour, dispatched in colour order.
 pub fn color_ranges(color_start: &[u32; 4]) -> [ColorRange; 3] {

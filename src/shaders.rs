@@ -127,7 +127,8 @@ pub const WG: u32 = 256;
 /// Every compute kernel, in the order the time step runs them (one block per stage group; each
 /// block is edited on its own).
 pub const KERNELS: &[Kernel] = &[
-    // --- rod: forces (bend_gradient, rod_forces) ---
+    // --- rod: forces (bend_gradient, rod_forces; the GPU step dispatches bend_forces, which
+    // makes both, and the two stay as the reference it is tested against bit for bit) ---
     Kernel {
         name: "bend_gradient",
         workgroup_size: WG,
@@ -152,6 +153,21 @@ pub const KERNELS: &[Kernel] = &[
             read_write("force"),
         ],
         twin: "rod::rod_forces",
+    },
+    Kernel {
+        name: "bend_forces",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            read("bends"),
+            read("bend_rest"),
+            read("frames"),
+            read("pos"),
+            read("point_bends"),
+            read("mass"),
+            read_write("force"),
+        ],
+        twin: "rod::bend_forces",
     },
     // --- end rod forces ---
     Kernel {
@@ -213,7 +229,8 @@ pub const KERNELS: &[Kernel] = &[
     // --- length projection ---
     // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
     // for it in 0..B (the recorded iterations): length_error, length_check (not of it = 0 when
-    // length_setup commits projection 1: length::first_committed), length_assemble,
+    // length_setup commits projection 1: length::first_committed, and then iteration 0's
+    // length_error and length_assemble are one length_error_assemble), length_assemble,
     // length_reduce (the levels below the top one), length_top, length_back (back down),
     // length_update; then length_error of it = B; then length_finish, which makes its check. Each
     // dispatch binds its own `length_level` uniform (iteration, level offset, level rows, 0)
@@ -271,6 +288,25 @@ pub const KERNELS: &[Kernel] = &[
             read_write("counters"),
         ],
         twin: "length::length_assemble",
+    },
+    // In place of iteration 0's length_error and projection 1's length_assemble when length_setup
+    // commits projection 1 (length::first_committed), with length_setup's `length_level`.
+    Kernel {
+        name: "length_error_assemble",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("yarns"),
+            read("edges"),
+            read("inv_mass"),
+            read("pos"),
+            read("length_disp"),
+            read_write("length_dir"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_error_assemble",
     },
     // A workgroup of length::SOLVER_GROUP threads per length::SOLVER_BLOCKS blocks of
     // length::BLOCK rows of the level (length::solver_threads), one thread sweeping each block.
@@ -349,6 +385,24 @@ pub const KERNELS: &[Kernel] = &[
             read_write("vel"),
         ],
         twin: "step::nonrigid_damping",
+    },
+    // In a scene without free balls (crate::gpu_step, while
+    // step::damping_integrate_iterations allows), in place of nonrigid_damping,
+    // object_contact and integrate_position.
+    Kernel {
+        name: "nonrigid_damping_integrate",
+        workgroup_size: crate::step::DAMPING_WG,
+        bindings: &[
+            uniform("params"),
+            read("block_start"),
+            read("block_points"),
+            read("mass"),
+            read("inv_mass"),
+            read("obstacles"),
+            read_write("pos"),
+            read_write("vel"),
+        ],
+        twin: "step::nonrigid_damping_integrate",
     },
     Kernel {
         name: "object_contact",

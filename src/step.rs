@@ -5,10 +5,12 @@
 //! `integrate_velocity → glue_projection → length_projection → nonrigid_damping → object_contact →
 //! integrate_position → material_frames → plasticity`.
 //!
-//! The GPU step fuses two pairs of these where nothing runs between them in a scene: without glued
-//! points or ties, `integrate_velocity` and the length stage's `length_setup` are one dispatch,
+//! The GPU step fuses stages where nothing runs between them in a scene: without glued points or
+//! ties, `integrate_velocity` and the length stage's `length_setup` are one dispatch,
 //! [`integrate_velocity_setup`]; without free balls, `object_contact` and `integrate_position` are
-//! one, [`object_contact_integrate`]. Their twins call the two stages in turn.
+//! one, [`object_contact_integrate`], and with the damping before them one more,
+//! [`nonrigid_damping_integrate`] (while its loop bound allows). Their twins call the stages in
+//! turn.
 //!
 //! Buffers: control points `pos` and velocities `vel` (`[f32; 4]`, xyz, w unused), per-point `mass` and
 //! `inv_mass` (0 for glued points, which the constraint solves treat as immovable), the polyline
@@ -447,6 +449,39 @@ pub fn integrate_velocity_setup(
     crate::length::length_setup(params, length_level, vel, length_disp, counters);
 }
 
+/// Kernel `nonrigid_damping_integrate`, which the GPU step dispatches in a scene without free balls
+/// while [`damping_integrate_iterations`] stays within [`DAMPING_INTEGRATE_LOOP_LIMIT`]:
+/// [`nonrigid_damping`] of the step's phase, then [`object_contact_integrate`]. Each phase's
+/// blocks partition the points, so the kernel, a workgroup per block, moves every point once. The
+/// CPU path calls the stages itself.
+#[allow(clippy::too_many_arguments)]
+pub fn nonrigid_damping_integrate(
+    params: &Params,
+    block_start: &[u32],
+    block_points: &[u32],
+    mass: &[f32],
+    inv_mass: &[f32],
+    obstacles: &[ObstacleShape],
+    pos: &mut [[f32; 4]],
+    vel: &mut [[f32; 4]],
+) {
+    nonrigid_damping(params, block_start, block_points, mass, inv_mass, pos, vel);
+    object_contact_integrate(params, obstacles, inv_mass, pos, vel);
+}
+
+/// The most loop iterations a thread of `nonrigid_damping_integrate` makes with blocks of at most
+/// `max_block_points` points and `num_obstacles` obstacles: `nonrigid_damping`'s
+/// `4 ⌈k / 64⌉ + 69`, then `⌈k / 64⌉` points of its own, each through every obstacle.
+pub fn damping_integrate_iterations(max_block_points: u32, num_obstacles: u32) -> u64 {
+    let per = (max_block_points as u64).div_ceil(DAMPING_WG as u64);
+    4 * per + 69 + per * (1 + num_obstacles as u64)
+}
+
+/// The most loop iterations the GPU step lets a thread of `nonrigid_damping_integrate` make
+/// (lavapipe ends an invocation silently after 65,535, DESIGN §7); beyond it the step dispatches
+/// `nonrigid_damping`, `object_contact` and `integrate_position`.
+pub const DAMPING_INTEGRATE_LOOP_LIMIT: u64 = 60_000;
+
 /// Kernel `object_contact_integrate`, which the GPU step dispatches in a scene without free balls
 /// (their kernels change yarn velocities between the two): [`object_contact`], then
 /// [`integrate_position`] with the velocities it left. The CPU path calls the two itself.
@@ -464,6 +499,19 @@ pub fn object_contact_integrate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn damping_integrate_bound_counts_the_damping_and_each_point_through_every_obstacle() {
+        // A block of 137 points: 3 per thread.
+        assert_eq!(damping_integrate_iterations(137, 0), 4 * 3 + 69 + 3);
+        assert_eq!(damping_integrate_iterations(137, 2), 4 * 3 + 69 + 3 * 3);
+        // The largest block the damping takes fits with a few obstacles, not with a walking
+        // figure's 14 more.
+        let max = DAMPING_MAX_BLOCK_POINTS;
+        assert!(damping_integrate_iterations(max, 4) <= DAMPING_INTEGRATE_LOOP_LIMIT);
+        assert!(damping_integrate_iterations(max, 18) > DAMPING_INTEGRATE_LOOP_LIMIT);
+        const { assert!(DAMPING_INTEGRATE_LOOP_LIMIT < 65_535) };
+    }
 
     #[test]
     fn sphere_and_capsule_distances() {

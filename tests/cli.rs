@@ -246,7 +246,7 @@ fn gpu_backend_runs_and_reports() {
         );
         assert!(r["kinetic_energy"].as_f64().unwrap() > 0.0, "{r}");
         if timed {
-            for k in ["rod_forces_ms", "integrate_velocity_ms", "gpu_step_ms"] {
+            for k in ["bend_forces_ms", "integrate_velocity_ms", "gpu_step_ms"] {
                 assert!(r[k].as_f64().is_some_and(|v| v >= 0.0), "{k} in {r}");
             }
         }

@@ -35,6 +35,7 @@ fn v3(p: [f32; 4]) -> V3d {
 }
 
 /// A damping input: the buffers of the kernel's bindings.
+#[derive(Clone)]
 struct DampingCase {
     params: Params,
     block_start: Vec<u32>,
@@ -828,6 +829,166 @@ fn object_contact_integrate_is_the_two_kernels_bit_for_bit() {
                     + 2.0 * eps * ((sim.pos[i][k] as f64).abs() + (h * vel[i][k] as f64).abs());
                 let dq = (g_pos[i][k] as f64 - pos[i][k] as f64).abs();
                 assert!(dq <= b, "point {i} pos[{k}]: {dq:e} > {b:e}");
+            }
+        }
+    }
+}
+
+/// `nonrigid_damping_integrate`, which the GPU step dispatches in a scene without free balls, leaves
+/// `vel` and `pos` bit for bit as `nonrigid_damping`, `object_contact` and `integrate_position`
+/// dispatched on the same GPU one after the other: on tiny's state after 200 steps, its two damping
+/// phases (one block of 137 points; the shifted blocks) and a list of a block of one point (which
+/// the damping leaves alone, but which still meets the obstacles and moves) and a block of the rest,
+/// each with the obstacles of [`obstacles_through`] and with none. Its twin (the stages' twins in
+/// turn) is within the kernels' bounds of it: [`damping_bounds`] plus the [`contact_bounds`] of the
+/// damped velocities for `vel`, and that times h plus one rounding of each term of `q + h v` for
+/// `pos`.
+#[test]
+fn nonrigid_damping_integrate_is_the_three_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("nonrigid_damping_integrate_is_the_three_kernels_bit_for_bit")
+    else {
+        return;
+    };
+    let sim = scene_sim("tiny", &[], 200);
+    let obstacles = obstacles_through(&sim);
+    let n = sim.pos.len() as u32;
+    let single = DampingCase {
+        params: Params {
+            first_block: 0,
+            num_blocks: 2,
+            ..sim.step_params()
+        },
+        block_start: vec![0, 1, n],
+        block_points: (0..n).collect(),
+        ..DampingCase::of_sim(&sim, 200)
+    };
+    let cases = [
+        ("phase A", DampingCase::of_sim(&sim, 200)),
+        ("phase B", DampingCase::of_sim(&sim, 201)),
+        ("a block of one point", single),
+    ];
+    for (name, case) in &cases {
+        // The phase's blocks partition the points.
+        let first = case.params.first_block as usize;
+        let last = first + case.params.num_blocks as usize;
+        let mut covered: Vec<u32> = case.block_points
+            [case.block_start[first] as usize..case.block_start[last] as usize]
+            .to_vec();
+        covered.sort_unstable();
+        assert_eq!(covered, (0..n).collect::<Vec<_>>(), "{name}");
+        for placed in [obstacles.len() as u32, 0] {
+            let params = Params {
+                num_obstacles: placed,
+                ..case.params
+            };
+            let at = format!("{name}, {placed} obstacles");
+            let run = |kernel: &str, inputs: &[(&str, &[u8])], threads: u32| {
+                run_kernel(&gpu, kernel, inputs, threads)
+                    .unwrap_or_else(|e| panic!("{kernel}: {e}"))
+            };
+            let groups = params.num_blocks * DAMPING_WG;
+            let fused = run(
+                "nonrigid_damping_integrate",
+                &[
+                    ("params", bytes(&[params])),
+                    ("block_start", bytes(&case.block_start)),
+                    ("block_points", bytes(&case.block_points)),
+                    ("mass", bytes(&case.mass)),
+                    ("inv_mass", bytes(&case.inv_mass)),
+                    ("obstacles", bytes(&obstacles)),
+                    ("pos", bytes(&case.pos)),
+                    ("vel", bytes(&case.vel)),
+                ],
+                groups,
+            );
+            let damped = run(
+                "nonrigid_damping",
+                &[
+                    ("params", bytes(&[params])),
+                    ("block_start", bytes(&case.block_start)),
+                    ("block_points", bytes(&case.block_points)),
+                    ("mass", bytes(&case.mass)),
+                    ("inv_mass", bytes(&case.inv_mass)),
+                    ("pos", bytes(&case.pos)),
+                    ("vel", bytes(&case.vel)),
+                ],
+                groups,
+            );
+            let contact = run(
+                "object_contact",
+                &[
+                    ("params", bytes(&[params])),
+                    ("obstacles", bytes(&obstacles)),
+                    ("inv_mass", bytes(&case.inv_mass)),
+                    ("pos", bytes(&case.pos)),
+                    ("vel", &damped["vel"]),
+                ],
+                n,
+            );
+            let moved = run(
+                "integrate_position",
+                &[
+                    ("params", bytes(&[params])),
+                    ("vel", &contact["vel"]),
+                    ("pos", bytes(&case.pos)),
+                ],
+                n,
+            );
+            assert!(fused["vel"] == contact["vel"], "{at}: vel");
+            assert!(fused["pos"] == moved["pos"], "{at}: pos");
+            let g_vel: &[[f32; 4]] = bytemuck::cast_slice(&fused["vel"]);
+            let g_pos: &[[f32; 4]] = bytemuck::cast_slice(&fused["pos"]);
+            let free = case.inv_mass.iter().filter(|&&w| w != 0.0).count();
+            let moved_points = g_pos.iter().zip(&case.pos).filter(|(a, b)| a != b).count();
+            assert!(
+                moved_points >= free,
+                "{at}: {moved_points} of {free} free points moved"
+            );
+            let (mut pos, mut vel) = (case.pos.clone(), case.vel.clone());
+            step::nonrigid_damping_integrate(
+                &params,
+                &case.block_start,
+                &case.block_points,
+                &case.mass,
+                &case.inv_mass,
+                &obstacles,
+                &mut pos,
+                &mut vel,
+            );
+            let (damping, _) = damping_bounds(&DampingCase {
+                params,
+                ..case.clone()
+            });
+            let mut twin_damped = case.vel.clone();
+            step::nonrigid_damping(
+                &params,
+                &case.block_start,
+                &case.block_points,
+                &case.mass,
+                &case.inv_mass,
+                &case.pos,
+                &mut twin_damped,
+            );
+            let (touch, _, ambiguous, _) =
+                contact_bounds(&params, &obstacles, &case.pos, &twin_damped, &case.inv_mass);
+            assert_eq!(
+                ambiguous, 0,
+                "{at}: a point sits on an obstacle's threshold"
+            );
+            let h = params.h as f64;
+            let eps = f32::EPSILON as f64;
+            for i in 0..n as usize {
+                let bv = damping[i] + touch[i];
+                for k in 0..3 {
+                    let dv = (g_vel[i][k] as f64 - vel[i][k] as f64).abs();
+                    assert!(dv <= bv, "{at}: point {i} vel[{k}]: {dv:e} > {bv:e}");
+                    let bq = h * bv
+                        + 2.0
+                            * eps
+                            * ((case.pos[i][k] as f64).abs() + (h * vel[i][k] as f64).abs());
+                    let dq = (g_pos[i][k] as f64 - pos[i][k] as f64).abs();
+                    assert!(dq <= bq, "{at}: point {i} pos[{k}]: {dq:e} > {bq:e}");
+                }
             }
         }
     }

@@ -466,6 +466,121 @@ fn rod_forces_matches_twin() {
     }
 }
 
+/// `bend_forces`, which the GPU step dispatches in place of `bend_gradient` and `rod_forces`, leaves
+/// `force` bit for bit as those two dispatched on the same GPU (its output starts as NaN, so every
+/// point's must be written): on the tiny swatch and the swatch (one yarn of 1,176 edges, so many
+/// workgroups), and on both with some elements renumbered far from their points
+/// (elements i and nb − 1 − i swapped for every i < nb / 2 with i ≡ 0 mod 17, `point_bends`
+/// following): the tiny swatch's one workgroup still caches all its elements, the swatch's
+/// workgroups' runs outgrow their cache, and points compute elements themselves. The
+/// twin is the CPU's `bend_gradient` and `rod_forces` bit for bit.
+#[test]
+fn bend_forces_is_bend_gradient_and_rod_forces_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("bend_forces_is_bend_gradient_and_rod_forces_bit_for_bit") else {
+        return;
+    };
+    for (name, sets, steps) in SCENES {
+        let sim = scene_sim(name, sets, steps);
+        let params = sim.step_params();
+        let r = &sim.rod;
+        let nb = r.bends.len();
+        let fresh = vec![[f32::NAN; 4]; sim.pos.len()];
+        let grad = run_kernel(
+            &gpu,
+            "bend_gradient",
+            &[
+                ("params", bytes(&[params])),
+                ("bends", bytes(&r.bends)),
+                ("bend_rest", bytes(&r.rest)),
+                ("frames", bytes(&r.frames)),
+                ("pos", bytes(&sim.pos)),
+                ("bend_grad", bytes(&vec![[f32::NAN; 4]; 3 * nb])),
+            ],
+            params.num_bends,
+        )
+        .unwrap();
+        let two = run_kernel(
+            &gpu,
+            "rod_forces",
+            &[
+                ("params", bytes(&[params])),
+                ("point_bends", bytes(&r.point_bends)),
+                ("mass", bytes(&sim.mass)),
+                ("bend_grad", &grad["bend_grad"]),
+                ("force", bytes(&fresh)),
+            ],
+            params.num_points,
+        )
+        .unwrap();
+        // The elements renumbered, or not.
+        let swapped = |i: usize| {
+            let mirror = nb - 1 - i;
+            if i.min(mirror).is_multiple_of(17) {
+                mirror
+            } else {
+                i
+            }
+        };
+        let mut renumbered = vec![(r.bends.clone(), r.rest.clone(), r.point_bends.clone())];
+        {
+            let bends = (0..nb).map(|i| r.bends[swapped(i)]).collect::<Vec<_>>();
+            let rest = (0..nb).map(|i| r.rest[swapped(i)]).collect::<Vec<_>>();
+            let slots = r
+                .point_bends
+                .iter()
+                .map(|s| {
+                    s.map(|x| {
+                        if x == NONE {
+                            x
+                        } else {
+                            3 * swapped(x as usize / 3) as u32 + x % 3
+                        }
+                    })
+                })
+                .collect::<Vec<_>>();
+            assert_ne!(slots, r.point_bends);
+            renumbered.push((bends, rest, slots));
+        }
+        for (k, (bends, rest, slots)) in renumbered.iter().enumerate() {
+            let fused = run_kernel(
+                &gpu,
+                "bend_forces",
+                &[
+                    ("params", bytes(&[params])),
+                    ("bends", bytes(bends)),
+                    ("bend_rest", bytes(rest)),
+                    ("frames", bytes(&r.frames)),
+                    ("pos", bytes(&sim.pos)),
+                    ("point_bends", bytes(slots)),
+                    ("mass", bytes(&sim.mass)),
+                    ("force", bytes(&fresh)),
+                ],
+                params.num_points,
+            )
+            .unwrap();
+            let what = if k == 0 { "" } else { ", elements renumbered" };
+            assert!(
+                fused["force"] == two["force"],
+                "{name}{what}: bend_forces differs from bend_gradient and rod_forces"
+            );
+            let mut twin = fresh.clone();
+            rod::bend_forces(
+                &params, bends, rest, &r.frames, &sim.pos, slots, &sim.mass, &mut twin,
+            );
+            let mut g = vec![[f32::NAN; 4]; 3 * nb];
+            let mut cpu = fresh.clone();
+            rod::bend_gradient(&params, &r.bends, &r.rest, &r.frames, &sim.pos, &mut g);
+            rod::rod_forces(&params, &r.point_bends, &sim.mass, &g, &mut cpu);
+            assert!(
+                twin == cpu,
+                "{name}{what}: the twin differs from the CPU stages"
+            );
+        }
+        let force: Vec<[f32; 4]> = cast(&two["force"]);
+        assert!(force.iter().all(|f| f.iter().all(|x| x.is_finite())));
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Material frames
 // ---------------------------------------------------------------------------------------------------

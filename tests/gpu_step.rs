@@ -1215,12 +1215,13 @@ fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
 }
 
 /// Without glued points or ties the step dispatches `integrate_velocity_setup` instead of
-/// `integrate_velocity` and `length_setup`, and without free balls `object_contact_integrate`
-/// instead of `object_contact` and `integrate_position` (each pair's parity test shows it bit for
-/// bit the two). A small swatch without pins, falling onto a floor and a sphere from just beyond
+/// `integrate_velocity` and `length_setup`, and without free balls `nonrigid_damping_integrate`
+/// instead of `nonrigid_damping`, `object_contact` and `integrate_position` (each one's parity test
+/// shows it bit for bit the kernels it replaces). A small swatch without pins, falling onto a floor and a sphere from just beyond
 /// their contact distance, steps as the CPU path does: 60 steps, positions within 1e-3 r of the CPU's, as in
 /// [`whole_run_parity`], with points held up by both obstacles. The tiny swatch (pinned: glued
-/// points) keeps `integrate_velocity` and `length_setup`.
+/// points) keeps `integrate_velocity` and `length_setup`. (Scenes with free balls keep the three:
+/// tests/gpu_balls.rs.)
 #[test]
 fn fused_point_stages_step_as_the_cpu_path() {
     let Some(gpu) = gpu_or_skip("fused_point_stages_step_as_the_cpu_path") else {
@@ -1267,9 +1268,11 @@ friction = 0.3
     let mut g = GpuSim::new(&gpu, sim(), &scene.contact).unwrap();
     for (k, n) in [
         ("integrate_velocity_setup", 1),
-        ("object_contact_integrate", 1),
+        ("nonrigid_damping_integrate", 1),
         ("integrate_velocity", 0),
         ("length_setup", 0),
+        ("nonrigid_damping", 0),
+        ("object_contact_integrate", 0),
         ("object_contact", 0),
         ("integrate_position", 0),
     ] {
@@ -1312,7 +1315,7 @@ friction = 0.3
         ("integrate_velocity_setup", 0),
         ("integrate_velocity", 1),
         ("length_setup", 1),
-        ("object_contact_integrate", 1),
+        ("nonrigid_damping_integrate", 1),
     ] {
         assert_eq!(count(&g, k), n, "tiny: {k} dispatches");
     }

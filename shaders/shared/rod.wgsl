@@ -1,7 +1,8 @@
 // rod: the Discrete Elastic Rods helpers of the rod kernels, ported from src/rod.rs in f32 with the
 // operation order of the f32 instantiation of the generic Rust code (math.rs `V3`), so a kernel and
 // its CPU twin agree to rounding. Dot and cross products are vec.wgsl's written-out ones (not the
-// `dot`/`cross` builtins, whose evaluation order is the driver's). No loops.
+// `dot`/`cross` builtins, whose evaluation order is the driver's). No loops but element_gradient's
+// 2 iterations.
 
 #import layout
 #import vec
@@ -149,4 +150,62 @@ fn plastic_kappa(k: vec2<f32>, w0: f32, w1: f32, pp: f32, bound: f32) -> vec2<f3
         k1 = k1 * s;
     }
     return vec2<f32>(k0, k1);
+}
+
+// The gradient of a bending element's bending and twisting energy on its three vertices, from what
+// BendLocal::gather reads: the element b, its rest state r, its edges' frames f0, f1 and its
+// vertices x0, x1, x2 (rod::BendLocal::<f32>::geometry and gradient, op for op; bend_gradient and
+// bend_forces). Loop bound: 2 iterations (the element's two edges).
+fn element_gradient(
+    b: Bend,
+    r: BendRest,
+    f0: EdgeFrame,
+    f1: EdgeFrame,
+    x0: vec3<f32>,
+    x1: vec3<f32>,
+    x2: vec3<f32>,
+    bending: f32,
+    twisting: f32,
+) -> array<vec3<f32>, 3> {
+    // BendLocal::geometry.
+    let e0 = x1 - x0;
+    let e1 = x2 - x1;
+    let len0 = norm3(e0);
+    let len1 = norm3(e1);
+    let t0 = e0 / len0;
+    let t1 = e1 / len1;
+    let kbd = curvature_binormal(e0, e1, b.rest_len[0], b.rest_len[1]);
+    let kb = kbd.xyz;
+    let denom = kbd.w;
+    let mf0 = material_frame(t0, f0.u.xyz, f0.u.w);
+    let mf1 = material_frame(t1, f1.u.xyz, f1.u.w);
+    let m1 = array<vec3<f32>, 2>(mf0.m1, mf1.m1);
+    let m2 = array<vec3<f32>, 2>(mf0.m2, mf1.m2);
+    let lbar = b.rest_len[0] + b.rest_len[1];
+
+    // bending_gradient_at: dE = s Σ_j (ωʲ − ω̄ʲ)·dωʲ = gv·dκb.
+    let s = bending / lbar;
+    var gv = vec3<f32>(0.0);
+    for (var j = 0u; j < 2u; j++) {
+        let w0 = dot3(kb, m2[j]);
+        let w1 = -dot3(kb, m1[j]);
+        let d0 = w0 - r.kappa[j][0];
+        let d1 = w1 - r.kappa[j][1];
+        gv += (m2[j] * d0 - m1[j] * d1) * s;
+    }
+    // kb_gradient_transpose.
+    let kg = dot3(kb, gv);
+    let gb0 = (e1 * kg - cross3(e1, gv) * 2.0) / denom;
+    let gb2 = (-(cross3(e0, gv) * 2.0) - e0 * kg) / denom;
+    let gb1 = -(gb0 + gb2);
+
+    // twisting_gradient_at (the holonomy gradient through ψ), twist m = θ₁ − θ₀ + ψ.
+    let twist = f1.u.w - f0.u.w + r.ref_twist;
+    let dm = 2.0 * twisting * (twist - r.twist) / lbar;
+    let h = cross3(t0, t1) / (1.0 + dot3(t0, t1));
+    let gt0 = h * (-dm / len0);
+    let gt2 = h * (dm / len1);
+    let gt1 = -(gt0 + gt2);
+
+    return array<vec3<f32>, 3>(gb0 + gt0, gb1 + gt1, gb2 + gt2);
 }
