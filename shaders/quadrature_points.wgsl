@@ -1,9 +1,11 @@
 // quadrature_points: qpts[s * b + k] = Σ_m quad_weights[k][m] pos[cp[m]] for every quadrature
 // point k of every segment s (b = params.quadrature), with w = quad_arc[s * b + k], the point's
-// arc position along its yarn (read by the exclusion rule). CPU twin: contact::quadrature_points.
+// arc position along its yarn (read by the exclusion rule). CPU twin: contact::quadrature_points
+// (shared/quadrature.wgsl). The ACL step computes them in segment_windows_quadrature instead.
 // One thread per quadrature point; no loops.
 
 #import layout
+#import quadrature
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> segments: array<Segment>;
@@ -19,13 +21,7 @@ fn quadrature_points(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = thread_index(wid, nwg, lid, 256u);
-    let b = params.quadrature;
-    if i >= params.num_segments * b {
-        return;
+    if i < params.num_segments * params.quadrature {
+        quadrature_point(i);
     }
-    let seg = segments[i / b];
-    let w = quad_weights[i % b];
-    let y = pos[seg.cp[0]].xyz * w.x + pos[seg.cp[1]].xyz * w.y + pos[seg.cp[2]].xyz * w.z
-        + pos[seg.cp[3]].xyz * w.w;
-    qpts[i] = vec4<f32>(y, quad_arc[i]);
 }

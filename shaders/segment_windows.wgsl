@@ -1,12 +1,12 @@
 // segment_windows: windows[λ·nseg + s], the per-axis interval of the movement of segment s since bin
 // λ's position snapshot (snaps[(λ−1)·npts + p], λ ≥ 1), and its movement over the last step
 // (motion[s].mv1) for λ = 0. CPU twin: sched::segment_windows (the CPU run computes the same values
-// on first use). One thread per (bin, segment), λ = 0..=max_bin.
+// on first use; shared/segment_window.wgsl). One thread per (bin, segment), λ = 0..=max_bin. The
+// ACL step dispatches segment_windows_quadrature, which also computes the quadrature points.
 // Loop bound: 4 control points; 3 axes (movement_interval): fixed.
 
 #import layout
-#import vec
-#import sched
+#import segment_window
 
 @group(0) @binding(0) var<uniform> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> segments: array<Segment>;
@@ -22,25 +22,7 @@ fn segment_windows(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let k = thread_index(wid, nwg, lid, 256u);
-    let nseg = sched.num_segments;
-    if k >= nseg * (sched.max_bin + 1u) {
-        return;
+    if k < sched.num_segments * (sched.max_bin + 1u) {
+        segment_window(k);
     }
-    let l = k / nseg;
-    let s = k % nseg;
-    if l == 0u {
-        windows[k] = motion[s].mv1;
-        return;
-    }
-    let seg = segments[s];
-    let off = (l - 1u) * sched.num_points;
-    var d: array<vec3<f32>, 4>;
-    var mag = 0.0;
-    for (var m = 0u; m < 4u; m = m + 1u) {
-        let pa = pos[seg.cp[m]].xyz;
-        let pb = snaps[off + seg.cp[m]].xyz;
-        mag = max(max(mag, dot3(pa, pa)), dot3(pb, pb));
-        d[m] = pa - pb;
-    }
-    windows[k] = movement_interval(d[0], d[1], d[2], d[3], mag);
 }

@@ -860,6 +860,25 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "sched::segment_windows",
     },
+    // In the scheduler's GPU step (sched::gpu), in place of segment_windows and
+    // quadrature_points: two independent maps over consecutive thread ranges.
+    Kernel {
+        name: "segment_windows_quadrature",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched"),
+            uniform("params"),
+            read("segments"),
+            read("pos"),
+            read("snaps"),
+            read("motion"),
+            read("quad_weights"),
+            read("quad_arc"),
+            read_write("windows"),
+            read_write("qpts"),
+        ],
+        twin: "sched::segment_windows_quadrature",
+    },
     Kernel {
         name: "schedule_process",
         workgroup_size: WG,

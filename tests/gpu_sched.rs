@@ -469,6 +469,8 @@ struct ProcessFixture {
     /// The same-yarn exclusion rule and its `quad_arc` table.
     excl: yarnsim::contact::Exclusion,
     quad_arc: Vec<f32>,
+    /// The exact path's quadrature weights (one row per quadrature point of a segment).
+    quad_weights: Vec<[f32; 4]>,
 }
 
 fn process_fixture() -> ProcessFixture {
@@ -517,6 +519,7 @@ fn process_fixture() -> ProcessFixture {
     // Every other set left out of the lookup: its touching pairs are then unowned and found again.
     let boxes: Vec<[u32; 4]> = acl.boxes().step_by(2).collect();
     set_lookup_pack(boxes.iter().copied(), b, nseg as u32, &mut lookup);
+    let quad_weights = exact.quad_weights().to_vec();
     ProcessFixture {
         uniform,
         entries,
@@ -531,6 +534,7 @@ fn process_fixture() -> ProcessFixture {
         snaps: sched.snaps().to_vec(),
         cells: sched.cell_boxes().to_vec(),
         boxes: acl.boxes().collect(),
+        quad_weights,
         excl,
         quad_arc,
     }
@@ -745,6 +749,101 @@ fn schedule_process_matches_twin() {
             assert!(cpu_pairs[cap..].iter().all(|p| *p == [u32::MAX; 2]));
         }
     }
+}
+
+/// `segment_windows_quadrature`, which the scheduler's GPU step dispatches in place of
+/// `segment_windows` and `quadrature_points`, writes `windows` and `qpts` bit for bit as those two
+/// dispatched on the same GPU (outputs start as NaN, so every element must be written), on the
+/// swatch's real snapshots; its twin is the two twins (the quadrature points equal to the exact
+/// path's host's, the windows to the fixture's).
+#[test]
+fn segment_windows_quadrature_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("segment_windows_quadrature_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    let f = process_fixture();
+    let u = f.uniform;
+    let nseg = u.num_segments as usize;
+    let nb = u.max_bin as usize + 1;
+    let b = f.quad_weights.len();
+    let params = yarnsim::layout::Params {
+        num_segments: u.num_segments,
+        quadrature: b as u32,
+        ..Default::default()
+    };
+    let nan_w = vec![
+        Interval {
+            lo: [f32::NAN; 4],
+            hi: [f32::NAN; 4]
+        };
+        nseg * nb
+    ];
+    let nan_q = vec![[f32::NAN; 4]; nseg * b];
+    let fused = run_kernel(
+        &gpu,
+        "segment_windows_quadrature",
+        &[
+            ("sched", bytes(&[u])),
+            ("params", bytes(&[params])),
+            ("segments", bytes(&f.segments)),
+            ("pos", bytes(&f.pos)),
+            ("snaps", bytes(&f.snaps)),
+            ("motion", bytes(&f.motion)),
+            ("quad_weights", bytes(&f.quad_weights)),
+            ("quad_arc", bytes(&f.quad_arc)),
+            ("windows", bytes(&nan_w)),
+            ("qpts", bytes(&nan_q)),
+        ],
+        (nseg * (nb + b)) as u32,
+    )
+    .unwrap();
+    let windows = run_kernel(
+        &gpu,
+        "segment_windows",
+        &[
+            ("sched", bytes(&[u])),
+            ("segments", bytes(&f.segments)),
+            ("pos", bytes(&f.pos)),
+            ("snaps", bytes(&f.snaps)),
+            ("motion", bytes(&f.motion)),
+            ("windows", bytes(&nan_w)),
+        ],
+        (nseg * nb) as u32,
+    )
+    .unwrap();
+    let qpts = run_kernel(
+        &gpu,
+        "quadrature_points",
+        &[
+            ("params", bytes(&[params])),
+            ("segments", bytes(&f.segments)),
+            ("pos", bytes(&f.pos)),
+            ("quad_weights", bytes(&f.quad_weights)),
+            ("quad_arc", bytes(&f.quad_arc)),
+            ("qpts", bytes(&nan_q)),
+        ],
+        (nseg * b) as u32,
+    )
+    .unwrap();
+    assert!(fused["windows"] == windows["windows"], "windows");
+    assert!(fused["qpts"] == qpts["qpts"], "qpts");
+    let g_q: &[[f32; 4]] = bytemuck::cast_slice(&fused["qpts"]);
+    assert!(g_q.iter().all(|q| q.iter().all(|x| x.is_finite())));
+    let (mut w, mut q) = (nan_w.clone(), nan_q.clone());
+    yarnsim::sched::segment_windows_quadrature(
+        &u,
+        &params,
+        &f.segments,
+        &f.pos,
+        &f.snaps,
+        &f.motion,
+        &f.quad_weights,
+        &f.quad_arc,
+        &mut w,
+        &mut q,
+    );
+    assert_eq!(w, f.windows, "the twin's windows");
+    assert_eq!(q, f.qpts, "the twin's quadrature points");
 }
 
 /// `segment_windows` on the swatch's real snapshots: the same arithmetic as `aabb_raster_movement`'s

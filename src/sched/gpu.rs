@@ -17,7 +17,6 @@
 //! |---|---|---|---|
 //! | 1 | `sched_sizes` (start) | — | 1 |
 //! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
-//! | 3 | `quadrature_points` | — | segments · b |
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
@@ -27,7 +26,7 @@
 //! | 9 | `sched_sizes` (merged) | — | 1 |
 //! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 11 | `release_mark` (A) | p2 | release slot cap. |
-//! | 12 | `segment_windows` (—), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1), entry cap. |
+//! | 12 | `segment_windows_quadrature` (—: `segment_windows` and `quadrature_points`, two maps in one dispatch), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1 + b), entry cap. |
 //! | 13 | `touching_count`, scan, `touching_write` (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. + 1 |
 //! | 14 | `sched_history` | — | max(points, segments) |
 //!
@@ -88,7 +87,6 @@ pub const KERNELS: &[&str] = &[
     "sched_sizes",
     "aabb_raster_movement",
     "segment_monitor",
-    "quadrature_points",
     "entries_keep",
     "entries_compact",
     "sched_grid_count",
@@ -102,7 +100,7 @@ pub const KERNELS: &[&str] = &[
     "release_count",
     "entries_merge_rank",
     "release_mark",
-    "segment_windows",
+    "segment_windows_quadrature",
     "schedule_process",
     "touching_count",
     "touching_write",
@@ -528,7 +526,6 @@ impl SchedGpu {
         d.push(("sched_sizes", sizes(0)?, 1.into()));
         push(&mut d, "aabb_raster_movement", &st, ns.into())?;
         push(&mut d, "segment_monitor", &st, ns.into())?;
-        push(&mut d, "quadrature_points", &[], T::Fixed(ns * b))?;
         push(
             &mut d,
             "entries_keep",
@@ -645,7 +642,13 @@ impl SchedGpu {
             &[("sched", "sched_p2"), ("entries", "entries_a")],
             c.release.into(),
         )?;
-        push(&mut d, "segment_windows", &st, T::Fixed(ns * (nb + 1)))?;
+        // The quadrature points, first read by schedule_process, in the windows' dispatch.
+        push(
+            &mut d,
+            "segment_windows_quadrature",
+            &st,
+            T::Fixed(ns * (nb + 1) + ns * b),
+        )?;
         push(
             &mut d,
             "schedule_process",

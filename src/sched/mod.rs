@@ -131,8 +131,9 @@ pub use newcomers::{
     pair_class,
 };
 pub use process::{
-    schedule_process, segment_windows, touching_count, touching_write, ProcessBuffers, ProcessLazy,
-    ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
+    schedule_process, segment_windows, segment_windows_quadrature, touching_count, touching_write,
+    ProcessBuffers, ProcessLazy, ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH,
+    ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 pub use sizes::{reset_counters, sched_history, sched_sizes, SIZES_MERGED, SIZES_START};

@@ -212,6 +212,26 @@ pub fn segment_windows(
         });
 }
 
+/// Kernel `segment_windows_quadrature`, which the scheduler's GPU step in ACL dispatches in place of
+/// `segment_windows` and `quadrature_points` (two independent maps over consecutive thread ranges):
+/// [`segment_windows`], then [`crate::contact::quadrature_points`].
+#[allow(clippy::too_many_arguments)]
+pub fn segment_windows_quadrature(
+    sched: &SchedUniform,
+    params: &crate::layout::Params,
+    segments: &[Segment],
+    pos: &[[f32; 4]],
+    snaps: &[[f32; 4]],
+    motion: &[SegmentMotion],
+    quad_weights: &[[f32; 4]],
+    quad_arc: &[f32],
+    windows: &mut [Interval],
+    qpts: &mut [[f32; 4]],
+) {
+    segment_windows(sched, segments, pos, snaps, motion, windows);
+    crate::contact::quadrature_points(params, segments, pos, quad_weights, quad_arc, qpts);
+}
+
 /// Bits of [`SchedEntry::bin_flags`] holding the number of touching pairs the entry's examination
 /// found at this step (0 when it was not examined): the count that `touching_write` scans.
 pub const ENTRY_TOUCH_SHIFT: u32 = 16;
