@@ -2,7 +2,9 @@
 // step (acl_phase.phase, acl::counts::PHASE_*). CPU twin: acl::counts::acl_counts.
 // - PHASE_STEP, at the start of the step: the step's counters reset (capacities, the table length,
 //   the pool lengths and the released boxes kept; set_compact sums acl_sizes.touching anew),
-//   merge_counters.sets.count = the table length.
+//   merge_counters.sets.count = the table length (shared/acl_step_reset.wgsl). The ACL step makes
+//   this reset in acl_step_start, with the scheduler's and the lookup's; this phase is the
+//   reference that kernel is tested against.
 // - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
 //   (at most its capacity).
@@ -24,6 +26,7 @@
 
 #import layout
 #import acl
+#import acl_step_reset
 
 @group(0) @binding(0) var<uniform> acl_phase: AclPhase;
 @group(0) @binding(1) var<storage, read_write> rebuild: RebuildParams;
@@ -41,39 +44,7 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let phase = acl_phase.phase;
     if phase == ACL_PHASE_STEP {
-        atomicStore(&acl_sizes.lookup.count, 0u);
-        atomicStore(&acl_sizes.lookup.overflow, 0u);
-        acl_sizes.num_dirty = 0u;
-        acl_sizes.rebuilds = 0u;
-        acl_sizes.rounds_used = 0u;
-        atomicStore(&acl_sizes.touching, 0u);
-        atomicStore(&acl_sizes.garbage_cp, 0u);
-        atomicStore(&acl_sizes.garbage_k, 0u);
-        atomicStore(&acl_sizes.garbage_w, 0u);
-        atomicStore(&acl_sizes.errors, 0u);
-        atomicStore(&merge_counters.sets.count, acl_sizes.num_sets);
-        atomicStore(&merge_counters.sets.overflow, 0u);
-        atomicStore(&merge_counters.edges.count, 0u);
-        atomicStore(&merge_counters.edges.overflow, 0u);
-        atomicStore(&merge_counters.index.count, 0u);
-        atomicStore(&merge_counters.index.overflow, 0u);
-        atomicStore(&merge_counters.touching.count, 0u);
-        atomicStore(&merge_counters.touching.overflow, 0u);
-        merge_counters.coalesce_base = 0u;
-        atomicStore(&merge_counters.label_rounds, 0u);
-        atomicStore(&merge_counters.more_rounds, 0u);
-        atomicStore(&merge_counters.moved, 0u);
-        atomicStore(&merge_counters.merged, 0u);
-        atomicStore(&merge_counters.garbage_cp, 0u);
-        atomicStore(&merge_counters.garbage_k, 0u);
-        atomicStore(&merge_counters.garbage_w, 0u);
-        atomicStore(&merge_counters.errors, 0u);
-        atomicStore(&pool_counters.errors, 0u);
-        atomicStore(&pool_counters.first_too_large, 0xffffffffu);
-        atomicStore(&acl_counters.errors, 0u);
-        atomicStore(&acl_counters.first_bad_set, 0xffffffffu);
-        atomicStore(&acl_counters.first_bad_point, 0xffffffffu);
-        atomicStore(&acl_counters.records, 0u);
+        acl_step_reset();
     } else if phase == ACL_PHASE_SCHEDULED {
         atomicStore(&acl_sizes.released.count, 0u);
         atomicStore(&acl_sizes.released.overflow, 0u);

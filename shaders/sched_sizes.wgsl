@@ -1,12 +1,14 @@
 // sched_sizes: the scheduler GPU step's `sched` records with the sizes known at one point of the
 // step (sched_phase.phase): 0, the start: counters reset (capacities kept), sched_p0 = sched_step
-// with the table length of the last step (sched_state[0]); 1, after newcomer_compact and the
+// with the table length of the last step (sched_state[0]) (shared/sched_start.wgsl; the ACL step
+// makes it in acl_step_start); 1, after newcomer_compact and the
 // release scan: the new entries that fit (fresh and entry capacities, overflow flagged) into
 // sched_p1.num_fresh, sched_p2 with the merged length (also sched_state[0] for the next step), the
 // release slots into sched_counters.release. (sched_p1 with the kept length is entries_compact's,
 // from its thread 0.) CPU twin: sched::sched_sizes. One thread. No loops.
 
 #import layout
+#import sched_start
 
 @group(0) @binding(0) var<uniform> sched_phase: SchedPhase;
 @group(0) @binding(1) var<uniform> sched_step: SchedUniform;
@@ -22,36 +24,13 @@ fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x != 0u {
         return;
     }
-    var base = sched_step;
-    base.num_entries = 0u;
-    base.num_fresh = 0u;
     let phase = sched_phase.phase;
     if phase == 0u {
-        atomicStore(&sched_counters.errors, 0u);
-        atomicStore(&sched_counters.first_bad_point, 0xffffffffu);
-        atomicStore(&sched_counters.first_bad_segment, 0xffffffffu);
-        atomicStore(&sched_counters.examined, 0u);
-        atomicStore(&sched_counters.processed, 0u);
-        atomicStore(&sched_counters.monitored, 0u);
-        atomicStore(&sched_counters.left, 0u);
-        atomicStore(&sched_counters.lookup_overflow, 0u);
-        atomicStore(&sched_counters.touching.count, 0u);
-        atomicStore(&sched_counters.touching.overflow, 0u);
-        atomicStore(&sched_counters.grid.count, 0u);
-        atomicStore(&sched_counters.grid.overflow, 0u);
-        atomicStore(&sched_counters.cand.count, 0u);
-        atomicStore(&sched_counters.cand.overflow, 0u);
-        atomicStore(&sched_counters.fresh.count, 0u);
-        atomicStore(&sched_counters.fresh.overflow, 0u);
-        atomicStore(&sched_counters.entries.count, 0u);
-        atomicStore(&sched_counters.entries.overflow, 0u);
-        atomicStore(&sched_counters.release.count, 0u);
-        atomicStore(&sched_counters.release.overflow, 0u);
-        atomicStore(&sched_counters.newcomers, 0u);
-        atomicStore(&sched_counters.entered, 0u);
-        base.num_entries = sched_state[0];
-        sched_p0 = base;
+        sched_start();
     } else {
+        var base = sched_step;
+        base.num_entries = 0u;
+        base.num_fresh = 0u;
         let kept = sched_p1.num_entries;
         let fresh = atomicLoad(&sched_counters.fresh.count);
         var m = min(fresh, sched_counters.fresh.capacity);

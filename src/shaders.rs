@@ -1580,6 +1580,25 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::counts::acl_counts",
     },
+    // The start of the GPU ACL step (acl::gpu): acl_counts' step phase, sched_sizes' start and
+    // set_lookup_clear in one dispatch.
+    Kernel {
+        name: "acl_step_start",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched_step"),
+            uniform("acl_lookup"),
+            read_write("acl_sizes"),
+            read_write("merge_counters"),
+            read_write("pool_counters"),
+            read_write("acl_counters"),
+            read_write("sched_counters"),
+            read_write("sched_state"),
+            read_write("sched_p0"),
+            read_write("lookup_offsets"),
+        ],
+        twin: "acl::counts::acl_step_start",
+    },
     // --color updates from a GPU run: the step's rebuilds counted per segment.
     Kernel {
         name: "segment_rebuilds",

@@ -147,3 +147,151 @@ fn acl_counts_kernel_matches_its_twin_at_every_phase() {
         }
     }
 }
+
+/// `acl_step_start`, the GPU ACL step's first dispatch, leaves every block bit for bit as
+/// `acl_counts` (step phase), `sched_sizes` (start) and `set_lookup_clear` dispatched on the same GPU
+/// one after the other, and as its twin: on filled blocks (every field that must be reset or kept
+/// shows), with lookup counts of 1,000 segments (4 workgroups, the last partly past the
+/// segments: the tail past `num_segments + 1` stays as it was).
+#[test]
+fn acl_step_start_is_the_three_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("acl_step_start_is_the_three_kernels_bit_for_bit") else {
+        return;
+    };
+    use yarnsim::layout::{LookupUniform, SchedPhase, SchedUniform};
+    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
+        bytemuck::bytes_of(v)
+    }
+    let mut x = blocks(41);
+    // Padding words hold zeros (the scheduler's twin writes them as zeros, the kernel leaves them).
+    for c in [
+        &mut x.sched.touching,
+        &mut x.sched.grid,
+        &mut x.sched.cand,
+        &mut x.sched.fresh,
+        &mut x.sched.entries,
+        &mut x.sched.release,
+    ] {
+        c._pad = 0;
+    }
+    x.sched._pad = [0; 2];
+    let mut seed = 99u32;
+    let step: SchedUniform = filled(&mut seed);
+    let (p0, p1, p2): (SchedUniform, SchedUniform, SchedUniform) =
+        (filled(&mut seed), filled(&mut seed), filled(&mut seed));
+    let mut state: [u32; 4] = filled(&mut seed);
+    let release_offsets: [u32; 8] = filled(&mut seed);
+    let lookup = LookupUniform {
+        num_sets: 7,
+        num_segments: 1000,
+        quadrature: 11,
+        _pad: 0,
+    };
+    let offsets: Vec<u32> = (0..1100u32).map(|i| 3 + i * 7).collect();
+    let fused = run_kernel(
+        &gpu,
+        "acl_step_start",
+        &[
+            ("sched_step", b(&step)),
+            ("acl_lookup", b(&lookup)),
+            ("acl_sizes", b(&x.sizes)),
+            ("merge_counters", b(&x.merge)),
+            ("pool_counters", b(&x.pool)),
+            ("acl_counters", b(&x.acl)),
+            ("sched_counters", b(&x.sched)),
+            ("sched_state", bytemuck::cast_slice(&state)),
+            ("sched_p0", b(&p0)),
+            ("lookup_offsets", bytemuck::cast_slice(&offsets)),
+        ],
+        lookup.num_segments + 1,
+    )
+    .unwrap();
+    let counts = run_kernel(
+        &gpu,
+        "acl_counts",
+        &[
+            (
+                "acl_phase",
+                b(&AclPhase {
+                    phase: PHASE_STEP,
+                    ..Default::default()
+                }),
+            ),
+            ("rebuild", b(&x.rebuild)),
+            ("sched_counters", b(&x.sched)),
+            ("acl_sizes", b(&x.sizes)),
+            ("merge_counters", b(&x.merge)),
+            ("pool_counters", b(&x.pool)),
+            ("acl_counters", b(&x.acl)),
+            ("acl", b(&x.uniform)),
+        ],
+        1,
+    )
+    .unwrap();
+    let sizes = run_kernel(
+        &gpu,
+        "sched_sizes",
+        &[
+            ("sched_phase", b(&SchedPhase::default())),
+            ("sched_step", b(&step)),
+            ("release_offsets", bytemuck::cast_slice(&release_offsets)),
+            ("sched_counters", &counts["sched_counters"]),
+            ("sched_state", bytemuck::cast_slice(&state)),
+            ("sched_p0", b(&p0)),
+            ("sched_p1", b(&p1)),
+            ("sched_p2", b(&p2)),
+        ],
+        1,
+    )
+    .unwrap();
+    let clear = run_kernel(
+        &gpu,
+        "set_lookup_clear",
+        &[
+            ("acl_lookup", b(&lookup)),
+            ("lookup_offsets", bytemuck::cast_slice(&offsets)),
+        ],
+        lookup.num_segments + 1,
+    )
+    .unwrap();
+    for (name, want) in [
+        ("acl_sizes", &counts["acl_sizes"]),
+        ("merge_counters", &counts["merge_counters"]),
+        ("pool_counters", &counts["pool_counters"]),
+        ("acl_counters", &counts["acl_counters"]),
+        ("sched_counters", &sizes["sched_counters"]),
+        ("sched_state", &sizes["sched_state"]),
+        ("sched_p0", &sizes["sched_p0"]),
+        ("lookup_offsets", &clear["lookup_offsets"]),
+    ] {
+        assert_eq!(&fused[name], want, "{name}");
+    }
+    let mut lo = offsets.clone();
+    let mut p0t = p0;
+    yarnsim::acl::counts::acl_step_start(
+        &step,
+        &lookup,
+        &mut x.sizes,
+        &mut x.merge,
+        &mut x.pool,
+        &mut x.acl,
+        &mut x.sched,
+        &mut state,
+        &mut p0t,
+        &mut lo,
+    );
+    for (name, want) in [
+        ("acl_sizes", b(&x.sizes)),
+        ("merge_counters", b(&x.merge)),
+        ("pool_counters", b(&x.pool)),
+        ("acl_counters", b(&x.acl)),
+        ("sched_counters", b(&x.sched)),
+        ("sched_p0", b(&p0t)),
+        ("lookup_offsets", bytemuck::cast_slice(&lo)),
+    ] {
+        assert_eq!(&fused[name][..], want, "the twin's {name}");
+    }
+    assert!(lo[..=1000].iter().all(|&v| v == 0));
+    assert_eq!(lo[1001], offsets[1001], "past num_segments + 1 untouched");
+    assert_eq!(p0t.num_entries, state[0]);
+}

@@ -16,8 +16,8 @@
 
 use super::rebuild::{PoolAlloc, RebuildParams};
 use crate::layout::{
-    AclCounters, AclPhase, AclSizes, AclUniform, CountPlan, MergeCounters, SchedCounters,
-    ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS,
+    AclCounters, AclPhase, AclSizes, AclUniform, CountPlan, LookupUniform, MergeCounters,
+    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS,
 };
 use crate::scan::plan_counted;
 
@@ -42,32 +42,7 @@ pub fn acl_counts(
     acl: &mut AclUniform,
 ) {
     match acl_phase.phase {
-        PHASE_STEP => {
-            let s = acl_sizes;
-            s.lookup.count = 0;
-            s.lookup.overflow = 0;
-            s.num_dirty = 0;
-            s.rebuilds = 0;
-            s.rounds_used = 0;
-            s.touching = 0;
-            (s.garbage_cp, s.garbage_k, s.garbage_w, s.errors) = (0, 0, 0, 0);
-            let m = merge_counters;
-            m.sets.count = s.num_sets;
-            m.sets.overflow = 0;
-            for c in [&mut m.edges, &mut m.index, &mut m.touching] {
-                c.count = 0;
-                c.overflow = 0;
-            }
-            m.coalesce_base = 0;
-            m.label_rounds = 0;
-            m.more_rounds = 0;
-            m.moved = 0;
-            m.merged = 0;
-            (m.garbage_cp, m.garbage_k, m.garbage_w, m.errors) = (0, 0, 0, 0);
-            pool_counters.errors = 0;
-            pool_counters.first_too_large = u32::MAX;
-            *acl_counters = AclCounters::default();
-        }
+        PHASE_STEP => step_reset(acl_sizes, merge_counters, pool_counters, acl_counters),
         PHASE_SCHEDULED => {
             acl_sizes.released.count = 0;
             acl_sizes.released.overflow = 0;
@@ -82,6 +57,63 @@ pub fn acl_counts(
         }
         _ => {}
     }
+}
+
+/// The reset at the start of a GPU ACL step (`acl_counts`' [`PHASE_STEP`], made in the step by
+/// `acl_step_start`; `shaders/shared/acl_step_reset.wgsl`): the step's counters cleared (capacities,
+/// the table length, the pool lengths and the released boxes kept), `merge_counters.sets.count` =
+/// the table length.
+pub fn step_reset(
+    acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+    pool_counters: &mut PoolAlloc,
+    acl_counters: &mut AclCounters,
+) {
+    let s = acl_sizes;
+    s.lookup.count = 0;
+    s.lookup.overflow = 0;
+    s.num_dirty = 0;
+    s.rebuilds = 0;
+    s.rounds_used = 0;
+    s.touching = 0;
+    (s.garbage_cp, s.garbage_k, s.garbage_w, s.errors) = (0, 0, 0, 0);
+    let m = merge_counters;
+    m.sets.count = s.num_sets;
+    m.sets.overflow = 0;
+    for c in [&mut m.edges, &mut m.index, &mut m.touching] {
+        c.count = 0;
+        c.overflow = 0;
+    }
+    m.coalesce_base = 0;
+    m.label_rounds = 0;
+    m.more_rounds = 0;
+    m.moved = 0;
+    m.merged = 0;
+    (m.garbage_cp, m.garbage_k, m.garbage_w, m.errors) = (0, 0, 0, 0);
+    pool_counters.errors = 0;
+    pool_counters.first_too_large = u32::MAX;
+    *acl_counters = AclCounters::default();
+}
+
+/// Kernel `acl_step_start`, the start of the GPU ACL step in one dispatch: [`step_reset`],
+/// [`crate::sched::sched_start`] (`sched_sizes`' start) and [`crate::sched::set_lookup_clear`]
+/// (none reads what another writes).
+#[allow(clippy::too_many_arguments)]
+pub fn acl_step_start(
+    sched_step: &SchedUniform,
+    acl_lookup: &LookupUniform,
+    acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+    pool_counters: &mut PoolAlloc,
+    acl_counters: &mut AclCounters,
+    sched_counters: &mut SchedCounters,
+    sched_state: &mut [u32],
+    sched_p0: &mut SchedUniform,
+    lookup_offsets: &mut [u32],
+) {
+    step_reset(acl_sizes, merge_counters, pool_counters, acl_counters);
+    crate::sched::sched_start(sched_step, sched_counters, sched_state, sched_p0);
+    crate::sched::set_lookup_clear(acl_lookup, lookup_offsets);
 }
 
 /// The verdict on the merge invocation that ran last (`last_merge_verdict` of

@@ -14,9 +14,9 @@
 //! | # | stage | counts it reads |
 //! |---|---|---|
 //! | 1 | before the first dispatch: copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` and the lookup's uniform, `acl_sizes.released.count` into `sched_step.num_released` (both final since the last step) | |
-//! | 2 | `acl_counts` (step): the step's counters reset | |
-//! | 3 | the set lookup (`set_lookup_*`) | `acl.num_sets` |
-//! | 4 | the scheduler ([`SchedGpu`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
+//! | 2 | `acl_step_start`: the step's counters reset (`acl_counts`' step phase), the scheduler's start (`sched_sizes`' phase 0) and the lookup's counts cleared (`set_lookup_clear`), one dispatch | |
+//! | 3 | the set lookup (`set_lookup_*`, after its clear) | `acl.num_sets` |
+//! | 4 | the scheduler ([`SchedGpu`], after its start: [`SchedGpu::dispatches_started`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
@@ -115,6 +115,7 @@ pub fn record_ops(
 
 /// The kernels of the step (besides the scheduler's, the merge chain's, the scans and sorts).
 pub const KERNELS: &[&str] = &[
+    "acl_step_start",
     "acl_counts",
     "set_evaluate",
     "set_force",
@@ -820,12 +821,32 @@ impl AclGpu {
             self.sched.buffer("sched_step").expect("made by SchedGpu"),
             offset_of!(SchedUniform, num_released),
         );
-        // 2–4. The step's counters reset; the set lookup; the scheduler.
-        counts(&mut ops, 0)?;
-        ops.extend(lookup.dispatches().iter().cloned().map(Op::Dispatch));
+        // 2–4. The step's counters reset, the scheduler's start and the lookup's counts cleared,
+        //      in one dispatch (acl_step_start); the set lookup; the scheduler.
+        let sched_own = |n: &'static str| self.sched.buffer(n).expect("made by SchedGpu");
+        let start = bind(
+            "acl_step_start",
+            &[
+                ("sched_step", sched_own("sched_step")),
+                ("sched_state", sched_own("sched_state")),
+                ("sched_p0", sched_own("sched_p0")),
+            ],
+        )?;
+        ops.push(Op::Dispatch((
+            "acl_step_start",
+            start,
+            (lookup.caps.segments + 1).into(),
+        )));
+        ops.extend(
+            lookup
+                .dispatches_cleared()
+                .iter()
+                .cloned()
+                .map(Op::Dispatch),
+        );
         ops.extend(
             self.sched
-                .dispatches_with(caps.newcomers, caps.coalesce > 0)
+                .dispatches_started(caps.newcomers, caps.coalesce > 0)
                 .cloned()
                 .map(Op::Dispatch),
         );

@@ -713,6 +713,16 @@ impl SchedGpu {
         newcomers: u32,
         touching: bool,
     ) -> impl Iterator<Item = &Dispatch> {
+        self.dispatches_from(0, newcomers, touching)
+    }
+
+    /// [`SchedGpu::dispatches_with`] from the step's dispatch `first` on.
+    fn dispatches_from(
+        &self,
+        first: usize,
+        newcomers: u32,
+        touching: bool,
+    ) -> impl Iterator<Item = &Dispatch> {
         let all = self.newcomer_span.clone();
         let touch = self.touching_span.clone();
         let listed: &[Dispatch] = if newcomers == 1 {
@@ -720,11 +730,27 @@ impl SchedGpu {
         } else {
             &[]
         };
-        self.dispatches.iter().enumerate().flat_map(move |(k, d)| {
-            let keep = (newcomers >= 2 || !all.contains(&k)) && (touching || !touch.contains(&k));
-            let list = if k == all.start { listed } else { &[] };
-            list.iter().chain(keep.then_some(d))
-        })
+        self.dispatches
+            .iter()
+            .enumerate()
+            .skip(first)
+            .flat_map(move |(k, d)| {
+                let keep =
+                    (newcomers >= 2 || !all.contains(&k)) && (touching || !touch.contains(&k));
+                let list = if k == all.start { listed } else { &[] };
+                list.iter().chain(keep.then_some(d))
+            })
+    }
+
+    /// [`SchedGpu::dispatches_with`] without the step's first dispatch, `sched_sizes`' start: for a
+    /// caller that makes it in a dispatch of its own (the ACL step's `acl_step_start`).
+    pub fn dispatches_started(
+        &self,
+        newcomers: u32,
+        touching: bool,
+    ) -> impl Iterator<Item = &Dispatch> {
+        debug_assert_eq!(self.dispatches.first().map(|d| d.0), Some("sched_sizes"));
+        self.dispatches_from(1, newcomers, touching)
     }
 
     /// This driver's buffer `name` (`entries_a`, `touching`, `sched_counters`, `sched_state`, …).

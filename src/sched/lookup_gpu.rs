@@ -134,6 +134,13 @@ impl LookupGpu {
         &self.dispatches
     }
 
+    /// The dispatches after `set_lookup_clear`: for a caller that clears `lookup_offsets` in a
+    /// dispatch of its own (the ACL step's `acl_step_start`).
+    pub fn dispatches_cleared(&self) -> &[Dispatch] {
+        debug_assert_eq!(self.dispatches[0].0, "set_lookup_clear");
+        &self.dispatches[1..]
+    }
+
     /// Records every dispatch into `pass`.
     pub fn record(
         &self,

@@ -136,7 +136,9 @@ pub use process::{
     ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
-pub use sizes::{reset_counters, sched_history, sched_sizes, SIZES_MERGED, SIZES_START};
+pub use sizes::{
+    reset_counters, sched_history, sched_sizes, sched_start, SIZES_MERGED, SIZES_START,
+};
 
 use crate::layout::{
     SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE, ERROR_NAN_POSITION,

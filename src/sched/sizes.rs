@@ -33,6 +33,24 @@ pub fn reset_counters(c: &mut SchedCounters) {
     };
 }
 
+/// The start of a scheduler step (`sched_sizes`' [`SIZES_START`], made in the GPU ACL step by
+/// `acl_step_start`; `shaders/shared/sched_start.wgsl`): the counters reset (capacities kept),
+/// `sched_p0` = `sched_step` with the last step's table length (`sched_state[0]`) and no fresh
+/// entries.
+pub fn sched_start(
+    sched_step: &SchedUniform,
+    sched_counters: &mut SchedCounters,
+    sched_state: &mut [u32],
+    sched_p0: &mut SchedUniform,
+) {
+    reset_counters(sched_counters);
+    *sched_p0 = SchedUniform {
+        num_entries: sched_state[0],
+        num_fresh: 0,
+        ..*sched_step
+    };
+}
+
 /// Stage `sched_sizes` (kernel `shaders/sched_sizes.wgsl`, one thread): the step's `sched` records
 /// from the host's `sched_step` (constants, step number, bins due, releases) and the sizes so far.
 /// - [`SIZES_START`]: `sched_counters` reset (capacities kept); `sched_p0` = `sched_step` with
@@ -59,13 +77,7 @@ pub fn sched_sizes(
         ..*sched_step
     };
     match sched_phase.phase {
-        SIZES_START => {
-            reset_counters(sched_counters);
-            *sched_p0 = SchedUniform {
-                num_entries: sched_state[0],
-                ..base
-            };
-        }
+        SIZES_START => sched_start(sched_step, sched_counters, sched_state, sched_p0),
         _ => {
             let kept = sched_p1.num_entries;
             let c = sched_counters;
