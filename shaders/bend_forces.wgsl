@@ -16,6 +16,7 @@
 // then 4 slots, each element_gradient's 2 iterations.
 
 #import rod
+#import bend_element
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> bends: array<Bend>;
@@ -32,21 +33,6 @@ const BEND_CACHE: u32 = 320u;
 var<workgroup> low: atomic<u32>;
 var<workgroup> high: atomic<u32>;
 var<workgroup> cached: array<vec3<f32>, 960>; // BEND_CACHE × 3, element-major
-
-fn gradient_of(i: u32) -> array<vec3<f32>, 3> {
-    let b = bends[i];
-    return element_gradient(
-        b,
-        bend_rest[i],
-        frames[b.e[0]],
-        frames[b.e[1]],
-        pos[b.v[0]].xyz,
-        pos[b.v[1]].xyz,
-        pos[b.v[2]].xyz,
-        params.bending,
-        params.twisting,
-    );
-}
 
 @compute @workgroup_size(256)
 fn bend_forces(
@@ -71,7 +57,7 @@ fn bend_forces(
     let first = NONE - atomicLoad(&low);
     let count = min(atomicLoad(&high) - min(first, atomicLoad(&high)), BEND_CACHE);
     for (var j = lid; j < count; j += 256u) {
-        let g = gradient_of(first + j);
+        let g = bend_element_gradient(first + j);
         cached[3u * j] = g[0];
         cached[3u * j + 1u] = g[1];
         cached[3u * j + 2u] = g[2];
@@ -89,7 +75,7 @@ fn bend_forces(
             if j < count {
                 acc -= cached[3u * j + s % 3u];
             } else {
-                let g = gradient_of(s / 3u);
+                let g = bend_element_gradient(s / 3u);
                 acc -= g[s % 3u];
             }
         }

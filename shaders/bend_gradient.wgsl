@@ -1,10 +1,11 @@
 // bend_gradient: per bending element, the gradient of its bending and twisting energy on its three
 // vertices, written to bend_grad[3 b + role] (CPU twin: rod::bend_gradient, which runs
 // BendLocal::<f32>::gather/geometry/gradient; ported op for op in shared/rod.wgsl,
-// element_gradient, which bend_forces also calls). One thread per bending element; loop bound: 2
+// element_gradient, through shared/bend_element.wgsl, which bend_forces also calls). One thread per bending element; loop bound: 2
 // iterations (the element's two edges).
 
 #import rod
+#import bend_element
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> bends: array<Bend>;
@@ -23,18 +24,7 @@ fn bend_gradient(
     if i >= params.num_bends {
         return;
     }
-    let b = bends[i];
-    let g = element_gradient(
-        b,
-        bend_rest[i],
-        frames[b.e[0]],
-        frames[b.e[1]],
-        pos[b.v[0]].xyz,
-        pos[b.v[1]].xyz,
-        pos[b.v[2]].xyz,
-        params.bending,
-        params.twisting,
-    );
+    let g = bend_element_gradient(i);
     bend_grad[3u * i] = vec4<f32>(g[0], 0.0);
     bend_grad[3u * i + 1u] = vec4<f32>(g[1], 0.0);
     bend_grad[3u * i + 2u] = vec4<f32>(g[2], 0.0);

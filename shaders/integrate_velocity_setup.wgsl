@@ -2,13 +2,15 @@
 // nothing changes the velocities between them (no glued points, no ties; free balls change only
 // their own): v += h M⁻¹ f (with drag) as integrate_velocity computes it (shared/velocity.wgsl),
 // then length_disp = h v (w 0) from the velocity just written, and with length_level.w = 1 thread 0
-// commits projection 1 (counters.length_iterations = 1), as length_setup does (CPU twin:
+// commits projection 1 (counters.length_iterations = 1), as length_setup does
+// (shared/length_setup_point.wgsl; CPU twin:
 // step::integrate_velocity_setup, the two twins in turn). Each thread reads and writes only its own
 // point, so the dispatch gives bit for bit what the two give one after the other.
 // One thread per control point; no loops.
 
 #import layout
 #import velocity
+#import length_setup_point
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -25,12 +27,9 @@ fn integrate_velocity_setup(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let p = thread_index(wid, nwg, lid, 256u);
-    if p == 0u && length_level.w != 0u {
-        atomicStore(&counters.length_iterations, 1u);
-    }
+    length_commit(p);
     if p >= params.num_points {
         return;
     }
-    let v = integrate_velocity_at(p);
-    length_disp[p] = vec4<f32>(params.h * v.x, params.h * v.y, params.h * v.z, 0.0);
+    length_disp_from(p, integrate_velocity_at(p));
 }

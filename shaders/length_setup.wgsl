@@ -6,6 +6,7 @@
 // length::length_setup). One thread per control point; no loops.
 
 #import layout
+#import length_setup_point
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -20,12 +21,9 @@ fn length_setup(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let p = thread_index(wid, nwg, lid, 256u);
-    if p == 0u && length_level.w != 0u {
-        atomicStore(&counters.length_iterations, 1u);
-    }
+    length_commit(p);
     if p >= params.num_points {
         return;
     }
-    let v = vel[p];
-    length_disp[p] = vec4<f32>(params.h * v.x, params.h * v.y, params.h * v.z, 0.0);
+    length_disp_from(p, vel[p]);
 }

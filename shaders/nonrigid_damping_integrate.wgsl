@@ -3,7 +3,7 @@
 // damping and the positions): workgroup g damps block params.first_block + g as nonrigid_damping
 // does (shared/damping.wgsl), then each thread takes the points of the block it updated (i = t,
 // t + 64, …, over the whole block, a block of fewer than 2 points included) through object_contact's
-// velocity update (shared/object_velocity.wgsl) and q += h v, as object_contact_integrate does.
+// velocity update and q += h v, as object_contact_integrate does (shared/contact_integrate.wgsl).
 // Every phase's blocks partition the control points (Sim::from_build gives each point one block
 // per phase), so every point is moved once; a point's contact and position need its own damped
 // velocity only, which its thread wrote, and no block reads another's points, so the dispatch
@@ -15,7 +15,7 @@
 
 #import layout
 #import damping
-#import object_velocity
+#import contact_integrate
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> block_start: array<u32>;
@@ -34,13 +34,6 @@ fn nonrigid_damping_integrate(
 ) {
     let run = damp_block(wid.y * nwg.x + wid.x, t);
     for (var i = run.x + t; i < run.y; i += WG) {
-        let p = block_points[i];
-        let q = pos[p];
-        var v = vel[p].xyz;
-        if params.num_obstacles != 0u && inv_mass[p] != 0.0 {
-            v = object_contact_velocity(q.xyz, v);
-            vel[p] = vec4<f32>(v, 0.0);
-        }
-        pos[p] = vec4<f32>(q.xyz + params.h * v, q.w);
+        contact_integrate(block_points[i]);
     }
 }

@@ -2,13 +2,13 @@
 // without free balls (their kernels change yarn velocities between the two): the velocity after
 // contact with the placed obstacles as object_contact computes it (shared/object_velocity.wgsl; glued
 // points, inv_mass = 0, and a step without obstacles keep theirs), then q += h v as
-// integrate_position computes it (CPU twin: step::object_contact_integrate, the two twins in turn).
+// integrate_position computes it (shared/contact_integrate.wgsl) (CPU twin: step::object_contact_integrate, the two twins in turn).
 // Each thread reads and writes only its own point, so the dispatch gives bit for bit what the two
 // give one after the other.
 // Loop bound per thread: params.num_obstacles iterations (object_velocity's), no other loops.
 
 #import layout
-#import object_velocity
+#import contact_integrate
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> obstacles: array<ObstacleShape>;
@@ -26,11 +26,5 @@ fn object_contact_integrate(
     if p >= params.num_points {
         return;
     }
-    let q = pos[p];
-    var v = vel[p].xyz;
-    if params.num_obstacles != 0u && inv_mass[p] != 0.0 {
-        v = object_contact_velocity(q.xyz, v);
-        vel[p] = vec4<f32>(v, 0.0);
-    }
-    pos[p] = vec4<f32>(q.xyz + params.h * v, q.w);
+    contact_integrate(p);
 }

@@ -636,6 +636,20 @@ pub fn rod_forces(
     bend_grad: &[[f32; 4]],
     force: &mut [[f32; 4]],
 ) {
+    gather_rod_forces(params, point_bends, mass, force, |s| {
+        V3::from4(bend_grad[s as usize])
+    });
+}
+
+/// `force = m g − Σ term(s)` for every control point over its `point_bends` slots `s` in slot
+/// order: [`rod_forces`] with `term` the stored gradient, [`bend_forces`] computing it.
+fn gather_rod_forces(
+    params: &Params,
+    point_bends: &[[u32; 4]],
+    mass: &[f32],
+    force: &mut [[f32; 4]],
+    term: impl Fn(u32) -> V3<f32> + Sync,
+) {
     let gravity = V3::new(params.gravity_x, params.gravity_y, params.gravity_z);
     force[..params.num_points as usize]
         .par_iter_mut()
@@ -645,7 +659,7 @@ pub fn rod_forces(
             let mut acc = gravity * m;
             for &s in slots.iter() {
                 if s != NONE {
-                    acc -= V3::from4(bend_grad[s as usize]);
+                    acc -= term(s);
                 }
             }
             *f = acc.to4(0.0);
@@ -673,23 +687,11 @@ pub fn bend_forces(
         bending: params.bending,
         twisting: params.twisting,
     };
-    let gravity = V3::new(params.gravity_x, params.gravity_y, params.gravity_z);
-    force[..params.num_points as usize]
-        .par_iter_mut()
-        .with_min_len(PAR_MIN)
-        .zip(point_bends.par_iter().zip(mass.par_iter()))
-        .for_each(|(f, (slots, &m))| {
-            let mut acc = gravity * m;
-            for &s in slots.iter() {
-                if s != NONE {
-                    let b = (s / 3) as usize;
-                    let (g, _) = BendLocal::<f32>::gather(&bends[b], &bend_rest[b], frames, pos)
-                        .gradient(&k);
-                    acc -= g[(s % 3) as usize];
-                }
-            }
-            *f = acc.to4(0.0);
-        });
+    gather_rod_forces(params, point_bends, mass, force, |s| {
+        let b = (s / 3) as usize;
+        let (g, _) = BendLocal::<f32>::gather(&bends[b], &bend_rest[b], frames, pos).gradient(&k);
+        g[(s % 3) as usize]
+    });
 }
 
 /// The three colour ranges of `edge_order` (`color_start[c] .. color_start[c + 1]`), as the

@@ -736,7 +736,26 @@ fn length_error_assemble_is_the_two_kernels_bit_for_bit() {
         1e-6,
         100,
     );
-    for (what, c) in [("tiny", tiny_case()), ("closed yarns", closed)] {
+    let sack = {
+        let sim = scene_sim("sack_small", &["contact.model=none", "relax.time=0"], 20);
+        let params = sim.step_params();
+        let mut vel = sim.vel.clone();
+        let mut cnt = fresh_counters();
+        yarnsim::step::integrate_velocity(&params, &sim.inv_mass, sim.force(), &mut vel, &mut cnt);
+        Case {
+            yarns: sim.topo.yarns.clone(),
+            edges: sim.topo.edges.clone(),
+            pos: sim.pos.clone(),
+            vel,
+            inv_mass: sim.inv_mass.clone(),
+            params,
+        }
+    };
+    for (what, c) in [
+        ("tiny", tiny_case()),
+        ("sack", sack),
+        ("closed yarns", closed),
+    ] {
         let p = c.params;
         let s = length::LengthScratch::new(&c.edges, c.pos.len());
         let lv0 = length::committed_uniform(s.levels[0], true);
