@@ -876,10 +876,11 @@ pub struct LengthDispatch {
 }
 
 /// The stage's dispatches on the GPU, made once: `length_setup` (unless the caller's
-/// `integrate_velocity_setup` makes it); then for every recorded iteration
-/// `it`: `length_error`, `length_check`, `length_assemble` (of iteration 0 when
-/// [`first_committed`], `length_error_assemble` alone: no check stands between the two), `length_reduce` for the levels below [`top_level`], `length_top`,
-/// `length_back` for those levels in reverse, `length_update`; then `length_error` of the last
+/// `integrate_velocity_setup` makes it); then for every recorded iteration `it`: `length_error`,
+/// `length_check`, `length_assemble` (of iteration 0 when [`first_committed`],
+/// `length_error_assemble` alone: no check stands between the two), `length_reduce` for the
+/// levels below [`top_level`], `length_top`, `length_back` for those levels in reverse,
+/// `length_update`; then `length_error` of the last
 /// iteration and `length_finish`, which makes its check. Each dispatch binds its own
 /// `length_level` uniform ([`level_uniform`], [`committed_uniform`], [`update_uniform`]).
 pub struct LengthGpu {

@@ -17,6 +17,7 @@
 //! |---|---|---|---|
 //! | 1 | `sched_sizes` (start) | — | 1 |
 //! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
+//! | 3 | (the quadrature points: in row 12's dispatch, before `schedule_process` first reads them) | | |
 //! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
