@@ -519,7 +519,13 @@ fn partitioned_solve_is_as_accurate_as_the_sequential_one() {
 /// moving), with the velocities the stage gets in the next step (`integrate_velocity` with the last
 /// forces, then `glue_projection`).
 fn tiny_case() -> Case {
-    let sim = scene_sim("tiny", &[], 200);
+    scene_case("tiny", &[], 200)
+}
+
+/// The length stage's input in scene `name` after `steps` CPU steps: the velocities the stage gets
+/// in the next step (after `integrate_velocity` and `glue_projection`).
+fn scene_case(name: &str, sets: &[&str], steps: usize) -> Case {
+    let sim = scene_sim(name, sets, steps);
     let params = sim.step_params();
     let mut vel = sim.vel.clone();
     let mut cnt = fresh_counters();
@@ -539,6 +545,18 @@ fn tiny_case() -> Case {
         inv_mass: sim.inv_mass.clone(),
         params,
     }
+}
+
+/// Closed yarns of 10 and 1,000 points and an open one of 1,990 (2,999 edges: levels of 2,999, 94,
+/// 3 and 1 rows), tolerance 1e-6.
+fn closed_yarns_case() -> Case {
+    case(
+        &[(10, true), (1000, true), (1990, false)],
+        8,
+        2.0,
+        1e-6,
+        100,
+    )
 }
 
 /// The whole stage on the GPU (`LengthGpu`, every iteration recorded): velocities, counters and
@@ -706,14 +724,7 @@ fn gpu_kernels_match_twins_on_closed_yarns() {
     let Some(gpu) = gpu_or_skip("gpu_kernels_match_twins_on_closed_yarns") else {
         return;
     };
-    let c = case(
-        &[(10, true), (1000, true), (1990, false)],
-        8,
-        2.0,
-        1e-6,
-        100,
-    );
-    kernels_vs_twins(&gpu, &c, "closed yarns");
+    kernels_vs_twins(&gpu, &closed_yarns_case(), "closed yarns");
 }
 
 /// `length_error_assemble`, which the step dispatches in place of iteration 0's `length_error` and
@@ -729,32 +740,11 @@ fn length_error_assemble_is_the_two_kernels_bit_for_bit() {
     let Some(gpu) = gpu_or_skip("length_error_assemble_is_the_two_kernels_bit_for_bit") else {
         return;
     };
-    let closed = case(
-        &[(10, true), (1000, true), (1990, false)],
-        8,
-        2.0,
-        1e-6,
-        100,
-    );
-    let sack = {
-        let sim = scene_sim("sack_small", &["contact.model=none", "relax.time=0"], 20);
-        let params = sim.step_params();
-        let mut vel = sim.vel.clone();
-        let mut cnt = fresh_counters();
-        yarnsim::step::integrate_velocity(&params, &sim.inv_mass, sim.force(), &mut vel, &mut cnt);
-        Case {
-            yarns: sim.topo.yarns.clone(),
-            edges: sim.topo.edges.clone(),
-            pos: sim.pos.clone(),
-            vel,
-            inv_mass: sim.inv_mass.clone(),
-            params,
-        }
-    };
+    let sack = scene_case("sack_small", &["contact.model=none", "relax.time=0"], 20);
     for (what, c) in [
         ("tiny", tiny_case()),
         ("sack", sack),
-        ("closed yarns", closed),
+        ("closed yarns", closed_yarns_case()),
     ] {
         let p = c.params;
         let s = length::LengthScratch::new(&c.edges, c.pos.len());

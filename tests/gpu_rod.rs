@@ -377,6 +377,27 @@ fn stiffness(params: &Params) -> Stiffness<Ev> {
 // Rod forces
 // ---------------------------------------------------------------------------------------------------
 
+/// `bend_grad` as the `bend_gradient` kernel writes it for `sim`'s state, from NaN everywhere
+/// first, so an element the kernel skipped shows.
+fn gpu_bend_gradient(gpu: &Gpu, sim: &Sim) -> Vec<u8> {
+    let (params, r) = (sim.step_params(), &sim.rod);
+    let mut out = run_kernel(
+        gpu,
+        "bend_gradient",
+        &[
+            ("params", bytes(&[params])),
+            ("bends", bytes(&r.bends)),
+            ("bend_rest", bytes(&r.rest)),
+            ("frames", bytes(&r.frames)),
+            ("pos", bytes(&sim.pos)),
+            ("bend_grad", bytes(&vec![[f32::NAN; 4]; 3 * r.bends.len()])),
+        ],
+        params.num_bends,
+    )
+    .unwrap();
+    out.remove("bend_grad").unwrap()
+}
+
 #[test]
 fn bend_gradient_matches_twin() {
     let Some(gpu) = gpu_or_skip("bend_gradient_matches_twin") else {
@@ -388,23 +409,8 @@ fn bend_gradient_matches_twin() {
         let r = &sim.rod;
         let nb = r.bends.len();
         assert_eq!(params.num_bends as usize, nb);
-        // NaN everywhere first, so an element a kernel skipped shows.
         let fresh = vec![[f32::NAN; 4]; 3 * nb];
-        let out = run_kernel(
-            &gpu,
-            "bend_gradient",
-            &[
-                ("params", bytes(&[params])),
-                ("bends", bytes(&r.bends)),
-                ("bend_rest", bytes(&r.rest)),
-                ("frames", bytes(&r.frames)),
-                ("pos", bytes(&sim.pos)),
-                ("bend_grad", bytes(&fresh)),
-            ],
-            params.num_bends,
-        )
-        .unwrap();
-        let g_grad: Vec<[f32; 4]> = cast(&out["bend_grad"]);
+        let g_grad: Vec<[f32; 4]> = cast(&gpu_bend_gradient(&gpu, &sim));
         let mut grad = fresh.clone();
         rod::bend_gradient(&params, &r.bends, &r.rest, &r.frames, &sim.pos, &mut grad);
         let k = stiffness(&params);
@@ -485,20 +491,7 @@ fn bend_forces_is_bend_gradient_and_rod_forces_bit_for_bit() {
         let r = &sim.rod;
         let nb = r.bends.len();
         let fresh = vec![[f32::NAN; 4]; sim.pos.len()];
-        let grad = run_kernel(
-            &gpu,
-            "bend_gradient",
-            &[
-                ("params", bytes(&[params])),
-                ("bends", bytes(&r.bends)),
-                ("bend_rest", bytes(&r.rest)),
-                ("frames", bytes(&r.frames)),
-                ("pos", bytes(&sim.pos)),
-                ("bend_grad", bytes(&vec![[f32::NAN; 4]; 3 * nb])),
-            ],
-            params.num_bends,
-        )
-        .unwrap();
+        let grad = gpu_bend_gradient(&gpu, &sim);
         let two = run_kernel(
             &gpu,
             "rod_forces",
@@ -506,7 +499,7 @@ fn bend_forces_is_bend_gradient_and_rod_forces_bit_for_bit() {
                 ("params", bytes(&[params])),
                 ("point_bends", bytes(&r.point_bends)),
                 ("mass", bytes(&sim.mass)),
-                ("bend_grad", &grad["bend_grad"]),
+                ("bend_grad", &grad),
                 ("force", bytes(&fresh)),
             ],
             params.num_points,
