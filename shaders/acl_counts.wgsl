@@ -7,14 +7,16 @@
 //   reference that kernel is tested against.
 // - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
 //   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
-//   (at most its capacity).
+//   (at most its capacity) (shared/acl_scheduled.wgsl). A step without coalescing makes it in
+//   acl_scheduled_plan, with the evaluation's grids.
 // - PHASE_COALESCED, after the coalescing merge invocation: the table length it left
 //   (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets. (The verdict on its last
 //   pass is the first rebuild round's, in set_dirty_write.)
 // The other points of the step where a count moves are in the kernels that have it final
 // (shaders/shared/acl_step_counts.wgsl): each rebuild round's start in set_dirty_write, the
-// compacted table's length in set_compact. The evaluation's grids are a count_plan dispatch's, not
-// planned here: with the plan in two of this kernel's phases, lavapipe (Mesa 22.3) compiled shaders
+// compacted table's length in set_compact. The evaluation's grids are a count_plan dispatch's (or,
+// without coalescing, acl_scheduled_plan's), not planned here: with the plan in two of this
+// kernel's phases, lavapipe (Mesa 22.3) compiled shaders
 // with LLVM throughout the run (perf; none without it) and the tiny swatch's frame took 11 s
 // instead of 8.5, most likely its specializing of a shader on the uniforms its branches test (the
 // phase: three uniforms, one per phase).
@@ -27,6 +29,7 @@
 #import layout
 #import acl
 #import acl_step_reset
+#import acl_scheduled
 
 @group(0) @binding(0) var<uniform> acl_phase: AclPhase;
 @group(0) @binding(1) var<storage, read_write> rebuild: RebuildParams;
@@ -46,10 +49,7 @@ fn acl_counts(@builtin(global_invocation_id) gid: vec3<u32>) {
     if phase == ACL_PHASE_STEP {
         acl_step_reset();
     } else if phase == ACL_PHASE_SCHEDULED {
-        atomicStore(&acl_sizes.released.count, 0u);
-        atomicStore(&acl_sizes.released.overflow, 0u);
-        let touching = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
-        atomicStore(&merge_counters.touching.count, touching);
+        acl_scheduled_counts();
     } else if phase == ACL_PHASE_COALESCED {
         let sets = atomicLoad(&merge_counters.sets.count);
         acl.num_sets = sets;

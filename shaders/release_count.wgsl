@@ -24,8 +24,7 @@ fn release_count(
     let n = sched.num_released;
     var v = 0u;
     if r < n {
-        let rect = release_rect(released[r].before, sched.quadrature, sched.num_segments);
-        v = rect.z * rect.w;
+        v = release_slots(released[r].before, sched.quadrature, sched.num_segments);
         release_offsets[r] = v;
     } else if r == n {
         release_offsets[r] = 0u;

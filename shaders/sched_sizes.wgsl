@@ -4,11 +4,13 @@
 // makes it in acl_step_start); 1, after newcomer_compact and the
 // release scan: the new entries that fit (fresh and entry capacities, overflow flagged) into
 // sched_p1.num_fresh, sched_p2 with the merged length (also sched_state[0] for the next step), the
-// release slots into sched_counters.release. (sched_p1 with the kept length is entries_compact's,
-// from its thread 0.) CPU twin: sched::sched_sizes. One thread. No loops.
+// release slots into sched_counters.release (shared/sched_merged.wgsl; the ACL step makes it in
+// release_scan_sizes, with the releases' count and scan). (sched_p1 with the kept length is
+// entries_compact's.) CPU twin: sched::sched_sizes. One thread. No loops.
 
 #import layout
 #import sched_start
+#import sched_merged
 
 @group(0) @binding(0) var<uniform> sched_phase: SchedPhase;
 @group(0) @binding(1) var<uniform> sched_step: SchedUniform;
@@ -28,31 +30,6 @@ fn sched_sizes(@builtin(global_invocation_id) gid: vec3<u32>) {
     if phase == 0u {
         sched_start();
     } else {
-        var base = sched_step;
-        base.num_entries = 0u;
-        base.num_fresh = 0u;
-        let kept = sched_p1.num_entries;
-        let fresh = atomicLoad(&sched_counters.fresh.count);
-        var m = min(fresh, sched_counters.fresh.capacity);
-        // (Saturating sums, as the twin's.)
-        var all = kept + fresh;
-        if all < kept {
-            all = 0xffffffffu;
-        }
-        atomicStore(&sched_counters.entries.count, all);
-        let cap = sched_counters.entries.capacity;
-        if kept + m < kept || kept + m > cap {
-            atomicStore(&sched_counters.entries.overflow, 1u);
-            m = select(0u, cap - kept, cap > kept);
-        }
-        sched_p1.num_fresh = m;
-        base.num_entries = kept + m;
-        sched_p2 = base;
-        sched_state[0] = kept + m;
-        let slots = release_offsets[sched_step.num_released];
-        atomicStore(&sched_counters.release.count, slots);
-        if slots > sched_counters.release.capacity {
-            atomicStore(&sched_counters.release.overflow, 1u);
-        }
+        sched_merged(release_offsets[sched_step.num_released]);
     }
 }

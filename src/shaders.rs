@@ -808,7 +808,8 @@ pub const KERNELS: &[Kernel] = &[
         bindings: &[
             read("sched"),
             read("entries"),
-            read("keep_offsets"),
+            read("keep"),
+            read("scan_groups"),
             read_write("entries_out"),
             read_write("sched_p1"),
         ],
@@ -835,6 +836,20 @@ pub const KERNELS: &[Kernel] = &[
             read_write("scan_groups"),
         ],
         twin: "sched::release_count",
+    },
+    Kernel {
+        name: "release_scan_sizes",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("sched_step"),
+            read("released"),
+            read_write("release_offsets"),
+            read_write("sched_counters"),
+            read_write("sched_state"),
+            read_write("sched_p1"),
+            read_write("sched_p2"),
+        ],
+        twin: "sched::release_scan_sizes",
     },
     Kernel {
         name: "release_mark",
@@ -1582,6 +1597,18 @@ pub const KERNELS: &[Kernel] = &[
     },
     // The start of the GPU ACL step (acl::gpu): acl_counts' step phase, sched_sizes' start and
     // set_lookup_clear in one dispatch.
+    Kernel {
+        name: "acl_scheduled_plan",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("plan_spec"),
+            read_write("sched_counters"),
+            read_write("acl_sizes"),
+            read_write("merge_counters"),
+            read_write("plan_out"),
+        ],
+        twin: "acl::counts::acl_scheduled_plan",
+    },
     Kernel {
         name: "acl_step_start",
         workgroup_size: WG,

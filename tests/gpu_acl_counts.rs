@@ -295,3 +295,152 @@ fn acl_step_start_is_the_three_kernels_bit_for_bit() {
     assert_eq!(lo[1001], offsets[1001], "past num_segments + 1 untouched");
     assert_eq!(p0t.num_entries, state[0]);
 }
+
+/// `acl_scheduled_plan` (a step without coalescing: `acl_counts`' scheduled phase and the
+/// evaluation's `count_plan` in one dispatch) leaves every block and the plan bit for bit as
+/// `acl_counts` (scheduled) then `count_plan` over `merge_counters.sets.count` dispatched on the same
+/// GPU one after the other, and as its twin: on filled blocks, with the table length at 0, within
+/// the plan's capacity, past it, and past 65,535 workgroups (a 2-D grid), and the scheduler's
+/// touching pairs past their capacity once.
+#[test]
+fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
+    use std::mem::offset_of;
+    use yarnsim::layout::{Capacity, CountPlan, GridSpec, COUNT_PLAN_GRIDS};
+    use yarnsim::scan::{slot_record, PLAN_SLOT_WORDS};
+    let Some(gpu) = gpu_or_skip("acl_scheduled_plan_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
+        bytemuck::bytes_of(v)
+    }
+    // Two grids over the set count, as the step's evaluation has (lanes per set, workgroups).
+    let grids = [
+        GridSpec {
+            add: 0,
+            threads_per_item: 4,
+            workgroup_size: 64,
+            _pad: 0,
+        },
+        GridSpec {
+            add: 0,
+            threads_per_item: 8,
+            workgroup_size: 256,
+            _pad: 0,
+        },
+    ];
+    let cap = 40_000_000u32;
+    let spec = CountPlan {
+        src_word: ((offset_of!(MergeCounters, sets) + offset_of!(Capacity, count)) / 4) as u32,
+        cap,
+        kind: COUNT_PLAN_GRIDS,
+        num_levels: grids.len() as u32,
+        args_word: PLAN_SLOT_WORDS * grids.len() as u32,
+        ..Default::default()
+    };
+    let mut words = vec![7u32; (spec.args_word + 3 * grids.len() as u32 + 5) as usize];
+    for (k, g) in grids.iter().enumerate() {
+        let at = (PLAN_SLOT_WORDS as usize) * k;
+        words[at..at + slot_record(g).len()].copy_from_slice(&slot_record(g));
+    }
+    let cases: [(u32, bool); 5] = [
+        (0, false),
+        (19_886, false),
+        (19_886, true),
+        (cap + 3, false),
+        (3_000_000, false),
+    ];
+    for (k, (sets, over)) in cases.into_iter().enumerate() {
+        let mut x = blocks(71 + k as u32);
+        x.merge.sets.count = sets;
+        x.sched.touching.capacity = 500;
+        x.sched.touching.count = if over { 700 } else { 300 };
+        let what = format!("{sets} sets, touching {}", x.sched.touching.count);
+        let fused = run_kernel(
+            &gpu,
+            "acl_scheduled_plan",
+            &[
+                ("plan_spec", b(&spec)),
+                ("sched_counters", b(&x.sched)),
+                ("acl_sizes", b(&x.sizes)),
+                ("merge_counters", b(&x.merge)),
+                ("plan_out", bytemuck::cast_slice(&words)),
+            ],
+            1,
+        )
+        .unwrap();
+        let counts = run_kernel(
+            &gpu,
+            "acl_counts",
+            &[
+                (
+                    "acl_phase",
+                    b(&AclPhase {
+                        phase: PHASE_SCHEDULED,
+                        ..Default::default()
+                    }),
+                ),
+                ("rebuild", b(&x.rebuild)),
+                ("sched_counters", b(&x.sched)),
+                ("acl_sizes", b(&x.sizes)),
+                ("merge_counters", b(&x.merge)),
+                ("pool_counters", b(&x.pool)),
+                ("acl_counters", b(&x.acl)),
+                ("acl", b(&x.uniform)),
+            ],
+            1,
+        )
+        .unwrap();
+        let plan = run_kernel(
+            &gpu,
+            "count_plan",
+            &[
+                ("plan_spec", b(&spec)),
+                ("plan_src", &counts["merge_counters"]),
+                ("plan_out", bytemuck::cast_slice(&words)),
+            ],
+            1,
+        )
+        .unwrap();
+        for (name, want) in [
+            ("sched_counters", &counts["sched_counters"]),
+            ("acl_sizes", &counts["acl_sizes"]),
+            ("merge_counters", &counts["merge_counters"]),
+            ("plan_out", &plan["plan_out"]),
+        ] {
+            assert_eq!(&fused[name], want, "{what}: {name}");
+        }
+        let mut out = words.clone();
+        yarnsim::acl::counts::acl_scheduled_plan(
+            &spec,
+            &mut x.sched,
+            &mut x.sizes,
+            &mut x.merge,
+            &mut out,
+        );
+        for (name, want) in [
+            ("sched_counters", b(&x.sched)),
+            ("acl_sizes", b(&x.sizes)),
+            ("merge_counters", b(&x.merge)),
+            ("plan_out", bytemuck::cast_slice(&out)),
+        ] {
+            assert_eq!(&fused[name][..], want, "{what}: the twin's {name}");
+        }
+        // The twin itself: the counts moved, and each grid over the (capped) table.
+        assert_eq!(x.sizes.released.count, 0, "{what}");
+        assert_eq!(
+            x.merge.touching.count,
+            if over { 500 } else { 300 },
+            "{what}"
+        );
+        for (g, spec_g) in grids.iter().enumerate() {
+            let at = (spec.args_word + 3 * g as u32) as usize;
+            let threads = sets.min(cap) * spec_g.threads_per_item;
+            assert_eq!(
+                out[at..at + 3],
+                yarnsim::shaders::dispatch_grid(threads, spec_g.workgroup_size),
+                "{what}: grid {g}"
+            );
+        }
+        assert!(out[out.len() - 5..].iter().all(|&w| w == 7), "{what}");
+    }
+}

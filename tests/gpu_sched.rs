@@ -897,9 +897,12 @@ fn segment_windows_matches_twin() {
     );
 }
 
-/// `entries_keep` → exclusive scan → `entries_compact` on the swatch's table, with every 3rd segment
-/// marked as having left a cell and every 7th segment's box moved far away (its pairs stop sharing a
-/// cell): the flags and the compacted table identical on both sides and equal to `entries_drop`'s.
+/// `entries_keep` → `entries_compact` (each kept entry's slot from the keep flags' group sums, no
+/// scan) on the swatch's table, with every 3rd segment marked as having left a cell and every 7th
+/// segment's box moved far away (its pairs stop sharing a cell): the flags and the compacted table
+/// identical on both sides and equal to `entries_drop`'s. Then a table of 70,001 entries (more than
+/// 256 groups: the group sums before a workgroup take two loads a thread) kept by a pattern, in a
+/// buffer with room to spare: the slots against the filter, and the record of the kept table.
 #[test]
 fn entries_keep_and_compact_match_twins() {
     let Some(gpu) = gpu_or_skip("entries_keep_and_compact_match_twins") else {
@@ -936,51 +939,107 @@ fn entries_keep_and_compact_match_twins() {
     .unwrap();
     assert_eq!(bytemuck::cast_slice::<u8, u32>(&out["keep"]), &keep[..]);
     check_groups(&groups, &keep, &out["scan_groups"], "entries_keep");
-    let mut partials = Vec::new();
-    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
-    let kept = keep[n] as usize;
-    let mut compact = vec![SchedEntry::default(); kept];
-    // The kept table's record, written by thread 0 over a stale one.
-    let stale = SchedUniform {
-        num_entries: 999_999,
-        num_fresh: 77,
-        ..Default::default()
-    };
-    let mut p1 = stale;
-    entries_compact(&u, &f.entries, &keep, &mut compact, &mut p1);
-    assert_eq!(
-        p1,
-        SchedUniform {
-            num_entries: kept as u32,
-            ..u
-        }
-    );
-    let out = run_kernel(
-        &gpu,
-        "entries_compact",
-        &[
-            ("sched", bytes(&[u])),
-            ("entries", bytes(&f.entries)),
-            ("keep_offsets", bytes(&keep)),
-            ("entries_out", bytes(&vec![SchedEntry::default(); kept])),
-            ("sched_p1", bytes(&[stale])),
-        ],
-        n as u32,
-    )
-    .unwrap();
-    assert_eq!(
-        bytemuck::cast_slice::<u8, SchedEntry>(&out["entries_out"]),
-        &compact[..]
-    );
-    assert_eq!(
-        bytemuck::cast_slice::<u8, SchedUniform>(&out["sched_p1"]),
-        &[p1]
-    );
+    let kept = keep.iter().sum::<u32>() as usize;
+    let compact = compact_both(&gpu, &u, &f.entries, &keep, &groups, kept);
     let mut retained = f.entries.clone();
     let dropped = entries_drop(&cells, &motion, &mut retained);
     assert_eq!(retained, compact);
     println!("entries_keep/compact: {n} entries, {dropped} dropped, {kept} kept");
     assert!(dropped > 100 && kept > n / 2, "{dropped} dropped of {n}");
+
+    // The long table: entries (k, k + 1), every 3rd and every 7th dropped.
+    let n = 70_001usize;
+    let table: Vec<SchedEntry> = (0..n as u32 + 40)
+        .map(|k| SchedEntry {
+            seg_a: k,
+            seg_b: k + 1,
+            d: k as f32,
+            bin_flags: k % 5,
+        })
+        .collect();
+    let mut keep: Vec<u32> = (0..n).map(|k| (k % 3 != 0 && k % 7 != 0) as u32).collect();
+    keep.push(0);
+    let mut groups = vec![0u32; (n + 1).div_ceil(256)];
+    yarnsim::scan::write_groups(&keep, &mut groups);
+    assert!(groups.len() > 256);
+    let long = SchedUniform {
+        num_entries: n as u32,
+        ..u
+    };
+    let kept = keep.iter().sum::<u32>() as usize;
+    let compact = compact_both(&gpu, &long, &table, &keep, &groups, kept);
+    let filtered: Vec<SchedEntry> = (0..n).filter(|&k| keep[k] != 0).map(|k| table[k]).collect();
+    assert_eq!(compact, filtered);
+    println!(
+        "entries_compact: {n} entries, {} groups, {kept} kept",
+        groups.len()
+    );
+}
+
+/// `entries_compact` of `entries` by the flags `keep` (their group sums in `groups`) on the GPU
+/// (over output slots and a `sched_p1` that start stale) and by its twin: both tables and records
+/// identical, the record `u` with the kept count. Returns the kept table.
+fn compact_both(
+    gpu: &yarnsim::gpu::Gpu,
+    u: &SchedUniform,
+    entries: &[SchedEntry],
+    keep: &[u32],
+    groups: &[u32],
+    kept: usize,
+) -> Vec<SchedEntry> {
+    let n = u.num_entries as usize;
+    let stale = SchedUniform {
+        num_entries: 999_999,
+        num_fresh: 77,
+        ..Default::default()
+    };
+    let poison = SchedEntry {
+        seg_a: 7,
+        seg_b: 7,
+        d: f32::NAN,
+        bin_flags: 7,
+    };
+    // Room past the kept entries, which must stay as they came.
+    let mut compact = vec![poison; kept + 3];
+    let mut p1 = stale;
+    entries_compact(u, entries, keep, groups, &mut compact, &mut p1);
+    assert_eq!(
+        p1,
+        SchedUniform {
+            num_entries: kept as u32,
+            ..*u
+        }
+    );
+    let out = run_kernel(
+        gpu,
+        "entries_compact",
+        &[
+            ("sched", bytes(&[*u])),
+            ("entries", bytes(entries)),
+            ("keep", bytes(keep)),
+            ("scan_groups", bytes(groups)),
+            ("entries_out", bytes(&vec![poison; kept + 3])),
+            ("sched_p1", bytes(&[stale])),
+        ],
+        n as u32 + 1,
+    )
+    .unwrap();
+    // Compared as words (the poison's NaN is not equal to itself); the first difference named.
+    let g: &[[u32; 4]] = bytemuck::cast_slice(&out["entries_out"]);
+    let c: &[[u32; 4]] = bytemuck::cast_slice(&compact);
+    assert_eq!(g.len(), c.len());
+    if let Some(k) = (0..c.len()).find(|&k| g[k] != c[k]) {
+        panic!(
+            "entries_out[{k}] of {kept} kept: GPU {:?}, twin {:?}",
+            g[k], c[k]
+        );
+    }
+    assert_eq!(
+        bytemuck::cast_slice::<u8, SchedUniform>(&out["sched_p1"]),
+        &[p1]
+    );
+    compact.truncate(kept);
+    compact
 }
 
 /// `release_count` → exclusive scan → `release_mark` on the swatch's table, with releases made from
@@ -1692,6 +1751,198 @@ fn sched_sizes_matches_twin() {
             (p2.step, p2.bins_due, p2.num_released),
             (step.step, step.bins_due, 3)
         );
+    }
+}
+
+/// `release_scan_sizes` (the releases' count and scan and `sched_sizes`' merged phase in one
+/// workgroup) against the three dispatches it replaces on the same GPU: `release_count`, the grouped
+/// scan of its counts (`scan_add` with its group sums) and `sched_sizes` (merged). On releases from
+/// the swatch's sets (as in `release_count_and_mark_match_twins`), on none, and on 5,000 of them
+/// (three of the kernel's chunks), each with and without room in the entry and release capacities:
+/// the offsets (over a buffer that starts poisoned one word past the total), the counters, the table
+/// length and the two records identical, and equal to the twin's.
+#[test]
+fn release_scan_sizes_is_the_three_kernels_bit_for_bit() {
+    use yarnsim::layout::SchedPhase;
+    use yarnsim::sched::{release_scan_sizes, SIZES_MERGED};
+    let Some(gpu) = gpu_or_skip("release_scan_sizes_is_the_three_kernels_bit_for_bit") else {
+        return;
+    };
+    let f = process_fixture();
+    let mut swatch: Vec<Release> = Vec::new();
+    for (k, bx) in f.boxes.iter().enumerate() {
+        match k % 3 {
+            0 => swatch.push(Release {
+                before: *bx,
+                after: yarnsim::sched::EMPTY_BOX,
+            }),
+            1 if bx[1] > bx[0] => swatch.push(Release {
+                before: *bx,
+                after: [bx[0], bx[1] - 1, bx[2], bx[3]],
+            }),
+            _ => {}
+        }
+    }
+    swatch.push(Release {
+        before: yarnsim::sched::EMPTY_BOX,
+        after: yarnsim::sched::EMPTY_BOX,
+    });
+    let long: Vec<Release> = swatch.iter().cycle().take(5_000).copied().collect();
+    let mut chunks_seen = 0;
+    for (released, what) in [(&swatch, "swatch"), (&vec![], "none"), (&long, "5,000")] {
+        let nr = released.len();
+        let step = SchedUniform {
+            num_released: nr as u32,
+            ..f.uniform
+        };
+        let mut counts = vec![0u32; nr + 1];
+        let mut groups = vec![0u32; (nr + 1).div_ceil(256)];
+        release_count(&step, released, &mut counts, &mut groups);
+        let total: u32 = counts.iter().sum();
+        assert!(nr == 0 || total > nr as u32, "{what}: {total} slots");
+        for (room, label) in [(true, "room"), (false, "short")] {
+            let mut counters = fresh_counters();
+            counters.fresh.count = 420;
+            counters.fresh.capacity = 400;
+            counters.entries.capacity = if room { 90_000 } else { 10_100 };
+            counters.release.capacity = if room { total } else { total.saturating_sub(1) };
+            let p1 = SchedUniform {
+                num_entries: 10_000,
+                num_fresh: 3,
+                ..step
+            };
+            let p2 = SchedUniform {
+                num_entries: 5,
+                ..Default::default()
+            };
+            let state = [77u32, 1, 2, 3];
+            // Room for one offset past the total, which must stay poisoned.
+            let poison = vec![0xdead_beefu32; nr + 2];
+            let blocks = |offsets: &[u32]| -> Vec<(&str, Vec<u8>)> {
+                vec![
+                    ("release_offsets", bytes(offsets).to_vec()),
+                    ("sched_counters", bytes(&[counters]).to_vec()),
+                    ("sched_state", bytes(&state).to_vec()),
+                    ("sched_p1", bytes(&[p1]).to_vec()),
+                    ("sched_p2", bytes(&[p2]).to_vec()),
+                ]
+            };
+            // The fused kernel.
+            let mut inputs = vec![
+                ("sched_step", bytes(&[step]).to_vec()),
+                ("released", bytes(&released_or_one(released)).to_vec()),
+            ];
+            inputs.extend(blocks(&poison));
+            let ins: Vec<(&str, &[u8])> = inputs.iter().map(|(n, b)| (*n, &b[..])).collect();
+            let fused = run_kernel(&gpu, "release_scan_sizes", &ins, 256).unwrap();
+            // The three kernels.
+            let out = run_kernel(
+                &gpu,
+                "release_count",
+                &[
+                    ("sched", bytes(&[step])),
+                    ("released", bytes(&released_or_one(released))),
+                    ("release_offsets", bytes(&poison)),
+                    ("scan_groups", bytes(&vec![9u32; groups.len()])),
+                ],
+                nr as u32 + 1,
+            )
+            .unwrap();
+            let plan = yarnsim::scan::ScanPlan::grouped(nr as u32 + 1);
+            let down: Vec<_> = plan.dispatches().collect();
+            assert_eq!(down.len(), 1, "{what}: a grouped scan is one scan_add");
+            let out = run_kernel(
+                &gpu,
+                "scan_add",
+                &[
+                    ("scan_pass", bytes(&[plan.levels()[0]])),
+                    ("scan_data", &out["release_offsets"]),
+                    ("scan_partials", &out["scan_groups"]),
+                ],
+                down[0].threads,
+            )
+            .unwrap();
+            let scanned = out["scan_data"].clone();
+            let ph = SchedPhase {
+                phase: SIZES_MERGED,
+                ..Default::default()
+            };
+            let out = run_kernel(
+                &gpu,
+                "sched_sizes",
+                &[
+                    ("sched_phase", bytes(&[ph])),
+                    ("sched_step", bytes(&[step])),
+                    ("release_offsets", &scanned),
+                    ("sched_counters", bytes(&[counters])),
+                    ("sched_state", bytes(&state)),
+                    ("sched_p0", bytes(&[SchedUniform::default()])),
+                    ("sched_p1", bytes(&[p1])),
+                    ("sched_p2", bytes(&[p2])),
+                ],
+                1,
+            )
+            .unwrap();
+            let case = format!("{what}, {label}");
+            same_words(
+                &fused["release_offsets"],
+                &scanned,
+                &format!("{case}: release_offsets"),
+            );
+            for name in ["sched_counters", "sched_state", "sched_p1", "sched_p2"] {
+                assert_eq!(fused[name], out[name], "{case}: {name}");
+            }
+            // The twin.
+            let (mut c, mut st, mut q1, mut q2) = (counters, state, p1, p2);
+            let mut offsets = poison.clone();
+            release_scan_sizes(
+                &step,
+                released,
+                &mut offsets,
+                &mut c,
+                &mut st,
+                &mut q1,
+                &mut q2,
+            );
+            same_words(
+                &fused["release_offsets"],
+                bytes(&offsets),
+                &format!("{case}: twin"),
+            );
+            assert_eq!(fused["sched_counters"], bytes(&[c]), "{case}: twin");
+            assert_eq!(fused["sched_state"], bytes(&st), "{case}: twin");
+            assert_eq!(fused["sched_p1"], bytes(&[q1]), "{case}: twin");
+            assert_eq!(fused["sched_p2"], bytes(&[q2]), "{case}: twin");
+            assert_eq!(offsets[nr], total, "{case}");
+            assert_eq!(offsets[nr + 1], 0xdead_beef, "{case}");
+            assert_eq!(c.release.count, total, "{case}");
+            assert_eq!(c.release.overflow, (!room && total > 0) as u32, "{case}");
+            assert_eq!(c.entries.overflow, !room as u32, "{case}");
+            assert_eq!(q2.num_entries, 10_000 + q1.num_fresh, "{case}");
+        }
+        chunks_seen = chunks_seen.max((nr + 1).div_ceil(2048));
+    }
+    assert_eq!(chunks_seen, 3);
+}
+
+/// `a` and `b` the same 32-bit words, else a panic naming `what` and the first that differs.
+fn same_words(a: &[u8], b: &[u8], what: &str) {
+    let (x, y): (&[u32], &[u32]) = (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
+    assert_eq!(x.len(), y.len(), "{what}: lengths");
+    if let Some(k) = (0..x.len()).find(|&k| x[k] != y[k]) {
+        panic!("{what}: word {k} of {}: {} against {}", x.len(), x[k], y[k]);
+    }
+}
+
+/// `released`, or one empty release when it is empty (a binding may not be empty).
+fn released_or_one(released: &[Release]) -> Vec<Release> {
+    if released.is_empty() {
+        vec![Release {
+            before: yarnsim::sched::EMPTY_BOX,
+            after: yarnsim::sched::EMPTY_BOX,
+        }]
+    } else {
+        released.to_vec()
     }
 }
 

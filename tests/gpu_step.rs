@@ -1320,3 +1320,53 @@ friction = 0.3
         assert_eq!(count(&g, k), n, "tiny: {k} dispatches");
     }
 }
+
+/// The ACL step's bookkeeping in the fewest dispatches: with the budgets of a quiet run (no
+/// coalescing) the scheduler's releases are counted, scanned and sized in `release_scan_sizes`,
+/// the kept entries placed by `entries_compact` from `entries_keep`'s group sums (no scan between
+/// them), and `acl_counts`' scheduled phase made with the evaluation's plan in
+/// `acl_scheduled_plan`; with coalescing, `acl_counts` before and after it and a `count_plan` for
+/// the evaluation. (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
+/// the step's parity with the CPU path is `whole_run_parity`'s and tests/gpu_acl_step.rs'.)
+#[test]
+fn acl_step_records_the_fused_bookkeeping() {
+    let Some(gpu) = gpu_or_skip("acl_step_records_the_fused_bookkeeping") else {
+        return;
+    };
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    let count = |g: &GpuSim, k: &str| g.dispatch_kernels().iter().filter(|x| **x == k).count();
+    let mut caps = g.acl_capacities().expect("ACL");
+    for coalesce in [0, 1] {
+        caps.coalesce = coalesce;
+        g.set_acl_capacities(caps).unwrap();
+        let quiet = (coalesce == 0) as usize;
+        for (k, n) in [
+            ("release_scan_sizes", 1),
+            ("release_count", 0),
+            ("sched_sizes", 0),
+            ("acl_scheduled_plan", quiet),
+            ("acl_counts", 2 * (1 - quiet)),
+        ] {
+            assert_eq!(count(&g, k), n, "coalesce {coalesce}: {k} dispatches");
+        }
+        let ks = g.dispatch_kernels();
+        let at = |k: &str| ks.iter().position(|x| *x == k).unwrap();
+        assert_eq!(
+            at("entries_compact"),
+            at("entries_keep") + 1,
+            "coalesce {coalesce}: no scan between the kept flags and the compaction"
+        );
+        let evaluate = at("set_evaluate");
+        assert_eq!(
+            ks[evaluate - 1],
+            if quiet == 1 {
+                "acl_scheduled_plan"
+            } else {
+                "count_plan"
+            },
+            "coalesce {coalesce}: the evaluation's plan"
+        );
+    }
+}

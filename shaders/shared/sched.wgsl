@@ -146,6 +146,13 @@ fn release_rect(bx: vec4<u32>, b: u32, nseg: u32) -> vec4<u32> {
     return vec4<u32>(sa0, sb0, sb1 - sb0 + 1u, sa1 - sa0 + 1u);
 }
 
+// The segment-pair slots of a released box `bx`: its rectangle's width × rows (what release_count
+// counts and release_scan_sizes scans).
+fn release_slots(bx: vec4<u32>, b: u32, nseg: u32) -> u32 {
+    let rect = release_rect(bx, b, nseg);
+    return rect.z * rect.w;
+}
+
 // CellBox::contains.
 fn box_contains(c: CellBox, p: vec3<i32>) -> bool {
     return box_valid(c) && all(c.lo.xyz <= p) && all(p <= c.hi.xyz);

@@ -43,20 +43,44 @@ pub fn acl_counts(
 ) {
     match acl_phase.phase {
         PHASE_STEP => step_reset(acl_sizes, merge_counters, pool_counters, acl_counters),
-        PHASE_SCHEDULED => {
-            acl_sizes.released.count = 0;
-            acl_sizes.released.overflow = 0;
-            merge_counters.touching.count = sched_counters
-                .touching
-                .count
-                .min(sched_counters.touching.capacity);
-        }
+        PHASE_SCHEDULED => scheduled_counts(sched_counters, acl_sizes, merge_counters),
         PHASE_COALESCED => {
             acl.num_sets = merge_counters.sets.count;
             rebuild.num_sets = merge_counters.sets.count;
         }
         _ => {}
     }
+}
+
+/// The counts the GPU ACL step moves after its scheduler (`acl_counts`' [`PHASE_SCHEDULED`],
+/// `shaders/shared/acl_scheduled.wgsl`): the released list emptied, the scheduler's touching pairs
+/// (at most its capacity) into `merge_counters.touching.count`.
+pub fn scheduled_counts(
+    sched_counters: &SchedCounters,
+    acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+) {
+    acl_sizes.released.count = 0;
+    acl_sizes.released.overflow = 0;
+    merge_counters.touching.count = sched_counters
+        .touching
+        .count
+        .min(sched_counters.touching.capacity);
+}
+
+/// Stage `acl_scheduled_plan` (kernel `shaders/acl_scheduled_plan.wgsl`, one thread), for a step
+/// without coalescing: [`scheduled_counts`], then the plan of the evaluation's grids
+/// ([`crate::scan::plan_counted`], the `count_plan` of the step with coalescing) from
+/// `merge_counters.sets.count`, the table length since the step's start.
+pub fn acl_scheduled_plan(
+    plan_spec: &CountPlan,
+    sched_counters: &mut SchedCounters,
+    acl_sizes: &mut AclSizes,
+    merge_counters: &mut MergeCounters,
+    plan_out: &mut [u32],
+) {
+    scheduled_counts(sched_counters, acl_sizes, merge_counters);
+    plan_counted(plan_spec, merge_counters.sets.count, plan_out);
 }
 
 /// The reset at the start of a GPU ACL step (`acl_counts`' [`PHASE_STEP`], made in the step by

@@ -17,10 +17,10 @@
 //! | 2 | `acl_step_start`: the step's counters reset (`acl_counts`' step phase), the scheduler's start (`sched_sizes`' phase 0) and the lookup's counts cleared (`set_lookup_clear`), one dispatch | |
 //! | 3 | the set lookup (`set_lookup_*`, after its clear) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`], after its start: [`SchedGpu::dispatches_started`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
-//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters` | |
+//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`; without coalescing, in `acl_scheduled_plan` with row 8's `count_plan` (the table length is then the step's start's) | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
-//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`) | `acl.num_sets` |
+//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`, or by row 5's `acl_scheduled_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
@@ -117,6 +117,7 @@ pub fn record_ops(
 pub const KERNELS: &[&str] = &[
     "acl_step_start",
     "acl_counts",
+    "acl_scheduled_plan",
     "set_evaluate",
     "set_force",
     "stiction_forces",
@@ -852,19 +853,25 @@ impl AclGpu {
         );
         // 5–7. Counts, coalescing and merging, the table length into the uniforms (acl_counts'
         //      coalesced phase writes it there: no copy, so the compute pass goes on).
-        counts(&mut ops, 1)?;
         // Without coalescing (a trial after a quiet stretch) the table is as the last step left
         // it, with no two sets overlapping (a step whose last merge pass merged reruns with more
         // rounds), so the merge chain would find nothing; a step with touching pairs reruns.
         // Without it the table length is still the one the first copies put in the uniforms
-        // (acl_counts' step phase set merge_counters.sets from it, and nothing since changed it).
+        // (acl_step_start set merge_counters.sets from it, and nothing since changed it), so
+        // the evaluation's grids are planned with the scheduled counts, in one dispatch
+        // (acl_scheduled_plan). 8. Evaluation of the clean sets, over the live table (its grids
+        // counted first).
         if caps.coalesce > 0 {
+            counts(&mut ops, 1)?;
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
             counts(&mut ops, 2)?;
+            let (n, bg, t) = eval_grids.plan_dispatch();
+            ops.push(Op::Dispatch((n, bg.clone(), t)));
+        } else {
+            let [spec, out] = eval_grids.plan_bindings();
+            let bg = bind("acl_scheduled_plan", &[spec, out])?;
+            ops.push(Op::Dispatch(("acl_scheduled_plan", bg, 1.into())));
         }
-        // 8. Evaluation of the clean sets, over the live table (its grids counted first).
-        let (n, bg, t) = eval_grids.plan_dispatch();
-        ops.push(Op::Dispatch((n, bg.clone(), t)));
         // Grid `k` of a shared plan.
         let dg = |ops: &mut Vec<Op>,
                   kernel: &'static str,

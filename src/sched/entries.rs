@@ -124,27 +124,31 @@ pub fn entries_keep(
 }
 
 /// Stage `entries_compact` (kernel `shaders/entries_compact.wgsl`), the second half: every kept entry
-/// (`keep_offsets[e + 1] > keep_offsets[e]` after the scan) is copied to slot `keep_offsets[e]` of
-/// `entries_out`. The same table as [`entries_drop`]'s order-preserving filter. Its thread 0 writes
+/// (`keep[e]` = 1) is copied to its slot of `entries_out`, the kept entries before it, found from the
+/// group sums [`entries_keep`] wrote into `scan_groups` and the flags of its group before it
+/// ([`crate::scan::group_prefix_walk`]: the flags need no scan). The same table as
+/// [`entries_drop`]'s order-preserving filter. The thread of the flags' trailing element writes
 /// `sched_p1`, the record of the kept table: `sched` (the step's `sched_p0`) with `num_entries` =
-/// the kept entries, `keep_offsets[sched.num_entries]` (no `sched_sizes` dispatch of its own).
+/// the kept entries (no `sched_sizes` dispatch of its own).
 pub fn entries_compact(
     sched: &SchedUniform,
     entries: &[SchedEntry],
-    keep_offsets: &[u32],
+    keep: &[u32],
+    scan_groups: &[u32],
     entries_out: &mut [SchedEntry],
     sched_p1: &mut SchedUniform,
 ) {
     let n = sched.num_entries as usize;
+    let kept =
+        crate::scan::group_prefix_walk(keep[..=n].iter().copied(), scan_groups, |e, v, at| {
+            if v != 0 {
+                entries_out[at as usize] = entries[e];
+            }
+        });
     *sched_p1 = SchedUniform {
-        num_entries: keep_offsets[n],
+        num_entries: kept,
         ..*sched
     };
-    for e in 0..n {
-        if keep_offsets[e + 1] > keep_offsets[e] {
-            entries_out[keep_offsets[e] as usize] = entries[e];
-        }
-    }
 }
 
 /// The segment pairs of a released box as a rectangle `(sa0, sb0, width, rows)` of segment indices
@@ -164,6 +168,13 @@ pub fn release_rect(bx: &[u32; 4], b: u32, nseg: u32) -> (u32, u32, u32, u32) {
     (sa0, sb0, sb1 - sb0 + 1, sa1 - sa0 + 1)
 }
 
+/// The segment-pair slots of a released box `bx`: its rectangle's ([`release_rect`]) width × rows.
+#[inline]
+pub fn release_slots(bx: &[u32; 4], b: u32, nseg: u32) -> u32 {
+    let (_, _, w, rows) = release_rect(bx, b, nseg);
+    w * rows
+}
+
 /// Stage `release_count` (kernel `shaders/release_count.wgsl`), the first half of `entries_release`
 /// as kernels: `release_offsets[r]` = the slots of released box `r`'s rectangle of segment pairs
 /// ([`release_rect`]), `release_offsets[num_released] = 0`; an exclusive scan gives each release its
@@ -178,8 +189,7 @@ pub fn release_count(
 ) {
     let n = sched.num_released as usize;
     for (o, rel) in release_offsets[..n].iter_mut().zip(released) {
-        let (_, _, w, rows) = release_rect(&rel.before, sched.quadrature, sched.num_segments);
-        *o = w * rows;
+        *o = release_slots(&rel.before, sched.quadrature, sched.num_segments);
     }
     release_offsets[n] = 0;
     crate::scan::write_groups(&release_offsets[..=n], scan_groups);

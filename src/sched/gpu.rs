@@ -18,13 +18,12 @@
 //! | 1 | `sched_sizes` (start) | — | 1 |
 //! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
 //! | 3 | (the quadrature points: in row 12's dispatch, before `schedule_process` first reads them) | | |
-//! | 4 | `entries_keep` (A), scan, `entries_compact` (A → B; its thread 0 writes p1, the kept table's record) | p0 | entry cap. + 1 |
+//! | 4 | `entries_keep` (A; each workgroup's kept entries into `keep_groups`), `entries_compact` (A → B: each kept entry's slot from those group sums and a workgroup scan, no scan dispatch; the thread of the flags' trailing element writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
 //! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
-//! | 8 | `release_count`, scan | — | release list cap. + 1 |
-//! | 9 | `sched_sizes` (merged) | — | 1 |
+//! | 8–9 | `release_scan_sizes`: the releases' slots counted and scanned and `sched_sizes`' merged phase, in one workgroup (while the release list's capacity is below [`RELEASE_SCAN_SIZES_MAX`]; otherwise `release_count` (release list cap. + 1), scan, `sched_sizes` (merged)) | — | 256 |
 //! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 11 | `release_mark` (A) | p2 | release slot cap. |
 //! | 12 | `segment_windows_quadrature` (—: `segment_windows` and `quadrature_points`, two maps in one dispatch), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1 + b), entry cap. |
@@ -32,7 +31,7 @@
 //! | 14 | `sched_history` | — | max(points, segments) |
 //!
 //! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
-//! (`sched_p0/p1/p2`, written by `sched_sizes` (p1 by `entries_compact`) from the scans' totals, and bound as read-only
+//! (`sched_p0/p1/p2`, written by `sched_sizes` or `release_scan_sizes` (p1 by `entries_compact`) from the scans' totals, and bound as read-only
 //! storage for that reason; the column `sched` above; kernels that read only the step's constants
 //! bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads return at
 //! once. The grid's and the candidates' sorts, the newcomer scans and `newcomer_keep` /
@@ -99,6 +98,7 @@ pub const KERNELS: &[&str] = &[
     "newcomer_keep",
     "newcomer_compact",
     "release_count",
+    "release_scan_sizes",
     "entries_merge_rank",
     "release_mark",
     "segment_windows_quadrature",
@@ -112,6 +112,12 @@ pub const KERNELS: &[&str] = &[
     "sort_scatter",
     "count_plan",
 ];
+
+/// The step counts and scans its releases and makes the merged sizes in one workgroup
+/// (`release_scan_sizes`) while the release list's capacity is below this many records (2¹⁹: at most
+/// 256 chunks of 2,048 in the kernel's loop); with more, in `release_count`, a scan and
+/// `sched_sizes`, which spread the work over workgroups.
+pub const RELEASE_SCAN_SIZES_MAX: u32 = 1 << 19;
 
 /// The capacities of the step's variable-size buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,11 +352,13 @@ impl SchedGpu {
         let c = caps;
         let se = std::mem::size_of::<SchedEntry>();
         let kv = std::mem::size_of::<KeyValue>();
-        let sizes: [(&str, usize); 16] = [
+        let sizes: [(&str, usize); 17] = [
             ("entries_a", c.entries as usize * se),
             ("entries_b", c.entries as usize * se),
             ("saved_entries_a", c.entries as usize * se),
             ("keep", (c.entries as usize + 1) * 4),
+            // entries_keep's group sums, which entries_compact reads (no scan of the flags).
+            ("keep_groups", (c.entries as usize + 1).div_ceil(256) * 4),
             ("touch_offsets", (c.entries as usize + 1) * 4),
             // sched_grid_write writes the grid's items unsorted into sched_grid_in; the sort
             // leaves them sorted in sched_grid (an odd number of passes, no scratch of its own).
@@ -425,10 +433,10 @@ impl SchedGpu {
         let b = self.template.quadrature;
         let nb = self.template.max_bin;
         let get = |n: &str| self.own.get(n).expect("made in new/build");
-        // Grouped scans: their producers (entries_keep, sched_grid_count, release_count,
-        // touching_count) write the block sums into `<data>_groups`, the scan's partials.
+        // Grouped scans: their producers (sched_grid_count, release_count, touching_count) write
+        // the block sums into `<data>_groups`, the scan's partials. (entries_keep writes its
+        // own into `keep_groups`, which entries_compact reads: its flags have no scan.)
         let scan = |n: &str, len: u32| GpuScan::grouped(device, pipelines, get(n), len);
-        let scan_keep = scan("keep", c.entries + 1)?;
         let scan_grid = scan("sched_grid_offsets", ns + 1)?;
         // The newcomer chain's scans, dispatches and sorts follow the live counts of grid items
         // and candidates, `sched_counters.{grid, cand}.count` (+ `add`): their readers stop at the
@@ -489,7 +497,6 @@ impl SchedGpu {
             "sched_cand"
         };
         for (name, sc) in [
-            ("keep_groups", &scan_keep),
             ("sched_grid_groups", &scan_grid),
             ("release_groups", &scan_rel),
             ("touch_groups", &scan_touch),
@@ -537,17 +544,16 @@ impl SchedGpu {
             ],
             T::Fixed(c.entries + 1),
         )?;
-        add(&mut d, scan_keep.dispatches().collect());
         push(
             &mut d,
             "entries_compact",
             &[
                 ("sched", "sched_p0"),
                 ("entries", "entries_a"),
-                ("keep_offsets", "keep"),
+                ("scan_groups", "keep_groups"),
                 ("entries_out", "entries_b"),
             ],
-            c.entries.into(),
+            T::Fixed(c.entries + 1),
         )?;
         let newcomers_from = d.len();
         push(
@@ -619,14 +625,24 @@ impl SchedGpu {
         add(&mut d, scan_fresh.dispatches().collect());
         push(&mut d, "newcomer_compact", &st, cand_grid.threads())?;
         let newcomer_span = newcomers_from..d.len();
-        push(
-            &mut d,
-            "release_count",
-            &st_groups("release_groups"),
-            T::Fixed(c.released + 1),
-        )?;
-        add(&mut d, scan_rel.dispatches().collect());
-        d.push(("sched_sizes", sizes(1)?, 1.into()));
+        if c.released < RELEASE_SCAN_SIZES_MAX {
+            // The release list's count and scan and the merged sizes in one workgroup.
+            push(
+                &mut d,
+                "release_scan_sizes",
+                &[],
+                T::Fixed(crate::shaders::WG),
+            )?;
+        } else {
+            push(
+                &mut d,
+                "release_count",
+                &st_groups("release_groups"),
+                T::Fixed(c.released + 1),
+            )?;
+            add(&mut d, scan_rel.dispatches().collect());
+            d.push(("sched_sizes", sizes(1)?, 1.into()));
+        }
         push(
             &mut d,
             "entries_merge_rank",
@@ -680,9 +696,7 @@ impl SchedGpu {
         self.newcomer_span = newcomer_span;
         self.list_dispatches = list_dispatches;
         self.touching_span = touching_span;
-        self._scans = vec![
-            scan_keep, scan_grid, scan_new, scan_fresh, scan_rel, scan_touch,
-        ];
+        self._scans = vec![scan_grid, scan_new, scan_fresh, scan_rel, scan_touch];
         self._sorts = vec![sort_grid, sort_cand];
         Ok(())
     }

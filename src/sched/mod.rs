@@ -111,7 +111,7 @@ mod state;
 
 pub use entries::{
     bins_due, entries_compact, entries_drop, entries_keep, entries_merge, entries_merge_rank,
-    entries_release, entry_due, release_count, release_mark, release_rect,
+    entries_release, entry_due, release_count, release_mark, release_rect, release_slots,
 };
 pub use gpu::{SchedCaps, SchedGpu};
 pub use grid::{
@@ -137,7 +137,8 @@ pub use process::{
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 pub use sizes::{
-    reset_counters, sched_history, sched_sizes, sched_start, SIZES_MERGED, SIZES_START,
+    release_scan_sizes, reset_counters, sched_history, sched_merged, sched_sizes, sched_start,
+    SIZES_MERGED, SIZES_START,
 };
 
 use crate::layout::{

@@ -4,7 +4,7 @@
 //! the end of the step. The CPU run does both on the host (`Scheduler::detect`).
 
 use super::CellBox;
-use crate::layout::{Capacity, SchedCounters, SchedPhase, SchedUniform};
+use crate::layout::{Capacity, Release, SchedCounters, SchedPhase, SchedUniform};
 
 /// `sched_phase.phase` of [`sched_sizes`] at the start of the step: `sched_p0` (the table of the last
 /// step), counters reset.
@@ -71,36 +71,85 @@ pub fn sched_sizes(
     sched_p1: &mut SchedUniform,
     sched_p2: &mut SchedUniform,
 ) {
-    let base = SchedUniform {
-        num_entries: 0,
+    match sched_phase.phase {
+        SIZES_START => sched_start(sched_step, sched_counters, sched_state, sched_p0),
+        _ => sched_merged(
+            sched_step,
+            release_offsets[sched_step.num_released as usize],
+            sched_counters,
+            sched_state,
+            sched_p1,
+            sched_p2,
+        ),
+    }
+}
+
+/// [`sched_sizes`]' [`SIZES_MERGED`] (`shaders/shared/sched_merged.wgsl`, which
+/// `release_scan_sizes` makes too), with `slots` the releases' segment-pair slots (the scan's
+/// total).
+pub fn sched_merged(
+    sched_step: &SchedUniform,
+    slots: u32,
+    sched_counters: &mut SchedCounters,
+    sched_state: &mut [u32],
+    sched_p1: &mut SchedUniform,
+    sched_p2: &mut SchedUniform,
+) {
+    let kept = sched_p1.num_entries;
+    let c = sched_counters;
+    let fresh = c.fresh.count;
+    let mut m = fresh.min(c.fresh.capacity);
+    c.entries.count = kept.saturating_add(fresh);
+    if kept.saturating_add(m) > c.entries.capacity {
+        c.entries.overflow = 1;
+        m = c.entries.capacity.saturating_sub(kept);
+    }
+    sched_p1.num_fresh = m;
+    *sched_p2 = SchedUniform {
+        num_entries: kept + m,
         num_fresh: 0,
         ..*sched_step
     };
-    match sched_phase.phase {
-        SIZES_START => sched_start(sched_step, sched_counters, sched_state, sched_p0),
-        _ => {
-            let kept = sched_p1.num_entries;
-            let c = sched_counters;
-            let fresh = c.fresh.count;
-            let mut m = fresh.min(c.fresh.capacity);
-            c.entries.count = kept.saturating_add(fresh);
-            if kept.saturating_add(m) > c.entries.capacity {
-                c.entries.overflow = 1;
-                m = c.entries.capacity.saturating_sub(kept);
-            }
-            sched_p1.num_fresh = m;
-            *sched_p2 = SchedUniform {
-                num_entries: kept + m,
-                ..base
-            };
-            sched_state[0] = kept + m;
-            let slots = release_offsets[sched_step.num_released as usize];
-            c.release.count = slots;
-            if slots > c.release.capacity {
-                c.release.overflow = 1;
-            }
-        }
+    sched_state[0] = kept + m;
+    c.release.count = slots;
+    if slots > c.release.capacity {
+        c.release.overflow = 1;
     }
+}
+
+/// Stage `release_scan_sizes` (kernel `shaders/release_scan_sizes.wgsl`, one workgroup): what
+/// `release_count` ([`super::release_count`]), the exclusive scan of its counts and
+/// [`sched_sizes`]' [`SIZES_MERGED`] leave, in one dispatch: `release_offsets[r]` = the slots of the
+/// released boxes before `r`, `release_offsets[num_released]` = their total, then the merged sizes
+/// ([`sched_merged`]) with that total.
+pub fn release_scan_sizes(
+    sched_step: &SchedUniform,
+    released: &[Release],
+    release_offsets: &mut [u32],
+    sched_counters: &mut SchedCounters,
+    sched_state: &mut [u32],
+    sched_p1: &mut SchedUniform,
+    sched_p2: &mut SchedUniform,
+) {
+    let n = sched_step.num_released as usize;
+    let mut at = 0u32;
+    for (o, rel) in release_offsets[..n].iter_mut().zip(released) {
+        *o = at;
+        at = at.wrapping_add(super::release_slots(
+            &rel.before,
+            sched_step.quadrature,
+            sched_step.num_segments,
+        ));
+    }
+    release_offsets[n] = at;
+    sched_merged(
+        sched_step,
+        at,
+        sched_counters,
+        sched_state,
+        sched_p1,
+        sched_p2,
+    );
 }
 
 /// Stage `sched_history` (kernel `shaders/sched_history.wgsl`), the end of a step: the position
