@@ -223,6 +223,24 @@ pub fn scan_add(scan_pass: &ScanPass, scan_data: &mut [u32], scan_partials: &mut
     }
 }
 
+/// Elements a [`GpuScan::into`] scans in one dispatch (`scan_into`) at most: each workgroup sums
+/// every element before its block itself, which at 2¹⁶ is at most 63,488 words (some 0.25 MiB) for
+/// the last block's workgroup, about what a dependent dispatch costs on hardware (unmeasured: the
+/// bound is a guess from an H100's per-SM bandwidth, not a timing).
+pub const SCAN_INTO_MAX: u32 = 1 << 16;
+
+/// Kernel `scan_into` (`shaders/scan_into.wgsl`): the exclusive prefix sum of `scan_data[..n]`
+/// (`n = scan_pass.n`) written into `scan_out[..n]`, out of place. The same values as
+/// [`exclusive_scan`] of those elements; sums wrap modulo 2³².
+pub fn scan_into(scan_pass: &ScanPass, scan_data: &[u32], scan_out: &mut [u32]) {
+    let n = scan_pass.n as usize;
+    let mut acc = 0u32;
+    for (o, &v) in scan_out[..n].iter_mut().zip(&scan_data[..n]) {
+        *o = acc;
+        acc = acc.wrapping_add(v);
+    }
+}
+
 /// `v.resize(n, fill)`, reserving half again when it must grow, so the step's buffers, which follow
 /// counts that drift from step to step, stop allocating once warmed up.
 pub fn resize_with_headroom<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
@@ -646,6 +664,54 @@ impl GpuScan {
             counted: None,
             groups,
         })
+    }
+
+    /// The scan of the first `n` u32 of `data` written into `out` (out of place) in one `scan_into`
+    /// dispatch, when `n` ≤ [`SCAN_INTO_MAX`]; `None` for a larger `n` (the caller then scans in
+    /// place, [`GpuScan::new`], in two dispatches or more). `data` is left as it was.
+    pub fn into(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        data: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        n: u32,
+    ) -> Result<Option<GpuScan>, PipelineError> {
+        use wgpu::util::DeviceExt;
+        if n == 0 || n > SCAN_INTO_MAX {
+            return Ok(None);
+        }
+        let plan = ScanPlan::new(n);
+        let pass = ScanPass {
+            n,
+            ..Default::default()
+        };
+        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("scan_pass"),
+            contents: bytemuck::bytes_of(&pass),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let bg = pipelines.bind_group_ranges(
+            device,
+            "scan_into",
+            &Buffers::default(),
+            &[
+                ("scan_pass", uniform.as_entire_buffer_binding()),
+                ("scan_data", data.as_entire_buffer_binding()),
+                ("scan_out", out.as_entire_buffer_binding()),
+            ],
+        )?;
+        let d = ScanDispatch {
+            kernel: "scan_into",
+            level: 0,
+            threads: n.div_ceil(BLOCK) * crate::shaders::WG,
+        };
+        Ok(Some(GpuScan {
+            _partials: partials_buffer(device, &ScanPlan::new(0)),
+            plan,
+            _uniforms: vec![uniform],
+            counted: None,
+            groups: vec![(d, bg, Threads::Fixed(d.threads))],
+        }))
     }
 
     /// [`GpuScan::new`] for data whose producer writes its group sums into [`GpuScan::groups`]

@@ -607,6 +607,16 @@ pub const KERNELS: &[Kernel] = &[
         twin: "scan::count_plan",
     },
     Kernel {
+        name: "scan_into",
+        workgroup_size: WG,
+        bindings: &[
+            uniform("scan_pass"),
+            read("scan_data"),
+            read_write("scan_out"),
+        ],
+        twin: "scan::scan_into",
+    },
+    Kernel {
         name: "scan_reduce",
         workgroup_size: WG,
         bindings: &[

@@ -183,6 +183,76 @@ fn gpu_scan_matches_twin() {
     }
 }
 
+/// `scan_into` (`GpuScan::into`: the scan of `data` written into `out`, one dispatch) against the
+/// twin and `exclusive_scan`, up to `SCAN_INTO_MAX` elements (32 blocks: the last workgroup adds
+/// 63,488 elements before its own) with sums that wrap: the result identical, `data` untouched,
+/// and `out` untouched past `n`. Past `SCAN_INTO_MAX`, and for none, there is no such scan.
+#[test]
+fn scan_into_matches_twin() {
+    let Some(gpu) = gpu_or_skip("scan_into_matches_twin") else {
+        return;
+    };
+    let pipelines = Pipelines::only(&gpu.device, &["scan_into"]).unwrap();
+    let mut rng = Rng(17);
+    let max = scan::SCAN_INTO_MAX as usize;
+    for n in [1usize, 7, 256, 2047, 2048, 2049, 6_001, max - 1, max] {
+        let data = counts(&mut rng, n);
+        let mut bufs = Buffers::default();
+        storage(&gpu, &mut bufs, "data", bytemuck::cast_slice(&data));
+        // Two words more than the scan writes, which must keep their junk.
+        storage(
+            &gpu,
+            &mut bufs,
+            "out",
+            bytemuck::cast_slice(&vec![0xdead_beefu32; n + 2]),
+        );
+        let sc = GpuScan::into(
+            &gpu.device,
+            &pipelines,
+            bufs.get("data").unwrap(),
+            bufs.get("out").unwrap(),
+            n as u32,
+        )
+        .unwrap()
+        .expect("within SCAN_INTO_MAX");
+        assert_eq!(sc.dispatches().count(), 1, "n = {n}");
+        submit(&gpu, |pass| sc.record(&pipelines, pass).unwrap());
+        let read = |name: &str, len: usize| -> Vec<u32> {
+            let b = bufs
+                .read(&gpu.device, &gpu.queue, name, 4 * len as u64)
+                .unwrap();
+            bytemuck::cast_slice(&b).to_vec()
+        };
+        let got = read("out", n + 2);
+        let mut want = data.clone();
+        scan::exclusive_scan(&mut want, &mut Vec::new());
+        let mut twin = vec![0xdead_beefu32; n + 2];
+        let pass = yarnsim::layout::ScanPass {
+            n: n as u32,
+            ..Default::default()
+        };
+        scan::scan_into(&pass, &data, &mut twin);
+        assert_eq!(&twin[..n], &want[..], "twin, n = {n}");
+        if let Some(k) = (0..n + 2).find(|&k| got[k] != twin[k]) {
+            panic!("n = {n}: out[{k}] GPU {} twin {}", got[k], twin[k]);
+        }
+        assert_eq!(read("data", n), data, "n = {n}: data changed");
+    }
+    let mut bufs = Buffers::default();
+    storage(&gpu, &mut bufs, "data", &[0u8; 16]);
+    for n in [0, scan::SCAN_INTO_MAX + 1] {
+        let none = GpuScan::into(
+            &gpu.device,
+            &pipelines,
+            bufs.get("data").unwrap(),
+            bufs.get("data").unwrap(),
+            n,
+        )
+        .unwrap();
+        assert!(none.is_none(), "n = {n}");
+    }
+}
+
 /// Group sums as a grouped scan's producer writes them (`scan::write_groups`) over the first `n`
 /// words of `data`, in a buffer of the plan's `partials_len` whose other words hold junk that the
 /// scan must not read.

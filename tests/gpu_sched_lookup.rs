@@ -187,6 +187,17 @@ fn run_chain(
     slots: usize,
     caps: LookupCaps,
 ) -> (Vec<u32>, AclSizes, Option<LookupCaps>) {
+    let (words, sizes, grown, _) = run_chain_counts(gpu, t, slots, caps);
+    (words, sizes, grown)
+}
+
+/// [`run_chain`], and the buffer the chain counted into (`LookupGpu::counts_buffer`).
+fn run_chain_counts(
+    gpu: &Gpu,
+    t: &Table,
+    slots: usize,
+    caps: LookupCaps,
+) -> (Vec<u32>, AclSizes, Option<LookupCaps>, &'static str) {
     let pipelines = Pipelines::only(&gpu.device, KERNELS).unwrap();
     let (d, q) = (&gpu.device, &gpu.queue);
     let mut buffers = Buffers::default();
@@ -214,7 +225,7 @@ fn run_chain(
             .unwrap(),
     );
     let grown = chain.grown(&sizes);
-    (words, sizes, grown)
+    (words, sizes, grown, chain.counts_buffer())
 }
 
 /// Caps with room for `t` exactly, over a table of `slots` slots.
@@ -233,7 +244,19 @@ fn chain_matches(gpu: &Gpu, t: &Table, label: &str) -> AclSizes {
     assert_eq!(want, oracle(t), "{label}: twins vs oracle");
     let slots = t.sets.len() + 37;
     let caps = exact_caps(t, slots, want.len() + 101);
-    let (got, sizes, grown) = run_chain(gpu, t, slots, caps);
+    let (got, sizes, grown, counts) = run_chain_counts(gpu, t, slots, caps);
+    // The counts scanned into lookup_offsets in one dispatch up to SCAN_INTO_MAX elements, in
+    // place past it.
+    let direct = t.nseg < yarnsim::scan::SCAN_INTO_MAX;
+    assert_eq!(
+        counts,
+        if direct {
+            "lookup_counts"
+        } else {
+            "lookup_offsets"
+        },
+        "{label}: the buffer counted into"
+    );
     assert_eq!(grown, None);
     assert_eq!(&got[..want.len()], &want[..], "{label}: GPU lookup");
     assert!(
@@ -516,7 +539,7 @@ fn bounds_kernels_match_twins() {
 
 /// The recorded chain on the swatch's table (spare slots not live, spare words) equals the CPU
 /// path, and so do synthetic tables at the bounds and scattered boxes over more segments than one
-/// scan block.
+/// scan block, and than `scan_into` scans (the lookup's counts then scanned in place).
 #[test]
 fn chain_matches_the_cpu_path() {
     let Some(gpu) = gpu_or_skip("chain_matches_the_cpu_path") else {
@@ -530,6 +553,12 @@ fn chain_matches_the_cpu_path() {
         64 | ACL_SIZES_LOOKUP_SET | ACL_SIZES_LOOKUP_BUCKET
     );
     chain_matches(&gpu, &scattered(700, 11, 3000, 3), "scattered");
+    // Over 70,000 segments: the counts scanned in place (two dispatches).
+    chain_matches(
+        &gpu,
+        &scattered(70_000, 2, 3000, 5),
+        "scattered over 70,000 segments",
+    );
 }
 
 /// A capacity too small: the count is the words needed, overflow is set, the lookup of no sets is

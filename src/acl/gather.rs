@@ -17,7 +17,9 @@
 //!    the rank `point_rank[at]` = `point_count[p]`++ (atomics: the ranks of a point's records are
 //!    some order of `0..n`, not necessarily the sets' order) and adds 1 to `point_start[p]`;
 //! 2. an exclusive scan of `point_start` over `num_points + 1` words ([`crate::scan`]): each point's
-//!    first slot and, last, the total;
+//!    first slot and, last, the total (on the GPU, up to [`crate::scan::SCAN_INTO_MAX`] words, one
+//!    `scan_into` dispatch that writes the scan of `point_count`, which holds the same counts, into
+//!    `point_start`; past it, `point_start` scanned in place);
 //! 3. `set_point_write` (16 lanes per set): record `(k, at)` of point `p` into slot
 //!    `point_start[p] + point_rank[at]`;
 //! 4. `set_gather` (a thread per point): the records in `(k, at)` order by selection (a point has a

@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | 1 | before the first dispatch: copy `acl_sizes.num_sets` into `acl.num_sets`, `rebuild.num_sets` and the lookup's uniform, `acl_sizes.released.count` into `sched_step.num_released` (both final since the last step) | |
 //! | 2 | `acl_step_start`: the step's counters reset (`acl_counts`' step phase), the scheduler's start (`sched_sizes`' phase 0) and the lookup's counts cleared (`set_lookup_clear`), one dispatch | |
-//! | 3 | the set lookup (`set_lookup_*`, after its clear) | `acl.num_sets` |
+//! | 3 | the set lookup (`set_lookup_*`, after its clear; its scan one `scan_into` dispatch up to [`crate::scan::SCAN_INTO_MAX`] segments) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`], after its start: [`SchedGpu::dispatches_started`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`; without coalescing, in `acl_scheduled_plan` with row 8's `count_plan` (the table length is then the step's start's) | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
@@ -23,7 +23,7 @@
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`, or by row 5's `acl_scheduled_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
-//! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
+//! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan (one `scan_into` dispatch, `point_count` into `point_start`, up to [`crate::scan::SCAN_INTO_MAX`] points) → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
 //! | 13 | `segment_rebuilds` (the step's rebuilds per segment, for `--color updates`; only when a caller turns it on, [`AclGpu::set_count_rebuilds`]), on `sets_out` | `acl_sizes` |
 //! | 14 | after the last dispatch: copies of `sets_out`, `springs_out` back | |
@@ -608,7 +608,9 @@ impl AclGpu {
             // (zero between steps: set_gather clears them), each record's rank at its point.
             ("point_records", caps.records as usize * 8),
             ("point_start", (self.npts as usize + 1) * 4),
-            ("point_count", self.npts as usize * 4),
+            // (One word past the points, never written, which stays 0: the last element of the
+            // scan into point_start, GpuScan::into.)
+            ("point_count", (self.npts as usize + 1) * 4),
             ("point_rank", np * 4),
             ("acl_sizes", size_of::<AclSizes>()),
             ("pool_counters", size_of::<PoolAlloc>()),
@@ -710,7 +712,19 @@ impl AclGpu {
             "alloc_dest",
             super::rebuild::alloc_dest_len(sc as usize) as u32,
         )?;
-        let scan_points = scan("point_start", self.npts + 1)?;
+        // The point table's starts: set_point_count counts each point's records into both
+        // point_count and point_start, so the scan reads the one into the other in one dispatch
+        // (up to SCAN_INTO_MAX points), or scans point_start in place.
+        let scan_points = match GpuScan::into(
+            device,
+            pipelines,
+            &get("point_count"),
+            &get("point_start"),
+            self.npts + 1,
+        )? {
+            Some(sc) => sc,
+            None => scan("point_start", self.npts + 1)?,
+        };
         let mut ops: Vec<Op> = Vec::new();
         let own = &self.own;
         let bind = |kernel: &'static str,
@@ -831,6 +845,8 @@ impl AclGpu {
                 ("sched_step", sched_own("sched_step")),
                 ("sched_state", sched_own("sched_state")),
                 ("sched_p0", sched_own("sched_p0")),
+                // The lookup's counts (scanned into lookup_offsets, or in place).
+                ("lookup_offsets", &get(lookup.counts_buffer())),
             ],
         )?;
         ops.push(Op::Dispatch((

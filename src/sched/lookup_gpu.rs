@@ -8,14 +8,15 @@
 //! `lookup.overflow` and the `ACL_SIZES_LOOKUP_*` bits of `errors`). It adds the `acl_lookup`
 //! uniform ([`LookupUniform`]; the set count at byte offset 0 is the caller's to write each step,
 //! e.g. copied from `acl_sizes.num_sets` between passes: [`LookupGpu::write_num_sets`] from the
-//! host), its scratch `lookup_offsets` (segments + 1 words) and `lookup_items` (as many words as
-//! the output), and the output `set_lookup` ([`LookupCaps::words`] words). The dispatches:
+//! host), its scratch `lookup_counts` and `lookup_offsets` (segments + 1 words each) and
+//! `lookup_items` (as many words as the output), and the output `set_lookup`
+//! ([`LookupCaps::words`] words). The dispatches:
 //!
 //! | # | kernel | threads |
 //! |---|--------|---------|
-//! | 1 | `set_lookup_clear` | segments + 1 |
-//! | 2 | `set_lookup_count` | set slots |
-//! | 3 | scan of `lookup_offsets` | segments + 1 |
+//! | 1 | `set_lookup_clear` (of the counts) | segments + 1 |
+//! | 2 | `set_lookup_count` (into the counts) | set slots |
+//! | 3 | scan: `scan_into`, `lookup_counts` into `lookup_offsets`, one dispatch (up to [`crate::scan::SCAN_INTO_MAX`] − 1 segments: rows 1–2 then bind `lookup_counts` as their `lookup_offsets`); or `lookup_offsets` in place | segments + 1 |
 //! | 4 | `set_lookup_write` | set slots |
 //! | 5 | `set_lookup_sort` | max(segments + 1, set slots, words / 2) |
 //!
@@ -36,6 +37,7 @@ pub const KERNELS: &[&str] = &[
     "set_lookup_sort",
     "scan_reduce",
     "scan_add",
+    "scan_into",
 ];
 
 /// The sizes a [`LookupGpu`] is built for.
@@ -64,6 +66,10 @@ impl LookupCaps {
 pub struct LookupGpu {
     pub caps: LookupCaps,
     dispatches: Vec<Dispatch>,
+    /// The buffer `set_lookup_clear` and `set_lookup_count` bind as `lookup_offsets`:
+    /// `lookup_counts` when the scan writes its result into `lookup_offsets`
+    /// ([`GpuScan::into`]), else `lookup_offsets` itself, scanned in place.
+    counts: &'static str,
     // Kept alive with the bind groups that use its buffers.
     _scan: GpuScan,
 }
@@ -99,12 +105,32 @@ impl LookupGpu {
         {
             buffers.zeroed(device, "set_lookup", words(caps.words), false);
         }
-        let scan = GpuScan::new(
+        // The counts go into `lookup_counts` and one scan_into dispatch writes their scan into
+        // `lookup_offsets` (up to SCAN_INTO_MAX segments); past that, into `lookup_offsets`,
+        // scanned in place.
+        buffers.zeroed(device, "lookup_counts", words(offsets), false);
+        let direct = GpuScan::into(
             device,
             pipelines,
-            buffers.get("lookup_offsets").expect("uploaded above"),
+            buffers.get("lookup_counts").expect("made above"),
+            buffers.get("lookup_offsets").expect("made above"),
             offsets,
         )?;
+        let counts = if direct.is_some() {
+            "lookup_counts"
+        } else {
+            "lookup_offsets"
+        };
+        let scan = match direct {
+            Some(sc) => sc,
+            None => GpuScan::new(
+                device,
+                pipelines,
+                buffers.get("lookup_offsets").expect("made above"),
+                offsets,
+            )?,
+        };
+        let counts_buf = buffers.get(counts).expect("made above").clone();
         let own = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
             Ok((
                 name,
@@ -112,9 +138,22 @@ impl LookupGpu {
                 threads.into(),
             ))
         };
+        // The kernels that clear and count bind the counts as their `lookup_offsets`.
+        let counting = |name: &'static str, threads: u32| -> Result<Dispatch, PipelineError> {
+            Ok((
+                name,
+                pipelines.bind_group_with(
+                    device,
+                    name,
+                    buffers,
+                    &[("lookup_offsets", &counts_buf)],
+                )?,
+                threads.into(),
+            ))
+        };
         let mut d: Vec<Dispatch> = vec![
-            own("set_lookup_clear", offsets)?,
-            own("set_lookup_count", caps.sets)?,
+            counting("set_lookup_clear", offsets)?,
+            counting("set_lookup_count", caps.sets)?,
         ];
         d.extend(scan.dispatches().map(|(n, bg, t)| (n, bg.clone(), t)));
         d.push(own("set_lookup_write", caps.sets)?);
@@ -125,6 +164,7 @@ impl LookupGpu {
         Ok(LookupGpu {
             caps,
             dispatches: d,
+            counts,
             _scan: scan,
         })
     }
@@ -134,8 +174,14 @@ impl LookupGpu {
         &self.dispatches
     }
 
-    /// The dispatches after `set_lookup_clear`: for a caller that clears `lookup_offsets` in a
-    /// dispatch of its own (the ACL step's `acl_step_start`).
+    /// The buffer of the caller's set whose counts a clear must zero (bound as `lookup_offsets`):
+    /// `lookup_counts` or `lookup_offsets` (see [`LookupGpu::new`]).
+    pub fn counts_buffer(&self) -> &'static str {
+        self.counts
+    }
+
+    /// The dispatches after `set_lookup_clear`: for a caller that clears the counts
+    /// ([`LookupGpu::counts_buffer`]) in a dispatch of its own (the ACL step's `acl_step_start`).
     pub fn dispatches_cleared(&self) -> &[Dispatch] {
         debug_assert_eq!(self.dispatches[0].0, "set_lookup_clear");
         &self.dispatches[1..]
