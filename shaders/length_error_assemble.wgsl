@@ -5,16 +5,14 @@
 // value into length_dir[k] as length_error writes them, and row k of level 0 of length_sys as
 // length_assemble writes it. The row needs the previous edge's direction, and a closed yarn's
 // Sherman–Morrison terms its last and first edges' (shared/length_row.wgsl,
-// length_cyclic_terms.wgsl); this thread computes those itself (shared/length_edge.wgsl, the same
-// operations), as other threads of the dispatch write them. So the dispatch gives bit for bit what
+// length_cyclic_terms.wgsl); this thread computes those itself (shared/length_edge_row.wgsl, the
+// same operations), as other threads of the dispatch write them. So the dispatch gives bit for bit what
 // the two give (CPU twin: length::length_error_assemble, the two twins in turn). One thread per
 // edge; no loops.
 
 #import layout
 #import vec
-#import length_edge
-#import length_cyclic_terms
-#import length_row
+#import length_edge_row
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
@@ -46,17 +44,5 @@ fn length_error_assemble(
     }
     let dk = edge_direction(k);
     length_dir[k] = dk;
-    let e = edges[k];
-    let y = yarns[e.yarn];
-    let i = k - y.first_edge;
-    var t_prev = vec3<f32>(0.0);
-    if i > 0u {
-        t_prev = edge_direction(k - 1u).xyz;
-    }
-    var sm = vec2<f32>(0.0);
-    if y.closed != 0u && y.num_edges >= 3u {
-        let l = y.first_edge + y.num_edges - 1u;
-        sm = cyclic_terms_from(y, edge_direction(l).xyz, edge_direction(y.first_edge).xyz);
-    }
-    length_sys[k] = length_row(i, y, inv_mass[e.a], inv_mass[e.b], dk, t_prev, sm);
+    length_sys[k] = edge_row(k, dk);
 }

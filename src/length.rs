@@ -582,6 +582,40 @@ pub fn length_error_assemble(
     );
 }
 
+/// Kernel `length_error_assemble_reduce`, which the GPU step dispatches in place of
+/// `length_error_assemble` and projection 1's [`length_reduce`] of level 0 when the latter is
+/// below [`top_level`] (level 0 at offset 0; `length_level` is both's: iteration 0, level 0, as
+/// [`committed_uniform`] makes it): the two twins in turn. Each workgroup of the kernel computes
+/// the rows its share of the reduction reads itself (those of its blocks and of the block after
+/// them), with the same operations, so it gives bit for bit what the two kernels give.
+#[allow(clippy::too_many_arguments)]
+pub fn length_error_assemble_reduce(
+    params: &Params,
+    length_level: &[u32; 4],
+    yarns: &[Yarn],
+    edges: &[Edge],
+    inv_mass: &[f32],
+    pos: &[[f32; 4]],
+    length_disp: &[[f32; 4]],
+    length_dir: &mut [[f32; 4]],
+    length_sys: &mut [[f32; 4]],
+    counters: &mut Counters,
+) {
+    length_error_assemble(
+        params,
+        length_level,
+        yarns,
+        edges,
+        inv_mass,
+        pos,
+        length_disp,
+        length_dir,
+        length_sys,
+        counters,
+    );
+    length_reduce(length_level, length_sys, counters);
+}
+
 /// Kernel `length_reduce` (projection `length_level[0] + 1`, level `(offset, size) =
 /// length_level[1..3]`): row `j` of the next level (at `offset + size`) for every block `j`; when
 /// the next level has one row, its solution `(d, 0, r/d, z/d)`.
@@ -878,8 +912,9 @@ pub struct LengthDispatch {
 /// The stage's dispatches on the GPU, made once: `length_setup` (unless the caller's
 /// `integrate_velocity_setup` makes it); then for every recorded iteration `it`: `length_error`,
 /// `length_check`, `length_assemble` (of iteration 0 when [`first_committed`],
-/// `length_error_assemble` alone: no check stands between the two), `length_reduce` for the
-/// levels below [`top_level`], `length_top`, `length_back` for those levels in reverse,
+/// `length_error_assemble` alone: no check stands between the two; with level 0 below the top,
+/// `length_error_assemble_reduce`, which also makes level 0's `length_reduce`), `length_reduce` for
+/// the levels below [`top_level`], `length_top`, `length_back` for those levels in reverse,
 /// `length_update`; then `length_error` of the last
 /// iteration and `length_finish`, which makes its check. Each dispatch binds its own
 /// `length_level` uniform ([`level_uniform`], [`committed_uniform`], [`update_uniform`]).
@@ -986,7 +1021,17 @@ impl LengthGpu {
         for it in 0..=recorded {
             let lv = Some(level_uniform(it, levels[0]));
             let first = it == 0 && committed;
-            if first && it < recorded {
+            // Level 0's reduction in the same dispatch (length_error_assemble_reduce), when
+            // level 0 is below the top: projection 1's first reduce.
+            let fused_reduce = first && it < recorded && top > 0 && levels[0].offset == 0;
+            if fused_reduce {
+                add(
+                    &mut out,
+                    "length_error_assemble_reduce",
+                    lv0,
+                    solver_threads(levels[0].size),
+                )?;
+            } else if first && it < recorded {
                 // No check between them: one dispatch.
                 add(&mut out, "length_error_assemble", lv0, params.num_edges)?;
             } else {
@@ -1005,7 +1050,7 @@ impl LengthGpu {
                 add(&mut out, "length_assemble", lv, params.num_edges)?;
             }
             let below = &levels[..top];
-            for &lvl in below {
+            for &lvl in &below[fused_reduce as usize..] {
                 let u = Some(level_uniform(it, lvl));
                 add(&mut out, "length_reduce", u, solver_threads(lvl.size))?;
             }

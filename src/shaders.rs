@@ -230,8 +230,10 @@ pub const KERNELS: &[Kernel] = &[
     // Stage length_projection (crate::length; recorded by length::LengthGpu): length_setup; then
     // for it in 0..B (the recorded iterations): length_error, length_check (not of it = 0 when
     // length_setup commits projection 1: length::first_committed, and then iteration 0's
-    // length_error and length_assemble are one length_error_assemble), length_assemble,
-    // length_reduce (the levels below the top one), length_top, length_back (back down),
+    // length_error and length_assemble are one length_error_assemble, with projection 1's
+    // length_reduce of level 0 one length_error_assemble_reduce when that level is below the top
+    // one), length_assemble, length_reduce (the levels below the top one), length_top,
+    // length_back (back down),
     // length_update; then length_error of it = B; then length_finish, which makes its check. Each
     // dispatch binds its own `length_level` uniform (iteration, level offset, level rows, 0)
     // (length::level_uniform; length_update's has the point count in w, length::update_uniform;
@@ -307,6 +309,24 @@ pub const KERNELS: &[Kernel] = &[
             read_write("counters"),
         ],
         twin: "length::length_error_assemble",
+    },
+    // length_reduce's workgroups over level 0 (length::solver_threads).
+    Kernel {
+        name: "length_error_assemble_reduce",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("params"),
+            uniform("length_level"),
+            read("yarns"),
+            read("edges"),
+            read("inv_mass"),
+            read("pos"),
+            read("length_disp"),
+            read_write("length_dir"),
+            read_write("length_sys"),
+            read_write("counters"),
+        ],
+        twin: "length::length_error_assemble_reduce",
     },
     // A workgroup of length::SOLVER_GROUP threads per length::SOLVER_BLOCKS blocks of
     // length::BLOCK rows of the level (length::solver_threads), one thread sweeping each block.

@@ -846,6 +846,128 @@ fn length_error_assemble_is_the_two_kernels_bit_for_bit() {
     }
 }
 
+/// `length_error_assemble_reduce`, which the step dispatches in place of `length_error_assemble`
+/// and projection 1's `length_reduce` of level 0 when that level is below the top, leaves
+/// `length_dir`, the whole of `length_sys` (level 0 and the level the reduction writes) and
+/// `counters` bit for bit as those two dispatched on the same GPU: on the small sack's state after
+/// 20 steps (24 closed rings, 9,216 edges: 18 workgroups) and on closed and open yarns (2,999
+/// edges: 6 workgroups), each workgroup computing the rows of the block after its own, which the
+/// next workgroup writes; with the iteration wanted and not (nothing written). Outputs start as
+/// NaN. Its twin (the two twins in turn) keeps the same counters and writes the same rows.
+#[test]
+fn length_error_assemble_reduce_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("length_error_assemble_reduce_is_the_two_kernels_bit_for_bit")
+    else {
+        return;
+    };
+    let sack = scene_case("sack_small", &["contact.model=none", "relax.time=0"], 20);
+    for (what, c) in [("sack", sack), ("closed yarns", closed_yarns_case())] {
+        let p = c.params;
+        let s = length::LengthScratch::new(&c.edges, c.pos.len());
+        let l0 = s.levels[0];
+        assert!(
+            length::top_level(&s.levels) > 0 && l0.offset == 0,
+            "{what}: level 0 is reduced by length_reduce"
+        );
+        let lv0 = length::committed_uniform(l0, true);
+        let np = p.num_points as usize;
+        let mut disp = vec![[0.0f32; 4]; np];
+        let mut cnt = fresh_counters();
+        length::length_setup(&p, &lv0, &c.vel, &mut disp, &mut cnt);
+        let nan_dir = vec![[f32::NAN; 4]; p.num_edges as usize];
+        let nan_sys = vec![[f32::NAN; 4]; s.sys.len()];
+        let solver = length::solver_threads(l0.size);
+        let run = |name: &str, inputs: &[(&str, &[u8])], threads: u32| {
+            run_kernel(&gpu, name, inputs, threads).unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        for iterations in [1, 0] {
+            let start = Counters {
+                length_iterations: iterations,
+                ..cnt
+            };
+            let inputs = |sys: &[u8]| -> Vec<(&str, Vec<u8>)> {
+                vec![
+                    ("params", bytes(&[p]).to_vec()),
+                    ("length_level", bytes(&lv0).to_vec()),
+                    ("yarns", bytes(&c.yarns).to_vec()),
+                    ("edges", bytes(&c.edges).to_vec()),
+                    ("inv_mass", bytes(&c.inv_mass).to_vec()),
+                    ("pos", bytes(&c.pos).to_vec()),
+                    ("length_disp", bytes(&disp).to_vec()),
+                    ("length_dir", bytes(&nan_dir).to_vec()),
+                    ("length_sys", sys.to_vec()),
+                    ("counters", bytes(&[start]).to_vec()),
+                ]
+            };
+            let owned = inputs(bytes(&nan_sys));
+            let refs: Vec<(&str, &[u8])> = owned.iter().map(|(n, b)| (*n, &b[..])).collect();
+            let fused = run("length_error_assemble_reduce", &refs, solver);
+            let assemble = run("length_error_assemble", &refs, p.num_edges);
+            let lv = length::level_uniform(0, l0);
+            let reduce = run(
+                "length_reduce",
+                &[
+                    ("length_level", bytes(&lv)),
+                    ("length_sys", &assemble["length_sys"]),
+                    ("counters", &assemble["counters"]),
+                ],
+                solver,
+            );
+            let at = format!("{what}, length_iterations {iterations}");
+            // Compared as bytes: NaN rows (never written) must stay NaN on both sides.
+            assert!(
+                fused["length_dir"] == assemble["length_dir"],
+                "{at}: length_dir"
+            );
+            let (g, w): (&[[u32; 4]], &[[u32; 4]]) = (
+                bytemuck::cast_slice(&fused["length_sys"]),
+                bytemuck::cast_slice(&reduce["length_sys"]),
+            );
+            if let Some(k) = (0..g.len()).find(|&k| g[k] != w[k]) {
+                panic!(
+                    "{at}: length_sys row {k} of {}: {:?} against {:?}",
+                    g.len(),
+                    g[k],
+                    w[k]
+                );
+            }
+            assert_eq!(fused["counters"], reduce["counters"], "{at}: counters");
+            let g_sys: Vec<[f32; 4]> = bytemuck::cast_slice(&fused["length_sys"]).to_vec();
+            let written = g_sys.iter().filter(|r| !r[0].is_nan()).count();
+            let nb = l0.size.div_ceil(length::BLOCK) as usize;
+            assert_eq!(
+                written,
+                if iterations == 1 {
+                    l0.size as usize + nb
+                } else {
+                    0
+                },
+                "{at}: rows written (level 0 and the next)"
+            );
+            let (mut dir, mut sys, mut tc) = (nan_dir.clone(), nan_sys.clone(), start);
+            length::length_error_assemble_reduce(
+                &p,
+                &lv0,
+                &c.yarns,
+                &c.edges,
+                &c.inv_mass,
+                &c.pos,
+                &disp,
+                &mut dir,
+                &mut sys,
+                &mut tc,
+            );
+            assert_eq!(
+                bytemuck::pod_read_unaligned::<Counters>(&fused["counters"]),
+                tc,
+                "{at}: the twin's counters"
+            );
+            let twin_written = sys.iter().filter(|r| !r[0].is_nan()).count();
+            assert_eq!(twin_written, written, "{at}: the twin's rows");
+        }
+    }
+}
+
 /// The smallest normal f32, 2⁻¹²⁶: below it a value may be flushed to 0.
 const MU: f64 = f32::MIN_POSITIVE as f64;
 

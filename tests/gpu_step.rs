@@ -1135,7 +1135,8 @@ fn rerun_batches_count_once_in_frame_statistics() {
 
 /// The material frames after `frame_transport` are one `frame_solve` dispatch over the rod's tiles
 /// at the default 2 sweeps, and `bend_twist`, `frame_sweeps` `theta_sweep` dispatches per colour
-/// with edges and `plasticity` beyond `rod::FRAME_SOLVE_MAX_SWEEPS`. Both step as
+/// with edges and `plasticity` beyond `rod::FRAME_SOLVE_MAX_SWEEPS`. (The swatch's step also
+/// makes its length stage's first assembly and reduction in `length_error_assemble_reduce`.) Both step as
 /// the CPU path does: 60 steps of the swatch (its yarn of 1,176 edges in 5 tiles, so the halos are
 /// in the step) and of the tiny swatch with 33 sweeps, positions within 1e-3 r of the CPU's, as in
 /// [`whole_run_parity`] (whose runs of the tiny swatch solve in one tile).
@@ -1171,6 +1172,19 @@ fn frame_solve_in_tiles_or_by_colour_steps_as_the_cpu_path() {
             want,
             "{name}: frame_solve and theta_sweep dispatches"
         );
+        if name == "swatch" {
+            // Its 1,176 edges are more than length_top takes: level 0's reduction is made with
+            // the first assembly (length_error_assemble_reduce), so its step covers that kernel.
+            // (The later recorded iterations reduce on their own.)
+            assert_eq!(
+                (
+                    count(&g, "length_error_assemble_reduce"),
+                    count(&g, "length_error_assemble")
+                ),
+                (1, 0),
+                "swatch: the length stage's first assembly and reduction"
+            );
+        }
         // bend_twist and plasticity are frame_solve's, or dispatches of their own.
         let own = sweeps.is_some() as usize;
         assert_eq!(

@@ -77,11 +77,17 @@ fn div0(a: f32, b: f32) -> f32 {
 // instead. Call in uniform control flow; rows is free again after the caller's next barrier.
 // Loop bound: 9 (stage_rows), then 2 (BLOCK − 2) = 60.
 fn reduce_chunk(off: u32, n: u32, j0: u32, lid: u32) {
+    let r0 = j0 * BLOCK;
+    stage_rows(off, r0, min(r0 + SOLVER_ROWS, n), lid);
+    reduce_staged(off, n, j0, lid);
+}
+
+// reduce_chunk once rows[0 ..] holds the level's rows j0 BLOCK .. min((j0 + SOLVER_BLOCKS + 1)
+// BLOCK, n) and a barrier has passed (length_error_assemble_reduce computes them there itself).
+// Loop bound: 2 (BLOCK − 2) = 60.
+fn reduce_staged(off: u32, n: u32, j0: u32, lid: u32) {
     let nb = (n + BLOCK - 1u) / BLOCK;
     let r0 = j0 * BLOCK;
-    let r1 = min(r0 + SOLVER_ROWS, n);
-    // rows[0 ..] holds the level's rows r0 .. r1.
-    stage_rows(off, r0, r1, lid);
     let j = j0 + lid;
     if lid < SOLVER_BLOCKS && j < nb {
         // Indices into rows (the level's row r0 is rows[0]).
