@@ -53,6 +53,38 @@ fn blocks(seed: u32) -> Blocks {
     }
 }
 
+/// Kernel `acl_counts` at `phase` on the GPU over the blocks `x`: every block it binds, as it left
+/// them.
+fn gpu_acl_counts(
+    gpu: &yarnsim::gpu::Gpu,
+    phase: u32,
+    x: &Blocks,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
+        bytemuck::bytes_of(v)
+    }
+    let p = AclPhase {
+        phase,
+        ..Default::default()
+    };
+    run_kernel(
+        gpu,
+        "acl_counts",
+        &[
+            ("acl_phase", b(&p)),
+            ("rebuild", b(&x.rebuild)),
+            ("sched_counters", b(&x.sched)),
+            ("acl_sizes", b(&x.sizes)),
+            ("merge_counters", b(&x.merge)),
+            ("pool_counters", b(&x.pool)),
+            ("acl_counters", b(&x.acl)),
+            ("acl", b(&x.uniform)),
+        ],
+        1,
+    )
+    .unwrap()
+}
+
 #[test]
 fn acl_counts_kernel_matches_its_twin_at_every_phase() {
     let Some(gpu) = gpu_or_skip("acl_counts_kernel_matches_its_twin_at_every_phase") else {
@@ -79,22 +111,7 @@ fn acl_counts_kernel_matches_its_twin_at_every_phase() {
             phase,
             ..Default::default()
         };
-        let out = run_kernel(
-            &gpu,
-            "acl_counts",
-            &[
-                ("acl_phase", b(&p)),
-                ("rebuild", b(&x.rebuild)),
-                ("sched_counters", b(&x.sched)),
-                ("acl_sizes", b(&x.sizes)),
-                ("merge_counters", b(&x.merge)),
-                ("pool_counters", b(&x.pool)),
-                ("acl_counters", b(&x.acl)),
-                ("acl", b(&x.uniform)),
-            ],
-            1,
-        )
-        .unwrap();
+        let out = gpu_acl_counts(&gpu, phase, &x);
         let (before, rebuild_before, uniform_before) = (x.sizes, x.rebuild, x.uniform);
         acl_counts(
             &p,
@@ -206,28 +223,7 @@ fn acl_step_start_is_the_three_kernels_bit_for_bit() {
         lookup.num_segments + 1,
     )
     .unwrap();
-    let counts = run_kernel(
-        &gpu,
-        "acl_counts",
-        &[
-            (
-                "acl_phase",
-                b(&AclPhase {
-                    phase: PHASE_STEP,
-                    ..Default::default()
-                }),
-            ),
-            ("rebuild", b(&x.rebuild)),
-            ("sched_counters", b(&x.sched)),
-            ("acl_sizes", b(&x.sizes)),
-            ("merge_counters", b(&x.merge)),
-            ("pool_counters", b(&x.pool)),
-            ("acl_counters", b(&x.acl)),
-            ("acl", b(&x.uniform)),
-        ],
-        1,
-    )
-    .unwrap();
+    let counts = gpu_acl_counts(&gpu, PHASE_STEP, &x);
     let sizes = run_kernel(
         &gpu,
         "sched_sizes",
@@ -368,28 +364,7 @@ fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
             1,
         )
         .unwrap();
-        let counts = run_kernel(
-            &gpu,
-            "acl_counts",
-            &[
-                (
-                    "acl_phase",
-                    b(&AclPhase {
-                        phase: PHASE_SCHEDULED,
-                        ..Default::default()
-                    }),
-                ),
-                ("rebuild", b(&x.rebuild)),
-                ("sched_counters", b(&x.sched)),
-                ("acl_sizes", b(&x.sizes)),
-                ("merge_counters", b(&x.merge)),
-                ("pool_counters", b(&x.pool)),
-                ("acl_counters", b(&x.acl)),
-                ("acl", b(&x.uniform)),
-            ],
-            1,
-        )
-        .unwrap();
+        let counts = gpu_acl_counts(&gpu, PHASE_SCHEDULED, &x);
         let plan = run_kernel(
             &gpu,
             "count_plan",
