@@ -821,18 +821,14 @@ fn length_error_assemble_is_the_two_kernels_bit_for_bit() {
                 if iterations == 1 { ne } else { 0 },
                 "{at}: rows written"
             );
-            let (mut dir, mut sys, mut tc) = (nan.clone(), nan.clone(), start);
-            length::length_error_assemble(
-                &p,
+            let (dir, _, tc) = assemble_twin(
+                length::length_error_assemble,
+                &c,
                 &lv0,
-                &c.yarns,
-                &c.edges,
-                &c.inv_mass,
-                &c.pos,
                 &disp,
-                &mut dir,
-                &mut sys,
-                &mut tc,
+                nan.clone(),
+                nan.clone(),
+                start,
             );
             assert_eq!(
                 bytemuck::pod_read_unaligned::<Counters>(&fused["counters"]),
@@ -844,6 +840,46 @@ fn length_error_assemble_is_the_two_kernels_bit_for_bit() {
             });
         }
     }
+}
+
+/// The signature of the twins of `length_error_assemble` and `length_error_assemble_reduce`.
+type AssembleTwin = fn(
+    &Params,
+    &[u32; 4],
+    &[Yarn],
+    &[Edge],
+    &[f32],
+    &[[f32; 4]],
+    &[[f32; 4]],
+    &mut [[f32; 4]],
+    &mut [[f32; 4]],
+    &mut Counters,
+);
+
+/// `twin` run on case `c` with the uniform `lv0` and the displacements `disp`, from `dir`, `sys`
+/// and `counters`: what it leaves of the three.
+fn assemble_twin(
+    twin: AssembleTwin,
+    c: &Case,
+    lv0: &[u32; 4],
+    disp: &[[f32; 4]],
+    mut dir: Vec<[f32; 4]>,
+    mut sys: Vec<[f32; 4]>,
+    mut counters: Counters,
+) -> (Vec<[f32; 4]>, Vec<[f32; 4]>, Counters) {
+    twin(
+        &c.params,
+        lv0,
+        &c.yarns,
+        &c.edges,
+        &c.inv_mass,
+        &c.pos,
+        disp,
+        &mut dir,
+        &mut sys,
+        &mut counters,
+    );
+    (dir, sys, counters)
 }
 
 /// `length_error_assemble_reduce`, which the step dispatches in place of `length_error_assemble`
@@ -944,18 +980,14 @@ fn length_error_assemble_reduce_is_the_two_kernels_bit_for_bit() {
                 },
                 "{at}: rows written (level 0 and the next)"
             );
-            let (mut dir, mut sys, mut tc) = (nan_dir.clone(), nan_sys.clone(), start);
-            length::length_error_assemble_reduce(
-                &p,
+            let (_, sys, tc) = assemble_twin(
+                length::length_error_assemble_reduce,
+                &c,
                 &lv0,
-                &c.yarns,
-                &c.edges,
-                &c.inv_mass,
-                &c.pos,
                 &disp,
-                &mut dir,
-                &mut sys,
-                &mut tc,
+                nan_dir.clone(),
+                nan_sys.clone(),
+                start,
             );
             assert_eq!(
                 bytemuck::pod_read_unaligned::<Counters>(&fused["counters"]),

@@ -1042,18 +1042,11 @@ fn compact_both(
     compact
 }
 
-/// `release_count` → exclusive scan → `release_mark` on the swatch's table, with releases made from
-/// its real sets (every 3rd deleted, every 3rd + 1 losing its last row, the rest unchanged, plus an
-/// empty box and one beyond the segments): the counts and the flagged table identical on both sides
-/// and equal to `entries_release`'s (the CPU run's stage).
-#[test]
-fn release_count_and_mark_match_twins() {
-    let Some(gpu) = gpu_or_skip("release_count_and_mark_match_twins") else {
-        return;
-    };
-    let f = process_fixture();
-    let mut released: Vec<Release> = Vec::new();
-    for (k, bx) in f.boxes.iter().enumerate() {
+/// Releases made from the sets' boxes `boxes`: every 3rd deleted, every 3rd + 1 losing its last
+/// row (when it has more than one), the rest unchanged (no release).
+fn releases_of(boxes: &[[u32; 4]]) -> Vec<Release> {
+    let mut released = Vec::new();
+    for (k, bx) in boxes.iter().enumerate() {
         match k % 3 {
             0 => released.push(Release {
                 before: *bx,
@@ -1066,6 +1059,20 @@ fn release_count_and_mark_match_twins() {
             _ => {}
         }
     }
+    released
+}
+
+/// `release_count` → exclusive scan → `release_mark` on the swatch's table, with releases made from
+/// its real sets (every 3rd deleted, every 3rd + 1 losing its last row, the rest unchanged, plus an
+/// empty box and one beyond the segments): the counts and the flagged table identical on both sides
+/// and equal to `entries_release`'s (the CPU run's stage).
+#[test]
+fn release_count_and_mark_match_twins() {
+    let Some(gpu) = gpu_or_skip("release_count_and_mark_match_twins") else {
+        return;
+    };
+    let f = process_fixture();
+    let mut released = releases_of(&f.boxes);
     let nq = f.uniform.num_segments * f.uniform.quadrature;
     released.push(Release {
         before: yarnsim::sched::EMPTY_BOX,
@@ -1769,20 +1776,7 @@ fn release_scan_sizes_is_the_three_kernels_bit_for_bit() {
         return;
     };
     let f = process_fixture();
-    let mut swatch: Vec<Release> = Vec::new();
-    for (k, bx) in f.boxes.iter().enumerate() {
-        match k % 3 {
-            0 => swatch.push(Release {
-                before: *bx,
-                after: yarnsim::sched::EMPTY_BOX,
-            }),
-            1 if bx[1] > bx[0] => swatch.push(Release {
-                before: *bx,
-                after: [bx[0], bx[1] - 1, bx[2], bx[3]],
-            }),
-            _ => {}
-        }
-    }
+    let mut swatch = releases_of(&f.boxes);
     swatch.push(Release {
         before: yarnsim::sched::EMPTY_BOX,
         after: yarnsim::sched::EMPTY_BOX,
