@@ -34,16 +34,12 @@ fn length_error_assemble_reduce(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    let j0 = solver_chunk(wid, nwg, lid);
+    if j0 == NO_CHUNK {
+        return;
+    }
     let off = length_level.y;
     let n = length_level.z;
-    let nb = (n + BLOCK - 1u) / BLOCK;
-    let j0 = solver_first_block(wid, nwg);
-    if j0 >= nb {
-        return;
-    }
-    if !projection_wanted(lid) {
-        return;
-    }
     let r0 = j0 * BLOCK;
     let r1 = min(r0 + SOLVER_ROWS, n);
     let own = min(r0 + SOLVER_BLOCKS * BLOCK, n);

@@ -42,6 +42,23 @@ fn projection_wanted(lid: u32) -> bool {
     return workgroupUniformLoad(&live) != 0u;
 }
 
+// A solver workgroup's first block on the level of length_level (.y its offset, .z its rows), or
+// NO_CHUNK when the workgroup is past the level's blocks or the projection is not wanted: the
+// entry of length_reduce, length_back and length_error_assemble_reduce, which return at NO_CHUNK.
+// The same answer for every thread of the workgroup. Call in uniform control flow.
+const NO_CHUNK: u32 = 0xffffffffu;
+fn solver_chunk(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    let nb = (length_level.z + BLOCK - 1u) / BLOCK;
+    let j0 = solver_first_block(wid, nwg);
+    if j0 >= nb {
+        return NO_CHUNK;
+    }
+    if !projection_wanted(lid) {
+        return NO_CHUNK;
+    }
+    return j0;
+}
+
 // Rows r0 .. r1 of the level at length_sys[off ..] into rows[0 ..], SOLVER_GROUP at a time
 // (coalesced), then a barrier. Call in uniform control flow.
 // Loop bound: ⌈SOLVER_ROWS / SOLVER_GROUP⌉ = 9 iterations.
