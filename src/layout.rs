@@ -18,7 +18,7 @@
 use bytemuck::{Pod, Zeroable};
 use std::mem::{offset_of, size_of};
 // ACL's records live with their stages (src/acl/) and are listed here for the reflection test.
-use crate::acl::rebuild::{PoolAlloc, RebuildParams, RebuildPlan, RebuildTerm};
+use crate::acl::rebuild::{AllocGroup, PoolAlloc, RebuildParams, RebuildPlan, RebuildTerm};
 use crate::acl::{ContactSet, StictionSpring, WatchLoc, WatchPair};
 
 /// One yarn's ranges in the flat arrays.
@@ -1321,6 +1321,13 @@ pub fn layouts() -> Vec<StructLayout> {
             hess,
             i,
             j
+        }),
+        layout_of!(AllocGroup {
+            sizes,
+            releases,
+            released_base,
+            _pad0,
+            _pad1
         }),
         layout_of!(PoolAlloc {
             base,

@@ -1308,30 +1308,30 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::rebuild::set_rebuild_size",
     },
     // The rebuild's allocation (with the round's releases and garbage) and write pass:
-    // pool_alloc_size → exclusive scan of alloc_dest → pool_alloc → set_rebuild_points →
+    // pool_alloc_size (the group sums of alloc_groups) → pool_alloc → set_rebuild_points →
     // set_rebuild (one workgroup of 256 per dirty set) → set_rebuild_watch → set_rebuild_springs →
     // set_rebuild_headers.
     Kernel {
         name: "pool_alloc_size",
-        workgroup_size: 64,
+        workgroup_size: 256,
         bindings: &[
             uniform("rebuild"),
             read("sets"),
             read("dirty"),
             read("plans"),
-            read_write("alloc_dest"),
+            read_write("alloc_groups"),
             read_write("acl_sizes"),
         ],
         twin: "acl::rebuild::pool_alloc_size",
     },
     Kernel {
         name: "pool_alloc",
-        workgroup_size: 64,
+        workgroup_size: 256,
         bindings: &[
             uniform("rebuild"),
             read("sets"),
             read("dirty"),
-            read("alloc_dest"),
+            read("alloc_groups"),
             read_write("plans"),
             read_write("pool_counters"),
             read_write("released"),

@@ -683,7 +683,7 @@ fn check_rebuild_size(
 
 /// The rebuild's allocation and write pass on the swatch, as in `set_rebuild_size_matches_twin`
 /// (the sets of an `AclContact` after 40 steps, all dirty, rebuilt at the next step's positions):
-/// `pool_alloc_size` → exclusive scan → `pool_alloc` → `set_rebuild_points` → `set_rebuild` →
+/// `pool_alloc_size` → `pool_alloc` → `set_rebuild_points` → `set_rebuild` →
 /// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`, each kernel on its
 /// twin's inputs, appending to the `AclContact`'s own pools (so the offsets start past live data).
 ///
@@ -737,7 +737,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
     acl_u.weights[..b as usize].copy_from_slice(&data.table.weights);
     let tables = data.tables();
     assert!(plans.iter().all(|p| p.flags & 4 == 0), "a non-finite pair");
-    // pool_alloc_size → scan → pool_alloc (the releases are checked in tests/gpu_acl_release.rs;
+    // pool_alloc_size → pool_alloc (the releases are checked in tests/gpu_acl_release.rs;
     // here they go to a list of room enough).
     let sizes0 = yarnsim::layout::AclSizes {
         released: yarnsim::layout::Capacity {
@@ -746,9 +746,9 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         },
         ..Default::default()
     };
-    let dest_len = yarnsim::acl::rebuild::alloc_dest_len(nd);
-    let mut dest = vec![0u32; dest_len];
-    pool_alloc_size(&p, &sets, &dirty, &plans, &mut dest, &sizes0);
+    let ng = yarnsim::acl::rebuild::alloc_groups_len(nd);
+    let mut groups = vec![yarnsim::acl::rebuild::AllocGroup::default(); ng];
+    pool_alloc_size(&p, &sets, &dirty, &plans, &mut groups, &sizes0);
     let out = run_kernel(
         &gpu,
         "pool_alloc_size",
@@ -757,14 +757,16 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ("sets", bytes(&sets)),
             ("dirty", bytes(&dirty)),
             ("plans", bytes(&plans)),
-            ("alloc_dest", bytes(&vec![7u32; dest_len])),
+            ("alloc_groups", bytes(&vec![[7u32; 8]; ng])),
             ("acl_sizes", bytes(&[sizes0])),
         ],
         nd as u32 + 1,
     )
     .unwrap();
-    assert_eq!(cast::<u32>(&out["alloc_dest"]), dest);
-    yarnsim::scan::exclusive_scan(&mut dest, &mut Vec::new());
+    assert_eq!(
+        cast::<yarnsim::acl::rebuild::AllocGroup>(&out["alloc_groups"]),
+        groups
+    );
     let mut pools = Pools::default();
     {
         let a = acl.pools();
@@ -791,7 +793,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &p,
         &sets,
         &dirty,
-        &dest,
+        &groups,
         &mut plans,
         &mut counters,
         &mut released,
@@ -804,7 +806,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ("rebuild", bytes(&[p])),
             ("sets", bytes(&sets)),
             ("dirty", bytes(&dirty)),
-            ("alloc_dest", bytes(&dest)),
+            ("alloc_groups", bytes(&groups)),
             ("plans", bytes(&plans_in)),
             ("pool_counters", bytes(&[counters0])),
             ("released", bytes(&released0)),

@@ -1,5 +1,5 @@
 //! Parity of the rebuild round's dirty list (`set_dirty_count` → scan → `set_dirty_write`,
-//! src/acl/sets.rs) and of its releases and garbage (`pool_alloc_size` → scan → `pool_alloc`,
+//! src/acl/sets.rs) and of its releases and garbage (`pool_alloc_size` → `pool_alloc`,
 //! src/acl/rebuild.rs, which also allocate the pools: tests/gpu_acl_rebuild.rs) with their CPU twins, and of the twins with what the
 //! CPU path computed before these stages had kernels (a filter over the sets; a loop over the dirty
 //! list appending releases and summing the old models' sizes), written out here as the oracle.
@@ -18,8 +18,8 @@ mod fixture;
 use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::bytes;
 use yarnsim::acl::rebuild::{
-    alloc_dest_len, model_sizes, pool_alloc, pool_alloc_size, pool_alloc_stage, release_region,
-    PoolAlloc, RebuildParams, RebuildPlan, PLAN_DELETE,
+    alloc_groups_len, model_sizes, plan_sizes, pool_alloc, pool_alloc_size, pool_alloc_stage,
+    AllocGroup, PoolAlloc, RebuildParams, RebuildPlan, ALLOC_GROUP, PLAN_DELETE, PLAN_ZERO,
 };
 use yarnsim::acl::sets::{set_dirty_count, set_dirty_stage, set_dirty_write};
 use yarnsim::acl::{ContactSet, SET_DIRTY, SET_LIVE};
@@ -29,8 +29,7 @@ use yarnsim::layout::{
     AclSizes, Capacity, CountPlan, GridSpec, MergeCounters, ACL_SIZES_MORE_PASSES, COUNT_PLAN_GRIDS,
 };
 use yarnsim::pipelines::run_kernel;
-use yarnsim::scan::exclusive_scan;
-use yarnsim::scan::PLAN_SLOT_WORDS;
+use yarnsim::scan::{exclusive_scan, PLAN_SLOT_WORDS};
 use yarnsim::sched::{Release, EMPTY_BOX};
 
 fn cast<T: bytemuck::Pod>(v: &[u8]) -> Vec<T> {
@@ -75,7 +74,7 @@ fn sizes_before(released: u32, capacity: u32) -> AclSizes {
 /// The plan of a rebuild round's three grids over at most `cap` dirty sets, as
 /// `scan::CountedGrid::inline` lays it out: one 64-word slot per grid with its `GridSpec` (a
 /// workgroup per set; a thread per set in workgroups of 256; a thread per set plus one in
-/// workgroups of 64), then the indirect arguments, which hold a stale value to be overwritten.
+/// workgroups of 256), then the indirect arguments, which hold a stale value to be overwritten.
 fn round_plan(cap: u32) -> (CountPlan, Vec<u32>) {
     let grids = [
         GridSpec {
@@ -93,7 +92,7 @@ fn round_plan(cap: u32) -> (CountPlan, Vec<u32>) {
         GridSpec {
             add: 1,
             threads_per_item: 1,
-            workgroup_size: 64,
+            workgroup_size: 256,
             _pad: 0,
         },
     ];
@@ -203,7 +202,7 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
     // The grids, by their definition: a workgroup per dirty set, a thread per dirty set, a
     // thread per dirty set plus one.
     let n = nd as u32;
-    let want = [n, n.div_ceil(256), (n + 1).div_ceil(64)];
+    let want = [n, n.div_ceil(256), (n + 1).div_ceil(256)];
     for (k, w) in want.iter().enumerate() {
         let at = spec.args_word as usize + 3 * k;
         assert_eq!(plan[at..at + 3], [*w, 1, 1], "{label}: grid {k}");
@@ -356,11 +355,12 @@ fn earlier_releases(n: usize) -> Vec<Release> {
         .collect()
 }
 
-/// One round of the twins and kernels: `pool_alloc_size` → scan → `pool_alloc` with `base`
-/// releases already in a list of `capacity` (the buffer `capacity + TAIL` long, the tail a
-/// sentinel no kernel may write). Returns the twins' `released` buffer and `acl_sizes`, after
-/// checking the GPU gives the same (each kernel on the twin's input, and the release region of
-/// `alloc_dest` as the counts: 1 per releasing set after the base).
+/// One round of the twins and kernels: `pool_alloc_size` → `pool_alloc` with `base` releases
+/// already in a list of `capacity` (the buffer `capacity + TAIL` long, the tail a sentinel no
+/// kernel may write). Returns the twins' `released` buffer and `acl_sizes`, after checking the
+/// group sums against their definition (each 256 dirty sets' sizes and releases, the base), the
+/// plans' ranges against a running sum of the sizes in list order, and that the GPU gives the same
+/// (each kernel on the twin's input).
 fn release_round(
     gpu: Option<&Gpu>,
     f: &DirtyRebuild,
@@ -383,28 +383,33 @@ fn release_round(
     released.resize(capacity + TAIL, sentinel);
     let released_in = released.clone();
     let sizes_in = sizes_before(base as u32, capacity as u32);
-    let len = alloc_dest_len(nd);
-    let mut dest = vec![SENTINEL; len + TAIL];
-    pool_alloc_size(&p, &f.sets, &f.dirty, &f.plans, &mut dest, &sizes_in);
-    assert!(dest[len..].iter().all(|&v| v == SENTINEL));
-    let r = release_region(nd);
-    let releasing: Vec<u32> = (0..nd)
-        .map(|t| {
-            let (plan, s) = (&f.plans[t], &f.sets[f.dirty[t] as usize]);
-            (plan.flags & PLAN_DELETE != 0 || plan.new_bx != s.bx) as u32
-        })
-        .collect();
-    assert_eq!(dest[r], base as u32, "{label}: the base");
-    assert_eq!(
-        dest[r + 1..r + nd + 1],
-        releasing[..],
-        "{label}: the counts"
+    let ng = alloc_groups_len(nd);
+    let stale: AllocGroup = bytemuck::cast([SENTINEL; 8]);
+    let mut groups = vec![stale; ng + TAIL];
+    pool_alloc_size(&p, &f.sets, &f.dirty, &f.plans, &mut groups, &sizes_in);
+    assert!(
+        groups[ng..].iter().all(|g| *g == stale),
+        "{label}: past the groups"
     );
-    assert_eq!(dest[r + nd + 1], 0, "{label}");
-    let counts = dest.clone();
-    exclusive_scan(&mut dest[..len], &mut Vec::new());
+    // The groups by their definition.
+    for (g, got) in groups[..ng].iter().enumerate() {
+        let ts = (g * ALLOC_GROUP).min(nd)..((g + 1) * ALLOC_GROUP).min(nd);
+        let mut want = AllocGroup {
+            released_base: base as u32,
+            ..Default::default()
+        };
+        for t in ts {
+            let (plan, s) = (&f.plans[t], &f.sets[f.dirty[t] as usize]);
+            for (a, b) in want.sizes.iter_mut().zip(plan_sizes(plan)) {
+                *a += b;
+            }
+            want.releases += (plan.flags & PLAN_DELETE != 0 || plan.new_bx != s.bx) as u32;
+        }
+        assert_eq!(*got, want, "{label}: group {g}");
+    }
     let mut sizes = sizes_in;
     let counters0 = PoolAlloc {
+        base: [1000, 2000, 3000, 0],
         cap: [u32::MAX; 4],
         first_too_large: u32::MAX,
         ..Default::default()
@@ -414,7 +419,7 @@ fn release_round(
         &p,
         &f.sets,
         &f.dirty,
-        &dest,
+        &groups,
         &mut plans,
         &mut counters,
         &mut released,
@@ -424,6 +429,26 @@ fn release_round(
         released[capacity..].iter().all(|r| *r == sentinel),
         "{label}: written past the capacity"
     );
+    // The ranges: the sizes of the dirty sets before, in list order, after the pools' bases.
+    let mut at = counters0.base;
+    for (t, (got, plan)) in plans[..nd].iter().zip(&f.plans).enumerate() {
+        if plan.flags & PLAN_DELETE == 0 {
+            let k_off = if plan.flags & PLAN_ZERO != 0 {
+                0
+            } else {
+                at[1]
+            };
+            assert_eq!(
+                [got.cp_off, got.k_off, got.w_off, got.term_off],
+                [at[0], k_off, at[2], at[3]],
+                "{label}: plan {t}'s ranges"
+            );
+        }
+        for (a, b) in at.iter_mut().zip(plan_sizes(plan)) {
+            *a += b;
+        }
+    }
+    assert_eq!(counters.len, at, "{label}: the pools' lengths");
     if let Some(gpu) = gpu {
         let out = run_kernel(
             gpu,
@@ -433,16 +458,16 @@ fn release_round(
                 ("sets", bytes(&f.sets)),
                 ("dirty", bytes(&f.dirty)),
                 ("plans", bytes(&f.plans)),
-                ("alloc_dest", bytes(&vec![SENTINEL; len + TAIL])),
+                ("alloc_groups", bytes(&vec![stale; ng + TAIL])),
                 ("acl_sizes", bytes(&[sizes_in])),
             ],
             (nd + 1 + TAIL) as u32,
         )
         .unwrap();
         assert_eq!(
-            cast::<u32>(&out["alloc_dest"]),
-            counts,
-            "{label}: GPU counts"
+            cast::<AllocGroup>(&out["alloc_groups"]),
+            groups,
+            "{label}: GPU group sums"
         );
         assert_eq!(sizes_of(&out), sizes_in, "{label}: GPU count's acl_sizes");
         let out = run_kernel(
@@ -452,7 +477,7 @@ fn release_round(
                 ("rebuild", bytes(&[p])),
                 ("sets", bytes(&f.sets)),
                 ("dirty", bytes(&f.dirty)),
-                ("alloc_dest", bytes(&dest)),
+                ("alloc_groups", bytes(&groups)),
                 ("plans", bytes(&f.plans)),
                 ("pool_counters", bytes(&[counters0])),
                 ("released", bytes(&released_in)),
@@ -471,6 +496,11 @@ fn release_round(
             cast::<RebuildPlan>(&out["plans"]),
             plans,
             "{label}: GPU plans"
+        );
+        assert_eq!(
+            cast::<PoolAlloc>(&out["pool_counters"]),
+            vec![counters],
+            "{label}: GPU counters"
         );
     }
     (released, sizes)
@@ -520,7 +550,7 @@ fn pool_release_matches_twin() {
     assert!(g.iter().all(|&x| x > 0), "garbage {g:?}");
     // The CPU path's stage appends the same releases and returns the same garbage.
     let mut list = earlier_releases(base);
-    let (mut dest, mut part) = (vec![1; 2], Vec::new());
+    let mut groups = vec![AllocGroup::default(); 1];
     let mut plans = f.plans.clone();
     let (_, garbage) = pool_alloc_stage(
         &RebuildParams {
@@ -531,8 +561,7 @@ fn pool_release_matches_twin() {
         &f.dirty,
         &mut plans,
         [0; 4],
-        &mut dest,
-        &mut part,
+        &mut groups,
         &mut list,
     );
     assert_eq!(list, oracle, "pool_alloc_stage's releases");
@@ -573,8 +602,8 @@ fn pool_release_overflow_is_flagged() {
     }
 }
 
-/// No dirty set: nothing released, no garbage, the count stays the base (and the release region
-/// of `alloc_dest` is `[base, 0]`).
+/// No dirty set: nothing released, no garbage, the count stays the base (and the one group of
+/// `alloc_groups` holds no size and no release, only the base).
 #[test]
 fn pool_release_of_no_dirty_set() {
     let f = dirty_rebuild();
@@ -583,11 +612,67 @@ fn pool_release_of_no_dirty_set() {
     let (released, sizes) = release_round(gpu, &f, 0, 4, 10, "no dirty set");
     assert_eq!(sizes, sizes_before(4, 10));
     assert_eq!(released[..4], earlier_releases(4)[..]);
-    let mut dest = vec![7u32; alloc_dest_len(0)];
+    let mut groups = vec![bytemuck::cast::<[u32; 8], AllocGroup>([7; 8]); alloc_groups_len(0)];
     let p = RebuildParams {
         num_dirty: 0,
         ..f.p
     };
-    pool_alloc_size(&p, &f.sets, &[], &[], &mut dest, &sizes_before(4, 10));
-    assert_eq!(dest, [0, 0, 0, 0, 4, 0]);
+    pool_alloc_size(&p, &f.sets, &[], &[], &mut groups, &sizes_before(4, 10));
+    assert_eq!(
+        groups,
+        [AllocGroup {
+            released_base: 4,
+            ..Default::default()
+        }]
+    );
+}
+
+/// More dirty sets than one workgroup holds: the swatch's dirty sets tiled past 3 groups of 256
+/// (each copy a set of its own in a longer table), so that the later groups' offsets and release
+/// slots start from the earlier groups' sums. GPU = twins = the oracle, and the CPU path's stage.
+#[test]
+fn pool_release_over_several_groups() {
+    let mut t = dirty_rebuild();
+    let (sets, dirty, plans) = (t.sets.clone(), t.dirty.clone(), t.plans.clone());
+    let copies = (3 * ALLOC_GROUP + 50).div_ceil(dirty.len());
+    t.sets = (0..copies).flat_map(|_| sets.iter().copied()).collect();
+    let ns = sets.len();
+    t.dirty = (0..copies)
+        .flat_map(|c| dirty.iter().map(move |&k| k + (c * ns) as u32))
+        .collect();
+    t.plans = (0..copies).flat_map(|_| plans.iter().copied()).collect();
+    let nd = t.dirty.len();
+    assert!(alloc_groups_len(nd) >= 4, "{nd} dirty sets");
+    let base = 9;
+    let mut oracle = earlier_releases(base);
+    let g = release_oracle(&t.sets, &t.dirty, &t.plans, &mut oracle);
+    let gpu = gpu_or_skip("pool_release_over_several_groups");
+    let gpu = gpu.as_deref();
+    let capacity = oracle.len() + 5;
+    let (released, sizes) = release_round(gpu, &t, nd, base, capacity, "tiled");
+    assert_eq!(released[..oracle.len()], oracle[..], "releases");
+    assert_eq!(sizes.released.count as usize, oracle.len());
+    assert_eq!(sizes.garbage_cp, 100 + g[0]);
+    assert_eq!(sizes.garbage_w, 300 + g[2]);
+    let mut list = earlier_releases(base);
+    let mut plans = t.plans.clone();
+    let (alloc, garbage) = pool_alloc_stage(
+        &RebuildParams {
+            num_dirty: nd as u32,
+            ..t.p
+        },
+        &t.sets,
+        &t.dirty,
+        &mut plans,
+        [0; 4],
+        &mut Vec::new(),
+        &mut list,
+    );
+    assert_eq!(list, oracle, "pool_alloc_stage's releases");
+    assert_eq!([garbage.cp, garbage.k, garbage.w], g.map(|x| x as usize));
+    let total: [u32; 4] = t.plans.iter().fold([0; 4], |a, p| {
+        let s = plan_sizes(p);
+        std::array::from_fn(|k| a[k] + s[k])
+    });
+    assert_eq!(alloc.len, total, "pool_alloc_stage's lengths");
 }

@@ -1339,7 +1339,8 @@ friction = 0.3
 /// coalescing) the scheduler's releases are counted, scanned and sized in `release_scan_sizes`,
 /// the kept entries placed by `entries_compact` from `entries_keep`'s group sums (no scan between
 /// them), and `acl_counts`' scheduled phase made with the evaluation's plan in
-/// `acl_scheduled_plan`; with coalescing, `acl_counts` before and after it and a `count_plan` for
+/// `acl_scheduled_plan`; every rebuild round's `pool_alloc` straight after `pool_alloc_size`
+/// (its offsets from the latter's group sums, no scan between); with coalescing, `acl_counts` before and after it and a `count_plan` for
 /// the evaluation. (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
 /// the step's parity with the CPU path is `whole_run_parity`'s and tests/gpu_acl_step.rs'.)
 #[test]
@@ -1372,6 +1373,17 @@ fn acl_step_records_the_fused_bookkeeping() {
             at("entries_keep") + 1,
             "coalesce {coalesce}: no scan between the kept flags and the compaction"
         );
+        let sizes: Vec<usize> = (0..ks.len())
+            .filter(|&i| ks[i] == "pool_alloc_size")
+            .collect();
+        assert_eq!(sizes.len(), caps.rounds as usize, "coalesce {coalesce}");
+        for i in sizes {
+            assert_eq!(
+                ks[i + 1],
+                "pool_alloc",
+                "coalesce {coalesce}: no scan between the allocation's sums and its offsets"
+            );
+        }
         let evaluate = at("set_evaluate");
         assert_eq!(
             ks[evaluate - 1],

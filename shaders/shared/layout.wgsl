@@ -550,6 +550,16 @@ struct RebuildTerm {
     j: u32,
 };
 
+// One group's sums in the pool allocation (acl::rebuild::AllocGroup): the sizes in the four pools
+// and the releases of 256 dirty sets, and the release list's length before the round.
+struct AllocGroup {
+    sizes: vec4<u32>,
+    releases: u32,
+    released_base: u32,
+    _pad0: u32,
+    _pad1: u32,
+};
+
 // The `pool_counters` block of the pool allocation (acl::rebuild::PoolAlloc): lengths before and
 // after, capacities of the point, block, watch and term pools; errors (bit k: pool k full; 16: a
 // set beyond MAX_REBUILD_WORK) and the first such dirty slot.

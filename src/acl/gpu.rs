@@ -21,7 +21,7 @@
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`, or by row 5's `acl_scheduled_plan`) | `acl.num_sets` |
-//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → scan → `pool_alloc` (the pools' ranges, the releases and the garbage), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
+//! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → `pool_alloc` (the pools' ranges, the releases and the garbage: each dirty set's offsets from the former's sums per 256 dirty sets and a workgroup scan, no scan dispatch), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan (one `scan_into` dispatch, `point_count` into `point_start`, up to [`crate::scan::SCAN_INTO_MAX`] points) → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
 //! | 12 | `set_compact` (each live set's slot from row 11's group sums and a workgroup scan, no scan dispatch; into `sets_out`, `springs_out`, the moved flags cleared; flags a live set still dirty; the thread of the last slot takes the verdict on the last round's merge and writes the table length) | `rebuild` |
@@ -589,8 +589,11 @@ impl AclGpu {
             ("plans", sc * size_of::<RebuildPlan>()),
             ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
             ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
-            // The pools' four quarters and the releases (acl::rebuild::alloc_dest_len).
-            ("alloc_dest", super::rebuild::alloc_dest_len(sc) * 4),
+            // The pool allocation's sums per 256 dirty sets (acl::rebuild::AllocGroup).
+            (
+                "alloc_groups",
+                super::rebuild::alloc_groups_len(sc) * size_of::<super::rebuild::AllocGroup>(),
+            ),
             (
                 "rebuild_terms",
                 caps.terms as usize * size_of::<RebuildTerm>(),
@@ -708,10 +711,6 @@ impl AclGpu {
         )?;
         let get = |n: &str| self.own.get(n).expect("made in build").clone();
         let scan = |n: &str, len: u32| GpuScan::new(device, pipelines, &get(n), len);
-        let scan_alloc = scan(
-            "alloc_dest",
-            super::rebuild::alloc_dest_len(sc as usize) as u32,
-        )?;
         // The point table's starts: set_point_count counts each point's records into both
         // point_count and point_start, so the scan reads the one into the other in one dispatch
         // (up to SCAN_INTO_MAX points), or scans point_start in place.
@@ -934,7 +933,6 @@ impl AclGpu {
             let g = &round_grids;
             dg(&mut ops, "set_rebuild_size", g, per_dirty)?;
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
-            extend(&mut ops, scan_alloc.dispatches().collect());
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
             dg(&mut ops, "set_rebuild", g, per_dirty)?;
@@ -1000,7 +998,7 @@ impl AclGpu {
         }
         self.ops = ops;
         self._keep = Keep {
-            _scans: vec![scan_alloc, scan_points],
+            _scans: vec![scan_points],
             _merges: vec![first, again],
             _lookup: Some(lookup),
             _phases: phases,

@@ -313,9 +313,9 @@ pub struct AclContact {
     plans: Vec<RebuildPlan>,
     plan_watch: Vec<WatchPair>,
     plan_watch_loc: Vec<WatchLoc>,
-    /// The pool allocation's scanned sizes (`pool_alloc_size`: the pools' sizes and the round's releases) and the
-    /// rebuild's pair terms.
-    alloc_dest: Vec<u32>,
+    /// The pool allocation's group sums (`pool_alloc_size`: the pools' sizes and the round's
+    /// releases per 256 dirty sets) and the rebuild's pair terms.
+    alloc_groups: Vec<rebuild::AllocGroup>,
     rebuild_terms: Vec<rebuild::RebuildTerm>,
     rebuild_scratch: ThreadScratch<RebuildScratch>,
     /// The point → record table of the gather (each point's first record and count, the
@@ -407,7 +407,7 @@ impl AclContact {
             plans: Vec::new(),
             plan_watch: Vec::new(),
             plan_watch_loc: Vec::new(),
-            alloc_dest: Vec::new(),
+            alloc_groups: Vec::new(),
             rebuild_terms: Vec::new(),
             rebuild_scratch: ThreadScratch::default(),
             point_hist: Vec::new(),
@@ -623,7 +623,7 @@ impl AclContact {
     }
 
     /// One round of rebuilds: every live dirty set, in set order (`set_rebuild_size` →
-    /// `pool_alloc_size` → scan → `pool_alloc` (with the releases and garbage) →
+    /// `pool_alloc_size` → `pool_alloc` (with the releases and garbage) →
     /// `set_rebuild_points` → `set_rebuild` →
     /// `set_rebuild_watch` → `set_rebuild_springs` → `set_rebuild_headers`). Counts rebuilds and
     /// deletions into `st`.
@@ -669,7 +669,7 @@ impl AclContact {
                 point: plan.error_point as usize,
             });
         }
-        // Pool allocation: sizes and releases → exclusive scan → offsets, releases and the
+        // Pool allocation: sizes and releases (their group sums) → offsets, releases and the
         // garbage of the old models (the CPU pools and release list grow to fit: no capacity).
         let [np, nk, nwp] = self.pools.lens();
         let (alloc, garbage) = rebuild::pool_alloc_stage(
@@ -678,8 +678,7 @@ impl AclContact {
             &self.dirty,
             &mut self.plans[..nd],
             [np as u32, nk as u32, nwp as u32, 0],
-            &mut self.alloc_dest,
-            &mut self.scan_partials,
+            &mut self.alloc_groups,
             &mut self.released,
         );
         self.garbage.add_all(&garbage);

@@ -577,22 +577,43 @@ pub fn plan_sizes(plan: &RebuildPlan) -> [u32; 4] {
     ]
 }
 
-/// Where the release region of `alloc_dest` starts for `nd` dirty sets: after the four pools'
-/// quarters of `nd + 1` entries.
-pub fn release_region(nd: usize) -> usize {
-    4 * (nd + 1)
+/// Dirty sets per group of the pool allocation's sums: one 256-thread workgroup of
+/// `pool_alloc_size` and of `pool_alloc`.
+pub const ALLOC_GROUP: usize = 256;
+
+/// One group's sums in the pool allocation (`alloc_groups[g]`, written by `pool_alloc_size` for
+/// dirty sets `256 g .. 256 g + 256`, read by `pool_alloc`): with them each dirty set's offsets are
+/// the sums of the groups before its own plus a workgroup scan, so the sizes need no scan
+/// dispatch of their own.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct AllocGroup {
+    /// The group's sizes in the four pools ([`plan_sizes`]).
+    pub sizes: [u32; 4],
+    /// How many of the group's dirty sets release pairs.
+    pub releases: u32,
+    /// The release list's length before the round (`acl_sizes.released.count`), the same in every
+    /// group: read a dispatch before `pool_alloc` writes the new length.
+    pub released_base: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+const _: () = assert!(std::mem::size_of::<AllocGroup>() == 32);
+
+/// Groups of `alloc_groups` for `nd` dirty sets: one per 256 of the `nd + 1` threads.
+pub fn alloc_groups_len(nd: usize) -> usize {
+    nd / ALLOC_GROUP + 1
 }
 
-/// Entries of `alloc_dest` for `nd` dirty sets: four quarters of `nd + 1`, and `nd + 2` releases.
-pub fn alloc_dest_len(nd: usize) -> usize {
-    release_region(nd) + nd + 2
+/// What dirty set `t` (plan `plan`, old header `s`) adds to the allocation's sums: its sizes in
+/// the four pools and 1 when it releases pairs.
+#[inline]
+fn alloc_values(s: &ContactSet, plan: &RebuildPlan) -> ([u32; 4], u32) {
+    (plan_sizes(plan), plan_release(s, plan).is_some() as u32)
 }
 
-/// Release `t`'s slot in the list from the scanned `alloc_dest` of `nd` dirty sets (`t = nd`: the
-/// list's new length): the scanned value less the release region's first, the base included.
-fn release_slot(alloc_dest: &[u32], nd: usize, t: usize) -> u32 {
-    let r = release_region(nd);
-    alloc_dest[r + t + 1].wrapping_sub(alloc_dest[r])
+fn add4(a: [u32; 4], b: [u32; 4]) -> [u32; 4] {
+    std::array::from_fn(|k| a[k].wrapping_add(b[k]))
 }
 
 /// Whether dirty set `s` (old header) with plan `plan` gives pairs back to empty space, and the
@@ -614,59 +635,59 @@ fn plan_release(s: &ContactSet, plan: &RebuildPlan) -> Option<Release> {
     }
 }
 
-/// Kernel `pool_alloc_size` (`shaders/pool_alloc_size.wgsl`, one thread per dirty set plus one),
-/// after `set_rebuild_size` and before `set_rebuild_headers` (it reads the dirty sets' old
-/// headers), for `D` = `rebuild.num_dirty`: the sizes of plan `t` ([`plan_sizes`]) into
-/// `alloc_dest[k(D + 1) + t]` for the four pools `k`, and 0 into each quarter's last entry; then,
-/// in the release region `R` = [`release_region`]`(D)`, `alloc_dest[R + t + 1]` = 1 when dirty set
-/// `t` (set `dirty[t]`, plan `t`) releases pairs (deleted, or its box changed), else 0,
-/// `alloc_dest[R]` = the release list's current length `acl_sizes.released.count` and
-/// `alloc_dest[R + D + 1]` = 0. One exclusive scan of the [`alloc_dest_len`]`(D)` entries then
-/// gives every offset as a difference within its region (the scanned value less the region's
-/// first): a plan's ranges, a release's slot and the list's new length, the base included (the
-/// list grows over a step's rebuild rounds; reading its length here, a dispatch before
-/// `pool_alloc` writes it, keeps the read and the write in separate dispatches).
+/// Kernel `pool_alloc_size` (`shaders/pool_alloc_size.wgsl`, 256-thread workgroups over the
+/// dirty sets plus one), after `set_rebuild_size` and before `set_rebuild_headers` (it reads the
+/// dirty sets' old headers), for `D` = `rebuild.num_dirty`: for each group `g` of 256 dirty sets
+/// (`g ≤ D / 256`, the last one's thread `D` adding nothing), `alloc_groups[g]` = the group's
+/// sizes in the four pools ([`plan_sizes`]), how many of its sets release pairs (deleted, or the
+/// box changed), and the release list's current length `acl_sizes.released.count` (the list grows
+/// over a step's rebuild rounds; reading its length here, a dispatch before `pool_alloc` writes
+/// it, keeps the read and the write in separate dispatches).
 pub fn pool_alloc_size(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
     plans: &[RebuildPlan],
-    alloc_dest: &mut [u32],
+    alloc_groups: &mut [AllocGroup],
     acl_sizes: &AclSizes,
 ) {
     let nd = rebuild.num_dirty as usize;
-    let r = release_region(nd);
-    for (t, (plan, &k)) in plans[..nd].iter().zip(&dirty[..nd]).enumerate() {
-        let s = plan_sizes(plan);
-        for k in 0..4 {
-            alloc_dest[k * (nd + 1) + t] = s[k];
+    for (g, out) in alloc_groups[..alloc_groups_len(nd)].iter_mut().enumerate() {
+        let ts = (g * ALLOC_GROUP).min(nd)..((g + 1) * ALLOC_GROUP).min(nd);
+        let mut sum = AllocGroup {
+            released_base: acl_sizes.released.count,
+            ..Default::default()
+        };
+        for (plan, &k) in plans[ts.clone()].iter().zip(&dirty[ts]) {
+            let (s, r) = alloc_values(&sets[k as usize], plan);
+            sum.sizes = add4(sum.sizes, s);
+            sum.releases = sum.releases.wrapping_add(r);
         }
-        alloc_dest[r + t + 1] = plan_release(&sets[k as usize], plan).is_some() as u32;
+        *out = sum;
     }
-    for k in 0..4 {
-        alloc_dest[k * (nd + 1) + nd] = 0;
-    }
-    alloc_dest[r] = acl_sizes.released.count;
-    alloc_dest[r + nd + 1] = 0;
 }
 
-/// Kernel `pool_alloc` (`shaders/pool_alloc.wgsl`, one thread per dirty set plus one), after
-/// `pool_alloc_size` and the scan, before `set_rebuild_headers`. Dirty set `t` (set `dirty[t]`,
-/// plan `t`) adds its old model's sizes ([`model_sizes`]) to `acl_sizes.garbage_cp`, `garbage_k`,
-/// `garbage_w` (u32 sums, wrapping: the same in any order) and writes its release, if any, at
-/// its slot of `released` when that is below `acl_sizes.released.capacity` (never past it); a
-/// plan that does not delete its set gets its ranges (`cp_off`, `k_off`, `w_off`, `term_off`),
-/// appended to the pools at `pool_counters.base` in the order of the dirty list (a zero-force
-/// set's empty block range stays at 0, inside the pool), and one beyond [`MAX_REBUILD_WORK`] sets
-/// [`POOL_TOO_MUCH_WORK`]. The last thread writes the pools' new lengths (a pool's bit in `errors`
-/// when its length passes its capacity) and the release list's into `released.count`
-/// (`released.overflow` past its capacity: the host grows the list and reruns the step).
+/// Kernel `pool_alloc` (`shaders/pool_alloc.wgsl`, the grid of `pool_alloc_size`), after it and
+/// before `set_rebuild_headers`. Each dirty set's exclusive prefix of the allocation's values (the
+/// pools' sizes and the releases of the sets before it in the dirty list) is the sums of the
+/// groups before its own, from `alloc_groups`, plus those of its group before it (the kernel's
+/// workgroup scan); thread `D` has the totals. Dirty set `t` (set `dirty[t]`, plan `t`) adds its
+/// old model's sizes ([`model_sizes`]) to `acl_sizes.garbage_cp`, `garbage_k`, `garbage_w` (u32
+/// sums, wrapping: the same in any order) and writes its release, if any, at its slot of
+/// `released` (the group's `released_base` plus its prefix) when that is below
+/// `acl_sizes.released.capacity` (never past it); a plan that does not delete its set gets its
+/// ranges (`cp_off`, `k_off`, `w_off`, `term_off`), appended to the pools at `pool_counters.base`
+/// in the order of the dirty list (a zero-force set's empty block range stays at 0, inside the
+/// pool), and one beyond [`MAX_REBUILD_WORK`] sets [`POOL_TOO_MUCH_WORK`]. The last thread writes
+/// the pools' new lengths (a pool's bit in `errors` when its length passes its capacity) and the
+/// release list's into `released.count` (`released.overflow` past its capacity: the host grows
+/// the list and reruns the step).
 #[allow(clippy::too_many_arguments)]
 pub fn pool_alloc(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     dirty: &[u32],
-    alloc_dest: &[u32],
+    alloc_groups: &[AllocGroup],
     plans: &mut [RebuildPlan],
     pool_counters: &mut PoolAlloc,
     released: &mut [Release],
@@ -674,57 +695,68 @@ pub fn pool_alloc(
 ) {
     let nd = rebuild.num_dirty as usize;
     let c = pool_counters;
-    let off = |k: usize, t: usize| {
-        c.base[k].wrapping_add(alloc_dest[k * (nd + 1) + t].wrapping_sub(alloc_dest[k * (nd + 1)]))
-    };
-    let slot = |t: usize| release_slot(alloc_dest, nd, t);
     let cap = acl_sizes.released.capacity;
-    for (t, (plan, &k)) in plans[..nd].iter_mut().zip(&dirty[..nd]).enumerate() {
-        let s = &sets[k as usize];
-        let [n, nk, nw] = model_sizes(s);
-        acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
-        acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
-        acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
-        if let Some(rel) = plan_release(s, plan) {
-            if slot(t) < cap {
-                released[slot(t) as usize] = rel;
+    let mut below = ([0u32; 4], 0u32);
+    for (g, group) in alloc_groups[..alloc_groups_len(nd)].iter().enumerate() {
+        let mut at = below;
+        let base = group.released_base;
+        for t in g * ALLOC_GROUP..((g + 1) * ALLOC_GROUP).min(nd + 1) {
+            if t == nd {
+                for k in 0..4 {
+                    c.len[k] = c.base[k].wrapping_add(at.0[k]);
+                    if c.len[k] > c.cap[k] {
+                        c.errors |= 1 << k;
+                    }
+                }
+                let count = base.wrapping_add(at.1);
+                acl_sizes.released.count = count;
+                if count > cap {
+                    acl_sizes.released.overflow = 1;
+                }
+                break;
             }
+            let (plan, s) = (&mut plans[t], &sets[dirty[t] as usize]);
+            let (sizes, rel) = alloc_values(s, plan);
+            let [n, nk, nw] = model_sizes(s);
+            acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
+            acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
+            acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
+            if let Some(r) = plan_release(s, plan) {
+                let slot = base.wrapping_add(at.1);
+                if slot < cap {
+                    released[slot as usize] = r;
+                }
+            }
+            if plan.flags & PLAN_DELETE == 0 {
+                let off = |k: usize| c.base[k].wrapping_add(at.0[k]);
+                plan.cp_off = off(0);
+                plan.k_off = if plan.flags & PLAN_ZERO != 0 {
+                    0
+                } else {
+                    off(1)
+                };
+                plan.w_off = off(2);
+                plan.term_off = off(3);
+                if rebuild_work(plan) > MAX_REBUILD_WORK as u64 {
+                    c.errors |= POOL_TOO_MUCH_WORK;
+                    c.first_too_large = c.first_too_large.min(t as u32);
+                }
+            }
+            at = (add4(at.0, sizes), at.1.wrapping_add(rel));
         }
-        if plan.flags & PLAN_DELETE != 0 {
-            continue;
-        }
-        plan.cp_off = off(0, t);
-        plan.k_off = if plan.flags & PLAN_ZERO != 0 {
-            0
-        } else {
-            off(1, t)
-        };
-        plan.w_off = off(2, t);
-        plan.term_off = off(3, t);
-        if rebuild_work(plan) > MAX_REBUILD_WORK as u64 {
-            c.errors |= POOL_TOO_MUCH_WORK;
-            c.first_too_large = c.first_too_large.min(t as u32);
-        }
-    }
-    for k in 0..4 {
-        c.len[k] = off(k, nd);
-        if c.len[k] > c.cap[k] {
-            c.errors |= 1 << k;
-        }
-    }
-    let count = slot(nd);
-    acl_sizes.released.count = count;
-    if count > cap {
-        acl_sizes.released.overflow = 1;
+        below = (
+            add4(below.0, group.sizes),
+            below.1.wrapping_add(group.releases),
+        );
     }
 }
 
 /// Stage `pool_alloc` on the CPU path (after `set_rebuild_size`, before `set_rebuild_headers`):
-/// `pool_alloc_size` → exclusive scan of `alloc_dest` → `pool_alloc` over the `rebuild.num_dirty`
-/// dirty sets, their pool ranges appended at the pools' lengths `base` (the CPU pools grow to
-/// fit: no capacity) and their releases to `released` in the order of `dirty` (the list grows to
-/// fit too). Returns the pools' new lengths (`PoolAlloc::len`, with any `POOL_TOO_MUCH_WORK`) and
-/// the pool space the dirty sets' old models held.
+/// `pool_alloc_size` → `pool_alloc` over the `rebuild.num_dirty` dirty sets, their pool ranges
+/// appended at the pools' lengths `base` (the CPU pools grow to fit: no capacity) and their
+/// releases to `released` in the order of `dirty` (the list grows to fit too). Returns the pools'
+/// new lengths (`PoolAlloc::len`, with any `POOL_TOO_MUCH_WORK`) and the pool space the dirty
+/// sets' old models held.
 #[allow(clippy::too_many_arguments)]
 pub fn pool_alloc_stage(
     rebuild: &RebuildParams,
@@ -732,8 +764,7 @@ pub fn pool_alloc_stage(
     dirty: &[u32],
     plans: &mut [RebuildPlan],
     base: [u32; 4],
-    alloc_dest: &mut Vec<u32>,
-    scan_partials: &mut Vec<u32>,
+    alloc_groups: &mut Vec<AllocGroup>,
     released: &mut Vec<Release>,
 ) -> (PoolAlloc, PoolGarbage) {
     let nd = rebuild.num_dirty as usize;
@@ -745,11 +776,14 @@ pub fn pool_alloc_stage(
         },
         ..Default::default()
     };
-    crate::scan::resize_with_headroom(alloc_dest, alloc_dest_len(nd), 0);
-    pool_alloc_size(rebuild, sets, dirty, plans, alloc_dest, &sizes);
-    crate::scan::exclusive_scan(alloc_dest, scan_partials);
+    let ng = alloc_groups_len(nd);
+    crate::scan::resize_with_headroom(alloc_groups, ng, AllocGroup::default());
+    pool_alloc_size(rebuild, sets, dirty, plans, alloc_groups, &sizes);
     // The new entries, each written by pool_alloc.
-    let len = release_slot(alloc_dest, nd, nd) as usize;
+    let new = alloc_groups[..ng]
+        .iter()
+        .fold(0u32, |a, g| a.wrapping_add(g.releases));
+    let len = released.len() + new as usize;
     crate::scan::resize_with_headroom(released, len, Release::default());
     let mut alloc = PoolAlloc {
         base,
@@ -758,7 +792,14 @@ pub fn pool_alloc_stage(
         ..Default::default()
     };
     pool_alloc(
-        rebuild, sets, dirty, alloc_dest, plans, &mut alloc, released, &mut sizes,
+        rebuild,
+        sets,
+        dirty,
+        alloc_groups,
+        plans,
+        &mut alloc,
+        released,
+        &mut sizes,
     );
     let garbage = PoolGarbage {
         cp: sizes.garbage_cp as usize,
