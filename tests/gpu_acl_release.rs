@@ -19,7 +19,8 @@ use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::bytes;
 use yarnsim::acl::rebuild::{
     alloc_groups_len, model_sizes, plan_sizes, pool_alloc, pool_alloc_size, pool_alloc_stage,
-    AllocGroup, PoolAlloc, RebuildParams, RebuildPlan, ALLOC_GROUP, PLAN_DELETE, PLAN_ZERO,
+    AllocGroup, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, ALLOC_GROUP, PLAN_DELETE,
+    PLAN_ZERO,
 };
 use yarnsim::acl::sets::{set_dirty_count, set_dirty_stage, set_dirty_write};
 use yarnsim::acl::{ContactSet, SET_DIRTY, SET_LIVE};
@@ -506,6 +507,24 @@ fn release_round(
     (released, sizes)
 }
 
+/// The CPU path's stage over all of `f`'s dirty sets, after `base` releases of an earlier round
+/// (pools from 0, `groups` as its scratch): the release list, the allocation and the garbage.
+fn cpu_stage(
+    f: &DirtyRebuild,
+    base: usize,
+    groups: &mut Vec<AllocGroup>,
+) -> (Vec<Release>, PoolAlloc, PoolGarbage) {
+    let mut list = earlier_releases(base);
+    let mut plans = f.plans.clone();
+    let p = RebuildParams {
+        num_dirty: f.dirty.len() as u32,
+        ..f.p
+    };
+    let (alloc, garbage) =
+        pool_alloc_stage(&p, &f.sets, &f.dirty, &mut plans, [0; 4], groups, &mut list);
+    (list, alloc, garbage)
+}
+
 /// The releases and garbage of the swatch's dirty sets (every set rebuilt at the next step's
 /// positions), appended after 5 releases of an earlier round: GPU = twins = the oracle and the CPU
 /// path's `pool_alloc_stage`. Then a second round on the first half of the list, appending to the
@@ -549,21 +568,8 @@ fn pool_release_matches_twin() {
     );
     assert!(g.iter().all(|&x| x > 0), "garbage {g:?}");
     // The CPU path's stage appends the same releases and returns the same garbage.
-    let mut list = earlier_releases(base);
     let mut groups = vec![AllocGroup::default(); 1];
-    let mut plans = f.plans.clone();
-    let (_, garbage) = pool_alloc_stage(
-        &RebuildParams {
-            num_dirty: nd as u32,
-            ..f.p
-        },
-        &f.sets,
-        &f.dirty,
-        &mut plans,
-        [0; 4],
-        &mut groups,
-        &mut list,
-    );
+    let (list, _, garbage) = cpu_stage(&f, base, &mut groups);
     assert_eq!(list, oracle, "pool_alloc_stage's releases");
     assert_eq!(
         [garbage.cp, garbage.k, garbage.w],
@@ -654,20 +660,7 @@ fn pool_release_over_several_groups() {
     assert_eq!(sizes.released.count as usize, oracle.len());
     assert_eq!(sizes.garbage_cp, 100 + g[0]);
     assert_eq!(sizes.garbage_w, 300 + g[2]);
-    let mut list = earlier_releases(base);
-    let mut plans = t.plans.clone();
-    let (alloc, garbage) = pool_alloc_stage(
-        &RebuildParams {
-            num_dirty: nd as u32,
-            ..t.p
-        },
-        &t.sets,
-        &t.dirty,
-        &mut plans,
-        [0; 4],
-        &mut Vec::new(),
-        &mut list,
-    );
+    let (list, alloc, garbage) = cpu_stage(&t, base, &mut Vec::new());
     assert_eq!(list, oracle, "pool_alloc_stage's releases");
     assert_eq!([garbage.cp, garbage.k, garbage.w], g.map(|x| x as usize));
     let total: [u32; 4] = t.plans.iter().fold([0; 4], |a, p| {
