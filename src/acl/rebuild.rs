@@ -716,12 +716,13 @@ pub fn pool_alloc(
                 break;
             }
             let (plan, s) = (&mut plans[t], &sets[dirty[t] as usize]);
-            let (sizes, rel) = alloc_values(s, plan);
+            let (sizes, release) = (plan_sizes(plan), plan_release(s, plan));
             let [n, nk, nw] = model_sizes(s);
             acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
             acl_sizes.garbage_k = acl_sizes.garbage_k.wrapping_add(nk as u32);
             acl_sizes.garbage_w = acl_sizes.garbage_w.wrapping_add(nw as u32);
-            if let Some(r) = plan_release(s, plan) {
+            let rel = release.is_some() as u32;
+            if let Some(r) = release {
                 let slot = base.wrapping_add(at.1);
                 if slot < cap {
                     released[slot as usize] = r;
