@@ -14,11 +14,11 @@
 //!
 //! Costs, in dispatches recorded per step (the GPU step is bound by them): `--cost
 //! cut,coalesce,rounds,newcomers,both` (defaults: the relaxed scarf's counts from
-//! `examples/dispatch_count`, set capacity 40,000: 45 with every budget cut, 13 more for
+//! `examples/dispatch_count`, set capacity 40,000: 45 with every budget cut, 10 more for
 //! coalescing, 20 for the second round with its passes and label rounds, 36 for the newcomer
 //! search through the grid, 6 more when coalescing and the second round are both recorded; the
 //! listed newcomer search, which serves a step on which a few segments enter a cell, is 2: `--cost
-//! 45,13,20,2,6`); an upgraded step records every stage. Each batch attempt (a failed one too) costs one readback, counted as
+//! 45,10,20,2,6`); an upgraded step records every stage. Each batch attempt (a failed one too) costs one readback, counted as
 //! `--sync N` dispatches (default 30 and 100: unmeasured on hardware, so both).
 //!
 //! What it leaves out: capacity growths (their reruns start the batches over in both policies
@@ -145,7 +145,7 @@ fn replay(events: &[u8], costs: &Costs, sync: u64, p: &Policy) -> Outcome {
 fn main() -> anyhow::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut syncs = Vec::new();
-    let mut costs = Costs([45, 13, 20, 36, 6]);
+    let mut costs = Costs([45, 10, 20, 36, 6]);
     while let Some(i) = args.iter().position(|a| a == "--sync" || a == "--cost") {
         let v = args.remove(i + 1);
         if args.remove(i) == "--sync" {

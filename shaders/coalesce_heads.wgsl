@@ -2,12 +2,12 @@
 // touching.capacity) of merge_counters: thread t < T writes run_offsets[t] = 1 when touching pair t
 // starts a run (t = 0, or its padded box does not overlap pair t − 1's), else 0, and clears the
 // hull accumulator of slot sets.count + t (runs get the slots from sets.count on, at most T of
-// them); threads T ≤ t ≤ touching.capacity write run_offsets[t] = 0, so the exclusive scan over
-// capacity + 1 elements gives each pair's run and, last, the number of runs. Thread 0 records
-// sets.count as coalesce_base for the next passes. CPU twin: acl::coalesce::coalesce_heads.
+// them); threads T ≤ t ≤ touching.capacity write run_offsets[t] = 0. Thread 0 records sets.count
+// as coalesce_base for the next passes. CPU twin: acl::coalesce::coalesce_heads.
+// Each workgroup also writes the sum of its threads' flags into scan_groups
+// (shared/scan_groups.wgsl), from which contact_coalesce numbers each pair's run itself
+// (group_prefix: no scan dispatch between the two).
 // One thread per touching slot, plus one. Loop bound: write_scan_group's 8 halving steps.
-// Each workgroup also writes the sum of its threads' counts into scan_groups
-// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
 
 #import layout
 #import merge

@@ -1,9 +1,8 @@
-// touching_count: touch_offsets[e] = the touching count schedule_process recorded in entry e (flags
-// bits 16–23), touch_offsets[num_entries] = 0: the input of the exclusive scan that gives each
-// entry's first slot in `touching` and, last, the total. CPU twin: sched::touching_count.
-// One thread per entry, plus one. Loop bound: write_scan_group's 8 halving steps.
-// Each workgroup also writes the sum of its threads' counts into scan_groups
-// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
+// touching_count: each workgroup's sum of the touching counts schedule_process recorded in its
+// entries (flags bits 16–23) into scan_groups (write_scan_group, shared/scan_groups.wgsl), from
+// which touching_write finds each entry's first slot in `touching` itself (group_prefix: no scan
+// dispatch between the two). CPU twin: sched::touching_count.
+// One thread per entry slot. Loop bound: write_scan_group's 8 halving steps.
 
 #import layout
 #import sched
@@ -11,8 +10,7 @@
 
 @group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> entries: array<SchedEntry>;
-@group(0) @binding(2) var<storage, read_write> touch_offsets: array<u32>;
-@group(0) @binding(3) var<storage, read_write> scan_groups: array<u32>;
+@group(0) @binding(2) var<storage, read_write> scan_groups: array<u32>;
 
 @compute @workgroup_size(256)
 fn touching_count(
@@ -21,13 +19,9 @@ fn touching_count(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let e = thread_index(wid, nwg, lid, 256u);
-    let n = sched.num_entries;
     var v = 0u;
-    if e < n {
-        v = (entries[e].bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT;
-        touch_offsets[e] = v;
-    } else if e == n {
-        touch_offsets[e] = 0u;
+    if e < sched.num_entries {
+        v = entry_touching(entries[e]);
     }
     write_scan_group(wid, nwg, lid, v);
 }

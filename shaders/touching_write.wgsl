@@ -1,9 +1,12 @@
 // touching_write: every entry with a touching count writes its touching quadrature pairs [i, j] (the
 // pairs schedule_process counted: not owned by a set (set_lookup), not excluded, d² < 4r², in
-// (ka, kb) order) from slot touch_offsets[e] of `touching`: all pairs in table order. A slot at or
+// (ka, kb) order) from its first slot in `touching`, the touching counts of the entries before it:
+// from the group sums touching_count wrote into scan_groups and a workgroup scan of the counts
+// (group_prefix; no scan dispatch between the two), so all pairs are in table order. A slot at or
 // beyond sched_counters.touching.capacity is not written and raises the overflow flag.
-// CPU twin: sched::touching_write (with sched::ProcessBuffers). One thread per entry.
-// Loop bound: 32 + MAX_LOOKUP × 121 (owned_bits) + 121 (pairs): fixed.
+// CPU twin: sched::touching_write (with sched::ProcessBuffers). One thread per entry slot.
+// Loop bounds: 32 + MAX_LOOKUP × 121 (owned_bits) + 121 (pairs): fixed; 128 group-sum loads (a
+// binding holds at most 2²⁷ / 16 = 2²³ entries, 32,768 groups), 8 + 8 (group_prefix).
 
 #import layout
 #import vec
@@ -11,13 +14,16 @@
 #import sched
 #import sched_bits
 #import sched_lookup
+#import workgroup_sum
+#import workgroup_scan
+#import group_prefix
 
 @group(0) @binding(0) var<storage, read> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> qpts: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seg_contact: array<SegmentContact>;
 @group(0) @binding(3) var<storage, read> set_lookup: array<u32>;
 @group(0) @binding(4) var<storage, read> entries: array<SchedEntry>;
-@group(0) @binding(5) var<storage, read> touch_offsets: array<u32>;
+@group(0) @binding(5) var<storage, read> scan_groups: array<u32>;
 @group(0) @binding(6) var<storage, read_write> touching: array<vec2<u32>>;
 @group(0) @binding(7) var<storage, read_write> sched_counters: SchedCounters;
 
@@ -28,11 +34,15 @@ fn touching_write(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let e = thread_index(wid, nwg, lid, 256u);
-    if e >= sched.num_entries {
-        return;
+    var en: SchedEntry;
+    var count = 0u;
+    if e < sched.num_entries {
+        en = entries[e];
+        count = entry_touching(en);
     }
-    let en = entries[e];
-    if (en.bin_flags & ENTRY_TOUCH) == 0u {
+    // Every thread of the workgroup reaches the prefix (it has barriers).
+    var slot = group_prefix(wid.y * nwg.x + wid.x, lid, count);
+    if count == 0u {
         return;
     }
     let a = en.seg_a;
@@ -44,7 +54,6 @@ fn touching_write(
     let mixed = (en.bin_flags & ENTRY_MIXED) != 0u;
     let loop_len = seg_contact[a].loop_len;
     let cap = sched_counters.touching.capacity;
-    var slot = touch_offsets[e];
     var overflow = false;
     for (var ka = 0u; ka < q; ka = ka + 1u) {
         for (var kb = 0u; kb < q; kb = kb + 1u) {

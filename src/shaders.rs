@@ -942,12 +942,7 @@ pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "touching_count",
         workgroup_size: WG,
-        bindings: &[
-            read("sched"),
-            read("entries"),
-            read_write("touch_offsets"),
-            read_write("scan_groups"),
-        ],
+        bindings: &[read("sched"), read("entries"), read_write("scan_groups")],
         twin: "sched::touching_count",
     },
     Kernel {
@@ -959,7 +954,7 @@ pub const KERNELS: &[Kernel] = &[
             read("seg_contact"),
             read("set_lookup"),
             read("entries"),
-            read("touch_offsets"),
+            read("scan_groups"),
             read_write("touching"),
             read_write("sched_counters"),
         ],
@@ -1414,8 +1409,8 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::rebuild::set_rebuild_headers",
     },
     // --- ACL: coalescing, the set index and set merging (src/acl/coalesce.rs) ---
-    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads, the scan of run_offsets,
-    // contact_coalesce, coalesce_box; then per merge pass: set_bin_count, the scan of bin_offsets,
+    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads, contact_coalesce (which numbers the
+    // runs from the former's group sums: no scan between), coalesce_box; then per merge pass: set_bin_count, the scan of bin_offsets,
     // set_bin_write, the stable sort of set_bin_sort by bin, set_bin_index, set_overlap_count, the
     // scan of edge_offsets, set_overlap_write, `rounds` × merge_label (each with its `merge_round`
     // uniform), merge_hull, merge_apply (with merge_round = rounds).
@@ -1439,6 +1434,7 @@ pub const KERNELS: &[Kernel] = &[
             uniform("acl_merge"),
             read("touching"),
             read("run_offsets"),
+            read("scan_groups"),
             read_write("sets"),
             read_write("set_hull"),
             read_write("merge_counters"),
@@ -1625,8 +1621,8 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::counts::acl_counts",
     },
-    // The start of the GPU ACL step (acl::gpu): acl_counts' step phase, sched_sizes' start and
-    // set_lookup_clear in one dispatch.
+    // A GPU ACL step without coalescing: acl_counts' scheduled phase and the evaluation's
+    // count_plan in one dispatch.
     Kernel {
         name: "acl_scheduled_plan",
         workgroup_size: 1,
@@ -1639,6 +1635,22 @@ pub const KERNELS: &[Kernel] = &[
         ],
         twin: "acl::counts::acl_scheduled_plan",
     },
+    // A GPU ACL step with coalescing: acl_counts' coalesced phase and the evaluation's count_plan
+    // in one dispatch.
+    Kernel {
+        name: "acl_coalesced_plan",
+        workgroup_size: 1,
+        bindings: &[
+            uniform("plan_spec"),
+            read_write("rebuild"),
+            read_write("merge_counters"),
+            read_write("acl"),
+            read_write("plan_out"),
+        ],
+        twin: "acl::counts::acl_coalesced_plan",
+    },
+    // The start of the GPU ACL step (acl::gpu): acl_counts' step phase, sched_sizes' start and
+    // set_lookup_clear in one dispatch.
     Kernel {
         name: "acl_step_start",
         workgroup_size: WG,

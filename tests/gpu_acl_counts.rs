@@ -5,8 +5,11 @@
 //! table length into the `acl` and `rebuild` uniforms, with and without its last pass still
 //! merging (the verdict is not this kernel's any more). (The counts
 //! that other kernels move, at a rebuild round's start and after compaction, are tested with
-//! those kernels: tests/gpu_acl_release.rs, tests/gpu_acl_rebuild.rs.) Every output is an integer: kernel and twin must be
-//! identical. Skips loudly without an adapter, fails under `CI=true`.
+//! those kernels: tests/gpu_acl_release.rs, tests/gpu_acl_rebuild.rs.) The kernels that make a
+//! phase in one dispatch with other work (`acl_step_start`, `acl_scheduled_plan`,
+//! `acl_coalesced_plan`) are each bit for bit the kernels they replace, dispatched one after the
+//! other on the same GPU. Every output is an integer: kernel and twin must be identical. Skips
+//! loudly without an adapter, fails under `CI=true`.
 
 use yarnsim::acl::counts::{acl_counts, PHASE_COALESCED, PHASE_SCHEDULED, PHASE_STEP};
 use yarnsim::acl::rebuild::{PoolAlloc, RebuildParams};
@@ -292,24 +295,19 @@ fn acl_step_start_is_the_three_kernels_bit_for_bit() {
     assert_eq!(p0t.num_entries, state[0]);
 }
 
-/// `acl_scheduled_plan` (a step without coalescing: `acl_counts`' scheduled phase and the
-/// evaluation's `count_plan` in one dispatch) leaves every block and the plan bit for bit as
-/// `acl_counts` (scheduled) then `count_plan` over `merge_counters.sets.count` dispatched on the same
-/// GPU one after the other, and as its twin: on filled blocks, with the table length at 0, within
-/// the plan's capacity, past it, and past 65,535 workgroups (a 2-D grid), and the scheduler's
-/// touching pairs past their capacity once.
-#[test]
-fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
+/// The evaluation's plan as the step has it: two grids over `merge_counters.sets.count` (lanes
+/// per set, workgroups), the plan's capacity, and its buffer with the grids' slot records and
+/// the argument words set to 7.
+struct EvalPlan {
+    grids: [yarnsim::layout::GridSpec; 2],
+    spec: yarnsim::layout::CountPlan,
+    words: Vec<u32>,
+}
+
+fn eval_plan() -> EvalPlan {
     use std::mem::offset_of;
     use yarnsim::layout::{Capacity, CountPlan, GridSpec, COUNT_PLAN_GRIDS};
     use yarnsim::scan::{slot_record, PLAN_SLOT_WORDS};
-    let Some(gpu) = gpu_or_skip("acl_scheduled_plan_is_the_two_kernels_bit_for_bit") else {
-        return;
-    };
-    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
-        bytemuck::bytes_of(v)
-    }
-    // Two grids over the set count, as the step's evaluation has (lanes per set, workgroups).
     let grids = [
         GridSpec {
             add: 0,
@@ -324,10 +322,9 @@ fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
             _pad: 0,
         },
     ];
-    let cap = 40_000_000u32;
     let spec = CountPlan {
         src_word: ((offset_of!(MergeCounters, sets) + offset_of!(Capacity, count)) / 4) as u32,
-        cap,
+        cap: 40_000_000,
         kind: COUNT_PLAN_GRIDS,
         num_levels: grids.len() as u32,
         args_word: PLAN_SLOT_WORDS * grids.len() as u32,
@@ -338,12 +335,70 @@ fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
         let at = (PLAN_SLOT_WORDS as usize) * k;
         words[at..at + slot_record(g).len()].copy_from_slice(&slot_record(g));
     }
-    let cases: [(u32, bool); 5] = [
-        (0, false),
-        (19_886, false),
-        (19_886, true),
-        (cap + 3, false),
-        (3_000_000, false),
+    EvalPlan { grids, spec, words }
+}
+
+/// The table lengths the plan tests run: none, the relaxed scarf's, past the plan's capacity, and
+/// past 65,535 workgroups (a 2-D grid).
+fn plan_cases(cap: u32) -> [u32; 4] {
+    [0, 19_886, cap + 3, 3_000_000]
+}
+
+impl EvalPlan {
+    /// `count_plan` on the GPU over `merge_counters` (as a kernel before it left them): the plan.
+    fn count_plan(&self, gpu: &yarnsim::gpu::Gpu, merge_counters: &[u8]) -> Vec<u8> {
+        let mut out = run_kernel(
+            gpu,
+            "count_plan",
+            &[
+                ("plan_spec", bytemuck::bytes_of(&self.spec)),
+                ("plan_src", merge_counters),
+                ("plan_out", bytemuck::cast_slice(&self.words)),
+            ],
+            1,
+        )
+        .unwrap();
+        out.remove("plan_out").unwrap()
+    }
+
+    /// The plan a twin wrote (`out`, from `words`) is each grid over the capped table of `sets`,
+    /// and nothing past the grids' arguments.
+    fn check(&self, out: &[u32], sets: u32, what: &str) {
+        for (g, spec_g) in self.grids.iter().enumerate() {
+            let at = (self.spec.args_word + 3 * g as u32) as usize;
+            let threads = sets.min(self.spec.cap) * spec_g.threads_per_item;
+            assert_eq!(
+                out[at..at + 3],
+                yarnsim::shaders::dispatch_grid(threads, spec_g.workgroup_size),
+                "{what}: grid {g}"
+            );
+        }
+        assert!(out[out.len() - 5..].iter().all(|&w| w == 7), "{what}");
+    }
+}
+
+/// `acl_scheduled_plan` (a step without coalescing: `acl_counts`' scheduled phase and the
+/// evaluation's `count_plan` in one dispatch) leaves every block and the plan bit for bit as
+/// `acl_counts` (scheduled) then `count_plan` over `merge_counters.sets.count` dispatched on the same
+/// GPU one after the other, and as its twin: on filled blocks, at each of [`plan_cases`], and the
+/// scheduler's touching pairs past their capacity once.
+#[test]
+fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("acl_scheduled_plan_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
+        bytemuck::bytes_of(v)
+    }
+    let plan = eval_plan();
+    let (spec, words) = (&plan.spec, &plan.words);
+    let [none, scarf, past, wide] = plan_cases(spec.cap);
+    let cases = [
+        (none, false),
+        (scarf, false),
+        (scarf, true),
+        (past, false),
+        (wide, false),
     ];
     for (k, (sets, over)) in cases.into_iter().enumerate() {
         let mut x = blocks(71 + k as u32);
@@ -355,38 +410,28 @@ fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
             &gpu,
             "acl_scheduled_plan",
             &[
-                ("plan_spec", b(&spec)),
+                ("plan_spec", b(spec)),
                 ("sched_counters", b(&x.sched)),
                 ("acl_sizes", b(&x.sizes)),
                 ("merge_counters", b(&x.merge)),
-                ("plan_out", bytemuck::cast_slice(&words)),
+                ("plan_out", bytemuck::cast_slice(words)),
             ],
             1,
         )
         .unwrap();
         let counts = gpu_acl_counts(&gpu, PHASE_SCHEDULED, &x);
-        let plan = run_kernel(
-            &gpu,
-            "count_plan",
-            &[
-                ("plan_spec", b(&spec)),
-                ("plan_src", &counts["merge_counters"]),
-                ("plan_out", bytemuck::cast_slice(&words)),
-            ],
-            1,
-        )
-        .unwrap();
+        let planned = plan.count_plan(&gpu, &counts["merge_counters"]);
         for (name, want) in [
             ("sched_counters", &counts["sched_counters"]),
             ("acl_sizes", &counts["acl_sizes"]),
             ("merge_counters", &counts["merge_counters"]),
-            ("plan_out", &plan["plan_out"]),
+            ("plan_out", &planned),
         ] {
             assert_eq!(&fused[name], want, "{what}: {name}");
         }
         let mut out = words.clone();
         yarnsim::acl::counts::acl_scheduled_plan(
-            &spec,
+            spec,
             &mut x.sched,
             &mut x.sizes,
             &mut x.merge,
@@ -407,15 +452,74 @@ fn acl_scheduled_plan_is_the_two_kernels_bit_for_bit() {
             if over { 500 } else { 300 },
             "{what}"
         );
-        for (g, spec_g) in grids.iter().enumerate() {
-            let at = (spec.args_word + 3 * g as u32) as usize;
-            let threads = sets.min(cap) * spec_g.threads_per_item;
-            assert_eq!(
-                out[at..at + 3],
-                yarnsim::shaders::dispatch_grid(threads, spec_g.workgroup_size),
-                "{what}: grid {g}"
-            );
+        plan.check(&out, sets, &what);
+    }
+}
+
+/// `acl_coalesced_plan` (a step with coalescing: `acl_counts`' coalesced phase and the
+/// evaluation's `count_plan` in one dispatch) leaves every block and the plan bit for bit as
+/// `acl_counts` (coalesced) then `count_plan` over `merge_counters.sets.count` dispatched on the
+/// same GPU one after the other, and as its twin: on filled blocks, at each of [`plan_cases`].
+#[test]
+fn acl_coalesced_plan_is_the_two_kernels_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("acl_coalesced_plan_is_the_two_kernels_bit_for_bit") else {
+        return;
+    };
+    fn b<T: bytemuck::Pod>(v: &T) -> &[u8] {
+        bytemuck::bytes_of(v)
+    }
+    let plan = eval_plan();
+    let (spec, words) = (&plan.spec, &plan.words);
+    for (k, sets) in plan_cases(spec.cap).into_iter().enumerate() {
+        let mut x = blocks(131 + k as u32);
+        x.merge.sets.count = sets;
+        let what = format!("{sets} sets");
+        let fused = run_kernel(
+            &gpu,
+            "acl_coalesced_plan",
+            &[
+                ("plan_spec", b(spec)),
+                ("rebuild", b(&x.rebuild)),
+                ("merge_counters", b(&x.merge)),
+                ("acl", b(&x.uniform)),
+                ("plan_out", bytemuck::cast_slice(words)),
+            ],
+            1,
+        )
+        .unwrap();
+        let counts = gpu_acl_counts(&gpu, PHASE_COALESCED, &x);
+        let planned = plan.count_plan(&gpu, &counts["merge_counters"]);
+        for (name, want) in [
+            ("rebuild", &counts["rebuild"]),
+            ("merge_counters", &counts["merge_counters"]),
+            ("acl", &counts["acl"]),
+            ("plan_out", &planned),
+        ] {
+            assert_eq!(&fused[name], want, "{what}: {name}");
         }
-        assert!(out[out.len() - 5..].iter().all(|&w| w == 7), "{what}");
+        let mut out = words.clone();
+        yarnsim::acl::counts::acl_coalesced_plan(
+            spec,
+            &mut x.rebuild,
+            &mut x.merge,
+            &mut x.uniform,
+            &mut out,
+        );
+        for (name, want) in [
+            ("rebuild", b(&x.rebuild)),
+            ("merge_counters", b(&x.merge)),
+            ("acl", b(&x.uniform)),
+            ("plan_out", bytemuck::cast_slice(&out)),
+        ] {
+            assert_eq!(&fused[name][..], want, "{what}: the twin's {name}");
+        }
+        // The twin itself: the table length in both uniforms, and each grid over the (capped)
+        // table.
+        assert_eq!(
+            (x.uniform.num_sets, x.rebuild.num_sets),
+            (sets, sets),
+            "{what}"
+        );
+        plan.check(&out, sets, &what);
     }
 }

@@ -189,12 +189,19 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     );
     assert_eq!(counters_of(&out), c, "{label}: coalesce_heads counters");
     let heads: u32 = runs.iter().sum();
-    exclusive_scan(&mut runs, &mut Vec::new());
-    assert_eq!(runs[t], heads);
 
-    // contact_coalesce
+    // contact_coalesce: each pair's run from the head flags and coalesce_heads' group sums (no
+    // scan between).
     let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
-    contact_coalesce(&u, &f.touching, &runs, &mut sets, &mut hull, &mut c);
+    contact_coalesce(
+        &u,
+        &f.touching,
+        &runs,
+        &groups,
+        &mut sets,
+        &mut hull,
+        &mut c,
+    );
     let out = run_kernel(
         gpu,
         "contact_coalesce",
@@ -202,6 +209,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("acl_merge", ub),
             ("touching", bytes(&f.touching)),
             ("run_offsets", bytes(&runs)),
+            ("scan_groups", bytes(&groups)),
             ("sets", bytes(&sets_in)),
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
@@ -217,6 +225,23 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     );
     assert_eq!(counters_of(&out), c, "{label}: contact_coalesce counters");
     assert_eq!(c.sets.count as usize, n0 + heads as usize);
+    // By definition, from a plain exclusive scan of the flags: the head of run r writes slot
+    // n0 + r with its own padded box, and the sets before n0 stay.
+    let mut first = runs.clone();
+    exclusive_scan(&mut first, &mut Vec::new());
+    assert_eq!(first[t], heads);
+    assert!(t > 256, "{label}: {t} pairs, one group of the prefix");
+    for (k, &[i, j]) in f.touching.iter().enumerate() {
+        if runs[k] == 1 {
+            let bx = yarnsim::acl::padded_box(i, i, j, j, f.alpha, f.nq);
+            assert_eq!(
+                sets[n0 + first[k] as usize].bx,
+                bx,
+                "{label}: run of pair {k}"
+            );
+        }
+    }
+    assert_eq!(sets[..n0], f.sets[..], "{label}: the sets before");
 
     // coalesce_box, on a springs buffer of the table's capacity (stale springs beyond the
     // existing sets').

@@ -25,9 +25,9 @@ use yarnsim::math::V3;
 use yarnsim::pipelines::run_kernel;
 use yarnsim::sched::{
     aabb_raster_movement, entries_compact, entries_drop, entries_keep, entries_merge,
-    entries_merge_rank, entries_release, owned_bits, release_count, release_mark, schedule_process,
-    segment_monitor, segment_windows, set_lookup_pack, touching_count, touching_write,
-    ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
+    entries_merge_rank, entries_release, entry_touching, owned_bits, release_count, release_mark,
+    schedule_process, segment_monitor, segment_windows, set_lookup_pack, touching_count,
+    touching_write, ProcessBuffers, ENTRY_BIN, ENTRY_DUE, ENTRY_MIXED, ENTRY_TOUCH_SHIFT,
 };
 use yarnsim::sim::Sim;
 use yarnsim::state::Segment;
@@ -670,30 +670,29 @@ fn schedule_process_matches_twin() {
     assert!(counters.touching.count > 0 && bins.len() > 3);
     assert_eq!(counters.lookup_overflow, 0);
 
-    // touching_count → exclusive scan → touching_write, on both sides from the twin's entries.
-    let mut offsets = vec![0u32; n + 1];
-    let mut groups = vec![7u32; (n + 1).div_ceil(256)];
-    touching_count(&u, &cpu_entries, &mut offsets, &mut groups);
+    // touching_count → touching_write (no scan between: each entry's first slot from the group
+    // sums and a workgroup scan), on both sides from the twin's entries, over more groups than
+    // one workgroup's (so the group part of the prefix counts).
+    let ngroups = n.div_ceil(256);
+    assert!(ngroups > 1, "{n} entries: one group");
+    let mut groups = vec![7u32; ngroups];
+    touching_count(&u, &cpu_entries, &mut groups);
     let out = run_kernel(
         &gpu,
         "touching_count",
         &[
             ("sched", bytes(&[u])),
             ("entries", bytes(&cpu_entries)),
-            ("touch_offsets", bytes(&vec![7u32; n + 1])),
-            ("scan_groups", bytes(&vec![7u32; groups.len()])),
+            ("scan_groups", bytes(&vec![7u32; ngroups])),
         ],
-        n as u32 + 1,
+        n as u32,
     )
     .unwrap();
-    assert_eq!(
-        bytemuck::cast_slice::<u8, u32>(&out["touch_offsets"]),
-        &offsets[..]
-    );
-    check_groups(&groups, &offsets, &out["scan_groups"], "touching_count");
-    let mut partials = Vec::new();
-    yarnsim::scan::exclusive_scan(&mut offsets, &mut partials);
-    let total = offsets[n] as usize;
+    // By definition: each group's sum of the entries' counts (the GPU's too), and all of them the
+    // touching total.
+    let counts: Vec<u32> = cpu_entries.iter().map(entry_touching).collect();
+    check_groups(&groups, &counts, &out["scan_groups"], "touching_count");
+    let total = counts.iter().sum::<u32>() as usize;
     assert_eq!(total, counters.touching.count as usize);
     for cap in [total, total - 5] {
         let c0 = SchedCounters {
@@ -711,7 +710,7 @@ fn schedule_process_matches_twin() {
             &src,
             &f.lookup,
             &cpu_entries,
-            &offsets,
+            &groups,
             &mut cpu_pairs,
             &mut cpu_c,
         );
@@ -724,7 +723,7 @@ fn schedule_process_matches_twin() {
                 ("seg_contact", bytes(&f.seg_contact)),
                 ("set_lookup", bytes(&f.lookup)),
                 ("entries", bytes(&cpu_entries)),
-                ("touch_offsets", bytes(&offsets)),
+                ("scan_groups", bytes(&groups)),
                 ("touching", bytes(&vec![[u32::MAX; 2]; total])),
                 ("sched_counters", bytes(&[c0])),
             ],

@@ -1340,8 +1340,9 @@ friction = 0.3
 /// the kept entries placed by `entries_compact` from `entries_keep`'s group sums (no scan between
 /// them), and `acl_counts`' scheduled phase made with the evaluation's plan in
 /// `acl_scheduled_plan`; every rebuild round's `pool_alloc` straight after `pool_alloc_size`
-/// (its offsets from the latter's group sums, no scan between); with coalescing, `acl_counts` before and after it and a `count_plan` for
-/// the evaluation. (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
+/// (its offsets from the latter's group sums, no scan between); with coalescing, `acl_counts`
+/// before it, and after it `acl_coalesced_plan`, which makes `acl_counts`' coalesced phase with
+/// the evaluation's plan (no `count_plan` dispatch). (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
 /// the step's parity with the CPU path is `whole_run_parity`'s and tests/gpu_acl_step.rs'.)
 #[test]
 fn acl_step_records_the_fused_bookkeeping() {
@@ -1362,7 +1363,8 @@ fn acl_step_records_the_fused_bookkeeping() {
             ("release_count", 0),
             ("sched_sizes", 0),
             ("acl_scheduled_plan", quiet),
-            ("acl_counts", 2 * (1 - quiet)),
+            ("acl_coalesced_plan", 1 - quiet),
+            ("acl_counts", 1 - quiet),
         ] {
             assert_eq!(count(&g, k), n, "coalesce {coalesce}: {k} dispatches");
         }
@@ -1390,7 +1392,7 @@ fn acl_step_records_the_fused_bookkeeping() {
             if quiet == 1 {
                 "acl_scheduled_plan"
             } else {
-                "count_plan"
+                "acl_coalesced_plan"
             },
             "coalesce {coalesce}: the evaluation's plan"
         );

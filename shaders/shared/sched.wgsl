@@ -98,6 +98,11 @@ const ENTRY_MIXED: u32 = 0x100u;
 const ENTRY_DUE: u32 = 0x200u;
 const ENTRY_TOUCH_SHIFT: u32 = 16u;
 const ENTRY_TOUCH: u32 = 0xff0000u;
+
+// The touching count schedule_process recorded in an entry (sched::entry_touching).
+fn entry_touching(en: SchedEntry) -> u32 {
+    return (en.bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT;
+}
 // sched::FAR: the bound of an entry with no unowned pair left.
 const SCHED_FAR: f32 = 3.4028235e38;
 // sched::lookup::MAX_LOOKUP.

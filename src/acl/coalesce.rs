@@ -57,7 +57,7 @@ use crate::layout::{
     MERGE_DIRTY_LIMIT, MERGE_SCAN_LIMIT,
 };
 use crate::polar::quat_identity;
-use crate::scan::{exclusive_scan, resize_with_headroom};
+use crate::scan::{resize_with_headroom, GROUP};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -125,7 +125,7 @@ fn used_sets(c: &MergeCounters) -> usize {
 /// Kernel `coalesce_heads`: `run_offsets[t]` = 1 when touching pair `t` starts a run, 0 otherwise
 /// and for `T ≤ t ≤ touching.capacity`; clears the hull accumulators of the slots the runs may
 /// take; `coalesce_base` = `sets.count`; the group sums of `run_offsets[..=capacity]` into
-/// `scan_groups` ([`crate::scan::write_groups`]: the scan is grouped; the CPU path passes none).
+/// `scan_groups` ([`crate::scan::write_groups`]), from which `contact_coalesce` numbers the runs.
 pub fn coalesce_heads(
     acl_merge: &MergeUniform,
     touching: &[[u32; 2]],
@@ -157,13 +157,16 @@ pub fn coalesce_heads(
     crate::scan::write_groups(&run_offsets[..=tcap], scan_groups);
 }
 
-/// Kernel `contact_coalesce`: pair `t` of run `r = run_offsets[t + 1] − 1` (`run_offsets` scanned)
-/// adds its box to the accumulator of slot `coalesce_base + r`, and a run's first pair writes the
-/// new set's header there; `sets.count` = `coalesce_base` + runs (overflow past the capacity).
+/// Kernel `contact_coalesce`: pair `t` of run `r` (the run heads `run_offsets[..=t]` less one,
+/// from `coalesce_heads`' group sums `scan_groups` and the flags: [`crate::scan::group_prefix_walk`],
+/// the kernel's `group_prefix`) adds its box to the accumulator of slot `coalesce_base + r`, and a
+/// run's first pair writes the new set's header there; `sets.count` = `coalesce_base` + runs
+/// (overflow past the capacity).
 pub fn contact_coalesce(
     acl_merge: &MergeUniform,
     touching: &[[u32; 2]],
     run_offsets: &[u32],
+    scan_groups: &[u32],
     sets: &mut [ContactSet],
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
@@ -175,26 +178,31 @@ pub fn contact_coalesce(
     }
     let base = c.coalesce_base as usize;
     let cap = c.sets.capacity as usize;
-    let total = base + run_offsets[n] as usize;
+    let runs = crate::scan::group_prefix_walk(
+        run_offsets[..n].iter().copied(),
+        scan_groups,
+        |t, head, before| {
+            let slot = base + (before + head) as usize - 1;
+            if slot >= cap {
+                return;
+            }
+            let [i, j] = touching[t];
+            let bx = padded_box(i, i, j, j, acl_merge.alpha, acl_merge.nq);
+            if head != 0 {
+                sets[slot] = ContactSet {
+                    bx,
+                    flags: SET_LIVE | SET_DIRTY | SET_MOVED,
+                    quat: quat_identity(),
+                    ..Default::default()
+                };
+            }
+            hull_add(&mut set_hull[slot], &hull_code(&bx));
+        },
+    );
+    let total = base + runs as usize;
     c.sets.count = total as u32;
     if total > cap {
         c.sets.overflow = 1;
-    }
-    for (t, &[i, j]) in touching[..n].iter().enumerate() {
-        let slot = base + run_offsets[t + 1] as usize - 1;
-        if slot >= cap {
-            continue;
-        }
-        let bx = padded_box(i, i, j, j, acl_merge.alpha, acl_merge.nq);
-        if run_offsets[t + 1] != run_offsets[t] {
-            sets[slot] = ContactSet {
-                bx,
-                flags: SET_LIVE | SET_DIRTY | SET_MOVED,
-                quat: quat_identity(),
-                ..Default::default()
-            };
-        }
-        hull_add(&mut set_hull[slot], &hull_code(&bx));
     }
 }
 
@@ -219,8 +227,10 @@ pub fn coalesce_box(
 /// Scratch of the coalescing and merge passes, kept between steps.
 #[derive(Debug, Default)]
 pub struct MergeScratch {
-    /// `coalesce_heads`' run flags, then their exclusive prefix sum.
+    /// `coalesce_heads`' run flags.
     run_offsets: Vec<u32>,
+    /// Their sums per 256 (`coalesce_heads`' group sums, which `contact_coalesce` reads).
+    run_groups: Vec<u32>,
     /// Per set slot, its number of overlapping pairs, then their exclusive prefix sum.
     edge_off: Vec<u32>,
     /// Overlapping pairs `[moved set, other set]`.
@@ -229,14 +239,12 @@ pub struct MergeScratch {
     labels: Vec<u32>,
     /// Hull accumulators (hull codes), one per set slot.
     hull: Vec<[u32; 4]>,
-    /// The scans' partial sums.
-    partials: Vec<u32>,
     /// The overlap searches the last [`set_merge`] ran (each pass's, the last one finding no
     /// pair; 0 when no set had moved): the merge passes a GPU merge invocation needs to end.
     pub searches: u32,
 }
 
-/// Stage `contact_coalesce` on the CPU path: `coalesce_heads` → scan → `contact_coalesce` →
+/// Stage `contact_coalesce` on the CPU path: `coalesce_heads` → `contact_coalesce` →
 /// `coalesce_box` over the touching pairs, appending one new set per run to
 /// `sets` (in run order) and 4 inactive springs each to `springs`. Returns the number of sets
 /// made.
@@ -263,16 +271,24 @@ pub fn coalesce_pairs(
     resize_with_headroom(sets, n0 + t, ContactSet::default());
     resize_with_headroom(&mut sc.hull, n0 + t, [0; 4]);
     resize_with_headroom(&mut sc.run_offsets, t + 1, 0);
+    resize_with_headroom(&mut sc.run_groups, (t + 1).div_ceil(GROUP as usize), 0);
     coalesce_heads(
         &u,
         touching,
         &mut sc.run_offsets,
         &mut sc.hull,
         &mut c,
-        &mut [],
+        &mut sc.run_groups,
     );
-    exclusive_scan(&mut sc.run_offsets[..t + 1], &mut sc.partials);
-    contact_coalesce(&u, touching, &sc.run_offsets, sets, &mut sc.hull, &mut c);
+    contact_coalesce(
+        &u,
+        touching,
+        &sc.run_offsets,
+        &sc.run_groups,
+        sets,
+        &mut sc.hull,
+        &mut c,
+    );
     let n = c.sets.count as usize;
     // The springs buffer grows to the table (its fill is what coalesce_box writes: the GPU
     // buffer has whatever its slots last held there instead).

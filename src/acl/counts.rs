@@ -44,10 +44,7 @@ pub fn acl_counts(
     match acl_phase.phase {
         PHASE_STEP => step_reset(acl_sizes, merge_counters, pool_counters, acl_counters),
         PHASE_SCHEDULED => scheduled_counts(sched_counters, acl_sizes, merge_counters),
-        PHASE_COALESCED => {
-            acl.num_sets = merge_counters.sets.count;
-            rebuild.num_sets = merge_counters.sets.count;
-        }
+        PHASE_COALESCED => coalesced_counts(rebuild, merge_counters, acl),
         _ => {}
     }
 }
@@ -80,6 +77,33 @@ pub fn acl_scheduled_plan(
     plan_out: &mut [u32],
 ) {
     scheduled_counts(sched_counters, acl_sizes, merge_counters);
+    plan_counted(plan_spec, merge_counters.sets.count, plan_out);
+}
+
+/// The counts the GPU ACL step moves after its coalescing merge invocation (`acl_counts`'
+/// [`PHASE_COALESCED`]): the table length it left (`merge_counters.sets.count`) into the `acl` and
+/// `rebuild` uniforms.
+pub fn coalesced_counts(
+    rebuild: &mut RebuildParams,
+    merge_counters: &MergeCounters,
+    acl: &mut AclUniform,
+) {
+    acl.num_sets = merge_counters.sets.count;
+    rebuild.num_sets = merge_counters.sets.count;
+}
+
+/// Stage `acl_coalesced_plan` (kernel `shaders/acl_coalesced_plan.wgsl`, one thread), for a step
+/// with coalescing: [`coalesced_counts`], then the plan of the evaluation's grids
+/// ([`crate::scan::plan_counted`], what a `count_plan` after `acl_counts` wrote) from the same
+/// table length.
+pub fn acl_coalesced_plan(
+    plan_spec: &CountPlan,
+    rebuild: &mut RebuildParams,
+    merge_counters: &mut MergeCounters,
+    acl: &mut AclUniform,
+    plan_out: &mut [u32],
+) {
+    coalesced_counts(rebuild, merge_counters, acl);
     plan_counted(plan_spec, merge_counters.sets.count, plan_out);
 }
 

@@ -19,8 +19,8 @@
 //! | 4 | the scheduler ([`SchedGpu`], after its start: [`SchedGpu::dispatches_started`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
 //! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`; without coalescing, in `acl_scheduled_plan` with row 8's `count_plan` (the table length is then the step's start's) | |
 //! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
-//! | 7 | `acl_counts` (coalesced) writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (with coalescing only: without, they hold it since row 1) | |
-//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets` by one `count_plan`, or by row 5's `acl_scheduled_plan`) | `acl.num_sets` |
+//! | 7 | with coalescing only (without, they hold it since row 1): `acl_coalesced_plan` writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (`acl_counts`' coalesced phase) and plans row 8's grids from it (`count_plan`'s work) | |
+//! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets`, by row 7's `acl_coalesced_plan` or row 5's `acl_scheduled_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → `pool_alloc` (the pools' ranges, the releases and the garbage: each dirty set's offsets from the former's sums per 256 dirty sets and a workgroup scan, no scan dispatch), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
 //! | 10 | (no dirty list: a live set still dirty after the last round raises `ACL_SIZES_MORE_ROUNDS` in `set_compact`, row 12, and the step reruns with more rounds) | |
 //! | 11 | `stiction_forces`; `set_point_count` (also the live sets per 256 slots, for row 12) → scan (one `scan_into` dispatch, `point_count` into `point_start`, up to [`crate::scan::SCAN_INTO_MAX`] points) → `set_point_write`, `set_gather` (the point table in set order without a sort, [`super::gather`]) | `acl` |
@@ -43,7 +43,7 @@
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
-use super::counts::{PHASE_COALESCED, PHASE_SCHEDULED, PHASE_STEP};
+use super::counts::PHASE_SCHEDULED;
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
@@ -118,6 +118,7 @@ pub const KERNELS: &[&str] = &[
     "acl_step_start",
     "acl_counts",
     "acl_scheduled_plan",
+    "acl_coalesced_plan",
     "set_evaluate",
     "set_force",
     "stiction_forces",
@@ -470,22 +471,19 @@ impl AclGpu {
             bytemuck::cast_slice(&host.seg_cp),
             false,
         );
-        for (k, phase) in [PHASE_STEP, PHASE_SCHEDULED, PHASE_COALESCED]
-            .iter()
-            .enumerate()
-        {
-            let p = AclPhase {
-                phase: *phase,
-                ..Default::default()
-            };
-            own.upload(
-                device,
-                queue,
-                &format!("acl_phase{k}"),
-                bytemuck::bytes_of(&p),
-                true,
-            );
-        }
+        // The one phase of acl_counts the step dispatches (the others are acl_step_start's and
+        // acl_coalesced_plan's).
+        let scheduled = AclPhase {
+            phase: PHASE_SCHEDULED,
+            ..Default::default()
+        };
+        own.upload(
+            device,
+            queue,
+            "acl_phase_scheduled",
+            bytemuck::bytes_of(&scheduled),
+            true,
+        );
         own.zeroed(device, "acl_counters", 16, false);
         // Per segment, the sets rebuilt since the last clear (`--color updates`).
         own.zeroed(device, "rebuild_counts", 4 * topo.segments.len(), false);
@@ -795,9 +793,9 @@ impl AclGpu {
             spec("set_rebuild_springs", 0, 1)?,
             spec("pool_alloc_size", 1, 1)?,
         ])?;
-        let phases: Vec<wgpu::Buffer> = (0..3).map(|k| get(&format!("acl_phase{k}"))).collect();
-        let counts = |ops: &mut Vec<Op>, phase: usize| -> Result<(), PipelineError> {
-            let bg = bind("acl_counts", &[("acl_phase", &phases[phase])])?;
+        let scheduled_phase = get("acl_phase_scheduled");
+        let scheduled_counts = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
+            let bg = bind("acl_counts", &[("acl_phase", &scheduled_phase)])?;
             ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
             Ok(())
         };
@@ -876,12 +874,15 @@ impl AclGpu {
         // the evaluation's grids are planned with the scheduled counts, in one dispatch
         // (acl_scheduled_plan). 8. Evaluation of the clean sets, over the live table (its grids
         // counted first).
+        // With coalescing, the table length it left goes into the uniforms and plans the
+        // evaluation's grids in one dispatch (acl_coalesced_plan: acl_counts' coalesced phase
+        // and count_plan).
         if caps.coalesce > 0 {
-            counts(&mut ops, 1)?;
+            scheduled_counts(&mut ops)?;
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
-            counts(&mut ops, 2)?;
-            let (n, bg, t) = eval_grids.plan_dispatch();
-            ops.push(Op::Dispatch((n, bg.clone(), t)));
+            let [spec, out] = eval_grids.plan_bindings();
+            let bg = bind("acl_coalesced_plan", &[spec, out])?;
+            ops.push(Op::Dispatch(("acl_coalesced_plan", bg, 1.into())));
         } else {
             let [spec, out] = eval_grids.plan_bindings();
             let bg = bind("acl_scheduled_plan", &[spec, out])?;
@@ -1001,7 +1002,7 @@ impl AclGpu {
             _scans: vec![scan_points],
             _merges: vec![first, again],
             _lookup: Some(lookup),
-            _phases: phases,
+            _phases: vec![scheduled_phase],
         };
         Ok(())
     }

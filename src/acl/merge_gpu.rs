@@ -10,8 +10,8 @@
 //!
 //! | # | kernel | threads |
 //! |---|--------|---------|
-//! | 1 | `coalesce_heads` | touching capacity + 1 |
-//! | 2 | scan of `run_offsets` | touching capacity + 1 |
+//! | 1 | `coalesce_heads` (the run flags, and their sums per 256 pairs into `run_groups`) | touching capacity + 1 |
+//! | 2 | (no scan: `contact_coalesce` numbers the runs from `run_groups` and a workgroup scan) | |
 //! | 3 | `contact_coalesce` | touching capacity |
 //! | 4 | `coalesce_box` (the new sets' boxes and cleared springs) | set capacity |
 //! |   | then [`MergeCaps::passes`] merge passes, each: | |
@@ -201,6 +201,7 @@ impl MergeGpu {
             buffers.zeroed(device, name, bytes, false);
         };
         zeroed("run_offsets", (tc + 1) * 4);
+        zeroed("run_groups", (tc + 1).div_ceil(256) * 4);
         zeroed("set_hull", sc * 16);
         zeroed("bin_offsets", (sc + 1) * 4);
         // set_bin_write writes whichever of the two the sort in the fewest passes starts from
@@ -239,10 +240,10 @@ impl MergeGpu {
             })
             .collect();
         let get = |n: &str| buffers.get(n).expect("uploaded above");
-        // Grouped scans: coalesce_heads, set_bin_count and set_overlap_count write their block
-        // sums into the scan's partials (their `scan_groups`).
+        // Grouped scans: set_bin_count and set_overlap_count write their block sums into the
+        // scan's partials (their `scan_groups`). coalesce_heads writes its own into `run_groups`,
+        // which contact_coalesce reads: its flags have no scan.
         let grouped = |n: &str, len: u32| GpuScan::grouped(device, pipelines, get(n), len);
-        let scan_runs = grouped("run_offsets", caps.touching + 1)?;
         let scan_bins = grouped("bin_offsets", caps.sets + 1)?;
         let scan_edges = grouped("edge_offsets", caps.sets + 1)?;
         // Over the live index items, in the fewest passes (set_bin_index stops at their count).
@@ -275,15 +276,14 @@ impl MergeGpu {
         };
         let mut d: Vec<Dispatch> = Vec::new();
         if coalesce {
-            d.push(scan_runs.producer(
-                device,
-                pipelines,
-                "coalesce_heads",
-                buffers,
-                caps.touching + 1,
-            )?);
-            d.extend(owned(scan_runs.dispatches()));
-            d.push(own("contact_coalesce", caps.touching)?);
+            let run_groups = [("scan_groups", get("run_groups"))];
+            for (k, threads) in [
+                ("coalesce_heads", caps.touching + 1),
+                ("contact_coalesce", caps.touching),
+            ] {
+                let bg = pipelines.bind_group_with(device, k, buffers, &run_groups)?;
+                d.push((k, bg, threads.into()));
+            }
             d.push(own("coalesce_box", caps.sets)?);
         }
         let mut pass: Vec<Dispatch> = Vec::new();
@@ -367,7 +367,7 @@ impl MergeGpu {
             caps,
             first_search,
             dispatches: d,
-            _scans: vec![scan_runs, scan_bins, scan_edges],
+            _scans: vec![scan_bins, scan_edges],
             _sort: sort,
             _rounds: rounds,
         })

@@ -27,7 +27,7 @@
 //! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 11 | `release_mark` (A) | p2 | release slot cap. |
 //! | 12 | `segment_windows_quadrature` (—: `segment_windows` and `quadrature_points`, two maps in one dispatch), `schedule_process` (A; p2) | p2 | segments · (λ_max + 1 + b), entry cap. |
-//! | 13 | `touching_count`, scan, `touching_write` (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. + 1 |
+//! | 13 | `touching_count` (the touching counts per 256 entries into `touch_groups`), `touching_write` (each entry's first slot from those group sums and a workgroup scan, no scan dispatch) (left out by a caller that does not read the list: [`SchedGpu::dispatches_with`]) | p2 | entry cap. |
 //! | 14 | `sched_history` | — | max(points, segments) |
 //!
 //! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
@@ -359,7 +359,8 @@ impl SchedGpu {
             ("keep", (c.entries as usize + 1) * 4),
             // entries_keep's group sums, which entries_compact reads (no scan of the flags).
             ("keep_groups", (c.entries as usize + 1).div_ceil(256) * 4),
-            ("touch_offsets", (c.entries as usize + 1) * 4),
+            // touching_count's group sums, which touching_write reads (no scan of the counts).
+            ("touch_groups", (c.entries as usize).div_ceil(256) * 4),
             // sched_grid_write writes the grid's items unsorted into sched_grid_in; the sort
             // leaves them sorted in sched_grid (an odd number of passes, no scratch of its own).
             ("sched_grid_in", c.grid as usize * kv),
@@ -433,7 +434,7 @@ impl SchedGpu {
         let b = self.template.quadrature;
         let nb = self.template.max_bin;
         let get = |n: &str| self.own.get(n).expect("made in new/build");
-        // Grouped scans: their producers (sched_grid_count, release_count, touching_count) write
+        // Grouped scans: their producers (sched_grid_count, release_count) write
         // the block sums into `<data>_groups`, the scan's partials. (entries_keep writes its
         // own into `keep_groups`, which entries_compact reads: its flags have no scan.)
         let scan = |n: &str, len: u32| GpuScan::grouped(device, pipelines, get(n), len);
@@ -471,7 +472,6 @@ impl SchedGpu {
             crate::shaders::WG,
         )?;
         let scan_rel = scan("release_offsets", c.released + 1)?;
-        let scan_touch = scan("touch_offsets", c.entries + 1)?;
         let sort_grid = GpuSort::counted_into(
             device,
             pipelines,
@@ -499,7 +499,6 @@ impl SchedGpu {
         for (name, sc) in [
             ("sched_grid_groups", &scan_grid),
             ("release_groups", &scan_rel),
-            ("touch_groups", &scan_touch),
             ("newcomer_groups", &scan_new),
         ] {
             self.own.insert(name, sc.groups().clone());
@@ -673,30 +672,22 @@ impl SchedGpu {
             c.entries.into(),
         )?;
         let touching_from = d.len();
-        push(
-            &mut d,
-            "touching_count",
-            &[
-                ("sched", "sched_p2"),
-                ("entries", "entries_a"),
-                ("scan_groups", "touch_groups"),
-            ],
-            T::Fixed(c.entries + 1),
-        )?;
-        add(&mut d, scan_touch.dispatches().collect());
-        push(
-            &mut d,
-            "touching_write",
-            &[("sched", "sched_p2"), ("entries", "entries_a")],
-            c.entries.into(),
-        )?;
+        // touching_write places each entry's pairs from touching_count's group sums and a
+        // workgroup scan (no scan dispatch between).
+        let touching = [
+            ("sched", "sched_p2"),
+            ("entries", "entries_a"),
+            ("scan_groups", "touch_groups"),
+        ];
+        push(&mut d, "touching_count", &touching, c.entries.into())?;
+        push(&mut d, "touching_write", &touching, c.entries.into())?;
         let touching_span = touching_from..d.len();
         push(&mut d, "sched_history", &st, np.max(ns).into())?;
         self.dispatches = d;
         self.newcomer_span = newcomer_span;
         self.list_dispatches = list_dispatches;
         self.touching_span = touching_span;
-        self._scans = vec![scan_grid, scan_new, scan_fresh, scan_rel, scan_touch];
+        self._scans = vec![scan_grid, scan_new, scan_fresh, scan_rel];
         self._sorts = vec![sort_grid, sort_cand];
         Ok(())
     }

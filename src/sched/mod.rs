@@ -47,8 +47,9 @@
 //!    *processed*: the true distances of its quadrature pairs that no set owns are computed, touching
 //!    ones (`d < 2r`) are counted, and the bound becomes the smallest gap `d − 2r` over the others (the
 //!    touching ones are about to be owned).
-//! 8. [`touching_count`], exclusive scan, [`touching_write`] (kernels): the touching pairs in table
-//!    order (the CPU run collects the same pairs while examining).
+//! 8. [`touching_count`] (the touching counts per 256 entries), [`touching_write`] (each entry's
+//!    first slot from those sums and a workgroup scan) (kernels): the touching pairs in table order
+//!    (the CPU run collects the same pairs while examining).
 //!
 //! Kernels with parity tests (tests/gpu_sched.rs) exist for stages 1, 2, 3, 7 and 8, and for 4, 5
 //! and 6 in data-parallel form ([`entries_keep`] + scan + [`entries_compact`], the newcomer chain,
@@ -131,9 +132,9 @@ pub use newcomers::{
     pair_class,
 };
 pub use process::{
-    schedule_process, segment_windows, segment_windows_quadrature, touching_count, touching_write,
-    ProcessBuffers, ProcessLazy, ProcessSource, ProcessTask, WindowSlot, ENTRY_TOUCH,
-    ENTRY_TOUCH_SHIFT, PROCESS_TASK,
+    entry_touching, schedule_process, segment_windows, segment_windows_quadrature, touching_count,
+    touching_write, ProcessBuffers, ProcessLazy, ProcessSource, ProcessTask, WindowSlot,
+    ENTRY_TOUCH, ENTRY_TOUCH_SHIFT, PROCESS_TASK,
 };
 pub use raster::{aabb_raster_movement, basis_field_bounds, floor_i64};
 pub use sizes::{

@@ -390,59 +390,65 @@ pub fn schedule_process(
     ntasks
 }
 
-/// Stage `touching_count` (kernel `shaders/touching_count.wgsl`): `touch_offsets[e]` = the touching
-/// count `schedule_process` recorded in entry `e`, and `touch_offsets[n] = 0`: after an exclusive
-/// prefix sum, each entry's first slot in `touching` and, last, the total.
-/// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
-pub fn touching_count(
-    sched: &SchedUniform,
-    entries: &[SchedEntry],
-    touch_offsets: &mut [u32],
-    scan_groups: &mut [u32],
-) {
+/// The touching count `schedule_process` recorded in entry `en` (bits 16–23 of its flags).
+#[inline]
+pub fn entry_touching(en: &SchedEntry) -> u32 {
+    (en.bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT
+}
+
+/// Stage `touching_count` (kernel `shaders/touching_count.wgsl`): the sums of the touching counts
+/// `schedule_process` recorded in the entries (`n` of them), 256 entries per word, into
+/// `scan_groups`, from which `touching_write` finds each entry's first slot.
+pub fn touching_count(sched: &SchedUniform, entries: &[SchedEntry], scan_groups: &mut [u32]) {
     let n = sched.num_entries as usize;
-    touch_offsets[..n]
-        .par_iter_mut()
-        .with_min_len(4096)
-        .zip(entries[..n].par_iter())
-        .for_each(|(o, e)| *o = (e.bin_flags & ENTRY_TOUCH) >> ENTRY_TOUCH_SHIFT);
-    touch_offsets[n] = 0;
-    crate::scan::write_groups(&touch_offsets[..=n], scan_groups);
+    scan_groups.fill(0);
+    for (g, chunk) in scan_groups
+        .iter_mut()
+        .zip(entries[..n].chunks(crate::scan::GROUP as usize))
+    {
+        *g = chunk.iter().map(entry_touching).sum();
+    }
 }
 
 /// Stage `touching_write` (kernel `shaders/touching_write.wgsl`): every entry with a touching count
-/// writes its touching pairs `[i, j]` (in the order `schedule_process` met them) from slot
-/// `touch_offsets[e]` of `touching`: the pairs of all entries in table order. Slots at or beyond
-/// `counters.touching.capacity` are not written and raise `counters.touching.overflow`; the count
-/// of pairs is `counters.touching.count` (from `schedule_process`).
+/// writes its touching pairs `[i, j]` (in the order `schedule_process` met them) from its first
+/// slot in `touching`, the counts of the entries before it (from `touching_count`'s group sums
+/// `scan_groups`: [`crate::scan::group_prefix_walk`], the kernel's `group_prefix`): the pairs of
+/// all entries in table order. Slots at or beyond `counters.touching.capacity` are not written and
+/// raise `counters.touching.overflow`; the count of pairs is `counters.touching.count` (from
+/// `schedule_process`).
 pub fn touching_write(
     sched: &SchedUniform,
     src: &dyn ProcessSource,
     set_lookup: &[u32],
     entries: &[SchedEntry],
-    touch_offsets: &[u32],
+    scan_groups: &[u32],
     touching: &mut [[u32; 2]],
     counters: &mut SchedCounters,
 ) {
     let n = sched.num_entries as usize;
     let cap = counters.touching.capacity as usize;
     let mut overflow = false;
-    for (e, en) in entries[..n].iter().enumerate() {
-        if en.bin_flags & ENTRY_TOUCH == 0 {
-            continue;
-        }
-        let (owned, _) = owned_bits(set_lookup, en.seg_a, en.seg_b, sched.quadrature);
-        let mut slot = touch_offsets[e] as usize;
-        process_entry(sched, src, en, &owned, |p| {
-            if slot < cap {
-                touching[slot] = p;
-            } else {
-                overflow = true;
+    crate::scan::group_prefix_walk(
+        entries[..n].iter().map(entry_touching),
+        scan_groups,
+        |e, count, first| {
+            if count == 0 {
+                return;
             }
-            slot += 1;
-        });
-    }
+            let en = &entries[e];
+            let (owned, _) = owned_bits(set_lookup, en.seg_a, en.seg_b, sched.quadrature);
+            let mut slot = first as usize;
+            process_entry(sched, src, en, &owned, |p| {
+                if slot < cap {
+                    touching[slot] = p;
+                } else {
+                    overflow = true;
+                }
+                slot += 1;
+            });
+        },
+    );
     if overflow {
         counters.touching.overflow = 1;
     }
