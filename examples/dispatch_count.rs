@@ -8,7 +8,8 @@
 //! (0: none, 1: the listed search, 2: the grid's), `indexed` (0/1), `length` (length iterations), `sets` (set capacity); unnamed budgets
 //! are those of a quiet run: 1 round, pass, label round and length iteration, no coalescing,
 //! newcomer search or set index. With `ORDER` set in the environment it also prints the kernels in
-//! the order the step records them.
+//! the order the step records them. Last, the GPU buffers the `GpuSim` holds, in MiB (from wgpu's
+//! internal counters, where the backend keeps them).
 
 use std::collections::BTreeMap;
 use yarnsim::gpu::Gpu;
@@ -72,5 +73,9 @@ fn main() -> anyhow::Result<()> {
         g.dispatches_per_step(),
         g.passes_per_step()
     );
+    // (wgpu's internal counters; none on a backend that does not keep them.)
+    if let Some(bytes) = gpu.buffer_memory() {
+        println!("{:.1} MiB of GPU buffers", bytes as f64 / 1048576.0);
+    }
     Ok(())
 }

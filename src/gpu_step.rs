@@ -1419,6 +1419,19 @@ impl GpuSim {
         self.grow_exact(caps)
     }
 
+    /// Poisons ACL's pools past their lengths after every restore of a batch's snapshot (tests:
+    /// [`AclGpu::set_poison_after_restore`]; no effect without ACL).
+    pub fn set_acl_poison_after_restore(&mut self, on: bool) {
+        if let Some(acl) = &mut self.acl {
+            acl.path.set_poison_after_restore(on);
+        }
+    }
+
+    /// Bytes of ACL's pools poisoned after restores so far ([`GpuSim::set_acl_poison_after_restore`]).
+    pub fn acl_poisoned_bytes(&self) -> u64 {
+        self.acl.as_ref().map_or(0, |a| a.path.poisoned_bytes())
+    }
+
     /// The ACL path's capacities (`None` without ACL).
     pub fn acl_capacities(&self) -> Option<AclCaps> {
         self.acl.as_ref().map(|a| a.path.caps)
@@ -1464,7 +1477,7 @@ impl GpuSim {
     }
 
     /// Copies the snapshot taken at the start of the last batch back into the state buffers.
-    fn restore_snapshot(&self) {
+    fn restore_snapshot(&mut self) {
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -1477,6 +1490,9 @@ impl GpuSim {
             acl.path.copy_state(&mut enc, true);
         }
         self.queue.submit([enc.finish()]);
+        if let Some(acl) = &mut self.acl {
+            acl.path.restored(&self.queue);
+        }
     }
 
     /// Encodes `iterations` length-projection iterations per step from now on (at most the scene's

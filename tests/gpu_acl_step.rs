@@ -81,6 +81,9 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     // (Compared with the CPU path's below.)
     g.set_count_rebuilds(&gpu.device, &gpu.queue, &pipelines, true)
         .unwrap();
+    // A rerun starts from pools poisoned past their lengths (a batch only appends to them, so
+    // they are not saved: acl::gpu::POOLS).
+    g.set_poison_after_restore(true);
     let (quad_weights, quad_arc, _) = host.gpu_tables(&sim.topo);
     let nq = sim.topo.segments.len() * params.quadrature as usize;
     let qparams = yarnsim::layout::Params {
@@ -272,9 +275,10 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
         made += st.new_pairs.min(1);
     }
     eprintln!(
-        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns; quaternions within {worst_q:e}, forces within {worst_f:e} of the largest ({differing} point-steps differ); quadrature points apart by up to dx = {worst_dx:e}; compared to the end: {}; caps {:?}",
+        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns ({} pool bytes poisoned); quaternions within {worst_q:e}, forces within {worst_f:e} of the largest ({differing} point-steps differ); quadrature points apart by up to dx = {worst_dx:e}; compared to the end: {}; caps {:?}",
         cpu.sets().len(),
         g.reruns,
+        g.poisoned_bytes(),
         parted.map_or("yes".to_string(), |n| format!("no, parted at step {n}")),
         g.caps
     );

@@ -258,6 +258,9 @@ fn acl_capacities_grow_ahead_of_need_identically() {
     let run = |shrink: bool| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        // Each rerun starts from pools poisoned past their lengths (not saved: see
+        // acl::gpu::POOLS), grown from there.
+        g.set_acl_poison_after_restore(true);
         let ample = g.acl_capacities().unwrap();
         if shrink {
             // Each capacity just under its first need, so overflows come first and the counts
@@ -283,6 +286,7 @@ fn acl_capacities_grow_ahead_of_need_identically() {
         ample.capacity_grows_ahead()
     );
     assert!(small.reruns() >= 1, "the small run never overflowed");
+    assert!(small.acl_poisoned_bytes() > 0, "no pool was poisoned");
     assert!(
         small.capacity_grows_ahead() >= 1,
         "the small run never grew ahead of need"
@@ -408,6 +412,7 @@ fn acl_coalescing_left_out_reruns_identically() {
         always.g.reruns()
     );
     assert!(left_out.needed > 0, "no batch needed coalescing");
+    assert!(left_out.g.acl_poisoned_bytes() > 0, "no pool was poisoned");
     assert!(left_out.without > 0, "every batch needed coalescing");
     // A rerun that brought coalescing back is counted as its (the others here grew capacities,
     // as in the run that always coalesces).
@@ -449,6 +454,9 @@ fn run_with_a_stage_at(
     // Upgrades after any batch: the falling swatch's steps that need a stage come too often for
     // the default wait, and the upgrade is what these runs check too.
     g.set_upgrade_after(0);
+    // Each rerun starts from pools poisoned past their lengths (they are not saved: a batch only
+    // appends to them).
+    g.set_acl_poison_after_restore(true);
     let read = |g: &GpuSim| *budget(&mut g.acl_capacities().unwrap());
     let (mut without, mut needed, mut upgraded, mut fewest) = (0, 0, 0, u32::MAX);
     for _ in 0..12 {
@@ -535,6 +543,9 @@ fn acl_too_few_rebuild_rounds_rerun_identically() {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
         g.set_upgrade_after(0);
+        // Each rerun starts from pools poisoned past their lengths (not saved: see
+        // acl::gpu::POOLS).
+        g.set_acl_poison_after_restore(true);
         let mut needed = 0;
         for _ in 0..4 {
             let mut caps = g.acl_capacities().unwrap();
@@ -558,6 +569,7 @@ fn acl_too_few_rebuild_rounds_rerun_identically() {
         held.reruns()
     );
     assert!(needed > 0, "no batch needed a second round");
+    assert!(cut.acl_poisoned_bytes() > 0, "no pool was poisoned");
     assert_eq!(cut.sim.pos, held.sim.pos, "positions differ");
     assert_eq!(cut.sim.vel, held.sim.vel, "velocities differ");
 }

@@ -348,22 +348,35 @@ pub struct AclStepCounters {
     pub acl: AclCounters,
 }
 
-/// The buffers whose contents carry from one step to the next (saved before a step for a rerun),
-/// besides the scheduler's own.
+/// The buffers whose contents carry from one step to the next and are saved before a batch for a
+/// rerun, besides the scheduler's own. The pools ([`POOLS`]) carry over too but need no copy.
 const PERSISTENT: &[&str] = &[
     "sets",
     "springs",
-    "cp_pool",
-    "f0_pool",
-    "dbar_pool",
-    "m_pool",
-    "k_pool",
-    "watch_pool",
-    "watch_loc_pool",
     "acl_sizes",
     "pool_counters",
     "released",
     "rebuild_counts",
+];
+
+/// The pools of the set models: buffer, which of `pool_counters.len` counts its entries, bytes per
+/// entry. They are not saved before a batch (most of ACL's memory, and of the bytes a batch would
+/// copy): within a batch they are append-only. Each rebuild round appends the new models at the
+/// pools' lengths (`pool_alloc`, from `pool_counters.base`), nothing else writes them, and their
+/// compaction runs between batches ([`AclGpu::compact_pools`]). So a failed attempt leaves every
+/// entry below the lengths it started from as it found them; the restored `pool_counters` put the
+/// lengths back, the restored table names only entries below them, and the rerun writes what the
+/// attempt appended past them again before anything reads it. (Tests poison those entries after a
+/// restore, [`AclGpu::set_poison_after_restore`], and the reruns still end bitwise where runs
+/// without them do.)
+pub const POOLS: [(&str, usize, usize); 7] = [
+    ("cp_pool", 0, 4),
+    ("m_pool", 0, 4),
+    ("f0_pool", 0, 16),
+    ("dbar_pool", 0, 16),
+    ("k_pool", 1, 24),
+    ("watch_pool", 2, size_of::<WatchPair>()),
+    ("watch_loc_pool", 2, size_of::<WatchLoc>()),
 ];
 
 /// What the recorded operations' bind groups use besides the named buffers: the scans'
@@ -413,6 +426,10 @@ pub struct AclGpu {
     label_quiet: u32,
     label_cut_after: u32,
     label_cut_last: bool,
+    /// Whether [`AclGpu::restored`] poisons the pools past their lengths (tests).
+    poison_after_restore: bool,
+    /// Bytes it poisoned so far.
+    poisoned_bytes: u64,
     _keep: Keep,
 }
 
@@ -498,6 +515,8 @@ impl AclGpu {
             npts: pos.len() as u32,
             stiction: host.params.stiction_stiffness > 0.0,
             count_rebuilds: false,
+            poison_after_restore: false,
+            poisoned_bytes: 0,
             ops: Vec::new(),
             garbage: PoolGarbage::default(),
             reruns: 0,
@@ -566,6 +585,7 @@ impl AclGpu {
                     "acl_sizes" | "pool_counters" | "released" | "rebuild_counts"
                 )
             })
+            .chain(POOLS.iter().map(|(n, _, _)| n))
             .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
             .collect();
         let (np, nk, nw) = (
@@ -1193,6 +1213,34 @@ impl AclGpu {
         self.sched.copy_state(enc, back);
     }
 
+    /// After [`AclGpu::copy_state`] back (submitted): with [`AclGpu::set_poison_after_restore`] on,
+    /// every pool entry at or past the length the last completed step left is overwritten with
+    /// all-ones words (NaN as floats, out-of-range as indices), so a rerun that read what its
+    /// failed attempt appended there, instead of writing it first, would differ.
+    pub fn restored(&mut self, queue: &wgpu::Queue) {
+        if !self.poison_after_restore {
+            return;
+        }
+        for (name, k, bytes) in POOLS {
+            let b = self.own.get(name).expect("made in build");
+            let from = (self.last.pools.len[k] as u64 * bytes as u64).min(b.size());
+            if from < b.size() {
+                queue.write_buffer(b, from, &vec![0xff; (b.size() - from) as usize]);
+                self.poisoned_bytes += b.size() - from;
+            }
+        }
+    }
+
+    /// Turns the poisoning of [`AclGpu::restored`] on or off (tests).
+    pub fn set_poison_after_restore(&mut self, on: bool) {
+        self.poison_after_restore = on;
+    }
+
+    /// Bytes [`AclGpu::restored`] poisoned so far.
+    pub fn poisoned_bytes(&self) -> u64 {
+        self.poisoned_bytes
+    }
+
     /// Copies every stage's counters into `dst` at `offset` (an [`AclStepCounters`]).
     pub fn copy_counters(&self, enc: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer, offset: u64) {
         // Each block at its field of `AclStepCounters` (its size is the gap to the next field).
@@ -1618,6 +1666,7 @@ impl AclGpu {
             self.copy_state(&mut enc, true);
             enc.copy_buffer_to_buffer(&saved_force, 0, &force, 0, force.size());
             queue.submit([enc.finish()]);
+            self.restored(queue);
             self.grow(device, queue, pipelines, shared, caps)?;
         }
     }
