@@ -7,8 +7,9 @@
 // (atomicMax on hull codes: the hull, in any order). The last pair sets sets.count =
 // coalesce_base + runs; a slot at or beyond sets.capacity is not written and raises
 // sets.overflow. CPU twin: acl::coalesce::contact_coalesce.
-// One thread per touching slot. Loop bounds: 256 (the group sums before a workgroup: at most
-// 2²⁷ / 8 touching slots fit a binding, 65,536 groups), 8 + 8 (group_prefix).
+// One thread per touching slot. Loop bounds: 512 group-sum loads (at most 2²⁷ / 8 touching slots
+// fit a binding, 65,536 groups: a 2-D grid of 2 rows, whose workgroups past the end, which read
+// nothing they use, have indices below 2 × 65,535), 8 + 8 (group_prefix).
 
 #import layout
 #import merge
