@@ -597,6 +597,22 @@ pub const RERUN_CAUSES: &[&str] = &[
 impl GpuSim {
     /// Uploads `sim` and builds every pipeline and bind group of the step.
     pub fn new(gpu: &Gpu, sim: Sim, contact: &ContactParams) -> Result<GpuSim, GpuStepError> {
+        // A limit the checks before it miss (a buffer past the device's binding size, say) is an
+        // error, not wgpu's panic on an uncaught validation error.
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let made = Self::make(gpu, sim, contact);
+        match (made, pollster::block_on(scope.pop())) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(GpuStepError::Device {
+                step: 0,
+                message: format!("making the GPU step's buffers and kernels: {e}"),
+            }),
+            (Ok(g), None) => Ok(g),
+        }
+    }
+
+    /// [`GpuSim::new`] without its error scope.
+    fn make(gpu: &Gpu, sim: Sim, contact: &ContactParams) -> Result<GpuSim, GpuStepError> {
         let (exact, acl) = match contact.model {
             ContactModel::None => (false, false),
             ContactModel::Exact => (true, false),
@@ -734,7 +750,10 @@ impl GpuSim {
                 bytemuck::cast_slice(&seg_contact),
                 false,
             );
-            let caps = AclCaps::for_segments(sim.topo.segments.len() as u32);
+            // The first capacities are estimates; large scenes' passed wgpu's default binding
+            // limit (a step that needs more grows them, or fails naming the limit).
+            let mut caps = AclCaps::for_segments(sim.topo.segments.len() as u32);
+            caps.fit_binding(device.limits().max_storage_buffer_binding_size);
             let path = AclGpu::new(
                 &device, &queue, &pipelines, &buffers, &mut host, &sim.topo, &sim.pos, caps,
             )
@@ -1325,7 +1344,9 @@ impl GpuSim {
             quad_arc: &ex.tables.1,
             seg_contact: &ex.tables.2,
         };
-        ex.path = ExactGpu::new(
+        // A capacity past the device's binding limit is an error, not wgpu's panic.
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let made = ExactGpu::new(
             &self.device,
             &self.queue,
             &self.pipelines,
@@ -1334,7 +1355,14 @@ impl GpuSim {
             caps.0,
             caps.1,
             caps.2,
-        )?;
+        );
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuStepError::Device {
+                step: self.sim.steps,
+                message: format!("growing the exact contact buffers to {caps:?}: {e}"),
+            });
+        }
+        ex.path = made?;
         self.write_fresh_counters();
         self.build(self.length_budget)
     }

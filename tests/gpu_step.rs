@@ -1410,3 +1410,53 @@ fn acl_step_records_the_fused_bookkeeping() {
         );
     }
 }
+
+/// A scene whose first ACL capacities would pass the device's binding limit starts within it
+/// (`AclCaps::fit_binding`: the sack's 330,176 segments asked the scheduler for 422 MB of
+/// candidates, and GpuSim::new panicked in wgpu on lavapipe's 128 MiB), only the capacities over
+/// it lowered; and a growth past the limit is an error that names the capacity and the limit,
+/// made before any buffer, not a panic or a silent loss.
+#[test]
+fn acl_capacities_stay_within_the_binding_limit() {
+    let limit = 128u64 << 20;
+    let first = AclCaps::for_segments(330_176);
+    assert!(
+        first.over_binding(limit).is_some(),
+        "the test needs an estimate past the limit"
+    );
+    let mut fit = first;
+    fit.fit_binding(limit);
+    assert_eq!(fit.over_binding(limit), None);
+    for ((name, before), (_, after)) in first.binding_bytes().iter().zip(fit.binding_bytes()) {
+        if *before <= limit {
+            assert_eq!(after, *before, "{name} was within the limit and changed");
+        } else {
+            // As much as fits, to a multiple of 256 records.
+            assert!(
+                after <= limit && after > limit - limit / 64,
+                "{name}: {after} bytes"
+            );
+        }
+    }
+    let Some(gpu) = gpu_or_skip("acl_capacities_stay_within_the_binding_limit") else {
+        return;
+    };
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    let device_limit = gpu.device.limits().max_storage_buffer_binding_size;
+    let mut caps = g.acl_capacities().unwrap();
+    caps.sched.cand = (device_limit / 16 + 1).min(u32::MAX as u64) as u32;
+    if caps.over_binding(device_limit).is_none() {
+        eprintln!("the device binds more than 2^32 candidates' bytes: no capacity can pass it");
+        return;
+    }
+    let err = g.set_acl_capacities(caps).unwrap_err().to_string();
+    assert!(
+        err.contains("sched.cand") && err.contains("max_storage_buffer_binding_size"),
+        "{err}"
+    );
+    // Nothing was lost: the sim runs on at its capacities.
+    assert_ne!(g.acl_capacities().unwrap(), caps);
+    g.steps(4).unwrap();
+}

@@ -260,6 +260,91 @@ impl AclCaps {
         }
     }
 
+    /// Each capacity with the bytes of the largest buffer it sizes (one storage binding each), as
+    /// the builders make them ([`SchedGpu`], [`MergeGpu`], [`AclGpu::build`]): the per-record
+    /// sizes times the capacity. A device binds at most `max_storage_buffer_binding_size` bytes
+    /// (wgpu's default, and lavapipe's: 128 MiB), so [`AclCaps::fit_binding`] keeps the first
+    /// capacities within it and [`AclCaps::over_binding`] names one that a growth would take past
+    /// it. (The table is checked against the buffers a build makes: tests/gpu_step.rs.)
+    pub fn binding_bytes(&self) -> [(&'static str, u64); 17] {
+        use crate::layout::{KeyValue, Release, SchedEntry};
+        let per_set = [
+            size_of::<ContactSet>(),
+            4 * size_of::<StictionSpring>(),
+            size_of::<RebuildPlan>(),
+            MAX_WATCH * size_of::<WatchPair>(),
+            MAX_WATCH * size_of::<WatchLoc>(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let b = |n: u32, unit: usize| n as u64 * unit as u64;
+        let (s, m) = (&self.sched, &self.merge);
+        [
+            ("sched.entries", b(s.entries, size_of::<SchedEntry>())),
+            ("sched.grid", b(s.grid, size_of::<KeyValue>())),
+            ("sched.cand", b(s.cand, size_of::<KeyValue>())),
+            ("sched.fresh", b(s.fresh, size_of::<SchedEntry>())),
+            ("sched.touching", b(s.touching, 8)),
+            // (release_offsets: one word more than the released boxes.)
+            ("sched.lookup_words", b(s.lookup_words, 4)),
+            ("sched.released", b(s.released, size_of::<Release>())),
+            ("merge.sets", b(m.sets, per_set)),
+            ("merge.touching", b(m.touching, 8)),
+            ("merge.edges", b(m.edges, 8)),
+            ("merge.index", b(m.index, size_of::<KeyValue>())),
+            ("points", b(self.points, 16)),
+            ("blocks", b(self.blocks, 24)),
+            (
+                "watch",
+                b(
+                    self.watch,
+                    size_of::<WatchPair>().max(size_of::<WatchLoc>()),
+                ),
+            ),
+            ("terms", b(self.terms, size_of::<RebuildTerm>())),
+            ("records", b(self.records, 8)),
+            // The release slots size no buffer (a thread count).
+            ("sched.release", 0),
+        ]
+    }
+
+    /// Lowers every capacity whose largest buffer would pass `limit` bytes (a device's
+    /// `max_storage_buffer_binding_size`) to the most that fits (rounded down to a multiple of
+    /// 256); the others stay. The first capacities are estimates (a step that needs more grows
+    /// them and reruns), and large scenes' estimates passed wgpu's default limit.
+    pub fn fit_binding(&mut self, limit: u64) {
+        let bytes = self.binding_bytes();
+        let fit = |cap: &mut u32, name: &str| {
+            let (_, b) = bytes.iter().find(|(n, _)| *n == name).expect("listed");
+            if *b > limit && *cap > 0 {
+                let unit = b / *cap as u64;
+                *cap = ((limit / unit) as u32 & !255).max(1);
+            }
+        };
+        fit(&mut self.sched.entries, "sched.entries");
+        fit(&mut self.sched.grid, "sched.grid");
+        fit(&mut self.sched.cand, "sched.cand");
+        fit(&mut self.sched.fresh, "sched.fresh");
+        fit(&mut self.sched.touching, "sched.touching");
+        fit(&mut self.sched.lookup_words, "sched.lookup_words");
+        fit(&mut self.sched.released, "sched.released");
+        fit(&mut self.merge.sets, "merge.sets");
+        fit(&mut self.merge.touching, "merge.touching");
+        fit(&mut self.merge.edges, "merge.edges");
+        fit(&mut self.merge.index, "merge.index");
+        fit(&mut self.points, "points");
+        fit(&mut self.blocks, "blocks");
+        fit(&mut self.watch, "watch");
+        fit(&mut self.terms, "terms");
+        fit(&mut self.records, "records");
+    }
+
+    /// The first capacity whose largest buffer passes `limit` bytes, with those bytes.
+    pub fn over_binding(&self, limit: u64) -> Option<(&'static str, u64)> {
+        self.binding_bytes().into_iter().find(|&(_, b)| b > limit)
+    }
+
     /// The first capacities for a scene of `segments` segments: what the default swatch's first
     /// steps need per segment (its sets, model pools and scheduler tables; measured in
     /// tests/gpu_acl_step.rs), with a quarter more. The kernels not counted run over their
@@ -313,9 +398,33 @@ impl AclCaps {
     }
 }
 
+/// Fails with [`AclGpuError::Binding`] when one of `caps` needs a buffer larger than `device` can
+/// bind (checked before any buffer is made).
+fn check_binding(device: &wgpu::Device, caps: &AclCaps) -> Result<(), AclGpuError> {
+    let limit = device.limits().max_storage_buffer_binding_size;
+    match caps.over_binding(limit) {
+        Some((capacity, bytes)) => Err(AclGpuError::Binding {
+            capacity,
+            bytes,
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Why the GPU step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AclGpuError {
+    #[error(
+        "ACL's capacity {capacity} needs a buffer of {bytes} bytes, more than this GPU binds \
+         (max_storage_buffer_binding_size: {limit} bytes); the scene's contacts do not fit this \
+         adapter (use a GPU that offers a larger limit, or --backend cpu)"
+    )]
+    Binding {
+        capacity: &'static str,
+        bytes: u64,
+        limit: u64,
+    },
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
     #[error(transparent)]
@@ -468,6 +577,7 @@ impl AclGpu {
         pos: &[[f32; 4]],
         caps: AclCaps,
     ) -> Result<AclGpu, AclGpuError> {
+        check_binding(device, &caps)?;
         host.prepare(topo);
         let acl = host.uniform(pos.len());
         let rebuild = host.rebuild_params(0, 0);
@@ -1546,6 +1656,7 @@ impl AclGpu {
         shared: &Buffers,
         caps: AclCaps,
     ) -> Result<(), AclGpuError> {
+        check_binding(device, &caps)?;
         if caps.rounds > self.caps.rounds {
             // More rounds again: the next cut waits longer (`wait_after_raise`).
             self.rounds_cut.raised(CUT_AFTER_STEPS_MAX);
