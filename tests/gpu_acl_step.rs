@@ -350,3 +350,90 @@ fn gpu_acl_step_grows_from_tiny_capacities() {
         0.0,
     );
 }
+
+/// `AclCaps::binding_bytes`, the table that keeps the first capacities within the device's
+/// binding limit and refuses a growth past it, is the builders' own sizes: for capacities all
+/// different (so no buffer matches another capacity by chance), each entry equals the largest
+/// buffer its capacity sizes in a built step.
+#[test]
+fn binding_table_is_the_built_buffers() {
+    let Some(gpu) = gpu_or_skip("binding_table_is_the_built_buffers") else {
+        return;
+    };
+    let over = ["contact.model=acl"];
+    let sim = scene_sim("swatch", &over, 0);
+    let params = scene_contact("swatch", &over);
+    let mut host = AclContact::new(sim.step_params().radius, &params).unwrap();
+    let mut caps = AclCaps::all(64);
+    let distinct = [
+        &mut caps.sched.entries,
+        &mut caps.sched.grid,
+        &mut caps.sched.cand,
+        &mut caps.sched.fresh,
+        &mut caps.sched.touching,
+        &mut caps.sched.lookup_words,
+        &mut caps.sched.released,
+        &mut caps.merge.sets,
+        &mut caps.merge.edges,
+        &mut caps.merge.index,
+        &mut caps.points,
+        &mut caps.blocks,
+        &mut caps.watch,
+        &mut caps.terms,
+        &mut caps.records,
+    ];
+    for (k, c) in distinct.into_iter().enumerate() {
+        *c = 1_000 + 97 * k as u32;
+    }
+    caps.merge.touching = caps.sched.touching;
+    let (_, _, g) = acl_gpu(
+        &gpu,
+        &mut host,
+        &sim.topo,
+        &sim.pos,
+        params.quadrature,
+        caps,
+    );
+    let buffers: &[(&str, &[&str])] = &[
+        ("sched.entries", &["entries_a", "entries_b"]),
+        ("sched.grid", &["sched_grid_in", "sched_grid"]),
+        ("sched.cand", &["sched_cand_in", "sched_cand"]),
+        ("sched.fresh", &["fresh"]),
+        ("sched.touching", &["touching"]),
+        ("sched.lookup_words", &["set_lookup"]),
+        ("sched.released", &["released"]),
+        (
+            "merge.sets",
+            &["sets", "springs", "plans", "plan_watch", "plan_watch_loc"],
+        ),
+        ("merge.touching", &["touching"]),
+        ("merge.edges", &["edges"]),
+        ("merge.index", &["set_bin_sort_in", "set_bin_sort"]),
+        ("points", &["f0_pool", "dbar_pool", "dev_pool", "fout_pool"]),
+        ("blocks", &["k_pool"]),
+        ("watch", &["watch_pool", "watch_loc_pool"]),
+        ("terms", &["rebuild_terms"]),
+        ("records", &["point_records"]),
+    ];
+    let table = g.caps.binding_bytes();
+    for (capacity, bytes) in table {
+        if capacity == "sched.release" {
+            assert_eq!(bytes, 0, "the release slots size no buffer");
+            continue;
+        }
+        let (_, names) = buffers
+            .iter()
+            .find(|(c, _)| *c == capacity)
+            .unwrap_or_else(|| panic!("{capacity}: no buffers listed"));
+        let largest = names
+            .iter()
+            .map(|n| {
+                g.buffer(n)
+                    .unwrap_or_else(|| panic!("{capacity}: no buffer {n}"))
+                    .size()
+            })
+            .max()
+            .unwrap();
+        assert_eq!(largest, bytes, "{capacity}: largest of {names:?}");
+    }
+}

@@ -265,7 +265,7 @@ impl AclCaps {
     /// sizes times the capacity. A device binds at most `max_storage_buffer_binding_size` bytes
     /// (wgpu's default, and lavapipe's: 128 MiB), so [`AclCaps::fit_binding`] keeps the first
     /// capacities within it and [`AclCaps::over_binding`] names one that a growth would take past
-    /// it. (The table is checked against the buffers a build makes: tests/gpu_step.rs.)
+    /// it. (tests/gpu_acl_step.rs checks the table against the buffers a build makes.)
     pub fn binding_bytes(&self) -> [(&'static str, u64); 17] {
         use crate::layout::{KeyValue, Release, SchedEntry};
         let per_set = [
