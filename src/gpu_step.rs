@@ -108,6 +108,17 @@ pub enum GpuStepError {
     },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
+    #[error(
+        "step {step}: exact contact's capacity {what} needs a buffer of {bytes} bytes, more than \
+         this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's contacts do \
+         not fit this adapter (use a GPU that offers a larger limit, or --backend cpu)"
+    )]
+    Binding {
+        step: u64,
+        what: &'static str,
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 /// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
@@ -682,13 +693,8 @@ impl GpuSim {
             let mut host = ExactContact::new(sim.params.radius, contact).map_err(contact_err)?;
             host.detect(&sim.topo, &sim.pos).map_err(contact_err)?;
             let origin = host.grid_origin().expect("set by detect");
-            let c = host.counters();
-            let room = |n: u32| n.saturating_add(n / 4).max(64);
-            let caps = (
-                room(c.grid_entries.count),
-                room(c.candidate_pairs.count),
-                room(c.candidate_pairs.count),
-            );
+            let caps = exact_gpu::first_capacities(host.counters());
+            check_exact_binding(&device, &sim, 0, caps)?;
             let mut p = params;
             grid::set_grid_frame(&mut p, origin);
             let tables = ExactTables {
@@ -1344,13 +1350,18 @@ impl GpuSim {
             quad_arc: &ex.tables.1,
             seg_contact: &ex.tables.2,
         };
-        // A capacity past the device's binding limit is an error, not wgpu's panic.
+        // A capacity past the device's binding limit is an error, not wgpu's panic: checked
+        // first, so the path built before is kept; the scope catches any other limit.
+        // The new buffers are made in a copy of the set, so a failure leaves the names bound to
+        // the path that still runs.
+        check_exact_binding(&self.device, &self.sim, self.sim.steps, caps)?;
+        let mut buffers = self.buffers.clone();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let made = ExactGpu::new(
             &self.device,
             &self.queue,
             &self.pipelines,
-            &mut self.buffers,
+            &mut buffers,
             &tables,
             caps.0,
             caps.1,
@@ -1363,6 +1374,7 @@ impl GpuSim {
             });
         }
         ex.path = made?;
+        self.buffers = buffers;
         self.write_fresh_counters();
         self.build(self.length_budget)
     }
@@ -2438,6 +2450,65 @@ pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
     ];
     v.extend(balls);
     v
+}
+
+/// Fails with [`GpuStepError::Binding`] when the exact path's buffers for `caps` (entries,
+/// candidates, records) would pass what `device` binds (checked before any buffer is made).
+fn check_exact_binding(
+    device: &wgpu::Device,
+    sim: &Sim,
+    step: u64,
+    caps: (u32, u32, u32),
+) -> Result<(), GpuStepError> {
+    let limit = device.limits().max_storage_buffer_binding_size;
+    let quad = sim.topo.segments.len() as u32 * sim.step_params().quadrature;
+    match exact_gpu::over_binding(limit, sim.topo.segments.len() as u32, quad, caps) {
+        Some((what, bytes)) => Err(GpuStepError::Binding {
+            step,
+            what,
+            bytes,
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What the exact path's buffers for `caps` (entries, candidates, records; a scene's first are
+/// [`exact_gpu::first_capacities`] of one detection) need of `limits`: one row a size of
+/// [`exact_gpu::binding_bytes`].
+pub fn exact_needs(
+    num_segments: u32,
+    quad_points: u32,
+    caps: (u32, u32, u32),
+    limits: &wgpu::Limits,
+) -> Vec<Need> {
+    exact_gpu::binding_bytes(num_segments, quad_points, caps)
+        .into_iter()
+        .map(|(name, bytes)| Need {
+            what: match name {
+                "exact.segments" => "exact contact: per-segment boxes (bytes)",
+                "exact.quadrature" => "exact contact: quadrature points (bytes)",
+                "exact.entries" => "exact contact: grid entries (bytes)",
+                "exact.candidates" => "exact contact: candidate pairs' records (bytes)",
+                _ => "exact contact: touching records' gather slots (bytes)",
+            },
+            needed: bytes,
+            limit_name: "max_storage_buffer_binding_size",
+            offered: limits.max_storage_buffer_binding_size,
+        })
+        .collect()
+}
+
+/// ACL's first capacities for `num_segments` segments ([`AclCaps::for_segments`], estimates)
+/// whose buffers pass `limits`' binding size, with their bytes: `GpuSim` lowers these to what
+/// fits ([`AclCaps::fit_binding`]), and a step that needs more than that stops with an error.
+pub fn acl_lowered(num_segments: u32, limits: &wgpu::Limits) -> Vec<(&'static str, u64)> {
+    let limit = limits.max_storage_buffer_binding_size;
+    AclCaps::for_segments(num_segments)
+        .binding_bytes()
+        .into_iter()
+        .filter(|&(_, b)| b > limit)
+        .collect()
 }
 
 /// Fails with the first limit the scene exceeds on this device.

@@ -1690,10 +1690,30 @@ fn info(a: InfoArgs) -> Result<()> {
         None => None,
     };
     // What the GPU step of the scene needs of each adapter.
-    let needs: Vec<(String, Vec<yarnsim::gpu_step::Need>)> = match (&size, &with_limits) {
+    // With it, its contact buffers: exact contact's first ones, and ACL's first capacities that
+    // the run lowers to the adapter's binding size (estimates; a step that needs more stops).
+    type Lowered = Vec<(&'static str, u64)>;
+    let needs: Vec<(String, Vec<yarnsim::gpu_step::Need>, Lowered)> = match (&size, &with_limits) {
         (Some(s), Ok(list)) => list
             .iter()
-            .map(|(ad, limits)| (ad.name.clone(), yarnsim::gpu_step::needs(&s.counts, limits)))
+            .map(|(ad, limits)| {
+                let mut ns = yarnsim::gpu_step::needs(&s.counts, limits);
+                let nseg = s.segments as u32;
+                if let Some([e, c, t]) = s.exact_capacities {
+                    let quad = s.quadrature_points as u32;
+                    ns.extend(yarnsim::gpu_step::exact_needs(
+                        nseg,
+                        quad,
+                        (e, c, t),
+                        limits,
+                    ));
+                }
+                let lowered = match s.model {
+                    ContactModel::Acl => yarnsim::gpu_step::acl_lowered(nseg, limits),
+                    _ => Vec::new(),
+                };
+                (ad.name.clone(), ns, lowered)
+            })
             .collect(),
         _ => Vec::new(),
     };
@@ -1726,7 +1746,7 @@ fn info(a: InfoArgs) -> Result<()> {
         if !needs.is_empty() {
             let list: Vec<_> = needs
                 .iter()
-                .map(|(name, ns)| {
+                .map(|(name, ns, lowered)| {
                     serde_json::json!({
                         "adapter": name,
                         "fits": ns.iter().all(|n| n.ok()),
@@ -1735,6 +1755,10 @@ fn info(a: InfoArgs) -> Result<()> {
                             "what": n.what,
                             "needed": n.needed,
                             "offered": n.offered,
+                        })).collect::<Vec<_>>(),
+                        "acl_lowered": lowered.iter().map(|(c, b)| serde_json::json!({
+                            "capacity": c,
+                            "bytes": b,
                         })).collect::<Vec<_>>(),
                     })
                 })
@@ -1790,22 +1814,32 @@ fn info(a: InfoArgs) -> Result<()> {
             print_import(im);
         }
     }
-    for (name, ns) in &needs {
-        let verdict = if ns.iter().all(|n| n.ok()) {
-            "fits"
-        } else {
-            "does NOT fit"
+    for (name, ns, lowered) in &needs {
+        let verdict = match (ns.iter().all(|n| n.ok()), lowered.is_empty()) {
+            (false, _) => "does NOT fit",
+            (true, true) => "fits",
+            (true, false) => "fits only if the contacts stay within the limit (see below)",
         };
         println!("GPU step on {name}: {verdict}");
         for n in ns {
             println!(
-                "  {:<36} needs {:>12}  offers {:>12}  ({}){}",
+                "  {:<54} needs {:>12}  offers {:>12}  ({}){}",
                 n.what,
                 n.needed,
                 n.offered,
                 n.limit_name,
                 if n.ok() { "" } else { "  <- too small" }
             );
+        }
+        if !lowered.is_empty() {
+            println!(
+                "  ACL's first capacities are estimates from the segment count; these pass the \
+                 adapter's max_storage_buffer_binding_size and are lowered to it (a step that \
+                 needs more stops with an error):"
+            );
+            for (capacity, bytes) in lowered {
+                println!("  {capacity:<54} estimate {bytes:>12} bytes");
+            }
         }
     }
     Ok(())
@@ -1870,6 +1904,13 @@ struct SceneSize {
     steps_per_frame: u64,
     #[serde(skip)]
     counts: yarnsim::gpu_step::SceneCounts,
+    #[serde(skip)]
+    model: ContactModel,
+    /// With exact contact: the GPU path's first capacities (grid entries, candidate pairs,
+    /// touching records) from one detection of the initial state at the scene's radius, as
+    /// `GpuSim` makes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact_capacities: Option<[u32; 3]>,
     /// For scenes with BCC pieces: what importing them did and the radius their spacing fits.
     #[serde(skip_serializing_if = "Option::is_none")]
     import: Option<ImportInfo>,
@@ -1998,6 +2039,19 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
     let radius_auto = fit.is_some();
     let import = import_info(&scene, &build, &topo, &pos, fit, radius_auto)
         .with_context(|| format!("the imported cloth of {}", path.display()))?;
+    // The exact path sizes its first buffers from the counts of one detection on the CPU (the
+    // run's first step is at the relaxation's smaller radius, so it finds no more than this).
+    let exact_capacities = match scene.contact.model {
+        ContactModel::Exact => {
+            let mut host = yarnsim::contact::ExactContact::new(scene.yarn.radius, &scene.contact)
+                .with_context(|| format!("the contact of {}", path.display()))?;
+            host.detect(&topo, &pos)
+                .with_context(|| format!("the initial contacts of {}", path.display()))?;
+            let (e, c, t) = yarnsim::contact::exact_gpu::first_capacities(host.counters());
+            Some([e, c, t])
+        }
+        _ => None,
+    };
     Ok(SceneSize {
         scene: path.display().to_string(),
         yarns: topo.yarns.len(),
@@ -2024,6 +2078,8 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
             balls: scene.ball.len() as u64,
             obstacles: (scene.obstacle.len() + yarnsim::figure::PARTS * scene.figure.len()) as u64,
         },
+        model: scene.contact.model,
+        exact_capacities,
         import,
     })
 }

@@ -309,6 +309,11 @@ impl Buffers {
         self.map.get(name)
     }
 
+    /// Every name, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+
     /// Names an existing buffer `name` (a buffer another driver owns, bound here too).
     pub fn insert(&mut self, name: &str, buffer: wgpu::Buffer) {
         self.map.insert(name.to_string(), buffer);

@@ -376,6 +376,79 @@ fn info_json_reports_the_scene_size() {
     assert!(text(&out.stdout).contains("GPU adapters"));
 }
 
+/// `info` counts the contact buffers too: with exact contact, the GPU path's first capacities (one
+/// detection of the initial state) and each adapter's rows for their buffers; with ACL, the first
+/// capacities the run lowers to the binding size (none for this small scene).
+#[test]
+fn info_counts_the_contact_buffers() {
+    let dir = scratch("info_contact");
+    let scene = tiny_scene(&dir, "exact");
+    let out = bin()
+        .arg("info")
+        .arg(&scene)
+        .arg("--json")
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let caps: Vec<u64> = v["exact_capacities"]
+        .as_array()
+        .expect("exact_capacities")
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(caps.len(), 3);
+    assert!(caps.iter().all(|&c| c >= 64), "{caps:?}");
+    let adapters = v["adapters"].as_array().unwrap().len();
+    let needs = v["gpu_needs"].as_array().map(|a| a.len()).unwrap_or(0);
+    assert_eq!(needs, adapters, "{v}");
+    for ad in v["gpu_needs"].as_array().into_iter().flatten() {
+        let row = |what: &str| {
+            ad["limits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["what"] == what)
+                .unwrap_or_else(|| panic!("no row {what}: {ad}"))["needed"]
+                .as_u64()
+                .unwrap()
+        };
+        // 144 bytes a candidate pair's record, 8 gather slots of 16 bytes a touching record.
+        assert_eq!(
+            row("exact contact: candidate pairs' records (bytes)"),
+            144 * caps[1]
+        );
+        assert_eq!(
+            row("exact contact: touching records' gather slots (bytes)"),
+            128 * caps[2]
+        );
+        assert_eq!(ad["fits"], true);
+    }
+    let out = bin().arg("info").arg(&scene).output().unwrap();
+    check_ok(&out);
+    if adapters > 0 {
+        assert!(
+            text(&out.stdout).contains("exact contact: candidate pairs' records"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+
+    let out = bin()
+        .arg("info")
+        .arg(&scene)
+        .args(["--json", "--set", "contact.model=acl"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(v.get("exact_capacities").is_none(), "{v}");
+    for ad in v["gpu_needs"].as_array().into_iter().flatten() {
+        assert_eq!(ad["acl_lowered"], serde_json::json!([]), "{ad}");
+        assert_eq!(ad["fits"], true);
+    }
+}
+
 fn ring(center: [f32; 3], axis: usize) -> Curve {
     Curve {
         points: (0..16)

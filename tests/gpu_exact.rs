@@ -160,7 +160,14 @@ struct GpuOut {
     force: Vec<[f32; 4]>,
 }
 
-fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, caps: [u32; 3]) -> GpuOut {
+/// The path built for `caps` on `sim`'s state: its pipelines, its buffers (with the inputs a step
+/// binds) and the path, and the kernel parameters.
+fn build_path(
+    gpu: &Gpu,
+    sim: &Sim,
+    c: &Cpu,
+    caps: [u32; 3],
+) -> (Pipelines, Buffers, ExactGpu, Params) {
     let [entry_cap, cand_cap, rec_cap] = caps;
     let (device, queue) = (&gpu.device, &gpu.queue);
     let pipelines = Pipelines::only(device, exact_gpu::KERNELS).unwrap();
@@ -190,6 +197,13 @@ fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, caps: [u32; 3]) -> GpuOut {
         device, queue, &pipelines, &mut bufs, &tables, entry_cap, cand_cap, rec_cap,
     )
     .unwrap();
+    (pipelines, bufs, path, kp)
+}
+
+fn run_gpu(gpu: &Gpu, sim: &Sim, c: &Cpu, caps: [u32; 3]) -> GpuOut {
+    let [entry_cap, cand_cap, rec_cap] = caps;
+    let (device, queue) = (&gpu.device, &gpu.queue);
+    let (pipelines, bufs, path, kp) = build_path(gpu, sim, c, caps);
     let mut check = Counters::default();
     path.set_capacities(&mut check);
     assert_eq!(
@@ -835,4 +849,83 @@ fn twin_overflow_sets_flag_and_needed_count() {
     assert_eq!(half_c.grid_entries.count, total);
     // The slots that fit hold the first entries (segment order), the rest were dropped.
     assert_eq!(&half[..], &full[..(total / 2) as usize]);
+}
+
+/// `exact_gpu::binding_bytes` is what a build makes: each size's entry is the largest buffer it
+/// sizes, every buffer the path adds is sized by one of them, and `first_capacities` is what
+/// `GpuSim` builds with (the counts of the CPU's detection, a quarter more).
+#[test]
+fn binding_table_is_the_built_buffers() {
+    let Some(gpu) = gpu_or_skip("binding_table_is_the_built_buffers") else {
+        return;
+    };
+    let sim = scene_sim("tiny", &["contact.model=exact"], 0);
+    let c = cpu(&sim);
+    // All different, and larger than the buffers' least size.
+    let caps = [1_000, 1_097, 1_194];
+    let (_, bufs, _, kp) = build_path(&gpu, &sim, &c, caps);
+    let before = ["params", "counters", "segments", "pos", "force"];
+    // The tables the host computed (per topology; none larger than the segments' boxes).
+    let tables = ["quad_weights", "quad_arc", "seg_contact"];
+    let rows: &[(&str, &[&str])] = &[
+        (
+            "exact.segments",
+            &["seg_box", "grid_offsets", "seg_contact"],
+        ),
+        ("exact.quadrature", &["qpts", "quad_arc", "quad_weights"]),
+        (
+            "exact.entries",
+            &["grid_entries_in", "grid_entries", "cand_offsets"],
+        ),
+        (
+            "exact.candidates",
+            &["candidates", "contact_records", "touch_offsets"],
+        ),
+        ("exact.records", &["gather_slots_in", "gather_slots"]),
+    ];
+    let ns = kp.num_segments;
+    let table = exact_gpu::binding_bytes(ns, ns * kp.quadrature, (caps[0], caps[1], caps[2]));
+    assert_eq!(table.len(), rows.len());
+    for (capacity, bytes) in table {
+        let (_, names) = rows
+            .iter()
+            .find(|(c, _)| *c == capacity)
+            .unwrap_or_else(|| panic!("{capacity}: no buffers listed"));
+        let largest = names
+            .iter()
+            .map(|n| {
+                bufs.get(n)
+                    .unwrap_or_else(|| panic!("{capacity}: no buffer {n}"))
+                    .size()
+            })
+            .max()
+            .unwrap();
+        assert_eq!(largest, bytes, "{capacity}: largest of {names:?}");
+    }
+    for name in bufs.names() {
+        assert!(
+            before.contains(&name)
+                || tables.contains(&name)
+                || rows.iter().any(|(_, ns)| ns.contains(&name)),
+            "buffer {name} is in no row of the table"
+        );
+    }
+    // The limit check names the first size past it, and nothing at the largest entry.
+    let largest = table.iter().map(|(_, b)| *b).max().unwrap();
+    let sized = (caps[0], caps[1], caps[2]);
+    assert_eq!(
+        exact_gpu::over_binding(largest, ns, ns * kp.quadrature, sized),
+        None
+    );
+    assert_eq!(
+        exact_gpu::over_binding(largest - 1, ns, ns * kp.quadrature, sized),
+        table.iter().find(|(_, b)| *b == largest).copied()
+    );
+    // The first capacities: the detection's counts and a quarter more.
+    let n = c.exact.counters();
+    let (e, k) = (n.grid_entries.count, n.candidate_pairs.count);
+    assert_eq!(
+        exact_gpu::first_capacities(n),
+        (e + e / 4, k + k / 4, k + k / 4)
+    );
 }

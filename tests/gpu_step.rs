@@ -1438,6 +1438,19 @@ fn acl_capacities_stay_within_the_binding_limit() {
             );
         }
     }
+    // What `yarnsim info` lists as lowered: exactly the estimates past the limit.
+    let limits = wgpu::Limits {
+        max_storage_buffer_binding_size: limit,
+        ..wgpu::Limits::default()
+    };
+    let over: Vec<_> = first
+        .binding_bytes()
+        .into_iter()
+        .filter(|&(_, b)| b > limit)
+        .collect();
+    assert!(!over.is_empty());
+    assert_eq!(yarnsim::gpu_step::acl_lowered(330_176, &limits), over);
+    assert_eq!(yarnsim::gpu_step::acl_lowered(1_000, &limits), vec![]);
     let Some(gpu) = gpu_or_skip("acl_capacities_stay_within_the_binding_limit") else {
         return;
     };
@@ -1459,4 +1472,46 @@ fn acl_capacities_stay_within_the_binding_limit() {
     // Nothing was lost: the sim runs on at its capacities.
     assert_ne!(g.acl_capacities().unwrap(), caps);
     g.steps(4).unwrap();
+}
+
+/// The exact path's capacities past what the device binds are an error that names the size and
+/// the limit, checked before any buffer is made: the path built before stays and steps on, to the
+/// same state as a run that never asked.
+#[test]
+fn exact_capacities_past_the_binding_limit_are_an_error() {
+    let Some(gpu) = gpu_or_skip("exact_capacities_past_the_binding_limit_are_an_error") else {
+        return;
+    };
+    let sets = ["contact.model=exact"];
+    let contact = fixture::scene_contact("tiny", &sets);
+    let mut g = GpuSim::new(&gpu, fixture::scene_sim("tiny", &sets, 0), &contact).unwrap();
+    let mut plain = GpuSim::new(&gpu, fixture::scene_sim("tiny", &sets, 0), &contact).unwrap();
+    let first = g.contact_capacities().unwrap();
+    let limit = gpu.device.limits().max_storage_buffer_binding_size;
+    // 144 bytes a candidate pair's record.
+    let past = limit / 144 + 1;
+    if past > u32::MAX as u64 {
+        eprintln!("the device binds more than 2^32 candidate records: no capacity can pass it");
+        return;
+    }
+    let err = g
+        .set_contact_capacities((first.0, past as u32, first.2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exact.candidates")
+            && err.contains(&(past * 144).to_string())
+            && err.contains("max_storage_buffer_binding_size"),
+        "{err}"
+    );
+    assert_eq!(g.contact_capacities(), Some(first));
+    for s in [&mut g, &mut plain] {
+        s.steps(6).unwrap();
+        s.download().unwrap();
+    }
+    assert_eq!(g.sim.steps, 6);
+    assert_eq!(
+        bytemuck::cast_slice::<_, u8>(&g.sim.pos),
+        bytemuck::cast_slice::<_, u8>(&plain.sim.pos)
+    );
 }

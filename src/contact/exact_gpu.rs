@@ -91,6 +91,62 @@ fn owned<'a>(
         .collect()
 }
 
+/// The first capacities (grid entries, candidate pairs, touching records) from the counts of one
+/// detection on the CPU twin, with a quarter more room: the touching records start at the
+/// candidate count, several times what touches.
+pub fn first_capacities(c: &Counters) -> (u32, u32, u32) {
+    let room = |n: u32| n.saturating_add(n / 4).max(64);
+    (
+        room(c.grid_entries.count),
+        room(c.candidate_pairs.count),
+        room(c.candidate_pairs.count),
+    )
+}
+
+/// Each of the path's sizes with the bytes of the largest buffer it sizes (one storage binding
+/// each), as [`ExactGpu::new`] makes them for `num_segments` segments, `quad_points` quadrature
+/// points and the capacities `caps` (entries, candidates, records). A device binds at most
+/// `max_storage_buffer_binding_size` bytes (wgpu's default, and lavapipe's: 128 MiB); the
+/// candidates' records (144 bytes a pair) are the first to pass it. (tests/gpu_step.rs checks the
+/// table against the buffers a build makes.)
+pub fn binding_bytes(
+    num_segments: u32,
+    quad_points: u32,
+    caps: (u32, u32, u32),
+) -> [(&'static str, u64); 5] {
+    let b = |n: u32, unit: usize| n as u64 * unit as u64;
+    let (ec, cc, tc) = caps;
+    [
+        // (grid_offsets: one word a segment, and one more.)
+        (
+            "exact.segments",
+            b(num_segments, size_of::<SegmentBox>()).max((num_segments as u64 + 1) * 4),
+        ),
+        ("exact.quadrature", b(quad_points, 16)),
+        // (cand_offsets: one word an entry, and one more; the sort's histogram is smaller.)
+        (
+            "exact.entries",
+            b(ec, size_of::<KeyValue>()).max((ec as u64 + 1) * 4),
+        ),
+        // (candidates: 8 bytes a pair; touch_offsets: a word a pair, and one more.)
+        ("exact.candidates", b(cc, size_of::<ContactRecord>())),
+        // Eight gather slots a record.
+        ("exact.records", b(tc, 8 * size_of::<KeyValue>())),
+    ]
+}
+
+/// The first of [`binding_bytes`]' sizes whose buffer passes `limit` bytes, with those bytes.
+pub fn over_binding(
+    limit: u64,
+    num_segments: u32,
+    quad_points: u32,
+    caps: (u32, u32, u32),
+) -> Option<(&'static str, u64)> {
+    binding_bytes(num_segments, quad_points, caps)
+        .into_iter()
+        .find(|&(_, b)| b > limit)
+}
+
 impl ExactGpu {
     /// Adds the path's buffers to `buffers` (which holds `params`, `counters`, `segments`, `pos` and
     /// `force`) and builds every bind group, for `entry_capacity` grid entries,
