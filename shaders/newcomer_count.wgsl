@@ -1,6 +1,7 @@
 // newcomer_count: grid item i (of the sorted scheduler grid's first min(count, capacity) items) whose
 // cell is not in its segment's previous cell box is a newcomer: it counts the other segments of that
-// cell — the items of its hash run (binary search) with the same cell — into newcomer_offsets[i]
+// cell — the items of its hash run (binary search) with the same cell — whose pair it writes
+// (newcomer_emits: one item a pair, at its first cell new to either) into newcomer_offsets[i]
 // (0 for other items and slots), and itself into sched_counters.newcomers; a hash run longer than
 // SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0 (the scan's
 // trailing element). CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
@@ -36,8 +37,10 @@ fn newcomer_count_one(i: u32) -> u32 {
     }
     let kv = sched_grid[i];
     let s = kv.value;
-    let c = box_cell(cells[s], kv.key_hi);
-    if box_contains(prev_cells[s], c) {
+    let cs = cells[s];
+    let ps = prev_cells[s];
+    let c = box_cell(cs, kv.key_hi);
+    if box_contains(ps, c) {
         newcomer_offsets[i] = 0u;
         return 0u;
     }
@@ -52,7 +55,9 @@ fn newcomer_count_one(i: u32) -> u32 {
         if o.key_lo != h {
             break;
         }
-        if o.value != s && all(box_cell(cells[o.value], o.key_hi) == c) {
+        let ct = cells[o.value];
+        if o.value != s && all(box_cell(ct, o.key_hi) == c)
+            && newcomer_emits(s, o.value, c, cs, ps, ct, prev_cells[o.value]) {
             count = count + 1u;
         }
     }

@@ -7,7 +7,7 @@
 // an atomicAdd on sched_counters.cand.count takes (overflow flagged past the capacity); the order
 // varies from run to run, and the counted sort after it puts the keys in order, so the step's new
 // entries do not depend on it. A pair of two listed segments is found from both sides (the sort
-// and newcomer_keep make them one, as they do the grid's duplicates). With more than
+// and newcomer_keep make them one; the grid writes each pair once). With more than
 // NEWCOMER_LIST_MAX listed, nothing is written: the step must run with the grid, which the host
 // reads from the count. CPU twin: sched::newcomer_list_write. One thread per segment; the
 // workgroup reads the listed count once (not every thread: one address).

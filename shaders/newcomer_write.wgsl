@@ -1,5 +1,6 @@
 // newcomer_write: the pairs of newcomer_count (items with a nonzero count are the newcomers with
-// partners) as candidate keys (cand_key: a << k | b, a < b) from
+// partners; each writes the partners newcomer_emits names, as newcomer_count counted them) as
+// candidate keys (cand_key: a << k | b, a < b) from
 // slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
 // the slots past the total newcomer_offsets[n] (n the live grid items, where the counted scan
 // ends) are left as they were: the counted sort and its readers stop at the total. Thread 0
@@ -12,10 +13,11 @@
 
 @group(0) @binding(0) var<uniform> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> cells: array<CellBox>;
-@group(0) @binding(2) var<storage, read> sched_grid: array<KeyValue>;
-@group(0) @binding(3) var<storage, read> newcomer_offsets: array<u32>;
-@group(0) @binding(4) var<storage, read_write> sched_cand: array<KeyValue>;
-@group(0) @binding(5) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(2) var<storage, read> prev_cells: array<CellBox>;
+@group(0) @binding(3) var<storage, read> sched_grid: array<KeyValue>;
+@group(0) @binding(4) var<storage, read> newcomer_offsets: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sched_cand: array<KeyValue>;
+@group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
 
 #import sched_grid
 
@@ -46,7 +48,9 @@ fn newcomer_write(
     let kb = cand_key_bits(sched.num_segments);
     let kv = sched_grid[i];
     let s = kv.value;
-    let c = box_cell(cells[s], kv.key_hi);
+    let cs = cells[s];
+    let ps = prev_cells[s];
+    let c = box_cell(cs, kv.key_hi);
     let h = kv.key_lo;
     let lo = grid_run_start(h, n);
     let end = min(n, lo + SCHED_MAX_CELL_RUN);
@@ -55,7 +59,9 @@ fn newcomer_write(
         if o.key_lo != h {
             break;
         }
-        if o.value != s && all(box_cell(cells[o.value], o.key_hi) == c) {
+        let ct = cells[o.value];
+        if o.value != s && all(box_cell(ct, o.key_hi) == c)
+            && newcomer_emits(s, o.value, c, cs, ps, ct, prev_cells[o.value]) {
             if slot < ccap {
                 sched_cand[slot] = cand_key(min(s, o.value), max(s, o.value), kb);
             }

@@ -574,7 +574,8 @@ pub struct SchedCounters {
     pub touching: Capacity,
     /// `(cell, segment)` items of the scheduler's grid (`sched_grid_write`).
     pub grid: Capacity,
-    /// Candidate segment pairs of `newcomer_schedule`, duplicates included (`newcomer_write`).
+    /// Candidate segment pairs of `newcomer_schedule` (`newcomer_write`: each pair once;
+    /// `newcomer_list_write`: with duplicates).
     pub cand: Capacity,
     /// New entries of `newcomer_schedule` (`newcomer_compact`).
     pub fresh: Capacity,

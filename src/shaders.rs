@@ -1008,6 +1008,7 @@ pub const KERNELS: &[Kernel] = &[
         bindings: &[
             uniform("sched"),
             read("cells"),
+            read("prev_cells"),
             read("sched_grid"),
             read("newcomer_offsets"),
             read_write("sched_cand"),

@@ -1238,10 +1238,51 @@ fn run_sched_kernel(
     (o[out].clone(), c)
 }
 
+/// The candidate pairs of a newcomer search by their definition, in key order: every pair `a < b`
+/// of valid boxes of `cells` that share a cell not in both `prev_cells[a]` and `prev_cells[b]`
+/// (brute force over all pairs, box arithmetic only). Also the meetings the search visits: per
+/// such pair, the shared cells new to `a` plus those new to `b` (each an item of the grid meeting
+/// its partner).
+fn new_pairs_by_definition(cells: &[CellBox], prev_cells: &[CellBox]) -> (Vec<(u32, u32)>, u64) {
+    let meet = |x: &CellBox, y: &CellBox| {
+        let mut b = CellBox::default();
+        for a in 0..3 {
+            b.lo[a] = x.lo[a].max(y.lo[a]);
+            b.hi[a] = x.hi[a].min(y.hi[a]);
+        }
+        b.lo[3] = (x.intersects(y)) as i32;
+        b
+    };
+    let cells_of = |b: &CellBox| -> u64 {
+        if !b.valid() {
+            return 0;
+        }
+        (0..3).map(|a| (b.hi[a] - b.lo[a] + 1) as u64).product()
+    };
+    let (mut pairs, mut met) = (Vec::new(), 0);
+    for a in 0..cells.len() {
+        for b in a + 1..cells.len() {
+            if !cells[a].intersects(&cells[b]) {
+                continue;
+            }
+            let shared = meet(&cells[a], &cells[b]);
+            let old = meet(&prev_cells[a], &prev_cells[b]);
+            if !shared.within(&old) {
+                pairs.push((a as u32, b as u32));
+                let n = cells_of(&shared);
+                met += 2 * n
+                    - cells_of(&meet(&shared, &prev_cells[a]))
+                    - cells_of(&meet(&shared, &prev_cells[b]));
+            }
+        }
+    }
+    (pairs, met)
+}
+
 fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCase) -> usize {
     use yarnsim::layout::KeyValue;
     use yarnsim::sched::{
-        cand_key_bits, grid_build, newcomer_compact, newcomer_count, newcomer_keep,
+        cand_key_bits, cand_pair, grid_build, newcomer_compact, newcomer_count, newcomer_keep,
         newcomer_schedule, newcomer_write, sched_grid_count, sched_grid_write, SchedGrid,
     };
     let label = case.label;
@@ -1376,13 +1417,22 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     let ccap = c2.cand.capacity as usize;
     let mut scand = vec![KeyValue::default(); ccap];
     let mut c3 = c2;
-    newcomer_write(&u, case.cells, &sgrid, &noff, &mut scand, &mut c3);
+    newcomer_write(
+        &u,
+        case.cells,
+        case.prev_cells,
+        &sgrid,
+        &noff,
+        &mut scand,
+        &mut c3,
+    );
     let (g, gc) = run_sched_kernel(
         gpu,
         "newcomer_write",
         &[
             ("sched", bytes(&[u])),
             ("cells", bytes(case.cells)),
+            ("prev_cells", bytes(case.prev_cells)),
             ("sched_grid", bytes(&sgrid)),
             ("newcomer_offsets", bytes(&noff)),
             ("sched_cand", bytes(&vec![KeyValue::default(); ccap])),
@@ -1407,6 +1457,36 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         &mut sort_h,
         &mut sort_p,
     );
+    if case.short == 0 {
+        // By definition: each pair whose boxes share a cell new to one of them, once.
+        let (want, met) = new_pairs_by_definition(case.cells, case.prev_cells);
+        let got: Vec<(u32, u32)> = scand[..live].iter().map(|kv| cand_pair(kv, kb)).collect();
+        let first_difference = |x: &[(u32, u32)]| {
+            let k = x.iter().zip(&want).position(|(a, b)| a != b);
+            let k = k.unwrap_or(x.len().min(want.len()));
+            (k, x.get(k).copied(), want.get(k).copied())
+        };
+        assert!(
+            got == want,
+            "{label}: {} candidates, {} by definition; first difference (index, got, wanted): {:?}",
+            got.len(),
+            want.len(),
+            first_difference(&got)
+        );
+        let cpu: Vec<(u32, u32)> = cand.iter().map(|k| ((k >> 32) as u32, *k as u32)).collect();
+        assert!(
+            cpu == want,
+            "{label}: the CPU run's {} candidates, {} by definition; first difference: {:?}",
+            cpu.len(),
+            want.len(),
+            first_difference(&cpu)
+        );
+        println!(
+            "{label}: {} candidates, one a pair; {met} (segment, cell, partner) meetings, {:.2} a pair",
+            want.len(),
+            met as f64 / want.len().max(1) as f64
+        );
+    }
 
     // newcomer_keep → scan.
     let mut keep = vec![0u32; ccap + 1];
@@ -1547,14 +1627,19 @@ fn grid_and_newcomer_kernels_match_twins_and_cpu_run() {
         }
     }
     assert_eq!(n1, brute, "first step: entries vs brute force");
-    // 2. A later step: every 3rd segment's previous box one cell lower in x, every 5th invalid,
-    //    every 7th one cell smaller in y; the table without every 3rd entry (so both found and
+    // 2. A later step: every 3rd segment's previous box one cell lower in x, every 11th in z,
+    //    every 5th invalid, every 7th one cell smaller in y (so a pair's first new cell is past
+    //    the old boxes in each axis); the table without every 3rd entry (so both found and
     //    missing pairs occur).
     let mut prev = f.cells.clone();
     for (s, p) in prev.iter_mut().enumerate() {
         if s % 3 == 0 {
             p.lo[0] -= 1;
             p.hi[0] -= 1;
+        }
+        if s % 11 == 0 {
+            p.lo[2] -= 1;
+            p.hi[2] -= 1;
         }
         if s % 7 == 0 && p.hi[1] > p.lo[1] {
             p.hi[1] -= 1;

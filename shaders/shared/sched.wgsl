@@ -163,6 +163,40 @@ fn box_contains(c: CellBox, p: vec3<i32>) -> bool {
     return box_valid(c) && all(c.lo.xyz <= p) && all(p <= c.hi.xyz);
 }
 
+// sched::first_new_shared: the first cell (x fastest, then y, then z) that the valid boxes cs and
+// ct share and that is not in both ps and pt (their boxes of the last step); w = 1 when there is
+// one, 0 when every shared cell is in both.
+fn first_new_shared(cs: CellBox, ps: CellBox, ct: CellBox, pt: CellBox) -> vec4<i32> {
+    let lo = max(cs.lo.xyz, ct.lo.xyz);
+    let hi = min(cs.hi.xyz, ct.hi.xyz);
+    if !(box_valid(ps) && box_valid(pt)) {
+        return vec4<i32>(lo, 1);
+    }
+    let plo = max(ps.lo.xyz, pt.lo.xyz);
+    let phi = min(ps.hi.xyz, pt.hi.xyz);
+    if !(all(plo <= lo) && all(lo <= phi)) {
+        return vec4<i32>(lo, 1);
+    }
+    if phi.x < hi.x {
+        return vec4<i32>(phi.x + 1, lo.y, lo.z, 1);
+    }
+    if phi.y < hi.y {
+        return vec4<i32>(lo.x, phi.y + 1, lo.z, 1);
+    }
+    if phi.z < hi.z {
+        return vec4<i32>(lo.x, lo.y, phi.z + 1, 1);
+    }
+    return vec4<i32>(0);
+}
+
+// sched::newcomer_emits: whether segment s's grid item at cell c (new to s; ct, t's box, holds it
+// too) writes the candidate pair (s, t): c is the pair's first_new_shared cell, and s the one
+// segment it is new to or the lower of the two.
+fn newcomer_emits(s: u32, t: u32, c: vec3<i32>, cs: CellBox, ps: CellBox, ct: CellBox, pt: CellBox) -> bool {
+    let f = first_new_shared(cs, ps, ct, pt);
+    return f.w == 1 && all(f.xyz == c) && (s < t || box_contains(pt, c));
+}
+
 // sched::box_cell_count: the cells of a box (0 when invalid).
 fn box_cell_count(c: CellBox) -> u32 {
     if !box_valid(c) {

@@ -349,7 +349,9 @@ impl AclCaps {
     /// steps need per segment (its sets, model pools and scheduler tables; measured in
     /// tests/gpu_acl_step.rs), with a quarter more. The kernels not counted run over their
     /// capacity (surplus threads exit at once), so room costs some time; a step that needs more
-    /// grows it and reruns.
+    /// grows it and reruns. (The scheduler's candidates: one a pair since 2026-12-06, where each
+    /// pair came once per shared new cell and side; `examples/first_caps` measured 25.8 a segment
+    /// with the quarter on the swatch as built, and the tiny swatch 20.4.)
     pub fn for_segments(segments: u32) -> AclCaps {
         let nseg = segments.max(16);
         let sets = (nseg / 2 + nseg / 8).max(64);
@@ -363,7 +365,7 @@ impl AclCaps {
         caps.merge.index = 2 * sets;
         caps.sched.entries = 16 * nseg;
         caps.sched.grid = 8 * nseg;
-        caps.sched.cand = 80 * nseg;
+        caps.sched.cand = 32 * nseg;
         caps.sched.fresh = 16 * nseg;
         caps.sched.touching = 2 * nseg;
         caps.sched.lookup_words = 6 * nseg + 64;

@@ -127,9 +127,9 @@ pub use lookup::{
 pub use lookup_gpu::{LookupCaps, LookupGpu};
 pub use monitor::segment_monitor;
 pub use newcomers::{
-    cand_key, cand_key_bits, cand_pair, find_entry, newcomer_compact, newcomer_count,
-    newcomer_keep, newcomer_list_compact, newcomer_list_write, newcomer_schedule, newcomer_write,
-    pair_class,
+    cand_key, cand_key_bits, cand_pair, find_entry, first_new_shared, newcomer_compact,
+    newcomer_count, newcomer_emits, newcomer_keep, newcomer_list_compact, newcomer_list_write,
+    newcomer_schedule, newcomer_write, pair_class,
 };
 pub use process::{
     entry_touching, schedule_process, segment_windows, segment_windows_quadrature, touching_count,
