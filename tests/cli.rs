@@ -351,18 +351,24 @@ fn contact_models_add_their_counters_to_the_stats() {
     }
 }
 
+/// `yarnsim info SCENE --json ARGS…`, which must succeed, as its one JSON object.
+fn info_json(scene: &Path, args: &[&str]) -> serde_json::Value {
+    let out = bin()
+        .arg("info")
+        .arg(scene)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn info_json_reports_the_scene_size() {
     let dir = scratch("info");
     let scene = tiny_scene(&dir, "none");
-    let out = bin()
-        .arg("info")
-        .arg(&scene)
-        .arg("--json")
-        .output()
-        .unwrap();
-    check_ok(&out);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let v = info_json(&scene, &[]);
     // Two open yarns of 12 points (9 segments each) and a closed ring of 10 (10 segments).
     assert_eq!(v["yarns"], 3);
     assert_eq!(v["control_points"], 34);
@@ -383,14 +389,7 @@ fn info_json_reports_the_scene_size() {
 fn info_counts_the_contact_buffers() {
     let dir = scratch("info_contact");
     let scene = tiny_scene(&dir, "exact");
-    let out = bin()
-        .arg("info")
-        .arg(&scene)
-        .arg("--json")
-        .output()
-        .unwrap();
-    check_ok(&out);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let v = info_json(&scene, &[]);
     let caps: Vec<u64> = v["exact_capacities"]
         .as_array()
         .expect("exact_capacities")
@@ -434,14 +433,7 @@ fn info_counts_the_contact_buffers() {
         );
     }
 
-    let out = bin()
-        .arg("info")
-        .arg(&scene)
-        .args(["--json", "--set", "contact.model=acl"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let v = info_json(&scene, &["--set", "contact.model=acl"]);
     assert!(v.get("exact_capacities").is_none(), "{v}");
     for ad in v["gpu_needs"].as_array().into_iter().flatten() {
         assert_eq!(ad["acl_lowered"], serde_json::json!([]), "{ad}");
