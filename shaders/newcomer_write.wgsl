@@ -4,9 +4,11 @@
 // slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
 // the slots past the total newcomer_offsets[n] (n the live grid items, where the counted scan
 // ends) are left as they were: the counted sort and its readers stop at the total. Thread 0
-// records the total and its overflow flag in sched_counters.cand. CPU twin:
-// sched::newcomer_write. One thread per grid slot.
-// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run.
+// records the total and its overflow flag in sched_counters.cand, and plans newcomer_keep's and
+// newcomer_compact's grid over the candidates from it (plan_counted_grids into plan_out: no
+// count_plan dispatch). CPU twin: sched::newcomer_write. One thread per grid slot.
+// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run; plan_counted_grids is
+// unrolled.
 
 #import layout
 #import sched
@@ -18,8 +20,11 @@
 @group(0) @binding(4) var<storage, read> newcomer_offsets: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sched_cand: array<KeyValue>;
 @group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(7) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(8) var<storage, read_write> plan_out: array<u32>;
 
 #import sched_grid
+#import counted_plan
 
 @compute @workgroup_size(256)
 fn newcomer_write(
@@ -37,6 +42,7 @@ fn newcomer_write(
         if total > ccap {
             atomicStore(&sched_counters.cand.overflow, 1u);
         }
+        plan_counted_grids(total);
     }
     if i >= n {
         return;

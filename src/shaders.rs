@@ -1013,6 +1013,8 @@ pub const KERNELS: &[Kernel] = &[
             read("newcomer_offsets"),
             read_write("sched_cand"),
             read_write("sched_counters"),
+            uniform("plan_spec"),
+            read_write("plan_out"),
         ],
         twin: "sched::newcomer_write",
     },

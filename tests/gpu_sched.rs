@@ -1417,6 +1417,29 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     let ccap = c2.cand.capacity as usize;
     let mut scand = vec![KeyValue::default(); ccap];
     let mut c3 = c2;
+    // newcomer_keep's grid (a thread per candidate, plus one), which newcomer_write plans: the
+    // plan as SchedGpu makes it (CountedGrid::inline), its argument words a sentinel.
+    let (plan_spec, plan_words) = {
+        use yarnsim::layout::{CountPlan, GridSpec, COUNT_PLAN_GRIDS};
+        let slot = yarnsim::scan::PLAN_SLOT_WORDS as usize;
+        let grid = GridSpec {
+            add: 1,
+            threads_per_item: 1,
+            workgroup_size: 256,
+            _pad: 0,
+        };
+        let spec = CountPlan {
+            cap: ccap as u32,
+            kind: COUNT_PLAN_GRIDS,
+            num_levels: 1,
+            args_word: slot as u32,
+            ..Default::default()
+        };
+        let mut words = vec![0x0bad_0bad_u32; slot + 4];
+        words[..4].copy_from_slice(bytemuck::cast_slice(&[grid]));
+        (spec, words)
+    };
+    let mut plan_cpu = plan_words.clone();
     newcomer_write(
         &u,
         case.cells,
@@ -1425,8 +1448,10 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         &noff,
         &mut scand,
         &mut c3,
+        &plan_spec,
+        &mut plan_cpu,
     );
-    let (g, gc) = run_sched_kernel(
+    let out = run_kernel(
         gpu,
         "newcomer_write",
         &[
@@ -1437,16 +1462,31 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("newcomer_offsets", bytes(&noff)),
             ("sched_cand", bytes(&vec![KeyValue::default(); ccap])),
             ("sched_counters", bytes(&[c2])),
+            ("plan_spec", bytes(&[plan_spec])),
+            ("plan_out", bytes(&plan_words)),
         ],
         gcap.max(ccap) as u32,
-        "sched_cand",
-    );
+    )
+    .unwrap();
+    let gc = bytemuck::cast_slice::<u8, SchedCounters>(&out["sched_counters"])[0];
     assert_eq!(gc, c3, "{label}: newcomer_write counters");
     assert_eq!(
-        bytemuck::cast_slice::<u8, KeyValue>(&g),
+        bytemuck::cast_slice::<u8, KeyValue>(&out["sched_cand"]),
         &scand[..],
         "{label}"
     );
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["plan_out"]),
+        &plan_cpu[..],
+        "{label}: newcomer_write's plan"
+    );
+    // The grid it planned: a thread per live candidate, plus one (capped at the capacity).
+    let planned = yarnsim::shaders::dispatch_grid(
+        ((c3.cand.count.min(ccap as u32) + 1) as usize).div_ceil(256) as u32,
+        1,
+    );
+    let slot = yarnsim::scan::PLAN_SLOT_WORDS as usize;
+    assert_eq!(&plan_cpu[slot..slot + 3], &planned[..], "{label}: the grid");
     let kb = cand_key_bits(u.num_segments);
     // The live candidates only (the slots past them are not written).
     let live = (c3.cand.count as usize).min(ccap);

@@ -22,7 +22,7 @@
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
-//! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted) |
+//! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted: the grid planned by `newcomer_write`'s thread 0, no `count_plan`) |
 //! | 8–9 | `release_scan_sizes`: the releases' slots counted and scanned and `sched_sizes`' merged phase, in one workgroup (while the release list's capacity is below [`RELEASE_SCAN_SIZES_MAX`]; otherwise `release_count` (release list cap. + 1), scan, `sched_sizes` (merged)) | — | 256 |
 //! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 11 | `release_mark` (A) | p2 | release slot cap. |
@@ -463,14 +463,21 @@ impl SchedGpu {
             &count(grid_field, 1),
         )?;
         let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
-        let cand_grid = CountedGrid::new(
+        // newcomer_keep's and newcomer_compact's grid (one thread per candidate, plus one):
+        // planned by newcomer_write, whose thread 0 has the candidates' count (no count_plan
+        // dispatch).
+        let cand_grid = CountedGrid::inline(
             device,
             pipelines,
-            &count(cand_field, 1),
-            c.cand + 1,
-            1,
-            crate::shaders::WG,
+            c.cand,
+            &[crate::layout::GridSpec {
+                add: 1,
+                threads_per_item: 1,
+                workgroup_size: crate::shaders::WG,
+                _pad: 0,
+            }],
         )?;
+
         let scan_rel = scan("release_offsets", c.released + 1)?;
         let sort_grid = GpuSort::counted_into(
             device,
@@ -503,6 +510,9 @@ impl SchedGpu {
         ] {
             self.own.insert(name, sc.groups().clone());
         }
+        let [(_, plan_spec), (_, plan_out)] = cand_grid.plan_bindings();
+        self.own.insert("cand_plan_spec", plan_spec.clone());
+        self.own.insert("cand_plan", plan_out.clone());
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
         let st = [("sched", "sched_step")];
@@ -579,7 +589,12 @@ impl SchedGpu {
         push(
             &mut d,
             "newcomer_write",
-            &[("sched", "sched_step"), ("sched_cand", cand_written)],
+            &[
+                ("sched", "sched_step"),
+                ("sched_cand", cand_written),
+                ("plan_spec", "cand_plan_spec"),
+                ("plan_out", "cand_plan"),
+            ],
             c.grid.into(),
         )?;
         // The listed search's two dispatches, which stand for all of rows 5–7: its candidates go
@@ -613,8 +628,6 @@ impl SchedGpu {
             ),
         ];
         add(&mut d, sort_cand.dispatches());
-        let (plan, plan_bg, one) = cand_grid.plan_dispatch();
-        d.push((plan, plan_bg.clone(), one));
         push(
             &mut d,
             "newcomer_keep",

@@ -334,7 +334,10 @@ pub fn newcomer_count(
 /// (its items with a nonzero count) as candidate keys from slot `newcomer_offsets[i]` on (scanned), those within
 /// `sched_counters.cand.capacity`; the slots past the total are left as they were (the counted
 /// sort and its readers stop at the total). The total, `newcomer_offsets[n]` after the `n` live
-/// grid items, and its overflow flag go to `sched_counters.cand`.
+/// grid items, and its overflow flag go to `sched_counters.cand`, and the grid over the
+/// candidates that `plan_spec` describes (`newcomer_keep`'s and `newcomer_compact`'s) into
+/// `plan_out` ([`crate::scan::plan_counted`]).
+#[allow(clippy::too_many_arguments)]
 pub fn newcomer_write(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -343,6 +346,8 @@ pub fn newcomer_write(
     newcomer_offsets: &[u32],
     sched_cand: &mut [KeyValue],
     sched_counters: &mut SchedCounters,
+    plan_spec: &crate::layout::CountPlan,
+    plan_out: &mut [u32],
 ) {
     let k = cand_key_bits(sched.num_segments);
     let ccap = sched_counters.cand.capacity as usize;
@@ -353,6 +358,7 @@ pub fn newcomer_write(
     if total > ccap {
         sched_counters.cand.overflow = 1;
     }
+    crate::scan::plan_counted(plan_spec, total as u32, plan_out);
     for (i, kv) in items.iter().enumerate() {
         // (A nonzero count marks a newcomer with partners.)
         let mut slot = newcomer_offsets[i] as usize;
