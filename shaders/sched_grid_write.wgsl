@@ -3,9 +3,11 @@
 // by binary search of the scanned sched_grid_offsets; slots past the total
 // sched_grid_offsets[num_segments] get the sentinel (all ones), which the stable sort keeps last.
 // Thread 0 records the total in sched_counters.grid.count and its overflow flag (total > capacity:
-// items past the capacity are dropped; the host grows and reruns).
+// items past the capacity are dropped; the host grows and reruns), and plans the counted sort of
+// the items from it (plan_counted into plan_out: no count_plan dispatch).
 // CPU twin: sched::sched_grid_write. One thread per slot of sched_counters.grid.capacity.
-// Loop bound: the binary search, ceil(log2(num_segments + 1)) ≤ 32 steps.
+// Loop bound: the binary search, ceil(log2(num_segments + 1)) ≤ 32 steps; thread 0's plan, 8
+// passes and 4 scan levels (plan_counted).
 
 #import layout
 #import sched
@@ -15,6 +17,10 @@
 @group(0) @binding(2) var<storage, read> sched_grid_offsets: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sched_grid: array<KeyValue>;
 @group(0) @binding(4) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(5) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(6) var<storage, read_write> plan_out: array<u32>;
+
+#import counted_plan
 
 @compute @workgroup_size(256)
 fn sched_grid_write(
@@ -31,6 +37,7 @@ fn sched_grid_write(
         if total > cap {
             atomicStore(&sched_counters.grid.overflow, 1u);
         }
+        plan_counted(total);
     }
     if i >= cap {
         return;

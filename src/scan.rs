@@ -466,6 +466,16 @@ impl CountedPlan {
         }
     }
 
+    /// Whether the plan has a `count_plan` dispatch (not one its count's producer writes inline).
+    pub(crate) fn has_dispatch(&self) -> bool {
+        self.bind_group.is_some()
+    }
+
+    /// The buffers a kernel that writes the plan inline binds: `plan_spec` and `plan_out`.
+    pub(crate) fn plan_bindings(&self) -> [(&'static str, &wgpu::Buffer); 2] {
+        [("plan_spec", &self.spec_buffer), ("plan_out", &self.buffer)]
+    }
+
     /// The bind group of the plan's `count_plan` dispatch.
     pub(crate) fn plan_bind_group(&self) -> &wgpu::BindGroup {
         self.bind_group
@@ -571,10 +581,7 @@ impl CountedGrid {
     /// The buffers a kernel that writes this plan inline binds: `plan_spec` (its [`CountPlan`],
     /// uniform) and `plan_out` (the plan, read-write storage).
     pub fn plan_bindings(&self) -> [(&'static str, &wgpu::Buffer); 2] {
-        [
-            ("plan_spec", &self.plan.spec_buffer),
-            ("plan_out", &self.plan.buffer),
-        ]
+        self.plan.plan_bindings()
     }
 
     /// The `count_plan` dispatch that sizes the grid (all of a shared plan's grids).

@@ -985,6 +985,8 @@ pub const KERNELS: &[Kernel] = &[
             read("sched_grid_offsets"),
             read_write("sched_grid"),
             read_write("sched_counters"),
+            uniform("plan_spec"),
+            read_write("plan_out"),
         ],
         twin: "sched::sched_grid_write",
     },

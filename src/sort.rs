@@ -249,6 +249,14 @@ pub struct GpuSort {
     groups: Vec<(wgpu::BindGroup, wgpu::BindGroup, Threads)>,
 }
 
+/// Where a sort's length comes from: fixed at its capacity, read by a `count_plan` dispatch, or
+/// planned inline by the count's producer.
+enum Count<'a> {
+    Fixed,
+    Read(&'a CountSource),
+    Inline,
+}
+
 impl GpuSort {
     /// The sort of the first `n` records of `data` on the low `key_bits` bits of their keys.
     pub fn new(
@@ -258,7 +266,15 @@ impl GpuSort {
         n: u32,
         key_bits: u32,
     ) -> Result<GpuSort, PipelineError> {
-        Self::make(device, pipelines, data, Partner::Own, n, key_bits, None)
+        Self::make(
+            device,
+            pipelines,
+            data,
+            Partner::Own,
+            n,
+            key_bits,
+            Count::Fixed,
+        )
     }
 
     /// The sort of the first `min(count, cap)` records of `data` (the count read on the GPU from
@@ -278,7 +294,7 @@ impl GpuSort {
             Partner::Own,
             cap,
             key_bits,
-            Some(src),
+            Count::Read(src),
         )
     }
 
@@ -304,7 +320,7 @@ impl GpuSort {
             Partner::Output(output),
             cap,
             key_bits,
-            Some(src),
+            Count::Read(src),
         )
     }
 
@@ -331,8 +347,48 @@ impl GpuSort {
         } else {
             (output, Partner::Scratch(input))
         };
-        let sort = Self::make(device, pipelines, data, partner, cap, key_bits, Some(src))?;
+        let sort = Self::make(
+            device,
+            pipelines,
+            data,
+            partner,
+            cap,
+            key_bits,
+            Count::Read(src),
+        )?;
         Ok((sort, data.clone()))
+    }
+
+    /// Like [`GpuSort::counted_into`], but planned by the kernel that produces the count, from the
+    /// thread that has it final (`plan_counted` of `shaders/shared/counted_plan.wgsl`, twin
+    /// [`scan::plan_counted`]), not by a `count_plan` dispatch: that kernel binds the plan as
+    /// `plan_spec` and `plan_out` ([`GpuSort::plan_bindings`]). One dependent dispatch fewer.
+    pub fn counted_into_inline(
+        device: &wgpu::Device,
+        pipelines: &Pipelines,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        cap: u32,
+        key_bits: u32,
+    ) -> Result<GpuSort, PipelineError> {
+        Self::make(
+            device,
+            pipelines,
+            input,
+            Partner::Output(output),
+            cap,
+            key_bits,
+            Count::Inline,
+        )
+    }
+
+    /// The buffers a kernel that writes an inline plan ([`GpuSort::counted_into_inline`]) binds:
+    /// `plan_spec` (its [`CountPlan`], uniform) and `plan_out` (the plan, read-write storage).
+    pub fn plan_bindings(&self) -> Option<[(&'static str, &wgpu::Buffer); 2]> {
+        self.counted
+            .as_ref()
+            .filter(|c| !c.has_dispatch())
+            .map(|c| c.plan_bindings())
     }
 
     fn make(
@@ -342,7 +398,7 @@ impl GpuSort {
         partner: Partner<'_>,
         n: u32,
         key_bits: u32,
-        src: Option<&CountSource>,
+        count: Count<'_>,
     ) -> Result<GpuSort, PipelineError> {
         use wgpu::util::DeviceExt;
         let plan = match partner {
@@ -363,6 +419,11 @@ impl GpuSort {
             Partner::Output(b) | Partner::Scratch(b) => b.clone(),
             Partner::Own => storage("sort_scratch", n as u64 * 16),
         };
+        let src = match count {
+            Count::Fixed => None,
+            Count::Read(src) => Some(Some(src)),
+            Count::Inline => Some(None),
+        };
         let counted = match src {
             None => None,
             Some(src) => {
@@ -370,8 +431,8 @@ impl GpuSort {
                     plan.passes().iter().map(scan::slot_record).collect();
                 slots.extend(plan.scan.levels().iter().map(scan::slot_record));
                 let spec = CountPlan {
-                    src_word: src.word,
-                    add: src.add,
+                    src_word: src.map_or(0, |s| s.word),
+                    add: src.map_or(0, |s| s.add),
                     cap: n,
                     kind: COUNT_PLAN_SORT,
                     num_passes: plan.passes().len() as u32,
@@ -380,12 +441,7 @@ impl GpuSort {
                 };
                 let args = 1 + spec.num_levels;
                 Some(CountedPlan::new(
-                    device,
-                    pipelines,
-                    &slots,
-                    spec,
-                    args,
-                    Some(src),
+                    device, pipelines, &slots, spec, args, src,
                 )?)
             }
         };
@@ -476,7 +532,7 @@ impl GpuSort {
     /// a counted sort's `count_plan` first.
     pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, Threads)> {
         let mut out = Vec::new();
-        if let Some(c) = &self.counted {
+        if let Some(c) = self.counted.as_ref().filter(|c| c.has_dispatch()) {
             out.push(("count_plan", c.plan_bind_group(), Threads::Fixed(1)));
         }
         for (h, s, threads) in &self.groups {

@@ -1342,8 +1342,41 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     let gcap = c0.grid.capacity as usize;
     let mut sgrid = vec![KeyValue::default(); gcap];
     let mut c1 = c0;
-    sched_grid_write(&u, case.cells, &offsets, &mut sgrid, &mut c1);
-    let (g, gc) = run_sched_kernel(
+    // The items' counted sort, which sched_grid_write plans (GpuSort::counted_into_inline): its
+    // plan as the sort makes it, the words it rewrites a sentinel.
+    let sort_plan =
+        yarnsim::sort::SortPlan::odd(gcap as u32, yarnsim::sched::grid::SCHED_GRID_KEY_BITS);
+    let (grid_spec, grid_words) = {
+        use yarnsim::layout::{CountPlan, COUNT_PLAN_SORT};
+        use yarnsim::scan::{slot_record, PLAN_SLOT_WORDS};
+        let mut slots: Vec<_> = sort_plan.passes().iter().map(slot_record).collect();
+        slots.extend(sort_plan.scan.levels().iter().map(slot_record));
+        let spec = CountPlan {
+            cap: gcap as u32,
+            kind: COUNT_PLAN_SORT,
+            num_passes: sort_plan.passes().len() as u32,
+            num_levels: sort_plan.scan.levels().len() as u32,
+            args_word: PLAN_SLOT_WORDS * slots.len() as u32,
+            ..Default::default()
+        };
+        let mut words = vec![0x0bad_0bad_u32; spec.args_word as usize + 3 * (1 + slots.len())];
+        for (k, r) in slots.iter().enumerate() {
+            let at = (PLAN_SLOT_WORDS as usize) * k;
+            words[at..at + r.len()].copy_from_slice(r);
+        }
+        (spec, words)
+    };
+    let mut grid_plan = grid_words.clone();
+    sched_grid_write(
+        &u,
+        case.cells,
+        &offsets,
+        &mut sgrid,
+        &mut c1,
+        &grid_spec,
+        &mut grid_plan,
+    );
+    let out = run_kernel(
         gpu,
         "sched_grid_write",
         &[
@@ -1352,16 +1385,34 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("sched_grid_offsets", bytes(&offsets)),
             ("sched_grid", bytes(&vec![KeyValue::default(); gcap])),
             ("sched_counters", bytes(&[c0])),
+            ("plan_spec", bytes(&[grid_spec])),
+            ("plan_out", bytes(&grid_words)),
         ],
         gcap as u32,
-        "sched_grid",
-    );
+    )
+    .unwrap();
+    let gc = bytemuck::cast_slice::<u8, SchedCounters>(&out["sched_counters"])[0];
     assert_eq!(gc, c1, "{label}: sched_grid_write counters");
     assert_eq!(
-        bytemuck::cast_slice::<u8, KeyValue>(&g),
+        bytemuck::cast_slice::<u8, KeyValue>(&out["sched_grid"]),
         &sgrid[..],
         "{label}"
     );
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["plan_out"]),
+        &grid_plan[..],
+        "{label}: sched_grid_write's plan"
+    );
+    // Every digit pass sorts the live items (at most the capacity), in their blocks of 256.
+    let live_items = items.min(gcap as u32);
+    for k in 0..sort_plan.passes().len() {
+        let at = yarnsim::scan::PLAN_SLOT_WORDS as usize * k;
+        assert_eq!(
+            [grid_plan[at], grid_plan[at + 2]],
+            [live_items, live_items.div_ceil(256)],
+            "{label}: pass {k} of the plan"
+        );
+    }
     yarnsim::sort::radix_sort(&mut sgrid, 32, &mut sort_s, &mut sort_h, &mut sort_p);
     if case.short == 0 {
         assert_eq!(&sgrid[..items as usize], grid.items(), "{label}: grid");

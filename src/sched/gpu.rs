@@ -19,7 +19,7 @@
 //! | 2 | `aabb_raster_movement`, `segment_monitor` | — | segments |
 //! | 3 | (the quadrature points: in row 12's dispatch, before `schedule_process` first reads them) | | |
 //! | 4 | `entries_keep` (A; each workgroup's kept entries into `keep_groups`), `entries_compact` (A → B: each kept entry's slot from those group sums and a workgroup scan, no scan dispatch; the thread of the flags' trailing element writes p1, the kept table's record) | p0 | entry cap. + 1 |
-//! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
+//! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`; its thread 0 plans the sort, no `count_plan`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
 //! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted: the grid planned by `newcomer_write`'s thread 0, no `count_plan`) |
@@ -479,14 +479,15 @@ impl SchedGpu {
         )?;
 
         let scan_rel = scan("release_offsets", c.released + 1)?;
-        let sort_grid = GpuSort::counted_into(
+        // Planned by sched_grid_write, whose thread 0 has the items' count (no count_plan
+        // dispatch).
+        let sort_grid = GpuSort::counted_into_inline(
             device,
             pipelines,
             get("sched_grid_in"),
             get("sched_grid"),
             c.grid,
             super::grid::SCHED_GRID_KEY_BITS,
-            &count(grid_field, 0),
         )?;
         let kb = super::cand_key_bits(ns);
         let (sort_cand, _) = GpuSort::counted_fewest(
@@ -513,6 +514,9 @@ impl SchedGpu {
         let [(_, plan_spec), (_, plan_out)] = cand_grid.plan_bindings();
         self.own.insert("cand_plan_spec", plan_spec.clone());
         self.own.insert("cand_plan", plan_out.clone());
+        let [(_, plan_spec), (_, plan_out)] = sort_grid.plan_bindings().expect("planned inline");
+        self.own.insert("grid_plan_spec", plan_spec.clone());
+        self.own.insert("grid_plan", plan_out.clone());
         // Kernels binding `sched` as a uniform read only the step's constants (`sched_step`); the
         // others read a table length from the record of their point of the step.
         let st = [("sched", "sched_step")];
@@ -575,7 +579,12 @@ impl SchedGpu {
         push(
             &mut d,
             "sched_grid_write",
-            &[("sched", "sched_step"), ("sched_grid", "sched_grid_in")],
+            &[
+                ("sched", "sched_step"),
+                ("sched_grid", "sched_grid_in"),
+                ("plan_spec", "grid_plan_spec"),
+                ("plan_out", "grid_plan"),
+            ],
             c.grid.into(),
         )?;
         add(&mut d, sort_grid.dispatches());

@@ -230,13 +230,18 @@ pub fn sched_grid_count(
 /// Stage `sched_grid_write` (kernel `shaders/sched_grid_write.wgsl`): slot `i` of the capacity
 /// (`sched_counters.grid.capacity`) gets item `i` (segment order, a segment's cells x-fastest) or,
 /// past the total `sched_grid_offsets[num_segments]`, [`SCHED_GRID_SENTINEL`]; the total goes to
-/// `sched_counters.grid.count`, with the overflow flag when it exceeds the capacity.
+/// `sched_counters.grid.count`, with the overflow flag when it exceeds the capacity, and the plan
+/// of the items' counted sort that `plan_spec` describes into `plan_out`
+/// ([`crate::scan::plan_counted`]; `GpuSort::counted_into_inline`).
+#[allow(clippy::too_many_arguments)]
 pub fn sched_grid_write(
     sched: &SchedUniform,
     cells: &[CellBox],
     sched_grid_offsets: &[u32],
     sched_grid: &mut [KeyValue],
     sched_counters: &mut SchedCounters,
+    plan_spec: &crate::layout::CountPlan,
+    plan_out: &mut [u32],
 ) {
     let n = sched.num_segments;
     let total = sched_grid_offsets[n as usize];
@@ -245,6 +250,7 @@ pub fn sched_grid_write(
     if total > cap {
         sched_counters.grid.overflow = 1;
     }
+    crate::scan::plan_counted(plan_spec, total, plan_out);
     for i in 0..cap {
         sched_grid[i as usize] = if i < total {
             let s = upper_segment(sched_grid_offsets, n, i);
@@ -320,7 +326,17 @@ mod tests {
         let mut counters = SchedCounters::default();
         counters.grid.capacity = cap as u32;
         let mut items = vec![KeyValue::default(); cap];
-        sched_grid_write(&u, &cells, &off, &mut items, &mut counters);
+        // (No plan: a default spec plans nothing.)
+        let no_plan = crate::layout::CountPlan::default();
+        sched_grid_write(
+            &u,
+            &cells,
+            &off,
+            &mut items,
+            &mut counters,
+            &no_plan,
+            &mut [],
+        );
         let (mut s, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
         crate::sort::radix_sort(&mut items, 32, &mut s, &mut h, &mut p);
         assert_eq!(counters.grid.count as usize, total);
