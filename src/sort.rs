@@ -529,7 +529,8 @@ impl GpuSort {
     }
 
     /// The dispatches in order: kernel, bind group, threads (for a step that records its own list);
-    /// a counted sort's `count_plan` first.
+    /// a counted sort's `count_plan` first, unless its count's producer writes the plan
+    /// ([`GpuSort::counted_into_inline`]).
     pub fn dispatches(&self) -> Vec<(&'static str, &wgpu::BindGroup, Threads)> {
         let mut out = Vec::new();
         if let Some(c) = self.counted.as_ref().filter(|c| c.has_dispatch()) {
