@@ -419,14 +419,14 @@ impl GpuSort {
             Partner::Output(b) | Partner::Scratch(b) => b.clone(),
             Partner::Own => storage("sort_scratch", n as u64 * 16),
         };
-        let src = match count {
+        let counted = match count {
             Count::Fixed => None,
-            Count::Read(src) => Some(Some(src)),
-            Count::Inline => Some(None),
-        };
-        let counted = match src {
-            None => None,
-            Some(src) => {
+            Count::Read(_) | Count::Inline => {
+                // (An inline plan has no count to read: its producer passes the count.)
+                let src = match count {
+                    Count::Read(src) => Some(src),
+                    _ => None,
+                };
                 let mut slots: Vec<[u32; SLOT_RECORD_WORDS]> =
                     plan.passes().iter().map(scan::slot_record).collect();
                 slots.extend(plan.scan.levels().iter().map(scan::slot_record));

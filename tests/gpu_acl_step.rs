@@ -416,24 +416,9 @@ fn binding_table_is_the_built_buffers() {
         ("records", &["point_records"]),
     ];
     let table = g.caps.binding_bytes();
-    for (capacity, bytes) in table {
-        if capacity == "sched.release" {
-            assert_eq!(bytes, 0, "the release slots size no buffer");
-            continue;
-        }
-        let (_, names) = buffers
-            .iter()
-            .find(|(c, _)| *c == capacity)
-            .unwrap_or_else(|| panic!("{capacity}: no buffers listed"));
-        let largest = names
-            .iter()
-            .map(|n| {
-                g.buffer(n)
-                    .unwrap_or_else(|| panic!("{capacity}: no buffer {n}"))
-                    .size()
-            })
-            .max()
-            .unwrap();
-        assert_eq!(largest, bytes, "{capacity}: largest of {names:?}");
-    }
+    // The release slots size no buffer (a thread count).
+    let (release, sized): (Vec<_>, Vec<_>) =
+        table.into_iter().partition(|(c, _)| *c == "sched.release");
+    assert_eq!(release, [("sched.release", 0)]);
+    fixture::assert_largest_buffers(&sized, buffers, |n| g.buffer(n));
 }

@@ -886,22 +886,7 @@ fn binding_table_is_the_built_buffers() {
     let ns = kp.num_segments;
     let table = exact_gpu::binding_bytes(ns, ns * kp.quadrature, (caps[0], caps[1], caps[2]));
     assert_eq!(table.len(), rows.len());
-    for (capacity, bytes) in table {
-        let (_, names) = rows
-            .iter()
-            .find(|(c, _)| *c == capacity)
-            .unwrap_or_else(|| panic!("{capacity}: no buffers listed"));
-        let largest = names
-            .iter()
-            .map(|n| {
-                bufs.get(n)
-                    .unwrap_or_else(|| panic!("{capacity}: no buffer {n}"))
-                    .size()
-            })
-            .max()
-            .unwrap();
-        assert_eq!(largest, bytes, "{capacity}: largest of {names:?}");
-    }
+    fixture::assert_largest_buffers(&table, rows, |n| bufs.get(n));
     for name in bufs.names() {
         assert!(
             before.contains(&name)

@@ -71,3 +71,29 @@ pub fn sim_of(dir: &Path, scene_text: &str) -> (Scene, Sim) {
     let sim = Sim::from_build(&scene, &build, &[]).unwrap();
     (scene, sim)
 }
+
+/// A binding table's check (`AclCaps::binding_bytes`, `exact_gpu::binding_bytes`): each size's
+/// entry of `table` is the largest of the buffers `rows` lists for it, as `buffer` finds them in a
+/// build.
+pub fn assert_largest_buffers<'a>(
+    table: &[(&'static str, u64)],
+    rows: &[(&str, &[&str])],
+    buffer: impl Fn(&str) -> Option<&'a wgpu::Buffer>,
+) {
+    for &(capacity, bytes) in table {
+        let (_, names) = rows
+            .iter()
+            .find(|(c, _)| *c == capacity)
+            .unwrap_or_else(|| panic!("{capacity}: no buffers listed"));
+        let largest = names
+            .iter()
+            .map(|n| {
+                buffer(n)
+                    .unwrap_or_else(|| panic!("{capacity}: no buffer {n}"))
+                    .size()
+            })
+            .max()
+            .unwrap();
+        assert_eq!(largest, bytes, "{capacity}: largest of {names:?}");
+    }
+}
