@@ -233,6 +233,12 @@ pub fn list_adapters_with_limits() -> Result<Vec<(AdapterSummary, wgpu::Limits)>
         .collect())
 }
 
+/// The most records of `unit` bytes that one storage binding of `limit` bytes holds (at least 1):
+/// how far a capacity whose buffer would pass a device's `max_storage_buffer_binding_size` grows.
+pub fn binding_records(unit: u64, limit: u64) -> u32 {
+    (limit / unit.max(1)).clamp(1, u32::MAX as u64) as u32
+}
+
 impl Gpu {
     /// Opens the preferred adapter of the requested backends (see the module doc): with no backend
     /// named, the primary backends first and GL only when they have no adapter.
@@ -305,13 +311,32 @@ impl Gpu {
         }
     }
 
+    /// Another device on this GPU's adapter that binds at most `bytes` per storage buffer (the
+    /// adapter's limit where that is less): how a scene fares on a GPU with a smaller
+    /// `max_storage_buffer_binding_size` (wgpu's default is 128 MiB), without one.
+    pub fn with_binding_limit(&self, bytes: u64) -> Result<Gpu, GpuError> {
+        let mut limits = self.adapter.limits();
+        limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(bytes);
+        Self::open_with(self.instance.clone(), self.adapter.clone(), limits)
+    }
+
     /// Opens a device on `adapter` with the adapter's own limits.
     fn open(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu, GpuError> {
+        // Ask for everything the adapter offers: big scenes need big storage bindings.
+        let limits = adapter.limits();
+        Self::open_with(instance, adapter, limits)
+    }
+
+    /// Opens a device on `adapter` with `limits`.
+    fn open_with(
+        instance: wgpu::Instance,
+        adapter: wgpu::Adapter,
+        limits: wgpu::Limits,
+    ) -> Result<Gpu, GpuError> {
         let desc = wgpu::DeviceDescriptor {
             label: Some("yarnsim"),
             required_features: adapter.features() & wanted_features(),
-            // Ask for everything the adapter offers: big scenes need big storage bindings.
-            required_limits: adapter.limits(),
+            required_limits: limits,
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,

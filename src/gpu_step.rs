@@ -109,7 +109,7 @@ pub enum GpuStepError {
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
     #[error(
-        "step {step}: exact contact's capacity {what} needs a buffer of {bytes} bytes, more than \
+        "step {step}: the contact capacity {what} needs a buffer of {bytes} bytes, more than \
          this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's contacts do \
          not fit this adapter (use a GPU that offers a larger limit, or --backend cpu)"
     )]
@@ -137,8 +137,13 @@ enum Rerun {
     /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with.
     Capacity((u32, u32, u32)),
     /// ACL's step `step` (of the batch) needs more room or more rounds: the capacities and
-    /// budgets to rebuild with.
-    Acl { caps: AclCaps, step: usize },
+    /// budgets to rebuild with (`caps`: with room ahead of need; `needed`: what the step's counts
+    /// asked for, [`AclCaps::grown_within`]).
+    Acl {
+        caps: AclCaps,
+        needed: AclCaps,
+        step: usize,
+    },
     /// The yarn–ball contacts overflowed `ball_hits`: the capacity to rebuild with.
     BallHits(u32),
 }
@@ -434,6 +439,9 @@ pub struct GpuSim {
     ball_hit_capacity: u32,
     /// Batches rerun because a variable-size contact output overflowed its capacity.
     grows: u32,
+    /// The most each of the exact path's counts (entries, candidates, records) reached over the
+    /// completed steps ([`GpuSim::exact_peak_counts`]).
+    exact_peak: (u32, u32, u32),
     /// Touching quadrature pairs and candidate segment pairs summed over the frame's steps.
     frame_touching: u64,
     frame_candidates: u64,
@@ -693,7 +701,15 @@ impl GpuSim {
             let mut host = ExactContact::new(sim.params.radius, contact).map_err(contact_err)?;
             host.detect(&sim.topo, &sim.pos).map_err(contact_err)?;
             let origin = host.grid_origin().expect("set by detect");
-            let caps = exact_gpu::first_capacities(host.counters());
+            let limit = device.limits().max_storage_buffer_binding_size;
+            let caps = exact_gpu::first_capacities_within(host.counters(), limit).map_err(
+                |(what, bytes)| GpuStepError::Binding {
+                    step: 0,
+                    what,
+                    bytes,
+                    limit,
+                },
+            )?;
             check_exact_binding(&device, &sim, 0, caps)?;
             let mut p = params;
             grid::set_grid_frame(&mut p, origin);
@@ -854,6 +870,7 @@ impl GpuSim {
             ball_scan,
             ball_hit_capacity,
             grows: 0,
+            exact_peak: (0, 0, 0),
             frame_touching: 0,
             frame_candidates: 0,
             batch_touching: Vec::new(),
@@ -1291,9 +1308,22 @@ impl GpuSim {
                 }
                 Rerun::Capacity(caps) => {
                     self.grows += 1;
+                    // Only as far as the device binds ([`exact_gpu::grown_within`]).
+                    let limit = self.device.limits().max_storage_buffer_binding_size;
+                    let now = self.contact_capacities().expect("an exact rerun");
+                    let caps =
+                        exact_gpu::grown_within(now, caps, limit).map_err(|(what, bytes)| {
+                            GpuStepError::Binding {
+                                step: base,
+                                what,
+                                bytes,
+                                limit,
+                            }
+                        })?;
                     self.grow_exact(caps)?;
                 }
-                Rerun::Acl { caps, step } => {
+                Rerun::Acl { caps, needed, step } => {
+                    let caps = self.acl_within_binding(caps, &needed, base + step as u64)?;
                     if self.upgrade(step, caps)? {
                         self.upgrade_reruns += 1;
                     } else {
@@ -1442,6 +1472,12 @@ impl GpuSim {
         self.grows
     }
 
+    /// The most each of the exact path's counts (grid entries, candidate pairs, touching records)
+    /// reached over the run's completed steps (`None` without the exact path).
+    pub fn exact_peak_counts(&self) -> Option<(u32, u32, u32)> {
+        self.exact.as_ref().map(|_| self.exact_peak)
+    }
+
     /// The exact path's capacities (grid entries, candidate pairs, touching records), if any.
     pub fn contact_capacities(&self) -> Option<(u32, u32, u32)> {
         self.exact.as_ref().map(|ex| {
@@ -1475,6 +1511,12 @@ impl GpuSim {
     /// The ACL path's capacities (`None` without ACL).
     pub fn acl_capacities(&self) -> Option<AclCaps> {
         self.acl.as_ref().map(|a| a.path.caps)
+    }
+
+    /// The most each of ACL's capacities' counts reached over the run's completed steps
+    /// ([`AclGpu::peak_counts`]; `None` without ACL).
+    pub fn acl_peak_counts(&self) -> Option<AclCaps> {
+        self.acl.as_ref().map(|a| a.path.peak_counts())
     }
 
     /// Sets the ACL path's capacities (between batches; tests start small to exercise growth).
@@ -1738,6 +1780,7 @@ impl GpuSim {
         // or a capacity too small) counts once, as the rerun, and its timed kernels with it (an
         // overflowing attempt's kernels skip work, so its times would understate a step).
         let (mut length_error, mut iterations, mut touching, mut candidates) = (0.0f32, 0, 0, 0);
+        let mut exact_peak = self.exact_peak;
         for s in 0..k {
             let at = s * COUNTERS_BYTES as usize;
             let counters: Counters =
@@ -1772,6 +1815,7 @@ impl GpuSim {
                         }
                         return Ok(Some(Rerun::Acl {
                             caps: AclGpu::ahead_of(caps, &acl_counters),
+                            needed: caps,
                             step: s,
                         }));
                     }
@@ -1797,6 +1841,15 @@ impl GpuSim {
             touching += counters.touching_pairs.count as u64;
             self.batch_touching.push(counters.touching_pairs.count);
             candidates += counters.candidate_pairs.count as u64;
+            let (e, c, r) = exact_peak;
+            exact_peak = (
+                e.max(counters.grid_entries.count),
+                c.max(counters.candidate_pairs.count),
+                r.max(counters.touching_records.count),
+            );
+        }
+        if self.exact.is_some() {
+            self.exact_peak = exact_peak;
         }
         self.frame_length_error = self.frame_length_error.max(length_error);
         self.frame_iterations = self.frame_iterations.max(iterations);
@@ -1850,9 +1903,14 @@ impl GpuSim {
                 })?;
             acl.compactions += compacted as u32;
             // Room for the next batches, before a rising count overflows and reruns one.
+            // (Only as far as the device binds: no count overflowed, so never an error.)
             if let Some(caps) = acl.path.ahead(&acl_counters) {
-                self.grows_ahead += 1;
-                self.grow_acl(caps, base + k as u64)?;
+                let now = acl.path.caps;
+                let caps = self.acl_within_binding(caps, &now, base + k as u64)?;
+                if caps != now {
+                    self.grows_ahead += 1;
+                    self.grow_acl(caps, base + k as u64)?;
+                }
             }
             // Fewer rebuild rounds recorded after a quiet stretch (a cloth at rest).
             let acl = self.acl.as_mut().expect("checked above");
@@ -1887,6 +1945,30 @@ impl GpuSim {
             }
         }
         Ok(None)
+    }
+
+    /// ACL's capacities `caps` (grown for step `step`, which needed `needed`) within what the
+    /// device binds ([`AclCaps::grown_within`]), or [`GpuStepError::Binding`] naming the capacity
+    /// that cannot grow (the state is the batch's start).
+    fn acl_within_binding(
+        &self,
+        caps: AclCaps,
+        needed: &AclCaps,
+        step: u64,
+    ) -> Result<AclCaps, GpuStepError> {
+        let Some(acl) = &self.acl else {
+            return Ok(caps);
+        };
+        let limit = self.device.limits().max_storage_buffer_binding_size;
+        acl.path
+            .caps
+            .grown_within(caps, needed, limit)
+            .map_err(|(what, bytes)| GpuStepError::Binding {
+                step,
+                what,
+                bytes,
+                limit,
+            })
     }
 
     /// Rebuilds the ACL path with capacities `caps` (its state carried over) and the step's

@@ -1699,14 +1699,14 @@ fn info(a: InfoArgs) -> Result<()> {
             .map(|(ad, limits)| {
                 let mut ns = yarnsim::gpu_step::needs(&s.counts, limits);
                 let nseg = s.segments as u32;
-                if let Some([e, c, t]) = s.exact_capacities {
+                if let (Some([e, c, t]), Some(counts)) = (s.exact_capacities, s.exact_counts) {
                     let quad = s.quadrature_points as u32;
-                    ns.extend(yarnsim::gpu_step::exact_needs(
-                        nseg,
-                        quad,
-                        (e, c, t),
-                        limits,
-                    ));
+                    // As `GpuSim` makes them on this adapter: the room within its binding size
+                    // where the counts fit (where they do not, the rows show by how much).
+                    let limit = limits.max_storage_buffer_binding_size;
+                    let caps = yarnsim::contact::exact_gpu::grown_within(counts, (e, c, t), limit)
+                        .unwrap_or((e, c, t));
+                    ns.extend(yarnsim::gpu_step::exact_needs(nseg, quad, caps, limits));
                 }
                 let lowered = match s.model {
                     ContactModel::Acl => yarnsim::gpu_step::acl_lowered(nseg, limits),
@@ -1911,6 +1911,9 @@ struct SceneSize {
     /// `GpuSim` makes them.
     #[serde(skip_serializing_if = "Option::is_none")]
     exact_capacities: Option<[u32; 3]>,
+    /// The counts they come from (the run grows only as far as an adapter binds).
+    #[serde(skip)]
+    exact_counts: Option<(u32, u32, u32)>,
     /// For scenes with BCC pieces: what importing them did and the radius their spacing fits.
     #[serde(skip_serializing_if = "Option::is_none")]
     import: Option<ImportInfo>,
@@ -2041,13 +2044,16 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         .with_context(|| format!("the imported cloth of {}", path.display()))?;
     // The exact path sizes its first buffers from the counts of one detection on the CPU (the
     // run's first step is at the relaxation's smaller radius, so it finds no more than this).
+    let mut exact_counts = None;
     let exact_capacities = match scene.contact.model {
         ContactModel::Exact => {
             let mut host = yarnsim::contact::ExactContact::new(scene.yarn.radius, &scene.contact)
                 .with_context(|| format!("the contact of {}", path.display()))?;
             host.detect(&topo, &pos)
                 .with_context(|| format!("the initial contacts of {}", path.display()))?;
-            let (e, c, t) = yarnsim::contact::exact_gpu::first_capacities(host.counters());
+            let n = host.counters();
+            exact_counts = Some(yarnsim::contact::exact_gpu::first_counts(n));
+            let (e, c, t) = yarnsim::contact::exact_gpu::first_capacities(n);
             Some([e, c, t])
         }
         _ => None,
@@ -2080,6 +2086,7 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         },
         model: scene.contact.model,
         exact_capacities,
+        exact_counts,
         import,
     })
 }

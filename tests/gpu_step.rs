@@ -1431,7 +1431,7 @@ fn acl_capacities_stay_within_the_binding_limit() {
         if *before <= limit {
             assert_eq!(after, *before, "{name} was within the limit and changed");
         } else {
-            // As much as fits, to a multiple of 256 records.
+            // As much as fits.
             assert!(
                 after <= limit && after > limit - limit / 64,
                 "{name}: {after} bytes"
@@ -1472,6 +1472,257 @@ fn acl_capacities_stay_within_the_binding_limit() {
     // Nothing was lost: the sim runs on at its capacities.
     assert_ne!(g.acl_capacities().unwrap(), caps);
     g.steps(4).unwrap();
+}
+
+/// A growth whose room would pass the binding limit grows only as far as fits, and one whose
+/// count cannot grow at all is an error naming the capacity and the bytes it needed: the
+/// sweater's schedule table on lavapipe counted 7.6 million entries (122 MB, within the 134 MB
+/// limit) and the run stopped because room for a quarter more (152 MB) did not fit.
+#[test]
+fn acl_growth_fits_the_binding_limit() {
+    // Not a multiple of a record: 65,598 entries of 16 bytes fit.
+    let limit = (1u64 << 20) + 1000;
+    let mut now = AclCaps::for_segments(1_000);
+    now.fit_binding(limit);
+    assert_eq!(now.over_binding(limit), None);
+    let unit = 16;
+    assert_eq!(
+        now.binding_bytes()[0],
+        ("sched.entries", now.sched.entries as u64 * unit)
+    );
+    let most = 65_598;
+    let with_entries = |c: &AclCaps, entries: u32| {
+        let mut c = *c;
+        c.sched.entries = entries;
+        c
+    };
+    // Within the limit: as wanted.
+    let within = with_entries(&now, 50_000);
+    assert_eq!(now.grown_within(within, &within, limit), Ok(within));
+    // The count's room within, the room ahead of need past the limit: the most that fits, and
+    // only that capacity held.
+    let needed = with_entries(&now, 60_000);
+    let mut wanted = with_entries(&needed, 120_000);
+    wanted.sched.cand = now.sched.cand + 1;
+    let got = now.grown_within(wanted, &needed, limit).unwrap();
+    assert_eq!(got, with_entries(&wanted, most));
+    assert_eq!(got.over_binding(limit), None);
+    // The count's room past the limit too: still the most that fits (the rerun tells whether
+    // the count does).
+    let needed = with_entries(&now, 80_000);
+    assert_eq!(
+        now.grown_within(wanted, &needed, limit),
+        Ok(with_entries(&wanted, most))
+    );
+    // Already at the most and overflowed: the error.
+    let full = with_entries(&now, most);
+    assert_eq!(
+        full.grown_within(wanted, &needed, limit),
+        Err(("sched.entries", 80_000 * unit))
+    );
+    // Already at the most with room ahead of need only (no overflow): stays, no error.
+    assert_eq!(
+        full.grown_within(wanted, &full, limit),
+        Ok(with_entries(&wanted, most))
+    );
+    // Never lowered: a capacity past the limit (set by hand; `set_acl_capacities` refuses it)
+    // stays, and an overflow there is the error.
+    let past = with_entries(&now, 70_000);
+    assert_eq!(
+        past.grown_within(wanted, &past, limit),
+        Ok(with_entries(&wanted, 70_000))
+    );
+    assert_eq!(
+        past.grown_within(wanted, &needed, limit),
+        Err(("sched.entries", 80_000 * unit))
+    );
+}
+
+/// On a device that binds less than a growth's room but more than every count (a stand-in for
+/// the sweater's schedule table on lavapipe: `Gpu::with_binding_limit`), the run grows only as
+/// far as fits and equals, bitwise, the run on the full device. On one that binds less than the
+/// largest count, the run stops with the error that names a capacity whose count passed the
+/// limit, at the start of the batch that overflowed, its state intact.
+#[test]
+fn acl_growth_within_a_smaller_binding_limit_runs_identically() {
+    let Some(gpu) = gpu_or_skip("acl_growth_within_a_smaller_binding_limit_runs_identically")
+    else {
+        return;
+    };
+    let sets = ["contact.model=acl"];
+    let run = |gpu: &yarnsim::gpu::Gpu| {
+        let sim = fixture::scene_sim("tiny", &sets, 0);
+        let mut g = GpuSim::new(gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+        // Small first capacities, so each grows from the counts.
+        let mut c = AclCaps::all(16);
+        c.sched.lookup_words = g.acl_capacities().unwrap().sched.lookup_words;
+        g.set_acl_capacities(c).unwrap();
+        let ran = (0..3).try_for_each(|_| g.steps(20));
+        (ran, g)
+    };
+    let (ran, mut full) = run(&gpu);
+    ran.unwrap();
+    full.download().unwrap();
+    let peak = full.acl_peak_counts().unwrap();
+    let room = full.acl_capacities().unwrap();
+    // Each row: its name, the bytes of its largest count, of its room.
+    let rows: Vec<(&str, u64, u64)> = peak
+        .binding_bytes()
+        .into_iter()
+        .zip(room.binding_bytes())
+        .map(|((name, count), (_, room))| (name, count, room))
+        .collect();
+    // Room for every count.
+    let limit = rows.iter().map(|r| r.1).max().unwrap().next_multiple_of(4);
+    let held: Vec<_> = rows.iter().filter(|r| r.2 > limit).map(|r| r.0).collect();
+    assert!(
+        !held.is_empty(),
+        "no room grew past {limit} bytes: the test would not hold a growth ({rows:?})"
+    );
+    let small = gpu.with_binding_limit(limit).unwrap();
+    let (ran, mut limited) = run(&small);
+    ran.unwrap();
+    limited.download().unwrap();
+    let caps = limited.acl_capacities().unwrap();
+    eprintln!("limit {limit} bytes held {held:?}: {caps:?}");
+    assert_eq!(caps.over_binding(limit), None);
+    assert_ne!(caps, room, "no capacity was held at the limit");
+    assert_eq!(limited.sim.pos, full.sim.pos, "positions differ");
+    assert_eq!(limited.sim.vel, full.sim.vel, "velocities differ");
+
+    // Less than the largest count.
+    let (name, count, _) = *rows.iter().max_by_key(|r| r.1).unwrap();
+    let limit = (count - 4) & !3;
+    let small = gpu.with_binding_limit(limit).unwrap();
+    let (ran, mut stopped) = run(&small);
+    let err = ran.unwrap_err();
+    let message = err.to_string();
+    let yarnsim::gpu_step::GpuStepError::Binding { step, what, .. } = err else {
+        panic!("not the binding error: {message}");
+    };
+    let row = rows.iter().find(|r| r.0 == what).unwrap();
+    assert!(
+        row.1 > limit,
+        "{what}'s count ({} bytes) fit {limit} bytes (the largest: {name}): {message}",
+        row.1
+    );
+    assert!(message.contains(what) && message.contains("max_storage_buffer_binding_size"));
+    assert!(stopped.sim.steps <= step && step < 60, "{message}");
+    stopped.download().unwrap();
+    assert!(stopped
+        .sim
+        .pos
+        .iter()
+        .all(|p| p.iter().all(|x| x.is_finite())));
+}
+
+/// The exact path's growth within the binding limit, as ACL's: room past the limit only as far as
+/// fits, an error when a size that overflowed cannot grow; the first capacities alike from the
+/// counts of the CPU's detection.
+#[test]
+fn exact_growth_fits_the_binding_limit() {
+    use yarnsim::contact::exact_gpu::grown_within;
+    // 144 bytes a candidate pair's record: 7,281 fit.
+    let limit = 7_282 * 144 - 1;
+    let now = (1_000, 5_000, 2_000);
+    assert_eq!(
+        grown_within(now, (1_250, 6_000, 2_000), limit),
+        Ok((1_250, 6_000, 2_000))
+    );
+    assert_eq!(
+        grown_within(now, (1_000, 9_000, 2_000), limit),
+        Ok((1_000, 7_281, 2_000))
+    );
+    assert_eq!(
+        grown_within((1_000, 7_281, 2_000), (1_000, 9_000, 2_000), limit),
+        Err(("exact.candidates", 9_000 * 144))
+    );
+    // Records: 128 bytes each (eight gather slots).
+    assert_eq!(
+        grown_within(now, (1_000, 4_000, 20_000), 10_000 * 128 + 127),
+        Ok((1_000, 4_000, 10_000))
+    );
+}
+
+/// On a device that binds less than the exact path's room but more than its counts, the run
+/// grows only as far as fits and equals, bitwise, the run on the full device; below the largest
+/// count it stops with the error naming a size whose count passed the limit.
+#[test]
+fn exact_growth_within_a_smaller_binding_limit_runs_identically() {
+    let Some(gpu) = gpu_or_skip("exact_growth_within_a_smaller_binding_limit_runs_identically")
+    else {
+        return;
+    };
+    let sets = ["contact.model=exact"];
+    let contact = fixture::scene_contact("tiny", &sets);
+    let run = |gpu: &yarnsim::gpu::Gpu| {
+        let mut g = GpuSim::new(gpu, fixture::scene_sim("tiny", &sets, 0), &contact)?;
+        // Small first capacities, so each grows from the counts.
+        g.set_contact_capacities((16, 16, 16))?;
+        for _ in 0..3 {
+            g.steps(20)?;
+        }
+        g.download()?;
+        Ok::<_, yarnsim::gpu_step::GpuStepError>(g)
+    };
+    let full = run(&gpu).unwrap();
+    let (peak, room) = (
+        full.exact_peak_counts().unwrap(),
+        full.contact_capacities().unwrap(),
+    );
+    let units = yarnsim::contact::exact_gpu::binding_bytes(0, 0, (1, 1, 1)).map(|(_, b)| b);
+    let units = [units[2], units[3], units[4]];
+    let rows = [
+        ("exact.entries", peak.0, room.0),
+        ("exact.candidates", peak.1, room.1),
+        ("exact.records", peak.2, room.2),
+    ];
+    let unit_of = |name| units[rows.iter().position(|r| r.0 == name).unwrap()];
+    let limit = rows
+        .iter()
+        .zip(units)
+        .map(|(r, u)| r.1 as u64 * u)
+        .max()
+        .unwrap()
+        .next_multiple_of(4);
+    assert!(
+        rows.iter().zip(units).any(|(r, u)| r.2 as u64 * u > limit),
+        "no room grew past {limit} bytes: the test would not hold a growth ({rows:?})"
+    );
+    let limited = run(&gpu.with_binding_limit(limit).unwrap()).unwrap();
+    let caps = limited.contact_capacities().unwrap();
+    eprintln!("limit {limit} bytes: {caps:?} (full: {room:?}, peak {peak:?})");
+    assert_ne!(caps, room, "no size was held at the limit");
+    for ((name, _, _), (cap, u)) in rows
+        .iter()
+        .zip([caps.0, caps.1, caps.2].into_iter().zip(units))
+    {
+        assert!(cap as u64 * u <= limit, "{name}: {cap}");
+    }
+    assert_eq!(limited.sim.pos, full.sim.pos, "positions differ");
+    assert_eq!(limited.sim.vel, full.sim.vel, "velocities differ");
+
+    // Less than the largest count.
+    let largest = rows
+        .iter()
+        .zip(units)
+        .map(|(r, u)| r.1 as u64 * u)
+        .max()
+        .unwrap();
+    let limit = (largest - 4) & !3;
+    let err = run(&gpu.with_binding_limit(limit).unwrap())
+        .err()
+        .expect("an error");
+    let message = err.to_string();
+    let yarnsim::gpu_step::GpuStepError::Binding { step, what, .. } = err else {
+        panic!("not the binding error: {message}");
+    };
+    let (_, count, _) = rows.iter().find(|r| r.0 == what).unwrap();
+    assert!(
+        *count as u64 * unit_of(what) > limit,
+        "{what}'s count {count} fit {limit} bytes: {message}"
+    );
+    assert!(message.contains("max_storage_buffer_binding_size") && step < 60);
 }
 
 /// The exact path's capacities past what the device binds are an error that names the size and

@@ -309,35 +309,123 @@ impl AclCaps {
         ]
     }
 
-    /// Lowers every capacity whose largest buffer would pass `limit` bytes (a device's
-    /// `max_storage_buffer_binding_size`) to the most that fits (rounded down to a multiple of
-    /// 256); the others stay. The first capacities are estimates (a step that needs more grows
-    /// them and reruns), and large scenes' estimates passed wgpu's default limit.
-    pub fn fit_binding(&mut self, limit: u64) {
+    /// A step's counts `c` as capacities (the budgets 0): each the count its capacity bounds.
+    pub fn counted(c: &AclStepCounters) -> AclCaps {
+        AclCaps {
+            sched: SchedCaps {
+                entries: c.sched.entries.count,
+                grid: c.sched.grid.count,
+                cand: c.sched.cand.count,
+                fresh: c.sched.fresh.count,
+                touching: c.sched.touching.count,
+                release: c.sched.release.count,
+                lookup_words: c.sizes.lookup.count,
+                released: c.sizes.released.count,
+            },
+            merge: MergeCaps {
+                sets: c.merge.sets.count,
+                // One capacity with the scheduler's ([`AclCaps::normalized`]).
+                touching: c.sched.touching.count,
+                edges: c.merge.edges.count,
+                index: c.merge.index.count,
+                rounds: 0,
+                passes: 0,
+                indexed: 0,
+            },
+            points: c.pools.len[0],
+            blocks: c.pools.len[1],
+            watch: c.pools.len[2],
+            terms: c.pools.len[3],
+            records: c.acl.records,
+            rounds: 0,
+            coalesce: 0,
+            newcomers: 0,
+        }
+    }
+
+    /// The capacities that size a buffer, by their rows' names in [`AclCaps::binding_bytes`].
+    fn sized_mut(&mut self) -> [(&'static str, &mut u32); 16] {
+        let (s, m) = (&mut self.sched, &mut self.merge);
+        [
+            ("sched.entries", &mut s.entries),
+            ("sched.grid", &mut s.grid),
+            ("sched.cand", &mut s.cand),
+            ("sched.fresh", &mut s.fresh),
+            ("sched.touching", &mut s.touching),
+            ("sched.lookup_words", &mut s.lookup_words),
+            ("sched.released", &mut s.released),
+            ("merge.sets", &mut m.sets),
+            ("merge.touching", &mut m.touching),
+            ("merge.edges", &mut m.edges),
+            ("merge.index", &mut m.index),
+            ("points", &mut self.points),
+            ("blocks", &mut self.blocks),
+            ("watch", &mut self.watch),
+            ("terms", &mut self.terms),
+            ("records", &mut self.records),
+        ]
+    }
+
+    /// Each sized capacity's row: its name, the capacity, and the bytes a record of its largest
+    /// buffer takes.
+    fn rows(&self) -> Vec<(&'static str, u32, u64)> {
         let bytes = self.binding_bytes();
-        let fit = |cap: &mut u32, name: &str| {
-            let (_, b) = bytes.iter().find(|(n, _)| *n == name).expect("listed");
-            if *b > limit && *cap > 0 {
-                let unit = b / *cap as u64;
-                *cap = ((limit / unit) as u32 & !255).max(1);
+        let mut caps = *self;
+        caps.sized_mut()
+            .into_iter()
+            .map(|(name, cap)| {
+                let (_, b) = bytes.iter().find(|(n, _)| *n == name).expect("listed");
+                (name, *cap, if *cap == 0 { 0 } else { b / *cap as u64 })
+            })
+            .collect()
+    }
+
+    /// Lowers every capacity whose largest buffer would pass `limit` bytes (a device's
+    /// `max_storage_buffer_binding_size`) to the most that fits
+    /// ([`crate::gpu::binding_records`]); the others stay. The first capacities are estimates (a
+    /// step that needs more grows them and reruns), and large scenes' estimates passed wgpu's
+    /// default limit.
+    pub fn fit_binding(&mut self, limit: u64) {
+        let rows = self.rows();
+        for ((_, cap), (_, _, unit)) in self.sized_mut().into_iter().zip(rows) {
+            if *cap as u64 * unit > limit {
+                *cap = crate::gpu::binding_records(unit, limit);
             }
-        };
-        fit(&mut self.sched.entries, "sched.entries");
-        fit(&mut self.sched.grid, "sched.grid");
-        fit(&mut self.sched.cand, "sched.cand");
-        fit(&mut self.sched.fresh, "sched.fresh");
-        fit(&mut self.sched.touching, "sched.touching");
-        fit(&mut self.sched.lookup_words, "sched.lookup_words");
-        fit(&mut self.sched.released, "sched.released");
-        fit(&mut self.merge.sets, "merge.sets");
-        fit(&mut self.merge.touching, "merge.touching");
-        fit(&mut self.merge.edges, "merge.edges");
-        fit(&mut self.merge.index, "merge.index");
-        fit(&mut self.points, "points");
-        fit(&mut self.blocks, "blocks");
-        fit(&mut self.watch, "watch");
-        fit(&mut self.terms, "terms");
-        fit(&mut self.records, "records");
+        }
+    }
+
+    /// The capacities a growth from `self` to `wanted` gets on a device that binds `limit` bytes:
+    /// each capacity whose buffer would pass the limit grows only as far as fits
+    /// ([`crate::gpu::binding_records`]), never below `self`'s. `needed` are the capacities the
+    /// overflowed counts asked for (each a count and a quarter or a half), `wanted` those with the
+    /// room the run adds ahead of need ([`AclGpu::ahead_of`]). Fails with a capacity and the bytes it needed when
+    /// it overflowed and cannot grow at all: then its count itself is past the limit.
+    ///
+    /// Why: the room a growth adds is a margin against the next steps' rise, not something the
+    /// step needs. The sweater's schedule table on lavapipe counted 7.6 million entries (122 MB
+    /// in a 134 MB binding), and the run stopped because room for a quarter more did not fit.
+    pub fn grown_within(
+        &self,
+        wanted: AclCaps,
+        needed: &AclCaps,
+        limit: u64,
+    ) -> Result<AclCaps, (&'static str, u64)> {
+        let (now, need) = (self.rows(), needed.rows());
+        let mut out = wanted;
+        let want = out.rows();
+        for (i, (_, cap)) in out.sized_mut().into_iter().enumerate() {
+            let (name, want_cap, unit) = want[i];
+            if want_cap as u64 * unit <= limit {
+                continue;
+            }
+            let (current, need_cap) = (now[i].1, need[i].1);
+            let most = crate::gpu::binding_records(unit, limit).max(current);
+            if need_cap > current && most <= current {
+                return Err((name, need_cap as u64 * unit));
+            }
+            *cap = most;
+        }
+        Ok(out)
     }
 
     /// The first capacity whose largest buffer passes `limit` bytes, with those bytes.
@@ -520,6 +608,8 @@ pub struct AclGpu {
     /// The counters after the last completed step (its persistent counts: table length, pool
     /// lengths, releases).
     last: AclStepCounters,
+    /// [`AclGpu::peak_counts`].
+    peak: AclCaps,
     /// [`AclGpu::fewer_rounds`]' state (the quiet stretch of `caps.rounds`).
     rounds_cut: QuietCut,
     /// [`AclGpu::fewer_coalesce`]'s (of `caps.coalesce`).
@@ -633,6 +723,7 @@ impl AclGpu {
             garbage: PoolGarbage::default(),
             reruns: 0,
             last: AclStepCounters::default(),
+            peak: AclCaps::counted(&AclStepCounters::default()),
             rounds_cut: QuietCut::new(CUT_AFTER_STEPS),
             coalesce_cut: QuietCut::with_floor(CUT_AFTER_STEPS, 0),
             newcomers_cut: QuietCut::with_floor(CUT_AFTER_STEPS, 0),
@@ -1474,30 +1565,28 @@ impl AclGpu {
     /// batch that overflowed, so its rerun has room for every count it saw, not only for the one
     /// that overflowed first: fewer reruns while a moving cloth's counts climb).
     pub fn ahead_of(caps: AclCaps, steps: &[AclStepCounters]) -> AclCaps {
-        let mut g = caps;
         let up = |cap: &mut u32, count: u32| {
             if count > *cap - *cap / 4 {
                 *cap = count.saturating_mul(2).max(*cap);
             }
         };
-        let most = |f: &dyn Fn(&AclStepCounters) -> u32| steps.iter().map(f).max().unwrap_or(0);
-        up(&mut g.sched.entries, most(&|c| c.sched.entries.count));
-        up(&mut g.sched.grid, most(&|c| c.sched.grid.count));
-        up(&mut g.sched.cand, most(&|c| c.sched.cand.count));
-        up(&mut g.sched.fresh, most(&|c| c.sched.fresh.count));
-        up(&mut g.sched.touching, most(&|c| c.sched.touching.count));
-        up(&mut g.sched.release, most(&|c| c.sched.release.count));
-        up(&mut g.sched.released, most(&|c| c.sizes.released.count));
-        up(&mut g.sched.lookup_words, most(&|c| c.sizes.lookup.count));
-        up(&mut g.merge.sets, most(&|c| c.merge.sets.count));
-        up(&mut g.merge.edges, most(&|c| c.merge.edges.count));
-        up(&mut g.merge.index, most(&|c| c.merge.index.count));
-        up(&mut g.points, most(&|c| c.pools.len[0]));
-        up(&mut g.blocks, most(&|c| c.pools.len[1]));
-        up(&mut g.watch, most(&|c| c.pools.len[2]));
-        up(&mut g.terms, most(&|c| c.pools.len[3]));
-        up(&mut g.records, most(&|c| c.acl.records));
+        let mut most = steps
+            .iter()
+            .fold(AclCaps::counted(&AclStepCounters::default()), |m, c| {
+                m.at_least(&AclCaps::counted(c))
+            });
+        let mut g = caps;
+        for ((_, cap), (_, count)) in g.sized_mut().into_iter().zip(most.sized_mut()) {
+            up(cap, *count);
+        }
+        up(&mut g.sched.release, most.sched.release);
         g
+    }
+
+    /// The most each capacity's count reached over the completed steps so far (the budgets 0):
+    /// what a run needed, against the room it has ([`AclGpu::caps`]).
+    pub fn peak_counts(&self) -> AclCaps {
+        self.peak
     }
 
     /// Fewer rebuild rounds per step after a quiet stretch: when [`CUT_AFTER_STEPS`] (or, after
@@ -1721,6 +1810,7 @@ impl AclGpu {
     /// counts, and the garbage for the compaction decision).
     pub fn completed(&mut self, c: &AclStepCounters) {
         self.last = *c;
+        self.peak = self.peak.at_least(&AclCaps::counted(c));
         self.garbage.add([
             (c.sizes.garbage_cp + c.merge.garbage_cp) as usize,
             (c.sizes.garbage_k + c.merge.garbage_k) as usize,

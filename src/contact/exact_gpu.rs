@@ -103,6 +103,34 @@ pub fn first_capacities(c: &Counters) -> (u32, u32, u32) {
     )
 }
 
+/// [`first_capacities`] on a device that binds `limit` bytes: each whose buffer would pass the
+/// limit only as far as fits ([`grown_within`] from the counts themselves); `Err` with the size
+/// and its bytes when a count does not fit.
+pub fn first_capacities_within(
+    c: &Counters,
+    limit: u64,
+) -> Result<(u32, u32, u32), (&'static str, u64)> {
+    // As a growth from capacities one short of the counts (each of which overflowed them by one):
+    // an error exactly when a count does not fit.
+    let (e, n, r) = first_counts(c);
+    let short = (
+        e.saturating_sub(1),
+        n.saturating_sub(1),
+        r.saturating_sub(1),
+    );
+    grown_within(short, first_capacities(c), limit)
+}
+
+/// The counts [`first_capacities`] gives room for (entries, candidates, records): the records'
+/// are the candidates'.
+pub fn first_counts(c: &Counters) -> (u32, u32, u32) {
+    (
+        c.grid_entries.count,
+        c.candidate_pairs.count,
+        c.candidate_pairs.count,
+    )
+}
+
 /// Each of the path's sizes with the bytes of the largest buffer it sizes (one storage binding
 /// each), as [`ExactGpu::new`] makes them for `num_segments` segments, `quad_points` quadrature
 /// points and the capacities `caps` (entries, candidates, records). A device binds at most
@@ -145,6 +173,32 @@ pub fn over_binding(
     binding_bytes(num_segments, quad_points, caps)
         .into_iter()
         .find(|&(_, b)| b > limit)
+}
+
+/// The capacities (entries, candidates, records) a growth from `now` to `grown` gets on a device
+/// that binds `limit` bytes: each whose buffer would pass the limit grows only as far as fits
+/// ([`crate::gpu::binding_records`]), never below `now`'s. Fails with the size and the bytes it
+/// asked for when one that grew cannot grow at all (its count is past the limit). Why: the quarter a growth adds is room against the next steps' rise, not
+/// something the step needs ([`crate::acl::gpu::AclCaps::grown_within`] does the same for ACL).
+pub fn grown_within(
+    now: (u32, u32, u32),
+    grown: (u32, u32, u32),
+    limit: u64,
+) -> Result<(u32, u32, u32), (&'static str, u64)> {
+    let rows = binding_bytes(0, 0, (1, 1, 1));
+    let (now, mut out) = ([now.0, now.1, now.2], [grown.0, grown.1, grown.2]);
+    for (k, cap) in out.iter_mut().enumerate() {
+        let (name, unit) = rows[2 + k];
+        if *cap as u64 * unit <= limit {
+            continue;
+        }
+        let most = crate::gpu::binding_records(unit, limit).max(now[k]);
+        if *cap > now[k] && most <= now[k] {
+            return Err((name, *cap as u64 * unit));
+        }
+        *cap = most;
+    }
+    Ok((out[0], out[1], out[2]))
 }
 
 impl ExactGpu {
