@@ -808,10 +808,21 @@ fn run(mut a: RunArgs) -> Result<()> {
     );
     let start = Instant::now();
     let steps_before = runner.sim().steps;
+    let mut log = LogLines::new(quiet);
     for k in first_frame + 1..=frames {
         bar.set_message(format!("{k}/{frames}"));
         let st = runner
-            .frame(&mut || bar.inc(1))
+            .frame(&mut || {
+                bar.inc(1);
+                log.tick(|| {
+                    let done = bar.position();
+                    format!(
+                        "frame {k}/{frames}: step {done} of {}, {:.1} steps/s",
+                        bar.length().unwrap_or(0),
+                        done as f64 / start.elapsed().as_secs_f64().max(1e-9)
+                    )
+                });
+            })
             .with_context(|| format!("frame {k} of {}", scene_path.display()))?;
         if let Some(s) = stats_out.as_mut() {
             s.record(&st)?;
@@ -863,6 +874,39 @@ struct RelaxSaves<'a> {
     scene_dir: &'a Path,
 }
 
+/// Progress lines for a log: where stderr is not a terminal (a batch job, `nohup`, CI) the bars
+/// are hidden, and a garment's relaxation or frame can take an hour, so a line every
+/// `YARNSIM_PROGRESS_SECS` seconds (default 60; 0: every step) says the run is alive and how far
+/// it is. Nothing with `--quiet` or on a terminal.
+struct LogLines {
+    on: bool,
+    every: std::time::Duration,
+    last: Instant,
+}
+
+impl LogLines {
+    fn new(quiet: bool) -> LogLines {
+        let secs = std::env::var("YARNSIM_PROGRESS_SECS")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .unwrap_or(60.0);
+        LogLines {
+            on: !quiet && !std::io::stderr().is_terminal(),
+            every: std::time::Duration::from_secs_f64(secs),
+            last: Instant::now(),
+        }
+    }
+
+    /// Prints `line()` when the interval has passed since the last line (or the start).
+    fn tick(&mut self, line: impl FnOnce() -> String) {
+        if self.on && self.last.elapsed() >= self.every {
+            eprintln!("{}", line());
+            self.last = Instant::now();
+        }
+    }
+}
+
 /// The relaxation before t = 0 (`[relax]`), on the GPU step when `gpu` is given, with a progress
 /// bar and a line on how it went; on the CPU path from a checkpoint of it (`from`) and writing
 /// checkpoints (`saves`).
@@ -890,16 +934,27 @@ fn relax_sim(
         ProgressStyle::with_template("{bar:40} relaxing {msg}  {pos}/{len} steps  {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mut log = LogLines::new(quiet);
     let mut on_step = |p: &yarnsim::relax::RelaxProgress| {
         if p.step == 1 {
             bar.set_length(p.max_steps);
         }
         bar.set_position(p.step);
-        if p.max_speed.is_nan() {
-            bar.set_message(format!("radius {:.4} cm", p.radius));
+        let msg = if p.max_speed.is_nan() {
+            format!("radius {:.4} cm", p.radius)
         } else {
-            bar.set_message(format!("fastest point {:.3} cm/s", p.max_speed));
-        }
+            format!("fastest point {:.3} cm/s", p.max_speed)
+        };
+        log.tick(|| {
+            format!(
+                "relaxing {}: step {} of at most {}, {msg}, {:.0} s",
+                scene_path.display(),
+                p.step,
+                p.max_steps,
+                bar.elapsed().as_secs_f64()
+            )
+        });
+        bar.set_message(msg);
     };
     let context = || format!("relaxing {} before t = 0", scene_path.display());
     let report = match gpu {

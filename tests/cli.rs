@@ -1029,6 +1029,59 @@ fn quiet_run_prints_nothing_and_writes_everything() {
     assert!(!line.contains("_ms"), "{line}");
 }
 
+/// With stderr in a file (no terminal, so no bars), a long run says how far it is: a line every
+/// `YARNSIM_PROGRESS_SECS` seconds during the relaxation and the frames (0 here: every step);
+/// none with the default interval on a short run, none with `--quiet`.
+#[test]
+fn a_run_logs_its_progress_where_no_bar_shows() {
+    let dir = scratch("progress");
+    let scene = tiny_scene(&dir, "none");
+    let run = |secs: Option<&str>, quiet: bool| {
+        let mut cmd = bin();
+        cmd.arg("run")
+            .arg(&scene)
+            .args(["--frames", "2", "--set", "relax.time=0.001"]);
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        match secs {
+            Some(s) => cmd.env("YARNSIM_PROGRESS_SECS", s),
+            None => cmd.env_remove("YARNSIM_PROGRESS_SECS"),
+        };
+        let out = cmd.output().unwrap();
+        check_ok(&out);
+        text(&out.stderr)
+    };
+    let log = run(Some("0"), false);
+    let lines: Vec<&str> = log.lines().collect();
+    // 16 steps a frame: one line a step.
+    for k in 1..=16 {
+        let frame1 = format!("frame 1/2: step {k} of 32, ");
+        assert!(lines.iter().any(|l| l.starts_with(&frame1)), "{log}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("frame 2/2: step 32 of 32, ")),
+        "{log}"
+    );
+    let relaxing: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("relaxing "))
+        .collect();
+    assert!(
+        !relaxing.is_empty() && relaxing[0].contains(": step 1 of at most 16, "),
+        "{log}"
+    );
+    let quiet = run(Some("0"), true);
+    assert!(quiet.is_empty(), "{quiet}");
+    let default = run(None, false);
+    assert!(
+        !default.contains("frame 1/2: step") && !default.contains("relaxing "),
+        "{default}"
+    );
+}
+
 /// The GPU backend's refusals are clear errors, before any frame is computed.
 #[test]
 fn gpu_backend_refuses_what_it_cannot_do() {
