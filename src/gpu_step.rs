@@ -109,16 +109,28 @@ pub enum GpuStepError {
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
     #[error(
-        "step {step}: the contact capacity {what} needs a buffer of {bytes} bytes, more than \
-         this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's contacts do \
-         not fit this adapter (use a GPU that offers a larger limit, or --backend cpu)"
+        "step {step}: the contact capacity {what} needs a buffer of {bytes} bytes{counted}, more \
+         than this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's \
+         contacts do not fit this adapter (use a GPU that offers a larger limit, or --backend \
+         cpu)",
+        counted = count_note(.count_bytes)
     )]
     Binding {
         step: u64,
         what: &'static str,
         bytes: u64,
         limit: u64,
+        /// Where a count overflowed it: the bytes of that count alone (`bytes` add the room a
+        /// growth gives).
+        count_bytes: Option<u64>,
     },
+}
+
+/// [`GpuStepError::Binding`]'s words on the count that overflowed, if known.
+fn count_note(count_bytes: &Option<u64>) -> String {
+    count_bytes.map_or(String::new(), |b| {
+        format!(" (its count alone: {b} bytes; a growth adds room)")
+    })
 }
 
 /// The exact contact path of a GPU step: its buffers and dispatches, the grid origin, and the
@@ -134,14 +146,19 @@ struct ExactState {
 enum Rerun {
     /// A step needed this many length iterations, more than were encoded.
     Length(u32),
-    /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with.
-    Capacity((u32, u32, u32)),
+    /// A contact output overflowed: the capacities (entries, candidates, records) to rebuild with,
+    /// and the step's counts.
+    Capacity {
+        caps: (u32, u32, u32),
+        counts: (u32, u32, u32),
+    },
     /// ACL's step `step` (of the batch) needs more room or more rounds: the capacities and
     /// budgets to rebuild with (`caps`: with room ahead of need; `needed`: what the step's counts
     /// asked for, [`AclCaps::grown_within`]).
     Acl {
         caps: AclCaps,
         needed: AclCaps,
+        counts: AclCaps,
         step: usize,
     },
     /// The yarn–ball contacts overflowed `ball_hits`: the capacity to rebuild with.
@@ -708,6 +725,10 @@ impl GpuSim {
                     what,
                     bytes,
                     limit,
+                    count_bytes: exact_gpu::row_bytes(
+                        what,
+                        exact_gpu::first_counts(host.counters()),
+                    ),
                 },
             )?;
             check_exact_binding(&device, &sim, 0, caps)?;
@@ -1290,7 +1311,7 @@ impl GpuSim {
             self.rerun_steps += k as u64;
             match &rerun {
                 Rerun::Length(_) => *self.rerun_causes.entry("length").or_default() += 1,
-                Rerun::Capacity(_) | Rerun::BallHits(_) => {
+                Rerun::Capacity { .. } | Rerun::BallHits(_) => {
                     *self.rerun_causes.entry("capacity").or_default() += 1
                 }
                 Rerun::Acl { .. } => {}
@@ -1306,7 +1327,7 @@ impl GpuSim {
                     self.length_cut.raised(LENGTH_CUT_AFTER_MAX);
                     self.build(cap.min(before.max(2 * needed)))?;
                 }
-                Rerun::Capacity(caps) => {
+                Rerun::Capacity { caps, counts } => {
                     self.grows += 1;
                     // Only as far as the device binds ([`exact_gpu::grown_within`]).
                     let limit = self.device.limits().max_storage_buffer_binding_size;
@@ -1318,12 +1339,19 @@ impl GpuSim {
                                 what,
                                 bytes,
                                 limit,
+                                count_bytes: exact_gpu::row_bytes(what, counts),
                             }
                         })?;
                     self.grow_exact(caps)?;
                 }
-                Rerun::Acl { caps, needed, step } => {
-                    let caps = self.acl_within_binding(caps, &needed, base + step as u64)?;
+                Rerun::Acl {
+                    caps,
+                    needed,
+                    counts,
+                    step,
+                } => {
+                    let caps =
+                        self.acl_within_binding(caps, &needed, Some(&counts), base + step as u64)?;
                     if self.upgrade(step, caps)? {
                         self.upgrade_reruns += 1;
                     } else {
@@ -1790,7 +1818,14 @@ impl GpuSim {
                 .as_ref()
                 .and_then(|ex| ex.path.grown_capacities(&counters))
             {
-                return Ok(Some(Rerun::Capacity(caps)));
+                return Ok(Some(Rerun::Capacity {
+                    caps,
+                    counts: (
+                        counters.grid_entries.count,
+                        counters.candidate_pairs.count,
+                        counters.touching_records.count,
+                    ),
+                }));
             }
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
                 return Ok(Some(Rerun::Length(counters.length_iterations)));
@@ -1816,6 +1851,7 @@ impl GpuSim {
                         return Ok(Some(Rerun::Acl {
                             caps: AclGpu::ahead_of(caps, &acl_counters),
                             needed: caps,
+                            counts: AclCaps::counted(&c),
                             step: s,
                         }));
                     }
@@ -1906,7 +1942,7 @@ impl GpuSim {
             // (Only as far as the device binds: no count overflowed, so never an error.)
             if let Some(caps) = acl.path.ahead(&acl_counters) {
                 let now = acl.path.caps;
-                let caps = self.acl_within_binding(caps, &now, base + k as u64)?;
+                let caps = self.acl_within_binding(caps, &now, None, base + k as u64)?;
                 if caps != now {
                     self.grows_ahead += 1;
                     self.grow_acl(caps, base + k as u64)?;
@@ -1954,6 +1990,7 @@ impl GpuSim {
         &self,
         caps: AclCaps,
         needed: &AclCaps,
+        counts: Option<&AclCaps>,
         step: u64,
     ) -> Result<AclCaps, GpuStepError> {
         let Some(acl) = &self.acl else {
@@ -1968,6 +2005,12 @@ impl GpuSim {
                 what,
                 bytes,
                 limit,
+                count_bytes: counts.and_then(|c| {
+                    c.binding_bytes()
+                        .into_iter()
+                        .find(|r| r.0 == what)
+                        .map(|r| r.1)
+                }),
             })
     }
 
@@ -2550,6 +2593,7 @@ fn check_exact_binding(
             what,
             bytes,
             limit,
+            count_bytes: None,
         }),
         None => Ok(()),
     }

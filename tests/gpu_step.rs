@@ -1597,7 +1597,13 @@ fn acl_growth_within_a_smaller_binding_limit_runs_identically() {
     let (ran, mut stopped) = run(&small);
     let err = ran.unwrap_err();
     let message = err.to_string();
-    let yarnsim::gpu_step::GpuStepError::Binding { step, what, .. } = err else {
+    let yarnsim::gpu_step::GpuStepError::Binding {
+        step,
+        what,
+        count_bytes,
+        ..
+    } = err
+    else {
         panic!("not the binding error: {message}");
     };
     let row = rows.iter().find(|r| r.0 == what).unwrap();
@@ -1606,6 +1612,10 @@ fn acl_growth_within_a_smaller_binding_limit_runs_identically() {
         "{what}'s count ({} bytes) fit {limit} bytes (the largest: {name}): {message}",
         row.1
     );
+    // The step's count of it, which the error gives, passed the limit, within the run's peak.
+    let counted = count_bytes.expect("an overflow's count");
+    assert!(counted > limit && counted <= row.1, "{message}");
+    assert!(message.contains(&counted.to_string()), "{message}");
     assert!(message.contains(what) && message.contains("max_storage_buffer_binding_size"));
     assert!(stopped.sim.steps <= step && step < 60, "{message}");
     stopped.download().unwrap();
@@ -1714,14 +1724,24 @@ fn exact_growth_within_a_smaller_binding_limit_runs_identically() {
         .err()
         .expect("an error");
     let message = err.to_string();
-    let yarnsim::gpu_step::GpuStepError::Binding { step, what, .. } = err else {
+    let yarnsim::gpu_step::GpuStepError::Binding {
+        step,
+        what,
+        count_bytes,
+        ..
+    } = err
+    else {
         panic!("not the binding error: {message}");
     };
     let (_, count, _) = rows.iter().find(|r| r.0 == what).unwrap();
+    let peak = *count as u64 * unit_of(what);
     assert!(
-        *count as u64 * unit_of(what) > limit,
+        peak > limit,
         "{what}'s count {count} fit {limit} bytes: {message}"
     );
+    // The count the error gives (the step's, or the first detection's) passed the limit too.
+    let counted = count_bytes.expect("an overflow's count");
+    assert!(counted > limit && counted <= peak, "{message}");
     assert!(message.contains("max_storage_buffer_binding_size") && step < 60);
 }
 

@@ -163,6 +163,14 @@ pub fn binding_bytes(
     ]
 }
 
+/// The bytes [`binding_bytes`] gives size `name` (entries, candidates or records) for `caps`.
+pub fn row_bytes(name: &str, caps: (u32, u32, u32)) -> Option<u64> {
+    binding_bytes(0, 0, caps)
+        .into_iter()
+        .find(|r| r.0 == name)
+        .map(|r| r.1)
+}
+
 /// The first of [`binding_bytes`]' sizes whose buffer passes `limit` bytes, with those bytes.
 pub fn over_binding(
     limit: u64,
