@@ -152,17 +152,21 @@ enum Rerun {
         caps: (u32, u32, u32),
         counts: (u32, u32, u32),
     },
-    /// ACL's step `step` (of the batch) needs more room or more rounds: the capacities and
-    /// budgets to rebuild with (`caps`: with room ahead of need; `needed`: what the step's counts
-    /// asked for, [`AclCaps::grown_within`]).
-    Acl {
-        caps: AclCaps,
-        needed: AclCaps,
-        counts: AclCaps,
-        step: usize,
-    },
+    /// ACL's step needs more room or more rounds.
+    Acl(Box<AclRerun>),
     /// The yarn–ball contacts overflowed `ball_hits`: the capacity to rebuild with.
     BallHits(u32),
+}
+
+/// [`Rerun::Acl`]'s record (boxed: three sets of capacities): ACL's step `step` (of the batch)
+/// needs more room or more rounds; the capacities and budgets to rebuild with (`caps`: with room
+/// ahead of need; `needed`: what the step's counts asked for, [`AclCaps::grown_within`]), and the
+/// step's `counts`.
+struct AclRerun {
+    caps: AclCaps,
+    needed: AclCaps,
+    counts: AclCaps,
+    step: usize,
 }
 
 /// A buffer copy recorded between compute passes (ACL's counts the last step left, moved into
@@ -1314,7 +1318,7 @@ impl GpuSim {
                 Rerun::Capacity { .. } | Rerun::BallHits(_) => {
                     *self.rerun_causes.entry("capacity").or_default() += 1
                 }
-                Rerun::Acl { .. } => {}
+                Rerun::Acl(_) => {}
             }
             match rerun {
                 Rerun::Length(needed) => {
@@ -1344,12 +1348,13 @@ impl GpuSim {
                         })?;
                     self.grow_exact(caps)?;
                 }
-                Rerun::Acl {
-                    caps,
-                    needed,
-                    counts,
-                    step,
-                } => {
+                Rerun::Acl(r) => {
+                    let AclRerun {
+                        caps,
+                        needed,
+                        counts,
+                        step,
+                    } = *r;
                     let caps =
                         self.acl_within_binding(caps, &needed, Some(&counts), base + step as u64)?;
                     if self.upgrade(step, caps)? {
@@ -1848,12 +1853,12 @@ impl GpuSim {
                         for cause in acl_gpu::rerun_causes(&ran, &caps) {
                             *self.rerun_causes.entry(cause).or_default() += 1;
                         }
-                        return Ok(Some(Rerun::Acl {
+                        return Ok(Some(Rerun::Acl(Box::new(AclRerun {
                             caps: AclGpu::ahead_of(caps, &acl_counters),
                             needed: caps,
                             counts: AclCaps::counted(&c),
                             step: s,
-                        }));
+                        }))));
                     }
                     Ok(None) => acl_counters.push(c),
                     Err(e) => {
