@@ -3,12 +3,14 @@
 // cell — the items of its hash run (binary search) with the same cell — whose pair it writes
 // (newcomer_emits: one item a pair, at its first cell new to either) into newcomer_offsets[i]
 // (0 for other items and slots), and itself into sched_counters.newcomers; a hash run longer than
-// SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0 (the scan's
-// trailing element). CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
+// SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0.
+// CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run, then write_scan_group's
 // 8 halving steps.
 // Each workgroup also writes the sum of its threads' counts into scan_groups
-// (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
+// (shared/scan_groups.wgsl), from which newcomer_write places each item's pairs (group_prefix:
+// no scan between the two), and adds it to sched_counters.cand.count (0 at the step's start;
+// integer atomics, so the total is the same whatever the order): the candidates' total.
 
 #import layout
 #import sched
@@ -75,5 +77,8 @@ fn newcomer_count(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let v = newcomer_count_one(thread_index(wid, nwg, lid, 256u));
-    write_scan_group(wid, nwg, lid, v);
+    let group = write_scan_group(wid, nwg, lid, v);
+    if lid == 0u && group != 0u {
+        atomicAdd(&sched_counters.cand.count, group);
+    }
 }

@@ -1,27 +1,33 @@
 // newcomer_write: the pairs of newcomer_count (items with a nonzero count are the newcomers with
 // partners; each writes the partners newcomer_emits names, as newcomer_count counted them) as
-// candidate keys (cand_key: a << k | b, a < b) from
-// slot newcomer_offsets[i] (scanned) of sched_cand on, those below sched_counters.cand.capacity;
-// the slots past the total newcomer_offsets[n] (n the live grid items, where the counted scan
-// ends) are left as they were: the counted sort and its readers stop at the total. Thread 0
-// records the total and its overflow flag in sched_counters.cand, and plans newcomer_keep's and
-// newcomer_compact's grid over the candidates from it (plan_counted_grids into plan_out: no
-// count_plan dispatch). CPU twin: sched::newcomer_write. One thread per grid slot.
-// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run; plan_counted_grids is
-// unrolled.
+// candidate keys (cand_key: a << k | b, a < b) into sched_cand, those below
+// sched_counters.cand.capacity, each item's from its first slot on: the counts of the items
+// before it, from the group sums newcomer_count wrote into scan_groups and a workgroup scan of the
+// counts (group_prefix; no scan dispatch between the two). The slots past the total (which
+// newcomer_count added into sched_counters.cand.count) are left as they were: the counted sort and
+// its readers stop at the total. Thread 0 raises the total's overflow flag and plans
+// newcomer_keep's and newcomer_compact's grid over the candidates from it (plan_counted_grids into
+// plan_out: no count_plan dispatch). CPU twin: sched::newcomer_write. One thread per grid slot.
+// Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run; 128 group-sum loads (a
+// binding holds at most 2^27 / 16 = 2^23 grid items, 32,768 groups), 8 + 8 (group_prefix);
+// plan_counted_grids is unrolled.
 
 #import layout
 #import sched
+#import workgroup_sum
+#import workgroup_scan
+#import group_prefix
 
 @group(0) @binding(0) var<uniform> sched: SchedUniform;
 @group(0) @binding(1) var<storage, read> cells: array<CellBox>;
 @group(0) @binding(2) var<storage, read> prev_cells: array<CellBox>;
 @group(0) @binding(3) var<storage, read> sched_grid: array<KeyValue>;
 @group(0) @binding(4) var<storage, read> newcomer_offsets: array<u32>;
-@group(0) @binding(5) var<storage, read_write> sched_cand: array<KeyValue>;
-@group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
-@group(0) @binding(7) var<uniform> plan_spec: CountPlan;
-@group(0) @binding(8) var<storage, read_write> plan_out: array<u32>;
+@group(0) @binding(5) var<storage, read> scan_groups: array<u32>;
+@group(0) @binding(6) var<storage, read_write> sched_cand: array<KeyValue>;
+@group(0) @binding(7) var<storage, read_write> sched_counters: SchedCounters;
+@group(0) @binding(8) var<uniform> plan_spec: CountPlan;
+@group(0) @binding(9) var<storage, read_write> plan_out: array<u32>;
 
 #import sched_grid
 #import counted_plan
@@ -35,20 +41,20 @@ fn newcomer_write(
     let i = thread_index(wid, nwg, lid, 256u);
     let ccap = sched_counters.cand.capacity;
     let n = grid_items();
-    // The total sits after the live items (the counted scan stops there).
-    let total = newcomer_offsets[n];
     if i == 0u {
-        atomicStore(&sched_counters.cand.count, total);
+        let total = atomicLoad(&sched_counters.cand.count);
         if total > ccap {
             atomicStore(&sched_counters.cand.overflow, 1u);
         }
         plan_counted_grids(total);
     }
-    if i >= n {
-        return;
+    var count = 0u;
+    if i < n {
+        count = newcomer_offsets[i];
     }
-    var slot = newcomer_offsets[i];
-    if slot == newcomer_offsets[i + 1u] {
+    // Every thread of the workgroup reaches the prefix (it has barriers).
+    var slot = group_prefix(wid.y * nwg.x + wid.x, lid, count);
+    if count == 0u {
         return;
     }
     let kb = cand_key_bits(sched.num_segments);

@@ -962,8 +962,8 @@ pub const KERNELS: &[Kernel] = &[
     },
     // The scheduler's grid and newcomer_schedule (src/sched/grid.rs, newcomers.rs): the grid is
     // sched_grid_count, a scan of sched_grid_offsets, sched_grid_write and a radix sort of
-    // sched_grid (32 key bits); then newcomer_count, a scan of newcomer_offsets, newcomer_write, a
-    // radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
+    // sched_grid (32 key bits); then newcomer_count, newcomer_write (from newcomer_count's group
+    // sums, no scan), a radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
     // newcomer_compact.
     Kernel {
         name: "sched_grid_count",
@@ -1013,6 +1013,7 @@ pub const KERNELS: &[Kernel] = &[
             read("prev_cells"),
             read("sched_grid"),
             read("newcomer_offsets"),
+            read("scan_groups"),
             read_write("sched_cand"),
             read_write("sched_counters"),
             uniform("plan_spec"),

@@ -1418,7 +1418,7 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         assert_eq!(&sgrid[..items as usize], grid.items(), "{label}: grid");
     }
 
-    // newcomer_count → scan.
+    // newcomer_count (its group sums and total: no scan).
     let mut noff = vec![0u32; gcap + 1];
     let mut c2 = c1;
     let mut groups = vec![7u32; (gcap + 1).div_ceil(256)];
@@ -1459,8 +1459,9 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         &out["scan_groups"],
         &format!("{label}: newcomer_count"),
     );
-    yarnsim::scan::exclusive_scan(&mut noff, &mut partials);
-    let total = noff[gcap];
+    // Their total, added to the candidates' count (0 before): the pairs by brute force below.
+    let total = c2.cand.count;
+    assert_eq!(total, noff.iter().sum::<u32>(), "{label}: the total");
 
     // newcomer_write → sort.
     c2.cand.capacity =
@@ -1497,6 +1498,7 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         case.prev_cells,
         &sgrid,
         &noff,
+        &groups,
         &mut scand,
         &mut c3,
         &plan_spec,
@@ -1511,6 +1513,7 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("prev_cells", bytes(case.prev_cells)),
             ("sched_grid", bytes(&sgrid)),
             ("newcomer_offsets", bytes(&noff)),
+            ("scan_groups", bytes(&groups)),
             ("sched_cand", bytes(&vec![KeyValue::default(); ccap])),
             ("sched_counters", bytes(&[c2])),
             ("plan_spec", bytes(&[plan_spec])),

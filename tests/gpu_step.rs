@@ -1595,7 +1595,27 @@ fn acl_growth_within_a_smaller_binding_limit_runs_identically() {
     let limit = (count - 4) & !3;
     let small = gpu.with_binding_limit(limit).unwrap();
     let (ran, mut stopped) = run(&small);
-    let err = ran.unwrap_err();
+    let step = check_past_limit(ran.unwrap_err(), limit, |what| {
+        rows.iter().find(|r| r.0 == what).unwrap().1
+    });
+    assert!(stopped.sim.steps <= step && step < 60, "largest: {name}");
+    stopped.download().unwrap();
+    assert!(stopped
+        .sim
+        .pos
+        .iter()
+        .all(|p| p.iter().all(|x| x.is_finite())));
+}
+
+/// Checks that `err` is the binding error of a run on a device that binds `limit` bytes, less than
+/// the largest count: it names a size whose peak bytes over the full run (`peak`) passed the
+/// limit, and gives the bytes of the count that overflowed, past the limit and within that peak.
+/// Returns its step.
+fn check_past_limit(
+    err: yarnsim::gpu_step::GpuStepError,
+    limit: u64,
+    peak: impl Fn(&str) -> u64,
+) -> u64 {
     let message = err.to_string();
     let yarnsim::gpu_step::GpuStepError::Binding {
         step,
@@ -1606,24 +1626,20 @@ fn acl_growth_within_a_smaller_binding_limit_runs_identically() {
     else {
         panic!("not the binding error: {message}");
     };
-    let row = rows.iter().find(|r| r.0 == what).unwrap();
+    let most = peak(what);
     assert!(
-        row.1 > limit,
-        "{what}'s count ({} bytes) fit {limit} bytes (the largest: {name}): {message}",
-        row.1
+        most > limit,
+        "{what}'s peak ({most} bytes) fit {limit}: {message}"
     );
-    // The step's count of it, which the error gives, passed the limit, within the run's peak.
     let counted = count_bytes.expect("an overflow's count");
-    assert!(counted > limit && counted <= row.1, "{message}");
-    assert!(message.contains(&counted.to_string()), "{message}");
-    assert!(message.contains(what) && message.contains("max_storage_buffer_binding_size"));
-    assert!(stopped.sim.steps <= step && step < 60, "{message}");
-    stopped.download().unwrap();
-    assert!(stopped
-        .sim
-        .pos
-        .iter()
-        .all(|p| p.iter().all(|x| x.is_finite())));
+    assert!(counted > limit && counted <= most, "{message}");
+    assert!(
+        message.contains(&counted.to_string())
+            && message.contains(what)
+            && message.contains("max_storage_buffer_binding_size"),
+        "{message}"
+    );
+    step
 }
 
 /// The exact path's growth within the binding limit, as ACL's: room past the limit only as far as
@@ -1687,7 +1703,7 @@ fn exact_growth_within_a_smaller_binding_limit_runs_identically() {
         ("exact.candidates", peak.1, room.1),
         ("exact.records", peak.2, room.2),
     ];
-    let unit_of = |name| units[rows.iter().position(|r| r.0 == name).unwrap()];
+    let unit_of = |name: &str| units[rows.iter().position(|r| r.0 == name).unwrap()];
     let limit = rows
         .iter()
         .zip(units)
@@ -1723,26 +1739,11 @@ fn exact_growth_within_a_smaller_binding_limit_runs_identically() {
     let err = run(&gpu.with_binding_limit(limit).unwrap())
         .err()
         .expect("an error");
-    let message = err.to_string();
-    let yarnsim::gpu_step::GpuStepError::Binding {
-        step,
-        what,
-        count_bytes,
-        ..
-    } = err
-    else {
-        panic!("not the binding error: {message}");
-    };
-    let (_, count, _) = rows.iter().find(|r| r.0 == what).unwrap();
-    let peak = *count as u64 * unit_of(what);
-    assert!(
-        peak > limit,
-        "{what}'s count {count} fit {limit} bytes: {message}"
-    );
-    // The count the error gives (the step's, or the first detection's) passed the limit too.
-    let counted = count_bytes.expect("an overflow's count");
-    assert!(counted > limit && counted <= peak, "{message}");
-    assert!(message.contains("max_storage_buffer_binding_size") && step < 60);
+    let step = check_past_limit(err, limit, |what| {
+        let (_, count, _) = rows.iter().find(|r| r.0 == what).unwrap();
+        *count as u64 * unit_of(what)
+    });
+    assert!(step < 60);
 }
 
 /// The exact path's capacities past what the device binds are an error that names the size and

@@ -20,7 +20,7 @@
 //! | 3 | (the quadrature points: in row 12's dispatch, before `schedule_process` first reads them) | | |
 //! | 4 | `entries_keep` (A; each workgroup's kept entries into `keep_groups`), `entries_compact` (A → B: each kept entry's slot from those group sums and a workgroup scan, no scan dispatch; the thread of the flags' trailing element writes p1, the kept table's record) | p0 | entry cap. + 1 |
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`; its thread 0 plans the sort, no `count_plan`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
-//! | 6 | `newcomer_count`, counted scan, `newcomer_write`, counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
+//! | 6 | `newcomer_count` (also the counts per 256 items into `newcomer_groups`, and their total into `sched_counters.cand.count`), `newcomer_write` (each item's first slot from those group sums and a workgroup scan, no scan dispatch), counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
 //! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted: the grid planned by `newcomer_write`'s thread 0, no `count_plan`) |
 //! | 8–9 | `release_scan_sizes`: the releases' slots counted and scanned and `sched_sizes`' merged phase, in one workgroup (while the release list's capacity is below [`RELEASE_SCAN_SIZES_MAX`]; otherwise `release_count` (release list cap. + 1), scan, `sched_sizes` (merged)) | — | 256 |
@@ -34,12 +34,11 @@
 //! (`sched_p0/p1/p2`, written by `sched_sizes` or `release_scan_sizes` (p1 by `entries_compact`) from the scans' totals, and bound as read-only
 //! storage for that reason; the column `sched` above; kernels that read only the step's constants
 //! bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads return at
-//! once. The grid's and the candidates' sorts, the newcomer scans and `newcomer_keep` /
+//! once. The grid's and the candidates' sorts, the fresh entries' scan and `newcomer_keep` /
 //! `newcomer_compact` are *counted*: a `count_plan` dispatch sizes them from the live count in
 //! `sched_counters` (indirect dispatch; [`crate::scan::GpuScan::counted`]), so a step at rest
 //! sorts its grid items, not the grid's capacity, and no candidate slot. Their readers stop at the
-//! count: the scans' totals sit right after it (`newcomer_offsets[grid items]`,
-//! `fresh_offsets[candidates]`), and the sorted buffers' slots past it hold whatever they held
+//! count: the scan's total sits right after it (`fresh_offsets[candidates]`), and the sorted buffers' slots past it hold whatever they held
 //! (both sorts take the fewest passes, ping-ponging with a second buffer).
 //! The other kernels run over their capacities with the early exit; a scan over a capacity is exact
 //! for the prefix the kernels read (an exclusive sum at index `n` depends only on the elements
@@ -78,7 +77,7 @@ use crate::layout::{
 use crate::pipelines::Dispatch;
 use crate::pipelines::Threads as T;
 use crate::pipelines::{read_mapped, Buffers, PipelineError, Pipelines};
-use crate::scan::{CountSource, CountedGrid, GpuScan, ScanPlan};
+use crate::scan::{CountSource, CountedGrid, GpuScan};
 use crate::sort::GpuSort;
 use std::mem::offset_of;
 
@@ -352,7 +351,7 @@ impl SchedGpu {
         let c = caps;
         let se = std::mem::size_of::<SchedEntry>();
         let kv = std::mem::size_of::<KeyValue>();
-        let sizes: [(&str, usize); 17] = [
+        let sizes: [(&str, usize); 18] = [
             ("entries_a", c.entries as usize * se),
             ("entries_b", c.entries as usize * se),
             ("saved_entries_a", c.entries as usize * se),
@@ -366,6 +365,8 @@ impl SchedGpu {
             ("sched_grid_in", c.grid as usize * kv),
             ("sched_grid", c.grid as usize * kv),
             ("newcomer_offsets", (c.grid as usize + 1) * 4),
+            // newcomer_count's group sums, which newcomer_write reads (no scan of the counts).
+            ("newcomer_groups", (c.grid as usize + 1).div_ceil(256) * 4),
             // newcomer_write writes whichever of the two the candidates' sort in the fewest
             // passes starts from (GpuSort::counted_fewest); they end in sched_cand.
             ("sched_cand_in", c.cand as usize * kv),
@@ -447,22 +448,14 @@ impl SchedGpu {
             word: (field + offset_of!(Capacity, count)) as u32 / 4,
             add,
         };
-        let (grid_field, cand_field) = (
-            offset_of!(SchedCounters, grid),
-            offset_of!(SchedCounters, cand),
-        );
-        let counted_scan = |n: &str, len: u32, field: usize| {
-            GpuScan::counted(device, pipelines, get(n), len, &count(field, 1))
-        };
-        // Grouped: newcomer_count writes its block sums (into `newcomer_groups`).
-        let scan_new = GpuScan::counted_plan(
+        let cand_field = offset_of!(SchedCounters, cand);
+        let scan_fresh = GpuScan::counted(
             device,
             pipelines,
-            get("newcomer_offsets"),
-            ScanPlan::grouped(c.grid + 1),
-            &count(grid_field, 1),
+            get("fresh_offsets"),
+            c.cand + 1,
+            &count(cand_field, 1),
         )?;
-        let scan_fresh = counted_scan("fresh_offsets", c.cand + 1, cand_field)?;
         // newcomer_keep's and newcomer_compact's grid (one thread per candidate, plus one):
         // planned by newcomer_write, whose thread 0 has the candidates' count (no count_plan
         // dispatch).
@@ -507,7 +500,6 @@ impl SchedGpu {
         for (name, sc) in [
             ("sched_grid_groups", &scan_grid),
             ("release_groups", &scan_rel),
-            ("newcomer_groups", &scan_new),
         ] {
             self.own.insert(name, sc.groups().clone());
         }
@@ -594,12 +586,12 @@ impl SchedGpu {
             &st_groups("newcomer_groups"),
             T::Fixed(c.grid + 1),
         )?;
-        add(&mut d, scan_new.dispatches().collect());
         push(
             &mut d,
             "newcomer_write",
             &[
                 ("sched", "sched_step"),
+                ("scan_groups", "newcomer_groups"),
                 ("sched_cand", cand_written),
                 ("plan_spec", "cand_plan_spec"),
                 ("plan_out", "cand_plan"),
@@ -709,7 +701,7 @@ impl SchedGpu {
         self.newcomer_span = newcomer_span;
         self.list_dispatches = list_dispatches;
         self.touching_span = touching_span;
-        self._scans = vec![scan_grid, scan_new, scan_fresh, scan_rel];
+        self._scans = vec![scan_grid, scan_fresh, scan_rel];
         self._sorts = vec![sort_grid, sort_cand];
         Ok(())
     }

@@ -13,8 +13,10 @@
 //! 1. [`newcomer_count`] (one thread per grid slot, plus one): an item `(s, c)` whose cell is not in
 //!    `prev_cells[s]` is a newcomer; it counts the other segments `t` of its cell (its hash run,
 //!    found by binary search, filtered by cell) for which it is the pair's one writer
-//!    ([`newcomer_emits`]) into `newcomer_offsets`;
-//! 2. exclusive scan of `newcomer_offsets`;
+//!    ([`newcomer_emits`]) into `newcomer_offsets`, their sums per 256 items into `scan_groups`
+//!    and the total into `sched_counters.cand.count`;
+//! 2. (no scan: [`newcomer_write`] takes each item's first slot from those group sums and a
+//!    workgroup scan, [`crate::scan::group_prefix_walk`]);
 //! 3. [`newcomer_write`]: the same pairs as candidate keys ([`cand_key`]: `a << k | b`, `a < b`,
 //!    `k` the bits of a segment index) into `sched_cand` (slots past the total left as they were);
 //! 4. radix sort of the live candidates on `2k` key bits (on the GPU in the fewest passes, from
@@ -298,8 +300,9 @@ fn newcomer_pairs(
 /// for the slots past the items); `newcomer_offsets[capacity] = 0`. Newcomer items are counted into
 /// `sched_counters.newcomers`; a hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises
 /// `ERROR_GRID_CELL_FULL`.
-/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
+/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`],
+/// from which [`newcomer_write`] places each item's pairs), and their total added to
+/// `sched_counters.cand.count` (0 at the step's start): the candidates' count.
 pub fn newcomer_count(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -328,14 +331,18 @@ pub fn newcomer_count(
         sched_counters.errors |= ERROR_GRID_CELL_FULL;
     }
     crate::scan::write_groups(&newcomer_offsets[..=cap], scan_groups);
+    let total = scan_groups.iter().fold(0u32, |a, &g| a.wrapping_add(g));
+    sched_counters.cand.count = sched_counters.cand.count.wrapping_add(total);
 }
 
 /// Stage `newcomer_write` (kernel `shaders/newcomer_write.wgsl`): the pairs of [`newcomer_count`]
-/// (its items with a nonzero count) as candidate keys from slot `newcomer_offsets[i]` on (scanned), those within
+/// (its items with a nonzero count, `newcomer_offsets`) as candidate keys, each item's from its
+/// first slot on (the counts of the items before it, from `newcomer_count`'s group sums
+/// `scan_groups`: [`crate::scan::group_prefix_walk`], the kernel's `group_prefix`), those within
 /// `sched_counters.cand.capacity`; the slots past the total are left as they were (the counted
-/// sort and its readers stop at the total). The total, `newcomer_offsets[n]` after the `n` live
-/// grid items, and its overflow flag go to `sched_counters.cand`, and the grid over the
-/// candidates that `plan_spec` describes (`newcomer_keep`'s and `newcomer_compact`'s) into
+/// sort and its readers stop at the total). The total, which `newcomer_count` added into
+/// `sched_counters.cand.count`, raises its overflow flag past the capacity, and gives the grid over
+/// the candidates that `plan_spec` describes (`newcomer_keep`'s and `newcomer_compact`'s) into
 /// `plan_out` ([`crate::scan::plan_counted`]).
 #[allow(clippy::too_many_arguments)]
 pub fn newcomer_write(
@@ -344,6 +351,7 @@ pub fn newcomer_write(
     prev_cells: &[CellBox],
     sched_grid: &[KeyValue],
     newcomer_offsets: &[u32],
+    scan_groups: &[u32],
     sched_cand: &mut [KeyValue],
     sched_counters: &mut SchedCounters,
     plan_spec: &crate::layout::CountPlan,
@@ -352,31 +360,34 @@ pub fn newcomer_write(
     let k = cand_key_bits(sched.num_segments);
     let ccap = sched_counters.cand.capacity as usize;
     let items = grid_items(sched_grid, sched_counters);
-    // The total sits after the live items (the scan may stop there: `SchedGpu`'s counted scan).
-    let total = newcomer_offsets[items.len()] as usize;
-    sched_counters.cand.count = total as u32;
-    if total > ccap {
+    let total = sched_counters.cand.count;
+    if total as usize > ccap {
         sched_counters.cand.overflow = 1;
     }
-    crate::scan::plan_counted(plan_spec, total as u32, plan_out);
-    for (i, kv) in items.iter().enumerate() {
-        // (A nonzero count marks a newcomer with partners.)
-        let mut slot = newcomer_offsets[i] as usize;
-        if slot == newcomer_offsets[i + 1] as usize {
-            continue;
-        }
-        let s = kv.value;
-        let c = item_cell(cells, kv);
-        for_each_in_cell(items, cells, kv.key_lo, c, s, |t| {
-            if !newcomer_emits(cells, prev_cells, s, t, c) {
+    crate::scan::plan_counted(plan_spec, total, plan_out);
+    crate::scan::group_prefix_walk(
+        newcomer_offsets[..items.len()].iter().copied(),
+        scan_groups,
+        |i, count, first| {
+            // (A nonzero count marks a newcomer with partners.)
+            if count == 0 {
                 return;
             }
-            if slot < ccap {
-                sched_cand[slot] = cand_key(t.min(s), t.max(s), k);
-            }
-            slot += 1;
-        });
-    }
+            let mut slot = first as usize;
+            let kv = &items[i];
+            let s = kv.value;
+            let c = item_cell(cells, kv);
+            for_each_in_cell(items, cells, kv.key_lo, c, s, |t| {
+                if !newcomer_emits(cells, prev_cells, s, t, c) {
+                    return;
+                }
+                if slot < ccap {
+                    sched_cand[slot] = cand_key(t.min(s), t.max(s), k);
+                }
+                slot += 1;
+            });
+        },
+    );
 }
 
 /// Stage `newcomer_list_write` (kernel `shaders/newcomer_list_write.wgsl`), the listed search: when
