@@ -963,8 +963,8 @@ pub const KERNELS: &[Kernel] = &[
     // The scheduler's grid and newcomer_schedule (src/sched/grid.rs, newcomers.rs): the grid is
     // sched_grid_count, a scan of sched_grid_offsets, sched_grid_write and a radix sort of
     // sched_grid (32 key bits); then newcomer_count, newcomer_write (from newcomer_count's group
-    // sums, no scan), a radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep, a scan of fresh_offsets and
-    // newcomer_compact.
+    // sums, no scan), a radix sort of sched_cand (2 · cand_key_bits bits), newcomer_keep and
+    // newcomer_compact (from newcomer_keep's group sums, no scan).
     Kernel {
         name: "sched_grid_count",
         workgroup_size: WG,
@@ -1053,13 +1053,14 @@ pub const KERNELS: &[Kernel] = &[
         name: "newcomer_keep",
         workgroup_size: WG,
         bindings: &[
-            read("sched"),
+            uniform("sched"),
             read("segments"),
             read("quad_arc"),
             read("seg_contact"),
             read("entries"),
             read("sched_cand"),
             read_write("fresh_offsets"),
+            read_write("scan_groups"),
             read_write("sched_counters"),
         ],
         twin: "sched::newcomer_keep",
@@ -1074,6 +1075,7 @@ pub const KERNELS: &[Kernel] = &[
             read("seg_contact"),
             read("sched_cand"),
             read("fresh_offsets"),
+            read("scan_groups"),
             read_write("fresh"),
             read_write("sched_counters"),
         ],

@@ -1582,8 +1582,10 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         );
     }
 
-    // newcomer_keep → scan.
+    // newcomer_keep (its group sums and total: no scan).
     let mut keep = vec![0u32; ccap + 1];
+    let mut keep_groups = vec![7u32; (ccap + 1).div_ceil(256)];
+    let mut c4 = c3;
     newcomer_keep(
         &u,
         &f.segments,
@@ -1592,9 +1594,10 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         case.entries,
         &scand,
         &mut keep,
-        &c3,
+        &mut keep_groups,
+        &mut c4,
     );
-    let (g, gc) = run_sched_kernel(
+    let out = run_kernel(
         gpu,
         "newcomer_keep",
         &[
@@ -1605,22 +1608,34 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("entries", bytes(case.entries)),
             ("sched_cand", bytes(&scand)),
             ("fresh_offsets", bytes(&vec![7u32; ccap + 1])),
+            ("scan_groups", bytes(&vec![7u32; keep_groups.len()])),
             ("sched_counters", bytes(&[c3])),
         ],
         ccap as u32 + 1,
-        "fresh_offsets",
+    )
+    .unwrap();
+    let gc = bytemuck::cast_slice::<u8, SchedCounters>(&out["sched_counters"])[0];
+    assert_eq!(gc, c4, "{label}: newcomer_keep counters");
+    assert_eq!(
+        bytemuck::cast_slice::<u8, u32>(&out["fresh_offsets"]),
+        &keep[..],
+        "{label}"
     );
-    assert_eq!(gc, c3, "{label}: newcomer_keep counters");
-    assert_eq!(bytemuck::cast_slice::<u8, u32>(&g), &keep[..], "{label}");
-    yarnsim::scan::exclusive_scan(&mut keep, &mut partials);
-    let nfresh = keep[ccap];
+    check_groups(
+        &keep_groups,
+        &keep,
+        &out["scan_groups"],
+        &format!("{label}: newcomer_keep"),
+    );
+    let nfresh = c4.fresh.count;
+    assert_eq!(nfresh, keep.iter().sum::<u32>(), "{label}: the new entries");
 
     // newcomer_compact.
-    c3.fresh.capacity =
+    c4.fresh.capacity =
         nfresh.saturating_sub(case.short).max(1) + if case.short == 0 { 3 } else { 0 };
-    let fcap = c3.fresh.capacity as usize;
+    let fcap = c4.fresh.capacity as usize;
     let mut fresh = vec![SchedEntry::default(); fcap];
-    let mut c4 = c3;
+    let mut c5 = c4;
     newcomer_compact(
         &u,
         &f.segments,
@@ -1628,8 +1643,9 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         &f.seg_contact,
         &scand,
         &keep,
+        &keep_groups,
         &mut fresh,
-        &mut c4,
+        &mut c5,
     );
     let (g, gc) = run_sched_kernel(
         gpu,
@@ -1641,18 +1657,20 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
             ("seg_contact", bytes(&f.seg_contact)),
             ("sched_cand", bytes(&scand)),
             ("fresh_offsets", bytes(&keep)),
+            ("scan_groups", bytes(&keep_groups)),
             ("fresh", bytes(&vec![SchedEntry::default(); fcap])),
-            ("sched_counters", bytes(&[c3])),
+            ("sched_counters", bytes(&[c4])),
         ],
         ccap as u32,
         "fresh",
     );
-    assert_eq!(gc, c4, "{label}: newcomer_compact counters");
+    assert_eq!(gc, c5, "{label}: newcomer_compact counters");
     assert_eq!(
         bytemuck::cast_slice::<u8, SchedEntry>(&g),
         &fresh[..],
         "{label}"
     );
+    let c4 = c5;
 
     if case.short == 0 {
         // The chain computes what the CPU run does.

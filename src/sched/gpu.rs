@@ -22,7 +22,7 @@
 //! | 5 | `sched_grid_count`, scan, `sched_grid_write` (into `sched_grid_in`; its thread 0 plans the sort, no `count_plan`), counted sort into `sched_grid` (24 key bits: 3 passes) | — | segments + 1, grid cap. |
 //! | 6 | `newcomer_count` (also the counts per 256 items into `newcomer_groups`, and their total into `sched_counters.cand.count`), `newcomer_write` (each item's first slot from those group sums and a workgroup scan, no scan dispatch), counted sort of the live candidates into `sched_cand` in the fewest passes (from `sched_cand_in`, which `newcomer_write` then writes, when ⌈2k / 8⌉ is odd) | — | grid cap. |
 //! | 5–7′ | or, in place of rows 5–7, the listed search: `newcomer_list_write`, `newcomer_list_compact` (B; p1) ([`SchedGpu::dispatches_with`] at level 1) | p1 | segments, one workgroup |
-//! | 7 | `newcomer_keep` (B; p1), counted scan, `newcomer_compact` (—) | p1 | candidates + 1 (counted: the grid planned by `newcomer_write`'s thread 0, no `count_plan`) |
+//! | 7 | `newcomer_keep` (B; p1, bound as a uniform: its storage bindings are 8; also the kept flags per 256 candidates into `fresh_groups`, and their total into `sched_counters.fresh.count`), `newcomer_compact` (—; each kept candidate's slot from those group sums and a workgroup scan, no scan dispatch) | p1 | candidates + 1 (counted: the grid planned by `newcomer_write`'s thread 0, no `count_plan`) |
 //! | 8–9 | `release_scan_sizes`: the releases' slots counted and scanned and `sched_sizes`' merged phase, in one workgroup (while the release list's capacity is below [`RELEASE_SCAN_SIZES_MAX`]; otherwise `release_count` (release list cap. + 1), scan, `sched_sizes` (merged)) | — | 256 |
 //! | 10 | `entries_merge_rank` (B + fresh → A) | p1 | entry cap. |
 //! | 11 | `release_mark` (A) | p2 | release slot cap. |
@@ -31,15 +31,16 @@
 //! | 14 | `sched_history` | — | max(points, segments) |
 //!
 //! **Counts stay on the GPU.** Every kernel reads its count from its `sched` record
-//! (`sched_p0/p1/p2`, written by `sched_sizes` or `release_scan_sizes` (p1 by `entries_compact`) from the scans' totals, and bound as read-only
-//! storage for that reason; the column `sched` above; kernels that read only the step's constants
-//! bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads return at
-//! once. The grid's and the candidates' sorts, the fresh entries' scan and `newcomer_keep` /
-//! `newcomer_compact` are *counted*: a `count_plan` dispatch sizes them from the live count in
-//! `sched_counters` (indirect dispatch; [`crate::scan::GpuScan::counted`]), so a step at rest
-//! sorts its grid items, not the grid's capacity, and no candidate slot. Their readers stop at the
-//! count: the scan's total sits right after it (`fresh_offsets[candidates]`), and the sorted buffers' slots past it hold whatever they held
-//! (both sorts take the fewest passes, ping-ponging with a second buffer).
+//! (`sched_p0/p1/p2`, written by `sched_sizes` or `release_scan_sizes` (p1 by `entries_compact`)
+//! from the scans' totals, and bound as read-only storage for that reason, or as a uniform where a
+//! kernel has no storage binding left; the column `sched` above; kernels that read only the step's
+//! constants bind the `sched_step` uniform, "—") or from `sched_counters`, and its tail threads
+//! return at once. The grid's and the candidates' sorts and `newcomer_keep` / `newcomer_compact`
+//! are *counted*: sized from the live count in `sched_counters` (indirect dispatch, planned by a
+//! `count_plan` dispatch or by the count's producer; [`crate::scan::GpuScan::counted`]), so a
+//! step at rest sorts its grid items, not the grid's capacity, and no candidate slot. Their readers
+//! stop at the count, and the sorted buffers' slots past it hold whatever they held (both sorts
+//! take the fewest passes, ping-ponging with a second buffer).
 //! The other kernels run over their capacities with the early exit; a scan over a capacity is exact
 //! for the prefix the kernels read (an exclusive sum at index `n` depends only on the elements
 //! before `n`, which the count kernels write every step).
@@ -262,8 +263,10 @@ impl SchedGpu {
                 true,
             );
         }
+        // Uniforms too: a kernel that reads only the record's constants and lengths binds it as
+        // one where a storage binding would be its ninth (`newcomer_keep`: sched_p1).
         for name in ["sched_p0", "sched_p1", "sched_p2"] {
-            own.zeroed(device, name, sz, false);
+            own.zeroed(device, name, sz, true);
         }
         own.zeroed(device, "sched_state", 16, false);
         own.zeroed(
@@ -351,7 +354,7 @@ impl SchedGpu {
         let c = caps;
         let se = std::mem::size_of::<SchedEntry>();
         let kv = std::mem::size_of::<KeyValue>();
-        let sizes: [(&str, usize); 18] = [
+        let sizes: [(&str, usize); 19] = [
             ("entries_a", c.entries as usize * se),
             ("entries_b", c.entries as usize * se),
             ("saved_entries_a", c.entries as usize * se),
@@ -372,6 +375,8 @@ impl SchedGpu {
             ("sched_cand_in", c.cand as usize * kv),
             ("sched_cand", c.cand as usize * kv),
             ("fresh_offsets", (c.cand as usize + 1) * 4),
+            // newcomer_keep's group sums, which newcomer_compact reads (no scan of the flags).
+            ("fresh_groups", (c.cand as usize + 1).div_ceil(256) * 4),
             ("fresh", c.fresh as usize * se),
             ("touching", c.touching as usize * 8),
             ("release_offsets", (c.released as usize + 1) * 4),
@@ -448,14 +453,6 @@ impl SchedGpu {
             word: (field + offset_of!(Capacity, count)) as u32 / 4,
             add,
         };
-        let cand_field = offset_of!(SchedCounters, cand);
-        let scan_fresh = GpuScan::counted(
-            device,
-            pipelines,
-            get("fresh_offsets"),
-            c.cand + 1,
-            &count(cand_field, 1),
-        )?;
         // newcomer_keep's and newcomer_compact's grid (one thread per candidate, plus one):
         // planned by newcomer_write, whose thread 0 has the candidates' count (no count_plan
         // dispatch).
@@ -490,7 +487,7 @@ impl SchedGpu {
             get("sched_cand"),
             c.cand,
             2 * kb,
-            &count(cand_field, 0),
+            &count(offset_of!(SchedCounters, cand), 0),
         )?;
         let cand_written = if crate::sort::fewest_passes_into(2 * kb) {
             "sched_cand_in"
@@ -629,14 +626,24 @@ impl SchedGpu {
             ),
         ];
         add(&mut d, sort_cand.dispatches());
+        // newcomer_compact places the kept candidates from newcomer_keep's group sums and a
+        // workgroup scan (no scan dispatch between).
         push(
             &mut d,
             "newcomer_keep",
-            &[("sched", "sched_p1"), ("entries", "entries_b")],
+            &[
+                ("sched", "sched_p1"),
+                ("entries", "entries_b"),
+                ("scan_groups", "fresh_groups"),
+            ],
             cand_grid.threads(),
         )?;
-        add(&mut d, scan_fresh.dispatches().collect());
-        push(&mut d, "newcomer_compact", &st, cand_grid.threads())?;
+        push(
+            &mut d,
+            "newcomer_compact",
+            &[("sched", "sched_step"), ("scan_groups", "fresh_groups")],
+            cand_grid.threads(),
+        )?;
         let newcomer_span = newcomers_from..d.len();
         if c.released < RELEASE_SCAN_SIZES_MAX {
             // The release list's count and scan and the merged sizes in one workgroup.
@@ -701,7 +708,7 @@ impl SchedGpu {
         self.newcomer_span = newcomer_span;
         self.list_dispatches = list_dispatches;
         self.touching_span = touching_span;
-        self._scans = vec![scan_grid, scan_fresh, scan_rel];
+        self._scans = vec![scan_grid, scan_rel];
         self._sorts = vec![sort_grid, sort_cand];
         Ok(())
     }

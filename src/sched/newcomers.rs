@@ -24,8 +24,10 @@
 //! 5. [`newcomer_keep`] (one thread per candidate slot, plus one): 1 for the first of equal keys
 //!    whose pair is not excluded outright ([`pair_class`], from the exclusion tables `segments`,
 //!    `quad_arc`, `seg_contact`, as the kernels of the exact path decide) and has no entry (binary
-//!    search in `entries`);
-//! 6. exclusive scan of `fresh_offsets`;
+//!    search in `entries`), their sums per 256 candidates into `scan_groups` and the total into
+//!    `sched_counters.fresh.count`;
+//! 6. (no scan: [`newcomer_compact`] takes each kept candidate's slot from those group sums and a
+//!    workgroup scan);
 //! 7. [`newcomer_compact`]: the kept candidates as entries (`ENTRY_DUE`, `ENTRY_MIXED` for pairs of
 //!    mixed class) into `fresh`, in key order: sorted and unique.
 //!
@@ -490,10 +492,13 @@ pub fn newcomer_list_compact(
     }
 }
 
-/// Stage `newcomer_keep` (kernel `shaders/newcomer_keep.wgsl`): `fresh_offsets[i] = 1` for sorted
-/// candidate `i` (below `min(count, capacity)` of `sched_counters.cand`) that is the first of its key,
-/// whose pair is not excluded outright ([`pair_class`]) and has no entry in `entries` (the first
-/// `sched.num_entries`), else 0; `fresh_offsets[capacity] = 0`.
+/// Stage `newcomer_keep` (kernel `shaders/newcomer_keep.wgsl`): `fresh_offsets[i]` = 1 for sorted
+/// candidate `i` (below min(count, capacity) of `sched_counters.cand`) that is the first of its
+/// key, whose pair is not excluded outright ([`pair_class`]) and has no entry in the first
+/// `sched.num_entries` of `entries`, else 0 (`fresh_offsets[capacity]` = 0). Also the flags'
+/// group sums into `scan_groups` ([`crate::scan::write_groups`], from which [`newcomer_compact`]
+/// places the kept candidates), and their total added to `sched_counters.fresh.count` (0 at the
+/// step's start): the new entries' count.
 #[allow(clippy::too_many_arguments)]
 pub fn newcomer_keep(
     sched: &SchedUniform,
@@ -503,7 +508,8 @@ pub fn newcomer_keep(
     entries: &[SchedEntry],
     sched_cand: &[KeyValue],
     fresh_offsets: &mut [u32],
-    sched_counters: &SchedCounters,
+    scan_groups: &mut [u32],
+    sched_counters: &mut SchedCounters,
 ) {
     let k = cand_key_bits(sched.num_segments);
     let ccap = sched_counters.cand.capacity as usize;
@@ -517,13 +523,18 @@ pub fn newcomer_keep(
         }) as u32;
     }
     fresh_offsets[ccap] = 0;
+    crate::scan::write_groups(&fresh_offsets[..=ccap], scan_groups);
+    let total = scan_groups.iter().fold(0u32, |a, &g| a.wrapping_add(g));
+    sched_counters.fresh.count = sched_counters.fresh.count.wrapping_add(total);
 }
 
 /// Stage `newcomer_compact` (kernel `shaders/newcomer_compact.wgsl`): every kept candidate
-/// (`fresh_offsets[i + 1] > fresh_offsets[i]`, scanned) becomes a new entry, due, with an unknown
-/// bound and `ENTRY_MIXED` for a pair of mixed class, at slot `fresh_offsets[i]` of `fresh` (within
-/// `sched_counters.fresh.capacity`); the total, `fresh_offsets[n]` after the `n` live candidates,
-/// and its overflow flag go to `sched_counters.fresh`.
+/// (`fresh_offsets[i]` = 1 for `i` below the live candidates) becomes a new entry, due, with an
+/// unknown bound and `ENTRY_MIXED` for a pair of mixed class, at its slot of `fresh`: the kept
+/// candidates before it, from [`newcomer_keep`]'s group sums `scan_groups`
+/// ([`crate::scan::group_prefix_walk`], the kernel's `group_prefix`), within
+/// `sched_counters.fresh.capacity`. The total, which `newcomer_keep` added into
+/// `sched_counters.fresh.count`, raises its overflow flag past the capacity.
 #[allow(clippy::too_many_arguments)]
 pub fn newcomer_compact(
     sched: &SchedUniform,
@@ -532,27 +543,28 @@ pub fn newcomer_compact(
     seg_contact: &[SegmentContact],
     sched_cand: &[KeyValue],
     fresh_offsets: &[u32],
+    scan_groups: &[u32],
     fresh: &mut [SchedEntry],
     sched_counters: &mut SchedCounters,
 ) {
     let k = cand_key_bits(sched.num_segments);
     let ccap = sched_counters.cand.capacity as usize;
     let fcap = sched_counters.fresh.capacity;
-    // The total sits after the live candidates (the scan may stop there).
-    let n = (sched_counters.cand.count as usize).min(ccap);
-    let total = fresh_offsets[n];
-    sched_counters.fresh.count = total;
-    if total > fcap {
+    if sched_counters.fresh.count > fcap {
         sched_counters.fresh.overflow = 1;
     }
-    for i in 0..n {
-        let slot = fresh_offsets[i];
-        if fresh_offsets[i + 1] > slot && slot < fcap {
-            let (a, b) = cand_pair(&sched_cand[i], k);
-            let class = pair_class(sched, segments, quad_arc, seg_contact, a, b);
-            fresh[slot as usize] = new_entry(a, b, class);
-        }
-    }
+    let n = (sched_counters.cand.count as usize).min(ccap);
+    crate::scan::group_prefix_walk(
+        fresh_offsets[..n].iter().copied(),
+        scan_groups,
+        |i, keep, slot| {
+            if keep != 0 && slot < fcap {
+                let (a, b) = cand_pair(&sched_cand[i], k);
+                let class = pair_class(sched, segments, quad_arc, seg_contact, a, b);
+                fresh[slot as usize] = new_entry(a, b, class);
+            }
+        },
+    );
 }
 
 #[cfg(test)]
