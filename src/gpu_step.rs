@@ -723,18 +723,17 @@ impl GpuSim {
             host.detect(&sim.topo, &sim.pos).map_err(contact_err)?;
             let origin = host.grid_origin().expect("set by detect");
             let limit = device.limits().max_storage_buffer_binding_size;
-            let caps = exact_gpu::first_capacities_within(host.counters(), limit).map_err(
-                |(what, bytes)| GpuStepError::Binding {
-                    step: 0,
-                    what,
-                    bytes,
-                    limit,
-                    count_bytes: exact_gpu::row_bytes(
+            let counts = exact_gpu::first_counts(host.counters());
+            let caps =
+                exact_gpu::first_capacities_within(counts, limit).map_err(|(what, bytes)| {
+                    GpuStepError::Binding {
+                        step: 0,
                         what,
-                        exact_gpu::first_counts(host.counters()),
-                    ),
-                },
-            )?;
+                        bytes,
+                        limit,
+                        count_bytes: exact_gpu::row_bytes(what, counts),
+                    }
+                })?;
             check_exact_binding(&device, &sim, 0, caps)?;
             let mut p = params;
             grid::set_grid_frame(&mut p, origin);

@@ -1759,7 +1759,7 @@ fn info(a: InfoArgs) -> Result<()> {
                     // As `GpuSim` makes them on this adapter: the room within its binding size
                     // where the counts fit (where they do not, the rows show by how much).
                     let limit = limits.max_storage_buffer_binding_size;
-                    let caps = yarnsim::contact::exact_gpu::grown_within(counts, (e, c, t), limit)
+                    let caps = yarnsim::contact::exact_gpu::first_capacities_within(counts, limit)
                         .unwrap_or((e, c, t));
                     ns.extend(yarnsim::gpu_step::exact_needs(nseg, quad, caps, limits));
                 }

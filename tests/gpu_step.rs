@@ -1663,6 +1663,25 @@ fn exact_growth_fits_the_binding_limit() {
         grown_within((1_000, 7_281, 2_000), (1_000, 9_000, 2_000), limit),
         Err(("exact.candidates", 9_000 * 144))
     );
+    // The first capacities: a quarter more than the counts, as far as fits; an error when the
+    // candidates' count does not fit; the records' (an estimate) only lowered.
+    use yarnsim::contact::exact_gpu::first_capacities_within;
+    assert_eq!(
+        first_capacities_within((1_000, 7_000, 7_000), limit),
+        Ok((1_250, 7_281, 8_192))
+    );
+    assert_eq!(
+        first_capacities_within((1_000, 7_281, 7_281), limit),
+        Ok((1_250, 7_281, 8_192))
+    );
+    assert_eq!(
+        first_capacities_within((1_000, 7_282, 7_282), limit),
+        Err(("exact.candidates", 9_102 * 144))
+    );
+    assert_eq!(
+        first_capacities_within((1_000, 100, 9_000), limit),
+        Ok((1_250, 125, 8_192))
+    );
     // Records: 128 bytes each (eight gather slots).
     assert_eq!(
         grown_within(now, (1_000, 4_000, 20_000), 10_000 * 128 + 127),

@@ -95,30 +95,28 @@ fn owned<'a>(
 /// detection on the CPU twin, with a quarter more room: the touching records start at the
 /// candidate count, several times what touches.
 pub fn first_capacities(c: &Counters) -> (u32, u32, u32) {
-    let room = |n: u32| n.saturating_add(n / 4).max(64);
-    (
-        room(c.grid_entries.count),
-        room(c.candidate_pairs.count),
-        room(c.candidate_pairs.count),
-    )
+    first_room(first_counts(c))
 }
 
-/// [`first_capacities`] on a device that binds `limit` bytes: each whose buffer would pass the
-/// limit only as far as fits ([`grown_within`] from the counts themselves); `Err` with the size
-/// and its bytes when a count does not fit.
+/// A quarter more than each of `counts` (at least 64).
+fn first_room(counts: (u32, u32, u32)) -> (u32, u32, u32) {
+    let room = |n: u32| n.saturating_add(n / 4).max(64);
+    (room(counts.0), room(counts.1), room(counts.2))
+}
+
+/// [`first_capacities`] from a detection's [`first_counts`] on a device that binds `limit` bytes:
+/// each whose buffer would pass the limit only as far as fits ([`grown_within`] from the counts
+/// themselves); `Err` with the size and its bytes when the entries' or the candidates' count does
+/// not fit. The touching records' first capacity is an estimate (the candidates' count, several
+/// times what touches), so it is only lowered: the steps grow it to what they count.
 pub fn first_capacities_within(
-    c: &Counters,
+    counts: (u32, u32, u32),
     limit: u64,
 ) -> Result<(u32, u32, u32), (&'static str, u64)> {
     // As a growth from capacities one short of the counts (each of which overflowed them by one):
-    // an error exactly when a count does not fit.
-    let (e, n, r) = first_counts(c);
-    let short = (
-        e.saturating_sub(1),
-        n.saturating_sub(1),
-        r.saturating_sub(1),
-    );
-    grown_within(short, first_capacities(c), limit)
+    // an error exactly when a count does not fit; from none for the records' estimate.
+    let short = (counts.0.saturating_sub(1), counts.1.saturating_sub(1), 0);
+    grown_within(short, first_room(counts), limit)
 }
 
 /// The counts [`first_capacities`] gives room for (entries, candidates, records): the records'
