@@ -398,8 +398,9 @@ impl AclCaps {
     /// each capacity whose buffer would pass the limit grows only as far as fits
     /// ([`crate::gpu::binding_records`]), never below `self`'s. `needed` are the capacities the
     /// overflowed counts asked for (each a count and a quarter or a half), `wanted` those with the
-    /// room the run adds ahead of need ([`AclGpu::ahead_of`]). Fails with a capacity and the bytes it needed when
-    /// it overflowed and cannot grow at all: then its count itself is past the limit.
+    /// room the run adds ahead of need ([`AclGpu::ahead_of`]). Fails with a capacity and the bytes
+    /// it needed when it overflowed and cannot grow at all: then its count itself is past the
+    /// limit.
     ///
     /// Why: the room a growth adds is a margin against the next steps' rise, not something the
     /// step needs. The sweater's schedule table on lavapipe counted 7.6 million entries (122 MB

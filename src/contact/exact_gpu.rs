@@ -184,8 +184,9 @@ pub fn over_binding(
 /// The capacities (entries, candidates, records) a growth from `now` to `grown` gets on a device
 /// that binds `limit` bytes: each whose buffer would pass the limit grows only as far as fits
 /// ([`crate::gpu::binding_records`]), never below `now`'s. Fails with the size and the bytes it
-/// asked for when one that grew cannot grow at all (its count is past the limit). Why: the quarter a growth adds is room against the next steps' rise, not
-/// something the step needs ([`crate::acl::gpu::AclCaps::grown_within`] does the same for ACL).
+/// asked for when one that grew cannot grow at all (its count is past the limit). Why: the
+/// quarter a growth adds is room against the next steps' rise, not something the step needs
+/// ([`crate::acl::gpu::AclCaps::grown_within`] does the same for ACL).
 pub fn grown_within(
     now: (u32, u32, u32),
     grown: (u32, u32, u32),
