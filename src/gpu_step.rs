@@ -126,6 +126,22 @@ pub enum GpuStepError {
     },
 }
 
+/// The [`GpuStepError::Binding`] of a size `(what, bytes)` that cannot grow on a device binding
+/// `limit` bytes, at `step`, with the bytes of its count where known.
+fn binding_error(
+    step: u64,
+    limit: u64,
+    count_bytes: impl FnOnce(&'static str) -> Option<u64>,
+) -> impl FnOnce((&'static str, u64)) -> GpuStepError {
+    move |(what, bytes)| GpuStepError::Binding {
+        step,
+        what,
+        bytes,
+        limit,
+        count_bytes: count_bytes(what),
+    }
+}
+
 /// [`GpuStepError::Binding`]'s words on the count that overflowed, if known.
 fn count_note(count_bytes: &Option<u64>) -> String {
     count_bytes.map_or(String::new(), |b| {
@@ -724,16 +740,11 @@ impl GpuSim {
             let origin = host.grid_origin().expect("set by detect");
             let limit = device.limits().max_storage_buffer_binding_size;
             let counts = exact_gpu::first_counts(host.counters());
-            let caps =
-                exact_gpu::first_capacities_within(counts, limit).map_err(|(what, bytes)| {
-                    GpuStepError::Binding {
-                        step: 0,
-                        what,
-                        bytes,
-                        limit,
-                        count_bytes: exact_gpu::row_bytes(what, counts),
-                    }
-                })?;
+            let caps = exact_gpu::first_capacities_within(counts, limit).map_err(binding_error(
+                0,
+                limit,
+                |what| exact_gpu::row_bytes(what, counts),
+            ))?;
             check_exact_binding(&device, &sim, 0, caps)?;
             let mut p = params;
             grid::set_grid_frame(&mut p, origin);
@@ -1335,16 +1346,11 @@ impl GpuSim {
                     // Only as far as the device binds ([`exact_gpu::grown_within`]).
                     let limit = self.device.limits().max_storage_buffer_binding_size;
                     let now = self.contact_capacities().expect("an exact rerun");
-                    let caps =
-                        exact_gpu::grown_within(now, caps, limit).map_err(|(what, bytes)| {
-                            GpuStepError::Binding {
-                                step: base,
-                                what,
-                                bytes,
-                                limit,
-                                count_bytes: exact_gpu::row_bytes(what, counts),
-                            }
-                        })?;
+                    let caps = exact_gpu::grown_within(now, caps, limit).map_err(binding_error(
+                        base,
+                        limit,
+                        |what| exact_gpu::row_bytes(what, counts),
+                    ))?;
                     self.grow_exact(caps)?;
                 }
                 Rerun::Acl(r) => {
@@ -1824,11 +1830,7 @@ impl GpuSim {
             {
                 return Ok(Some(Rerun::Capacity {
                     caps,
-                    counts: (
-                        counters.grid_entries.count,
-                        counters.candidate_pairs.count,
-                        counters.touching_records.count,
-                    ),
+                    counts: exact_gpu::step_counts(&counters),
                 }));
             }
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
@@ -1881,12 +1883,8 @@ impl GpuSim {
             touching += counters.touching_pairs.count as u64;
             self.batch_touching.push(counters.touching_pairs.count);
             candidates += counters.candidate_pairs.count as u64;
-            let (e, c, r) = exact_peak;
-            exact_peak = (
-                e.max(counters.grid_entries.count),
-                c.max(counters.candidate_pairs.count),
-                r.max(counters.touching_records.count),
-            );
+            let ((e, c, r), now) = (exact_peak, exact_gpu::step_counts(&counters));
+            exact_peak = (e.max(now.0), c.max(now.1), r.max(now.2));
         }
         if self.exact.is_some() {
             self.exact_peak = exact_peak;
@@ -2004,18 +2002,9 @@ impl GpuSim {
         acl.path
             .caps
             .grown_within(caps, needed, limit)
-            .map_err(|(what, bytes)| GpuStepError::Binding {
-                step,
-                what,
-                bytes,
-                limit,
-                count_bytes: counts.and_then(|c| {
-                    c.binding_bytes()
-                        .into_iter()
-                        .find(|r| r.0 == what)
-                        .map(|r| r.1)
-                }),
-            })
+            .map_err(binding_error(step, limit, |what| {
+                counts.and_then(|c| c.row_bytes(what))
+            }))
     }
 
     /// Rebuilds the ACL path with capacities `caps` (its state carried over) and the step's

@@ -366,15 +366,22 @@ impl AclCaps {
         ]
     }
 
+    /// The bytes of [`AclCaps::binding_bytes`]' row `name`.
+    pub fn row_bytes(&self, name: &str) -> Option<u64> {
+        self.binding_bytes()
+            .into_iter()
+            .find(|r| r.0 == name)
+            .map(|r| r.1)
+    }
+
     /// Each sized capacity's row: its name, the capacity, and the bytes a record of its largest
     /// buffer takes.
     fn rows(&self) -> Vec<(&'static str, u32, u64)> {
-        let bytes = self.binding_bytes();
         let mut caps = *self;
         caps.sized_mut()
             .into_iter()
             .map(|(name, cap)| {
-                let (_, b) = bytes.iter().find(|(n, _)| *n == name).expect("listed");
+                let b = self.row_bytes(name).expect("listed");
                 (name, *cap, if *cap == 0 { 0 } else { b / *cap as u64 })
             })
             .collect()

@@ -119,6 +119,15 @@ pub fn first_capacities_within(
     grown_within(short, first_room(counts), limit)
 }
 
+/// A step's counts of the path's three sizes (grid entries, candidate pairs, touching records).
+pub fn step_counts(c: &Counters) -> (u32, u32, u32) {
+    (
+        c.grid_entries.count,
+        c.candidate_pairs.count,
+        c.touching_records.count,
+    )
+}
+
 /// The counts [`first_capacities`] gives room for (entries, candidates, records): the records'
 /// are the candidates'.
 pub fn first_counts(c: &Counters) -> (u32, u32, u32) {
