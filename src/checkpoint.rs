@@ -1,5 +1,5 @@
-//! Checkpoints: the whole state of a CPU run in one file, from which the run continues bit for bit
-//! (`yarnsim run --checkpoint-every N`, `yarnsim run --resume DIR`).
+//! Checkpoints: the whole state of a run (CPU or GPU) in one file, from which the run continues bit
+//! for bit (`yarnsim run --checkpoint-every N`, `yarnsim run --resume DIR`).
 //!
 //! # What is saved
 //!
@@ -15,6 +15,10 @@
 //!   happens at the same steps), and the scheduler's entries, free slots, per-segment adjacency,
 //!   bins, released entries, reference changes of movement, last cell boxes, the position history
 //!   and the bins' position snapshots;
+//! - for a GPU run, the contact state its step keeps on the device, in sections `gpu.*`
+//!   ([`crate::gpu_step::GpuSim::export_contact_state`]: the exact path's grid origin; ACL's sets,
+//!   pools, scheduler table and history, last counters, capacities and step count), which the
+//!   resumed run's step takes up ([`crate::gpu_step::GpuSim::import_contact_state`]);
 //! - the resolved scene (the file with its `--set` overrides applied) and the directory its relative
 //!   paths resolve against, plus the caller's options (for the CLI: what the run writes where).
 //!
@@ -63,7 +67,7 @@ pub const FILE_NAME: &str = "checkpoint.bin";
 pub const MAGIC: &[u8; 8] = b"YSIMCKPT";
 
 /// The layout version of the file; bumped whenever what is saved or how changes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The version of this build (`CARGO_PKG_VERSION`): a checkpoint resumes only with the same one.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -338,6 +342,16 @@ impl StateWriter {
         self.put_bytes(name, s.as_bytes());
     }
 
+    /// Appends the sections of `other` (a second writer's, such as a GPU step's contact state).
+    pub fn append(&mut self, other: &StateWriter) {
+        debug_assert!(
+            !other.names.iter().any(|n| self.names.contains(n)),
+            "a section written twice"
+        );
+        self.body.extend_from_slice(&other.body);
+        self.names.extend(other.names.iter().cloned());
+    }
+
     /// The sections so far, encoded.
     pub fn body(&self) -> &[u8] {
         &self.body
@@ -567,6 +581,18 @@ pub fn encode(
     scene_dir: &Path,
     options: serde_json::Value,
 ) -> Result<Vec<u8>, CheckpointError> {
+    encode_with(sim, scene, scene_dir, options, &StateWriter::new())
+}
+
+/// [`encode`] with the sections of `extra` after the simulation's: the state a GPU run keeps on
+/// the device ([`crate::gpu_step::GpuSim::export_contact_state`]).
+pub fn encode_with(
+    sim: &Sim,
+    scene: &Scene,
+    scene_dir: &Path,
+    options: serde_json::Value,
+    extra: &StateWriter,
+) -> Result<Vec<u8>, CheckpointError> {
     if cfg!(target_endian = "big") {
         return Err(CheckpointError::Unsupported(
             "checkpoints are little-endian; this machine is big-endian".into(),
@@ -602,6 +628,7 @@ pub fn encode(
         .map_err(|e| CheckpointError::Scene(format!("cannot record the metadata: {e}")))?;
     w.put_bytes("meta.json", &meta_json);
     sim.export_state(&mut w)?;
+    w.append(extra);
     let body = w.body();
     let mut out = Vec::with_capacity(body.len() + 64);
     out.extend_from_slice(MAGIC);
@@ -625,7 +652,19 @@ pub fn write(
     scene_dir: &Path,
     options: serde_json::Value,
 ) -> Result<(), CheckpointError> {
-    let bytes = encode(sim, scene, scene_dir, options)?;
+    write_with(path, sim, scene, scene_dir, options, &StateWriter::new())
+}
+
+/// [`write`] with the sections of `extra` ([`encode_with`]).
+pub fn write_with(
+    path: &Path,
+    sim: &Sim,
+    scene: &Scene,
+    scene_dir: &Path,
+    options: serde_json::Value,
+    extra: &StateWriter,
+) -> Result<(), CheckpointError> {
+    let bytes = encode_with(sim, scene, scene_dir, options, extra)?;
     crate::output::write_bytes_atomic(path, &bytes)?;
     Ok(())
 }

@@ -41,6 +41,7 @@ use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, AclVari
 use crate::acl::AclContact;
 use crate::balls::{self, BALL_CONTACT_LOOP_LIMIT};
 use crate::budget::QuietCut;
+use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
 use crate::contact::exact_gpu::{self, ExactGpu, ExactTables};
 use crate::contact::grid;
 use crate::contact::{check_counters, ExactContact};
@@ -108,6 +109,8 @@ pub enum GpuStepError {
     },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     #[error(
         "step {step}: the contact capacity {what} needs a buffer of {bytes} bytes{counted}, more \
          than this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's \
@@ -2187,6 +2190,84 @@ impl GpuSim {
                 .read(&self.device, &self.queue, "balls", bytes)
                 .map_err(err)?;
             self.sim.balls.copy_from_slice(bytemuck::cast_slice(&balls));
+        }
+        Ok(())
+    }
+
+    /// The contact model the step runs (`none`, `exact`, `acl`).
+    fn model_name(&self) -> &'static str {
+        match (&self.exact, &self.acl) {
+            (Some(_), _) => "exact",
+            (_, Some(_)) => "acl",
+            _ => "none",
+        }
+    }
+
+    /// The contact state the step keeps between batches, for a checkpoint: with the state
+    /// [`GpuSim::sync_host`] brings to the host, everything a run resumed from it needs to go on
+    /// bit for bit. Sections: `gpu.model` (the contact model), and with exact contact
+    /// `gpu.exact.origin` (the grid origin the path took at its first step, which orders its
+    /// sums), with ACL `gpu.acl.steps` (the GPU model's own step count) and the model's whole
+    /// state ([`AclGpu::export_state`]: sets, pools, the scheduler's table and history, …).
+    /// Between batches (a frame's end); waits for the GPU.
+    pub fn export_contact_state(&self) -> Result<StateWriter, GpuStepError> {
+        let mut out = StateWriter::new();
+        out.put_str("gpu.model", self.model_name());
+        if let Some(ex) = &self.exact {
+            out.put_value("gpu.exact.origin", &ex.origin);
+        }
+        if let Some(acl) = &self.acl {
+            out.put_value("gpu.acl.steps", &acl.steps);
+            acl.path
+                .export_state(&self.device, &self.queue, &mut out)
+                .map_err(|e| GpuStepError::Device {
+                    step: self.sim.steps,
+                    message: format!("saving ACL's state: {e}"),
+                })?;
+        }
+        Ok(out)
+    }
+
+    /// Continues from the contact state [`GpuSim::export_contact_state`] wrote into `inp`, on a
+    /// step made for the same scene from the state saved with it (as `yarnsim run --resume`
+    /// makes it). On error the step must be discarded.
+    pub fn import_contact_state(&mut self, inp: &StateReader) -> Result<(), GpuStepError> {
+        let model = inp.get_str("gpu.model")?;
+        if model != self.model_name() {
+            return Err(CheckpointError::Mismatch {
+                what: "the GPU step's contact model",
+                checkpoint: model,
+                sim: self.model_name().into(),
+            }
+            .into());
+        }
+        if let Some(ex) = &mut self.exact {
+            let origin = inp.get_value::<[f32; 3]>("gpu.exact.origin")?;
+            if !origin.iter().all(|v| v.is_finite()) {
+                return Err(CheckpointError::bad("gpu.exact.origin", format!("{origin:?}")).into());
+            }
+            ex.origin = origin;
+        }
+        if let Some(acl) = &mut self.acl {
+            acl.steps = inp.get_value::<u64>("gpu.acl.steps")?;
+            let step = self.sim.steps;
+            acl.path
+                .import_state(
+                    &self.device,
+                    &self.queue,
+                    &self.pipelines,
+                    &self.buffers,
+                    inp,
+                )
+                .map_err(|e| match e {
+                    acl_gpu::AclGpuError::Checkpoint(c) => GpuStepError::Checkpoint(c),
+                    e => GpuStepError::Device {
+                        step,
+                        message: format!("restoring ACL's state: {e}"),
+                    },
+                })?;
+            // The step's dispatches for the capacities and budgets it took.
+            self.build(self.length_budget)?;
         }
         Ok(())
     }

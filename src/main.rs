@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use yarnsim::checkpoint;
+use yarnsim::checkpoint::{self, StateWriter};
 use yarnsim::gpu::Gpu;
 use yarnsim::gpu_step::GpuSim;
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
@@ -196,8 +196,8 @@ struct RunArgs {
     overwrite: bool,
     /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation; with --backend cpu also during it), every N frames and after the last
     /// one (atomically: the previous checkpoint stays until the new one is complete), so that
-    /// --resume can continue the run (bit for bit with --backend cpu; with --backend gpu the
-    /// contact model starts afresh at the checkpoint, see the README).
+    /// --resume can continue the run bit for bit (with --backend gpu too: the GPU's contact state is
+    /// saved with it).
     #[arg(long, value_name = "N")]
     checkpoint_every: Option<u32>,
     /// Continue the run whose --out directory DIR holds a checkpoint, with its scene, overrides and
@@ -519,16 +519,21 @@ impl Runner {
         })
     }
 
-    /// Brings the host's `Sim` up to date for a checkpoint. On the GPU: the state the step changes,
-    /// and a fresh contact model in place of the one the GPU took its start from (the GPU's contact
-    /// state stays on the device, so the checkpoint carries none: a resumed run builds it again).
-    fn sync_for_checkpoint(&mut self, scene: &Scene) -> Result<()> {
-        if let Runner::Gpu(g) = self {
-            g.sync_host()?;
-            let r = g.sim.params.radius;
-            g.sim.set_radius(r, yarnsim::sim::contact_model(scene)?);
-        }
-        Ok(())
+    /// Brings the host's `Sim` up to date for a checkpoint, and returns the checkpoint's sections
+    /// besides the `Sim`'s. On the GPU: the state the step changes, a fresh contact model on the
+    /// host in place of the one the GPU took its start from (the GPU's model is what goes on), and
+    /// the GPU's contact state as sections ([`GpuSim::export_contact_state`]), from which a
+    /// resumed run goes on bit for bit. On the CPU: none.
+    fn sync_for_checkpoint(&mut self, scene: &Scene) -> Result<StateWriter> {
+        Ok(match self {
+            Runner::Gpu(g) => {
+                g.sync_host()?;
+                let r = g.sim.params.radius;
+                g.sim.set_radius(r, yarnsim::sim::contact_model(scene)?);
+                g.export_contact_state()?
+            }
+            Runner::Cpu(_) => StateWriter::new(),
+        })
     }
 
     fn frame(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats> {
@@ -722,8 +727,17 @@ fn run(mut a: RunArgs) -> Result<()> {
     }
     let mut runner = match (&gpu, a.backend) {
         (Some(g), Backend::Gpu) => {
-            let gs = GpuSim::new(g, sim, &scene.contact)
+            let mut gs = GpuSim::new(g, sim, &scene.contact)
                 .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))?;
+            // A resumed run's contact model goes on from the GPU's state in the checkpoint.
+            if let (Some(ck), true) = (&resumed, frames_resumed) {
+                gs.import_contact_state(ck.state()).with_context(|| {
+                    format!(
+                        "restoring the GPU step's contact state from the checkpoint of {}",
+                        scene_path.display()
+                    )
+                })?;
+            }
             if !a.quiet {
                 eprintln!("GPU step on {}", g.summary());
             }
@@ -752,8 +766,8 @@ fn run(mut a: RunArgs) -> Result<()> {
         // Frame 0 is the relaxed state, which can take hours at garment scale: a run stopped
         // during its first frames resumes from it instead of relaxing again.
         if let Some((_, dir, saved)) = &checkpointing {
-            runner.sync_for_checkpoint(&scene)?;
-            write_checkpoint(dir, runner.sim(), &scene, &scene_dir, saved)?;
+            let gpu_state = runner.sync_for_checkpoint(&scene)?;
+            write_checkpoint(dir, runner.sim(), &gpu_state, &scene, &scene_dir, saved)?;
         }
     }
     manifest.frame_written(first_frame);
@@ -840,8 +854,10 @@ fn run(mut a: RunArgs) -> Result<()> {
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
         if let Some((n, dir, saved)) = &checkpointing {
             if k % n == 0 || k == frames {
-                runner.sync_for_checkpoint(&scene)?;
-                bar.suspend(|| write_checkpoint(dir, runner.sim(), &scene, &scene_dir, saved))?;
+                let gpu_state = runner.sync_for_checkpoint(&scene)?;
+                bar.suspend(|| {
+                    write_checkpoint(dir, runner.sim(), &gpu_state, &scene, &scene_dir, saved)
+                })?;
             }
         }
         if !quiet {
@@ -976,7 +992,8 @@ fn relax_sim(
                 };
                 let mut saved = s.saved.clone();
                 saved["relaxing"] = serde_json::to_value(point)?;
-                bar.suspend(|| write_checkpoint(s.dir, sim, scene, s.scene_dir, &saved))
+                let none = StateWriter::new();
+                bar.suspend(|| write_checkpoint(s.dir, sim, &none, scene, s.scene_dir, &saved))
                     .map_err(|e| e.into())
             };
             yarnsim::relax::relax_resumable(&mut sim, scene, from, every, &mut on_step, &mut save)
@@ -1217,17 +1234,18 @@ fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
     Ok(())
 }
 
-/// Writes the checkpoint of `sim` into `dir` (atomically: the previous one stays until the new one
-/// is complete).
+/// Writes the checkpoint of `sim`, and the sections of `extra` (a GPU run's contact state), into
+/// `dir` (atomically: the previous one stays until the new one is complete).
 fn write_checkpoint(
     dir: &Path,
     sim: &Sim,
+    extra: &StateWriter,
     scene: &Scene,
     scene_dir: &Path,
     saved: &serde_json::Value,
 ) -> Result<()> {
     let path = dir.join(checkpoint::FILE_NAME);
-    checkpoint::write(&path, sim, scene, scene_dir, saved.clone()).with_context(|| {
+    checkpoint::write_with(&path, sim, scene, scene_dir, saved.clone(), extra).with_context(|| {
         format!(
             "writing checkpoint {} at frame {}",
             path.display(),

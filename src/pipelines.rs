@@ -392,20 +392,31 @@ impl Buffers {
             message,
         };
         let src = self.get(name).ok_or_else(|| err("no such buffer".into()))?;
-        let size = bytes.next_multiple_of(4).max(4);
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-            mapped_at_creation: false,
-        });
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("readback"),
-        });
-        enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
-        queue.submit([enc.finish()]);
-        read_mapped(device, &staging, bytes as usize).map_err(err)
+        read_buffer(device, queue, src, bytes).map_err(err)
     }
+}
+
+/// The first `bytes` bytes of `src` (which must be that long, rounded up to 4 bytes), through a
+/// staging buffer: waits for the GPU.
+pub fn read_buffer(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    src: &wgpu::Buffer,
+    bytes: u64,
+) -> Result<Vec<u8>, String> {
+    let size = bytes.next_multiple_of(4).max(4);
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("readback"),
+    });
+    enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    queue.submit([enc.finish()]);
+    read_mapped(device, &staging, bytes as usize)
 }
 
 /// Maps `staging` (already the target of a submitted copy) and returns its first `bytes` bytes.

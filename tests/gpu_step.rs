@@ -845,6 +845,88 @@ fn two_gpu_runs_are_bitwise_identical() {
     }
 }
 
+/// A GPU run continued from a checkpoint of its state goes on bit for bit, with exact contact and
+/// with ACL: the host's `Sim` after `sync_host` and the GPU's contact state
+/// (`export_contact_state`: the exact path's grid origin; ACL's sets, pools, scheduler table and
+/// history, counters, anchor and step count), through the checkpoint's sections, into a fresh
+/// `GpuSim` (`import_contact_state`), which then runs its own batch lengths and budgets from the
+/// start. Without the contact state (the model starting afresh, as a resumed GPU run did before
+/// 2026-12-06) the continuation differs, so the comparison can fail; and a state of another model
+/// is refused.
+#[test]
+fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
+    let Some(gpu) = gpu_or_skip("gpu_contact_state_continues_bitwise_from_a_checkpoint") else {
+        return;
+    };
+    use yarnsim::checkpoint::{StateReader, StateWriter};
+    let bits = |p: &[[f32; 4]]| p.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let step = |g: &mut GpuSim, n: usize| {
+        for _ in 0..n / 25 {
+            g.steps(25).unwrap_or_else(|e| panic!("{e}"));
+        }
+        g.download().unwrap();
+    };
+    for (model, sets) in [
+        (
+            "exact",
+            &["contact.model=exact", "obstacle.0.point=[0, 0.7, 0]"][..],
+        ),
+        (
+            "acl",
+            &["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"][..],
+        ),
+    ] {
+        let contact = fixture::scene_contact("tiny", sets);
+        let mut a = run_gpu(&gpu, sets, 150);
+        a.sync_host().unwrap();
+        let mut w = StateWriter::new();
+        a.sim.export_state(&mut w).unwrap();
+        let gpu_state = a.export_contact_state().unwrap();
+        w.append(&gpu_state);
+        let reader = StateReader::new(w.body().to_vec(), "test").unwrap();
+        let resumed = |import: bool| {
+            let mut sim = fixture::scene_sim("tiny", sets, 0);
+            sim.import_state(&reader).unwrap();
+            let mut g = GpuSim::new(&gpu, sim, &contact).unwrap_or_else(|e| panic!("{e}"));
+            if import {
+                g.import_contact_state(&reader)
+                    .unwrap_or_else(|e| panic!("{model}: {e}"));
+            }
+            g
+        };
+        let mut b = resumed(true);
+        let mut c = resumed(false);
+        for g in [&mut a, &mut b, &mut c] {
+            step(g, 150);
+        }
+        assert_eq!(b.sim.steps, a.sim.steps);
+        assert!(
+            bits(&b.sim.pos) == bits(&a.sim.pos),
+            "{model}: positions differ"
+        );
+        assert!(
+            bits(&b.sim.vel) == bits(&a.sim.vel),
+            "{model}: velocities differ"
+        );
+        assert!(
+            bits(&c.sim.pos) != bits(&a.sim.pos),
+            "{model}: a fresh contact model continued bitwise too: the test shows nothing"
+        );
+        // Another model's state is refused, naming both.
+        let other = if model == "exact" { "acl" } else { "exact" };
+        let other_sets = [format!("contact.model={other}")];
+        let other_sets: Vec<&str> = other_sets.iter().map(String::as_str).collect();
+        let sim = fixture::scene_sim("tiny", &other_sets, 0);
+        let mut d = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &other_sets)).unwrap();
+        let only_gpu = StateReader::new(gpu_state.body().to_vec(), "test").unwrap();
+        let err = d.import_contact_state(&only_gpu).unwrap_err().to_string();
+        assert!(
+            err.contains("contact model") && err.contains(model) && err.contains(other),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn gpu_step_reports_a_blow_up_with_its_step() {
     let Some(gpu) = gpu_or_skip("gpu_step_reports_a_blow_up_with_its_step") else {

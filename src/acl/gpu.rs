@@ -63,6 +63,8 @@ use crate::sched::gpu::{SchedCaps, SchedGpu, SchedGpuError};
 use crate::sched::lookup_gpu::{LookupCaps, LookupGpu};
 use std::mem::{offset_of, size_of};
 
+mod checkpoint;
+
 /// One operation of the recorded step: a dispatch, or a copy between buffers (which ends the
 /// compute pass it follows).
 #[derive(Clone)]
@@ -161,7 +163,8 @@ pub fn all_kernels() -> Vec<&'static str> {
 }
 
 /// The capacities of the step's variable-size buffers and its iteration budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct AclCaps {
     pub sched: SchedCaps,
     /// The merge chains' (its `sets` is the set table's capacity, its `touching` the scheduler's).
@@ -529,6 +532,8 @@ pub enum AclGpuError {
     Sched(#[from] SchedGpuError),
     #[error("the ACL GPU step: {0}")]
     Gpu(String),
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     #[error(
         "a contact-set merge looked at more index items than its bound (the CPU path stops alike)"
     )]

@@ -89,7 +89,8 @@ pub const KERNELS: &[&str] = &[
 ];
 
 /// The capacities and iteration budgets a [`MergeGpu`] is built for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct MergeCaps {
     /// Set table slots (the `sets` buffer's length in records).
     pub sets: u32,

@@ -120,7 +120,8 @@ pub const KERNELS: &[&str] = &[
 pub const RELEASE_SCAN_SIZES_MAX: u32 = 1 << 19;
 
 /// The capacities of the step's variable-size buffers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct SchedCaps {
     pub entries: u32,
     pub grid: u32,
@@ -785,6 +786,24 @@ impl SchedGpu {
         self.own.get(name)
     }
 
+    /// The buffers whose contents a step reads from the last one: saved before each batch for a
+    /// rerun ([`SchedGpu::copy_state`]), and in a GPU run's checkpoint.
+    pub fn persistent_names() -> impl Iterator<Item = &'static str> {
+        PERSISTENT.iter().copied().chain(["entries_a"])
+    }
+
+    /// The grid's anchor cell, fixed when the driver was made (from the positions it was made
+    /// with, as `Scheduler::detect` fixes it at its first step).
+    pub fn anchor(&self) -> [i32; 4] {
+        self.template.anchor
+    }
+
+    /// Sets the anchor cell (a run continued from a checkpoint keeps the one it started with:
+    /// the cells, and so the entries' order, are measured from it).
+    pub fn set_anchor(&mut self, anchor: [i32; 4]) {
+        self.template.anchor = anchor;
+    }
+
     /// Writes the capacities into the counters block (when they change; `sched_sizes` keeps them).
     fn write_capacities(&self, queue: &wgpu::Queue) {
         let c = self.caps;
@@ -838,8 +857,7 @@ impl SchedGpu {
 
     /// Copies the persistent buffers to their saved copies (`back = false`) or back.
     pub(crate) fn copy_state(&self, enc: &mut wgpu::CommandEncoder, back: bool) {
-        let names = PERSISTENT.iter().copied().chain(["entries_a"]);
-        for name in names {
+        for name in Self::persistent_names() {
             let live = self.own.get(name).expect("made in new/build");
             let saved = self
                 .own

@@ -1,0 +1,127 @@
+//! ACL's GPU state in a checkpoint: what an [`AclGpu`] keeps between steps, on the device (the
+//! persistent buffers a rerun restores, the scheduler's, and the pools up to their lengths) and on
+//! the host (the capacities, the counters of the last completed step, the pools' garbage, the
+//! grid's anchor cell). A GPU run resumed from it continues bit for bit: the step reads nothing
+//! else that an earlier step wrote (the reruns restore exactly these, and tests/gpu_acl_step.rs
+//! checks that a rerun ends where a run without one does).
+//!
+//! Sections (`gpu.acl.` then): `caps` ([`AclCaps`]), `last` ([`AclStepCounters`]), `garbage`
+//! (three u64: points, blocks, watched pairs), `anchor` (four i32), then each buffer's bytes under
+//! its name. The buffers are saved whole (their length is their capacity's), except the pools,
+//! whose entries past their lengths no step reads before writing them ([`POOLS`]).
+
+use super::{AclCaps, AclGpu, AclGpuError, AclStepCounters, POOLS};
+use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
+use crate::pipelines::{read_buffer, Buffers, Pipelines};
+use crate::sched::gpu::SchedGpu;
+
+const PREFIX: &str = "gpu.acl.";
+
+/// ACL's own buffers saved whole. (`acl_sizes` and `pool_counters`, persistent too, are the last
+/// step's counters with the capacities: [`AclGpu::import_state`] writes them from `last`, as a
+/// growth does.)
+const OWN: [&str; 4] = ["sets", "springs", "released", "rebuild_counts"];
+
+fn section(name: &str) -> String {
+    format!("{PREFIX}{name}")
+}
+
+impl AclGpu {
+    /// Every buffer saved in a checkpoint, with the bytes saved of it.
+    fn saved_buffers(&self) -> Vec<(&'static str, &wgpu::Buffer, u64)> {
+        let mut v = Vec::new();
+        for name in OWN.into_iter().chain(SchedGpu::persistent_names()) {
+            let b = self.buffer(name).expect("made in build");
+            v.push((name, b, b.size()));
+        }
+        for (name, k, bytes) in POOLS {
+            let b = self.own.get(name).expect("made in build");
+            v.push((name, b, self.last.pools.len[k] as u64 * bytes as u64));
+        }
+        v
+    }
+
+    /// Writes the state the next step reads into `out` (downloading the device's part: waits for
+    /// the GPU). Between batches only.
+    pub fn export_state(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        out: &mut StateWriter,
+    ) -> Result<(), AclGpuError> {
+        out.put_value(&section("caps"), &self.caps);
+        out.put_value(&section("last"), &self.last);
+        let g = &self.garbage;
+        out.put(&section("garbage"), &[g.cp as u64, g.k as u64, g.w as u64]);
+        out.put_value(&section("anchor"), &self.sched.anchor());
+        for (name, buffer, bytes) in self.saved_buffers() {
+            let data = if bytes == 0 {
+                Vec::new()
+            } else {
+                read_buffer(device, queue, buffer, bytes)
+                    .map_err(|e| AclGpuError::Gpu(format!("reading {name} back: {e}")))?
+            };
+            // As words (every buffer holds 4-byte scalars): the packing gathers each byte of a
+            // word into a plane, which shrinks small integers and float exponents.
+            let words: Vec<u32> = bytemuck::pod_collect_to_vec(&data);
+            out.put(&section(name), &words);
+        }
+        Ok(())
+    }
+
+    /// Continues the run whose state [`AclGpu::export_state`] wrote into `inp`: this driver, made
+    /// for the same scene, takes its capacities (at least; the budgets too), its counters and
+    /// garbage, its anchor cell and the contents of its buffers. On error the driver must be
+    /// discarded.
+    pub fn import_state(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        inp: &StateReader,
+    ) -> Result<(), AclGpuError> {
+        let saved: AclCaps = inp.get_value(&section("caps"))?;
+        let last: AclStepCounters = inp.get_value(&section("last"))?;
+        let garbage = inp.get_len::<u64>(&section("garbage"), 3)?;
+        let anchor = inp.get_value::<[i32; 4]>(&section("anchor"))?;
+        if anchor[..3].iter().any(|a| a.unsigned_abs() > 100_000_000) || anchor[3] != 0 {
+            return Err(CheckpointError::bad(
+                &section("anchor"),
+                format!("anchor cell {anchor:?} beyond ±10^8"),
+            )
+            .into());
+        }
+        self.last = last;
+        let [cp, k, w] = [garbage[0], garbage[1], garbage[2]].map(|n| n as usize);
+        self.garbage = super::PoolGarbage { cp, k, w };
+        self.peak = self.peak.at_least(&AclCaps::counted(&last));
+        self.sched.set_anchor(anchor);
+        // The buffers as a growth to the saved capacities makes them (the counters from `last`;
+        // each capacity at least this driver's, so none is 0).
+        let caps = self.caps.at_least(&saved);
+        self.grow(device, queue, pipelines, shared, caps)?;
+        for (name, buffer, bytes) in self.saved_buffers() {
+            let s = section(name);
+            let data = inp.bytes(&s)?;
+            // A pool's saved entries are its length's; any other buffer fits the capacities.
+            let pool = POOLS.iter().any(|p| p.0 == name);
+            let n = data.len() as u64;
+            if n > buffer.size() || !n.is_multiple_of(4) || (pool && n != bytes) {
+                return Err(CheckpointError::bad(
+                    &s,
+                    format!(
+                        "{} bytes for a buffer of {} (capacities {caps:?})",
+                        data.len(),
+                        buffer.size()
+                    ),
+                )
+                .into());
+            }
+            if !data.is_empty() {
+                queue.write_buffer(buffer, 0, &data);
+            }
+        }
+        Ok(())
+    }
+}
