@@ -194,7 +194,7 @@ struct RunArgs {
     /// their `frame_*` files, contact matrices, manifest.json and checkpoint are removed first.
     #[arg(long)]
     overwrite: bool,
-    /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation; with --backend cpu also during it), every N frames and after the last
+    /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation, and during it), every N frames and after the last
     /// one (atomically: the previous checkpoint stays until the new one is complete), so that
     /// --resume can continue the run bit for bit (with --backend gpu too: the GPU's contact state is
     /// saved with it).
@@ -706,11 +706,11 @@ fn run(mut a: RunArgs) -> Result<()> {
                 );
             }
         }
-        // On the CPU path the relaxation checkpoints where a resume reproduces it bit for bit (where
-        // a radius stage begins, and every --checkpoint-every frames' worth of steps once the
-        // radius is grown).
-        let saves = match (&checkpointing, on_gpu) {
-            (Some((n, dir, saved)), None) => Some(RelaxSaves {
+        // The relaxation checkpoints where a resume reproduces it bit for bit (where a radius
+        // stage begins, and every --checkpoint-every frames' worth of steps once the radius is
+        // grown), on either path.
+        let saves = match &checkpointing {
+            Some((n, dir, saved)) => Some(RelaxSaves {
                 every: *n as u64 * sim.params.steps_per_frame as u64,
                 dir,
                 saved,
@@ -718,6 +718,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             }),
             _ => None,
         };
+        let relaxing = relaxing.zip(resumed.as_ref().map(|ck| ck.state()));
         relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)?
     } else {
         sim
@@ -932,7 +933,7 @@ fn relax_sim(
     scene_path: &Path,
     quiet: bool,
     gpu: Option<&Gpu>,
-    from: Option<yarnsim::relax::RelaxPoint>,
+    from: Option<(yarnsim::relax::RelaxPoint, &checkpoint::StateReader)>,
     saves: Option<RelaxSaves<'_>>,
 ) -> Result<Sim> {
     if scene.relax.time <= 0.0 {
@@ -973,32 +974,41 @@ fn relax_sim(
         bar.set_message(msg);
     };
     let context = || format!("relaxing {} before t = 0", scene_path.display());
+    let every = saves.as_ref().map_or(0, |s| s.every);
+    // The checkpoint of the state the relaxation hands over (with a GPU run's contact state).
+    let mut save = |sim: &Sim, point: yarnsim::relax::RelaxPoint, gpu_state: &StateWriter| {
+        let Some(s) = &saves else {
+            return Ok(());
+        };
+        let mut saved = s.saved.clone();
+        saved["relaxing"] = serde_json::to_value(point)?;
+        bar.suspend(|| write_checkpoint(s.dir, sim, gpu_state, scene, s.scene_dir, &saved))
+            .map_err(|e| e.into())
+    };
     let report = match gpu {
         Some(g) => {
-            // (A GPU run writes no checkpoint during its relaxation.)
-            if from.is_some() {
-                bail!("this checkpoint was taken during a relaxation on the CPU path, which a GPU run cannot go on with");
-            }
-            let (relaxed, report) =
-                yarnsim::relax::relax_gpu(sim, scene, g, &mut on_step).with_context(context)?;
+            let (relaxed, report) = yarnsim::relax::relax_gpu_resumable(
+                sim,
+                scene,
+                g,
+                from,
+                every,
+                &mut on_step,
+                &mut save,
+            )
+            .with_context(context)?;
             sim = relaxed;
             report
         }
-        None => {
-            let every = saves.as_ref().map_or(0, |s| s.every);
-            let mut save = |sim: &Sim, point: yarnsim::relax::RelaxPoint| {
-                let Some(s) = &saves else {
-                    return Ok(());
-                };
-                let mut saved = s.saved.clone();
-                saved["relaxing"] = serde_json::to_value(point)?;
-                let none = StateWriter::new();
-                bar.suspend(|| write_checkpoint(s.dir, sim, &none, scene, s.scene_dir, &saved))
-                    .map_err(|e| e.into())
-            };
-            yarnsim::relax::relax_resumable(&mut sim, scene, from, every, &mut on_step, &mut save)
-                .with_context(context)?
-        }
+        None => yarnsim::relax::relax_resumable(
+            &mut sim,
+            scene,
+            from.map(|f| f.0),
+            every,
+            &mut on_step,
+            &mut |sim, point| save(sim, point, &StateWriter::new()),
+        )
+        .with_context(context)?,
     };
     bar.finish_and_clear();
     if report.settled {

@@ -39,7 +39,11 @@
 //! fastest point once per batch (it downloads the velocities then), so once the radius is grown
 //! the batches are [`GPU_CHECK_STEPS`] steps long and the relaxation stops at the end of the first
 //! that ends at rest, up to `GPU_CHECK_STEPS − 1` steps after the CPU path would have.
+//! [`relax_gpu_resumable`] is [`relax_gpu`] with the checkpoints of [`relax_resumable`], at the same
+//! steps; within the grown stage they carry the GPU step's contact state
+//! ([`GpuSim::export_contact_state`]), which a resumed relaxation's step takes up.
 
+use crate::checkpoint::{StateReader, StateWriter};
 use crate::gpu::Gpu;
 use crate::gpu_step::{GpuSim, GpuStepError, Tuning, MAX_BATCH};
 use crate::scene::{RadiusSpec, Scene};
@@ -361,17 +365,8 @@ pub fn relax_resumable(
                     steps: k + 1,
                     start_radius_bits: sch.start.to_bits(),
                 };
-                // The checkpoint holds the scene's parameters (a simulation restored from it is
-                // built from the scene, and its fingerprint must match); the relaxation's come
-                // back bit for bit after it.
-                let relaxing = (sim.params.gravity, sim.air_factor(), sim.params.radius);
-                sim.set_gravity(saved.0);
-                sim.set_air_factor(saved.1);
-                sim.set_radius_parameter(scene.yarn.radius);
-                let written = checkpoint(sim, point);
-                sim.set_gravity(relaxing.0);
-                sim.set_air_factor(relaxing.1);
-                sim.set_radius_parameter(relaxing.2);
+                let written =
+                    with_scene_parameters(sim, scene, saved, |sim| checkpoint(sim, point));
                 written.map_err(|source| RelaxError::Checkpoint {
                     steps: k + 1,
                     source,
@@ -389,29 +384,98 @@ pub fn relax_resumable(
 /// [`relax`] on the GPU step (see the module doc): takes the simulation and gives it back
 /// relaxed, or an error (then the simulation is gone with the GPU state it was in).
 pub fn relax_gpu(
-    mut sim: Sim,
+    sim: Sim,
     scene: &Scene,
     gpu: &Gpu,
     progress: &mut dyn FnMut(&RelaxProgress),
+) -> Result<(Sim, RelaxReport), RelaxError> {
+    relax_gpu_resumable(sim, scene, gpu, None, 0, progress, &mut |_, _, _| Ok(()))
+}
+
+/// The writer of a GPU relaxation's checkpoints ([`relax_gpu_resumable`]): as
+/// [`SaveRelaxation`]'s, and the GPU step's contact state (sections for the checkpoint, empty where
+/// a radius stage begins: that stage builds its model afresh).
+pub type SaveRelaxationGpu<'a> = dyn FnMut(&Sim, RelaxPoint, &StateWriter) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+    + 'a;
+
+/// Calls `write` with the simulation holding the scene's gravity, drag and radius parameter in
+/// place of the relaxation's (a simulation restored from a checkpoint is built from the scene, and
+/// its fingerprint must match), and puts the relaxation's back bit for bit after it.
+fn with_scene_parameters<T>(
+    sim: &mut Sim,
+    scene: &Scene,
+    saved: ([f32; 3], f32),
+    write: impl FnOnce(&Sim) -> T,
+) -> T {
+    let relaxing = (sim.params.gravity, sim.air_factor(), sim.params.radius);
+    sim.set_gravity(saved.0);
+    sim.set_air_factor(saved.1);
+    sim.set_radius_parameter(scene.yarn.radius);
+    let written = write(sim);
+    sim.set_gravity(relaxing.0);
+    sim.set_air_factor(relaxing.1);
+    sim.set_radius_parameter(relaxing.2);
+    written
+}
+
+/// [`relax_gpu`] from its start (`from` = None), or from a checkpoint of it (the simulation
+/// restored from that checkpoint; `from` what it recorded and its sections, whose GPU contact
+/// state the step takes up within the grown stage: [`GpuSim::import_contact_state`]), offering
+/// the state to `checkpoint` where [`relax_resumable`] does (where a radius stage begins, and
+/// every `every`-th step once the radius is grown; `every` = 0: nowhere), with the GPU's contact
+/// state. A batch ends where a checkpoint is due, and once the radius is grown the fastest point
+/// is checked every [`GPU_CHECK_STEPS`] steps from the stage's start whatever the checkpoints, so
+/// a relaxation resumed from one ends bitwise where the uninterrupted one does.
+pub fn relax_gpu_resumable(
+    mut sim: Sim,
+    scene: &Scene,
+    gpu: &Gpu,
+    from: Option<(RelaxPoint, &StateReader)>,
+    every: u64,
+    progress: &mut dyn FnMut(&RelaxProgress),
+    checkpoint: &mut SaveRelaxationGpu<'_>,
 ) -> Result<(Sim, RelaxReport), RelaxError> {
     let p = &scene.relax;
     if p.time <= 0.0 {
         let report = not_relaxed(&sim, scene);
         return Ok((sim, report));
     }
-    let sch = Schedule::new(&sim, scene);
+    let sch = match from {
+        None => Schedule::new(&sim, scene),
+        Some((f, _)) => Schedule::with_start(&sim, scene, f32::from_bits(f.start_radius_bits)),
+    };
+    let start = from.map_or(0, |f| f.0.steps);
+    if !resume_point(&sch, start) {
+        return Err(RelaxError::NoResumePoint {
+            steps: start,
+            grown: sch.stage_start(sch.stages),
+        });
+    }
     let saved = begin(&mut sim, scene);
     let mut report = sch.empty_report();
-    let mut k = 0u64;
-    let mut stage = 0u64;
+    let mut k = start;
+    let mut stage = sch.stage_of(k);
     // What the last stage's contact buffers grew to: the next, at a larger radius, needs as much,
     // and starting there spares it the reruns that found it.
     let mut grown_to = (None, None);
     // And what it learned of the length budget and batch length; no stage times its kernels.
     let mut tuning = None;
+    let point = |steps: u64| RelaxPoint {
+        steps,
+        start_radius_bits: sch.start.to_bits(),
+    };
+    let saving = |steps| move |source| RelaxError::Checkpoint { steps, source };
     loop {
         let r = sch.radius_at(stage);
         sim.set_radius(r, model_at(scene, r)?);
+        if k > start && checkpoint_before(&sch, k, every) {
+            // Where a stage begins: its model is built afresh, so no contact state.
+            let none = StateWriter::new();
+            with_scene_parameters(&mut sim, scene, saved, |sim| {
+                checkpoint(sim, point(k), &none)
+            })
+            .map_err(saving(k))?;
+        }
         let mut gs = GpuSim::new(gpu, sim, &scene.contact)?;
         gs.set_tuning(Tuning {
             kernel_timing: false,
@@ -424,20 +488,30 @@ pub fn relax_gpu(
         if let (Some(old), Some(new)) = (grown_to.1, gs.acl_capacities()) {
             gs.set_acl_capacities(new.at_least(&old))?;
         }
+        // Resumed within a stage (the grown one): its model goes on from the checkpoint.
+        if let (Some((_, state)), true) = (from, k == start && k > sch.stage_start(stage)) {
+            gs.import_contact_state(state)?;
+        }
         let grown = stage == sch.stages;
         let end = if grown {
             sch.max_steps
         } else {
             sch.stage_start(stage + 1).min(sch.max_steps)
         };
+        let stage_start = sch.stage_start(stage);
         while k < end {
-            let n = (end - k).min(if grown {
-                GPU_CHECK_STEPS
+            let mut n = (end - k).min(if grown {
+                GPU_CHECK_STEPS - (k - stage_start) % GPU_CHECK_STEPS
             } else {
                 MAX_BATCH as u64
             });
+            if grown && every > 0 {
+                n = n.min(every - k % every);
+            }
             gs.advance(n as usize, &mut |_| {})?;
-            if grown {
+            let check =
+                grown && ((k + n - stage_start).is_multiple_of(GPU_CHECK_STEPS) || k + n == end);
+            if check {
                 gs.download()?;
                 report.max_speed = gs.sim.kinetic_energy_and_max_speed().1;
             }
@@ -450,9 +524,17 @@ pub fn relax_gpu(
                 });
             }
             k += n;
-            if grown && report.max_speed < p.speed as f64 {
+            if check && report.max_speed < p.speed as f64 {
                 report.settled = true;
                 break;
+            }
+            if grown && k < end && checkpoint_before(&sch, k, every) {
+                gs.sync_host()?;
+                let state = gs.export_contact_state()?;
+                with_scene_parameters(&mut gs.sim, scene, saved, |sim| {
+                    checkpoint(sim, point(k), &state)
+                })
+                .map_err(saving(k))?;
             }
         }
         grown_to = (gs.contact_capacities(), gs.acl_capacities());

@@ -241,21 +241,38 @@ fn a_run_resumes_from_its_relaxed_frame_zero() {
 /// tests/relax.rs.)
 #[test]
 fn a_run_killed_while_relaxing_resumes_the_relaxation() {
-    let dir = scratch("relaxing");
+    killed_while_relaxing("relaxing", &[]);
+}
+
+/// The same with `--backend gpu`: the GPU relaxation checkpoints too.
+#[test]
+fn a_gpu_run_killed_while_relaxing_resumes_the_relaxation() {
+    if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_killed_while_relaxing_resumes_the_relaxation")
+        .is_none()
+    {
+        return;
+    }
+    killed_while_relaxing("relaxing-gpu", &["--backend", "gpu"]);
+}
+
+/// The tiny swatch run for a frame with `args`, uninterrupted and killed at its first checkpoint
+/// (during the relaxation) then resumed: the same frames.
+fn killed_while_relaxing(name: &str, args: &[&str]) {
+    let dir = scratch(name);
     let (full, part) = (dir.join("full"), dir.join("part"));
-    run(&full, &["--frames", "1"]);
+    let full_args: Vec<&str> = ["--frames", "1"].iter().chain(args).copied().collect();
+    run(&full, &full_args);
     let ckpt = part.join(checkpoint::FILE_NAME);
     let mut relaxing = None;
     for attempt in 0..10 {
         let _ = std::fs::remove_dir_all(&part);
         let mut cmd = bin();
-        cmd.arg("run").arg(tiny()).arg("--out").arg(&part).args([
-            "--frames",
-            "1",
-            "--checkpoint-every",
-            "1",
-            "-q",
-        ]);
+        cmd.arg("run")
+            .arg(tiny())
+            .arg("--out")
+            .arg(&part)
+            .args(["--frames", "1", "--checkpoint-every", "1", "-q"])
+            .args(args);
         relaxing = relax_kill::kill_at_first_checkpoint(&mut cmd, &part);
         if relaxing.is_some() {
             break;

@@ -348,3 +348,124 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
         assert!(err.to_string().contains(&format!("step {mid}")), "{err}");
     }
 }
+
+/// The GPU relaxation (`relax_gpu_resumable`, what `run --backend gpu --checkpoint-every N` runs)
+/// checkpoints where the CPU one does, and a relaxation resumed from one of them ends bitwise where
+/// the uninterrupted one ends, for both contact models: from where a radius stage begins (its model
+/// built afresh) and from within the grown stage (the step takes up the checkpoint's GPU contact
+/// state). Taking the checkpoints (which end batches where they are due) changes nothing; a resume
+/// within the grown stage without the GPU contact state is an error naming the missing section
+/// (tests/gpu_step.rs shows that a model started afresh there would not continue bitwise).
+#[test]
+fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
+    use yarnsim::checkpoint::{encode_with, Checkpoint, StateReader};
+    use yarnsim::relax::{relax_gpu, relax_gpu_resumable, RelaxPoint};
+    let Some(gpu) =
+        yarnsim::gpu::testing::gpu_or_skip("a_gpu_relaxation_resumes_from_its_checkpoints_bitwise")
+    else {
+        return;
+    };
+    for model in ["acl", "exact"] {
+        let dir = temp_dir("relax", &format!("gpu-resume-{model}"));
+        let text = format!("{SWATCH}\n[contact]\nmodel = \"{model}\"\n");
+        let (scene, sim) = sim_of(&dir, &text);
+        let (plain, plain_report) = relax_gpu(sim, &scene, &gpu, &mut |_| {}).unwrap();
+        // The same relaxation, saving every checkpoint it offers.
+        let (_, sim) = sim_of(&dir, &text);
+        let mut radii = Vec::new();
+        let mut saved: Vec<(RelaxPoint, Vec<u8>, bool)> = Vec::new();
+        let (full, report) = relax_gpu_resumable(
+            sim,
+            &scene,
+            &gpu,
+            None,
+            100,
+            &mut |p| radii.push(p.radius),
+            &mut |sim, point, state| {
+                let bytes = encode_with(sim, &scene, &dir, serde_json::Value::Null, state)?;
+                saved.push((point, bytes, !state.body().is_empty()));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            report, plain_report,
+            "{model}: checkpoints changed the report"
+        );
+        assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
+        let boundary = |n: u64| radii[n as usize] != radii[n as usize - 1];
+        let grown = |n: u64| radii[n as usize - 1] == scene.yarn.radius && !boundary(n);
+        // Where a stage begins the checkpoint holds no GPU contact state; within the grown stage
+        // it does.
+        for (p, _, with_state) in &saved {
+            assert_eq!(
+                *with_state,
+                grown(p.steps),
+                "{model}: before step {}",
+                p.steps
+            );
+        }
+        let stage = saved.iter().filter(|(p, _, _)| boundary(p.steps)).nth(4);
+        let late = saved.iter().rev().find(|(p, _, _)| grown(p.steps));
+        let (Some(stage), Some(late)) = (stage, late) else {
+            panic!(
+                "{model}: no checkpoint of each kind among {:?}",
+                saved.iter().map(|s| s.0.steps).collect::<Vec<_>>()
+            );
+        };
+        assert!(late.0.steps % 100 == 0, "{:?}", late.0);
+        eprintln!(
+            "{model}: {} checkpoints; resuming before steps {} (a stage begins) and {} (radius grown) of {}",
+            saved.len(),
+            stage.0.steps,
+            late.0.steps,
+            plain_report.steps
+        );
+        let resume = |point: RelaxPoint, bytes: &[u8], with_state: bool| {
+            let ck = Checkpoint::decode(bytes.to_vec(), "memory").unwrap();
+            let sim = ck.build_sim().unwrap();
+            assert_eq!(sim.steps, point.steps);
+            // Without the GPU's contact state: the sections of the simulation alone.
+            let bare;
+            let state = if with_state {
+                ck.state()
+            } else {
+                let mut w = yarnsim::checkpoint::StateWriter::new();
+                sim.export_state(&mut w).unwrap();
+                bare = StateReader::new(w.body().to_vec(), "memory").unwrap();
+                &bare
+            };
+            relax_gpu_resumable(
+                sim,
+                &scene,
+                &gpu,
+                Some((point, state)),
+                0,
+                &mut |_| {},
+                &mut |_, _, _| Ok(()),
+            )
+        };
+        for (point, bytes, _) in [stage, late] {
+            let (sim, r) = resume(*point, bytes, true).unwrap();
+            assert_eq!(
+                r, plain_report,
+                "{model}: resumed before step {}",
+                point.steps
+            );
+            assert!(
+                sim.pos == plain.pos && sim.vel == plain.vel && sim.rod.frames == plain.rod.frames,
+                "{model}: resumed before step {}: the relaxed state differs",
+                point.steps
+            );
+        }
+        // Within the grown stage the contact state is needed: without it the import fails.
+        let Err(err) = resume(late.0, &late.1, false) else {
+            panic!("{model}: resumed within the grown stage without the GPU contact state");
+        };
+        let err = err.to_string();
+        assert!(
+            err.contains("gpu.model") && err.contains("missing"),
+            "{model}: {err}"
+        );
+    }
+}
