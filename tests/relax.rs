@@ -259,6 +259,45 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
     assert!(v < AT_REST, "GPU-relaxed swatch moved at {v} cm/s");
 }
 
+/// Where a relaxation's checkpoints stand, from the radius of each of its steps (`radii[n]`: step
+/// `n + 1`'s) and the target radius.
+struct Stages<'a> {
+    radii: &'a [f32],
+    target: f32,
+}
+
+impl Stages<'_> {
+    /// Whether a radius stage begins at step `n + 1` (before step `n` in the checkpoint's count).
+    fn boundary(&self, n: u64) -> bool {
+        self.radii[n as usize] != self.radii[n as usize - 1]
+    }
+
+    /// Whether the radius is grown before step `n` and no stage begins there.
+    fn grown(&self, n: u64) -> bool {
+        self.radii[n as usize - 1] == self.target && !self.boundary(n)
+    }
+
+    /// The checkpoints to resume from, one of each kind: the fifth where a stage begins, and the
+    /// last within the grown stage (taken every 100 steps there). `steps` gives a checkpoint's.
+    fn pick<'s, T>(
+        &self,
+        model: &str,
+        saved: &'s [T],
+        steps: impl Fn(&T) -> u64,
+    ) -> (&'s T, &'s T) {
+        let stage = saved.iter().filter(|c| self.boundary(steps(c))).nth(4);
+        let late = saved.iter().rev().find(|c| self.grown(steps(c)));
+        let (Some(stage), Some(late)) = (stage, late) else {
+            panic!(
+                "{model}: no checkpoint of each kind among {:?}",
+                saved.iter().map(&steps).collect::<Vec<_>>()
+            );
+        };
+        assert!(steps(late).is_multiple_of(100), "{}", steps(late));
+        (stage, late)
+    }
+}
+
 /// A relaxation resumed from a checkpoint taken during it (where a radius stage begins, or once
 /// the radius is grown) ends bitwise where the uninterrupted one ends, for both contact models;
 /// taking the checkpoints changes nothing; a resume where no checkpoint is taken is refused.
@@ -294,17 +333,11 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
         );
         assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
         // Resume points of both kinds: where a radius stage begins, and within the grown stage.
-        let boundary = |n: u64| radii[n as usize] != radii[n as usize - 1];
-        let grown = |n: u64| radii[n as usize - 1] == scene.yarn.radius && !boundary(n);
-        let stage = saved.iter().filter(|(p, _)| boundary(p.steps)).nth(4);
-        let late = saved.iter().rev().find(|(p, _)| grown(p.steps));
-        let (Some(stage), Some(late)) = (stage, late) else {
-            panic!(
-                "{model}: no checkpoint of each kind among {:?}",
-                saved.iter().map(|s| s.0.steps).collect::<Vec<_>>()
-            );
+        let stages = Stages {
+            radii: &radii,
+            target: scene.yarn.radius,
         };
-        assert!(late.0.steps % 100 == 0, "{:?}", late.0);
+        let (stage, late) = stages.pick(model, &saved, |s| s.0.steps);
         eprintln!("{model}: {} checkpoints; resuming before steps {} (a stage begins) and {} (radius grown) of {}", saved.len(), stage.0.steps, late.0.steps, plain_report.steps);
         for (point, bytes) in [stage, late] {
             let ck = Checkpoint::decode(bytes.clone(), "memory").unwrap();
@@ -332,7 +365,7 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
         }
         // Mid-stage while the radius grows: the stage's model state is not in a checkpoint.
         let mid = (1..late.0.steps)
-            .find(|&n| !boundary(n) && !grown(n))
+            .find(|&n| !stages.boundary(n) && !stages.grown(n))
             .unwrap();
         let ck = Checkpoint::decode(stage.1.clone(), "memory").unwrap();
         let mut sim = ck.build_sim().unwrap();
@@ -395,27 +428,21 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
             "{model}: checkpoints changed the report"
         );
         assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
-        let boundary = |n: u64| radii[n as usize] != radii[n as usize - 1];
-        let grown = |n: u64| radii[n as usize - 1] == scene.yarn.radius && !boundary(n);
+        let stages = Stages {
+            radii: &radii,
+            target: scene.yarn.radius,
+        };
         // Where a stage begins the checkpoint holds no GPU contact state; within the grown stage
         // it does.
         for (p, _, with_state) in &saved {
             assert_eq!(
                 *with_state,
-                grown(p.steps),
+                stages.grown(p.steps),
                 "{model}: before step {}",
                 p.steps
             );
         }
-        let stage = saved.iter().filter(|(p, _, _)| boundary(p.steps)).nth(4);
-        let late = saved.iter().rev().find(|(p, _, _)| grown(p.steps));
-        let (Some(stage), Some(late)) = (stage, late) else {
-            panic!(
-                "{model}: no checkpoint of each kind among {:?}",
-                saved.iter().map(|s| s.0.steps).collect::<Vec<_>>()
-            );
-        };
-        assert!(late.0.steps % 100 == 0, "{:?}", late.0);
+        let (stage, late) = stages.pick(model, &saved, |s| s.0.steps);
         eprintln!(
             "{model}: {} checkpoints; resuming before steps {} (a stage begins) and {} (radius grown) of {}",
             saved.len(),
