@@ -694,7 +694,8 @@ fn option_errors() {
 /// each checkpoint the state the step changes (positions, velocities, the rods' frames and rest
 /// shapes) comes back from the device, with the GPU's contact state (the exact path's grid origin;
 /// ACL's sets, pools and scheduler: `GpuSim::export_contact_state`), which the resumed run's step
-/// takes up (tests/gpu_step.rs shows that without it the continuation differs).
+/// takes up (tests/gpu_step.rs shows that without it the continuation differs); and again from a
+/// checkpoint the resumed run wrote.
 #[test]
 fn gpu_run_checkpoints_and_resumes_on_the_gpu() {
     if yarnsim::gpu::testing::gpu_or_skip("gpu_run_checkpoints_and_resumes_on_the_gpu").is_none() {
@@ -718,7 +719,7 @@ fn gpu_run_checkpoints_and_resumes_on_the_gpu() {
         let args = |extra: &[&'static str]| -> Vec<String> {
             common.iter().chain(extra).map(|s| s.to_string()).collect()
         };
-        let full_args = args(&["--frames", "3"]);
+        let full_args = args(&["--frames", "4"]);
         run(
             &full,
             &full_args.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
@@ -731,14 +732,18 @@ fn gpu_run_checkpoints_and_resumes_on_the_gpu() {
         let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
         assert_eq!(ck.frames(), 1);
         assert_eq!(ck.state().get_str("gpu.model").unwrap(), model);
-        resume(&part, &["--frames", "3"]);
+        // Resumed twice: the second time from a checkpoint the resumed run wrote (its state
+        // exported from one it imported).
+        resume(&part, &["--frames", "2"]);
+        resume(&part, &["--frames", "4"]);
         let m = manifest(&part);
-        assert_eq!(m["frames_written"], 4, "{m:#}");
+        assert_eq!(m["frames_written"], 5, "{m:#}");
         assert_eq!(m["resumed"][0]["from_frame"], 1, "{m:#}");
-        for k in 0..=3 {
+        assert_eq!(m["resumed"][1]["from_frame"], 2, "{m:#}");
+        for k in 0..=4 {
             assert!(
                 frame(&full, k) == frame(&part, k),
-                "{model}: frame {k} differs (resumed at frame 1)"
+                "{model}: frame {k} differs (resumed at frames 1 and 2)"
             );
         }
     }
