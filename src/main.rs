@@ -153,9 +153,10 @@ struct RunArgs {
     /// With --out, also write every frame as OBJ polylines (frame_NNNN.obj beside frame_NNNN.bcc).
     #[arg(long, requires = "out")]
     obj: bool,
-    /// Where the time step runs.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: Backend,
+    /// Where the time step runs (default: cpu). With --resume: the run's own, unless given; another
+    /// goes on there from the checkpoint, its contact model built afresh (not bit for bit).
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
     /// The GPU adapter to use (the first whose name contains this text, ignoring case; see
     /// `yarnsim info` for the names). Default: the preferred adapter.
     #[arg(long, value_name = "NAME")]
@@ -203,12 +204,20 @@ struct RunArgs {
     /// Continue the run whose --out directory DIR holds a checkpoint, with its scene, overrides and
     /// outputs, until it has --frames frames in all (default: the frames it was started for).
     /// Frames, stats and manifest continue where the checkpoint was taken. Only --frames,
-    /// --checkpoint-every, --quiet and --adapter may be given with it.
+    /// --checkpoint-every, --quiet, --adapter and --backend (to go on on the other backend) may be
+    /// given with it.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "out", "set", "overwrite", "obj", "backend", "stats", "capture", "capture_every",
+        "out", "set", "overwrite", "obj", "stats", "capture", "capture_every",
         "width", "height", "color", "contact_matrix",
     ])]
     resume: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Where the time step runs.
+    fn backend(&self) -> Backend {
+        self.backend.unwrap_or_default()
+    }
 }
 
 /// What a checkpoint records of the run's options (`--resume` restores them): the scene and its
@@ -236,6 +245,14 @@ struct SavedRun {
     /// Set in a checkpoint taken during the relaxation before t = 0: where it stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     relaxing: Option<yarnsim::relax::RelaxPoint>,
+}
+
+/// Where a resumed run starts ([`SavedRun::apply`]).
+struct ResumePoint {
+    /// Where the relaxation stood, when the checkpoint was taken during it.
+    relaxing: Option<yarnsim::relax::RelaxPoint>,
+    /// The run's own backend, where the command line moves it to the other.
+    switched: Option<Backend>,
 }
 
 /// A path of a run's output: relative to the --out directory when inside it (so the directory may
@@ -300,15 +317,16 @@ impl SavedRun {
             color: a.color,
             contact_matrix: a.contact_matrix.clone(),
             adapter: a.adapter.clone(),
-            backend: a.backend,
+            backend: a.backend(),
             relaxing: None,
         }
     }
 
     /// Fills `a` (a `--resume DIR` command line) with the saved options; what the command line
-    /// gives (--frames, --checkpoint-every, --adapter) wins. Returns where the relaxation stood
-    /// when the checkpoint was taken during it.
-    fn apply(self, a: &mut RunArgs, dir: &Path) -> Option<yarnsim::relax::RelaxPoint> {
+    /// gives (--frames, --checkpoint-every, --adapter, --backend) wins. Returns where the
+    /// relaxation stood when the checkpoint was taken during it, and the run's own backend where
+    /// the command line gives another.
+    fn apply(self, a: &mut RunArgs, dir: &Path) -> ResumePoint {
         a.scene = Some(self.scene_path);
         a.set = self.set;
         a.frames = a.frames.or(Some(self.frames));
@@ -322,10 +340,19 @@ impl SavedRun {
         a.height = self.height;
         a.color = self.color;
         a.contact_matrix = self.contact_matrix;
-        a.adapter = a.adapter.take().or(self.adapter);
-        a.backend = self.backend;
+        let switched = a
+            .backend
+            .filter(|b| *b != self.backend)
+            .map(|_| self.backend);
+        a.backend = Some(a.backend.unwrap_or(self.backend));
+        // (The saved adapter only where the run still uses one.)
+        let uses_gpu = a.backend() == Backend::Gpu || a.capture.is_some();
+        a.adapter = a.adapter.take().or(self.adapter.filter(|_| uses_gpu));
         a.overwrite = false;
-        self.relaxing
+        ResumePoint {
+            relaxing: self.relaxing,
+            switched,
+        }
     }
 }
 
@@ -554,13 +581,26 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu, yarnsim::gpu::GpuError> {
 
 fn run(mut a: RunArgs) -> Result<()> {
     // `--resume DIR`: the checkpoint's scene and options, then the same run as any other.
-    let (resumed, relaxing) = match a.resume.take() {
+    let (resumed, relaxing, switched) = match a.resume.take() {
         Some(dir) => {
-            let (ck, relaxing) = open_resume(&mut a, &dir)?;
-            (Some(ck), relaxing)
+            let (ck, p) = open_resume(&mut a, &dir)?;
+            (Some(ck), p.relaxing, p.switched)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
+    // A resumed run on the other backend goes on from the checkpoint's state with its contact
+    // model built afresh (the paths keep their models' state in different forms).
+    if let (Some(from), false) = (switched, a.quiet) {
+        let name = |b: Backend| match b {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+        };
+        eprintln!(
+            "note: the run was stepped with --backend {}; it goes on with --backend {} from its checkpoint, its contact model built afresh there (near the run it continues, not bit for bit)",
+            name(from),
+            name(a.backend())
+        );
+    }
     // A run resumed from a checkpoint taken during its relaxation goes on with the relaxation and
     // then starts its frames as a fresh run does; one resumed at a frame goes on from there.
     let frames_resumed = resumed.is_some() && relaxing.is_none();
@@ -568,7 +608,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         .scene
         .clone()
         .context("no scene file given (the scene, or --resume DIR)")?;
-    if a.adapter.is_some() && a.backend == Backend::Cpu && a.capture.is_none() {
+    if a.adapter.is_some() && a.backend() == Backend::Cpu && a.capture.is_none() {
         bail!("--adapter picks the GPU of --backend gpu or --capture; this run uses neither");
     }
     // The scene (with its overrides) and the cloth: from the file, or from the checkpoint, whose
@@ -651,8 +691,8 @@ fn run(mut a: RunArgs) -> Result<()> {
         (None, None) => unreachable!("the cloth is built unless resuming"),
     };
     // One device for the relaxation, the step and the capture.
-    let gpu = if a.backend == Backend::Gpu || a.capture.is_some() {
-        let what = if a.backend == Backend::Gpu {
+    let gpu = if a.backend() == Backend::Gpu || a.capture.is_some() {
+        let what = if a.backend() == Backend::Gpu {
             "--backend gpu"
         } else {
             "--capture"
@@ -697,7 +737,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         _ => None,
     };
     let mut sim = if !frames_resumed {
-        let on_gpu = gpu.as_ref().filter(|_| a.backend == Backend::Gpu);
+        let on_gpu = gpu.as_ref().filter(|_| a.backend() == Backend::Gpu);
         if let Some(r) = &relaxing {
             if !a.quiet {
                 eprintln!(
@@ -718,7 +758,12 @@ fn run(mut a: RunArgs) -> Result<()> {
             }),
             _ => None,
         };
-        let relaxing = relaxing.zip(resumed.as_ref().map(|ck| ck.state()));
+        // (The GPU's contact state, where the checkpoint's run was stepped there.)
+        let state = resumed
+            .as_ref()
+            .map(|ck| ck.state())
+            .filter(|_| switched.is_none());
+        let relaxing = relaxing.map(|r| (r, state));
         relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)?
     } else {
         sim
@@ -726,12 +771,13 @@ fn run(mut a: RunArgs) -> Result<()> {
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
-    let mut runner = match (&gpu, a.backend) {
+    let mut runner = match (&gpu, a.backend()) {
         (Some(g), Backend::Gpu) => {
             let mut gs = GpuSim::new(g, sim, &scene.contact)
                 .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))?;
-            // A resumed run's contact model goes on from the GPU's state in the checkpoint.
-            if let (Some(ck), true) = (&resumed, frames_resumed) {
+            // A resumed run's contact model goes on from the GPU's state in the checkpoint (one
+            // that was stepped on the CPU builds it afresh).
+            if let (Some(ck), true, None) = (&resumed, frames_resumed, switched) {
                 gs.import_contact_state(ck.state()).with_context(|| {
                     format!(
                         "restoring the GPU step's contact state from the checkpoint of {}",
@@ -933,7 +979,7 @@ fn relax_sim(
     scene_path: &Path,
     quiet: bool,
     gpu: Option<&Gpu>,
-    from: Option<(yarnsim::relax::RelaxPoint, &checkpoint::StateReader)>,
+    from: Option<(yarnsim::relax::RelaxPoint, Option<&checkpoint::StateReader>)>,
     saves: Option<RelaxSaves<'_>>,
 ) -> Result<Sim> {
     if scene.relax.time <= 0.0 {
@@ -1264,12 +1310,9 @@ fn write_checkpoint(
     })
 }
 
-/// `--resume DIR`: reads DIR's checkpoint and fills `a` with the options it records; and, for a
-/// checkpoint taken during the relaxation before t = 0, where that stood.
-fn open_resume(
-    a: &mut RunArgs,
-    dir: &Path,
-) -> Result<(checkpoint::Checkpoint, Option<yarnsim::relax::RelaxPoint>)> {
+/// `--resume DIR`: reads DIR's checkpoint and fills `a` with the options it records; and where the
+/// run starts ([`ResumePoint`]: where its relaxation stood, whether it moves to the other backend).
+fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, ResumePoint)> {
     let path = dir.join(checkpoint::FILE_NAME);
     if !dir.is_dir() {
         bail!("--resume {}: not a directory", dir.display());
@@ -1289,8 +1332,8 @@ fn open_resume(
             path.display()
         )
     })?;
-    let relaxing = saved.apply(a, dir);
-    Ok((ck, relaxing))
+    let point = saved.apply(a, dir);
+    Ok((ck, point))
 }
 
 /// Removes the temporary files of checkpoint writes that never finished (a killed run's).
@@ -1501,7 +1544,7 @@ impl RunManifest {
             "scene_path": scene_path.display().to_string(),
             "overrides": a.set,
             "scene": serde_json::to_value(scene).context("recording the scene in the manifest")?,
-            "backend": match a.backend {
+            "backend": match a.backend() {
                 Backend::Cpu => "cpu",
                 Backend::Gpu => "gpu",
             },
@@ -1527,6 +1570,8 @@ impl RunManifest {
                 merged.insert("checkpoint_every".into(), a.checkpoint_every.into());
                 let entry = serde_json::json!({
                     "from_frame": k,
+                    "backend": fields.get("backend"),
+                    "adapter": fields.get("adapter"),
                     "command_line": fields.get("command_line"),
                     "start_time_unix": start,
                     "yarnsim_version": env!("CARGO_PKG_VERSION"),

@@ -420,7 +420,8 @@ fn with_scene_parameters<T>(
 
 /// [`relax_gpu`] from its start (`from` = None), or from a checkpoint of it (the simulation
 /// restored from that checkpoint; `from` what it recorded and its sections, whose GPU contact
-/// state the step takes up within the grown stage: [`GpuSim::import_contact_state`]), offering
+/// state the step takes up within the grown stage: [`GpuSim::import_contact_state`]; with no
+/// sections, the checkpoint of a CPU relaxation, the step builds its model afresh), offering
 /// the state to `checkpoint` where [`relax_resumable`] does (where a radius stage begins, and
 /// every `every`-th step once the radius is grown; `every` = 0: nowhere), with the GPU's contact
 /// state. A batch ends where a checkpoint is due, and once the radius is grown the fastest point
@@ -430,7 +431,7 @@ pub fn relax_gpu_resumable(
     mut sim: Sim,
     scene: &Scene,
     gpu: &Gpu,
-    from: Option<(RelaxPoint, &StateReader)>,
+    from: Option<(RelaxPoint, Option<&StateReader>)>,
     every: u64,
     progress: &mut dyn FnMut(&RelaxProgress),
     checkpoint: &mut SaveRelaxationGpu<'_>,
@@ -488,8 +489,9 @@ pub fn relax_gpu_resumable(
         if let (Some(old), Some(new)) = (grown_to.1, gs.acl_capacities()) {
             gs.set_acl_capacities(new.at_least(&old))?;
         }
-        // Resumed within a stage (the grown one): its model goes on from the checkpoint.
-        if let (Some((_, state)), true) = (from, k == start && k > sch.stage_start(stage)) {
+        // Resumed within a stage (the grown one): its model goes on from the checkpoint (built
+        // afresh where the checkpoint holds no GPU contact state: another path's).
+        if let (Some((_, Some(state))), true) = (from, k == start && k > sch.stage_start(stage)) {
             gs.import_contact_state(state)?;
         }
         let grown = stage == sch.stages;

@@ -468,7 +468,7 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
                 sim,
                 &scene,
                 &gpu,
-                Some((point, state)),
+                Some((point, Some(state))),
                 0,
                 &mut |_| {},
                 &mut |_, _, _| Ok(()),
