@@ -247,6 +247,22 @@ struct SavedRun {
     relaxing: Option<yarnsim::relax::RelaxPoint>,
 }
 
+/// After a GPU run failed with `e` where the CPU path could go on (its contacts past the adapter's
+/// binding limit, say: [`gpu_cannot_go_on`]): where it wrote a checkpoint, how to go on from it on
+/// the CPU.
+fn resume_hint(a: &RunArgs, e: &anyhow::Error) {
+    let Some(dir) = &a.out else { return };
+    if a.backend() == Backend::Gpu
+        && gpu_cannot_go_on(e)
+        && dir.join(checkpoint::FILE_NAME).exists()
+    {
+        eprintln!(
+            "note: the run's last checkpoint is in {0}; `yarnsim run --resume {0} --backend cpu` goes on from there on the CPU",
+            dir.display()
+        );
+    }
+}
+
 /// Where a resumed run starts ([`SavedRun::apply`]).
 struct ResumePoint {
     /// Where the relaxation stood, when the checkpoint was taken during it.
@@ -571,12 +587,48 @@ impl Runner {
     }
 }
 
-/// Opens the adapter `--adapter` names, or the preferred one.
-fn open_gpu(adapter: &Option<String>) -> Result<Gpu, yarnsim::gpu::GpuError> {
-    match adapter {
+/// Opens the adapter `--adapter` names, or the preferred one; with a smaller storage binding
+/// limit where `YARNSIM_GPU_BINDING_LIMIT` (bytes) asks for one (how a scene fares on a GPU that
+/// offers less, such as wgpu's default 128 MiB, on one that offers more).
+fn open_gpu(adapter: &Option<String>) -> Result<Gpu> {
+    let gpu = match adapter {
         Some(name) => Gpu::with_adapter_name(name),
         None => Gpu::new(),
+    }?;
+    const VAR: &str = "YARNSIM_GPU_BINDING_LIMIT";
+    match std::env::var(VAR) {
+        Ok(v) => {
+            let bytes: u64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&b| b >= 1024)
+                .with_context(|| {
+                    format!(
+                        "{VAR}={v:?}: not a storage binding limit in bytes (a whole number ≥ 1024)"
+                    )
+                })?;
+            Ok(gpu.with_binding_limit(bytes)?)
+        }
+        Err(_) => Ok(gpu),
     }
+}
+
+/// Whether `e` says the GPU step cannot go on where the CPU path could: a size past what the
+/// adapter binds, a limit of the adapter, the device itself (not the physics, which the CPU path
+/// would meet too).
+fn gpu_cannot_go_on(e: &anyhow::Error) -> bool {
+    use yarnsim::gpu_step::GpuStepError as E;
+    let gpu = |g: &E| {
+        matches!(
+            g,
+            E::Binding { .. } | E::Limit { .. } | E::TooManyBalls { .. } | E::Device { .. }
+        )
+    };
+    e.chain().any(|c| {
+        c.downcast_ref::<E>().is_some_and(gpu)
+            || matches!(c.downcast_ref::<yarnsim::relax::RelaxError>(), Some(yarnsim::relax::RelaxError::Gpu(g)) if gpu(g))
+    })
 }
 
 fn run(mut a: RunArgs) -> Result<()> {
@@ -764,7 +816,8 @@ fn run(mut a: RunArgs) -> Result<()> {
             .map(|ck| ck.state())
             .filter(|_| switched.is_none());
         let relaxing = relaxing.map(|r| (r, state));
-        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)?
+        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)
+            .inspect_err(|e| resume_hint(&a, e))?
     } else {
         sim
     };
@@ -884,7 +937,8 @@ fn run(mut a: RunArgs) -> Result<()> {
                     )
                 });
             })
-            .with_context(|| format!("frame {k} of {}", scene_path.display()))?;
+            .with_context(|| format!("frame {k} of {}", scene_path.display()))
+            .inspect_err(|e| resume_hint(&a, e))?;
         if let Some(s) = stats_out.as_mut() {
             s.record(&st)?;
         }

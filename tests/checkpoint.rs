@@ -837,3 +837,79 @@ fn a_run_resumes_on_the_other_backend() {
         }
     }
 }
+
+/// A GPU run whose contacts outgrow what the adapter binds (`YARNSIM_GPU_BINDING_LIMIT` lowers
+/// the limit, as a smaller GPU would have it) stops with the binding error and says how to go on
+/// from its last checkpoint on the CPU; that resume completes the run, and since its checkpoint is
+/// frame 0's (where every run builds its contact model afresh) its frames are the CPU run's, bit
+/// for bit. A failure the CPU path would meet too (a blow-up) gives no such note.
+#[test]
+fn a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu() {
+    if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu")
+        .is_none()
+    {
+        return;
+    }
+    let dir = scratch("binding-limit");
+    let common = ["--set", "simulation.fps=100", "--set", "relax.time=0"];
+    let cpu_full = dir.join("cpu");
+    let cpu_args: Vec<&str> = common.iter().copied().chain(["--frames", "2"]).collect();
+    run(&cpu_full, &cpu_args);
+    let part = dir.join("gpu");
+    let gpu_run = |out: &Path, extra: &[&str]| {
+        bin()
+            .arg("run")
+            .arg(tiny())
+            .arg("--out")
+            .arg(out)
+            .args([
+                "--frames",
+                "2",
+                "--checkpoint-every",
+                "1",
+                "--backend",
+                "gpu",
+                "-q",
+            ])
+            .args(common)
+            .args(extra)
+            .env("YARNSIM_GPU_BINDING_LIMIT", "65536")
+            .output()
+            .unwrap()
+    };
+    // 64 KiB holds every fixed buffer of the tiny swatch's step and its first contact capacities,
+    // not the K̄ blocks its contacts grow to in frame 1.
+    let out = gpu_run(&part, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("max_storage_buffer_binding_size: 65536")
+            && err.contains(&format!(
+                "`yarnsim run --resume {} --backend cpu`",
+                part.display()
+            )),
+        "{err}"
+    );
+    let out = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&part)
+        .args(["--backend", "cpu", "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for k in 0..=2 {
+        assert!(frame(&cpu_full, k) == frame(&part, k), "frame {k}");
+    }
+    // A blow-up: no note (the CPU path would blow up too).
+    let blown = gpu_run(
+        &dir.join("blown"),
+        &["--set", "simulation.gravity=[0, -1e30, 0]"],
+    );
+    let err = text(&blown.stderr);
+    assert_eq!(blown.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("did not converge") && !err.contains("--backend cpu"),
+        "{err}"
+    );
+}
