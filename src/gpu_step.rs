@@ -788,6 +788,21 @@ impl GpuSim {
                 source: e.into(),
             };
             let mut host = AclContact::new(sim.params.radius, contact).map_err(contact_err)?;
+            // Its buffers of the scene's own size must fit (its capacities are fitted below).
+            let limits = device.limits();
+            let q = sim.step_params().quadrature;
+            if let Some(n) = acl_needs(&SceneCounts::of(&sim), q, contact.max_bin, &limits)
+                .into_iter()
+                .find(|n| !n.ok())
+            {
+                return Err(GpuStepError::Limit {
+                    what: n.what,
+                    needed: n.needed,
+                    limit: n.offered,
+                    limit_name: n.limit_name,
+                    adapter: adapter_name.clone(),
+                });
+            }
             let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(&sim.topo);
             buffers.upload(
                 &device,
@@ -2649,6 +2664,40 @@ pub fn needs(c: &SceneCounts, limits: &wgpu::Limits) -> Vec<Need> {
     ];
     v.extend(balls);
     v
+}
+
+/// What ACL's buffers of the scene's own size need of `limits` (the scheduler's position
+/// snapshots, movement windows, quadrature points, cell boxes and motion records:
+/// [`crate::sched::gpu::fixed_binding_bytes`]), for `c`'s segments and points, `quadrature` points
+/// a segment and `max_bin` schedule bins. (Its capacities are lowered to the limit instead:
+/// [`acl_lowered`].)
+pub fn acl_needs(
+    c: &SceneCounts,
+    quadrature: u32,
+    max_bin: u32,
+    limits: &wgpu::Limits,
+) -> Vec<Need> {
+    let table = crate::sched::gpu::fixed_binding_bytes(
+        c.segments,
+        c.points,
+        quadrature as u64,
+        max_bin as u64,
+    );
+    table
+        .into_iter()
+        .map(|(name, bytes)| Need {
+            what: match name {
+                "snaps" => "ACL: position snapshots of the schedule bins (bytes)",
+                "windows" => "ACL: movement windows (bytes)",
+                "qpts" => "ACL: quadrature points (bytes)",
+                "cells" => "ACL: cell boxes (bytes)",
+                _ => "ACL: motion records (bytes)",
+            },
+            needed: bytes,
+            limit_name: "max_storage_buffer_binding_size",
+            offered: limits.max_storage_buffer_binding_size,
+        })
+        .collect()
 }
 
 /// Fails with [`GpuStepError::Binding`] when the exact path's buffers for `caps` (entries,

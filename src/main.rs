@@ -1891,7 +1891,11 @@ fn info(a: InfoArgs) -> Result<()> {
                     ns.extend(yarnsim::gpu_step::exact_needs(nseg, quad, caps, limits));
                 }
                 let lowered = match s.model {
-                    ContactModel::Acl => yarnsim::gpu_step::acl_lowered(nseg, limits),
+                    ContactModel::Acl => {
+                        let (q, bins) = (s.quadrature, s.max_bin);
+                        ns.extend(yarnsim::gpu_step::acl_needs(&s.counts, q, bins, limits));
+                        yarnsim::gpu_step::acl_lowered(nseg, limits)
+                    }
                     _ => Vec::new(),
                 };
                 (ad.name.clone(), ns, lowered)
@@ -2088,6 +2092,11 @@ struct SceneSize {
     counts: yarnsim::gpu_step::SceneCounts,
     #[serde(skip)]
     model: ContactModel,
+    /// Quadrature points a segment, and the scheduler's bins (ACL's buffers of the scene's size).
+    #[serde(skip)]
+    quadrature: u32,
+    #[serde(skip)]
+    max_bin: u32,
     /// With exact contact: the GPU path's first capacities (grid entries, candidate pairs,
     /// touching records) from one detection of the initial state at the scene's radius, as
     /// `GpuSim` makes them.
@@ -2267,6 +2276,8 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
             obstacles: (scene.obstacle.len() + yarnsim::figure::PARTS * scene.figure.len()) as u64,
         },
         model: scene.contact.model,
+        quadrature: scene.contact.quadrature,
+        max_bin: scene.contact.max_bin,
         exact_capacities,
         exact_counts,
         import,

@@ -421,4 +421,19 @@ fn binding_table_is_the_built_buffers() {
         table.into_iter().partition(|(c, _)| *c == "sched.release");
     assert_eq!(release, [("sched.release", 0)]);
     fixture::assert_largest_buffers(&sized, buffers, |n| g.buffer(n));
+    // The buffers of the scene's own size (`gpu_step::acl_needs` checks them against the limit).
+    let fixed = yarnsim::sched::gpu::fixed_binding_bytes(
+        sim.topo.segments.len() as u64,
+        sim.pos.len() as u64,
+        params.quadrature as u64,
+        params.max_bin as u64,
+    );
+    let fixed_buffers: &[(&str, &[&str])] = &[
+        ("snaps", &["snaps", "saved_snaps"]),
+        ("windows", &["windows"]),
+        ("qpts", &["qpts"]),
+        ("cells", &["cells", "prev_cells"]),
+        ("motion", &["motion", "saved_motion"]),
+    ];
+    fixture::assert_largest_buffers(&fixed, fixed_buffers, |n| g.buffer(n));
 }

@@ -1560,6 +1560,36 @@ fn acl_capacities_stay_within_the_binding_limit() {
 /// count cannot grow at all is an error naming the capacity and the bytes it needed: the
 /// sweater's schedule table on lavapipe counted 7.6 million entries (122 MB, within the 134 MB
 /// limit) and the run stopped because room for a quarter more (152 MB) did not fit.
+/// ACL's buffers of the scene's own size (position snapshots, movement windows, …) are checked
+/// against the device's binding limit before any is made: a device that binds less than the
+/// largest is refused with the limit error naming that buffer (not wgpu's validation error of
+/// some bind group), and `acl_needs` names it too.
+#[test]
+fn acl_fixed_buffers_past_the_binding_limit_are_a_limit_error() {
+    let Some(gpu) = gpu_or_skip("acl_fixed_buffers_past_the_binding_limit_are_a_limit_error")
+    else {
+        return;
+    };
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let contact = fixture::scene_contact("tiny", &sets);
+    let counts = yarnsim::gpu_step::SceneCounts::of(&sim);
+    let q = sim.step_params().quadrature;
+    let needs = yarnsim::gpu_step::acl_needs(&counts, q, contact.max_bin, &gpu.device.limits());
+    let largest = needs.iter().max_by_key(|n| n.needed).unwrap().clone();
+    assert!(largest.ok(), "{largest:?}");
+    let small = gpu.with_binding_limit(largest.needed - 1).unwrap();
+    let Err(err) = GpuSim::new(&small, sim, &contact) else {
+        panic!("a device binding {} bytes ran the step", largest.needed - 1);
+    };
+    let msg = err.to_string();
+    assert!(
+        matches!(err, yarnsim::gpu_step::GpuStepError::Limit { needed, .. } if needed == largest.needed)
+            && msg.contains(largest.what),
+        "{msg}"
+    );
+}
+
 #[test]
 fn acl_growth_fits_the_binding_limit() {
     // Not a multiple of a record: 65,598 entries of 16 bytes fit.

@@ -190,6 +190,30 @@ pub enum SchedGpuError {
     },
 }
 
+/// The scheduler's buffers whose size is the scene's, not a capacity's (the largest of each kind),
+/// with their bytes for `segments` segments and `points` control points, `quadrature` points a
+/// segment and `max_bin` schedule bins: what a device must bind whatever the contacts
+/// ([`crate::gpu_step::acl_needs`]; tests/gpu_acl_step.rs checks it against the built buffers).
+pub fn fixed_binding_bytes(
+    segments: u64,
+    points: u64,
+    quadrature: u64,
+    max_bin: u64,
+) -> [(&'static str, u64); 5] {
+    use crate::layout::{CellBox, Interval, SegmentMotion};
+    use std::mem::size_of;
+    [
+        ("snaps", points * max_bin * 16),
+        (
+            "windows",
+            segments * (max_bin + 1) * size_of::<Interval>() as u64,
+        ),
+        ("qpts", segments * quadrature * 16),
+        ("cells", segments * size_of::<CellBox>() as u64),
+        ("motion", segments * size_of::<SegmentMotion>() as u64),
+    ]
+}
+
 /// The persistent buffers a step reads from the last one (saved before each step for a rerun).
 const PERSISTENT: &[&str] = &[
     "sched_state",
