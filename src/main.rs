@@ -827,16 +827,19 @@ fn run(mut a: RunArgs) -> Result<()> {
     let mut runner = match (&gpu, a.backend()) {
         (Some(g), Backend::Gpu) => {
             let mut gs = GpuSim::new(g, sim, &scene.contact)
-                .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))?;
+                .with_context(|| format!("setting up the GPU step of {}", scene_path.display()))
+                .inspect_err(|e| resume_hint(&a, e))?;
             // A resumed run's contact model goes on from the GPU's state in the checkpoint (one
             // that was stepped on the CPU builds it afresh).
             if let (Some(ck), true, None) = (&resumed, frames_resumed, switched) {
-                gs.import_contact_state(ck.state()).with_context(|| {
-                    format!(
-                        "restoring the GPU step's contact state from the checkpoint of {}",
-                        scene_path.display()
-                    )
-                })?;
+                gs.import_contact_state(ck.state())
+                    .with_context(|| {
+                        format!(
+                            "restoring the GPU step's contact state from the checkpoint of {}",
+                            scene_path.display()
+                        )
+                    })
+                    .inspect_err(|e| resume_hint(&a, e))?;
             }
             if !a.quiet {
                 eprintln!("GPU step on {}", g.summary());
