@@ -927,6 +927,60 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
     }
 }
 
+/// Damage in the GPU's contact state of a checkpoint that the checksum does not catch (as a bug
+/// writing wrong values would leave it): taking it up gives an error or a step, never a panic.
+#[test]
+fn damaged_gpu_contact_state_never_panics() {
+    let Some(gpu) = gpu_or_skip("damaged_gpu_contact_state_never_panics") else {
+        return;
+    };
+    use yarnsim::checkpoint::{StateReader, StateWriter};
+    let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
+    let contact = fixture::scene_contact("tiny", &sets);
+    let mut a = run_gpu(&gpu, &sets, 100);
+    a.sync_host().unwrap();
+    let good = a.export_contact_state().unwrap().body().to_vec();
+    let mut sim_state = StateWriter::new();
+    a.sim.export_state(&mut sim_state).unwrap();
+    let sim_reader = StateReader::new(sim_state.body().to_vec(), "test").unwrap();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..12 {
+        let mut b = good.clone();
+        for _ in 0..1 + next() % 3 {
+            // Half of the damage in the first sections (model, capacities, counters, anchor).
+            let span = if next() % 2 == 0 { 1024 } else { b.len() };
+            let at = (next() as usize) % span.min(b.len());
+            b[at] = match next() % 3 {
+                0 => 0xFF,
+                1 => 0,
+                _ => next() as u8,
+            };
+        }
+        let mut sim = fixture::scene_sim("tiny", &sets, 0);
+        sim.import_state(&sim_reader).unwrap();
+        let mut g = GpuSim::new(&gpu, sim, &contact).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            StateReader::new(b, "damaged")
+                .map_err(|e| e.to_string())
+                .and_then(|r| g.import_contact_state(&r).map_err(|e| e.to_string()))
+        }));
+        match result {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(_)) => refused += 1,
+            Err(_) => panic!("taking up a damaged GPU contact state panicked"),
+        }
+    }
+    eprintln!("{ok} taken up, {refused} refused");
+    assert!(refused > 0);
+}
+
 #[test]
 fn gpu_step_reports_a_blow_up_with_its_step() {
     let Some(gpu) = gpu_or_skip("gpu_step_reports_a_blow_up_with_its_step") else {

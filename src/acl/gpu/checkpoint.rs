@@ -70,7 +70,7 @@ impl AclGpu {
     }
 
     /// Continues the run whose state [`AclGpu::export_state`] wrote into `inp`: this driver, made
-    /// for the same scene, takes its capacities (at least; the budgets too), its counters and
+    /// for the same scene, takes its capacities (at least; not its budgets), its counters and
     /// garbage, its anchor cell and the contents of its buffers. On error the driver must be
     /// discarded.
     pub fn import_state(
@@ -98,8 +98,27 @@ impl AclGpu {
         self.peak = self.peak.at_least(&AclCaps::counted(&last));
         self.sched.set_anchor(anchor);
         // The buffers as a growth to the saved capacities makes them (the counters from `last`;
-        // each capacity at least this driver's, so none is 0).
-        let caps = self.caps.at_least(&saved);
+        // each capacity at least this driver's, so none is 0). The budgets are this driver's:
+        // they change how a step is recorded, never its result, and the run's cuts start afresh.
+        let mut caps = self.caps.at_least(&saved);
+        (caps.rounds, caps.coalesce, caps.newcomers) =
+            (self.caps.rounds, self.caps.coalesce, self.caps.newcomers);
+        (caps.merge.rounds, caps.merge.passes, caps.merge.indexed) = (
+            self.caps.merge.rounds,
+            self.caps.merge.passes,
+            self.caps.merge.indexed,
+        );
+        let pool_caps = [caps.points, caps.blocks, caps.watch, caps.terms];
+        if let Some(k) = (0..3).find(|&k| last.pools.len[k] > pool_caps[k]) {
+            return Err(CheckpointError::bad(
+                &section("last"),
+                format!(
+                    "pool {k} holds {} entries, past its capacity {}",
+                    last.pools.len[k], pool_caps[k]
+                ),
+            )
+            .into());
+        }
         self.grow(device, queue, pipelines, shared, caps)?;
         for (name, buffer, bytes) in self.saved_buffers() {
             let s = section(name);
