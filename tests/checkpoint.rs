@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 #[path = "support/relax_kill.rs"]
 mod relax_kill;
+#[path = "support/rng.rs"]
+mod rng;
 
+use rng::Rng;
 use yarnsim::checkpoint::{self, Checkpoint, Checksum};
 use yarnsim::scene::Scene;
 use yarnsim::sim::Sim;
@@ -74,15 +77,19 @@ fn run(dir: &Path, args: &[&str]) {
 
 /// `yarnsim run --resume DIR -q` with `args`.
 fn resume(dir: &Path, args: &[&str]) {
-    let out = bin()
+    let quiet: Vec<&str> = ["-q"].iter().chain(args).copied().collect();
+    check_ok(&resume_output(dir, &quiet));
+}
+
+/// What `yarnsim run --resume DIR` with `args` did.
+fn resume_output(dir: &Path, args: &[&str]) -> Output {
+    bin()
         .arg("run")
         .arg("--resume")
         .arg(dir)
-        .arg("-q")
         .args(args)
         .output()
-        .unwrap();
-    check_ok(&out);
+        .unwrap()
 }
 
 fn read(p: &Path) -> Vec<u8> {
@@ -212,13 +219,7 @@ fn a_run_resumes_from_its_relaxed_frame_zero() {
     );
     let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
     assert_eq!(ck.frames(), 0);
-    let out = bin()
-        .arg("run")
-        .arg("--resume")
-        .arg(&part)
-        .args(["--frames", "2"])
-        .output()
-        .unwrap();
+    let out = resume_output(&part, &["--frames", "2"]);
     check_ok(&out);
     let err = text(&out.stderr);
     assert!(
@@ -281,12 +282,7 @@ fn killed_while_relaxing(name: &str, args: &[&str]) {
     }
     let steps = relaxing.expect("no kill landed during the relaxation in 10 attempts");
     assert!(!part.join("frame_0000.bcc").exists());
-    let out = bin()
-        .arg("run")
-        .arg("--resume")
-        .arg(&part)
-        .output()
-        .unwrap();
+    let out = resume_output(&part, &[]);
     check_ok(&out);
     let err = text(&out.stderr);
     assert!(
@@ -599,25 +595,13 @@ fn damaged_state_with_a_valid_checksum_never_panics() {
         let end = b.len() - 8;
         b[end..].copy_from_slice(&c.finish().to_le_bytes());
     };
-    let mut rng = 0x1234_5678_9abc_def0u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = Rng(0x1234_5678_9abc_def0);
     let (mut ok, mut refused) = (0, 0);
     for _ in 0..400 {
         let mut b = good.clone();
-        // A few bytes set to random or extreme values.
-        for _ in 0..1 + next() % 3 {
-            let at = body.start + (next() as usize) % body.len();
-            b[at] = match next() % 3 {
-                0 => 0xFF,
-                1 => 0,
-                _ => next() as u8,
-            };
-        }
+        rng.damage(&mut b, |r| {
+            body.start + (r.next_u64() as usize) % body.len()
+        });
         reseal(&mut b);
         let result = std::panic::catch_unwind(|| {
             Checkpoint::decode(b, "damaged").and_then(|ck| ck.build_sim().map(|_| ()))
@@ -798,13 +782,7 @@ fn a_run_resumes_on_the_other_backend() {
                 from,
             ]),
         );
-        let out = bin()
-            .arg("run")
-            .arg("--resume")
-            .arg(&part)
-            .args(["--frames", "3", "--backend", to])
-            .output()
-            .unwrap();
+        let out = resume_output(&part, &["--frames", "3", "--backend", to]);
         check_ok(&out);
         let err = text(&out.stderr);
         assert!(
@@ -890,13 +868,7 @@ fn a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu() {
             )),
         "{err}"
     );
-    let out = bin()
-        .arg("run")
-        .arg("--resume")
-        .arg(&part)
-        .args(["--backend", "cpu", "-q"])
-        .output()
-        .unwrap();
+    let out = resume_output(&part, &["--backend", "cpu", "-q"]);
     check_ok(&out);
     for k in 0..=2 {
         assert!(frame(&cpu_full, k) == frame(&part, k), "frame {k}");

@@ -9,7 +9,10 @@
 
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/rng.rs"]
+mod rng;
 
+use rng::Rng;
 use yarnsim::acl::gpu::AclCaps;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu_step::GpuSim;
@@ -943,26 +946,16 @@ fn damaged_gpu_contact_state_never_panics() {
     let mut sim_state = StateWriter::new();
     a.sim.export_state(&mut sim_state).unwrap();
     let sim_reader = StateReader::new(sim_state.body().to_vec(), "test").unwrap();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut ok, mut refused) = (0, 0);
     for _ in 0..12 {
         let mut b = good.clone();
-        for _ in 0..1 + next() % 3 {
-            // Half of the damage in the first sections (model, capacities, counters, anchor).
-            let span = if next() % 2 == 0 { 1024 } else { b.len() };
-            let at = (next() as usize) % span.min(b.len());
-            b[at] = match next() % 3 {
-                0 => 0xFF,
-                1 => 0,
-                _ => next() as u8,
-            };
-        }
+        let len = b.len();
+        // Half of the damage in the first sections (model, capacities, counters, anchor).
+        rng.damage(&mut b, |r| {
+            let span = if r.next_u64() % 2 == 0 { 1024 } else { len };
+            (r.next_u64() as usize) % span.min(len)
+        });
         let mut sim = fixture::scene_sim("tiny", &sets, 0);
         sim.import_state(&sim_reader).unwrap();
         let mut g = GpuSim::new(&gpu, sim, &contact).unwrap();

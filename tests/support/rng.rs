@@ -19,4 +19,25 @@ impl Rng {
     pub fn range(&mut self, a: f64, b: f64) -> f64 {
         a + (b - a) * self.next_f64()
     }
+
+    /// 64 scrambled bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Damage of a checkpoint that its checksum would not catch: one to three bytes of `b`, each at
+    /// the index `at` draws, set to 0xFF, 0 or a random value.
+    pub fn damage(&mut self, b: &mut [u8], mut at: impl FnMut(&mut Rng) -> usize) {
+        for _ in 0..1 + self.next_u64() % 3 {
+            let i = at(self);
+            b[i] = match self.next_u64() % 3 {
+                0 => 0xFF,
+                1 => 0,
+                _ => self.next_u64() as u8,
+            };
+        }
+    }
 }
