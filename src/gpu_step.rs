@@ -110,7 +110,7 @@ pub enum GpuStepError {
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
     #[error(transparent)]
-    Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    Checkpoint(#[from] CheckpointError),
     #[error(
         "step {step}: the contact capacity {what} needs a buffer of {bytes} bytes{counted}, more \
          than this GPU binds (max_storage_buffer_binding_size: {limit} bytes); the scene's \
@@ -2281,7 +2281,7 @@ impl GpuSim {
                         message: format!("restoring ACL's state: {e}"),
                     },
                 })?;
-            // The step's dispatches for the capacities and budgets it took.
+            // The step's dispatches for the capacities it took.
             self.build(self.length_budget)?;
         }
         Ok(())
