@@ -266,7 +266,25 @@ struct Stages<'a> {
     target: f32,
 }
 
-impl Stages<'_> {
+impl<'a> Stages<'a> {
+    /// The stages of a relaxation that took its checkpoints (`run`: its report and end state),
+    /// after checking that it ended as the one that took none (`plain`): taking them changed
+    /// nothing. `radii` are its steps' radii, `target` the scene's.
+    fn of_checkpointed(
+        model: &str,
+        run: (&RelaxReport, &Sim),
+        plain: (&RelaxReport, &Sim),
+        radii: &'a [f32],
+        target: f32,
+    ) -> Stages<'a> {
+        assert_eq!(run.0, plain.0, "{model}: checkpoints changed the report");
+        assert!(
+            run.1.pos == plain.1.pos && run.1.vel == plain.1.vel,
+            "{model}: checkpoints changed the relaxed state"
+        );
+        Stages { radii, target }
+    }
+
     /// Whether a radius stage begins at step `n + 1` (before step `n` in the checkpoint's count).
     fn boundary(&self, n: u64) -> bool {
         self.radii[n as usize] != self.radii[n as usize - 1]
@@ -327,16 +345,14 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
             },
         )
         .unwrap();
-        assert_eq!(
-            report, plain_report,
-            "{model}: checkpoints changed the report"
+        let stages = Stages::of_checkpointed(
+            model,
+            (&report, &full),
+            (&plain_report, &plain),
+            &radii,
+            scene.yarn.radius,
         );
-        assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
         // Resume points of both kinds: where a radius stage begins, and within the grown stage.
-        let stages = Stages {
-            radii: &radii,
-            target: scene.yarn.radius,
-        };
         let (stage, late) = stages.pick(model, &saved, |s| s.0.steps);
         eprintln!("{model}: {} checkpoints; resuming before steps {} (a stage begins) and {} (radius grown) of {}", saved.len(), stage.0.steps, late.0.steps, plain_report.steps);
         for (point, bytes) in [stage, late] {
@@ -423,15 +439,13 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
             },
         )
         .unwrap();
-        assert_eq!(
-            report, plain_report,
-            "{model}: checkpoints changed the report"
+        let stages = Stages::of_checkpointed(
+            model,
+            (&report, &full),
+            (&plain_report, &plain),
+            &radii,
+            scene.yarn.radius,
         );
-        assert!(full.pos == plain.pos && full.vel == plain.vel, "{model}");
-        let stages = Stages {
-            radii: &radii,
-            target: scene.yarn.radius,
-        };
         // Where a stage begins the checkpoint holds no GPU contact state; within the grown stage
         // it does.
         for (p, _, with_state) in &saved {
