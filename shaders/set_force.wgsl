@@ -15,6 +15,9 @@
 // multiprocessor holds, in flight; four sets of 16 lanes keep 128 sets in 64 warps.
 // No return before the barrier (it must be reached in uniform control flow): a lane without rows
 // only skips them.
+// The K̄ blocks pool may be in pages (src/acl/pages.rs): the kernel is dispatched once per page with
+// its uniform block_page, and forces only the sets of that page (the others' zero forces and
+// errors are the same in every dispatch).
 // Loop bound per thread: ⌈n / 16⌉ (1 + n) + n ≤ 64,575 iterations (n ≤ ACL_MAX_SET_POINTS = 1,008,
 // the largest multiple of 16 under lavapipe's 65,535).
 
@@ -22,6 +25,7 @@
 #import vec
 #import polar
 #import acl
+#import pool_page
 
 @group(0) @binding(0) var<uniform> acl: AclUniform;
 @group(0) @binding(1) var<storage, read_write> sets: array<ContactSet>;
@@ -30,6 +34,7 @@
 @group(0) @binding(4) var<storage, read> dev_pool: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> fout_pool: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> acl_counters: AclCounters;
+@group(0) @binding(7) var<uniform> block_page: PoolPage;
 
 @compute @workgroup_size(64)
 fn set_force(
@@ -59,15 +64,16 @@ fn set_force(
                 for (var t = lane; t < s.n_cp; t += ACL_SET_LANES) {
                     fout_pool[s.cp_off + t] = vec4<f32>(0.0);
                 }
-            } else {
+            } else if page_holds(block_page, s.k_off) {
                 forced = true;
                 let o = s.cp_off;
                 let n = s.n_cp;
+                let kb = s.k_off - page_base(block_page);
                 r = quat_to_matrix(s.quat);
                 for (var t = lane; t < n; t += ACL_SET_LANES) {
                     var acc = f0_pool[o + t].xyz;
                     for (var j = 0u; j < n; j++) {
-                        let b = k_pool[s.k_off + tri_index(n, min(j, t), max(j, t))];
+                        let b = k_pool[kb + tri_index(n, min(j, t), max(j, t))];
                         acc = acc + sym_mul(b, dev_pool[o + j].xyz);
                     }
                     fout_pool[o + t] = vec4<f32>(m3_mul_v(r, acc), 0.0);

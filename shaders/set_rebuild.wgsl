@@ -13,6 +13,11 @@
 //    pair's matching slots s, then t, ascending: the order in which the twin's
 //    model::accumulate_pair adds into each entry, so the sums are the twin's (bitwise where the
 //    compiler fuses no multiply-add).
+// The K̄ blocks pool and the pair terms may be in pages (src/acl/pages.rs): the kernel is
+// dispatched once per pair of a blocks page and a terms page (uniform rebuild_pages), and
+// a workgroup builds its plan only in the dispatch of the plan's two pages (a zero-force plan's are
+// both page 0); it writes nothing past either page's length (a pool that overflowed: pool_alloc
+// flags it and the step reruns with more room).
 // Bounds (n = plan.n_cp ≤ MAX_BOX_CPS, the hull ≤ MAX_BOX_PAIRS pairs, W = rebuild_work ≤
 // MAX_REBUILD_WORK = 16,384 so the list has at most W entries): loop bound per thread 2 × 512
 // (first occurrences) + 2 × 512 (local indices) + 2 × 256 (two passes over a chunk) + 8 (scan) +
@@ -26,6 +31,7 @@
 #import acl_rebuild
 #import acl_rebuild_box
 #import acl_rebuild_pairs
+#import pool_page
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<uniform> acl: AclUniform;
@@ -36,6 +42,10 @@
 @group(0) @binding(6) var<storage, read_write> rebuild_terms: array<RebuildTerm>;
 @group(0) @binding(7) var<storage, read_write> k_pool: array<SymBlock>;
 @group(0) @binding(8) var<storage, read_write> f0_pool: array<vec4<f32>>;
+// The blocks page bound, then the terms page. (One binding: lavapipe, Mesa 22.3.6, ends the
+// process with "stack smashing detected" running a kernel with four uniform bindings, though it
+// offers 15.)
+@group(0) @binding(9) var<uniform> rebuild_pages: array<PoolPage, 2>;
 
 var<workgroup> raw: array<u32, MAX_BOX_CPS>;
 var<workgroup> is_first: array<u32, MAX_BOX_CPS>;
@@ -122,17 +132,27 @@ fn set_rebuild(
     }
     let plan = plans[t];
     let n = plan.n_cp;
-    if !plan_built(plan) {
+    let block_page = rebuild_pages[0];
+    let term_page = rebuild_pages[1];
+    if !plan_built(plan) || !page_holds(block_page, plan.k_off) {
         return;
     }
     let o = plan.cp_off;
     if (plan.flags & PLAN_ZERO) != 0u {
+        if term_page.page != 0u {
+            return;
+        }
         for (var p = lid; p < n; p = p + REBUILD_WG) {
             f0_pool[o + p] = vec4<f32>(0.0);
         }
         return;
     }
-    if rebuild_work(n, plan.touching) > MAX_REBUILD_WORK {
+    if rebuild_work(n, plan.touching) > MAX_REBUILD_WORK || !page_holds(term_page, plan.term_off) {
+        return;
+    }
+    // The plan's terms in the terms page bound (its list and end mark within plan.touching).
+    let tl = plan.term_off - page_base(term_page);
+    if tl + plan.touching > term_page.len {
         return;
     }
     let b = rebuild.b;
@@ -194,14 +214,14 @@ fn set_rebuild(
         term.hess = array<f32, 6>(h[0][0], h[1][1], h[2][2], h[1][0], h[2][0], h[2][1]);
         term.i = i;
         term.j = j;
-        rebuild_terms[plan.term_off + slot] = term;
+        rebuild_terms[tl + slot] = term;
         slot = slot + 1u;
     }
     if lid == 0u && nt < plan.touching {
         var end: RebuildTerm;
         end.i = NONE;
         end.j = NONE;
-        rebuild_terms[plan.term_off + nt] = end;
+        rebuild_terms[tl + nt] = end;
     }
     storageBarrier();
     workgroupBarrier();
@@ -209,7 +229,7 @@ fn set_rebuild(
     for (var p = lid; p < n; p = p + REBUILD_WG) {
         var f = vec3<f32>(0.0);
         for (var e = 0u; e < nt; e = e + 1u) {
-            let term = rebuild_terms[plan.term_off + e];
+            let term = rebuild_terms[tl + e];
             let m = slot_match(term.loc, p);
             let g = term.grad.xyz;
             if m.x < 4u {
@@ -221,13 +241,14 @@ fn set_rebuild(
         }
         f0_pool[o + p] = vec4<f32>(f, 0.0);
     }
-    let nblk = tri_len(n);
+    let kb = plan.k_off - page_base(block_page);
+    let nblk = select(0u, tri_len(n), kb + tri_len(n) <= block_page.len);
     for (var m = lid; m < nblk; m = m + REBUILD_WG) {
         let p = tri_row(n, m);
         let q = p + (m - tri_index(n, p, p));
         var k = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         for (var e = 0u; e < nt; e = e + 1u) {
-            let term = rebuild_terms[plan.term_off + e];
+            let term = rebuild_terms[tl + e];
             let mp = slot_match(term.loc, p);
             let mq = slot_match(term.loc, q);
             if (mp.x == 4u && mp.y == 4u) || (mq.x == 4u && mq.y == 4u) {
@@ -256,6 +277,6 @@ fn set_rebuild(
                 }
             }
         }
-        k_pool[plan.k_off + m].k = k;
+        k_pool[kb + m].k = k;
     }
 }

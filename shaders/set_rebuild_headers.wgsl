@@ -4,6 +4,9 @@
 // flags SET_LIVE (| SET_ZERO, | SET_MOVED when the box changed; SET_DIRTY cleared), rebuilt_step,
 // f_ref = Σ |∇E| over the touching pairs' list in order, the identity rotation and the reference
 // centre (the points' mean, summed as set_rebuild_points sums it).
+// The pair terms may be in pages (src/acl/pages.rs): dispatched once per terms page (uniform
+// term_page); a thread writes its header in the dispatch of its plan's terms page (page 0 for a
+// plan with no terms: deleted, zero-force or not built).
 // Loop bound per thread: 512 (centre, n_cp ≤ MAX_BOX_CPS) + 16,384 (the list, at most
 // MAX_REBUILD_WORK entries) = 16,896.
 
@@ -12,6 +15,7 @@
 #import acl
 #import polar
 #import acl_rebuild
+#import pool_page
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<storage, read> pos: array<vec4<f32>>;
@@ -20,6 +24,7 @@
 @group(0) @binding(4) var<storage, read> cp_pool: array<u32>;
 @group(0) @binding(5) var<storage, read> rebuild_terms: array<RebuildTerm>;
 @group(0) @binding(6) var<storage, read_write> sets: array<ContactSet>;
+@group(0) @binding(7) var<uniform> term_page: PoolPage;
 
 @compute @workgroup_size(64)
 fn set_rebuild_headers(
@@ -33,6 +38,10 @@ fn set_rebuild_headers(
     }
     let k = dirty[t];
     let plan = plans[t];
+    let listed = plan_built(plan) && (plan.flags & PLAN_ZERO) == 0u;
+    if !select(term_page.page == 0u, page_holds(term_page, plan.term_off), listed) {
+        return;
+    }
     var s: ContactSet;
     if (plan.flags & PLAN_DELETE) != 0u {
         sets[k] = s;
@@ -46,7 +55,7 @@ fn set_rebuild_headers(
     var f_ref = 0.0;
     if !zero {
         for (var e = 0u; e < min(plan.touching, MAX_REBUILD_WORK); e = e + 1u) {
-            let term = rebuild_terms[plan.term_off + e];
+            let term = rebuild_terms[plan.term_off - page_base(term_page) + e];
             if term.i == NONE {
                 break;
             }

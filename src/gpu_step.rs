@@ -1569,6 +1569,48 @@ impl GpuSim {
         self.acl.as_ref().map(|a| a.path.caps)
     }
 
+    /// The pages of ACL's `K̄` blocks pool (`None` without ACL; [`crate::acl::pages`]).
+    pub fn acl_block_pages(&self) -> Option<&crate::acl::pages::PoolPages> {
+        self.acl.as_ref().map(|a| a.path.block_pages())
+    }
+
+    /// ACL's pool compactions so far (`None` without ACL).
+    pub fn acl_compactions(&self) -> Option<u32> {
+        self.acl.as_ref().map(|a| a.compactions)
+    }
+
+    /// The pages of ACL's rebuild pair terms (`None` without ACL).
+    pub fn acl_term_pages(&self) -> Option<&crate::acl::pages::PoolPages> {
+        self.acl.as_ref().map(|a| a.path.term_pages())
+    }
+
+    /// Sets what a page of ACL's blocks pool and of its pair terms holds (tests: pages on a small
+    /// scene; [`AclGpu::set_page_limits`]). Between batches.
+    pub fn set_acl_page_limits(
+        &mut self,
+        blocks: crate::acl::pages::PageLimits,
+        terms: crate::acl::pages::PageLimits,
+    ) -> Result<(), GpuStepError> {
+        let step = self.sim.steps;
+        let Some(acl) = self.acl.as_mut() else {
+            return Ok(());
+        };
+        acl.path
+            .set_page_limits(
+                &self.device,
+                &self.queue,
+                &self.pipelines,
+                &self.buffers,
+                blocks,
+                terms,
+            )
+            .map_err(|e| GpuStepError::Device {
+                step,
+                message: e.to_string(),
+            })?;
+        self.build(self.length_budget)
+    }
+
     /// The most each of ACL's capacities' counts reached over the run's completed steps
     /// ([`AclGpu::peak_counts`]; `None` without ACL).
     pub fn acl_peak_counts(&self) -> Option<AclCaps> {
@@ -2749,14 +2791,15 @@ pub fn exact_needs(
 }
 
 /// ACL's first capacities for `num_segments` segments ([`AclCaps::for_segments`], estimates)
-/// whose buffers pass `limits`' binding size, with their bytes: `GpuSim` lowers these to what
-/// fits ([`AclCaps::fit_binding`]), and a step that needs more than that stops with an error.
+/// whose buffers pass `limits`' binding size, with their bytes (not the pools laid out in pages,
+/// [`AclCaps::paged_within`]): `GpuSim` lowers these to what fits ([`AclCaps::fit_binding`]), and a
+/// step that needs more than that stops with an error.
 pub fn acl_lowered(num_segments: u32, limits: &wgpu::Limits) -> Vec<(&'static str, u64)> {
     let limit = limits.max_storage_buffer_binding_size;
     AclCaps::for_segments(num_segments)
         .binding_bytes()
         .into_iter()
-        .filter(|&(_, b)| b > limit)
+        .filter(|&(name, b)| b > limit && !AclCaps::paged_within(name, limit))
         .collect()
 }
 

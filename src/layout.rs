@@ -18,6 +18,7 @@
 use bytemuck::{Pod, Zeroable};
 use std::mem::{offset_of, size_of};
 // ACL's records live with their stages (src/acl/) and are listed here for the reflection test.
+use crate::acl::pages::PoolPage;
 use crate::acl::rebuild::{AllocGroup, PoolAlloc, RebuildParams, RebuildPlan, RebuildTerm};
 use crate::acl::{ContactSet, StictionSpring, WatchLoc, WatchPair};
 
@@ -1315,6 +1316,12 @@ pub fn layouts() -> Vec<StructLayout> {
             num_dirty,
             exclusion_arc,
             _pad
+        }),
+        layout_of!(PoolPage {
+            page,
+            source,
+            stride,
+            len
         }),
         layout_of!(RebuildTerm {
             loc,

@@ -314,6 +314,11 @@ impl Buffers {
         self.map.keys().map(String::as_str)
     }
 
+    /// Forgets buffer `name` (dropped when nothing else holds it).
+    pub fn remove(&mut self, name: &str) {
+        self.map.remove(name);
+    }
+
     /// Names an existing buffer `name` (a buffer another driver owns, bound here too).
     pub fn insert(&mut self, name: &str, buffer: wgpu::Buffer) {
         self.map.insert(name.to_string(), buffer);

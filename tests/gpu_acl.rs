@@ -36,7 +36,8 @@ use yarnsim::acl::evaluate::{
 use yarnsim::acl::gather::{
     set_gather, set_point_count, set_point_table, set_point_write, MAX_POINT_RECORDS,
 };
-use yarnsim::acl::model::{sym_to_m3, tri_index};
+use yarnsim::acl::model::{sym_to_m3, tri_index, tri_len};
+use yarnsim::acl::pages::{PoolPage, PoolPages, MAX_SET_BLOCKS};
 use yarnsim::acl::stiction::stiction_forces;
 use yarnsim::acl::{AclContact, ContactSet, SET_LIVE, SET_ZERO, SPRING_ACTIVE};
 use yarnsim::gpu::testing::gpu_or_skip;
@@ -442,6 +443,7 @@ fn set_force_matches_its_twin() {
         &r.dev_cpu,
         &mut fout_c,
         &mut cnt_c,
+        &PoolPage::whole(p.k.len()),
     );
     let out = run_kernel(
         &gpu,
@@ -454,6 +456,7 @@ fn set_force_matches_its_twin() {
             ("dev_pool", bytes(&r.dev_cpu)),
             ("fout_pool", bytes(&fout0)),
             ("acl_counters", bytes(&[AclCounters::default()])),
+            ("block_page", bytes(&[PoolPage::whole(p.k.len())])),
         ],
         SET_LANES * sets_in.len() as u32,
     )
@@ -509,6 +512,112 @@ fn set_force_matches_its_twin() {
         borderline.len()
     );
     assert!(rows > 1000);
+}
+
+/// `set_force` over a blocks pool in pages (src/acl/pages.rs), dispatched once per page, ends
+/// bit for bit where one dispatch over the one-page pool does, and so does its twin page by page:
+/// each set gets its force once, in its page's dispatch, from its blocks at its offset there
+/// (sets that run past their page's stride included); the zero forces and errors are every
+/// page's alike.
+#[test]
+fn set_force_over_pages_is_the_one_page_force() {
+    let Some(gpu) = gpu_or_skip("set_force_over_pages_is_the_one_page_force") else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let r = run_evaluate(&gpu, &sim, &acl);
+    let u = AclUniform {
+        flags: ACL_EXTRA_INVALIDATION,
+        tolerance: 0.04,
+        ..r.u
+    };
+    let sets_in = r.sets_cpu.clone();
+    type State = (Vec<ContactSet>, Vec<[f32; 4]>, AclCounters);
+    let run = |k: &[[f32; 6]], page: PoolPage, (sets, fout, cnt): &State| -> State {
+        let out = run_kernel(
+            &gpu,
+            "set_force",
+            &[
+                ("acl", bytes(&[u])),
+                ("sets", bytes(sets)),
+                ("f0_pool", bytes(&p.f0)),
+                ("k_pool", bytes(k)),
+                ("dev_pool", bytes(&r.dev_cpu)),
+                ("fout_pool", bytes(fout)),
+                ("acl_counters", bytes(&[*cnt])),
+                ("block_page", bytes(&[page])),
+            ],
+            SET_LANES * sets.len() as u32,
+        )
+        .unwrap();
+        (
+            cast(&out["sets"]),
+            cast(&out["fout_pool"]),
+            cast(&out["acl_counters"])[0],
+        )
+    };
+    let start: State = (
+        sets_in.clone(),
+        vec![[7.0f32; 4]; p.cp.len()],
+        AclCounters::default(),
+    );
+    let whole = run(&p.k, PoolPage::whole(p.k.len()), &start);
+    let mut twin_whole = start.clone();
+    set_force(
+        &u,
+        &mut twin_whole.0,
+        &p.f0,
+        &p.k,
+        &r.dev_cpu,
+        &mut twin_whole.1,
+        &mut twin_whole.2,
+        &PoolPage::whole(p.k.len()),
+    );
+    let len = p.k.len() as u32;
+    let pages = PoolPages::with_stride(len / 3 + 1, MAX_SET_BLOCKS, len);
+    assert_eq!(pages.count(), 3);
+    let spills = sets_in
+        .iter()
+        .filter(|s| s.is_clean() && s.flags & SET_ZERO == 0)
+        .filter(|s| {
+            let q = pages.page_of(s.k_off);
+            s.k_off as u64 + tri_len(s.n_cp as usize) as u64 > pages.base(q) + pages.stride as u64
+        })
+        .count();
+    assert!(spills > 0, "no clean set runs past its page's stride");
+    let (mut gpu_state, mut twin) = (start.clone(), start.clone());
+    for (q, image) in pages.split(bytes(&p.k), 24).iter().enumerate() {
+        let k: Vec<[f32; 6]> = cast(image);
+        gpu_state = run(&k, pages.page(q, q), &gpu_state);
+        let (sets, fout, cnt) = &mut twin;
+        set_force(
+            &u,
+            sets,
+            &p.f0,
+            &k,
+            &r.dev_cpu,
+            fout,
+            cnt,
+            &pages.page(q, q),
+        );
+    }
+    let as_bytes = |(sets, fout, cnt): &State| [bytes(sets), bytes(fout), bytes(&[*cnt])].concat();
+    assert!(
+        as_bytes(&gpu_state) == as_bytes(&whole),
+        "the paged GPU force differs"
+    );
+    assert!(
+        as_bytes(&twin) == as_bytes(&twin_whole),
+        "the paged twin differs"
+    );
+    let dirtied = (0..sets_in.len())
+        .filter(|&k| whole.0[k].flags != sets_in[k].flags)
+        .count();
+    eprintln!(
+        "{} sets, {spills} past their stride, {dirtied} dirtied",
+        sets_in.len()
+    );
 }
 
 /// `stiction_forces`: same breaks (except borderline), the re-made rest offsets and the forces
@@ -1071,7 +1180,17 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
         let fout0 = vec![[7.0f32; 4]; np];
         let (mut sets_c, mut fout_c, mut cnt_c) =
             (sets.clone(), fout0.clone(), AclCounters::default());
-        set_force(&u, &mut sets_c, &f0, &k, &dev, &mut fout_c, &mut cnt_c);
+        let whole = PoolPage::whole(k.len());
+        set_force(
+            &u,
+            &mut sets_c,
+            &f0,
+            &k,
+            &dev,
+            &mut fout_c,
+            &mut cnt_c,
+            &whole,
+        );
         let out = run_kernel(
             &gpu,
             "set_force",
@@ -1083,6 +1202,7 @@ fn set_force_lanes_cover_every_row_of_mixed_sets() {
                 ("dev_pool", bytes(&dev)),
                 ("fout_pool", bytes(&fout0)),
                 ("acl_counters", bytes(&[AclCounters::default()])),
+                ("block_page", bytes(&[whole])),
             ],
             SET_LANES * sets.len() as u32,
         )

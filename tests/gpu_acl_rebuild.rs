@@ -32,10 +32,11 @@ mod fixture;
 use close::{assert_records_close, coord_scale, words, U};
 use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::{bytes, scene_sim};
+use yarnsim::acl::pages::{PoolPage, PoolPages, MAX_SET_BLOCKS};
 use yarnsim::acl::rebuild::{
-    pool_compact_blocks, pool_compact_headers, pool_compact_points, pool_compact_size,
-    pool_compact_vectors, pool_compact_watch, pool_dest_lens, Pools, RebuildParams, WatchLoc,
-    WatchPair,
+    model_sizes, pool_compact_blocks, pool_compact_headers, pool_compact_points, pool_compact_size,
+    pool_compact_vectors, pool_compact_watch, pool_dest_lens, pool_dest_offset, Pools,
+    RebuildParams, WatchLoc, WatchPair,
 };
 use yarnsim::acl::sets::{live_groups, set_compact};
 use yarnsim::acl::{AclContact, ContactSet, StictionSpring, SET_DIRTY, SET_LIVE, SET_MOVED};
@@ -312,16 +313,57 @@ fn pool_compact_matches_twin() {
     );
     assert_eq!(cast::<[f32; 4]>(&out["f0_next"]), next.f0);
     assert_eq!(cast::<[f32; 4]>(&out["dbar_next"]), next.dbar);
-    pool_compact_blocks(&p, &sets, &dest, &pools.k, &mut next.k);
+    let whole = PoolPage::whole(nk);
+    pool_compact_blocks(&p, &sets, &dest, &pools.k, &mut next.k, &whole);
     let out = run(
         "pool_compact_blocks",
         vec![
             ("k_pool", bytes(&pools.k).to_vec()),
             ("k_next", vec![0xab; 24 * nk]),
+            ("block_page", bytes(&[whole]).to_vec()),
         ],
         nk,
     );
     assert_eq!(cast::<[f32; 6]>(&out["k_next"]), next.k);
+    // Over pages of one stride (src/acl/pages.rs): a dispatch per pair of a new page and an old
+    // one; each new page is its twin's page by page, and flattened by the sets' new ranges the
+    // pages are the one-page compaction's pool.
+    let stride = nk as u32 / 3 + 1;
+    let old_pages = PoolPages::with_stride(stride, MAX_SET_BLOCKS, pools.k.len() as u32);
+    let new_pages = PoolPages::with_stride(stride, MAX_SET_BLOCKS, nk as u32);
+    assert_eq!(new_pages.count(), 3);
+    let old_images = old_pages.split(bytes(&pools.k), 24);
+    let mut got = Vec::new();
+    for q in 0..new_pages.count() {
+        let mut page = vec![0xabu8; 24 * new_pages.lens[q] as usize];
+        let mut twin: Vec<[f32; 6]> = cast(&page);
+        for (from, image) in old_images.iter().enumerate() {
+            let u = new_pages.page(q, from);
+            let out = run(
+                "pool_compact_blocks",
+                vec![
+                    ("k_pool", image.clone()),
+                    ("k_next", page),
+                    ("block_page", bytes(&[u]).to_vec()),
+                ],
+                new_pages.lens[q] as usize,
+            );
+            page = out["k_next"].clone();
+            pool_compact_blocks(&p, &sets, &dest, &cast(image), &mut twin, &u);
+        }
+        assert!(page == bytes(&twin), "page {q} differs from its twin's");
+        got.push(page[..new_pages.used(q, nk as u32) as usize * 24].to_vec());
+    }
+    let ranges = (0..ns).map(|k| {
+        (
+            pool_dest_offset(&dest, ns, 1, k),
+            model_sizes(&sets[k])[1] as u32,
+        )
+    });
+    assert_eq!(
+        cast::<[f32; 6]>(&new_pages.flatten(&got, 24, nk as u32, ranges)),
+        next.k
+    );
     pool_compact_watch(
         &p,
         &sets,
@@ -895,6 +937,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &mut terms,
         &mut pools.k,
         &mut pools.f0,
+        &[PoolPage::whole(k_in.len()), PoolPage::whole(len[3])],
         &scratch,
     );
     let out = run_kernel(
@@ -913,6 +956,10 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ),
             ("k_pool", bytes(&k_in)),
             ("f0_pool", bytes(&f0_in)),
+            (
+                "rebuild_pages",
+                bytes(&[PoolPage::whole(k_in.len()), PoolPage::whole(len[3])]),
+            ),
         ],
         (nd * 256) as u32,
     )
@@ -1035,7 +1082,10 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         |_, _| pos_tol,
     );
     let sets_in = sets.clone();
-    set_rebuild_headers(&p, &sim.pos, &dirty, &plans, &pools.cp, &terms, &mut sets);
+    let whole = PoolPage::whole(terms.len());
+    set_rebuild_headers(
+        &p, &sim.pos, &dirty, &plans, &pools.cp, &terms, &mut sets, &whole,
+    );
     let out = run_kernel(
         &gpu,
         "set_rebuild_headers",
@@ -1047,6 +1097,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ("cp_pool", bytes(&pools.cp)),
             ("rebuild_terms", bytes(&terms)),
             ("sets", bytes(&sets_in)),
+            ("term_page", bytes(&[whole])),
         ],
         nd as u32,
     )

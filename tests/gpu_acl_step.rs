@@ -420,6 +420,9 @@ fn binding_table_is_the_built_buffers() {
     let (release, sized): (Vec<_>, Vec<_>) =
         table.into_iter().partition(|(c, _)| *c == "sched.release");
     assert_eq!(release, [("sched.release", 0)]);
+    // The paged pools are one page each here (src/acl/pages.rs).
+    assert_eq!(g.block_pages().lens, [caps.blocks]);
+    assert_eq!(g.term_pages().lens, [caps.terms]);
     fixture::assert_largest_buffers(&sized, buffers, |n| g.buffer(n));
     // The buffers of the scene's own size (`gpu_step::acl_needs` checks them against the limit).
     let fixed = yarnsim::sched::gpu::fixed_binding_bytes(

@@ -930,6 +930,158 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
     }
 }
 
+/// ACL's `K̄` blocks pool and its rebuild's pair terms in pages (src/acl/pages.rs: how a garment's
+/// pools fit a device's binding limit) step as one page each does, bit for bit: through the move
+/// of a run's pools from one page into pages, a growth of the paged pools, compactions of the
+/// blocks, and checkpoints taken with one layout and resumed with the other. Blocks in pages of a
+/// stride of 12,000 (a room of 2,080: sets of up to 64 points; the tiny swatch's have about 10),
+/// terms of 2,000 (a room of 1,024 touching pairs a set), so that the tiny swatch's pools take
+/// several; a set larger than its room would find none for its blocks or terms and the runs would
+/// differ.
+#[test]
+fn paged_pools_step_as_one_page_does() {
+    let Some(gpu) = gpu_or_skip("paged_pools_step_as_one_page_does") else {
+        return;
+    };
+    use yarnsim::acl::pages::PageLimits;
+    use yarnsim::checkpoint::{StateReader, StateWriter};
+    let blocks = PageLimits {
+        most: 12_000 + 2_080,
+        room: 2_080,
+    };
+    let terms = PageLimits {
+        most: 2_000 + 1_024,
+        room: 1_024,
+    };
+    let sets = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
+    let contact = fixture::scene_contact("tiny", &sets);
+    let bits = |g: &GpuSim| {
+        let p = g.sim.pos.iter().chain(&g.sim.vel);
+        p.flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    let step = |g: &mut GpuSim, n: usize| {
+        for _ in 0..n / 25 {
+            g.steps(25).unwrap_or_else(|e| panic!("{e}"));
+        }
+        g.download().unwrap();
+    };
+    let pages = |g: &GpuSim| g.acl_block_pages().unwrap().count();
+    let term_pages = |g: &GpuSim| g.acl_term_pages().unwrap().count();
+    let one = PageLimits {
+        most: u32::MAX,
+        room: 2_080,
+    };
+    let mut a = run_gpu(&gpu, &sets, 0);
+    let mut b = run_gpu(&gpu, &sets, 0);
+    // The first steps, which build every set, with their rounds' terms (some hundreds) over fine
+    // pages (a stride of 40, a room of 256 touching pairs a set); the blocks in one page.
+    let fine_terms = PageLimits {
+        most: 40 + 256,
+        room: 256,
+    };
+    b.set_acl_page_limits(one, fine_terms).unwrap();
+    assert!(term_pages(&b) >= 3, "{:?}", b.acl_term_pages());
+    step(&mut a, 100);
+    step(&mut b, 100);
+    let round_terms = b.acl_peak_counts().unwrap().terms;
+    assert!(round_terms > 3 * 40, "a round of {round_terms} terms");
+    assert!(
+        bits(&b) == bits(&a),
+        "the run with fine terms pages differs"
+    );
+    // The blocks pool, with the sets of 100 steps in it, into pages; the terms into coarser ones.
+    b.set_acl_page_limits(blocks, terms).unwrap();
+    assert!(pages(&b) >= 3, "{:?}", b.acl_block_pages());
+    step(&mut a, 150);
+    step(&mut b, 150);
+    // A growth of the paged pools, with the sets.
+    let mut caps = b.acl_capacities().unwrap();
+    caps.blocks *= 2;
+    caps.terms *= 2;
+    b.set_acl_capacities(caps).unwrap();
+    step(&mut a, 250);
+    step(&mut b, 250);
+    assert_eq!((pages(&a), term_pages(&a)), (1, 1));
+    let compactions = b.acl_compactions().unwrap();
+    assert!(
+        compactions > 0,
+        "no compaction: the test shows less than it says"
+    );
+    assert!(bits(&b) == bits(&a), "the paged run differs");
+    // Checkpoints of both, each resumed with the other layout.
+    let checkpoint = |g: &mut GpuSim| {
+        g.sync_host().unwrap();
+        let mut w = StateWriter::new();
+        g.sim.export_state(&mut w).unwrap();
+        w.append(&g.export_contact_state().unwrap());
+        StateReader::new(w.body().to_vec(), "test").unwrap()
+    };
+    let (ra, rb) = (checkpoint(&mut a), checkpoint(&mut b));
+    // Resumed with the other layout: the one-page run's into fine pages of blocks (a stride of
+    // 600, so that the live sets, some 2,500 blocks after a compaction, span several) and one
+    // page of terms; the paged run's into one page.
+    let fine = PageLimits {
+        most: 600 + 2_080,
+        room: 2_080,
+    };
+    let resumed = |r: &StateReader, limits: Option<(PageLimits, PageLimits)>| {
+        let mut sim = fixture::scene_sim("tiny", &sets, 0);
+        sim.import_state(r).unwrap();
+        let mut g = GpuSim::new(&gpu, sim, &contact).unwrap_or_else(|e| panic!("{e}"));
+        if let Some((blocks, terms)) = limits {
+            g.set_acl_page_limits(blocks, terms).unwrap();
+        }
+        g.import_contact_state(r).unwrap_or_else(|e| panic!("{e}"));
+        g
+    };
+    let mut c = resumed(&ra, Some((fine, one)));
+    let mut d = resumed(&rb, None);
+    assert!(pages(&c) >= 3 && term_pages(&c) == 1 && pages(&d) == 1);
+    for g in [&mut a, &mut b, &mut c, &mut d] {
+        step(g, 150);
+    }
+    for (name, g) in [
+        ("paged", &b),
+        ("one page → pages", &c),
+        ("pages → one page", &d),
+    ] {
+        assert!(bits(g) == bits(&a), "{name}: differs after the resume");
+    }
+    // The fine pages' checkpoint into one page. Some sets run past their page's stride there, and
+    // the checkpoint takes their blocks from their own page's room (PoolPages::flatten): without
+    // such sets this would show nothing of it.
+    let rc = checkpoint(&mut c);
+    let spilled = {
+        use yarnsim::acl::{rebuild::model_sizes, ContactSet};
+        let last: yarnsim::acl::gpu::AclStepCounters = rc.get_value("gpu.acl.last").unwrap();
+        let table: Vec<ContactSet> =
+            bytemuck::pod_collect_to_vec(&rc.bytes("gpu.acl.sets").unwrap());
+        let pages = c.acl_block_pages().unwrap();
+        table[..last.sizes.num_sets as usize]
+            .iter()
+            .filter(|s| {
+                let end = s.k_off as u64 + model_sizes(s)[1] as u64;
+                end > pages.base(pages.page_of(s.k_off)) + pages.stride as u64
+            })
+            .count()
+    };
+    assert!(spilled > 0, "no set runs past its page's stride");
+    let mut e = resumed(&rc, None);
+    step(&mut a, 100);
+    step(&mut e, 100);
+    assert!(
+        bits(&e) == bits(&a),
+        "fine pages → one page: differs after the resume"
+    );
+    eprintln!(
+        "{} blocks pages and {} terms pages at the end, {compactions} compactions while paged, \
+         {spilled} sets past their stride in {} fine pages",
+        pages(&b),
+        term_pages(&b),
+        pages(&c)
+    );
+}
+
 /// Damage in the GPU's contact state of a checkpoint that the checksum does not catch (as a bug
 /// writing wrong values would leave it): taking it up gives an error or a step, never a panic.
 #[test]
@@ -1557,7 +1709,8 @@ fn acl_capacities_stay_within_the_binding_limit() {
     fit.fit_binding(limit);
     assert_eq!(fit.over_binding(limit), None);
     for ((name, before), (_, after)) in first.binding_bytes().iter().zip(fit.binding_bytes()) {
-        if *before <= limit {
+        if *before <= limit || AclCaps::paged_within(name, limit) {
+            // (The pools in pages, src/acl/pages.rs, each page within the limit.)
             assert_eq!(after, *before, "{name} was within the limit and changed");
         } else {
             // As much as fits.
@@ -1576,6 +1729,15 @@ fn acl_capacities_stay_within_the_binding_limit() {
         .binding_bytes()
         .into_iter()
         .filter(|&(_, b)| b > limit)
+        .collect();
+    // The sack's first blocks pool passes the limit in pages; a device of 1 MiB bindings cannot
+    // page it (the largest set alone is 3.2 MB of blocks) and bounds it as the others.
+    assert!(over.iter().any(|r| r.0 == "blocks"));
+    assert!(AclCaps::paged_within("blocks", limit) && !AclCaps::paged_within("blocks", 1 << 20));
+    assert!(!AclCaps::paged_within("sched.cand", limit));
+    let over: Vec<_> = over
+        .into_iter()
+        .filter(|r| !AclCaps::paged_within(r.0, limit))
         .collect();
     assert!(!over.is_empty());
     assert_eq!(yarnsim::gpu_step::acl_lowered(330_176, &limits), over);

@@ -118,6 +118,25 @@ fn every_compute_shader_is_in_the_table() {
 
 /// The header of every kernel states its per-thread loop bound (lavapipe ends an invocation after
 /// 65,535 loop iterations in total), either "no loops" or a stated bound.
+/// No kernel binds more than 8 storage buffers (wgpu's default limit per stage) or more than 3
+/// uniforms: lavapipe (Mesa 22.3.6) ends the process with "stack smashing detected" when it runs
+/// a kernel with four uniform bindings (set_rebuild had them, 2026-12-06), though its limit says
+/// 15.
+#[test]
+fn every_kernel_binds_within_the_portable_counts() {
+    for k in shaders::all_kernels() {
+        let count = |a: Access| k.bindings.iter().filter(|b| b.access == a).count();
+        let storage = count(Access::Read) + count(Access::ReadWrite);
+        assert!(storage <= 8, "{}: {storage} storage buffers", k.name);
+        assert!(
+            count(Access::Uniform) <= 3,
+            "{}: {} uniforms",
+            k.name,
+            count(Access::Uniform)
+        );
+    }
+}
+
 #[test]
 fn every_kernel_states_its_loop_bound() {
     for k in shaders::all_kernels() {
@@ -191,6 +210,17 @@ fn acl_wgsl_constants_match_rust() {
 
 /// The constants `kernel`'s module declares with the names of `want` are u32 literals of its
 /// values.
+/// The bound on a rebuilt set's control points that sizes the room of the `K̄` blocks pool's
+/// pages (`acl::pages::MAX_BOX_CPS`) is the one the rebuild kernels enforce and size their
+/// workgroup arrays with (shaders/shared/acl_rebuild.wgsl).
+#[test]
+fn the_pages_room_follows_the_rebuild_kernels_bound() {
+    let want = [("MAX_BOX_CPS", yarnsim::acl::pages::MAX_BOX_CPS)];
+    for kernel in ["set_rebuild_size", "set_rebuild"] {
+        assert_u32_constants(kernel, &want);
+    }
+}
+
 fn assert_u32_constants(kernel: &str, want: &[(&str, u32)]) {
     let m = module(kernel);
     for &(name, value) in want {

@@ -523,6 +523,19 @@ struct RebuildPlan {
     term_off: u32,
 };
 
+// Uniforms `block_page` and `term_page` of the kernels that bind a page of the K̄ blocks pool or of
+// the rebuild's pair terms (acl::pages::PoolPage): the page bound (k_pool in set_force and
+// set_rebuild, k_next in pool_compact_blocks, rebuild_terms in set_rebuild and
+// set_rebuild_headers), the old pool's page bound as k_pool when compacting, the flat entries per
+// page (0xffffffff: one page), and the entries the page bound holds. A range lives in page
+// off / stride, at off − page · stride.
+struct PoolPage {
+    page: u32,
+    source: u32,
+    stride: u32,
+    len: u32,
+};
+
 // Uniform `rebuild` of the ACL rebuild and compaction kernels (acl::rebuild::RebuildParams).
 struct RebuildParams {
     b: u32,

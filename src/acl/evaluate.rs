@@ -49,6 +49,7 @@
 //! (tests/acl.rs).
 
 use super::model::{self, SymBlock};
+use super::pages::PoolPage;
 use super::rebuild::{WatchLoc, WatchPair};
 use super::sets::{ContactSet, SET_DIRTY, SET_NOT_FINITE, SET_ZERO};
 use super::{prefetch, SyncPtr};
@@ -185,12 +186,15 @@ impl EvalCtx<'_> {
 
 /// The second half for one set still valid, of rotation `r`: its corotational force into `fout`
 /// (zero for a zero-force set) and the force-change criterion; true when the set must be rebuilt.
+/// `k_pool` holds the pool from flat offset `k_base` on (a page's, [`super::pages`]).
+#[allow(clippy::too_many_arguments)]
 fn set_force_one(
     p: &AclUniform,
     s: &ContactSet,
     r: &M3<f32>,
     f0: &[[f32; 4]],
     k_pool: &[SymBlock<f32>],
+    k_base: usize,
     dev: &[[f32; 4]],
     fout: &mut [[f32; 4]],
 ) -> bool {
@@ -200,13 +204,8 @@ fn set_force_one(
     }
     let n = f0.len();
     let nk = model::tri_len(n);
-    model::corotational_force(
-        r,
-        f0,
-        &k_pool[s.k_off as usize..s.k_off as usize + nk],
-        dev,
-        fout,
-    );
+    let k = s.k_off as usize - k_base;
+    model::corotational_force(r, f0, &k_pool[k..k + nk], dev, fout);
     if p.flags & ACL_EXTRA_INVALIDATION != 0 {
         // The linear model's change of force since the rebuild, relative to the force then. Its
         // error is second order in that change: for a force growing as the square of the depth,
@@ -281,7 +280,10 @@ pub fn set_evaluate(
 /// [`MAX_SET_POINTS`] points, the corotational force under the rotation of its header's quaternion
 /// (the one `set_evaluate` stored: `polar_decompose` returns `R = quat_to_matrix(q)`), the
 /// force-change criterion; the errors of the sets (too big, rotation not finite) into
-/// `acl_counters`.
+/// `acl_counters`. `k_pool` is page `block_page.page` of the blocks pool
+/// ([`super::pages`]): only the sets of that page get a non-zero force (the zero forces and the
+/// errors are the same for every page); [`PoolPage::whole`] for an unpaged pool.
+#[allow(clippy::too_many_arguments)]
 pub fn set_force(
     acl: &AclUniform,
     sets: &mut [ContactSet],
@@ -290,7 +292,9 @@ pub fn set_force(
     dev_pool: &[[f32; 4]],
     fout_pool: &mut [[f32; 4]],
     acl_counters: &mut AclCounters,
+    block_page: &PoolPage,
 ) {
+    let k_base = block_page.base() as usize;
     let fp = SyncPtr::new(fout_pool);
     let errors = sets
         .par_iter_mut()
@@ -306,12 +310,15 @@ pub fn set_force(
             if s.flags & SET_NOT_FINITE != 0 {
                 return (ACL_ERROR_NOT_FINITE, k as u32);
             }
+            if s.flags & SET_ZERO == 0 && !block_page.holds(s.k_off) {
+                return (0, u32::MAX);
+            }
             let (o, n) = (s.cp_off as usize, s.n_cp as usize);
             // SAFETY: live sets own disjoint ranges of the point pools.
             let fout = unsafe { fp.slice(o, n) };
             let r = quat_to_matrix(s.quat);
             let f0 = &f0_pool[o..o + n];
-            if set_force_one(acl, s, &r, f0, k_pool, &dev_pool[o..o + n], fout) {
+            if set_force_one(acl, s, &r, f0, k_pool, k_base, &dev_pool[o..o + n], fout) {
                 s.flags |= SET_DIRTY;
             }
             (0, u32::MAX)
@@ -378,7 +385,7 @@ pub fn set_evaluate_and_force(
                 match ctx.rotation(s, q, dev) {
                     Ok(Rotation::Dirty) => s.flags |= SET_DIRTY,
                     Ok(Rotation::Valid(r)) => {
-                        if set_force_one(acl, s, &r, &f0_pool[o..o + n], k_pool, dev, fout) {
+                        if set_force_one(acl, s, &r, &f0_pool[o..o + n], k_pool, 0, dev, fout) {
                             s.flags |= SET_DIRTY;
                         }
                     }

@@ -38,6 +38,12 @@
 //! path's bit for bit (the CPU compacts at the end of the step it decides in); done after a batch of
 //! steps it comes later, which moves pool offsets but no force.
 //!
+//! **The blocks pool in pages** ([`super::pages`]): where the `K̄` blocks pool (`k_pool`) is larger
+//! than a binding (a garment on a device of 128 MiB bindings) it is in pages, buffers of their own,
+//! and the kernels that bind it (`set_force` in row 8, `set_rebuild` in row 9, and
+//! `pool_compact_blocks`) are dispatched once per page (the compaction once per pair of pages);
+//! one page, one dispatch, as before.
+//!
 //! **Capacities** ([`AclCaps`]): the set table, the point, block, watched-pair and term pools, the
 //! point table's records and the released boxes, each with a count and an overflow flag, plus the
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
@@ -45,8 +51,10 @@
 
 use super::counts::PHASE_SCHEDULED;
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
+use super::pages::{PageLimits, PoolPages};
 use super::rebuild::{
-    pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm, MAX_WATCH,
+    pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm,
+    MAX_REBUILD_WORK, MAX_WATCH,
 };
 use super::sets::ContactSet;
 use super::stiction::StictionSpring;
@@ -297,6 +305,7 @@ impl AclCaps {
             ("merge.edges", b(m.edges, 8)),
             ("merge.index", b(m.index, size_of::<KeyValue>())),
             ("points", b(self.points, 16)),
+            // (In pages that each fit where the device binds a page: [`AclCaps::paged_within`].)
             ("blocks", b(self.blocks, 24)),
             (
                 "watch",
@@ -305,6 +314,7 @@ impl AclCaps {
                     size_of::<WatchPair>().max(size_of::<WatchLoc>()),
                 ),
             ),
+            // (Likewise.)
             ("terms", b(self.terms, size_of::<RebuildTerm>())),
             ("records", b(self.records, 8)),
             // The release slots size no buffer (a thread count).
@@ -397,8 +407,8 @@ impl AclCaps {
     /// default limit.
     pub fn fit_binding(&mut self, limit: u64) {
         let rows = self.rows();
-        for ((_, cap), (_, _, unit)) in self.sized_mut().into_iter().zip(rows) {
-            if *cap as u64 * unit > limit {
+        for ((name, cap), (_, _, unit)) in self.sized_mut().into_iter().zip(rows) {
+            if *cap as u64 * unit > limit && !AclCaps::paged_within(name, limit) {
                 *cap = crate::gpu::binding_records(unit, limit);
             }
         }
@@ -426,7 +436,7 @@ impl AclCaps {
         let want = out.rows();
         for (i, (_, cap)) in out.sized_mut().into_iter().enumerate() {
             let (name, want_cap, unit) = want[i];
-            if want_cap as u64 * unit <= limit {
+            if want_cap as u64 * unit <= limit || AclCaps::paged_within(name, limit) {
                 continue;
             }
             let (current, need_cap) = (now[i].1, need[i].1);
@@ -439,9 +449,26 @@ impl AclCaps {
         Ok(out)
     }
 
-    /// The first capacity whose largest buffer passes `limit` bytes, with those bytes.
+    /// The first capacity whose largest buffer passes `limit` bytes, with those bytes (not a
+    /// paged pool's where the device binds its pages: [`AclCaps::paged_within`]).
     pub fn over_binding(&self, limit: u64) -> Option<(&'static str, u64)> {
-        self.binding_bytes().into_iter().find(|&(_, b)| b > limit)
+        self.binding_bytes()
+            .into_iter()
+            .find(|&(name, b)| b > limit && !AclCaps::paged_within(name, limit))
+    }
+
+    /// Whether capacity `name` sizes a pool that [`AclGpu`] lays out in pages when it passes a
+    /// binding ([`super::pages`]: the `K̄` blocks and the rebuild's pair terms), on a device
+    /// that binds `limit` bytes, room for the largest range included: then no limit bounds it
+    /// (only the device's memory). On a device that binds less than a page needs (3.2 MB of
+    /// blocks, 1 MB of terms) it is bounded as the others are.
+    pub fn paged_within(name: &str, limit: u64) -> bool {
+        let (unit, room) = match name {
+            "blocks" => (24, super::pages::MAX_SET_BLOCKS),
+            "terms" => (size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
+            _ => return false,
+        };
+        limit / unit > room as u64
     }
 
     /// The first capacities for a scene of `segments` segments: what the default swatch's first
@@ -496,6 +523,36 @@ impl AclCaps {
             coalesce: 1,
             newcomers: 2,
         }
+    }
+}
+
+/// The name of page `p` of a paged buffer (`k_pool` and `rebuild_terms`, their uniforms
+/// `block_page` and `term_page`): the name itself for the first, `name.p` for the others.
+pub fn page_name(name: &str, p: usize) -> String {
+    if p == 0 {
+        name.to_string()
+    } else {
+        format!("{name}.{p}")
+    }
+}
+
+/// The name of `set_rebuild`'s uniform `rebuild_pages` for blocks page `b` and terms page `t`.
+fn pair_name(b: usize, t: usize) -> String {
+    if (b, t) == (0, 0) {
+        "rebuild_pages".to_string()
+    } else {
+        format!("rebuild_pages.{b}.{t}")
+    }
+}
+
+/// The limits of the pages of a pool of `unit`-byte entries on `device` (as many as a storage
+/// binding holds), with `room` entries past each stride.
+pub fn page_limits(device: &wgpu::Device, unit: u64, room: u32) -> PageLimits {
+    let l = device.limits();
+    let bytes = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
+    PageLimits {
+        most: crate::gpu::binding_records(unit, bytes),
+        room,
     }
 }
 
@@ -581,6 +638,9 @@ const PERSISTENT: &[&str] = &[
 /// attempt appended past them again before anything reads it. (Tests poison those entries after a
 /// restore, [`AclGpu::set_poison_after_restore`], and the reruns still end bitwise where runs
 /// without them do.)
+///
+/// `k_pool` is in pages ([`super::pages`]): the name is its first page's, and the others are
+/// `k_pool.1`, `k_pool.2`, … ([`AclGpu::block_pages`]).
 pub const POOLS: [(&str, usize, usize); 7] = [
     ("cp_pool", 0, 4),
     ("m_pool", 0, 4),
@@ -611,6 +671,15 @@ pub struct AclGpu {
     merge_uniform: MergeUniform,
     npts: u32,
     stiction: bool,
+    /// The pages of `k_pool` for `caps.blocks` ([`super::pages`]).
+    pages: PoolPages,
+    /// The pages of `rebuild_terms` for `caps.terms`.
+    term_pages: PoolPages,
+    /// What a page of each holds on this device (a binding), with room for the largest set's
+    /// blocks ([`super::pages::MAX_SET_BLOCKS`]) and the largest plan's terms
+    /// ([`MAX_REBUILD_WORK`]); [`AclGpu::set_page_limits`].
+    block_limits: PageLimits,
+    term_limits: PageLimits,
     /// Whether the step records `segment_rebuilds` ([`AclGpu::set_count_rebuilds`]).
     count_rebuilds: bool,
     ops: Vec<Op>,
@@ -729,6 +798,10 @@ impl AclGpu {
             merge_uniform,
             npts: pos.len() as u32,
             stiction: host.params.stiction_stiffness > 0.0,
+            pages: PoolPages::flat(0),
+            term_pages: PoolPages::flat(0),
+            block_limits: page_limits(device, 24, super::pages::MAX_SET_BLOCKS),
+            term_limits: page_limits(device, size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
             count_rebuilds: false,
             poison_after_restore: false,
             poisoned_bytes: 0,
@@ -768,6 +841,29 @@ impl AclGpu {
     ) -> Result<(), AclGpuError> {
         let caps = caps.normalized();
         let sc = caps.merge.sets as usize;
+        // The paged pools: a device that binds less than a page needs stops them as a capacity
+        // past its binding.
+        let paged = |cap: u32, limits: PageLimits, name: &'static str, unit: usize| {
+            PoolPages::new(cap, limits).map_err(|e| AclGpuError::Binding {
+                capacity: name,
+                bytes: e.cap as u64 * unit as u64,
+                limit: device.limits().max_storage_buffer_binding_size,
+            })
+        };
+        let pages = paged(caps.blocks, self.block_limits, "blocks", 24)?;
+        let term_pages = paged(
+            caps.terms,
+            self.term_limits,
+            "terms",
+            size_of::<RebuildTerm>(),
+        )?;
+        // (Everything the old pages hold: a growth keeps the device's stride.)
+        let carry_pages = pages.carry_from(&self.pages, u32::MAX).ok_or_else(|| {
+            AclGpuError::Gpu(format!(
+                "the K̄ blocks pool's pages cannot go from stride {} to {}",
+                self.pages.stride, pages.stride
+            ))
+        })?;
         // The scheduler's buffers the ACL stages read or write, and the caller's.
         for name in [
             "touching",
@@ -802,13 +898,11 @@ impl AclGpu {
                 )
             })
             .chain(POOLS.iter().map(|(n, _, _)| n))
+            .filter(|n| **n != "k_pool")
             .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
             .collect();
-        let (np, nk, nw) = (
-            caps.points as usize,
-            caps.blocks as usize,
-            caps.watch as usize,
-        );
+        let old_pages = self.block_page_buffers();
+        let (np, nw) = (caps.points as usize, caps.watch as usize);
         let sizes: Vec<(&str, usize)> = vec![
             ("sets", sc * size_of::<ContactSet>()),
             ("springs", 4 * sc * size_of::<StictionSpring>()),
@@ -828,17 +922,12 @@ impl AclGpu {
                 "alloc_groups",
                 super::rebuild::alloc_groups_len(sc) * size_of::<super::rebuild::AllocGroup>(),
             ),
-            (
-                "rebuild_terms",
-                caps.terms as usize * size_of::<RebuildTerm>(),
-            ),
             ("cp_pool", np * 4),
             ("f0_pool", np * 16),
             ("dbar_pool", np * 16),
             ("m_pool", np * 4),
             ("dev_pool", np * 16),
             ("fout_pool", np * 16),
-            ("k_pool", nk * 24),
             ("watch_pool", nw * size_of::<WatchPair>()),
             ("watch_loc_pool", nw * size_of::<WatchLoc>()),
             // The point table: records (set, pool index), each point's first slot and count
@@ -855,6 +944,54 @@ impl AclGpu {
         for (name, bytes) in &sizes {
             self.own.zeroed(device, name, *bytes, false);
         }
+        for p in 0..pages.count() {
+            let name = page_name("k_pool", p);
+            self.own
+                .zeroed(device, &name, pages.lens[p] as usize * 24, false);
+            let u = pages.page(p, p);
+            self.own.upload(
+                device,
+                queue,
+                &page_name("block_page", p),
+                bytemuck::bytes_of(&u),
+                true,
+            );
+        }
+        for p in pages.count()..self.pages.count() {
+            self.own.remove(&page_name("k_pool", p));
+            self.own.remove(&page_name("block_page", p));
+        }
+        // The rebuild round's pair terms: nothing to carry (each round writes its own).
+        for p in 0..term_pages.count() {
+            let bytes = term_pages.lens[p] as usize * size_of::<RebuildTerm>();
+            self.own
+                .zeroed(device, &page_name("rebuild_terms", p), bytes, false);
+            let u = term_pages.page(p, p);
+            self.own.upload(
+                device,
+                queue,
+                &page_name("term_page", p),
+                bytemuck::bytes_of(&u),
+                true,
+            );
+        }
+        for p in term_pages.count()..self.term_pages.count() {
+            self.own.remove(&page_name("rebuild_terms", p));
+            self.own.remove(&page_name("term_page", p));
+        }
+        // set_rebuild's uniform per pair of a blocks page and a terms page.
+        for b in 0..pages.count().max(self.pages.count()) {
+            for t in 0..term_pages.count().max(self.term_pages.count()) {
+                let name = pair_name(b, t);
+                if b < pages.count() && t < term_pages.count() {
+                    let u = [pages.page(b, b), term_pages.page(t, t)];
+                    self.own
+                        .upload(device, queue, &name, bytemuck::cast_slice(&u), true);
+                } else {
+                    self.own.remove(&name);
+                }
+            }
+        }
         for name in PERSISTENT {
             let size = self.own.get(name).expect("uploaded above").size();
             self.own
@@ -865,7 +1002,22 @@ impl AclGpu {
                 let new = self.own.get(name).expect("uploaded above");
                 enc.copy_buffer_to_buffer(b, 0, new, 0, b.size().min(new.size()));
             }
+            for c in carry_pages {
+                let new = self
+                    .own
+                    .get(&page_name("k_pool", c.to.0))
+                    .expect("made above");
+                enc.copy_buffer_to_buffer(
+                    &old_pages[c.from.0],
+                    c.from.1 * 24,
+                    new,
+                    c.to.1 * 24,
+                    c.blocks * 24,
+                );
+            }
         }
+        self.pages = pages;
+        self.term_pages = term_pages;
         self.caps = caps;
         self.write_counters(queue);
         self.acl.record_capacity = caps.records;
@@ -1133,8 +1285,57 @@ impl AclGpu {
             ops.push(Op::Dispatch((kernel, bind(kernel, &[])?, g.threads_of(k))));
             Ok(())
         };
+        // The kernels that bind a paged pool ([`super::pages`]): once per page, each with its
+        // page and uniform (one dispatch when the pool is one page).
+        let pages: Vec<(wgpu::Buffer, wgpu::Buffer)> = (0..self.pages.count())
+            .map(|p| {
+                (
+                    get(&page_name("k_pool", p)),
+                    get(&page_name("block_page", p)),
+                )
+            })
+            .collect();
+        let term_pages: Vec<(wgpu::Buffer, wgpu::Buffer)> = (0..self.term_pages.count())
+            .map(|p| {
+                (
+                    get(&page_name("rebuild_terms", p)),
+                    get(&page_name("term_page", p)),
+                )
+            })
+            .collect();
+        // Once per blocks page (`set_force`), per terms page (`set_rebuild_headers`), or per pair
+        // of the two (`set_rebuild`).
+        let dg_paged = |ops: &mut Vec<Op>,
+                        kernel: &'static str,
+                        g: &CountedGrid,
+                        k: u32,
+                        (blocks, terms): (bool, bool)|
+         -> Result<(), PipelineError> {
+            let bs = if blocks { pages.len() } else { 1 };
+            let ts = if terms { term_pages.len() } else { 1 };
+            for b in 0..bs {
+                for t in 0..ts {
+                    let mut map = Vec::new();
+                    if blocks {
+                        map.extend([("k_pool", &pages[b].0), ("block_page", &pages[b].1)]);
+                    }
+                    if terms {
+                        map.extend([
+                            ("rebuild_terms", &term_pages[t].0),
+                            ("term_page", &term_pages[t].1),
+                        ]);
+                    }
+                    let pair = (blocks && terms).then(|| get(&pair_name(b, t)));
+                    if let Some(pair) = &pair {
+                        map.push(("rebuild_pages", pair));
+                    }
+                    ops.push(Op::Dispatch((kernel, bind(kernel, &map)?, g.threads_of(k))));
+                }
+            }
+            Ok(())
+        };
         dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
-        dg(&mut ops, "set_force", &eval_grids, 1)?;
+        dg_paged(&mut ops, "set_force", &eval_grids, 1, (true, false))?;
         // 9–10. Rebuild rounds.
         // set_dirty_count writes each 256 slots' dirty sets, from which set_dirty_write finds each
         // one's slot in the list (no scan dispatch).
@@ -1172,10 +1373,16 @@ impl AclGpu {
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
-            dg(&mut ops, "set_rebuild", g, per_dirty)?;
+            dg_paged(&mut ops, "set_rebuild", g, per_dirty, (true, true))?;
             dg(&mut ops, "set_rebuild_watch", g, per_dirty)?;
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
-            dg(&mut ops, "set_rebuild_headers", g, per_dirty_thread)?;
+            dg_paged(
+                &mut ops,
+                "set_rebuild_headers",
+                g,
+                per_dirty_thread,
+                (false, true),
+            )?;
             // (The verdict on its last pass: the next round's set_dirty_write, or set_compact.)
             // The last round's chain ends at its first overlap search: pairs found rerun the step
             // with more rounds and passes whether merged or not (merged roots are dirty), and
@@ -1379,6 +1586,42 @@ impl AclGpu {
         self.own.get(name).or_else(|| self.sched.buffer(name))
     }
 
+    /// The pages of `k_pool` ([`super::pages`]).
+    pub fn block_pages(&self) -> &PoolPages {
+        &self.pages
+    }
+
+    /// Sets what a page of the blocks pool and of the pair terms holds (tests: pages on a small
+    /// scene; each room must hold the scene's largest range, see [`PoolPages::room`]), and lays
+    /// the pools out so, their contents carried over.
+    pub fn set_page_limits(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        pipelines: &Pipelines,
+        shared: &Buffers,
+        blocks: PageLimits,
+        terms: PageLimits,
+    ) -> Result<(), AclGpuError> {
+        (self.block_limits, self.term_limits) = (blocks, terms);
+        let mut enc = device.create_command_encoder(&Default::default());
+        self.build(device, queue, pipelines, shared, self.caps, Some(&mut enc))?;
+        queue.submit([enc.finish()]);
+        Ok(())
+    }
+
+    /// The pages of `rebuild_terms` ([`super::pages`]).
+    pub fn term_pages(&self) -> &PoolPages {
+        &self.term_pages
+    }
+
+    /// The buffers of `k_pool`'s pages, in order.
+    pub fn block_page_buffers(&self) -> Vec<wgpu::Buffer> {
+        (0..self.pages.count())
+            .filter_map(|p| self.own.get(&page_name("k_pool", p)).cloned())
+            .collect()
+    }
+
     /// The scheduler's driver.
     pub fn sched(&self) -> &SchedGpu {
         &self.sched
@@ -1437,11 +1680,24 @@ impl AclGpu {
         if !self.poison_after_restore {
             return;
         }
-        for (name, k, bytes) in POOLS {
-            let b = self.own.get(name).expect("made in build");
-            let from = (self.last.pools.len[k] as u64 * bytes as u64).min(b.size());
+        let mut parts: Vec<(wgpu::Buffer, u64)> = POOLS
+            .iter()
+            .filter(|p| p.0 != "k_pool")
+            .map(|&(name, k, bytes)| {
+                let b = self.own.get(name).expect("made in build").clone();
+                (b, self.last.pools.len[k] as u64 * bytes as u64)
+            })
+            .collect();
+        // Each page of `k_pool` past the flat length (in its room too: what a set that starts in
+        // the next page keeps there is not this page's).
+        let blocks = self.last.pools.len[1];
+        for (p, b) in self.block_page_buffers().into_iter().enumerate() {
+            parts.push((b, self.pages.used(p, blocks) * 24));
+        }
+        for (b, from) in parts {
+            let from = from.min(b.size());
             if from < b.size() {
-                queue.write_buffer(b, from, &vec![0xff; (b.size() - from) as usize]);
+                queue.write_buffer(&b, from, &vec![0xff; (b.size() - from) as usize]);
                 self.poisoned_bytes += b.size() - from;
             }
         }
@@ -1910,7 +2166,6 @@ impl AclGpu {
             "m_pool",
             "f0_pool",
             "dbar_pool",
-            "k_pool",
             "watch_pool",
             "watch_loc_pool",
         ] {
@@ -1939,17 +2194,35 @@ impl AclGpu {
         let dest_bytes = own.read(device, queue, "pool_dest", 3 * (ns as u64 + 1) * 4)?;
         let dest: Vec<u32> = bytemuck::cast_slice(&dest_bytes).to_vec();
         let [np, nk, nw] = pool_dest_lens(&dest, ns as usize);
-        let next: [(&str, usize); 7] = [
+        let next: [(&str, usize); 6] = [
             ("cp_next", np * 4),
             ("m_next", np * 4),
             ("f0_next", np * 16),
             ("dbar_next", np * 16),
-            ("k_next", nk * 24),
             ("watch_next", nw * size_of::<WatchPair>()),
             ("watch_loc_next", nw * size_of::<WatchLoc>()),
         ];
         for (name, bytes) in next {
             own.zeroed(device, name, bytes, false);
+        }
+        // The compacted blocks in pages of the pool's stride, each page filled from every old
+        // page (one dispatch when the pool is one page), then copied over the old pages.
+        let old_pages = self.block_page_buffers();
+        let next_pages = PoolPages::with_stride(self.pages.stride, self.pages.room, nk as u32);
+        let mut page_groups = Vec::new();
+        for q in 0..next_pages.count() {
+            let mut pair = own.clone();
+            let k_next = pair
+                .zeroed(device, "k_next", next_pages.lens[q] as usize * 24, false)
+                .clone();
+            for (p, page) in old_pages.iter().enumerate() {
+                pair.insert("k_pool", page.clone());
+                let u = next_pages.page(q, p);
+                pair.upload(device, queue, "block_page", bytemuck::bytes_of(&u), true);
+                let bg = pipelines.bind_group(device, "pool_compact_blocks", &pair)?;
+                page_groups.push((bg, next_pages.lens[q]));
+            }
+            own.insert(&page_name("k_next", q), k_next);
         }
         let mut enc = device.create_command_encoder(&Default::default());
         {
@@ -1957,20 +2230,23 @@ impl AclGpu {
             for (kernel, threads) in [
                 ("pool_compact_points", np as u32),
                 ("pool_compact_vectors", np as u32),
-                ("pool_compact_blocks", nk as u32),
                 ("pool_compact_watch", nw as u32),
-                ("pool_compact_headers", ns),
             ] {
                 let bg = pipelines.bind_group(device, kernel, &own)?;
                 pipelines.dispatch(&mut pass, kernel, &bg, threads)?;
             }
+            for (bg, threads) in &page_groups {
+                pipelines.dispatch(&mut pass, "pool_compact_blocks", bg, *threads)?;
+            }
+            // (It rewrites the headers' offsets, which the blocks' copies read.)
+            let bg = pipelines.bind_group(device, "pool_compact_headers", &own)?;
+            pipelines.dispatch(&mut pass, "pool_compact_headers", &bg, ns)?;
         }
         for (from, to) in [
             ("cp_next", "cp_pool"),
             ("m_next", "m_pool"),
             ("f0_next", "f0_pool"),
             ("dbar_next", "dbar_pool"),
-            ("k_next", "k_pool"),
             ("watch_next", "watch_pool"),
             ("watch_loc_next", "watch_loc_pool"),
         ] {
@@ -1978,11 +2254,17 @@ impl AclGpu {
             let bytes = match from {
                 "cp_next" | "m_next" => np * 4,
                 "f0_next" | "dbar_next" => np * 16,
-                "k_next" => nk * 24,
                 "watch_next" => nw * size_of::<WatchPair>(),
                 _ => nw * size_of::<WatchLoc>(),
             } as u64;
             if bytes > 0 {
+                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+            }
+        }
+        for (q, dst) in self.block_page_buffers().iter().enumerate() {
+            let bytes = next_pages.lens.get(q).map_or(0, |&n| n as u64 * 24);
+            if bytes > 0 {
+                let src = own.get(&page_name("k_next", q)).unwrap();
                 enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
             }
         }

@@ -55,6 +55,7 @@ pub mod gpu;
 pub mod merge_gpu;
 pub mod model;
 pub mod outputs;
+pub mod pages;
 pub mod rebuild;
 pub mod sets;
 mod state;
@@ -712,6 +713,11 @@ impl AclContact {
             &mut pools.m,
             &self.rebuild_scratch,
         );
+        // One page each (the pages are the GPU's: src/acl/pages.rs).
+        let (blocks, terms) = (
+            pages::PoolPage::whole(pools.k.len()),
+            pages::PoolPage::whole(self.rebuild_terms.len()),
+        );
         rebuild::set_rebuild(
             &p,
             pos,
@@ -720,6 +726,7 @@ impl AclContact {
             &mut self.rebuild_terms,
             &mut pools.k,
             &mut pools.f0,
+            &[blocks, terms],
             &self.rebuild_scratch,
         );
         rebuild::set_rebuild_watch(
@@ -749,6 +756,7 @@ impl AclContact {
             &pools.cp,
             &self.rebuild_terms,
             &mut self.sets,
+            &terms,
         );
         let bad = rebuild::first_not_finite(plans, &pools.cp, &pools.f0);
         match bad {

@@ -38,6 +38,7 @@
 //! step, so the force is the exact one.
 
 use super::model::{self, SymBlock};
+use super::pages::PoolPage;
 use super::sets::{in_box, padded_box, ContactSet, SET_DIRTY, SET_LIVE, SET_MOVED, SET_ZERO};
 use super::stiction::{springs_make, StictionSpring};
 use super::{SyncPtr, ThreadScratch};
@@ -889,7 +890,12 @@ fn point_centre(pos: &[[f32; 4]], cp: &[u32]) -> V3<f32> {
 /// `f0_i = −Σ c_s ∇E` and the upper-triangle blocks `K̄_pq = −Σ c_s c_t H` are summed in f32 over
 /// the list in order, each pair's slots in order — per entry the order
 /// [`model::accumulate_pair`] adds in, which the kernel keeps with one thread per block and per
-/// point. A zero-force plan gets `f0 = 0` and no blocks.
+/// point. A zero-force plan gets `f0 = 0` and no blocks. `k_pool` is page `block_page.page` of
+/// the blocks pool and `rebuild_terms` page `term_page.page` of the pair terms, `rebuild_pages`
+/// being `[block_page, term_page]` ([`super::pages`]; [`PoolPage::whole`] unpaged): only the
+/// plans of both pages are built (a
+/// zero-force plan is both pages 0's), none whose terms would pass their page, and none writes
+/// blocks past its page.
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild(
     rebuild: &RebuildParams,
@@ -899,27 +905,52 @@ pub fn set_rebuild(
     rebuild_terms: &mut [RebuildTerm],
     k_pool: &mut [SymBlock<f32>],
     f0_pool: &mut [[f32; 4]],
+    rebuild_pages: &[PoolPage; 2],
     scratch: &ThreadScratch<RebuildScratch>,
 ) {
+    let [block_page, term_page] = rebuild_pages;
     let (tp, kp, fp) = (
         SyncPtr::new(rebuild_terms),
         SyncPtr::new(k_pool),
         SyncPtr::new(f0_pool),
     );
+    let base = block_page.base() as usize;
+    let listed = |plan: &RebuildPlan| {
+        let t = plan.term_off.wrapping_sub(term_page.base()) as u64;
+        term_page.holds(plan.term_off) && t + plan.touching as u64 <= term_page.len as u64
+    };
     plans[..rebuild.num_dirty as usize]
         .par_iter()
         .with_min_len(REBUILD_TASK)
-        .filter(|plan| plan_built(plan))
+        .filter(|plan| plan_built(plan) && block_page.holds(plan.k_off))
+        .filter(|plan| {
+            if plan.flags & PLAN_ZERO != 0 {
+                term_page.page == 0
+            } else {
+                listed(plan)
+            }
+        })
         .for_each(|plan| {
             let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
             let zero = plan.flags & PLAN_ZERO != 0;
             let nk = if zero { 0 } else { model::tri_len(n) };
             let nt = if zero { 0 } else { plan.touching as usize };
+            let at = plan.k_off as usize - base;
+            let to = plan.term_off.wrapping_sub(term_page.base()) as usize;
+            // The kernel writes no blocks past the page (a pool that overflowed): they go to
+            // scratch here.
+            let fits = at + nk <= block_page.len as usize;
+            let mut spare = Vec::new();
             // SAFETY: the plans' ranges, from `pool_alloc`, are disjoint.
             let (terms, k, f0) = unsafe {
                 (
-                    tp.slice(plan.term_off as usize, nt),
-                    kp.slice(plan.k_off as usize, nk),
+                    tp.slice(if zero { 0 } else { to }, nt),
+                    if fits {
+                        kp.slice(at, nk)
+                    } else {
+                        spare.resize(nk, [0.0; 6]);
+                        &mut spare[..]
+                    },
                     fp.slice(o, n),
                 )
             };
@@ -1077,7 +1108,10 @@ pub fn set_rebuild_springs(
 /// guards), `SET_LIVE` (`SET_ZERO` for a zero-force set, `SET_MOVED` when the box changed;
 /// `SET_DIRTY` cleared), `rebuilt_step`, the force scale `f_ref` (the touching pairs' `|∇E|`
 /// summed in list order), the identity rotation and the reference centre (as
-/// `set_rebuild_points` computes it).
+/// `set_rebuild_points` computes it). `rebuild_terms` is page `term_page.page` of the pair terms
+/// ([`super::pages`]; [`PoolPage::whole`] unpaged): only the headers of plans with terms there
+/// are written, and those of plans without terms in page 0.
+#[allow(clippy::too_many_arguments)]
 pub fn set_rebuild_headers(
     rebuild: &RebuildParams,
     pos: &[[f32; 4]],
@@ -1086,8 +1120,18 @@ pub fn set_rebuild_headers(
     cp_pool: &[u32],
     rebuild_terms: &[RebuildTerm],
     sets: &mut [ContactSet],
+    term_page: &PoolPage,
 ) {
     for (plan, &k) in plans.iter().zip(&dirty[..rebuild.num_dirty as usize]) {
+        let listed = plan_built(plan) && plan.flags & PLAN_ZERO == 0;
+        let mine = if listed {
+            term_page.holds(plan.term_off)
+        } else {
+            term_page.page == 0
+        };
+        if !mine {
+            continue;
+        }
         let s = &mut sets[k as usize];
         if plan.flags & PLAN_DELETE != 0 {
             *s = ContactSet::default();
@@ -1100,7 +1144,7 @@ pub fn set_rebuild_headers(
         let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
         let mut f_ref = 0.0f32;
         if !zero {
-            let to = plan.term_off as usize;
+            let to = (plan.term_off - term_page.base()) as usize;
             for term in &rebuild_terms[to..to + plan.touching as usize] {
                 if term.i == u32::MAX {
                     break;
@@ -1239,17 +1283,38 @@ pub fn pool_compact_vectors(
     compact_copy(sets, pool_dest, 0, old, dbar_pool, dbar_next);
 }
 
-/// Kernel `pool_compact_blocks` (one thread per entry of the compacted block pool): as
-/// [`pool_compact_points`] for `k_pool`.
+/// Kernel `pool_compact_blocks` (one thread per entry of the compacted block pool's page): as
+/// [`pool_compact_points`] for `k_pool`, from page `block_page.source` of the old pool (`k_pool`)
+/// into page `block_page.page` of the new one (`k_next`): the blocks of the sets that live in both
+/// ([`super::pages`]), none past the new page's length; [`PoolPage::whole`] unpaged.
 pub fn pool_compact_blocks(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
     pool_dest: &[u32],
     k_pool: &[SymBlock<f32>],
     k_next: &mut [SymBlock<f32>],
+    block_page: &PoolPage,
 ) {
     let sets = &sets[..rebuild.num_sets as usize];
-    compact_copy(sets, pool_dest, 1, |s| s.k_off as usize, k_pool, k_next);
+    if block_page.stride == u32::MAX {
+        compact_copy(sets, pool_dest, 1, |s| s.k_off as usize, k_pool, k_next);
+        return;
+    }
+    let ns = sets.len();
+    let (base, source) = (
+        block_page.base() as usize,
+        block_page.source_base() as usize,
+    );
+    for (k, s) in sets.iter().enumerate() {
+        let n = model_sizes(s)[1];
+        let d = pool_dest_offset(pool_dest, ns, 1, k);
+        if n == 0 || !block_page.holds(d) || !block_page.source_holds(s.k_off) {
+            continue;
+        }
+        let (to, from) = (d as usize - base, s.k_off as usize - source);
+        let n = n.min((block_page.len as usize).saturating_sub(to));
+        k_next[to..to + n].copy_from_slice(&k_pool[from..from + n]);
+    }
 }
 
 /// Kernel `pool_compact_watch` (one thread per entry of the compacted watch pools): as
@@ -1324,7 +1389,8 @@ pub fn pool_compact(
         &mut next.f0,
         &mut next.dbar,
     );
-    pool_compact_blocks(&p, sets, pool_dest, &pools.k, &mut next.k);
+    let whole = PoolPage::whole(next.k.len());
+    pool_compact_blocks(&p, sets, pool_dest, &pools.k, &mut next.k, &whole);
     pool_compact_watch(
         &p,
         sets,

@@ -8,9 +8,13 @@
 //! Sections (`gpu.acl.` then): `caps` ([`AclCaps`]), `last` ([`AclStepCounters`]), `garbage`
 //! (three u64: points, blocks, watched pairs), `anchor` (four i32), then each buffer's bytes under
 //! its name. The buffers are saved whole (their length is their capacity's), except the pools,
-//! whose entries past their lengths no step reads before writing them ([`POOLS`]).
+//! whose entries past their lengths no step reads before writing them ([`POOLS`]). `k_pool` is
+//! saved as one flat pool whatever its pages ([`crate::acl::pages`]), so that a run resumes on a
+//! device that pages it otherwise.
 
 use super::{AclCaps, AclGpu, AclGpuError, AclStepCounters, POOLS};
+use crate::acl::rebuild::model_sizes;
+use crate::acl::sets::ContactSet;
 use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
 use crate::pipelines::{read_buffer, Buffers, Pipelines};
 use crate::sched::gpu::SchedGpu;
@@ -35,10 +39,39 @@ impl AclGpu {
             v.push((name, b, b.size()));
         }
         for (name, k, bytes) in POOLS {
+            if name == "k_pool" {
+                continue;
+            }
             let b = self.own.get(name).expect("made in build");
             v.push((name, b, self.last.pools.len[k] as u64 * bytes as u64));
         }
         v
+    }
+
+    /// The flat image of `k_pool`'s first `len` blocks ([`crate::acl::pages::PoolPages::flatten`]), the sets' ranges
+    /// from `sets` (the table's bytes as saved).
+    fn blocks_image(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        sets: &[u8],
+    ) -> Result<Vec<u8>, AclGpuError> {
+        let len = self.last.pools.len[1];
+        let mut images = Vec::new();
+        for (p, b) in self.block_page_buffers().iter().enumerate() {
+            let bytes = self.pages.used(p, len) * 24;
+            images.push(if bytes == 0 {
+                Vec::new()
+            } else {
+                read_buffer(device, queue, b, bytes)
+                    .map_err(|e| AclGpuError::Gpu(format!("reading k_pool back: {e}")))?
+            });
+        }
+        let n = (self.last.sizes.num_sets as usize).min(sets.len() / size_of::<ContactSet>());
+        let table: Vec<ContactSet> =
+            bytemuck::pod_collect_to_vec(&sets[..n * size_of::<ContactSet>()]);
+        let ranges = table.iter().map(|s| (s.k_off, model_sizes(s)[1] as u32));
+        Ok(self.pages.flatten(&images, 24, len, ranges))
     }
 
     /// Writes the state the next step reads into `out` (downloading the device's part: waits for
@@ -54,6 +87,7 @@ impl AclGpu {
         let g = &self.garbage;
         out.put(&section("garbage"), &[g.cp as u64, g.k as u64, g.w as u64]);
         out.put_value(&section("anchor"), &self.sched.anchor());
+        let mut sets = Vec::new();
         for (name, buffer, bytes) in self.saved_buffers() {
             let data = if bytes == 0 {
                 Vec::new()
@@ -65,7 +99,13 @@ impl AclGpu {
             // word into a plane, which shrinks small integers and float exponents.
             let words: Vec<u32> = bytemuck::pod_collect_to_vec(&data);
             out.put(&section(name), &words);
+            if name == "sets" {
+                sets = data;
+            }
         }
+        let blocks = self.blocks_image(device, queue, &sets)?;
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&blocks);
+        out.put(&section("k_pool"), &words);
         Ok(())
     }
 
@@ -139,6 +179,29 @@ impl AclGpu {
             }
             if !data.is_empty() {
                 queue.write_buffer(buffer, 0, &data);
+            }
+        }
+        let s = section("k_pool");
+        let data = inp.bytes(&s)?;
+        if data.len() as u64 != last.pools.len[1] as u64 * 24 {
+            return Err(CheckpointError::bad(
+                &s,
+                format!(
+                    "{} bytes for a pool of {} blocks",
+                    data.len(),
+                    last.pools.len[1]
+                ),
+            )
+            .into());
+        }
+        for (page, b) in self
+            .pages
+            .split(&data, 24)
+            .iter()
+            .zip(self.block_page_buffers())
+        {
+            if !page.is_empty() {
+                queue.write_buffer(&b, 0, page);
             }
         }
         Ok(())

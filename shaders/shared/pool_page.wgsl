@@ -1,0 +1,24 @@
+// pool_page: which of a paged pool's entries a dispatch over one of its pages acts for
+// (acl::pages::PoolPage; the layout is in src/acl/pages.rs): the K̄ blocks pool (uniform
+// block_page) and the rebuild's pair terms (uniform term_page). Needs layout. An entry range lives
+// in page off / stride, at off − page · stride; with one page the stride is 0xffffffff and every
+// range is page 0's.
+
+// Whether the range that starts at off lives in page p.page (the page bound).
+fn page_holds(p: PoolPage, off: u32) -> bool {
+    return off / p.stride == p.page;
+}
+
+// The flat offset of page p.page's first entry (page 0: 0 whatever the stride).
+fn page_base(p: PoolPage) -> u32 {
+    return p.page * p.stride;
+}
+
+// pool_compact_blocks: the same for the old pool's page p.source.
+fn page_source_holds(p: PoolPage, off: u32) -> bool {
+    return off / p.stride == p.source;
+}
+
+fn page_source_base(p: PoolPage) -> u32 {
+    return p.source * p.stride;
+}
