@@ -2506,6 +2506,13 @@ impl GpuSim {
             stats
                 .extra
                 .push(("pool_compactions".into(), acl.compactions as f64));
+            // The pages of the pools that pass a binding (1: one buffer; crate::acl::pages).
+            stats
+                .extra
+                .push(("block_pages".into(), acl.path.block_pages().count() as f64));
+            stats
+                .extra
+                .push(("term_pages".into(), acl.path.term_pages().count() as f64));
         }
         if self.exact.is_some() {
             // The CPU exact path's keys, means over the frame's steps.

@@ -536,6 +536,42 @@ pub fn page_name(name: &str, p: usize) -> String {
     }
 }
 
+/// Makes the buffers of `pages` in `own` (page `p` named [`page_name`]`(buffer, p)`, zeroed,
+/// `unit` bytes an entry) and their uniforms (`uniform`'s pages), and forgets those of `old`'s
+/// pages past them.
+#[allow(clippy::too_many_arguments)]
+fn make_pages(
+    own: &mut Buffers,
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    pages: &PoolPages,
+    old: &PoolPages,
+    buffer: &str,
+    uniform: &str,
+    unit: usize,
+) {
+    for p in 0..pages.count() {
+        own.zeroed(
+            device,
+            &page_name(buffer, p),
+            pages.lens[p] as usize * unit,
+            false,
+        );
+        let u = pages.page(p, p);
+        own.upload(
+            device,
+            queue,
+            &page_name(uniform, p),
+            bytemuck::bytes_of(&u),
+            true,
+        );
+    }
+    for p in pages.count()..old.count() {
+        own.remove(&page_name(buffer, p));
+        own.remove(&page_name(uniform, p));
+    }
+}
+
 /// The name of `set_rebuild`'s uniform `rebuild_pages` for blocks page `b` and terms page `t`.
 fn pair_name(b: usize, t: usize) -> String {
     if (b, t) == (0, 0) {
@@ -944,41 +980,27 @@ impl AclGpu {
         for (name, bytes) in &sizes {
             self.own.zeroed(device, name, *bytes, false);
         }
-        for p in 0..pages.count() {
-            let name = page_name("k_pool", p);
-            self.own
-                .zeroed(device, &name, pages.lens[p] as usize * 24, false);
-            let u = pages.page(p, p);
-            self.own.upload(
-                device,
-                queue,
-                &page_name("block_page", p),
-                bytemuck::bytes_of(&u),
-                true,
-            );
-        }
-        for p in pages.count()..self.pages.count() {
-            self.own.remove(&page_name("k_pool", p));
-            self.own.remove(&page_name("block_page", p));
-        }
-        // The rebuild round's pair terms: nothing to carry (each round writes its own).
-        for p in 0..term_pages.count() {
-            let bytes = term_pages.lens[p] as usize * size_of::<RebuildTerm>();
-            self.own
-                .zeroed(device, &page_name("rebuild_terms", p), bytes, false);
-            let u = term_pages.page(p, p);
-            self.own.upload(
-                device,
-                queue,
-                &page_name("term_page", p),
-                bytemuck::bytes_of(&u),
-                true,
-            );
-        }
-        for p in term_pages.count()..self.term_pages.count() {
-            self.own.remove(&page_name("rebuild_terms", p));
-            self.own.remove(&page_name("term_page", p));
-        }
+        make_pages(
+            &mut self.own,
+            device,
+            queue,
+            &pages,
+            &self.pages,
+            "k_pool",
+            "block_page",
+            24,
+        );
+        // (The rebuild round's pair terms: nothing to carry, each round writes its own.)
+        make_pages(
+            &mut self.own,
+            device,
+            queue,
+            &term_pages,
+            &self.term_pages,
+            "rebuild_terms",
+            "term_page",
+            size_of::<RebuildTerm>(),
+        );
         // set_rebuild's uniform per pair of a blocks page and a terms page.
         for b in 0..pages.count().max(self.pages.count()) {
             for t in 0..term_pages.count().max(self.term_pages.count()) {
