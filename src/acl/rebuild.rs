@@ -893,9 +893,8 @@ fn point_centre(pos: &[[f32; 4]], cp: &[u32]) -> V3<f32> {
 /// point. A zero-force plan gets `f0 = 0` and no blocks. `k_pool` is page `block_page.page` of
 /// the blocks pool and `rebuild_terms` page `term_page.page` of the pair terms, `rebuild_pages`
 /// being `[block_page, term_page]` ([`super::pages`]; [`PoolPage::whole`] unpaged): only the
-/// plans of both pages are built (a
-/// zero-force plan is both pages 0's), none whose terms would pass their page, and none writes
-/// blocks past its page.
+/// plans of both pages are built (a zero-force plan is both pages 0's), none whose terms would
+/// pass their page, and none writes blocks past its page.
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild(
     rebuild: &RebuildParams,

@@ -48,8 +48,9 @@ impl AclGpu {
         v
     }
 
-    /// The flat image of `k_pool`'s first `len` blocks ([`crate::acl::pages::PoolPages::flatten`]), the sets' ranges
-    /// from `sets` (the table's bytes as saved).
+    /// The flat image of `k_pool`'s first blocks, up to the pool's length
+    /// ([`crate::acl::pages::PoolPages::flatten`]), the sets' ranges from `sets` (the table's
+    /// bytes as saved).
     fn blocks_image(
         &self,
         device: &wgpu::Device,
