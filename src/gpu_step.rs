@@ -2810,6 +2810,18 @@ pub fn acl_lowered(num_segments: u32, limits: &wgpu::Limits) -> Vec<(&'static st
         .collect()
 }
 
+/// ACL's first capacities for `num_segments` segments whose pools pass `limits`' binding size and
+/// go into pages that each fit instead ([`AclCaps::paged_within`], [`crate::acl::pages`]), with
+/// their bytes: not lowered, bounded by the device's memory only.
+pub fn acl_paged(num_segments: u32, limits: &wgpu::Limits) -> Vec<(&'static str, u64)> {
+    let limit = limits.max_storage_buffer_binding_size;
+    AclCaps::for_segments(num_segments)
+        .binding_bytes()
+        .into_iter()
+        .filter(|&(name, b)| b > limit && AclCaps::paged_within(name, limit))
+        .collect()
+}
+
 /// Fails with the first limit the scene exceeds on this device.
 fn check_limits(device: &wgpu::Device, sim: &Sim, adapter: &str) -> Result<(), GpuStepError> {
     match needs(&SceneCounts::of(sim), &device.limits())

@@ -1877,8 +1877,9 @@ fn info(a: InfoArgs) -> Result<()> {
     // What the GPU step of the scene needs of each adapter.
     // With it, its contact buffers: exact contact's first ones, and ACL's first capacities that
     // the run lowers to the adapter's binding size (estimates; a step that needs more stops).
-    type Lowered = Vec<(&'static str, u64)>;
-    let needs: Vec<(String, Vec<yarnsim::gpu_step::Need>, Lowered)> = match (&size, &with_limits) {
+    type Rows = Vec<(&'static str, u64)>;
+    let needs: Vec<(String, Vec<yarnsim::gpu_step::Need>, Rows, Rows)> = match (&size, &with_limits)
+    {
         (Some(s), Ok(list)) => list
             .iter()
             .map(|(ad, limits)| {
@@ -1893,15 +1894,18 @@ fn info(a: InfoArgs) -> Result<()> {
                         .unwrap_or((e, c, t));
                     ns.extend(yarnsim::gpu_step::exact_needs(nseg, quad, caps, limits));
                 }
-                let lowered = match s.model {
+                let (lowered, paged) = match s.model {
                     ContactModel::Acl => {
                         let (q, bins) = (s.quadrature, s.max_bin);
                         ns.extend(yarnsim::gpu_step::acl_needs(&s.counts, q, bins, limits));
-                        yarnsim::gpu_step::acl_lowered(nseg, limits)
+                        (
+                            yarnsim::gpu_step::acl_lowered(nseg, limits),
+                            yarnsim::gpu_step::acl_paged(nseg, limits),
+                        )
                     }
-                    _ => Vec::new(),
+                    _ => (Vec::new(), Vec::new()),
                 };
-                (ad.name.clone(), ns, lowered)
+                (ad.name.clone(), ns, lowered, paged)
             })
             .collect(),
         _ => Vec::new(),
@@ -1935,7 +1939,7 @@ fn info(a: InfoArgs) -> Result<()> {
         if !needs.is_empty() {
             let list: Vec<_> = needs
                 .iter()
-                .map(|(name, ns, lowered)| {
+                .map(|(name, ns, lowered, paged)| {
                     serde_json::json!({
                         "adapter": name,
                         "fits": ns.iter().all(|n| n.ok()),
@@ -1946,6 +1950,10 @@ fn info(a: InfoArgs) -> Result<()> {
                             "offered": n.offered,
                         })).collect::<Vec<_>>(),
                         "acl_lowered": lowered.iter().map(|(c, b)| serde_json::json!({
+                            "capacity": c,
+                            "bytes": b,
+                        })).collect::<Vec<_>>(),
+                        "acl_paged": paged.iter().map(|(c, b)| serde_json::json!({
                             "capacity": c,
                             "bytes": b,
                         })).collect::<Vec<_>>(),
@@ -2003,7 +2011,7 @@ fn info(a: InfoArgs) -> Result<()> {
             print_import(im);
         }
     }
-    for (name, ns, lowered) in &needs {
+    for (name, ns, lowered, paged) in &needs {
         let verdict = match (ns.iter().all(|n| n.ok()), lowered.is_empty()) {
             (false, _) => "does NOT fit",
             (true, true) => "fits",
@@ -2027,6 +2035,15 @@ fn info(a: InfoArgs) -> Result<()> {
                  needs more stops with an error):"
             );
             for (capacity, bytes) in lowered {
+                println!("  {capacity:<54} estimate {bytes:>12} bytes");
+            }
+        }
+        if !paged.is_empty() {
+            println!(
+                "  these of ACL's first capacities pass it too and go into pages that each fit \
+                 (bounded by the adapter's memory only):"
+            );
+            for (capacity, bytes) in paged {
                 println!("  {capacity:<54} estimate {bytes:>12} bytes");
             }
         }

@@ -441,6 +441,7 @@ fn info_counts_the_contact_buffers() {
     assert!(v.get("exact_capacities").is_none(), "{v}");
     for ad in v["gpu_needs"].as_array().into_iter().flatten() {
         assert_eq!(ad["acl_lowered"], serde_json::json!([]), "{ad}");
+        assert_eq!(ad["acl_paged"], serde_json::json!([]), "{ad}");
         assert_eq!(ad["fits"], true);
     }
 }

@@ -1742,6 +1742,14 @@ fn acl_capacities_stay_within_the_binding_limit() {
     assert!(!over.is_empty());
     assert_eq!(yarnsim::gpu_step::acl_lowered(330_176, &limits), over);
     assert_eq!(yarnsim::gpu_step::acl_lowered(1_000, &limits), vec![]);
+    // What it lists as paged instead: the sack's first blocks pool (396 MB).
+    let paged = yarnsim::gpu_step::acl_paged(330_176, &limits);
+    assert!(
+        paged.iter().any(|&(c, b)| c == "blocks" && b > limit),
+        "{paged:?}"
+    );
+    assert!(paged.iter().all(|r| !over.contains(r)));
+    assert_eq!(yarnsim::gpu_step::acl_paged(1_000, &limits), vec![]);
     let Some(gpu) = gpu_or_skip("acl_capacities_stay_within_the_binding_limit") else {
         return;
     };
