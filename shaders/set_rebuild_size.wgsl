@@ -11,6 +11,11 @@
 //    plan_watch_loc, the next one gives guard_far. A thread scans its share of the box again only
 //    when its own candidate was picked, and a round has two barriers (it scanned every round, with
 //    four: on lavapipe this kernel was half of a tiny swatch's ACL step).
+// The watched-pair scratch may be in pages by dirty index (src/acl/pages.rs, uniform watch_page: a
+// page holds watch_page.stride dirty sets, MAX_WATCH slots each): the kernel is dispatched once per
+// page, and a workgroup acts only for a dirty set of its page (its plan included), at slot
+// (t − page_base) · MAX_WATCH of the page. Why: the first round rebuilds every set, and 512 bytes of
+// scratch a set slot passed a binding (277 MB for the afghan).
 // Reads the quadrature points qpts (kernel quadrature_points: xyz the point, computed as
 // RebuildTables::quad_point does; w its arc position). Writes plans[t] (offsets 0: pool_alloc gives
 // them).
@@ -27,6 +32,7 @@
 #import acl_rebuild
 #import acl_rebuild_box
 #import acl_rebuild_pairs
+#import pool_page
 
 const RB_WG: u32 = 64u;
 const INF_BITS: u32 = 0x7f800000u;
@@ -40,6 +46,7 @@ const INF_BITS: u32 = 0x7f800000u;
 @group(0) @binding(6) var<storage, read_write> plans: array<RebuildPlan>;
 @group(0) @binding(7) var<storage, read_write> plan_watch: array<WatchPair>;
 @group(0) @binding(8) var<storage, read_write> plan_watch_loc: array<WatchLoc>;
+@group(0) @binding(9) var<uniform> watch_page: PoolPage;
 
 var<workgroup> w_box: vec4<u32>;
 var<workgroup> w_min: atomic<u32>;
@@ -86,9 +93,12 @@ fn set_rebuild_size(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let t = wid.y * nwg.x + wid.x;
-    if t >= rebuild.num_dirty {
+    // (Workgroup-uniform: every thread returns, or none.)
+    if t >= rebuild.num_dirty || !page_holds(watch_page, t) {
         return;
     }
+    // The set's first slot in the page of watched pairs.
+    let slot0 = (t - page_base(watch_page)) * MAX_WATCH;
     let b = rebuild.b;
     let r = rebuild.r;
     let four_r2 = 4.0 * r * r;
@@ -286,7 +296,7 @@ fn set_rebuild_size(
         w.j = j;
         w.kw = rebuild.stiffness * seg_contact[sa].weight * seg_contact[sb].weight;
         w.gap = d - 2.0 * r;
-        plan_watch[t * MAX_WATCH + lid] = w;
+        plan_watch[slot0 + lid] = w;
         var loc: WatchLoc;
         for (var c = 0u; c < 8u; c = c + 1u) {
             var cp: u32;
@@ -298,7 +308,7 @@ fn set_rebuild_size(
             let l = local_index(cp, nraw);
             loc.loc[c / 2u] = loc.loc[c / 2u] | (l << (16u * (c % 2u)));
         }
-        plan_watch_loc[t * MAX_WATCH + lid] = loc;
+        plan_watch_loc[slot0 + lid] = loc;
     }
     if lid == 0u {
         write_plan(t, plan);

@@ -1,7 +1,9 @@
 // set_rebuild_watch: each rebuilt set's watched pairs copied from its plan's slot to its range
 // of the watch pools, and its force for this step, f0, into fout_pool (acl::rebuild::
 // set_rebuild_watch, CPU twin), after set_rebuild. One workgroup of 64 threads per dirty set
-// t < rebuild.num_dirty (a deleted plan or one without points is left alone).
+// t < rebuild.num_dirty (a deleted plan or one without points is left alone). The watched-pair
+// scratch may be in pages by dirty index (uniform watch_page, as in set_rebuild_size): dispatched
+// once per page, a workgroup acts only for a dirty set of its page.
 // Loop bound per thread: 1 (n_watch ≤ MAX_WATCH = 32) + 8 (n_cp ≤ MAX_BOX_CPS = 512).
 
 #import layout
@@ -9,6 +11,7 @@
 #import penalty
 #import acl
 #import acl_rebuild
+#import pool_page
 
 @group(0) @binding(0) var<uniform> rebuild: RebuildParams;
 @group(0) @binding(1) var<storage, read> plans: array<RebuildPlan>;
@@ -18,6 +21,7 @@
 @group(0) @binding(5) var<storage, read_write> watch_pool: array<WatchPair>;
 @group(0) @binding(6) var<storage, read_write> watch_loc_pool: array<WatchLoc>;
 @group(0) @binding(7) var<storage, read_write> fout_pool: array<vec4<f32>>;
+@group(0) @binding(8) var<uniform> watch_page: PoolPage;
 
 @compute @workgroup_size(64)
 fn set_rebuild_watch(
@@ -26,16 +30,17 @@ fn set_rebuild_watch(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let t = wid.y * nwg.x + wid.x;
-    if t >= rebuild.num_dirty {
+    if t >= rebuild.num_dirty || !page_holds(watch_page, t) {
         return;
     }
     let plan = plans[t];
+    let slot0 = (t - page_base(watch_page)) * MAX_WATCH;
     if !plan_built(plan) {
         return;
     }
     for (var e = lid; e < min(plan.n_watch, MAX_WATCH); e = e + 64u) {
-        watch_pool[plan.w_off + e] = plan_watch[t * MAX_WATCH + e];
-        watch_loc_pool[plan.w_off + e] = plan_watch_loc[t * MAX_WATCH + e];
+        watch_pool[plan.w_off + e] = plan_watch[slot0 + e];
+        watch_loc_pool[plan.w_off + e] = plan_watch_loc[slot0 + e];
     }
     for (var e = lid; e < min(plan.n_cp, MAX_BOX_CPS); e = e + 64u) {
         fout_pool[plan.cp_off + e] = f0_pool[plan.cp_off + e];

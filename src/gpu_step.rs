@@ -1584,12 +1584,16 @@ impl GpuSim {
         self.acl.as_ref().map(|a| a.path.term_pages())
     }
 
-    /// Sets what a page of ACL's blocks pool and of its pair terms holds (tests: pages on a small
-    /// scene; [`AclGpu::set_page_limits`]). Between batches.
+    /// The pages of ACL's rebuild watched-pair scratch (`None` without ACL).
+    pub fn acl_watch_pages(&self) -> Option<&crate::acl::pages::PoolPages> {
+        self.acl.as_ref().map(|a| a.path.watch_pages())
+    }
+
+    /// Sets what a page of ACL's blocks pool, its pair terms and its watched-pair scratch holds
+    /// (tests: pages on a small scene; [`AclGpu::set_page_limits`]). Between batches.
     pub fn set_acl_page_limits(
         &mut self,
-        blocks: crate::acl::pages::PageLimits,
-        terms: crate::acl::pages::PageLimits,
+        limits: crate::acl::pages::AclPageLimits,
     ) -> Result<(), GpuStepError> {
         let step = self.sim.steps;
         let Some(acl) = self.acl.as_mut() else {
@@ -1601,8 +1605,7 @@ impl GpuSim {
                 &self.queue,
                 &self.pipelines,
                 &self.buffers,
-                blocks,
-                terms,
+                limits,
             )
             .map_err(|e| GpuStepError::Device {
                 step,
@@ -2513,6 +2516,9 @@ impl GpuSim {
             stats
                 .extra
                 .push(("term_pages".into(), acl.path.term_pages().count() as f64));
+            stats
+                .extra
+                .push(("watch_pages".into(), acl.path.watch_pages().count() as f64));
         }
         if self.exact.is_some() {
             // The CPU exact path's keys, means over the frame's steps.

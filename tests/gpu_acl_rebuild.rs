@@ -577,6 +577,7 @@ fn set_rebuild_size_matches_twin() {
         &mut plans,
         &mut watch,
         &mut watch_loc,
+        &PoolPage::whole(nd),
         &fx.scratch,
     );
     let partial = plans
@@ -612,29 +613,46 @@ fn check_rebuild_size(
     let p = *p;
     let topo = &sim.topo;
     let nd = dirty.len();
-    let out = run_kernel(
-        gpu,
-        "set_rebuild_size",
-        &[
-            ("rebuild", bytes(&[p])),
-            ("qpts", bytes(qpts)),
-            ("segments", bytes(&topo.segments)),
-            ("seg_contact", bytes(seg_contact)),
-            ("sets", bytes(sets)),
-            ("dirty", bytes(dirty)),
-            ("plans", bytes(&vec![RebuildPlan::default(); nd])),
-            (
-                "plan_watch",
-                bytes(&vec![WatchPair::default(); nd * MAX_WATCH]),
-            ),
-            (
-                "plan_watch_loc",
-                bytes(&vec![WatchLoc::default(); nd * MAX_WATCH]),
-            ),
-        ],
-        (nd * 64) as u32,
-    )
-    .unwrap();
+    // The kernel over page `page` of the watched-pair scratch (its slots only), from `plans`.
+    let run = |page: PoolPage, plans: &[RebuildPlan]| {
+        let slots = page.len as usize * MAX_WATCH;
+        run_kernel(
+            gpu,
+            "set_rebuild_size",
+            &[
+                ("rebuild", bytes(&[p])),
+                ("qpts", bytes(qpts)),
+                ("segments", bytes(&topo.segments)),
+                ("seg_contact", bytes(seg_contact)),
+                ("sets", bytes(sets)),
+                ("dirty", bytes(dirty)),
+                ("plans", bytes(plans)),
+                ("plan_watch", bytes(&vec![WatchPair::default(); slots])),
+                ("plan_watch_loc", bytes(&vec![WatchLoc::default(); slots])),
+                ("watch_page", bytes(&[page])),
+            ],
+            (nd * 64) as u32,
+        )
+        .unwrap()
+    };
+    let out = run(PoolPage::whole(nd), &vec![RebuildPlan::default(); nd]);
+    // The scratch in pages of a third of the dirty sets (src/acl/pages.rs), dispatched in turn:
+    // the plans, and the pages laid end to end, are the one page's bit for bit.
+    let pages = PoolPages::with_stride(nd.div_ceil(3) as u32, 0, nd as u32);
+    assert_eq!(pages.count(), 3);
+    let mut paged = (vec![RebuildPlan::default(); nd], Vec::new(), Vec::new());
+    for q in 0..pages.count() {
+        let o = run(pages.page(q, q), &paged.0);
+        paged.0 = cast(&o["plans"]);
+        paged.1.extend_from_slice(&o["plan_watch"]);
+        paged.2.extend_from_slice(&o["plan_watch_loc"]);
+    }
+    assert!(
+        bytes(&paged.0) == out["plans"]
+            && paged.1 == out["plan_watch"]
+            && paged.2 == out["plan_watch_loc"],
+        "set_rebuild_size over 3 pages of the watched-pair scratch differs from one page"
+    );
     let g_plans: Vec<RebuildPlan> = cast(&out["plans"]);
     let g_watch: Vec<WatchPair> = cast(&out["plan_watch"]);
     let g_loc: Vec<WatchLoc> = cast(&out["plan_watch_loc"]);
@@ -1014,6 +1032,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &mut pools.watch,
         &mut pools.watch_loc,
         &mut fout,
+        &PoolPage::whole(nd),
     );
     let out = run_kernel(
         &gpu,
@@ -1027,6 +1046,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ("watch_pool", bytes(&w_in)),
             ("watch_loc_pool", bytes(&wl_in)),
             ("fout_pool", bytes(&vec![[0.0f32; 4]; len[0]])),
+            ("watch_page", bytes(&[PoolPage::whole(nd)])),
         ],
         (nd * 64) as u32,
     )

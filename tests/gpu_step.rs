@@ -943,7 +943,7 @@ fn paged_pools_step_as_one_page_does() {
     let Some(gpu) = gpu_or_skip("paged_pools_step_as_one_page_does") else {
         return;
     };
-    use yarnsim::acl::pages::PageLimits;
+    use yarnsim::acl::pages::{AclPageLimits, PageLimits};
     use yarnsim::checkpoint::{StateReader, StateWriter};
     let blocks = PageLimits {
         most: 12_000 + 2_080,
@@ -967,30 +967,48 @@ fn paged_pools_step_as_one_page_does() {
     };
     let pages = |g: &GpuSim| g.acl_block_pages().unwrap().count();
     let term_pages = |g: &GpuSim| g.acl_term_pages().unwrap().count();
+    let watch_pages = |g: &GpuSim| g.acl_watch_pages().unwrap().count();
     let one = PageLimits {
         most: u32::MAX,
         room: 2_080,
     };
+    // The rebuild's watched-pair scratch: in pages of 8 dirty sets, or one.
+    let fine_watch = PageLimits { most: 8, room: 0 };
+    let one_watch = PageLimits {
+        most: u32::MAX,
+        room: 0,
+    };
+    let limits = |blocks, terms, watch| AclPageLimits {
+        blocks,
+        terms,
+        watch,
+    };
     let mut a = run_gpu(&gpu, &sets, 0);
     let mut b = run_gpu(&gpu, &sets, 0);
     // The first steps, which build every set, with their rounds' terms (some hundreds) over fine
-    // pages (a stride of 40, a room of 256 touching pairs a set); the blocks in one page.
+    // pages (a stride of 40, a room of 256 touching pairs a set), and the watched-pair scratch in
+    // pages of 8 dirty sets (the first round builds every set); the blocks in one page.
     let fine_terms = PageLimits {
         most: 40 + 256,
         room: 256,
     };
-    b.set_acl_page_limits(one, fine_terms).unwrap();
+    b.set_acl_page_limits(limits(one, fine_terms, fine_watch))
+        .unwrap();
     assert!(term_pages(&b) >= 3, "{:?}", b.acl_term_pages());
+    assert!(watch_pages(&b) >= 3, "{:?}", b.acl_watch_pages());
     step(&mut a, 100);
     step(&mut b, 100);
-    let round_terms = b.acl_peak_counts().unwrap().terms;
+    let peak = b.acl_peak_counts().unwrap();
+    let round_terms = peak.terms;
     assert!(round_terms > 3 * 40, "a round of {round_terms} terms");
+    assert!(peak.merge.sets > 3 * 8, "{} sets", peak.merge.sets);
     assert!(
         bits(&b) == bits(&a),
-        "the run with fine terms pages differs"
+        "the run with fine terms and watch pages differs"
     );
     // The blocks pool, with the sets of 100 steps in it, into pages; the terms into coarser ones.
-    b.set_acl_page_limits(blocks, terms).unwrap();
+    b.set_acl_page_limits(limits(blocks, terms, fine_watch))
+        .unwrap();
     assert!(pages(&b) >= 3, "{:?}", b.acl_block_pages());
     step(&mut a, 150);
     step(&mut b, 150);
@@ -998,10 +1016,12 @@ fn paged_pools_step_as_one_page_does() {
     let mut caps = b.acl_capacities().unwrap();
     caps.blocks *= 2;
     caps.terms *= 2;
+    // (And the set slots, which size the watched-pair scratch's pages.)
+    caps.merge.sets *= 2;
     b.set_acl_capacities(caps).unwrap();
     step(&mut a, 250);
     step(&mut b, 250);
-    assert_eq!((pages(&a), term_pages(&a)), (1, 1));
+    assert_eq!((pages(&a), term_pages(&a), watch_pages(&a)), (1, 1, 1));
     let compactions = b.acl_compactions().unwrap();
     assert!(
         compactions > 0,
@@ -1024,17 +1044,17 @@ fn paged_pools_step_as_one_page_does() {
         most: 600 + 2_080,
         room: 2_080,
     };
-    let resumed = |r: &StateReader, limits: Option<(PageLimits, PageLimits)>| {
+    let resumed = |r: &StateReader, limits: Option<AclPageLimits>| {
         let mut sim = fixture::scene_sim("tiny", &sets, 0);
         sim.import_state(r).unwrap();
         let mut g = GpuSim::new(&gpu, sim, &contact).unwrap_or_else(|e| panic!("{e}"));
-        if let Some((blocks, terms)) = limits {
-            g.set_acl_page_limits(blocks, terms).unwrap();
+        if let Some(limits) = limits {
+            g.set_acl_page_limits(limits).unwrap();
         }
         g.import_contact_state(r).unwrap_or_else(|e| panic!("{e}"));
         g
     };
-    let mut c = resumed(&ra, Some((fine, one)));
+    let mut c = resumed(&ra, Some(limits(fine, one, one_watch)));
     let mut d = resumed(&rb, None);
     assert!(pages(&c) >= 3 && term_pages(&c) == 1 && pages(&d) == 1);
     for g in [&mut a, &mut b, &mut c, &mut d] {

@@ -1,8 +1,9 @@
 // pool_page: which of a paged pool's entries a dispatch over one of its pages acts for
 // (acl::pages::PoolPage; the layout is in src/acl/pages.rs): the K̄ blocks pool (uniform
-// block_page) and the rebuild's pair terms (uniform term_page). Needs layout. An entry range lives
-// in page off / stride, at off − page · stride; with one page the stride is 0xffffffff and every
-// range is page 0's.
+// block_page), the rebuild's pair terms (uniform term_page) and its watched-pair scratch by dirty
+// index (uniform watch_page: `stride` dirty sets a page, MAX_WATCH slots each). Needs layout. An
+// entry range lives in page off / stride, at off − page · stride; with one page the stride is
+// 0xffffffff and every range is page 0's.
 
 // Whether the range that starts at off lives in page p.page (the page bound).
 fn page_holds(p: PoolPage, off: u32) -> bool {

@@ -42,7 +42,9 @@
 //! than a binding (a garment on a device of 128 MiB bindings) it is in pages, buffers of their own,
 //! and the kernels that bind it (`set_force` in row 8, `set_rebuild` in row 9, and
 //! `pool_compact_blocks`) are dispatched once per page (the compaction once per pair of pages);
-//! one page, one dispatch, as before.
+//! one page, one dispatch, as before. The rebuild's pair terms (`set_rebuild`,
+//! `set_rebuild_headers`) and its watched-pair scratch (`plan_watch`, `plan_watch_loc`, by dirty
+//! index: `set_rebuild_size`, `set_rebuild_watch`) alike.
 //!
 //! **Capacities** ([`AclCaps`]): the set table, the point, block, watched-pair and term pools, the
 //! point table's records and the released boxes, each with a count and an overflow flag, plus the
@@ -51,10 +53,10 @@
 
 use super::counts::PHASE_SCHEDULED;
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
-use super::pages::{PageLimits, PoolPages};
+use super::pages::{AclPageLimits, PageLimits, PoolPages, WATCH_SLOT_BYTES};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm,
-    MAX_REBUILD_WORK, MAX_WATCH,
+    MAX_REBUILD_WORK,
 };
 use super::sets::ContactSet;
 use super::stiction::StictionSpring;
@@ -277,14 +279,12 @@ impl AclCaps {
     /// (wgpu's default, and lavapipe's: 128 MiB), so [`AclCaps::fit_binding`] keeps the first
     /// capacities within it and [`AclCaps::over_binding`] names one that a growth would take past
     /// it. (tests/gpu_acl_step.rs checks the table against the buffers a build makes.)
-    pub fn binding_bytes(&self) -> [(&'static str, u64); 17] {
+    pub fn binding_bytes(&self) -> [(&'static str, u64); 18] {
         use crate::layout::{KeyValue, Release, SchedEntry};
         let per_set = [
             size_of::<ContactSet>(),
             4 * size_of::<StictionSpring>(),
             size_of::<RebuildPlan>(),
-            MAX_WATCH * size_of::<WatchPair>(),
-            MAX_WATCH * size_of::<WatchLoc>(),
         ]
         .into_iter()
         .max()
@@ -301,6 +301,10 @@ impl AclCaps {
             ("sched.lookup_words", b(s.lookup_words, 4)),
             ("sched.released", b(s.released, size_of::<Release>())),
             ("merge.sets", b(m.sets, per_set)),
+            // The rebuild's watched-pair scratch, a dirty set's slots per set slot (in pages by
+            // dirty index where the device binds one set's: [`AclCaps::paged_within`]). Sized by
+            // `merge.sets`, so no capacity of its own in [`AclCaps::sized_mut`].
+            ("merge.watch", b(m.sets, WATCH_SLOT_BYTES as usize)),
             ("merge.touching", b(m.touching, 8)),
             ("merge.edges", b(m.edges, 8)),
             ("merge.index", b(m.index, size_of::<KeyValue>())),
@@ -458,14 +462,16 @@ impl AclCaps {
     }
 
     /// Whether capacity `name` sizes a pool that [`AclGpu`] lays out in pages when it passes a
-    /// binding ([`super::pages`]: the `K̄` blocks and the rebuild's pair terms), on a device
-    /// that binds `limit` bytes, room for the largest range included: then no limit bounds it
-    /// (only the device's memory). On a device that binds less than a page needs (3.2 MB of
-    /// blocks, 1 MB of terms) it is bounded as the others are.
+    /// binding ([`super::pages`]: the `K̄` blocks, the rebuild's pair terms and its watched-pair
+    /// scratch), on a device that binds `limit` bytes, room for the largest range included: then
+    /// no limit bounds it (only the device's memory). On a device that binds less than a page
+    /// needs (3.2 MB of blocks, 1 MB of terms, a set's 512 bytes of scratch) it is bounded as the
+    /// others are.
     pub fn paged_within(name: &str, limit: u64) -> bool {
         let (unit, room) = match name {
             "blocks" => (24, super::pages::MAX_SET_BLOCKS),
             "terms" => (size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
+            "merge.watch" => (WATCH_SLOT_BYTES, 0),
             _ => return false,
         };
         limit / unit > room as u64
@@ -711,11 +717,14 @@ pub struct AclGpu {
     pages: PoolPages,
     /// The pages of `rebuild_terms` for `caps.terms`.
     term_pages: PoolPages,
+    /// The pages of the rebuild's watched-pair scratch (`plan_watch`, `plan_watch_loc`) for
+    /// `caps.merge.sets` dirty sets.
+    watch_pages: PoolPages,
     /// What a page of each holds on this device (a binding), with room for the largest set's
     /// blocks ([`super::pages::MAX_SET_BLOCKS`]) and the largest plan's terms
-    /// ([`MAX_REBUILD_WORK`]); [`AclGpu::set_page_limits`].
-    block_limits: PageLimits,
-    term_limits: PageLimits,
+    /// ([`MAX_REBUILD_WORK`]; none for the scratch, whose sets have slots of their own);
+    /// [`AclGpu::set_page_limits`].
+    limits: AclPageLimits,
     /// Whether the step records `segment_rebuilds` ([`AclGpu::set_count_rebuilds`]).
     count_rebuilds: bool,
     ops: Vec<Op>,
@@ -836,8 +845,12 @@ impl AclGpu {
             stiction: host.params.stiction_stiffness > 0.0,
             pages: PoolPages::flat(0),
             term_pages: PoolPages::flat(0),
-            block_limits: page_limits(device, 24, super::pages::MAX_SET_BLOCKS),
-            term_limits: page_limits(device, size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
+            watch_pages: PoolPages::flat(0),
+            limits: AclPageLimits {
+                blocks: page_limits(device, 24, super::pages::MAX_SET_BLOCKS),
+                terms: page_limits(device, size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
+                watch: page_limits(device, WATCH_SLOT_BYTES, 0),
+            },
             count_rebuilds: false,
             poison_after_restore: false,
             poisoned_bytes: 0,
@@ -886,12 +899,18 @@ impl AclGpu {
                 limit: device.limits().max_storage_buffer_binding_size,
             })
         };
-        let pages = paged(caps.blocks, self.block_limits, "blocks", 24)?;
+        let pages = paged(caps.blocks, self.limits.blocks, "blocks", 24)?;
         let term_pages = paged(
             caps.terms,
-            self.term_limits,
+            self.limits.terms,
             "terms",
             size_of::<RebuildTerm>(),
+        )?;
+        let watch_pages = paged(
+            caps.merge.sets,
+            self.limits.watch,
+            "merge.watch",
+            WATCH_SLOT_BYTES as usize,
         )?;
         // (Everything the old pages hold: a growth keeps the device's stride.)
         let carry_pages = pages.carry_from(&self.pages, u32::MAX).ok_or_else(|| {
@@ -951,8 +970,6 @@ impl AclGpu {
             // Each 256 slots' dirty sets (set_dirty_count writes them, set_dirty_write reads them).
             ("dirty_groups", (sc + 1).div_ceil(256) * 4),
             ("plans", sc * size_of::<RebuildPlan>()),
-            ("plan_watch", sc * MAX_WATCH * size_of::<WatchPair>()),
-            ("plan_watch_loc", sc * MAX_WATCH * size_of::<WatchLoc>()),
             // The pool allocation's sums per 256 dirty sets (acl::rebuild::AllocGroup).
             (
                 "alloc_groups",
@@ -1001,6 +1018,19 @@ impl AclGpu {
             "term_page",
             size_of::<RebuildTerm>(),
         );
+        // (The rebuild round's watched-pair scratch, by dirty index: likewise.)
+        for buffer in ["plan_watch", "plan_watch_loc"] {
+            make_pages(
+                &mut self.own,
+                device,
+                queue,
+                &watch_pages,
+                &self.watch_pages,
+                buffer,
+                "watch_page",
+                WATCH_SLOT_BYTES as usize,
+            );
+        }
         // set_rebuild's uniform per pair of a blocks page and a terms page.
         for b in 0..pages.count().max(self.pages.count()) {
             for t in 0..term_pages.count().max(self.term_pages.count()) {
@@ -1040,6 +1070,7 @@ impl AclGpu {
         }
         self.pages = pages;
         self.term_pages = term_pages;
+        self.watch_pages = watch_pages;
         self.caps = caps;
         self.write_counters(queue);
         self.acl.record_capacity = caps.records;
@@ -1356,6 +1387,25 @@ impl AclGpu {
             }
             Ok(())
         };
+        // Once per page of the watched-pair scratch (`set_rebuild_size`, `set_rebuild_watch`).
+        let watch_pages: Vec<[wgpu::Buffer; 3]> = (0..self.watch_pages.count())
+            .map(|p| ["plan_watch", "plan_watch_loc", "watch_page"].map(|n| get(&page_name(n, p))))
+            .collect();
+        let dg_watch = |ops: &mut Vec<Op>,
+                        kernel: &'static str,
+                        g: &CountedGrid,
+                        k: u32|
+         -> Result<(), PipelineError> {
+            for [w, wl, page] in &watch_pages {
+                let map = [
+                    ("plan_watch", w),
+                    ("plan_watch_loc", wl),
+                    ("watch_page", page),
+                ];
+                ops.push(Op::Dispatch((kernel, bind(kernel, &map)?, g.threads_of(k))));
+            }
+            Ok(())
+        };
         dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
         dg_paged(&mut ops, "set_force", &eval_grids, 1, (true, false))?;
         // 9–10. Rebuild rounds.
@@ -1391,12 +1441,12 @@ impl AclGpu {
             dirty_list(&mut ops)?;
             // The round's kernels over the dirty sets only (none at rest).
             let g = &round_grids;
-            dg(&mut ops, "set_rebuild_size", g, per_dirty)?;
+            dg_watch(&mut ops, "set_rebuild_size", g, per_dirty)?;
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
             dg_paged(&mut ops, "set_rebuild", g, per_dirty, (true, true))?;
-            dg(&mut ops, "set_rebuild_watch", g, per_dirty)?;
+            dg_watch(&mut ops, "set_rebuild_watch", g, per_dirty)?;
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             dg_paged(
                 &mut ops,
@@ -1613,19 +1663,18 @@ impl AclGpu {
         &self.pages
     }
 
-    /// Sets what a page of the blocks pool and of the pair terms holds (tests: pages on a small
-    /// scene; each room must hold the scene's largest range, see [`PoolPages::room`]), and lays
-    /// the pools out so, their contents carried over.
+    /// Sets what a page of the blocks pool, of the pair terms and of the watched-pair scratch
+    /// holds (tests: pages on a small scene; each room must hold the scene's largest range, see
+    /// [`PoolPages::room`]), and lays the pools out so, their contents carried over.
     pub fn set_page_limits(
         &mut self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         pipelines: &Pipelines,
         shared: &Buffers,
-        blocks: PageLimits,
-        terms: PageLimits,
+        limits: AclPageLimits,
     ) -> Result<(), AclGpuError> {
-        (self.block_limits, self.term_limits) = (blocks, terms);
+        self.limits = limits;
         let mut enc = device.create_command_encoder(&Default::default());
         self.build(device, queue, pipelines, shared, self.caps, Some(&mut enc))?;
         queue.submit([enc.finish()]);
@@ -1635,6 +1684,11 @@ impl AclGpu {
     /// The pages of `rebuild_terms` ([`super::pages`]).
     pub fn term_pages(&self) -> &PoolPages {
         &self.term_pages
+    }
+
+    /// The pages of the rebuild's watched-pair scratch, by dirty index ([`super::pages`]).
+    pub fn watch_pages(&self) -> &PoolPages {
+        &self.watch_pages
     }
 
     /// The buffers of `k_pool`'s pages, in order.

@@ -660,6 +660,7 @@ impl AclContact {
             &mut self.plans[..nd],
             &mut self.plan_watch[..nw],
             &mut self.plan_watch_loc[..nw],
+            &pages::PoolPage::whole(nd),
             &self.rebuild_scratch,
         );
         if let Some(plan) = self.plans[..nd]
@@ -738,6 +739,7 @@ impl AclContact {
             &mut pools.watch,
             &mut pools.watch_loc,
             &mut self.fout_pool,
+            &pages::PoolPage::whole(nd),
         );
         rebuild::set_rebuild_springs(
             &p,

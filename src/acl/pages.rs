@@ -1,6 +1,7 @@
 //! ACL's pools that may pass a binding, in pages, each a buffer of its own: the `K̄` blocks pool
-//! (`k_pool`) and the rebuild round's pair terms (`rebuild_terms`) of the GPU step. The layout,
-//! and what the host does with it (carrying a pool into a larger one, and its checkpoint image).
+//! (`k_pool`) and the rebuild round's pair terms (`rebuild_terms`) of the GPU step, and the
+//! round's watched-pair scratch (`plan_watch`, `plan_watch_loc`). The layout, and what the host
+//! does with it (carrying a pool into a larger one, and its checkpoint image).
 //!
 //! Why: a set of `n` control points keeps `n(n+1)/2` blocks, and a garment's pool at its target
 //! radius is larger than a binding may be (332 MB for the afghan, 203 MB for the sack, against the
@@ -18,6 +19,12 @@
 //! `set_rebuild_headers` for the terms) are dispatched once per page with a [`PoolPage`]
 //! uniform, and a thread acts only for the ranges of its page. A pool that fits one binding is
 //! one page with an infinite stride, as before (one dispatch).
+//!
+//! The watched-pair scratch is paged by dirty index (a page holds `stride` dirty sets,
+//! `MAX_WATCH` slots each, and no room): `set_rebuild_size` and `set_rebuild_watch` are
+//! dispatched once per page, a workgroup acting only for a set of its page. The first round of a
+//! run rebuilds every set, and its scratch is 512 bytes a set slot in each buffer (277 MB for the
+//! afghan).
 //!
 //! The room: every set the GPU builds has at most [`MAX_BOX_CPS`] control points
 //! (`set_rebuild_size` gives a larger one `PLAN_TOO_LARGE` and no model), hence at most
@@ -88,6 +95,23 @@ pub struct PageLimits {
     pub most: u32,
     pub room: u32,
 }
+
+/// What a page of each of ACL's paged buffers holds on a device: the `K̄` blocks pool, the
+/// rebuild round's pair terms, and its watched-pair scratch (`plan_watch`, `plan_watch_loc`), whose
+/// entries are dirty sets of [`WATCH_SLOT_BYTES`] each, with no room (every set has its own
+/// slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AclPageLimits {
+    pub blocks: PageLimits,
+    pub terms: PageLimits,
+    pub watch: PageLimits,
+}
+
+/// The bytes of a dirty set's slots in the rebuild's watched-pair scratch, in each of
+/// `plan_watch` and `plan_watch_loc` (`MAX_WATCH` pairs of 16 bytes).
+pub const WATCH_SLOT_BYTES: u64 = (super::MAX_WATCH * 16) as u64;
+const _: () = assert!(std::mem::size_of::<super::rebuild::WatchPair>() == 16);
+const _: () = assert!(std::mem::size_of::<super::rebuild::WatchLoc>() == 16);
 
 /// One copy of blocks between two pools' pages: `blocks` blocks from page `from.0` at `from.1` to
 /// page `to.0` at `to.1`.

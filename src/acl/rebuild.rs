@@ -360,7 +360,10 @@ pub struct RebuildScratch {
 
 /// Stage `set_rebuild_size` over the dirty sets `dirty` (pass 1, see the module doc): `plans[t]`
 /// and the watched pairs `watch[t·MAX_WATCH..]`, `watch_loc[t·MAX_WATCH..]` (set-local indices of
-/// the 4 + 4 control points of the pair's quadrature points) for `dirty[t]`.
+/// the 4 + 4 control points of the pair's quadrature points) for `dirty[t]`, for the dirty sets
+/// of page `watch_page` of the watched-pair scratch only (`watch` and `watch_loc` are that page,
+/// its first set's slots at 0; [`super::pages`]: the GPU's scratch is in pages by dirty index where
+/// it passes a binding; the CPU path passes one page, [`PoolPage::whole`]).
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild_size(
     p: &RebuildParams,
@@ -371,17 +374,26 @@ pub fn set_rebuild_size(
     plans: &mut [RebuildPlan],
     watch: &mut [WatchPair],
     watch_loc: &mut [WatchLoc],
+    watch_page: &PoolPage,
     scratch: &ThreadScratch<RebuildScratch>,
 ) {
-    plans
+    let (lo, hi) = watch_page_range(watch_page, dirty.len().min(plans.len()));
+    plans[lo..hi]
         .par_iter_mut()
         .zip(watch.par_chunks_mut(MAX_WATCH))
         .zip(watch_loc.par_chunks_mut(MAX_WATCH))
-        .zip(dirty.par_iter())
+        .zip(dirty[lo..hi].par_iter())
         .with_min_len(REBUILD_TASK)
         .for_each(|(((plan, w), wl), &k)| {
             scratch.with(|sc| *plan = size_one(p, pos, &tables, &sets[k as usize], sc, w, wl));
         });
+}
+
+/// The dirty indices `lo..hi` of the `n` listed that page `page` of the watched-pair scratch
+/// holds (each `MAX_WATCH` slots from `(t − lo)·MAX_WATCH` in the page).
+fn watch_page_range(page: &PoolPage, n: usize) -> (usize, usize) {
+    let lo = (page.base() as usize).min(n);
+    (lo, (lo + page.len as usize).min(n))
 }
 
 /// `set_rebuild_size` for one set.
@@ -1042,7 +1054,8 @@ fn model_one(
 
 /// Kernel `set_rebuild_watch` (one thread per entry of a plan's ranges; a twin per plan): the
 /// watched pairs of each built plan copied from its slot of `plan_watch` / `plan_watch_loc` to
-/// its `w_off`, and its force for this step, `f0`, into `fout_pool` at its `cp_off`.
+/// its `w_off`, and its force for this step, `f0`, into `fout_pool` at its `cp_off`: the plans of
+/// page `watch_page` of the scratch only, as in [`set_rebuild_size`].
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild_watch(
     rebuild: &RebuildParams,
@@ -1053,8 +1066,10 @@ pub fn set_rebuild_watch(
     watch_pool: &mut [WatchPair],
     watch_loc_pool: &mut [WatchLoc],
     fout_pool: &mut [[f32; 4]],
+    watch_page: &PoolPage,
 ) {
-    for (t, plan) in plans[..rebuild.num_dirty as usize].iter().enumerate() {
+    let (lo, hi) = watch_page_range(watch_page, rebuild.num_dirty as usize);
+    for (t, plan) in plans[lo..hi].iter().enumerate() {
         if !plan_built(plan) {
             continue;
         }

@@ -132,6 +132,7 @@ pub fn dirty_rebuild() -> DirtyRebuild {
         &mut plans,
         &mut watch,
         &mut watch_loc,
+        &yarnsim::acl::pages::PoolPage::whole(nd),
         &scratch,
     );
     DirtyRebuild {
