@@ -17,6 +17,9 @@
 // multiprocessor of an H200) and its chain of dependent loads (cp_pool, then pos, for every point,
 // before the sums) exposed to memory latency; now the loads are issued at once, the chain reads
 // workgroup memory. No return before the last barrier (barriers need uniform control flow).
+// The watch pools may be in pages (src/acl/pages.rs, uniform watch_pool_page): the kernel is then
+// dispatched once per page, and evaluates only the sets whose watched pairs live in that page (a
+// set without any: page 0), so each set once.
 // Loop bound per thread: lane 0: 2 n (centre, F; n ≤ 1,008) + the polar decomposition's 2,600 + 16
 // (maxima) + 32 watched pairs + ⌈n / 16⌉ (deviations) ≤ 4,727 iterations.
 
@@ -24,6 +27,7 @@
 #import vec
 #import polar
 #import acl
+#import pool_page
 
 @group(0) @binding(0) var<uniform> acl: AclUniform;
 @group(0) @binding(1) var<storage, read> pos: array<vec4<f32>>;
@@ -34,6 +38,7 @@
 @group(0) @binding(6) var<storage, read> watch_loc_pool: array<WatchLoc>;
 @group(0) @binding(7) var<storage, read_write> sets: array<ContactSet>;
 @group(0) @binding(8) var<storage, read_write> dev_pool: array<vec4<f32>>;
+@group(0) @binding(9) var<uniform> watch_pool_page: PoolPage;
 
 const GROUP_SETS: u32 = 4u;
 
@@ -73,12 +78,13 @@ fn quad_point_local(g: u32, o: u32, loc: WatchLoc, c0: u32, i: u32) -> vec3<f32>
 fn crossing_error(g: u32, s: ContactSet, bound: f32) -> f32 {
     let r = acl.radius;
     var err = 0.0;
+    let w0 = s.w_off - page_base(watch_pool_page);
     for (var t = 0u; t < s.n_watch; t++) {
-        let w = watch_pool[s.w_off + t];
+        let w = watch_pool[w0 + t];
         if abs(w.gap) > bound {
             break;
         }
-        let loc = watch_loc_pool[s.w_off + t];
+        let loc = watch_loc_pool[w0 + t];
         let d = norm3(quad_point_local(g, s.cp_off, loc, 0u, w.i) - quad_point_local(g, s.cp_off, loc, 4u, w.j));
         if (d < 2.0 * r) != (w.gap < 0.0) {
             let dm = 2.0 * r - abs(d - 2.0 * r);
@@ -102,7 +108,8 @@ fn set_evaluate(
     var live_set = false;
     if k < acl.num_sets {
         s = sets[k];
-        live_set = set_is_clean(s.flags) && s.n_cp <= ACL_MAX_SET_POINTS;
+        live_set = set_is_clean(s.flags) && s.n_cp <= ACL_MAX_SET_POINTS
+            && page_holds_range(watch_pool_page, s.w_off, s.n_watch);
     }
     let o = s.cp_off;
     let n = s.n_cp;

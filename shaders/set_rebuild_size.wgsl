@@ -11,8 +11,8 @@
 //    plan_watch_loc, the next one gives guard_far. A thread scans its share of the box again only
 //    when its own candidate was picked, and a round has two barriers (it scanned every round, with
 //    four: on lavapipe this kernel was half of a tiny swatch's ACL step).
-// The watched-pair scratch may be in pages by dirty index (src/acl/pages.rs, uniform watch_page: a
-// page holds watch_page.stride dirty sets, MAX_WATCH slots each): the kernel is dispatched once per
+// The watched-pair scratch may be in pages by dirty index (src/acl/pages.rs, uniform scratch_page: a
+// page holds scratch_page.stride dirty sets, MAX_WATCH slots each): the kernel is dispatched once per
 // page, and a workgroup acts only for a dirty set of its page (its plan included), at slot
 // (t − page_base) · MAX_WATCH of the page. Why: the first round rebuilds every set, and 512 bytes of
 // scratch a set slot passed a binding (277 MB for the afghan).
@@ -46,7 +46,7 @@ const INF_BITS: u32 = 0x7f800000u;
 @group(0) @binding(6) var<storage, read_write> plans: array<RebuildPlan>;
 @group(0) @binding(7) var<storage, read_write> plan_watch: array<WatchPair>;
 @group(0) @binding(8) var<storage, read_write> plan_watch_loc: array<WatchLoc>;
-@group(0) @binding(9) var<uniform> watch_page: PoolPage;
+@group(0) @binding(9) var<uniform> scratch_page: PoolPage;
 
 var<workgroup> w_box: vec4<u32>;
 var<workgroup> w_min: atomic<u32>;
@@ -94,11 +94,11 @@ fn set_rebuild_size(
 ) {
     let t = wid.y * nwg.x + wid.x;
     // (Workgroup-uniform: every thread returns, or none.)
-    if t >= rebuild.num_dirty || !page_holds(watch_page, t) {
+    if t >= rebuild.num_dirty || !page_holds(scratch_page, t) {
         return;
     }
     // The set's first slot in the page of watched pairs.
-    let slot0 = (t - page_base(watch_page)) * MAX_WATCH;
+    let slot0 = (t - page_base(scratch_page)) * MAX_WATCH;
     let b = rebuild.b;
     let r = rebuild.r;
     let four_r2 = 4.0 * r * r;

@@ -1584,13 +1584,19 @@ impl GpuSim {
         self.acl.as_ref().map(|a| a.path.term_pages())
     }
 
-    /// The pages of ACL's rebuild watched-pair scratch (`None` without ACL).
+    /// The pages of ACL's watch pools (`None` without ACL).
     pub fn acl_watch_pages(&self) -> Option<&crate::acl::pages::PoolPages> {
         self.acl.as_ref().map(|a| a.path.watch_pages())
     }
 
-    /// Sets what a page of ACL's blocks pool, its pair terms and its watched-pair scratch holds
-    /// (tests: pages on a small scene; [`AclGpu::set_page_limits`]). Between batches.
+    /// The pages of ACL's rebuild watched-pair scratch (`None` without ACL).
+    pub fn acl_scratch_pages(&self) -> Option<&crate::acl::pages::PoolPages> {
+        self.acl.as_ref().map(|a| a.path.scratch_pages())
+    }
+
+    /// Sets what a page of ACL's blocks pool, its pair terms, its watched-pair scratch and its
+    /// watch pools holds (tests: pages on a small scene; [`AclGpu::set_page_limits`]). Between
+    /// batches.
     pub fn set_acl_page_limits(
         &mut self,
         limits: crate::acl::pages::AclPageLimits,
@@ -2516,6 +2522,10 @@ impl GpuSim {
             stats
                 .extra
                 .push(("term_pages".into(), acl.path.term_pages().count() as f64));
+            stats.extra.push((
+                "scratch_pages".into(),
+                acl.path.scratch_pages().count() as f64,
+            ));
             stats
                 .extra
                 .push(("watch_pages".into(), acl.path.watch_pages().count() as f64));

@@ -320,7 +320,7 @@ fn gpu_backend_runs_and_reports() {
         recs[0]
     );
     // The tiny swatch's paged pools fit one buffer each (src/acl/pages.rs).
-    for k in ["block_pages", "term_pages", "watch_pages"] {
+    for k in ["block_pages", "term_pages", "scratch_pages", "watch_pages"] {
         assert_eq!(recs[0][k].as_f64(), Some(1.0), "{k} in {}", recs[0]);
     }
 }

@@ -160,6 +160,7 @@ fn run_evaluate(gpu: &yarnsim::gpu::Gpu, sim: &Sim, acl: &AclContact) -> EvalRun
         &p.watch_loc,
         &mut sets_cpu,
         &mut dev_cpu,
+        &PoolPage::whole(p.watch.len()),
     );
     let out = run_kernel(
         gpu,
@@ -174,6 +175,7 @@ fn run_evaluate(gpu: &yarnsim::gpu::Gpu, sim: &Sim, acl: &AclContact) -> EvalRun
             ("watch_loc_pool", bytes(&p.watch_loc)),
             ("sets", bytes(&sets_in)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; np])),
+            ("watch_pool_page", bytes(&[PoolPage::whole(p.watch.len())])),
         ],
         SET_LANES * sets_in.len() as u32,
     )
@@ -353,6 +355,7 @@ fn polar_warm_start_returns_the_twins_quaternion() {
             ("watch_loc_pool", bytes(&p.watch_loc)),
             ("sets", bytes(&warm)),
             ("dev_pool", bytes(&vec![[0.0f32; 4]; p.cp.len()])),
+            ("watch_pool_page", bytes(&[PoolPage::whole(p.watch.len())])),
         ],
         SET_LANES * warm.len() as u32,
     )
@@ -1380,24 +1383,75 @@ fn set_evaluate_lanes_cover_every_point_of_mixed_sets() {
             &watch_loc,
             &mut sets_c,
             &mut dev_c,
+            &PoolPage::whole(watch.len()),
         );
-        let out = run_kernel(
-            &gpu,
-            "set_evaluate",
-            &[
-                ("acl", bytes(&[u])),
-                ("pos", bytes(&pos)),
-                ("cp_pool", bytes(&cp)),
-                ("dbar_pool", bytes(&dbar)),
-                ("m_pool", bytes(&m)),
-                ("watch_pool", bytes(&watch)),
-                ("watch_loc_pool", bytes(&watch_loc)),
-                ("sets", bytes(&sets)),
-                ("dev_pool", bytes(&vec![[7.0f32; 4]; np])),
-            ],
-            SET_LANES * sets.len() as u32,
-        )
-        .unwrap();
+        // The kernel with the watch pools' page `page` (`w`, `wl`), from `sets_in` and `dev_in`.
+        let run = |w: &[u8], wl: &[u8], page: PoolPage, sets_in: &[u8], dev_in: &[u8]| {
+            run_kernel(
+                &gpu,
+                "set_evaluate",
+                &[
+                    ("acl", bytes(&[u])),
+                    ("pos", bytes(&pos)),
+                    ("cp_pool", bytes(&cp)),
+                    ("dbar_pool", bytes(&dbar)),
+                    ("m_pool", bytes(&m)),
+                    ("watch_pool", w),
+                    ("watch_loc_pool", wl),
+                    ("sets", sets_in),
+                    ("dev_pool", dev_in),
+                    ("watch_pool_page", bytes(&[page])),
+                ],
+                SET_LANES * sets.len() as u32,
+            )
+            .unwrap()
+        };
+        let dev7 = vec![[7.0f32; 4]; np];
+        let whole = PoolPage::whole(watch.len());
+        let out = run(
+            bytes(&watch),
+            bytes(&watch_loc),
+            whole,
+            bytes(&sets),
+            bytes(&dev7),
+        );
+        if flags != 0 {
+            // The watch pools in pages of one watched pair (src/acl/pages.rs: each set with one
+            // in a page of its own, the others, with none, in page 0), dispatched in turn: the
+            // GPU's sets and deviations are the one page's bit for bit, and so are the twin's.
+            let pages = PoolPages::with_stride(1, 1, watch.len() as u32);
+            assert!(pages.count() >= 2);
+            let (w_pages, wl_pages) = (
+                pages.split(bytes(&watch), 16),
+                pages.split(bytes(&watch_loc), 16),
+            );
+            let (mut sets_p, mut dev_p) = (bytes(&sets).to_vec(), bytes(&dev7).to_vec());
+            let (mut sets_t, mut dev_t) = (sets.clone(), vec![[7.0f32; 4]; np]);
+            for q in 0..pages.count() {
+                let o = run(&w_pages[q], &wl_pages[q], pages.page(q, q), &sets_p, &dev_p);
+                (sets_p, dev_p) = (o["sets"].clone(), o["dev_pool"].clone());
+                set_evaluate(
+                    &u,
+                    &pos,
+                    &cp,
+                    &dbar,
+                    &m,
+                    bytemuck::cast_slice(&w_pages[q]),
+                    bytemuck::cast_slice(&wl_pages[q]),
+                    &mut sets_t,
+                    &mut dev_t,
+                    &pages.page(q, q),
+                );
+            }
+            assert!(
+                sets_p == out["sets"] && dev_p == out["dev_pool"],
+                "set_evaluate over pages of the watch pools differs from one page"
+            );
+            assert!(
+                bytes(&sets_t) == bytes(&sets_c) && bytes(&dev_t) == bytes(&dev_c),
+                "the twin over pages of the watch pools differs from one page"
+            );
+        }
         let sets_g: Vec<ContactSet> = cast(&out["sets"]);
         let dev_g: Vec<[f32; 4]> = cast(&out["dev_pool"]);
         let dirty: Vec<usize> = (0..sets.len())

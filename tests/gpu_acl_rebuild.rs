@@ -364,6 +364,7 @@ fn pool_compact_matches_twin() {
         cast::<[f32; 6]>(&new_pages.flatten(&got, 24, nk as u32, ranges)),
         next.k
     );
+    let whole = PoolPage::whole(nw);
     pool_compact_watch(
         &p,
         &sets,
@@ -372,6 +373,7 @@ fn pool_compact_matches_twin() {
         &pools.watch_loc,
         &mut next.watch,
         &mut next.watch_loc,
+        &whole,
     );
     let out = run(
         "pool_compact_watch",
@@ -380,11 +382,75 @@ fn pool_compact_matches_twin() {
             ("watch_loc_pool", bytes(&pools.watch_loc).to_vec()),
             ("watch_next", vec![0xab; 16 * nw]),
             ("watch_loc_next", vec![0xab; 16 * nw]),
+            ("watch_pool_page", bytes(&[whole]).to_vec()),
         ],
         nw,
     );
     assert_eq!(cast::<WatchPair>(&out["watch_next"]), next.watch);
     assert_eq!(cast::<WatchLoc>(&out["watch_loc_next"]), next.watch_loc);
+    // The same over pages of one stride, as the blocks above (room for a set's MAX_WATCH pairs).
+    let room = yarnsim::acl::MAX_WATCH as u32;
+    let stride = nw as u32 / 3 + 1;
+    let old_pages = PoolPages::with_stride(stride, room, pools.watch.len() as u32);
+    let new_pages = PoolPages::with_stride(stride, room, nw as u32);
+    assert_eq!(new_pages.count(), 3);
+    let old_images = [
+        old_pages.split(bytes(&pools.watch), 16),
+        old_pages.split(bytes(&pools.watch_loc), 16),
+    ];
+    let mut got = [Vec::new(), Vec::new()];
+    for q in 0..new_pages.count() {
+        let mut page = [0, 1].map(|_| vec![0xabu8; 16 * new_pages.lens[q] as usize]);
+        let mut twin: (Vec<WatchPair>, Vec<WatchLoc>) = (cast(&page[0]), cast(&page[1]));
+        for (from, (w, wl)) in old_images[0].iter().zip(&old_images[1]).enumerate() {
+            let u = new_pages.page(q, from);
+            let out = run(
+                "pool_compact_watch",
+                vec![
+                    ("watch_pool", w.clone()),
+                    ("watch_loc_pool", wl.clone()),
+                    ("watch_next", page[0].clone()),
+                    ("watch_loc_next", page[1].clone()),
+                    ("watch_pool_page", bytes(&[u]).to_vec()),
+                ],
+                new_pages.lens[q] as usize,
+            );
+            page = [out["watch_next"].clone(), out["watch_loc_next"].clone()];
+            pool_compact_watch(
+                &p,
+                &sets,
+                &dest,
+                &cast(w),
+                &cast(wl),
+                &mut twin.0,
+                &mut twin.1,
+                &u,
+            );
+        }
+        assert!(
+            page[0] == bytes(&twin.0) && page[1] == bytes(&twin.1),
+            "watch page {q} differs from its twin's"
+        );
+        for k in 0..2 {
+            got[k].push(page[k][..new_pages.used(q, nw as u32) as usize * 16].to_vec());
+        }
+    }
+    let ranges = || {
+        (0..ns).map(|k| {
+            (
+                pool_dest_offset(&dest, ns, 2, k),
+                model_sizes(&sets[k])[2] as u32,
+            )
+        })
+    };
+    assert_eq!(
+        cast::<WatchPair>(&new_pages.flatten(&got[0], 16, nw as u32, ranges())),
+        next.watch
+    );
+    assert_eq!(
+        cast::<WatchLoc>(&new_pages.flatten(&got[1], 16, nw as u32, ranges())),
+        next.watch_loc
+    );
     let mut headers = sets.clone();
     pool_compact_headers(&p, &dest, &mut headers);
     let out = run_kernel(
@@ -629,7 +695,7 @@ fn check_rebuild_size(
                 ("plans", bytes(plans)),
                 ("plan_watch", bytes(&vec![WatchPair::default(); slots])),
                 ("plan_watch_loc", bytes(&vec![WatchLoc::default(); slots])),
-                ("watch_page", bytes(&[page])),
+                ("scratch_page", bytes(&[page])),
             ],
             (nd * 64) as u32,
         )
@@ -1032,7 +1098,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &mut pools.watch,
         &mut pools.watch_loc,
         &mut fout,
-        &PoolPage::whole(nd),
+        &[PoolPage::whole(nd), PoolPage::whole(w_in.len())],
     );
     let out = run_kernel(
         &gpu,
@@ -1046,7 +1112,10 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
             ("watch_pool", bytes(&w_in)),
             ("watch_loc_pool", bytes(&wl_in)),
             ("fout_pool", bytes(&vec![[0.0f32; 4]; len[0]])),
-            ("watch_page", bytes(&[PoolPage::whole(nd)])),
+            (
+                "watch_pages",
+                bytes(&[PoolPage::whole(nd), PoolPage::whole(w_in.len())]),
+            ),
         ],
         (nd * 64) as u32,
     )

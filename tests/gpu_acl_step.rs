@@ -421,7 +421,7 @@ fn binding_table_is_the_built_buffers() {
     // The paged pools are one page each here (src/acl/pages.rs).
     assert_eq!(g.block_pages().lens, [caps.blocks]);
     assert_eq!(g.term_pages().lens, [caps.terms]);
-    assert_eq!(g.watch_pages().lens, [caps.merge.sets]);
+    assert_eq!(g.scratch_pages().lens, [caps.merge.sets]);
     fixture::assert_largest_buffers(&sized, buffers, |n| g.buffer(n));
     // The buffers of the scene's own size (`gpu_step::acl_needs` checks them against the limit).
     let fixed = yarnsim::sched::gpu::fixed_binding_bytes(

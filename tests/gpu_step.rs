@@ -967,47 +967,60 @@ fn paged_pools_step_as_one_page_does() {
     };
     let pages = |g: &GpuSim| g.acl_block_pages().unwrap().count();
     let term_pages = |g: &GpuSim| g.acl_term_pages().unwrap().count();
+    let scratch_pages = |g: &GpuSim| g.acl_scratch_pages().unwrap().count();
     let watch_pages = |g: &GpuSim| g.acl_watch_pages().unwrap().count();
     let one = PageLimits {
         most: u32::MAX,
         room: 2_080,
     };
-    // The rebuild's watched-pair scratch: in pages of 8 dirty sets, or one.
-    let fine_watch = PageLimits { most: 8, room: 0 };
-    let one_watch = PageLimits {
+    // The rebuild's watched-pair scratch: in pages of 24 dirty sets, or one.
+    let fine_scratch = PageLimits { most: 24, room: 0 };
+    let one_scratch = PageLimits {
         most: u32::MAX,
         room: 0,
     };
-    let limits = |blocks, terms, watch| AclPageLimits {
+    // The watch pools: in pages of a stride of 1,000 watched pairs (room for a set's 32; not a
+    // multiple of 32, since the tiny swatch's sets keep 32 each, so that ranges cross a stride;
+    // less than the live pairs after a compaction, some 1,700, so that they span pages).
+    let fine_watch = PageLimits {
+        most: 1_000 + 32,
+        room: 32,
+    };
+    let limits = |blocks, terms, scratch, watch| AclPageLimits {
         blocks,
         terms,
+        scratch,
         watch,
     };
     let mut a = run_gpu(&gpu, &sets, 0);
     let mut b = run_gpu(&gpu, &sets, 0);
     // The first steps, which build every set, with their rounds' terms (some hundreds) over fine
     // pages (a stride of 40, a room of 256 touching pairs a set), and the watched-pair scratch in
-    // pages of 8 dirty sets (the first round builds every set); the blocks in one page.
+    // pages of 24 dirty sets (the first round builds every set), the watch pools in fine pages;
+    // the blocks in one page.
     let fine_terms = PageLimits {
         most: 40 + 256,
         room: 256,
     };
-    b.set_acl_page_limits(limits(one, fine_terms, fine_watch))
+    b.set_acl_page_limits(limits(one, fine_terms, fine_scratch, fine_watch))
         .unwrap();
     assert!(term_pages(&b) >= 3, "{:?}", b.acl_term_pages());
+    assert!(scratch_pages(&b) >= 3, "{:?}", b.acl_scratch_pages());
     assert!(watch_pages(&b) >= 3, "{:?}", b.acl_watch_pages());
     step(&mut a, 100);
     step(&mut b, 100);
     let peak = b.acl_peak_counts().unwrap();
     let round_terms = peak.terms;
     assert!(round_terms > 3 * 40, "a round of {round_terms} terms");
-    assert!(peak.merge.sets > 3 * 8, "{} sets", peak.merge.sets);
+    // (The first round's dirty sets, and the watched pairs, span at least three pages.)
+    assert!(peak.merge.sets > 2 * 24, "{} sets", peak.merge.sets);
+    assert!(peak.watch > 2 * 1_000, "{} watched pairs", peak.watch);
     assert!(
         bits(&b) == bits(&a),
-        "the run with fine terms and watch pages differs"
+        "the run with fine terms, scratch and watch pages differs"
     );
     // The blocks pool, with the sets of 100 steps in it, into pages; the terms into coarser ones.
-    b.set_acl_page_limits(limits(blocks, terms, fine_watch))
+    b.set_acl_page_limits(limits(blocks, terms, fine_scratch, fine_watch))
         .unwrap();
     assert!(pages(&b) >= 3, "{:?}", b.acl_block_pages());
     step(&mut a, 150);
@@ -1016,12 +1029,21 @@ fn paged_pools_step_as_one_page_does() {
     let mut caps = b.acl_capacities().unwrap();
     caps.blocks *= 2;
     caps.terms *= 2;
+    caps.watch *= 2;
     // (And the set slots, which size the watched-pair scratch's pages.)
     caps.merge.sets *= 2;
     b.set_acl_capacities(caps).unwrap();
     step(&mut a, 250);
     step(&mut b, 250);
-    assert_eq!((pages(&a), term_pages(&a), watch_pages(&a)), (1, 1, 1));
+    assert_eq!(
+        (
+            pages(&a),
+            term_pages(&a),
+            scratch_pages(&a),
+            watch_pages(&a)
+        ),
+        (1, 1, 1, 1)
+    );
     let compactions = b.acl_compactions().unwrap();
     assert!(
         compactions > 0,
@@ -1037,9 +1059,36 @@ fn paged_pools_step_as_one_page_does() {
         StateReader::new(w.body().to_vec(), "test").unwrap()
     };
     let (ra, rb) = (checkpoint(&mut a), checkpoint(&mut b));
+    // The live sets' blocks and watched pairs, from a checkpoint's flat pools, in table order:
+    // the paged run's are the one-page run's (the watched pairs steer only the crossing test, so
+    // positions alone could miss a wrong one).
+    let live_models = |r: &StateReader| {
+        use yarnsim::acl::{rebuild::model_sizes, ContactSet};
+        let last: yarnsim::acl::gpu::AclStepCounters = r.get_value("gpu.acl.last").unwrap();
+        let table: Vec<ContactSet> =
+            bytemuck::pod_collect_to_vec(&r.bytes("gpu.acl.sets").unwrap());
+        let mut out = Vec::new();
+        for (pool, k, elem) in [
+            ("k_pool", 1, 24),
+            ("watch_pool", 2, 16),
+            ("watch_loc_pool", 2, 16),
+        ] {
+            let data = r.bytes(&format!("gpu.acl.{pool}")).unwrap();
+            for s in &table[..last.sizes.num_sets as usize] {
+                let off = if k == 1 { s.k_off } else { s.w_off } as usize;
+                let n = model_sizes(s)[k];
+                out.extend_from_slice(&data[off * elem..(off + n) * elem]);
+            }
+        }
+        out
+    };
+    assert!(
+        live_models(&ra) == live_models(&rb),
+        "the paged run's live models differ"
+    );
     // Resumed with the other layout: the one-page run's into fine pages of blocks (a stride of
-    // 600, so that the live sets, some 2,500 blocks after a compaction, span several) and one
-    // page of terms; the paged run's into one page.
+    // 600, so that the live sets, some 2,500 blocks after a compaction, span several) and of
+    // watched pairs, and one page of terms; the paged run's into one page.
     let fine = PageLimits {
         most: 600 + 2_080,
         room: 2_080,
@@ -1054,9 +1103,10 @@ fn paged_pools_step_as_one_page_does() {
         g.import_contact_state(r).unwrap_or_else(|e| panic!("{e}"));
         g
     };
-    let mut c = resumed(&ra, Some(limits(fine, one, one_watch)));
+    let mut c = resumed(&ra, Some(limits(fine, one, one_scratch, fine_watch)));
     let mut d = resumed(&rb, None);
-    assert!(pages(&c) >= 3 && term_pages(&c) == 1 && pages(&d) == 1);
+    assert!(pages(&c) >= 3 && term_pages(&c) == 1 && watch_pages(&c) >= 3);
+    assert!(pages(&d) == 1 && watch_pages(&d) == 1);
     for g in [&mut a, &mut b, &mut c, &mut d] {
         step(g, 150);
     }
@@ -1068,24 +1118,31 @@ fn paged_pools_step_as_one_page_does() {
         assert!(bits(g) == bits(&a), "{name}: differs after the resume");
     }
     // The fine pages' checkpoint into one page. Some sets run past their page's stride there, and
-    // the checkpoint takes their blocks from their own page's room (PoolPages::flatten): without
-    // such sets this would show nothing of it.
+    // the checkpoint takes their blocks and watched pairs from their own page's room
+    // (PoolPages::flatten): without such sets this would show nothing of it.
     let rc = checkpoint(&mut c);
-    let spilled = {
+    let spilled = |pages: &yarnsim::acl::pages::PoolPages, k: usize| {
         use yarnsim::acl::{rebuild::model_sizes, ContactSet};
         let last: yarnsim::acl::gpu::AclStepCounters = rc.get_value("gpu.acl.last").unwrap();
         let table: Vec<ContactSet> =
             bytemuck::pod_collect_to_vec(&rc.bytes("gpu.acl.sets").unwrap());
-        let pages = c.acl_block_pages().unwrap();
         table[..last.sizes.num_sets as usize]
             .iter()
             .filter(|s| {
-                let end = s.k_off as u64 + model_sizes(s)[1] as u64;
-                end > pages.base(pages.page_of(s.k_off)) + pages.stride as u64
+                let off = if k == 1 { s.k_off } else { s.w_off };
+                let end = off as u64 + model_sizes(s)[k] as u64;
+                end > pages.base(pages.page_of(off)) + pages.stride as u64
             })
             .count()
     };
-    assert!(spilled > 0, "no set runs past its page's stride");
+    let spilled = (
+        spilled(c.acl_block_pages().unwrap(), 1),
+        spilled(c.acl_watch_pages().unwrap(), 2),
+    );
+    assert!(
+        spilled.0 > 0 && spilled.1 > 0,
+        "no set runs past its page's stride: {spilled:?} (blocks, watched pairs)"
+    );
     let mut e = resumed(&rc, None);
     step(&mut a, 100);
     step(&mut e, 100);
@@ -1094,11 +1151,15 @@ fn paged_pools_step_as_one_page_does() {
         "fine pages → one page: differs after the resume"
     );
     eprintln!(
-        "{} blocks pages and {} terms pages at the end, {compactions} compactions while paged, \
-         {spilled} sets past their stride in {} fine pages",
+        "{} blocks pages, {} terms pages, {} scratch pages and {} watch pages at the end, \
+         {compactions} compactions while paged, {spilled:?} sets past their stride in {} and {} \
+         fine pages (blocks, watched pairs)",
         pages(&b),
         term_pages(&b),
-        pages(&c)
+        scratch_pages(&b),
+        watch_pages(&b),
+        pages(&c),
+        watch_pages(&c)
     );
 }
 

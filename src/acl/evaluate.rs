@@ -90,6 +90,8 @@ struct EvalCtx<'a> {
     m_pool: &'a [f32],
     watch_pool: &'a [WatchPair],
     watch_loc_pool: &'a [WatchLoc],
+    /// The flat offset of the watch pools' first entry (a page's, [`super::pages`]; else 0).
+    watch_base: usize,
 }
 
 /// What the first half decided for a set.
@@ -126,7 +128,12 @@ impl EvalCtx<'_> {
     fn crossing_error(&self, s: &ContactSet, q: &[V3<f32>], bound: f32) -> f32 {
         let r = self.p.radius;
         let mut err = 0.0f32;
-        let range = s.w_off as usize..(s.w_off + s.n_watch) as usize;
+        if s.n_watch == 0 {
+            // (Its offset may be past the pools' page: PoolPage::holds_range.)
+            return 0.0;
+        }
+        let w0 = s.w_off as usize - self.watch_base;
+        let range = w0..w0 + s.n_watch as usize;
         for (w, loc) in self.watch_pool[range.clone()]
             .iter()
             .zip(&self.watch_loc_pool[range])
@@ -235,7 +242,9 @@ pub fn force_change(r: &M3<f32>, f0: &[[f32; 4]], fout: &[[f32; 4]]) -> (f32, f3
 /// Kernel `set_evaluate`'s twin (the first half, see the module doc) over the clean sets of at most
 /// [`MAX_SET_POINTS`] points: the rotation into the header, the deviations into `dev_pool`,
 /// [`SET_DIRTY`] when eq. 6 or the crossing criteria invalidate the model, [`SET_NOT_FINITE`] when the
-/// rotation is not finite.
+/// rotation is not finite. The watch pools may be page `watch_pool_page` of paged ones
+/// ([`super::pages`]): only the sets whose watched pairs live there (a set without any: page 0)
+/// are evaluated; [`PoolPage::whole`] unpaged.
 #[allow(clippy::too_many_arguments)]
 pub fn set_evaluate(
     acl: &AclUniform,
@@ -247,6 +256,7 @@ pub fn set_evaluate(
     watch_loc_pool: &[WatchLoc],
     sets: &mut [ContactSet],
     dev_pool: &mut [[f32; 4]],
+    watch_pool_page: &PoolPage,
 ) {
     let ctx = EvalCtx {
         p: acl,
@@ -256,12 +266,14 @@ pub fn set_evaluate(
         m_pool,
         watch_pool,
         watch_loc_pool,
+        watch_base: watch_pool_page.base() as usize,
     };
     let dp = SyncPtr::new(dev_pool);
     sets.par_iter_mut()
         .with_min_len(EVAL_CHUNK)
         .for_each_init(Vec::new, |q, s| {
-            if !s.is_clean() || s.n_cp > MAX_SET_POINTS {
+            let here = watch_pool_page.holds_range(s.w_off, s.n_watch);
+            if !s.is_clean() || s.n_cp > MAX_SET_POINTS || !here {
                 return;
             }
             let (o, n) = (s.cp_off as usize, s.n_cp as usize);
@@ -358,6 +370,7 @@ pub fn set_evaluate_and_force(
         m_pool,
         watch_pool,
         watch_loc_pool,
+        watch_base: 0,
     };
     let (qp, dp, fp) = (
         SyncPtr::new(q_pool),
@@ -455,6 +468,7 @@ pub fn set_crossing_error(
         m_pool: &[],
         watch_pool,
         watch_loc_pool,
+        watch_base: 0,
     };
     let o = s.cp_off as usize;
     let q: Vec<V3<f32>> = (0..s.n_cp as usize)

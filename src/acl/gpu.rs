@@ -42,9 +42,10 @@
 //! than a binding (a garment on a device of 128 MiB bindings) it is in pages, buffers of their own,
 //! and the kernels that bind it (`set_force` in row 8, `set_rebuild` in row 9, and
 //! `pool_compact_blocks`) are dispatched once per page (the compaction once per pair of pages);
-//! one page, one dispatch, as before. The rebuild's pair terms (`set_rebuild`,
-//! `set_rebuild_headers`) and its watched-pair scratch (`plan_watch`, `plan_watch_loc`, by dirty
-//! index: `set_rebuild_size`, `set_rebuild_watch`) alike.
+//! one page, one dispatch, as before. The watch pools (`set_evaluate`, `set_rebuild_watch`,
+//! `pool_compact_watch`), the rebuild's pair terms (`set_rebuild`, `set_rebuild_headers`) and its
+//! watched-pair scratch (`plan_watch`, `plan_watch_loc`, by dirty index: `set_rebuild_size`,
+//! `set_rebuild_watch`) alike.
 //!
 //! **Capacities** ([`AclCaps`]): the set table, the point, block, watched-pair and term pools, the
 //! point table's records and the released boxes, each with a count and an overflow flag, plus the
@@ -56,7 +57,7 @@ use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::pages::{AclPageLimits, PageLimits, PoolPages, WATCH_SLOT_BYTES};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm,
-    MAX_REBUILD_WORK,
+    MAX_REBUILD_WORK, MAX_WATCH,
 };
 use super::sets::ContactSet;
 use super::stiction::StictionSpring;
@@ -472,6 +473,7 @@ impl AclCaps {
             "blocks" => (24, super::pages::MAX_SET_BLOCKS),
             "terms" => (size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
             "merge.watch" => (WATCH_SLOT_BYTES, 0),
+            "watch" => (16, MAX_WATCH as u32),
             _ => return false,
         };
         limit / unit > room as u64
@@ -578,12 +580,14 @@ fn make_pages(
     }
 }
 
-/// The name of `set_rebuild`'s uniform `rebuild_pages` for blocks page `b` and terms page `t`.
-fn pair_name(b: usize, t: usize) -> String {
-    if (b, t) == (0, 0) {
-        "rebuild_pages".to_string()
+/// The name of a uniform of two pages (`set_rebuild`'s `rebuild_pages` for blocks page `a` and
+/// terms page `b`, `set_rebuild_watch`'s `watch_pages` for scratch page `a` and watch pools page
+/// `b`): the name itself for the first pair, `name.a.b` for the others.
+fn pair_name(uniform: &str, a: usize, b: usize) -> String {
+    if (a, b) == (0, 0) {
+        uniform.to_string()
     } else {
-        format!("rebuild_pages.{b}.{t}")
+        format!("{uniform}.{a}.{b}")
     }
 }
 
@@ -681,8 +685,9 @@ const PERSISTENT: &[&str] = &[
 /// restore, [`AclGpu::set_poison_after_restore`], and the reruns still end bitwise where runs
 /// without them do.)
 ///
-/// `k_pool` is in pages ([`super::pages`]): the name is its first page's, and the others are
-/// `k_pool.1`, `k_pool.2`, … ([`AclGpu::block_pages`]).
+/// `k_pool`, `watch_pool` and `watch_loc_pool` are in pages ([`super::pages`], [`PAGED_POOLS`]):
+/// the name is the first page's, and the others are `k_pool.1`, `k_pool.2`, …
+/// ([`AclGpu::page_buffers`]).
 pub const POOLS: [(&str, usize, usize); 7] = [
     ("cp_pool", 0, 4),
     ("m_pool", 0, 4),
@@ -692,6 +697,22 @@ pub const POOLS: [(&str, usize, usize); 7] = [
     ("watch_pool", 2, size_of::<WatchPair>()),
     ("watch_loc_pool", 2, size_of::<WatchLoc>()),
 ];
+
+/// A paged pool's compaction ([`AclGpu::compact_pools`]): kernel, page uniform, pages, new length,
+/// and its buffers (old, new, bytes an entry).
+type PagedCompaction<'a> = (
+    &'static str,
+    &'static str,
+    &'a PoolPages,
+    usize,
+    &'static [(&'static str, &'static str, usize)],
+);
+
+/// The bindings of one page of paged buffers: (binding, buffer) ([`AclGpu::make_ops`]).
+type PageMap = Vec<(&'static str, wgpu::Buffer)>;
+
+/// The pools of [`POOLS`] laid out in pages where they pass a binding.
+pub const PAGED_POOLS: [&str; 3] = ["k_pool", "watch_pool", "watch_loc_pool"];
 
 /// What the recorded operations' bind groups use besides the named buffers: the scans'
 /// own buffers, the merge and lookup chains, the phase uniforms.
@@ -719,6 +740,8 @@ pub struct AclGpu {
     term_pages: PoolPages,
     /// The pages of the rebuild's watched-pair scratch (`plan_watch`, `plan_watch_loc`) for
     /// `caps.merge.sets` dirty sets.
+    scratch_pages: PoolPages,
+    /// The pages of the watch pools (`watch_pool`, `watch_loc_pool`) for `caps.watch`.
     watch_pages: PoolPages,
     /// What a page of each holds on this device (a binding), with room for the largest set's
     /// blocks ([`super::pages::MAX_SET_BLOCKS`]) and the largest plan's terms
@@ -845,11 +868,13 @@ impl AclGpu {
             stiction: host.params.stiction_stiffness > 0.0,
             pages: PoolPages::flat(0),
             term_pages: PoolPages::flat(0),
+            scratch_pages: PoolPages::flat(0),
             watch_pages: PoolPages::flat(0),
             limits: AclPageLimits {
                 blocks: page_limits(device, 24, super::pages::MAX_SET_BLOCKS),
                 terms: page_limits(device, size_of::<RebuildTerm>() as u64, MAX_REBUILD_WORK),
-                watch: page_limits(device, WATCH_SLOT_BYTES, 0),
+                scratch: page_limits(device, WATCH_SLOT_BYTES, 0),
+                watch: page_limits(device, 16, MAX_WATCH as u32),
             },
             count_rebuilds: false,
             poison_after_restore: false,
@@ -906,19 +931,33 @@ impl AclGpu {
             "terms",
             size_of::<RebuildTerm>(),
         )?;
-        let watch_pages = paged(
+        let scratch_pages = paged(
             caps.merge.sets,
-            self.limits.watch,
+            self.limits.scratch,
             "merge.watch",
             WATCH_SLOT_BYTES as usize,
         )?;
-        // (Everything the old pages hold: a growth keeps the device's stride.)
-        let carry_pages = pages.carry_from(&self.pages, u32::MAX).ok_or_else(|| {
-            AclGpuError::Gpu(format!(
-                "the K̄ blocks pool's pages cannot go from stride {} to {}",
-                self.pages.stride, pages.stride
-            ))
-        })?;
+        let watch_pages = paged(caps.watch, self.limits.watch, "watch", 16)?;
+        // The paged pools' contents: everything the old pages hold (a growth keeps the device's
+        // stride).
+        let carry_of = |new: &PoolPages, old: &PoolPages, what: &str| {
+            new.carry_from(old, u32::MAX).ok_or_else(|| {
+                AclGpuError::Gpu(format!(
+                    "the {what}'s pages cannot go from stride {} to {}",
+                    old.stride, new.stride
+                ))
+            })
+        };
+        let mut carry_pages = Vec::new();
+        for (name, _, elem, old) in self.paged_pools() {
+            let new = if name == "k_pool" {
+                &pages
+            } else {
+                &watch_pages
+            };
+            let copies = carry_of(new, old, name)?;
+            carry_pages.push((name, elem, self.page_buffers(name), copies));
+        }
         // The scheduler's buffers the ACL stages read or write, and the caller's.
         for name in [
             "touching",
@@ -953,11 +992,10 @@ impl AclGpu {
                 )
             })
             .chain(POOLS.iter().map(|(n, _, _)| n))
-            .filter(|n| **n != "k_pool")
+            .filter(|n| !PAGED_POOLS.contains(n))
             .filter_map(|n| self.own.get(n).map(|b| (*n, b.clone())))
             .collect();
-        let old_pages = self.block_page_buffers();
-        let (np, nw) = (caps.points as usize, caps.watch as usize);
+        let np = caps.points as usize;
         let sizes: Vec<(&str, usize)> = vec![
             ("sets", sc * size_of::<ContactSet>()),
             ("springs", 4 * sc * size_of::<StictionSpring>()),
@@ -981,8 +1019,6 @@ impl AclGpu {
             ("m_pool", np * 4),
             ("dev_pool", np * 16),
             ("fout_pool", np * 16),
-            ("watch_pool", nw * size_of::<WatchPair>()),
-            ("watch_loc_pool", nw * size_of::<WatchLoc>()),
             // The point table: records (set, pool index), each point's first slot and count
             // (zero between steps: set_gather clears them), each record's rank at its point.
             ("point_records", caps.records as usize * 8),
@@ -1018,8 +1054,7 @@ impl AclGpu {
             "term_page",
             size_of::<RebuildTerm>(),
         );
-        // (The rebuild round's watched-pair scratch, by dirty index: likewise.)
-        for buffer in ["plan_watch", "plan_watch_loc"] {
+        for buffer in ["watch_pool", "watch_loc_pool"] {
             make_pages(
                 &mut self.own,
                 device,
@@ -1027,20 +1062,47 @@ impl AclGpu {
                 &watch_pages,
                 &self.watch_pages,
                 buffer,
-                "watch_page",
+                "watch_pool_page",
+                16,
+            );
+        }
+        // (The rebuild round's watched-pair scratch, by dirty index: nothing to carry.)
+        for buffer in ["plan_watch", "plan_watch_loc"] {
+            make_pages(
+                &mut self.own,
+                device,
+                queue,
+                &scratch_pages,
+                &self.scratch_pages,
+                buffer,
+                "scratch_page",
                 WATCH_SLOT_BYTES as usize,
             );
         }
-        // set_rebuild's uniform per pair of a blocks page and a terms page.
-        for b in 0..pages.count().max(self.pages.count()) {
-            for t in 0..term_pages.count().max(self.term_pages.count()) {
-                let name = pair_name(b, t);
-                if b < pages.count() && t < term_pages.count() {
-                    let u = [pages.page(b, b), term_pages.page(t, t)];
-                    self.own
-                        .upload(device, queue, &name, bytemuck::cast_slice(&u), true);
-                } else {
-                    self.own.remove(&name);
+        // set_rebuild's uniform per pair of a blocks page and a terms page, set_rebuild_watch's
+        // per pair of a scratch page and a watch pools page.
+        for (uniform, (a, old_a), (b, old_b)) in [
+            (
+                "rebuild_pages",
+                (&pages, &self.pages),
+                (&term_pages, &self.term_pages),
+            ),
+            (
+                "watch_pages",
+                (&scratch_pages, &self.scratch_pages),
+                (&watch_pages, &self.watch_pages),
+            ),
+        ] {
+            for i in 0..a.count().max(old_a.count()) {
+                for j in 0..b.count().max(old_b.count()) {
+                    let name = pair_name(uniform, i, j);
+                    if i < a.count() && j < b.count() {
+                        let u = [a.page(i, i), b.page(j, j)];
+                        self.own
+                            .upload(device, queue, &name, bytemuck::cast_slice(&u), true);
+                    } else {
+                        self.own.remove(&name);
+                    }
                 }
             }
         }
@@ -1054,22 +1116,23 @@ impl AclGpu {
                 let new = self.own.get(name).expect("uploaded above");
                 enc.copy_buffer_to_buffer(b, 0, new, 0, b.size().min(new.size()));
             }
-            for c in carry_pages {
-                let new = self
-                    .own
-                    .get(&page_name("k_pool", c.to.0))
-                    .expect("made above");
-                enc.copy_buffer_to_buffer(
-                    &old_pages[c.from.0],
-                    c.from.1 * 24,
-                    new,
-                    c.to.1 * 24,
-                    c.blocks * 24,
-                );
+            for (name, elem, old_pages, copies) in carry_pages {
+                let elem = elem as u64;
+                for c in copies {
+                    let new = self.own.get(&page_name(name, c.to.0)).expect("made above");
+                    enc.copy_buffer_to_buffer(
+                        &old_pages[c.from.0],
+                        c.from.1 * elem,
+                        new,
+                        c.to.1 * elem,
+                        c.blocks * elem,
+                    );
+                }
             }
         }
         self.pages = pages;
         self.term_pages = term_pages;
+        self.scratch_pages = scratch_pages;
         self.watch_pages = watch_pages;
         self.caps = caps;
         self.write_counters(queue);
@@ -1339,75 +1402,53 @@ impl AclGpu {
             Ok(())
         };
         // The kernels that bind a paged pool ([`super::pages`]): once per page, each with its
-        // page and uniform (one dispatch when the pool is one page).
-        let pages: Vec<(wgpu::Buffer, wgpu::Buffer)> = (0..self.pages.count())
-            .map(|p| {
-                (
-                    get(&page_name("k_pool", p)),
-                    get(&page_name("block_page", p)),
-                )
-            })
-            .collect();
-        let term_pages: Vec<(wgpu::Buffer, wgpu::Buffer)> = (0..self.term_pages.count())
-            .map(|p| {
-                (
-                    get(&page_name("rebuild_terms", p)),
-                    get(&page_name("term_page", p)),
-                )
-            })
-            .collect();
-        // Once per blocks page (`set_force`), per terms page (`set_rebuild_headers`), or per pair
-        // of the two (`set_rebuild`).
+        // page and uniform (one dispatch when the pool is one page). Each page's bindings:
+        let page_maps = |names: [&'static str; 3], count: usize| -> Vec<PageMap> {
+            (0..count)
+                .map(|p| {
+                    let named = names.iter().filter(|n| !n.is_empty());
+                    named.map(|&n| (n, get(&page_name(n, p)))).collect()
+                })
+                .collect()
+        };
+        let blocks = page_maps(["k_pool", "block_page", ""], self.pages.count());
+        let watch = page_maps(
+            ["watch_pool", "watch_loc_pool", "watch_pool_page"],
+            self.watch_pages.count(),
+        );
+        let terms = page_maps(["rebuild_terms", "term_page", ""], self.term_pages.count());
+        let scratch = page_maps(
+            ["plan_watch", "plan_watch_loc", "scratch_page"],
+            self.scratch_pages.count(),
+        );
+        let unpaged = vec![Vec::new()];
+        // Once per pair of a page of `a` and a page of `b` (`unpaged`: one), with the pair's
+        // uniform `pair` where both are paged: `set_rebuild` (blocks and terms, `rebuild_pages`),
+        // `set_rebuild_watch` (scratch and watch pools, `watch_pages`).
         let dg_paged = |ops: &mut Vec<Op>,
                         kernel: &'static str,
                         g: &CountedGrid,
                         k: u32,
-                        (blocks, terms): (bool, bool)|
+                        (a, b): (&[PageMap], &[PageMap]),
+                        pair: Option<&'static str>|
          -> Result<(), PipelineError> {
-            let bs = if blocks { pages.len() } else { 1 };
-            let ts = if terms { term_pages.len() } else { 1 };
-            for b in 0..bs {
-                for t in 0..ts {
-                    let mut map = Vec::new();
-                    if blocks {
-                        map.extend([("k_pool", &pages[b].0), ("block_page", &pages[b].1)]);
-                    }
-                    if terms {
-                        map.extend([
-                            ("rebuild_terms", &term_pages[t].0),
-                            ("term_page", &term_pages[t].1),
-                        ]);
-                    }
-                    let pair = (blocks && terms).then(|| get(&pair_name(b, t)));
-                    if let Some(pair) = &pair {
-                        map.push(("rebuild_pages", pair));
-                    }
+            for (i, map_a) in a.iter().enumerate() {
+                for (j, map_b) in b.iter().enumerate() {
+                    let u = pair.map(|name| (name, get(&pair_name(name, i, j))));
+                    let map: Vec<(&str, &wgpu::Buffer)> = map_a
+                        .iter()
+                        .chain(map_b)
+                        .chain(&u)
+                        .map(|(n, b)| (*n, b))
+                        .collect();
                     ops.push(Op::Dispatch((kernel, bind(kernel, &map)?, g.threads_of(k))));
                 }
             }
             Ok(())
         };
-        // Once per page of the watched-pair scratch (`set_rebuild_size`, `set_rebuild_watch`).
-        let watch_pages: Vec<[wgpu::Buffer; 3]> = (0..self.watch_pages.count())
-            .map(|p| ["plan_watch", "plan_watch_loc", "watch_page"].map(|n| get(&page_name(n, p))))
-            .collect();
-        let dg_watch = |ops: &mut Vec<Op>,
-                        kernel: &'static str,
-                        g: &CountedGrid,
-                        k: u32|
-         -> Result<(), PipelineError> {
-            for [w, wl, page] in &watch_pages {
-                let map = [
-                    ("plan_watch", w),
-                    ("plan_watch_loc", wl),
-                    ("watch_page", page),
-                ];
-                ops.push(Op::Dispatch((kernel, bind(kernel, &map)?, g.threads_of(k))));
-            }
-            Ok(())
-        };
-        dg(&mut ops, "set_evaluate", &eval_grids, 0)?;
-        dg_paged(&mut ops, "set_force", &eval_grids, 1, (true, false))?;
+        let eg = &eval_grids;
+        dg_paged(&mut ops, "set_evaluate", eg, 0, (&watch, &unpaged), None)?;
+        dg_paged(&mut ops, "set_force", eg, 1, (&blocks, &unpaged), None)?;
         // 9–10. Rebuild rounds.
         // set_dirty_count writes each 256 slots' dirty sets, from which set_dirty_write finds each
         // one's slot in the list (no scan dispatch).
@@ -1441,19 +1482,45 @@ impl AclGpu {
             dirty_list(&mut ops)?;
             // The round's kernels over the dirty sets only (none at rest).
             let g = &round_grids;
-            dg_watch(&mut ops, "set_rebuild_size", g, per_dirty)?;
+            let scratch_only = (&scratch[..], &unpaged[..]);
+            dg_paged(
+                &mut ops,
+                "set_rebuild_size",
+                g,
+                per_dirty,
+                scratch_only,
+                None,
+            )?;
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
-            dg_paged(&mut ops, "set_rebuild", g, per_dirty, (true, true))?;
-            dg_watch(&mut ops, "set_rebuild_watch", g, per_dirty)?;
+            let pair = Some("rebuild_pages");
+            dg_paged(
+                &mut ops,
+                "set_rebuild",
+                g,
+                per_dirty,
+                (&blocks, &terms),
+                pair,
+            )?;
+            let pair = Some("watch_pages");
+            dg_paged(
+                &mut ops,
+                "set_rebuild_watch",
+                g,
+                per_dirty,
+                (&scratch, &watch),
+                pair,
+            )?;
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
+            let terms_only = (&terms[..], &unpaged[..]);
             dg_paged(
                 &mut ops,
                 "set_rebuild_headers",
                 g,
                 per_dirty_thread,
-                (false, true),
+                terms_only,
+                None,
             )?;
             // (The verdict on its last pass: the next round's set_dirty_write, or set_compact.)
             // The last round's chain ends at its first overlap search: pairs found rerun the step
@@ -1687,15 +1754,42 @@ impl AclGpu {
     }
 
     /// The pages of the rebuild's watched-pair scratch, by dirty index ([`super::pages`]).
-    pub fn watch_pages(&self) -> &PoolPages {
-        &self.watch_pages
+    pub fn scratch_pages(&self) -> &PoolPages {
+        &self.scratch_pages
     }
 
     /// The buffers of `k_pool`'s pages, in order.
     pub fn block_page_buffers(&self) -> Vec<wgpu::Buffer> {
-        (0..self.pages.count())
-            .filter_map(|p| self.own.get(&page_name("k_pool", p)).cloned())
+        self.page_buffers("k_pool")
+    }
+
+    /// The pages of the watch pools, `watch_pool` and `watch_loc_pool` ([`super::pages`]).
+    pub fn watch_pages(&self) -> &PoolPages {
+        &self.watch_pages
+    }
+
+    /// The buffers of the pages of paged pool `name` ([`PAGED_POOLS`]), in order.
+    pub fn page_buffers(&self, name: &str) -> Vec<wgpu::Buffer> {
+        let pages = self.paged_pools().into_iter().find(|p| p.0 == name);
+        let count = pages.map_or(0, |p| p.3.count());
+        (0..count)
+            .filter_map(|p| self.own.get(&page_name(name, p)).cloned())
             .collect()
+    }
+
+    /// The paged pools ([`PAGED_POOLS`]): name, which of `pool_counters.len` counts its entries,
+    /// bytes an entry, pages.
+    pub fn paged_pools(&self) -> [(&'static str, usize, usize, &PoolPages); 3] {
+        [
+            ("k_pool", 1, 24, &self.pages),
+            ("watch_pool", 2, size_of::<WatchPair>(), &self.watch_pages),
+            (
+                "watch_loc_pool",
+                2,
+                size_of::<WatchLoc>(),
+                &self.watch_pages,
+            ),
+        ]
     }
 
     /// The scheduler's driver.
@@ -1758,17 +1852,19 @@ impl AclGpu {
         }
         let mut parts: Vec<(wgpu::Buffer, u64)> = POOLS
             .iter()
-            .filter(|p| p.0 != "k_pool")
+            .filter(|p| !PAGED_POOLS.contains(&p.0))
             .map(|&(name, k, bytes)| {
                 let b = self.own.get(name).expect("made in build").clone();
                 (b, self.last.pools.len[k] as u64 * bytes as u64)
             })
             .collect();
-        // Each page of `k_pool` past the flat length (in its room too: what a set that starts in
-        // the next page keeps there is not this page's).
-        let blocks = self.last.pools.len[1];
-        for (p, b) in self.block_page_buffers().into_iter().enumerate() {
-            parts.push((b, self.pages.used(p, blocks) * 24));
+        // Each page of a paged pool past the flat length (in its room too: what a set that starts
+        // in the next page keeps there is not this page's).
+        for (name, k, elem, pages) in self.paged_pools() {
+            let len = self.last.pools.len[k];
+            for (p, b) in self.page_buffers(name).into_iter().enumerate() {
+                parts.push((b, pages.used(p, len) * elem as u64));
+            }
         }
         for (b, from) in parts {
             let from = from.min(b.size());
@@ -2236,15 +2332,7 @@ impl AclGpu {
         }
         let ns = self.last.sizes.num_sets;
         let mut own = Buffers::default();
-        for name in [
-            "sets",
-            "cp_pool",
-            "m_pool",
-            "f0_pool",
-            "dbar_pool",
-            "watch_pool",
-            "watch_loc_pool",
-        ] {
+        for name in ["sets", "cp_pool", "m_pool", "f0_pool", "dbar_pool"] {
             own.insert(name, self.own.get(name).expect("made in build").clone());
         }
         let p = RebuildParams {
@@ -2270,35 +2358,61 @@ impl AclGpu {
         let dest_bytes = own.read(device, queue, "pool_dest", 3 * (ns as u64 + 1) * 4)?;
         let dest: Vec<u32> = bytemuck::cast_slice(&dest_bytes).to_vec();
         let [np, nk, nw] = pool_dest_lens(&dest, ns as usize);
-        let next: [(&str, usize); 6] = [
+        let next: [(&str, usize); 4] = [
             ("cp_next", np * 4),
             ("m_next", np * 4),
             ("f0_next", np * 16),
             ("dbar_next", np * 16),
-            ("watch_next", nw * size_of::<WatchPair>()),
-            ("watch_loc_next", nw * size_of::<WatchLoc>()),
         ];
         for (name, bytes) in next {
             own.zeroed(device, name, bytes, false);
         }
-        // The compacted blocks in pages of the pool's stride, each page filled from every old
-        // page (one dispatch when the pool is one page), then copied over the old pages.
-        let old_pages = self.block_page_buffers();
-        let next_pages = PoolPages::with_stride(self.pages.stride, self.pages.room, nk as u32);
+        // The paged pools compacted into pages of their stride, each new page filled from every
+        // old page (one dispatch when a pool is one page), then copied over the old pages.
+        let paged: [PagedCompaction; 2] = [
+            (
+                "pool_compact_blocks",
+                "block_page",
+                &self.pages,
+                nk,
+                &[("k_pool", "k_next", 24)],
+            ),
+            (
+                "pool_compact_watch",
+                "watch_pool_page",
+                &self.watch_pages,
+                nw,
+                &[
+                    ("watch_pool", "watch_next", size_of::<WatchPair>()),
+                    ("watch_loc_pool", "watch_loc_next", size_of::<WatchLoc>()),
+                ],
+            ),
+        ];
         let mut page_groups = Vec::new();
-        for q in 0..next_pages.count() {
-            let mut pair = own.clone();
-            let k_next = pair
-                .zeroed(device, "k_next", next_pages.lens[q] as usize * 24, false)
-                .clone();
-            for (p, page) in old_pages.iter().enumerate() {
-                pair.insert("k_pool", page.clone());
-                let u = next_pages.page(q, p);
-                pair.upload(device, queue, "block_page", bytemuck::bytes_of(&u), true);
-                let bg = pipelines.bind_group(device, "pool_compact_blocks", &pair)?;
-                page_groups.push((bg, next_pages.lens[q]));
+        // (New page q of each buffer: its bytes, its old page's buffer.)
+        let mut copies = Vec::new();
+        for (kernel, uniform, pages, len, buffers) in paged {
+            let next_pages = PoolPages::with_stride(pages.stride, pages.room, len as u32);
+            let old: Vec<Vec<wgpu::Buffer>> =
+                buffers.iter().map(|b| self.page_buffers(b.0)).collect();
+            for q in 0..next_pages.count() {
+                let mut pair = own.clone();
+                for &(name, next, elem) in buffers {
+                    let bytes = next_pages.lens[q] as u64 * elem as u64;
+                    let b = pair.zeroed(device, next, bytes as usize, false).clone();
+                    own.insert(&page_name(next, q), b.clone());
+                    copies.push((b, self.page_buffers(name)[q].clone(), bytes));
+                }
+                for p in 0..pages.count() {
+                    for (k, &(name, _, _)) in buffers.iter().enumerate() {
+                        pair.insert(name, old[k][p].clone());
+                    }
+                    let u = next_pages.page(q, p);
+                    pair.upload(device, queue, uniform, bytemuck::bytes_of(&u), true);
+                    let bg = pipelines.bind_group(device, kernel, &pair)?;
+                    page_groups.push((kernel, bg, next_pages.lens[q]));
+                }
             }
-            own.insert(&page_name("k_next", q), k_next);
         }
         let mut enc = device.create_command_encoder(&Default::default());
         {
@@ -2306,13 +2420,12 @@ impl AclGpu {
             for (kernel, threads) in [
                 ("pool_compact_points", np as u32),
                 ("pool_compact_vectors", np as u32),
-                ("pool_compact_watch", nw as u32),
             ] {
                 let bg = pipelines.bind_group(device, kernel, &own)?;
                 pipelines.dispatch(&mut pass, kernel, &bg, threads)?;
             }
-            for (bg, threads) in &page_groups {
-                pipelines.dispatch(&mut pass, "pool_compact_blocks", bg, *threads)?;
+            for (kernel, bg, threads) in &page_groups {
+                pipelines.dispatch(&mut pass, kernel, bg, *threads)?;
             }
             // (It rewrites the headers' offsets, which the blocks' copies read.)
             let bg = pipelines.bind_group(device, "pool_compact_headers", &own)?;
@@ -2323,25 +2436,19 @@ impl AclGpu {
             ("m_next", "m_pool"),
             ("f0_next", "f0_pool"),
             ("dbar_next", "dbar_pool"),
-            ("watch_next", "watch_pool"),
-            ("watch_loc_next", "watch_loc_pool"),
         ] {
             let (src, dst) = (own.get(from).unwrap(), own.get(to).unwrap());
             let bytes = match from {
                 "cp_next" | "m_next" => np * 4,
-                "f0_next" | "dbar_next" => np * 16,
-                "watch_next" => nw * size_of::<WatchPair>(),
-                _ => nw * size_of::<WatchLoc>(),
+                _ => np * 16,
             } as u64;
             if bytes > 0 {
                 enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
             }
         }
-        for (q, dst) in self.block_page_buffers().iter().enumerate() {
-            let bytes = next_pages.lens.get(q).map_or(0, |&n| n as u64 * 24);
+        for (src, dst, bytes) in copies {
             if bytes > 0 {
-                let src = own.get(&page_name("k_next", q)).unwrap();
-                enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+                enc.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
             }
         }
         queue.submit([enc.finish()]);

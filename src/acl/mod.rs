@@ -730,6 +730,10 @@ impl AclContact {
             &[blocks, terms],
             &self.rebuild_scratch,
         );
+        let watch_pages = [
+            pages::PoolPage::whole(nd),
+            pages::PoolPage::whole(pools.watch.len()),
+        ];
         rebuild::set_rebuild_watch(
             &p,
             plans,
@@ -739,7 +743,7 @@ impl AclContact {
             &mut pools.watch,
             &mut pools.watch_loc,
             &mut self.fout_pool,
-            &pages::PoolPage::whole(nd),
+            &watch_pages,
         );
         rebuild::set_rebuild_springs(
             &p,

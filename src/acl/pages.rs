@@ -1,7 +1,8 @@
 //! ACL's pools that may pass a binding, in pages, each a buffer of its own: the `K̄` blocks pool
-//! (`k_pool`) and the rebuild round's pair terms (`rebuild_terms`) of the GPU step, and the
-//! round's watched-pair scratch (`plan_watch`, `plan_watch_loc`). The layout, and what the host
-//! does with it (carrying a pool into a larger one, and its checkpoint image).
+//! (`k_pool`), the watch pools (`watch_pool`, `watch_loc_pool`) and the rebuild round's pair
+//! terms (`rebuild_terms`) of the GPU step, and the round's watched-pair scratch (`plan_watch`,
+//! `plan_watch_loc`). The layout, and what the host does with it (carrying a pool into a larger
+//! one, and its checkpoint image).
 //!
 //! Why: a set of `n` control points keeps `n(n+1)/2` blocks, and a garment's pool at its target
 //! radius is larger than a binding may be (332 MB for the afghan, 203 MB for the sack, against the
@@ -16,9 +17,10 @@
 //! unused room: that range's blocks belong to the set that starts before it). So offsets are
 //! allocated as before, with no sequential packing, and a kernel needs one page at a time: the
 //! kernels that touch a pool (`set_force`, `set_rebuild`, `pool_compact_blocks`;
-//! `set_rebuild_headers` for the terms) are dispatched once per page with a [`PoolPage`]
-//! uniform, and a thread acts only for the ranges of its page. A pool that fits one binding is
-//! one page with an infinite stride, as before (one dispatch).
+//! `set_rebuild_headers` for the terms; `set_evaluate`, `set_rebuild_watch`, `pool_compact_watch`
+//! for the watch pools, where a set without watched pairs belongs to page 0) are dispatched once
+//! per page with a [`PoolPage`] uniform, and a thread acts only for the ranges of its page. A pool
+//! that fits one binding is one page with an infinite stride, as before (one dispatch).
 //!
 //! The watched-pair scratch is paged by dirty index (a page holds `stride` dirty sets,
 //! `MAX_WATCH` slots each, and no room): `set_rebuild_size` and `set_rebuild_watch` are
@@ -28,8 +30,9 @@
 //!
 //! The room: every set the GPU builds has at most [`MAX_BOX_CPS`] control points
 //! (`set_rebuild_size` gives a larger one `PLAN_TOO_LARGE` and no model), hence at most
-//! [`MAX_SET_BLOCKS`] blocks; a plan lists at most `MAX_REBUILD_WORK` terms (a larger one stops
-//! the step).
+//! [`MAX_SET_BLOCKS`] blocks; a set keeps at most `MAX_WATCH` (32) watched pairs; a plan lists
+//! at most `MAX_REBUILD_WORK` terms (a larger one stops the step). The afghan's watch pools at
+//! its first relaxation radius count 14.4 million pairs (230 MB each) on lavapipe.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -72,6 +75,16 @@ impl PoolPage {
         k_off / self.stride == self.page
     }
 
+    /// Whether the range of `n` entries from `off` lives in page `self.page`: an empty one (a set
+    /// without watched pairs, whose offset may be the pool's end, past every page) in page 0.
+    pub fn holds_range(&self, off: u32, n: u32) -> bool {
+        if n == 0 {
+            self.page == 0
+        } else {
+            self.holds(off)
+        }
+    }
+
     /// Whether it lives in page `self.source` (the compaction's old pool).
     pub fn source_holds(&self, k_off: u32) -> bool {
         k_off / self.stride == self.source
@@ -97,13 +110,16 @@ pub struct PageLimits {
 }
 
 /// What a page of each of ACL's paged buffers holds on a device: the `K̄` blocks pool, the
-/// rebuild round's pair terms, and its watched-pair scratch (`plan_watch`, `plan_watch_loc`), whose
+/// rebuild round's pair terms, its watched-pair scratch (`plan_watch`, `plan_watch_loc`), whose
 /// entries are dirty sets of [`WATCH_SLOT_BYTES`] each, with no room (every set has its own
-/// slots).
+/// slots), and the watch pools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AclPageLimits {
     pub blocks: PageLimits,
     pub terms: PageLimits,
+    pub scratch: PageLimits,
+    /// The watch pools (`watch_pool`, `watch_loc_pool`; 16 bytes an entry), with room for a
+    /// set's `MAX_WATCH` watched pairs.
     pub watch: PageLimits,
 }
 
@@ -412,6 +428,9 @@ mod tests {
         let page = p.page(3, 1);
         assert!(page.holds(350) && !page.holds(299) && !page.holds(400));
         assert!(page.source_holds(150) && page.base() == 300 && page.source_base() == 100);
+        // An empty range (a set without watched pairs) is page 0's wherever its offset points.
+        assert!(page.holds_range(350, 1) && !page.holds_range(350, 0));
+        assert!(p.page(0, 0).holds_range(350, 0) && p.page(0, 0).holds_range(1000, 0));
         let most = MAX_SET_BLOCKS + 100_000;
         let p = PoolPages::new(10 * MAX_SET_BLOCKS, PageLimits { most, room }).unwrap();
         assert_eq!((p.stride, p.room), (100_000, MAX_SET_BLOCKS));

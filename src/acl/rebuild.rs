@@ -361,7 +361,7 @@ pub struct RebuildScratch {
 /// Stage `set_rebuild_size` over the dirty sets `dirty` (pass 1, see the module doc): `plans[t]`
 /// and the watched pairs `watch[t·MAX_WATCH..]`, `watch_loc[t·MAX_WATCH..]` (set-local indices of
 /// the 4 + 4 control points of the pair's quadrature points) for `dirty[t]`, for the dirty sets
-/// of page `watch_page` of the watched-pair scratch only (`watch` and `watch_loc` are that page,
+/// of page `scratch_page` of the watched-pair scratch only (`watch` and `watch_loc` are that page,
 /// its first set's slots at 0; [`super::pages`]: the GPU's scratch is in pages by dirty index where
 /// it passes a binding; the CPU path passes one page, [`PoolPage::whole`]).
 #[allow(clippy::too_many_arguments)]
@@ -374,10 +374,10 @@ pub fn set_rebuild_size(
     plans: &mut [RebuildPlan],
     watch: &mut [WatchPair],
     watch_loc: &mut [WatchLoc],
-    watch_page: &PoolPage,
+    scratch_page: &PoolPage,
     scratch: &ThreadScratch<RebuildScratch>,
 ) {
-    let (lo, hi) = watch_page_range(watch_page, dirty.len().min(plans.len()));
+    let (lo, hi) = scratch_page_range(scratch_page, dirty.len().min(plans.len()));
     plans[lo..hi]
         .par_iter_mut()
         .zip(watch.par_chunks_mut(MAX_WATCH))
@@ -391,7 +391,7 @@ pub fn set_rebuild_size(
 
 /// The dirty indices `lo..hi` of the `n` listed that page `page` of the watched-pair scratch
 /// holds (each `MAX_WATCH` slots from `(t − lo)·MAX_WATCH` in the page).
-fn watch_page_range(page: &PoolPage, n: usize) -> (usize, usize) {
+fn scratch_page_range(page: &PoolPage, n: usize) -> (usize, usize) {
     let lo = (page.base() as usize).min(n);
     (lo, (lo + page.len as usize).min(n))
 }
@@ -1055,7 +1055,9 @@ fn model_one(
 /// Kernel `set_rebuild_watch` (one thread per entry of a plan's ranges; a twin per plan): the
 /// watched pairs of each built plan copied from its slot of `plan_watch` / `plan_watch_loc` to
 /// its `w_off`, and its force for this step, `f0`, into `fout_pool` at its `cp_off`: the plans of
-/// page `watch_page` of the scratch only, as in [`set_rebuild_size`].
+/// page `watch_pages[0]` of the scratch only, as in [`set_rebuild_size`], whose watched pairs live
+/// in page `watch_pages[1]` of the watch pools (`watch_pool`, `watch_loc_pool`; a plan without any
+/// in page 0: [`PoolPage::holds_range`]).
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild_watch(
     rebuild: &RebuildParams,
@@ -1066,14 +1068,20 @@ pub fn set_rebuild_watch(
     watch_pool: &mut [WatchPair],
     watch_loc_pool: &mut [WatchLoc],
     fout_pool: &mut [[f32; 4]],
-    watch_page: &PoolPage,
+    watch_pages: &[PoolPage; 2],
 ) {
-    let (lo, hi) = watch_page_range(watch_page, rebuild.num_dirty as usize);
+    let [scratch_page, pool_page] = watch_pages;
+    let (lo, hi) = scratch_page_range(scratch_page, rebuild.num_dirty as usize);
+    let w_base = pool_page.base() as usize;
     for (t, plan) in plans[lo..hi].iter().enumerate() {
-        if !plan_built(plan) {
+        if !plan_built(plan) || !pool_page.holds_range(plan.w_off, plan.n_watch) {
             continue;
         }
-        let (wo, nw, src) = (plan.w_off as usize, plan.n_watch as usize, t * MAX_WATCH);
+        let (wo, nw, src) = (
+            plan.w_off as usize - w_base,
+            plan.n_watch as usize,
+            t * MAX_WATCH,
+        );
         watch_pool[wo..wo + nw].copy_from_slice(&plan_watch[src..src + nw]);
         watch_loc_pool[wo..wo + nw].copy_from_slice(&plan_watch_loc[src..src + nw]);
         let (o, n) = (plan.cp_off as usize, plan.n_cp as usize);
@@ -1310,29 +1318,44 @@ pub fn pool_compact_blocks(
     block_page: &PoolPage,
 ) {
     let sets = &sets[..rebuild.num_sets as usize];
-    if block_page.stride == u32::MAX {
-        compact_copy(sets, pool_dest, 1, |s| s.k_off as usize, k_pool, k_next);
+    let old = |s: &ContactSet| s.k_off as usize;
+    compact_copy_paged(sets, pool_dest, 1, old, k_pool, k_next, block_page);
+}
+
+/// [`compact_copy`] from page `page.source` of a paged pool into page `page.page` of the new one
+/// (both of one stride): the ranges of the sets that live in both, none past the new page's
+/// length.
+fn compact_copy_paged<T: Copy + Send + Sync>(
+    sets: &[ContactSet],
+    pool_dest: &[u32],
+    kind: usize,
+    old: impl Fn(&ContactSet) -> usize + Sync,
+    src: &[T],
+    dst: &mut [T],
+    page: &PoolPage,
+) {
+    if page.stride == u32::MAX {
+        compact_copy(sets, pool_dest, kind, old, src, dst);
         return;
     }
     let ns = sets.len();
-    let (base, source) = (
-        block_page.base() as usize,
-        block_page.source_base() as usize,
-    );
+    let (base, source) = (page.base() as usize, page.source_base() as usize);
     for (k, s) in sets.iter().enumerate() {
-        let n = model_sizes(s)[1];
-        let d = pool_dest_offset(pool_dest, ns, 1, k);
-        if n == 0 || !block_page.holds(d) || !block_page.source_holds(s.k_off) {
+        let n = model_sizes(s)[kind];
+        let d = pool_dest_offset(pool_dest, ns, kind, k);
+        let o = old(s);
+        if n == 0 || !page.holds(d) || !page.source_holds(o as u32) {
             continue;
         }
-        let (to, from) = (d as usize - base, s.k_off as usize - source);
-        let n = n.min((block_page.len as usize).saturating_sub(to));
-        k_next[to..to + n].copy_from_slice(&k_pool[from..from + n]);
+        let (to, from) = (d as usize - base, o - source);
+        let n = n.min((page.len as usize).saturating_sub(to));
+        dst[to..to + n].copy_from_slice(&src[from..from + n]);
     }
 }
 
-/// Kernel `pool_compact_watch` (one thread per entry of the compacted watch pools): as
-/// [`pool_compact_points`] for `watch_pool` and `watch_loc_pool`.
+/// Kernel `pool_compact_watch` (one thread per entry of the compacted watch pools' page): as
+/// [`pool_compact_blocks`] for `watch_pool` and `watch_loc_pool` (page `watch_pool_page`).
+#[allow(clippy::too_many_arguments)]
 pub fn pool_compact_watch(
     rebuild: &RebuildParams,
     sets: &[ContactSet],
@@ -1341,11 +1364,21 @@ pub fn pool_compact_watch(
     watch_loc_pool: &[WatchLoc],
     watch_next: &mut [WatchPair],
     watch_loc_next: &mut [WatchLoc],
+    watch_pool_page: &PoolPage,
 ) {
     let sets = &sets[..rebuild.num_sets as usize];
     let old = |s: &ContactSet| s.w_off as usize;
-    compact_copy(sets, pool_dest, 2, old, watch_pool, watch_next);
-    compact_copy(sets, pool_dest, 2, old, watch_loc_pool, watch_loc_next);
+    let page = watch_pool_page;
+    compact_copy_paged(sets, pool_dest, 2, old, watch_pool, watch_next, page);
+    compact_copy_paged(
+        sets,
+        pool_dest,
+        2,
+        old,
+        watch_loc_pool,
+        watch_loc_next,
+        page,
+    );
 }
 
 /// Kernel `pool_compact_headers` (one thread per set): the sets' offsets into the compacted pools
@@ -1405,6 +1438,7 @@ pub fn pool_compact(
     );
     let whole = PoolPage::whole(next.k.len());
     pool_compact_blocks(&p, sets, pool_dest, &pools.k, &mut next.k, &whole);
+    let whole = PoolPage::whole(next.watch.len());
     pool_compact_watch(
         &p,
         sets,
@@ -1413,6 +1447,7 @@ pub fn pool_compact(
         &pools.watch_loc,
         &mut next.watch,
         &mut next.watch_loc,
+        &whole,
     );
     pool_compact_headers(&p, pool_dest, sets);
     std::mem::swap(pools, next);

@@ -8,11 +8,12 @@
 //! Sections (`gpu.acl.` then): `caps` ([`AclCaps`]), `last` ([`AclStepCounters`]), `garbage`
 //! (three u64: points, blocks, watched pairs), `anchor` (four i32), then each buffer's bytes under
 //! its name. The buffers are saved whole (their length is their capacity's), except the pools,
-//! whose entries past their lengths no step reads before writing them ([`POOLS`]). `k_pool` is
-//! saved as one flat pool whatever its pages ([`crate::acl::pages`]), so that a run resumes on a
-//! device that pages it otherwise.
+//! whose entries past their lengths no step reads before writing them ([`POOLS`]). The paged pools
+//! (`k_pool`, `watch_pool`, `watch_loc_pool`: [`PAGED_POOLS`]) are saved as flat pools whatever
+//! their pages ([`crate::acl::pages`]), so that a run resumes on a device that pages them
+//! otherwise.
 
-use super::{AclCaps, AclGpu, AclGpuError, AclStepCounters, POOLS};
+use super::{AclCaps, AclGpu, AclGpuError, AclStepCounters, PAGED_POOLS, POOLS};
 use crate::acl::rebuild::model_sizes;
 use crate::acl::sets::ContactSet;
 use crate::checkpoint::{CheckpointError, StateReader, StateWriter};
@@ -39,7 +40,7 @@ impl AclGpu {
             v.push((name, b, b.size()));
         }
         for (name, k, bytes) in POOLS {
-            if name == "k_pool" {
+            if PAGED_POOLS.contains(&name) {
                 continue;
             }
             let b = self.own.get(name).expect("made in build");
@@ -48,31 +49,40 @@ impl AclGpu {
         v
     }
 
-    /// The flat image of `k_pool`'s first blocks, up to the pool's length
+    /// The flat image of paged pool `name`'s first entries, up to the pool's length
     /// ([`crate::acl::pages::PoolPages::flatten`]), the sets' ranges from `sets` (the table's
     /// bytes as saved).
-    fn blocks_image(
+    fn pool_image(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
+        name: &str,
         sets: &[u8],
     ) -> Result<Vec<u8>, AclGpuError> {
-        let len = self.last.pools.len[1];
+        let (_, k, elem, pages) = self
+            .paged_pools()
+            .into_iter()
+            .find(|p| p.0 == name)
+            .expect("a paged pool");
+        let len = self.last.pools.len[k];
         let mut images = Vec::new();
-        for (p, b) in self.block_page_buffers().iter().enumerate() {
-            let bytes = self.pages.used(p, len) * 24;
+        for (p, b) in self.page_buffers(name).iter().enumerate() {
+            let bytes = pages.used(p, len) * elem as u64;
             images.push(if bytes == 0 {
                 Vec::new()
             } else {
                 read_buffer(device, queue, b, bytes)
-                    .map_err(|e| AclGpuError::Gpu(format!("reading k_pool back: {e}")))?
+                    .map_err(|e| AclGpuError::Gpu(format!("reading {name} back: {e}")))?
             });
         }
         let n = (self.last.sizes.num_sets as usize).min(sets.len() / size_of::<ContactSet>());
         let table: Vec<ContactSet> =
             bytemuck::pod_collect_to_vec(&sets[..n * size_of::<ContactSet>()]);
-        let ranges = table.iter().map(|s| (s.k_off, model_sizes(s)[1] as u32));
-        Ok(self.pages.flatten(&images, 24, len, ranges))
+        let ranges = table.iter().map(|s| {
+            let off = if k == 1 { s.k_off } else { s.w_off };
+            (off, model_sizes(s)[k] as u32)
+        });
+        Ok(pages.flatten(&images, elem, len, ranges))
     }
 
     /// Writes the state the next step reads into `out` (downloading the device's part: waits for
@@ -104,9 +114,11 @@ impl AclGpu {
                 sets = data;
             }
         }
-        let blocks = self.blocks_image(device, queue, &sets)?;
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&blocks);
-        out.put(&section("k_pool"), &words);
+        for name in PAGED_POOLS {
+            let image = self.pool_image(device, queue, name, &sets)?;
+            let words: Vec<u32> = bytemuck::pod_collect_to_vec(&image);
+            out.put(&section(name), &words);
+        }
         Ok(())
     }
 
@@ -182,27 +194,24 @@ impl AclGpu {
                 queue.write_buffer(buffer, 0, &data);
             }
         }
-        let s = section("k_pool");
-        let data = inp.bytes(&s)?;
-        if data.len() as u64 != last.pools.len[1] as u64 * 24 {
-            return Err(CheckpointError::bad(
-                &s,
-                format!(
-                    "{} bytes for a pool of {} blocks",
-                    data.len(),
-                    last.pools.len[1]
-                ),
-            )
-            .into());
-        }
-        for (page, b) in self
-            .pages
-            .split(&data, 24)
-            .iter()
-            .zip(self.block_page_buffers())
-        {
-            if !page.is_empty() {
-                queue.write_buffer(&b, 0, page);
+        for (name, k, elem, pages) in self.paged_pools() {
+            let s = section(name);
+            let data = inp.bytes(&s)?;
+            if data.len() as u64 != last.pools.len[k] as u64 * elem as u64 {
+                return Err(CheckpointError::bad(
+                    &s,
+                    format!(
+                        "{} bytes for a pool of {} entries of {elem} bytes",
+                        data.len(),
+                        last.pools.len[k]
+                    ),
+                )
+                .into());
+            }
+            for (page, b) in pages.split(&data, elem).iter().zip(self.page_buffers(name)) {
+                if !page.is_empty() {
+                    queue.write_buffer(&b, 0, page);
+                }
             }
         }
         Ok(())
