@@ -1,22 +1,25 @@
 // acl_counts: the GPU ACL step's counts moved to where the next stage reads them, at one point of the
 // step (acl_phase.phase, acl::counts::PHASE_*). CPU twin: acl::counts::acl_counts.
-// - PHASE_STEP, at the start of the step: the step's counters reset (capacities, the table length,
-//   the pool lengths and the released boxes kept; set_compact sums acl_sizes.touching anew),
+// - PHASE_STEP, at the start of the step: the step's counters reset (capacities, the table length
+//   and the pool lengths kept; the released list emptied; set_compact sums acl_sizes.touching anew),
 //   merge_counters.sets.count = the table length (shared/acl_step_reset.wgsl). The ACL step makes
 //   this reset in acl_step_start, with the scheduler's and the lookup's; this phase is the
 //   reference that kernel is tested against.
-// - PHASE_SCHEDULED, after the scheduler and before coalescing: the released list emptied (this
-//   step's scheduler has read it), merge_counters.touching.count = the scheduler's touching pairs
-//   (at most its capacity) (shared/acl_scheduled.wgsl). A step without coalescing makes it in
-//   acl_scheduled_plan, with the evaluation's grids.
+// - PHASE_SCHEDULED, after the scheduler and before coalescing: merge_counters.touching.count =
+//   the scheduler's touching pairs (at most its capacity) (shared/acl_scheduled.wgsl). A step
+//   with coalescing makes it in coalesce_heads' thread 0, one without in acl_scheduled_plan, with
+//   the evaluation's grids; this phase is the reference both are tested against.
 // - PHASE_COALESCED, after the coalescing merge invocation: the table length it left
 //   (merge_counters.sets.count) into acl.num_sets and rebuild.num_sets. (The verdict on its last
 //   pass is the first rebuild round's, in set_dirty_write.)
 // The other points of the step where a count moves are in the kernels that have it final
 // (shaders/shared/acl_step_counts.wgsl): each rebuild round's start in set_dirty_write, the
-// compacted table's length in set_compact. The evaluation's grids are a count_plan dispatch's (or,
-// without coalescing, acl_scheduled_plan's), not planned here: with the plan in two of this
-// kernel's phases, lavapipe (Mesa 22.3) compiled shaders
+// compacted table's length in set_compact. Every phase is thus made within another kernel, and
+// the step dispatches this one no more (since 2026-12-06, when coalesce_heads took the scheduled
+// phase): it stays as the reference of the phases, one kernel for all three, which
+// tests/gpu_acl_counts.rs runs against its twin and against the kernels that make them. The
+// evaluation's grids are acl_coalesced_plan's or acl_scheduled_plan's, not planned here: with the
+// plan in two of this kernel's phases, lavapipe (Mesa 22.3) compiled shaders
 // with LLVM throughout the run (perf; none without it) and the tiny swatch's frame took 11 s
 // instead of 8.5, most likely its specializing of a shader on the uniforms its branches test (the
 // phase: three uniforms, one per phase).

@@ -1,9 +1,13 @@
-// coalesce_heads: the first pass of contact_coalesce. With T = min(touching.count,
-// touching.capacity) of merge_counters: thread t < T writes run_offsets[t] = 1 when touching pair t
-// starts a run (t = 0, or its padded box does not overlap pair t − 1's), else 0, and clears the
-// hull accumulator of slot sets.count + t (runs get the slots from sets.count on, at most T of
-// them); threads T ≤ t ≤ touching.capacity write run_offsets[t] = 0. Thread 0 records sets.count
-// as coalesce_base for the next passes. CPU twin: acl::coalesce::coalesce_heads.
+// coalesce_heads: the first pass of contact_coalesce. With T the scheduler's touching pairs (its
+// sched_counters.touching count, at most that capacity and merge_counters.touching.capacity):
+// thread t < T writes run_offsets[t] = 1 when touching pair t starts a run (t = 0, or its padded
+// box does not overlap pair t − 1's), else 0, and clears the hull accumulator of slot
+// sets.count + t (runs get the slots from sets.count on, at most T of them); threads
+// T ≤ t ≤ touching.capacity write run_offsets[t] = 0. Thread 0 records sets.count as
+// coalesce_base for the next passes, and moves the scheduler's touching count into
+// merge_counters.touching.count, where the later passes read it (acl_counts' scheduled phase,
+// shared/acl_scheduled.wgsl; a dispatch of its own before 2026-12-06): no thread of this kernel
+// reads that word. CPU twin: acl::coalesce::coalesce_heads.
 // Each workgroup also writes the sum of its threads' flags into scan_groups
 // (shared/scan_groups.wgsl), from which contact_coalesce numbers each pair's run itself
 // (group_prefix: no scan dispatch between the two).
@@ -12,6 +16,7 @@
 #import layout
 #import merge
 #import scan_groups
+#import acl_scheduled
 
 @group(0) @binding(0) var<uniform> acl_merge: MergeUniform;
 @group(0) @binding(1) var<storage, read> touching: array<vec2<u32>>;
@@ -19,6 +24,7 @@
 @group(0) @binding(3) var<storage, read_write> set_hull: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read_write> merge_counters: MergeCounters;
 @group(0) @binding(5) var<storage, read_write> scan_groups: array<u32>;
+@group(0) @binding(6) var<storage, read_write> sched_counters: SchedCounters;
 
 // Slot t's head flag, written to run_offsets[t] (0 past the capacity, where nothing is written).
 fn heads_one(t: u32) -> u32 {
@@ -26,10 +32,12 @@ fn heads_one(t: u32) -> u32 {
     if t > tcap {
         return 0u;
     }
-    let n = min(atomicLoad(&merge_counters.touching.count), tcap);
+    let scheduled = min(atomicLoad(&sched_counters.touching.count), sched_counters.touching.capacity);
+    let n = min(scheduled, tcap);
     let base = atomicLoad(&merge_counters.sets.count);
     if t == 0u {
         merge_counters.coalesce_base = base;
+        acl_scheduled_counts();
     }
     if t >= n {
         run_offsets[t] = 0u;

@@ -1425,7 +1425,8 @@ pub const KERNELS: &[Kernel] = &[
         twin: "acl::rebuild::set_rebuild_headers",
     },
     // --- ACL: coalescing, the set index and set merging (src/acl/coalesce.rs) ---
-    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads, contact_coalesce (which numbers the
+    // Recorded by acl::merge_gpu::MergeGpu: coalesce_heads (which first takes the scheduler's
+    // touching count), contact_coalesce (which numbers the
     // runs from the former's group sums: no scan between), coalesce_box; then per merge pass: set_bin_count, the scan of bin_offsets,
     // set_bin_write, the stable sort of set_bin_sort by bin, set_bin_index, set_overlap_count, the
     // scan of edge_offsets, set_overlap_write, `rounds` × merge_label (each with its `merge_round`
@@ -1440,6 +1441,9 @@ pub const KERNELS: &[Kernel] = &[
             read_write("set_hull"),
             read_write("merge_counters"),
             read_write("scan_groups"),
+            // The scheduler's touching count (read; read_write for its atomics), which thread 0
+            // moves into merge_counters (acl_counts' scheduled phase).
+            read_write("sched_counters"),
         ],
         twin: "acl::coalesce::coalesce_heads",
     },
@@ -1645,7 +1649,6 @@ pub const KERNELS: &[Kernel] = &[
         bindings: &[
             uniform("plan_spec"),
             read_write("sched_counters"),
-            read_write("acl_sizes"),
             read_write("merge_counters"),
             read_write("plan_out"),
         ],

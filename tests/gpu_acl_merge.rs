@@ -22,7 +22,7 @@ use yarnsim::acl::{AclContact, ContactSet, SetIndex, StictionSpring, SET_LIVE, S
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
 use yarnsim::layout::{
-    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, DIRTY_OVERLAP_MAX,
+    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, SchedCounters, DIRTY_OVERLAP_MAX,
     MERGE_DIRTY_LIMIT,
 };
 use yarnsim::pipelines::{run_kernel, Buffers, Pipelines};
@@ -81,6 +81,18 @@ fn later_step() -> Fixture {
     Fixture {
         sets,
         ..first_step()
+    }
+}
+
+/// The scheduler's counters as coalescing reads them: `touching` pairs of `capacity`.
+fn sched_counters(touching: usize, capacity: usize) -> SchedCounters {
+    SchedCounters {
+        touching: Capacity {
+            count: touching as u32,
+            capacity: capacity as u32,
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -161,11 +173,26 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     let mut c = counters(n0, cap, t);
     let ub = bytes(std::slice::from_ref(&u));
 
-    // coalesce_heads
+    // coalesce_heads, which takes the touching count from the scheduler's counters and moves it
+    // into the merge chain's (whatever that word held before).
+    let sched = sched_counters(t, t);
+    c.touching.count = 9_999;
     let mut runs = vec![0u32; t + 1];
     let (c_in, hull_in) = (c, hull.clone());
     let mut groups = vec![9u32; (t + 1).div_ceil(256)];
-    coalesce_heads(&u, &f.touching, &mut runs, &mut hull, &mut c, &mut groups);
+    coalesce_heads(
+        &u,
+        &f.touching,
+        &mut runs,
+        &mut hull,
+        &mut c,
+        &mut groups,
+        &sched,
+    );
+    assert_eq!(
+        c.touching.count as usize, t,
+        "{label}: the touching count moved"
+    );
     let out = run_kernel(
         gpu,
         "coalesce_heads",
@@ -176,6 +203,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
             ("scan_groups", bytes(&vec![9u32; groups.len()])),
+            ("sched_counters", bytes(&[sched])),
         ],
         t as u32 + 1,
     )
@@ -728,6 +756,9 @@ fn run_chain_of(
         bytes(&[MergeCounters::default()]),
         false,
     );
+    // Coalescing's touching count is the scheduler's (the merge chain's own word starts at 0).
+    let sched = sched_counters(touching.len(), caps.touching as usize);
+    buffers.upload(d, q, "sched_counters", bytes(&[sched]), false);
     let chain = match dirty {
         None => MergeGpu::new(d, q, &pipelines, &mut buffers, u, caps).unwrap(),
         Some(list) => {
@@ -737,7 +768,7 @@ fn run_chain_of(
             MergeGpu::new_passes(d, q, &pipelines, &mut buffers, u, caps).unwrap()
         }
     };
-    let mut c = counters(sets.len(), 0, touching.len());
+    let mut c = counters(sets.len(), 0, 0);
     chain.set_capacities(&mut c);
     q.write_buffer(buffers.get("merge_counters").unwrap(), 0, bytes(&[c]));
     let mut enc = d.create_command_encoder(&Default::default());

@@ -1714,9 +1714,10 @@ friction = 0.3
 /// the kept entries placed by `entries_compact` from `entries_keep`'s group sums (no scan between
 /// them), and `acl_counts`' scheduled phase made with the evaluation's plan in
 /// `acl_scheduled_plan`; every rebuild round's `pool_alloc` straight after `pool_alloc_size`
-/// (its offsets from the latter's group sums, no scan between); with coalescing, `acl_counts`
-/// before it, and after it `acl_coalesced_plan`, which makes `acl_counts`' coalesced phase with
-/// the evaluation's plan (no `count_plan` dispatch). (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
+/// (its offsets from the latter's group sums, no scan between); with coalescing, the scheduled
+/// phase in `coalesce_heads` (no `acl_counts` dispatch, the merge chain's first right after the
+/// scheduler's last), and after it `acl_coalesced_plan`, which makes `acl_counts`' coalesced phase
+/// with the evaluation's plan (no `count_plan` dispatch). (Each fused kernel's parity test shows it bit for bit the kernels it replaces;
 /// the step's parity with the CPU path is `whole_run_parity`'s and tests/gpu_acl_step.rs'.)
 #[test]
 fn acl_step_records_the_fused_bookkeeping() {
@@ -1738,12 +1739,20 @@ fn acl_step_records_the_fused_bookkeeping() {
             ("sched_sizes", 0),
             ("acl_scheduled_plan", quiet),
             ("acl_coalesced_plan", 1 - quiet),
-            ("acl_counts", 1 - quiet),
+            ("acl_counts", 0),
+            ("coalesce_heads", 1 - quiet),
         ] {
             assert_eq!(count(&g, k), n, "coalesce {coalesce}: {k} dispatches");
         }
         let ks = g.dispatch_kernels();
         let at = |k: &str| ks.iter().position(|x| *x == k).unwrap();
+        if quiet == 0 {
+            assert_eq!(
+                at("coalesce_heads"),
+                at("sched_history") + 1,
+                "coalescing straight after the scheduler"
+            );
+        }
         assert_eq!(
             at("entries_compact"),
             at("entries_keep") + 1,

@@ -53,7 +53,7 @@ use super::sets::{
 use super::stiction::StictionSpring;
 use super::SyncPtr;
 use crate::layout::{
-    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, DIRTY_OVERLAP_MAX,
+    Capacity, KeyValue, MergeCounters, MergeRound, MergeUniform, SchedCounters, DIRTY_OVERLAP_MAX,
     MERGE_DIRTY_LIMIT, MERGE_SCAN_LIMIT,
 };
 use crate::polar::quat_identity;
@@ -122,10 +122,13 @@ fn used_sets(c: &MergeCounters) -> usize {
     c.sets.count.min(c.sets.capacity) as usize
 }
 
-/// Kernel `coalesce_heads`: `run_offsets[t]` = 1 when touching pair `t` starts a run, 0 otherwise
-/// and for `T ≤ t ≤ touching.capacity`; clears the hull accumulators of the slots the runs may
-/// take; `coalesce_base` = `sets.count`; the group sums of `run_offsets[..=capacity]` into
-/// `scan_groups` ([`crate::scan::write_groups`]), from which `contact_coalesce` numbers the runs.
+/// Kernel `coalesce_heads`: with `T` the scheduler's touching pairs (`sched_counters`' count, at
+/// most its capacity and `merge_counters.touching.capacity`), `run_offsets[t]` = 1 when touching
+/// pair `t` starts a run, 0 otherwise and for `T ≤ t ≤ touching.capacity`; clears the hull
+/// accumulators of the slots the runs may take; `coalesce_base` = `sets.count`; the scheduler's
+/// touching count into `merge_counters` ([`super::counts::scheduled_counts`], which the later
+/// passes read); the group sums of `run_offsets[..=capacity]` into `scan_groups`
+/// ([`crate::scan::write_groups`]), from which `contact_coalesce` numbers the runs.
 pub fn coalesce_heads(
     acl_merge: &MergeUniform,
     touching: &[[u32; 2]],
@@ -133,12 +136,18 @@ pub fn coalesce_heads(
     set_hull: &mut [[u32; 4]],
     merge_counters: &mut MergeCounters,
     scan_groups: &mut [u32],
+    sched_counters: &SchedCounters,
 ) {
     let c = merge_counters;
     let tcap = c.touching.capacity as usize;
-    let n = (c.touching.count as usize).min(tcap);
+    let scheduled = sched_counters
+        .touching
+        .count
+        .min(sched_counters.touching.capacity);
+    let n = (scheduled as usize).min(tcap);
     let base = c.sets.count as usize;
     c.coalesce_base = base as u32;
+    super::counts::scheduled_counts(sched_counters, c);
     let (alpha, nq) = (acl_merge.alpha, acl_merge.nq);
     let mut prev = [0u32; 4];
     for t in 0..=tcap {
@@ -265,6 +274,10 @@ pub fn coalesce_pairs(
     // Room for one run per pair (the most there can be).
     let mut c = MergeCounters {
         sets: capacity(n0, n0 + t),
+        touching: capacity(0, t),
+        ..Default::default()
+    };
+    let sched = SchedCounters {
         touching: capacity(t, t),
         ..Default::default()
     };
@@ -279,6 +292,7 @@ pub fn coalesce_pairs(
         &mut sc.hull,
         &mut c,
         &mut sc.run_groups,
+        &sched,
     );
     contact_coalesce(
         &u,

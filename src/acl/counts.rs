@@ -23,7 +23,7 @@ use crate::scan::plan_counted;
 
 /// At the start of the step: reset the step's counters.
 pub const PHASE_STEP: u32 = 0;
-/// After the scheduler, before coalescing: empty the released list, pass the touching count on.
+/// After the scheduler, before coalescing: pass the touching count on.
 pub const PHASE_SCHEDULED: u32 = 1;
 /// After the coalescing merge invocation: the table length it left into the `acl` and `rebuild`
 /// uniforms.
@@ -43,22 +43,18 @@ pub fn acl_counts(
 ) {
     match acl_phase.phase {
         PHASE_STEP => step_reset(acl_sizes, merge_counters, pool_counters, acl_counters),
-        PHASE_SCHEDULED => scheduled_counts(sched_counters, acl_sizes, merge_counters),
+        PHASE_SCHEDULED => scheduled_counts(sched_counters, merge_counters),
         PHASE_COALESCED => coalesced_counts(rebuild, merge_counters, acl),
         _ => {}
     }
 }
 
-/// The counts the GPU ACL step moves after its scheduler (`acl_counts`' [`PHASE_SCHEDULED`],
-/// `shaders/shared/acl_scheduled.wgsl`): the released list emptied, the scheduler's touching pairs
-/// (at most its capacity) into `merge_counters.touching.count`.
-pub fn scheduled_counts(
-    sched_counters: &SchedCounters,
-    acl_sizes: &mut AclSizes,
-    merge_counters: &mut MergeCounters,
-) {
-    acl_sizes.released.count = 0;
-    acl_sizes.released.overflow = 0;
+/// The count the GPU ACL step moves after its scheduler (`acl_counts`' [`PHASE_SCHEDULED`],
+/// `shaders/shared/acl_scheduled.wgsl`; in the step, `coalesce_heads`' thread 0 or
+/// [`acl_scheduled_plan`]): the scheduler's touching pairs (at most its capacity) into
+/// `merge_counters.touching.count`. (The released list is emptied at the step's start,
+/// [`step_reset`].)
+pub fn scheduled_counts(sched_counters: &SchedCounters, merge_counters: &mut MergeCounters) {
     merge_counters.touching.count = sched_counters
         .touching
         .count
@@ -72,11 +68,10 @@ pub fn scheduled_counts(
 pub fn acl_scheduled_plan(
     plan_spec: &CountPlan,
     sched_counters: &mut SchedCounters,
-    acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
     plan_out: &mut [u32],
 ) {
-    scheduled_counts(sched_counters, acl_sizes, merge_counters);
+    scheduled_counts(sched_counters, merge_counters);
     plan_counted(plan_spec, merge_counters.sets.count, plan_out);
 }
 
@@ -109,8 +104,10 @@ pub fn acl_coalesced_plan(
 
 /// The reset at the start of a GPU ACL step (`acl_counts`' [`PHASE_STEP`], made in the step by
 /// `acl_step_start`; `shaders/shared/acl_step_reset.wgsl`): the step's counters cleared (capacities,
-/// the table length, the pool lengths and the released boxes kept), `merge_counters.sets.count` =
-/// the table length.
+/// the table length and the pool lengths kept), `merge_counters.sets.count` = the table length.
+/// The released list is emptied too: its boxes stay for the step's scheduler, which took their
+/// number in `sched_step.num_released` before the step's first dispatch, and the list is next
+/// written by the first rebuild round's `pool_alloc`.
 pub fn step_reset(
     acl_sizes: &mut AclSizes,
     merge_counters: &mut MergeCounters,
@@ -120,6 +117,8 @@ pub fn step_reset(
     let s = acl_sizes;
     s.lookup.count = 0;
     s.lookup.overflow = 0;
+    s.released.count = 0;
+    s.released.overflow = 0;
     s.num_dirty = 0;
     s.rebuilds = 0;
     s.rounds_used = 0;

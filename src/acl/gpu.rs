@@ -17,8 +17,8 @@
 //! | 2 | `acl_step_start`: the step's counters reset (`acl_counts`' step phase), the scheduler's start (`sched_sizes`' phase 0) and the lookup's counts cleared (`set_lookup_clear`), one dispatch | |
 //! | 3 | the set lookup (`set_lookup_*`, after its clear; its scan one `scan_into` dispatch up to [`crate::scan::SCAN_INTO_MAX`] segments) | `acl.num_sets` |
 //! | 4 | the scheduler ([`SchedGpu`], after its start: [`SchedGpu::dispatches_started`]); its grid and newcomer search left out after a quiet stretch in which no segment entered a cell ([`AclCaps::newcomers`]), its touching list when coalescing is (row 6: only coalescing reads the list; the count is `schedule_process`'s) | its own (`sched_p*`) |
-//! | 5 | `acl_counts` (scheduled): the released list emptied, the touching count into `merge_counters`; without coalescing, in `acl_scheduled_plan` with row 8's `count_plan` (the table length is then the step's start's) | |
-//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
+//! | 5 | `acl_counts`' scheduled phase, the touching count into `merge_counters`: with coalescing in `coalesce_heads` (row 6's first dispatch), without it in `acl_scheduled_plan` with row 8's `count_plan` (the table length is then the step's start's). (The released list, which the scheduler reads, is emptied in row 2: the scheduler's uniform holds its length since row 1.) | |
+//! | 6 | coalescing and merging ([`MergeGpu`], with `contact_coalesce`, whose `coalesce_heads` first moves the touching count; after a quiet stretch its first pass searches the new sets instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]); left out after a quiet stretch without touching pairs ([`AclCaps::coalesce`]) | `merge_counters` |
 //! | 7 | with coalescing only (without, they hold it since row 1): `acl_coalesced_plan` writes `merge_counters.sets.count` into `acl.num_sets`, `rebuild.num_sets` (`acl_counts`' coalesced phase) and plans row 8's grids from it (`count_plan`'s work) | |
 //! | 8 | `set_evaluate`, `set_force` (both grids counted from `merge_counters.sets`, by row 7's `acl_coalesced_plan` or row 5's `acl_scheduled_plan`) | `acl.num_sets` |
 //! | 9 | R rebuild rounds, each: the dirty list (`set_dirty_count` → `set_dirty_write`, which takes each slot from the former's group sums and a workgroup scan, and whose last thread starts the round: the verdict on the merge before it, `acl_sizes.num_dirty` into `rebuild.num_dirty`, the pool base, and the three grids over the dirty sets, a workgroup each, a thread each, a thread each plus one, of the round's kernels), `set_rebuild_size`, `pool_alloc_size` → `pool_alloc` (the pools' ranges, the releases and the garbage: each dirty set's offsets from the former's sums per 256 dirty sets and a workgroup scan, no scan dispatch), `set_rebuild_points`, `set_rebuild`, `set_rebuild_watch`, `set_rebuild_springs`, `set_rebuild_headers`, merge passes ([`MergeGpu`] without coalescing; after a quiet stretch its first pass searches the round's dirty list instead of the set index, and later passes the roots the pass before grew, [`AclGpu::fewer_indexed`]; the last round's chain ends at its first pass's search, [`MergeGpu::dispatches_to_first_search`]) | `rebuild` |
@@ -52,7 +52,6 @@
 //! scheduler's and the merge chain's; [`AclGpu::step`] saves the persistent state before the step and
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
-use super::counts::PHASE_SCHEDULED;
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
 use super::pages::{AclPageLimits, PageLimits, PoolPages, WATCH_SLOT_BYTES};
 use super::rebuild::{
@@ -64,8 +63,8 @@ use super::stiction::StictionSpring;
 use super::{AclContact, WatchLoc, WatchPair};
 use crate::budget::{wait_after_raise, QuietCut};
 use crate::layout::{
-    AclCounters, AclPhase, AclSizes, AclUniform, GridSpec, MergeCounters, MergeUniform,
-    SchedCounters, SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
+    AclCounters, AclSizes, AclUniform, GridSpec, MergeCounters, MergeUniform, SchedCounters,
+    SchedUniform, ACL_SIZES_MORE_PASSES, ACL_SIZES_MORE_ROUNDS, DIRTY_OVERLAP_MAX,
     NEWCOMER_LIST_CANDIDATES, NEWCOMER_LIST_MAX,
 };
 use crate::pipelines::{read_mapped, Buffers, Dispatch, PipelineError, Pipelines};
@@ -129,7 +128,6 @@ pub fn record_ops(
 /// The kernels of the step (besides the scheduler's, the merge chain's, the scans and sorts).
 pub const KERNELS: &[&str] = &[
     "acl_step_start",
-    "acl_counts",
     "acl_scheduled_plan",
     "acl_coalesced_plan",
     "set_evaluate",
@@ -715,13 +713,12 @@ type PageMap = Vec<(&'static str, wgpu::Buffer)>;
 pub const PAGED_POOLS: [&str; 3] = ["k_pool", "watch_pool", "watch_loc_pool"];
 
 /// What the recorded operations' bind groups use besides the named buffers: the scans'
-/// own buffers, the merge and lookup chains, the phase uniforms.
+/// own buffers, the merge and lookup chains.
 #[derive(Default)]
 struct Keep {
     _scans: Vec<GpuScan>,
     _merges: Vec<MergeGpu>,
     _lookup: Option<LookupGpu>,
-    _phases: Vec<wgpu::Buffer>,
 }
 
 /// ACL's state and step on the GPU.
@@ -839,19 +836,6 @@ impl AclGpu {
             "seg_cp",
             bytemuck::cast_slice(&host.seg_cp),
             false,
-        );
-        // The one phase of acl_counts the step dispatches (the others are acl_step_start's and
-        // acl_coalesced_plan's).
-        let scheduled = AclPhase {
-            phase: PHASE_SCHEDULED,
-            ..Default::default()
-        };
-        own.upload(
-            device,
-            queue,
-            "acl_phase_scheduled",
-            bytemuck::bytes_of(&scheduled),
-            true,
         );
         own.zeroed(device, "acl_counters", 16, false);
         // Per segment, the sets rebuilt since the last clear (`--color updates`).
@@ -1297,12 +1281,6 @@ impl AclGpu {
             spec("set_rebuild_springs", 0, 1)?,
             spec("pool_alloc_size", 1, 1)?,
         ])?;
-        let scheduled_phase = get("acl_phase_scheduled");
-        let scheduled_counts = |ops: &mut Vec<Op>| -> Result<(), PipelineError> {
-            let bg = bind("acl_counts", &[("acl_phase", &scheduled_phase)])?;
-            ops.push(Op::Dispatch(("acl_counts", bg, 1.into())));
-            Ok(())
-        };
         let copy = |ops: &mut Vec<Op>, src: &str, so: usize, dst: &wgpu::Buffer, dof: usize| {
             ops.push(Op::Copy {
                 src: get(src),
@@ -1382,7 +1360,6 @@ impl AclGpu {
         // evaluation's grids in one dispatch (acl_coalesced_plan: acl_counts' coalesced phase
         // and count_plan).
         if caps.coalesce > 0 {
-            scheduled_counts(&mut ops)?;
             ops.extend(first.dispatches().iter().cloned().map(Op::Dispatch));
             let [spec, out] = eval_grids.plan_bindings();
             let bg = bind("acl_coalesced_plan", &[spec, out])?;
@@ -1584,7 +1561,6 @@ impl AclGpu {
             _scans: vec![scan_points],
             _merges: vec![first, again],
             _lookup: Some(lookup),
-            _phases: vec![scheduled_phase],
         };
         Ok(())
     }

@@ -6,11 +6,13 @@
 //! scheduler's pairs), `sets` (the set table, [`MergeCaps::sets`] slots), `springs` (4 stiction
 //! springs per set slot) and `merge_counters`
 //! ([`MergeCounters`]: `sets.count` the slots in use, `touching.count` the pairs; the host writes
-//! the capacities with [`MergeGpu::set_capacities`]). The dispatches are:
+//! the capacities with [`MergeGpu::set_capacities`]); with coalescing also `sched_counters` (the
+//! scheduler's [`crate::layout::SchedCounters`]: `coalesce_heads` takes the touching count from
+//! there and moves it into `merge_counters`). The dispatches are:
 //!
 //! | # | kernel | threads |
 //! |---|--------|---------|
-//! | 1 | `coalesce_heads` (the run flags, and their sums per 256 pairs into `run_groups`) | touching capacity + 1 |
+//! | 1 | `coalesce_heads` (the run flags, and their sums per 256 pairs into `run_groups`; the scheduler's touching count into `merge_counters`) | touching capacity + 1 |
 //! | 2 | (no scan: `contact_coalesce` numbers the runs from `run_groups` and a workgroup scan) | |
 //! | 3 | `contact_coalesce` | touching capacity |
 //! | 4 | `coalesce_box` (the new sets' boxes and cleared springs) | set capacity |
