@@ -97,7 +97,7 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
     let zero = vec![[0.0f32; 4]; sim.pos.len()];
     let mut force = vec![[0.0f32; 4]; sim.pos.len()];
     let mut cpu_counts = vec![0.0f32; sim.topo.segments.len()];
-    let (mut rebuilt, mut made) = (0u64, 0u64);
+    let (mut rebuilt, mut made, mut releases) = (0u64, 0u64, 0usize);
     let (mut worst_q, mut worst_f, mut differing) = (0.0f32, 0.0f32, 0usize);
     for n in 0..steps {
         sim.step().unwrap();
@@ -271,11 +271,24 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
             .unwrap();
         let gc: Vec<f32> = gc.iter().map(|&c| c as f32).collect();
         assert_eq!(gc, cpu_counts, "step {n}: rebuilds per segment");
+        // The boxes the step's sets released, which the next step's scheduler reads: this step's
+        // alone, in the same order (a list the step start does not empty keeps the earlier
+        // steps' too, and their entries are released again).
+        assert_eq!(
+            c.sizes.released.count as usize,
+            cpu.released().len(),
+            "step {n}: released boxes"
+        );
+        let gr = g
+            .read::<yarnsim::layout::Release>(dev, q, "released", cpu.released().len())
+            .unwrap();
+        assert!(gr == cpu.released(), "step {n}: released boxes differ");
+        releases += cpu.released().len();
         rebuilt += st.rebuilds;
         made += st.new_pairs.min(1);
     }
     eprintln!(
-        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {made} steps with new pairs, {} reruns ({} pool bytes poisoned); quaternions within {worst_q:e}, forces within {worst_f:e} of the largest ({differing} point-steps differ); quadrature points apart by up to dx = {worst_dx:e}; compared to the end: {}; caps {:?}",
+        "{test}: {steps} steps, {} sets at the end, {rebuilt} rebuilds, {releases} boxes released, {made} steps with new pairs, {} reruns ({} pool bytes poisoned); quaternions within {worst_q:e}, forces within {worst_f:e} of the largest ({differing} point-steps differ); quadrature points apart by up to dx = {worst_dx:e}; compared to the end: {}; caps {:?}",
         cpu.sets().len(),
         g.reruns,
         g.poisoned_bytes(),
@@ -283,8 +296,8 @@ fn run(test: &str, over: &[&str], steps: usize, caps: AclCaps, force_tol: f32) {
         g.caps
     );
     assert!(
-        rebuilt > 0 && cpu.sets().len() > 100,
-        "the run exercised no contact"
+        rebuilt > 0 && cpu.sets().len() > 100 && releases > 0,
+        "the run exercised no contact (or released no box)"
     );
     if caps.merge.indexed == 0 {
         // Every round's first merge pass searched its dirty list: none raised MERGE_DIRTY_LIMIT
