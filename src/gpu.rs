@@ -85,7 +85,15 @@ pub struct Gpu {
     pub device: wgpu::Device,
     pub adapter: wgpu::Adapter,
     pub instance: wgpu::Instance,
+    /// Where the GPU steps made on this device report their batch reruns (none until
+    /// [`Gpu::on_rerun`]).
+    reruns: RerunSink,
 }
+
+/// A receiver of [`crate::gpu_step::RerunNotice`]s, shared by the GPU steps made on one [`Gpu`]
+/// (the relaxation's and the frames').
+pub type RerunSink =
+    std::sync::Arc<std::sync::Mutex<Option<Box<dyn FnMut(&crate::gpu_step::RerunNotice) + Send>>>>;
 
 impl fmt::Debug for Gpu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -352,7 +360,26 @@ impl Gpu {
             adapter,
             device,
             queue,
+            reruns: RerunSink::default(),
         })
+    }
+
+    /// Makes `f` hear of every batch rerun of the GPU steps made on this device from now on
+    /// ([`crate::gpu_step::GpuSim::new`]): a capacity grown, a budget raised, with the time the
+    /// failed attempt took. The first steps of a garment are chains of them (minutes each on
+    /// lavapipe), so a run says why a step takes long. Replaces an earlier receiver.
+    pub fn on_rerun(&self, f: impl FnMut(&crate::gpu_step::RerunNotice) + Send + 'static) {
+        *self.reruns.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(f));
+    }
+
+    /// Stops the reports [`Gpu::on_rerun`] asked for.
+    pub fn no_rerun_reports(&self) {
+        *self.reruns.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The receiver the GPU steps made on this device report their reruns to.
+    pub fn rerun_sink(&self) -> RerunSink {
+        self.reruns.clone()
     }
 
     /// Bytes of buffer memory the device holds now (every buffer made on it, after the destruction

@@ -435,6 +435,17 @@ pub struct GpuFrameTimes {
     pub host_submit_ms: f64,
 }
 
+/// A batch of steps that ran and runs again ([`crate::gpu::Gpu::on_rerun`]): its first step, its
+/// length, how long the failed attempt took (recording, the GPU's work and the readback), and why
+/// it reruns, in words (what grew, from how much to how much, or which budget was raised).
+#[derive(Clone, Debug)]
+pub struct RerunNotice {
+    pub first_step: u64,
+    pub steps: usize,
+    pub attempt: std::time::Duration,
+    pub why: String,
+}
+
 /// The simulation running on the GPU.
 pub struct GpuSim {
     /// The host's view (see the module doc); positions and velocities are stale until
@@ -519,6 +530,8 @@ pub struct GpuSim {
     /// Batch reruns so far by cause (`length`, `capacity`, and ACL's
     /// [`acl_gpu::rerun_causes`]; a rerun may have several).
     rerun_causes: std::collections::BTreeMap<&'static str, u32>,
+    /// Where reruns are reported ([`crate::gpu::Gpu::on_rerun`]).
+    rerun_sink: crate::gpu::RerunSink,
     /// The most steps [`GpuSim::advance`] puts in its next batch ([`FIRST_BATCH`] after a rerun,
     /// doubled after each full batch that ran once, up to [`GpuSim::batch_cap`]).
     batch_limit: usize,
@@ -964,6 +977,7 @@ impl GpuSim {
             upgrade_after: UPGRADE_AFTER_CLEAN,
             rerun_steps: 0,
             rerun_causes: Default::default(),
+            rerun_sink: gpu.rerun_sink(),
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
             in_frame: false,
@@ -1328,6 +1342,7 @@ impl GpuSim {
         // true count downstream), so loop; each round grows something, and the length cap and
         // the counts bound the growth.
         loop {
+            let attempt = Instant::now();
             let Some(rerun) = self.run_batch(k)? else {
                 self.clean_batches = if self.reruns == reruns {
                     self.clean_batches.saturating_add(1)
@@ -1348,7 +1363,8 @@ impl GpuSim {
                 }
                 Rerun::Acl(_) => {}
             }
-            match rerun {
+            let attempt = attempt.elapsed();
+            let why = match rerun {
                 Rerun::Length(needed) => {
                     // Twice what it needed (it may need more still: then the next round of this
                     // loop doubles again), and the batches after it keep that budget. A cut that
@@ -1358,6 +1374,10 @@ impl GpuSim {
                     debug_assert!(needed > before && before < cap);
                     self.length_cut.raised(LENGTH_CUT_AFTER_MAX);
                     self.build(cap.min(before.max(2 * needed)))?;
+                    format!(
+                        "the length projection needed {needed} iterations, {before} recorded; now {}",
+                        self.length_budget
+                    )
                 }
                 Rerun::Capacity { caps, counts } => {
                     self.grows += 1;
@@ -1370,6 +1390,13 @@ impl GpuSim {
                         |what| exact_gpu::row_bytes(what, counts),
                     ))?;
                     self.grow_exact(caps)?;
+                    let grown: Vec<String> = ["entries", "candidates", "records"]
+                        .iter()
+                        .zip([(now.0, caps.0), (now.1, caps.1), (now.2, caps.2)])
+                        .filter(|(_, (a, b))| a != b)
+                        .map(|(n, (a, b))| format!("{n} {a} → {b}"))
+                        .collect();
+                    format!("exact contact's capacities grown: {}", grown.join(", "))
                 }
                 Rerun::Acl(r) => {
                     let AclRerun {
@@ -1380,6 +1407,12 @@ impl GpuSim {
                     } = *r;
                     let caps =
                         self.acl_within_binding(caps, &needed, Some(&counts), base + step as u64)?;
+                    let ran = self.acl.as_ref().expect("an ACL rerun").path.caps;
+                    let why = format!(
+                        "ACL at step {}: {}",
+                        base + step as u64,
+                        acl_gpu::describe_rerun(&ran, &caps)
+                    );
                     if self.upgrade(step, caps)? {
                         self.upgrade_reruns += 1;
                     } else {
@@ -1395,11 +1428,27 @@ impl GpuSim {
                             .map(|(s, c)| (s, now.at_least(&c)))
                             .collect();
                     }
+                    why
                 }
                 Rerun::BallHits(cap) => {
                     self.grows += 1;
+                    let before = self.ball_hit_capacity;
                     self.grow_ball_hits(cap)?;
+                    format!("room for yarn–ball contacts grown: {before} → {cap}")
                 }
+            };
+            if let Some(f) = self
+                .rerun_sink
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                f(&RerunNotice {
+                    first_step: base,
+                    steps: k,
+                    attempt,
+                    why,
+                });
             }
         }
     }

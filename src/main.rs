@@ -753,6 +753,9 @@ fn run(mut a: RunArgs) -> Result<()> {
     } else {
         None
     };
+    if let (Some(gpu), false) = (&gpu, a.quiet) {
+        report_slow_reruns(gpu);
+    }
     // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
     let mut capture = match (&a.capture, &gpu) {
         (Some(dir), Some(gpu)) => {
@@ -926,6 +929,7 @@ fn run(mut a: RunArgs) -> Result<()> {
     let start = Instant::now();
     let steps_before = runner.sim().steps;
     let mut log = LogLines::new(quiet);
+    show_bar(Some(&bar));
     for k in first_frame + 1..=frames {
         bar.set_message(format!("{k}/{frames}"));
         let st = runner
@@ -969,6 +973,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
+    show_bar(None);
     manifest.finish()?;
     let wall = start.elapsed().as_secs_f64();
     let steps_run = runner.sim().steps - steps_before;
@@ -994,6 +999,56 @@ struct RelaxSaves<'a> {
     scene_dir: &'a Path,
 }
 
+/// The progress bar on the terminal now (the relaxation's or the frames'), which a line printed
+/// between its redraws must suspend; `None` in a log, where the bars are hidden.
+static SHOWN_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Makes `bar` the one [`SHOWN_BAR`] names (`None`: none).
+fn show_bar(bar: Option<&ProgressBar>) {
+    *SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar.cloned();
+}
+
+/// A GPU step reruns a batch when a capacity or a budget fell short; a garment's first steps are
+/// chains of such reruns, each minutes long on lavapipe, where nothing else would be printed for
+/// the whole chain. So a rerun whose failed attempt took at least [`RERUN_NOTICE_SECS`] (or the
+/// log's `YARNSIM_PROGRESS_SECS`, when shorter) prints a line saying what grew and what it cost.
+fn report_slow_reruns(gpu: &Gpu) {
+    let every = LogLines::interval().min(std::time::Duration::from_secs_f64(RERUN_NOTICE_SECS));
+    gpu.on_rerun(move |n| {
+        if n.attempt < every {
+            return;
+        }
+        let steps = match n.steps {
+            1 => format!("step {}", n.first_step),
+            k => format!("steps {}–{}", n.first_step, n.first_step + k as u64 - 1),
+        };
+        let line = format!(
+            "rerun: {steps} ran for {} and run again: {}",
+            duration_words(n.attempt),
+            n.why
+        );
+        match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    });
+}
+
+/// The least time a batch's failed attempt takes for [`report_slow_reruns`] to print it.
+const RERUN_NOTICE_SECS: f64 = 10.0;
+
+/// `d` as "0.25 s", "42 s" or "6 min 12 s".
+fn duration_words(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.2} s")
+    } else if s < 60.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{} min {} s", (s / 60.0).floor(), (s % 60.0).floor())
+    }
+}
+
 /// Progress lines for a log: where stderr is not a terminal (a batch job, `nohup`, CI) the bars
 /// are hidden, and a garment's relaxation or frame can take an hour, so a line every
 /// `YARNSIM_PROGRESS_SECS` seconds (default 60; 0: every step) says the run is alive and how far
@@ -1006,16 +1061,21 @@ struct LogLines {
 
 impl LogLines {
     fn new(quiet: bool) -> LogLines {
+        LogLines {
+            on: !quiet && !std::io::stderr().is_terminal(),
+            every: Self::interval(),
+            last: Instant::now(),
+        }
+    }
+
+    /// `YARNSIM_PROGRESS_SECS` (default 60 s).
+    fn interval() -> std::time::Duration {
         let secs = std::env::var("YARNSIM_PROGRESS_SECS")
             .ok()
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
             .unwrap_or(60.0);
-        LogLines {
-            on: !quiet && !std::io::stderr().is_terminal(),
-            every: std::time::Duration::from_secs_f64(secs),
-            last: Instant::now(),
-        }
+        std::time::Duration::from_secs_f64(secs)
     }
 
     /// Prints `line()` when the interval has passed since the last line (or the start).
@@ -1054,6 +1114,7 @@ fn relax_sim(
         ProgressStyle::with_template("{bar:40} relaxing {msg}  {pos}/{len} steps  {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    show_bar(Some(&bar));
     let mut log = LogLines::new(quiet);
     let mut on_step = |p: &yarnsim::relax::RelaxProgress| {
         if p.step == 1 {
@@ -1114,6 +1175,7 @@ fn relax_sim(
         .with_context(context)?,
     };
     bar.finish_and_clear();
+    show_bar(None);
     if report.settled {
         if !quiet {
             eprintln!(

@@ -1087,6 +1087,58 @@ fn a_run_logs_its_progress_where_no_bar_shows() {
     );
 }
 
+/// A GPU run says why a step takes long: each batch rerun whose failed attempt took at least
+/// the shorter of 10 s and `YARNSIM_PROGRESS_SECS` (0 here: every one) prints a line naming what
+/// grew or which budget was raised; none with the default interval on a short run (its attempts
+/// take milliseconds), none with `--quiet`. (The tiny swatch's first frame, without its
+/// relaxation, reruns for room and for budgets.)
+#[test]
+fn a_gpu_run_says_why_it_reruns() {
+    if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_says_why_it_reruns").is_none() {
+        return;
+    }
+    let run = |secs: Option<&str>, quiet: bool| {
+        let mut cmd = bin();
+        cmd.arg("run").arg(tiny_swatch()).args([
+            "--backend",
+            "gpu",
+            "--frames",
+            "1",
+            "--set",
+            "relax.time=0",
+        ]);
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        match secs {
+            Some(s) => cmd.env("YARNSIM_PROGRESS_SECS", s),
+            None => cmd.env_remove("YARNSIM_PROGRESS_SECS"),
+        };
+        let out = cmd.output().unwrap();
+        check_ok(&out);
+        text(&out.stderr)
+    };
+    let log = run(Some("0"), false);
+    let reruns: Vec<&str> = log.lines().filter(|l| l.starts_with("rerun: ")).collect();
+    assert!(!reruns.is_empty(), "{log}");
+    for l in &reruns {
+        assert!(
+            l.contains(" and run again: ACL at step ")
+                || l.contains(" and run again: the length projection "),
+            "{l}"
+        );
+    }
+    assert!(
+        reruns
+            .iter()
+            .any(|l| l.contains(" → ") && l.contains("steps ")),
+        "{log}"
+    );
+    assert!(!run(Some("0"), true).contains("rerun: "));
+    let default = run(None, false);
+    assert!(!default.contains("rerun: "), "{default}");
+}
+
 /// The GPU backend's refusals are clear errors, before any frame is computed.
 #[test]
 fn gpu_backend_refuses_what_it_cannot_do() {

@@ -251,13 +251,17 @@ fn contact_overflow_grows_and_reruns_identically() {
 
 /// ACL's capacities set far too small grow, by reruns and then ahead of need between batches
 /// (twice a count that passed ¾ of its capacity), and the run equals one with ample room,
-/// bitwise.
+/// bitwise. Every rerun is reported to the device's receiver (`Gpu::on_rerun`, which `yarnsim
+/// run` prints when slow), saying what grew.
 #[test]
 fn acl_capacities_grow_ahead_of_need_identically() {
     let Some(gpu) = gpu_or_skip("acl_capacities_grow_ahead_of_need_identically") else {
         return;
     };
     let sets = ["contact.model=acl"];
+    let notices = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = notices.clone();
+    gpu.on_rerun(move |n| heard.lock().unwrap().push(n.clone()));
     let run = |shrink: bool| {
         let sim = fixture::scene_sim("tiny", &sets, 0);
         let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
@@ -279,7 +283,33 @@ fn acl_capacities_grow_ahead_of_need_identically() {
         g
     };
     let small = run(true);
+    let small_notices = std::mem::take(&mut *notices.lock().unwrap());
     let ample = run(false);
+    gpu.no_rerun_reports();
+    let ample_notices = notices.lock().unwrap().len();
+    assert_eq!(
+        small_notices.len(),
+        small.reruns() as usize,
+        "a rerun unreported"
+    );
+    assert_eq!(ample_notices, ample.reruns() as usize, "a rerun unreported");
+    for n in &small_notices {
+        assert!(
+            (1..=64).contains(&n.steps) && n.first_step < 60 && n.attempt.as_nanos() > 0,
+            "{n:?}"
+        );
+        assert!(
+            n.why.starts_with("ACL at step ") || n.why.starts_with("the length projection needed "),
+            "{n:?}"
+        );
+    }
+    // The first of ACL's reruns grows capacities from 16: it names one, with the old and new
+    // room.
+    let first = small_notices
+        .iter()
+        .find(|n| n.why.starts_with("ACL"))
+        .expect("no ACL rerun reported");
+    assert!(first.why.contains(" 16 → "), "{first:?}");
     eprintln!(
         "small: {} growths ({} ahead), {} reruns; ample: {} growths ({} ahead)",
         small.capacity_grows(),

@@ -1621,6 +1621,46 @@ pub fn rerun_causes(ran: &AclCaps, need: &AclCaps) -> Vec<&'static str> {
     .collect()
 }
 
+/// What a rerun from the capacities and budgets `ran` to `next` changes, in words: each budget
+/// raised and each capacity that sizes a buffer grown, `name old → new` (the names of
+/// [`AclCaps::binding_bytes`]' rows), e.g. "merge passes 1 → 2; sched.cand 1000 → 1500".
+pub fn describe_rerun(ran: &AclCaps, next: &AclCaps) -> String {
+    let (r, n) = (ran.normalized(), next.normalized());
+    let budgets = [
+        ("rebuild rounds", r.rounds, n.rounds),
+        ("merge passes", r.merge.passes, n.merge.passes),
+        ("label rounds", r.merge.rounds, n.merge.rounds),
+        ("coalescing", r.coalesce, n.coalesce),
+        ("newcomer search", r.newcomers, n.newcomers),
+        ("set index", r.merge.indexed, n.merge.indexed),
+    ];
+    let (mut r, mut n) = (r, n);
+    let release = ("sched.release", r.sched.release, n.sched.release);
+    let mut sized: Vec<(&str, u32, u32)> = r
+        .sized_mut()
+        .into_iter()
+        .zip(n.sized_mut())
+        .map(|((name, a), (_, b))| (name, *a, *b))
+        .collect();
+    sized.push(release);
+    let words = |v: &[(&str, u32, u32)]| -> Vec<String> {
+        v.iter()
+            .filter(|(_, a, b)| b > a)
+            .map(|(name, a, b)| format!("{name} {a} → {b}"))
+            .collect()
+    };
+    let parts: Vec<String> = [words(&budgets), words(&sized)]
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .map(|w| w.join(", "))
+        .collect();
+    if parts.is_empty() {
+        "the same capacities and budgets (a step of the batch needed more than the rest)".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// Grows a capacity to a count plus a half (at least 16, never below `cap`): counts that rise over a
 /// run then need few regrowths, each of which reruns a step or a batch.
 fn grow(cap: u32, count: u32) -> u32 {
