@@ -1034,6 +1034,23 @@ fn quiet_run_prints_nothing_and_writes_everything() {
     assert!(!line.contains("_ms"), "{line}");
 }
 
+/// `yarnsim run SCENE ARGS` with stderr in a pipe, `YARNSIM_PROGRESS_SECS` = `secs` (unset:
+/// `None`), with `--quiet` or not; asserts success and returns its stderr.
+fn logged_run(scene: &Path, args: &[&str], secs: Option<&str>, quiet: bool) -> String {
+    let mut cmd = bin();
+    cmd.arg("run").arg(scene).args(args);
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    match secs {
+        Some(s) => cmd.env("YARNSIM_PROGRESS_SECS", s),
+        None => cmd.env_remove("YARNSIM_PROGRESS_SECS"),
+    };
+    let out = cmd.output().unwrap();
+    check_ok(&out);
+    text(&out.stderr)
+}
+
 /// With stderr in a file (no terminal, so no bars), a long run says how far it is: a line every
 /// `YARNSIM_PROGRESS_SECS` seconds during the relaxation and the frames (0 here: every step);
 /// none with the default interval on a short run, none with `--quiet`.
@@ -1042,20 +1059,8 @@ fn a_run_logs_its_progress_where_no_bar_shows() {
     let dir = scratch("progress");
     let scene = tiny_scene(&dir, "none");
     let run = |secs: Option<&str>, quiet: bool| {
-        let mut cmd = bin();
-        cmd.arg("run")
-            .arg(&scene)
-            .args(["--frames", "2", "--set", "relax.time=0.001"]);
-        if quiet {
-            cmd.arg("--quiet");
-        }
-        match secs {
-            Some(s) => cmd.env("YARNSIM_PROGRESS_SECS", s),
-            None => cmd.env_remove("YARNSIM_PROGRESS_SECS"),
-        };
-        let out = cmd.output().unwrap();
-        check_ok(&out);
-        text(&out.stderr)
+        let args = ["--frames", "2", "--set", "relax.time=0.001"];
+        logged_run(&scene, &args, secs, quiet)
     };
     let log = run(Some("0"), false);
     let lines: Vec<&str> = log.lines().collect();
@@ -1098,25 +1103,8 @@ fn a_gpu_run_says_why_it_reruns() {
         return;
     }
     let run = |secs: Option<&str>, quiet: bool| {
-        let mut cmd = bin();
-        cmd.arg("run").arg(tiny_swatch()).args([
-            "--backend",
-            "gpu",
-            "--frames",
-            "1",
-            "--set",
-            "relax.time=0",
-        ]);
-        if quiet {
-            cmd.arg("--quiet");
-        }
-        match secs {
-            Some(s) => cmd.env("YARNSIM_PROGRESS_SECS", s),
-            None => cmd.env_remove("YARNSIM_PROGRESS_SECS"),
-        };
-        let out = cmd.output().unwrap();
-        check_ok(&out);
-        text(&out.stderr)
+        let args = ["--backend", "gpu", "--frames", "1", "--set", "relax.time=0"];
+        logged_run(&tiny_swatch(), &args, secs, quiet)
     };
     let log = run(Some("0"), false);
     let reruns: Vec<&str> = log.lines().filter(|l| l.starts_with("rerun: ")).collect();
