@@ -31,6 +31,9 @@
 #   BENCH_FIRST=1    the benches before the tests (the tests then take what time is left)
 #   PARITY=s:n,...   examples/gpu_parity on scenes/s.toml for n steps each (the GPU step against the
 #                    CPU path on the hardware), each cut at 120 s
+#   PROGRESS_SECS=s  YARNSIM_PROGRESS_SECS for RUNS and RELAX (default 1): their logs get a
+#                    progress line every s seconds and a `rerun:` line for every batch rerun whose
+#                    failed attempt took s seconds or more (what grew, what it cost)
 #   DEADLINE=s       stop starting work s seconds after the start; each test, bench and run is cut
 #                    to the time left, so the call ends within it (default 540)
 #
@@ -156,6 +159,7 @@ if [ -n "${SUBMIT:-}" ]; then
 fi
 [ -z "${NOOLD:-}${NOBENCH:-}" ] && [ -x "$B/bench_gpu_old" ] && bench old bench_gpu_old
 RUNS=${RUNS:-}
+export YARNSIM_PROGRESS_SECS=${PROGRESS_SECS:-1}
 # With OLDRUNS=1 and a yarnsim_old (pack.sh BASE=<rev>), each run also with the baseline's CLI.
 clis=yarnsim
 [ -n "${OLDRUNS:-}" ] && [ -x "$B/yarnsim_old" ] && clis="yarnsim yarnsim_old"
@@ -167,7 +171,7 @@ for m in ${RUNS//,/ }; do
     start=$(now)
     timeout "$lim" "$B/$cli" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
       --frames "${RUN_FRAMES:-2}" --set "contact.model=$m" --stats "$OUT/run_$tag.jsonl" >"$OUT/run_$tag.log" 2>&1
-    log "run scarf_relaxed --backend gpu, $tag: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$tag.log" | tail -1)"
+    log "run scarf_relaxed --backend gpu, $tag: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$tag.log" | tail -1); $(grep -c '^rerun: ' "$OUT/run_$tag.log") slow reruns"
   done
 done
 [ -n "${BENCH_FIRST:-}" ] && tests
@@ -187,6 +191,7 @@ for s in ${RELAX//,/ }; do
   start=$(now)
   timeout "$lim" "$B/yarnsim" run "scenes/$s.toml" --backend gpu --frames 1 --stats "$OUT/stats_$s.jsonl" \
     >"$OUT/relax_$s.log" 2>&1
-  log "run $s --frames 1 on the GPU (relaxation included): rc $?, $(secs "$start")"
+  log "run $s --frames 1 on the GPU (relaxation included): rc $?, $(secs "$start"), $(grep -c '^rerun: ' "$OUT/relax_$s.log") slow reruns"
+  grep '^rerun: ' "$OUT/relax_$s.log" | head -5 | tee -a "$OUT/summary.txt"
 done
 true
