@@ -2626,6 +2626,38 @@ mod tests {
     }
 
     #[test]
+    fn a_rerun_is_described_by_what_grew() {
+        let ran = AclCaps {
+            rounds: 2,
+            ..AclCaps::all(64)
+        };
+        let same = describe_rerun(&ran, &ran);
+        assert!(
+            same.starts_with("the same capacities and budgets"),
+            "{same}"
+        );
+        let mut next = ran;
+        next.rounds = 4;
+        next.merge.passes = ran.merge.passes + 1;
+        next.sched.cand = 100;
+        next.blocks = 1_000;
+        next.sched.release = 70;
+        assert_eq!(
+            describe_rerun(&ran, &next),
+            format!(
+                "rebuild rounds 2 → 4, merge passes {} → {}; sched.cand 64 → 100, blocks 64 → 1000, \
+                 sched.release 64 → 70",
+                ran.merge.passes,
+                ran.merge.passes + 1
+            )
+        );
+        // A capacity that shrank (a growth never makes one) is not named.
+        next = ran;
+        next.points = 8;
+        assert!(describe_rerun(&ran, &next).starts_with("the same"));
+    }
+
+    #[test]
     fn the_dirty_list_search_gives_way_to_the_index_when_too_long() {
         // At rest on the scarf and the swatches: a few dozen dirty sets of some thousands.
         assert!(!dirty_search_too_long(&step(50, 20_000)));
