@@ -885,7 +885,10 @@ fn two_gpu_runs_are_bitwise_identical() {
 /// `GpuSim` (`import_contact_state`), which then runs its own batch lengths and budgets from the
 /// start. Without the contact state (the model starting afresh, as a resumed GPU run did before
 /// 2026-12-06) the continuation differs, so the comparison can fail; and a state of another model
-/// is refused.
+/// is refused. ACL's tables and lists (the sets, their stiction springs, the released boxes, the
+/// scheduler's entries) are saved up to their lengths, not their capacities: the resumed run has
+/// the rest poisoned, and its contact state after the steps (every table and pool) must equal the
+/// uninterrupted run's. (Checked: saving half the entries or half the springs fails it.)
 #[test]
 fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
     let Some(gpu) = gpu_or_skip("gpu_contact_state_continues_bitwise_from_a_checkpoint") else {
@@ -904,9 +907,14 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
             "exact",
             &["contact.model=exact", "obstacle.0.point=[0, 0.7, 0]"][..],
         ),
+        // (With stiction, so that the springs carry state across the checkpoint.)
         (
             "acl",
-            &["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"][..],
+            &[
+                "contact.model=acl",
+                "obstacle.0.point=[0, 0.7, 0]",
+                "contact.stiction_stiffness=20",
+            ][..],
         ),
     ] {
         let contact = fixture::scene_contact("tiny", sets);
@@ -922,6 +930,9 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
             sim.import_state(&reader).unwrap();
             let mut g = GpuSim::new(&gpu, sim, &contact).unwrap_or_else(|e| panic!("{e}"));
             if import {
+                // What the checkpoint holds of a table or list past its length (nothing: each
+                // is saved up to it) poisoned, so that a step reading there would part.
+                g.set_acl_poison_after_restore(true);
                 g.import_contact_state(&reader)
                     .unwrap_or_else(|e| panic!("{model}: {e}"));
             }
@@ -929,6 +940,20 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
         };
         let mut b = resumed(true);
         let mut c = resumed(false);
+        if model == "acl" {
+            assert!(b.acl_poisoned_bytes() > 0, "nothing past the live tables");
+            // The set table saved up to its length, not its capacity.
+            let last: yarnsim::acl::gpu::AclStepCounters =
+                reader.get_value("gpu.acl.last").unwrap();
+            let live = last.sizes.num_sets as usize;
+            let saved = reader.bytes("gpu.acl.sets").unwrap().len();
+            assert_eq!(
+                saved,
+                live * size_of::<yarnsim::acl::ContactSet>(),
+                "sets saved"
+            );
+            assert!(live > 0 && (live as u32) < b.acl_capacities().unwrap().merge.sets);
+        }
         for g in [&mut a, &mut b, &mut c] {
             step(g, 150);
         }
@@ -945,6 +970,32 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
             bits(&c.sim.pos) != bits(&a.sim.pos),
             "{model}: a fresh contact model continued bitwise too: the test shows nothing"
         );
+        if model == "acl" {
+            // The contact state after those steps too, every table and pool as a checkpoint
+            // holds it (up to its length): an entry lost in the checkpoint that no touching pair
+            // needed in these steps would not show in the positions.
+            let state = |g: &GpuSim| {
+                StateReader::new(g.export_contact_state().unwrap().body().to_vec(), "test").unwrap()
+            };
+            let (sa, sb) = (state(&a), state(&b));
+            let own = ["sets", "springs", "released", "rebuild_counts", "entries_a"];
+            let sched = [
+                "sched_state",
+                "prev_cells",
+                "prev1",
+                "prev2",
+                "snaps",
+                "motion",
+            ];
+            let pools = yarnsim::acl::gpu::POOLS.map(|p| p.0);
+            for name in own.into_iter().chain(sched).chain(pools) {
+                let s = format!("gpu.acl.{name}");
+                assert!(
+                    sa.bytes(&s).unwrap() == sb.bytes(&s).unwrap(),
+                    "{model}: {s} differs after the resumed steps"
+                );
+            }
+        }
         // Another model's state is refused, naming both.
         let other = if model == "exact" { "acl" } else { "exact" };
         let other_sets = [format!("contact.model={other}")];

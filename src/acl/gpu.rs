@@ -1883,11 +1883,17 @@ impl AclGpu {
             }
         }
         for (b, from) in parts {
-            let from = from.min(b.size());
-            if from < b.size() {
-                queue.write_buffer(&b, from, &vec![0xff; (b.size() - from) as usize]);
-                self.poisoned_bytes += b.size() - from;
-            }
+            self.poison_tail(queue, &b, from);
+        }
+    }
+
+    /// Fills buffer `b` from byte `from` on with `0xff` (a NaN in every float, a count or an
+    /// index past any table): what a step must not read.
+    pub(super) fn poison_tail(&mut self, queue: &wgpu::Queue, b: &wgpu::Buffer, from: u64) {
+        let from = from.min(b.size());
+        if from < b.size() {
+            queue.write_buffer(b, from, &vec![0xff; (b.size() - from) as usize]);
+            self.poisoned_bytes += b.size() - from;
         }
     }
 

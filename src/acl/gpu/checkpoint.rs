@@ -7,8 +7,11 @@
 //!
 //! Sections (`gpu.acl.` then): `caps` ([`AclCaps`]), `last` ([`AclStepCounters`]), `garbage`
 //! (three u64: points, blocks, watched pairs), `anchor` (four i32), then each buffer's bytes under
-//! its name. The buffers are saved whole (their length is their capacity's), except the pools,
-//! whose entries past their lengths no step reads before writing them ([`POOLS`]). The paged pools
+//! its name. The buffers are saved whole, except those that hold a table or a list whose length
+//! the last step's counters give ([`live_bytes`]: the set table and its springs, the released
+//! boxes, the scheduler's entry table; since 2026-12-06, when a garment's checkpoint read back
+//! their whole capacities) and the pools ([`POOLS`]), each up to its length: no step reads their
+//! entries past it before writing them (tests/gpu_step.rs resumes with those poisoned). The paged pools
 //! (`k_pool`, `watch_pool`, `watch_loc_pool`: [`PAGED_POOLS`]) are saved as flat pools whatever
 //! their pages ([`crate::acl::pages`]), so that a run resumes on a device that pages them
 //! otherwise.
@@ -31,13 +34,32 @@ fn section(name: &str) -> String {
     format!("{PREFIX}{name}")
 }
 
+/// The bytes of saved buffer `name` that hold the last step's table or list (`last`: its
+/// counters), or `None` for a buffer saved whole: the set table and 4 springs a set, the released
+/// boxes, the scheduler's entry table (its length the merged one, what `sched_state` holds for the
+/// next step).
+fn live_bytes(name: &str, last: &AclStepCounters) -> Option<u64> {
+    use crate::acl::stiction::StictionSpring;
+    use crate::layout::{Release, SchedEntry};
+    let n = |count: u32, bytes: usize| count as u64 * bytes as u64;
+    let sets = last.sizes.num_sets;
+    match name {
+        "sets" => Some(n(sets, size_of::<ContactSet>())),
+        "springs" => Some(n(4 * sets, size_of::<StictionSpring>())),
+        "released" => Some(n(last.sizes.released.count, size_of::<Release>())),
+        "entries_a" => Some(n(last.sched.entries.count, size_of::<SchedEntry>())),
+        _ => None,
+    }
+}
+
 impl AclGpu {
     /// Every buffer saved in a checkpoint, with the bytes saved of it.
     fn saved_buffers(&self) -> Vec<(&'static str, &wgpu::Buffer, u64)> {
         let mut v = Vec::new();
         for name in OWN.into_iter().chain(SchedGpu::persistent_names()) {
             let b = self.buffer(name).expect("made in build");
-            v.push((name, b, b.size()));
+            let bytes = live_bytes(name, &self.last).map_or(b.size(), |n| n.min(b.size()));
+            v.push((name, b, bytes));
         }
         for (name, k, bytes) in POOLS {
             if PAGED_POOLS.contains(&name) {
@@ -173,6 +195,7 @@ impl AclGpu {
             .into());
         }
         self.grow(device, queue, pipelines, shared, caps)?;
+        let mut tails = Vec::new();
         for (name, buffer, bytes) in self.saved_buffers() {
             let s = section(name);
             let data = inp.bytes(&s)?;
@@ -192,6 +215,16 @@ impl AclGpu {
             }
             if !data.is_empty() {
                 queue.write_buffer(buffer, 0, &data);
+            }
+            // A table or list saved up to its length: the rest poisoned as a restore's pools
+            // are (tests), once the loop lets go of the buffers.
+            if live_bytes(name, &last).is_some() {
+                tails.push((buffer.clone(), n));
+            }
+        }
+        if self.poison_after_restore {
+            for (b, from) in tails {
+                self.poison_tail(queue, &b, from);
             }
         }
         for (name, k, elem, pages) in self.paged_pools() {
