@@ -978,15 +978,8 @@ fn gpu_contact_state_continues_bitwise_from_a_checkpoint() {
                 StateReader::new(g.export_contact_state().unwrap().body().to_vec(), "test").unwrap()
             };
             let (sa, sb) = (state(&a), state(&b));
-            let own = ["sets", "springs", "released", "rebuild_counts", "entries_a"];
-            let sched = [
-                "sched_state",
-                "prev_cells",
-                "prev1",
-                "prev2",
-                "snaps",
-                "motion",
-            ];
+            let own = ["sets", "springs", "released", "rebuild_counts"];
+            let sched = yarnsim::sched::gpu::SchedGpu::persistent_names();
             let pools = yarnsim::acl::gpu::POOLS.map(|p| p.0);
             for name in own.into_iter().chain(sched).chain(pools) {
                 let s = format!("gpu.acl.{name}");
