@@ -88,6 +88,8 @@ pub struct Gpu {
     /// Where the GPU steps made on this device report their batch reruns (none until
     /// [`Gpu::on_rerun`]).
     reruns: RerunSink,
+    /// The kernels' pipelines compiled on this device ([`Gpu::pipelines`]).
+    pipelines: crate::pipelines::PipelineCache,
 }
 
 /// A receiver of [`crate::gpu_step::RerunNotice`]s, shared by the GPU steps made on one [`Gpu`]
@@ -361,7 +363,22 @@ impl Gpu {
             device,
             queue,
             reruns: RerunSink::default(),
+            pipelines: Default::default(),
         })
+    }
+
+    /// The pipelines of the kernels named in `names`, each compiled once on this device and
+    /// shared by every GPU step made on it ([`crate::pipelines::PipelineCache`]).
+    pub fn pipelines(
+        &self,
+        names: &[&str],
+    ) -> Result<crate::pipelines::Pipelines, crate::pipelines::PipelineError> {
+        self.pipelines.pipelines(&self.device, names)
+    }
+
+    /// How many pipelines [`Gpu::pipelines`] has compiled on this device.
+    pub fn pipelines_compiled(&self) -> usize {
+        self.pipelines.compiled()
     }
 
     /// Makes `f` hear of every batch rerun of the GPU steps made on this device from now on

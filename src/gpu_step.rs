@@ -745,7 +745,7 @@ impl GpuSim {
                     || (!sim.balls.is_empty() && BALL_KERNELS.contains(k))
             })
             .collect();
-        let pipelines = Pipelines::only(&device, &names)?;
+        let pipelines = gpu.pipelines(&names)?;
         // Exact contact: the host computes the static tables and the grid origin with one detection
         // on the CPU twin (the CPU path takes the same origin at its first step), which also gives
         // the first capacities.

@@ -3,8 +3,10 @@
 //!
 //! Each kernel's bind group layout is built explicitly from its binding list (uniform / read-only
 //! storage / read-write storage, in order), never inferred from the shader, so the table is the
-//! contract. Pipelines are created once per device ([`Pipelines::new`]); bind groups are made from a
-//! [`Buffers`] set, where the buffer bound to a binding is the one of the same name.
+//! contract. Each kernel's pipeline is compiled once per device: a [`crate::gpu::Gpu`] keeps a
+//! [`PipelineCache`], and [`crate::gpu::Gpu::pipelines`] gives the pipelines a GPU step needs from
+//! it ([`Pipelines::only`] compiles afresh). Bind groups are made from a [`Buffers`] set, where the
+//! buffer bound to a binding is the one of the same name.
 //!
 //! [`run_kernel`] dispatches one kernel on buffers uploaded from byte slices and reads back every
 //! buffer it may write; the parity tests compare that with the kernel's CPU twin.
@@ -12,6 +14,7 @@
 use crate::gpu::Gpu;
 use crate::shaders::{self, Access, Kernel, ShaderError};
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// Why a pipeline could not be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +35,8 @@ pub enum PipelineError {
     Readback { name: String, message: String },
 }
 
-/// One kernel's layout and pipeline.
+/// One kernel's layout and pipeline (wgpu's handles: a clone shares them).
+#[derive(Clone)]
 struct Entry {
     kernel: &'static Kernel,
     layout: wgpu::BindGroupLayout,
@@ -109,52 +113,12 @@ impl Pipelines {
         Self::only(device, &names)
     }
 
-    /// The kernels named in `names`.
+    /// The kernels named in `names`, each compiled now.
     pub fn only(device: &wgpu::Device, names: &[&str]) -> Result<Pipelines, PipelineError> {
-        let mut entries = Vec::with_capacity(names.len());
-        for &name in names {
-            let kernel = shaders::kernel(name)?;
-            let source = shaders::expanded_text(kernel.name)?;
-            let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(kernel.name),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
-            let layout_entries: Vec<_> = kernel
-                .bindings
-                .iter()
-                .enumerate()
-                .map(|(i, b)| layout_entry(i, b.access))
-                .collect();
-            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some(kernel.name),
-                entries: &layout_entries,
-            });
-            let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(kernel.name),
-                bind_group_layouts: &[Some(&layout)],
-                immediate_size: 0,
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(kernel.name),
-                layout: Some(&pl),
-                module: &module,
-                entry_point: Some(kernel.name),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-            if let Some(e) = pollster::block_on(scope.pop()) {
-                return Err(PipelineError::Gpu {
-                    kernel: kernel.name,
-                    message: e.to_string(),
-                });
-            }
-            entries.push(Entry {
-                kernel,
-                layout,
-                pipeline,
-            });
-        }
+        let entries = names
+            .iter()
+            .map(|&name| Entry::compile(device, name))
+            .collect::<Result<_, _>>()?;
         Ok(Pipelines { entries })
     }
 
@@ -289,6 +253,104 @@ impl Pipelines {
         pass.set_bind_group(0, bind_group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         Ok(())
+    }
+}
+
+impl Entry {
+    /// Compiles kernel `name`'s pipeline on `device`, with its layout from the binding list.
+    fn compile(device: &wgpu::Device, name: &str) -> Result<Entry, PipelineError> {
+        let kernel = shaders::kernel(name)?;
+        let source = shaders::expanded_text(kernel.name)?;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(kernel.name),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let layout_entries: Vec<_> = kernel
+            .bindings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| layout_entry(i, b.access))
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(kernel.name),
+            entries: &layout_entries,
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(kernel.name),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel.name),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some(kernel.name),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(PipelineError::Gpu {
+                kernel: kernel.name,
+                message: e.to_string(),
+            });
+        }
+        Ok(Entry {
+            kernel,
+            layout,
+            pipeline,
+        })
+    }
+}
+
+/// The pipelines compiled on one device, by kernel name, for [`PipelineCache::pipelines`].
+///
+/// Why: a GPU step compiles every kernel of its contact model (ACL's step: some hundred), which on
+/// lavapipe took 0.65 s of the 0.66 s that `GpuSim::new` of the tiny swatch took (2026-12-06),
+/// and a run makes several GPU steps on one device (the relaxation one per radius stage, a resume
+/// another), as does a test process (hundreds). A pipeline depends only on its kernel's text and
+/// binding list, both fixed at build time, so every later step on the device takes the same one.
+#[derive(Default)]
+pub struct PipelineCache {
+    entries: Mutex<BTreeMap<&'static str, Entry>>,
+    compiled: std::sync::atomic::AtomicUsize,
+}
+
+impl PipelineCache {
+    /// The kernels named in `names`, those not yet compiled on `device` compiled now and kept.
+    /// Every call must pass the same device (the cache belongs to it).
+    pub fn pipelines(
+        &self,
+        device: &wgpu::Device,
+        names: &[&str],
+    ) -> Result<Pipelines, PipelineError> {
+        let mut entries = Vec::with_capacity(names.len());
+        for &name in names {
+            // (Compiled outside the lock: a failed compile leaves nothing behind, and another
+            // thread wanting the same kernel at once at worst compiles it twice.)
+            let cached = self.lock().get(name).cloned();
+            let entry = match cached {
+                Some(e) => e,
+                None => {
+                    let e = Entry::compile(device, name)?;
+                    self.compiled
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.lock().entry(e.kernel.name).or_insert(e).clone()
+                }
+            };
+            entries.push(entry);
+        }
+        Ok(Pipelines { entries })
+    }
+
+    /// How many pipelines this cache has compiled.
+    pub fn compiled(&self) -> usize {
+        self.compiled.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, Entry>> {
+        // (A panic while the map was held leaves whole entries in it, or none: it stays usable.)
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -460,7 +522,7 @@ pub fn run_kernel(
     inputs: &[(&str, &[u8])],
     threads: u32,
 ) -> Result<BTreeMap<String, Vec<u8>>, PipelineError> {
-    let pipelines = Pipelines::only(&gpu.device, &[name])?;
+    let pipelines = gpu.pipelines(&[name])?;
     let kernel = shaders::kernel(name)?;
     let mut buffers = Buffers::default();
     for b in kernel.bindings {

@@ -1440,6 +1440,51 @@ fn scene_needs_are_checked_against_the_limits() {
     assert_eq!(failing[0].needed, 160_000_000);
 }
 
+/// Each kernel's pipeline is compiled once per device (`pipelines::PipelineCache`): a second GPU
+/// step of the same contact model on a device compiles nothing, one of another model only the
+/// kernels the first did not need, and a step from the kept pipelines runs bitwise as one on a
+/// device that compiled its own.
+#[test]
+fn pipelines_are_compiled_once_per_device() {
+    let Some(gpu) = gpu_or_skip("pipelines_are_compiled_once_per_device") else {
+        return;
+    };
+    let bits = |g: &GpuSim| {
+        let p = g.sim.pos.iter().chain(&g.sim.vel);
+        p.flatten().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    // A device of its own, so that its count starts from nothing.
+    let own = gpu.with_binding_limit(u64::MAX).unwrap();
+    assert_eq!(own.pipelines_compiled(), 0);
+    let acl = ["contact.model=acl", "obstacle.0.point=[0, 0.7, 0]"];
+    let first = run_gpu(&own, &acl, 50);
+    let n = own.pipelines_compiled();
+    let dispatched: std::collections::BTreeSet<_> = first.dispatch_kernels().into_iter().collect();
+    assert!(
+        n >= dispatched.len() && dispatched.len() > 30,
+        "{n} pipelines compiled for ACL's step, which dispatches {}",
+        dispatched.len()
+    );
+    let again = run_gpu(&own, &acl, 50);
+    assert_eq!(own.pipelines_compiled(), n, "the second ACL step compiled");
+    let elsewhere = run_gpu(&gpu, &acl, 50);
+    assert!(bits(&again) == bits(&first) && bits(&again) == bits(&elsewhere));
+    let exact = ["contact.model=exact"];
+    run_gpu(&own, &exact, 1);
+    let m = own.pipelines_compiled();
+    assert!(m > n, "exact contact's kernels were not compiled ({m})");
+    run_gpu(&own, &exact, 1);
+    assert_eq!(
+        own.pipelines_compiled(),
+        m,
+        "the second exact step compiled"
+    );
+    eprintln!(
+        "{n} pipelines for ACL's step, {} more for exact contact's",
+        m - n
+    );
+}
+
 /// A frame's ACL statistics are means over that frame's steps only: steps run before it outside
 /// any frame (`GpuSim::step`) are not counted into it (they were, once: the first frame after them
 /// reported 1.5× the sets). Checked against the CPU path's frame after the same steps, and so

@@ -22,7 +22,7 @@ pub fn acl_gpu(
 ) -> (Pipelines, Buffers, AclGpu) {
     let (dev, q) = (&gpu.device, &gpu.queue);
     let (quad_weights, quad_arc, seg_contact) = host.gpu_tables(topo);
-    let pipelines = Pipelines::only(dev, &all_kernels()).unwrap();
+    let pipelines = gpu.pipelines(&all_kernels()).unwrap();
     let p = Params {
         num_segments: topo.segments.len() as u32,
         num_points: pos.len() as u32,
