@@ -436,12 +436,14 @@ pub struct GpuFrameTimes {
 }
 
 /// A batch of steps that ran and runs again ([`crate::gpu::Gpu::on_rerun`]): its first step, its
-/// length, how long the failed attempt took (recording, the GPU's work and the readback), and why
-/// it reruns, in words (what grew, from how much to how much, or which budget was raised).
+/// length, the length of the next attempt (up to the step that needed more; the rest follow as
+/// another batch), how long the failed attempt took (recording, the GPU's work and the readback),
+/// and why it reruns, in words (what grew, from how much to how much, or which budget was raised).
 #[derive(Clone, Debug)]
 pub struct RerunNotice {
     pub first_step: u64,
     pub steps: usize,
+    pub again: usize,
     pub attempt: std::time::Duration,
     pub why: String,
 }
@@ -1250,7 +1252,9 @@ impl GpuSim {
     /// placed obstacles are written into ring buffers beforehand and copied into place by the
     /// command encoder between steps, and each step's `counters` are copied out after it, so the
     /// host still sees every step's flags (and reports the first step that raised one) but waits
-    /// for the GPU once per batch, not once per step. The first step of the batch is timed per
+    /// for the GPU once per batch, not once per step. A step that needs a rerun (a capacity, a
+    /// budget) reruns the batch up to itself, and the steps after it run as another batch
+    /// ([`GpuSim::run_steps`]). The first step of the batch is timed per
     /// kernel when the adapter has timestamp queries (within a frame, only in the frame's first
     /// batch). A batch that had to be rerun sets the
     /// length of [`GpuSim::advance`]'s next batch back to [`FIRST_BATCH`] (halves it when its reruns
@@ -1334,16 +1338,34 @@ impl GpuSim {
     }
 
     /// [`GpuSim::steps`] without the batch-length bookkeeping.
+    ///
+    /// A batch whose step `j` needs a rerun is run again only up to that step, and the steps
+    /// after it as a batch of their own: what the failed attempt counted after step `j` came from
+    /// a state already wrong, so it says nothing of what those steps need, and running them again
+    /// with the rerun would only risk wasting them once more. (The tiny swatch's first batch of 8
+    /// steps failed at steps 0, 0, 6 and 7: 32 steps of failed attempts rerunning all 8, 17 so.)
+    /// Batches of any length step alike, bit for bit (`batch_lengths_adapt_and_change_nothing`).
     fn run_steps(&mut self, k: usize) -> Result<(), GpuStepError> {
         assert!((1..=MAX_BATCH).contains(&k), "batch of {k} steps");
-        let (base, t0) = (self.sim.steps, self.sim.time);
         let reruns = self.reruns;
+        // The per-step counts of this call's steps, whatever batches run them.
+        self.batch_touching.clear();
+        self.batch_acl.clear();
+        // The steps still to run, and the next attempt's length.
+        let (mut left, mut len) = (k, k);
         // A rerun may itself find the next reason to rerun (a capacity grown upstream shows the
         // true count downstream), so loop; each round grows something, and the length cap and
         // the counts bound the growth.
         loop {
+            let (base, t0) = (self.sim.steps, self.sim.time);
+            let kept = self.batch_touching.len();
             let attempt = Instant::now();
-            let Some(rerun) = self.run_batch(k)? else {
+            let Some((at, rerun)) = self.run_batch(len)? else {
+                left -= len;
+                if left > 0 {
+                    len = left;
+                    continue;
+                }
                 self.clean_batches = if self.reruns == reruns {
                     self.clean_batches.saturating_add(1)
                 } else {
@@ -1354,8 +1376,13 @@ impl GpuSim {
             self.restore_snapshot();
             self.sim.steps = base;
             self.sim.time = t0;
+            self.batch_touching.truncate(kept);
             self.reruns += 1;
-            self.rerun_steps += k as u64;
+            self.rerun_steps += len as u64;
+            let ran = len;
+            len = at + 1;
+            // (An upgrade of a step past the rerun's would not run with it.)
+            self.upgrades.retain(|&(s, _)| s < len);
             match &rerun {
                 Rerun::Length(_) => *self.rerun_causes.entry("length").or_default() += 1,
                 Rerun::Capacity { .. } | Rerun::BallHits(_) => {
@@ -1445,7 +1472,8 @@ impl GpuSim {
             {
                 f(&RerunNotice {
                     first_step: base,
-                    steps: k,
+                    steps: ran,
+                    again: len,
                     attempt,
                     why,
                 });
@@ -1785,7 +1813,7 @@ impl GpuSim {
 
     /// One batch (see [`GpuSim::steps`]); `Some(iterations)` when a step needed more length
     /// iterations than are encoded (the batch's results are then not to be used).
-    fn run_batch(&mut self, k: usize) -> Result<Option<Rerun>, GpuStepError> {
+    fn run_batch(&mut self, k: usize) -> Result<Option<(usize, Rerun)>, GpuStepError> {
         let record_start = Instant::now();
         // The upgraded steps' lists (made again when the step's list was rebuilt since); an
         // upgrade whose budgets no longer fit ACL's buffers is dropped (its step reruns if it
@@ -1798,7 +1826,6 @@ impl GpuSim {
         }
         self.upgrades = upgrades;
         let base = self.sim.steps;
-        self.batch_touching.clear();
         let (t0, h) = (self.sim.time, self.sim.params.h as f64);
         let mut params = Vec::with_capacity(k);
         let mut obstacles = Vec::with_capacity(k * self.sim.obstacles.len());
@@ -1946,20 +1973,23 @@ impl GpuSim {
                 .as_ref()
                 .and_then(|ex| ex.path.grown_capacities(&counters))
             {
-                return Ok(Some(Rerun::Capacity {
-                    caps,
-                    counts: exact_gpu::step_counts(&counters),
-                }));
+                return Ok(Some((
+                    s,
+                    Rerun::Capacity {
+                        caps,
+                        counts: exact_gpu::step_counts(&counters),
+                    },
+                )));
             }
             if self.length_budget < cap && counters.length_iterations > self.length_budget {
-                return Ok(Some(Rerun::Length(counters.length_iterations)));
+                return Ok(Some((s, Rerun::Length(counters.length_iterations))));
             }
             if counters.ball_hits.overflow != 0 {
                 // A quarter more than needed, and at least twice the room: contacts spread as
                 // the balls sink in, and each growth reruns the batch.
                 let c = counters.ball_hits.count;
                 let cap = c.saturating_add(c / 4).max(2 * self.ball_hit_capacity);
-                return Ok(Some(Rerun::BallHits(cap)));
+                return Ok(Some((s, Rerun::BallHits(cap))));
             }
             if let Some(acl) = &self.acl {
                 let at = acl_at as usize + s * ACL_COUNTERS_BYTES as usize;
@@ -1972,12 +2002,15 @@ impl GpuSim {
                         for cause in acl_gpu::rerun_causes(&ran, &caps) {
                             *self.rerun_causes.entry(cause).or_default() += 1;
                         }
-                        return Ok(Some(Rerun::Acl(Box::new(AclRerun {
-                            caps: AclGpu::ahead_of(caps, &acl_counters),
-                            needed: caps,
-                            counts: AclCaps::counted(&c),
-                            step: s,
-                        }))));
+                        return Ok(Some((
+                            s,
+                            Rerun::Acl(Box::new(AclRerun {
+                                caps: AclGpu::ahead_of(caps, &acl_counters),
+                                needed: caps,
+                                counts: AclCaps::counted(&c),
+                                step: s,
+                            })),
+                        )));
                     }
                     Ok(None) => acl_counters.push(c),
                     Err(e) => {
@@ -2025,7 +2058,6 @@ impl GpuSim {
         self.frame_upgraded_steps += self.upgrades.len() as u64;
         self.upgraded_steps += self.upgrades.len() as u64;
         self.upgrades.clear();
-        self.batch_acl.clear();
         if let Some(acl) = &mut self.acl {
             for c in &acl_counters {
                 acl.path.completed(c);

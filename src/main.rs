@@ -1022,8 +1022,13 @@ fn report_slow_reruns(gpu: &Gpu) {
             1 => format!("step {}", n.first_step),
             k => format!("steps {}–{}", n.first_step, n.first_step + k as u64 - 1),
         };
+        let again = if n.again < n.steps {
+            format!(" up to step {}", n.first_step + n.again as u64 - 1)
+        } else {
+            String::new()
+        };
         let line = format!(
-            "rerun: {steps} ran for {} and run again: {}",
+            "rerun: {steps} ran for {} and run again{again}: {}",
             duration_words(n.attempt),
             n.why
         );

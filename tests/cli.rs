@@ -1094,8 +1094,9 @@ fn a_run_logs_its_progress_where_no_bar_shows() {
 
 /// A GPU run says why a step takes long: each batch rerun whose failed attempt took at least
 /// the shorter of 10 s and `YARNSIM_PROGRESS_SECS` (0 here: every one) prints a line naming what
-/// grew or which budget was raised; none with the default interval on a short run (its attempts
-/// take milliseconds), none with `--quiet`. (The tiny swatch's first frame, without its
+/// grew or which budget was raised, and up to which step it runs again when that is before the
+/// batch's end; none with the default interval on a short run (its attempts take milliseconds),
+/// none with `--quiet`. (The tiny swatch's first frame, without its
 /// relaxation, reruns for room and for budgets.)
 #[test]
 fn a_gpu_run_says_why_it_reruns() {
@@ -1109,13 +1110,26 @@ fn a_gpu_run_says_why_it_reruns() {
     let log = run(Some("0"), false);
     let reruns: Vec<&str> = log.lines().filter(|l| l.starts_with("rerun: ")).collect();
     assert!(!reruns.is_empty(), "{log}");
+    // "rerun: steps A–B ran for T and run again[ up to step M]: WHY": a rerun runs its batch
+    // only up to the step that needed more (the one ACL's reason names).
+    let mut shorter = 0;
     for l in &reruns {
+        let (_, again) = l.split_once(" and run again").expect(l);
+        let (upto, why) = again.split_once(": ").expect(l);
         assert!(
-            l.contains(" and run again: ACL at step ")
-                || l.contains(" and run again: the length projection "),
+            why.starts_with("ACL at step ") || why.starts_with("the length projection "),
             "{l}"
         );
+        if let Some(m) = upto.strip_prefix(" up to step ") {
+            shorter += 1;
+            if let Some(at) = why.strip_prefix("ACL at step ") {
+                assert!(at.starts_with(&format!("{m}: ")), "{l}");
+            }
+        } else {
+            assert!(upto.is_empty(), "{l}");
+        }
     }
+    assert!(shorter > 0, "no rerun shorter than its attempt: {log}");
     assert!(
         reruns
             .iter()
