@@ -14,10 +14,12 @@
 //    model::accumulate_pair adds into each entry, so the sums are the twin's (bitwise where the
 //    compiler fuses no multiply-add).
 // The K̄ blocks pool and the pair terms may be in pages (src/acl/pages.rs): the kernel is
-// dispatched once per pair of a blocks page and a terms page (uniform rebuild_pages), and
-// a workgroup builds its plan only in the dispatch of the plan's two pages (a zero-force plan's are
-// both page 0); it writes nothing past either page's length (a pool that overflowed: pool_alloc
-// flags it and the step reruns with more room).
+// dispatched once per pair of a blocks page and a terms page (uniform rebuild_pages), over the run
+// of dirty indices set_rebuild_runs found for the pair (rebuild_run: workgroup k takes plan
+// first + k, up to end; unpaged, the round's grid and the run of all), and a workgroup builds its
+// plan only in the dispatch of the plan's two pages (a zero-force plan's are both page 0); it
+// writes nothing past either page's length (a pool that overflowed: pool_alloc flags it and the
+// step reruns with more room).
 // Bounds (n = plan.n_cp ≤ MAX_BOX_CPS, the hull ≤ MAX_BOX_PAIRS pairs, W = rebuild_work ≤
 // MAX_REBUILD_WORK = 16,384 so the list has at most W entries): loop bound per thread 2 × 512
 // (first occurrences) + 2 × 512 (local indices) + 2 × 256 (two passes over a chunk) + 8 (scan) +
@@ -46,6 +48,7 @@
 // process with "stack smashing detected" running a kernel with four uniform bindings, though it
 // offers 15.)
 @group(0) @binding(9) var<uniform> rebuild_pages: array<PoolPage, 2>;
+@group(0) @binding(10) var<storage, read> rebuild_run: RebuildRun;
 
 var<workgroup> raw: array<u32, MAX_BOX_CPS>;
 var<workgroup> is_first: array<u32, MAX_BOX_CPS>;
@@ -126,8 +129,8 @@ fn set_rebuild(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = wid.y * nwg.x + wid.x;
-    if t >= rebuild.num_dirty {
+    let t = rebuild_run.first + wid.y * nwg.x + wid.x;
+    if t >= rebuild.num_dirty || t >= rebuild_run.end {
         return;
     }
     let plan = plans[t];

@@ -18,7 +18,7 @@
 use bytemuck::{Pod, Zeroable};
 use std::mem::{offset_of, size_of};
 // ACL's records live with their stages (src/acl/) and are listed here for the reflection test.
-use crate::acl::pages::PoolPage;
+use crate::acl::pages::{PagePairs, PoolPage, RebuildRun};
 use crate::acl::rebuild::{AllocGroup, PoolAlloc, RebuildParams, RebuildPlan, RebuildTerm};
 use crate::acl::{ContactSet, StictionSpring, WatchLoc, WatchPair};
 
@@ -1322,6 +1322,22 @@ pub fn layouts() -> Vec<StructLayout> {
             source,
             stride,
             len
+        }),
+        layout_of!(PagePairs {
+            block_stride,
+            term_stride,
+            block_pages,
+            term_pages
+        }),
+        layout_of!(RebuildRun {
+            groups_x,
+            groups_y,
+            groups_z,
+            first,
+            end,
+            _pad0,
+            _pad1,
+            _pad2
         }),
         layout_of!(RebuildTerm {
             loc,

@@ -1375,8 +1375,30 @@ pub const KERNELS: &[Kernel] = &[
             read_write("k_pool"),
             read_write("f0_pool"),
             uniform("rebuild_pages"),
+            read("rebuild_run"),
         ],
         twin: "acl::rebuild::set_rebuild",
+    },
+    Kernel {
+        name: "set_rebuild_runs",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("rebuild"),
+            uniform("page_pairs"),
+            read("plans"),
+            read_write("rebuild_runs"),
+        ],
+        twin: "acl::rebuild::set_rebuild_runs",
+    },
+    Kernel {
+        name: "set_rebuild_args",
+        workgroup_size: 64,
+        bindings: &[
+            uniform("page_pairs"),
+            read_write("rebuild_runs"),
+            read_write("rebuild_args"),
+        ],
+        twin: "acl::rebuild::set_rebuild_args",
     },
     Kernel {
         name: "set_rebuild_watch",

@@ -6,6 +6,10 @@
 //! (with the garbage of 40 steps of rebuilds) are real. The compactions move records: their outputs
 //! must be bitwise identical.
 //!
+//! `set_rebuild_runs` and `set_rebuild_args` (the run of dirty indices, and the indirect grid, of
+//! `set_rebuild`'s dispatch per pair of pages) are integer kernels: their outputs must equal the
+//! twins' exactly, on plans laid out as `pool_alloc` lays them out.
+//!
 //! The pair term is checked on inputs built to cancel: pairs at distance `2r(1 − δ)`,
 //! `δ = 10⁻⁷ … 10⁻²`, at coordinates of a few cm. Tolerances (ε = 2⁻²⁴, f32's unit roundoff):
 //! - GPU vs twin, per output: the depth `t` comes from error-free transformations (TwoSum as
@@ -28,11 +32,13 @@ mod close;
 mod dirty_rebuild;
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/rng.rs"]
+mod rng;
 
 use close::{assert_records_close, coord_scale, words, U};
 use dirty_rebuild::{dirty_rebuild, DirtyRebuild};
 use fixture::{bytes, scene_sim};
-use yarnsim::acl::pages::{PoolPage, PoolPages, MAX_SET_BLOCKS};
+use yarnsim::acl::pages::{PoolPage, PoolPages, RebuildRun, MAX_SET_BLOCKS};
 use yarnsim::acl::rebuild::{
     model_sizes, pool_compact_blocks, pool_compact_headers, pool_compact_points, pool_compact_size,
     pool_compact_vectors, pool_compact_watch, pool_dest_lens, pool_dest_offset, Pools,
@@ -1022,6 +1028,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &mut pools.k,
         &mut pools.f0,
         &[PoolPage::whole(k_in.len()), PoolPage::whole(len[3])],
+        &RebuildRun::ALL,
         &scratch,
     );
     let out = run_kernel(
@@ -1044,6 +1051,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
                 "rebuild_pages",
                 bytes(&[PoolPage::whole(k_in.len()), PoolPage::whole(len[3])]),
             ),
+            ("rebuild_run", bytes(&[RebuildRun::ALL])),
         ],
         (nd * 256) as u32,
     )
@@ -1221,4 +1229,141 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
     assert_eq!(a.watch, pools.watch);
     assert_eq!(a.watch_loc, pools.watch_loc);
     assert_eq!(&acl.step_pools().1[np0..len[0]], &fout[np0..]);
+}
+
+/// `set_rebuild_runs` then `set_rebuild_args` against their twins, exactly, on 150,000 plans laid
+/// out as `pool_alloc` lays them out (blocks and terms appended in dirty order) over 7 blocks pages
+/// and 5 terms pages, with zero-force plans (pages 0 and 0, wherever they are), deleted and
+/// pointless plans (offsets left as they were: garbage), and plans past the last page (a pool that
+/// overflowed). Every plan `set_rebuild` builds in a pair lies in that pair's run, the runs
+/// together span fewer than twice the plans (the zero-force plans spread pair (0, 0)'s), a run
+/// longer than a grid row gets a 2-D grid, and the runs' words are left 0 for the next round.
+#[test]
+fn set_rebuild_runs_and_args_match_twins() {
+    use yarnsim::acl::pages::{PagePairs, RebuildRun, RUN_SLOT_BYTES};
+    use yarnsim::acl::rebuild::{set_rebuild_args, set_rebuild_runs, RebuildPlan};
+    let Some(gpu) = gpu_or_skip("set_rebuild_runs_and_args_match_twins") else {
+        return;
+    };
+    const N: usize = 150_000;
+    let pairs = PagePairs {
+        block_stride: 950_000,
+        term_stride: 500_000,
+        block_pages: 7,
+        term_pages: 5,
+    };
+    let mut rng = rng::Rng(0x5eed_0f2b_1d00);
+    let (mut k, mut m) = (0u32, 0u32);
+    let mut plans = vec![RebuildPlan::default(); N];
+    for p in plans.iter_mut() {
+        p.n_cp = 9 + (rng.next_u64() % 4) as u32;
+        p.touching = 1 + (rng.next_u64() % 30) as u32;
+        p.k_off = k;
+        p.term_off = m;
+        match rng.next_u64() % 20 {
+            0 => {
+                p.flags = yarnsim::acl::rebuild::PLAN_ZERO;
+                p.k_off = 0;
+            }
+            1 => {
+                p.flags = yarnsim::acl::rebuild::PLAN_DELETE;
+                p.k_off = rng.next_u64() as u32;
+                p.term_off = rng.next_u64() as u32;
+            }
+            2 => {
+                p.n_cp = 0;
+                p.k_off = rng.next_u64() as u32;
+            }
+            _ => {
+                k += p.n_cp * (p.n_cp + 1) / 2;
+                m += p.touching;
+            }
+        }
+    }
+    // (Past the last blocks page: the pool overflowed.)
+    assert!(k > pairs.block_stride * pairs.block_pages, "{k} blocks");
+    let rebuild = RebuildParams {
+        num_dirty: N as u32,
+        ..Default::default()
+    };
+    let mut runs = vec![0u32; 2 * pairs.count() as usize];
+    set_rebuild_runs(&rebuild, &pairs, &plans, &mut runs);
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_runs",
+        &[
+            ("rebuild", bytes(&[rebuild])),
+            ("page_pairs", bytes(&[pairs])),
+            ("plans", bytes(&plans)),
+            ("rebuild_runs", bytes(&vec![0u32; runs.len()])),
+        ],
+        N as u32,
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["rebuild_runs"]), runs, "rebuild_runs");
+    let slot = (RUN_SLOT_BYTES / 4) as usize;
+    let mut args = vec![0u32; pairs.count() as usize * slot];
+    let runs_in = runs.clone();
+    set_rebuild_args(&pairs, &mut runs, &mut args);
+    let out = run_kernel(
+        &gpu,
+        "set_rebuild_args",
+        &[
+            ("page_pairs", bytes(&[pairs])),
+            ("rebuild_runs", bytes(&runs_in)),
+            ("rebuild_args", bytes(&vec![0u32; args.len()])),
+        ],
+        pairs.count(),
+    )
+    .unwrap();
+    assert_eq!(cast::<u32>(&out["rebuild_args"]), args, "rebuild_args");
+    assert_eq!(
+        cast::<u32>(&out["rebuild_runs"]),
+        runs,
+        "rebuild_runs after"
+    );
+    assert!(runs.iter().all(|&w| w == 0));
+    let run = |p: usize| -> RebuildRun {
+        bytemuck::pod_read_unaligned(bytes(&args[p * slot..p * slot + 8]))
+    };
+    // Every built plan within its pair's run; what the runs span.
+    let mut built = 0;
+    for (t, p) in plans.iter().enumerate() {
+        if p.flags & yarnsim::acl::rebuild::PLAN_DELETE != 0 || p.n_cp == 0 {
+            continue;
+        }
+        let (b, m) = if p.flags & yarnsim::acl::rebuild::PLAN_ZERO != 0 {
+            (0, 0)
+        } else {
+            (p.k_off / pairs.block_stride, p.term_off / pairs.term_stride)
+        };
+        if b >= pairs.block_pages || m >= pairs.term_pages {
+            continue;
+        }
+        built += 1;
+        let r = run((b * pairs.term_pages + m) as usize);
+        assert!(
+            (r.first..r.end).contains(&(t as u32)),
+            "plan {t} outside its run {r:?}"
+        );
+    }
+    let spans: Vec<RebuildRun> = (0..pairs.count() as usize).map(run).collect();
+    let spanned: u64 = spans.iter().map(|r| (r.end - r.first) as u64).sum();
+    let cells = |r: &RebuildRun| r.groups_x as u64 * r.groups_y as u64 * r.groups_z as u64;
+    assert!(spans
+        .iter()
+        .all(|r| cells(r) >= (r.end - r.first) as u64 && r.groups_x <= 65_535));
+    assert!(
+        spans.iter().any(|r| r.groups_y > 1),
+        "no run past a grid row: {spans:?}"
+    );
+    assert!(
+        built > N / 2 && spanned < 2 * N as u64,
+        "{built} plans built, runs spanning {spanned} (a grid of every plan per pair: {})",
+        N as u64 * pairs.count() as u64
+    );
+    eprintln!(
+        "{built} plans built in {} pairs of pages; the runs span {spanned} dirty indices",
+        pairs.count()
+    );
 }

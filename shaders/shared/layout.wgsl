@@ -536,6 +536,29 @@ struct PoolPage {
     len: u32,
 };
 
+// Uniform `page_pairs` of set_rebuild_runs and set_rebuild_args (acl::pages::PagePairs): the
+// strides and page counts of the K̄ blocks pool and of the rebuild's pair terms.
+struct PagePairs {
+    block_stride: u32,
+    term_stride: u32,
+    block_pages: u32,
+    term_pages: u32,
+};
+
+// Binding `rebuild_run` of set_rebuild (acl::pages::RebuildRun): the indirect grid of one pair of
+// pages' dispatch, and the run of dirty indices [first, end) it covers (all of them: first 0, end
+// 0xffffffff). A slot of RUN_SLOT_BYTES = 256 bytes of buffer rebuild_args per pair.
+struct RebuildRun {
+    groups_x: u32,
+    groups_y: u32,
+    groups_z: u32,
+    first: u32,
+    end: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+};
+
 // Uniform `rebuild` of the ACL rebuild and compaction kernels (acl::rebuild::RebuildParams).
 struct RebuildParams {
     b: u32,

@@ -53,7 +53,9 @@
 //! on any overflow (or too few rounds or passes) restores it, grows and reruns.
 
 use super::merge_gpu::{MergeCaps, MergeGpu, MergeVerdict};
-use super::pages::{AclPageLimits, PageLimits, PoolPages, WATCH_SLOT_BYTES};
+use super::pages::{
+    AclPageLimits, PageLimits, PagePairs, PoolPages, RebuildRun, RUN_SLOT_BYTES, WATCH_SLOT_BYTES,
+};
 use super::rebuild::{
     pool_dest_lens, PoolAlloc, PoolGarbage, RebuildParams, RebuildPlan, RebuildTerm,
     MAX_REBUILD_WORK, MAX_WATCH,
@@ -148,6 +150,8 @@ pub const KERNELS: &[&str] = &[
     "pool_alloc",
     "set_rebuild_points",
     "set_rebuild",
+    "set_rebuild_runs",
+    "set_rebuild_args",
     "set_rebuild_watch",
     "set_rebuild_springs",
     "set_rebuild_headers",
@@ -1090,6 +1094,41 @@ impl AclGpu {
                 }
             }
         }
+        // set_rebuild's run of dirty indices per pair of a blocks page and a terms page
+        // (`set_rebuild_runs` finds them, `set_rebuild_args` makes the pairs' grids) where either
+        // pool is in pages; the run of all where neither is.
+        self.own.upload(
+            device,
+            queue,
+            "rebuild_run",
+            bytemuck::bytes_of(&RebuildRun::ALL),
+            false,
+        );
+        let pairs = PagePairs {
+            block_stride: pages.stride,
+            term_stride: term_pages.stride,
+            block_pages: pages.count() as u32,
+            term_pages: term_pages.count() as u32,
+        };
+        self.own.upload(
+            device,
+            queue,
+            "page_pairs",
+            bytemuck::bytes_of(&pairs),
+            true,
+        );
+        self.own
+            .zeroed(device, "rebuild_runs", 8 * pairs.count() as usize, false);
+        let args = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rebuild_args"),
+            size: pairs.count() as u64 * RUN_SLOT_BYTES,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::INDIRECT
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.own.insert("rebuild_args", args);
         for name in PERSISTENT {
             let size = self.own.get(name).expect("uploaded above").size();
             self.own
@@ -1441,14 +1480,14 @@ impl AclGpu {
             ops.push(Op::Dispatch(("set_dirty_write", bg, (sc + 1).into())));
             Ok(())
         };
-        for k in ["set_rebuild_headers", "pool_alloc"] {
+        for k in ["set_rebuild_headers", "set_rebuild_runs", "pool_alloc"] {
             let wg = crate::shaders::kernel(k)
                 .map_err(PipelineError::from)?
                 .workgroup_size;
-            let like = if k == "set_rebuild_headers" {
-                "set_rebuild_springs"
-            } else {
+            let like = if k == "pool_alloc" {
                 "pool_alloc_size"
+            } else {
+                "set_rebuild_springs"
             };
             let want = crate::shaders::kernel(like)
                 .map_err(PipelineError::from)?
@@ -1471,15 +1510,54 @@ impl AclGpu {
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
-            let pair = Some("rebuild_pages");
-            dg_paged(
-                &mut ops,
-                "set_rebuild",
-                g,
-                per_dirty,
-                (&blocks, &terms),
-                pair,
-            )?;
+            if blocks.len() * terms.len() == 1 {
+                let pair = Some("rebuild_pages");
+                dg_paged(
+                    &mut ops,
+                    "set_rebuild",
+                    g,
+                    per_dirty,
+                    (&blocks, &terms),
+                    pair,
+                )?;
+            } else {
+                // In pages: each pair's dispatch over its run of dirty indices only (a grid of
+                // every dirty set per pair ran each plan's workgroup once per pair).
+                dg(&mut ops, "set_rebuild_runs", g, per_dirty_thread)?;
+                d(
+                    &mut ops,
+                    "set_rebuild_args",
+                    (blocks.len() * terms.len()) as u32,
+                )?;
+                let args = get("rebuild_args");
+                for (i, map_a) in blocks.iter().enumerate() {
+                    for (j, map_b) in terms.iter().enumerate() {
+                        let at = (i * terms.len() + j) as u64 * RUN_SLOT_BYTES;
+                        let u = get(&pair_name("rebuild_pages", i, j));
+                        let mut ranges: Vec<(&str, wgpu::BufferBinding<'_>)> = map_a
+                            .iter()
+                            .chain(map_b)
+                            .map(|(n, b)| (*n, b.as_entire_buffer_binding()))
+                            .collect();
+                        ranges.push(("rebuild_pages", u.as_entire_buffer_binding()));
+                        ranges.push((
+                            "rebuild_run",
+                            wgpu::BufferBinding {
+                                buffer: &args,
+                                offset: at,
+                                size: std::num::NonZeroU64::new(size_of::<RebuildRun>() as u64),
+                            },
+                        ));
+                        let bg =
+                            pipelines.bind_group_ranges(device, "set_rebuild", own, &ranges)?;
+                        let threads = crate::pipelines::Threads::Indirect {
+                            buffer: args.clone(),
+                            offset: at,
+                        };
+                        ops.push(Op::Dispatch(("set_rebuild", bg, threads)));
+                    }
+                }
+            }
             let pair = Some("watch_pages");
             dg_paged(
                 &mut ops,

@@ -728,6 +728,7 @@ impl AclContact {
             &mut pools.k,
             &mut pools.f0,
             &[blocks, terms],
+            &pages::RebuildRun::ALL,
             &self.rebuild_scratch,
         );
         let watch_pages = [

@@ -21,6 +21,9 @@
 //! for the watch pools, where a set without watched pairs belongs to page 0) are dispatched once
 //! per page with a [`PoolPage`] uniform, and a thread acts only for the ranges of its page. A pool
 //! that fits one binding is one page with an infinite stride, as before (one dispatch).
+//! `set_rebuild`, dispatched once per pair of a blocks page and a terms page, takes in each only
+//! the run of dirty indices whose plans the pair holds ([`RebuildRun`], found by
+//! `set_rebuild_runs`: [`crate::acl::rebuild::set_rebuild_runs`]), not a workgroup per dirty set.
 //!
 //! The watched-pair scratch is paged by dirty index (a page holds `stride` dirty sets,
 //! `MAX_WATCH` slots each, and no room): `set_rebuild_size` and `set_rebuild_watch` are
@@ -42,6 +45,63 @@ pub const MAX_BOX_CPS: u32 = 512;
 
 /// The most `K̄` blocks a set built on the GPU keeps: `n(n+1)/2` for `n = MAX_BOX_CPS`.
 pub const MAX_SET_BLOCKS: u32 = MAX_BOX_CPS * (MAX_BOX_CPS + 1) / 2;
+
+/// Uniform `page_pairs` of `set_rebuild_runs` and `set_rebuild_args`
+/// ([`crate::acl::rebuild::set_rebuild_runs`]): the strides and page counts of the blocks pool
+/// and of the rebuild's pair terms, whose pairs of pages `set_rebuild` is dispatched over.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct PagePairs {
+    pub block_stride: u32,
+    pub term_stride: u32,
+    pub block_pages: u32,
+    pub term_pages: u32,
+}
+const _: () = assert!(std::mem::size_of::<PagePairs>() == 16);
+
+impl PagePairs {
+    /// How many pairs of pages there are.
+    pub fn count(&self) -> u32 {
+        self.block_pages * self.term_pages
+    }
+}
+
+/// Binding `rebuild_run` of `set_rebuild`: the indirect grid of one pair of pages' dispatch
+/// (`groups_*`, as [`crate::shaders::dispatch_grid`] makes them) and the run of dirty indices
+/// `[first, end)` its workgroups take, in order; [`RebuildRun::ALL`] where the pools are one page
+/// each (the dispatch then takes the round's grid over every dirty set). Buffer `rebuild_args`
+/// holds one per pair, [`RUN_SLOT_BYTES`] apart (a storage binding's offset must be a multiple of
+/// `min_storage_buffer_offset_alignment`, at most 256).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct RebuildRun {
+    pub groups_x: u32,
+    pub groups_y: u32,
+    pub groups_z: u32,
+    pub first: u32,
+    pub end: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
+}
+const _: () = assert!(std::mem::size_of::<RebuildRun>() == 32);
+
+impl RebuildRun {
+    /// Every dirty index (the pools in one page each).
+    pub const ALL: RebuildRun = RebuildRun {
+        groups_x: 0,
+        groups_y: 0,
+        groups_z: 0,
+        first: 0,
+        end: u32::MAX,
+        _pad0: 0,
+        _pad1: 0,
+        _pad2: 0,
+    };
+}
+
+/// The bytes between two pairs' [`RebuildRun`]s in buffer `rebuild_args`.
+pub const RUN_SLOT_BYTES: u64 = 256;
 
 /// Which page of the blocks pool a dispatch binds: the kernels' uniform `block_page`.
 #[repr(C)]

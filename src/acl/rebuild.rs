@@ -38,7 +38,7 @@
 //! step, so the force is the exact one.
 
 use super::model::{self, SymBlock};
-use super::pages::PoolPage;
+use super::pages::{PagePairs, PoolPage, RebuildRun, RUN_SLOT_BYTES};
 use super::sets::{in_box, padded_box, ContactSet, SET_DIRTY, SET_LIVE, SET_MOVED, SET_ZERO};
 use super::stiction::{springs_make, StictionSpring};
 use super::{SyncPtr, ThreadScratch};
@@ -906,7 +906,9 @@ fn point_centre(pos: &[[f32; 4]], cp: &[u32]) -> V3<f32> {
 /// the blocks pool and `rebuild_terms` page `term_page.page` of the pair terms, `rebuild_pages`
 /// being `[block_page, term_page]` ([`super::pages`]; [`PoolPage::whole`] unpaged): only the
 /// plans of both pages are built (a zero-force plan is both pages 0's), none whose terms would
-/// pass their page, and none writes blocks past its page.
+/// pass their page, and none writes blocks past its page. Only the plans of the dirty indices
+/// `rebuild_run.first ..rebuild_run.end` are looked at (the run [`set_rebuild_runs`] found for the
+/// pair of pages; [`RebuildRun::ALL`] unpaged).
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild(
     rebuild: &RebuildParams,
@@ -917,9 +919,12 @@ pub fn set_rebuild(
     k_pool: &mut [SymBlock<f32>],
     f0_pool: &mut [[f32; 4]],
     rebuild_pages: &[PoolPage; 2],
+    rebuild_run: &RebuildRun,
     scratch: &ThreadScratch<RebuildScratch>,
 ) {
     let [block_page, term_page] = rebuild_pages;
+    let end = rebuild.num_dirty.min(rebuild_run.end) as usize;
+    let first = (rebuild_run.first as usize).min(end);
     let (tp, kp, fp) = (
         SyncPtr::new(rebuild_terms),
         SyncPtr::new(k_pool),
@@ -930,7 +935,7 @@ pub fn set_rebuild(
         let t = plan.term_off.wrapping_sub(term_page.base()) as u64;
         term_page.holds(plan.term_off) && t + plan.touching as u64 <= term_page.len as u64
     };
-    plans[..rebuild.num_dirty as usize]
+    plans[first..end]
         .par_iter()
         .with_min_len(REBUILD_TASK)
         .filter(|plan| plan_built(plan) && block_page.holds(plan.k_off))
@@ -967,6 +972,78 @@ pub fn set_rebuild(
             };
             scratch.with(|sc| model_one(rebuild, pos, &tables, plan, terms, k, f0, sc));
         });
+}
+
+/// Kernel `set_rebuild_runs` (one thread per dirty set, after `pool_alloc`; only where the
+/// blocks pool or the pair terms are in pages): each built plan `t` marks the pair of pages
+/// `set_rebuild` builds it in (its blocks page and its terms page; a zero-force plan's pages 0 and
+/// 0), `rebuild_runs[2 p] = max(t + 1)` and `rebuild_runs[2 p + 1] = max(!t)` for pair
+/// `p = block page · page_pairs.term_pages + terms page`, so that the pair's plans lie in the dirty
+/// indices `[!word 1, word 0)`; a plan whose page is past the pages (a pool that overflowed: the
+/// step reruns) marks none.
+///
+/// Why: `set_rebuild` is dispatched once per pair of pages, and each dispatch ran a workgroup for
+/// every dirty set, though each plan is built in one of them: the afghan's first step on lavapipe
+/// ran some 728 such grids of up to a million workgroups a round. `pool_alloc` gives the plans
+/// their ranges in dirty order, so the plans of a pair are one run of dirty indices, and the runs
+/// of all pairs cover each index about once ([`set_rebuild_args`] makes each pair's grid its
+/// run's).
+pub fn set_rebuild_runs(
+    rebuild: &RebuildParams,
+    page_pairs: &PagePairs,
+    plans: &[RebuildPlan],
+    rebuild_runs: &mut [u32],
+) {
+    for (t, plan) in plans[..rebuild.num_dirty as usize].iter().enumerate() {
+        if !plan_built(plan) {
+            continue;
+        }
+        let (b, m) = if plan.flags & PLAN_ZERO != 0 {
+            (0, 0)
+        } else {
+            (
+                plan.k_off / page_pairs.block_stride,
+                plan.term_off / page_pairs.term_stride,
+            )
+        };
+        if b >= page_pairs.block_pages || m >= page_pairs.term_pages {
+            continue;
+        }
+        let p = (b * page_pairs.term_pages + m) as usize;
+        let t = t as u32;
+        rebuild_runs[2 * p] = rebuild_runs[2 * p].max(t + 1);
+        rebuild_runs[2 * p + 1] = rebuild_runs[2 * p + 1].max(!t);
+    }
+}
+
+/// Kernel `set_rebuild_args` (one thread per pair of pages, after [`set_rebuild_runs`]): pair
+/// `p`'s [`RebuildRun`] at byte `p · RUN_SLOT_BYTES` of `rebuild_args` (the run `[first, end)` of
+/// its two words of `rebuild_runs`, empty when they are 0, and the indirect grid of one workgroup
+/// per index of it, as [`crate::shaders::dispatch_grid`] makes it), and both words back to 0 for
+/// the next round.
+pub fn set_rebuild_args(
+    page_pairs: &PagePairs,
+    rebuild_runs: &mut [u32],
+    rebuild_args: &mut [u32],
+) {
+    let slot = (RUN_SLOT_BYTES / 4) as usize;
+    for p in 0..page_pairs.count() as usize {
+        let end = rebuild_runs[2 * p];
+        let first = if end > 0 { !rebuild_runs[2 * p + 1] } else { 0 };
+        let [groups_x, groups_y, groups_z] = crate::shaders::dispatch_grid(end - first, 1);
+        let run = RebuildRun {
+            groups_x,
+            groups_y,
+            groups_z,
+            first,
+            end,
+            ..Default::default()
+        };
+        let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&run));
+        rebuild_args[p * slot..p * slot + 5].copy_from_slice(&words[..5]);
+        rebuild_runs[2 * p] = 0;
+        rebuild_runs[2 * p + 1] = 0;
+    }
 }
 
 /// `set_rebuild` for one plan.
