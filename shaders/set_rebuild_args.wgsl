@@ -32,11 +32,7 @@ fn set_rebuild_args(
     if end > 0u {
         first = ~rebuild_runs[2u * p + 1u];
     }
-    let groups = end - first;
-    var g = vec3<u32>(groups, 1u, 1u);
-    if groups > 65535u {
-        g = vec3<u32>(65535u, (groups + 65534u) / 65535u, 1u);
-    }
+    let g = grid_of_groups(end - first);
     let w = p * RUN_SLOT_WORDS;
     rebuild_args[w] = g.x;
     rebuild_args[w + 1u] = g.y;

@@ -19,10 +19,7 @@
 // of grids: no loop in the wide kernels that plan inline).
 
 fn plan_write_grid(word: u32, groups: u32) {
-    var g = vec3<u32>(groups, 1u, 1u);
-    if groups > 65535u {
-        g = vec3<u32>(65535u, (groups + 65534u) / 65535u, 1u);
-    }
+    let g = grid_of_groups(groups);
     plan_out[word] = g.x;
     plan_out[word + 1u] = g.y;
     plan_out[word + 2u] = g.z;

@@ -417,6 +417,15 @@ struct LookupUniform {
     _pad: u32,
 };
 
+// The grid of `groups` workgroups that shaders::dispatch_grid makes: at most 65,535 a row, rows
+// as many as needed (the indirect arguments a kernel writes for a counted grid).
+fn grid_of_groups(groups: u32) -> vec3<u32> {
+    if groups > 65535u {
+        return vec3<u32>(65535u, (groups + 65534u) / 65535u, 1u);
+    }
+    return vec3<u32>(groups, 1u, 1u);
+}
+
 // The global thread index of a 1-D kernel dispatched on the 2-D grid of `dispatch_grid`.
 fn thread_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, wg: u32) -> u32 {
     return (wid.y * nwg.x + wid.x) * wg + lid;
