@@ -1,6 +1,8 @@
-// set_rebuild_args: set_rebuild's grid for each pair of a blocks page and a terms page
+// set_rebuild_args: set_rebuild's grid for each pair of a blocks page and a terms page, and
+// set_rebuild_watch's for each pair of a scratch page and a watch pools page after them
 // (acl::rebuild::set_rebuild_args, CPU twin), after set_rebuild_runs. Thread p < the pairs
-// (page_pairs.block_pages · page_pairs.term_pages): from the pair's two words of rebuild_runs
+// (page_pairs.block_pages · page_pairs.term_pages + page_pairs.scratch_pages ·
+// page_pairs.watch_pages): from the pair's two words of rebuild_runs
 // (word 0: the run's end, word 1: !first; both 0: no plan), its RebuildRun at word
 // p · RUN_SLOT_WORDS of rebuild_args: the indirect grid of one workgroup per dirty index of the run
 // (a 2-D grid of at most 65,535 workgroups a row, as shaders::dispatch_grid makes it) and the run
@@ -24,7 +26,9 @@ fn set_rebuild_args(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let p = thread_index(wid, nwg, lid, 64u);
-    if p >= page_pairs.block_pages * page_pairs.term_pages {
+    let pairs = page_pairs.block_pages * page_pairs.term_pages
+        + page_pairs.scratch_pages * page_pairs.watch_pages;
+    if p >= pairs {
         return;
     }
     let end = rebuild_runs[2u * p];

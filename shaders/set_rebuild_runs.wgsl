@@ -7,7 +7,10 @@
 // rebuild_runs[2 pair + 1] = max(!t) (the same maxima in any order), so that the pair's plans lie
 // in the dirty indices [!word 1, word 0). pool_alloc gives the plans their ranges in dirty order,
 // so a pair's plans are one run, and the runs of all pairs cover each dirty index about once. A
-// plan whose page is past the pages (a pool that overflowed: the step reruns) marks none.
+// plan whose page is past the pages (a pool that overflowed: the step reruns) marks none. The
+// same for set_rebuild_watch's pairs of a watched-pair scratch page (by dirty index: t / its
+// stride) and a watch pools page (w_off / its stride; a plan without watched pairs: page 0), in
+// the words after set_rebuild's pairs (pool_alloc appends w_off in dirty order too).
 // set_rebuild_args clears the words after reading them.
 // 64-thread workgroups over the dirty sets (set_rebuild_springs' grid). No loops.
 
@@ -40,10 +43,20 @@ fn set_rebuild_runs(
         b = plan.k_off / page_pairs.block_stride;
         m = plan.term_off / page_pairs.term_stride;
     }
-    if b >= page_pairs.block_pages || m >= page_pairs.term_pages {
-        return;
+    if b < page_pairs.block_pages && m < page_pairs.term_pages {
+        mark(b * page_pairs.term_pages + m, t);
     }
-    let pair = b * page_pairs.term_pages + m;
+    let s = t / page_pairs.scratch_stride;
+    var w = 0u;
+    if plan.n_watch > 0u {
+        w = plan.w_off / page_pairs.watch_stride;
+    }
+    if s < page_pairs.scratch_pages && w < page_pairs.watch_pages {
+        mark(page_pairs.block_pages * page_pairs.term_pages + s * page_pairs.watch_pages + w, t);
+    }
+}
+
+fn mark(pair: u32, t: u32) {
     atomicMax(&rebuild_runs[2u * pair], t + 1u);
     atomicMax(&rebuild_runs[2u * pair + 1u], ~t);
 }

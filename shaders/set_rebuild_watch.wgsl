@@ -4,9 +4,11 @@
 // t < rebuild.num_dirty (a deleted plan or one without points is left alone).
 // Pages (src/acl/pages.rs): the watched-pair scratch by dirty index (as in set_rebuild_size) and
 // the watch pools by offset may each be in pages; the kernel is dispatched once per pair of a
-// scratch page and a pools page (uniform watch_pages: [scratch, pools]), and a workgroup acts only
-// for a dirty set of the scratch page whose watched pairs live in the pools page (a set without
-// any: pools page 0), so each set once.
+// scratch page and a pools page (uniform watch_pages: [scratch, pools]) over the run of dirty
+// indices set_rebuild_runs found for the pair (watch_run: workgroup k takes plan first + k, up to
+// end; unpaged, the round's grid and the run of all), and a workgroup acts only for a dirty set
+// of the scratch page whose watched pairs live in the pools page (a set without any: pools page
+// 0), so each set once.
 // Loop bound per thread: 1 (n_watch ≤ MAX_WATCH = 32) + 8 (n_cp ≤ MAX_BOX_CPS = 512).
 
 #import layout
@@ -25,6 +27,7 @@
 @group(0) @binding(6) var<storage, read_write> watch_loc_pool: array<WatchLoc>;
 @group(0) @binding(7) var<storage, read_write> fout_pool: array<vec4<f32>>;
 @group(0) @binding(8) var<uniform> watch_pages: array<PoolPage, 2>;
+@group(0) @binding(9) var<storage, read> watch_run: RebuildRun;
 
 @compute @workgroup_size(64)
 fn set_rebuild_watch(
@@ -32,10 +35,10 @@ fn set_rebuild_watch(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = wid.y * nwg.x + wid.x;
+    let t = watch_run.first + wid.y * nwg.x + wid.x;
     let scratch_page = watch_pages[0];
     let pool_page = watch_pages[1];
-    if t >= rebuild.num_dirty || !page_holds(scratch_page, t) {
+    if t >= rebuild.num_dirty || t >= watch_run.end || !page_holds(scratch_page, t) {
         return;
     }
     let plan = plans[t];

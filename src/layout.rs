@@ -1327,7 +1327,11 @@ pub fn layouts() -> Vec<StructLayout> {
             block_stride,
             term_stride,
             block_pages,
-            term_pages
+            term_pages,
+            scratch_stride,
+            watch_stride,
+            scratch_pages,
+            watch_pages
         }),
         layout_of!(RebuildRun {
             groups_x,

@@ -1413,6 +1413,7 @@ pub const KERNELS: &[Kernel] = &[
             read_write("watch_loc_pool"),
             read_write("fout_pool"),
             uniform("watch_pages"),
+            read("watch_run"),
         ],
         twin: "acl::rebuild::set_rebuild_watch",
     },

@@ -1107,6 +1107,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
         &mut pools.watch_loc,
         &mut fout,
         &[PoolPage::whole(nd), PoolPage::whole(w_in.len())],
+        &RebuildRun::ALL,
     );
     let out = run_kernel(
         &gpu,
@@ -1124,6 +1125,7 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
                 "watch_pages",
                 bytes(&[PoolPage::whole(nd), PoolPage::whole(w_in.len())]),
             ),
+            ("watch_run", bytes(&[RebuildRun::ALL])),
         ],
         (nd * 64) as u32,
     )
@@ -1232,8 +1234,9 @@ fn set_rebuild_write_matches_twin_and_cpu_path() {
 }
 
 /// `set_rebuild_runs` then `set_rebuild_args` against their twins, exactly, on 150,000 plans laid
-/// out as `pool_alloc` lays them out (blocks and terms appended in dirty order) over 7 blocks pages
-/// and 5 terms pages, with zero-force plans (pages 0 and 0, wherever they are), deleted and
+/// out as `pool_alloc` lays them out (blocks, terms and watched pairs appended in dirty order) over
+/// 7 blocks pages and 5 terms pages (`set_rebuild`'s pairs) and 4 scratch pages by dirty index and 4
+/// watch pools pages (`set_rebuild_watch`'s), with plans without watched pairs, zero-force plans (pages 0 and 0, wherever they are), deleted and
 /// pointless plans (offsets left as they were: garbage), and plans past the last page (a pool that
 /// overflowed). Every plan `set_rebuild` builds in a pair lies in that pair's run, the runs
 /// together span fewer than twice the plans (the zero-force plans spread pair (0, 0)'s), a run
@@ -1251,15 +1254,22 @@ fn set_rebuild_runs_and_args_match_twins() {
         term_stride: 500_000,
         block_pages: 7,
         term_pages: 5,
+        scratch_stride: 40_000,
+        watch_stride: 300_000,
+        scratch_pages: 4,
+        watch_pages: 4,
     };
     let mut rng = rng::Rng(0x5eed_0f2b_1d00);
-    let (mut k, mut m) = (0u32, 0u32);
+    let (mut k, mut m, mut w) = (0u32, 0u32, 0u32);
     let mut plans = vec![RebuildPlan::default(); N];
     for p in plans.iter_mut() {
         p.n_cp = 9 + (rng.next_u64() % 4) as u32;
         p.touching = 1 + (rng.next_u64() % 30) as u32;
         p.k_off = k;
         p.term_off = m;
+        // (A third of the plans without watched pairs: their page is 0.)
+        p.n_watch = (rng.next_u64() % 48).saturating_sub(16) as u32;
+        p.w_off = w;
         match rng.next_u64() % 20 {
             0 => {
                 p.flags = yarnsim::acl::rebuild::PLAN_ZERO;
@@ -1277,6 +1287,7 @@ fn set_rebuild_runs_and_args_match_twins() {
             _ => {
                 k += p.n_cp * (p.n_cp + 1) / 2;
                 m += p.touching;
+                w += p.n_watch;
             }
         }
     }
@@ -1326,11 +1337,27 @@ fn set_rebuild_runs_and_args_match_twins() {
     let run = |p: usize| -> RebuildRun {
         bytemuck::pod_read_unaligned(bytes(&args[p * slot..p * slot + 8]))
     };
-    // Every built plan within its pair's run; what the runs span.
+    // Every built plan within its pairs' runs; what the runs span.
     let mut built = 0;
     for (t, p) in plans.iter().enumerate() {
         if p.flags & yarnsim::acl::rebuild::PLAN_DELETE != 0 || p.n_cp == 0 {
             continue;
+        }
+        // set_rebuild_watch's pair: the scratch page by dirty index, the watch page by w_off.
+        let (s, wp) = (
+            t as u32 / pairs.scratch_stride,
+            if p.n_watch > 0 {
+                p.w_off / pairs.watch_stride
+            } else {
+                0
+            },
+        );
+        if wp < pairs.watch_pages {
+            let r = run((pairs.rebuild_pairs() + s * pairs.watch_pages + wp) as usize);
+            assert!(
+                (r.first..r.end).contains(&(t as u32)),
+                "plan {t} outside its watch run {r:?}"
+            );
         }
         let (b, m) = if p.flags & yarnsim::acl::rebuild::PLAN_ZERO != 0 {
             (0, 0)
@@ -1348,7 +1375,9 @@ fn set_rebuild_runs_and_args_match_twins() {
         );
     }
     let spans: Vec<RebuildRun> = (0..pairs.count() as usize).map(run).collect();
-    let spanned: u64 = spans.iter().map(|r| (r.end - r.first) as u64).sum();
+    let span = |rs: &[RebuildRun]| -> u64 { rs.iter().map(|r| (r.end - r.first) as u64).sum() };
+    let rebuild_pairs = pairs.rebuild_pairs() as usize;
+    let (spanned, watch_spanned) = (span(&spans[..rebuild_pairs]), span(&spans[rebuild_pairs..]));
     let cells = |r: &RebuildRun| r.groups_x as u64 * r.groups_y as u64 * r.groups_z as u64;
     assert!(spans
         .iter()
@@ -1358,12 +1387,19 @@ fn set_rebuild_runs_and_args_match_twins() {
         "no run past a grid row: {spans:?}"
     );
     assert!(
-        built > N / 2 && spanned < 2 * N as u64,
-        "{built} plans built, runs spanning {spanned} (a grid of every plan per pair: {})",
-        N as u64 * pairs.count() as u64
+        built > N / 2 && spanned < 2 * N as u64 && watch_spanned < 2 * N as u64,
+        "{built} plans built, runs spanning {spanned} and {watch_spanned} (a grid of every plan per pair: {} and {})",
+        N as u64 * pairs.rebuild_pairs() as u64,
+        N as u64 * pairs.watch_pairs() as u64
+    );
+    // (The watch pools overflowed too.)
+    assert!(
+        w > pairs.watch_stride * pairs.watch_pages,
+        "{w} watched pairs"
     );
     eprintln!(
-        "{built} plans built in {} pairs of pages; the runs span {spanned} dirty indices",
-        pairs.count()
+        "{built} plans built in {} + {} pairs of pages; the runs span {spanned} and {watch_spanned} dirty indices",
+        pairs.rebuild_pairs(),
+        pairs.watch_pairs()
     );
 }

@@ -546,12 +546,17 @@ struct PoolPage {
 };
 
 // Uniform `page_pairs` of set_rebuild_runs and set_rebuild_args (acl::pages::PagePairs): the
-// strides and page counts of the K̄ blocks pool and of the rebuild's pair terms.
+// strides and page counts of the K̄ blocks pool and of the rebuild's pair terms (set_rebuild's
+// pairs), and of the watched-pair scratch and the watch pools (set_rebuild_watch's).
 struct PagePairs {
     block_stride: u32,
     term_stride: u32,
     block_pages: u32,
     term_pages: u32,
+    scratch_stride: u32,
+    watch_stride: u32,
+    scratch_pages: u32,
+    watch_pages: u32,
 };
 
 // Binding `rebuild_run` of set_rebuild (acl::pages::RebuildRun): the indirect grid of one pair of

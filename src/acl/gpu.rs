@@ -1094,21 +1094,23 @@ impl AclGpu {
                 }
             }
         }
-        // set_rebuild's run of dirty indices per pair of a blocks page and a terms page
-        // (`set_rebuild_runs` finds them, `set_rebuild_args` makes the pairs' grids) where either
-        // pool is in pages; the run of all where neither is.
-        self.own.upload(
-            device,
-            queue,
-            "rebuild_run",
-            bytemuck::bytes_of(&RebuildRun::ALL),
-            false,
-        );
+        // set_rebuild's run of dirty indices per pair of a blocks page and a terms page, and
+        // set_rebuild_watch's per pair of a scratch page and a watch pools page
+        // (`set_rebuild_runs` finds them, `set_rebuild_args` makes the pairs' grids) where
+        // there is more than one pair; the run of all where there is one.
+        for name in ["rebuild_run", "watch_run"] {
+            let all = bytemuck::bytes_of(&RebuildRun::ALL);
+            self.own.upload(device, queue, name, all, false);
+        }
         let pairs = PagePairs {
             block_stride: pages.stride,
             term_stride: term_pages.stride,
             block_pages: pages.count() as u32,
             term_pages: term_pages.count() as u32,
+            scratch_stride: scratch_pages.stride,
+            watch_stride: watch_pages.stride,
+            scratch_pages: scratch_pages.count() as u32,
+            watch_pages: watch_pages.count() as u32,
         };
         self.own.upload(
             device,
@@ -1462,6 +1464,44 @@ impl AclGpu {
             }
             Ok(())
         };
+        // Once per pair of a page of `a` and a page of `b` (more than one pair), with the pair's
+        // uniform `names[0]`, over the run of dirty indices `set_rebuild_runs` found for it (run
+        // `first + pair` of `rebuild_args`, bound as `names[1]`, its grid indirect).
+        let args = get("rebuild_args");
+        let run_paged = |ops: &mut Vec<Op>,
+                         kernel: &'static str,
+                         (a, b): (&[PageMap], &[PageMap]),
+                         names: [&'static str; 2],
+                         first: usize|
+         -> Result<(), PipelineError> {
+            for (i, map_a) in a.iter().enumerate() {
+                for (j, map_b) in b.iter().enumerate() {
+                    let at = (first + i * b.len() + j) as u64 * RUN_SLOT_BYTES;
+                    let u = get(&pair_name(names[0], i, j));
+                    let mut ranges: Vec<(&str, wgpu::BufferBinding<'_>)> = map_a
+                        .iter()
+                        .chain(map_b)
+                        .map(|(n, b)| (*n, b.as_entire_buffer_binding()))
+                        .collect();
+                    ranges.push((names[0], u.as_entire_buffer_binding()));
+                    ranges.push((
+                        names[1],
+                        wgpu::BufferBinding {
+                            buffer: &args,
+                            offset: at,
+                            size: std::num::NonZeroU64::new(size_of::<RebuildRun>() as u64),
+                        },
+                    ));
+                    let bg = pipelines.bind_group_ranges(device, kernel, own, &ranges)?;
+                    let threads = crate::pipelines::Threads::Indirect {
+                        buffer: args.clone(),
+                        offset: at,
+                    };
+                    ops.push(Op::Dispatch((kernel, bg, threads)));
+                }
+            }
+            Ok(())
+        };
         let eg = &eval_grids;
         dg_paged(&mut ops, "set_evaluate", eg, 0, (&watch, &unpaged), None)?;
         dg_paged(&mut ops, "set_force", eg, 1, (&blocks, &unpaged), None)?;
@@ -1510,7 +1550,14 @@ impl AclGpu {
             dg(&mut ops, "pool_alloc_size", g, per_dirty_plus)?;
             dg(&mut ops, "pool_alloc", g, per_dirty_plus)?;
             dg(&mut ops, "set_rebuild_points", g, per_dirty)?;
-            if blocks.len() * terms.len() == 1 {
+            let (rebuild_pairs, watch_pairs) =
+                (blocks.len() * terms.len(), scratch.len() * watch.len());
+            if rebuild_pairs > 1 || watch_pairs > 1 {
+                dg(&mut ops, "set_rebuild_runs", g, per_dirty_thread)?;
+                let pairs = (rebuild_pairs + watch_pairs) as u32;
+                d(&mut ops, "set_rebuild_args", pairs)?;
+            }
+            if rebuild_pairs == 1 {
                 let pair = Some("rebuild_pages");
                 dg_paged(
                     &mut ops,
@@ -1523,50 +1570,35 @@ impl AclGpu {
             } else {
                 // In pages: each pair's dispatch over its run of dirty indices only (a grid of
                 // every dirty set per pair ran each plan's workgroup once per pair).
-                dg(&mut ops, "set_rebuild_runs", g, per_dirty_thread)?;
-                d(
+                let pairs = (&blocks[..], &terms[..]);
+                run_paged(
                     &mut ops,
-                    "set_rebuild_args",
-                    (blocks.len() * terms.len()) as u32,
+                    "set_rebuild",
+                    pairs,
+                    ["rebuild_pages", "rebuild_run"],
+                    0,
                 )?;
-                let args = get("rebuild_args");
-                for (i, map_a) in blocks.iter().enumerate() {
-                    for (j, map_b) in terms.iter().enumerate() {
-                        let at = (i * terms.len() + j) as u64 * RUN_SLOT_BYTES;
-                        let u = get(&pair_name("rebuild_pages", i, j));
-                        let mut ranges: Vec<(&str, wgpu::BufferBinding<'_>)> = map_a
-                            .iter()
-                            .chain(map_b)
-                            .map(|(n, b)| (*n, b.as_entire_buffer_binding()))
-                            .collect();
-                        ranges.push(("rebuild_pages", u.as_entire_buffer_binding()));
-                        ranges.push((
-                            "rebuild_run",
-                            wgpu::BufferBinding {
-                                buffer: &args,
-                                offset: at,
-                                size: std::num::NonZeroU64::new(size_of::<RebuildRun>() as u64),
-                            },
-                        ));
-                        let bg =
-                            pipelines.bind_group_ranges(device, "set_rebuild", own, &ranges)?;
-                        let threads = crate::pipelines::Threads::Indirect {
-                            buffer: args.clone(),
-                            offset: at,
-                        };
-                        ops.push(Op::Dispatch(("set_rebuild", bg, threads)));
-                    }
-                }
             }
-            let pair = Some("watch_pages");
-            dg_paged(
-                &mut ops,
-                "set_rebuild_watch",
-                g,
-                per_dirty,
-                (&scratch, &watch),
-                pair,
-            )?;
+            if watch_pairs == 1 {
+                let pair = Some("watch_pages");
+                dg_paged(
+                    &mut ops,
+                    "set_rebuild_watch",
+                    g,
+                    per_dirty,
+                    (&scratch, &watch),
+                    pair,
+                )?;
+            } else {
+                let (pairs, first) = ((&scratch[..], &watch[..]), rebuild_pairs);
+                run_paged(
+                    &mut ops,
+                    "set_rebuild_watch",
+                    pairs,
+                    ["watch_pages", "watch_run"],
+                    first,
+                )?;
+            }
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             let terms_only = (&terms[..], &unpaged[..]);
             dg_paged(

@@ -745,6 +745,7 @@ impl AclContact {
             &mut pools.watch_loc,
             &mut self.fout_pool,
             &watch_pages,
+            &pages::RebuildRun::ALL,
         );
         rebuild::set_rebuild_springs(
             &p,

@@ -21,7 +21,8 @@
 //! for the watch pools, where a set without watched pairs belongs to page 0) are dispatched once
 //! per page with a [`PoolPage`] uniform, and a thread acts only for the ranges of its page. A pool
 //! that fits one binding is one page with an infinite stride, as before (one dispatch).
-//! `set_rebuild`, dispatched once per pair of a blocks page and a terms page, takes in each only
+//! `set_rebuild`, dispatched once per pair of a blocks page and a terms page, and
+//! `set_rebuild_watch`, once per pair of a scratch page and a watch pools page, take in each only
 //! the run of dirty indices whose plans the pair holds ([`RebuildRun`], found by
 //! `set_rebuild_runs`: [`crate::acl::rebuild::set_rebuild_runs`]), not a workgroup per dirty set.
 //!
@@ -48,7 +49,8 @@ pub const MAX_SET_BLOCKS: u32 = MAX_BOX_CPS * (MAX_BOX_CPS + 1) / 2;
 
 /// Uniform `page_pairs` of `set_rebuild_runs` and `set_rebuild_args`
 /// ([`crate::acl::rebuild::set_rebuild_runs`]): the strides and page counts of the blocks pool
-/// and of the rebuild's pair terms, whose pairs of pages `set_rebuild` is dispatched over.
+/// and of the rebuild's pair terms, whose pairs of pages `set_rebuild` is dispatched over, and of
+/// the watched-pair scratch (by dirty index) and the watch pools, `set_rebuild_watch`'s.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct PagePairs {
@@ -56,13 +58,28 @@ pub struct PagePairs {
     pub term_stride: u32,
     pub block_pages: u32,
     pub term_pages: u32,
+    pub scratch_stride: u32,
+    pub watch_stride: u32,
+    pub scratch_pages: u32,
+    pub watch_pages: u32,
 }
-const _: () = assert!(std::mem::size_of::<PagePairs>() == 16);
+const _: () = assert!(std::mem::size_of::<PagePairs>() == 32);
 
 impl PagePairs {
-    /// How many pairs of pages there are.
-    pub fn count(&self) -> u32 {
+    /// `set_rebuild`'s pairs (a blocks page and a terms page): the first runs.
+    pub fn rebuild_pairs(&self) -> u32 {
         self.block_pages * self.term_pages
+    }
+
+    /// `set_rebuild_watch`'s pairs (a scratch page and a watch pools page): the runs after
+    /// [`PagePairs::rebuild_pairs`].
+    pub fn watch_pairs(&self) -> u32 {
+        self.scratch_pages * self.watch_pages
+    }
+
+    /// How many runs there are.
+    pub fn count(&self) -> u32 {
+        self.rebuild_pairs() + self.watch_pairs()
     }
 }
 

@@ -980,7 +980,10 @@ pub fn set_rebuild(
 /// 0), `rebuild_runs[2 p] = max(t + 1)` and `rebuild_runs[2 p + 1] = max(!t)` for pair
 /// `p = block page · page_pairs.term_pages + terms page`, so that the pair's plans lie in the dirty
 /// indices `[!word 1, word 0)`; a plan whose page is past the pages (a pool that overflowed: the
-/// step reruns) marks none.
+/// step reruns) marks none. The same for `set_rebuild_watch`'s pairs after those (pair
+/// `rebuild_pairs + scratch page · page_pairs.watch_pages + watch page`: the scratch page is
+/// `t / scratch_stride`, the watch page `w_off / watch_stride`, page 0 for a plan without watched
+/// pairs; `pool_alloc` appends `w_off` in dirty order too).
 ///
 /// Why: `set_rebuild` is dispatched once per pair of pages, and each dispatch ran a workgroup for
 /// every dirty set, though each plan is built in one of them: the afghan's first step on lavapipe
@@ -1006,18 +1009,29 @@ pub fn set_rebuild_runs(
                 plan.term_off / page_pairs.term_stride,
             )
         };
-        if b >= page_pairs.block_pages || m >= page_pairs.term_pages {
-            continue;
-        }
-        let p = (b * page_pairs.term_pages + m) as usize;
         let t = t as u32;
-        rebuild_runs[2 * p] = rebuild_runs[2 * p].max(t + 1);
-        rebuild_runs[2 * p + 1] = rebuild_runs[2 * p + 1].max(!t);
+        let mut mark = |p: u32| {
+            let p = p as usize;
+            rebuild_runs[2 * p] = rebuild_runs[2 * p].max(t + 1);
+            rebuild_runs[2 * p + 1] = rebuild_runs[2 * p + 1].max(!t);
+        };
+        if b < page_pairs.block_pages && m < page_pairs.term_pages {
+            mark(b * page_pairs.term_pages + m);
+        }
+        let s = t / page_pairs.scratch_stride;
+        let w = if plan.n_watch > 0 {
+            plan.w_off / page_pairs.watch_stride
+        } else {
+            0
+        };
+        if s < page_pairs.scratch_pages && w < page_pairs.watch_pages {
+            mark(page_pairs.rebuild_pairs() + s * page_pairs.watch_pages + w);
+        }
     }
 }
 
-/// Kernel `set_rebuild_args` (one thread per pair of pages, after [`set_rebuild_runs`]): pair
-/// `p`'s [`RebuildRun`] at byte `p · RUN_SLOT_BYTES` of `rebuild_args` (the run `[first, end)` of
+/// Kernel `set_rebuild_args` (one thread per pair of pages, `set_rebuild`'s then
+/// `set_rebuild_watch`'s, after [`set_rebuild_runs`]): pair `p`'s [`RebuildRun`] at byte `p · RUN_SLOT_BYTES` of `rebuild_args` (the run `[first, end)` of
 /// its two words of `rebuild_runs`, empty when they are 0, and the indirect grid of one workgroup
 /// per index of it, as [`crate::shaders::dispatch_grid`] makes it), and both words back to 0 for
 /// the next round.
@@ -1134,7 +1148,9 @@ fn model_one(
 /// its `w_off`, and its force for this step, `f0`, into `fout_pool` at its `cp_off`: the plans of
 /// page `watch_pages[0]` of the scratch only, as in [`set_rebuild_size`], whose watched pairs live
 /// in page `watch_pages[1]` of the watch pools (`watch_pool`, `watch_loc_pool`; a plan without any
-/// in page 0: [`PoolPage::holds_range`]).
+/// in page 0: [`PoolPage::holds_range`]), and of those the dirty indices
+/// `watch_run.first ..watch_run.end` only (the run [`set_rebuild_runs`] found for the pair of
+/// pages; [`RebuildRun::ALL`] unpaged).
 #[allow(clippy::too_many_arguments)]
 pub fn set_rebuild_watch(
     rebuild: &RebuildParams,
@@ -1146,12 +1162,17 @@ pub fn set_rebuild_watch(
     watch_loc_pool: &mut [WatchLoc],
     fout_pool: &mut [[f32; 4]],
     watch_pages: &[PoolPage; 2],
+    watch_run: &RebuildRun,
 ) {
     let [scratch_page, pool_page] = watch_pages;
     let (lo, hi) = scratch_page_range(scratch_page, rebuild.num_dirty as usize);
     let w_base = pool_page.base() as usize;
+    let run = watch_run.first as usize..watch_run.end as usize;
     for (t, plan) in plans[lo..hi].iter().enumerate() {
-        if !plan_built(plan) || !pool_page.holds_range(plan.w_off, plan.n_watch) {
+        if !run.contains(&(lo + t))
+            || !plan_built(plan)
+            || !pool_page.holds_range(plan.w_off, plan.n_watch)
+        {
             continue;
         }
         let (wo, nw, src) = (
