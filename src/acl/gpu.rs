@@ -1557,48 +1557,34 @@ impl AclGpu {
                 let pairs = (rebuild_pairs + watch_pairs) as u32;
                 d(&mut ops, "set_rebuild_args", pairs)?;
             }
-            if rebuild_pairs == 1 {
-                let pair = Some("rebuild_pages");
-                dg_paged(
-                    &mut ops,
-                    "set_rebuild",
-                    g,
-                    per_dirty,
-                    (&blocks, &terms),
-                    pair,
-                )?;
-            } else {
-                // In pages: each pair's dispatch over its run of dirty indices only (a grid of
-                // every dirty set per pair ran each plan's workgroup once per pair).
-                let pairs = (&blocks[..], &terms[..]);
-                run_paged(
-                    &mut ops,
-                    "set_rebuild",
-                    pairs,
-                    ["rebuild_pages", "rebuild_run"],
-                    0,
-                )?;
-            }
-            if watch_pairs == 1 {
-                let pair = Some("watch_pages");
-                dg_paged(
-                    &mut ops,
-                    "set_rebuild_watch",
-                    g,
-                    per_dirty,
-                    (&scratch, &watch),
-                    pair,
-                )?;
-            } else {
-                let (pairs, first) = ((&scratch[..], &watch[..]), rebuild_pairs);
-                run_paged(
-                    &mut ops,
-                    "set_rebuild_watch",
-                    pairs,
-                    ["watch_pages", "watch_run"],
-                    first,
-                )?;
-            }
+            // Once per pair of pages: over the round's grid where there is one pair, else over
+            // each pair's run of dirty indices only (a grid of every dirty set per pair ran each
+            // plan's workgroup once per pair).
+            let per_pair = |ops: &mut Vec<Op>,
+                            kernel: &'static str,
+                            (a, b): (&[PageMap], &[PageMap]),
+                            names: [&'static str; 2],
+                            first: usize|
+             -> Result<(), PipelineError> {
+                if a.len() * b.len() == 1 {
+                    dg_paged(ops, kernel, g, per_dirty, (a, b), Some(names[0]))
+                } else {
+                    run_paged(ops, kernel, (a, b), names, first)
+                }
+            };
+            let (rebuild_names, watch_names) = (
+                ["rebuild_pages", "rebuild_run"],
+                ["watch_pages", "watch_run"],
+            );
+            per_pair(&mut ops, "set_rebuild", (&blocks, &terms), rebuild_names, 0)?;
+            let first = rebuild_pairs;
+            per_pair(
+                &mut ops,
+                "set_rebuild_watch",
+                (&scratch, &watch),
+                watch_names,
+                first,
+            )?;
             dg(&mut ops, "set_rebuild_springs", g, per_dirty_thread)?;
             let terms_only = (&terms[..], &unpaged[..]);
             dg_paged(
