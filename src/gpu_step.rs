@@ -557,7 +557,11 @@ pub struct GpuSim {
     frame_host_ms: [f64; 3],
     queries: Option<(wgpu::QuerySet, wgpu::Buffer)>,
     timestamp_period_ns: f32,
-    frame_kernel_ns: Vec<f64>,
+    /// The frame's timed nanoseconds by kernel name (in the order first timed), and those of the
+    /// contact model's dispatches: kept by name, not by dispatch, since the recording changes
+    /// within a frame (a grown capacity, a cut or raised budget) while its times stand.
+    frame_kernel_ns: Vec<(&'static str, f64)>,
+    frame_contact_ns: f64,
     frame_length_error: f32,
     frame_iterations: u32,
 }
@@ -990,6 +994,7 @@ impl GpuSim {
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
+            frame_contact_ns: 0.0,
             frame_length_error: 0.0,
             frame_iterations: 0,
         };
@@ -1214,7 +1219,6 @@ impl GpuSim {
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         });
-        self.frame_kernel_ns = vec![0.0; dispatches.len()];
         self.dispatches = dispatches;
         self.step_copies = step_copies;
         // Upgraded lists copy this one: made again when next needed.
@@ -2046,8 +2050,21 @@ impl GpuSim {
         self.frame_candidates += candidates;
         if timed {
             let ts: &[u64] = bytemuck::cast_slice(&bytes[ts_at as usize..]);
-            for (acc, pair) in self.frame_kernel_ns.iter_mut().zip(ts.chunks_exact(2)) {
-                *acc += pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
+            // The timed step is the batch's first, recorded from `self.dispatches` (an upgraded
+            // first step is not timed).
+            for (d, pair) in self.dispatches.iter().zip(ts.chunks_exact(2)) {
+                let ns = pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
+                if d.contact {
+                    self.frame_contact_ns += ns;
+                }
+                match self
+                    .frame_kernel_ns
+                    .iter_mut()
+                    .find(|(k, _)| *k == d.kernel)
+                {
+                    Some(e) => e.1 += ns,
+                    None => self.frame_kernel_ns.push((d.kernel, ns)),
+                }
             }
             self.frame_timed_steps += 1;
         }
@@ -2471,7 +2488,8 @@ impl GpuSim {
         on_step: &mut dyn FnMut(),
     ) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {
         let start = Instant::now();
-        self.frame_kernel_ns.fill(0.0);
+        self.frame_kernel_ns.clear();
+        self.frame_contact_ns = 0.0;
         self.frame_timed_steps = 0;
         self.frame_host_ms = [0.0; 3];
         self.readback_bytes = 0;
@@ -2549,21 +2567,11 @@ impl GpuSim {
             ..FrameStats::default()
         };
         // Per-kernel milliseconds per step, the mean over the timed steps of the frame.
-        let mut kernel_ms: Vec<(&'static str, f64)> = Vec::new();
-        let mut contact_ms = 0.0;
         let timed = self.frame_timed_steps.max(1) as f64;
-        if self.queries.is_some() {
-            for (d, ns) in self.dispatches.iter().zip(&self.frame_kernel_ns) {
-                let ms = ns * 1e-6 / timed;
-                if d.contact {
-                    contact_ms += ms;
-                }
-                match kernel_ms.iter_mut().find(|(k, _)| *k == d.kernel) {
-                    Some(e) => e.1 += ms,
-                    None => kernel_ms.push((d.kernel, ms)),
-                }
-            }
-        }
+        let kernel_ms: Vec<(&'static str, f64)> = (self.frame_kernel_ns.iter())
+            .map(|&(k, ns)| (k, ns * 1e-6 / timed))
+            .collect();
+        let contact_ms = self.frame_contact_ns * 1e-6 / timed;
         let total: f64 = kernel_ms.iter().map(|(_, v)| v).sum();
         for (k, v) in &kernel_ms {
             stats.extra.push((format!("{k}_ms"), *v));

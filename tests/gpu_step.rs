@@ -1642,6 +1642,57 @@ fn rerun_batches_count_once_in_frame_statistics() {
     );
 }
 
+/// A frame's kernel times are its timed step's (the first of its first batch) though the step's
+/// recording changes later in the frame, as ACL's does while a fresh run settles (its budgets are
+/// cut after 64 quiet steps, its capacities grow). The times were kept per dispatch of the
+/// recording, and a new recording set them to 0: every ACL frame of a run reported 0 ms for every
+/// kernel, on lavapipe and on the H200 alike, until 2026-12-06.
+#[test]
+fn kernel_times_outlive_a_change_of_the_recording() {
+    let name = "kernel_times_outlive_a_change_of_the_recording";
+    let Some(gpu) = gpu_or_skip(name) else {
+        return;
+    };
+    if !(gpu.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("SKIPPED {name}: the adapter has no timestamp queries");
+        return;
+    }
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    g.sim.params.steps_per_frame = 160;
+    let (_, times) = g.frame().unwrap();
+    assert!(times.timed && times.timed_steps == 1, "{times:?}");
+    let total: f64 = times.kernel_ms.iter().map(|(_, ms)| ms).sum();
+    assert!(total > 0.0 && times.contact_ms > 0.0, "{times:?}");
+    assert!(times.contact_ms < total, "{times:?}");
+    for k in [
+        "set_force",
+        "set_evaluate",
+        "schedule_process",
+        "bend_forces",
+    ] {
+        let ms = times.kernel_ms.iter().find(|(n, _)| *n == k);
+        assert!(ms.is_some_and(|&(_, ms)| ms > 0.0), "{k}: {times:?}");
+    }
+    // (What the test is about: the frame's recording changed after its timed step, its kernels
+    // are not the timed ones.)
+    let count = |names: &[&str]| {
+        let mut by = std::collections::BTreeMap::new();
+        for k in names {
+            *by.entry(k.to_string()).or_insert(0) += 1;
+        }
+        by
+    };
+    let now = count(&g.dispatch_kernels());
+    let timed: Vec<&str> = times.kernel_ms.iter().map(|(k, _)| *k).collect();
+    assert!(
+        now.keys().cloned().collect::<Vec<_>>()
+            != count(&timed).keys().cloned().collect::<Vec<_>>(),
+        "the recording did not change in the frame: {now:?}"
+    );
+}
+
 /// The material frames after `frame_transport` are one `frame_solve` dispatch over the rod's tiles
 /// at the default 2 sweeps, and `bend_twist`, `frame_sweeps` `theta_sweep` dispatches per colour
 /// with edges and `plasticity` beyond `rod::FRAME_SOLVE_MAX_SWEEPS`. (The swatch's step also
