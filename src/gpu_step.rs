@@ -424,7 +424,8 @@ pub struct GpuFrameTimes {
     pub timed_steps: u32,
     /// Batches the frame's steps ran in ([`GpuSim::advance`]).
     pub batches: u32,
-    /// False when the adapter has no timestamp queries (then `kernel_ms` is empty).
+    /// Whether a step of the frame was timed (false without timestamp queries, with timing off,
+    /// or when the frame's every batch started with an upgraded step; then `kernel_ms` is empty).
     pub timed: bool,
     /// Host milliseconds per step spent recording and submitting the frame's batches (reruns
     /// included), and waiting for them to finish: what wgpu costs on the CPU per dispatch shows
@@ -2576,7 +2577,8 @@ impl GpuSim {
         for (k, v) in &kernel_ms {
             stats.extra.push((format!("{k}_ms"), *v));
         }
-        if self.queries.is_some() {
+        // (Where a step of the frame was timed: no key stands for a time not measured.)
+        if self.frame_timed_steps > 0 {
             stats.extra.push(("gpu_step_ms".into(), total));
             if self.exact.is_some() || self.acl.is_some() {
                 stats.extra.push(("gpu_contact_ms".into(), contact_ms));
@@ -2711,7 +2713,7 @@ impl GpuSim {
                 contact_ms,
                 timed_steps: self.frame_timed_steps,
                 batches: self.frame_batches,
-                timed: self.queries.is_some(),
+                timed: self.frame_timed_steps > 0,
                 host_record_ms: self.frame_host_ms[0] / n.max(1) as f64,
                 host_wait_ms: self.frame_host_ms[1] / n.max(1) as f64,
                 host_submit_ms: self.frame_host_ms[2] / n.max(1) as f64,
