@@ -408,6 +408,22 @@ pub struct Tuning {
     pub kernel_timing: bool,
 }
 
+/// What a [`GpuSim`] learned of a scene that another `GpuSim` of the same cloth starts from
+/// ([`GpuSim::learned`], [`GpuSim::start_from`]): the capacities its contact buffers grew to and
+/// its ACL budgets, and its [`Tuning`]. The relaxation hands its last stage's on to each next
+/// stage and to the frames' step: at the same radius a fresh contact model's first step needs
+/// what the last stage's first step needed, and each rerun that finds it again costs a step
+/// (the afghan on lavapipe: 5 minutes of reruns at its frames' first steps, capacities the
+/// relaxation had already grown).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Learned {
+    /// The exact path's capacities ([`GpuSim::contact_capacities`]).
+    pub contact: Option<(u32, u32, u32)>,
+    /// ACL's capacities and budgets ([`GpuSim::acl_capacities`]).
+    pub acl: Option<AclCaps>,
+    pub tuning: Tuning,
+}
+
 /// Per-kernel GPU time (from timestamp queries) and counts of one frame.
 #[derive(Clone, Debug, Default)]
 pub struct GpuFrameTimes {
@@ -1788,6 +1804,31 @@ impl GpuSim {
             batch_limit: self.batch_limit,
             kernel_timing: self.kernel_timing,
         }
+    }
+
+    /// What this step learned of its scene, for another `GpuSim` of it ([`GpuSim::start_from`]).
+    pub fn learned(&self) -> Learned {
+        Learned {
+            contact: self.contact_capacities(),
+            acl: self.acl_capacities(),
+            tuning: self.tuning(),
+        }
+    }
+
+    /// Starts from what another `GpuSim` of the same cloth learned: each capacity and ACL budget
+    /// at least its (a larger one here is kept), its length budget and batch length; this step's
+    /// kernel timing stays. Changes no result (a capacity or budget only spares reruns).
+    pub fn start_from(&mut self, l: &Learned) -> Result<(), GpuStepError> {
+        if let (Some(a), Some(b)) = (l.contact, self.contact_capacities()) {
+            self.set_contact_capacities((a.0.max(b.0), a.1.max(b.1), a.2.max(b.2)))?;
+        }
+        if let (Some(old), Some(new)) = (l.acl, self.acl_capacities()) {
+            self.set_acl_capacities(new.at_least(&old))?;
+        }
+        self.set_tuning(Tuning {
+            kernel_timing: self.kernel_timing,
+            ..l.tuning
+        })
     }
 
     /// Continues with `t`: its length budget (not pinned: still cut after quiet batches, grown

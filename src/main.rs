@@ -791,7 +791,9 @@ fn run(mut a: RunArgs) -> Result<()> {
         )),
         _ => None,
     };
-    let mut sim = if !frames_resumed {
+    // What the relaxation's GPU step learned (its capacities and budgets), where the frames' step
+    // starts.
+    let (mut sim, learned) = if !frames_resumed {
         let on_gpu = gpu.as_ref().filter(|_| a.backend() == Backend::Gpu);
         if let Some(r) = &relaxing {
             if !a.quiet {
@@ -822,7 +824,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)
             .inspect_err(|e| resume_hint(&a, e))?
     } else {
-        sim
+        (sim, None)
     };
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
@@ -839,6 +841,16 @@ fn run(mut a: RunArgs) -> Result<()> {
                     .with_context(|| {
                         format!(
                             "restoring the GPU step's contact state from the checkpoint of {}",
+                            scene_path.display()
+                        )
+                    })
+                    .inspect_err(|e| resume_hint(&a, e))?;
+            }
+            if let Some(l) = &learned {
+                gs.start_from(l)
+                    .with_context(|| {
+                        format!(
+                            "starting the GPU step of {} from its relaxation's capacities",
                             scene_path.display()
                         )
                     })
@@ -1103,9 +1115,9 @@ fn relax_sim(
     gpu: Option<&Gpu>,
     from: Option<(yarnsim::relax::RelaxPoint, Option<&checkpoint::StateReader>)>,
     saves: Option<RelaxSaves<'_>>,
-) -> Result<Sim> {
+) -> Result<(Sim, Option<yarnsim::gpu_step::Learned>)> {
     if scene.relax.time <= 0.0 {
-        return Ok(sim);
+        return Ok((sim, None));
     }
     let bar = ProgressBar::with_draw_target(
         None,
@@ -1194,7 +1206,7 @@ fn relax_sim(
             scene.relax.time, report.steps, report.start_radius, report.radius, report.max_speed, scene.relax.speed
         );
     }
-    Ok(sim)
+    Ok((sim, report.gpu))
 }
 
 /// `yarnsim table`: measures each scene ([`yarnsim::table`]) and prints the Markdown table.

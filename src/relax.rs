@@ -45,7 +45,7 @@
 
 use crate::checkpoint::{StateReader, StateWriter};
 use crate::gpu::Gpu;
-use crate::gpu_step::{GpuSim, GpuStepError, Tuning, MAX_BATCH};
+use crate::gpu_step::{GpuSim, GpuStepError, Learned, MAX_BATCH};
 use crate::scene::{RadiusSpec, Scene};
 use crate::sim::{contact_model, Sim, SimError};
 
@@ -94,6 +94,10 @@ pub struct RelaxReport {
     pub max_speed: f64,
     /// Whether it came to rest (`max_speed < relax.speed`) before `relax.time` ran out.
     pub settled: bool,
+    /// On the GPU step ([`relax_gpu`]): what its last stage learned, where the frames' step
+    /// starts ([`GpuSim::start_from`]).
+    #[serde(skip)]
+    pub gpu: Option<Learned>,
 }
 
 /// Progress of a relaxation, given to the caller after every step.
@@ -188,6 +192,7 @@ impl Schedule {
             radius: self.target,
             max_speed: f64::NAN,
             settled: false,
+            gpu: None,
         }
     }
 
@@ -210,6 +215,7 @@ fn not_relaxed(sim: &Sim, scene: &Scene) -> RelaxReport {
         radius: scene.yarn.radius,
         max_speed: sim.kinetic_energy_and_max_speed().1,
         settled: true,
+        gpu: None,
     }
 }
 
@@ -456,11 +462,10 @@ pub fn relax_gpu_resumable(
     let mut report = sch.empty_report();
     let mut k = start;
     let mut stage = sch.stage_of(k);
-    // What the last stage's contact buffers grew to: the next, at a larger radius, needs as much,
-    // and starting there spares it the reruns that found it.
-    let mut grown_to = (None, None);
-    // And what it learned of the length budget and batch length; no stage times its kernels.
-    let mut tuning = None;
+    // What the last stage learned: the next, at a larger radius, needs contact buffers as large,
+    // and starting there spares it the reruns that found them (and the length budget and batch
+    // length). No stage times its kernels.
+    let mut learned: Option<Learned> = None;
     let point = |steps: u64| RelaxPoint {
         steps,
         start_radius_bits: sch.start.to_bits(),
@@ -478,16 +483,9 @@ pub fn relax_gpu_resumable(
             .map_err(saving(k))?;
         }
         let mut gs = GpuSim::new(gpu, sim, &scene.contact)?;
-        gs.set_tuning(Tuning {
-            kernel_timing: false,
-            ..tuning.unwrap_or(gs.tuning())
-        })?;
-        if let (Some(old), Some(new)) = (grown_to.0, gs.contact_capacities()) {
-            let (a, b): ((u32, u32, u32), (u32, u32, u32)) = (old, new);
-            gs.set_contact_capacities((a.0.max(b.0), a.1.max(b.1), a.2.max(b.2)))?;
-        }
-        if let (Some(old), Some(new)) = (grown_to.1, gs.acl_capacities()) {
-            gs.set_acl_capacities(new.at_least(&old))?;
+        gs.set_kernel_timing(false)?;
+        if let Some(l) = &learned {
+            gs.start_from(l)?;
         }
         // Resumed within a stage (the grown one): its model goes on from the checkpoint (built
         // afresh where the checkpoint holds no GPU contact state: another path's).
@@ -539,8 +537,7 @@ pub fn relax_gpu_resumable(
                 .map_err(saving(k))?;
             }
         }
-        grown_to = (gs.contact_capacities(), gs.acl_capacities());
-        tuning = Some(gs.tuning());
+        learned = Some(gs.learned());
         sim = gs.into_sim()?;
         if grown || k >= sch.max_steps {
             break;
@@ -549,6 +546,7 @@ pub fn relax_gpu_resumable(
     }
     report.steps = k;
     report.time = k as f64 * sim.params.h as f64;
+    report.gpu = learned;
     finish(&mut sim, scene, saved)?;
     Ok((sim, report))
 }

@@ -179,6 +179,9 @@ pub fn measure_scene(
         }
         Some(g) => {
             let mut gs = GpuSim::new(g, base, &scene.contact)?;
+            if let Some(l) = relax.as_ref().and_then(|r| r.gpu.as_ref()) {
+                gs.start_from(l)?;
+            }
             for _ in 0..opts.start_frames {
                 gs.frame_with(&mut tick)?;
             }

@@ -1539,3 +1539,42 @@ fn quiet_gpu_run_prints_nothing() {
         text(&out.stderr)
     );
 }
+
+/// A GPU run's frames start from the capacities and budgets its relaxation's GPU step grew to
+/// (`GpuSim::start_from`): a garter swatch, denser in contacts than the swatch that sized ACL's
+/// first capacities, reruns its frames' first steps for room without that (as
+/// tests/relax.rs `the_frames_start_from_what_the_gpu_relaxation_learned` shows on the API) and
+/// not with it.
+#[test]
+fn a_gpu_run_starts_its_frames_from_its_relaxation() {
+    if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_starts_its_frames_from_its_relaxation")
+        .is_none()
+    {
+        return;
+    }
+    let dir = scratch("learned");
+    let scene = dir.join("garter.toml");
+    std::fs::write(
+        &scene,
+        "[simulation]\ngravity = [0, 0, 0]\nfps = 270\n[[cloth]]\n\
+         source.generator = { pattern = \"garter\", wales = 8, courses = 8 }\n",
+    )
+    .unwrap();
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args(["--backend", "gpu", "--frames", "1", "--stats"])
+        .arg(dir.join("s.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(
+        text(&out.stderr).contains("relaxed in "),
+        "{}",
+        text(&out.stderr)
+    );
+    let recs = read_stats(&dir.join("s.jsonl"));
+    let r = &recs[0];
+    assert_eq!(r["steps"].as_f64(), Some(60.0), "{r}");
+    assert_eq!(r["reruns_capacity"].as_f64(), Some(0.0), "{r}");
+}

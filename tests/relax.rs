@@ -259,6 +259,86 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
     assert!(v < AT_REST, "GPU-relaxed swatch moved at {v} cm/s");
 }
 
+/// A garter swatch: denser in contacts than the stockinette whose first steps sized ACL's first
+/// capacities ([`yarnsim::acl::gpu::AclCaps::for_segments`]), so a step started afresh reruns.
+const GARTER: &str = r#"
+[simulation]
+gravity = [0, 0, 0]
+[[cloth]]
+source.generator = { pattern = "garter", wales = 8, courses = 8 }
+"#;
+
+/// The frames' GPU step starts from what the GPU relaxation's last stage learned
+/// (`RelaxReport::gpu`, `GpuSim::start_from`, what `run --backend gpu` does): its first steps, at
+/// the radius that stage ended at, grow none of the contact buffers, where a step started afresh
+/// grows them (and reruns to), and end bitwise where the step started afresh ends (a capacity or
+/// a budget changes no result).
+#[test]
+fn the_frames_start_from_what_the_gpu_relaxation_learned() {
+    use yarnsim::checkpoint::{StateReader, StateWriter};
+    use yarnsim::gpu_step::GpuSim;
+    let name = "the_frames_start_from_what_the_gpu_relaxation_learned";
+    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip(name) else {
+        return;
+    };
+    let dir = temp_dir("relax", "learned");
+    let (scene, sim) = sim_of(&dir, GARTER);
+    let (relaxed, report) = yarnsim::relax::relax_gpu(sim, &scene, &gpu, &mut |_| {}).unwrap();
+    let learned = report
+        .gpu
+        .expect("a GPU relaxation reports what it learned");
+    let caps = learned.acl.expect("the swatch's contact model is ACL");
+    let mut saved = StateWriter::new();
+    relaxed.export_state(&mut saved).unwrap();
+    // 100 steps; the buffers' bytes (by the capacities that size them) before and after them.
+    let run = |carry: bool| {
+        let (_, mut sim) = sim_of(&dir, GARTER);
+        let state = StateReader::new(saved.body().to_vec(), "the relaxed state").unwrap();
+        sim.import_state(&state).unwrap();
+        let mut g = GpuSim::new(&gpu, sim, &scene.contact).unwrap();
+        if carry {
+            g.start_from(&learned).unwrap();
+            let now = g.acl_capacities().unwrap();
+            assert_eq!(
+                now.at_least(&caps),
+                now,
+                "a capacity below the relaxation's"
+            );
+        }
+        let before = g.acl_capacities().unwrap().binding_bytes();
+        for _ in 0..4 {
+            g.steps(25).unwrap_or_else(|e| panic!("{e}"));
+        }
+        g.download().unwrap();
+        let after = g.acl_capacities().unwrap().binding_bytes();
+        let grown: Vec<&str> = (before.iter().zip(&after))
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.0)
+            .collect();
+        let bits: Vec<u32> = (g.sim.pos.iter().chain(&g.sim.vel))
+            .flatten()
+            .map(|x| x.to_bits())
+            .collect();
+        (bits, grown, g.reruns())
+    };
+    let (fresh, fresh_grown, fresh_reruns) = run(false);
+    let (carried, grown, reruns) = run(true);
+    eprintln!(
+        "100 steps after the relaxation: afresh {fresh_reruns} reruns, grown {fresh_grown:?}; \
+         from the relaxation's {reruns} reruns, grown {grown:?}"
+    );
+    assert!(
+        !fresh_grown.is_empty() && fresh_reruns > 0,
+        "the step afresh grew nothing: the test shows nothing"
+    );
+    assert!(grown.is_empty(), "grown from the relaxation's: {grown:?}");
+    assert!(reruns < fresh_reruns);
+    assert!(
+        carried == fresh,
+        "the step from the relaxation's capacities differs"
+    );
+}
+
 /// Where a relaxation's checkpoints stand, from the radius of each of its steps (`radii[n]`: step
 /// `n + 1`'s) and the target radius.
 struct Stages<'a> {
