@@ -219,7 +219,7 @@ struct StepRecorder<'a> {
     /// Per step of the batch: the upgraded list it is recorded with, if any.
     upgraded: Vec<Option<&'a Upgraded>>,
     snapshots: &'a [wgpu::Buffer],
-    queries: Option<&'a (wgpu::QuerySet, wgpu::Buffer)>,
+    queries: Option<&'a KernelQueries>,
 }
 
 impl StepRecorder<'_> {
@@ -285,16 +285,17 @@ impl StepRecorder<'_> {
             );
         }
         enc.copy_buffer_to_buffer(self.fresh_counters, 0, counters_buf, 0, COUNTERS_BYTES);
-        if let (0, Some((set, _))) = (s, self.queries.as_ref()) {
+        if let (0, Some(q)) = (s, self.queries) {
             // The timed step: a pass per dispatch, each with its two timestamps.
             for (i, d) in self.dispatches.iter().enumerate() {
                 record_copies(enc, &d.copies);
+                let (set, at) = q.slot(i);
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(d.kernel),
                     timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
                         query_set: set,
-                        beginning_of_pass_write_index: Some(2 * i as u32),
-                        end_of_pass_write_index: Some(2 * i as u32 + 1),
+                        beginning_of_pass_write_index: Some(at),
+                        end_of_pass_write_index: Some(at + 1),
                     }),
                 });
                 self.pipelines
@@ -336,13 +337,75 @@ impl StepRecorder<'_> {
             COUNTERS_BYTES,
         );
         if s + 1 == k {
-            if let Some((set, resolve)) = &self.queries {
-                let count = 2 * self.dispatches.len() as u32;
-                enc.resolve_query_set(set, 0..count, resolve, 0);
-                enc.copy_buffer_to_buffer(resolve, 0, self.readback, ts_at, resolve.size());
+            if let Some(q) = self.queries {
+                q.resolve(enc, self.readback, ts_at);
             }
         }
         Ok(())
+    }
+}
+
+/// The timed step's timestamp queries: two a dispatch (its pass's start and end), in sets of
+/// [`QUERIES_PER_SET`], and the buffer they resolve into, in dispatch order.
+struct KernelQueries {
+    sets: Vec<wgpu::QuerySet>,
+    count: u32,
+    resolve: wgpu::Buffer,
+}
+
+/// wgpu's most queries in a set (`QUERY_SET_MAX_QUERIES`). A step of more than half as many
+/// dispatches (the afghan's on lavapipe, in pages: 4,113) takes several sets; one set left it
+/// untimed until 2026-12-06.
+const QUERIES_PER_SET: u32 = wgpu::QUERY_SET_MAX_QUERIES;
+const _: () =
+    assert!((8 * QUERIES_PER_SET as u64).is_multiple_of(wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT));
+
+impl KernelQueries {
+    fn new(device: &wgpu::Device, dispatches: usize) -> KernelQueries {
+        let count = 2 * dispatches as u32;
+        let sets = (0..count.div_ceil(QUERIES_PER_SET))
+            .map(|j| {
+                device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("kernel timestamps"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: (count - j * QUERIES_PER_SET).min(QUERIES_PER_SET),
+                })
+            })
+            .collect();
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("kernel timestamps"),
+            size: 8 * count as u64,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        KernelQueries {
+            sets,
+            count,
+            resolve,
+        }
+    }
+
+    /// Dispatch `i`'s set and the index of its first query there.
+    fn slot(&self, i: usize) -> (&wgpu::QuerySet, u32) {
+        let q = 2 * i as u32;
+        let j = q / QUERIES_PER_SET;
+        (&self.sets[j as usize], q - j * QUERIES_PER_SET)
+    }
+
+    /// Resolves every set into `resolve` (set `j` at query `j · QUERIES_PER_SET`, a multiple of
+    /// the 256-byte resolve alignment) and copies it into `readback` at `at`.
+    fn resolve(&self, enc: &mut wgpu::CommandEncoder, readback: &wgpu::Buffer, at: u64) {
+        for (j, set) in self.sets.iter().enumerate() {
+            let first = j as u32 * QUERIES_PER_SET;
+            let n = (self.count - first).min(QUERIES_PER_SET);
+            enc.resolve_query_set(set, 0..n, &self.resolve, 8 * first as u64);
+        }
+        enc.copy_buffer_to_buffer(&self.resolve, 0, readback, at, self.resolve.size());
+    }
+
+    /// The bytes read back.
+    fn bytes(&self) -> u64 {
+        self.resolve.size()
     }
 }
 
@@ -572,7 +635,7 @@ pub struct GpuSim {
     frame_timed_steps: u32,
     /// Host time recording and submitting, and waiting for, this frame's batches (ms).
     frame_host_ms: [f64; 3],
-    queries: Option<(wgpu::QuerySet, wgpu::Buffer)>,
+    queries: Option<KernelQueries>,
     timestamp_period_ns: f32,
     /// The frame's timed nanoseconds by kernel name (in the order first timed), and those of the
     /// contact model's dispatches: kept by name, not by dispatch, since the recording changes
@@ -1205,26 +1268,11 @@ impl GpuSim {
         dispatches.retain(|d| {
             !(d.copies.is_empty() && matches!(&d.grid, Grid::Groups(g) if g.contains(&0)))
         });
-        // A pass per dispatch with two timestamps each, within wgpu's 4,096 queries per set.
-        let timed = self.kernel_timing
-            && device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
-            && 2 * dispatches.len() <= 4096;
-        let queries = timed.then(|| {
-            let count = 2 * dispatches.len() as u32;
-            let set = device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("kernel timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count,
-            });
-            let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("kernel timestamps"),
-                size: 8 * count as u64,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            (set, resolve)
-        });
-        let ts_bytes = queries.as_ref().map_or(0, |(_, b)| b.size());
+        // A pass per dispatch with two timestamps each.
+        let timed =
+            self.kernel_timing && device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let queries = timed.then(|| KernelQueries::new(device, dispatches.len()));
+        let ts_bytes = queries.as_ref().map_or(0, KernelQueries::bytes);
         let acl_bytes = if self.acl.is_some() {
             MAX_BATCH as u64 * ACL_COUNTERS_BYTES
         } else {
@@ -1935,7 +1983,7 @@ impl GpuSim {
             .sum();
 
         let ts_at = MAX_BATCH as u64 * COUNTERS_BYTES;
-        let acl_at = ts_at + self.queries.as_ref().map_or(0, |(_, r)| r.size());
+        let acl_at = ts_at + self.queries.as_ref().map_or(0, KernelQueries::bytes);
         // One command buffer per step, recorded in parallel: wgpu's recording costs the host a few
         // microseconds per dispatch, which for ACL's ~480 dispatches outweighed the GPU's time
         // for the step (H200: 2.95 ms recording against 1.4 ms on the GPU). Submitted in step
@@ -1998,7 +2046,7 @@ impl GpuSim {
                 .queries
                 .as_ref()
                 .filter(|_| timed)
-                .map_or(0, |(_, r)| r.size())
+                .map_or(0, KernelQueries::bytes)
             + self
                 .acl
                 .as_ref()

@@ -1693,6 +1693,52 @@ fn kernel_times_outlive_a_change_of_the_recording() {
     );
 }
 
+/// A step of more dispatches than one query set times (wgpu's 4,096 queries, two a dispatch) is
+/// timed in several sets: the tiny swatch under ACL budgets that record some 5,800 dispatches (32
+/// rebuild rounds, 8 merge passes of 8 label rounds, coalescing, the grid's newcomer search, the
+/// set index), whose last kernels (the length solve, the frames) lie in the third set. Such a step
+/// went untimed until 2026-12-06 (the afghan's on lavapipe, in pages: 4,113 dispatches).
+#[test]
+fn a_step_of_many_dispatches_is_timed_in_several_query_sets() {
+    let name = "a_step_of_many_dispatches_is_timed_in_several_query_sets";
+    let Some(gpu) = gpu_or_skip(name) else {
+        return;
+    };
+    if !(gpu.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("SKIPPED {name}: the adapter has no timestamp queries");
+        return;
+    }
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
+    let mut caps = g.acl_capacities().unwrap();
+    caps.rounds = 32;
+    caps.merge.passes = 8;
+    caps.merge.rounds = 8;
+    caps.coalesce = 1;
+    caps.newcomers = 2;
+    caps.merge.indexed = 1;
+    g.set_acl_capacities(caps).unwrap();
+    let n = g.dispatches_per_step();
+    assert!(
+        n > 4096,
+        "{n} dispatches: fewer than three query sets' worth"
+    );
+    let kernels = g.dispatch_kernels();
+    let last = kernels[4096..].to_vec();
+    g.sim.params.steps_per_frame = 2;
+    let (_, times) = g.frame().unwrap();
+    assert!(times.timed && times.timed_steps == 1, "{times:?}");
+    // Every kernel recorded only past the second set's queries has its time.
+    let early: std::collections::BTreeSet<&str> = kernels[..4096].iter().copied().collect();
+    let late: Vec<&str> = last.into_iter().filter(|k| !early.contains(k)).collect();
+    assert!(late.contains(&"frame_solve"), "{late:?}");
+    for k in late {
+        let ms = times.kernel_ms.iter().find(|(n, _)| *n == k);
+        assert!(ms.is_some_and(|&(_, ms)| ms > 0.0), "{k}: {ms:?}");
+    }
+}
+
 /// The material frames after `frame_transport` are one `frame_solve` dispatch over the rod's tiles
 /// at the default 2 sweeps, and `bend_twist`, `frame_sweeps` `theta_sweep` dispatches per colour
 /// with edges and `plasticity` beyond `rod::FRAME_SOLVE_MAX_SWEEPS`. (The swatch's step also
