@@ -1642,6 +1642,19 @@ fn rerun_batches_count_once_in_frame_statistics() {
     );
 }
 
+/// A fresh ACL step of the tiny swatch on an adapter with timestamp queries; `None` (the test
+/// skipped, and why) without one.
+fn timed_tiny_acl(name: &str) -> Option<GpuSim> {
+    let gpu = gpu_or_skip(name)?;
+    if !(gpu.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("SKIPPED {name}: the adapter has no timestamp queries");
+        return None;
+    }
+    let sets = ["contact.model=acl"];
+    let sim = fixture::scene_sim("tiny", &sets, 0);
+    Some(GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap())
+}
+
 /// A frame's kernel times are its timed step's (the first of its first batch) though the step's
 /// recording changes later in the frame, as ACL's does while a fresh run settles (its budgets are
 /// cut after 64 quiet steps, its capacities grow). The times were kept per dispatch of the
@@ -1649,17 +1662,9 @@ fn rerun_batches_count_once_in_frame_statistics() {
 /// kernel, on lavapipe and on the H200 alike, until 2026-12-06.
 #[test]
 fn kernel_times_outlive_a_change_of_the_recording() {
-    let name = "kernel_times_outlive_a_change_of_the_recording";
-    let Some(gpu) = gpu_or_skip(name) else {
+    let Some(mut g) = timed_tiny_acl("kernel_times_outlive_a_change_of_the_recording") else {
         return;
     };
-    if !(gpu.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("SKIPPED {name}: the adapter has no timestamp queries");
-        return;
-    }
-    let sets = ["contact.model=acl"];
-    let sim = fixture::scene_sim("tiny", &sets, 0);
-    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
     g.sim.params.steps_per_frame = 160;
     let (_, times) = g.frame().unwrap();
     assert!(times.timed && times.timed_steps == 1, "{times:?}");
@@ -1701,16 +1706,9 @@ fn kernel_times_outlive_a_change_of_the_recording() {
 #[test]
 fn a_step_of_many_dispatches_is_timed_in_several_query_sets() {
     let name = "a_step_of_many_dispatches_is_timed_in_several_query_sets";
-    let Some(gpu) = gpu_or_skip(name) else {
+    let Some(mut g) = timed_tiny_acl(name) else {
         return;
     };
-    if !(gpu.device.features()).contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("SKIPPED {name}: the adapter has no timestamp queries");
-        return;
-    }
-    let sets = ["contact.model=acl"];
-    let sim = fixture::scene_sim("tiny", &sets, 0);
-    let mut g = GpuSim::new(&gpu, sim, &fixture::scene_contact("tiny", &sets)).unwrap();
     let mut caps = g.acl_capacities().unwrap();
     caps.rounds = 32;
     caps.merge.passes = 8;

@@ -570,8 +570,15 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
         };
         for (point, bytes, _) in [stage, late] {
             let (sim, r) = resume(*point, bytes, true).unwrap();
+            // (Not what its GPU step learned: a resumed relaxation grew its capacities from the
+            // checkpoint on, not from the start.)
+            let outcome = |r: &RelaxReport| RelaxReport {
+                gpu: None,
+                ..r.clone()
+            };
             assert_eq!(
-                r, plain_report,
+                outcome(&r),
+                outcome(&plain_report),
                 "{model}: resumed before step {}",
                 point.steps
             );
