@@ -7,7 +7,10 @@
 // (atomicMax on hull codes: the hull, in any order). The last pair sets sets.count =
 // coalesce_base + runs; a slot at or beyond sets.capacity is not written and raises
 // sets.overflow. CPU twin: acl::coalesce::contact_coalesce.
-// One thread per touching slot. Loop bounds: 512 group-sum loads (at most 2²⁷ / 8 touching slots
+// One thread per touching slot; a workgroup wholly past the live count returns before the prefix,
+// whose loads grow with the workgroup's index: over a grown capacity that passed every workgroup
+// (the afghan's, 2²⁴ slots: 65,536 workgroups, some 2·10⁹ loads a dispatch) it was 11.6 s of a
+// 36 s step on lavapipe, whatever the count. Loop bounds: 512 group-sum loads (at most 2²⁷ / 8 touching slots
 // fit a binding, 65,536 groups: a 2-D grid of 2 rows, whose workgroups past the end, which read
 // nothing they use, have indices below 2 × 65,535), 8 + 8 (group_prefix).
 
@@ -25,6 +28,9 @@
 @group(0) @binding(5) var<storage, read_write> set_hull: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> merge_counters: MergeCounters;
 
+// The live touching count, read once by the workgroup.
+var<workgroup> wg_live: u32;
+
 @compute @workgroup_size(256)
 fn contact_coalesce(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -32,8 +38,15 @@ fn contact_coalesce(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let t = thread_index(wid, nwg, lid, 256u);
-    let tcap = merge_counters.touching.capacity;
-    let n = min(atomicLoad(&merge_counters.touching.count), tcap);
+    if lid == 0u {
+        wg_live = min(atomicLoad(&merge_counters.touching.count), merge_counters.touching.capacity);
+    }
+    // (One value for the whole workgroup, so that its return keeps the barriers below in uniform
+    // control flow.)
+    let n = workgroupUniformLoad(&wg_live);
+    if (wid.y * nwg.x + wid.x) * 256u >= n {
+        return;
+    }
     var head = 0u;
     if t < n {
         head = run_offsets[t];

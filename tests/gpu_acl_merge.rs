@@ -219,7 +219,9 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     let heads: u32 = runs.iter().sum();
 
     // contact_coalesce: each pair's run from the head flags and coalesce_heads' group sums (no
-    // scan between).
+    // scan between); over a grid past the count by several workgroups (a touching capacity
+    // grown past the count, as the step's grid is: those workgroups return at once).
+    c.touching.capacity = t as u32 + 1_000;
     let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
     contact_coalesce(
         &u,
@@ -242,7 +244,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
         ],
-        t as u32,
+        t as u32 + 1_000,
     )
     .unwrap();
     assert_eq!(cast::<ContactSet>(&out["sets"]), sets, "{label}: new sets");
