@@ -10,9 +10,9 @@
 // One thread per touching slot; a workgroup wholly past the live count returns before the prefix,
 // whose loads grow with the workgroup's index: over a grown capacity that passed every workgroup
 // (the afghan's, 2²⁴ slots: 65,536 workgroups, some 2·10⁹ loads a dispatch) it was 11.6 s of a
-// 36 s step on lavapipe, whatever the count. Loop bounds: 512 group-sum loads (at most 2²⁷ / 8 touching slots
-// fit a binding, 65,536 groups: a 2-D grid of 2 rows, whose workgroups past the end, which read
-// nothing they use, have indices below 2 × 65,535), 8 + 8 (group_prefix).
+// 36 s step on lavapipe, whatever the count. Loop bounds: 512 group-sum loads (at most 2²⁷ / 8
+// touching slots fit a binding, 65,536 groups: a 2-D grid of 2 rows, whose workgroups past the
+// end return at once and have indices below 2 × 65,535), 8 + 8 (group_prefix).
 
 #import layout
 #import merge
