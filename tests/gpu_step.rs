@@ -1658,8 +1658,9 @@ fn timed_tiny_acl(name: &str) -> Option<GpuSim> {
 /// A frame's kernel times are its timed step's (the first of its first batch) though the step's
 /// recording changes later in the frame, as ACL's does while a fresh run settles (its budgets are
 /// cut after 64 quiet steps, its capacities grow). The times were kept per dispatch of the
-/// recording, and a new recording set them to 0: every ACL frame of a run reported 0 ms for every
-/// kernel, on lavapipe and on the H200 alike, until 2026-12-06.
+/// recording, and a new recording set them to 0: an ACL frame whose recording changed after its
+/// timed step (most do) reported 0 ms for every kernel, on lavapipe and on the H200 alike, until
+/// 2026-12-06.
 #[test]
 fn kernel_times_outlive_a_change_of_the_recording() {
     let Some(mut g) = timed_tiny_acl("kernel_times_outlive_a_change_of_the_recording") else {
