@@ -2,9 +2,11 @@
 // cell is not in its segment's previous cell box is a newcomer: it counts the other segments of that
 // cell — the items of its hash run (binary search) with the same cell — whose pair it writes
 // (newcomer_emits: one item a pair, at its first cell new to either) into newcomer_offsets[i]
-// (0 for other items and slots), and itself into sched_counters.newcomers; a hash run longer than
-// SCHED_MAX_CELL_RUN raises ERROR_GRID_CELL_FULL. newcomer_offsets[capacity] = 0.
-// CPU twin: sched::newcomer_count. One thread per grid slot, plus one.
+// (0 for the other items; the slots past the items are left as they were: newcomer_write reads
+// none), and itself into sched_counters.newcomers; a hash run longer than SCHED_MAX_CELL_RUN raises
+// ERROR_GRID_CELL_FULL. CPU twin: sched::newcomer_count. One thread per grid slot, plus one (the
+// grid capacity's); a workgroup wholly past the items returns at once and writes no group sum
+// (newcomer_write's workgroups there do not read them).
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run, then write_scan_group's
 // 8 halving steps.
 // Each workgroup also writes the sum of its threads' counts into scan_groups
@@ -26,15 +28,12 @@
 #import sched_grid
 #import scan_groups
 
-// Slot i's newcomer count, written to newcomer_offsets[i] (none past the capacity).
-fn newcomer_count_one(i: u32) -> u32 {
-    let cap = sched_counters.grid.capacity;
-    if i > cap {
-        return 0u;
-    }
-    let n = grid_items();
+// The live items, read once by the workgroup.
+var<workgroup> wg_items: u32;
+
+// Item i's newcomer count (of n items), written to newcomer_offsets[i] (nothing past the items).
+fn newcomer_count_one(i: u32, n: u32) -> u32 {
     if i >= n {
-        newcomer_offsets[i] = 0u;
         return 0u;
     }
     let kv = sched_grid[i];
@@ -76,7 +75,17 @@ fn newcomer_count(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let v = newcomer_count_one(thread_index(wid, nwg, lid, 256u));
+    if lid == 0u {
+        wg_items = grid_items();
+    }
+    // (One value for the whole workgroup, so that its return keeps the barriers below in uniform
+    // control flow.)
+    let n = workgroupUniformLoad(&wg_items);
+    let g = wid.y * nwg.x + wid.x;
+    if g * 256u >= n {
+        return;
+    }
+    let v = newcomer_count_one(thread_index(wid, nwg, lid, 256u), n);
     let group = write_scan_group(wid, nwg, lid, v);
     if lid == 0u && group != 0u {
         atomicAdd(&sched_counters.cand.count, group);

@@ -7,7 +7,9 @@
 // newcomer_count added into sched_counters.cand.count) are left as they were: the counted sort and
 // its readers stop at the total. Thread 0 raises the total's overflow flag and plans
 // newcomer_keep's and newcomer_compact's grid over the candidates from it (plan_counted_grids into
-// plan_out: no count_plan dispatch). CPU twin: sched::newcomer_write. One thread per grid slot.
+// plan_out: no count_plan dispatch). CPU twin: sched::newcomer_write. One thread per grid slot
+// (the grid capacity's); a workgroup wholly past the items, but the first (whose thread 0 plans),
+// returns before the prefix, whose loads grow with the workgroup's index.
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run; 128 group-sum loads (a
 // binding holds at most 2^27 / 16 = 2^23 grid items, 32,768 groups), 8 + 8 (group_prefix);
 // plan_counted_grids is unrolled.
@@ -32,15 +34,27 @@
 #import sched_grid
 #import counted_plan
 
+// The live items, read once by the workgroup.
+var<workgroup> wg_items: u32;
+
 @compute @workgroup_size(256)
 fn newcomer_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_items = grid_items();
+    }
+    // (One value for the whole workgroup, so that its return keeps the barriers below in uniform
+    // control flow.)
+    let n = workgroupUniformLoad(&wg_items);
+    let g = wid.y * nwg.x + wid.x;
+    if g > 0u && g * 256u >= n {
+        return;
+    }
     let i = thread_index(wid, nwg, lid, 256u);
     let ccap = sched_counters.cand.capacity;
-    let n = grid_items();
     if i == 0u {
         let total = atomicLoad(&sched_counters.cand.count);
         if total > ccap {
@@ -53,7 +67,7 @@ fn newcomer_write(
         count = newcomer_offsets[i];
     }
     // Every thread of the workgroup reaches the prefix (it has barriers).
-    var slot = group_prefix(wid.y * nwg.x + wid.x, lid, count);
+    var slot = group_prefix(g, lid, count);
     if count == 0u {
         return;
     }

@@ -2,8 +2,9 @@
 // SET_DIRTY), else 0, and dirty_dest[num_sets] = 0; and each workgroup's sum of them in scan_groups
 // (shared/scan_groups.wgsl), from which set_dirty_write gives each dirty set its slot in the dirty
 // list and, at num_sets, their number (shared/group_prefix.wgsl: no scan dispatch). CPU twin:
-// acl::sets::set_dirty_count. One thread per set, plus one.
-// Loop bound: write_scan_group's 8 halving steps.
+// acl::sets::set_dirty_count. One thread per set slot, plus one (the set capacity's grid); a
+// workgroup wholly past num_sets + 1 returns at once and writes no group sum (set_dirty_write's
+// workgroups there return too). Loop bound: write_scan_group's 8 halving steps.
 
 #import layout
 #import acl
@@ -34,6 +35,11 @@ fn set_dirty_count(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // (rebuild is a uniform: the test is uniform, and the barriers below stay in uniform control
+    // flow.)
+    if (wid.y * nwg.x + wid.x) * 256u > rebuild.num_sets {
+        return;
+    }
     let v = dirty_one(thread_index(wid, nwg, lid, 256u));
     write_scan_group(wid, nwg, lid, v);
 }

@@ -11,7 +11,9 @@
 // the compute pass); and the grids of the round's kernels over the nd dirty sets
 // (plan_counted_grids into plan_out: no count_plan dispatch).
 // `dirty` holds at most num_sets entries (no capacity to check). No other thread reads what the
-// last one writes. CPU twin: acl::sets::set_dirty_write. One thread per set slot, plus one.
+// last one writes. CPU twin: acl::sets::set_dirty_write. One thread per set slot, plus one (the set
+// capacity's grid); a workgroup wholly past num_sets + 1 returns before the prefix, whose loads grow
+// with the workgroup's index.
 // Loop bounds: 22 (the group sums before a workgroup: at most 2²⁷ / 96 set slots fit a binding,
 // 5,462 groups), 8 + 8 (group_prefix); plan_counted_grids is unrolled.
 
@@ -33,20 +35,32 @@
 @group(0) @binding(7) var<storage, read_write> pool_counters: PoolAlloc;
 @group(0) @binding(8) var<storage, read_write> plan_out: array<u32>;
 
+// The table's sets, read once by the workgroup.
+var<workgroup> wg_sets: u32;
+
 @compute @workgroup_size(256)
 fn set_dirty_write(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    if lid == 0u {
+        wg_sets = rebuild.num_sets;
+    }
+    // (One value for the whole workgroup: rebuild is read-write storage here, so its loads are not
+    // uniform, and the return must keep the barriers below in uniform control flow.)
+    let n = workgroupUniformLoad(&wg_sets);
+    let g = wid.y * nwg.x + wid.x;
+    if g * 256u > n {
+        return;
+    }
     let k = thread_index(wid, nwg, lid, 256u);
-    let n = rebuild.num_sets;
     var v = 0u;
     if k < n {
         v = dirty_dest[k];
     }
     // Every thread of the workgroup reaches the prefix (it has barriers).
-    let slot = group_prefix(wid.y * nwg.x + wid.x, lid, v);
+    let slot = group_prefix(g, lid, v);
     if v != 0u {
         dirty[slot] = k;
     } else if k == n {

@@ -2,7 +2,9 @@
 // entries (flags bits 16–23) into scan_groups (write_scan_group, shared/scan_groups.wgsl), from
 // which touching_write finds each entry's first slot in `touching` itself (group_prefix: no scan
 // dispatch between the two). CPU twin: sched::touching_count.
-// One thread per entry slot. Loop bound: write_scan_group's 8 halving steps.
+// One thread per entry slot (the grid is the entry capacity's); a workgroup wholly past the live
+// entries returns at once and writes no group sum (touching_write reads none of those: its
+// workgroups past them return too). Loop bound: write_scan_group's 8 halving steps.
 
 #import layout
 #import sched
@@ -18,6 +20,11 @@ fn touching_count(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // (sched is read-only storage: the test is uniform, and the barriers below stay in uniform
+    // control flow.)
+    if (wid.y * nwg.x + wid.x) * 256u >= sched.num_entries {
+        return;
+    }
     let e = thread_index(wid, nwg, lid, 256u);
     var v = 0u;
     if e < sched.num_entries {

@@ -4,7 +4,9 @@
 // from the group sums touching_count wrote into scan_groups and a workgroup scan of the counts
 // (group_prefix; no scan dispatch between the two), so all pairs are in table order. A slot at or
 // beyond sched_counters.touching.capacity is not written and raises the overflow flag.
-// CPU twin: sched::touching_write (with sched::ProcessBuffers). One thread per entry slot.
+// CPU twin: sched::touching_write (with sched::ProcessBuffers). One thread per entry slot (the
+// entry capacity's grid); a workgroup wholly past the live entries returns before the prefix, whose
+// loads grow with the workgroup's index.
 // Loop bounds: 32 + MAX_LOOKUP × 121 (owned_bits) + 121 (pairs): fixed; 128 group-sum loads (a
 // binding holds at most 2²⁷ / 16 = 2²³ entries, 32,768 groups), 8 + 8 (group_prefix).
 
@@ -33,6 +35,10 @@ fn touching_write(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // (Uniform: sched is read-only storage.)
+    if (wid.y * nwg.x + wid.x) * 256u >= sched.num_entries {
+        return;
+    }
     let e = thread_index(wid, nwg, lid, 256u);
     var en: SchedEntry;
     var count = 0u;

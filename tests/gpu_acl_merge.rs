@@ -175,11 +175,14 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
 
     // coalesce_heads, which takes the touching count from the scheduler's counters and moves it
     // into the merge chain's (whatever that word held before).
+    // Over a grid past the pairs by several workgroups, as the step's (the touching capacity's,
+    // grown past the count): those return at once, and leave their words as they were.
     let sched = sched_counters(t, t);
     c.touching.count = 9_999;
-    let mut runs = vec![0u32; t + 1];
+    c.touching.capacity = t as u32 + 1_000;
+    let mut runs = vec![9u32; t + 1_001];
     let (c_in, hull_in) = (c, hull.clone());
-    let mut groups = vec![9u32; (t + 1).div_ceil(256)];
+    let mut groups = vec![9u32; (t + 1_001).div_ceil(256)];
     coalesce_heads(
         &u,
         &f.touching,
@@ -199,17 +202,31 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         &[
             ("acl_merge", ub),
             ("touching", bytes(&f.touching)),
-            ("run_offsets", bytes(&vec![9u32; t + 1])),
+            ("run_offsets", bytes(&vec![9u32; t + 1_001])),
             ("set_hull", bytes(&hull_in)),
             ("merge_counters", bytes(&[c_in])),
             ("scan_groups", bytes(&vec![9u32; groups.len()])),
             ("sched_counters", bytes(&[sched])),
         ],
-        t as u32 + 1,
+        t as u32 + 1_001,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["run_offsets"]), runs, "{label}: run heads");
-    check_groups(&groups, &runs, &out, &format!("{label}: coalesce_heads"));
+    assert!(runs[t..].iter().all(|&v| v == 9), "{label}: heads past T");
+    let live = t.div_ceil(256);
+    let gpu_groups = cast::<u32>(&out["scan_groups"]);
+    check_groups(
+        &groups[..live],
+        &runs[..t],
+        &gpu_groups[..live],
+        &format!("{label}: coalesce_heads"),
+    );
+    assert!(
+        groups.len() - live > 2 && groups[live..] == gpu_groups[live..],
+        "{label}: coalesce_heads' groups past T"
+    );
+    assert!(groups[live..].iter().all(|&v| v == 9));
+    let runs = runs[..t].to_vec();
     assert_eq!(
         cast::<[u32; 4]>(&out["set_hull"]),
         hull,
@@ -219,9 +236,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     let heads: u32 = runs.iter().sum();
 
     // contact_coalesce: each pair's run from the head flags and coalesce_heads' group sums (no
-    // scan between); over a grid past the count by several workgroups (a touching capacity
-    // grown past the count, as the step's grid is: those workgroups return at once).
-    c.touching.capacity = t as u32 + 1_000;
+    // scan between); over a grid past the count by several workgroups (the same capacity).
     let (sets_in, hull_in, c_in) = (sets.clone(), hull.clone(), c);
     contact_coalesce(
         &u,
@@ -258,6 +273,7 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
     // By definition, from a plain exclusive scan of the flags: the head of run r writes slot
     // n0 + r with its own padded box, and the sets before n0 stay.
     let mut first = runs.clone();
+    first.push(0);
     exclusive_scan(&mut first, &mut Vec::new());
     assert_eq!(first[t], heads);
     assert!(t > 256, "{label}: {t} pairs, one group of the prefix");
@@ -354,7 +370,12 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         bins,
         "{label}: bin counts"
     );
-    check_groups(&groups, &bins, &out, &format!("{label}: set_bin_count"));
+    check_groups(
+        &groups,
+        &bins,
+        &cast::<u32>(&out["scan_groups"]),
+        &format!("{label}: set_bin_count"),
+    );
     assert_eq!(counters_of(&out), c, "{label}: set_bin_count counters");
     exclusive_scan(&mut bins, &mut Vec::new());
     let items = bins[cap] as usize;
@@ -457,7 +478,12 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
         eoff,
         "{label}: edge counts"
     );
-    check_groups(&groups, &eoff, &out, &format!("{label}: set_overlap_count"));
+    check_groups(
+        &groups,
+        &eoff,
+        &cast::<u32>(&out["scan_groups"]),
+        &format!("{label}: set_overlap_count"),
+    );
     assert_eq!(counters_of(&out), c, "{label}: set_overlap_count counters");
     assert_eq!(c.errors, 0);
     exclusive_scan(&mut eoff, &mut Vec::new());
@@ -672,22 +698,13 @@ fn kernels_match_twins(gpu: &Gpu, f: &Fixture, label: &str) -> u32 {
 /// The first step: every contact of the swatch is new.
 /// A grouped scan's producer: the twin's group sums (one per 256 of the words it wrote) are those
 /// words' sums, and the GPU's `scan_groups` are the twin's.
-fn check_groups(
-    twin: &[u32],
-    written: &[u32],
-    out: &std::collections::BTreeMap<String, Vec<u8>>,
-    label: &str,
-) {
+fn check_groups(twin: &[u32], written: &[u32], gpu: &[u32], label: &str) {
     let sums: Vec<u32> = written
         .chunks(256)
         .map(|c| c.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
         .collect();
     assert_eq!(twin, &sums[..], "{label}: twin group sums");
-    assert_eq!(
-        cast::<u32>(&out["scan_groups"]),
-        twin,
-        "{label}: GPU group sums"
-    );
+    assert_eq!(gpu, twin, "{label}: GPU group sums");
 }
 
 #[test]

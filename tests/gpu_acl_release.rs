@@ -129,7 +129,9 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
         num_sets: ns as u32,
         ..Default::default()
     };
-    const TAIL: usize = 5;
+    // A tail of several workgroups, as the step's grid (the set capacity's) passes the table: the
+    // workgroups wholly past it return at once.
+    const TAIL: usize = 1_000;
     const SENTINEL: u32 = 0xabad_cafe;
     let mut dest = vec![SENTINEL; ns + 1 + TAIL];
     // The group sums of the ns + 1 words written, and one more slot that must stay.
@@ -220,6 +222,7 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
     let Some(gpu) = gpu else {
         return nd;
     };
+    let grid_groups = (ns + 1 + TAIL).div_ceil(256);
     let out = run_kernel(
         gpu,
         "set_dirty_count",
@@ -227,7 +230,7 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
             ("rebuild", bytes(&[p])),
             ("sets", bytes(sets)),
             ("dirty_dest", bytes(&vec![SENTINEL; ns + 1 + TAIL])),
-            ("scan_groups", bytes(&vec![SENTINEL; num_groups + 1])),
+            ("scan_groups", bytes(&vec![SENTINEL; grid_groups])),
         ],
         // Threads past num_sets + 1 must do nothing.
         (ns + 1 + TAIL) as u32,
@@ -238,13 +241,16 @@ fn check_dirty_list(gpu: Option<&Gpu>, sets: &[ContactSet], label: &str) -> usiz
         counts,
         "{label}: GPU counts"
     );
-    // A workgroup whose threads wrote nothing writes a zero sum, where the twin writes nothing:
-    // they agree on the groups of the words written.
+    // The groups of the words written, as the twin's; those past them as they were.
     let gpu_groups = cast::<u32>(&out["scan_groups"]);
     assert_eq!(
         gpu_groups[..num_groups],
         groups[..num_groups],
         "{label}: GPU group sums"
+    );
+    assert!(
+        grid_groups - num_groups > 2 && gpu_groups[num_groups..].iter().all(|&v| v == SENTINEL),
+        "{label}: GPU group sums past the table"
     );
     let out = run_kernel(
         gpu,

@@ -672,10 +672,13 @@ fn schedule_process_matches_twin() {
 
     // touching_count → touching_write (no scan between: each entry's first slot from the group
     // sums and a workgroup scan), on both sides from the twin's entries, over more groups than
-    // one workgroup's (so the group part of the prefix counts).
+    // one workgroup's (so the group part of the prefix counts), and over a grid past the entries
+    // by several workgroups, as the step's (the entry capacity's): those return at once, and their
+    // group words stay as they were.
     let ngroups = n.div_ceil(256);
     assert!(ngroups > 1, "{n} entries: one group");
-    let mut groups = vec![7u32; ngroups];
+    let grid = n + 1_000;
+    let mut groups = vec![7u32; grid.div_ceil(256)];
     touching_count(&u, &cpu_entries, &mut groups);
     let out = run_kernel(
         &gpu,
@@ -683,15 +686,25 @@ fn schedule_process_matches_twin() {
         &[
             ("sched", bytes(&[u])),
             ("entries", bytes(&cpu_entries)),
-            ("scan_groups", bytes(&vec![7u32; ngroups])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
         ],
-        n as u32,
+        grid as u32,
     )
     .unwrap();
     // By definition: each group's sum of the entries' counts (the GPU's too), and all of them the
     // touching total.
     let counts: Vec<u32> = cpu_entries.iter().map(entry_touching).collect();
-    check_groups(&groups, &counts, &out["scan_groups"], "touching_count");
+    check_groups(
+        &groups[..ngroups],
+        &counts,
+        &out["scan_groups"][..4 * ngroups],
+        "touching_count",
+    );
+    let past: &[u32] = bytemuck::cast_slice(&out["scan_groups"][4 * ngroups..]);
+    assert!(
+        past.len() > 2 && past.iter().chain(&groups[ngroups..]).all(|&g| g == 7),
+        "touching_count wrote the groups past the entries: {past:?}"
+    );
     let total = counts.iter().sum::<u32>() as usize;
     assert_eq!(total, counters.touching.count as usize);
     for cap in [total, total - 5] {
@@ -727,7 +740,7 @@ fn schedule_process_matches_twin() {
                 ("touching", bytes(&vec![[u32::MAX; 2]; total])),
                 ("sched_counters", bytes(&[c0])),
             ],
-            n as u32,
+            grid as u32,
         )
         .unwrap();
         let g_pairs: &[[u32; 2]] = bytemuck::cast_slice(&out["touching"]);
@@ -1336,9 +1349,11 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     assert_eq!(items as usize, grid.items().len(), "{label}");
 
     // sched_grid_write → sort.
+    // With room, a capacity past the items by several workgroups, as a grown grid's is: the
+    // newcomer kernels' workgroups past the items return at once.
     let mut c0 = fresh_counters();
     c0.grid.capacity =
-        items.saturating_sub(case.short).max(1) + if case.short == 0 { 9 } else { 0 };
+        items.saturating_sub(case.short).max(1) + if case.short == 0 { 1_000 } else { 0 };
     let gcap = c0.grid.capacity as usize;
     let mut sgrid = vec![KeyValue::default(); gcap];
     let mut c1 = c0;
@@ -1419,7 +1434,7 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     }
 
     // newcomer_count (its group sums and total: no scan).
-    let mut noff = vec![0u32; gcap + 1];
+    let mut noff = vec![7u32; gcap + 1];
     let mut c2 = c1;
     let mut groups = vec![7u32; (gcap + 1).div_ceil(256)];
     newcomer_count(
@@ -1453,15 +1468,28 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
         &noff[..],
         "{label}"
     );
+    // The items' words and their groups' sums; past them, as they were.
+    let n = live_items as usize;
+    let live = n.div_ceil(256);
     check_groups(
-        &groups,
-        &noff,
-        &out["scan_groups"],
+        &groups[..live],
+        &noff[..n],
+        &out["scan_groups"][..4 * live],
         &format!("{label}: newcomer_count"),
     );
+    assert!(
+        noff[n..].iter().chain(&groups[live..]).all(|&v| v == 7),
+        "{label}: newcomer_count wrote past the items"
+    );
+    if case.short == 0 {
+        assert!(
+            groups.len() - live > 2,
+            "{label}: no workgroup past the items"
+        );
+    }
     // Their total, added to the candidates' count (0 before): the pairs by brute force below.
     let total = c2.cand.count;
-    assert_eq!(total, noff.iter().sum::<u32>(), "{label}: the total");
+    assert_eq!(total, noff[..n].iter().sum::<u32>(), "{label}: the total");
 
     // newcomer_write → sort.
     c2.cand.capacity =

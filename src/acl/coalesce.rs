@@ -124,11 +124,13 @@ fn used_sets(c: &MergeCounters) -> usize {
 
 /// Kernel `coalesce_heads`: with `T` the scheduler's touching pairs (`sched_counters`' count, at
 /// most its capacity and `merge_counters.touching.capacity`), `run_offsets[t]` = 1 when touching
-/// pair `t` starts a run, 0 otherwise and for `T ≤ t ≤ touching.capacity`; clears the hull
+/// pair `t < T` starts a run, else 0 (the words past `T` are left as they were); clears the hull
 /// accumulators of the slots the runs may take; `coalesce_base` = `sets.count`; the scheduler's
 /// touching count into `merge_counters` ([`super::counts::scheduled_counts`], which the later
-/// passes read); the group sums of `run_offsets[..=capacity]` into `scan_groups`
-/// ([`crate::scan::write_groups`]), from which `contact_coalesce` numbers the runs.
+/// passes read); the group sums of `run_offsets[..T]` into `scan_groups`
+/// ([`crate::scan::write_groups`]), from which `contact_coalesce` numbers the runs: one word per
+/// 256 pairs, and word 0 when there are none (the kernel's first workgroup always runs; those
+/// wholly past the pairs return at once, and their words are left as they were).
 pub fn coalesce_heads(
     acl_merge: &MergeUniform,
     touching: &[[u32; 2]],
@@ -150,11 +152,7 @@ pub fn coalesce_heads(
     super::counts::scheduled_counts(sched_counters, c);
     let (alpha, nq) = (acl_merge.alpha, acl_merge.nq);
     let mut prev = [0u32; 4];
-    for t in 0..=tcap {
-        if t >= n {
-            run_offsets[t] = 0;
-            continue;
-        }
+    for t in 0..n {
         let [i, j] = touching[t];
         let bx = padded_box(i, i, j, j, alpha, nq);
         run_offsets[t] = (t == 0 || !boxes_overlap(&prev, &bx)) as u32;
@@ -163,7 +161,9 @@ pub fn coalesce_heads(
             set_hull[base + t] = [0; 4];
         }
     }
-    crate::scan::write_groups(&run_offsets[..=tcap], scan_groups);
+    let live = n.div_ceil(crate::scan::GROUP as usize).max(1);
+    scan_groups[0] = 0;
+    crate::scan::write_groups(&run_offsets[..n], &mut scan_groups[..live]);
 }
 
 /// Kernel `contact_coalesce`: pair `t` of run `r` (the run heads `run_offsets[..=t]` less one,

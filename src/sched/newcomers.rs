@@ -298,12 +298,12 @@ fn newcomer_pairs(
 
 /// Stage `newcomer_count` (kernel `shaders/newcomer_count.wgsl`): `newcomer_offsets[i]` = for grid
 /// item `i` whose cell is new to its segment, the number of other segments in that cell whose pair
-/// it writes ([`newcomer_emits`]), else 0 (and
-/// for the slots past the items); `newcomer_offsets[capacity] = 0`. Newcomer items are counted into
-/// `sched_counters.newcomers`; a hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises
-/// `ERROR_GRID_CELL_FULL`.
-/// Also the group sums of the words it writes into `scan_groups` ([`crate::scan::write_groups`],
-/// from which [`newcomer_write`] places each item's pairs), and their total added to
+/// it writes ([`newcomer_emits`]), else 0; the slots past the items are left as they were
+/// ([`newcomer_write`] reads none). Newcomer items are counted into `sched_counters.newcomers`; a
+/// hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises `ERROR_GRID_CELL_FULL`.
+/// Also the group sums of the items' words into `scan_groups` ([`crate::scan::write_groups`], from
+/// which [`newcomer_write`] places each item's pairs; the words of groups wholly past the items are
+/// left as they were: the kernel's workgroups there return at once), and their total added to
 /// `sched_counters.cand.count` (0 at the step's start): the candidates' count.
 pub fn newcomer_count(
     sched: &SchedUniform,
@@ -315,25 +315,23 @@ pub fn newcomer_count(
     scan_groups: &mut [u32],
 ) {
     let _ = sched;
-    let cap = sched_counters.grid.capacity as usize;
     let items = grid_items(sched_grid, sched_counters);
+    let n = items.len();
     let mut full = false;
-    for (i, o) in newcomer_offsets[..cap].iter_mut().enumerate() {
-        *o = 0;
-        let Some(kv) = items.get(i) else { continue };
-        let mut n = 0;
-        if let Some(ok) = newcomer_pairs(items, cells, prev_cells, kv, |_| n += 1) {
+    for (o, kv) in newcomer_offsets[..n].iter_mut().zip(items) {
+        let mut c = 0;
+        if let Some(ok) = newcomer_pairs(items, cells, prev_cells, kv, |_| c += 1) {
             sched_counters.newcomers += 1;
             full |= !ok;
         }
-        *o = n;
+        *o = c;
     }
-    newcomer_offsets[cap] = 0;
     if full {
         sched_counters.errors |= ERROR_GRID_CELL_FULL;
     }
-    crate::scan::write_groups(&newcomer_offsets[..=cap], scan_groups);
-    let total = scan_groups.iter().fold(0u32, |a, &g| a.wrapping_add(g));
+    let live = &mut scan_groups[..n.div_ceil(crate::scan::GROUP as usize)];
+    crate::scan::write_groups(&newcomer_offsets[..n], live);
+    let total = live.iter().fold(0u32, |a, &g| a.wrapping_add(g));
     sched_counters.cand.count = sched_counters.cand.count.wrapping_add(total);
 }
 

@@ -398,10 +398,11 @@ pub fn entry_touching(en: &SchedEntry) -> u32 {
 
 /// Stage `touching_count` (kernel `shaders/touching_count.wgsl`): the sums of the touching counts
 /// `schedule_process` recorded in the entries (`n` of them), 256 entries per word, into
-/// `scan_groups`, from which `touching_write` finds each entry's first slot.
+/// `scan_groups`, from which `touching_write` finds each entry's first slot. The words of groups
+/// wholly past the entries are left as they were (the kernel's workgroups there return at once;
+/// `touching_write` reads none of them).
 pub fn touching_count(sched: &SchedUniform, entries: &[SchedEntry], scan_groups: &mut [u32]) {
     let n = sched.num_entries as usize;
-    scan_groups.fill(0);
     for (g, chunk) in scan_groups
         .iter_mut()
         .zip(entries[..n].chunks(crate::scan::GROUP as usize))
