@@ -1,8 +1,11 @@
 // entries_keep: keep[e] = 1 when schedule entry e stays in the table (neither segment left a cell,
 // or their cell boxes still meet), else 0; keep[num_entries] = 0 (the scan's trailing element, which
-// becomes the number kept). CPU twin: sched::entries_keep. One thread per entry, plus one. Loop bound: write_scan_group's 8 halving steps.
+// becomes the number kept). CPU twin: sched::entries_keep.
 // Each workgroup also writes the sum of its threads' counts into scan_groups
 // (shared/scan_groups.wgsl): the scan is grouped, its block sums written here.
+// One thread per entry slot, plus one (the entry capacity's grid); a workgroup wholly past the
+// trailing element returns at once and writes no group sum (entries_compact's workgroups there
+// return too). Loop bound: write_scan_group's 8 halving steps.
 
 #import layout
 #import sched
@@ -21,8 +24,12 @@ fn entries_keep(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let e = thread_index(wid, nwg, lid, 256u);
     let n = sched.num_entries;
+    // (Uniform: sched is read-only storage.)
+    if (wid.y * nwg.x + wid.x) * 256u > n {
+        return;
+    }
+    let e = thread_index(wid, nwg, lid, 256u);
     var v = 0u;
     if e < n {
         let a = entries[e].seg_a;

@@ -932,8 +932,11 @@ fn entries_keep_and_compact_match_twins() {
         c.lo[0] += 1000;
         c.hi[0] += 1000;
     }
-    let mut keep = vec![0u32; n + 1];
-    let mut groups = vec![9u32; (n + 1).div_ceil(256)];
+    // Over a grid past the table by several workgroups, as the step's (the entry capacity's):
+    // those return at once, and leave their words as they were.
+    let grid = n + 1_001;
+    let mut keep = vec![9u32; grid];
+    let mut groups = vec![9u32; grid.div_ceil(256)];
     entries_keep(&u, &cells, &motion, &f.entries, &mut keep, &mut groups);
     let out = run_kernel(
         &gpu,
@@ -943,14 +946,29 @@ fn entries_keep_and_compact_match_twins() {
             ("cells", bytes(&cells)),
             ("motion", bytes(&motion)),
             ("entries", bytes(&f.entries)),
-            ("keep", bytes(&vec![9u32; n + 1])),
+            ("keep", bytes(&vec![9u32; grid])),
             ("scan_groups", bytes(&vec![9u32; groups.len()])),
         ],
-        n as u32 + 1,
+        grid as u32,
     )
     .unwrap();
-    assert_eq!(bytemuck::cast_slice::<u8, u32>(&out["keep"]), &keep[..]);
-    check_groups(&groups, &keep, &out["scan_groups"], "entries_keep");
+    let gpu_keep: &[u32] = bytemuck::cast_slice(&out["keep"]);
+    assert_eq!(gpu_keep, &keep[..]);
+    assert!(keep[n + 1..].iter().all(|&v| v == 9));
+    let live = (n + 1).div_ceil(256);
+    let keep = keep[..=n].to_vec();
+    check_groups(
+        &groups[..live],
+        &keep,
+        &out["scan_groups"][..4 * live],
+        "entries_keep",
+    );
+    let past: &[u32] = bytemuck::cast_slice(&out["scan_groups"][4 * live..]);
+    assert!(
+        past.len() > 2 && past.iter().chain(&groups[live..]).all(|&g| g == 9),
+        "entries_keep wrote the groups past the table: {past:?}"
+    );
+    let groups = groups[..live].to_vec();
     let kept = keep.iter().sum::<u32>() as usize;
     let compact = compact_both(&gpu, &u, &f.entries, &keep, &groups, kept);
     let mut retained = f.entries.clone();

@@ -104,7 +104,8 @@ pub fn bins_due(n: u64) -> u32 {
 /// meet), else 0, and `keep[n] = 0`; an exclusive scan of `keep` gives each kept entry its slot and,
 /// last, the number kept.
 /// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
+/// the scan is grouped; the CPU path passes none); the words of groups wholly past them are left as
+/// they were (the kernel's workgroups there return at once).
 pub fn entries_keep(
     sched: &SchedUniform,
     cells: &[CellBox],
@@ -180,7 +181,8 @@ pub fn release_slots(bx: &[u32; 4], b: u32, nseg: u32) -> u32 {
 /// ([`release_rect`]), `release_offsets[num_released] = 0`; an exclusive scan gives each release its
 /// first slot and the total.
 /// Also the group sums of the `n + 1` words into `scan_groups` ([`crate::scan::write_groups`]:
-/// the scan is grouped; the CPU path passes none).
+/// the scan is grouped; the CPU path passes none); the words of groups wholly past them are left as
+/// they were (the kernel's workgroups there return at once).
 pub fn release_count(
     sched: &SchedUniform,
     released: &[Release],
