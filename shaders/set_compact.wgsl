@@ -10,7 +10,8 @@
 // slot m − 1 (of slot 0 when m = 0), which has the live sets' number, also ends the step's counts
 // before anything else reads them (acl_step_counts): the verdict on the last round's merge
 // invocation (last_round_merge_verdict), and that number as the table length (compacted_counts).
-// CPU twin: acl::sets::set_compact. One thread per set slot; loop bounds: 22 (the group sums
+// CPU twin: acl::sets::set_compact. One thread per set slot (the set capacity's grid; a workgroup
+// wholly past the table, but the first, returns at once); loop bounds: 22 (the group sums
 // before a workgroup: at most 2²⁷ / 96 set slots fit a binding, 5,462 groups), 8 + 8
 // (group_prefix), 4 (springs), 8 (workgroup_sum).
 
@@ -36,8 +37,15 @@ fn set_compact(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let k = thread_index(wid, nwg, lid, 256u);
     let m = min(rebuild.num_sets, arrayLength(&sets));
+    let g = wid.y * nwg.x + wid.x;
+    // A workgroup wholly past the table returns before the prefix, whose loads grow with the
+    // workgroup's index (but the first: the thread of slot 0 ends the counts of an empty table).
+    // Uniform: rebuild is a uniform.
+    if g > 0u && g * 256u >= m {
+        return;
+    }
+    let k = thread_index(wid, nwg, lid, 256u);
     var s: ContactSet;
     var live = 0u;
     if k < m {
@@ -45,7 +53,7 @@ fn set_compact(
         live = select(0u, 1u, (s.flags & SET_LIVE) != 0u);
     }
     // Every thread of the workgroup reaches the prefix and the sum (they have barriers).
-    let d = group_prefix(wid.y * nwg.x + wid.x, lid, live);
+    let d = group_prefix(g, lid, live);
     if k == max(m, 1u) - 1u {
         last_round_merge_verdict();
         compacted_counts(d + live);

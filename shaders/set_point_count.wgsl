@@ -7,7 +7,10 @@
 // total. Both arrays are zero when this runs: new buffers are, and set_gather clears what it read.
 // Each workgroup also writes its live sets' number into scan_groups (shared/scan_groups.wgsl), from
 // which set_compact, later in the step, finds each live set's slot in the compacted table (the
-// table does not change in between). Dispatched over every set slot.
+// table does not change in between). Dispatched over every set slot (the set capacity's grid); a
+// workgroup wholly past acl.num_sets returns at once and writes no group sum (set_compact's
+// workgroups there do not read them: both kernels' counts are the table length that
+// acl_counts / acl_coalesced_plan write into acl and rebuild together).
 // Loop bound per thread: ACL_MAX_SET_POINTS = 1,008 (a larger set fails the step in set_evaluate),
 // 8 (write_scan_group).
 
@@ -29,6 +32,10 @@ fn set_point_count(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // (acl is a uniform: the test is uniform, and the barriers below stay in uniform control flow.)
+    if (wid.y * nwg.x + wid.x) * 256u >= acl.num_sets {
+        return;
+    }
     let k = thread_index(wid, nwg, lid, 256u);
     var live = 0u;
     if k < acl.num_sets {

@@ -879,8 +879,10 @@ fn point_table_and_gather_match_the_cpu() {
         vec![0u32; npts],
         vec![7u32; p.cp.len()],
     );
-    // (and the live sets per 256 slots, for set_compact)
-    let mut groups_c = vec![7u32; sets.len().div_ceil(256)];
+    // (and the live sets per 256 slots, for set_compact; over a grid past the table by several
+    // workgroups, as the step's (the set capacity's): those return at once, and leave their words)
+    let grid = sets.len() + 1_000;
+    let mut groups_c = vec![7u32; grid.div_ceil(256)];
     set_point_count(
         &u,
         &sets,
@@ -902,11 +904,17 @@ fn point_table_and_gather_match_the_cpu() {
             ("point_rank", bytes(&vec![7u32; p.cp.len()])),
             ("scan_groups", bytes(&vec![7u32; groups_c.len()])),
         ],
-        sets.len() as u32,
+        grid as u32,
     )
     .unwrap();
     assert_eq!(cast::<u32>(&out["scan_groups"]), groups_c);
-    for (g, &c) in groups_c.iter().enumerate() {
+    let live_groups = sets.len().div_ceil(256);
+    assert!(groups_c.len() - live_groups > 2);
+    assert!(
+        groups_c[live_groups..].iter().all(|&g| g == 7),
+        "groups past the table written"
+    );
+    for (g, &c) in groups_c[..live_groups].iter().enumerate() {
         let end = (256 * (g + 1)).min(sets.len());
         let live = sets[256 * g..end]
             .iter()

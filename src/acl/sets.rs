@@ -212,9 +212,12 @@ impl SetIndex {
 /// The live sets of each 256 slots of `sets[..num_sets]` into `scan_groups` (slots past `num_sets`
 /// count none): what `set_point_count`'s workgroups write beside the point table's counts
 /// ([`super::gather::set_point_count`]), from which [`set_compact`] finds each live set's slot.
+/// The words of groups wholly past `num_sets` are left as they were (the kernel's workgroups there
+/// return at once; `set_compact` reads none of them).
 pub fn live_groups(num_sets: u32, sets: &[ContactSet], scan_groups: &mut [u32]) {
     let n = num_sets as usize;
-    for (g, sum) in scan_groups.iter_mut().enumerate() {
+    let groups = n.div_ceil(256).min(scan_groups.len());
+    for (g, sum) in scan_groups[..groups].iter_mut().enumerate() {
         let end = (256 * (g + 1)).min(n);
         let start = (256 * g).min(end);
         *sum = sets[start..end]
