@@ -694,16 +694,13 @@ fn schedule_process_matches_twin() {
     // By definition: each group's sum of the entries' counts (the GPU's too), and all of them the
     // touching total.
     let counts: Vec<u32> = cpu_entries.iter().map(entry_touching).collect();
-    check_groups(
-        &groups[..ngroups],
+    check_groups_past(
+        &groups,
         &counts,
-        &out["scan_groups"][..4 * ngroups],
+        &out["scan_groups"],
+        7,
+        3,
         "touching_count",
-    );
-    let past: &[u32] = bytemuck::cast_slice(&out["scan_groups"][4 * ngroups..]);
-    assert!(
-        past.len() > 2 && past.iter().chain(&groups[ngroups..]).all(|&g| g == 7),
-        "touching_count wrote the groups past the entries: {past:?}"
     );
     let total = counts.iter().sum::<u32>() as usize;
     assert_eq!(total, counters.touching.count as usize);
@@ -955,20 +952,9 @@ fn entries_keep_and_compact_match_twins() {
     let gpu_keep: &[u32] = bytemuck::cast_slice(&out["keep"]);
     assert_eq!(gpu_keep, &keep[..]);
     assert!(keep[n + 1..].iter().all(|&v| v == 9));
-    let live = (n + 1).div_ceil(256);
     let keep = keep[..=n].to_vec();
-    check_groups(
-        &groups[..live],
-        &keep,
-        &out["scan_groups"][..4 * live],
-        "entries_keep",
-    );
-    let past: &[u32] = bytemuck::cast_slice(&out["scan_groups"][4 * live..]);
-    assert!(
-        past.len() > 2 && past.iter().chain(&groups[live..]).all(|&g| g == 9),
-        "entries_keep wrote the groups past the table: {past:?}"
-    );
-    let groups = groups[..live].to_vec();
+    check_groups_past(&groups, &keep, &out["scan_groups"], 9, 3, "entries_keep");
+    let groups = groups[..(n + 1).div_ceil(256)].to_vec();
     let kept = keep.iter().sum::<u32>() as usize;
     let compact = compact_both(&gpu, &u, &f.entries, &keep, &groups, kept);
     let mut retained = f.entries.clone();
@@ -1254,6 +1240,31 @@ fn check_groups(twin: &[u32], written: &[u32], gpu_out: &[u8], label: &str) {
     );
 }
 
+/// [`check_groups`] over the groups of the words written (`written`), when the kernel ran over a
+/// grid past them: the words of the groups wholly past them stay `sentinel`, on both sides, and
+/// there are at least `min_past` of them (the workgroups that returned at once).
+fn check_groups_past(
+    twin: &[u32],
+    written: &[u32],
+    gpu_out: &[u8],
+    sentinel: u32,
+    min_past: usize,
+    label: &str,
+) {
+    let live = written.len().div_ceil(256);
+    check_groups(&twin[..live], written, &gpu_out[..4 * live], label);
+    let past: &[u32] = bytemuck::cast_slice(&gpu_out[4 * live..]);
+    assert!(
+        past.len() >= min_past,
+        "{label}: {} groups past",
+        past.len()
+    );
+    assert!(
+        past.iter().chain(&twin[live..]).all(|&g| g == sentinel),
+        "{label}: the groups past the words written: {past:?}"
+    );
+}
+
 fn run_sched_kernel(
     gpu: &yarnsim::gpu::Gpu,
     name: &str,
@@ -1488,23 +1499,18 @@ fn newcomer_chain(gpu: &yarnsim::gpu::Gpu, f: &ProcessFixture, case: &NewcomerCa
     );
     // The items' words and their groups' sums; past them, as they were.
     let n = live_items as usize;
-    let live = n.div_ceil(256);
-    check_groups(
-        &groups[..live],
+    check_groups_past(
+        &groups,
         &noff[..n],
-        &out["scan_groups"][..4 * live],
+        &out["scan_groups"],
+        7,
+        if case.short == 0 { 3 } else { 0 },
         &format!("{label}: newcomer_count"),
     );
     assert!(
-        noff[n..].iter().chain(&groups[live..]).all(|&v| v == 7),
+        noff[n..].iter().all(|&v| v == 7),
         "{label}: newcomer_count wrote past the items"
     );
-    if case.short == 0 {
-        assert!(
-            groups.len() - live > 2,
-            "{label}: no workgroup past the items"
-        );
-    }
     // Their total, added to the candidates' count (0 before): the pairs by brute force below.
     let total = c2.cand.count;
     assert_eq!(total, noff[..n].iter().sum::<u32>(), "{label}: the total");
