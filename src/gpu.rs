@@ -15,7 +15,8 @@
 //! all their files were written (segfault or glibc heap-corruption abort in `_dl_fini`).
 //!
 //! [`testing`] holds the test harness: [`testing::gpu_or_skip`] serializes GPU tests within a process and
-//! skips loudly (or fails under `CI=true`) when no adapter is available.
+//! skips loudly (or fails under `CI=true`) when no adapter is available, or only the GL fallback's
+//! software rendering (llvmpipe), on which the suite would take hours.
 
 use std::fmt;
 
@@ -23,7 +24,7 @@ use std::fmt;
 pub const BACKEND_ENV: &str = "YARNSIM_GPU_BACKEND";
 
 /// Why no GPU context could be made.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum GpuError {
     #[error("no GPU adapter on backends [{backends}]: {reason}; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or pick another backend with {BACKEND_ENV}")]
     NoAdapter { backends: String, reason: String },
@@ -31,6 +32,10 @@ pub enum GpuError {
     BadBackend { value: String },
     #[error("the adapter {adapter:?} refused to open a device: {reason}")]
     RequestDevice { adapter: String, reason: String },
+    /// Only for the GPU tests ([`testing::gpu_or_skip`]): the one adapter found is OpenGL software
+    /// rendering, which the primary backends fell back to.
+    #[error("the only adapter is OpenGL software rendering, {adapter}, on which the GPU tests would take hours; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or set {BACKEND_ENV}=gl to run them on it anyway")]
+    SoftwareGl { adapter: String },
 }
 
 impl GpuError {
@@ -63,6 +68,32 @@ impl AdapterSummary {
             driver: info.driver.clone(),
             driver_info: info.driver_info.clone(),
         }
+    }
+}
+
+impl AdapterSummary {
+    /// OpenGL software rendering (Mesa's llvmpipe or softpipe through GL): what [`Gpu::new`] falls
+    /// back to on a machine with Mesa's GL but no Vulkan driver. On it the GPU step compiles its
+    /// kernels at their first dispatch, for minutes, and runs some 20 times slower than on
+    /// lavapipe, Mesa's Vulkan CPU adapter (the tiny swatch's first ACL frame without relaxation,
+    /// 2 cores: 246 s, 174 of them in its first step, against 3.2 s; `tests/gpu_scan.rs` 73 s
+    /// against 7 s).
+    pub fn is_software_gl(&self) -> bool {
+        self.backend == format!("{:?}", wgpu::Backend::Gl)
+            && self.device_type == format!("{:?}", wgpu::DeviceType::Cpu)
+    }
+
+    /// What a run on this adapter should say before it starts, if anything: on OpenGL software
+    /// rendering ([`AdapterSummary::is_software_gl`]) that it will be slow, and what to install.
+    pub fn slow_adapter_note(&self) -> Option<String> {
+        self.is_software_gl().then(|| {
+            format!(
+                "note: {} is OpenGL software rendering: the first GPU step compiles every kernel, \
+                 for minutes, and the steps run some 20 times slower than on lavapipe, Mesa's \
+                 Vulkan CPU adapter (Debian package mesa-vulkan-drivers)",
+                self.name
+            )
+        })
     }
 }
 
@@ -422,7 +453,7 @@ impl Gpu {
 /// let _queue = &gpu.queue;
 /// ```
 pub mod testing {
-    use super::{Gpu, GpuError};
+    use super::{AdapterSummary, Gpu, GpuError};
     use std::io::Write;
     use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -472,25 +503,53 @@ pub mod testing {
             Ok(gpu) => Some(gpu),
             Err(e) if ci => panic!("{test_name}: a GPU adapter is required under CI=true: {e}"),
             Err(e) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED {test_name}: no GPU adapter ({})",
-                    e.reason()
-                );
+                let why = match &e {
+                    GpuError::NoAdapter { .. } => format!("no GPU adapter ({})", e.reason()),
+                    _ => e.to_string(),
+                };
+                let _ = writeln!(std::io::stderr(), "SKIPPED {test_name}: {why}");
                 None
             }
         }
     }
 
+    /// Whether the GPU tests run on `adapter`: not on OpenGL software rendering
+    /// ([`AdapterSummary::is_software_gl`]) unless the user named the backends (`named`:
+    /// `YARNSIM_GPU_BACKEND` or `WGPU_BACKEND` set), since on a machine with Mesa's GL and no
+    /// Vulkan driver the suite would otherwise run there for hours, where the README promises a
+    /// skip.
+    pub fn test_adapter(adapter: &AdapterSummary, named: bool) -> Result<(), GpuError> {
+        if adapter.is_software_gl() && !named {
+            return Err(GpuError::SoftwareGl {
+                adapter: adapter.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Opens a GPU for test `test_name`, holding the process-wide GPU test lock while it lives.
     ///
     /// Without an adapter it prints `SKIPPED <test>: no GPU adapter (<reason>)` to stderr and returns
-    /// `None`, except under `CI=true`, where it panics so the missing GPU fails the run.
+    /// `None`, except under `CI=true`, where it panics so the missing GPU fails the run. The same
+    /// (with its own reason) where the only adapter is OpenGL software rendering and no backend
+    /// was named ([`test_adapter`]).
     pub fn gpu_or_skip(test_name: &str) -> Option<GpuTestGuard> {
         // A test that panicked while holding the lock must not fail every later GPU test.
         let lock = GPU_TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         ensure_runtime_dir();
-        let gpu = skip_or_fail(test_name, Gpu::new(), is_ci())?;
+        // The first test of the process that finds no adapter for the tests decides for the rest:
+        // opening the GL fallback takes seconds, a few hundred times over in the suite.
+        static UNUSABLE: OnceLock<GpuError> = OnceLock::new();
+        let opened = match UNUSABLE.get() {
+            Some(e) => Err(e.clone()),
+            None => Gpu::new().and_then(|gpu| {
+                test_adapter(&gpu.summary(), super::backends_named()).map(|()| gpu)
+            }),
+        };
+        if let Err(e @ (GpuError::NoAdapter { .. } | GpuError::SoftwareGl { .. })) = &opened {
+            let _ = UNUSABLE.set(e.clone());
+        }
+        let gpu = skip_or_fail(test_name, opened, is_ci())?;
         Some(GpuTestGuard { gpu, _lock: lock })
     }
 }

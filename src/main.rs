@@ -754,6 +754,11 @@ fn run(mut a: RunArgs) -> Result<()> {
         None
     };
     if let (Some(gpu), false) = (&gpu, a.quiet) {
+        // (A capture alone renders a few frames; the note is about the GPU step.)
+        let note = gpu.summary().slow_adapter_note();
+        if let (Some(note), Backend::Gpu) = (note, a.backend()) {
+            eprintln!("{note}");
+        }
         report_slow_reruns(gpu);
     }
     // The capture's renderer before any directory: a size the adapter refuses leaves nothing.
@@ -1268,6 +1273,9 @@ fn table(a: TableArgs) -> Result<()> {
     };
     let backend = if gpu.is_some() { "gpu" } else { "cpu" };
     let adapter = gpu.as_ref().map(|g| g.summary());
+    if let Some(note) = adapter.as_ref().and_then(|s| s.slow_adapter_note()) {
+        eprintln!("{note}");
+    }
     if !a.quiet {
         match &adapter {
             Some(s) => eprintln!("machine: {machine}, {threads} threads; backend gpu: {s}"),

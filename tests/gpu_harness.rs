@@ -3,11 +3,16 @@
 //! The no-adapter behaviour is checked by running this same test binary again as a child process with
 //! `YARNSIM_GPU_BACKEND=none` (no backend at all), once without and once with `CI=true`.
 //!
+//! Where the only adapter is the GL fallback's software rendering the tests skip too (checked on
+//! described adapters: a child process on such a machine may crash in libEGL's destructor at exit,
+//! see `src/gpu.rs`).
+//!
 //! Also the shader files themselves (no GPU needed): the build script's validation, and the lighting
 //! that the two render shaders each carry a copy of.
 
 use std::process::Command;
-use yarnsim::gpu::testing::gpu_or_skip;
+use yarnsim::gpu::testing::{gpu_or_skip, skip_or_fail, test_adapter};
+use yarnsim::gpu::{AdapterSummary, GpuError};
 
 /// Run only as a child of `skip_message_without_adapter` / `panics_under_ci_without_adapter`.
 #[test]
@@ -65,6 +70,68 @@ fn panics_under_ci_without_adapter() {
     assert!(
         !stderr.contains("SKIPPED"),
         "must not skip under CI:\n{stderr}"
+    );
+}
+
+/// An adapter as wgpu would describe it, for the harness's decisions (no GPU needed).
+fn adapter(name: &str, backend: wgpu::Backend, kind: wgpu::DeviceType) -> AdapterSummary {
+    AdapterSummary {
+        name: name.into(),
+        backend: format!("{backend:?}"),
+        device_type: format!("{kind:?}"),
+        driver: String::new(),
+        driver_info: String::new(),
+    }
+}
+
+/// On a machine with Mesa's GL but no Vulkan driver, `Gpu::new` falls back to llvmpipe through
+/// GL, where the suite would run for hours (its kernels compile at their first dispatch, for
+/// minutes, and steps are some 20 times slower than on lavapipe): the tests skip there, loudly,
+/// as without an adapter, and fail under CI, unless the user named the backends. Every other
+/// adapter, lavapipe and hardware GL included, runs them.
+#[test]
+fn tests_skip_on_software_gl_unless_it_is_named() {
+    use wgpu::{Backend, DeviceType};
+    let llvmpipe = adapter(
+        "llvmpipe (LLVM 15.0.6, 256 bits)",
+        Backend::Gl,
+        DeviceType::Cpu,
+    );
+    let err = test_adapter(&llvmpipe, false).expect_err("software GL, not named");
+    assert!(matches!(err, GpuError::SoftwareGl { .. }), "{err:?}");
+    let msg = err.to_string();
+    for part in ["llvmpipe", "mesa-vulkan-drivers", "YARNSIM_GPU_BACKEND=gl"] {
+        assert!(msg.contains(part), "no {part:?} in {msg:?}");
+    }
+    test_adapter(&llvmpipe, true).expect("software GL, named");
+    assert!(llvmpipe
+        .slow_adapter_note()
+        .is_some_and(|n| n.contains("llvmpipe") && n.contains("mesa-vulkan-drivers")));
+    let others = [
+        adapter(
+            "llvmpipe (LLVM 15.0.6, 256 bits)",
+            Backend::Vulkan,
+            DeviceType::Cpu,
+        ),
+        adapter("NVIDIA H200", Backend::Vulkan, DeviceType::DiscreteGpu),
+        adapter(
+            "Mesa Intel(R) UHD Graphics",
+            Backend::Gl,
+            DeviceType::IntegratedGpu,
+        ),
+    ];
+    for a in &others {
+        test_adapter(a, false).unwrap_or_else(|e| panic!("{a}: {e}"));
+        assert_eq!(a.slow_adapter_note(), None, "{a}");
+    }
+    // Skipped without CI, a failure under it.
+    assert!(skip_or_fail("software_gl_probe", Err(err.clone()), false).is_none());
+    let ci = std::panic::catch_unwind(|| skip_or_fail("software_gl_probe", Err(err), true))
+        .expect_err("a failure under CI=true");
+    let ci = ci.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        ci.contains("required under CI=true") && ci.contains("OpenGL software rendering"),
+        "{ci}"
     );
 }
 
