@@ -1670,7 +1670,8 @@ impl Sim {
     /// *Limits.* The check sees the state once per frame: a pass-through that begins and ends
     /// within one frame and carries the pair more than `3r` apart is not seen. *Cost:* one grid
     /// search at the current positions (about one exact step's detection; `acl` builds a fresh
-    /// exact search) and a few dozen flops per touching pair, once per frame.
+    /// exact search) and a few dozen flops per touching pair, once per frame; the pairs' list and
+    /// their rules run on every core (the GPU step waits through it).
     pub fn check_pass_through(&mut self) -> Result<(), SimError> {
         let first = self
             .steps
@@ -1750,6 +1751,10 @@ impl Sim {
 /// Pass-through check ([`Sim::check_pass_through`]): a touching quadrature pair closer than this
 /// many yarn radii has lost to the penalty.
 pub const PASS_THROUGH_DEPTH: f32 = 0.5;
+
+/// Pairs per parallel run of the pass-through check: its crossings (most pairs, in a knit) fit
+/// below glibc's threshold for a fresh mapping (128 KiB), so the runs reuse the heap.
+const PASS_CHECK_RUN: usize = 1024;
 
 /// Crossed pairs: the smallest sine of the angle between the tangents (30°) at both checks.
 const CROSS_MIN_SIN: f32 = 0.5;
@@ -1965,71 +1970,95 @@ fn pass_through_scan(
         }
     };
     let deep = PASS_THROUGH_DEPTH * r;
-    let mut deepest: Option<(f32, [u32; 2], [V3<f32>; 2])> = None;
+    // Runs of pairs in parallel (the garments' checks see 10⁵–10⁶ pairs, once a frame, while the
+    // GPU step waits), each keeping the first of its deepest pairs and its crossings in order;
+    // then the runs in order: what one loop over the pairs finds.
+    use rayon::prelude::*;
+    type Deepest = Option<(f32, [u32; 2], [V3<f32>; 2])>;
+    let runs: Vec<(Deepest, Vec<Crossing>)> = pc
+        .touching
+        .par_chunks(PASS_CHECK_RUN)
+        .map(|run| {
+            let mut deepest: Deepest = None;
+            let mut crossings = Vec::with_capacity(run.len());
+            for &[i, j] in run {
+                let (Some((yi, ti)), Some((yj, tj))) = (eval(i), eval(j)) else {
+                    continue;
+                };
+                let x = yi - yj;
+                let d = x.norm();
+                if d < deep && deepest.is_none_or(|(dd, _, _)| d < dd) {
+                    deepest = Some((d, [i, j], [yi, yj]));
+                }
+                if let Some(n) = crossing_direction(ti, tj) {
+                    let side = x.dot(n);
+                    if side.abs() >= CROSS_MIN_SIDE * r && side.abs() >= CROSS_MIN_ALIGN * d {
+                        crossings.push(Crossing {
+                            quad: [i, j],
+                            n,
+                            side,
+                            dist: d,
+                        });
+                    }
+                }
+            }
+            (deepest, crossings)
+        })
+        .collect();
+    let mut deepest: Deepest = None;
     pc.next.clear();
-    for &[i, j] in &pc.touching {
-        let (Some((yi, ti)), Some((yj, tj))) = (eval(i), eval(j)) else {
-            continue;
-        };
-        let x = yi - yj;
-        let d = x.norm();
-        if d < deep && deepest.is_none_or(|(dd, _, _)| d < dd) {
-            deepest = Some((d, [i, j], [yi, yj]));
-        }
-        if let Some(n) = crossing_direction(ti, tj) {
-            let side = x.dot(n);
-            if side.abs() >= CROSS_MIN_SIDE * r && side.abs() >= CROSS_MIN_ALIGN * d {
-                pc.next.push(Crossing {
-                    quad: [i, j],
-                    n,
-                    side,
-                    dist: d,
-                });
+    for (run_deepest, crossings) in runs {
+        if let Some((d, q, ys)) = run_deepest {
+            if deepest.is_none_or(|(dd, _, _)| d < dd) {
+                deepest = Some((d, q, ys));
             }
         }
+        pc.next.extend(crossings);
     }
     let mut found = deepest.map(|(d, q, ys)| place(PassThroughKind::Deep, q, ys, d));
     if record_only {
         found = None;
     } else if found.is_none() {
-        for c in &pc.crossings {
-            let (Some((yi, ti)), Some((yj, tj))) = (eval(c.quad[0]), eval(c.quad[1])) else {
-                continue;
-            };
-            let x = yi - yj;
-            let d = x.norm();
-            if d.is_nan() || d >= CROSS_MAX_DIST * r {
-                continue;
-            }
-            let Some(n) = crossing_direction(ti, tj) else {
-                continue;
-            };
-            if n.dot(c.n) < CROSS_MIN_TURN {
-                continue;
-            }
-            let side = x.dot(n);
-            if side * c.side < 0.0
-                && side.abs() >= CROSS_MIN_SIDE * r
-                && side.abs() >= CROSS_MIN_ALIGN * d
-                && crossing_confirmed(
-                    topo,
-                    &pc.prev_pos,
-                    pos,
-                    (c.quad[0] / b) as usize,
-                    (c.quad[1] / b) as usize,
-                )
-            {
-                found = Some(place(
-                    PassThroughKind::Crossed {
-                        previous_distance: c.dist,
-                    },
-                    c.quad,
-                    [yi, yj],
-                    d,
-                ));
-                break;
-            }
-        }
+        // The first crossed pair in order (of the last check's crossings).
+        found = pc
+            .crossings
+            .par_iter()
+            .with_min_len(1024)
+            .find_map_first(|c| {
+                let (Some((yi, ti)), Some((yj, tj))) = (eval(c.quad[0]), eval(c.quad[1])) else {
+                    return None;
+                };
+                let x = yi - yj;
+                let d = x.norm();
+                if d.is_nan() || d >= CROSS_MAX_DIST * r {
+                    return None;
+                }
+                let n = crossing_direction(ti, tj)?;
+                if n.dot(c.n) < CROSS_MIN_TURN {
+                    return None;
+                }
+                let side = x.dot(n);
+                (side * c.side < 0.0
+                    && side.abs() >= CROSS_MIN_SIDE * r
+                    && side.abs() >= CROSS_MIN_ALIGN * d
+                    && crossing_confirmed(
+                        topo,
+                        &pc.prev_pos,
+                        pos,
+                        (c.quad[0] / b) as usize,
+                        (c.quad[1] / b) as usize,
+                    ))
+                .then(|| {
+                    place(
+                        PassThroughKind::Crossed {
+                            previous_distance: c.dist,
+                        },
+                        c.quad,
+                        [yi, yj],
+                        d,
+                    )
+                })
+            });
     }
     std::mem::swap(&mut pc.crossings, &mut pc.next);
     pc.prev_pos.clear();
@@ -2181,5 +2210,134 @@ mod pass_through_tests {
             ),
             "the pair's own side did not turn over"
         );
+    }
+
+    type Pair = [u32; 2];
+
+    /// The check as one loop over the pairs (the oracle of the parallel runs): the first of the
+    /// deepest pairs, the crossings in pair order, and without a deep pair the first crossing of
+    /// the last check that turned over.
+    fn one_loop(
+        topo: &Topology,
+        pos: &[[f32; 4]],
+        prev: &[[f32; 4]],
+        touching: &[[u32; 2]],
+        crossings: &[Crossing],
+    ) -> (Option<Pair>, Vec<Pair>, Option<Pair>) {
+        let w: Vec<_> = (0..B)
+            .map(|k| crate::spline::basis::<f32>(crate::spline::quad_param(k, B)))
+            .collect();
+        let dw: Vec<_> = (0..B)
+            .map(|k| crate::spline::basis_deriv::<f32>(crate::spline::quad_param(k, B)))
+            .collect();
+        let eval = |q: u32| {
+            let seg = &topo.segments[(q / B) as usize];
+            let k = (q % B) as usize;
+            point_and_tangent(pos, seg.cp, w[k], dw[k]).unwrap()
+        };
+        let mut deepest: Option<(f32, Pair)> = None;
+        let mut next: Vec<Pair> = Vec::new();
+        for &[i, j] in touching {
+            let ((yi, ti), (yj, tj)) = (eval(i), eval(j));
+            let x = yi - yj;
+            let d = x.norm();
+            if d < PASS_THROUGH_DEPTH * R && deepest.is_none_or(|(dd, _)| d < dd) {
+                deepest = Some((d, [i, j]));
+            }
+            if let Some(n) = crossing_direction(ti, tj) {
+                let side = x.dot(n);
+                if side.abs() >= CROSS_MIN_SIDE * R && side.abs() >= CROSS_MIN_ALIGN * d {
+                    next.push([i, j]);
+                }
+            }
+        }
+        let crossed = crossings.iter().find(|c| {
+            let ((yi, ti), (yj, tj)) = (eval(c.quad[0]), eval(c.quad[1]));
+            let x = yi - yj;
+            let d = x.norm();
+            let Some(n) = crossing_direction(ti, tj) else {
+                return false;
+            };
+            let side = x.dot(n);
+            d < CROSS_MAX_DIST * R
+                && n.dot(c.n) >= CROSS_MIN_TURN
+                && side * c.side < 0.0
+                && side.abs() >= CROSS_MIN_SIDE * R
+                && side.abs() >= CROSS_MIN_ALIGN * d
+                && crossing_confirmed(
+                    topo,
+                    prev,
+                    pos,
+                    (c.quad[0] / B) as usize,
+                    (c.quad[1] / B) as usize,
+                )
+        });
+        (deepest.map(|(_, q)| q), next, crossed.map(|c| c.quad))
+    }
+
+    /// A hundred crossings of two short yarns (`cross`) side by side, every quadrature pair of
+    /// their crossing segments listed (12,100 pairs: twelve of the check's parallel runs, `PASS_CHECK_RUN`),
+    /// crossing `p` at height `z(p)`; the crossing quadrature pair of crossing `p`.
+    fn crossings(z: impl Fn(usize) -> f32) -> (Topology, Vec<[f32; 4]>, Vec<Pair>, Vec<Pair>) {
+        let mut curves = Vec::new();
+        for p in 0..100 {
+            let x0 = 10.0 * p as f32;
+            curves.push(open(
+                (0..7).map(|i| [x0 + i as f32 - 3.5, 0.0, 0.0]).collect(),
+            ));
+            curves.push(open((0..7).map(|i| [x0, i as f32 - 3.5, z(p)]).collect()));
+        }
+        let (topo, pos) = Topology::from_curves(&curves).unwrap();
+        let (sa, sb) = (|p: u32| 8 * p + 2, |p: u32| 8 * p + 6);
+        let touching = (0..100u32)
+            .flat_map(|p| {
+                (0..B).flat_map(move |ka| (0..B).map(move |kb| [sa(p) * B + ka, sb(p) * B + kb]))
+            })
+            .collect();
+        let centre = (0..100).map(|p| [sa(p) * B + 5, sb(p) * B + 5]).collect();
+        (topo, pos, touching, centre)
+    }
+
+    #[test]
+    fn parallel_runs_of_pairs_find_what_one_loop_finds() {
+        // Deep pairs in the first and second runs, the deepest in the second (crossing 60, pairs
+        // 7,260 on), tied by a later one (crossing 80): the first of the deepest is the place.
+        let depth = |p: usize| match p {
+            10 => 0.05,
+            60 | 80 => 0.03,
+            _ => 0.22,
+        };
+        let (topo, pos, touching, centre) = crossings(depth);
+        let mut pc = PassCheck {
+            touching: touching.clone(),
+            ..PassCheck::default()
+        };
+        let found = pass_through_scan(&topo, &pos, B, R, false, &mut pc).expect("deep pairs");
+        let (deepest, next, _) = one_loop(&topo, &pos, &[], &touching, &[]);
+        assert_eq!(found.kind, PassThroughKind::Deep);
+        assert_eq!(Some(found.quadrature), deepest);
+        assert_eq!(found.quadrature, centre[60]);
+        let listed: Vec<[u32; 2]> = pc.crossings.iter().map(|c| c.quad).collect();
+        assert_eq!(listed, next, "the crossings in pair order");
+        assert!(listed.len() >= 100, "each crossing's centre pair at least");
+
+        // Crossings 30 and 70 pass through between two checks: the first in order is the place.
+        let (_, before, _, _) = crossings(|_| 0.22);
+        let (_, after, _, _) = crossings(|p| if p == 30 || p == 70 { -0.22 } else { 0.22 });
+        let mut pc = PassCheck {
+            touching: touching.clone(),
+            ..PassCheck::default()
+        };
+        assert!(pass_through_scan(&topo, &before, B, R, true, &mut pc).is_none());
+        let last = pc.crossings.clone();
+        let found = pass_through_scan(&topo, &after, B, R, false, &mut pc).expect("crossed");
+        let (deepest, next, crossed) = one_loop(&topo, &after, &before, &touching, &last);
+        assert_eq!(deepest, None);
+        assert!(matches!(found.kind, PassThroughKind::Crossed { .. }));
+        assert_eq!(Some(found.quadrature), crossed);
+        // (Of crossing 30's segments: an earlier pair of them than the centre turned over too.)
+        assert_eq!(found.quadrature.map(|q| q / B), centre[30].map(|q| q / B));
+        let listed: Vec<[u32; 2]> = pc.crossings.iter().map(|c| c.quad).collect();
+        assert_eq!(listed, next);
     }
 }

@@ -715,11 +715,36 @@ impl ExactContact {
         self.detect(topo, pos)?;
         out.clear();
         let b = self.table.b;
-        self.for_each_touching(|sa, ka, sb, kb| {
-            let (i, j) = (sa * b + ka, sb * b + kb);
-            out.push([i.min(j), i.max(j)]);
-        });
-        out.sort_unstable();
+        // The candidates' pairs in parallel, runs of candidates in order (the pass-through check
+        // calls this once a frame for every touching pair of the cloth, while the GPU step
+        // waits); the sort makes the list canonical (equal pairs are equal values).
+        let runs: Vec<Vec<[u32; 2]>> = self
+            .candidates
+            .par_chunks(1024)
+            .map(|run| {
+                let mut pairs = Vec::new();
+                for &pair in run {
+                    for_each_touching_pair(
+                        &self.kp,
+                        &self.topo_segments,
+                        pair,
+                        &self.qpts,
+                        &self.seg_contact,
+                        |ka, kb, _, _| {
+                            let (i, j) = (pair[0] * b + ka, pair[1] * b + kb);
+                            pairs.push([i.min(j), i.max(j)]);
+                        },
+                    );
+                }
+                pairs
+            })
+            .collect();
+        out.reserve(runs.iter().map(Vec::len).sum());
+        for run in runs {
+            out.extend_from_slice(&run);
+        }
+        // (By one 64-bit key: the same order as the pairs', compared faster.)
+        out.par_sort_unstable_by_key(|&[i, j]| ((i as u64) << 32) | j as u64);
         Ok(())
     }
 }
