@@ -158,6 +158,8 @@ struct Row {
     length_budget: f64,
     /// Host milliseconds per step recording and submitting batches, and waiting for them.
     host_ms: (f64, f64, f64),
+    /// Host milliseconds per step in the frames' pass-through checks (`GpuFrameTimes::host_check_ms`).
+    host_check_ms: f64,
     note: String,
 }
 
@@ -168,7 +170,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -198,6 +200,7 @@ impl Row {
             self.host_ms.0,
             self.host_ms.2,
             self.host_ms.1,
+            self.host_check_ms,
             self.note.replace('"', "'"),
         );
         for (i, (k, v)) in self.kernels.iter().enumerate() {
@@ -333,6 +336,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         row.host_ms.0 += w * times.host_record_ms;
         row.host_ms.1 += w * times.host_wait_ms;
         row.host_ms.2 += w * times.host_submit_ms;
+        row.host_check_ms += w * times.host_check_ms;
         row.dispatches = times.dispatches_per_step;
         row.passes = gs.passes_per_step();
         let extra = |k: &str| {
@@ -368,6 +372,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     row.touching /= n;
     row.readback /= n;
     row.host_ms = (row.host_ms.0 / n, row.host_ms.1 / n, row.host_ms.2 / n);
+    row.host_check_ms /= n;
     if timed_frames > 0.0 {
         row.contact_ms = contact_ms / timed_frames;
         for k in &mut row.kernels {
@@ -441,7 +446,7 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting per step",
+                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting, {:.3} ms in the pass-through check per step",
                             row.dispatches,
                             row.passes,
                             row.readback,
@@ -452,7 +457,8 @@ fn main() {
                             row.length_budget,
                             row.host_ms.0,
                             row.host_ms.2,
-                            row.host_ms.1
+                            row.host_ms.1,
+                            row.host_check_ms
                         )
                     } else {
                         String::new()

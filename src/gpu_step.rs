@@ -513,6 +513,12 @@ pub struct GpuFrameTimes {
     pub host_wait_ms: f64,
     /// The part of `host_record_ms` spent in `Queue::submit`.
     pub host_submit_ms: f64,
+    /// Host milliseconds per step in the frame's pass-through checks (`Sim::check_pass_through`: a
+    /// grid search of the downloaded state and the touching pairs' rules, at the frame's end, and
+    /// at its start in a run's first checked frame), through which the GPU waits. On the relaxed
+    /// scarf this was most of what an H200 frame spent outside its batches (2026-11-27: some
+    /// 58 ms a 540-step frame for exact contact, 0.11 ms a step; `none`, without the check, 1 ms).
+    pub host_check_ms: f64,
 }
 
 /// A batch of steps that ran and runs again ([`crate::gpu::Gpu::on_rerun`]): its first step, its
@@ -2616,7 +2622,9 @@ impl GpuSim {
         }
         // The CPU path's pass-through check on the host's copy of the state (the frame's start
         // positions are the ones downloaded at the end of the last frame).
+        let check = Instant::now();
         self.sim.pass_through_begin_frame()?;
+        let mut check_ms = check.elapsed().as_secs_f64() * 1e3;
         self.frame_batches = 0;
         self.in_frame = true;
         let ran = self.advance(n as usize, &mut |k| {
@@ -2641,7 +2649,9 @@ impl GpuSim {
             let counts: Vec<f32> = counts.iter().map(|&c| c as f32).collect();
             self.sim.set_frame_rebuilds(&counts);
         }
+        let check = Instant::now();
         self.sim.pass_through_end_frame(first_step)?;
+        check_ms += check.elapsed().as_secs_f64() * 1e3;
         self.sim.frames += 1;
         let (ke, vmax) = self.sim.kinetic_energy_and_max_speed();
         let mut stats = FrameStats {
@@ -2806,6 +2816,7 @@ impl GpuSim {
                 host_record_ms: self.frame_host_ms[0] / n.max(1) as f64,
                 host_wait_ms: self.frame_host_ms[1] / n.max(1) as f64,
                 host_submit_ms: self.frame_host_ms[2] / n.max(1) as f64,
+                host_check_ms: check_ms / n.max(1) as f64,
             },
         ))
     }
