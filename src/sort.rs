@@ -167,9 +167,17 @@ pub fn sort_scatter(
     }
 }
 
+/// Records from which [`radix_sort`] runs each pass by chunks in parallel ([`radix_sort_chunks`]).
+pub const PARALLEL_SORT_MIN: usize = 1 << 16;
+
+/// Records per chunk of [`radix_sort_chunks`] (its histograms are 256 counts a chunk).
+const SORT_CHUNK: usize = 1 << 14;
+
 /// The CPU path of a sort: the passes of [`SortPlan::new`]`(data.len(), key_bits)` through the
 /// twins, with `scratch`, `hist` and `partials` as the scratch buffers (resized; they allocate only
-/// when they grow). Sorts `data` in place.
+/// when they grow). Sorts `data` in place. From [`PARALLEL_SORT_MIN`] records, with more than one
+/// thread, the same passes run by chunks in parallel ([`radix_sort_chunks`]), to the same result:
+/// each pass is a stable counting sort by its digit, whatever the blocks it counts in.
 ///
 /// A pass whose digit is the same in every key is the identity (the scatter is stable), so the CPU
 /// path skips it, which gives bitwise the GPU's result at a fraction of the cost: packed cell keys
@@ -181,12 +189,107 @@ pub fn radix_sort(
     hist: &mut Vec<u32>,
     partials: &mut Vec<u32>,
 ) {
-    let plan = SortPlan::new(data.len() as u32, key_bits);
+    if data.len() >= PARALLEL_SORT_MIN && rayon::current_num_threads() > 1 {
+        radix_sort_chunks(data, key_bits, scratch, hist);
+    } else {
+        radix_sort_blocks(data, key_bits, scratch, hist, partials);
+    }
+}
+
+/// Bits in which some key of `data` differs from the first's.
+fn varying_bits(data: &[KeyValue]) -> u64 {
+    use rayon::prelude::*;
     let Some(first) = data.first() else {
-        return;
+        return 0;
     };
     let k0 = key(first);
-    let varying = data.iter().fold(0u64, |acc, kv| acc | (key(kv) ^ k0));
+    data.par_iter()
+        .with_min_len(SORT_CHUNK)
+        .fold(|| 0u64, |acc, kv| acc | (key(kv) ^ k0))
+        .reduce(|| 0, |a, b| a | b)
+}
+
+/// [`radix_sort`]'s passes by chunks of [`SORT_CHUNK`] records in parallel: each chunk counts its
+/// digits, an exclusive sum over (digit, chunk) places each chunk's first record of each digit,
+/// and each chunk scatters its records there in order (so the pass is stable). The CPU path of
+/// the garments' large sorts (the grid's entries, the gather's slots), which the twins' one
+/// thread held up on a many-core host.
+pub fn radix_sort_chunks(
+    data: &mut [KeyValue],
+    key_bits: u32,
+    scratch: &mut Vec<KeyValue>,
+    counts: &mut Vec<u32>,
+) {
+    use rayon::prelude::*;
+    let n = data.len();
+    let plan = SortPlan::new(n as u32, key_bits);
+    let varying = varying_bits(data);
+    scan::resize_with_headroom(scratch, n, KeyValue::default());
+    let chunks = n.div_ceil(SORT_CHUNK);
+    let d = BLOCK as usize;
+    scan::resize_with_headroom(counts, chunks * d, 0);
+    let counts = &mut counts[..chunks * d];
+    let mut in_scratch = false;
+    for p in plan.passes() {
+        let shift = p.shift;
+        if varying >> shift & 255 == 0 {
+            continue;
+        }
+        let (src, dst): (&[KeyValue], &mut [KeyValue]) = if in_scratch {
+            (&scratch[..n], &mut *data)
+        } else {
+            (&*data, &mut scratch[..n])
+        };
+        counts
+            .par_chunks_mut(d)
+            .zip(src.par_chunks(SORT_CHUNK))
+            .for_each(|(h, run)| {
+                h.fill(0);
+                for kv in run {
+                    h[digit(kv, shift) as usize] += 1;
+                }
+            });
+        let mut sum = 0u32;
+        for digit in 0..d {
+            for c in 0..chunks {
+                let at = &mut counts[c * d + digit];
+                (*at, sum) = (sum, sum + *at);
+            }
+        }
+        let out = crate::acl::SyncPtr::new(dst);
+        counts
+            .par_chunks_mut(d)
+            .zip(src.par_chunks(SORT_CHUNK))
+            .for_each(|(at, run)| {
+                for kv in run {
+                    let slot = &mut at[digit(kv, shift) as usize];
+                    // SAFETY: the exclusive sum hands every (digit, chunk) its own range of
+                    // `dst`, as many slots as the chunk has records of the digit: each slot is
+                    // written by one record of one chunk (`write` checks the bounds).
+                    unsafe { out.write(*slot as usize, *kv) };
+                    *slot += 1;
+                }
+            });
+        in_scratch = !in_scratch;
+    }
+    if in_scratch {
+        data.copy_from_slice(&scratch[..n]);
+    }
+}
+
+/// [`radix_sort`] through the kernels' twins, one thread.
+pub fn radix_sort_blocks(
+    data: &mut [KeyValue],
+    key_bits: u32,
+    scratch: &mut Vec<KeyValue>,
+    hist: &mut Vec<u32>,
+    partials: &mut Vec<u32>,
+) {
+    let plan = SortPlan::new(data.len() as u32, key_bits);
+    if data.is_empty() {
+        return;
+    }
+    let varying = varying_bits(data);
     scan::resize_with_headroom(scratch, data.len(), KeyValue::default());
     scan::resize_with_headroom(hist, plan.hist_len as usize, 0);
     // Level 1 of the histogram's scan, which sort_histogram fills and sort_scatter zeroes, starts
@@ -588,6 +691,51 @@ mod tests {
             let (mut s, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
             radix_sort(&mut got, 64, &mut s, &mut h, &mut p);
             assert_eq!(got, want, "n {n}");
+        }
+    }
+
+    /// The chunked passes give the twins' result: for keys that fit `key_bits` a stable sort,
+    /// and for keys that pass it the same partial order (the same passes, rounded up alike), over
+    /// several chunks and a short last one, with many equal keys (stability shows in the values).
+    #[test]
+    fn chunked_passes_sort_as_the_twins_do() {
+        let mut x = 777u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (n, bits, mask) in [
+            (3 * SORT_CHUNK + 123, 64, u64::MAX),
+            (2 * SORT_CHUNK, 24, (1 << 24) - 1),
+            (5 * SORT_CHUNK + 1, 24, (1 << 40) - 1),
+            (SORT_CHUNK / 2, 16, 0xff0f),
+            (4 * SORT_CHUNK + 7, 32, 0x3f),
+        ] {
+            let data: Vec<KeyValue> = (0..n)
+                .map(|i| {
+                    let k = next() & mask;
+                    KeyValue {
+                        key_lo: k as u32,
+                        key_hi: (k >> 32) as u32,
+                        value: i as u32,
+                        _pad: 0,
+                    }
+                })
+                .collect();
+            let mut want = data.clone();
+            let (mut s, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
+            radix_sort_blocks(&mut want, bits, &mut s, &mut h, &mut p);
+            let mut got = data.clone();
+            // Dirty scratch from an earlier, larger sort.
+            radix_sort_chunks(&mut got, bits, &mut s, &mut h);
+            assert_eq!(got, want, "n {n}, {bits}-bit sort, mask {mask:x}");
+            if mask >> bits == 0 {
+                let mut stable = data.clone();
+                stable.sort_by_key(key);
+                assert_eq!(got, stable, "n {n}: a stable sort");
+            }
         }
     }
 }
