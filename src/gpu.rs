@@ -255,7 +255,8 @@ fn make_instance(backends: wgpu::Backends) -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-/// Every adapter the requested backends offer (for `yarnsim info`).
+/// Every adapter the requested backends offer, or the GL fallback's (for `yarnsim info`; see
+/// [`list_adapters_with_limits`]).
 pub fn list_adapters() -> Result<Vec<AdapterSummary>, GpuError> {
     Ok(list_adapters_with_limits()?
         .into_iter()
@@ -263,15 +264,23 @@ pub fn list_adapters() -> Result<Vec<AdapterSummary>, GpuError> {
         .collect())
 }
 
-/// Every adapter the requested backends offer, with the limits a device on it can have.
+/// Every adapter the requested backends offer, with the limits a device on it can have; with no
+/// backend named and no adapter on the primary ones, the GL adapters [`Gpu::new`] falls back to.
 pub fn list_adapters_with_limits() -> Result<Vec<(AdapterSummary, wgpu::Limits)>, GpuError> {
+    let list = |backends: wgpu::Backends| {
+        let instance = make_instance(backends);
+        let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+        adapters
+            .iter()
+            .map(|a| (AdapterSummary::from_info(&a.get_info()), a.limits()))
+            .collect::<Vec<_>>()
+    };
     let backends = requested_backends()?;
-    let instance = make_instance(backends);
-    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
-    Ok(adapters
-        .iter()
-        .map(|a| (AdapterSummary::from_info(&a.get_info()), a.limits()))
-        .collect())
+    let found = list(backends);
+    if found.is_empty() && !backends_named() && !backends.contains(wgpu::Backends::GL) {
+        return Ok(list(wgpu::Backends::GL));
+    }
+    Ok(found)
 }
 
 /// The most records of `unit` bytes that one storage binding of `limit` bytes holds (at least 1):

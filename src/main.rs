@@ -2061,6 +2061,9 @@ fn info(a: InfoArgs) -> Result<()> {
                     "  {} ({}, {}, driver {} {})",
                     ad.name, ad.backend, ad.device_type, ad.driver, ad.driver_info
                 );
+                if let Some(note) = ad.slow_adapter_note() {
+                    println!("    {note}");
+                }
             }
         }
         Err(e) => println!("GPU adapters: none ({e})"),
