@@ -731,7 +731,7 @@ mod tests {
             // Dirty scratch from an earlier, larger sort.
             radix_sort_chunks(&mut got, bits, &mut s, &mut h);
             assert_eq!(got, want, "n {n}, {bits}-bit sort, mask {mask:x}");
-            if mask >> bits == 0 {
+            if mask.checked_shr(bits).unwrap_or(0) == 0 {
                 let mut stable = data.clone();
                 stable.sort_by_key(key);
                 assert_eq!(got, stable, "n {n}: a stable sort");
