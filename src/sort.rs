@@ -664,27 +664,36 @@ impl GpuSort {
 mod tests {
     use super::*;
 
-    #[test]
-    fn twins_sort_stably() {
-        let mut x = 12345u64;
-        let mut next = || {
+    /// A xorshift sequence from `seed`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// `n` records with keys from `key`, each valued its index (stability shows in the values).
+    fn records(n: usize, mut key: impl FnMut() -> u64) -> Vec<KeyValue> {
+        (0..n)
+            .map(|i| {
+                let k = key();
+                KeyValue {
+                    key_lo: k as u32,
+                    key_hi: (k >> 32) as u32,
+                    value: i as u32,
+                    _pad: 0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn twins_sort_stably() {
+        let mut next = xorshift(12345);
         for n in [0usize, 1, 255, 256, 300, 5000] {
-            let data: Vec<KeyValue> = (0..n)
-                .map(|i| {
-                    let k = next() % 97 * 0x0123_4567_89AB;
-                    KeyValue {
-                        key_lo: k as u32,
-                        key_hi: (k >> 32) as u32,
-                        value: i as u32,
-                        _pad: 0,
-                    }
-                })
-                .collect();
+            let data = records(n, || next() % 97 * 0x0123_4567_89AB);
             let mut want = data.clone();
             want.sort_by_key(key);
             let mut got = data.clone();
@@ -699,13 +708,7 @@ mod tests {
     /// several chunks and a short last one, with many equal keys (stability shows in the values).
     #[test]
     fn chunked_passes_sort_as_the_twins_do() {
-        let mut x = 777u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(777);
         for (n, bits, mask) in [
             (3 * SORT_CHUNK + 123, 64, u64::MAX),
             (2 * SORT_CHUNK, 24, (1 << 24) - 1),
@@ -713,17 +716,7 @@ mod tests {
             (SORT_CHUNK / 2, 16, 0xff0f),
             (4 * SORT_CHUNK + 7, 32, 0x3f),
         ] {
-            let data: Vec<KeyValue> = (0..n)
-                .map(|i| {
-                    let k = next() & mask;
-                    KeyValue {
-                        key_lo: k as u32,
-                        key_hi: (k >> 32) as u32,
-                        value: i as u32,
-                        _pad: 0,
-                    }
-                })
-                .collect();
+            let data = records(n, || next() & mask);
             let mut want = data.clone();
             let (mut s, mut h, mut p) = (Vec::new(), Vec::new(), Vec::new());
             radix_sort_blocks(&mut want, bits, &mut s, &mut h, &mut p);

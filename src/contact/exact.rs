@@ -604,8 +604,13 @@ impl ExactContact {
 
     /// Calls `f(sa, ka, sb, kb)` for every touching, non-excluded quadrature pair among the candidates
     /// of the last [`Self::detect`], in candidate order (the decisions of `exact_contact_forces`).
-    fn for_each_touching(&self, mut f: impl FnMut(u32, u32, u32, u32)) {
-        for &pair in &self.candidates {
+    fn for_each_touching(&self, f: impl FnMut(u32, u32, u32, u32)) {
+        self.for_each_touching_of(&self.candidates, f);
+    }
+
+    /// [`Self::for_each_touching`] over `candidates`, a run of the last detection's.
+    fn for_each_touching_of(&self, candidates: &[[u32; 2]], mut f: impl FnMut(u32, u32, u32, u32)) {
+        for &pair in candidates {
             for_each_touching_pair(
                 &self.kp,
                 &self.topo_segments,
@@ -723,19 +728,10 @@ impl ExactContact {
             .par_chunks(1024)
             .map(|run| {
                 let mut pairs = Vec::new();
-                for &pair in run {
-                    for_each_touching_pair(
-                        &self.kp,
-                        &self.topo_segments,
-                        pair,
-                        &self.qpts,
-                        &self.seg_contact,
-                        |ka, kb, _, _| {
-                            let (i, j) = (pair[0] * b + ka, pair[1] * b + kb);
-                            pairs.push([i.min(j), i.max(j)]);
-                        },
-                    );
-                }
+                self.for_each_touching_of(run, |sa, ka, sb, kb| {
+                    let (i, j) = (sa * b + ka, sb * b + kb);
+                    pairs.push([i.min(j), i.max(j)]);
+                });
                 pairs
             })
             .collect();
