@@ -196,13 +196,18 @@ pub fn radix_sort(
     }
 }
 
-/// Bits in which some key of `data` differs from the first's.
+/// Bits in which some key of `data` differs from the first's; in parallel from
+/// [`PARALLEL_SORT_MIN`] records (below, a job for rayon's pool costs more than the loop: the
+/// tiny scenes' steps sort a few hundred records several times each).
 fn varying_bits(data: &[KeyValue]) -> u64 {
     use rayon::prelude::*;
     let Some(first) = data.first() else {
         return 0;
     };
     let k0 = key(first);
+    if data.len() < PARALLEL_SORT_MIN {
+        return data.iter().fold(0u64, |acc, kv| acc | (key(kv) ^ k0));
+    }
     data.par_iter()
         .with_min_len(SORT_CHUNK)
         .fold(|| 0u64, |acc, kv| acc | (key(kv) ^ k0))
