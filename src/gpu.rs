@@ -69,9 +69,7 @@ impl AdapterSummary {
             driver_info: info.driver_info.clone(),
         }
     }
-}
 
-impl AdapterSummary {
     /// OpenGL software rendering (Mesa's llvmpipe or softpipe through GL): what [`Gpu::new`] falls
     /// back to on a machine with Mesa's GL but no Vulkan driver. On it the GPU step compiles its
     /// kernels at their first dispatch, for minutes, and runs some 20 times slower than on

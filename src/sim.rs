@@ -2023,7 +2023,7 @@ fn pass_through_scan(
         found = pc
             .crossings
             .par_iter()
-            .with_min_len(1024)
+            .with_min_len(PASS_CHECK_RUN)
             .find_map_first(|c| {
                 let (Some((yi, ti)), Some((yj, tj))) = (eval(c.quad[0]), eval(c.quad[1])) else {
                     return None;
