@@ -85,13 +85,16 @@ impl AclContact {
     /// The touching, non-excluded quadrature pairs at `pos` (exact grid search) and the live sets'
     /// boxes. Before the first step there are no sets yet.
     pub(crate) fn touching_pairs_and_boxes(
-        &self,
+        &mut self,
         topo: &Topology,
         pos: &[[f32; 4]],
         touching: &mut Vec<[u32; 2]>,
         boxes: &mut Vec<[u32; 4]>,
     ) -> Result<bool, ContactError> {
-        let mut exact = ExactContact::new(self.r, &self.params)?;
+        let exact = match &mut self.pairs_search {
+            Some(e) => e,
+            none => none.insert(Box::new(ExactContact::new(self.r, &self.params)?)),
+        };
         exact.touching_quadrature_pairs(topo, pos, touching)?;
         boxes.clear();
         let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
