@@ -9,6 +9,12 @@
 #   BASE=<rev> scripts/device/pack.sh   # also the gpu bench and the CLI of <rev>, as bench_gpu_old
 #                                       # and yarnsim_old (baselines to time in the same call; built
 #                                       # in a worktree under /tmp)
+#   SCARF=fresh scripts/device/pack.sh  # relax the scarf again (below); SCARF=none: not at all
+#
+# The bench's relaxed scarf: relaxed here on the CPU (`yarnsim run scenes/scarf.toml --frames 0`,
+# its whole relax.time, 8,101 steps: some 4-5 minutes on 2 cores) into .devbin/scarf_relaxed.bcc,
+# which run.sh starts from instead of relaxing on the GPU (up to 300 s of the device's 15 minutes).
+# Kept between packs (the state of a relaxed scarf, not of a build).
 #
 # Then run scripts/device/run.sh there (see its header), carrying .devbin and .gl.
 set -euo pipefail
@@ -57,6 +63,11 @@ if [ -n "${BASE:-}" ]; then
   (cd "$wt" && CARGO_TARGET_DIR="$root/target/base" cargo build --release --bin yarnsim)
   cp "$root/target/base/release/yarnsim" .devbin/bin/yarnsim_old
   git worktree remove --force "$wt"
+fi
+if [ "${SCARF:-}" != none ] && { [ "${SCARF:-}" = fresh ] || [ ! -f .devbin/scarf_relaxed.bcc ]; }; then
+  rm -rf /tmp/yarnsim-scarf && mkdir -p /tmp/yarnsim-scarf
+  ./target/release/yarnsim run scenes/scarf.toml --frames 0 --quiet --out /tmp/yarnsim-scarf
+  cp /tmp/yarnsim-scarf/frame_0000.bcc .devbin/scarf_relaxed.bcc
 fi
 strip .devbin/bin/*
 git rev-parse --short HEAD >.devbin/bin/HEAD

@@ -27,7 +27,9 @@
 #   BENCH_TIMEOUT=s  seconds per bench run (default 150)
 #   RELAX=a,b        also time `yarnsim run SCENE --backend gpu --frames 1` for these scenes
 #   SCARF_BCC=file   the relaxed scarf's state (a frame_0000.bcc made anywhere, e.g. on the CPU
-#                    here, and carried): the bench's scarf_relaxed starts from it, nothing is relaxed
+#                    here, and carried): the bench's scarf_relaxed starts from it, nothing is relaxed;
+#                    default .devbin/scarf_relaxed.bcc where pack.sh made one (SCARF_BCC=gpu relaxes
+#                    on the GPU here instead)
 #   BENCH_FIRST=1    the benches before the tests (the tests then take what time is left)
 #   PARITY=s:n,...   examples/gpu_parity on scenes/s.toml for n steps each (the GPU step against the
 #                    CPU path on the hardware), each cut at 120 s
@@ -105,7 +107,10 @@ tests() {
 scenes=${SCENES:-swatch2000,scarf_relaxed}
 if [[ ",$scenes," == *",scarf_relaxed,"* ]]; then
   mkdir -p /tmp/scarf_relaxed
-  if [ -n "${SCARF_BCC:-}" ]; then
+  if [ -z "${SCARF_BCC:-}" ] && [ -f .devbin/scarf_relaxed.bcc ]; then
+    SCARF_BCC=.devbin/scarf_relaxed.bcc
+  fi
+  if [ -n "${SCARF_BCC:-}" ] && [ "$SCARF_BCC" != gpu ]; then
     cp "$SCARF_BCC" /tmp/scarf_relaxed/frame_0000.bcc
     log "scarf relaxed: carried ($SCARF_BCC)"
   else
