@@ -38,6 +38,17 @@ pub fn key(kv: &KeyValue) -> u64 {
     (kv.key_hi as u64) << 32 | kv.key_lo as u64
 }
 
+/// The record of 64-bit key `key` and value `value` (its [`key`] is `key`).
+#[inline]
+pub fn record(key: u64, value: u32) -> KeyValue {
+    KeyValue {
+        key_lo: key as u32,
+        key_hi: (key >> 32) as u32,
+        value,
+        _pad: 0,
+    }
+}
+
 /// The 8-bit digit of `kv`'s key at bit `shift` (shaders/shared/radix.wgsl `sort_digit`).
 #[inline]
 pub fn digit(kv: &KeyValue, shift: u32) -> u32 {
@@ -681,17 +692,7 @@ mod tests {
 
     /// `n` records with keys from `key`, each valued its index (stability shows in the values).
     fn records(n: usize, mut key: impl FnMut() -> u64) -> Vec<KeyValue> {
-        (0..n)
-            .map(|i| {
-                let k = key();
-                KeyValue {
-                    key_lo: k as u32,
-                    key_hi: (k >> 32) as u32,
-                    value: i as u32,
-                    _pad: 0,
-                }
-            })
-            .collect()
+        (0..n).map(|i| record(key(), i as u32)).collect()
     }
 
     #[test]

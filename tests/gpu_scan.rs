@@ -53,12 +53,7 @@ fn records(rng: &mut Rng, n: usize, distinct: u64) -> Vec<KeyValue> {
         .map(|i| {
             // Few distinct keys, spread over all 64 bits, so stability is exercised.
             let k = (rng.next() % distinct).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            KeyValue {
-                key_lo: k as u32,
-                key_hi: (k >> 32) as u32,
-                value: i as u32,
-                _pad: 0,
-            }
+            sort::record(k, i as u32)
         })
         .collect()
 }

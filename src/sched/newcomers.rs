@@ -205,13 +205,7 @@ pub fn cand_key_bits(num_segments: u32) -> u32 {
 /// The candidate key of segments `a < b`: `a << k | b` (`k` = [`cand_key_bits`]), as a sort record.
 #[inline]
 pub fn cand_key(a: u32, b: u32, k: u32) -> KeyValue {
-    let key = ((a as u64) << k) | b as u64;
-    KeyValue {
-        key_lo: key as u32,
-        key_hi: (key >> 32) as u32,
-        value: 0,
-        _pad: 0,
-    }
+    crate::sort::record(((a as u64) << k) | b as u64, 0)
 }
 
 /// The segments `(a, b)` of a candidate key.
