@@ -321,6 +321,13 @@ fn gpu_backend_runs_and_reports() {
         "{}",
         recs[0]
     );
+    // The frame's total of rebuilds, as the CPU path writes it (its value against the CPU
+    // frame's: tests/gpu_step.rs `acl_frame_statistics_count_only_the_frames_steps`).
+    assert!(
+        recs[0]["rebuilds_frame"].as_f64().is_some_and(|v| v >= 0.0),
+        "no rebuilds_frame in {}",
+        recs[0]
+    );
     // The kernel times of the frame's timed step, though ACL's budgets change the step's
     // recording within the frame (they were all 0 then, until 2026-12-06).
     if timed {

@@ -1550,6 +1550,12 @@ fn acl_frame_statistics_count_only_the_frames_steps() {
     }
     assert!(get(&cs.contact, "contact_sets") > 10.0);
     assert!(get(&cs.contact, "touching_pairs") > 10.0);
+    // And the frame's totals (`rebuilds_frame` in --stats).
+    assert!(get(&cs.contact_frame_totals, "rebuilds_frame") > 0.0);
+    assert_eq!(
+        gs.contact_frame_totals, cs.contact_frame_totals,
+        "frame totals: GPU frame vs CPU frame"
+    );
     g.sim.record_rebuilds(false);
     g.frame().unwrap();
     assert!(!counting(&g), "rebuilds counted after they were turned off");
