@@ -96,6 +96,8 @@ impl AclContact {
             none => none.insert(Box::new(ExactContact::new(self.r, &self.params)?)),
         };
         exact.touching_quadrature_pairs(topo, pos, touching)?;
+        // (Once a frame: the memory between checks is worth more than their first touch.)
+        exact.release_search_buffers();
         boxes.clear();
         let sig = (topo.segments.len(), topo.yarns.len(), topo.edges.len());
         if sig == self.topo_sig {

@@ -709,6 +709,17 @@ impl ExactContact {
         self.last_touching
     }
 
+    /// Frees the buffers of the grid search that are sized by the cloth's contacts (grid entries,
+    /// candidates and their offsets, the sort's scratch), keeping those sized by the topology; the
+    /// next [`Self::detect`] makes them again.
+    pub fn release_search_buffers(&mut self) {
+        self.records_valid = false;
+        self.entries = Vec::new();
+        self.sort_scratch = Vec::new();
+        self.cand_offsets = Vec::new();
+        self.candidates = Vec::new();
+    }
+
     /// All touching, non-excluded quadrature pairs `(i, j)`, `i < j` in the global index
     /// `seg * b + k`, found through the grid (for tests and diagnostics; allocates into `out`).
     pub fn touching_quadrature_pairs(
