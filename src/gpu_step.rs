@@ -57,7 +57,7 @@ use crate::scan::GpuScan;
 use crate::scene::{ContactModel, ContactParams};
 use crate::shaders;
 use crate::sim::ContactError;
-use crate::sim::{FrameStats, Sim, FRAME_TOTALS};
+use crate::sim::{frame_totals, FrameStats, Sim};
 use std::mem::size_of;
 use std::time::Instant;
 
@@ -2702,16 +2702,7 @@ impl GpuSim {
                 stats.contact.push((key, v * per));
             }
             // And the frame's totals the CPU path writes (`rebuilds_frame`).
-            stats.contact_frame_totals = keys
-                .iter()
-                .zip(acl.frame)
-                .filter_map(|(key, v)| {
-                    FRAME_TOTALS
-                        .iter()
-                        .find(|(name, _)| name == key)
-                        .map(|&(_, total)| (total, v))
-                })
-                .collect();
+            stats.contact_frame_totals = frame_totals(keys.iter().copied().zip(acl.frame));
             acl.frame = [0.0; 9];
             stats
                 .extra

@@ -268,6 +268,21 @@ pub struct FrameStats {
 /// Contact values that also make sense summed over a frame (the seed's "model updates per frame").
 pub const FRAME_TOTALS: [(&str, &str); 1] = [("rebuilds", "rebuilds_frame")];
 
+/// [`FrameStats::contact_frame_totals`] from a frame's sums of the contact values by name: those
+/// [`FRAME_TOTALS`] names, under their totals' names.
+pub fn frame_totals<'a>(
+    sums: impl IntoIterator<Item = (&'a str, f64)>,
+) -> Vec<(&'static str, f64)> {
+    sums.into_iter()
+        .filter_map(|(k, v)| {
+            FRAME_TOTALS
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|&(_, total)| (total, v))
+        })
+        .collect()
+}
+
 impl Serialize for FrameStats {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
@@ -1470,16 +1485,7 @@ impl Sim {
                 .iter()
                 .map(|&(k, v)| (k, v / per))
                 .collect(),
-            contact_frame_totals: self
-                .frame_contact
-                .iter()
-                .filter_map(|&(k, v)| {
-                    FRAME_TOTALS
-                        .iter()
-                        .find(|(name, _)| *name == k)
-                        .map(|&(_, total)| (total, v))
-                })
-                .collect(),
+            contact_frame_totals: frame_totals(self.frame_contact.iter().copied()),
             extra: Vec::new(),
         })
     }
