@@ -712,7 +712,7 @@ impl ExactContact {
     /// Frees the buffers of the grid search that are sized by the cloth's contacts (grid entries,
     /// candidates and their offsets, the sort's scratch), keeping those sized by the topology; the
     /// next [`Self::detect`] makes them again.
-    pub fn release_search_buffers(&mut self) {
+    pub(crate) fn release_search_buffers(&mut self) {
         self.records_valid = false;
         self.entries = Vec::new();
         self.sort_scratch = Vec::new();
