@@ -249,17 +249,19 @@ struct SavedRun {
 
 /// After a GPU run failed with `e` where the CPU path could go on (its contacts past the adapter's
 /// binding limit, say: [`gpu_cannot_go_on`]): where it wrote a checkpoint, how to go on from it on
-/// the CPU.
+/// the CPU; without one, that the CPU path runs the scene.
 fn resume_hint(a: &RunArgs, e: &anyhow::Error) {
-    let Some(dir) = &a.out else { return };
-    if a.backend() == Backend::Gpu
-        && gpu_cannot_go_on(e)
-        && dir.join(checkpoint::FILE_NAME).exists()
-    {
-        eprintln!(
+    if a.backend() != Backend::Gpu || !gpu_cannot_go_on(e) {
+        return;
+    }
+    match &a.out {
+        Some(dir) if dir.join(checkpoint::FILE_NAME).exists() => eprintln!(
             "note: the run's last checkpoint is in {0}; `yarnsim run --resume {0} --backend cpu` goes on from there on the CPU",
             dir.display()
-        );
+        ),
+        _ => eprintln!(
+            "note: this stops the GPU step, not the CPU path: the same command with `--backend cpu` runs the scene (a GPU run with `--checkpoint-every N` that stops so can go on from its last checkpoint on the CPU)"
+        ),
     }
 }
 

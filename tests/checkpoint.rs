@@ -820,7 +820,8 @@ fn a_run_resumes_on_the_other_backend() {
 /// the limit, as a smaller GPU would have it) stops with the binding error and says how to go on
 /// from its last checkpoint on the CPU; that resume completes the run, and since its checkpoint is
 /// frame 0's (where every run builds its contact model afresh) its frames are the CPU run's, bit
-/// for bit. A failure the CPU path would meet too (a blow-up) gives no such note.
+/// for bit. Without a checkpoint the note names the CPU path from the start. A failure the CPU
+/// path would meet too (a blow-up) gives no such note.
 #[test]
 fn a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu() {
     if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu")
@@ -873,6 +874,23 @@ fn a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu() {
     for k in 0..=2 {
         assert!(frame(&cpu_full, k) == frame(&part, k), "frame {k}");
     }
+    // Without a checkpoint (no --out): the note names the CPU path from the start.
+    let out = bin()
+        .arg("run")
+        .arg(tiny())
+        .args(["--frames", "2", "--backend", "gpu", "-q"])
+        .args(common)
+        .env("YARNSIM_GPU_BINDING_LIMIT", "65536")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("max_storage_buffer_binding_size: 65536")
+            && err.contains("the same command with `--backend cpu` runs the scene")
+            && !err.contains("--resume"),
+        "{err}"
+    );
     // A blow-up: no note (the CPU path would blow up too).
     let blown = gpu_run(
         &dir.join("blown"),
