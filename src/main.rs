@@ -18,7 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use yarnsim::checkpoint::{self, StateWriter};
 use yarnsim::gpu::Gpu;
-use yarnsim::gpu_step::GpuSim;
+use yarnsim::gpu_step::{GpuSim, GpuStepError};
 use yarnsim::render::{render_bcc_command, Capture, ColorMode, RenderInput};
 use yarnsim::scene::{self, ContactModel, Scene};
 use yarnsim::sim::{FrameStats, SegmentValue, Sim};
@@ -259,6 +259,8 @@ fn resume_hint(a: &RunArgs, e: &anyhow::Error) {
             "note: the run's last checkpoint is in {0}; `yarnsim run --resume {0} --backend cpu` goes on from there on the CPU",
             dir.display()
         ),
+        // (Too many balls for the GPU step: its message says so already.)
+        _ if gpu_error(e, |g| matches!(g, GpuStepError::TooManyBalls { .. })) => {}
         _ => eprintln!(
             "note: this stops the GPU step, not the CPU path: the same command with `--backend cpu` runs the scene (a GPU run with `--checkpoint-every N` that stops so can go on from its last checkpoint on the CPU)"
         ),
@@ -620,16 +622,20 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu> {
 /// adapter binds, a limit of the adapter, the device itself (not the physics, which the CPU path
 /// would meet too).
 fn gpu_cannot_go_on(e: &anyhow::Error) -> bool {
-    use yarnsim::gpu_step::GpuStepError as E;
-    let gpu = |g: &E| {
+    use GpuStepError as E;
+    gpu_error(e, |g| {
         matches!(
             g,
             E::Binding { .. } | E::Limit { .. } | E::TooManyBalls { .. } | E::Device { .. }
         )
-    };
+    })
+}
+
+/// Whether a GPU step's error in `e`'s chain (also inside a relaxation's) is one `what` picks.
+fn gpu_error(e: &anyhow::Error, what: impl Fn(&GpuStepError) -> bool) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<E>().is_some_and(gpu)
-            || matches!(c.downcast_ref::<yarnsim::relax::RelaxError>(), Some(yarnsim::relax::RelaxError::Gpu(g)) if gpu(g))
+        c.downcast_ref::<GpuStepError>().is_some_and(&what)
+            || matches!(c.downcast_ref::<yarnsim::relax::RelaxError>(), Some(yarnsim::relax::RelaxError::Gpu(g)) if what(g))
     })
 }
 
