@@ -7,19 +7,28 @@
 // flag from its own one read of the counters, and as the writes only ever leave
 // length_iterations ≠ it or a cleared error after a continue, a workgroup that reads them after
 // decides the same (no flag). Then vel = length_disp / h (w 0) for every control point, unless the
-// flag is raised (then vel is left as it came, for the error report) (CPU twin:
-// length::length_finish). One thread per control point; no loops.
+// flag is raised: then vel is left as it came, for the error report, and thread k < num_edges
+// lowers counters.first_unconverged_edge to k by atomicMin where edge k's relative error in
+// length_dir (the evaluation that failed: later iterations' kernels return at once) reaches the
+// smaller of the tolerance and length_error_bits (both as bits, which order like the non-negative
+// floats): the first edge not within the tolerance, or the first of the largest error when all
+// are (a cap of 0), which the host's error names by its yarn (CPU twin: length::length_finish).
+// One thread per control point (num_edges ≤ num_points); no loops.
 
 #import layout
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> length_level: vec4<u32>;
-@group(0) @binding(2) var<storage, read> length_disp: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> vel: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> counters: Counters;
+@group(0) @binding(2) var<storage, read> edges: array<Edge>;
+@group(0) @binding(3) var<storage, read> length_dir: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> length_disp: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> vel: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> counters: Counters;
 
 // Whether the workgroup leaves vel as it came: the flag, raised before or by the last check.
 var<workgroup> wg_failed: u32;
+// On failure, the error bits an edge's must reach to be named: min(tolerance, largest error).
+var<workgroup> wg_reach: u32;
 
 @compute @workgroup_size(256)
 fn length_finish(
@@ -47,10 +56,23 @@ fn length_finish(
             }
         }
         wg_failed = u32(failed);
+        if failed {
+            let err = atomicLoad(&counters.length_error_bits);
+            wg_reach = min(bitcast<u32>(params.length_tolerance), err);
+        }
     }
     workgroupBarrier();
     let p = thread_index(wid, nwg, lid, 256u);
-    if p >= params.num_points || wg_failed != 0u {
+    if wg_failed != 0u {
+        if p < params.num_edges {
+            let bits = min(bitcast<u32>(abs(length_dir[p].w / edges[p].rest_length)), 0x7f800000u);
+            if bits >= wg_reach {
+                atomicMin(&counters.first_unconverged_edge, p);
+            }
+        }
+        return;
+    }
+    if p >= params.num_points {
         return;
     }
     let inv_h = 1.0 / params.h;

@@ -86,9 +86,12 @@ pub enum GpuStepError {
         yarn: usize,
         local: u32,
     },
-    #[error("step {step}: the length projection did not converge in {iterations} iterations (relative length error {error:.3e}); try a smaller simulation.dt")]
+    #[error("step {step}: the length constraints {}; the time step is probably too large: try a smaller simulation.dt", length_failure(site, *iterations, *error))]
     LengthProjection {
         step: u64,
+        /// The yarn of the first edge not within the tolerance (`Counters::first_unconverged_edge`),
+        /// and the indices in that yarn of the edge's control points.
+        site: Option<(usize, [u32; 2])>,
         iterations: u32,
         error: f32,
     },
@@ -127,6 +130,20 @@ pub enum GpuStepError {
         /// growth gives).
         count_bytes: Option<u64>,
     },
+}
+
+/// The GPU's length projection's failure in words, as the CPU path's reads where it names a yarn
+/// (`site`): the yarn and the control points of its first edge not within the tolerance. The
+/// error is the cloth's largest, which the GPU counts, not the yarn's.
+fn length_failure(site: &Option<(usize, [u32; 2])>, iterations: u32, error: f32) -> String {
+    let did = format!("did not converge in {iterations} Fast Projection iterations");
+    match site {
+        Some((yarn, [a, b])) => format!(
+            "of yarn {yarn} {did} (largest relative error {error:.3e} on the cloth, first beyond \
+             the tolerance between the yarn's control points {a} and {b})"
+        ),
+        None => format!("{did} (largest relative error {error:.3e} on the cloth)"),
+    }
 }
 
 /// The [`GpuStepError::Binding`] of a size `(what, bytes)` that cannot grow on a device binding
@@ -1620,11 +1637,7 @@ impl GpuSim {
     /// Writes the `counters` block every step starts from: no errors, no bad point, and the
     /// exact path's capacities.
     fn write_fresh_counters(&self) {
-        let mut fresh = Counters {
-            first_bad_point: u32::MAX,
-            first_bad_ball: u32::MAX,
-            ..Counters::default()
-        };
+        let mut fresh = Counters::fresh();
         fresh.ball_hits.capacity = self.ball_hit_capacity;
         if let Some(ex) = &self.exact {
             ex.path.set_capacities(&mut fresh);
@@ -2418,6 +2431,11 @@ impl GpuSim {
         if c.errors & ERROR_LENGTH_NOT_CONVERGED != 0 {
             return Err(GpuStepError::LengthProjection {
                 step,
+                site: crate::length::edge_site(
+                    &self.sim.topo.yarns,
+                    &self.sim.topo.edges,
+                    c.first_unconverged_edge,
+                ),
                 iterations: c.length_iterations,
                 error: f32::from_bits(c.length_error_bits),
             });

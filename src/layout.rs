@@ -322,10 +322,28 @@ pub struct Counters {
     /// Slots of the exact path's gather table in use, `8 · min(touching records, capacity)`
     /// (written by `contact_slots`): the live length of the table's counted sort.
     pub gather_slots: u32,
-    pub _pad1: u32,
+    /// With [`ERROR_LENGTH_NOT_CONVERGED`], the length projection's first edge in the last
+    /// evaluation whose relative error is not below the tolerance (or, when none is, the first
+    /// with the largest error): the lowest edge whose error bits reach the smaller of the
+    /// tolerance's and `length_error_bits`, written by `length_finish` (`u32::MAX`: none; a
+    /// fresh step's counters must hold `u32::MAX`). The host names its yarn in the error.
+    pub first_unconverged_edge: u32,
     pub _pad2: u32,
 }
 const _: () = assert!(size_of::<Counters>() == 112);
+
+impl Counters {
+    /// The block a step starts from: no errors, and `u32::MAX` (none) in the fields that name the
+    /// lowest bad point, ball or edge. Capacities are the caller's to set.
+    pub fn fresh() -> Counters {
+        Counters {
+            first_bad_point: u32::MAX,
+            first_bad_ball: u32::MAX,
+            first_unconverged_edge: u32::MAX,
+            ..Counters::default()
+        }
+    }
+}
 
 /// The per-dispatch `scan_pass` uniform of `scan_reduce` / `scan_add` (src/scan.rs): one level of
 /// the multi-level exclusive prefix sum.
@@ -1093,7 +1111,7 @@ pub fn layouts() -> Vec<StructLayout> {
             ball_hits,
             first_bad_ball,
             gather_slots,
-            _pad1,
+            first_unconverged_edge,
             _pad2
         }),
         layout_of!(BallState {

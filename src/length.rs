@@ -74,7 +74,10 @@
 //! error ([`first_committed`]); at rest, where one iteration is recorded, that is the only check
 //! left besides the last. The last evaluation's check is made by `length_finish`: workgroup 0
 //! writes its decision, and every workgroup decides from its own read whether `vel` is kept (the
-//! decision's writes never turn that answer, see shaders/length_finish.wgsl).
+//! decision's writes never turn that answer, see shaders/length_finish.wgsl). On failure it also
+//! names the first edge not within the tolerance (`first_unconverged_edge`), whose yarn and
+//! control points both paths' errors name: the GPU's `length_dir` is overwritten by a batch's later
+//! steps before the host reads the failing step's counters.
 //!
 //! Every yarn is iterated until the worst edge of all yarns converges (the sequential solver stopped
 //! each yarn on its own): a yarn that converged early gets further projections, which only move it
@@ -130,10 +133,14 @@ pub struct LengthReport {
     pub max_error: f32,
 }
 
-/// The length projection did not reach the tolerance: the first yarn whose error is not below it.
+/// The length projection did not reach the tolerance: the first yarn whose error is not below it,
+/// and its first such edge.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LengthFailure {
     pub yarn: usize,
+    /// The yarn's control points (their indices in the yarn) at the ends of its first edge whose
+    /// error is not below the tolerance.
+    pub points: [u32; 2],
     pub iterations: u32,
     /// That yarn's largest relative length error (infinite where it is not finite).
     pub error: f32,
@@ -305,6 +312,8 @@ pub fn length_projection(
     length_finish(
         params,
         &level_uniform(cap, s.levels[0]),
+        edges,
+        &s.dir,
         &s.disp,
         vel,
         counters,
@@ -313,8 +322,10 @@ pub fn length_projection(
 }
 
 /// The stage's report from the counters after its last kernel; on [`ERROR_LENGTH_NOT_CONVERGED`], the
-/// failure of the first yarn whose error (from `length_dir`, the last evaluation) is not below the
-/// tolerance. The GPU path reads `length_dir` back to call this on failure.
+/// failure of the yarn of `first_unconverged_edge` (the first edge whose error is not below the
+/// tolerance, [`length_finish`]), with that yarn's largest error from `length_dir` (the last
+/// evaluation). Counters that name no edge (not from a fresh step's) get it found here by the
+/// same rule.
 pub fn report(
     params: &Params,
     yarns: &[Yarn],
@@ -329,36 +340,57 @@ pub fn report(
             max_error: f32::from_bits(counters.length_error_bits),
         });
     }
-    let yarn_error = |y: &Yarn| -> f32 {
-        let r = y.first_edge as usize..(y.first_edge + y.num_edges) as usize;
-        let bits = edges[r.clone()]
-            .iter()
-            .zip(&length_dir[r])
-            .map(|(e, d)| relative_error_bits(d[3], e.rest_length))
-            .max()
-            .unwrap_or(0);
-        f32::from_bits(bits)
+    let first = match counters.first_unconverged_edge {
+        u32::MAX => first_unconverged(params, edges, length_dir, counters.length_error_bits),
+        k => Some(k as usize),
     };
-    let errors = yarns.iter().map(yarn_error);
-    // With a cap of 0 iterations every yarn may be within the tolerance: then name the worst.
-    let (yarn, error) = errors
-        .clone()
-        .enumerate()
-        .find(|&(_, e)| e >= params.length_tolerance)
-        .or_else(|| {
-            errors
-                .enumerate()
-                .fold(None, |best: Option<(usize, f32)>, (i, e)| match best {
-                    Some((_, b)) if b >= e => best,
-                    _ => Some((i, e)),
-                })
-        })
-        .unwrap_or((0, 0.0));
+    let Some((yarn, points)) = first.and_then(|k| edge_site(yarns, edges, k as u32)) else {
+        return Err(LengthFailure {
+            yarn: 0,
+            points: [0, 0],
+            iterations,
+            error: f32::from_bits(counters.length_error_bits),
+        });
+    };
+    let y = &yarns[yarn];
+    let r = y.first_edge as usize..(y.first_edge + y.num_edges) as usize;
+    let bits = edges[r.clone()]
+        .iter()
+        .zip(&length_dir[r])
+        .map(|(e, d)| relative_error_bits(d[3], e.rest_length))
+        .max()
+        .unwrap_or(0);
     Err(LengthFailure {
         yarn,
+        points,
         iterations,
-        error,
+        error: f32::from_bits(bits),
     })
+}
+
+/// The first edge of `length_dir` whose error bits reach the smaller of the tolerance's and
+/// `error_bits` (the evaluation's largest): what [`length_finish`] writes on failure.
+fn first_unconverged(
+    params: &Params,
+    edges: &[Edge],
+    length_dir: &[[f32; 4]],
+    error_bits: u32,
+) -> Option<usize> {
+    let reach = params.length_tolerance.to_bits().min(error_bits);
+    let ne = params.num_edges as usize;
+    edges[..ne]
+        .par_iter()
+        .zip(length_dir[..ne].par_iter())
+        .position_first(|(e, d)| relative_error_bits(d[3], e.rest_length) >= reach)
+}
+
+/// The yarn of edge `k` and the indices in that yarn of the edge's two control points (`None`
+/// past the edges).
+pub fn edge_site(yarns: &[Yarn], edges: &[Edge], k: u32) -> Option<(usize, [u32; 2])> {
+    let e = edges.get(k as usize)?;
+    let y = yarns.get(e.yarn as usize)?;
+    let local = |p: u32| p.wrapping_sub(y.first_point);
+    Some((e.yarn as usize, [local(e.a), local(e.b)]))
 }
 
 /// `|c / ℓ|` as f32 bits, NaN and infinity as +∞ (the bits of non-negative floats order like them).
@@ -880,16 +912,24 @@ pub fn length_update(
 
 /// Kernel `length_finish`: the [`length_check`] of the recording's last evaluation (iteration
 /// `length_level[0]`), then `vel = length_disp / h` (w 0) for every control point, unless the
-/// projection did not converge (then `vel` is left as it came, for the error report).
+/// projection did not converge: then `vel` is left as it came, for the error report, and
+/// `first_unconverged_edge` lowered to the first edge of `length_dir` (the evaluation that failed)
+/// whose error bits reach the smaller of the tolerance's and `length_error_bits`: the first edge
+/// not within the tolerance, or the first of the largest error when every edge is (a cap of 0).
 pub fn length_finish(
     params: &Params,
     length_level: &[u32; 4],
+    edges: &[Edge],
+    length_dir: &[[f32; 4]],
     length_disp: &[[f32; 4]],
     vel: &mut [[f32; 4]],
     counters: &mut Counters,
 ) {
     length_check(params, length_level, counters);
     if counters.errors & ERROR_LENGTH_NOT_CONVERGED != 0 {
+        let first = first_unconverged(params, edges, length_dir, counters.length_error_bits)
+            .map_or(u32::MAX, |k| k as u32);
+        counters.first_unconverged_edge = counters.first_unconverged_edge.min(first);
         return;
     }
     let inv_h = 1.0 / params.h;

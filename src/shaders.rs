@@ -382,6 +382,8 @@ pub const KERNELS: &[Kernel] = &[
         bindings: &[
             uniform("params"),
             uniform("length_level"),
+            read("edges"),
+            read("length_dir"),
             read("length_disp"),
             read_write("vel"),
             read_write("counters"),

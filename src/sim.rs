@@ -98,10 +98,12 @@ pub enum SimError {
     Ties(#[from] crate::ties::TieError),
     #[error("step {step}: the velocity of ball {ball} is not finite")]
     BallNotFinite { step: u64, ball: usize },
-    #[error("step {step}: the length constraints of yarn {yarn} did not converge in {iterations} Fast Projection iterations (relative error {error:e}); the time step is probably too large")]
+    #[error("step {step}: the length constraints of yarn {yarn} did not converge in {iterations} Fast Projection iterations (largest relative error {error:.3e} on the yarn, first beyond the tolerance between its control points {} and {}); the time step is probably too large: try a smaller simulation.dt", points[0], points[1])]
     LengthProjection {
         step: u64,
         yarn: usize,
+        /// The yarn's control points at the ends of its first edge not within the tolerance.
+        points: [u32; 2],
         iterations: u32,
         error: f32,
     },
@@ -1083,6 +1085,13 @@ impl Sim {
         self.base_params.frame_sweeps = sweeps;
     }
 
+    /// Sets the cap of Fast Projection iterations per step ([`SimParams::length_max_iterations`],
+    /// 100 by default). Scenes do not set it; tests reach the projection's failure this way.
+    pub fn set_length_max_iterations(&mut self, cap: u32) {
+        self.params.length_max_iterations = cap;
+        self.base_params.length_max_iterations = cap;
+    }
+
     /// Holds the obstacles at their places at the current `time`, at rest, in the steps that follow
     /// (the steps still advance `time`: the caller resets it), or lets them follow their keyframes.
     pub fn hold_obstacles(&mut self, on: bool) {
@@ -1219,11 +1228,7 @@ impl Sim {
     /// Runs one time step h.
     pub fn step(&mut self) -> Result<(), SimError> {
         let kp = self.step_params();
-        let mut counters = Counters {
-            first_bad_point: u32::MAX,
-            first_bad_ball: u32::MAX,
-            ..Counters::default()
-        };
+        let mut counters = Counters::fresh();
         let p = &self.params;
         let h = p.h;
         let t = Instant::now();
@@ -1322,6 +1327,7 @@ impl Sim {
                 return Err(SimError::LengthProjection {
                     step: self.steps,
                     yarn: f.yarn,
+                    points: f.points,
                     iterations: f.iterations,
                     error: f.error,
                 });

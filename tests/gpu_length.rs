@@ -198,10 +198,7 @@ fn case(
 }
 
 fn fresh_counters() -> Counters {
-    Counters {
-        first_bad_point: u32::MAX,
-        ..Counters::default()
-    }
+    Counters::fresh()
 }
 
 /// The CPU stage on a case: its result, the velocities and the counters.
@@ -1673,13 +1670,15 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
         &[
             ("params", bytes(&[p])),
             ("length_level", bytes(&lf)),
+            ("edges", bytes(&c.edges)),
+            ("length_dir", bytes(&s.dir)),
             ("length_disp", bytes(&s.disp)),
             ("vel", bytes(&vel)),
             ("counters", bytes(&[cnt])),
         ],
         np,
     );
-    length_finish(&p, &lf, &s.disp, &mut vel, &mut cnt);
+    length_finish(&p, &lf, &c.edges, &s.dir, &s.disp, &mut vel, &mut cnt);
     assert_eq!(counters_of(&out["counters"]), cnt, "length_finish");
     note(
         "length_finish".into(),
@@ -1752,11 +1751,63 @@ fn not_converged_is_flagged_on_both_paths() {
                 "{what}: yarn {yi}"
             );
         }
+        // The edge the host names: the GPU's is the twin's, in the failing yarn, and (read from
+        // the GPU's last evaluation) the first whose error is not below the tolerance.
+        let first = g_cnt.first_unconverged_edge;
+        assert_eq!(first, counters.first_unconverged_edge, "{what}: first edge");
+        assert_eq!(c.edges[first as usize].yarn as usize, yarn, "{what}");
+        let tol = c.params.length_tolerance;
+        let within = |k: usize| (g_dir[k][3] / c.edges[k].rest_length).abs() < tol;
+        assert!(!within(first as usize), "{what}: edge {first}");
+        assert!((0..first as usize).all(within), "{what}: before {first}");
         let g = length::report(&c.params, &c.yarns, &c.edges, &g_dir, &g_cnt).expect_err(what);
         assert_eq!(
-            (g.yarn, g.iterations),
-            (f.yarn, f.iterations),
+            (g.yarn, g.points, g.iterations),
+            (f.yarn, f.points, f.iterations),
             "{what}: GPU failure report"
+        );
+        let e = c.edges[first as usize];
+        let y = c.yarns[yarn];
+        assert_eq!(g.points, [e.a - y.first_point, e.b - y.first_point]);
+    }
+    // A cap of 0 iterations fails with every edge within the tolerance: both paths name the
+    // first edge of the largest error.
+    let c = case(&[(10, false), (1000, true), (10, true)], 11, 0.0, 1e-2, 0);
+    let (r, _, counters) = cpu_stage(&c);
+    let f = r.expect_err("cap 0");
+    let errors: Vec<f32> = c
+        .edges
+        .iter()
+        .map(|e| {
+            // Iteration 0 evaluates q + h v, its edge vectors formed from differences.
+            let (a, b) = (e.a as usize, e.b as usize);
+            let h = c.params.h;
+            let v: Vec<f32> = (0..3)
+                .map(|k| (c.pos[b][k] - c.pos[a][k]) + (h * c.vel[b][k] - h * c.vel[a][k]))
+                .collect();
+            let len = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            ((len - e.rest_length) / e.rest_length).abs()
+        })
+        .collect();
+    let worst = errors.iter().cloned().fold(0.0f32, f32::max);
+    assert!(worst > 0.0 && worst < c.params.length_tolerance, "{worst}");
+    let first = counters.first_unconverged_edge as usize;
+    assert!(
+        first < c.edges.len() && errors[first] == worst,
+        "cap 0: edge {first}, error {} of the largest {worst}",
+        errors.get(first).unwrap_or(&f32::NAN)
+    );
+    assert!(
+        errors[..first].iter().all(|&e| e < worst),
+        "cap 0: before {first}"
+    );
+    assert_eq!(f.yarn, c.edges[first].yarn as usize, "cap 0");
+    if let Some(gpu) = &gpu {
+        let (_, g_cnt, _) = gpu_stage(gpu, &c);
+        assert_eq!(g_cnt.errors, ERROR_LENGTH_NOT_CONVERGED, "cap 0: GPU flag");
+        assert_eq!(
+            g_cnt.first_unconverged_edge, first as u32,
+            "cap 0: GPU edge"
         );
     }
 }

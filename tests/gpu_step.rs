@@ -1321,6 +1321,60 @@ fn gpu_step_reports_a_blow_up_with_its_step() {
     );
 }
 
+/// A length projection that cannot converge within its cap (one iteration allowed; violent,
+/// rough velocities on yarn 7 of the small sack's 24 from its fourth control point on): the GPU
+/// step's error names the step, the yarn and the control points of its first edge not within the
+/// tolerance, as the CPU path's does.
+#[test]
+fn gpu_length_failure_names_the_cpu_paths_yarn() {
+    let Some(gpu) = gpu_or_skip("gpu_length_failure_names_the_cpu_paths_yarn") else {
+        return;
+    };
+    let sets = ["contact.model=none"];
+    let capped = || {
+        let mut sim = fixture::scene_sim("sack_small", &sets, 0);
+        sim.set_length_max_iterations(1);
+        let y = sim.topo.yarns[7];
+        let points = y.first_point as usize + 3..(y.first_point + y.num_points) as usize;
+        for (i, v) in sim.vel[points].iter_mut().enumerate() {
+            let s = (i as f32 * 12.9898).sin() * 43_758.547;
+            let r = s - s.floor() - 0.5;
+            *v = [400.0 * r, -300.0 * r * r, 200.0 * (0.3 - r), 0.0];
+        }
+        sim
+    };
+    let mut cpu = capped();
+    let cpu_err = (0..20)
+        .find_map(|_| cpu.step().err())
+        .expect("the CPU path converged");
+    let yarnsim::sim::SimError::LengthProjection {
+        step, yarn, points, ..
+    } = cpu_err
+    else {
+        panic!("{cpu_err}");
+    };
+    assert_eq!(yarn, 7, "{cpu_err}");
+    let contact = fixture::scene_contact("sack_small", &sets);
+    let mut g = GpuSim::new(&gpu, capped(), &contact).unwrap();
+    let gpu_err = (0..20)
+        .find_map(|_| g.step().err())
+        .expect("the GPU path converged");
+    let msg = gpu_err.to_string();
+    eprintln!("CPU: {cpu_err}\nGPU: {msg}");
+    let yarnsim::gpu_step::GpuStepError::LengthProjection {
+        step: g_step, site, ..
+    } = gpu_err
+    else {
+        panic!("{msg}");
+    };
+    assert_eq!((g_step, site), (step, Some((yarn, points))), "{msg}");
+    assert!(
+        msg.contains(&format!("of yarn {yarn} "))
+            && msg.contains(&format!("control points {} and {}", points[0], points[1])),
+        "{msg}"
+    );
+}
+
 /// A step that needs more length-projection iterations than the GPU step encodes is rerun from
 /// the batch's snapshot with the whole cap encoded, and the result is bitwise the one of encoding
 /// the cap from the start.

@@ -153,7 +153,7 @@ struct Counters {
     ball_hits: Capacity,
     first_bad_ball: atomic<u32>,
     gather_slots: u32,
-    _pad1: u32,
+    first_unconverged_edge: atomic<u32>,
     _pad2: u32,
 };
 

@@ -473,10 +473,7 @@ impl ExactContact {
         let kp = self.kp;
         let n = topo.segments.len();
         self.records_valid = false;
-        self.counters = Counters {
-            first_bad_point: u32::MAX,
-            ..Counters::default()
-        };
+        self.counters = Counters::fresh();
         aabb_raster(
             &kp,
             &topo.segments,
