@@ -86,7 +86,7 @@ pub enum SimError {
     PinOutOfRange { point: u32, count: usize },
     #[error("damping blocks are given for {given} control points, but the scene has {count}")]
     DampingBlocks { given: usize, count: usize },
-    #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local}) is not finite")]
+    #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local} of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses")]
     NotFinite {
         step: u64,
         what: &'static str,
@@ -96,7 +96,7 @@ pub enum SimError {
     },
     #[error(transparent)]
     Ties(#[from] crate::ties::TieError),
-    #[error("step {step}: the velocity of ball {ball} is not finite")]
+    #[error("step {step}: the velocity of ball {ball} is not finite; try a smaller simulation.dt or check the balls' masses")]
     BallNotFinite { step: u64, ball: usize },
     #[error("step {step}: the length constraints of yarn {yarn} did not converge in {iterations} Fast Projection iterations (largest relative error {error:.3e} on the yarn, first beyond the tolerance between its control points {} and {}); the time step is probably too large: try a smaller simulation.dt", points[0], points[1])]
     LengthProjection {
