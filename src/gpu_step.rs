@@ -95,7 +95,8 @@ pub enum GpuStepError {
         iterations: u32,
         error: f32,
     },
-    #[error("step {step}: {source}")]
+    /// As the CPU path's `SimError::Contact`: the cause follows in the error's chain.
+    #[error("step {step}: contact model failed")]
     Contact {
         step: u64,
         #[source]
@@ -112,6 +113,9 @@ pub enum GpuStepError {
     },
     #[error("GPU error at step {step}: {message}")]
     Device { step: u64, message: String },
+    /// A limit of the GPU step's kernels that the CPU path does not have.
+    #[error("step {step}: {message}; the GPU step stops here, the CPU path has no such limit")]
+    KernelLimit { step: u64, message: String },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     #[error(
@@ -2129,9 +2133,14 @@ impl GpuSim {
                     Err(e) => {
                         self.sim.steps = base + s as u64;
                         self.sim.time = t0 + s as f64 * h;
-                        return Err(GpuStepError::Contact {
-                            step: base + s as u64,
-                            source: acl_gpu::contact_error(&e, &c),
+                        let step = base + s as u64;
+                        return Err(match acl_gpu::step_failure(&e, &c) {
+                            acl_gpu::AclStepFailure::Contact(source) => {
+                                GpuStepError::Contact { step, source }
+                            }
+                            acl_gpu::AclStepFailure::KernelLimit(message) => {
+                                GpuStepError::KernelLimit { step, message }
+                            }
                         });
                     }
                 }

@@ -571,13 +571,14 @@ pub const SCHED_NO_MONITORING: u32 = 4;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct SchedCounters {
-    /// `ERROR_NAN_POSITION` (with `first_bad_point`) and `ERROR_GRID_RANGE` (a segment over more
+    /// `ERROR_NAN_POSITION` (with `first_bad_point`), `ERROR_GRID_RANGE` (a segment over more
     /// than `sched::MAX_CELLS_PER_SEGMENT` cells or beyond the cell range, with
-    /// `first_bad_segment`).
+    /// `first_bad_segment`) and `ERROR_GRID_CELL_FULL` (a newcomer lookup met a hash run longer
+    /// than `sched::SCHED_MAX_CELL_RUN`, with `first_bad_segment`: the looking segment).
     pub errors: u32,
     /// Lowest non-finite control point (`u32::MAX`: none).
     pub first_bad_point: u32,
-    /// Lowest segment over too many cells (`u32::MAX`: none).
+    /// Lowest segment over too many cells, or whose lookup met a full hash run (`u32::MAX`: none).
     pub first_bad_segment: u32,
     /// Entries examined and processed this step.
     pub examined: u32,

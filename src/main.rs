@@ -619,14 +619,18 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu> {
 }
 
 /// Whether `e` says the GPU step cannot go on where the CPU path could: a size past what the
-/// adapter binds, a limit of the adapter, the device itself (not the physics, which the CPU path
-/// would meet too).
+/// adapter binds, a limit of the adapter or of the kernels, the device itself (not the physics,
+/// which the CPU path would meet too).
 fn gpu_cannot_go_on(e: &anyhow::Error) -> bool {
     use GpuStepError as E;
     gpu_error(e, |g| {
         matches!(
             g,
-            E::Binding { .. } | E::Limit { .. } | E::TooManyBalls { .. } | E::Device { .. }
+            E::Binding { .. }
+                | E::Limit { .. }
+                | E::TooManyBalls { .. }
+                | E::Device { .. }
+                | E::KernelLimit { .. }
         )
     })
 }

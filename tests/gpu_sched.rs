@@ -2389,3 +2389,91 @@ fn listed_newcomer_search_matches_twin_and_the_grid() {
     let (_, gc) = list_compact_gpu(&keys, c, 16);
     assert_eq!(gc.fresh.count, 0, "too many candidates");
 }
+
+/// No pair is excluded or mixed (`newcomer_schedule`'s rules for a fixture without yarns).
+struct Clear;
+
+impl yarnsim::sched::PairRules for Clear {
+    fn segment_class(&self, _: u32, _: u32) -> yarnsim::sched::PairClass {
+        yarnsim::sched::PairClass::Clear
+    }
+    fn excluded(&self, _: u32, _: u32, _: u32, _: u32) -> bool {
+        false
+    }
+}
+
+/// A hash run longer than `SCHED_MAX_CELL_RUN`: every segment's box is the same one cell, where
+/// all but segments 9 and 7 (whose boxes were elsewhere last step: newcomers) were already.
+/// `newcomer_count` raises `ERROR_GRID_CELL_FULL` and names segment 7, the lowest newcomer, in
+/// `first_bad_segment`, as its twin does; the counters' error (`sched::counters_error`, which the
+/// GPU step reports) is the CPU step's (`newcomer_schedule`).
+#[test]
+fn newcomer_count_names_the_segment_of_a_full_cell_run() {
+    use yarnsim::layout::{KeyValue, ERROR_GRID_CELL_FULL};
+    use yarnsim::sched::{grid_build, newcomer_count, newcomer_schedule, SchedGrid};
+    let Some(gpu) = gpu_or_skip("newcomer_count_names_the_segment_of_a_full_cell_run") else {
+        return;
+    };
+    let n = yarnsim::sched::grid::SCHED_MAX_CELL_RUN as usize + 100;
+    // (lo[3] = 1: a valid box.)
+    let here = CellBox {
+        lo: [3, -4, 5, 1],
+        hi: [3, -4, 5, 0],
+    };
+    let elsewhere = CellBox {
+        lo: [30, -4, 5, 1],
+        hi: [30, -4, 5, 0],
+    };
+    let cells = vec![here; n];
+    let mut prev = vec![here; n];
+    prev[9] = elsewhere;
+    prev[7] = elsewhere;
+    let u = SchedUniform {
+        num_segments: n as u32,
+        ..Default::default()
+    };
+    let mut grid = SchedGrid::default();
+    grid_build(&cells, &mut grid);
+    let items: Vec<KeyValue> = grid.items().to_vec();
+    assert_eq!(items.len(), n);
+    let mut c1 = fresh_counters();
+    c1.grid.count = n as u32;
+    c1.grid.capacity = n as u32;
+    let mut c2 = c1;
+    let mut noff = vec![7u32; n + 1];
+    let mut groups = vec![7u32; (n + 1).div_ceil(256)];
+    newcomer_count(&u, &cells, &prev, &items, &mut noff, &mut c2, &mut groups);
+    assert_eq!(c2.errors, ERROR_GRID_CELL_FULL);
+    assert_eq!(c2.first_bad_segment, 7);
+    let out = run_kernel(
+        &gpu,
+        "newcomer_count",
+        &[
+            ("sched", bytes(&[u])),
+            ("cells", bytes(&cells)),
+            ("prev_cells", bytes(&prev)),
+            ("sched_grid", bytes(&items)),
+            ("newcomer_offsets", bytes(&vec![7u32; n + 1])),
+            ("sched_counters", bytes(&[c1])),
+            ("scan_groups", bytes(&vec![7u32; groups.len()])),
+        ],
+        n as u32 + 1,
+    )
+    .unwrap();
+    let gc = bytemuck::cast_slice::<u8, SchedCounters>(&out["sched_counters"])[0];
+    assert_eq!(gc, c2, "newcomer_count's counters");
+    let cpu = newcomer_schedule(
+        &cells,
+        &prev,
+        &grid,
+        &[],
+        &Clear,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    assert_eq!(
+        yarnsim::sched::counters_error(&gc).map(Err::<u64, _>),
+        Some(cpu),
+        "the GPU's counters' error and the CPU step's"
+    );
+}

@@ -2629,20 +2629,52 @@ impl AclGpu {
     }
 }
 
-/// The contact error a failed step's counters name (a non-finite force or rotation by its point,
-/// the rest by the error's text).
-pub fn contact_error(e: &AclGpuError, c: &AclStepCounters) -> crate::contact::ContactError {
+/// What a failed ACL step's counters say, in the words the CPU path uses where it meets the same:
+/// a contact failure, or a limit of the GPU kernels that the CPU path does not have.
+#[derive(Debug)]
+pub enum AclStepFailure {
+    Contact(crate::contact::ContactError),
+    /// A limit of the GPU kernels alone, in words (the CPU path would go on).
+    KernelLimit(String),
+}
+
+/// The failure a step's counters name ([`AclGpu::verdict_with`]'s error `e`): the scheduler's flags
+/// as [`crate::sched::counters_error`] words them, a non-finite force or rotation by its point or
+/// set, a full gather, the kernels' limits on a set's size and a rebuild's work, a merge's scan
+/// limit; anything else by `e`'s text.
+pub fn step_failure(e: &AclGpuError, c: &AclStepCounters) -> AclStepFailure {
     use crate::contact::ContactError;
-    if c.acl.errors & crate::layout::ACL_ERROR_NOT_FINITE != 0 && c.acl.first_bad_point != u32::MAX
-    {
-        return ContactError::NotFinite {
-            point: c.acl.first_bad_point as usize,
-        };
+    use crate::layout::{ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE, ACL_ERROR_SET_TOO_BIG};
+    let contact = AclStepFailure::Contact;
+    if let Some(s) = crate::sched::counters_error(&c.sched) {
+        return contact(super::AclError::Sched(s).into());
     }
-    if c.acl.errors & crate::layout::ACL_ERROR_GATHER_FULL != 0 {
-        return ContactError::Other(super::gather::gather_full_message());
+    if c.acl.errors & ACL_ERROR_NOT_FINITE != 0 {
+        return contact(super::not_finite_error(&c.acl));
     }
-    ContactError::Other(e.to_string())
+    if c.acl.errors & ACL_ERROR_GATHER_FULL != 0 {
+        return contact(ContactError::Other(super::gather::gather_full_message()));
+    }
+    if c.acl.errors & ACL_ERROR_SET_TOO_BIG != 0 {
+        return AclStepFailure::KernelLimit(format!(
+            "a contact set holds more than {} control points, more than the GPU kernels \
+             set_evaluate and set_force take (the cloth is crushed together, or contact.padding \
+             is large)",
+            super::evaluate::MAX_SET_POINTS
+        ));
+    }
+    if c.pools.errors & super::rebuild::POOL_TOO_MUCH_WORK != 0 {
+        return AclStepFailure::KernelLimit(format!(
+            "a contact set's rebuild needs more than {} units of work (its blocks times its \
+             touching pairs), the most the GPU kernel set_rebuild takes (the cloth is crushed \
+             together, or contact.padding is large)",
+            super::rebuild::MAX_REBUILD_WORK
+        ));
+    }
+    if c.merge.errors & crate::layout::MERGE_SCAN_LIMIT != 0 {
+        return contact(ContactError::Other(AclGpuError::ScanLimit.to_string()));
+    }
+    contact(ContactError::Other(e.to_string()))
 }
 
 #[cfg(test)]
@@ -2668,8 +2700,91 @@ mod tests {
             pools: 0,
             merge: 0,
         };
-        let msg = contact_error(&e, &c).to_string();
+        let AclStepFailure::Contact(f) = step_failure(&e, &c) else {
+            panic!("a full gather is the CPU path's error too");
+        };
+        let msg = f.to_string();
         assert!(msg.contains("more than 128 contact sets"), "{msg}");
+    }
+
+    /// Each flag a failed step's counters may hold, in the words of the CPU path where it has
+    /// them (the scheduler's `SchedError`, ACL's `ContactError`s), and as a limit of the kernels
+    /// where only the GPU step has it; never the raw bits.
+    #[test]
+    fn a_failed_steps_flags_are_named() {
+        use crate::layout::{
+            ACL_ERROR_NOT_FINITE, ACL_ERROR_SET_TOO_BIG, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE,
+            ERROR_NAN_POSITION, MERGE_SCAN_LIMIT,
+        };
+        let fresh = || {
+            let mut c = AclStepCounters::default();
+            c.sched.first_bad_point = u32::MAX;
+            c.sched.first_bad_segment = u32::MAX;
+            c.acl.first_bad_point = u32::MAX;
+            c.acl.first_bad_set = u32::MAX;
+            c
+        };
+        let flags = |c: &AclStepCounters| AclGpuError::Flags {
+            sched: c.sched.errors,
+            acl: c.acl.errors,
+            set: c.acl.first_bad_set,
+            point: c.acl.first_bad_point,
+            pools: c.pools.errors,
+            merge: c.merge.errors,
+        };
+        let failure = |c: &AclStepCounters| step_failure(&flags(c), c);
+        let contact = |c: &AclStepCounters| match failure(c) {
+            AclStepFailure::Contact(e) => e.to_string(),
+            f => panic!("{f:?}"),
+        };
+        let limit = |c: &AclStepCounters| match failure(c) {
+            AclStepFailure::KernelLimit(m) => m,
+            f => panic!("{f:?}"),
+        };
+        let sched = |errors: u32, point: u32, segment: u32| {
+            let mut c = fresh();
+            c.sched.errors = errors;
+            c.sched.first_bad_point = point;
+            c.sched.first_bad_segment = segment;
+            contact(&c)
+        };
+        assert_eq!(
+            sched(ERROR_NAN_POSITION, 41, u32::MAX),
+            crate::contact::ContactError::NotFinite { point: 41 }.to_string()
+        );
+        for (bit, e) in [
+            (
+                ERROR_GRID_RANGE,
+                crate::sched::SchedError::TooManyCells { seg: 12 },
+            ),
+            (
+                ERROR_GRID_CELL_FULL,
+                crate::sched::SchedError::CellFull { seg: 12 },
+            ),
+        ] {
+            assert_eq!(sched(bit, u32::MAX, 12), e.to_string());
+        }
+        let mut c = fresh();
+        c.acl.errors = ACL_ERROR_NOT_FINITE;
+        c.acl.first_bad_set = 3;
+        let msg = contact(&c);
+        assert!(msg.contains("contact set 3 is not finite"), "{msg}");
+        c.acl.first_bad_point = 77;
+        assert_eq!(
+            contact(&c),
+            crate::contact::ContactError::NotFinite { point: 77 }.to_string()
+        );
+        let mut c = fresh();
+        c.acl.errors = ACL_ERROR_SET_TOO_BIG;
+        let msg = limit(&c);
+        assert!(msg.contains("more than 1008 control points"), "{msg}");
+        let mut c = fresh();
+        c.pools.errors = super::super::rebuild::POOL_TOO_MUCH_WORK;
+        let msg = limit(&c);
+        assert!(msg.contains("more than 16384 units of work"), "{msg}");
+        let mut c = fresh();
+        c.merge.errors = MERGE_SCAN_LIMIT;
+        assert_eq!(contact(&c), AclGpuError::ScanLimit.to_string());
     }
 
     #[test]

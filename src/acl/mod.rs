@@ -103,6 +103,20 @@ pub enum AclError {
     Sched(#[from] crate::sched::SchedError),
 }
 
+/// A non-finite force (`ACL_ERROR_NOT_FINITE`) by its control point, or, where only a set's
+/// rotation was (`set_force` names the set), by that set.
+pub fn not_finite_error(c: &AclCounters) -> ContactError {
+    match (c.first_bad_point, c.first_bad_set) {
+        (u32::MAX, set) if set != u32::MAX => ContactError::Other(format!(
+            "the rotation of contact set {set} is not finite (yarns passed through each other or \
+             the time step is too large)"
+        )),
+        (point, _) => ContactError::NotFinite {
+            point: point as usize,
+        },
+    }
+}
+
 impl From<AclError> for ContactError {
     fn from(e: AclError) -> Self {
         match e {
@@ -913,9 +927,7 @@ impl AclContact {
         );
         if counters.errors != 0 {
             return Err(if counters.errors & ACL_ERROR_NOT_FINITE != 0 {
-                ContactError::NotFinite {
-                    point: counters.first_bad_point as usize,
-                }
+                not_finite_error(&counters)
             } else {
                 ContactError::Other(gather::gather_full_message())
             });

@@ -182,6 +182,9 @@ pub enum SchedGpuError {
     Pipeline(#[from] PipelineError),
     #[error("the scheduler's GPU step: {0}")]
     Gpu(String),
+    /// What the CPU step would stop on ([`super::counters_error`]).
+    #[error(transparent)]
+    Sched(#[from] super::SchedError),
     #[error("the scheduler's GPU step raised error bits {errors:#x} (first bad point {point}, first bad segment {segment})")]
     Flags {
         errors: u32,
@@ -920,6 +923,9 @@ impl SchedGpu {
         loop {
             let counters = self.run_once(device, queue, pipelines)?;
             let Some(caps) = self.caps.grown(&counters) else {
+                if let Some(e) = super::counters_error(&counters) {
+                    return Err(SchedGpuError::Sched(e));
+                }
                 if counters.errors != 0 {
                     return Err(SchedGpuError::Flags {
                         errors: counters.errors,

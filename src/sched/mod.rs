@@ -143,7 +143,8 @@ pub use sizes::{
 };
 
 use crate::layout::{
-    SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_RANGE, ERROR_NAN_POSITION,
+    SchedCounters, SchedUniform, SegmentMotion, ERROR_GRID_CELL_FULL, ERROR_GRID_RANGE,
+    ERROR_NAN_POSITION,
 };
 use crate::state::Segment;
 
@@ -167,6 +168,27 @@ pub const CELL_MARGIN: f32 = 1.0 / 16.0;
 pub const CELL_MARGIN_BITS: i32 = 0x3f;
 /// Bound of an entry with no unowned pair left (never needs processing for distance reasons).
 pub const FAR: f32 = f32::MAX;
+
+/// The error a scheduler counters block's flags stand for, the first of: a non-finite control
+/// point, a segment over too many cells, a newcomer lookup's full hash run (the GPU step's and the
+/// CPU step's counters alike).
+pub fn counters_error(c: &SchedCounters) -> Option<SchedError> {
+    if c.errors & ERROR_NAN_POSITION != 0 {
+        Some(SchedError::NotFinite {
+            point: c.first_bad_point as usize,
+        })
+    } else if c.errors & ERROR_GRID_RANGE != 0 {
+        Some(SchedError::TooManyCells {
+            seg: c.first_bad_segment as usize,
+        })
+    } else if c.errors & ERROR_GRID_CELL_FULL != 0 {
+        Some(SchedError::CellFull {
+            seg: c.first_bad_segment as usize,
+        })
+    } else {
+        None
+    }
+}
 
 /// Why the scheduler cannot run.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -687,15 +709,8 @@ impl Scheduler {
             &mut self.mv2,
             &mut counters,
         );
-        if counters.errors & ERROR_NAN_POSITION != 0 {
-            return Err(SchedError::NotFinite {
-                point: counters.first_bad_point as usize,
-            });
-        }
-        if counters.errors & ERROR_GRID_RANGE != 0 {
-            return Err(SchedError::TooManyCells {
-                seg: counters.first_bad_segment as usize,
-            });
+        if let Some(e) = counters_error(&counters) {
+            return Err(e);
         }
         segment_monitor(
             &uniform,

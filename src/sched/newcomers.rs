@@ -294,7 +294,8 @@ fn newcomer_pairs(
 /// item `i` whose cell is new to its segment, the number of other segments in that cell whose pair
 /// it writes ([`newcomer_emits`]), else 0; the slots past the items are left as they were
 /// ([`newcomer_write`] reads none). Newcomer items are counted into `sched_counters.newcomers`; a
-/// hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises `ERROR_GRID_CELL_FULL`.
+/// hash run longer than [`super::grid::SCHED_MAX_CELL_RUN`] raises `ERROR_GRID_CELL_FULL` and
+/// lowers `first_bad_segment` to the item's segment.
 /// Also the group sums of the items' words into `scan_groups` ([`crate::scan::write_groups`], from
 /// which [`newcomer_write`] places each item's pairs; the words of groups wholly past the items are
 /// left as they were: the kernel's workgroups there return at once), and their total added to
@@ -311,17 +312,21 @@ pub fn newcomer_count(
     let _ = sched;
     let items = grid_items(sched_grid, sched_counters);
     let n = items.len();
-    let mut full = false;
+    // The lowest segment whose lookup met a hash run past the bound.
+    let mut full = u32::MAX;
     for (o, kv) in newcomer_offsets[..n].iter_mut().zip(items) {
         let mut c = 0;
         if let Some(ok) = newcomer_pairs(items, cells, prev_cells, kv, |_| c += 1) {
             sched_counters.newcomers += 1;
-            full |= !ok;
+            if !ok {
+                full = full.min(kv.value);
+            }
         }
         *o = c;
     }
-    if full {
+    if full != u32::MAX {
         sched_counters.errors |= ERROR_GRID_CELL_FULL;
+        sched_counters.first_bad_segment = sched_counters.first_bad_segment.min(full);
     }
     let live = &mut scan_groups[..n.div_ceil(crate::scan::GROUP as usize)];
     crate::scan::write_groups(&newcomer_offsets[..n], live);
