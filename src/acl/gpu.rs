@@ -654,6 +654,20 @@ pub enum AclGpuError {
     },
 }
 
+impl AclGpuError {
+    /// The error bits of a step's counters, as they are ([`step_failure`] words them).
+    pub fn flags(c: &AclStepCounters) -> AclGpuError {
+        AclGpuError::Flags {
+            sched: c.sched.errors,
+            acl: c.acl.errors,
+            set: c.acl.first_bad_set,
+            point: c.acl.first_bad_point,
+            pools: c.pools.errors,
+            merge: c.merge.errors,
+        }
+    }
+}
+
 /// Everything a step's host reads back: the counters of every stage.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -2097,14 +2111,7 @@ impl AclGpu {
         }
         let pools = c.pools.errors & super::rebuild::POOL_TOO_MUCH_WORK;
         if c.sched.errors != 0 || c.acl.errors != 0 || c.merge.errors != 0 || pools != 0 {
-            return Err(AclGpuError::Flags {
-                sched: c.sched.errors,
-                acl: c.acl.errors,
-                set: c.acl.first_bad_set,
-                point: c.acl.first_bad_point,
-                pools: c.pools.errors,
-                merge: c.merge.errors,
-            });
+            return Err(AclGpuError::flags(c));
         }
         Ok(None)
     }
@@ -2692,15 +2699,7 @@ mod tests {
     fn a_full_gather_names_its_limit() {
         let mut c = AclStepCounters::default();
         c.acl.errors = crate::layout::ACL_ERROR_GATHER_FULL;
-        let e = AclGpuError::Flags {
-            sched: 0,
-            acl: c.acl.errors,
-            set: u32::MAX,
-            point: u32::MAX,
-            pools: 0,
-            merge: 0,
-        };
-        let AclStepFailure::Contact(f) = step_failure(&e, &c) else {
+        let AclStepFailure::Contact(f) = step_failure(&AclGpuError::flags(&c), &c) else {
             panic!("a full gather is the CPU path's error too");
         };
         let msg = f.to_string();
@@ -2724,15 +2723,7 @@ mod tests {
             c.acl.first_bad_set = u32::MAX;
             c
         };
-        let flags = |c: &AclStepCounters| AclGpuError::Flags {
-            sched: c.sched.errors,
-            acl: c.acl.errors,
-            set: c.acl.first_bad_set,
-            point: c.acl.first_bad_point,
-            pools: c.pools.errors,
-            merge: c.merge.errors,
-        };
-        let failure = |c: &AclStepCounters| step_failure(&flags(c), c);
+        let failure = |c: &AclStepCounters| step_failure(&AclGpuError::flags(c), c);
         let contact = |c: &AclStepCounters| match failure(c) {
             AclStepFailure::Contact(e) => e.to_string(),
             f => panic!("{f:?}"),
