@@ -12,7 +12,9 @@
 // length_dir (the evaluation that failed: later iterations' kernels return at once) reaches the
 // smaller of the tolerance and length_error_bits (both as bits, which order like the non-negative
 // floats): the first edge not within the tolerance, or the first of the largest error when all
-// are (a cap of 0), which the host's error names by its yarn (CPU twin: length::length_finish).
+// are (a cap of 0), which the host's error names by its yarn; and thread p whose velocity came in
+// not finite raises ERROR_NAN_VELOCITY and lowers counters.first_bad_point to p (a NaN fails its
+// yarn's every edge; the point names the cause) (CPU twin: length::length_finish).
 // One thread per control point (num_edges ≤ num_points); no loops.
 
 #import layout
@@ -69,6 +71,10 @@ fn length_finish(
             if bits >= wg_reach {
                 atomicMin(&counters.first_unconverged_edge, p);
             }
+        }
+        if p < params.num_points && !finite3(vel[p].xyz) {
+            atomicOr(&counters.errors, ERROR_NAN_VELOCITY);
+            atomicMin(&counters.first_bad_point, p);
         }
         return;
     }

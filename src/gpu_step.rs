@@ -78,7 +78,8 @@ pub enum GpuStepError {
         limit_name: &'static str,
         adapter: String,
     },
-    #[error("step {step}: {what} is not finite at control point {point} (yarn {yarn}, point {local} of it); try a smaller simulation.dt or check the scene's stiffnesses")]
+    /// Worded as the CPU path's `SimError::NotFinite`.
+    #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local} of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses")]
     NotFinite {
         step: u64,
         what: &'static str,
@@ -785,11 +786,12 @@ impl GpuSim {
         // A limit the checks before it miss (a buffer past the device's binding size, say) is an
         // error, not wgpu's panic on an uncaught validation error.
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let step = sim.steps;
         let made = Self::make(gpu, sim, contact);
         match (made, pollster::block_on(scope.pop())) {
             (Err(e), _) => Err(e),
             (Ok(_), Some(e)) => Err(GpuStepError::Device {
-                step: 0,
+                step,
                 message: format!("making the GPU step's buffers and kernels: {e}"),
             }),
             (Ok(g), None) => Ok(g),
@@ -863,7 +865,8 @@ impl GpuSim {
         // on the CPU twin (the CPU path takes the same origin at its first step), which also gives
         // the first capacities.
         let exact = if exact {
-            let contact_err = |source| GpuStepError::Contact { step: 0, source };
+            let step = sim.steps;
+            let contact_err = |source| GpuStepError::Contact { step, source };
             let mut host = ExactContact::new(sim.params.radius, contact).map_err(contact_err)?;
             host.detect(&sim.topo, &sim.pos).map_err(contact_err)?;
             let origin = host.grid_origin().expect("set by detect");
@@ -909,8 +912,9 @@ impl GpuSim {
         // ACL: a fresh model on the host gives the parameters and static tables; the GPU model
         // starts with no sets, as the CPU path's does at its first step.
         let acl = if acl {
+            let step = sim.steps;
             let contact_err = |e: crate::acl::AclError| GpuStepError::Contact {
-                step: 0,
+                step,
                 source: e.into(),
             };
             let mut host = AclContact::new(sim.params.radius, contact).map_err(contact_err)?;
@@ -959,7 +963,7 @@ impl GpuSim {
                 &device, &queue, &pipelines, &buffers, &mut host, &sim.topo, &sim.pos, caps,
             )
             .map_err(|e| GpuStepError::Contact {
-                step: 0,
+                step,
                 source: ContactError::Other(e.to_string()),
             })?;
             let ring = |label, bytes: u64| {
@@ -2404,31 +2408,23 @@ impl GpuSim {
             check_counters(c, ex.cell).map_err(|source| GpuStepError::Contact { step, source })?;
         }
         let what = if c.errors & ERROR_NAN_POSITION != 0 {
-            Some("the position")
+            Some("position")
         } else if c.errors & ERROR_NAN_FORCE != 0 {
-            Some("the force")
+            Some("force")
         } else if c.errors & ERROR_NAN_VELOCITY != 0 {
-            Some("the velocity")
+            Some("velocity")
         } else {
             None
         };
         if let Some(what) = what {
             let point = c.first_bad_point;
-            let (yarn, local) = self
-                .sim
-                .topo
-                .yarns
-                .iter()
-                .enumerate()
-                .find(|(_, y)| point >= y.first_point && point < y.first_point + y.num_points)
-                .map(|(i, y)| (i, point - y.first_point))
-                .unwrap_or((0, point));
+            let (yarn, local) = self.sim.point_site(point as usize);
             return Err(GpuStepError::NotFinite {
                 step,
                 what,
                 point,
                 yarn,
-                local,
+                local: local as u32,
             });
         }
         if c.errors & ERROR_NAN_BALL != 0 {

@@ -76,14 +76,16 @@
 //! writes its decision, and every workgroup decides from its own read whether `vel` is kept (the
 //! decision's writes never turn that answer, see shaders/length_finish.wgsl). On failure it also
 //! names the first edge not within the tolerance (`first_unconverged_edge`), whose yarn and
-//! control points both paths' errors name: the GPU's `length_dir` is overwritten by a batch's later
-//! steps before the host reads the failing step's counters.
+//! control points both paths' errors name (the GPU's `length_dir` is overwritten by a batch's later
+//! steps before the host reads the failing step's counters), and the first control point whose
+//! velocity came in not finite (`ERROR_NAN_VELOCITY`, `first_bad_point`), which both paths' errors
+//! name instead: a NaN fails every edge of its yarn.
 //!
 //! Every yarn is iterated until the worst edge of all yarns converges (the sequential solver stopped
 //! each yarn on its own): a yarn that converged early gets further projections, which only move it
 //! closer to its constraints.
 
-use crate::layout::{Counters, Edge, Params, Yarn, ERROR_LENGTH_NOT_CONVERGED};
+use crate::layout::{Counters, Edge, Params, Yarn, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_VELOCITY};
 use crate::pipelines::{Buffers, PipelineError, Pipelines};
 use crate::shaders;
 use rayon::prelude::*;
@@ -912,10 +914,13 @@ pub fn length_update(
 
 /// Kernel `length_finish`: the [`length_check`] of the recording's last evaluation (iteration
 /// `length_level[0]`), then `vel = length_disp / h` (w 0) for every control point, unless the
-/// projection did not converge: then `vel` is left as it came, for the error report, and
+/// projection did not converge: then `vel` is left as it came, for the error report,
 /// `first_unconverged_edge` lowered to the first edge of `length_dir` (the evaluation that failed)
-/// whose error bits reach the smaller of the tolerance's and `length_error_bits`: the first edge
-/// not within the tolerance, or the first of the largest error when every edge is (a cap of 0).
+/// whose error bits reach the smaller of the tolerance's and `length_error_bits` (the first edge
+/// not within the tolerance, or the first of the largest error when every edge is: a cap of 0),
+/// and a velocity that came in not finite raises [`ERROR_NAN_VELOCITY`] with `first_bad_point`
+/// lowered to its point: the projection of a yarn with a NaN fails on all its edges, and the
+/// point names the cause.
 pub fn length_finish(
     params: &Params,
     length_level: &[u32; 4],
@@ -930,6 +935,14 @@ pub fn length_finish(
         let first = first_unconverged(params, edges, length_dir, counters.length_error_bits)
             .map_or(u32::MAX, |k| k as u32);
         counters.first_unconverged_edge = counters.first_unconverged_edge.min(first);
+        let n = params.num_points as usize;
+        if let Some(p) = vel[..n]
+            .par_iter()
+            .position_first(|v| !v.iter().all(|x| x.is_finite()))
+        {
+            counters.errors |= ERROR_NAN_VELOCITY;
+            counters.first_bad_point = counters.first_bad_point.min(p as u32);
+        }
         return;
     }
     let inv_h = 1.0 / params.h;

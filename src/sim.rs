@@ -1178,9 +1178,10 @@ impl Sim {
         }
     }
 
-    fn not_finite(&self, what: &'static str, point: usize) -> SimError {
-        let (yarn, local) = self
-            .topo
+    /// The yarn of control point `point` and the point's index in it (yarn 0 and `point` past
+    /// the last yarn's points).
+    pub fn point_site(&self, point: usize) -> (usize, usize) {
+        self.topo
             .yarns
             .iter()
             .enumerate()
@@ -1188,7 +1189,11 @@ impl Sim {
                 (point as u32) >= y.first_point && (point as u32) < y.first_point + y.num_points
             })
             .map(|(i, y)| (i, point - y.first_point as usize))
-            .unwrap_or((0, point));
+            .unwrap_or((0, point))
+    }
+
+    fn not_finite(&self, what: &'static str, point: usize) -> SimError {
+        let (yarn, local) = self.point_site(point);
         SimError::NotFinite {
             step: self.steps,
             what,
@@ -1316,12 +1321,10 @@ impl Sim {
         let report = match report {
             Ok(r) => r,
             Err(f) => {
-                // A NaN velocity shows up here first; name the point rather than the yarn.
-                if let Some(bad) = self
-                    .vel
-                    .iter()
-                    .position(|v| !v.iter().all(|x| x.is_finite()))
-                {
+                // A NaN velocity shows up here first (`length_finish` names its point): name
+                // the point rather than the yarn.
+                if counters.errors & crate::layout::ERROR_NAN_VELOCITY != 0 {
+                    let bad = counters.first_bad_point as usize;
                     return Err(self.not_finite("velocity", bad));
                 }
                 return Err(SimError::LengthProjection {

@@ -38,7 +38,9 @@ use std::f64::consts::TAU;
 use std::mem::size_of;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::gpu::Gpu;
-use yarnsim::layout::{Counters, Edge, Params, Yarn, ERROR_LENGTH_NOT_CONVERGED};
+use yarnsim::layout::{
+    Counters, Edge, Params, Yarn, ERROR_LENGTH_NOT_CONVERGED, ERROR_NAN_VELOCITY,
+};
 use yarnsim::length::{self, LengthFailure, LengthGpu, LengthReport, LengthScratch};
 use yarnsim::pipelines::{run_kernel, Buffers, Pipelines};
 use yarnsim::shaders::KERNELS;
@@ -1692,8 +1694,9 @@ fn kernels_vs_twins(gpu: &Gpu, c: &Case, what: &str) {
 }
 
 /// A yarn that cannot converge within the cap (its rest lengths 20 % short, 2 iterations allowed)
-/// and one with a NaN velocity: both paths raise ERROR_LENGTH_NOT_CONVERGED with the same count,
-/// leave the velocities as they came, and name the same yarn as the sequential oracle does.
+/// and one with a NaN velocity: both paths raise ERROR_LENGTH_NOT_CONVERGED with the same count
+/// (and, for the NaN, ERROR_NAN_VELOCITY with its point), leave the velocities as they came, and
+/// name the same yarn and first edge as the sequential oracle does.
 #[test]
 fn not_converged_is_flagged_on_both_paths() {
     let gpu = gpu_or_skip("not_converged_is_flagged_on_both_paths");
@@ -1703,14 +1706,23 @@ fn not_converged_is_flagged_on_both_paths() {
     }
     let mut nan = case(&[(10, false), (1000, true), (10, true)], 10, 0.4, 1e-5, 100);
     nan.vel[500][1] = f32::NAN;
-    for (c, yarn, what) in [(&stretched, 2, "stretched yarn"), (&nan, 1, "NaN velocity")] {
+    // The NaN velocity also raises ERROR_NAN_VELOCITY and names its point.
+    let (flag, nan_flags) = (
+        ERROR_LENGTH_NOT_CONVERGED,
+        ERROR_LENGTH_NOT_CONVERGED | ERROR_NAN_VELOCITY,
+    );
+    for (c, yarn, what, errors, bad) in [
+        (&stretched, 2, "stretched yarn", flag, u32::MAX),
+        (&nan, 1, "NaN velocity", nan_flags, 500),
+    ] {
         let (r, vel, counters) = cpu_stage(c);
         let f = r.expect_err(what);
         eprintln!("{what}: {f:?}");
         assert_eq!(f.yarn, yarn, "{what}");
         assert_eq!(f.iterations, c.params.length_max_iterations, "{what}");
         assert!(f.error >= c.params.length_tolerance, "{what}");
-        assert_eq!(counters.errors, ERROR_LENGTH_NOT_CONVERGED, "{what}");
+        assert_eq!(counters.errors, errors, "{what}");
+        assert_eq!(counters.first_bad_point, bad, "{what}");
         assert_eq!(counters.length_iterations, c.params.length_max_iterations);
         assert!(vel
             .iter()
@@ -1734,7 +1746,8 @@ fn not_converged_is_flagged_on_both_paths() {
         );
         let Some(gpu) = &gpu else { continue };
         let (g_vel, g_cnt, g_dir) = gpu_stage(gpu, c);
-        assert_eq!(g_cnt.errors, ERROR_LENGTH_NOT_CONVERGED, "{what}: GPU flag");
+        assert_eq!(g_cnt.errors, errors, "{what}: GPU flags");
+        assert_eq!(g_cnt.first_bad_point, bad, "{what}: GPU's bad point");
         assert_eq!(
             g_cnt.length_iterations, counters.length_iterations,
             "{what}"

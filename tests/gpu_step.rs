@@ -1375,6 +1375,48 @@ fn gpu_length_failure_names_the_cpu_paths_yarn() {
     );
 }
 
+/// A NaN in one control point's velocity, as a blow-up leaves one (a velocity past f32's range
+/// makes the next step's NaN): with each contact model the GPU step's error is the CPU path's,
+/// word for word, its causes included (the step, what is not finite, the point, its yarn and
+/// index in it); before, the GPU named the yarn's failed length projection instead.
+#[test]
+fn gpu_not_finite_error_reads_as_the_cpu_paths() {
+    let Some(gpu) = gpu_or_skip("gpu_not_finite_error_reads_as_the_cpu_paths") else {
+        return;
+    };
+    let chain = |e: &dyn std::error::Error| {
+        let mut words = vec![e.to_string()];
+        let mut at = e.source();
+        while let Some(c) = at {
+            words.push(c.to_string());
+            at = c.source();
+        }
+        words
+    };
+    for model in ["none", "exact", "acl"] {
+        let sets = [format!("contact.model={model}")];
+        let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+        let sim = || {
+            let mut s = fixture::scene_sim("tiny", &sets, 3);
+            s.vel[57][1] = f32::NAN;
+            s
+        };
+        let mut cpu = sim();
+        let cpu_err = chain(&cpu.step().expect_err(model));
+        let gpu_err = GpuSim::new(&gpu, sim(), &fixture::scene_contact("tiny", &sets))
+            .and_then(|mut g| g.step())
+            .expect_err(model);
+        let gpu_err = chain(&gpu_err);
+        eprintln!("{model}: {cpu_err:?}");
+        assert_eq!(
+            cpu_err,
+            ["step 3: the velocity of control point 57 (yarn 0, point 57 of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses"],
+            "{model}"
+        );
+        assert_eq!(gpu_err, cpu_err, "{model}");
+    }
+}
+
 /// A step that needs more length-projection iterations than the GPU step encodes is rerun from
 /// the batch's snapshot with the whole cap encoded, and the result is bitwise the one of encoding
 /// the cap from the start.
