@@ -4,9 +4,10 @@
 // (newcomer_emits: one item a pair, at its first cell new to either) into newcomer_offsets[i]
 // (0 for the other items; the slots past the items are left as they were: newcomer_write reads
 // none), and itself into sched_counters.newcomers; a hash run longer than SCHED_MAX_CELL_RUN raises
-// ERROR_GRID_CELL_FULL and lowers sched_counters.first_bad_segment to the item's segment. CPU twin: sched::newcomer_count. One thread per grid slot, plus one (the
-// grid capacity's); a workgroup wholly past the items returns at once and writes no group sum
-// (newcomer_write's workgroups there do not read them).
+// ERROR_GRID_CELL_FULL and lowers sched_counters.first_bad_segment to the item's segment. CPU
+// twin: sched::newcomer_count. One thread per grid slot, plus one (the grid capacity's); a
+// workgroup wholly past the items returns at once and writes no group sum (newcomer_write's
+// workgroups there do not read them).
 // Loop bound: 32 halvings + SCHED_MAX_CELL_RUN (4096) items of the run, then write_scan_group's
 // 8 halving steps.
 // Each workgroup also writes the sum of its threads' counts into scan_groups
