@@ -27,7 +27,10 @@
 //! path records and submits together, default 16; 64 puts a whole batch in one submission, so the
 //! host's recording and the GPU's work do not overlap and the printed host and wait times
 //! separate them), `YARNSIM_BENCH_UNTIMED=1` (no per-kernel timestamps: the first step of each
-//! batch is recorded like the others, in a few compute passes instead of one per dispatch). The
+//! batch is recorded like the others, in a few compute passes instead of one per dispatch),
+//! `YARNSIM_BENCH_AHEAD=0` (GPU frames do not run the next frame's first batches while their
+//! pass-through check runs on the host, as `yarnsim run` does by default: `GpuSim::set_run_ahead`;
+//! a row that stops on its time may have run one batch past its last frame, in its time). The
 //! first path of a (scene, model)
 //! decides how many steps are measured; the other paths then measure exactly as many, so every
 //! row of a (scene, model) covers the same steps of the run (a falling cloth's contact changes
@@ -160,6 +163,8 @@ struct Row {
     host_ms: (f64, f64, f64),
     /// Host milliseconds per step in the frames' pass-through checks (`GpuFrameTimes::host_check_ms`).
     host_check_ms: f64,
+    /// Steps run ahead of their frame, during the frame before's pass-through check.
+    ahead_steps: u64,
     note: String,
 }
 
@@ -170,7 +175,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"ahead_steps\":{},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -201,6 +206,7 @@ impl Row {
             self.host_ms.2,
             self.host_ms.1,
             self.host_check_ms,
+            self.ahead_steps,
             self.note.replace('"', "'"),
         );
         for (i, (k, v)) in self.kernels.iter().enumerate() {
@@ -314,11 +320,15 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     // pass-through check, is spread over that many steps), or YARNSIM_BENCH_FRAME steps.
     let frame = env("YARNSIM_BENCH_FRAME", gs.sim.params.steps_per_frame as u64).max(1);
     let so_far = (gs.reruns(), gs.rerun_steps(), gs.capacity_grows());
+    let ahead = std::env::var("YARNSIM_BENCH_AHEAD").map_or(true, |v| v != "0");
     while row.steps < steps && wall < secs * 1e3 {
         // A frame, run in batches of `GpuSim::advance`'s length (the first step of each batch is
         // timed per kernel).
         let k = (steps - row.steps).min(frame);
         gs.sim.params.steps_per_frame = k as u32;
+        // Ahead only into a next frame at least as long (this frame's length bounds what runs
+        // ahead).
+        gs.set_run_ahead(ahead && (steps - row.steps - k).min(frame) >= k);
         let t = Instant::now();
         let (stats, times) = match gs.frame() {
             Ok(x) => x,
@@ -337,6 +347,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         row.host_ms.1 += w * times.host_wait_ms;
         row.host_ms.2 += w * times.host_submit_ms;
         row.host_check_ms += w * times.host_check_ms;
+        row.ahead_steps += times.ahead_steps as u64;
         row.dispatches = times.dispatches_per_step;
         row.passes = gs.passes_per_step();
         let extra = |k: &str| {
@@ -446,7 +457,7 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting, {:.3} ms in the pass-through check per step",
+                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting, {:.3} ms in the pass-through check per step ({} steps run ahead through the checks)",
                             row.dispatches,
                             row.passes,
                             row.readback,
@@ -458,7 +469,8 @@ fn main() {
                             row.host_ms.0,
                             row.host_ms.2,
                             row.host_ms.1,
-                            row.host_check_ms
+                            row.host_check_ms,
+                            row.ahead_steps
                         )
                     } else {
                         String::new()

@@ -36,6 +36,10 @@
 //! the per-step uniforms, and [`GpuSim::download`] refreshes its positions and velocities (output
 //! frames, capture, statistics, the end-of-frame pass-through check), so every writer of the CPU path
 //! (BCC, OBJ, capture) works unchanged on a GPU run.
+//!
+//! **Run-ahead.** The pass-through check is host work of tens of milliseconds on a garment; with
+//! [`GpuSim::set_run_ahead`] a frame runs it on another thread while the GPU runs the next frame's
+//! first batches, and puts the host's `Sim` back at its own end before it returns.
 
 use crate::acl::gpu::{self as acl_gpu, AclCaps, AclGpu, AclStepCounters, AclVariant, Op};
 use crate::acl::AclContact;
@@ -70,6 +74,11 @@ pub enum GpuStepError {
     DampingBlocks(#[from] crate::step::DampingBlockError),
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
+    /// A call that reads or steps the GPU's state between frames while the last frame ran
+    /// `steps` of the next one ahead ([`GpuSim::set_run_ahead`]), or a next frame shorter than
+    /// those steps: the caller's error.
+    #[error("step {step}: the GPU step ran {steps} steps of the next frame ahead, so until that frame runs its state is neither read nor stepped, nor the frame shortened (turn run-ahead off for the frame before)")]
+    Ahead { step: u64, steps: usize },
     #[error("the scene needs {what} = {needed}, but the adapter {adapter:?} offers {limit} ({limit_name})")]
     Limit {
         what: &'static str,
@@ -541,6 +550,22 @@ pub struct GpuFrameTimes {
     /// scarf this was most of what an H200 frame spent outside its batches (2026-11-27: some
     /// 58 ms a 540-step frame for exact contact, 0.11 ms a step; `none`, without the check, 1 ms).
     pub host_check_ms: f64,
+    /// Steps of the next frame run while the pass-through check ran ([`GpuSim::set_run_ahead`]).
+    pub ahead_steps: usize,
+}
+
+/// What a frame ran of the next one while its pass-through check ran ([`GpuSim::set_run_ahead`]):
+/// its steps and their error, if one failed; the host's step, time and placed obstacles after
+/// them (put back at the frame's end meanwhile); the next frame's start time and first step.
+#[derive(Debug)]
+struct Ahead {
+    steps: usize,
+    error: Option<GpuStepError>,
+    sim_steps: u64,
+    sim_time: f64,
+    obstacles: Vec<ObstacleShape>,
+    t0: f64,
+    first_step: u64,
 }
 
 /// A batch of steps that ran and runs again ([`crate::gpu::Gpu::on_rerun`]): its first step, its
@@ -649,6 +674,10 @@ pub struct GpuSim {
     frame_batches: u32,
     /// Whether a frame is running ([`GpuSim::frame_with`]): then only its first batch is timed.
     in_frame: bool,
+    /// Whether a frame runs the next frame's first steps while its pass-through check runs
+    /// ([`GpuSim::set_run_ahead`]), and those steps, run by the last frame.
+    run_ahead: bool,
+    ahead: Option<Ahead>,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
     /// Cuts of ACL's recorded rebuild rounds or merge passes after a quiet stretch (also counted
@@ -1098,6 +1127,8 @@ impl GpuSim {
             batch_limit: FIRST_BATCH,
             frame_batches: 0,
             in_frame: false,
+            run_ahead: false,
+            ahead: None,
             grows_ahead: 0,
             rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
@@ -1361,6 +1392,7 @@ impl GpuSim {
     /// only upgraded a step); one of that length that ran once doubles it, up to
     /// [`GpuSim::batch_cap`].
     pub fn steps(&mut self, k: usize) -> Result<(), GpuStepError> {
+        self.not_ahead()?;
         let (reruns, upgrade_reruns) = (self.reruns, self.upgrade_reruns);
         self.run_steps(k)?;
         let upgrades = self.upgrade_reruns - upgrade_reruns;
@@ -1394,6 +1426,7 @@ impl GpuSim {
         n: usize,
         on_batch: &mut dyn FnMut(usize),
     ) -> Result<(), GpuStepError> {
+        self.not_ahead()?;
         let mut left = n;
         while left > 0 {
             let k = left.min(self.batch_limit);
@@ -1668,6 +1701,7 @@ impl GpuSim {
         touching: &mut Vec<[u32; 2]>,
         boxes: &mut Vec<[u32; 4]>,
     ) -> Result<bool, GpuStepError> {
+        self.not_ahead()?;
         if !self.sim.contact_pairs(touching, boxes)? {
             return Ok(false);
         }
@@ -2450,6 +2484,7 @@ impl GpuSim {
 
     /// Copies positions and velocities (and the balls) back into [`GpuSim::sim`].
     pub fn download(&mut self) -> Result<(), GpuStepError> {
+        self.not_ahead()?;
         let n = self.sim.pos.len() as u64 * 16;
         let step = self.sim.steps;
         let err = |e: PipelineError| GpuStepError::Device {
@@ -2494,6 +2529,7 @@ impl GpuSim {
     /// state ([`AclGpu::export_state`]: sets, pools, the scheduler's table and history, …).
     /// Between batches (a frame's end); waits for the GPU.
     pub fn export_contact_state(&self) -> Result<StateWriter, GpuStepError> {
+        self.not_ahead()?;
         let mut out = StateWriter::new();
         out.put_str("gpu.model", self.model_name());
         if let Some(ex) = &self.exact {
@@ -2515,6 +2551,7 @@ impl GpuSim {
     /// step made for the same scene from the state saved with it (as `yarnsim run --resume`
     /// makes it). On error the step must be discarded.
     pub fn import_contact_state(&mut self, inp: &StateReader) -> Result<(), GpuStepError> {
+        self.not_ahead()?;
         let model = inp.get_str("gpu.model")?;
         if model != self.model_name() {
             return Err(CheckpointError::Mismatch {
@@ -2601,12 +2638,122 @@ impl GpuSim {
         self.frame_with(&mut || {})
     }
 
-    /// [`GpuSim::frame`], calling `on_step` after every step (progress reporting).
+    /// [`GpuSim::frame`], calling `on_step` after every step (progress reporting). A frame the
+    /// last one began (see [`GpuSim::set_run_ahead`]) calls it first for the steps run then.
     pub fn frame_with(
         &mut self,
         on_step: &mut dyn FnMut(),
     ) -> Result<(FrameStats, GpuFrameTimes), GpuStepError> {
         let start = Instant::now();
+        let n = self.sim.params.steps_per_frame;
+        // The frame's start: here, or in the last frame, which ran this one's first steps while
+        // its pass-through check ran.
+        let (t0, first_step, done, mut check_ms) = match self.ahead.take() {
+            Some(a) => {
+                for _ in 0..a.steps {
+                    on_step();
+                }
+                self.sim.steps = a.sim_steps;
+                self.sim.time = a.sim_time;
+                self.sim.obstacles = a.obstacles;
+                if let Some(e) = a.error {
+                    return Err(e);
+                }
+                if a.steps > n as usize {
+                    return Err(GpuStepError::Ahead {
+                        step: a.first_step,
+                        steps: a.steps,
+                    });
+                }
+                (a.t0, a.first_step, a.steps, 0.0)
+            }
+            None => {
+                let (t0, first_step) = (self.sim.time, self.sim.steps);
+                let check_ms = self.begin_frame(true)?;
+                (t0, first_step, 0, check_ms)
+            }
+        };
+        self.in_frame = true;
+        let ran = self.advance(n as usize - done, &mut |k| {
+            for _ in 0..k {
+                on_step();
+            }
+        });
+        self.in_frame = false;
+        ran?;
+        // As on the CPU path: the frame ends at its own time.
+        self.sim.time = t0 + 1.0 / self.sim.params.fps;
+        self.download()?;
+        if let (true, Some(acl)) = (self.sim.recording_rebuilds(), &self.acl) {
+            let n = self.sim.topo.segments.len();
+            let counts = acl
+                .path
+                .read::<u32>(&self.device, &self.queue, "rebuild_counts", n)
+                .map_err(|e| GpuStepError::Device {
+                    step: self.sim.steps,
+                    message: e.to_string(),
+                })?;
+            let counts: Vec<f32> = counts.iter().map(|&c| c as f32).collect();
+            self.sim.set_frame_rebuilds(&counts);
+        }
+        // The frame's report, from sums the next frame's steps (below) start over.
+        let (mut stats, mut times) = self.frame_report(n);
+        // The CPU path's pass-through check on the host's copy of the state; with run-ahead, on
+        // another thread while this one runs the next frame's first batches.
+        let (verdict, ahead_ms) = if self.run_ahead {
+            self.check_running_ahead(first_step)
+        } else {
+            let check = Instant::now();
+            let verdict = self.sim.pass_through_end_frame(first_step);
+            (verdict, check.elapsed().as_secs_f64() * 1e3)
+        };
+        verdict?;
+        check_ms += ahead_ms;
+        self.sim.frames += 1;
+        stats.frame = self.sim.frames;
+        stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
+        times.host_check_ms = check_ms / n.max(1) as f64;
+        times.ahead_steps = self.ahead.as_ref().map_or(0, |a| a.steps);
+        stats
+            .extra
+            .push(("ahead_steps".into(), times.ahead_steps as f64));
+        Ok((stats, times))
+    }
+
+    /// Whether each frame runs the next frame's first batches while its pass-through check runs
+    /// on another thread (off by default). The check takes the host tens of milliseconds on a
+    /// garment (the relaxed scarf's, 58 ms a 540-step frame on the H200's host, 2026-11-27: as
+    /// long as 100 ACL steps at the 2,000 steps/s), through which the GPU would idle.
+    /// The frame still returns only once its check passed, and the steps are those of a run
+    /// without it, bit for bit; but until the next [`GpuSim::frame_with`] the GPU's state is ahead
+    /// of the host's frame: a caller that reads it between frames ([`GpuSim::sync_host`],
+    /// [`GpuSim::export_contact_state`], [`GpuSim::contact_pairs`], [`GpuSim::into_sim`]) or
+    /// steps outside frames turns run-ahead off for the frame before (those refuse while steps
+    /// are ahead).
+    pub fn set_run_ahead(&mut self, on: bool) {
+        self.run_ahead = on;
+    }
+
+    /// Steps of the next frame run ahead by the last frame ([`GpuSim::set_run_ahead`]).
+    pub fn steps_ahead(&self) -> usize {
+        self.ahead.as_ref().map_or(0, |a| a.steps)
+    }
+
+    /// Refuses (with [`GpuStepError::Ahead`]) while the GPU is steps ahead of the host's frame.
+    fn not_ahead(&self) -> Result<(), GpuStepError> {
+        match &self.ahead {
+            Some(a) => Err(GpuStepError::Ahead {
+                step: self.sim.steps,
+                steps: a.steps,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A frame's start: the per-frame sums cleared, ACL's per-segment rebuild counting switched
+    /// as `--color updates` asks, and (with `check`) the pass-through check's part at the start
+    /// of a run's first checked frame. Returns the check's milliseconds.
+    fn begin_frame(&mut self, check: bool) -> Result<f64, GpuStepError> {
         self.frame_kernel_ns.clear();
         self.frame_contact_ns = 0.0;
         self.frame_timed_steps = 0;
@@ -2619,13 +2766,11 @@ impl GpuSim {
         self.frame_upgraded_steps = 0;
         self.frame_dispatches_run = 0;
         self.frame_passes_run = 0;
+        self.frame_batches = 0;
         if let Some(acl) = &mut self.acl {
             // Steps run outside a frame (`step`, `steps`) count in no frame's means.
             acl.frame = [0.0; 9];
         }
-        let n = self.sim.params.steps_per_frame;
-        let t0 = self.sim.time;
-        let first_step = self.sim.steps;
         // `--color updates`: ACL counts the frame's rebuilds per segment on the GPU (a kernel the
         // step records only then).
         let count_rebuilds = self.sim.recording_rebuilds() && self.acl.is_some();
@@ -2643,45 +2788,81 @@ impl GpuSim {
         if let (true, Some(acl)) = (count_rebuilds, &self.acl) {
             acl.path.clear_rebuild_counts(&self.queue);
         }
-        // The CPU path's pass-through check on the host's copy of the state (the frame's start
-        // positions are the ones downloaded at the end of the last frame).
-        let check = Instant::now();
-        self.sim.pass_through_begin_frame()?;
-        let mut check_ms = check.elapsed().as_secs_f64() * 1e3;
-        self.frame_batches = 0;
-        self.in_frame = true;
-        let ran = self.advance(n as usize, &mut |k| {
-            for _ in 0..k {
-                on_step();
-            }
-        });
-        self.in_frame = false;
-        ran?;
-        // As on the CPU path: the frame ends at its own time.
-        self.sim.time = t0 + 1.0 / self.sim.params.fps;
-        self.download()?;
-        if let (true, Some(acl)) = (count_rebuilds, &self.acl) {
-            let n = self.sim.topo.segments.len();
-            let counts = acl
-                .path
-                .read::<u32>(&self.device, &self.queue, "rebuild_counts", n)
-                .map_err(|e| GpuStepError::Device {
-                    step: self.sim.steps,
-                    message: e.to_string(),
-                })?;
-            let counts: Vec<f32> = counts.iter().map(|&c| c as f32).collect();
-            self.sim.set_frame_rebuilds(&counts);
+        if !check {
+            return Ok(0.0);
         }
-        let check = Instant::now();
-        self.sim.pass_through_end_frame(first_step)?;
-        check_ms += check.elapsed().as_secs_f64() * 1e3;
-        self.sim.frames += 1;
+        let t = Instant::now();
+        self.sim.pass_through_begin_frame()?;
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    }
+
+    /// The frame's pass-through check on another thread while this one begins the next frame and
+    /// runs its batches until the check is done (at most the frame's steps); the host's `Sim` is
+    /// then put back at this frame's end, and what ran ahead is kept for the next
+    /// [`GpuSim::frame_with`] (an error of those steps too: it is the next frame's). Returns the
+    /// check's verdict and milliseconds.
+    fn check_running_ahead(&mut self, first_step: u64) -> (Result<(), crate::sim::SimError>, f64) {
+        let Some(mut job) = self.sim.pass_through_end_frame_job(first_step) else {
+            return (Ok(()), 0.0);
+        };
+        let (t0, next_first) = (self.sim.time, self.sim.steps);
+        let obstacles = self.sim.obstacles.clone();
+        let n = self.sim.params.steps_per_frame as usize;
+        let begun = self.begin_frame(false);
+        let (job, verdict, ms, steps, error) = std::thread::scope(|s| {
+            let check = s.spawn(move || {
+                let t = Instant::now();
+                let verdict = job.run();
+                (job, verdict, t.elapsed().as_secs_f64() * 1e3)
+            });
+            let (mut steps, mut error) = (0, begun.err());
+            if error.is_none() {
+                self.in_frame = true;
+                // At least one batch: the check of a real scene takes longer (and so a test
+                // sees the steps run ahead whatever the threads' timing).
+                while steps < n && (steps == 0 || !check.is_finished()) {
+                    let k = (n - steps).min(self.batch_limit);
+                    if let Err(e) = self.steps(k) {
+                        error = Some(e);
+                        break;
+                    }
+                    self.frame_batches += 1;
+                    steps += k;
+                }
+                self.in_frame = false;
+            }
+            let (job, verdict, ms) = check
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (job, verdict, ms, steps, error)
+        });
+        self.sim.return_pass_through_job(job);
+        // (Nothing ran: the next frame begins afresh.)
+        if steps == 0 && error.is_none() {
+            return (verdict, ms);
+        }
+        self.ahead = Some(Ahead {
+            steps,
+            error,
+            sim_steps: self.sim.steps,
+            sim_time: self.sim.time,
+            obstacles: std::mem::replace(&mut self.sim.obstacles, obstacles),
+            t0,
+            first_step: next_first,
+        });
+        self.sim.steps = next_first;
+        self.sim.time = t0;
+        (verdict, ms)
+    }
+
+    /// The report of the frame whose steps just ran and whose state was downloaded (its number
+    /// `self.sim.frames + 1`; `wall_ms`, `host_check_ms` and `ahead_steps` are the caller's).
+    fn frame_report(&mut self, n: u32) -> (FrameStats, GpuFrameTimes) {
         let (ke, vmax) = self.sim.kinetic_energy_and_max_speed();
         let mut stats = FrameStats {
-            frame: self.sim.frames,
+            frame: self.sim.frames + 1,
             sim_time: self.sim.time,
             steps: n,
-            wall_ms: start.elapsed().as_secs_f64() * 1e3,
             kinetic_energy: ke,
             max_speed: vmax,
             max_length_error: self.sim.max_length_error(),
@@ -2828,7 +3009,7 @@ impl GpuSim {
                 .extra
                 .push(("acl_rounds_cut".into(), self.rounds_cut as f64));
         }
-        Ok((
+        (
             stats,
             GpuFrameTimes {
                 kernel_ms,
@@ -2841,9 +3022,10 @@ impl GpuSim {
                 host_record_ms: self.frame_host_ms[0] / n.max(1) as f64,
                 host_wait_ms: self.frame_host_ms[1] / n.max(1) as f64,
                 host_submit_ms: self.frame_host_ms[2] / n.max(1) as f64,
-                host_check_ms: check_ms / n.max(1) as f64,
+                host_check_ms: 0.0,
+                ahead_steps: 0,
             },
-        ))
+        )
     }
 }
 

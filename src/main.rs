@@ -583,6 +583,13 @@ impl Runner {
         })
     }
 
+    /// [`GpuSim::set_run_ahead`] on the GPU path (the CPU path has nothing to run ahead).
+    fn set_run_ahead(&mut self, on: bool) {
+        if let Runner::Gpu(g) = self {
+            g.set_run_ahead(on);
+        }
+    }
+
     fn frame(&mut self, on_step: &mut dyn FnMut()) -> Result<FrameStats> {
         Ok(match self {
             Runner::Cpu(s) => s.frame_with(on_step)?,
@@ -961,6 +968,14 @@ fn run(mut a: RunArgs) -> Result<()> {
     show_bar(Some(&bar));
     for k in first_frame + 1..=frames {
         bar.set_message(format!("{k}/{frames}"));
+        // The GPU runs the next frame's first steps while this frame's pass-through check runs
+        // on the host, unless something reads its state after this frame (a checkpoint, a
+        // contact matrix) or there is no next frame.
+        let checkpoint_after = checkpointing
+            .as_ref()
+            .is_some_and(|(n, _, _)| k % n == 0 || k == frames);
+        let matrix_after = matrices.iter().any(|m| m.frame == k);
+        runner.set_run_ahead(k < frames && !checkpoint_after && !matrix_after);
         let st = runner
             .frame(&mut || {
                 bar.inc(1);

@@ -1729,37 +1729,124 @@ impl Sim {
         if self.pass.off {
             return Ok(());
         }
-        let step = self.steps.saturating_sub(1);
-        let pc = &mut self.pass;
-        let has_pairs = self
-            .contact
-            .contact_pairs(&self.topo, &self.pos, &mut pc.touching, &mut pc.boxes)
-            .map_err(|source| SimError::Contact { step, source })?;
-        pc.recorded = true;
-        if !has_pairs {
-            // No contact (`none`): nothing to check.
-            pc.crossings.clear();
-            return Ok(());
-        }
-        let found = pass_through_scan(
+        let at = self.pass_through_at(frame, first_step);
+        pass_through_check(
+            &mut self.pass,
+            self.contact.as_mut(),
             &self.topo,
             &self.pos,
-            self.quadrature,
-            self.params.radius,
+            &at,
             record_only,
-            pc,
-        );
-        match found {
-            None => Ok(()),
-            Some(place) => Err(SimError::PassThrough {
-                frame,
-                first_step,
-                step,
-                place: Box::new(place),
-                dt: self.params.h,
-                stiffness: self.base_params.k_contact,
-            }),
+        )
+    }
+
+    /// What the pass-through check of `frame` says of itself (its place in the run, the numbers
+    /// its error names).
+    fn pass_through_at(&self, frame: u32, first_step: u64) -> PassThroughAt {
+        PassThroughAt {
+            frame,
+            first_step,
+            step: self.steps.saturating_sub(1),
+            quadrature: self.quadrature,
+            radius: self.params.radius,
+            dt: self.params.h,
+            stiffness: self.base_params.k_contact,
         }
+    }
+
+    /// [`Sim::pass_through_end_frame`] as a job that runs apart from the `Sim` (on another thread,
+    /// while the GPU step goes on with the next frame): it takes the check's state and the contact
+    /// model out of the `Sim` (which holds [`NoContact`] meanwhile) and copies of the positions
+    /// and the topology. `None` when the check is off. Give the job back with
+    /// [`Sim::return_pass_through_job`] before the `Sim` steps or checks again.
+    pub fn pass_through_end_frame_job(&mut self, first_step: u64) -> Option<PassThroughJob> {
+        if self.pass.off {
+            return None;
+        }
+        Some(PassThroughJob {
+            at: self.pass_through_at(self.frames + 1, first_step),
+            pass: std::mem::take(&mut self.pass),
+            contact: std::mem::replace(&mut self.contact, Box::new(crate::contact::NoContact)),
+            topo: self.topo.clone(),
+            pos: self.pos.clone(),
+        })
+    }
+
+    /// Takes back what [`Sim::pass_through_end_frame_job`] took out (run or not).
+    pub fn return_pass_through_job(&mut self, job: PassThroughJob) {
+        self.pass = job.pass;
+        self.contact = job.contact;
+    }
+}
+
+/// The end-of-frame pass-through check of one frame with what it needs, out of its `Sim`
+/// ([`Sim::pass_through_end_frame_job`]).
+pub struct PassThroughJob {
+    at: PassThroughAt,
+    pass: PassCheck,
+    contact: Box<dyn ContactForce>,
+    topo: Topology,
+    pos: Vec<[f32; 4]>,
+}
+
+impl PassThroughJob {
+    /// Runs the check ([`Sim::pass_through_end_frame`]).
+    pub fn run(&mut self) -> Result<(), SimError> {
+        pass_through_check(
+            &mut self.pass,
+            self.contact.as_mut(),
+            &self.topo,
+            &self.pos,
+            &self.at,
+            false,
+        )
+    }
+}
+
+/// The place of a pass-through check in its run and what its error names besides the place.
+#[derive(Clone, Copy, Debug)]
+struct PassThroughAt {
+    frame: u32,
+    first_step: u64,
+    /// The last step of the frame (the check sees the state after it).
+    step: u64,
+    quadrature: u32,
+    radius: f32,
+    dt: f32,
+    stiffness: f32,
+}
+
+/// The pass-through check ([`Sim::check_pass_through`]) of the state `pos`; with `record_only` it
+/// only notes the crossings (the start of the first checked frame).
+fn pass_through_check(
+    pc: &mut PassCheck,
+    contact: &mut dyn ContactForce,
+    topo: &Topology,
+    pos: &[[f32; 4]],
+    at: &PassThroughAt,
+    record_only: bool,
+) -> Result<(), SimError> {
+    let step = at.step;
+    let has_pairs = contact
+        .contact_pairs(topo, pos, &mut pc.touching, &mut pc.boxes)
+        .map_err(|source| SimError::Contact { step, source })?;
+    pc.recorded = true;
+    if !has_pairs {
+        // No contact (`none`): nothing to check.
+        pc.crossings.clear();
+        return Ok(());
+    }
+    let found = pass_through_scan(topo, pos, at.quadrature, at.radius, record_only, pc);
+    match found {
+        None => Ok(()),
+        Some(place) => Err(SimError::PassThrough {
+            frame: at.frame,
+            first_step: at.first_step,
+            step,
+            place: Box::new(place),
+            dt: at.dt,
+            stiffness: at.stiffness,
+        }),
     }
 }
 

@@ -2558,3 +2558,111 @@ fn exact_capacities_past_the_binding_limit_are_an_error() {
         bytemuck::cast_slice::<_, u8>(&plain.sim.pos)
     );
 }
+
+/// Frames that run the next frame's first batches while their pass-through check runs on another
+/// thread (`GpuSim::set_run_ahead`) step exactly as frames that do not: the tiny swatch with ACL
+/// and a sphere pushed into it along keyframes (so each step's time matters, as its obstacle's
+/// place), 4 frames of 24 steps, the host's positions and velocities bit for bit after every frame
+/// and the frames' counts equal. Between frames the GPU's state is ahead of the host's, so what would
+/// read or step it refuses (`GpuStepError::Ahead`) until the next frame has run, as does a next
+/// frame shorter than what ran ahead.
+#[test]
+fn run_ahead_through_the_pass_through_check_changes_nothing() {
+    use yarnsim::gpu_step::GpuStepError;
+    let Some(gpu) = gpu_or_skip("run_ahead_through_the_pass_through_check_changes_nothing") else {
+        return;
+    };
+    use yarnsim::scene::{self, Keyframe, Obstacle, Scene};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let mut sc = Scene::load(&dir.join("tiny.toml")).unwrap();
+    sc.apply_set("contact.model=acl").unwrap();
+    // Frames of 24 steps (dt = 1/16,200 s).
+    sc.apply_set("simulation.fps=675").unwrap();
+    // A sphere just clear of the swatch's front (its control points' largest z, plus the yarn's
+    // radius and 0.01 cm) at its middle, moving into it at 60 cm/s: it meets the swatch within a
+    // few steps and keeps pushing it through the 4 frames (so a step run at another time would
+    // place it elsewhere and change the positions).
+    let build = scene::build_curves(&sc, &dir).unwrap();
+    let points: Vec<[f32; 3]> = build.curves.iter().flat_map(|c| c.points.clone()).collect();
+    let mid = |i: usize| points.iter().map(|p| p[i]).sum::<f32>() / points.len() as f32;
+    let front = points.iter().map(|p| p[2]).fold(f32::MIN, f32::max);
+    let key = |t: f64, z: f32| Keyframe {
+        t,
+        offset: [0.0, 0.0, z],
+        offset_b: None,
+    };
+    sc.obstacle.push(Obstacle::Sphere {
+        center: [mid(0), mid(1), front + sc.yarn.radius + 0.01 + 1.0],
+        radius: 1.0,
+        friction: 0.3,
+        keyframes: vec![key(0.0, 0.0), key(0.01, -0.6)],
+    });
+    let pins = scene::pinned_points(&sc, &build).unwrap();
+    let make = || {
+        let sim = yarnsim::sim::Sim::from_build(&sc, &build, &pins).unwrap();
+        assert_eq!(sim.params.steps_per_frame, 24);
+        GpuSim::new(&gpu, sim, &sc.contact).unwrap()
+    };
+    let (mut a, mut b) = (make(), make());
+    let refused = |r: Result<(), GpuStepError>, what: &str| match r {
+        Err(GpuStepError::Ahead { steps, .. }) => assert!(steps > 0, "{what}"),
+        other => panic!("{what} while steps are ahead: {other:?}"),
+    };
+    let get = |v: &[(&'static str, f64)], k: &str| v.iter().find(|(n, _)| *n == k).unwrap().1;
+    for frame in 1..=4u32 {
+        a.set_run_ahead(frame < 4);
+        let (sa, ta) = a.frame().unwrap();
+        let (sb, tb) = b.frame().unwrap();
+        assert_eq!(
+            (sa.frame, sa.steps, sa.sim_time),
+            (sb.frame, sb.steps, sb.sim_time)
+        );
+        assert_eq!((a.sim.steps, a.sim.frames), (24 * frame as u64, frame));
+        assert!(
+            a.sim.pos == b.sim.pos,
+            "positions differ after frame {frame}"
+        );
+        assert!(
+            a.sim.vel == b.sim.vel,
+            "velocities differ after frame {frame}"
+        );
+        for key in ["contact_sets", "rebuilds", "touching_pairs", "new_pairs"] {
+            assert_eq!(
+                get(&sa.contact, key),
+                get(&sb.contact, key),
+                "{key}, frame {frame}"
+            );
+        }
+        assert_eq!(ta.batches, tb.batches, "batches of frame {frame}");
+        assert_eq!(tb.ahead_steps, 0);
+        if frame < 4 {
+            // At least the next frame's first batch ran through the check.
+            assert!(ta.ahead_steps > 0 && ta.ahead_steps == a.steps_ahead());
+            refused(a.download(), "download");
+            refused(a.sync_host(), "sync_host");
+            refused(a.step(), "step");
+            refused(a.export_contact_state().map(|_| ()), "export_contact_state");
+            let mut pairs = (Vec::new(), Vec::new());
+            refused(
+                a.contact_pairs(&mut pairs.0, &mut pairs.1).map(|_| ()),
+                "contact_pairs",
+            );
+        } else {
+            assert_eq!((ta.ahead_steps, a.steps_ahead()), (0, 0));
+        }
+    }
+    // The whole state, rod frames included, once nothing is ahead.
+    let (a, b) = (a.into_sim().unwrap(), b.into_sim().unwrap());
+    assert!(a.rod.frames == b.rod.frames, "edge frames differ");
+    // A next frame shorter than what ran ahead is refused, not run short or past its end.
+    let mut c = make();
+    c.set_run_ahead(true);
+    c.frame().unwrap();
+    let ahead = c.steps_ahead();
+    assert!(ahead > 0);
+    c.sim.params.steps_per_frame = ahead as u32 - 1;
+    refused(
+        c.frame().map(|_| ()),
+        "a frame shorter than its steps run ahead",
+    );
+}

@@ -346,19 +346,36 @@ fn values_that_break_the_contact_model_are_load_errors() {
 }
 
 /// The GPU step runs the same end-of-frame check on the positions it downloads for the frame: the
-/// yarn falling through the glued one stops the run there too, naming the frame.
+/// yarn falling through the glued one stops the run there too, naming the frame. So it does when
+/// the check runs on another thread while the GPU runs the next frame's first steps
+/// (`GpuSim::set_run_ahead`): the same error, with the host's state still the failed frame's.
 #[test]
 fn the_gpu_step_checks_too() {
     let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("the_gpu_step_checks_too") else {
         return;
     };
     let (scene, curves, pins) = crossing_scene(ContactModel::Exact, 1e-6);
-    let sim = Sim::from_scene(&scene, &curves, &[], &pins).unwrap();
-    let mut g = yarnsim::gpu_step::GpuSim::new(&gpu, sim, &scene.contact).unwrap();
-    let err = (0..3)
-        .try_for_each(|_| g.frame().map(|_| ()))
-        .expect_err("the fall-through must stop the GPU run");
-    let msg = err.to_string();
-    assert!(msg.contains("frame 1 (steps 0 to 539)"), "{msg}");
-    assert!(msg.contains("on opposite sides of each other"), "{msg}");
+    let mut errors = Vec::new();
+    for ahead in [false, true] {
+        let sim = Sim::from_scene(&scene, &curves, &[], &pins).unwrap();
+        let mut g = yarnsim::gpu_step::GpuSim::new(&gpu, sim, &scene.contact).unwrap();
+        g.set_run_ahead(ahead);
+        let err = (0..3)
+            .try_for_each(|_| g.frame().map(|_| ()))
+            .expect_err("the fall-through must stop the GPU run");
+        let msg = err.to_string();
+        assert!(msg.contains("frame 1 (steps 0 to 539)"), "{msg}");
+        assert!(msg.contains("on opposite sides of each other"), "{msg}");
+        assert_eq!((g.sim.steps, g.sim.frames), (540, 0), "ahead: {ahead}");
+        assert_eq!(
+            g.steps_ahead() > 0,
+            ahead,
+            "steps run ahead through the check"
+        );
+        errors.push(msg);
+    }
+    assert_eq!(
+        errors[0], errors[1],
+        "the check's error with and without run-ahead"
+    );
 }
