@@ -678,6 +678,14 @@ pub struct GpuSim {
     /// ([`GpuSim::set_run_ahead`]), and those steps, run by the last frame.
     run_ahead: bool,
     ahead: Option<Ahead>,
+    /// The threads the check runs on meanwhile (made on first use), apart from rayon's global
+    /// pool: a worker of a pool takes up work from outside the pool only once no task of its
+    /// own pool's is left to steal, so the batches' recording, on the global pool, would wait
+    /// for the end of the check's parallel loop of the moment. (On the 2-core machine, the
+    /// relaxed scarf's exact check of 60–150 ms: the first batch ahead was submitted 0.7–5.7 ms
+    /// into it on the global pool, 0.8–2.5 ms with this one; a hardware GPU's batches of a few
+    /// milliseconds would wait like that again and again.)
+    check_pool: Option<std::sync::Arc<rayon::ThreadPool>>,
     /// Capacity growths made between batches, ahead of need (also counted in `grows`).
     grows_ahead: u32,
     /// Cuts of ACL's recorded rebuild rounds or merge passes after a quiet stretch (also counted
@@ -1129,6 +1137,7 @@ impl GpuSim {
             in_frame: false,
             run_ahead: false,
             ahead: None,
+            check_pool: None,
             grows_ahead: 0,
             rounds_cut: 0,
             record_chunk: RECORD_CHUNK,
@@ -2809,10 +2818,22 @@ impl GpuSim {
         let obstacles = self.sim.obstacles.clone();
         let n = self.sim.params.steps_per_frame as usize;
         let begun = self.begin_frame(false);
+        if self.check_pool.is_none() {
+            // (Without threads of its own the check runs on the global pool, as it did.)
+            self.check_pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("pass-through check {i}"))
+                .build()
+                .ok()
+                .map(std::sync::Arc::new);
+        }
+        let pool = self.check_pool.clone();
         let (job, verdict, ms, steps, error) = std::thread::scope(|s| {
             let check = s.spawn(move || {
                 let t = Instant::now();
-                let verdict = job.run();
+                let verdict = match &pool {
+                    Some(p) => p.install(|| job.run()),
+                    None => job.run(),
+                };
                 (job, verdict, t.elapsed().as_secs_f64() * 1e3)
             });
             let (mut steps, mut error) = (0, begun.err());

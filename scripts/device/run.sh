@@ -20,6 +20,9 @@
 #                    BASE=<rev>; stats in run_<model>_old.jsonl)
 #   NOBENCH=1        no gpu bench rows (with RUNS or DISPATCH alone)
 #   UNTIMED=1        also a bench pass with YARNSIM_BENCH_UNTIMED=1 (no per-kernel timestamps)
+#   AHEADOFF=1       also a bench pass of the relaxed scarf's exact and ACL rows with
+#                    YARNSIM_BENCH_AHEAD=0 (frames wait through their pass-through check, as before
+#                    2026-12-07's run-ahead: what the run-ahead takes back)
 #   SUBMIT=1         also the relaxed scarf's exact and ACL rows untimed with 1 and with 64 steps per
 #                    submission (is wgpu's submit time per dispatch host work, or the driver waiting?)
 #   CHUNK=n          YARNSIM_BENCH_CHUNK for the bench (default: the bench's own, 16)
@@ -156,6 +159,8 @@ if [ -n "${DISPATCH:-}" ] && [ -x "$B/bench_dispatch" ]; then
 fi
 [ -z "${NOBENCH:-}" ] && bench new bench_gpu
 [ -n "${UNTIMED:-}" ] && bench new_untimed bench_gpu YARNSIM_BENCH_UNTIMED=1
+[ -n "${AHEADOFF:-}" ] && bench new_ahead_off bench_gpu YARNSIM_BENCH_AHEAD=0 \
+  YARNSIM_BENCH_SCENES=/tmp/scarf_relaxed/scarf_relaxed.toml YARNSIM_BENCH_MODELS=exact,acl
 if [ -n "${SUBMIT:-}" ]; then
   for c in 1 64; do
     bench "submit_chunk$c" bench_gpu YARNSIM_BENCH_UNTIMED=1 YARNSIM_BENCH_CHUNK=$c \
