@@ -163,7 +163,9 @@ struct Row {
     host_ms: (f64, f64, f64),
     /// Host milliseconds per step in the frames' pass-through checks (`GpuFrameTimes::host_check_ms`).
     host_check_ms: f64,
-    /// Steps run ahead of their frame, during the frame before's pass-through check.
+    /// Host milliseconds per step waited for the checks (`GpuFrameTimes::host_check_wait_ms`),
+    /// and steps run ahead of their frame, during the frame before's check.
+    host_check_wait_ms: f64,
     ahead_steps: u64,
     note: String,
 }
@@ -175,7 +177,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"ahead_steps\":{},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"host_check_wait_ms\":{:.5},\"ahead_steps\":{},\"note\":\"{}\",\"kernel_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -206,6 +208,7 @@ impl Row {
             self.host_ms.2,
             self.host_ms.1,
             self.host_check_ms,
+            self.host_check_wait_ms,
             self.ahead_steps,
             self.note.replace('"', "'"),
         );
@@ -347,6 +350,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         row.host_ms.1 += w * times.host_wait_ms;
         row.host_ms.2 += w * times.host_submit_ms;
         row.host_check_ms += w * times.host_check_ms;
+        row.host_check_wait_ms += w * times.host_check_wait_ms;
         row.ahead_steps += times.ahead_steps as u64;
         row.dispatches = times.dispatches_per_step;
         row.passes = gs.passes_per_step();
@@ -384,6 +388,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     row.readback /= n;
     row.host_ms = (row.host_ms.0 / n, row.host_ms.1 / n, row.host_ms.2 / n);
     row.host_check_ms /= n;
+    row.host_check_wait_ms /= n;
     if timed_frames > 0.0 {
         row.contact_ms = contact_ms / timed_frames;
         for k in &mut row.kernels {
@@ -457,7 +462,7 @@ fn main() {
                     row.touching,
                     if path == "gpu" {
                         format!(
-                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting, {:.3} ms in the pass-through check per step ({} steps run ahead through the checks)",
+                            "; {} dispatches in {} passes, {:.0} bytes read back per step, {:.1} MiB of GPU buffers; {} batch reruns ({} steps wasted), {} capacity growths, length budget {}; host {:.3} ms recording ({:.3} of it submitting), {:.3} ms waiting, {:.3} ms in the pass-through check per step ({:.3} waited for, {} steps run ahead through the checks)",
                             row.dispatches,
                             row.passes,
                             row.readback,
@@ -470,6 +475,7 @@ fn main() {
                             row.host_ms.2,
                             row.host_ms.1,
                             row.host_check_ms,
+                            row.host_check_wait_ms,
                             row.ahead_steps
                         )
                     } else {

@@ -550,6 +550,9 @@ pub struct GpuFrameTimes {
     /// scarf this was most of what an H200 frame spent outside its batches (2026-11-27: some
     /// 58 ms a 540-step frame for exact contact, 0.11 ms a step; `none`, without the check, 1 ms).
     pub host_check_ms: f64,
+    /// Host milliseconds per step the frame waited for its pass-through check, with run-ahead
+    /// what the check took past the batches run meanwhile (without it, `host_check_ms`).
+    pub host_check_wait_ms: f64,
     /// Steps of the next frame run while the pass-through check ran ([`GpuSim::set_run_ahead`]).
     pub ahead_steps: usize,
 }
@@ -2709,19 +2712,23 @@ impl GpuSim {
         let (mut stats, mut times) = self.frame_report(n);
         // The CPU path's pass-through check on the host's copy of the state; with run-ahead, on
         // another thread while this one runs the next frame's first batches.
-        let (verdict, ahead_ms) = if self.run_ahead {
+        let (verdict, end_ms, wait_ms) = if self.run_ahead {
             self.check_running_ahead(first_step)
         } else {
             let check = Instant::now();
             let verdict = self.sim.pass_through_end_frame(first_step);
-            (verdict, check.elapsed().as_secs_f64() * 1e3)
+            let ms = check.elapsed().as_secs_f64() * 1e3;
+            (verdict, ms, ms)
         };
         verdict?;
-        check_ms += ahead_ms;
+        // (The start's part, in a run's first checked frame, is waited for whole.)
+        let waited_ms = check_ms + wait_ms;
+        check_ms += end_ms;
         self.sim.frames += 1;
         stats.frame = self.sim.frames;
         stats.wall_ms = start.elapsed().as_secs_f64() * 1e3;
         times.host_check_ms = check_ms / n.max(1) as f64;
+        times.host_check_wait_ms = waited_ms / n.max(1) as f64;
         times.ahead_steps = self.ahead.as_ref().map_or(0, |a| a.steps);
         stats
             .extra
@@ -2809,10 +2816,13 @@ impl GpuSim {
     /// runs its batches until the check is done (at most the frame's steps); the host's `Sim` is
     /// then put back at this frame's end, and what ran ahead is kept for the next
     /// [`GpuSim::frame_with`] (an error of those steps too: it is the next frame's). Returns the
-    /// check's verdict and milliseconds.
-    fn check_running_ahead(&mut self, first_step: u64) -> (Result<(), crate::sim::SimError>, f64) {
+    /// check's verdict, its milliseconds, and the milliseconds waited for it after the batches.
+    fn check_running_ahead(
+        &mut self,
+        first_step: u64,
+    ) -> (Result<(), crate::sim::SimError>, f64, f64) {
         let Some(mut job) = self.sim.pass_through_end_frame_job(first_step) else {
-            return (Ok(()), 0.0);
+            return (Ok(()), 0.0, 0.0);
         };
         let (t0, next_first) = (self.sim.time, self.sim.steps);
         let obstacles = self.sim.obstacles.clone();
@@ -2827,7 +2837,7 @@ impl GpuSim {
                 .map(std::sync::Arc::new);
         }
         let pool = self.check_pool.clone();
-        let (job, verdict, ms, steps, error) = std::thread::scope(|s| {
+        let (job, verdict, ms, wait_ms, steps, error) = std::thread::scope(|s| {
             let check = s.spawn(move || {
                 let t = Instant::now();
                 let verdict = match &pool {
@@ -2852,15 +2862,17 @@ impl GpuSim {
                 }
                 self.in_frame = false;
             }
+            let waiting = Instant::now();
             let (job, verdict, ms) = check
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (job, verdict, ms, steps, error)
+            let wait_ms = waiting.elapsed().as_secs_f64() * 1e3;
+            (job, verdict, ms, wait_ms, steps, error)
         });
         self.sim.return_pass_through_job(job);
         // (Nothing ran: the next frame begins afresh.)
         if steps == 0 && error.is_none() {
-            return (verdict, ms);
+            return (verdict, ms, wait_ms);
         }
         self.ahead = Some(Ahead {
             steps,
@@ -2873,7 +2885,7 @@ impl GpuSim {
         });
         self.sim.steps = next_first;
         self.sim.time = t0;
-        (verdict, ms)
+        (verdict, ms, wait_ms)
     }
 
     /// The report of the frame whose steps just ran and whose state was downloaded (its number
@@ -3044,6 +3056,7 @@ impl GpuSim {
                 host_wait_ms: self.frame_host_ms[1] / n.max(1) as f64,
                 host_submit_ms: self.frame_host_ms[2] / n.max(1) as f64,
                 host_check_ms: 0.0,
+                host_check_wait_ms: 0.0,
                 ahead_steps: 0,
             },
         )
