@@ -1686,7 +1686,8 @@ impl Sim {
     /// within one frame and carries the pair more than `3r` apart is not seen. *Cost:* one grid
     /// search at the current positions (about one exact step's detection; `acl` builds a fresh
     /// exact search) and a few dozen flops per touching pair, once per frame; the pairs' list and
-    /// their rules run on every core (the GPU step waits through it).
+    /// their rules run on every core (the GPU step runs the next frame's batches meanwhile where
+    /// it runs ahead: [`crate::gpu_step::GpuSim::set_run_ahead`]).
     pub fn check_pass_through(&mut self) -> Result<(), SimError> {
         let first = self
             .steps
