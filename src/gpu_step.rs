@@ -546,9 +546,11 @@ pub struct GpuFrameTimes {
     pub host_submit_ms: f64,
     /// Host milliseconds per step in the frame's pass-through checks (`Sim::check_pass_through`: a
     /// grid search of the downloaded state and the touching pairs' rules, at the frame's end, and
-    /// at its start in a run's first checked frame), through which the GPU waits. On the relaxed
-    /// scarf this was most of what an H200 frame spent outside its batches (2026-11-27: some
-    /// 58 ms a 540-step frame for exact contact, 0.11 ms a step; `none`, without the check, 1 ms).
+    /// at its start in a run's first checked frame), through which the GPU waits unless the frame
+    /// runs ahead ([`GpuSim::set_run_ahead`]; then `host_check_wait_ms` is what it still waits).
+    /// On the relaxed scarf this was most of what an H200 frame spent outside its batches
+    /// (2026-11-27: some 58 ms a 540-step frame for exact contact, 0.11 ms a step; `none`,
+    /// without the check, 1 ms).
     pub host_check_ms: f64,
     /// Host milliseconds per step the frame waited for its pass-through check, with run-ahead
     /// what the check took past the batches run meanwhile (without it, `host_check_ms`).
