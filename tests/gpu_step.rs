@@ -2666,3 +2666,56 @@ fn run_ahead_through_the_pass_through_check_changes_nothing() {
         "a frame shorter than its steps run ahead",
     );
 }
+
+/// An error of a step run ahead of its frame (`GpuSim::set_run_ahead`) is the next frame's: the
+/// frame that ran it ahead returns its own report, and the next returns the error, word for word
+/// the one a run without run-ahead meets at that step. The error: the tiny swatch's ACL buffers
+/// growing past a 64 KiB binding limit; the frames are cut so that the failing step is the next
+/// frame's first, which the first batch run ahead holds.
+#[test]
+fn an_error_of_a_step_run_ahead_is_the_next_frames() {
+    let Some(gpu) = gpu_or_skip("an_error_of_a_step_run_ahead_is_the_next_frames") else {
+        return;
+    };
+    let gpu = gpu.with_binding_limit(65536).unwrap();
+    let sets = &["contact.model=acl"];
+    let make = || {
+        GpuSim::new(
+            &gpu,
+            fixture::scene_sim("tiny", sets, 0),
+            &fixture::scene_contact("tiny", sets),
+        )
+        .unwrap()
+    };
+    // Without run-ahead, step by step: the failing step.
+    let mut g = make();
+    let err = loop {
+        if let Err(e) = g.step() {
+            break e;
+        }
+        assert!(g.sim.steps < 2000, "no binding limit met");
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("65536"), "{msg}");
+    let failing = (0..=g.sim.steps)
+        .find(|s| msg.starts_with(&format!("step {s}:")))
+        .unwrap_or_else(|| panic!("no step named: {msg}"));
+    assert!(failing > 0, "{msg}");
+    let mut a = make();
+    a.sim.params.steps_per_frame = failing as u32;
+    a.set_run_ahead(true);
+    a.frame().expect("the frame before the failing step");
+    assert_eq!((a.sim.steps, a.sim.frames), (failing, 1));
+    // The batch run ahead failed at its first step: nothing ran ahead, an error is held.
+    assert_eq!(a.steps_ahead(), 0);
+    match a.download() {
+        Err(yarnsim::gpu_step::GpuStepError::Ahead { steps: 0, .. }) => {}
+        other => panic!("download with an error held from the steps ahead: {other:?}"),
+    }
+    let ahead = a.frame().expect_err("the frame of the failing step");
+    assert_eq!(
+        ahead.to_string(),
+        msg,
+        "the error with and without run-ahead"
+    );
+}
