@@ -1441,13 +1441,23 @@ impl GpuSim {
         on_batch: &mut dyn FnMut(usize),
     ) -> Result<(), GpuStepError> {
         self.not_ahead()?;
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(self.batch_limit);
+        self.advance_while(n, on_batch, &|_| true)
+    }
+
+    /// [`GpuSim::advance`], starting a batch only while `more` says so of the steps run so far.
+    fn advance_while(
+        &mut self,
+        n: usize,
+        on_batch: &mut dyn FnMut(usize),
+        more: &dyn Fn(usize) -> bool,
+    ) -> Result<(), GpuStepError> {
+        let mut done = 0;
+        while done < n && more(done) {
+            let k = (n - done).min(self.batch_limit);
             self.steps(k)?;
             self.frame_batches += 1;
             on_batch(k);
-            left -= k;
+            done += k;
         }
         Ok(())
     }
@@ -2853,15 +2863,8 @@ impl GpuSim {
                 self.in_frame = true;
                 // At least one batch: the check of a real scene takes longer (and so a test
                 // sees the steps run ahead whatever the threads' timing).
-                while steps < n && (steps == 0 || !check.is_finished()) {
-                    let k = (n - steps).min(self.batch_limit);
-                    if let Err(e) = self.steps(k) {
-                        error = Some(e);
-                        break;
-                    }
-                    self.frame_batches += 1;
-                    steps += k;
-                }
+                let more = |done: usize| done == 0 || !check.is_finished();
+                error = self.advance_while(n, &mut |k| steps += k, &more).err();
                 self.in_frame = false;
             }
             let waiting = Instant::now();
