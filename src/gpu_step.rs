@@ -823,8 +823,12 @@ pub const RERUN_CAUSES: &[&str] = &[
 ];
 
 impl GpuSim {
-    /// Uploads `sim` and builds every pipeline and bind group of the step.
+    /// Uploads `sim` and builds every pipeline and bind group of the step. A state with a
+    /// position that is not finite is refused first, with the error the CPU path's next step
+    /// returns ([`Sim::check_positions`]): the GPU's steps check the velocities they make, which
+    /// keeps the positions finite, so only the state it starts from can hold one.
     pub fn new(gpu: &Gpu, sim: Sim, contact: &ContactParams) -> Result<GpuSim, GpuStepError> {
+        sim.check_positions()?;
         // A limit the checks before it miss (a buffer past the device's binding size, say) is an
         // error, not wgpu's panic on an uncaught validation error.
         let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);

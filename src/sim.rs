@@ -17,6 +17,8 @@
 //!
 //! A non-finite force or velocity is a [`SimError::NotFinite`] naming the step and the control point;
 //! it is detected before the positions are updated, so `pos` still holds the last good configuration.
+//! A non-finite position (only a state set from outside can hold one) is named so before the step's
+//! first stage ([`Sim::check_positions`]), with every contact model.
 //!
 //! Yarns passing through each other are caught once per frame, outside the step: at the end of every
 //! frame [`Sim::check_pass_through`] looks at the contact model's touching quadrature pairs and stops
@@ -1230,8 +1232,25 @@ impl Sim {
         }
     }
 
+    /// The first control point whose position is not finite, as the error of the next step.
+    /// A step leaves finite positions (it checks the velocities before they move the points), so
+    /// such a position was set from outside the simulation (scenes and checkpoints are checked
+    /// when read); the step checks before any stage, since the first stage to meet it would name
+    /// another point: a neighbour's bending force, a contact partner's force.
+    pub fn check_positions(&self) -> Result<(), SimError> {
+        match self
+            .pos
+            .iter()
+            .position(|q| !q.iter().all(|x| x.is_finite()))
+        {
+            Some(p) => Err(self.not_finite("position", p)),
+            None => Ok(()),
+        }
+    }
+
     /// Runs one time step h.
     pub fn step(&mut self) -> Result<(), SimError> {
+        self.check_positions()?;
         let kp = self.step_params();
         let mut counters = Counters::fresh();
         let p = &self.params;
@@ -1279,14 +1298,7 @@ impl Sim {
             &mut counters,
         );
         if counters.errors & ERROR_NAN_FORCE != 0 {
-            // A bad position spreads to its neighbours' forces; name the cause where there is one.
-            if let Some(p) = self
-                .pos
-                .iter()
-                .position(|q| !q.iter().all(|x| x.is_finite()))
-            {
-                return Err(self.not_finite("position", p));
-            }
+            // (The positions were checked at the step's start.)
             return Err(self.not_finite("force", counters.first_bad_point as usize));
         }
         if !self.balls.is_empty() {

@@ -1417,6 +1417,39 @@ fn gpu_not_finite_error_reads_as_the_cpu_paths() {
     }
 }
 
+/// A NaN in one control point's position, which only a state set from outside can hold: with
+/// each contact model both paths name the position and its point, word for word (the GPU step
+/// refuses the state when it is made). Before, the first stage to meet it named another point:
+/// with `none` the GPU named a neighbour's bending force, with `exact` both paths a contact
+/// partner's force, with ACL both the point's "contact force".
+#[test]
+fn gpu_non_finite_position_reads_as_the_cpu_paths() {
+    let Some(gpu) = gpu_or_skip("gpu_non_finite_position_reads_as_the_cpu_paths") else {
+        return;
+    };
+    let words = "step 3: the position of control point 57 (yarn 0, point 57 of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses";
+    for model in ["none", "exact", "acl"] {
+        let sets = [format!("contact.model={model}")];
+        let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+        let sim = || {
+            let mut s = fixture::scene_sim("tiny", &sets, 3);
+            s.pos[57][1] = f32::NAN;
+            s
+        };
+        let mut cpu = sim();
+        let before = cpu.vel.clone();
+        let cpu_err = cpu.step().expect_err(model);
+        assert_eq!(cpu_err.to_string(), words, "{model}");
+        assert!(std::error::Error::source(&cpu_err).is_none(), "{model}");
+        assert!(cpu.steps == 3 && cpu.vel == before, "{model}: the step ran");
+        let gpu_err = GpuSim::new(&gpu, sim(), &fixture::scene_contact("tiny", &sets))
+            .and_then(|mut g| g.step())
+            .expect_err(model);
+        assert_eq!(gpu_err.to_string(), words, "{model}");
+        assert!(std::error::Error::source(&gpu_err).is_none(), "{model}");
+    }
+}
+
 /// A step that needs more length-projection iterations than the GPU step encodes is rerun from
 /// the batch's snapshot with the whole cap encoded, and the result is bitwise the one of encoding
 /// the cap from the start.

@@ -423,20 +423,30 @@ fn nan_in_the_input_is_an_error_not_a_panic() {
     }
     assert_eq!(sim.pos, before);
 
-    let mut sim = Sim::from_scene(&no_contact_scene(), &curves, &[], &[]).unwrap();
-    sim.pos[7][1] = f32::INFINITY;
-    let err = sim.step().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SimError::NotFinite {
-                point: 7,
-                what: "position",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    // A position set so from outside is named as itself, before any stage, with every contact
+    // model (the contact models named a partner's force, or the point's "contact force").
+    for model in [ContactModel::None, ContactModel::Exact, ContactModel::Acl] {
+        let mut scene = no_contact_scene();
+        scene.contact.model = model;
+        let mut sim = Sim::from_scene(&scene, &curves, &[], &[]).unwrap();
+        sim.step().unwrap();
+        let vel = sim.vel.clone();
+        sim.pos[7][1] = f32::INFINITY;
+        let err = sim.step().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SimError::NotFinite {
+                    step: 1,
+                    point: 7,
+                    what: "position",
+                    ..
+                }
+            ),
+            "{model:?}: {err}"
+        );
+        assert!(sim.steps == 1 && sim.vel == vel, "{model:?}: the step ran");
+    }
 }
 
 #[test]
