@@ -450,7 +450,15 @@ struct Dispatch {
     copies: Vec<CopyOp>,
     /// One of the contact model's dispatches (its time is the step's contact time).
     contact: bool,
+    /// The CPU path's phase it does the work of (an index of [`crate::sim::PHASES`]; the
+    /// contact model's dispatches are [`PHASE_CONTACT`]'s), and with ACL its stage (an index of
+    /// [`acl_gpu::STAGE_KEYS`]): the step's times in the CPU path's `--stats` keys.
+    phase: usize,
+    stage: Option<usize>,
 }
+
+/// [`crate::sim::PHASES`]' contact phase.
+const PHASE_CONTACT: usize = 1;
 
 /// A step's dispatch list with ACL's operations for other budgets than the driver's (more rebuild
 /// rounds, merge passes or label rounds, coalescing, the newcomer search): what a step of a batch
@@ -712,6 +720,10 @@ pub struct GpuSim {
     /// within a frame (a grown capacity, a cut or raised budget) while its times stand.
     frame_kernel_ns: Vec<(&'static str, f64)>,
     frame_contact_ns: f64,
+    /// The same by the CPU path's phase and, with ACL, its stage (by dispatch: a dispatch keeps
+    /// its phase and stage however the recording changes).
+    frame_phase_ns: [f64; 5],
+    frame_stage_ns: [f64; 6],
     frame_length_error: f32,
     frame_iterations: u32,
 }
@@ -1155,6 +1167,8 @@ impl GpuSim {
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
             frame_contact_ns: 0.0,
+            frame_phase_ns: [0.0; 5],
+            frame_stage_ns: [0.0; 6],
             frame_length_error: 0.0,
             frame_iterations: 0,
         };
@@ -1175,7 +1189,9 @@ impl GpuSim {
         // uniform it binds (a colour of the material-angle sweep or of the ties).
         let mut plan: Vec<(&'static str, u32, Option<&wgpu::Buffer>)> =
             vec![("bend_forces", n, None)];
-        // The exact contact path's dispatches go here (they add into `force`).
+        // The exact contact path's dispatches go here (they add into `force`). The CPU path's
+        // phases ([`crate::sim::PHASES`]) begin at `contact_at` (the constraints, after the
+        // contact model), `damping_at` and `frames_at` in the plan.
         let contact_at = plan.len();
         let num_balls = self.sim.balls.len() as u32;
         let with_balls = |stages: &[(&'static str, u32)]| {
@@ -1218,6 +1234,7 @@ impl GpuSim {
             .map(|s| self.sim.damping_phase(s).1)
             .max()
             .unwrap_or(0);
+        let damping_at = plan.len();
         plan.extend([
             (
                 "nonrigid_damping",
@@ -1258,6 +1275,7 @@ impl GpuSim {
             plan.push(("integrate_position", n, None));
         }
         plan.extend(with_balls(&[("ball_position", num_balls)]));
+        let frames_at = plan.len();
         plan.push(("frame_transport", params.num_edges, None));
         match self.frame_tiles {
             Some(tiles) if params.frame_sweeps > 0 => {
@@ -1285,6 +1303,12 @@ impl GpuSim {
         let mut dispatches = Vec::with_capacity(plan.len() + length.dispatches.len());
         let mut step_copies = StepCopies::default();
         for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
+            let phase = match i {
+                i if i < contact_at => 0,
+                i if i < damping_at => 2,
+                i if i < frames_at => 3,
+                _ => 4,
+            };
             if let (true, Some(ex)) = (i == contact_at, &self.exact) {
                 for (kernel, bg, threads) in ex.path.dispatches() {
                     let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
@@ -1294,6 +1318,8 @@ impl GpuSim {
                         grid: threads.grid(k.workgroup_size),
                         copies: Vec::new(),
                         contact: true,
+                        phase: PHASE_CONTACT,
+                        stage: None,
                     });
                 }
             }
@@ -1311,6 +1337,8 @@ impl GpuSim {
                         grid: threads.grid(k.workgroup_size),
                         copies: Vec::new(),
                         contact: false,
+                        phase,
+                        stage: None,
                     });
                 }
             }
@@ -1321,6 +1349,8 @@ impl GpuSim {
                     grid: Grid::Groups(d.groups),
                     copies: Vec::new(),
                     contact: false,
+                    phase,
+                    stage: None,
                 }));
             }
             let k = shaders::kernel(kernel).map_err(PipelineError::from)?;
@@ -1341,6 +1371,8 @@ impl GpuSim {
                 grid: Grid::Groups(shaders::dispatch_grid(threads, k.workgroup_size)),
                 copies: Vec::new(),
                 contact: false,
+                phase,
+                stage: None,
             });
         }
         // A fixed grid of no workgroups records nothing (`Pipelines::dispatch_groups`: a scene
@@ -2241,6 +2273,10 @@ impl GpuSim {
                 if d.contact {
                     self.frame_contact_ns += ns;
                 }
+                self.frame_phase_ns[d.phase] += ns;
+                if let Some(s) = d.stage {
+                    self.frame_stage_ns[s] += ns;
+                }
                 match self
                     .frame_kernel_ns
                     .iter_mut()
@@ -2788,6 +2824,8 @@ impl GpuSim {
     fn begin_frame(&mut self, check: bool) -> Result<f64, GpuStepError> {
         self.frame_kernel_ns.clear();
         self.frame_contact_ns = 0.0;
+        self.frame_phase_ns = [0.0; 5];
+        self.frame_stage_ns = [0.0; 6];
         self.frame_timed_steps = 0;
         self.frame_host_ms = [0.0; 3];
         self.readback_bytes = 0;
@@ -2927,6 +2965,22 @@ impl GpuSim {
             stats.extra.push(("gpu_step_ms".into(), total));
             if self.exact.is_some() || self.acl.is_some() {
                 stats.extra.push(("gpu_contact_ms".into(), contact_ms));
+            }
+            // The CPU path's keys of the same times: its phases' milliseconds over the frame
+            // (here the timed steps' mean times the frame's steps), and with a contact model
+            // `contact_ms` per step, with ACL its stages' too.
+            for (out, (name, ns)) in
+                (stats.phase_ms.iter_mut()).zip(crate::sim::PHASES.iter().zip(self.frame_phase_ns))
+            {
+                *out = (name, ns * 1e-6 / timed * n as f64);
+            }
+            if self.exact.is_some() || self.acl.is_some() {
+                stats.contact.push(("contact_ms", contact_ms));
+            }
+            if self.acl.is_some() {
+                for (key, ns) in acl_gpu::STAGE_KEYS.iter().zip(self.frame_stage_ns) {
+                    stats.contact.push((key, ns * 1e-6 / timed));
+                }
             }
         }
         let readback_per_step = self.readback_bytes as f64 / n.max(1) as f64;
@@ -3424,6 +3478,11 @@ fn acl_dispatches(ops: &[Op]) -> Result<(StepCopies, Vec<Dispatch>), GpuStepErro
     let mut dispatches: Vec<Dispatch> = Vec::new();
     let mut lead = Vec::new();
     let mut pending: Vec<CopyOp> = Vec::new();
+    let mut stages = acl_gpu::dispatch_stages(ops.iter().filter_map(|op| match op {
+        Op::Dispatch((kernel, _, _)) => Some(*kernel),
+        Op::Copy { .. } => None,
+    }))
+    .into_iter();
     for op in ops {
         match op {
             Op::Dispatch((kernel, bg, threads)) => {
@@ -3438,6 +3497,8 @@ fn acl_dispatches(ops: &[Op]) -> Result<(StepCopies, Vec<Dispatch>), GpuStepErro
                     grid: threads.grid(k.workgroup_size),
                     copies,
                     contact: true,
+                    phase: PHASE_CONTACT,
+                    stage: stages.next(),
                 });
             }
             Op::Copy {

@@ -478,7 +478,7 @@ impl Sim {
 
 /// Keys of the phase timings in the frame record; prefixed so they never collide with a contact
 /// model's own names.
-const PHASES: [&str; 5] = [
+pub const PHASES: [&str; 5] = [
     "phase_forces_ms",
     "phase_contact_ms",
     "phase_constraints_ms",

@@ -206,8 +206,59 @@ fn missing_scene_is_an_error_naming_the_file() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// The keys of a frame record of the CPU path (`--stats` of one frame of `scene`) that the GPU's
+/// record `r` lacks.
+fn cpu_keys_missing(scene: &Path, dir: &Path, r: &serde_json::Value) -> Vec<String> {
+    let out = bin()
+        .arg("run")
+        .arg(scene)
+        .args(["--frames", "1", "--stats"])
+        .arg(dir.join("cpu.jsonl"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let cpu = read_stats(&dir.join("cpu.jsonl"));
+    let keys = cpu[0].as_object().unwrap().keys();
+    keys.filter(|k| r.get(k.as_str()).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The CPU path's time keys in a GPU record `r` of a timed frame of `steps` steps: its phases'
+/// times over the frame add up to the timed step's (`gpu_step_ms`, per step) times the steps, and
+/// where `stages` are given (ACL's) theirs to `contact_ms`, the contact model's time per step
+/// (`gpu_contact_ms`). Tolerance: a few roundings of sums of some 50 terms in f64.
+fn check_time_keys(r: &serde_json::Value, steps: f64, stages: &[&str]) {
+    let get = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-3);
+    let phases: f64 = [
+        "phase_forces_ms",
+        "phase_contact_ms",
+        "phase_constraints_ms",
+        "phase_damping_objects_ms",
+        "phase_frames_ms",
+    ]
+    .iter()
+    .map(|k| get(k))
+    .sum();
+    assert!(close(phases, get("gpu_step_ms") * steps), "{r}");
+    if !stages.is_empty() {
+        let sum: f64 = stages.iter().map(|k| get(k)).sum();
+        assert!(close(sum, get("contact_ms")), "{r}");
+        assert!(close(get("contact_ms"), get("gpu_contact_ms")), "{r}");
+        assert!(
+            close(get("phase_contact_ms"), get("contact_ms") * steps),
+            "{r}"
+        );
+        // Every stage has work in a step of the tiny swatch's first frame.
+        for k in stages {
+            assert!(get(k) > 0.0, "{k} in {r}");
+        }
+    }
+}
+
 /// `--backend gpu` runs a scene without contact and reports the GPU's own figures, and a scene with
-/// ACL with the CPU path's ACL keys.
+/// ACL with the CPU path's ACL keys: a GPU record has every key of the CPU path's.
 #[test]
 fn gpu_backend_runs_and_reports() {
     let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip("gpu_backend_runs_and_reports") else {
@@ -251,7 +302,12 @@ fn gpu_backend_runs_and_reports() {
             }
             // A step takes time: no frame reports its timed step as nothing.
             assert!(r["gpu_step_ms"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+            check_time_keys(r, r["steps"].as_f64().unwrap(), &[]);
         }
+    }
+    if timed {
+        let missing = cpu_keys_missing(&scene, &dir, &recs[0]);
+        assert!(missing.is_empty(), "the GPU's record lacks {missing:?}");
     }
     let acl_dir = dir.join("acl");
     std::fs::create_dir_all(&acl_dir).unwrap();
@@ -344,6 +400,17 @@ fn gpu_backend_runs_and_reports() {
             r["gpu_contact_ms"].as_f64() < r["gpu_step_ms"].as_f64(),
             "{r}"
         );
+        let stages = [
+            "raster_ms",
+            "newcomers_ms",
+            "schedule_ms",
+            "coalesce_ms",
+            "evaluate_ms",
+            "rebuild_ms",
+        ];
+        check_time_keys(r, r["steps"].as_f64().unwrap(), &stages);
+        let missing = cpu_keys_missing(&acl, &acl_dir, r);
+        assert!(missing.is_empty(), "the GPU's record lacks {missing:?}");
     }
     // The tiny swatch's paged pools fit one buffer each (src/acl/pages.rs).
     for k in ["block_pages", "term_pages", "scratch_pages", "watch_pages"] {

@@ -160,6 +160,74 @@ pub const KERNELS: &[&str] = &[
     "segment_rebuilds",
 ];
 
+/// The CPU path's stage times of an ACL step (`--stats`, milliseconds per step; their sum is its
+/// `contact_ms`): the scheduler's raster (with the monitor, the entries dropped and the grid), its
+/// newcomer search (with the entries merged and released), its schedule processing, then
+/// coalescing and merging (with the table's compaction), the evaluation (with the forces and their
+/// gather) and the rebuilds.
+pub const STAGE_KEYS: [&str; 6] = [
+    "raster_ms",
+    "newcomers_ms",
+    "schedule_ms",
+    "coalesce_ms",
+    "evaluate_ms",
+    "rebuild_ms",
+];
+
+/// The stage of [`STAGE_KEYS`] (its index) that an ACL step's operations enter at `kernel`: the
+/// operations after it are that stage's until the next kernel that names one, so the kernels that
+/// several stages record (scans, sorts, `count_plan`) count for the stage that records them. The
+/// step begins with `acl_step_start` (its resets, and the set lookup the scheduler reads, which
+/// the CPU path builds outside its stage times, count as the schedule's).
+pub fn stage_entered_at(kernel: &str) -> Option<usize> {
+    STAGE_ENTRIES
+        .iter()
+        .find(|(k, _)| *k == kernel)
+        .map(|&(_, stage)| stage)
+}
+
+/// The kernels at which [`stage_entered_at`] enters a stage, and the stage.
+const STAGE_ENTRIES: &[(&str, usize)] = &[
+    ("aabb_raster_movement", 0),
+    ("newcomer_count", 1),
+    ("newcomer_list_write", 1),
+    ("release_scan_sizes", 1),
+    ("release_count", 1),
+    ("acl_step_start", 2),
+    ("segment_windows_quadrature", 2),
+    ("coalesce_heads", 3),
+    ("set_bin_count", 3),
+    ("set_overlap_count", 3),
+    ("dirty_overlap_write", 3),
+    ("coalesce_overlap_write", 3),
+    ("moved_overlap_write", 3),
+    ("merge_label", 3),
+    ("merge_hull", 3),
+    ("merge_apply", 3),
+    ("set_compact", 3),
+    ("acl_scheduled_plan", 4),
+    ("acl_coalesced_plan", 4),
+    ("set_evaluate", 4),
+    ("set_force", 4),
+    ("stiction_forces", 4),
+    ("set_point_count", 4),
+    ("set_gather", 4),
+    ("set_dirty_count", 5),
+    ("segment_rebuilds", 5),
+];
+
+/// The stage ([`stage_entered_at`]) of each of an ACL step's dispatches, in order, by their kernels.
+pub fn dispatch_stages<'a>(kernels: impl IntoIterator<Item = &'a str>) -> Vec<usize> {
+    let mut stage = 2;
+    kernels
+        .into_iter()
+        .map(|k| {
+            stage = stage_entered_at(k).unwrap_or(stage);
+            stage
+        })
+        .collect()
+}
+
 /// Every kernel an [`AclGpu`] needs (for `Pipelines::only`).
 pub fn all_kernels() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = KERNELS.to_vec();
@@ -2687,6 +2755,75 @@ pub fn step_failure(e: &AclGpuError, c: &AclStepCounters) -> AclStepFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stages of a step of the tiny swatch with every budget recorded (coalescing, the grid's
+    /// newcomer search, 2 rebuild rounds, 2 merge passes with the set index, 2 label rounds),
+    /// its ACL dispatches as `examples/dispatch_count` lists them: each kernel counts for the CPU
+    /// stage that does its work, the shared ones (scans, sorts, `count_plan`) for the stage that
+    /// records them.
+    #[test]
+    fn each_dispatch_counts_for_the_cpu_stage_that_does_its_work() {
+        let merge = "set_bin_count scan_add set_bin_write count_plan sort_histogram scan_add \
+            sort_scatter set_bin_index set_overlap_count scan_add set_overlap_write merge_label \
+            merge_label merge_hull merge_apply";
+        let round = "set_dirty_count set_dirty_write set_rebuild_size pool_alloc_size pool_alloc \
+            set_rebuild_points set_rebuild set_rebuild_watch set_rebuild_springs \
+            set_rebuild_headers";
+        let sched = "acl_step_start set_lookup_count scan_into set_lookup_write set_lookup_sort \
+            aabb_raster_movement segment_monitor entries_keep entries_compact sched_grid_count \
+            scan_add sched_grid_write sort_histogram scan_add sort_scatter newcomer_count \
+            newcomer_write count_plan sort_histogram scan_add sort_scatter newcomer_keep \
+            newcomer_compact release_scan_sizes entries_merge_rank release_mark \
+            segment_windows_quadrature schedule_process touching_count touching_write \
+            sched_history";
+        let step = format!(
+            "{sched} coalesce_heads contact_coalesce coalesce_box {merge} {merge} \
+             acl_coalesced_plan set_evaluate set_force {round} {merge} {merge} {round} \
+             set_bin_count scan_add set_bin_write count_plan sort_histogram scan_add \
+             sort_scatter set_bin_index set_overlap_count scan_add set_overlap_write \
+             set_point_count scan_into set_point_write set_gather set_compact"
+        );
+        let kernels: Vec<&str> = step.split_whitespace().collect();
+        let stages = dispatch_stages(kernels.iter().copied());
+        assert_eq!(stages.len(), kernels.len());
+        // The stages in the order the step runs them, each run's first kernel.
+        let mut runs = Vec::new();
+        for (i, (&k, &s)) in kernels.iter().zip(&stages).enumerate() {
+            if i == 0 || stages[i - 1] != s {
+                runs.push((STAGE_KEYS[s], k));
+            }
+        }
+        assert_eq!(
+            runs,
+            [
+                ("schedule_ms", "acl_step_start"),
+                ("raster_ms", "aabb_raster_movement"),
+                ("newcomers_ms", "newcomer_count"),
+                ("schedule_ms", "segment_windows_quadrature"),
+                ("coalesce_ms", "coalesce_heads"),
+                ("evaluate_ms", "acl_coalesced_plan"),
+                ("rebuild_ms", "set_dirty_count"),
+                ("coalesce_ms", "set_bin_count"),
+                ("rebuild_ms", "set_dirty_count"),
+                ("coalesce_ms", "set_bin_count"),
+                ("evaluate_ms", "set_point_count"),
+                ("coalesce_ms", "set_compact"),
+            ]
+        );
+        // A step begins with a kernel that names its stage.
+        assert_eq!(stage_entered_at(kernels[0]), Some(2));
+    }
+
+    /// Every kernel that names a stage is one an ACL step records (a renamed kernel would leave
+    /// its dispatches to the stage before it).
+    #[test]
+    fn the_kernels_that_name_a_stage_exist() {
+        let all = all_kernels();
+        for (k, s) in STAGE_ENTRIES {
+            assert!(all.contains(k), "{k}");
+            assert!(*s < STAGE_KEYS.len(), "{k}");
+        }
+    }
 
     fn step(rebuilds: u32, sets: u32) -> AclStepCounters {
         let mut c = AclStepCounters::default();
