@@ -2771,8 +2771,10 @@ mod tests {
             set_rebuild_headers";
         let sched = "acl_step_start set_lookup_count scan_into set_lookup_write set_lookup_sort \
             aabb_raster_movement segment_monitor entries_keep entries_compact sched_grid_count \
-            scan_add sched_grid_write sort_histogram scan_add sort_scatter newcomer_count \
-            newcomer_write count_plan sort_histogram scan_add sort_scatter newcomer_keep \
+            scan_add sched_grid_write sort_histogram scan_add sort_scatter sort_histogram \
+            scan_add sort_scatter sort_histogram scan_add sort_scatter newcomer_count \
+            newcomer_write count_plan sort_histogram scan_add sort_scatter sort_histogram \
+            scan_add sort_scatter newcomer_keep \
             newcomer_compact release_scan_sizes entries_merge_rank release_mark \
             segment_windows_quadrature schedule_process touching_count touching_write \
             sched_history";
@@ -2784,6 +2786,7 @@ mod tests {
              set_point_count scan_into set_point_write set_gather set_compact"
         );
         let kernels: Vec<&str> = step.split_whitespace().collect();
+        assert_eq!(kernels.len(), 142);
         let stages = dispatch_stages(kernels.iter().copied());
         assert_eq!(stages.len(), kernels.len());
         // The stages in the order the step runs them, each run's first kernel.
