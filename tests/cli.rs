@@ -231,16 +231,7 @@ fn cpu_keys_missing(scene: &Path, dir: &Path, r: &serde_json::Value) -> Vec<Stri
 fn check_time_keys(r: &serde_json::Value, steps: f64, stages: &[&str]) {
     let get = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-3);
-    let phases: f64 = [
-        "phase_forces_ms",
-        "phase_contact_ms",
-        "phase_constraints_ms",
-        "phase_damping_objects_ms",
-        "phase_frames_ms",
-    ]
-    .iter()
-    .map(|k| get(k))
-    .sum();
+    let phases: f64 = yarnsim::sim::PHASES.iter().map(|k| get(k)).sum();
     assert!(close(phases, get("gpu_step_ms") * steps), "{r}");
     if !stages.is_empty() {
         let sum: f64 = stages.iter().map(|k| get(k)).sum();
@@ -400,14 +391,7 @@ fn gpu_backend_runs_and_reports() {
             r["gpu_contact_ms"].as_f64() < r["gpu_step_ms"].as_f64(),
             "{r}"
         );
-        let stages = [
-            "raster_ms",
-            "newcomers_ms",
-            "schedule_ms",
-            "coalesce_ms",
-            "evaluate_ms",
-            "rebuild_ms",
-        ];
+        let stages = yarnsim::acl::gpu::STAGE_KEYS;
         check_time_keys(r, r["steps"].as_f64().unwrap(), &stages);
         let missing = cpu_keys_missing(&acl, &acl_dir, r);
         assert!(missing.is_empty(), "the GPU's record lacks {missing:?}");
