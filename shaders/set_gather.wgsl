@@ -4,7 +4,8 @@
 // a scatter, so the sums are the same every run (src/acl/gather.rs; CPU twin acl::gather::set_gather).
 // Thread p then clears point_start[p] and point_count[p] (thread 0 also point_start[num_points]):
 // only thread p reads them, and the next step's set_point_count counts from zero.
-// A non-finite term raises ACL_ERROR_NOT_FINITE (smallest such point in first_bad_point); more than
+// A non-finite term raises ACL_ERROR_NOT_FINITE (smallest such point in first_bad_point, unless a
+// set's rotation was not finite: set_point_write named that set's point there already); more than
 // ACL_MAX_POINT_RECORDS records raise ACL_ERROR_GATHER_FULL and only that many are looked at.
 // One thread per point. Loop bound per thread: n (n + 1) ≤ 128 · 129 = 16,512 iterations
 // (n = the point's records, at most ACL_MAX_POINT_RECORDS).
@@ -75,6 +76,8 @@ fn set_gather(
     force[p] = f;
     if !ok {
         atomicOr(&acl_counters.errors, ACL_ERROR_NOT_FINITE);
-        atomicMin(&acl_counters.first_bad_point, p);
+        if atomicLoad(&acl_counters.first_bad_set) == 0xffffffffu {
+            atomicMin(&acl_counters.first_bad_point, p);
+        }
     }
 }

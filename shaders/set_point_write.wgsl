@@ -4,7 +4,10 @@
 // p = cp_pool[at]) goes to slot point_start[p] + point_rank[at] of point_records as (k, at), lane l
 // writing records l, l + 16, …; a slot past record_capacity is not written. The first thread
 // records the total, point_start[num_points], in acl_counters.records, and ACL_ERROR_RECORDS_FULL
-// when it exceeds the capacity (the host grows the table and reruns). Lanes, not a thread per set:
+// when it exceeds the capacity (the host grows the table and reruns). The lowest set whose rotation
+// was not finite (first_bad_set, final since set_force) puts its first control point,
+// cp_pool[cp_off], in first_bad_point: the CPU step names that point (acl::evaluate), and the
+// error reads the same on both paths (set_gather then leaves first_bad_point alone). Lanes, not a thread per set:
 // each record is a chain of dependent loads (cp_pool, then point_start), which one thread took
 // record after record (some 9 a set), with few threads to hide them (the relaxed scarf's 19,889
 // sets); the records' slots do not depend on who writes them.
@@ -40,6 +43,9 @@ fn set_point_write(
         return;
     }
     let s = sets[k];
+    if lane == 0u && k == atomicLoad(&acl_counters.first_bad_set) && s.n_cp > 0u {
+        atomicStore(&acl_counters.first_bad_point, cp_pool[s.cp_off]);
+    }
     let n = set_record_count(s);
     for (var t = lane; t < n; t += ACL_SET_LANES) {
         let at = s.cp_off + t;

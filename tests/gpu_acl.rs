@@ -31,7 +31,8 @@ mod fixture;
 use close::coord_scale;
 use fixture::{bytes, scene_contact, scene_sim};
 use yarnsim::acl::evaluate::{
-    force_change, set_crossing_error, set_evaluate, set_force, BASIS_ABS_SUM_MAX, SET_LANES,
+    force_change, set_crossing_error, set_evaluate, set_evaluate_and_force, set_force,
+    BASIS_ABS_SUM_MAX, SET_LANES,
 };
 use yarnsim::acl::gather::{
     set_gather, set_point_count, set_point_table, set_point_write, MAX_POINT_RECORDS,
@@ -39,10 +40,12 @@ use yarnsim::acl::gather::{
 use yarnsim::acl::model::{sym_to_m3, tri_index, tri_len};
 use yarnsim::acl::pages::{PoolPage, PoolPages, MAX_SET_BLOCKS};
 use yarnsim::acl::stiction::stiction_forces;
-use yarnsim::acl::{AclContact, ContactSet, SET_LIVE, SET_ZERO, SPRING_ACTIVE};
+use yarnsim::acl::{not_finite_error, AclContact, ContactSet, SET_LIVE, SET_ZERO, SPRING_ACTIVE};
+use yarnsim::contact::ContactError;
 use yarnsim::gpu::testing::gpu_or_skip;
 use yarnsim::layout::{
-    AclCounters, AclUniform, ACL_ERROR_GATHER_FULL, ACL_ERROR_RECORDS_FULL, ACL_EXTRA_INVALIDATION,
+    AclCounters, AclUniform, ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE, ACL_ERROR_RECORDS_FULL,
+    ACL_EXTRA_INVALIDATION,
 };
 use yarnsim::math::{M3, V3};
 use yarnsim::pipelines::run_kernel;
@@ -1066,6 +1069,126 @@ fn point_table_and_gather_match_the_cpu() {
         "{total} records, at most {most} at a point; {unordered} of {npts} points' records out of \
          set order in the kernel's table; gathered force worst {worst:.3} of the bound"
     );
+}
+
+/// A set whose rotation is not finite is named by its first control point on both paths: the CPU
+/// step's error names that point (`set_evaluate_and_force`, the first such set in set order), and
+/// on the GPU `set_point_write` puts it into `first_bad_point` (`set_force` put the set into
+/// `first_bad_set`), where `set_gather`'s non-finite terms, at a lower point here, do not replace
+/// it: the host's words are the CPU step's (the GPU named the set, "the rotation of contact set
+/// k", before). Without such a set the gather names its lowest non-finite point, as before.
+#[test]
+fn a_set_whose_rotation_is_not_finite_is_named_by_its_first_point() {
+    let Some(gpu) = gpu_or_skip("a_set_whose_rotation_is_not_finite_is_named_by_its_first_point")
+    else {
+        return;
+    };
+    let (sim, acl) = fixture();
+    let p = acl.pools();
+    let sets = acl.sets().to_vec();
+    let npts = sim.pos.len();
+    let mut u = acl.uniform(npts);
+    u.num_sets = sets.len() as u32;
+    // A clean set past the middle of the table, a reference deviation of its poisoned.
+    let bad = (sets.len() / 2..sets.len())
+        .find(|&k| sets[k].is_clean() && sets[k].n_cp > 1)
+        .expect("a clean set");
+    let mut dbar = p.dbar.clone();
+    dbar[sets[bad].cp_off as usize + 1] = [f32::NAN; 4];
+    let point = p.cp[sets[bad].cp_off as usize];
+    let n = p.cp.len();
+    let (mut q, mut dev, mut fout) = (vec![V3::zero(); n], vec![[0.0; 4]; n], vec![[0.0; 4]; n]);
+    let cpu_err = set_evaluate_and_force(
+        &u,
+        &sim.pos,
+        &p.cp,
+        &p.f0,
+        &dbar,
+        &p.m,
+        &p.k,
+        &p.watch,
+        &p.watch_loc,
+        &mut sets.clone(),
+        &mut q,
+        &mut dev,
+        &mut fout,
+    )
+    .expect_err("the poisoned set's rotation");
+    assert_eq!(
+        cpu_err.to_string(),
+        ContactError::NotFinite {
+            point: point as usize
+        }
+        .to_string()
+    );
+    // The point table (twins), then set_point_write after set_force named the set.
+    let (mut start, mut count, mut rank) = (vec![0u32; npts + 1], vec![0u32; npts], vec![0u32; n]);
+    set_point_count(&u, &sets, &p.cp, &mut start, &mut count, &mut rank, &mut []);
+    let counts = count.clone();
+    let mut partials = Vec::new();
+    yarnsim::scan::exclusive_scan(&mut start, &mut partials);
+    u.record_capacity = start[npts];
+    let flagged = AclCounters {
+        errors: ACL_ERROR_NOT_FINITE,
+        first_bad_set: bad as u32,
+        ..AclCounters::default()
+    };
+    let mut rec_c = vec![[9u32, 9]; start[npts] as usize];
+    let mut cnt_c = flagged;
+    set_point_write(&u, &sets, &p.cp, &start, &rank, &mut rec_c, &mut cnt_c);
+    let out = run_kernel(
+        &gpu,
+        "set_point_write",
+        &[
+            ("acl", bytes(&[u])),
+            ("sets", bytes(&sets)),
+            ("cp_pool", bytes(&p.cp)),
+            ("point_start", bytes(&start)),
+            ("point_rank", bytes(&rank)),
+            ("point_records", bytes(&rec_c)),
+            ("acl_counters", bytes(&[flagged])),
+        ],
+        SET_LANES * sets.len() as u32,
+    )
+    .unwrap();
+    let cnt_g = cast::<AclCounters>(&out["acl_counters"])[0];
+    assert_eq!(cnt_g, cnt_c, "set_point_write vs its twin");
+    assert_eq!(cnt_c.first_bad_point, point);
+    // The gather, with a NaN force of a set at a point below the bad set's: it raises the error,
+    // and names that point only where no set is named.
+    let low = (0..point as usize)
+        .find(|&pt| counts[pt] > 0)
+        .expect("a point below the bad set's in some set");
+    let nan_at = rec_c[start[low] as usize][1] as usize;
+    let mut fout = acl.step_pools().1.to_vec();
+    fout[nan_at] = [f32::NAN, 0.0, 0.0, 0.0];
+    let force0 = vec![[0.0f32; 4]; npts];
+    for (before, named) in [(cnt_c, point), (AclCounters::default(), low as u32)] {
+        let (mut s, mut c, mut force) = (start.clone(), counts.clone(), force0.clone());
+        let mut cnt = before;
+        set_gather(&u, &mut s, &mut c, &rec_c, &fout, &mut cnt, &mut force);
+        let out = run_kernel(
+            &gpu,
+            "set_gather",
+            &[
+                ("acl", bytes(&[u])),
+                ("point_start", bytes(&start)),
+                ("point_count", bytes(&counts)),
+                ("point_records", bytes(&rec_c)),
+                ("fout_pool", bytes(&fout)),
+                ("acl_counters", bytes(&[before])),
+                ("force", bytes(&force0)),
+            ],
+            u.num_points,
+        )
+        .unwrap();
+        let g = cast::<AclCounters>(&out["acl_counters"])[0];
+        assert_eq!(g, cnt, "set_gather vs its twin");
+        assert_eq!(cnt.errors, ACL_ERROR_NOT_FINITE);
+        assert_eq!(cnt.first_bad_point, named);
+    }
+    // The host's words for the GPU's counters: the CPU step's error.
+    assert_eq!(not_finite_error(&cnt_g).to_string(), cpu_err.to_string());
 }
 
 /// The point table's two limits on both paths: a table over its capacity raises

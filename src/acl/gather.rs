@@ -173,7 +173,8 @@ pub fn set_point_count(
 /// each record `(k, at)` of a live set `k < num_sets` (point `p = cp_pool[at]`) into slot
 /// `point_start[p] + point_rank[at]` of `point_records` (none past `record_capacity`). Records the
 /// total, `point_start[num_points]`, in `acl_counters.records`, and [`ACL_ERROR_RECORDS_FULL`] when
-/// it exceeds the capacity.
+/// it exceeds the capacity; and the first control point of set `acl_counters.first_bad_set` (the
+/// lowest whose rotation was not finite, if any) in `acl_counters.first_bad_point`.
 pub fn set_point_write(
     acl: &AclUniform,
     sets: &[ContactSet],
@@ -187,6 +188,12 @@ pub fn set_point_write(
     acl_counters.records = total;
     if total > acl.record_capacity {
         acl_counters.errors |= ACL_ERROR_RECORDS_FULL;
+    }
+    // The first control point of the lowest set whose rotation was not finite: the point the
+    // CPU step names ([`super::evaluate::set_evaluate_and_force`]).
+    let bad = sets[..acl.num_sets as usize].get(acl_counters.first_bad_set as usize);
+    if let Some(s) = bad.filter(|s| s.n_cp > 0) {
+        acl_counters.first_bad_point = cp_pool[s.cp_off as usize];
     }
     for (k, s) in sets[..acl.num_sets as usize].iter().enumerate() {
         for (at, p) in set_records(s, cp_pool) {
@@ -203,7 +210,8 @@ pub fn set_point_write(
 /// (`point_records[point_start[p]..][..point_count[p]]`, any order), added in `(k, at)` order, as
 /// the kernel's selection does; then `point_start[p]` and `point_count[p]` (and
 /// `point_start[num_points]`) are cleared. A non-finite term raises [`ACL_ERROR_NOT_FINITE`] with the
-/// smallest such point in `first_bad_point`; a point with more than [`MAX_POINT_RECORDS`] records
+/// smallest such point in `first_bad_point` (unless `first_bad_set` names a set, whose point
+/// [`set_point_write`] put there); a point with more than [`MAX_POINT_RECORDS`] records
 /// raises [`ACL_ERROR_GATHER_FULL`] and only that many are looked at (the first in the table).
 pub fn set_gather(
     acl: &AclUniform,
@@ -256,5 +264,8 @@ pub fn set_gather(
     point_start[..=np].fill(0);
     point_count[..np].fill(0);
     acl_counters.errors |= errors;
-    acl_counters.first_bad_point = acl_counters.first_bad_point.min(bad);
+    // (A set's non-finite rotation named its point already, in `set_point_write`.)
+    if acl_counters.first_bad_set == u32::MAX {
+        acl_counters.first_bad_point = acl_counters.first_bad_point.min(bad);
+    }
 }

@@ -103,8 +103,10 @@ pub enum AclError {
     Sched(#[from] crate::sched::SchedError),
 }
 
-/// A non-finite force (`ACL_ERROR_NOT_FINITE`) by its control point, or, where only a set's
-/// rotation was (`set_force` names the set), by that set.
+/// A non-finite force (`ACL_ERROR_NOT_FINITE`) by its control point: where a set's rotation was not
+/// finite (`set_force` names the lowest such set), that set's first control point, which
+/// `set_point_write` finds and the CPU step names too ([`evaluate::set_evaluate_and_force`]); else
+/// the lowest point whose gathered force was not. (By the set, where no point was found.)
 pub fn not_finite_error(c: &AclCounters) -> ContactError {
     match (c.first_bad_point, c.first_bad_set) {
         (u32::MAX, set) if set != u32::MAX => ContactError::Other(format!(
