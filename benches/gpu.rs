@@ -153,6 +153,10 @@ struct Row {
     /// Compute passes per untimed step (wgpu encodes each into command buffers of its own).
     passes: u32,
     kernels: Vec<(&'static str, f64)>,
+    /// With ACL, milliseconds per step in each of the CPU path's stages (`acl::gpu::STAGE_KEYS`;
+    /// on the GPU the sums of the timed kernels that do each stage's work), so that a row of each
+    /// path shows where ACL's time goes, stage by stage.
+    stages: Vec<(&'static str, f64)>,
     /// The GPU simulation's batch reruns and capacity growths in the measured steps.
     reruns: (f64, f64),
     /// Steps of its failed batch attempts in the measured steps, and the length-projection
@@ -177,7 +181,7 @@ impl Row {
             "{{\"scene\":\"{}\",\"control_points\":{},\"model\":\"{}\",\"path\":\"{}\",\"adapter\":\"{}\",\
              \"steps\":{},\"steps_per_s\":{:.3},\"step_ms\":{:.5},\"contact_ms\":{},\"contact_sets\":{:.1},\
              \"rebuild_fraction\":{:.5},\"touching_pairs\":{:.1},\"gpu_buffer_bytes\":{},\
-             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"host_check_wait_ms\":{:.5},\"ahead_steps\":{},\"note\":\"{}\",\"kernel_ms\":{{",
+             \"contact_buffer_bytes\":{},\"readback_bytes_per_step\":{:.1},\"dispatches_per_step\":{},\"passes_per_step\":{},\"batch_reruns\":{},\"batch_rerun_steps\":{},\"capacity_grows\":{},\"length_budget\":{},\"host_record_ms\":{:.5},\"host_submit_ms\":{:.5},\"host_wait_ms\":{:.5},\"host_check_ms\":{:.5},\"host_check_wait_ms\":{:.5},\"ahead_steps\":{},\"note\":\"{}\",\"stage_ms\":{{",
             self.scene,
             self.points,
             self.model,
@@ -212,6 +216,10 @@ impl Row {
             self.ahead_steps,
             self.note.replace('"', "'"),
         );
+        for (i, (k, v)) in self.stages.iter().enumerate() {
+            let _ = write!(s, "{}\"{k}\":{v:.5}", if i > 0 { "," } else { "" });
+        }
+        s.push_str("},\"kernel_ms\":{");
         for (i, (k, v)) in self.kernels.iter().enumerate() {
             let _ = write!(s, "{}\"{k}\":{v:.5}", if i > 0 { "," } else { "" });
         }
@@ -222,6 +230,16 @@ impl Row {
 
 fn value(list: &[(&'static str, f64)], key: &str) -> f64 {
     list.iter().find(|(k, _)| *k == key).map_or(0.0, |x| x.1)
+}
+
+/// Adds `w` times a frame record's ACL stage times (its `contact` values) into `stages`.
+fn add_stages(stages: &mut Vec<(&'static str, f64)>, contact: &[(&'static str, f64)], w: f64) {
+    for key in yarnsim::acl::gpu::STAGE_KEYS {
+        match stages.iter_mut().find(|(k, _)| *k == key) {
+            Some(e) => e.1 += w * value(contact, key),
+            None => stages.push((key, w * value(contact, key))),
+        }
+    }
 }
 
 /// The most steps to measure and the time after which to stop: from the environment, or exactly
@@ -266,11 +284,17 @@ fn run_cpu(case: &Case, model: &str, pool: &rayon::ThreadPool, fixed: Option<u64
             row.sets += w * value(&stats.contact, "contact_sets");
             row.rebuild_fraction += w * value(&stats.contact, "rebuild_fraction");
             row.touching += w * value(&stats.contact, "touching_pairs");
+            if model == "acl" {
+                add_stages(&mut row.stages, &stats.contact, w);
+            }
             row.steps += k;
         }
         let n = row.steps as f64;
         row.step_ms = wall / n;
         row.contact_ms = contact / n;
+        for st in &mut row.stages {
+            st.1 /= n;
+        }
         row.sets /= n;
         row.rebuild_fraction /= n;
         row.touching /= n;
@@ -370,6 +394,9 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
         if times.timed {
             timed_frames += 1.0;
             contact_ms += times.contact_ms;
+            if model == "acl" {
+                add_stages(&mut row.stages, &stats.contact, 1.0);
+            }
             for (name, ms) in &times.kernel_ms {
                 match row.kernels.iter_mut().find(|(k, _)| k == name) {
                     Some(e) => e.1 += ms,
@@ -391,7 +418,7 @@ fn run_gpu(case: &Case, model: &str, g: &Gpu, fixed: Option<u64>) -> Row {
     row.host_check_wait_ms /= n;
     if timed_frames > 0.0 {
         row.contact_ms = contact_ms / timed_frames;
-        for k in &mut row.kernels {
+        for k in row.kernels.iter_mut().chain(&mut row.stages) {
             k.1 /= timed_frames;
         }
         row.kernels.sort_by(|a, b| b.1.total_cmp(&a.1));
