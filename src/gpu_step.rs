@@ -448,17 +448,27 @@ struct Dispatch {
     bind_group: wgpu::BindGroup,
     grid: Grid,
     copies: Vec<CopyOp>,
-    /// One of the contact model's dispatches (its time is the step's contact time).
-    contact: bool,
-    /// The CPU path's phase it does the work of (an index of [`crate::sim::PHASES`]; the
-    /// contact model's dispatches are [`PHASE_CONTACT`]'s), and with ACL its stage (an index of
-    /// [`acl_gpu::STAGE_KEYS`]): the step's times in the CPU path's `--stats` keys.
+    /// The CPU path's phase it does the work of (an index of [`crate::sim::PHASES`]; the contact
+    /// model's dispatches are [`PHASE_CONTACT`]'s, and their time is the step's contact time),
+    /// and with ACL its stage (an index of [`acl_gpu::STAGE_KEYS`]): the step's times in the CPU
+    /// path's `--stats` keys.
     phase: usize,
     stage: Option<usize>,
 }
 
-/// [`crate::sim::PHASES`]' contact phase.
+impl Dispatch {
+    /// One of the contact model's dispatches.
+    fn contact(&self) -> bool {
+        self.phase == PHASE_CONTACT
+    }
+}
+
+/// The CPU path's phases ([`crate::sim::PHASES`]), by index.
+const PHASE_FORCES: usize = 0;
 const PHASE_CONTACT: usize = 1;
+const PHASE_CONSTRAINTS: usize = 2;
+const PHASE_DAMPING_OBJECTS: usize = 3;
+const PHASE_FRAMES: usize = 4;
 
 /// A step's dispatch list with ACL's operations for other budgets than the driver's (more rebuild
 /// rounds, merge passes or label rounds, coalescing, the newcomer search): what a step of a batch
@@ -719,9 +729,9 @@ pub struct GpuSim {
     /// contact model's dispatches: kept by name, not by dispatch, since the recording changes
     /// within a frame (a grown capacity, a cut or raised budget) while its times stand.
     frame_kernel_ns: Vec<(&'static str, f64)>,
-    frame_contact_ns: f64,
-    /// The same by the CPU path's phase and, with ACL, its stage (by dispatch: a dispatch keeps
-    /// its phase and stage however the recording changes).
+    /// The same by the CPU path's phase (the contact model's time is [`PHASE_CONTACT`]'s) and,
+    /// with ACL, its stage (by dispatch: a dispatch keeps its phase and stage however the
+    /// recording changes).
     frame_phase_ns: [f64; 5],
     frame_stage_ns: [f64; 6],
     frame_length_error: f32,
@@ -1166,7 +1176,6 @@ impl GpuSim {
             queries: None,
             timestamp_period_ns: gpu.queue.get_timestamp_period(),
             frame_kernel_ns: Vec::new(),
-            frame_contact_ns: 0.0,
             frame_phase_ns: [0.0; 5],
             frame_stage_ns: [0.0; 6],
             frame_length_error: 0.0,
@@ -1304,10 +1313,10 @@ impl GpuSim {
         let mut step_copies = StepCopies::default();
         for (i, (kernel, threads, color)) in plan.into_iter().enumerate() {
             let phase = match i {
-                i if i < contact_at => 0,
-                i if i < damping_at => 2,
-                i if i < frames_at => 3,
-                _ => 4,
+                i if i < contact_at => PHASE_FORCES,
+                i if i < damping_at => PHASE_CONSTRAINTS,
+                i if i < frames_at => PHASE_DAMPING_OBJECTS,
+                _ => PHASE_FRAMES,
             };
             if let (true, Some(ex)) = (i == contact_at, &self.exact) {
                 for (kernel, bg, threads) in ex.path.dispatches() {
@@ -1317,7 +1326,6 @@ impl GpuSim {
                         bind_group: bg.clone(),
                         grid: threads.grid(k.workgroup_size),
                         copies: Vec::new(),
-                        contact: true,
                         phase: PHASE_CONTACT,
                         stage: None,
                     });
@@ -1336,7 +1344,6 @@ impl GpuSim {
                         bind_group: bg.clone(),
                         grid: threads.grid(k.workgroup_size),
                         copies: Vec::new(),
-                        contact: false,
                         phase,
                         stage: None,
                     });
@@ -1348,7 +1355,6 @@ impl GpuSim {
                     bind_group: d.bind_group,
                     grid: Grid::Groups(d.groups),
                     copies: Vec::new(),
-                    contact: false,
                     phase,
                     stage: None,
                 }));
@@ -1370,7 +1376,6 @@ impl GpuSim {
                 )?,
                 grid: Grid::Groups(shaders::dispatch_grid(threads, k.workgroup_size)),
                 copies: Vec::new(),
-                contact: false,
                 phase,
                 stage: None,
             });
@@ -2270,9 +2275,6 @@ impl GpuSim {
             // first step is not timed).
             for (d, pair) in self.dispatches.iter().zip(ts.chunks_exact(2)) {
                 let ns = pair[1].saturating_sub(pair[0]) as f64 * self.timestamp_period_ns as f64;
-                if d.contact {
-                    self.frame_contact_ns += ns;
-                }
                 self.frame_phase_ns[d.phase] += ns;
                 if let Some(s) = d.stage {
                     self.frame_stage_ns[s] += ns;
@@ -2485,9 +2487,9 @@ impl GpuSim {
         let base = &self.dispatches;
         let first = base
             .iter()
-            .position(|d| d.contact)
+            .position(|d| d.contact())
             .expect("ACL's dispatches");
-        let end = first + base[first..].iter().take_while(|d| d.contact).count();
+        let end = first + base[first..].iter().take_while(|d| d.contact()).count();
         let mut dispatches = base[..first].to_vec();
         dispatches.extend(contact);
         dispatches.extend_from_slice(&base[end..]);
@@ -2823,7 +2825,6 @@ impl GpuSim {
     /// of a run's first checked frame. Returns the check's milliseconds.
     fn begin_frame(&mut self, check: bool) -> Result<f64, GpuStepError> {
         self.frame_kernel_ns.clear();
-        self.frame_contact_ns = 0.0;
         self.frame_phase_ns = [0.0; 5];
         self.frame_stage_ns = [0.0; 6];
         self.frame_timed_steps = 0;
@@ -2955,7 +2956,7 @@ impl GpuSim {
         let kernel_ms: Vec<(&'static str, f64)> = (self.frame_kernel_ns.iter())
             .map(|&(k, ns)| (k, ns * 1e-6 / timed))
             .collect();
-        let contact_ms = self.frame_contact_ns * 1e-6 / timed;
+        let contact_ms = self.frame_phase_ns[PHASE_CONTACT] * 1e-6 / timed;
         let total: f64 = kernel_ms.iter().map(|(_, v)| v).sum();
         for (k, v) in &kernel_ms {
             stats.extra.push((format!("{k}_ms"), *v));
@@ -2963,18 +2964,16 @@ impl GpuSim {
         // (Where a step of the frame was timed: no key stands for a time not measured.)
         if self.frame_timed_steps > 0 {
             stats.extra.push(("gpu_step_ms".into(), total));
-            if self.exact.is_some() || self.acl.is_some() {
-                stats.extra.push(("gpu_contact_ms".into(), contact_ms));
-            }
-            // The CPU path's keys of the same times: its phases' milliseconds over the frame
+            // And the CPU path's keys of the same times: its phases' milliseconds over the frame
             // (here the timed steps' mean times the frame's steps), and with a contact model
-            // `contact_ms` per step, with ACL its stages' too.
+            // `contact_ms` per step (also `gpu_contact_ms`), with ACL its stages' too.
             for (out, (name, ns)) in
                 (stats.phase_ms.iter_mut()).zip(crate::sim::PHASES.iter().zip(self.frame_phase_ns))
             {
                 *out = (name, ns * 1e-6 / timed * n as f64);
             }
             if self.exact.is_some() || self.acl.is_some() {
+                stats.extra.push(("gpu_contact_ms".into(), contact_ms));
                 stats.contact.push(("contact_ms", contact_ms));
             }
             if self.acl.is_some() {
@@ -3496,7 +3495,6 @@ fn acl_dispatches(ops: &[Op]) -> Result<(StepCopies, Vec<Dispatch>), GpuStepErro
                     bind_group: bg.clone(),
                     grid: threads.grid(k.workgroup_size),
                     copies,
-                    contact: true,
                     phase: PHASE_CONTACT,
                     stage: stages.next(),
                 });

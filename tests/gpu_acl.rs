@@ -76,6 +76,14 @@ fn fixture() -> (Sim, AclContact) {
     (sim, acl)
 }
 
+/// The fixture's set table, and its uniform over the whole table.
+fn whole_table(sim: &Sim, acl: &AclContact) -> (Vec<ContactSet>, AclUniform) {
+    let sets = acl.sets().to_vec();
+    let mut u = acl.uniform(sim.pos.len());
+    u.num_sets = sets.len() as u32;
+    (sets, u)
+}
+
 fn cast<T: bytemuck::Pod>(b: &[u8]) -> Vec<T> {
     bytemuck::pod_collect_to_vec(b)
 }
@@ -1085,10 +1093,8 @@ fn a_set_whose_rotation_is_not_finite_is_named_by_its_first_point() {
     };
     let (sim, acl) = fixture();
     let p = acl.pools();
-    let sets = acl.sets().to_vec();
+    let (sets, mut u) = whole_table(&sim, &acl);
     let npts = sim.pos.len();
-    let mut u = acl.uniform(npts);
-    u.num_sets = sets.len() as u32;
     // A clean set past the middle of the table, a reference deviation of its poisoned.
     let bad = (sets.len() / 2..sets.len())
         .find(|&k| sets[k].is_clean() && sets[k].n_cp > 1)
@@ -1201,10 +1207,8 @@ fn point_table_limits_raise_their_flags() {
     };
     let (sim, acl) = fixture();
     let p = acl.pools();
-    let sets = acl.sets().to_vec();
+    let (sets, mut u) = whole_table(&sim, &acl);
     let npts = sim.pos.len();
-    let mut u = acl.uniform(npts);
-    u.num_sets = sets.len() as u32;
     let (mut start, mut count, mut rank) = (
         vec![0u32; npts + 1],
         vec![0u32; npts],
