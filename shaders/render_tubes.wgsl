@@ -7,6 +7,9 @@
 // joining ring). Vertices past the rings are the end caps, collapsed to a point unless the instance's
 // flags ask for them. `Uniforms` and `shade` come
 // from shaders/shared/render_common.wgsl.
+//
+// Loop bound: the ring-frame transport runs at most `samples` iterations a vertex (mesh.rs's
+// SAMPLES, 6), far below lavapipe's 65,535 a shader invocation.
 
 #import render_common
 

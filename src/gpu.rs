@@ -28,6 +28,14 @@ pub const BACKEND_ENV: &str = "YARNSIM_GPU_BACKEND";
 pub enum GpuError {
     #[error("no GPU adapter on backends [{backends}]: {reason}; install a Vulkan driver (e.g. Debian package mesa-vulkan-drivers for the lavapipe CPU adapter) or pick another backend with {BACKEND_ENV}")]
     NoAdapter { backends: String, reason: String },
+    /// Adapters there are, but none whose name contains what `--adapter` asked for: the advice is
+    /// to pick one of them, not to install a driver.
+    #[error("no adapter named like {name:?} on backends [{backends}]; there are: {adapters} (`--adapter` takes a part of one of these names, in any case; `yarnsim info` lists them)")]
+    NoAdapterNamed {
+        name: String,
+        backends: String,
+        adapters: String,
+    },
     #[error("{BACKEND_ENV}={value:?} names no backend (use a comma list of vulkan, gl, metal, dx12, or none)")]
     BadBackend { value: String },
     #[error("the adapter {adapter:?} refused to open a device: {reason}")]
@@ -345,16 +353,14 @@ impl Gpu {
             .find(|a| a.get_info().name.to_lowercase().contains(&want))
         {
             Some(adapter) => Self::open(instance, adapter),
-            None => Err(GpuError::NoAdapter {
+            None if names.is_empty() => Err(GpuError::NoAdapter {
                 backends: backend_list(backends),
-                reason: if names.is_empty() {
-                    format!("no adapter named like {name:?}: no adapters at all")
-                } else {
-                    format!(
-                        "no adapter named like {name:?}; there are: {}",
-                        names.join("; ")
-                    )
-                },
+                reason: format!("no adapter named like {name:?}: no adapters at all"),
+            }),
+            None => Err(GpuError::NoAdapterNamed {
+                name: name.to_string(),
+                backends: backend_list(backends),
+                adapters: names.join("; "),
             }),
         }
     }

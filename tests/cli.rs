@@ -1237,6 +1237,46 @@ fn gpu_backend_refuses_what_it_cannot_do() {
     );
 }
 
+/// `--adapter` naming no adapter there is: the error lists the adapters there are and says how to
+/// pick one, not to install a driver (that advice is for a machine with no adapter at all).
+#[test]
+fn an_adapter_name_that_matches_none_lists_the_adapters() {
+    let Some(guard) =
+        yarnsim::gpu::testing::gpu_or_skip("an_adapter_name_that_matches_none_lists_the_adapters")
+    else {
+        return;
+    };
+    let adapter = guard.summary().name;
+    drop(guard);
+    let dir = scratch("adapter-name");
+    let scene = tiny_scene(&dir, "none");
+    let out = bin()
+        .arg("run")
+        .arg(&scene)
+        .args([
+            "--backend",
+            "gpu",
+            "--adapter",
+            "zz-no-such-adapter",
+            "--frames",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no adapter named like \"zz-no-such-adapter\"")
+            && err
+                .split_once("there are: ")
+                .is_some_and(|(_, list)| list.contains(&adapter))
+            && err.contains("`--adapter` takes a part of one of these names"),
+        "{err}"
+    );
+    assert!(!err.contains("install a Vulkan driver"), "{err}");
+    assert!(!dir.join("frame_0001.bcc").exists());
+}
+
 /// Frames land on their times: when 1/(fps dt) is not a whole number, dt is adjusted (and the run
 /// says so) instead of letting frame times drift; a frame per step is possible at any dt.
 #[test]
