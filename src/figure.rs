@@ -27,10 +27,12 @@ pub struct Figure {
     /// Standing height (cm).
     pub height: f32,
     /// The ground point between the feet at t = 0 (cm).
+    #[serde(deserialize_with = "crate::scene::exact_len::array")]
     pub position: [f32; 3],
     /// Turn about +y of the walking direction, from +z (degrees).
     pub heading_deg: f32,
     /// Torso width and depth (cm); default 0.27 and 0.16 × height.
+    #[serde(deserialize_with = "crate::scene::exact_len::option_array")]
     pub chest: Option<[f32; 2]>,
     /// Distance between the shoulder joints (cm); default 0.30 × height.
     pub shoulders: Option<f32>,

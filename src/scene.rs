@@ -18,6 +18,36 @@ use crate::state::Curve;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Fixed-length arrays of a scene file (points, vectors, index pairs), read so that an array with
+/// more entries than the field has is an error as one with fewer is: serde reads a `[T; N]` by
+/// taking N entries, and the TOML reader lets the rest pass unread (`gravity = [0, -981, 0, 1]`
+/// ran as if the 1 were not there).
+pub(crate) mod exact_len {
+    use serde::de::{Deserialize, Deserializer, Error};
+
+    /// An array of exactly `N` entries.
+    pub fn array<'de, D, T, const N: usize>(d: D) -> Result<[T; N], D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        let v: Vec<T> = Vec::deserialize(d)?;
+        let n = v.len();
+        v.try_into()
+            .map_err(|_| D::Error::invalid_length(n, &format!("an array of {N} entries").as_str()))
+    }
+
+    /// An optional array of exactly `N` entries (the field's absence is `None`: use with
+    /// `#[serde(default)]`).
+    pub fn option_array<'de, D, T, const N: usize>(d: D) -> Result<Option<[T; N]>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        array(d).map(Some)
+    }
+}
+
 /// A whole scene.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -44,6 +74,7 @@ pub struct Scene {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Seam {
+    #[serde(deserialize_with = "exact_len::array")]
     pub pieces: [usize; 2],
     /// Largest starting distance of a tie (cm).
     pub distance: f32,
@@ -55,6 +86,7 @@ pub struct Seam {
 #[serde(deny_unknown_fields, default)]
 pub struct Ball {
     /// Centre at t = 0 (cm).
+    #[serde(deserialize_with = "exact_len::array")]
     pub center: [f32; 3],
     /// Radius (cm).
     pub radius: f32,
@@ -63,6 +95,7 @@ pub struct Ball {
     /// Mass (g); overrides `density`.
     pub mass: Option<f32>,
     /// Velocity at t = 0 (cm/s).
+    #[serde(deserialize_with = "exact_len::array")]
     pub velocity: [f32; 3],
     /// Coulomb friction against yarn, balls and obstacles (with a ball or an obstacle, the
     /// geometric mean of the two coefficients).
@@ -148,6 +181,7 @@ pub struct Simulation {
     /// Frames per second of output.
     pub fps: f64,
     /// Gravity in cm/s².
+    #[serde(deserialize_with = "exact_len::array")]
     pub gravity: [f32; 3],
 }
 
@@ -462,10 +496,10 @@ pub struct ClothPiece {
     #[serde(default = "one")]
     pub scale: f32,
     /// Rotation in degrees about x, then y, then z, applied after scaling.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact_len::array")]
     pub rotate_deg: [f32; 3],
     /// Translation applied last, in cm.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "exact_len::array")]
     pub translate: [f32; 3],
 }
 
@@ -484,7 +518,12 @@ pub enum Pin {
     /// Control points `first..=last` (global indices) of the scene.
     Range { first: u32, last: u32 },
     /// Every control point inside the box at the start of the run.
-    Region { min: [f32; 3], max: [f32; 3] },
+    Region {
+        #[serde(deserialize_with = "exact_len::array")]
+        min: [f32; 3],
+        #[serde(deserialize_with = "exact_len::array")]
+        max: [f32; 3],
+    },
 }
 
 /// A keyframe of an animated obstacle: its offset from the rest placement at time `t`.
@@ -492,9 +531,14 @@ pub enum Pin {
 #[serde(deny_unknown_fields)]
 pub struct Keyframe {
     pub t: f64,
+    #[serde(deserialize_with = "exact_len::array")]
     pub offset: [f32; 3],
     /// A capsule's second end `b`: its own offset, so the capsule can turn (default `offset`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "exact_len::option_array",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub offset_b: Option<[f32; 3]>,
 }
 
@@ -502,12 +546,15 @@ pub struct Keyframe {
 #[serde(deny_unknown_fields, tag = "type", rename_all = "lowercase")]
 pub enum Obstacle {
     Plane {
+        #[serde(deserialize_with = "exact_len::array")]
         point: [f32; 3],
+        #[serde(deserialize_with = "exact_len::array")]
         normal: [f32; 3],
         #[serde(default)]
         friction: f32,
     },
     Sphere {
+        #[serde(deserialize_with = "exact_len::array")]
         center: [f32; 3],
         radius: f32,
         #[serde(default)]
@@ -516,7 +563,9 @@ pub enum Obstacle {
         keyframes: Vec<Keyframe>,
     },
     Capsule {
+        #[serde(deserialize_with = "exact_len::array")]
         a: [f32; 3],
+        #[serde(deserialize_with = "exact_len::array")]
         b: [f32; 3],
         radius: f32,
         #[serde(default)]
@@ -530,7 +579,9 @@ pub enum Obstacle {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Camera {
+    #[serde(default, deserialize_with = "exact_len::option_array")]
     pub position: Option<[f32; 3]>,
+    #[serde(default, deserialize_with = "exact_len::option_array")]
     pub target: Option<[f32; 3]>,
     /// Vertical field of view in degrees.
     pub fov_deg: Option<f32>,
@@ -1838,6 +1889,38 @@ impl Nodes {
                             message.to_string(),
                         );
                     }
+                }
+            }
+            // An array of the wrong length ([`exact_len`]): the one array inside with that many
+            // entries.
+            if let Some(n) = message
+                .strip_prefix("invalid length ")
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|n| n.parse::<usize>().ok())
+            {
+                let entries = |path: &str| {
+                    let prefix = format!("{path}.");
+                    self.0
+                        .iter()
+                        .filter(|c| {
+                            c.path
+                                .strip_prefix(&prefix)
+                                .is_some_and(|i| i.parse::<usize>().is_ok())
+                        })
+                        .count()
+                };
+                let inside: Vec<&Node> = self
+                    .0
+                    .iter()
+                    .filter(|c| c.path.starts_with(&format!("{}.", node.path)))
+                    .filter(|c| c.unexpected.is_none() && entries(&c.path) == n)
+                    .collect();
+                if let [only] = inside[..] {
+                    return (
+                        only.path.clone(),
+                        Self::node_line(text, only),
+                        message.to_string(),
+                    );
                 }
             }
         }

@@ -241,6 +241,68 @@ fn wrong_types_name_line_and_key() {
     );
 }
 
+/// An array with more entries than its field has is refused as one with fewer is, naming its line
+/// and key (serde reads N entries of a `[T; N]` and the TOML reader let the rest pass: `gravity =
+/// [0, -981, 0, 1]` ran as `[0, -981, 0]`), in every section, `--set` included.
+#[test]
+fn arrays_with_too_many_entries_name_line_and_key() {
+    let cases = [
+        (
+            "[simulation]\ngravity = [0, -981, 0, 1]\n",
+            "simulation.gravity",
+            1,
+        ),
+        ("[camera]\ntarget = [0, 0, 0, 0]\n", "camera.target", 1),
+        (
+            "[[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 1, 0, 0]\n",
+            "obstacle.0.normal",
+            3,
+        ),
+        (
+            "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, -50, 0]\nradius = 1\n\
+             keyframes = [{ t = 0, offset = [0, 0, 0] }, { t = 1, offset = [1, 1, 1, 1] }]\n",
+            "obstacle.0.keyframes.1.offset",
+            4,
+        ),
+        (
+            "[[pin]]\nregion = { min = [0, 0, 0, 0], max = [1, 1, 1] }\n",
+            "pin.0.region.min",
+            1,
+        ),
+        (
+            "[[seam]]\npieces = [0, 0, 1]\ndistance = 1\n",
+            "seam.0.pieces",
+            1,
+        ),
+        ("[[figure]]\nchest = [10, 5, 3]\n", "figure.0.chest", 1),
+        ("[[ball]]\nvelocity = [0, 0, 0, 0]\n", "ball.0.velocity", 1),
+    ];
+    for (i, (section, key, line)) in cases.iter().enumerate() {
+        let err = load_err(&format!("long{i}"), &format!("{MINIMAL}\n{section}"));
+        assert_eq!(
+            (err.key(), err.line()),
+            (Some(*key), Some(5 + line)),
+            "{err}"
+        );
+        assert!(err.to_string().contains("invalid length"), "{err}");
+    }
+    let err = load_err(
+        "long-piece",
+        &format!("{MINIMAL}translate = [0, 0, 0, 1]\n"),
+    );
+    assert_eq!(
+        (err.key(), err.line()),
+        (Some("cloth.0.translate"), Some(4)),
+        "{err}"
+    );
+    let mut sc = Scene::from_toml_str(MINIMAL, "minimal").unwrap();
+    let err = sc
+        .apply_set("cloth.0.rotate_deg=[0, 0, 0, 90]")
+        .expect_err("a fourth angle");
+    assert!(err.to_string().contains("invalid length 4"), "{err}");
+    assert_eq!(sc.cloth[0].rotate_deg, [0.0; 3]);
+}
+
 #[test]
 fn full_scene_parses_every_section() {
     let text = r#"
