@@ -7,7 +7,7 @@
 //! Errors print their whole chain (`error: …` then `  caused by: …`) and exit with status 1; clap's
 //! usage errors exit with status 2. Nothing here panics on bad input.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -191,8 +191,9 @@ struct RunArgs {
     /// directory; SIZE pixels square (default: S clamped to 256..1024). Repeatable.
     #[arg(long, value_name = "FRAME[:SIZE]")]
     contact_matrix: Vec<String>,
-    /// Let --out and --capture write into directories that hold frames (`frame_*`) of another run:
-    /// their `frame_*` files, contact matrices, manifest.json and checkpoint are removed first.
+    /// Let --out and --capture write into directories that hold frames (`frame_NNNN.*`) of another
+    /// run: their frame files, contact matrices, manifest.json and checkpoint are removed first;
+    /// and let --stats replace a file that is not a stats file.
     #[arg(long)]
     overwrite: bool,
     /// Write the whole simulation state to OUT/checkpoint.bin at frame 0 (after the relaxation, and during it), every N frames and after the last
@@ -436,6 +437,15 @@ struct InfoArgs {
 }
 
 fn main() -> ExitCode {
+    // Rust starts with SIGPIPE ignored, so once a reader closes the pipe (`yarnsim info | head -1`,
+    // `yarnsim run … | head -3`) every print fails, and `println!` panicked with a backtrace. The
+    // default action ends the process quietly, as other command-line tools end; what a run wrote
+    // stays (its frames, its checkpoint, and the manifest, rewritten after every frame).
+    #[cfg(unix)]
+    // SAFETY: done first, before any other thread exists, with the default action (no handler).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // The Vulkan loader complains on stderr when XDG_RUNTIME_DIR is unset; give it a private
     // per-user directory (kept for later runs). Done first, while the process has one thread.
@@ -806,6 +816,16 @@ fn run(mut a: RunArgs) -> Result<()> {
             remove_stale_checkpoint_temps(dir)?;
         }
     }
+    // The manifest and the stats file before the relaxation (hours for a garment on the CPU
+    // path), so that a run that fails or is stopped there says what it was.
+    let resumed_at = frames_resumed.then_some(first_frame);
+    let mut manifest =
+        RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_at)?;
+    let mut stats_out = match &a.stats {
+        Some(p) if frames_resumed => Some(StatsFile::resume(p, first_frame)?),
+        Some(p) => Some(StatsFile::create(p)?),
+        None => None,
+    };
     // What a checkpoint records of this run, for --resume.
     let checkpointing = match (a.checkpoint_every, &a.out) {
         (Some(n), Some(dir)) => Some((
@@ -887,14 +907,6 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         _ => Runner::Cpu(Box::new(sim)),
     };
-    let mut stats_out = match &a.stats {
-        Some(p) if frames_resumed => Some(StatsFile::resume(p, first_frame)?),
-        Some(p) => Some(StatsFile::create(p)?),
-        None => None,
-    };
-    let resumed_at = frames_resumed.then_some(first_frame);
-    let mut manifest =
-        RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_at)?;
     if !frames_resumed {
         if let Some(dir) = &a.out {
             write_frame(dir, 0, runner.sim(), a.obj)?;
@@ -912,7 +924,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             write_checkpoint(dir, runner.sim(), &gpu_state, &scene, &scene_dir, saved)?;
         }
     }
-    manifest.frame_written(first_frame);
+    manifest.frame_written(first_frame)?;
 
     let quiet = a.quiet;
     let say = |line: String| {
@@ -1002,7 +1014,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         if let Some(dir) = &matrix_dir {
             bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner))?;
         }
-        manifest.frame_written(k);
+        manifest.frame_written(k)?;
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
         if let Some((n, dir, saved)) = &checkpointing {
             if k % n == 0 || k == frames {
@@ -1013,7 +1025,12 @@ fn run(mut a: RunArgs) -> Result<()> {
             }
         }
         if !quiet {
-            bar.suspend(|| println!("{}", summary_line(&st, frames)));
+            // (A full disk or device behind standard output is an error, not a panic.)
+            bar.suspend(|| {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{}", summary_line(&st, frames)).and_then(|()| out.flush())
+            })
+            .with_context(|| format!("frame {k}: writing its line to standard output"))?;
         }
     }
     bar.finish_and_clear();
@@ -1255,6 +1272,14 @@ fn table(a: TableArgs) -> Result<()> {
     if !a.sets.is_empty() && !a.from.is_empty() {
         bail!("--set changes the SCENES given; a --from run keeps its own scene and overrides (give them when the run starts)");
     }
+    // The JSON's path before the measuring (hours on the default garments), not after it.
+    if let Some(p) = &a.json {
+        if p.is_dir() {
+            bail!("--json {}: is a directory", p.display());
+        }
+        yarnsim::output::probe_writable(p)
+            .with_context(|| format!("--json {}: cannot write there", p.display()))?;
+    }
     // The saved runs, read before anything is measured so that a bad one fails at once.
     let mut saved = Vec::new();
     for dir in &a.from {
@@ -1413,8 +1438,11 @@ fn table(a: TableArgs) -> Result<()> {
             "start_frame": a.start_frame,
             "scenes": tables,
         });
-        std::fs::write(p, serde_json::to_string_pretty(&doc)? + "\n")
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        yarnsim::output::write_bytes_atomic(
+            p,
+            (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(())
 }
@@ -1530,7 +1558,7 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
             bail!("{flag} {}: exists and is not a directory", dir.display());
         }
         if !a.overwrite && !resuming {
-            if !old_outputs(dir, |name| name.starts_with("frame_"))?.is_empty() {
+            if !old_outputs(dir, is_frame_file)?.is_empty() {
                 bail!(
                     "{} already holds frames of another run; use --overwrite to replace them",
                     dir.display()
@@ -1553,13 +1581,54 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let made_by_run = a.out.iter().chain(&a.capture).any(|d| d == parent);
+        let made_by_run = a.out.iter().chain(&a.capture).any(|d| same_dir(d, parent));
         if !parent.is_dir() && !made_by_run {
             bail!(
                 "--stats {}: the directory {} does not exist",
                 p.display(),
                 parent.display()
             );
+        }
+        // Never one of the run's own files, nor the scene: the stats would replace it (or it them).
+        let canonical = |path: &Path| -> PathBuf {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            dir.join(path.file_name().unwrap_or_default())
+        };
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(scene) = &a.scene {
+            if canonical(p) == canonical(scene) {
+                bail!("--stats {}: that is the scene file", p.display());
+            }
+        }
+        for (flag, dir) in [("--out", &a.out), ("--capture", &a.capture)] {
+            let Some(dir) = dir else { continue };
+            if same_dir(parent, dir) && is_run_file(name) {
+                bail!(
+                    "--stats {}: the run writes its own {name} into its {flag} directory; name the stats file otherwise",
+                    p.display()
+                );
+            }
+        }
+        // An existing file that is no stats file is the user's: replaced only when asked (a
+        // resumed run keeps a stats file's records, so it must be one).
+        if p.is_file() && !(a.overwrite && !resuming) && !is_stats_file(p) {
+            bail!(
+                "--stats {}: exists and is not a stats file (its first line is no frame record); {}",
+                p.display(),
+                if resuming {
+                    "a resumed run goes on with the records of the run it continues"
+                } else {
+                    "use --overwrite to replace it"
+                }
+            );
+        }
+        if parent.is_dir() {
+            yarnsim::output::probe_writable(p)
+                .with_context(|| format!("--stats {}: cannot write there", p.display()))?;
         }
     }
     Ok(())
@@ -1586,18 +1655,70 @@ fn old_outputs(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> 
     Ok(found)
 }
 
+/// Whether two paths name one directory: the same directory where both exist, else the same path
+/// once `.` components are dropped (`./out` and `out`, before the run makes it).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            fn plain(p: &Path) -> Vec<std::path::Component<'_>> {
+                p.components()
+                    .filter(|c| !matches!(c, std::path::Component::CurDir))
+                    .collect()
+            }
+            plain(a) == plain(b)
+        }
+    }
+}
+
+/// A frame file a run writes: `frame_NNNN.bcc`, `.obj`, `.png`, `frame_NNNN_balls.csv` (four
+/// digits or more). Other `frame_*` names are the user's (`frame_notes.txt`).
+fn is_frame_file(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("frame_") else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits >= 4
+        && matches!(rest.as_bytes().get(digits), Some(b'.' | b'_'))
+        && [".bcc", ".obj", ".png", ".csv"]
+            .iter()
+            .any(|ext| rest.ends_with(ext))
+}
+
+/// A file a run writes into its output directories: its frames, contact matrices
+/// (`contact_matrix_*.png`), `manifest.json` and checkpoint.
+fn is_run_file(name: &str) -> bool {
+    is_frame_file(name)
+        || (name.starts_with("contact_matrix_") && name.ends_with(".png"))
+        || name == MANIFEST
+        || name == checkpoint::FILE_NAME
+}
+
+/// Whether `path` holds `--stats` records: empty, or its first line a JSON object with a frame.
+fn is_stats_file(path: &Path) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut line = Vec::new();
+    // (A record is under 1 KB; the first 64 KiB hold the first line of any stats file.)
+    if std::io::BufReader::new(file.take(1 << 16))
+        .read_until(b'\n', &mut line)
+        .is_err()
+    {
+        return false;
+    }
+    line.is_empty()
+        || serde_json::from_slice::<serde_json::Value>(&line)
+            .is_ok_and(|v| v.get("frame").is_some_and(serde_json::Value::is_u64))
+}
+
 /// `--overwrite`: removes what another run left in `dir`: its `frame_*` files, contact matrices
 /// (`contact_matrix_*.png`), `manifest.json`, its checkpoint, and temporary files of interrupted
 /// writes of those.
 fn remove_old_outputs(dir: &Path) -> Result<()> {
-    let ours = |name: &str| {
-        name.starts_with("frame_")
-            || (name.starts_with("contact_matrix_") && name.ends_with(".png"))
-            || name == MANIFEST
-            || name == checkpoint::FILE_NAME
-    };
     let old = old_outputs(dir, |name| {
-        ours(name) || yarnsim::output::temp_target(name).is_some_and(ours)
+        is_run_file(name) || yarnsim::output::temp_target(name).is_some_and(is_run_file)
     })?;
     for path in old {
         std::fs::remove_file(&path)
@@ -1759,16 +1880,19 @@ impl RunManifest {
         let m = RunManifest {
             dirs,
             fields,
-            frames_written: 0,
+            // (A resumed run's frames up to its checkpoint's are on disk already.)
+            frames_written: resumed_at.map_or(0, |k| k + 1),
             finished: false,
         };
         m.write()?;
         Ok(m)
     }
 
-    /// Frame `k` and all before it are written.
-    fn frame_written(&mut self, k: u32) {
+    /// Frame `k` and all before it are written: recorded on disk at once, so that a run killed
+    /// later (a signal, a closed pipe) leaves a manifest that counts its frames.
+    fn frame_written(&mut self, k: u32) -> Result<()> {
         self.frames_written = k + 1;
+        self.write()
     }
 
     fn write(&self) -> Result<()> {

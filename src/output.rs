@@ -183,6 +183,19 @@ where
     Ok(())
 }
 
+/// Whether a file can be written at `path` as [`write_atomic`] writes it, asked before a run does
+/// any work: a temporary file is made beside it (under the name a write would use) and removed.
+/// Nothing at `path` is touched.
+pub fn probe_writable(path: &Path) -> io::Result<()> {
+    let tmp = temp_path(path)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    std::fs::remove_file(&tmp)
+}
+
 /// [`write_atomic`] of a byte buffer.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     write_atomic(path, |w| w.write_all(bytes))

@@ -596,3 +596,169 @@ fn rejected_options_leave_no_directory() {
     }
     assert!(names(&dir).is_empty(), "{:?}", names(&dir));
 }
+
+/// `--stats` never replaces the scene, a file the run writes itself, or a file of the user's that
+/// is no stats file (unless `--overwrite`); a path it cannot write is refused before anything is
+/// made or removed (`--overwrite` included).
+#[test]
+fn stats_replace_only_what_they_may() {
+    let dir = scratch("stats-guard");
+    let scene = dir.join("tiny.toml");
+    std::fs::copy(tiny_scene(), &scene).unwrap();
+    let scene_text = std::fs::read(&scene).unwrap();
+    let run = |extra: &[&std::ffi::OsStr]| {
+        bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["--set", "contact.model=none", "--quiet", "--frames", "1"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let err = check_failed(&run(&[os("--stats"), scene.as_os_str()]));
+    assert!(err.contains("that is the scene file"), "{err}");
+    assert_eq!(std::fs::read(&scene).unwrap(), scene_text);
+
+    let out = dir.join("frames");
+    for own in ["manifest.json", "frame_0001.bcc", "checkpoint.bin"] {
+        let err = check_failed(&run(&[
+            os("--out"),
+            out.as_os_str(),
+            os("--stats"),
+            out.join(own).as_os_str(),
+        ]));
+        assert!(
+            err.contains(&format!("the run writes its own {own}")),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "mine\n").unwrap();
+    let err = check_failed(&run(&[os("--stats"), notes.as_os_str()]));
+    assert!(err.contains("is not a stats file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine\n");
+    // A stats file is replaced by the next run's, as before; with --overwrite, any file.
+    let stats = dir.join("stats.jsonl");
+    check_ok(&run(&[os("--stats"), stats.as_os_str()]));
+    check_ok(&run(&[os("--stats"), stats.as_os_str()]));
+    assert_eq!(std::fs::read_to_string(&stats).unwrap().lines().count(), 1);
+    check_ok(&run(&[os("--stats"), notes.as_os_str(), os("--overwrite")]));
+    assert!(std::fs::read_to_string(&notes)
+        .unwrap()
+        .starts_with("{\"frame\":1"));
+
+    // An unwritable stats path with --overwrite: the old run's files are still there.
+    check_ok(&run(&[os("--out"), out.as_os_str()]));
+    let before = names(&out);
+    let err = check_failed(&run(&[
+        os("--out"),
+        out.as_os_str(),
+        os("--overwrite"),
+        os("--stats"),
+        os("/proc/yarnsim-stats.jsonl"),
+    ]));
+    assert!(err.contains("cannot write there"), "{err}");
+    assert_eq!(names(&out), before);
+    assert_no_temp_files(&dir);
+}
+
+/// `--overwrite` removes the frames a run writes (`frame_NNNN.*`), not the user's `frame_*` files.
+#[test]
+fn overwrite_keeps_files_that_only_look_like_frames() {
+    let dir = scratch("overwrite-names");
+    let out = dir.join("frames");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("frame_notes.txt"), "mine").unwrap();
+    // Not frames of a run: no --overwrite needed.
+    check_ok(&run_tiny(1, &[os("--out"), out.as_os_str()]));
+    check_ok(&run_tiny(
+        1,
+        &[os("--out"), out.as_os_str(), os("--overwrite")],
+    ));
+    assert_eq!(
+        names(&out),
+        [
+            "frame_0000.bcc",
+            "frame_0001.bcc",
+            "frame_notes.txt",
+            "manifest.json"
+        ]
+    );
+}
+
+/// A reader that closes standard output (`yarnsim run … | head -1`) ends the run as a closed pipe
+/// ends other tools (SIGPIPE), with no panic, its frames and manifest on disk up to there; a full
+/// device behind it is a clear error.
+#[cfg(unix)]
+#[test]
+fn a_closed_or_full_standard_output_ends_the_run_cleanly() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("closed-stdout");
+    let out = dir.join("frames");
+    let mut child = bin()
+        .arg("run")
+        .arg(tiny_scene())
+        // (Far more frames than run before the pipe closes: the run cannot finish first.)
+        .args(["--set", "contact.model=none", "--frames", "5000", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("frame    1/5000"), "{first}");
+    drop(lines);
+    let done = child.wait_with_output().unwrap();
+    let err = text(&done.stderr);
+    assert_eq!(done.status.signal(), Some(libc::SIGPIPE), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let written = m["frames_written"].as_u64().unwrap();
+    assert!((2..5001).contains(&written), "{m:#}");
+    assert_eq!(m["finished"], false);
+    assert!(out.join(format!("frame_{:04}.bcc", written - 1)).is_file());
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let done = bin()
+        .arg("run")
+        .arg(tiny_scene())
+        .args(["--set", "contact.model=none", "--frames", "1"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = check_failed(&done);
+    assert!(
+        err.contains("frame 1: writing its line to standard output"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A run that fails before its first frame (in its relaxation) leaves a manifest that says so.
+#[test]
+fn a_run_failing_in_its_relaxation_leaves_a_manifest() {
+    let dir = scratch("manifest-relax");
+    let out = dir.join("frames");
+    let err = check_failed(&run_tiny(
+        1,
+        &[
+            os("--out"),
+            out.as_os_str(),
+            os("--set"),
+            os("yarn.bending_stiffness=1e30"),
+        ],
+    ));
+    assert!(err.contains("relaxing"), "{err}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["frames_written"], 0, "{m:#}");
+    assert_eq!(m["finished"], false, "{m:#}");
+}
