@@ -1615,7 +1615,8 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
         }
         // An existing file that is no stats file is the user's: replaced only when asked (a
         // resumed run keeps a stats file's records, so it must be one).
-        if p.is_file() && !(a.overwrite && !resuming) && !is_stats_file(p) {
+        let may_replace = a.overwrite && !resuming;
+        if p.is_file() && !may_replace && !is_stats_file(p) {
             bail!(
                 "--stats {}: exists and is not a stats file (its first line is no frame record); {}",
                 p.display(),
