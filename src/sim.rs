@@ -40,6 +40,7 @@ use crate::balls::{self, BallScratch, BallState};
 pub use crate::contact::{ContactError, ContactForce, ContactStats, NoContact};
 use crate::figure::{Part, PARTS};
 use crate::layout::{Counters, Params, ERROR_NAN_BALL, ERROR_NAN_FORCE};
+use crate::math::V3;
 use crate::rod::{self, RodError, RodParams, RodState};
 use crate::scene::{Keyframe, Obstacle, Scene};
 use crate::state::{Curve, Topology, TopologyError};
@@ -95,6 +96,19 @@ pub enum SimError {
         point: usize,
         yarn: usize,
         local: usize,
+    },
+    #[error("the cloth starts inside {solid}: {inside} of its {points} control points have their yarn's axis inside it, the deepest (control point {point}: yarn {yarn}, point {local} of it) {depth:.3} cm deep; move the cloth (cloth.N.translate) or {key}, as the step would throw them out of it")]
+    StartsInside {
+        /// The solid in words (`obstacle.0 (a plane)`, `figure.0's left forearm`, `ball.1`).
+        solid: String,
+        /// The scene key to move it by.
+        key: String,
+        inside: usize,
+        points: usize,
+        point: usize,
+        yarn: usize,
+        local: usize,
+        depth: f32,
     },
     #[error(transparent)]
     Ties(#[from] crate::ties::TieError),
@@ -1039,7 +1053,72 @@ impl Sim {
             contact,
         )?;
         sim.set_ties(&build.ties)?;
+        sim.check_starts_clear()?;
         Ok(sim)
+    }
+
+    /// Whether the cloth starts clear of the scene's solids: no control point whose yarn axis is
+    /// inside an obstacle, a walking figure's part or a ball, where they are placed for the first
+    /// step. A run that starts so does not fail: the first steps throw such points out at once,
+    /// and the relaxation before t = 0 then carries the torn, flung cloth to rest, far from where
+    /// the scene put it, with nothing to say so; this says so before. (A yarn's surface within its
+    /// radius of a solid, a cloth resting on a floor, is clear: only the axis counts.)
+    pub fn check_starts_clear(&self) -> Result<(), SimError> {
+        let points = self.pos.len();
+        let first_inside = |distance: &dyn Fn(V3<f32>) -> f32| {
+            let mut inside = 0;
+            let mut deepest: Option<(usize, f32)> = None;
+            for (i, p) in self.pos.iter().enumerate() {
+                let d = distance(V3::from4(*p));
+                if d < 0.0 {
+                    inside += 1;
+                    if deepest.is_none_or(|(_, e)| d < e) {
+                        deepest = Some((i, d));
+                    }
+                }
+            }
+            deepest.map(|(i, d)| (inside, i, -d))
+        };
+        let fail = |solid: String, key: String, (inside, point, depth): (usize, usize, f32)| {
+            let (yarn, local) = self.point_site(point);
+            SimError::StartsInside {
+                solid,
+                key,
+                inside,
+                points,
+                point,
+                yarn,
+                local,
+                depth,
+            }
+        };
+        for (k, (o, d)) in self.obstacles.iter().zip(&self.obstacle_defs).enumerate() {
+            let Some(found) = first_inside(&|x| step::obstacle_distance(o, x).0) else {
+                continue;
+            };
+            let (solid, key) = match d.part {
+                Some((f, part)) => (
+                    format!("figure.{f}'s {}", crate::figure::PART_NAMES[part]),
+                    format!("figure.{f}.position"),
+                ),
+                None => {
+                    let kind = match o.kind {
+                        step::OBSTACLE_PLANE => "a plane",
+                        step::OBSTACLE_SPHERE => "a sphere",
+                        _ => "a capsule",
+                    };
+                    (format!("obstacle.{k} ({kind})"), format!("obstacle.{k}"))
+                }
+            };
+            return Err(fail(solid, key, found));
+        }
+        for (k, b) in self.balls.iter().enumerate() {
+            let c = V3::from4(b.center);
+            if let Some(found) = first_inside(&|x| (x - c).norm() - b.center[3]) {
+                return Err(fail(format!("ball.{k}"), format!("ball.{k}.center"), found));
+            }
+        }
+        Ok(())
     }
 
     /// Ties pairs of control points ([`crate::ties`]) at their current distances, stored colour by

@@ -899,3 +899,74 @@ fn shifted_phase_damps_motion_between_blocks() {
         );
     }
 }
+
+/// A cloth whose yarn axes start inside a solid (an obstacle, a figure's part, a ball) is refused
+/// when the simulation is built, naming the solid, how many points and how deep: the first steps
+/// would throw those points out and the relaxation would carry the torn cloth to rest elsewhere,
+/// with a run that reports success. A cloth lying on a floor (its axes a radius above it) is clear.
+#[test]
+fn a_cloth_starting_inside_a_solid_is_an_error() {
+    use yarnsim::scene::{self, Scene};
+    let cloth = "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 2, courses = 2 }\n";
+    let build = |extra: &str| {
+        let sc = Scene::from_toml_str(&format!("{cloth}{extra}"), "inline").unwrap();
+        let b = scene::build_curves(&sc, std::path::Path::new(".")).unwrap();
+        let pins = scene::pinned_points(&sc, &b).unwrap();
+        let lowest = b
+            .curves
+            .iter()
+            .flat_map(|c| c.points.iter())
+            .map(|p| p[1])
+            .fold(f32::INFINITY, f32::min);
+        (Sim::from_build(&sc, &b, &pins).map(|_| ()), lowest)
+    };
+    let (ok, lowest) = build("");
+    ok.unwrap();
+    let r = 0.125;
+    // On a floor a radius below the lowest axis point: clear. Half a radius above it: inside.
+    let plane = |y: f32| {
+        format!("[[obstacle]]\ntype = \"plane\"\npoint = [0, {y}, 0]\nnormal = [0, 1, 0]\n")
+    };
+    build(&plane(lowest - r)).0.unwrap();
+    let err = build(&plane(lowest + 0.5 * r)).0.unwrap_err();
+    match &err {
+        SimError::StartsInside {
+            solid,
+            key,
+            inside,
+            depth,
+            ..
+        } => {
+            assert_eq!(
+                (solid.as_str(), key.as_str()),
+                ("obstacle.0 (a plane)", "obstacle.0")
+            );
+            assert!(*inside >= 1, "{err}");
+            assert!((depth - 0.5 * r).abs() < 1e-5, "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    // A sphere around the whole cloth: every point.
+    match build("[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 0, 0]\nradius = 50\n")
+        .0
+        .unwrap_err()
+    {
+        SimError::StartsInside {
+            solid,
+            inside,
+            points,
+            ..
+        } => assert_eq!((solid.as_str(), inside), ("obstacle.0 (a sphere)", points)),
+        other => panic!("{other}"),
+    }
+    let err = build("[[ball]]\ncenter = [0, 0, 0]\nradius = 50\n")
+        .0
+        .unwrap_err();
+    assert!(err.to_string().contains("inside ball.0"), "{err}");
+    assert!(err.to_string().contains("ball.0.center"), "{err}");
+    let err = build("[[figure]]\nposition = [0, -100, 0]\n")
+        .0
+        .unwrap_err();
+    assert!(err.to_string().contains("inside figure.0's"), "{err}");
+    assert!(err.to_string().contains("figure.0.position"), "{err}");
+}
