@@ -943,7 +943,7 @@ impl Scene {
         in_range("contact.quadrature", c.quadrature as f64, 1.0, 32.0)?;
         in_range("contact.padding", c.padding as f64, 0.0, 64.0)?;
         positive("contact.grid_cell", c.grid_cell as f64)?;
-        in_range("contact.max_bin", c.max_bin as f64, 0.0, 30.0)?;
+        in_range("contact.max_bin", c.max_bin as f64, 0.0, 24.0)?;
         non_negative("contact.omega", c.omega as f64)?;
         non_negative("contact.exclusion_arc", c.exclusion_arc as f64)?;
         in_range(
@@ -1661,11 +1661,37 @@ pub fn pinned_points(scene: &Scene, build: &ClothBuild) -> Result<Vec<u32>, Scen
 
 type Bad = (String, String);
 
+/// Whether `v` is within `[lo, hi]`, also as an `f32` field holds it: a bound written in the scene
+/// (`yarn.radius = 1e-4`, the documented least) is read into an f32 that may round below it
+/// (9.99999975e-5), and must still be in range.
 fn in_range(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), Bad> {
-    if v.is_finite() && v >= lo && v <= hi {
+    let within = v >= lo && v <= hi;
+    let as_f32 = (v as f32) as f64 == v && v as f32 >= lo as f32 && v as f32 <= hi as f32;
+    if v.is_finite() && (within || as_f32) {
         Ok(())
     } else {
-        Err((key.into(), format!("must be in [{lo}, {hi}], got {v}")))
+        Err((
+            key.into(),
+            format!(
+                "must be in [{}, {}], got {}",
+                shown(lo),
+                shown(hi),
+                shown(v)
+            ),
+        ))
+    }
+}
+
+/// A number as an error message shows it: an f32 field's value as the f32 it is (`-0.1`, not
+/// `-0.10000000149011612`), and in exponent form where it is very small or large (`1e-300`, not
+/// three hundred digits).
+fn shown(v: f64) -> String {
+    let small_or_large = v != 0.0 && v.is_finite() && !(1e-4..1e9).contains(&v.abs());
+    match ((v as f32) as f64 == v, small_or_large) {
+        (true, false) => format!("{}", v as f32),
+        (true, true) => format!("{:e}", v as f32),
+        (false, false) => format!("{v}"),
+        (false, true) => format!("{v:e}"),
     }
 }
 
@@ -1673,7 +1699,10 @@ fn positive(key: &str, v: f64) -> Result<(), Bad> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err((key.into(), format!("must be a finite number > 0, got {v}")))
+        Err((
+            key.into(),
+            format!("must be a finite number > 0, got {}", shown(v)),
+        ))
     }
 }
 
@@ -1681,7 +1710,10 @@ fn non_negative(key: &str, v: f64) -> Result<(), Bad> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err((key.into(), format!("must be a finite number ≥ 0, got {v}")))
+        Err((
+            key.into(),
+            format!("must be a finite number ≥ 0, got {}", shown(v)),
+        ))
     }
 }
 

@@ -752,3 +752,36 @@ fn pins_resolve_to_sorted_unique_indices() {
     let err = pinned_points(&s, &b).unwrap_err();
     assert!(matches!(err, SceneError::Pin { pin: 1, .. }), "{err}");
 }
+
+/// A documented bound is in range as written, though the f32 field rounds it below (`yarn.radius
+/// = 1e-4` is 9.99999975e-5 as an f32), and values are shown as written (`-0.1`, not
+/// `-0.10000000149011612`; `1e-300`, not three hundred digits). `contact.max_bin` stops at the 24
+/// bins the scheduler has, when the scene is read.
+#[test]
+fn bounds_hold_as_written_and_values_show_as_written() {
+    let mut sc = Scene::from_toml_str(MINIMAL, "minimal").unwrap();
+    sc.apply_set("yarn.radius=1e-4").unwrap();
+    sc.apply_set("cloth.0.scale=1e-6").unwrap();
+    let err = sc.apply_set("yarn.radius=-0.1").unwrap_err().to_string();
+    assert!(err.ends_with("must be in [0.0001, 10], got -0.1"), "{err}");
+    let err = sc
+        .apply_set("simulation.fps=1e-300")
+        .unwrap_err()
+        .to_string();
+    assert!(err.ends_with("got 1e-300"), "{err}");
+    let err = sc
+        .apply_set("yarn.linear_density=-3e-3")
+        .unwrap_err()
+        .to_string();
+    assert!(err.ends_with("got -0.003"), "{err}");
+    let err = load_err("max-bin", &format!("{MINIMAL}\n[contact]\nmax_bin = 25\n"));
+    assert_eq!(
+        (err.key(), err.line()),
+        (Some("contact.max_bin"), Some(6)),
+        "{err}"
+    );
+    assert!(
+        err.to_string().ends_with("must be in [0, 24], got 25"),
+        "{err}"
+    );
+}
