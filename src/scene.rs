@@ -1093,8 +1093,8 @@ impl Scene {
                 } => {
                     finite3(&k("point"), *point)?;
                     finite3(&k("normal"), *normal)?;
-                    let n2: f32 = normal.iter().map(|v| v * v).sum();
-                    if n2 <= 1e-12 {
+                    // (Only its direction counts: any length but 0 is a normal.)
+                    if normal.iter().all(|&v| v == 0.0) {
                         return Err((k("normal"), "must not be the zero vector".into()));
                     }
                     non_negative(&k("friction"), *friction as f64)?;

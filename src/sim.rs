@@ -687,9 +687,24 @@ fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
             normal,
             friction,
         } => {
-            let n = crate::math::V3::<f32>::from3(*normal);
-            let l = n.norm();
-            if !(finite(point) && l.is_finite() && l > 0.0) {
+            // A normal of any finite length but 0 gives its direction: where its f32 length
+            // over- or underflows ([0, 1e30, 0], [0, 1e-30, 0]) it is normalised in f64 (in f32
+            // otherwise, as always: the same bits as before for every normal that worked).
+            let n32 = crate::math::V3::<f32>::from3(*normal);
+            let l32 = n32.norm();
+            let n64 =
+                crate::math::V3::<f64>::new(normal[0] as f64, normal[1] as f64, normal[2] as f64);
+            let l = n64.norm();
+            let n = if l32.is_finite() && l32 >= f32::MIN_POSITIVE.sqrt() {
+                n32 / l32
+            } else {
+                crate::math::V3::<f32>::new(
+                    (n64.x / l) as f32,
+                    (n64.y / l) as f32,
+                    (n64.z / l) as f32,
+                )
+            };
+            if !(finite(point) && finite(normal) && l > 0.0) {
                 return Err(param_err(
                     "obstacle.normal",
                     format!("{normal:?}"),
@@ -706,7 +721,7 @@ fn obstacle_def(o: &Obstacle) -> Result<ObstacleDef, SimError> {
                     radius: 0.0,
                     _pad: 0,
                     a: p4(*point),
-                    b: (n / l).to4(0.0),
+                    b: n.to4(0.0),
                     vel: [0.0; 4],
                     vel_b: [0.0; 4],
                 },

@@ -970,3 +970,42 @@ fn a_cloth_starting_inside_a_solid_is_an_error() {
     assert!(err.to_string().contains("inside figure.0's"), "{err}");
     assert!(err.to_string().contains("figure.0.position"), "{err}");
 }
+
+/// A plane's normal is a direction: any finite length but 0 gives the same plane, also where its
+/// f32 length over- or underflows (refused before as "a non-zero normal" or "the zero vector").
+#[test]
+fn a_plane_normal_of_any_length_is_its_direction() {
+    use yarnsim::scene::{self, Scene};
+    let plane = |n: &str| {
+        let text = format!(
+            "[[cloth]]\nsource.generator = {{ pattern = \"garter\", wales = 2, courses = 2 }}\n\
+             [[obstacle]]\ntype = \"plane\"\npoint = [0, -20, 0]\nnormal = {n}\n"
+        );
+        let sc = Scene::from_toml_str(&text, "inline").unwrap();
+        let b = scene::build_curves(&sc, Path::new(".")).unwrap();
+        let pins = scene::pinned_points(&sc, &b).unwrap();
+        Sim::from_build(&sc, &b, &pins).unwrap().obstacles[0].b
+    };
+    let unit = plane("[0, 1, 0]");
+    assert_eq!(unit, [0.0, 1.0, 0.0, 0.0]);
+    for n in [
+        "[0, 1e30, 0]",
+        "[0, 1e-7, 0]",
+        "[0, 1e-40, 0]",
+        "[0, 3.4e38, 0]",
+    ] {
+        assert_eq!(plane(n), unit, "{n}");
+    }
+    let tilted = plane("[0, 1e-30, 1e-30]");
+    let h = std::f32::consts::FRAC_1_SQRT_2;
+    assert!(
+        (tilted[1] - h).abs() < 1e-7 && (tilted[2] - h).abs() < 1e-7,
+        "{tilted:?}"
+    );
+    assert!(Scene::from_toml_str(
+        "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 2, courses = 2 }\n\
+         [[obstacle]]\ntype = \"plane\"\npoint = [0, 0, 0]\nnormal = [0, 0, 0]\n",
+        "inline"
+    )
+    .is_err());
+}
