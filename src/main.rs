@@ -719,6 +719,9 @@ fn run(mut a: RunArgs) -> Result<()> {
     };
     let first_frame = resumed.as_ref().map_or(0, |ck| ck.frames());
     let frames = a.frames.unwrap_or(scene.simulation.frames);
+    if frames > 10_000_000 {
+        bail!("--frames {frames}: at most 10000000, as simulation.frames");
+    }
     if frames < first_frame {
         bail!(
             "--frames {frames}: the checkpoint is at frame {first_frame}; a resumed run can only go on from there"

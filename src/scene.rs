@@ -754,11 +754,33 @@ impl Scene {
                 let (partial, _) = toml::de::DeTable::parse_recoverable(text);
                 let nodes = Nodes::new(partial.get_ref());
                 let span = e.span().unwrap_or(0..0);
-                let key = nodes
-                    .containing(&span)
-                    .or_else(|| nodes.preceding(span.start))
-                    .map(|n| n.path.clone())
-                    .unwrap_or_default();
+                // An error in a table header (`[contact`) is about that table, not about the key
+                // before it.
+                let line_text = text[..span.start.min(text.len())]
+                    .rsplit('\n')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+                    + text[span.start.min(text.len())..]
+                        .split('\n')
+                        .next()
+                        .unwrap_or("");
+                let header = line_text.trim_start().strip_prefix('[').map(|h| {
+                    h.trim_start_matches('[')
+                        .split(']')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                });
+                let key = match header {
+                    Some(h) => h,
+                    None => nodes
+                        .containing(&span)
+                        .or_else(|| nodes.preceding(span.start))
+                        .map(|n| n.path.clone())
+                        .unwrap_or_default(),
+                };
                 return Err(SceneError::Syntax {
                     path: origin.to_string(),
                     line: line_of(text, span.start),
@@ -771,6 +793,7 @@ impl Scene {
         let scene: Scene = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let (key, line, message) = nodes.explain(text, &span, e.message().trim());
+            let message = plain_types(&message);
             let unknown =
                 message.starts_with("unknown field") || message.starts_with("unexpected keys");
             if unknown {
@@ -1964,6 +1987,24 @@ impl Nodes {
     }
 }
 
+/// serde's words for what a key wants, where they name a Rust type (`expected struct variant
+/// ClothSource::Bcc`, `expected struct YarnToml`), in the scene file's terms: a table, with what it
+/// holds where that helps.
+fn plain_types(message: &str) -> String {
+    let Some((head, wanted)) = message.split_once("expected struct ") else {
+        return message.to_string();
+    };
+    let name = wanted.strip_prefix("variant ").unwrap_or(wanted);
+    let table = match name {
+        "ClothSource::Bcc" => "a table such as { path = \"FILE.bcc\" }",
+        "ClothSource::Generator" => {
+            "a table such as { pattern = \"stockinette\", wales = 10, courses = 10 }"
+        }
+        _ => "a table",
+    };
+    format!("{head}expected {table}")
+}
+
 /// Parses the value of a `--set` assignment as a TOML value (a bare word becomes a string).
 fn parse_set_value(value: &str) -> Result<toml::Value, String> {
     let doc = format!("v = {value}");
@@ -1974,7 +2015,12 @@ fn parse_set_value(value: &str) -> Result<toml::Value, String> {
                 && value
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if bare {
+            let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                Err(format!(
+                    "{value} is too large for a TOML integer (64 bits; no key takes one so large)"
+                ))
+            } else if bare {
                 Ok(toml::Value::String(value.to_string()))
             } else {
                 Err(format!(

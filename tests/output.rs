@@ -762,3 +762,10 @@ fn a_run_failing_in_its_relaxation_leaves_a_manifest() {
     assert_eq!(m["frames_written"], 0, "{m:#}");
     assert_eq!(m["finished"], false, "{m:#}");
 }
+
+/// `--frames` is bounded as `simulation.frames` is.
+#[test]
+fn frames_past_the_scene_bound_are_refused() {
+    let err = check_failed(&run_tiny(99_999_999, &[]));
+    assert!(err.contains("--frames 99999999: at most 10000000"), "{err}");
+}

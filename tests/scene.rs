@@ -785,3 +785,30 @@ fn bounds_hold_as_written_and_values_show_as_written() {
         "{err}"
     );
 }
+
+/// Errors in the scene file's terms: a table where serde would name a Rust type, the table whose
+/// header is broken (not the key before it), a `--set` integer past 64 bits as too large.
+#[test]
+fn errors_speak_of_tables_and_headers() {
+    let err = load_err("bcc-string", "[[cloth]]\nsource.bcc = \"x.bcc\"\n");
+    assert_eq!(
+        (err.key(), err.line()),
+        (Some("cloth.0.source.bcc"), Some(2))
+    );
+    assert!(
+        err.to_string()
+            .ends_with("expected a table such as { path = \"FILE.bcc\" }"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("ClothSource"), "{err}");
+    let err = load_err("header", &format!("{MINIMAL}[contact\nmodel = \"none\"\n"));
+    assert_eq!((err.key(), err.line()), (Some("contact"), Some(4)), "{err}");
+    let mut sc = Scene::from_toml_str(MINIMAL, "minimal").unwrap();
+    let err = sc.apply_set("yarn=3").unwrap_err().to_string();
+    assert!(err.ends_with("expected a table"), "{err}");
+    let err = sc
+        .apply_set("simulation.frames=99999999999999999999")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("too large for a TOML integer"), "{err}");
+}
