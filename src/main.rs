@@ -472,13 +472,27 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            eprintln!("{}", error_report(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes as the CLI prints them: a cause whose words the line above already
+/// holds is left out (a library error that names its source in its own message and also chains
+/// it printed the same words two or three times: `cloth.0: a.bcc: No such file …`, `a.bcc: No
+/// such file …`, `No such file …`).
+fn error_report(e: &anyhow::Error) -> String {
+    let mut last = e.to_string();
+    let mut report = format!("error: {last}");
+    for cause in e.chain().skip(1) {
+        let words = cause.to_string();
+        if !last.contains(&words) {
+            report.push_str(&format!("\n  caused by: {words}"));
+        }
+        last = words;
+    }
+    report
 }
 
 /// A loaded scene with its overrides applied, and the cloth built from it.

@@ -769,3 +769,17 @@ fn frames_past_the_scene_bound_are_refused() {
     let err = check_failed(&run_tiny(99_999_999, &[]));
     assert!(err.contains("--frames 99999999: at most 10000000"), "{err}");
 }
+
+/// An error's causes are printed once each: a cause whose words the line above holds already is
+/// left out (a missing BCC file printed "No such file or directory" three times).
+#[test]
+fn an_error_says_each_cause_once() {
+    let dir = scratch("causes-once");
+    let scene = dir.join("s.toml");
+    std::fs::write(&scene, "[[cloth]]\nsource.bcc = { path = \"nope.bcc\" }\n").unwrap();
+    let out = bin().arg("run").arg(&scene).output().unwrap();
+    let err = check_failed(&out);
+    assert_eq!(err.matches("nope.bcc").count(), 1, "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    assert!(err.contains("building the cloth of"), "{err}");
+}
