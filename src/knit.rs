@@ -204,14 +204,26 @@ pub fn section_in_r(
             let r = radius as f64;
             let (depth, corner) = (sec.depth as f64 / r, sec.corner as f64 / r);
             let perimeter = wales as f64 * sh.wale;
-            if !(corner.is_finite() && corner >= MIN_CORNER) {
+            if !corner.is_finite() {
+                return Err(KnitError::Section(format!(
+                    "corner {} cm is not a finite number",
+                    sec.corner
+                )));
+            }
+            if corner < MIN_CORNER {
                 return Err(KnitError::Section(format!(
                     "corner {} cm is less than {MIN_CORNER} r = {} cm",
                     sec.corner,
                     MIN_CORNER * r
                 )));
             }
-            if !(depth.is_finite() && depth >= 2.0 * corner) {
+            if !depth.is_finite() {
+                return Err(KnitError::Section(format!(
+                    "depth {} cm is not a finite number",
+                    sec.depth
+                )));
+            }
+            if depth < 2.0 * corner {
                 return Err(KnitError::Section(format!(
                     "depth {} cm is less than twice the corner {} cm",
                     sec.depth, sec.corner

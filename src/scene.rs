@@ -1555,6 +1555,34 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
         }
         build.seam_ties.push(ties.len());
         build.ties.extend(ties);
+        // Each point of the first piece ties to its nearest in the second, so a seam that reaches
+        // too far ties one point of the second to many: more than the ties' colours allow (the
+        // step would refuse it, naming a tie but not the seam).
+        let mut per_point: std::collections::HashMap<u32, usize> = Default::default();
+        for t in &build.ties {
+            for p in t {
+                *per_point.entry(*p).or_default() += 1;
+            }
+        }
+        let crowded = per_point
+            .iter()
+            .filter(|(_, &n)| n > crate::ties::MAX_TIE_COLORS)
+            .min_by_key(|(&p, _)| p);
+        if let Some((&point, &n)) = crowded {
+            return Err(SceneError::Seam {
+                seam: si,
+                message: format!(
+                    "control point {point} would be in {n} ties, more than the {} a point can hold: a \
+                     seam ties each point of cloth.{} within its distance of cloth.{} to the \
+                     nearest there, and {} cm reaches too far (about the gap between the pieces' \
+                     edges is enough)",
+                    crate::ties::MAX_TIE_COLORS,
+                    seam.pieces[0],
+                    seam.pieces[1],
+                    shown(seam.distance as f64)
+                ),
+            });
+        }
     }
     Ok(build)
 }

@@ -248,6 +248,22 @@ fn bad_seams_and_sections_are_clear_errors() {
         err.contains("seam.0") && err.contains("nothing to sew"),
         "{err}"
     );
+    // A seam that reaches far past the gap ties one point to more than its ties' colours allow:
+    // said of the seam and its distance when the cloth is built, not of a tie when it is stepped.
+    let scene = Scene::from_toml_str(
+        &format!("{two}[[seam]]\npieces = [1, 0]\ndistance = 1e30\n"),
+        "x",
+    )
+    .unwrap();
+    let err = build_curves(&scene, Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("seam.0: control point ")
+            && err.contains("more than the 32 a point can hold")
+            && err.contains("1e30 cm reaches too far"),
+        "{err}"
+    );
 
     let tube = |section: &str, pattern: &str| {
         format!(
@@ -277,6 +293,16 @@ fn bad_seams_and_sections_are_clear_errors() {
             "only a tube takes a section",
         ),
         ("{ depth = 4.0, corners = 1.0 }", "tube", "unknown"),
+        (
+            "{ depth = inf, corner = 1.0 }",
+            "tube",
+            "depth inf cm is not a finite number",
+        ),
+        (
+            "{ depth = 4.0, corner = nan }",
+            "tube",
+            "corner NaN cm is not a finite number",
+        ),
     ] {
         let err = Scene::from_toml_str(&tube(section, pattern), "x.toml")
             .unwrap_err()
