@@ -110,6 +110,19 @@ pub enum SimError {
         local: usize,
         depth: f32,
     },
+    #[error("the cloth starts with two yarns on top of each other: control point {a} (yarn {yarn_a}, point {local_a} of it{piece_a}) and control point {b} (yarn {yarn_b}, point {local_b} of it{piece_b}) are {distance:.1e} cm apart, where contact needs them 2 yarn radii apart; is a [[cloth]] piece given twice in one place (give one a translate)?")]
+    Coincident {
+        a: usize,
+        yarn_a: usize,
+        local_a: usize,
+        /// `, cloth.N`, where the pieces are known.
+        piece_a: String,
+        b: usize,
+        yarn_b: usize,
+        local_b: usize,
+        piece_b: String,
+        distance: f32,
+    },
     #[error(transparent)]
     Ties(#[from] crate::ties::TieError),
     #[error("step {step}: the velocity of ball {ball} is not finite; try a smaller simulation.dt or check the balls' masses")]
@@ -1069,6 +1082,7 @@ impl Sim {
         )?;
         sim.set_ties(&build.ties)?;
         sim.check_starts_clear()?;
+        sim.check_no_coincident_yarns(&build.piece_first_point)?;
         Ok(sim)
     }
 
@@ -1134,6 +1148,70 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// Whether the cloth starts with two yarns' control points in one place (closer than a
+    /// thousandth of the yarn radius: the same [[cloth]] piece given twice, a BCC file's yarn
+    /// listed twice). Contact between them has no direction, and the first step stopped on a
+    /// non-finite contact force, blaming the time step. `piece_first_point`: the first control
+    /// point of each piece and the count, to name the pieces (empty: not named). Points are
+    /// hashed into cells of the tolerance, so this is linear in the points.
+    pub fn check_no_coincident_yarns(&self, piece_first_point: &[u32]) -> Result<(), SimError> {
+        let eps = 1e-3 * self.params.radius.max(f32::MIN_POSITIVE);
+        let cell = |p: &[f32; 4]| {
+            [0, 1, 2].map(|k| (p[k] as f64 / eps as f64).floor().clamp(-1e15, 1e15) as i64)
+        };
+        let mut grid: std::collections::HashMap<[i64; 3], Vec<u32>> = Default::default();
+        for (i, p) in self.pos.iter().enumerate() {
+            grid.entry(cell(p)).or_default().push(i as u32);
+        }
+        let yarn_of = |p: usize| self.point_site(p).0;
+        let mut found: Option<(usize, usize, f32)> = None;
+        for (i, p) in self.pos.iter().enumerate() {
+            let c = cell(p);
+            for d in 0..27i64 {
+                let key = [c[0] + d % 3 - 1, c[1] + (d / 3) % 3 - 1, c[2] + d / 9 - 1];
+                for &j in grid.get(&key).map_or(&[][..], |v| &v[..]) {
+                    let j = j as usize;
+                    if j <= i {
+                        continue;
+                    }
+                    let q = &self.pos[j];
+                    let dist =
+                        ((p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2) + (p[2] - q[2]).powi(2))
+                            .sqrt();
+                    if dist < eps
+                        && yarn_of(i) != yarn_of(j)
+                        && found.is_none_or(|(a, b, _)| (i, j) < (a, b))
+                    {
+                        found = Some((i, j, dist));
+                    }
+                }
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        let Some((a, b, distance)) = found else {
+            return Ok(());
+        };
+        let piece = |p: usize| match piece_first_point.partition_point(|&f| f as usize <= p) {
+            0 => String::new(),
+            k if k < piece_first_point.len() => format!(", cloth.{}", k - 1),
+            _ => String::new(),
+        };
+        let ((yarn_a, local_a), (yarn_b, local_b)) = (self.point_site(a), self.point_site(b));
+        Err(SimError::Coincident {
+            a,
+            yarn_a,
+            local_a,
+            piece_a: piece(a),
+            b,
+            yarn_b,
+            local_b,
+            piece_b: piece(b),
+            distance,
+        })
     }
 
     /// Ties pairs of control points ([`crate::ties`]) at their current distances, stored colour by

@@ -1009,3 +1009,37 @@ fn a_plane_normal_of_any_length_is_its_direction() {
     )
     .is_err());
 }
+
+/// The same piece given twice in one place is refused when the simulation is built, naming the two
+/// pieces (the first step stopped on a non-finite contact force, blaming the time step); the same
+/// piece moved by a translate is fine.
+#[test]
+fn a_cloth_piece_given_twice_in_one_place_is_an_error() {
+    use yarnsim::scene::{self, Scene};
+    let piece = "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 2, courses = 2 }\n";
+    let build = |text: &str| {
+        let sc = Scene::from_toml_str(text, "inline").unwrap();
+        let b = scene::build_curves(&sc, Path::new(".")).unwrap();
+        let pins = scene::pinned_points(&sc, &b).unwrap();
+        Sim::from_build(&sc, &b, &pins).map(|_| ())
+    };
+    build(&format!("{piece}{piece}translate = [0, 0, 5]\n")).unwrap();
+    match build(&format!("{piece}{piece}")).unwrap_err() {
+        SimError::Coincident {
+            piece_a,
+            piece_b,
+            distance,
+            yarn_a,
+            yarn_b,
+            ..
+        } => {
+            assert_eq!(
+                (piece_a.as_str(), piece_b.as_str()),
+                (", cloth.0", ", cloth.1")
+            );
+            assert_ne!(yarn_a, yarn_b);
+            assert_eq!(distance, 0.0);
+        }
+        other => panic!("{other}"),
+    }
+}
