@@ -1693,10 +1693,14 @@ impl Sim {
             ke += 0.5 * m as f64 * s2;
             vmax = vmax.max(s2.sqrt());
         }
+        // In f64 throughout: an f32 square of a fast ball's speed overflows (a ball thrown at 1e30
+        // cm/s read KE = inf), and a ball held in place (1/I = 0) has no spin energy, not 0/0.
+        let norm2 = |v: [f32; 4]| (0..3).map(|k| (v[k] as f64).powi(2)).sum::<f64>();
         for b in &self.balls {
-            let (v, w) = (b.velocity(), b.spin());
-            ke += 0.5 * b.mass as f64 * v.norm2() as f64;
-            ke += 0.5 * w.norm2() as f64 / b.omega[3] as f64;
+            ke += 0.5 * b.mass as f64 * norm2(b.vel);
+            if b.omega[3] > 0.0 {
+                ke += 0.5 * norm2(b.omega) / b.omega[3] as f64;
+            }
         }
         (ke, vmax)
     }

@@ -456,3 +456,21 @@ fn gpu_backend_runs_balls() {
         "{y2} {v2}"
     );
 }
+
+/// The kinetic energy of a ball too fast for an f32 square is a number, not inf: summed in f64.
+#[test]
+fn a_fast_balls_kinetic_energy_is_finite() {
+    let path = scene_file(
+        "fast",
+        "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 2, courses = 2 }\n\
+         [[ball]]\ncenter = [0, 50, 0]\nradius = 1\nvelocity = [0, -1e30, 0]\n",
+    );
+    let (_, sim) = sim_of(&path);
+    let (ke, _) = sim.kinetic_energy_and_max_speed();
+    let mass = sim.balls[0].mass as f64;
+    let want = 0.5 * mass * (1e30f32 as f64).powi(2);
+    assert!(
+        ke.is_finite() && (ke - want).abs() <= 1e-12 * want,
+        "{ke} vs {want}"
+    );
+}
