@@ -785,6 +785,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             )
         })?,
         (None, Some((build, pins))) => Sim::from_build(&scene, &build, &pins)
+            .and_then(|sim| sim.check_start(&build).map(|()| sim))
             .with_context(|| format!("setting up the simulation of {}", scene_path.display()))?,
         (None, None) => unreachable!("the cloth is built unless resuming"),
     };
@@ -1564,7 +1565,7 @@ fn remove_stale_checkpoint_temps(dir: &Path) -> Result<()> {
 }
 
 /// Checks the output paths of a run before anything is created or removed: `--out` and
-/// `--capture` must be directories (or not exist yet) that hold no frames (`frame_*`) of another
+/// `--capture` must be directories (or not exist yet) that hold no frames ([`is_frame_file`]) of another
 /// run unless `--overwrite` is given, and `--stats` must name a file in an existing directory (or in
 /// the `--out` / `--capture` directory about to be created). A resumed run (`resuming`) continues
 /// the frames in its directories.
@@ -1731,9 +1732,9 @@ fn is_stats_file(path: &Path) -> bool {
             .is_ok_and(|v| v.get("frame").is_some_and(serde_json::Value::is_u64))
 }
 
-/// `--overwrite`: removes what another run left in `dir`: its `frame_*` files, contact matrices
-/// (`contact_matrix_*.png`), `manifest.json`, its checkpoint, and temporary files of interrupted
-/// writes of those.
+/// `--overwrite`: removes what another run left in `dir`: its frame files ([`is_frame_file`]),
+/// contact matrices (`contact_matrix_*.png`), `manifest.json`, its checkpoint, and temporary files
+/// of interrupted writes of those.
 fn remove_old_outputs(dir: &Path) -> Result<()> {
     let old = old_outputs(dir, |name| {
         is_run_file(name) || yarnsim::output::temp_target(name).is_some_and(is_run_file)

@@ -1920,6 +1920,19 @@ impl Nodes {
         }
     }
 
+    /// The one node below `node` that `is` accepts, where exactly one does.
+    fn only_inside(&self, node: &Node, is: impl Fn(&Node) -> bool) -> Option<&Node> {
+        let prefix = format!("{}.", node.path);
+        let mut inside = self
+            .0
+            .iter()
+            .filter(|n| n.path.starts_with(&prefix) && is(n));
+        match (inside.next(), inside.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+
     /// Turns a deserialization error (span + message) into (dotted key, line, message).
     ///
     /// Internally tagged enums (`[[obstacle]]` with `type = ...`) are buffered by serde, so their errors
@@ -1959,13 +1972,9 @@ impl Nodes {
             for prefix in ["invalid type: ", "invalid value: "] {
                 if let Some(rest) = message.strip_prefix(prefix) {
                     let what = rest.split(", expected").next().unwrap_or("");
-                    let inside: Vec<&Node> = self
-                        .0
-                        .iter()
-                        .filter(|n| n.path.starts_with(&format!("{}.", node.path)))
-                        .filter(|n| n.unexpected.as_deref() == Some(what))
-                        .collect();
-                    if let [only] = inside[..] {
+                    if let Some(only) =
+                        self.only_inside(node, |n| n.unexpected.as_deref() == Some(what))
+                    {
                         return (
                             only.path.clone(),
                             Self::node_line(text, only),
@@ -1992,13 +2001,9 @@ impl Nodes {
                         })
                         .count()
                 };
-                let inside: Vec<&Node> = self
-                    .0
-                    .iter()
-                    .filter(|c| c.path.starts_with(&format!("{}.", node.path)))
-                    .filter(|c| c.unexpected.is_none() && entries(&c.path) == n)
-                    .collect();
-                if let [only] = inside[..] {
+                if let Some(only) =
+                    self.only_inside(node, |c| c.unexpected.is_none() && entries(&c.path) == n)
+                {
                     return (
                         only.path.clone(),
                         Self::node_line(text, only),

@@ -1081,9 +1081,18 @@ impl Sim {
             contact,
         )?;
         sim.set_ties(&build.ties)?;
-        sim.check_starts_clear()?;
-        sim.check_no_coincident_yarns(&build.piece_first_point)?;
         Ok(sim)
+    }
+
+    /// The checks of a run's fresh start from its scene: the cloth clear of every solid
+    /// ([`Sim::check_starts_clear`]) and no two yarns in one place
+    /// ([`Sim::check_no_coincident_yarns`]). Left to the callers of [`Sim::from_build`] that start
+    /// a run (`yarnsim run`, `yarnsim table`), not done there: tests and tools build a simulation
+    /// and then move its points (a cloth lifted clear of a floor by a radius), and a checkpoint's
+    /// state is put back into a simulation built from the scene's cloth as it started.
+    pub fn check_start(&self, build: &crate::scene::ClothBuild) -> Result<(), SimError> {
+        self.check_starts_clear()?;
+        self.check_no_coincident_yarns(&build.piece_first_point)
     }
 
     /// Whether the cloth starts clear of the scene's solids: no control point whose yarn axis is

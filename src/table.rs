@@ -153,10 +153,12 @@ pub fn measure_scene(
             (base, None, label)
         }
         (Start::Relax, None) => {
+            base.check_start(build)?;
             let relax = crate::relax::relax(&mut base, scene, &mut relaxing)?;
             (base, Some(relax), "relaxed here".to_string())
         }
         (Start::Relax, Some(g)) => {
+            base.check_start(build)?;
             let (base, relax) = crate::relax::relax_gpu(base, scene, g, &mut relaxing)?;
             (base, Some(relax), "relaxed here".to_string())
         }

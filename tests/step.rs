@@ -901,9 +901,10 @@ fn shifted_phase_damps_motion_between_blocks() {
 }
 
 /// A cloth whose yarn axes start inside a solid (an obstacle, a figure's part, a ball) is refused
-/// when the simulation is built, naming the solid, how many points and how deep: the first steps
-/// would throw those points out and the relaxation would carry the torn cloth to rest elsewhere,
-/// with a run that reports success. A cloth lying on a floor (its axes a radius above it) is clear.
+/// where a run starts (`Sim::check_start`), naming the solid, how many points and how deep: the
+/// first steps would throw those points out and the relaxation would carry the torn cloth to rest
+/// elsewhere, with a run that reports success. A cloth lying on a floor (its axes a radius above
+/// it) is clear.
 #[test]
 fn a_cloth_starting_inside_a_solid_is_an_error() {
     use yarnsim::scene::{self, Scene};
@@ -918,7 +919,10 @@ fn a_cloth_starting_inside_a_solid_is_an_error() {
             .flat_map(|c| c.points.iter())
             .map(|p| p[1])
             .fold(f32::INFINITY, f32::min);
-        (Sim::from_build(&sc, &b, &pins).map(|_| ()), lowest)
+        (
+            Sim::from_build(&sc, &b, &pins).and_then(|sim| sim.check_start(&b)),
+            lowest,
+        )
     };
     let (ok, lowest) = build("");
     ok.unwrap();
@@ -1010,7 +1014,7 @@ fn a_plane_normal_of_any_length_is_its_direction() {
     .is_err());
 }
 
-/// The same piece given twice in one place is refused when the simulation is built, naming the two
+/// The same piece given twice in one place is refused where a run starts, naming the two
 /// pieces (the first step stopped on a non-finite contact force, blaming the time step); the same
 /// piece moved by a translate is fine.
 #[test]
@@ -1021,7 +1025,7 @@ fn a_cloth_piece_given_twice_in_one_place_is_an_error() {
         let sc = Scene::from_toml_str(text, "inline").unwrap();
         let b = scene::build_curves(&sc, Path::new(".")).unwrap();
         let pins = scene::pinned_points(&sc, &b).unwrap();
-        Sim::from_build(&sc, &b, &pins).map(|_| ())
+        Sim::from_build(&sc, &b, &pins).and_then(|sim| sim.check_start(&b))
     };
     build(&format!("{piece}{piece}translate = [0, 0, 5]\n")).unwrap();
     match build(&format!("{piece}{piece}")).unwrap_err() {

@@ -235,29 +235,23 @@ fn bad_seams_and_sections_are_clear_errors() {
             "{extra}: {err}"
         );
     }
-    // Valid, but the pieces lie 50 cm apart.
-    let scene = Scene::from_toml_str(
-        &format!("{two}[[seam]]\npieces = [1, 0]\ndistance = 1.0\n"),
-        "x",
-    )
-    .unwrap();
-    let err = build_curves(&scene, Path::new("."))
-        .unwrap_err()
-        .to_string();
+    // Valid as read, refused when the cloth is built.
+    let build_err = |distance: &str| {
+        let seam = format!("{two}[[seam]]\npieces = [1, 0]\ndistance = {distance}\n");
+        let scene = Scene::from_toml_str(&seam, "x").unwrap();
+        build_curves(&scene, Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    // The pieces lie 50 cm apart.
+    let err = build_err("1.0");
     assert!(
         err.contains("seam.0") && err.contains("nothing to sew"),
         "{err}"
     );
     // A seam that reaches far past the gap ties one point to more than its ties' colours allow:
     // said of the seam and its distance when the cloth is built, not of a tie when it is stepped.
-    let scene = Scene::from_toml_str(
-        &format!("{two}[[seam]]\npieces = [1, 0]\ndistance = 1e30\n"),
-        "x",
-    )
-    .unwrap();
-    let err = build_curves(&scene, Path::new("."))
-        .unwrap_err()
-        .to_string();
+    let err = build_err("1e30");
     assert!(
         err.starts_with("seam.0: control point ")
             && err.contains("more than the 32 a point can hold")
