@@ -511,12 +511,24 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
         scene.apply_set(s).with_context(|| format!("--set {s}"))?;
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    let build = scene::build_curves(&scene, dir)
-        .with_context(|| format!("building the cloth of {}", path.display()))?;
+    // The file and the line of the table an error is about (`tiny.toml:7` for `pin.0`): these
+    // errors are raised after the file is read, and know the key but not the line.
+    let located = |what: &str, e: scene::SceneError| {
+        let line = e.table_key().and_then(|key| {
+            let text = std::fs::read_to_string(path).ok()?;
+            scene::line_of_key(&text, &key)
+        });
+        let at = match line {
+            Some(line) => format!("{}:{line}", path.display()),
+            None => path.display().to_string(),
+        };
+        anyhow::Error::new(e).context(format!("{what} of {at}"))
+    };
+    let build = scene::build_curves(&scene, dir).map_err(|e| located("building the cloth", e))?;
     let fit = scene::resolve_radius(&mut scene, &build)
         .with_context(|| format!("fitting the yarn radius of {}", path.display()))?;
     let pins = scene::pinned_points(&scene, &build)
-        .with_context(|| format!("selecting the pinned points of {}", path.display()))?;
+        .map_err(|e| located("selecting the pinned points", e))?;
     Ok(Loaded {
         scene,
         build,

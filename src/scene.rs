@@ -666,7 +666,28 @@ fn key_prefix(key: &str) -> String {
     }
 }
 
+/// The line of the dotted key `key` (`cloth.1`, `seam.0`) in the scene text `text`, or of its
+/// nearest ancestor there; `None` where the text does not parse. For errors raised after the
+/// scene is read (building the cloth, its pins and seams), which know the key but not the line.
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    Some(Nodes::new(doc.get_ref()).line_of_path(text, key))
+}
+
 impl SceneError {
+    /// The scene table an error raised while building the cloth is about (`cloth.N`, `seam.N`,
+    /// `pin.N`), to find its line with [`line_of_key`].
+    pub fn table_key(&self) -> Option<String> {
+        match self {
+            SceneError::Bcc { piece, .. }
+            | SceneError::Knit { piece, .. }
+            | SceneError::Cloth { piece, .. } => Some(format!("cloth.{piece}")),
+            SceneError::Seam { seam, .. } => Some(format!("seam.{seam}")),
+            SceneError::Pin { pin, .. } => Some(format!("pin.{pin}")),
+            _ => None,
+        }
+    }
+
     /// The dotted key the error is about, if it is about one.
     pub fn key(&self) -> Option<&str> {
         match self {

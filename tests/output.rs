@@ -783,3 +783,32 @@ fn an_error_says_each_cause_once() {
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
     assert!(err.contains("building the cloth of"), "{err}");
 }
+
+/// Errors raised after the scene is read (a BCC piece, a pin, a seam) name the file and the line of
+/// the table they are about, as errors found while reading it do.
+#[test]
+fn errors_of_building_the_cloth_name_their_line() {
+    let dir = scratch("build-lines");
+    let scene = dir.join("s.toml");
+    let piece = "[[cloth]]\nsource.generator = { pattern = \"garter\", wales = 2, courses = 2 }\n";
+    std::fs::write(
+        &scene,
+        format!("# two pieces\n{piece}\n[[cloth]]\nsource.bcc = {{ path = \"nope.bcc\" }}\n"),
+    )
+    .unwrap();
+    let err = check_failed(&bin().arg("run").arg(&scene).output().unwrap());
+    assert!(
+        err.contains("s.toml:5\n") && err.contains("cloth.1: ") && err.contains("nope.bcc"),
+        "{err}"
+    );
+    std::fs::write(
+        &scene,
+        format!("{piece}[[pin]]\nrange = {{ first = 0, last = 2 }}\n[[pin]]\nrange = {{ first = 0, last = 999 }}\n"),
+    )
+    .unwrap();
+    let err = check_failed(&bin().arg("run").arg(&scene).output().unwrap());
+    assert!(
+        err.contains("s.toml:5\n") && err.contains("pin.1: range"),
+        "{err}"
+    );
+}
