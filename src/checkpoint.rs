@@ -4,7 +4,8 @@
 //! # What is saved
 //!
 //! Everything a later step reads that an earlier step wrote, as the exact bits:
-//! - the simulation ([`Sim::export_state`]): positions, velocities, the rod's edge frames (reference
+//! - the simulation ([`Sim::export_state`]): the origin of its frame ([`Sim::origin`]), positions
+//!   and velocities (relative to it), the rod's edge frames (reference
 //!   directors, tangents, material angles θ) and bending rest state (rest curvature moved by
 //!   plasticity, rest twist, accumulated reference twist ψ), the obstacles as placed, time, step and
 //!   frame counts (the damping phase of the next step is `steps mod phases`), and the pass-through
@@ -67,7 +68,7 @@ pub const FILE_NAME: &str = "checkpoint.bin";
 pub const MAGIC: &[u8; 8] = b"YSIMCKPT";
 
 /// The layout version of the file; bumped whenever what is saved or how changes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The version of this build (`CARGO_PKG_VERSION`): a checkpoint resumes only with the same one.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");

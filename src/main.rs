@@ -1500,7 +1500,7 @@ fn write_frame(dir: &Path, k: u32, sim: &Sim, obj: bool) -> Result<()> {
         let path = dir.join(format!("frame_{k:04}_balls.csv"));
         yarnsim::output::write_atomic(&path, |w| {
             writeln!(w, "x,y,z,radius,vx,vy,vz,wx,wy,wz")?;
-            for b in &sim.balls {
+            for b in &sim.world_balls() {
                 let (c, v, o) = (b.center, b.vel, b.omega);
                 writeln!(
                     w,
@@ -1985,12 +1985,12 @@ fn capture_frame(
         }
     }
     let mut obstacles = scene.obstacles_at(sim.time);
-    obstacles.extend(yarnsim::balls::as_obstacles(&sim.balls));
+    obstacles.extend(yarnsim::balls::as_obstacles(&sim.world_balls()));
     c.frame(
         k,
         &RenderInput {
             topo: &sim.topo,
-            pos: &sim.pos,
+            pos: &sim.world_pos(),
             radius: scene.yarn.radius,
             obstacles: &obstacles,
             camera: &scene.camera,

@@ -117,10 +117,11 @@ pub fn start_radius(sim: &Sim, scene: &Scene) -> f32 {
     match scene.relax.start_radius {
         RadiusSpec::Value(f) => f * r,
         RadiusSpec::Auto => {
-            let nearest = crate::import::fit_radius(&sim.curves(), scene.contact.quadrature)
-                .ok()
-                .and_then(|fit| fit.distances.first().copied())
-                .unwrap_or(f64::INFINITY);
+            let nearest =
+                crate::import::fit_radius(&sim.topo.curves(&sim.pos), scene.contact.quadrature)
+                    .ok()
+                    .and_then(|fit| fit.distances.first().copied())
+                    .unwrap_or(f64::INFINITY);
             // 2% below the closest approach, so that the closest pair starts just out of contact.
             let f = (0.49 * nearest / r as f64).clamp(MIN_START as f64, 1.0) as f32;
             f * r

@@ -398,6 +398,7 @@ impl Sim {
         let shape = self.state_shape().map(|(_, n)| n);
         out.put("sim.shape", &shape);
         out.put_value("sim.fingerprint", &self.build_fingerprint());
+        out.put_value("sim.origin", &self.origin);
         out.put_points("sim.pos", &self.pos);
         out.put_points("sim.vel", &self.vel);
         out.put_value("sim.time", &self.time);
@@ -457,6 +458,18 @@ impl Sim {
                        damping blocks and step parameters; did a BCC file the scene reads change?)",
                 checkpoint: format!("{fp:016x}"),
                 sim: format!("{:016x}", self.build_fingerprint()),
+            });
+        }
+        // The saved positions are relative to the saved origin; the scene's cloth, rebuilt, gives
+        // the same one (a cloth moved gives another fingerprint too, unless nothing is pinned).
+        let origin = inp.get_value::<[f32; 3]>("sim.origin")?;
+        if origin.map(f32::to_bits) != self.origin.map(f32::to_bits) {
+            return Err(CheckpointError::Mismatch {
+                what:
+                    "the origin of the simulation's frame (the centre of the cloth as it starts, \
+                       where the cloth is far from the scene's origin; did the scene's cloth move?)",
+                checkpoint: format!("{origin:?}"),
+                sim: format!("{:?}", self.origin),
             });
         }
         let n = self.pos.len();
@@ -527,7 +540,11 @@ pub struct Sim {
     /// The kernels' `params` block without this step's values (see [`Sim::step_params`]).
     base_params: Params,
     pub topo: Topology,
-    /// Control points (xyz; w = 0).
+    /// Where the simulation's frame sits in the scene's (cm): every position it holds (control
+    /// points, glue targets, obstacles, figures' parts, balls) is the scene's minus this. Zero
+    /// unless the cloth starts far from the scene's origin ([`local_origin`]).
+    origin: [f32; 3],
+    /// Control points (xyz; w = 0), relative to [`Sim::origin`] (see [`Sim::world_pos`]).
     pub pos: Vec<[f32; 4]>,
     /// Velocities (xyz; w = 0).
     pub vel: Vec<[f32; 4]>,
@@ -832,6 +849,51 @@ fn check_keyframes(k: &[Keyframe]) -> Result<(), SimError> {
     Ok(())
 }
 
+/// Coordinates (cm) from which a cloth is far enough from the scene's origin to be simulated about
+/// a local one ([`local_origin`]).
+pub const LOCAL_ORIGIN_FROM: f32 = 16.0;
+
+/// The origin of a simulation's local frame for a cloth whose control points start at `pos` (the
+/// scene's frame): the centre of their bounding box, rounded to whole centimetres, where that
+/// puts every point at least twice as near the origin, by its largest coordinate, as the scene
+/// does, and some coordinate is at least [`LOCAL_ORIGIN_FROM`]; else zero (a cloth near the
+/// origin is simulated where the scene puts it, bit for bit as before).
+///
+/// Why: positions are f32, whose spacing grows with their size (1.5e-5 cm from 128 cm on). A
+/// step moves a point by its velocity times h, and a move smaller than that spacing is lost: a
+/// point at 150 cm cannot move slower than about 0.25 cm/s at h = 1/16,200 s except by standing
+/// still, and the length projection, which corrects errors of that size, sets such points moving
+/// at that speed again every few steps. Measured (a 2 × 2 garter swatch, gravity off): at the
+/// origin its relaxation came to rest in 674 steps, at (150, 150, 150) cm it had not in 8,101
+/// (the fastest point at 0.14 cm/s), with a length error 200 times as large. Contact, lengths and
+/// bending all depend on differences of positions only, so a shift of origin changes nothing
+/// else; what leaves the simulation (frames, balls, error messages) is shifted back
+/// ([`Sim::world_pos`]).
+pub fn local_origin(pos: &[[f32; 4]]) -> [f32; 3] {
+    let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+    for p in pos {
+        for k in 0..3 {
+            lo[k] = lo[k].min(p[k] as f64);
+            hi[k] = hi[k].max(p[k] as f64);
+        }
+    }
+    if !(0..3).all(|k| lo[k].is_finite() && hi[k].is_finite()) {
+        return [0.0; 3];
+    }
+    let centre: [f64; 3] = std::array::from_fn(|k| (0.5 * (lo[k] + hi[k])).round());
+    let largest = |c: [f64; 3]| {
+        (0..3)
+            .map(|k| (lo[k] - c[k]).abs().max((hi[k] - c[k]).abs()))
+            .fold(0.0f64, f64::max)
+    };
+    let (before, after) = (largest([0.0; 3]), largest(centre));
+    if before >= LOCAL_ORIGIN_FROM as f64 && after <= 0.5 * before {
+        centre.map(|c| c as f32)
+    } else {
+        [0.0; 3]
+    }
+}
+
 /// Offset of a keyframed obstacle at time `t`: linear interpolation, held constant outside the keys.
 pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
     keyframe_offsets(keys, t).0
@@ -893,7 +955,14 @@ impl Sim {
         contact: Box<dyn ContactForce>,
     ) -> Result<Sim, SimError> {
         let params = params_from_scene(scene)?;
-        let (topo, pos) = Topology::from_curves(curves)?;
+        let (topo, mut pos) = Topology::from_curves(curves)?;
+        let origin = local_origin(&pos);
+        let shift = |p: &mut [f32; 4]| {
+            for (x, c) in p.iter_mut().zip(origin) {
+                *x -= c;
+            }
+        };
+        pos.iter_mut().for_each(shift);
         let n = pos.len();
         let rod = RodState::new(&topo, &pos)?;
         let mut mass = vec![0.0f32; n];
@@ -953,8 +1022,15 @@ impl Sim {
             .iter()
             .map(obstacle_def)
             .collect::<Result<Vec<_>, _>>()?;
+        for d in &mut obstacle_defs {
+            // A plane's `b` is its normal; a sphere's and a capsule's `b` (its other end) a place.
+            shift(&mut d.rest.a);
+            if d.rest.kind == step::OBSTACLE_CAPSULE {
+                shift(&mut d.rest.b);
+            }
+        }
         for (fi, f) in scene.figure.iter().enumerate() {
-            for (pi, p) in f.parts(0.0).into_iter().enumerate() {
+            for (pi, p) in f.parts_about(0.0, origin).into_iter().enumerate() {
                 obstacle_defs.push(ObstacleDef {
                     rest: ObstacleShape {
                         kind: step::OBSTACLE_CAPSULE,
@@ -1001,6 +1077,7 @@ impl Sim {
         };
         let mut sim = Sim {
             base_params,
+            origin,
             pos,
             vel: vec![[0.0; 4]; n],
             time: 0.0,
@@ -1022,8 +1099,8 @@ impl Sim {
                 .ball
                 .iter()
                 .map(|b| {
-                    let mut s =
-                        BallState::new(b.center, b.radius, b.mass(), b.friction, b.restitution);
+                    let c = std::array::from_fn(|k| b.center[k] - origin[k]);
+                    let mut s = BallState::new(c, b.radius, b.mass(), b.friction, b.restitution);
                     s.vel = [b.velocity[0], b.velocity[1], b.velocity[2], s.vel[3]];
                     s
                 })
@@ -1329,7 +1406,11 @@ impl Sim {
             let (a1, b1, da, db) = if let Some((fi, pi)) = d.part {
                 if placed.as_ref().is_none_or(|p| p.0 != fi) {
                     let f = &self.figures[fi];
-                    placed = Some((fi, f.parts(t0), f.parts(t1)));
+                    placed = Some((
+                        fi,
+                        f.parts_about(t0, self.origin),
+                        f.parts_about(t1, self.origin),
+                    ));
                 }
                 let (_, parts0, parts1) = placed.as_ref().unwrap();
                 let (p0, p1) = (parts0[pi], parts1[pi]);
@@ -1727,9 +1808,45 @@ impl Sim {
             .fold(0.0, f64::max)
     }
 
-    /// The current yarns as curves (for export).
+    /// The current yarns as curves, in the scene's frame (for export).
     pub fn curves(&self) -> Vec<Curve> {
-        self.topo.curves(&self.pos)
+        self.topo.curves(&self.world_pos())
+    }
+
+    /// Where the simulation's local frame sits in the scene's ([`local_origin`]): a position `p`
+    /// the simulation holds is `p + origin` in the scene.
+    pub fn origin(&self) -> [f32; 3] {
+        self.origin
+    }
+
+    /// The control points in the scene's frame ([`Sim::pos`] plus [`Sim::origin`]; borrowed where
+    /// the origin is zero).
+    pub fn world_pos(&self) -> std::borrow::Cow<'_, [[f32; 4]]> {
+        if self.origin == [0.0; 3] {
+            return std::borrow::Cow::Borrowed(&self.pos);
+        }
+        let o = self.origin;
+        std::borrow::Cow::Owned(
+            self.pos
+                .iter()
+                .map(|p| [p[0] + o[0], p[1] + o[1], p[2] + o[2], p[3]])
+                .collect(),
+        )
+    }
+
+    /// The free balls in the scene's frame ([`Sim::balls`], their centres plus [`Sim::origin`]).
+    pub fn world_balls(&self) -> Vec<BallState> {
+        let o = self.origin;
+        self.balls
+            .iter()
+            .map(|b| {
+                let mut w = *b;
+                for (c, o) in w.center.iter_mut().zip(o) {
+                    *c += o;
+                }
+                w
+            })
+            .collect()
     }
 
     /// Starts or stops counting the contact model's rebuilds per segment (for
@@ -1949,6 +2066,7 @@ impl Sim {
             radius: self.params.radius,
             dt: self.params.h,
             stiffness: self.base_params.k_contact,
+            origin: self.origin,
         }
     }
 
@@ -2012,6 +2130,8 @@ struct PassThroughAt {
     radius: f32,
     dt: f32,
     stiffness: f32,
+    /// [`Sim::origin`]: the place's positions are named in the scene's frame.
+    origin: [f32; 3],
 }
 
 /// The pass-through check ([`Sim::check_pass_through`]) of the state `pos`; with `record_only` it
@@ -2037,11 +2157,18 @@ fn pass_through_check(
     let found = pass_through_scan(topo, pos, at.quadrature, at.radius, record_only, pc);
     match found {
         None => Ok(()),
-        Some(place) => Err(SimError::PassThrough {
+        Some(mut place) => Err(SimError::PassThrough {
             frame: at.frame,
             first_step: at.first_step,
             step,
-            place: Box::new(place),
+            place: Box::new({
+                for p in &mut place.positions {
+                    for (x, o) in p.iter_mut().zip(at.origin) {
+                        *x += o;
+                    }
+                }
+                place
+            }),
             dt: at.dt,
             stiffness: at.stiffness,
         }),

@@ -903,3 +903,84 @@ fn a_gpu_run_past_the_binding_limit_goes_on_on_the_cpu() {
         "{err}"
     );
 }
+
+/// The tiny scene moved to (150, −117, 300) cm (its cloth, pins and floor), where it is simulated
+/// about a local origin (`Sim::origin`): a run resumed from its checkpoint (local positions and
+/// that origin) is bitwise the uninterrupted one, its frames are in the scene's frame (frames 0
+/// and 1 are the tiny scene's own moved, within 1e-3 r: the two starts are two roundings of one
+/// cloth, 1.6e-5 cm apart, half an ulp at 300 cm, and a frame of contact grows that to 3.2e-5 cm,
+/// measured; 6.6e-5 cm by frame 2), and where a GPU is found its GPU run is the CPU run's, within
+/// the same bound (3.1e-5 cm on lavapipe: an ulp at 300 cm, the frames' own rounding).
+#[test]
+fn a_far_scene_resumes_bitwise_and_writes_in_the_scene_frame() {
+    let dir = scratch("far");
+    let far = [
+        "--set",
+        "cloth.0.translate=[150, -117, 300]",
+        "--set",
+        "pin.0.region={ min = [140, -116.1, 299], max = [160, -110, 301] }",
+        "--set",
+        "obstacle.0.point=[150, -120, 300]",
+        "--set",
+        "simulation.fps=100",
+        "--set",
+        "relax.time=0",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&str> { far.iter().chain(extra).copied().collect() };
+    let (near, full, part) = (dir.join("near"), dir.join("full"), dir.join("part"));
+    run(
+        &near,
+        &far[6..]
+            .iter()
+            .chain(&["--frames", "1"])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    run(&full, &with(&["--frames", "2"]));
+    run(&part, &with(&["--frames", "1", "--checkpoint-every", "1"]));
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    let origin = ck.state().get_value::<[f32; 3]>("sim.origin").unwrap();
+    assert_eq!(
+        origin,
+        [150.0, -117.0, 300.0],
+        "the swatch's centre, rounded"
+    );
+    resume(&part, &["--frames", "2"]);
+    let moved_back = |b: &[u8]| -> Vec<u8> {
+        let mut curves = yarnsim::bcc::read_bytes(b).unwrap();
+        for c in &mut curves {
+            for p in &mut c.points {
+                for (x, t) in p.iter_mut().zip([150.0f32, -120.0, 300.0]) {
+                    *x -= t;
+                }
+            }
+        }
+        let path = dir.join("moved.bcc");
+        yarnsim::bcc::write(&path, &curves).unwrap();
+        read(&path)
+    };
+    let r = 0.125;
+    for k in 0..=2 {
+        assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
+    }
+    for k in 0..=1 {
+        let d = frame_distance(&frame(&near, k), &moved_back(&frame(&full, k)));
+        assert!(
+            d < 1e-3 * r,
+            "frame {k}: {d} cm from the near scene's, moved"
+        );
+    }
+    if yarnsim::gpu::testing::gpu_or_skip(
+        "a_far_scene_resumes_bitwise_and_writes_in_the_scene_frame",
+    )
+    .is_some()
+    {
+        let gpu = dir.join("gpu");
+        run(&gpu, &with(&["--frames", "1", "--backend", "gpu"]));
+        let d = frame_distance(&frame(&full, 1), &frame(&gpu, 1));
+        assert!(
+            d < 1e-3 * r,
+            "the GPU run's frame 1 is {d} cm from the CPU run's"
+        );
+    }
+}

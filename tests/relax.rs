@@ -599,3 +599,90 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
         );
     }
 }
+
+/// A 2 × 2 garter swatch, gravity off, its cloth moved by `at` (cm); the scene's first `[[cloth]]`.
+fn far_swatch(at: [f32; 3]) -> String {
+    format!(
+        r#"
+[simulation]
+gravity = [0, 0, 0]
+[[cloth]]
+source.generator = {{ pattern = "garter", wales = 2, courses = 2 }}
+translate = [{}, {}, {}]
+"#,
+        at[0], at[1], at[2]
+    )
+}
+
+/// A cloth far from the scene's origin is simulated about a local one (`Sim::origin`), so it
+/// relaxes, rests and keeps its lengths as it does at the origin. Without it (positions held in
+/// the scene's frame) the swatch at (150, 150, 150) cm did not come to rest in the relaxation's
+/// 8,101 steps (fastest point 0.14 cm/s against `relax.speed` = 0.1) and after a frame moved at
+/// 0.145 cm/s with a length error of 3.8e-5, where at the origin it rested in 674 steps and moved
+/// at 7e-6 cm/s (length error 1.9e-7): an f32 at 150 cm holds no move smaller than 1.5e-5 cm,
+/// 0.25 cm/s over a step. What leaves the simulation is in the scene's frame: its curves are the
+/// relaxed swatch's at the origin moved by the translation.
+#[test]
+fn a_cloth_far_from_the_origin_relaxes_as_one_at_the_origin() {
+    let dir = temp_dir("relax", "far");
+    let far = [150.0, 150.0, 150.0];
+    let mut runs = Vec::new();
+    for at in [[0.0; 3], far] {
+        let (scene, mut sim) = sim_of(&dir, &far_swatch(at));
+        let report = relaxed(&mut sim, &scene);
+        let v = fastest_over(&mut sim, 540);
+        runs.push((
+            report,
+            v,
+            sim.max_length_error(),
+            sim.origin(),
+            sim.curves(),
+        ));
+    }
+    let (near, far_run) = (&runs[0], &runs[1]);
+    for (what, (report, v, length_error, _, _)) in [("at the origin", near), ("far", far_run)] {
+        assert!(report.settled, "{what}: {report:?}");
+        // The origin's own figures with room: 10× its speed, which is 1e-4 of relax.speed, and
+        // 10× its length error (the far run holds its points about (0.6, 0.6, 0.6) cm from its
+        // origin where the near one has them within about 1.2 cm, half their ulp or less).
+        assert!(
+            *v < 10.0 * near.1.max(1e-5),
+            "{what}: moved at {v} cm/s after relaxing"
+        );
+        assert!(
+            *length_error < 10.0 * near.2.max(1e-7),
+            "{what}: length error {length_error}"
+        );
+    }
+    let steps = |r: &RelaxReport| r.steps as f64;
+    assert!(
+        (steps(&far_run.0) - steps(&near.0)).abs() <= 0.1 * steps(&near.0),
+        "relaxed in {} steps far away, {} at the origin",
+        far_run.0.steps,
+        near.0.steps
+    );
+    assert_eq!(
+        near.3, [0.0; 3],
+        "a swatch at the origin keeps the scene's frame"
+    );
+    assert!(
+        far_run.3.iter().all(|&o| (o - 150.0).abs() <= 2.0),
+        "the local origin {:?} should be the swatch's centre",
+        far_run.3
+    );
+    // The two start states differ by the rounding of the far one's f32 (≤ 7.6e-6 cm, half an ulp
+    // at 150 cm); after the relaxation and a frame that has grown to 1.2e-5 cm (measured), bounded
+    // here by 1e-3 r, the bound of the GPU step's whole-run parity tests.
+    let mut apart = 0.0f32;
+    for (a, b) in near.4.iter().zip(&far_run.4) {
+        for (p, q) in a.points.iter().zip(&b.points) {
+            for k in 0..3 {
+                apart = apart.max((q[k] - far[k] - p[k]).abs());
+            }
+        }
+    }
+    assert!(
+        apart < 1.25e-4,
+        "the far swatch ended {apart} cm from the near one moved"
+    );
+}

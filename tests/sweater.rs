@@ -118,10 +118,15 @@ fn small_sweater_runs_and_keeps_its_topology() {
     let build = build_curves(&scene, &scenes()).unwrap();
     let pins = scene::pinned_points(&scene, &build).unwrap();
     let mut sim = Sim::from_build(&scene, &build, &pins).unwrap();
+    let mean_z = |pos: &[[f32; 4]]| pos.iter().map(|p| p[2] as f64).sum::<f64>() / pos.len() as f64;
     let before = yarnsim::links::certificate(&sim.curves()).unwrap();
-    let start_z = sim.pos.iter().map(|p| p[2] as f64).sum::<f64>() / sim.pos.len() as f64;
+    let start_z = mean_z(&sim.world_pos());
     assert!(before.starts_with("62"), "{before}");
-    let top = sim.pos.iter().map(|p| p[1]).fold(f32::MIN, f32::max) as f64;
+    let top = sim
+        .world_pos()
+        .iter()
+        .map(|p| p[1])
+        .fold(f32::MIN, f32::max) as f64;
     let mass: f64 = sim.mass.iter().map(|&m| m as f64).sum();
     let release = mass * 981.0 * top;
     let r = scene.yarn.radius as f64;
@@ -144,7 +149,7 @@ fn small_sweater_runs_and_keeps_its_topology() {
             );
         }
         let obstacles = scene.obstacles_at(sim.time);
-        for p in &sim.pos {
+        for p in sim.world_pos().iter() {
             let p = V3::<f64>::from4(*p);
             for o in &obstacles {
                 let g = capsule_gap(o, p);
@@ -156,8 +161,7 @@ fn small_sweater_runs_and_keeps_its_topology() {
     let f = &scene.figure[0];
     let moved = f.parts(sim.time)[3].a[2] - f.parts(0.0)[3].a[2];
     assert!(moved > 1.5, "the figure moved {moved} cm");
-    let mean_z = |pos: &[[f32; 4]]| pos.iter().map(|p| p[2] as f64).sum::<f64>() / pos.len() as f64;
-    let carried = mean_z(&sim.pos) - start_z;
+    let carried = mean_z(&sim.world_pos()) - start_z;
     assert!(carried > 0.2, "the sweater moved {carried} cm");
     let after = yarnsim::links::certificate(&sim.curves()).unwrap();
     assert_eq!(before, after);
