@@ -507,9 +507,7 @@ struct Loaded {
 
 fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     let mut scene = Scene::load(path)?;
-    for s in sets {
-        scene.apply_set(s).with_context(|| format!("--set {s}"))?;
-    }
+    scene.apply_sets(sets)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     // The file and the line of the table an error is about (`tiny.toml:7` for `pin.0`): these
     // errors are raised after the file is read, and know the key but not the line.

@@ -768,6 +768,12 @@ impl Scene {
 
     /// Parses and validates scene text; `origin` names it in errors (usually the file path).
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Scene, SceneError> {
+        Scene::from_toml_str_checked(text, origin, true)
+    }
+
+    /// [`Scene::from_toml_str`], with the range and consistency rules ([`Scene::check`]) only when
+    /// `check`.
+    fn from_toml_str_checked(text: &str, origin: &str, check: bool) -> Result<Scene, SceneError> {
         let doc = match toml::de::DeTable::parse(text) {
             Ok(doc) => doc,
             Err(e) => {
@@ -833,7 +839,7 @@ impl Scene {
                 }
             }
         })?;
-        if let Err((key, message)) = scene.check() {
+        if let Err((key, message)) = if check { scene.check() } else { Ok(()) } {
             return Err(SceneError::Invalid {
                 path: origin.to_string(),
                 line: nodes.line_of_path(text, &key),
@@ -862,6 +868,46 @@ impl Scene {
     /// value set there, and the result read back with the same checks as a file, so an unknown key, a
     /// wrong type or an out-of-range value is an error naming the key, and `self` is left unchanged.
     pub fn apply_set(&mut self, assignment: &str) -> Result<(), SceneError> {
+        self.apply_sets(&[assignment])
+    }
+
+    /// Applies several overrides ([`Scene::apply_set`]) as one: each is read as it comes (an
+    /// unknown key or a wrong type is an error naming it), and the rules between values are checked
+    /// once all are in, so overrides that only agree together are taken (moving a pin's region
+    /// with `pin.0.region.min` and `pin.0.region.max`, which one at a time would leave a `min`
+    /// above the other's `max`). A rule that fails then names the last override whose key has the
+    /// most in common with the key it is about. On error `self` is left unchanged.
+    pub fn apply_sets(&mut self, assignments: &[impl AsRef<str>]) -> Result<(), SceneError> {
+        let mut scene = self.clone();
+        for a in assignments {
+            scene.set_one(a.as_ref())?;
+        }
+        if let Err((key, message)) = scene.check() {
+            let shared = |a: &str| {
+                let k = a.split_once('=').map_or(a, |(k, _)| k);
+                k.split('.')
+                    .map(str::trim)
+                    .zip(key.split('.'))
+                    .take_while(|(x, y)| x == y)
+                    .count()
+            };
+            let blamed = assignments
+                .iter()
+                .map(|a| a.as_ref())
+                .max_by_key(|a| shared(a))
+                .unwrap_or("");
+            return Err(SceneError::Set {
+                assignment: blamed.to_string(),
+                key,
+                message,
+            });
+        }
+        *self = scene;
+        Ok(())
+    }
+
+    /// One override of [`Scene::apply_sets`], without the rules between values.
+    fn set_one(&mut self, assignment: &str) -> Result<(), SceneError> {
         let set_err = |key: &str, message: String| SceneError::Set {
             assignment: assignment.to_string(),
             key: key.to_string(),
@@ -884,7 +930,7 @@ impl Scene {
         set_path(&mut doc, key, value).map_err(|m| set_err(key, m))?;
         let text = toml::to_string(&doc)
             .map_err(|e| set_err(key, format!("cannot serialize the scene: {e}")))?;
-        let scene = Scene::from_toml_str(&text, "--set").map_err(|e| match e {
+        let scene = Scene::from_toml_str_checked(&text, "--set", false).map_err(|e| match e {
             SceneError::UnknownKey {
                 key: k, message, ..
             } => set_err(&k, format!("unknown key ({message})")),

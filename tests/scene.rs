@@ -812,3 +812,60 @@ fn errors_speak_of_tables_and_headers() {
         .to_string();
     assert!(err.contains("too large for a TOML integer"), "{err}");
 }
+
+/// `--set`s are checked against each other once all are in: a pin's region moved far away by its
+/// `min` and `max` is taken in either order (one at a time, the first would leave `min` above the
+/// old `max`, or `max` below the old `min`, and was refused); a rule still broken at the end names
+/// the override that broke it, and leaves the scene as it was.
+#[test]
+fn overrides_that_only_agree_together_are_taken() {
+    let dir = scratch("sets-together");
+    let path = write(
+        &dir,
+        "s.toml",
+        r#"
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 2, courses = 2 }
+[[pin]]
+region = { min = [-10, 3.9, -1], max = [10, 10, 1] }
+"#,
+    );
+    let (min, max) = (
+        "pin.0.region.min=[140, -116.1, 299]",
+        "pin.0.region.max=[160, -110, 301]",
+    );
+    for sets in [[min, max], [max, min]] {
+        let mut scene = Scene::load(&path).unwrap();
+        scene.apply_sets(&sets).unwrap();
+        assert_eq!(
+            scene.pin[0],
+            Pin::Region {
+                min: [140.0, -116.1, 299.0],
+                max: [160.0, -110.0, 301.0]
+            }
+        );
+    }
+    let mut scene = Scene::load(&path).unwrap();
+    let before = scene.clone();
+    let err = scene
+        .apply_sets(&["simulation.frames=3", min, "yarn.radius=0.1"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "--set {min}: pin.0.region.max: must be at least min"
+        )),
+        "{err}"
+    );
+    assert_eq!(scene, before);
+    // Each override is still read as it comes: an unknown key names its own.
+    let err = scene
+        .apply_sets(&[min, "pin.0.region.mx=[1, 2, 3]", max])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--set pin.0.region.mx=[1, 2, 3]: pin.0.region.mx: unknown key"),
+        "{err}"
+    );
+    assert_eq!(scene, before);
+}
