@@ -834,6 +834,19 @@ fn run(mut a: RunArgs) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create output directory {}", dir.display()))?;
     }
+    // Held to the end of the run: no other run writes here meanwhile (taken before anything in
+    // them is removed or written).
+    // (One lock per directory: a second `flock` of a directory this run holds, through another
+    // handle, would be refused.)
+    let mut locked: Vec<PathBuf> = Vec::new();
+    let mut _locks = Vec::new();
+    for dir in a.out.iter().chain(&a.capture) {
+        let same = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        if !locked.contains(&same) {
+            _locks.push(yarnsim::output::lock_dir(dir)?);
+            locked.push(same);
+        }
+    }
     if a.overwrite {
         for dir in a.out.iter().chain(&a.capture) {
             remove_old_outputs(dir)?;

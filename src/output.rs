@@ -11,6 +11,11 @@
 //!
 //! The directory itself is not flushed after the rename: after a power loss the rename may be undone
 //! (the final name then holds the previous file, or nothing), but never a partial file.
+//!
+//! A run holds each of its output directories ([`lock_dir`]) from before it removes or writes
+//! anything there to its end, so two runs (two `--resume`s of one run, or a second run started
+//! into a directory whose first run is still relaxing and has written no frame yet) never write
+//! into one directory at once.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -51,6 +56,16 @@ pub enum OutputError {
         #[source]
         source: io::Error,
     },
+    /// [`lock_dir`]: another process holds the directory.
+    #[error("{}: another yarnsim run is writing into this directory; wait for it to end, or give another directory", path.display())]
+    Busy { path: PathBuf },
+    /// [`lock_dir`]: the directory could not be opened or locked.
+    #[error("{}: cannot lock the directory for this run: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl OutputError {
@@ -58,6 +73,8 @@ impl OutputError {
     pub fn path(&self) -> &Path {
         match self {
             OutputError::NoFileName { path }
+            | OutputError::Busy { path }
+            | OutputError::Lock { path, .. }
             | OutputError::Create { path, .. }
             | OutputError::Write { path, .. }
             | OutputError::Sync { path, .. }
@@ -68,8 +85,9 @@ impl OutputError {
     /// The underlying I/O error, if any.
     pub fn io_error(&self) -> Option<&io::Error> {
         match self {
-            OutputError::NoFileName { .. } => None,
-            OutputError::Create { source, .. }
+            OutputError::NoFileName { .. } | OutputError::Busy { .. } => None,
+            OutputError::Lock { source, .. }
+            | OutputError::Create { source, .. }
             | OutputError::Write { source, .. }
             | OutputError::Sync { source, .. }
             | OutputError::Rename { source, .. } => Some(source),
@@ -194,6 +212,40 @@ pub fn probe_writable(path: &Path) -> io::Result<()> {
         .create_new(true)
         .open(&tmp)?;
     std::fs::remove_file(&tmp)
+}
+
+/// A run's hold on an output directory ([`lock_dir`]), released when dropped or when the process
+/// ends, however it ends (the lock is the kernel's, on an open handle of the directory: a run
+/// killed with `kill -9` leaves no stale lock behind).
+#[derive(Debug)]
+pub struct DirLock {
+    _dir: Option<File>,
+}
+
+/// Takes the exclusive advisory lock of directory `dir` (`flock` on an open handle of it), or
+/// fails at once with [`OutputError::Busy`] when another process holds it. On platforms where a
+/// directory cannot be opened as a file (Windows) nothing is locked.
+pub fn lock_dir(dir: &Path) -> Result<DirLock, OutputError> {
+    let file = match File::open(dir) {
+        Ok(f) => f,
+        Err(_) if cfg!(not(unix)) => return Ok(DirLock { _dir: None }),
+        Err(source) => {
+            return Err(OutputError::Lock {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(DirLock { _dir: Some(file) }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(OutputError::Busy {
+            path: dir.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(OutputError::Lock {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// [`write_atomic`] of a byte buffer.

@@ -984,3 +984,94 @@ fn a_far_scene_resumes_bitwise_and_writes_in_the_scene_frame() {
         );
     }
 }
+
+/// A run holds its output directory until it ends: a second run into it, with or without
+/// `--overwrite`, and a `--resume` of it are refused while it runs (the first run relaxing for
+/// hours has written no frame yet, so nothing else would stop them), and remove or write nothing
+/// there; once the first has ended, the resume goes on.
+#[test]
+fn a_directory_in_use_by_a_run_is_refused_to_others() {
+    let dir = scratch("lock");
+    let out = dir.join("out");
+    let args = ["--frames", "1", "--checkpoint-every", "1"];
+    check_ok(
+        &bin()
+            .arg("run")
+            .arg(tiny())
+            .arg("--out")
+            .arg(&out)
+            .arg("-q")
+            .args(args)
+            .output()
+            .unwrap(),
+    );
+    // A long run continuing it (a thousand frames of 540 steps, some 100 s), stopped once the
+    // others have been refused.
+    let mut first = bin()
+        .args(["run", "--resume"])
+        .arg(&out)
+        .args(["-q", "--frames", "1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let frames = |d: &Path| -> usize {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("frame_"))
+            })
+            .count()
+    };
+    let start = Instant::now();
+    while frames(&out) < 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the first run wrote no frame"
+        );
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let busy = format!(
+        "{}: another yarnsim run is writing into this directory",
+        out.display()
+    );
+    for overwrite in [false, true] {
+        let mut cmd = bin();
+        cmd.arg("run").arg(tiny()).arg("--out").arg(&out).args(args);
+        if overwrite {
+            cmd.arg("--overwrite");
+        }
+        let err = failure(&mut cmd);
+        // Without --overwrite the frames already there refuse it first.
+        assert!(
+            err.contains(&busy) || (!overwrite && err.contains("already holds frames")),
+            "{err}"
+        );
+        if overwrite {
+            assert!(err.contains(&busy), "{err}");
+        }
+    }
+    let err = failure(
+        bin()
+            .args(["run", "--resume"])
+            .arg(&out)
+            .args(["--frames", "2000"]),
+    );
+    assert!(err.contains(&busy), "{err}");
+    // The first run saw none of it: still running, its frames in place.
+    assert!(first.try_wait().unwrap().is_none(), "the first run ended");
+    assert!(frames(&out) >= 4);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let at = Checkpoint::read(&out.join(checkpoint::FILE_NAME))
+        .unwrap()
+        .frames();
+    let last = (at + 1).to_string();
+    resume(&out, &["--frames", &last]);
+    assert!(out.join(format!("frame_{last:0>4}.bcc")).is_file());
+}
