@@ -223,28 +223,34 @@ pub struct DirLock {
 }
 
 /// Takes the exclusive advisory lock of directory `dir` (`flock` on an open handle of it), or
-/// fails at once with [`OutputError::Busy`] when another process holds it. On platforms where a
-/// directory cannot be opened as a file (Windows) nothing is locked.
+/// fails at once with [`OutputError::Busy`] when another process holds it. Elsewhere than on unix
+/// nothing is locked.
 pub fn lock_dir(dir: &Path) -> Result<DirLock, OutputError> {
-    let file = match File::open(dir) {
-        Ok(f) => f,
-        Err(_) if cfg!(not(unix)) => return Ok(DirLock { _dir: None }),
-        Err(source) => {
-            return Err(OutputError::Lock {
-                path: dir.to_path_buf(),
-                source,
-            })
-        }
-    };
-    match file.try_lock() {
-        Ok(()) => Ok(DirLock { _dir: Some(file) }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(OutputError::Busy {
-            path: dir.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(OutputError::Lock {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let lock_err = |source| OutputError::Lock {
             path: dir.to_path_buf(),
             source,
-        }),
+        };
+        let file = File::open(dir).map_err(lock_err)?;
+        // SAFETY: `flock` on a descriptor this function owns, open for the call's duration.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(if e.kind() == io::ErrorKind::WouldBlock {
+                OutputError::Busy {
+                    path: dir.to_path_buf(),
+                }
+            } else {
+                lock_err(e)
+            });
+        }
+        Ok(DirLock { _dir: Some(file) })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(DirLock { _dir: None })
     }
 }
 

@@ -1007,14 +1007,25 @@ fn a_directory_in_use_by_a_run_is_refused_to_others() {
     );
     // A long run continuing it (a thousand frames of 540 steps, some 100 s), stopped once the
     // others have been refused.
-    let mut first = bin()
-        .args(["run", "--resume"])
-        .arg(&out)
-        .args(["-q", "--frames", "1000"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Killed when dropped, so that a failed assertion leaves no run writing into a later
+    // test's directory.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = Running(
+        bin()
+            .args(["run", "--resume"])
+            .arg(&out)
+            .args(["-q", "--frames", "1000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let frames = |d: &Path| -> usize {
         std::fs::read_dir(d)
             .unwrap()
@@ -1031,7 +1042,7 @@ fn a_directory_in_use_by_a_run_is_refused_to_others() {
             "the first run wrote no frame"
         );
         assert!(
-            first.try_wait().unwrap().is_none(),
+            first.0.try_wait().unwrap().is_none(),
             "the first run ended early"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -1064,10 +1075,9 @@ fn a_directory_in_use_by_a_run_is_refused_to_others() {
     );
     assert!(err.contains(&busy), "{err}");
     // The first run saw none of it: still running, its frames in place.
-    assert!(first.try_wait().unwrap().is_none(), "the first run ended");
+    assert!(first.0.try_wait().unwrap().is_none(), "the first run ended");
     assert!(frames(&out) >= 4);
-    first.kill().unwrap();
-    first.wait().unwrap();
+    drop(first);
     let at = Checkpoint::read(&out.join(checkpoint::FILE_NAME))
         .unwrap()
         .frames();
