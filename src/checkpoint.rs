@@ -35,7 +35,7 @@
 //!
 //! ```text
 //! magic "YSIMCKPT" | format version u32 | crate version length u32 | crate version (UTF-8)
-//! body length u64 | body | checksum u64 of the body
+//! body length u64 | checksum u64 of all the above | body | checksum u64 of the body
 //! body = sections, each: name length u32 | name (UTF-8) | encoding u8 | item size u32
 //!                        | data length u64 | stored length u64 | stored data
 //! ```
@@ -47,6 +47,8 @@
 //! is exact by construction. The section `meta.json` holds a [`CheckpointMeta`]. A file of
 //! another format or crate version is refused naming both versions (bitwise continuation needs the
 //! same code); a short file, a checksum mismatch or a malformed section is an error, never a panic.
+//! The header has a checksum of its own (from format 4 on, in this place), so a header damaged on
+//! disk is said to be damaged, not taken for another version or for a file cut short.
 //!
 //! Writes go through [`crate::output::write_atomic`] (temporary file, `fsync`, rename), so a run
 //! killed while writing a checkpoint leaves the previous complete one under the final name.
@@ -637,6 +639,9 @@ pub fn encode_with(
     out.extend_from_slice(&(CRATE_VERSION.len() as u32).to_le_bytes());
     out.extend_from_slice(CRATE_VERSION.as_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    let mut h = Checksum::default();
+    h.update(&out);
+    out.extend_from_slice(&h.finish().to_le_bytes());
     out.extend_from_slice(body);
     let mut c = Checksum::default();
     c.update(body);
@@ -728,15 +733,44 @@ impl Checkpoint {
             .get(16..vend)
             .ok_or_else(|| truncated(vend as u64 + 16))?;
         let file_crate = String::from_utf8_lossy(version).into_owned();
+        // The header's own checksum, where every format from 4 on has it: right after the body
+        // length. It tells a header damaged on disk (which would read as another version, or a
+        // body of 10^19 bytes) from a file of another version, and is checked before the body
+        // length is believed.
+        let header_end = vend + 8;
+        let header_sum_ok = u64_at(header_end).is_some_and(|stored| {
+            let mut h = Checksum::default();
+            h.update(&bytes[..header_end]);
+            h.finish() == stored
+        });
         if format != FORMAT_VERSION || file_crate != CRATE_VERSION {
+            // Formats 1 to 3 had no header checksum; a later one with a checksum that does not
+            // match is this format's header damaged, as likely as another version.
+            if !header_sum_ok && !(1..=3).contains(&format) {
+                return Err(CheckpointError::Corrupt {
+                    origin: o(),
+                    message: format!(
+                        "its header is damaged (its checksum does not match): it reads as written by yarnsim {file_crate} (checkpoint format {format})"
+                    ),
+                });
+            }
             return Err(CheckpointError::Version {
                 origin: o(),
                 file_crate,
                 file_format: format,
             });
         }
-        let body_len = u64_at(vend).ok_or_else(|| truncated(vend as u64 + 16))?;
-        let body_start = vend + 8;
+        let body_len = u64_at(vend).ok_or_else(|| truncated(header_end as u64 + 16))?;
+        if u64_at(header_end).is_none() {
+            return Err(truncated(header_end as u64 + 16));
+        }
+        if !header_sum_ok {
+            return Err(CheckpointError::Corrupt {
+                origin: o(),
+                message: "its header is damaged (its checksum does not match; the body length it gives is not to be believed)".into(),
+            });
+        }
+        let body_start = header_end + 8;
         let expected = (body_start as u64)
             .checked_add(body_len)
             .and_then(|x| x.checked_add(8))

@@ -496,9 +496,18 @@ fn resume_after_kill_9() {
     assert!(temps().is_empty(), "{:?}", temps());
 }
 
-/// Header layout: magic, format version, crate version length and text, body length.
+/// Header layout: magic, format version, crate version length and text (this is where they end),
+/// body length, the header's checksum.
 fn header_len(b: &[u8]) -> usize {
     16 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize
+}
+
+/// The header's checksum recomputed, as another version writing its own header would have it.
+fn reseal_header(b: &mut [u8]) {
+    let end = header_len(b) + 8;
+    let mut c = Checksum::default();
+    c.update(&b[..end]);
+    b[end..end + 8].copy_from_slice(&c.finish().to_le_bytes());
 }
 
 #[test]
@@ -516,6 +525,7 @@ fn another_version_is_refused_naming_both() {
         .collect();
     assert_ne!(other, checkpoint::CRATE_VERSION);
     b[16..header_len(&good)].copy_from_slice(other.as_bytes());
+    reseal_header(&mut b);
     std::fs::write(&ckpt, &b).unwrap();
     let err = failure(bin().args(["run", "--resume"]).arg(&out));
     assert!(
@@ -526,6 +536,7 @@ fn another_version_is_refused_naming_both() {
     // Another format version.
     let mut b = good.clone();
     b[8..12].copy_from_slice(&999u32.to_le_bytes());
+    reseal_header(&mut b);
     std::fs::write(&ckpt, &b).unwrap();
     let err = failure(bin().args(["run", "--resume"]).arg(&out));
     assert!(
@@ -533,6 +544,14 @@ fn another_version_is_refused_naming_both() {
             && err.contains(&format!("checkpoint format {}", checkpoint::FORMAT_VERSION)),
         "{err}"
     );
+    // The same bytes changed by damage, not by another version (the header's checksum not
+    // recomputed): the header is said to be damaged. (Before format 4 a header had no checksum,
+    // and this read as a file of format 999.)
+    let mut b = good.clone();
+    b[8..12].copy_from_slice(&999u32.to_le_bytes());
+    std::fs::write(&ckpt, &b).unwrap();
+    let err = failure(bin().args(["run", "--resume"]).arg(&out));
+    assert!(err.contains("corrupt: its header is damaged"), "{err}");
     // Not a checkpoint at all.
     std::fs::write(&ckpt, b"hello, world\n").unwrap();
     let err = failure(bin().args(["run", "--resume"]).arg(&out));
@@ -552,6 +571,19 @@ fn truncated_or_damaged_checkpoints_are_clear_errors() {
         let err = failure(bin().args(["run", "--resume"]).arg(&out));
         assert!(err.contains("truncated"), "cut at {cut}: {err}");
         assert!(err.contains(&format!("the file has {cut}")), "{err}");
+    }
+    // One flipped bit in the body length: the header's checksum says so (it read as a file cut
+    // short of some 10^19 bytes before format 4), and so for every bit of the header past the
+    // magic.
+    let h = header_len(&good);
+    for bit in (8 * 8..8 * (h + 16)).step_by(7) {
+        let mut b = good.clone();
+        b[bit / 8] ^= 1 << (bit % 8);
+        let err = Checkpoint::decode(b, "flipped").unwrap_err().to_string();
+        assert!(
+            err.contains("its header is damaged") || err.contains("version string of"),
+            "bit {bit}: {err}"
+        );
     }
     // One flipped bit in the body: the checksum says so.
     let mut b = good.clone();
@@ -588,7 +620,7 @@ fn damaged_state_with_a_valid_checksum_never_panics() {
     }
     let good = checkpoint::encode(&sim, &scene, &dir, serde_json::Value::Null).unwrap();
     let h = header_len(&good);
-    let body = h + 8..good.len() - 8;
+    let body = h + 16..good.len() - 8;
     let reseal = |b: &mut Vec<u8>| {
         let mut c = Checksum::default();
         c.update(&b[body.clone()]);
