@@ -636,6 +636,62 @@ pub fn sample_curves(curves: &[Curve], per_segment: u32) -> Samples {
     s
 }
 
+/// Among pairs of samples of one yarn closer than `cutoff` in space and at least `from_arc` apart
+/// along it (the shorter way round on a closed yarn), the one nearest along the yarn: its arc
+/// separation, distance and sample indices; `None` when there is no such pair. With `cutoff` the
+/// contact distance 2r and `from_arc` = πr (closer along the yarn, a yarn bent as tightly as it can
+/// bend touches itself), these are the yarn's contacts with itself, and the first is the one a
+/// same-yarn exclusion arc ([`crate::contact`]) hides first as it grows.
+pub fn nearest_self_contact(
+    s: &Samples,
+    from_arc: f64,
+    cutoff: f64,
+) -> Option<(f64, f64, usize, usize)> {
+    use std::collections::HashMap;
+    let key = |p: V3<f64>| {
+        [
+            (p.x / cutoff).floor() as i64,
+            (p.y / cutoff).floor() as i64,
+            (p.z / cutoff).floor() as i64,
+        ]
+    };
+    let mut grid: HashMap<[i64; 3], Vec<usize>> = HashMap::new();
+    for (i, p) in s.pos.iter().enumerate() {
+        grid.entry(key(*p)).or_default().push(i);
+    }
+    let mut best: Option<(f64, f64, usize, usize)> = None;
+    for (i, p) in s.pos.iter().enumerate() {
+        let k = key(*p);
+        let y = s.yarn[i] as usize;
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for dz in -1..=1 {
+                    let Some(list) = grid.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) else {
+                        continue;
+                    };
+                    for &j in list {
+                        if j <= i || s.yarn[j] as usize != y {
+                            continue;
+                        }
+                        let mut arc = (s.arc[i] - s.arc[j]).abs();
+                        if s.closed[y] {
+                            arc = arc.min(s.length[y] - arc);
+                        }
+                        if arc < from_arc || best.is_some_and(|b| b.0 <= arc) {
+                            continue;
+                        }
+                        let d = (s.pos[j] - *p).norm();
+                        if d < cutoff {
+                            best = Some((arc, d, i, j));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
 /// Smallest distance between samples of the curves that are not neighbours along the yarn: samples
 /// on different yarns, or on the same yarn more than `exclusion_arc` apart in arc length (the shorter
 /// way round for closed yarns). Pairs farther than `cutoff` are not examined; if none is closer the

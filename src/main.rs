@@ -794,9 +794,19 @@ fn run(mut a: RunArgs) -> Result<()> {
                 scene_path.display()
             )
         })?,
-        (None, Some((build, pins))) => Sim::from_build(&scene, &build, &pins)
-            .and_then(|sim| sim.check_start(&build).map(|()| sim))
-            .with_context(|| format!("setting up the simulation of {}", scene_path.display()))?,
+        (None, Some((build, pins))) => {
+            let sim = Sim::from_build(&scene, &build, &pins)
+                .and_then(|sim| sim.check_start(&build).map(|()| sim))
+                .with_context(|| {
+                    format!("setting up the simulation of {}", scene_path.display())
+                })?;
+            if scene.contact.model != ContactModel::None {
+                if let Some(hidden) = sim.hidden_self_contact() {
+                    eprintln!("warning: {hidden}");
+                }
+            }
+            sim
+        }
         (None, None) => unreachable!("the cloth is built unless resuming"),
     };
     // One device for the relaxation, the step and the capture.

@@ -228,6 +228,39 @@ impl std::fmt::Display for PassThroughPlace {
     }
 }
 
+/// A contact of a yarn with itself that `contact.exclusion_arc` hides ([`Sim::hidden_self_contact`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HiddenSelfContact {
+    /// The yarn (0-based, in scene order).
+    pub yarn: usize,
+    /// Where its two parts are along it (cm from its start).
+    pub at: [f64; 2],
+    /// How far apart they are along it (the shorter way round a closed yarn) and in space (cm).
+    pub arc: f64,
+    pub distance: f64,
+    pub exclusion_arc: f32,
+    pub radius: f32,
+}
+
+impl std::fmt::Display for HiddenSelfContact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.radius as f64;
+        write!(
+            f,
+            "contact.exclusion_arc = {} cm hides contacts of a yarn with itself: yarn {} touches itself at {:.3} and {:.3} cm along it ({:.4} cm apart, closer than 2r = {:.4} cm), {:.3} cm apart along it, within the exclusion arc, so there is no contact there and its loops may pass through each other; set contact.exclusion_arc below {:.3} cm (and at least πr = {:.3} cm)",
+            self.exclusion_arc,
+            self.yarn,
+            self.at[0],
+            self.at[1],
+            self.distance,
+            2.0 * r,
+            self.arc,
+            self.arc,
+            std::f64::consts::PI * r
+        )
+    }
+}
+
 /// Step parameters, taken from the scene with the seed's defaults; public so tests and tools may tune
 /// the solver knobs that are not scene fields.
 #[derive(Clone, Debug)]
@@ -1170,6 +1203,34 @@ impl Sim {
     pub fn check_start(&self, build: &crate::scene::ClothBuild) -> Result<(), SimError> {
         self.check_starts_clear()?;
         self.check_no_coincident_yarns(&build.piece_first_point)
+    }
+
+    /// The first contact of a yarn with itself that `contact.exclusion_arc` hides as the cloth
+    /// starts, if any: two parts of one yarn closer than 2r in space, more than πr apart along it
+    /// (closer, a yarn bent as tightly as it can bend touches itself: no contact), but less than
+    /// the exclusion arc, within which contact is off ([`crate::contact`]). A generated knit's
+    /// nearest such parts are about 21r apart along the yarn (a loop's legs where they cross the
+    /// head of the loop below), so the default exclusion (8r) hides none; an exclusion arc set in
+    /// the wrong unit (10 for 10 mm) hides them all, and the knit's loops pass through each other
+    /// with nothing else to say so. Samples 4 points a segment, hashed in cells of 2r: linear in the
+    /// cloth's size. Meaningless with `contact.model = "none"`, which the caller knows.
+    pub fn hidden_self_contact(&self) -> Option<HiddenSelfContact> {
+        let r = self.params.radius as f64;
+        let exclusion = self.base_params.exclusion_arc as f64;
+        if exclusion <= std::f64::consts::PI * r {
+            return None;
+        }
+        let samples = crate::knit::sample_curves(&self.topo.curves(&self.pos), 4);
+        let (arc, distance, i, j) =
+            crate::knit::nearest_self_contact(&samples, std::f64::consts::PI * r, 2.0 * r)?;
+        (arc < exclusion).then(|| HiddenSelfContact {
+            yarn: samples.yarn[i] as usize,
+            at: [samples.arc[i], samples.arc[j]],
+            arc,
+            distance,
+            exclusion_arc: self.base_params.exclusion_arc,
+            radius: self.params.radius,
+        })
     }
 
     /// Whether the cloth starts clear of the scene's solids: no control point whose yarn axis is

@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use yarnsim::scene::{
     build_curves, ClothPiece, ClothSource, ContactModel, Keyframe, Obstacle, Pattern, Scene,
 };
@@ -1046,4 +1049,41 @@ fn a_cloth_piece_given_twice_in_one_place_is_an_error() {
         }
         other => panic!("{other}"),
     }
+}
+
+/// `contact.exclusion_arc` set so large that it hides contacts of a yarn with itself (a value in
+/// the wrong unit: 10 for 10 mm) is found where the run starts (`Sim::hidden_self_contact`) and
+/// `yarnsim run` warns, naming the nearest such contact along the yarn: in the tiny swatch the
+/// legs of a loop crossing the head of the loop below, 2.59 cm (20.7 r) apart along the yarn and
+/// closer than 2r in space. The default (1 cm, 8r) and any value up to that hide nothing; nor
+/// does anything at or below π r, where a yarn bent as tightly as it can is what touches.
+#[test]
+fn an_exclusion_arc_that_hides_self_contacts_is_reported() {
+    let with = |x: &str| fixture::scene_sim("tiny", &[&format!("contact.exclusion_arc={x}")], 0);
+    for x in ["0.4", "1.0", "2.5"] {
+        assert_eq!(with(x).hidden_self_contact(), None, "exclusion_arc = {x}");
+    }
+    for x in ["2.6", "10"] {
+        let h = with(x).hidden_self_contact().expect(x);
+        let r = 0.125;
+        assert_eq!(h.yarn, 0);
+        assert!(h.distance < 2.0 * r, "{h:?}");
+        assert!(h.arc > 2.5 && h.arc < 2.6, "{h:?}");
+        assert!(((h.at[1] - h.at[0]).abs() - h.arc).abs() < 1e-9, "{h:?}");
+        assert_eq!(h.exclusion_arc.to_string(), x);
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+        .args(["run", "scenes/tiny.toml", "-q", "--frames", "1"])
+        .args(["--set", "relax.time=0", "--set", "simulation.fps=1620"])
+        .args(["--set", "contact.exclusion_arc=10"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.starts_with("warning: contact.exclusion_arc = 10 cm hides contacts of a yarn with itself: yarn 0 touches itself at")
+            && err.contains("set contact.exclusion_arc below 2.593 cm"),
+        "{err}"
+    );
 }
