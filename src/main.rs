@@ -492,8 +492,25 @@ fn error_report(e: &anyhow::Error) -> String {
         }
         last = words;
     }
+    // A step that failed for want of a smaller time step may have failed for a stiffness set far
+    // from its default (in range, so the scene was taken): name those too.
+    if let Some(values) = FAR_FROM_DEFAULTS.get().filter(|v| !v.is_empty()) {
+        if report.contains("simulation.dt") {
+            report.push_str(&format!(
+                "\nnote: the scene sets {} ({STIFF_FACTOR}× or more from the default's stiffness): the time step may be too long for {}",
+                values.join(", "),
+                if values.len() > 1 { "these" } else { "that" }
+            ));
+        }
+    }
     report
 }
+
+/// [`Scene::far_from_defaults`] of the scene a command runs, for [`error_report`].
+static FAR_FROM_DEFAULTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// How far from its default a stiffness is named by [`error_report`].
+const STIFF_FACTOR: f64 = 100.0;
 
 /// A loaded scene with its overrides applied, and the cloth built from it.
 struct Loaded {
@@ -508,6 +525,7 @@ struct Loaded {
 fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     let mut scene = Scene::load(path)?;
     scene.apply_sets(sets)?;
+    let _ = FAR_FROM_DEFAULTS.set(scene.far_from_defaults(STIFF_FACTOR));
     let dir = path.parent().unwrap_or(Path::new("."));
     // The file and the line of the table an error is about (`tiny.toml:7` for `pin.0`): these
     // errors are raised after the file is read, and know the key but not the line.

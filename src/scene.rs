@@ -850,6 +850,62 @@ impl Scene {
         Ok(scene)
     }
 
+    /// The values that make a scene's forces stiffer than the defaults do by more than `factor`,
+    /// as `key = value (default D)`: `contact.stiffness`, `yarn.bending_stiffness`,
+    /// `yarn.twisting_stiffness` and gravity's magnitude above `factor` times their defaults, and
+    /// `yarn.linear_density` below its default over `factor` (a lighter yarn is a stiffer one for
+    /// the same forces). A step that fails for want of a smaller `simulation.dt` names these too:
+    /// they are in range, and each may be what a step of that size cannot take.
+    pub fn far_from_defaults(&self, factor: f64) -> Vec<String> {
+        let d = Scene::default();
+        let (dy, ds) = (&d.yarn, &d.simulation);
+        let norm = |g: [f32; 3]| g.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+        let mut out = Vec::new();
+        let mut above = |key: &str, value: f64, default: f64, shown: String| {
+            if value > factor * default {
+                out.push(format!("{key} = {shown} (default {default})"));
+            }
+        };
+        let c = &self.contact;
+        above(
+            "contact.stiffness",
+            c.stiffness as f64,
+            d.contact.stiffness as f64,
+            shown(c.stiffness as f64),
+        );
+        let y = &self.yarn;
+        let b = y.bending_stiffness;
+        above(
+            "yarn.bending_stiffness",
+            b as f64,
+            dy.bending_stiffness as f64,
+            shown(b as f64),
+        );
+        let t = y.twisting_stiffness;
+        above(
+            "yarn.twisting_stiffness",
+            t as f64,
+            dy.twisting_stiffness as f64,
+            shown(t as f64),
+        );
+        let g = self.simulation.gravity;
+        above(
+            "simulation.gravity",
+            norm(g),
+            norm(ds.gravity),
+            format!("{g:?} (magnitude {:.4e})", norm(g)),
+        );
+        let rho = y.linear_density as f64;
+        if rho * factor < dy.linear_density as f64 {
+            out.push(format!(
+                "yarn.linear_density = {} (default {})",
+                shown(rho),
+                dy.linear_density
+            ));
+        }
+        out
+    }
+
     /// Checks every value's range and the consistency between values (the same rules `load` applies);
     /// for scenes built in code. The error has no file, so it reports line 0 in `<scene>`.
     pub fn validate(&self) -> Result<(), SceneError> {

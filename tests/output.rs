@@ -812,3 +812,42 @@ fn errors_of_building_the_cloth_name_their_line() {
         "{err}"
     );
 }
+
+/// A step that fails for want of a smaller `simulation.dt` names the stiffnesses the scene sets far
+/// from their defaults (in range, so the scene was taken, and each a likely reason): here
+/// `contact.stiffness = 1e12` (default 3500) and a yarn 3,000 times lighter than the default.
+/// Every scene in `scenes/` sets none.
+#[test]
+fn a_failed_step_names_stiffnesses_far_from_their_defaults() {
+    let out = bin()
+        .args(["run", "scenes/tiny.toml", "-q", "--frames", "1"])
+        .args([
+            "--set",
+            "contact.stiffness=1e12",
+            "--set",
+            "yarn.linear_density=1e-6",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("try a smaller simulation.dt"), "{err}");
+    assert!(
+        err.contains("\nnote: the scene sets contact.stiffness = 1e12 (default 3500), yarn.linear_density = 1e-6 (default 0.003) (100× or more from the default's stiffness)"),
+        "{err}"
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let scene = yarnsim::scene::Scene::load(&path).unwrap();
+            assert_eq!(
+                scene.far_from_defaults(100.0),
+                Vec::<String>::new(),
+                "{}",
+                path.display()
+            );
+        }
+    }
+}
