@@ -647,58 +647,32 @@ pub fn nearest_self_contact(
     from_arc: f64,
     cutoff: f64,
 ) -> Option<(f64, f64, usize, usize)> {
-    use std::collections::HashMap;
-    let key = |p: V3<f64>| {
-        [
-            (p.x / cutoff).floor() as i64,
-            (p.y / cutoff).floor() as i64,
-            (p.z / cutoff).floor() as i64,
-        ]
-    };
-    let mut grid: HashMap<[i64; 3], Vec<usize>> = HashMap::new();
-    for (i, p) in s.pos.iter().enumerate() {
-        grid.entry(key(*p)).or_default().push(i);
-    }
     let mut best: Option<(f64, f64, usize, usize)> = None;
-    for (i, p) in s.pos.iter().enumerate() {
-        let k = key(*p);
+    close_pairs(s, cutoff, |i, j| {
         let y = s.yarn[i] as usize;
-        for dx in -1..=1 {
-            for dy in -1..=1 {
-                for dz in -1..=1 {
-                    let Some(list) = grid.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) else {
-                        continue;
-                    };
-                    for &j in list {
-                        if j <= i || s.yarn[j] as usize != y {
-                            continue;
-                        }
-                        let mut arc = (s.arc[i] - s.arc[j]).abs();
-                        if s.closed[y] {
-                            arc = arc.min(s.length[y] - arc);
-                        }
-                        if arc < from_arc || best.is_some_and(|b| b.0 <= arc) {
-                            continue;
-                        }
-                        let d = (s.pos[j] - *p).norm();
-                        if d < cutoff {
-                            best = Some((arc, d, i, j));
-                        }
-                    }
-                }
-            }
+        if s.yarn[j] as usize != y {
+            return;
         }
-    }
+        let mut arc = (s.arc[i] - s.arc[j]).abs();
+        if s.closed[y] {
+            arc = arc.min(s.length[y] - arc);
+        }
+        if arc < from_arc || best.is_some_and(|b| b.0 <= arc) {
+            return;
+        }
+        let d = (s.pos[j] - s.pos[i]).norm();
+        if d < cutoff {
+            best = Some((arc, d, i, j));
+        }
+    });
     best
 }
 
-/// Smallest distance between samples of the curves that are not neighbours along the yarn: samples
-/// on different yarns, or on the same yarn more than `exclusion_arc` apart in arc length (the shorter
-/// way round for closed yarns). Pairs farther than `cutoff` are not examined; if none is closer the
-/// result is `cutoff`. Returns the distance and the two sample indices.
-pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usize, usize) {
+/// Calls `f(i, j)` for every pair of samples `i < j` in neighbouring cells of a grid of `cell`
+/// wide cells (every pair closer than `cell`, and some farther), `i` ascending, then the cells in
+/// a fixed order.
+fn close_pairs(s: &Samples, cell: f64, mut f: impl FnMut(usize, usize)) {
     use std::collections::HashMap;
-    let cell = cutoff;
     let key = |p: V3<f64>| {
         [
             (p.x / cell).floor() as i64,
@@ -710,7 +684,6 @@ pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usi
     for (i, p) in s.pos.iter().enumerate() {
         grid.entry(key(*p)).or_default().push(i);
     }
-    let mut best = (cutoff, usize::MAX, usize::MAX);
     for (i, p) in s.pos.iter().enumerate() {
         let k = key(*p);
         for dx in -1..=1 {
@@ -719,21 +692,29 @@ pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usi
                     let Some(list) = grid.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) else {
                         continue;
                     };
-                    for &j in list {
-                        if j <= i {
-                            continue;
-                        }
-                        if s.neighbours_along_yarn(i, j, exclusion_arc) {
-                            continue;
-                        }
-                        let d = (s.pos[j] - *p).norm();
-                        if d < best.0 {
-                            best = (d, i, j);
-                        }
+                    for &j in list.iter().filter(|&&j| j > i) {
+                        f(i, j);
                     }
                 }
             }
         }
     }
+}
+
+/// Smallest distance between samples of the curves that are not neighbours along the yarn: samples
+/// on different yarns, or on the same yarn more than `exclusion_arc` apart in arc length (the shorter
+/// way round for closed yarns). Pairs farther than `cutoff` are not examined; if none is closer the
+/// result is `cutoff`. Returns the distance and the two sample indices.
+pub fn min_separation(s: &Samples, exclusion_arc: f64, cutoff: f64) -> (f64, usize, usize) {
+    let mut best = (cutoff, usize::MAX, usize::MAX);
+    close_pairs(s, cutoff, |i, j| {
+        if s.neighbours_along_yarn(i, j, exclusion_arc) {
+            return;
+        }
+        let d = (s.pos[j] - s.pos[i]).norm();
+        if d < best.0 {
+            best = (d, i, j);
+        }
+    });
     best
 }
