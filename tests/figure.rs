@@ -159,10 +159,15 @@ fn the_step_places_the_parts_with_both_ends_velocities() {
     let (before, after) = (f.parts(t - h), f.parts(t));
     assert_eq!(sim.obstacles.len(), PART_NAMES.len());
     let obstacles = scene.obstacles_at(t);
+    // The yarn, 100 cm out along x, is simulated about a local origin (`Sim::origin`): the
+    // simulation's obstacles are the scene's less it.
+    let origin = sim.origin();
+    assert_eq!(origin, [104.0, 0.0, 0.0]);
     for (i, o) in sim.obstacles.iter().enumerate() {
-        for k in 0..3 {
-            assert!((o.a[k] - after[i].a[k]).abs() < 1e-4, "{}", PART_NAMES[i]);
-            assert!((o.b[k] - after[i].b[k]).abs() < 1e-4, "{}", PART_NAMES[i]);
+        for (k, shift) in origin.iter().enumerate() {
+            let (a, b) = (o.a[k] + shift, o.b[k] + shift);
+            assert!((a - after[i].a[k]).abs() < 1e-4, "{}", PART_NAMES[i]);
+            assert!((b - after[i].b[k]).abs() < 1e-4, "{}", PART_NAMES[i]);
             let va = (after[i].a[k] - before[i].a[k]) as f64 / h;
             let vb = (after[i].b[k] - before[i].b[k]) as f64 / h;
             // f32 positions differenced over one step: ~1e-5 cm / 6e-5 s.
