@@ -815,9 +815,25 @@ fn run(mut a: RunArgs) -> Result<()> {
         (None, Some((build, pins))) => {
             let sim = Sim::from_build(&scene, &build, &pins)
                 .and_then(|sim| sim.check_start(&build).map(|()| sim))
+                .map_err(|e| {
+                    let source = e.build_yarn().and_then(|y| build.yarn_source(y));
+                    let e = anyhow::Error::new(e);
+                    match source {
+                        Some(source) => e.context(source),
+                        None => e,
+                    }
+                })
                 .with_context(|| {
                     format!("setting up the simulation of {}", scene_path.display())
                 })?;
+            let (far, _) = yarnsim::sim::largest_coordinate(&sim.world_pos());
+            let spacing = yarnsim::sim::f32_spacing(far);
+            if spacing >= 0.01 * scene.yarn.radius {
+                eprintln!(
+                    "warning: the cloth reaches {far:e} cm from the scene's origin, where f32 coordinates (the scene's, and a BCC file's) are {spacing:e} cm apart, {:.3} of the yarn radius: its shape is rounded to that as it starts (the simulation then runs about a local origin, at full precision)",
+                    spacing / scene.yarn.radius
+                );
+            }
             if scene.contact.model != ContactModel::None {
                 if let Some(hidden) = sim.hidden_self_contact() {
                     eprintln!("warning: {hidden}");

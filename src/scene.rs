@@ -1424,6 +1424,42 @@ pub struct ClothBuild {
     pub seam_ties: Vec<usize>,
 }
 
+impl ClothBuild {
+    /// Where yarn `yarn` (0-based over the scene, as the simulation numbers yarns) comes from, in
+    /// words: `cloth.N`, and for a BCC piece the file, the curve in it and how its control points
+    /// relate to the file's (errors about a yarn's points name them as the simulation holds them).
+    pub fn yarn_source(&self, yarn: usize) -> Option<String> {
+        let first_point: usize = self
+            .curves
+            .get(..yarn)?
+            .iter()
+            .map(|c| c.points.len())
+            .sum();
+        let piece = self
+            .piece_first_point
+            .iter()
+            .rposition(|&p| p as usize <= first_point)?
+            .min(self.piece_first_point.len().saturating_sub(2));
+        match self.imports.iter().find(|i| i.piece == piece) {
+            Some(im) => {
+                let points = match (im.report.curve_type.as_str(), self.curves[yarn].closed) {
+                    ("PL", false) => ": its control point k is the file's point k − 1 (an open PL curve gains an end handle at each end)",
+                    ("BS", _) => ": its control points are the file's B-spline subdivided",
+                    _ => ": its control points are the file's",
+                };
+                Some(format!(
+                    "yarn {yarn} is curve {} of {} (cloth.{piece}){points}",
+                    yarn - im.first_curve,
+                    im.path.display()
+                ))
+            }
+            None => Some(format!(
+                "yarn {yarn} is of cloth.{piece}, a generated piece"
+            )),
+        }
+    }
+}
+
 /// The import report of one BCC piece.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PieceImport {
@@ -1581,6 +1617,22 @@ pub fn build_curves(scene: &Scene, scene_dir: &Path) -> Result<ClothBuild, Scene
                     curves: curves.len(),
                 });
                 let curves: Vec<Curve> = curves.into_iter().map(|c| xf.apply(c)).collect();
+                // The file's points are finite (the reader checks); its units, `scale`, `rotate`
+                // and `translate` can still take one past f32 (`units = "m"` on coordinates above
+                // 3.4e36 m), which the spacing below would only call "not positive".
+                for (ci, c) in curves.iter().enumerate() {
+                    if let Some(k) = c
+                        .points
+                        .iter()
+                        .position(|p| !p.iter().all(|x| x.is_finite()))
+                    {
+                        return Err(cloth_err(format!(
+                            "{}: curve {ci}, control point {k} is {:?} once placed (the file's coordinates in cm, then scale, rotate and translate): past what an f32 holds",
+                            full.display(),
+                            c.points[k]
+                        )));
+                    }
+                }
                 let points: usize = curves.iter().map(|c| c.points.len()).sum();
                 if points == 0 {
                     return Err(cloth_err(format!(

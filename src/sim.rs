@@ -87,6 +87,15 @@ pub enum SimError {
     },
     #[error("pinned control point {point} does not exist (the scene has {count} control points)")]
     PinOutOfRange { point: u32, count: usize },
+    #[error("yarn {yarn}, control point {local} lies {distance:e} cm from the scene's origin, where f32 coordinates are {spacing:e} cm apart ({} yarn radii, r = {radius} cm): the yarn's shape cannot be held there; bring the cloth within {within:e} cm of the origin (cloth.N.translate, or the BCC file's units)", ratio_text(spacing / radius))]
+    TooFar {
+        yarn: usize,
+        local: usize,
+        distance: f32,
+        spacing: f32,
+        radius: f32,
+        within: f32,
+    },
     #[error("damping blocks are given for {given} control points, but the scene has {count}")]
     DampingBlocks { given: usize, count: usize },
     #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local} of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses")]
@@ -638,6 +647,23 @@ pub struct Sim {
     obstacles_held: bool,
 }
 
+impl SimError {
+    /// The yarn an error found while building a simulation is about (its curves' topology, its
+    /// rod, its coordinates), to say where that yarn comes from ([`crate::scene::ClothBuild::yarn_source`]).
+    pub fn build_yarn(&self) -> Option<usize> {
+        match self {
+            SimError::Topology(
+                TopologyError::TooFewPoints { yarn, .. }
+                | TopologyError::NotFinite { yarn, .. }
+                | TopologyError::ZeroEdge { yarn, .. },
+            )
+            | SimError::Rod(RodError::FoldedBack { yarn, .. } | RodError::ZeroEdge { yarn, .. })
+            | SimError::TooFar { yarn, .. } => Some(*yarn),
+            _ => None,
+        }
+    }
+}
+
 fn param_err(key: &'static str, value: impl std::fmt::Display, message: &'static str) -> SimError {
     SimError::Parameter {
         key,
@@ -927,6 +953,63 @@ pub fn local_origin(pos: &[[f32; 4]]) -> [f32; 3] {
     }
 }
 
+/// A ratio as an error shows it: two decimals, or exponent form past a thousand.
+fn ratio_text(r: f32) -> String {
+    if r < 1000.0 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.1e}")
+    }
+}
+
+/// The spacing of f32 numbers at `x` (cm): the ulp of `|x|`.
+pub fn f32_spacing(x: f32) -> f32 {
+    let a = x.abs();
+    f32::from_bits(a.to_bits() + 1) - a
+}
+
+/// The largest coordinate (by magnitude) of the control points `pos`, and its point index.
+pub fn largest_coordinate(pos: &[[f32; 4]]) -> (f32, usize) {
+    pos.iter()
+        .enumerate()
+        .map(|(i, p)| (p[0].abs().max(p[1].abs()).max(p[2].abs()), i))
+        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a })
+}
+
+/// The coarsest f32 spacing at which a yarn's shape is still held, as a fraction of its radius:
+/// where coordinates are spaced wider than a quarter radius (beyond 2.6 km at r = 0.125 cm) a
+/// loop's control points move by up to an eighth of the radius when they are rounded, and the
+/// contact's closest distances by as much; a cloth there is refused ([`SimError::TooFar`]).
+pub const COARSEST_SPACING: f32 = 0.25;
+
+/// Refuses control points so far from the scene's origin that f32 cannot hold the yarn's shape
+/// there ([`COARSEST_SPACING`]); nearer, [`local_origin`] keeps the simulation's own precision.
+fn check_coordinates(topo: &Topology, pos: &[[f32; 4]], radius: f32) -> Result<(), SimError> {
+    let (distance, point) = largest_coordinate(pos);
+    let spacing = f32_spacing(distance);
+    if spacing < COARSEST_SPACING * radius {
+        return Ok(());
+    }
+    // The largest power of two below which the spacing stays under the bound.
+    let mut within = 1.0f32;
+    while f32_spacing(2.0 * within) < COARSEST_SPACING * radius && within < 1e30 {
+        within *= 2.0;
+    }
+    let yarn = topo
+        .yarns
+        .iter()
+        .rposition(|y| y.first_point as usize <= point)
+        .unwrap_or(0);
+    Err(SimError::TooFar {
+        yarn,
+        local: point - topo.yarns.get(yarn).map_or(0, |y| y.first_point as usize),
+        distance,
+        spacing,
+        radius,
+        within: 2.0 * within,
+    })
+}
+
 /// Offset of a keyframed obstacle at time `t`: linear interpolation, held constant outside the keys.
 pub fn keyframe_offset(keys: &[Keyframe], t: f64) -> [f32; 3] {
     keyframe_offsets(keys, t).0
@@ -989,6 +1072,7 @@ impl Sim {
     ) -> Result<Sim, SimError> {
         let params = params_from_scene(scene)?;
         let (topo, mut pos) = Topology::from_curves(curves)?;
+        check_coordinates(&topo, &pos, params.radius)?;
         let origin = local_origin(&pos);
         let shift = |p: &mut [f32; 4]| {
             for (x, c) in p.iter_mut().zip(origin) {

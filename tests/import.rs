@@ -460,3 +460,74 @@ fn a_model_at_its_fitted_radius_does_not_blow_apart() {
     assert!(speeds[1] < 1e-3, "{speeds:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A BCC file's bad geometry is named by its file and curve where the simulation finds it: a
+/// repeated point of curve 1 (the simulation's yarn 1: "yarn 1 is curve 1 of FILE (cloth.0)"),
+/// and a cloth so far from the origin that f32 cannot hold a yarn's shape (at 10⁶ cm coordinates
+/// are 0.0625 cm apart, half the radius: refused, naming how near it must be; at 10⁵ cm, 0.0078
+/// cm: a warning, and the run goes on about a local origin).
+#[test]
+fn bad_bcc_geometry_names_the_file_and_curve() {
+    let dir = temp_dir("import", "bad-geometry");
+    let swatch = export_generated(&dir, "ok.bcc", Pattern::Stockinette, 0.125);
+    let run = |name: &str, curves: &[Curve]| {
+        yarnsim::bcc::write(&dir.join(name), curves).unwrap();
+        let scene = dir.join("s.toml");
+        std::fs::write(
+            &scene,
+            format!("[[cloth]]\nsource.bcc = {{ path = \"{name}\" }}\n"),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+            .arg("run")
+            .arg(&scene)
+            .args(["-q", "--frames", "1", "--set", "relax.time=0"])
+            .args(["--set", "simulation.fps=1620"])
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Two curves: the swatch, and the swatch moved aside with its point 7 repeated.
+    let mut second = swatch[0].clone();
+    for p in &mut second.points {
+        p[2] += 5.0;
+    }
+    second.points.insert(8, second.points[7]);
+    let (ok, err) = run("repeated.bcc", &[swatch[0].clone(), second]);
+    assert!(!ok, "{err}");
+    let file = dir.join("repeated.bcc");
+    assert!(
+        err.contains(&format!(
+            "yarn 1 is curve 1 of {} (cloth.0): its control points are the file's",
+            file.display()
+        )) && err.contains("yarn 1: control points 7 and 8 coincide"),
+        "{err}"
+    );
+    let moved = |by: f32| -> Vec<Curve> {
+        let mut c = swatch.clone();
+        for p in c.iter_mut().flat_map(|c| c.points.iter_mut()) {
+            p[0] += by;
+        }
+        c
+    };
+    let (ok, err) = run("far.bcc", &moved(1e6));
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("is curve 0 of")
+            && err.contains("cm from the scene's origin, where f32 coordinates are 6.25e-2 cm apart (0.50 yarn radii")
+            && err.contains("bring the cloth within 2.62144e5 cm of the origin"),
+        "{err}"
+    );
+    let (ok, err) = run("nearer.bcc", &moved(1e5));
+    assert!(ok, "{err}");
+    assert!(
+        err.starts_with("warning: the cloth reaches 1.0")
+            && err.contains(
+                "where f32 coordinates (the scene's, and a BCC file's) are 7.8125e-3 cm apart"
+            ),
+        "{err}"
+    );
+}
