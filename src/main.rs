@@ -1394,6 +1394,28 @@ fn table(a: TableArgs) -> Result<()> {
     } else {
         a.scenes.clone()
     };
+    // Every scene read and built before any is measured (each may take hours), so a bad last one
+    // fails at once, not after the others' work.
+    let loaded = scenes
+        .iter()
+        .map(|path| load(path, &a.sets))
+        .collect::<Result<Vec<_>>>()?;
+    // The JSON never replaces what the table reads.
+    if let Some(p) = &a.json {
+        let inputs = scenes
+            .iter()
+            .cloned()
+            .chain(a.from.iter().map(|d| d.join(checkpoint::FILE_NAME)));
+        for input in inputs {
+            if same_file(p, &input) {
+                bail!(
+                    "--json {}: that is {}, which the table reads",
+                    p.display(),
+                    input.display()
+                );
+            }
+        }
+    }
     let opts = yarnsim::table::TableOptions {
         steps: a.steps,
         warmup: a.warmup,
@@ -1472,8 +1494,7 @@ fn table(a: TableArgs) -> Result<()> {
         }
         Ok(t)
     };
-    for path in &scenes {
-        let l = load(path, &a.sets)?;
+    for (path, l) in scenes.iter().zip(&loaded) {
         let name = path.file_stem().map_or_else(
             || path.display().to_string(),
             |s| s.to_string_lossy().into(),
@@ -1741,6 +1762,23 @@ fn old_outputs(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> 
     Ok(found)
 }
 
+/// Whether two paths name one file: the same file where both exist (links followed), else the
+/// same name in the same directory.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(x), Ok(y)) = (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        return x == y;
+    }
+    a.file_name() == b.file_name()
+        && same_dir(
+            a.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+            b.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        )
+}
+
 /// Whether two paths name one directory: the same directory where both exist, else the same path
 /// once `.` components are dropped (`./out` and `out`, before the run makes it).
 fn same_dir(a: &Path, b: &Path) -> bool {
@@ -1870,7 +1908,13 @@ impl StatsFile {
         let mut line = serde_json::to_vec(st)?;
         line.push(b'\n');
         self.text.extend_from_slice(&line);
-        yarnsim::output::write_bytes_atomic(&self.path, &self.text)
+        // A stream (`--stats /dev/stdout`, a pipe) takes each record once, as it comes.
+        let all = if yarnsim::output::is_stream(&self.path) {
+            &line
+        } else {
+            &self.text
+        };
+        yarnsim::output::write_bytes_atomic(&self.path, all)
             .with_context(|| format!("writing stats file {}", self.path.display()))
     }
 }
@@ -2091,6 +2135,20 @@ fn write_matrices(
 }
 
 fn render(a: RenderArgs) -> Result<()> {
+    // The image never replaces what it is drawn from: the state, its balls, the scene.
+    let balls = a.state.file_stem().map(|stem| {
+        a.state
+            .with_file_name(format!("{}_balls.csv", stem.to_string_lossy()))
+    });
+    for input in std::iter::once(&a.state).chain(&balls).chain(&a.scene) {
+        if same_file(&a.out, input) {
+            bail!(
+                "--out {}: that is {}, which the image is drawn from",
+                a.out.display(),
+                input.display()
+            );
+        }
+    }
     let scene = match &a.scene {
         // `yarn.radius = "auto"` is fitted to the scene's own cloth, as a run would.
         Some(p) => Some(match Scene::load(p)? {

@@ -9,6 +9,9 @@
 //! writing, flushing or renaming; or the writer closure panics) the temporary file is removed and the
 //! final name is left as it was.
 //!
+//! A path naming a symbolic link to a file writes that file (the link stays); one naming a device,
+//! a pipe or a socket (`/dev/null`) is written in place, not replaced.
+//!
 //! The directory itself is not flushed after the rename: after a power loss the rename may be undone
 //! (the final name then holds the previous file, or nothing), but never a partial file.
 //!
@@ -56,6 +59,13 @@ pub enum OutputError {
         #[source]
         source: io::Error,
     },
+    /// A device, pipe or socket written in place ([`write_atomic`]).
+    #[error("{}: writing failed: {source}", path.display())]
+    InPlace {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// [`lock_dir`]: another process holds the directory.
     #[error("{}: another yarnsim run is writing into this directory; wait for it to end, or give another directory", path.display())]
     Busy { path: PathBuf },
@@ -75,6 +85,7 @@ impl OutputError {
             OutputError::NoFileName { path }
             | OutputError::Busy { path }
             | OutputError::Lock { path, .. }
+            | OutputError::InPlace { path, .. }
             | OutputError::Create { path, .. }
             | OutputError::Write { path, .. }
             | OutputError::Sync { path, .. }
@@ -87,6 +98,7 @@ impl OutputError {
         match self {
             OutputError::NoFileName { .. } | OutputError::Busy { .. } => None,
             OutputError::Lock { source, .. }
+            | OutputError::InPlace { source, .. }
             | OutputError::Create { source, .. }
             | OutputError::Write { source, .. }
             | OutputError::Sync { source, .. }
@@ -132,6 +144,52 @@ pub fn temp_target(name: &str) -> Option<&str> {
     (digits(n) && digits(pid) && !base.is_empty()).then_some(base)
 }
 
+/// What a path to be written names, which decides how it is written.
+enum Target {
+    /// Nothing yet, a regular file, a directory (whose rename fails, naming it), or a link to
+    /// nothing: written atomically there.
+    Plain,
+    /// A symbolic link to a file: that file is written atomically, the link kept (a rename over
+    /// the link's own name would put a file in its place).
+    Linked(PathBuf),
+    /// A device, a pipe or a socket (`/dev/null`, `/dev/stdout`): written in place, for a rename
+    /// over it would replace the device node with a file (`table --json /dev/null`, run as root,
+    /// did).
+    Special,
+}
+
+/// Whether `path` names a device, a pipe or a socket (`/dev/stdout`), which [`write_atomic`]
+/// writes in place: each write goes out as it is, after what went before, not over it.
+pub fn is_stream(path: &Path) -> bool {
+    matches!(target_of(path), Target::Special)
+}
+
+fn target_of(path: &Path) -> Target {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => Target::Special,
+        Ok(m) if m.is_file() && path.is_symlink() => match std::fs::canonicalize(path) {
+            Ok(to) => Target::Linked(to),
+            Err(_) => Target::Plain,
+        },
+        _ => Target::Plain,
+    }
+}
+
+/// [`write_atomic`] of a device, pipe or socket: opened for writing as it is (never created or
+/// truncated) and written.
+fn write_in_place<F>(path: &Path, write: F) -> Result<(), OutputError>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    let err = |source| OutputError::InPlace {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::options().write(true).open(path).map_err(err)?;
+    let mut w = BufWriter::new(file);
+    write(&mut w).and_then(|()| w.flush()).map_err(err)
+}
+
 /// Removes the temporary file when dropped unless disarmed (also when the writer panics).
 struct TempGuard<'a> {
     tmp: &'a Path,
@@ -153,6 +211,15 @@ pub fn write_atomic<F>(path: &Path, write: F) -> Result<(), OutputError>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    let resolved;
+    let path = match target_of(path) {
+        Target::Special => return write_in_place(path, write),
+        Target::Linked(to) => {
+            resolved = to;
+            resolved.as_path()
+        }
+        Target::Plain => path,
+    };
     let Some(tmp) = temp_path(path) else {
         return Err(OutputError::NoFileName {
             path: path.to_path_buf(),
@@ -205,6 +272,15 @@ where
 /// any work: a temporary file is made beside it (under the name a write would use) and removed.
 /// Nothing at `path` is touched.
 pub fn probe_writable(path: &Path) -> io::Result<()> {
+    let resolved;
+    let path = match target_of(path) {
+        Target::Special => return File::options().write(true).open(path).map(drop),
+        Target::Linked(to) => {
+            resolved = to;
+            resolved.as_path()
+        }
+        Target::Plain => path,
+    };
     let tmp = temp_path(path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
     std::fs::OpenOptions::new()

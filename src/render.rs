@@ -303,6 +303,9 @@ impl Renderer {
                 1
             }
         };
+        // Out of memory too: a large image's targets (16,384² with 4× multisampling is 4 GiB)
+        // are refused by the device, which with no scope to take it panics in wgpu's handler.
+        let memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
 
         let bgl = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -483,7 +486,13 @@ impl Renderer {
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        let invalid = pollster::block_on(scope.pop());
+        if let Some(e) = pollster::block_on(memory.pop()) {
+            return Err(RenderError::Gpu(format!(
+                "{e} (an image of {width}×{height}: try a smaller --width / --height)"
+            )));
+        }
+        if let Some(e) = invalid {
             return Err(RenderError::Gpu(e.to_string()));
         }
         Ok(Renderer {
@@ -643,6 +652,7 @@ impl Renderer {
             tube: [input.radius, SAMPLES as f32, SIDES as f32, 0.0],
         };
 
+        let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         self.queue
             .write_buffer(&self.uniform_buf, 0, bytemuck::bytes_of(&uniforms));
@@ -735,7 +745,11 @@ impl Renderer {
             },
         );
         self.queue.submit([encoder.finish()]);
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        let invalid = pollster::block_on(scope.pop());
+        if let Some(e) = pollster::block_on(memory.pop()) {
+            return Err(RenderError::Gpu(e.to_string()));
+        }
+        if let Some(e) = invalid {
             return Err(RenderError::Gpu(e.to_string()));
         }
         self.read_back()
@@ -920,7 +934,7 @@ pub fn render_bcc_command(
     save_png(&img, out_png)
 }
 
-/// The free balls saved beside the frame `bcc_path` (`STEM_balls.csv`: a header line, then
+/// The free balls saved beside the frame `bcc_path` (`STEM_balls.csv`: a header line, or none, then
 /// `x,y,z,radius,...` per ball), as spheres to draw; none when there is no such file. A line that
 /// does not parse is an error naming the file and the line.
 pub fn frame_balls(bcc_path: &Path) -> Result<Vec<crate::scene::Obstacle>, RenderError> {
@@ -939,8 +953,9 @@ pub fn frame_balls(bcc_path: &Path) -> Result<Vec<crate::scene::Obstacle>, Rende
         }
     };
     let mut out = Vec::new();
-    for (k, line) in text.lines().enumerate().skip(1) {
-        if line.trim().is_empty() {
+    for (k, line) in text.lines().enumerate() {
+        // The header a run writes (`x,y,z,radius,...`); a first line of numbers is a ball.
+        if line.trim().is_empty() || (k == 0 && line.trim_start().starts_with('x')) {
             continue;
         }
         let v: Vec<f32> = line
@@ -992,6 +1007,9 @@ mod tests {
         std::fs::write(&csv, "x,y,z,radius\n1,2,oops,1\n").unwrap();
         let err = frame_balls(&bcc).unwrap_err().to_string();
         assert!(err.contains("frame_0003_balls.csv:2"), "{err}");
+        // Without the header line its first ball is a ball (it was skipped as the header).
+        std::fs::write(&csv, "1,2,3,0.5\n-1,0,0,2\n").unwrap();
+        assert_eq!(frame_balls(&bcc).unwrap().len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

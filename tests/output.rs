@@ -851,3 +851,128 @@ fn a_failed_step_names_stiffnesses_far_from_their_defaults() {
         }
     }
 }
+
+/// What an output path names decides how it is written: a symbolic link to a file writes that
+/// file (the link stays a link), a device is written in place (`/dev/null` stays a device; a
+/// rename over it replaced it with a file, which `table --json /dev/null` did as root), a
+/// directory is an error naming it; the probe a run makes of its paths first agrees.
+#[test]
+fn outputs_write_through_links_and_into_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("targets");
+    let real = dir.join("real.json");
+    std::fs::write(&real, "old").unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    yarnsim::output::probe_writable(&link).unwrap();
+    yarnsim::output::write_bytes_atomic(&link, b"new").unwrap();
+    assert!(link.is_symlink(), "the link was replaced by a file");
+    assert_eq!(std::fs::read(&real).unwrap(), b"new");
+    assert_no_temp_files(&dir);
+
+    let null = Path::new("/dev/null");
+    yarnsim::output::probe_writable(null).unwrap();
+    yarnsim::output::write_bytes_atomic(null, b"into the void").unwrap();
+    let t = std::fs::metadata(null).unwrap().file_type();
+    assert!(t.is_char_device(), "/dev/null is no longer a device: {t:?}");
+    assert_no_temp_files(Path::new("/dev"));
+
+    let err = yarnsim::output::write_bytes_atomic(&dir, b"x")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with(&format!("{}:", dir.display())), "{err}");
+    assert_no_temp_files(&dir);
+
+    // Stats into a pipe (standard output, captured): each record once, in order.
+    let out = run_tiny(2, &[os("--stats"), os("/dev/stdout")]);
+    check_ok(&out);
+    let frames: Vec<u64> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(frames, [1, 2]);
+}
+
+/// `render` and `table` never replace what they read: an image over its BCC state, its balls or
+/// its scene, a table's JSON over one of its scenes or a `--from` checkpoint are refused before
+/// anything is drawn or measured. And `table` reads every scene before measuring any, so a bad
+/// last scene fails at once, not after the others' hours.
+#[test]
+fn render_and_table_never_write_over_their_inputs() {
+    let dir = scratch("inputs");
+    let scene = dir.join("s.toml");
+    std::fs::copy(tiny_scene(), &scene).unwrap();
+    let state = dir.join("frame_0000.bcc");
+    let out = run_tiny(0, &[os("--out"), dir.join("run").as_os_str()]);
+    check_ok(&out);
+    std::fs::copy(dir.join("run/frame_0000.bcc"), &state).unwrap();
+    let balls = dir.join("frame_0000_balls.csv");
+    std::fs::write(&balls, "x,y,z,radius\n").unwrap();
+    let before = |p: &Path| std::fs::read(p).unwrap();
+    let (scene0, state0, balls0) = (before(&scene), before(&state), before(&balls));
+    for target in [&state, &balls, &scene] {
+        let err = check_failed(
+            &bin()
+                .arg("render")
+                .arg(&state)
+                .arg("--scene")
+                .arg(&scene)
+                .arg("--out")
+                .arg(target)
+                .output()
+                .unwrap(),
+        );
+        assert!(err.contains("which the image is drawn from"), "{err}");
+    }
+    let ck = dir.join("ck");
+    check_ok(&run_tiny(
+        1,
+        &[
+            os("--out"),
+            ck.as_os_str(),
+            os("--checkpoint-every"),
+            os("1"),
+        ],
+    ));
+    let ck0 = before(&ck.join("checkpoint.bin"));
+    for target in [scene.clone(), ck.join("checkpoint.bin")] {
+        let err = check_failed(
+            &bin()
+                .arg("table")
+                .arg(&scene)
+                .arg("--from")
+                .arg(&ck)
+                .arg("--json")
+                .arg(&target)
+                .args(["-q", "--steps", "1"])
+                .output()
+                .unwrap(),
+        );
+        assert!(err.contains("which the table reads"), "{err}");
+    }
+    assert_eq!(
+        (
+            before(&scene),
+            before(&state),
+            before(&balls),
+            before(&ck.join("checkpoint.bin"))
+        ),
+        (scene0, state0, balls0, ck0)
+    );
+    // A missing second scene: refused before the first is relaxed and measured.
+    let err = check_failed(
+        &bin()
+            .arg("table")
+            .arg(&scene)
+            .arg(dir.join("missing.toml"))
+            .args(["-q", "--steps", "1"])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("missing.toml"), "{err}");
+    assert!(!err.contains("measuring"), "{err}");
+}
