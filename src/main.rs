@@ -1679,7 +1679,13 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
             }
         }
     }
-    if let Some(p) = &a.stats {
+    if let Some(given) = &a.stats {
+        // A link is judged by the file it names, which is what a write through it replaces.
+        let real = given
+            .is_symlink()
+            .then(|| std::fs::canonicalize(given).ok())
+            .flatten();
+        let p = real.as_ref().unwrap_or(given);
         if p.is_dir() {
             bail!("--stats {}: is a directory", p.display());
         }

@@ -883,6 +883,26 @@ fn outputs_write_through_links_and_into_devices() {
     assert!(err.starts_with(&format!("{}:", dir.display())), "{err}");
     assert_no_temp_files(&dir);
 
+    // A link is judged by what it names: --stats through a link to the scene is the scene.
+    let scene = dir.join("s.toml");
+    std::fs::copy(tiny_scene(), &scene).unwrap();
+    let to_scene = dir.join("stats.jsonl");
+    std::os::unix::fs::symlink(&scene, &to_scene).unwrap();
+    let err = check_failed(
+        &bin()
+            .arg("run")
+            .arg(&scene)
+            .args(["-q", "--frames", "1", "--stats"])
+            .arg(&to_scene)
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("that is the scene file"), "{err}");
+    assert_eq!(
+        std::fs::read(&scene).unwrap(),
+        std::fs::read(tiny_scene()).unwrap()
+    );
+
     // Stats into a pipe (standard output, captured): each record once, in order.
     let out = run_tiny(2, &[os("--stats"), os("/dev/stdout")]);
     check_ok(&out);
