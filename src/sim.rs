@@ -913,10 +913,12 @@ fn check_keyframes(k: &[Keyframe]) -> Result<(), SimError> {
 pub const LOCAL_ORIGIN_FROM: f32 = 16.0;
 
 /// The origin of a simulation's local frame for a cloth whose control points start at `pos` (the
-/// scene's frame): the centre of their bounding box, rounded to whole centimetres, where that
-/// puts every point at least twice as near the origin, by its largest coordinate, as the scene
-/// does, and some coordinate is at least [`LOCAL_ORIGIN_FROM`]; else zero (a cloth near the
-/// origin is simulated where the scene puts it, bit for bit as before).
+/// scene's frame), axis by axis: the centre of their extent along the axis, rounded to whole
+/// centimetres, where that at least halves their largest coordinate on it and that coordinate is
+/// at least [`LOCAL_ORIGIN_FROM`]; else zero (a cloth near the origin is simulated where the
+/// scene puts it, bit for bit as before). By axis, not by the largest coordinate of all: the
+/// sweater's sleeves reach x = ±137 cm about x = 0, and its height (118–216 cm) is what a shift of
+/// y by 167 cm brings to ±49 cm, a quarter of the spacing.
 ///
 /// Why: positions are f32, whose spacing grows with their size (1.5e-5 cm from 128 cm on). A
 /// step moves a point by its velocity times h, and a move smaller than that spacing is lost: a
@@ -936,21 +938,19 @@ pub fn local_origin(pos: &[[f32; 4]]) -> [f32; 3] {
             hi[k] = hi[k].max(p[k] as f64);
         }
     }
-    if !(0..3).all(|k| lo[k].is_finite() && hi[k].is_finite()) {
-        return [0.0; 3];
-    }
-    let centre: [f64; 3] = std::array::from_fn(|k| (0.5 * (lo[k] + hi[k])).round());
-    let largest = |c: [f64; 3]| {
-        (0..3)
-            .map(|k| (lo[k] - c[k]).abs().max((hi[k] - c[k]).abs()))
-            .fold(0.0f64, f64::max)
-    };
-    let (before, after) = (largest([0.0; 3]), largest(centre));
-    if before >= LOCAL_ORIGIN_FROM as f64 && after <= 0.5 * before {
-        centre.map(|c| c as f32)
-    } else {
-        [0.0; 3]
-    }
+    std::array::from_fn(|k| {
+        if !(lo[k].is_finite() && hi[k].is_finite()) {
+            return 0.0;
+        }
+        let centre = (0.5 * (lo[k] + hi[k])).round();
+        let largest = |c: f64| (lo[k] - c).abs().max((hi[k] - c).abs());
+        let before = largest(0.0);
+        if before >= LOCAL_ORIGIN_FROM as f64 && largest(centre) <= 0.5 * before {
+            centre as f32
+        } else {
+            0.0
+        }
+    })
 }
 
 /// A ratio as an error shows it: two decimals, or exponent form past a thousand.

@@ -187,3 +187,37 @@ fn a_scene_far_from_the_origin_runs_as_at_the_origin() {
         .fold(0.0f32, f32::max);
     assert!(most > 0.1, "the cloth moved only {most} cm");
 }
+
+/// `local_origin` axis by axis: an axis is shifted to the rounded centre of the cloth's extent on
+/// it where the cloth reaches 16 cm or more on it and the shift at least halves that reach. The
+/// extents are the scenes' own as they start: the tiny swatch (none), the scarf (y 0.8–59.7: y by
+/// 30), the sweater (x ±137, y 118.2–216.2, z ±23.1: y by 167; its sleeves' x cannot be helped).
+#[test]
+fn the_local_origin_is_chosen_axis_by_axis() {
+    let boxed = |lo: [f32; 3], hi: [f32; 3]| -> Vec<[f32; 4]> {
+        vec![[lo[0], lo[1], lo[2], 0.0], [hi[0], hi[1], hi[2], 0.0]]
+    };
+    let origin = |lo, hi| yarnsim::sim::local_origin(&boxed(lo, hi));
+    assert_eq!(origin([-2.35, 0.86, -0.22], [2.29, 4.58, 0.14]), [0.0; 3]);
+    assert_eq!(
+        origin([-19.1, 0.8, -17.3], [19.1, 59.7, 17.1]),
+        [0.0, 30.0, 0.0]
+    );
+    assert_eq!(
+        origin([-137.0, 118.2, -23.1], [137.0, 216.2, 23.1]),
+        [0.0, 167.0, 0.0]
+    );
+    // Far along one axis only; an extent that a shift cannot halve (−10 to 40) stays, one it can
+    // (0 to 40, to ±20) moves.
+    assert_eq!(
+        origin([150.0, -10.0, -1.0], [160.0, 40.0, 1.0]),
+        [155.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        origin([150.0, 0.0, -1.0], [160.0, 40.0, 1.0]),
+        [155.0, 20.0, 0.0]
+    );
+    // Below 16 cm on every axis nothing moves, even where a shift would halve it.
+    assert_eq!(origin([10.0, 10.0, 10.0], [15.0, 15.0, 15.0]), [0.0; 3]);
+    assert_eq!(yarnsim::sim::local_origin(&[]), [0.0; 3]);
+}
