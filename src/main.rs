@@ -506,7 +506,7 @@ fn error_report(e: &anyhow::Error) -> String {
     report
 }
 
-/// [`Scene::far_from_defaults`] of the scene a command runs, for [`error_report`].
+/// [`Scene::far_from_defaults`] of the scene `yarnsim run` runs, for [`error_report`].
 static FAR_FROM_DEFAULTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 /// How far from its default a stiffness is named by [`error_report`].
@@ -525,7 +525,6 @@ struct Loaded {
 fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     let mut scene = Scene::load(path)?;
     scene.apply_sets(sets)?;
-    let _ = FAR_FROM_DEFAULTS.set(scene.far_from_defaults(STIFF_FACTOR));
     let dir = path.parent().unwrap_or(Path::new("."));
     // The file and the line of the table an error is about (`tiny.toml:7` for `pin.0`): these
     // errors are raised after the file is read, and know the key but not the line.
@@ -759,6 +758,8 @@ fn run(mut a: RunArgs) -> Result<()> {
             (scene, dir, Some((build, pins)))
         }
     };
+    // For the error report of a step that fails (a run has one scene; a table several, so none).
+    let _ = FAR_FROM_DEFAULTS.set(scene.far_from_defaults(STIFF_FACTOR));
     let first_frame = resumed.as_ref().map_or(0, |ck| ck.frames());
     let frames = a.frames.unwrap_or(scene.simulation.frames);
     if frames > 10_000_000 {
@@ -1494,45 +1495,10 @@ fn table(a: TableArgs) -> Result<()> {
         }
         Ok(t)
     };
-    for (path, l) in scenes.iter().zip(&loaded) {
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into(),
-        );
-        let what = path.display().to_string();
-        tables.push(measure(
-            &what,
-            name,
-            &l.scene,
-            &l.build,
-            &l.pins,
-            yarnsim::table::Start::Relax,
-        )?);
-    }
-    for (dir, ck, build, pins) in &saved {
-        let stem = ck
-            .meta
-            .options
-            .get("scene_path")
-            .and_then(|p| p.as_str())
-            .and_then(|p| Path::new(p).file_stem())
-            .map_or_else(|| "scene".to_string(), |s| s.to_string_lossy().into());
-        let label = format!("{}, frame {}", dir.display(), ck.frames());
-        let what = format!("--from {}", dir.display());
-        tables.push(measure(
-            &what,
-            format!("{stem} ({label})"),
-            &ck.scene,
-            build,
-            pins,
-            yarnsim::table::Start::Checkpoint {
-                checkpoint: ck,
-                label,
-            },
-        )?);
-    }
-    print!("{}", yarnsim::table::markdown(&tables));
-    if let Some(p) = &a.json {
+    // The JSON (when asked) after every scene, `"complete": false` until the last: a table of
+    // garments takes hours, and one stopped or failed keeps the rows it finished.
+    let write_json = |tables: &[yarnsim::table::SceneTable], complete: bool| -> Result<()> {
+        let Some(p) = &a.json else { return Ok(()) };
         let doc = serde_json::json!({
             "machine": machine,
             "threads": threads,
@@ -1542,15 +1508,66 @@ fn table(a: TableArgs) -> Result<()> {
             "steps": a.steps,
             "warmup": a.warmup,
             "start_frame": a.start_frame,
+            "complete": complete,
             "scenes": tables,
         });
         yarnsim::output::write_bytes_atomic(
             p,
             (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
         )
-        .with_context(|| format!("cannot write {}", p.display()))?;
+        .with_context(|| format!("cannot write {}", p.display()))
+    };
+    let mut measure_all = || -> Result<()> {
+        for (path, l) in scenes.iter().zip(&loaded) {
+            let name = path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into(),
+            );
+            let what = path.display().to_string();
+            tables.push(measure(
+                &what,
+                name,
+                &l.scene,
+                &l.build,
+                &l.pins,
+                yarnsim::table::Start::Relax,
+            )?);
+            write_json(&tables, false)?;
+        }
+        for (dir, ck, build, pins) in &saved {
+            let stem = ck
+                .meta
+                .options
+                .get("scene_path")
+                .and_then(|p| p.as_str())
+                .and_then(|p| Path::new(p).file_stem())
+                .map_or_else(|| "scene".to_string(), |s| s.to_string_lossy().into());
+            let label = format!("{}, frame {}", dir.display(), ck.frames());
+            let what = format!("--from {}", dir.display());
+            tables.push(measure(
+                &what,
+                format!("{stem} ({label})"),
+                &ck.scene,
+                build,
+                pins,
+                yarnsim::table::Start::Checkpoint {
+                    checkpoint: ck,
+                    label,
+                },
+            )?);
+            write_json(&tables, false)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = measure_all() {
+        // What was measured before the error is printed still.
+        if !tables.is_empty() {
+            print!("{}", yarnsim::table::markdown(&tables));
+        }
+        return Err(e);
     }
-    Ok(())
+    print!("{}", yarnsim::table::markdown(&tables));
+    write_json(&tables, true)
 }
 
 /// The CPU's model name (Linux `/proc/cpuinfo`), or the architecture.

@@ -996,3 +996,51 @@ fn render_and_table_never_write_over_their_inputs() {
     assert!(err.contains("missing.toml"), "{err}");
     assert!(!err.contains("measuring"), "{err}");
 }
+
+/// A table whose second scene fails while it is measured keeps the first's row: printed, and in
+/// the JSON (written after every scene, `"complete": false` until the last), where everything
+/// measured was lost before.
+#[test]
+fn a_table_that_fails_midway_keeps_the_rows_it_measured() {
+    let dir = scratch("table-midway");
+    let good = dir.join("a.toml");
+    std::fs::copy(tiny_scene(), &good).unwrap();
+    // In range, so read and built, but no step of the default length takes it.
+    let stiff = dir.join("b.toml");
+    let tiny = std::fs::read_to_string(tiny_scene()).unwrap();
+    std::fs::write(&stiff, format!("[contact]\nstiffness = 1e12\n{tiny}")).unwrap();
+    let json = dir.join("t.json");
+    let out = bin()
+        .arg("table")
+        .args([&good, &stiff])
+        .args([
+            "-q",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+            "--set",
+            "relax.time=0",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = check_failed(&out);
+    assert!(err.contains("measuring") && err.contains("b.toml"), "{err}");
+    let rows: Vec<String> = text_lines(&out.stdout, "| a |");
+    assert_eq!(rows.len(), 1, "{}", text(&out.stdout));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["complete"], false);
+    assert_eq!(doc["scenes"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["scenes"][0]["scene"], "a", "{doc:#}");
+}
+
+/// The lines of `out` that start with `prefix`.
+fn text_lines(out: &[u8], prefix: &str) -> Vec<String> {
+    text(out)
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
