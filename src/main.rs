@@ -2687,7 +2687,8 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         loops: build.loops,
         pinned_points: pins.len(),
         balls: scene.ball.len(),
-        ball_mass: scene.ball.iter().map(|b| b.mass() as f64).sum(),
+        // Folded from +0: the `Sum` of no f64 is −0, which the JSON showed as `-0.0`.
+        ball_mass: scene.ball.iter().fold(0.0, |m, b| m + b.mass() as f64),
         ties: build.ties.len(),
         figures: scene.figure.len(),
         obstacles: scene.obstacle.len(),

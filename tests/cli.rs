@@ -457,6 +457,13 @@ fn info_json_reports_the_scene_size() {
     assert_eq!(v["quadrature_points"], 28 * 11);
     assert!(v["loops"].is_u64());
     assert!(v["adapters"].is_array());
+    // No balls: a mass of 0, not -0.0.
+    assert_eq!(v["balls"], 0);
+    assert!(
+        v["ball_mass"].as_f64().unwrap().is_sign_positive(),
+        "{}",
+        v["ball_mass"]
+    );
 
     let out = bin().arg("info").output().unwrap();
     check_ok(&out);
