@@ -1719,17 +1719,9 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
             );
         }
         // Never one of the run's own files, nor the scene: the stats would replace it (or it them).
-        let canonical = |path: &Path| -> PathBuf {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-            dir.join(path.file_name().unwrap_or_default())
-        };
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if let Some(scene) = &a.scene {
-            if canonical(p) == canonical(scene) {
+            if same_file(p, scene) {
                 bail!("--stats {}: that is the scene file", p.display());
             }
         }
@@ -2159,10 +2151,7 @@ fn write_matrices(
 
 fn render(a: RenderArgs) -> Result<()> {
     // The image never replaces what it is drawn from: the state, its balls, the scene.
-    let balls = a.state.file_stem().map(|stem| {
-        a.state
-            .with_file_name(format!("{}_balls.csv", stem.to_string_lossy()))
-    });
+    let balls = yarnsim::render::balls_path(&a.state);
     for input in std::iter::once(&a.state).chain(&balls).chain(&a.scene) {
         if same_file(&a.out, input) {
             bail!(

@@ -934,14 +934,20 @@ pub fn render_bcc_command(
     save_png(&img, out_png)
 }
 
+/// The file of the free balls saved beside the frame `bcc_path`: `STEM_balls.csv` (none for a
+/// path without a file name).
+pub fn balls_path(bcc_path: &Path) -> Option<std::path::PathBuf> {
+    let stem = bcc_path.file_stem()?;
+    Some(bcc_path.with_file_name(format!("{}_balls.csv", stem.to_string_lossy())))
+}
+
 /// The free balls saved beside the frame `bcc_path` (`STEM_balls.csv`: a header line, or none, then
 /// `x,y,z,radius,...` per ball), as spheres to draw; none when there is no such file. A line that
 /// does not parse is an error naming the file and the line.
 pub fn frame_balls(bcc_path: &Path) -> Result<Vec<crate::scene::Obstacle>, RenderError> {
-    let Some(stem) = bcc_path.file_stem() else {
+    let Some(csv) = balls_path(bcc_path) else {
         return Ok(Vec::new());
     };
-    let csv = bcc_path.with_file_name(format!("{}_balls.csv", stem.to_string_lossy()));
     let text = match std::fs::read_to_string(&csv) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
