@@ -354,7 +354,10 @@ impl SavedRun {
         a.out = Some(dir.to_path_buf());
         a.obj = self.obj;
         a.stats = self.stats.map(|p| p.resolve(dir));
-        a.checkpoint_every = a.checkpoint_every.or(Some(self.checkpoint_every));
+        // (0: the run wrote its checkpoint only where a signal stopped it.)
+        a.checkpoint_every = a
+            .checkpoint_every
+            .or(Some(self.checkpoint_every).filter(|&n| n > 0));
         a.capture = self.capture.map(|p| p.resolve(dir));
         a.capture_every = self.capture_every;
         a.width = self.width;
@@ -446,6 +449,12 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Ctrl-C and SIGTERM are handled on a thread of their own (a run with --out stops where it
+    // can write a checkpoint; every command removes its temporary files): installed while the
+    // process has one thread, so that every later thread leaves the signals to it.
+    if let Err(e) = yarnsim::interrupt::install() {
+        eprintln!("warning: {e}; Ctrl-C ends the process at once");
+    }
     let cli = Cli::parse();
     // The Vulkan loader complains on stderr when XDG_RUNTIME_DIR is unset; give it a private
     // per-user directory (kept for later runs). Done first, while the process has one thread.
@@ -469,14 +478,31 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}", error_report(&e));
-            ExitCode::FAILURE
+    let stopped = match &result {
+        Ok(()) => false,
+        Err(e) => e.is::<Stopped>(),
+    };
+    if let Err(e) = &result {
+        if !stopped {
+            eprintln!("{}", error_report(e));
         }
     }
+    // A command asked to stop by a signal ends by it, once it has stopped (as the signal's
+    // default action would end it: a shell loop over runs stops at Ctrl-C).
+    if let Some(sig) = yarnsim::interrupt::requested() {
+        yarnsim::interrupt::end_by_signal(sig);
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }
+
+/// A run that stopped on a signal where it could be saved (`yarnsim run` with `--out`), having
+/// said so: `main` then ends the process by that signal.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by a signal")]
+struct Stopped;
 
 /// An error and its causes as the CLI prints them: a cause whose words the line above already
 /// holds is left out (a library error that names its source in its own message and also chains
@@ -638,6 +664,14 @@ impl Runner {
     fn set_run_ahead(&mut self, on: bool) {
         if let Runner::Gpu(g) = self {
             g.set_run_ahead(on);
+        }
+    }
+
+    /// Steps of the next frame the GPU ran ahead ([`GpuSim::steps_ahead`]; 0 on the CPU path).
+    fn steps_ahead(&self) -> usize {
+        match self {
+            Runner::Gpu(g) => g.steps_ahead(),
+            Runner::Cpu(_) => 0,
         }
     }
 
@@ -912,15 +946,41 @@ fn run(mut a: RunArgs) -> Result<()> {
         Some(p) => Some(StatsFile::create(p)?),
         None => None,
     };
-    // What a checkpoint records of this run, for --resume.
-    let checkpointing = match (a.checkpoint_every, &a.out) {
-        (Some(n), Some(dir)) => Some((
-            n,
-            dir.clone(),
-            serde_json::to_value(SavedRun::new(&a, &scene_path, frames, n, dir))?,
-        )),
-        _ => None,
+    // What a checkpoint records of this run, for --resume: every --checkpoint-every frames, and
+    // where a signal stops a run with --out (`every` 0: only there).
+    let checkpointing = match &a.out {
+        Some(dir) => {
+            let every = a.checkpoint_every.unwrap_or(0);
+            Some(Checkpointing {
+                every,
+                dir: dir.clone(),
+                saved: serde_json::to_value(SavedRun::new(&a, &scene_path, frames, every, dir))?,
+            })
+        }
+        None => None,
     };
+    // From here a signal stops the run where it can be saved (into --out), not at once.
+    if let Some(c) = &checkpointing {
+        let (dir, quiet) = (c.dir.clone(), a.quiet);
+        yarnsim::interrupt::set_graceful(Some(Box::new(move |sig| {
+            if quiet {
+                return;
+            }
+            let at = match RUN_FRAME.load(std::sync::atomic::Ordering::SeqCst) {
+                0 => "where its relaxation before t = 0 can be saved next (its next step once the radius is grown; before that, where its next radius stage begins), or before its first frame".to_string(),
+                k => format!("at the end of frame {k}"),
+            };
+            let line = format!(
+                "{}: the run stops {at} and writes a checkpoint into {} (interrupt again to stop at once, losing the steps since its last checkpoint)",
+                yarnsim::interrupt::signal_name(sig),
+                dir.display()
+            );
+            match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                Some(bar) => bar.suspend(|| eprintln!("{line}")),
+                None => eprintln!("{line}"),
+            }
+        })));
+    }
     // What the relaxation's GPU step learned (its capacities and budgets), where the frames' step
     // starts.
     let (mut sim, learned) = if !frames_resumed {
@@ -936,29 +996,32 @@ fn run(mut a: RunArgs) -> Result<()> {
         // The relaxation checkpoints where a resume reproduces it bit for bit (where a radius
         // stage begins, and every --checkpoint-every frames' worth of steps once the radius is
         // grown), on either path.
-        let saves = match &checkpointing {
-            Some((n, dir, saved)) => Some(RelaxSaves {
-                every: *n as u64 * sim.params.steps_per_frame as u64,
-                dir,
-                saved,
-                scene_dir: &scene_dir,
-            }),
-            _ => None,
-        };
+        let saves = checkpointing.as_ref().map(|c| RelaxSaves {
+            every: c.every as u64 * sim.params.steps_per_frame as u64,
+            dir: &c.dir,
+            saved: &c.saved,
+            scene_dir: &scene_dir,
+        });
         // (The GPU's contact state, where the checkpoint's run was stepped there.)
         let state = resumed
             .as_ref()
             .map(|ck| ck.state())
             .filter(|_| switched.is_none());
         let relaxing = relaxing.map(|r| (r, state));
-        relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)
-            .inspect_err(|e| resume_hint(&a, e))?
+        let relaxed = relax_sim(sim, &scene, &scene_path, a.quiet, on_gpu, relaxing, saves)
+            .inspect_err(|e| resume_hint(&a, e));
+        if relaxed.as_ref().is_err_and(|e| e.is::<Stopped>()) {
+            manifest.stopped()?;
+        }
+        relaxed?
     } else {
         (sim, None)
     };
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
+    // The frame of the checkpoint in --out, where this run wrote or resumed from one.
+    let mut saved_at: Option<u32> = frames_resumed.then_some(first_frame);
     let mut runner = match (&gpu, a.backend()) {
         (Some(g), Backend::Gpu) => {
             let mut gs = GpuSim::new(g, sim, &scene.contact)
@@ -1005,9 +1068,17 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         // Frame 0 is the relaxed state, which can take hours at garment scale: a run stopped
         // during its first frames resumes from it instead of relaxing again.
-        if let Some((_, dir, saved)) = &checkpointing {
+        if let Some(c) = checkpointing.as_ref().filter(|c| c.every > 0) {
             let gpu_state = runner.sync_for_checkpoint(&scene)?;
-            write_checkpoint(dir, runner.sim(), &gpu_state, &scene, &scene_dir, saved)?;
+            write_checkpoint(
+                &c.dir,
+                runner.sim(),
+                &gpu_state,
+                &scene,
+                &scene_dir,
+                &c.saved,
+            )?;
+            saved_at = Some(0);
         }
     }
     manifest.frame_written(first_frame)?;
@@ -1065,15 +1136,51 @@ fn run(mut a: RunArgs) -> Result<()> {
     let mut log = LogLines::new(quiet);
     show_bar(Some(&bar));
     for k in first_frame + 1..=frames {
+        // Asked to stop (a signal; only with --out): here, after frame k − 1 and its files, with
+        // a checkpoint of it; on the GPU path, once no steps of the next frame have run ahead (a
+        // frame that was running ahead when the signal came runs its next frame first).
+        if let (Some(sig), Some(c)) = (yarnsim::interrupt::requested(), &checkpointing) {
+            if runner.steps_ahead() == 0 {
+                bar.finish_and_clear();
+                show_bar(None);
+                if saved_at != Some(k - 1) {
+                    let gpu_state = runner.sync_for_checkpoint(&scene)?;
+                    write_checkpoint(
+                        &c.dir,
+                        runner.sim(),
+                        &gpu_state,
+                        &scene,
+                        &scene_dir,
+                        &c.saved,
+                    )?;
+                }
+                manifest.stopped()?;
+                eprintln!(
+                    "stopped by {} after frame {} of {frames}: the checkpoint in {2} holds it; `yarnsim run --resume {2}` goes on",
+                    yarnsim::interrupt::signal_name(sig),
+                    k - 1,
+                    c.dir.display()
+                );
+                return Err(Stopped.into());
+            }
+            if !quiet {
+                bar.suspend(|| {
+                    eprintln!(
+                        "the GPU had begun frame {k} while frame {} ended: the run stops at its end",
+                        k - 1
+                    )
+                });
+            }
+        }
+        RUN_FRAME.store(k, std::sync::atomic::Ordering::SeqCst);
         bar.set_message(format!("{k}/{frames}"));
         // The GPU runs the next frame's first steps while this frame's pass-through check runs
         // on the host, unless something reads its state after this frame (a checkpoint, a
-        // contact matrix) or there is no next frame.
-        let checkpoint_after = checkpointing
-            .as_ref()
-            .is_some_and(|(n, _, _)| k % n == 0 || k == frames);
+        // contact matrix, a stop a signal asked for) or there is no next frame.
+        let checkpoint_after = checkpointing.as_ref().is_some_and(|c| c.due(k, frames));
         let matrix_after = matrices.iter().any(|m| m.frame == k);
-        runner.set_run_ahead(k < frames && !checkpoint_after && !matrix_after);
+        let stopping = yarnsim::interrupt::requested().is_some();
+        runner.set_run_ahead(k < frames && !checkpoint_after && !matrix_after && !stopping);
         let st = runner
             .frame(&mut || {
                 bar.inc(1);
@@ -1102,13 +1209,19 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         manifest.frame_written(k)?;
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
-        if let Some((n, dir, saved)) = &checkpointing {
-            if k % n == 0 || k == frames {
-                let gpu_state = runner.sync_for_checkpoint(&scene)?;
-                bar.suspend(|| {
-                    write_checkpoint(dir, runner.sim(), &gpu_state, &scene, &scene_dir, saved)
-                })?;
-            }
+        if let Some(c) = checkpointing.as_ref().filter(|c| c.due(k, frames)) {
+            let gpu_state = runner.sync_for_checkpoint(&scene)?;
+            bar.suspend(|| {
+                write_checkpoint(
+                    &c.dir,
+                    runner.sim(),
+                    &gpu_state,
+                    &scene,
+                    &scene_dir,
+                    &c.saved,
+                )
+            })?;
+            saved_at = Some(k);
         }
         if !quiet {
             // (A full disk or device behind standard output is an error, not a panic.)
@@ -1136,8 +1249,27 @@ fn run(mut a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Where and how often the relaxation on the CPU path writes its checkpoints (`run
-/// --checkpoint-every`).
+/// The frame a run is computing (0: it has not begun its frames), for what a signal's notice says.
+static RUN_FRAME: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Where a run writes its checkpoints (`--out`), how often (`--checkpoint-every`), and what they
+/// record of its options.
+struct Checkpointing {
+    /// Frames between checkpoints; 0: only where a signal stops the run.
+    every: u32,
+    dir: PathBuf,
+    saved: serde_json::Value,
+}
+
+impl Checkpointing {
+    /// Whether the schedule writes a checkpoint after frame `k` of `frames`.
+    fn due(&self, k: u32, frames: u32) -> bool {
+        self.every > 0 && (k.is_multiple_of(self.every) || k == frames)
+    }
+}
+
+/// Where and how often the relaxation writes its checkpoints (`run --checkpoint-every`; `every`
+/// 0: only where a signal stops it).
 struct RelaxSaves<'a> {
     /// Steps between checkpoints once the radius is grown.
     every: u64,
@@ -1290,7 +1422,11 @@ fn relax_sim(
         bar.set_message(msg);
     };
     let context = || format!("relaxing {} before t = 0", scene_path.display());
-    let every = saves.as_ref().map_or(0, |s| s.every);
+    // Where it saves; where it can save (--out), also where a signal stops it.
+    let schedule = yarnsim::relax::Saves {
+        every: saves.as_ref().map_or(0, |s| s.every),
+        stop: saves.as_ref().map(|_| yarnsim::interrupt::stop_flag()),
+    };
     // The checkpoint of the state the relaxation hands over (with a GPU run's contact state).
     let mut save = |sim: &Sim, point: yarnsim::relax::RelaxPoint, gpu_state: &StateWriter| {
         let Some(s) = &saves else {
@@ -1301,33 +1437,42 @@ fn relax_sim(
         bar.suspend(|| write_checkpoint(s.dir, sim, gpu_state, scene, s.scene_dir, &saved))
             .map_err(|e| e.into())
     };
-    let report = match gpu {
-        Some(g) => {
-            let (relaxed, report) = yarnsim::relax::relax_gpu_resumable(
-                sim,
-                scene,
-                g,
-                from,
-                every,
-                &mut on_step,
-                &mut save,
-            )
-            .with_context(context)?;
-            sim = relaxed;
-            report
-        }
+    let relaxed = match gpu {
+        Some(g) => yarnsim::relax::relax_gpu_resumable(
+            sim,
+            scene,
+            g,
+            from,
+            schedule,
+            &mut on_step,
+            &mut save,
+        ),
         None => yarnsim::relax::relax_resumable(
             &mut sim,
             scene,
             from.map(|f| f.0),
-            every,
+            schedule,
             &mut on_step,
             &mut |sim, point| save(sim, point, &StateWriter::new()),
         )
-        .with_context(context)?,
+        .map(|report| (sim, report)),
     };
     bar.finish_and_clear();
     show_bar(None);
+    let (sim, report) = match relaxed {
+        Ok(done) => done,
+        Err(yarnsim::relax::RelaxError::Stopped { steps }) => {
+            let sig = yarnsim::interrupt::requested().unwrap_or(0);
+            let dir = saves.as_ref().map_or(Path::new("."), |s| s.dir);
+            eprintln!(
+                "stopped by {} in the relaxation before t = 0, after {steps} of its steps: the checkpoint in {1} holds it; `yarnsim run --resume {1}` goes on",
+                yarnsim::interrupt::signal_name(sig),
+                dir.display()
+            );
+            return Err(Stopped.into());
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(context())),
+    };
     if report.settled {
         if !quiet {
             eprintln!(
@@ -1517,6 +1662,18 @@ fn table(a: TableArgs) -> Result<()> {
         )
         .with_context(|| format!("cannot write {}", p.display()))
     };
+    // A table stopped by a signal prints the rows it finished as it ends (its JSON has them).
+    let leave_rows = |tables: &[yarnsim::table::SceneTable]| {
+        let rows = yarnsim::table::markdown(tables);
+        let on_bar = std::io::stderr().is_terminal() && !a.quiet;
+        yarnsim::interrupt::set_last_words(Some(Box::new(move || {
+            if on_bar {
+                eprintln!();
+            }
+            print!("{rows}");
+            eprintln!("stopped by a signal: the rows above are the scenes the table finished");
+        })));
+    };
     let mut measure_all = || -> Result<()> {
         for (path, l) in scenes.iter().zip(&loaded) {
             let name = path.file_stem().map_or_else(
@@ -1533,6 +1690,7 @@ fn table(a: TableArgs) -> Result<()> {
                 yarnsim::table::Start::Relax,
             )?);
             write_json(&tables, false)?;
+            leave_rows(&tables);
         }
         for (dir, ck, build, pins) in &saved {
             let stem = ck
@@ -1556,10 +1714,13 @@ fn table(a: TableArgs) -> Result<()> {
                 },
             )?);
             write_json(&tables, false)?;
+            leave_rows(&tables);
         }
         Ok(())
     };
-    if let Err(e) = measure_all() {
+    let measured = measure_all();
+    yarnsim::interrupt::set_last_words(None);
+    if let Err(e) = measured {
         // What was measured before the error is printed still.
         if !tables.is_empty() {
             print!("{}", yarnsim::table::markdown(&tables));
@@ -1641,7 +1802,7 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, R
     }
     if !path.exists() {
         bail!(
-            "--resume {}: no checkpoint ({}) there; a run writes one with --out DIR --checkpoint-every N",
+            "--resume {}: no checkpoint ({}) there; a run writes one with --out DIR --checkpoint-every N, and where Ctrl-C or SIGTERM stops a run with --out",
             dir.display(),
             checkpoint::FILE_NAME
         );
@@ -2004,6 +2165,8 @@ impl RunManifest {
                     _ => fields.clone(),
                 };
                 merged.insert("frames_requested".into(), frames.into());
+                // (This run is not stopped: the resumption's entry below says where it went on.)
+                merged.remove("stopped_by");
                 merged.insert("checkpoint_every".into(), a.checkpoint_every.into());
                 let entry = serde_json::json!({
                     "from_frame": k,
@@ -2037,6 +2200,17 @@ impl RunManifest {
     /// later (a signal, a closed pipe) leaves a manifest that counts its frames.
     fn frame_written(&mut self, k: u32) -> Result<()> {
         self.frames_written = k + 1;
+        self.write()
+    }
+
+    /// The run stopped on a signal, where it wrote a checkpoint (`"stopped_by"`: the signal's
+    /// name; a resumed run that finishes sets `finished`).
+    fn stopped(&mut self) -> Result<()> {
+        let sig = yarnsim::interrupt::requested().unwrap_or(0);
+        self.fields.insert(
+            "stopped_by".into(),
+            yarnsim::interrupt::signal_name(sig).into(),
+        );
         self.write()
     }
 

@@ -196,13 +196,49 @@ struct TempGuard<'a> {
     armed: bool,
 }
 
+/// The temporary files of writes in progress in this process, which [`abandon_writes`] removes
+/// when a signal ends the process (a temporary file's guard does not run then).
+static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+impl TempGuard<'_> {
+    /// Guards `tmp`, listed in [`LIVE_TEMPS`] before it is created (a signal between the two then
+    /// finds a name with no file, never a file with no name).
+    fn new(tmp: &Path) -> TempGuard<'_> {
+        LIVE_TEMPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tmp.to_path_buf());
+        TempGuard { tmp, armed: true }
+    }
+}
+
 impl Drop for TempGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
             let _ = std::fs::remove_file(self.tmp);
         }
+        let mut live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = live.iter().rposition(|p| p == self.tmp) {
+            live.swap_remove(i);
+        }
     }
 }
+
+/// For a process about to end by a signal ([`crate::interrupt`]): removes the temporary files of
+/// the writes in progress and holds their list, so that while the returned hold lives no write
+/// starts or finishes (each waits for it; the process ends first). What those writes were
+/// replacing keeps its previous contents: the rename that would replace it either happened
+/// before (then its temporary file is gone already) or fails for want of the file.
+pub fn abandon_writes() -> WritesHeld {
+    let live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+    for tmp in live.iter() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    WritesHeld(live)
+}
+
+/// [`abandon_writes`]'s hold on the writes of this process.
+pub struct WritesHeld(#[allow(dead_code)] std::sync::MutexGuard<'static, Vec<PathBuf>>);
 
 /// Writes `path` atomically: `write` fills a buffered temporary file beside `path`, which is then
 /// flushed to disk and renamed to `path` (see the module doc). If `write` returns an error, or any
@@ -226,18 +262,18 @@ where
         });
     };
     let err_path = || path.to_path_buf();
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|source| OutputError::Create {
-            path: err_path(),
-            tmp: tmp.clone(),
-            source,
-        })?;
-    let mut guard = TempGuard {
-        tmp: &tmp,
-        armed: true,
+    let mut guard = TempGuard::new(&tmp);
+    let file = match File::options().write(true).create_new(true).open(&tmp) {
+        Ok(file) => file,
+        Err(source) => {
+            // (Not ours to remove: create_new found the name taken.)
+            guard.armed = false;
+            return Err(OutputError::Create {
+                path: err_path(),
+                tmp: tmp.clone(),
+                source,
+            });
+        }
     };
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let written = write(&mut w).and_then(|()| w.flush());
@@ -283,10 +319,16 @@ pub fn probe_writable(path: &Path) -> io::Result<()> {
     };
     let tmp = temp_path(path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    std::fs::OpenOptions::new()
+    let mut guard = TempGuard::new(&tmp);
+    if let Err(e) = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(&tmp)?;
+        .open(&tmp)
+    {
+        guard.armed = false;
+        return Err(e);
+    }
+    guard.armed = false;
     std::fs::remove_file(&tmp)
 }
 

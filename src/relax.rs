@@ -43,6 +43,8 @@
 //! steps; within the grown stage they carry the GPU step's contact state
 //! ([`GpuSim::export_contact_state`]), which a resumed relaxation's step takes up.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::checkpoint::{StateReader, StateWriter};
 use crate::gpu::Gpu;
 use crate::gpu_step::{GpuSim, GpuStepError, Learned, MAX_BATCH};
@@ -63,6 +65,10 @@ pub enum RelaxError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Asked to stop ([`Saves::stop`]): the state before step `steps` was offered for a
+    /// checkpoint, from which the relaxation resumes.
+    #[error("the relaxation was stopped before its step {steps}, where it was saved")]
+    Stopped { steps: u64 },
     /// A relaxation was to resume at a step where no checkpoint is taken.
     #[error("a relaxation cannot resume before step {steps}: its checkpoints are taken where a radius stage begins or once the radius is grown (from step {grown} on), before its last step")]
     NoResumePoint { steps: u64, grown: u64 },
@@ -259,7 +265,9 @@ pub fn relax(
     scene: &Scene,
     progress: &mut dyn FnMut(&RelaxProgress),
 ) -> Result<RelaxReport, SimError> {
-    match relax_resumable(sim, scene, None, 0, progress, &mut |_, _| Ok(())) {
+    match relax_resumable(sim, scene, None, Saves::default(), progress, &mut |_, _| {
+        Ok(())
+    }) {
         Ok(report) => Ok(report),
         Err(RelaxError::Sim(e)) => Err(e),
         Err(e) => unreachable!("a relaxation from its start without checkpoints: {e}"),
@@ -290,26 +298,55 @@ fn resume_point(sch: &Schedule, next: u64) -> bool {
     at != before || before == sch.stages
 }
 
-/// Whether [`relax_resumable`] offers the state before step `next` for a checkpoint: a resume
-/// point where a stage begins, or every `every`-th step once the radius is grown (`every` = 0:
-/// never).
-fn checkpoint_before(sch: &Schedule, next: u64, every: u64) -> bool {
-    if every == 0 || next == 0 || !resume_point(sch, next) {
-        return false;
+/// Where a resumable relaxation offers its state for a checkpoint ([`relax_resumable`],
+/// [`relax_gpu_resumable`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Saves<'a> {
+    /// Where a radius stage begins and every `every`-th step once the radius is grown (0: on no
+    /// schedule).
+    pub every: u64,
+    /// Once this is set (by a signal: [`crate::interrupt::stop_flag`]), the relaxation offers its
+    /// state at the next step a resume can start from, whatever `every` says, and then stops
+    /// with [`RelaxError::Stopped`]. Within the grown stage that is the next step (on the GPU
+    /// step, the end of the batch); before it, where the next radius stage begins.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+impl Saves<'_> {
+    /// Saves every `every`-th step (see [`Saves::every`]), with no stop flag.
+    pub fn every(every: u64) -> Saves<'static> {
+        Saves { every, stop: None }
     }
-    sch.stage_of(next) != sch.stage_of(next - 1) || next.is_multiple_of(every)
+
+    fn stopping(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// Whether the state before step `next` is offered for a checkpoint: a resume point where a
+    /// stage begins or on the `every` schedule once the radius is grown, or any resume point
+    /// once asked to stop.
+    fn before(&self, sch: &Schedule, next: u64) -> bool {
+        if next == 0 || !resume_point(sch, next) {
+            return false;
+        }
+        self.stopping()
+            || (self.every > 0
+                && (sch.stage_of(next) != sch.stage_of(next - 1)
+                    || next.is_multiple_of(self.every)))
+    }
 }
 
 /// [`relax`] from its start (`from` = None), or from a checkpoint of it (the simulation restored
 /// from that checkpoint, `from` what it recorded), offering the state to `checkpoint` where a
-/// resume can start ([`checkpoint_before`]; `every` = 0: nowhere). The simulation handed to
-/// `checkpoint` is mid-relaxation (gravity off, obstacles held, the relaxation's drag and radius);
-/// a resume applies those again from the scene.
+/// resume can start, as `saves` asks ([`Saves`]; asked to stop, it returns
+/// [`RelaxError::Stopped`] after the checkpoint). The simulation handed to `checkpoint` is
+/// mid-relaxation (gravity off, obstacles held, the relaxation's drag and radius); a resume
+/// applies those again from the scene.
 pub fn relax_resumable(
     sim: &mut Sim,
     scene: &Scene,
     from: Option<RelaxPoint>,
-    every: u64,
+    saves: Saves<'_>,
     progress: &mut dyn FnMut(&RelaxProgress),
     checkpoint: &mut SaveRelaxation<'_>,
 ) -> Result<RelaxReport, RelaxError> {
@@ -367,7 +404,7 @@ pub fn relax_resumable(
                 report.settled = true;
                 break;
             }
-            if checkpoint_before(&sch, k + 1, every) {
+            if saves.before(&sch, k + 1) {
                 let point = RelaxPoint {
                     steps: k + 1,
                     start_radius_bits: sch.start.to_bits(),
@@ -378,6 +415,9 @@ pub fn relax_resumable(
                     steps: k + 1,
                     source,
                 })?;
+                if saves.stopping() {
+                    return Err(RelaxError::Stopped { steps: k + 1 });
+                }
             }
         }
         Ok::<(), RelaxError>(())
@@ -396,7 +436,15 @@ pub fn relax_gpu(
     gpu: &Gpu,
     progress: &mut dyn FnMut(&RelaxProgress),
 ) -> Result<(Sim, RelaxReport), RelaxError> {
-    relax_gpu_resumable(sim, scene, gpu, None, 0, progress, &mut |_, _, _| Ok(()))
+    relax_gpu_resumable(
+        sim,
+        scene,
+        gpu,
+        None,
+        Saves::default(),
+        progress,
+        &mut |_, _, _| Ok(()),
+    )
 }
 
 /// The writer of a GPU relaxation's checkpoints ([`relax_gpu_resumable`]): as
@@ -429,9 +477,9 @@ fn with_scene_parameters<T>(
 /// restored from that checkpoint; `from` what it recorded and its sections, whose GPU contact
 /// state the step takes up within the grown stage: [`GpuSim::import_contact_state`]; with no
 /// sections, the checkpoint of a CPU relaxation, the step builds its model afresh), offering
-/// the state to `checkpoint` where [`relax_resumable`] does (where a radius stage begins, and
-/// every `every`-th step once the radius is grown; `every` = 0: nowhere), with the GPU's contact
-/// state. A batch ends where a checkpoint is due, and once the radius is grown the fastest point
+/// the state to `checkpoint` where [`relax_resumable`] does ([`Saves`]: where a radius stage
+/// begins, every `every`-th step once the radius is grown, and where a stop was asked for, at
+/// the end of the batch within the grown stage), with the GPU's contact state. A batch ends where a checkpoint is due, and once the radius is grown the fastest point
 /// is checked every [`GPU_CHECK_STEPS`] steps from the stage's start whatever the checkpoints, so
 /// a relaxation resumed from one ends bitwise where the uninterrupted one does.
 pub fn relax_gpu_resumable(
@@ -439,7 +487,7 @@ pub fn relax_gpu_resumable(
     scene: &Scene,
     gpu: &Gpu,
     from: Option<(RelaxPoint, Option<&StateReader>)>,
-    every: u64,
+    saves: Saves<'_>,
     progress: &mut dyn FnMut(&RelaxProgress),
     checkpoint: &mut SaveRelaxationGpu<'_>,
 ) -> Result<(Sim, RelaxReport), RelaxError> {
@@ -475,13 +523,16 @@ pub fn relax_gpu_resumable(
     loop {
         let r = sch.radius_at(stage);
         sim.set_radius(r, model_at(scene, r)?);
-        if k > start && checkpoint_before(&sch, k, every) {
+        if k > start && saves.before(&sch, k) {
             // Where a stage begins: its model is built afresh, so no contact state.
             let none = StateWriter::new();
             with_scene_parameters(&mut sim, scene, saved, |sim| {
                 checkpoint(sim, point(k), &none)
             })
             .map_err(saving(k))?;
+            if saves.stopping() {
+                return Err(RelaxError::Stopped { steps: k });
+            }
         }
         let mut gs = GpuSim::new(gpu, sim, &scene.contact)?;
         gs.set_kernel_timing(false)?;
@@ -506,8 +557,8 @@ pub fn relax_gpu_resumable(
             } else {
                 MAX_BATCH as u64
             });
-            if grown && every > 0 {
-                n = n.min(every - k % every);
+            if grown && saves.every > 0 {
+                n = n.min(saves.every - k % saves.every);
             }
             gs.advance(n as usize, &mut |_| {})?;
             let check =
@@ -529,13 +580,16 @@ pub fn relax_gpu_resumable(
                 report.settled = true;
                 break;
             }
-            if grown && k < end && checkpoint_before(&sch, k, every) {
+            if grown && k < end && saves.before(&sch, k) {
                 gs.sync_host()?;
                 let state = gs.export_contact_state()?;
                 with_scene_parameters(&mut gs.sim, scene, saved, |sim| {
                     checkpoint(sim, point(k), &state)
                 })
                 .map_err(saving(k))?;
+                if saves.stopping() {
+                    return Err(RelaxError::Stopped { steps: k });
+                }
             }
         }
         learned = Some(gs.learned());

@@ -1044,3 +1044,54 @@ fn text_lines(out: &[u8], prefix: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// What a process ending by a signal does with the writes in progress (`output::abandon_writes`,
+/// called by `interrupt::end_by_signal`): their temporary files are removed, and while the hold
+/// lives no write finishes; the file a write was replacing keeps what it held (a temporary file's
+/// guard does not run when a signal ends the process, so without this every Ctrl-C during a
+/// write left a `.NAME.PID.N.tmp` behind).
+#[test]
+fn abandoned_writes_leave_no_temporary_file_and_the_old_contents() {
+    let dir = scratch("abandon");
+    let path = dir.join("frame.bcc");
+    std::fs::write(&path, b"old").unwrap();
+    let (started, wait_started) = std::sync::mpsc::channel();
+    let (go_on, wait_go_on) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            write_atomic(&path, |w| {
+                w.write_all(b"new")?;
+                started.send(()).unwrap();
+                wait_go_on.recv().unwrap();
+                Ok(())
+            })
+        })
+    };
+    wait_started.recv().unwrap();
+    let temps = || -> Vec<PathBuf> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| temp_target(&e.file_name().to_string_lossy()) == Some("frame.bcc"))
+            .map(|e| e.path())
+            .collect()
+    };
+    assert_eq!(
+        temps().len(),
+        1,
+        "the write in progress has its temporary file"
+    );
+    let held = yarnsim::output::abandon_writes();
+    assert!(temps().is_empty(), "{:?}", temps());
+    go_on.send(()).unwrap();
+    // The write cannot finish while the hold lives (the process would have ended by then).
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!writer.is_finished());
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    drop(held);
+    let err = writer.join().unwrap().unwrap_err();
+    assert!(matches!(err, OutputError::Rename { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    assert!(temps().is_empty(), "{:?}", temps());
+}

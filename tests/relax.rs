@@ -398,11 +398,12 @@ impl<'a> Stages<'a> {
 
 /// A relaxation resumed from a checkpoint taken during it (where a radius stage begins, or once
 /// the radius is grown) ends bitwise where the uninterrupted one ends, for both contact models;
-/// taking the checkpoints changes nothing; a resume where no checkpoint is taken is refused.
+/// taking the checkpoints changes nothing; a resume where no checkpoint is taken is refused. One
+/// asked to stop saves at the next resume point and stops there.
 #[test]
 fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
     use yarnsim::checkpoint::{encode, Checkpoint};
-    use yarnsim::relax::{relax_resumable, RelaxError, RelaxPoint};
+    use yarnsim::relax::{relax_resumable, RelaxError, RelaxPoint, Saves};
     for model in ["acl", "exact"] {
         let dir = temp_dir("relax", &format!("resume-{model}"));
         let text = format!("{SWATCH}\n[contact]\nmodel = \"{model}\"\n");
@@ -416,7 +417,7 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
             &mut full,
             &scene,
             None,
-            100,
+            Saves::every(100),
             &mut |p| radii.push(p.radius),
             &mut |sim, point| {
                 let bytes = encode(sim, &scene, &dir, serde_json::Value::Null)?;
@@ -443,7 +444,7 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
                 &mut sim,
                 &scene,
                 Some(*point),
-                0,
+                Saves::default(),
                 &mut |_| {},
                 &mut |_, _| Ok(()),
             )
@@ -459,6 +460,51 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
                 point.steps
             );
         }
+        // Asked to stop (`Saves::stop`, which a signal sets in `yarnsim run --out`) with no
+        // checkpoint schedule: mid-stage while the radius grows, the relaxation goes on to where
+        // the next stage begins; within the grown stage it stops at once. Either way it offers
+        // one checkpoint, the very bytes of the one the schedule took at that step above (which
+        // resume bitwise), and returns `Stopped` there.
+        if model == "acl" {
+            let before_stage = stage.0.steps - 1;
+            assert!(!stages.boundary(before_stage) && !stages.grown(before_stage));
+            for (flag_at, (want, want_bytes)) in [(before_stage, stage), (late.0.steps, late)] {
+                let (_, mut sim) = sim_of(&dir, &text);
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                let mut offered = Vec::new();
+                let err = relax_resumable(
+                    &mut sim,
+                    &scene,
+                    None,
+                    Saves {
+                        every: 0,
+                        stop: Some(&stop),
+                    },
+                    &mut |p| {
+                        if p.step == flag_at {
+                            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    },
+                    &mut |sim, point| {
+                        let bytes = encode(sim, &scene, &dir, serde_json::Value::Null)?;
+                        offered.push((point, bytes));
+                        Ok(())
+                    },
+                )
+                .unwrap_err();
+                assert!(
+                    matches!(err, RelaxError::Stopped { steps } if steps == want.steps),
+                    "{model}: asked after step {flag_at}: {err}"
+                );
+                assert_eq!(offered.len(), 1, "{model}: asked after step {flag_at}");
+                assert_eq!(offered[0].0, *want);
+                assert!(
+                    offered[0].1 == *want_bytes,
+                    "{model}: stopped before step {}: not the scheduled checkpoint's state",
+                    want.steps
+                );
+            }
+        }
         // Mid-stage while the radius grows: the stage's model state is not in a checkpoint.
         let mid = (1..late.0.steps)
             .find(|&n| !stages.boundary(n) && !stages.grown(n))
@@ -469,9 +515,14 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
             steps: mid,
             ..stage.0
         };
-        let err = relax_resumable(&mut sim, &scene, Some(bad), 0, &mut |_| {}, &mut |_, _| {
-            Ok(())
-        })
+        let err = relax_resumable(
+            &mut sim,
+            &scene,
+            Some(bad),
+            Saves::default(),
+            &mut |_| {},
+            &mut |_, _| Ok(()),
+        )
         .unwrap_err();
         assert!(matches!(err, RelaxError::NoResumePoint { .. }), "{err}");
         assert!(err.to_string().contains(&format!("step {mid}")), "{err}");
@@ -489,7 +540,7 @@ fn a_relaxation_resumes_from_its_checkpoints_bitwise() {
 #[test]
 fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
     use yarnsim::checkpoint::{encode_with, Checkpoint, StateReader};
-    use yarnsim::relax::{relax_gpu, relax_gpu_resumable, RelaxPoint};
+    use yarnsim::relax::{relax_gpu, relax_gpu_resumable, RelaxPoint, Saves};
     let Some(gpu) =
         yarnsim::gpu::testing::gpu_or_skip("a_gpu_relaxation_resumes_from_its_checkpoints_bitwise")
     else {
@@ -510,7 +561,7 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
             &scene,
             &gpu,
             None,
-            100,
+            Saves::every(100),
             &mut |p| radii.push(p.radius),
             &mut |sim, point, state| {
                 let bytes = encode_with(sim, &scene, &dir, serde_json::Value::Null, state)?;
@@ -563,7 +614,7 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
                 &scene,
                 &gpu,
                 Some((point, Some(state))),
-                0,
+                Saves::default(),
                 &mut |_| {},
                 &mut |_, _, _| Ok(()),
             )
@@ -587,6 +638,62 @@ fn a_gpu_relaxation_resumes_from_its_checkpoints_bitwise() {
                 "{model}: resumed before step {}: the relaxed state differs",
                 point.steps
             );
+        }
+        // Asked to stop (`Saves::stop`) with no checkpoint schedule: from mid-stage while the
+        // radius grows, where the next stage begins (the bytes the schedule took there); within
+        // the grown stage, at the end of the batch, with the contact state, from which a resume
+        // ends where the uninterrupted relaxation does.
+        for flag_at in [stage.0.steps - 1, late.0.steps] {
+            let (_, sim) = sim_of(&dir, &text);
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let mut offered = Vec::new();
+            let Err(err) = relax_gpu_resumable(
+                sim,
+                &scene,
+                &gpu,
+                None,
+                Saves {
+                    every: 0,
+                    stop: Some(&stop),
+                },
+                &mut |p| {
+                    if p.step == flag_at {
+                        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                },
+                &mut |sim, point, state| {
+                    let bytes = encode_with(sim, &scene, &dir, serde_json::Value::Null, state)?;
+                    offered.push((point, bytes, !state.body().is_empty()));
+                    Ok(())
+                },
+            ) else {
+                panic!("{model}: asked to stop after step {flag_at}, the relaxation ran on");
+            };
+            let yarnsim::relax::RelaxError::Stopped { steps } = err else {
+                panic!("{model}: asked to stop after step {flag_at}: {err}");
+            };
+            assert_eq!(offered.len(), 1, "{model}: asked after step {flag_at}");
+            let (point, bytes, with_state) = &offered[0];
+            assert_eq!(point.steps, steps);
+            if flag_at < late.0.steps {
+                assert_eq!(steps, stage.0.steps, "{model}: asked after step {flag_at}");
+                assert!(
+                    bytes == &stage.1,
+                    "{model}: not the scheduled checkpoint's state"
+                );
+            } else {
+                assert!(
+                    (flag_at..flag_at + yarnsim::relax::GPU_CHECK_STEPS).contains(&steps),
+                    "{model}: asked after step {flag_at}, stopped before step {steps}"
+                );
+                assert!(with_state);
+                let (sim, r) = resume(*point, bytes, true).unwrap();
+                assert_eq!(r.steps, plain_report.steps);
+                assert!(
+                    sim.pos == plain.pos && sim.vel == plain.vel,
+                    "{model}: resumed from the stop before step {steps}: the relaxed state differs"
+                );
+            }
         }
         // Within the grown stage the contact state is needed: without it the import fails.
         let Err(err) = resume(late.0, &late.1, false) else {

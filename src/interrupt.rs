@@ -1,0 +1,168 @@
+//! What SIGINT (Ctrl-C) and SIGTERM do to a command: stop where the work done can be kept, or end
+//! without leaving temporary files behind.
+//!
+//! [`install`] (first thing in `main`, while the process has one thread) blocks both signals in
+//! the calling thread, so every thread started later has them blocked too, and starts one thread
+//! that waits for them (`sigwait`). What a signal does therefore runs as ordinary code on that
+//! thread, not in a signal handler, and may lock, allocate and print:
+//!
+//! * while a command has said it can stop cleanly ([`set_graceful`]: `yarnsim run` with `--out`,
+//!   which then stops at the next point where a checkpoint can be written, writes one and ends),
+//!   the first signal sets the flag [`stop_flag`] (read by the command's loops: a run's frames,
+//!   [`crate::relax::Saves::stop`]) and calls the command's notice;
+//! * otherwise, and on a second signal, the process ends at once ([`end_by_signal`]): the
+//!   temporary files of writes in progress are removed ([`crate::output::abandon_writes`]), the
+//!   command's last words run ([`set_last_words`]: `yarnsim table` prints the rows it finished),
+//!   and the signal is raised again with its default action, so that the parent sees the process
+//!   end by the signal, as it did before (a shell loop over runs stops at Ctrl-C).
+//!
+//! A command that stopped cleanly ends the same way ([`end_by_signal`] with [`requested`]), after
+//! its own clean-up.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Mutex;
+
+/// Set by the first signal while a command can stop cleanly.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The signal that set [`STOP`] (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+type Notice = Box<dyn Fn(i32) + Send>;
+type LastWords = Box<dyn Fn() + Send>;
+
+/// The command's notice for a clean stop ([`set_graceful`]); `None`: a signal ends the process.
+static GRACEFUL: Mutex<Option<Notice>> = Mutex::new(None);
+
+/// What the command says as the process ends by a signal ([`set_last_words`]).
+static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
+
+/// Why [`install`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InterruptError {
+    #[error("cannot block SIGINT and SIGTERM for their watcher thread (error {0})")]
+    Mask(i32),
+    #[error("cannot start the thread that watches for SIGINT and SIGTERM: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
+/// The signals handled here.
+#[cfg(unix)]
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initializes the set it is given; sigaddset adds valid signal numbers.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        set
+    }
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and so in every thread it starts after) and starts
+/// the thread that handles them (see the module doc). Call it before any other thread exists: a
+/// thread started earlier keeps the signals unblocked, and one delivered to it would end the
+/// process by the default action, as if this had not been called.
+#[cfg(unix)]
+pub fn install() -> Result<(), InterruptError> {
+    let set = signal_set();
+    // SAFETY: a valid, initialized set; the old mask is not asked for.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(InterruptError::Mask(rc));
+    }
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || loop {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: the set is valid and blocked in every thread; sig is written on success.
+            let rc = unsafe { libc::sigwait(&set, &mut sig) };
+            if rc != 0 {
+                continue;
+            }
+            let graceful = GRACEFUL.lock().unwrap_or_else(|e| e.into_inner());
+            match graceful.as_ref() {
+                Some(notice) if !STOP.load(Ordering::SeqCst) => {
+                    SIGNAL.store(sig, Ordering::SeqCst);
+                    STOP.store(true, Ordering::SeqCst);
+                    notice(sig);
+                }
+                _ => {
+                    drop(graceful);
+                    end_by_signal(sig);
+                }
+            }
+        })
+        .map_err(InterruptError::Thread)?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn install() -> Result<(), InterruptError> {
+    Ok(())
+}
+
+/// The flag the first signal sets while a command can stop cleanly ([`set_graceful`]).
+pub fn stop_flag() -> &'static AtomicBool {
+    &STOP
+}
+
+/// The signal that asked the command to stop, once one has ([`stop_flag`]).
+pub fn requested() -> Option<i32> {
+    STOP.load(Ordering::SeqCst)
+        .then(|| SIGNAL.load(Ordering::SeqCst))
+}
+
+/// From now on the first signal asks the command to stop (sets [`stop_flag`]) and calls `notice`
+/// with the signal's number, instead of ending the process; `None` undoes that.
+pub fn set_graceful(notice: Option<Box<dyn Fn(i32) + Send>>) {
+    *GRACEFUL.lock().unwrap_or_else(|e| e.into_inner()) = notice;
+}
+
+/// What to do as the process ends by a signal (print what a command finished, say); `None`:
+/// nothing.
+pub fn set_last_words(words: Option<Box<dyn Fn() + Send>>) {
+    *LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner()) = words;
+}
+
+/// A signal's name, for messages.
+pub fn signal_name(sig: i32) -> &'static str {
+    #[cfg(unix)]
+    {
+        if sig == libc::SIGINT {
+            return "SIGINT";
+        }
+        if sig == libc::SIGTERM {
+            return "SIGTERM";
+        }
+    }
+    "a signal"
+}
+
+/// Ends the process by `sig`: the temporary files of writes in progress removed, the last words
+/// said, then the signal raised with its default action (the process's status says it was
+/// ended by the signal). Does not return.
+pub fn end_by_signal(sig: i32) -> ! {
+    // (Held to the end: no write starts or finishes after its temporary file is removed.)
+    let _held = crate::output::abandon_writes();
+    if let Some(words) = LAST_WORDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        words();
+    }
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    #[cfg(unix)]
+    // SAFETY: resets the disposition to the default, unblocks the signal in this thread only and
+    // raises it there, which ends the process.
+    unsafe {
+        let mut one = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut one);
+        libc::sigaddset(&mut one, sig);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    std::process::exit(128 + sig)
+}

@@ -1,0 +1,405 @@
+//! Ctrl-C and SIGTERM (`yarnsim::interrupt`): a run with `--out` stops where it can be saved (the
+//! end of its frame; in the relaxation before t = 0, its next resume point), writes a checkpoint
+//! there and ends by the signal, and `--resume` goes on to the frames of an uninterrupted run, bit
+//! for bit; a second signal ends it at once, leaving no temporary file; a table stopped by a signal
+//! prints the rows it finished. (Where a stopped relaxation saves, exactly: tests/relax.rs.)
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use yarnsim::checkpoint::{self, Checkpoint};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+}
+
+fn scene(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenes/{name}.toml"))
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interrupt-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn send(child: &Child, sig: i32) {
+    // SAFETY: kill(2) with the pid of a child this test started and has not yet waited for.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill {sig}");
+}
+
+/// Reads `from` line by line until a line satisfies `want` (panics at its end, or after 120 s);
+/// returns the lines read.
+fn read_until(from: &mut impl BufRead, want: impl Fn(&str) -> bool) -> Vec<String> {
+    let t0 = Instant::now();
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = from.read_line(&mut line).unwrap();
+        assert!(n > 0, "ended before the line looked for: {lines:#?}");
+        assert!(t0.elapsed() < Duration::from_secs(120), "{lines:#?}");
+        let done = want(&line);
+        lines.push(line);
+        if done {
+            return lines;
+        }
+    }
+}
+
+/// Waits for `child`, with what is left of its streams (those not taken already).
+fn finish(mut child: Child) -> (ExitStatus, String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        s.read_to_string(&mut out).unwrap();
+    }
+    if let Some(mut s) = child.stderr.take() {
+        s.read_to_string(&mut err).unwrap();
+    }
+    (child.wait().unwrap(), out, err)
+}
+
+fn frame(dir: &Path, k: u32) -> Vec<u8> {
+    std::fs::read(dir.join(format!("frame_{k:04}.bcc"))).unwrap()
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The temporary files of atomic writes left in `dir`.
+fn temps(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| yarnsim::output::temp_target(&e.file_name().to_string_lossy()).is_some())
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The number after `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> u64 {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no {prefix:?} in:\n{text}"));
+    text[at + prefix.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// Ctrl-C during a run's frames (with `--out`, no `--checkpoint-every`): the run finishes the frame
+/// it is in, writes its files and a checkpoint of it, records the stop in the manifest, says how
+/// to go on and ends by SIGINT (so a shell loop over runs stops too); resumed, it writes the
+/// frames an uninterrupted run writes, bit for bit. Before, the signal ended the run at once and,
+/// with no checkpoint, its frames could not be continued.
+#[test]
+fn a_run_stopped_by_ctrl_c_saves_its_frame_and_resumes_bitwise() {
+    let dir = scratch("frames");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(&part)
+        .args(["--frames", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with("frame    2/500"));
+    send(&child, libc::SIGINT);
+    let (status, _, err) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
+    assert!(
+        err.contains("SIGINT: the run stops at the end of frame"),
+        "{err}"
+    );
+    let k = number_after(&err, "stopped by SIGINT after frame ") as u32;
+    assert!(
+        err.contains(&format!("`yarnsim run --resume {}`", part.display())),
+        "{err}"
+    );
+    assert!(!err.contains("error"), "{err}");
+    // Frames 0..=k and a checkpoint of frame k, nothing after it, no temporary file.
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    assert_eq!(ck.frames(), k);
+    assert!(part.join(format!("frame_{k:04}.bcc")).exists());
+    assert!(!part.join(format!("frame_{:04}.bcc", k + 1)).exists());
+    assert!(temps(&part).is_empty(), "{:?}", temps(&part));
+    let m = manifest(&part);
+    assert_eq!(m["stopped_by"], "SIGINT", "{m:#}");
+    assert_eq!(m["frames_written"], k + 1);
+    assert_eq!(m["finished"], false);
+    // Resumed (the saved run asked for no checkpoints: the resumed one writes none on a
+    // schedule) and run uninterrupted: the same frames.
+    let last = (k + 2).to_string();
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(&part)
+        .args(["--frames", &last, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let out = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(&full)
+        .args(["--frames", &last, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for j in 0..=k + 2 {
+        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
+    }
+    assert_eq!(
+        Checkpoint::read(&part.join(checkpoint::FILE_NAME))
+            .unwrap()
+            .frames(),
+        k,
+        "a resumed run without --checkpoint-every wrote a checkpoint"
+    );
+    let m = manifest(&part);
+    assert_eq!(m["finished"], true);
+    assert!(m.get("stopped_by").is_none(), "{m:#}");
+}
+
+/// SIGTERM during the relaxation before t = 0: the relaxation goes on to its next resume point,
+/// saves there and the run ends by SIGTERM; resumed, the relaxation and the frame after it are
+/// the uninterrupted run's, bit for bit.
+#[test]
+fn a_run_stopped_while_relaxing_resumes_the_relaxation_bitwise() {
+    let dir = scratch("relaxing");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    // The signal comes at the relaxation's first progress line (its 867 steps take a second or
+    // so); a machine that ran the whole relaxation before it arrived tries again.
+    let mut stopped = None;
+    for attempt in 0..5 {
+        let _ = std::fs::remove_dir_all(&part);
+        let mut child = bin()
+            .arg("run")
+            .arg(scene("swatch"))
+            .arg("--out")
+            .arg(&part)
+            .args(["--frames", "1"])
+            .env("YARNSIM_PROGRESS_SECS", "0.01")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = read_until(&mut stderr, |l| l.starts_with("relaxing "));
+        send(&child, libc::SIGTERM);
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        let (status, _, _) = finish(child);
+        seen.push(rest);
+        let err = seen.concat();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}: {err}");
+        if err.contains("stopped by SIGTERM after frame 0") {
+            eprintln!("attempt {attempt}: the relaxation had ended before the signal; again");
+            continue;
+        }
+        stopped = Some(number_after(
+            &err,
+            "stopped by SIGTERM in the relaxation before t = 0, after ",
+        ));
+        break;
+    }
+    let steps = stopped.expect("no signal landed during the relaxation in 5 attempts");
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    assert_eq!(ck.meta.options["relaxing"]["steps"], steps);
+    assert!(!part.join("frame_0000.bcc").exists());
+    assert!(temps(&part).is_empty(), "{:?}", temps(&part));
+    assert_eq!(manifest(&part)["stopped_by"], "SIGTERM");
+    let out = bin().args(["run", "--resume"]).arg(&part).output().unwrap();
+    check_ok(&out);
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "resuming the relaxation before t = 0 from its checkpoint after {steps} steps"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = bin()
+        .arg("run")
+        .arg(scene("swatch"))
+        .arg("--out")
+        .arg(&full)
+        .args(["--frames", "1", "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for j in 0..=1 {
+        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
+    }
+}
+
+/// A second Ctrl-C does not wait for the frame's end: the run ends at once by SIGINT, with no
+/// checkpoint (none was due) and no temporary file, its manifest counting the frames on disk.
+#[test]
+fn a_second_ctrl_c_stops_at_once() {
+    let dir = scratch("twice");
+    // Frames of 3,240 steps (some seconds each), so the second signal comes within the first.
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("swatch"))
+        .arg("--out")
+        .arg(&dir)
+        .args(["--frames", "100", "--set", "relax.time=0"])
+        .args(["--set", "simulation.fps=10"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The line before the frames: from here a signal stops the run where it can be saved.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, |l| l.contains("control points"));
+    send(&child, libc::SIGINT);
+    // The second once the first was taken (a signal sent while the first is pending merges
+    // with it).
+    read_until(&mut stderr, |l| l.starts_with("SIGINT: the run stops"));
+    send(&child, libc::SIGINT);
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    let (status, _, _) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
+    assert!(!err.contains("stopped by"), "{err}");
+    assert!(!dir.join(checkpoint::FILE_NAME).exists());
+    assert!(temps(&dir).is_empty(), "{:?}", temps(&dir));
+    let m = manifest(&dir);
+    let written = m["frames_written"].as_u64().unwrap() as u32;
+    assert!(written >= 1, "{m:#}");
+    assert_eq!(m["finished"], false);
+    for j in 0..written {
+        assert!(dir.join(format!("frame_{j:04}.bcc")).exists(), "frame {j}");
+    }
+    assert!(!dir.join(format!("frame_{written:04}.bcc")).exists());
+}
+
+/// A table stopped by a signal prints the rows it finished (its JSON has them already) and ends
+/// by the signal; before, it printed nothing.
+#[test]
+fn a_table_stopped_by_a_signal_prints_the_rows_it_finished() {
+    let dir = scratch("table");
+    let (a, b) = (dir.join("a.toml"), dir.join("b.toml"));
+    std::fs::copy(scene("tiny"), &a).unwrap();
+    std::fs::copy(scene("tiny"), &b).unwrap();
+    let json = dir.join("t.json");
+    // The second scene measures for as long as the first took: the signal comes once the first
+    // scene's row is in the JSON, long before the second's ends.
+    let child = bin()
+        .arg("table")
+        .args([&a, &b])
+        .args(["-q", "--steps", "3000", "--warmup", "0", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !json.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(300), "no JSON");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    send(&child, libc::SIGINT);
+    let (status, out, err) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| a |")).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert!(!out.contains("| b |"), "{out}");
+    assert!(
+        err.contains("stopped by a signal: the rows above are the scenes the table finished"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["complete"], false);
+    assert_eq!(doc["scenes"].as_array().unwrap().len(), 1);
+}
+
+/// The same on the GPU step, which runs each frame's pass-through check while it runs the next
+/// frame's first steps: a frame that ran ahead when the signal came has its next frame run too,
+/// and the run stops at that one's end (its state is then the host's), saying so; the checkpoint
+/// holds the frame it stopped after, and a resumed run goes on from it.
+#[test]
+fn a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead() {
+    if yarnsim::gpu::testing::gpu_or_skip(
+        "a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = scratch("gpu");
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(&dir)
+        .args(["--frames", "100", "--backend", "gpu"])
+        // (Frames of 54 steps: a moment each on lavapipe.)
+        .args(["--set", "simulation.fps=300"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with("frame    1/100"));
+    send(&child, libc::SIGINT);
+    let (status, _, err) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
+    let asked = number_after(&err, "SIGINT: the run stops at the end of frame ") as u32;
+    let k = number_after(&err, "stopped by SIGINT after frame ") as u32;
+    if err.contains("the GPU had begun frame") {
+        assert!(
+            err.contains(&format!(
+                "the GPU had begun frame {k} while frame {asked} ended"
+            )),
+            "{err}"
+        );
+        assert_eq!(k, asked + 1, "{err}");
+    } else {
+        assert_eq!(k, asked, "{err}");
+    }
+    assert_eq!(
+        Checkpoint::read(&dir.join(checkpoint::FILE_NAME))
+            .unwrap()
+            .frames(),
+        k
+    );
+    assert!(!dir.join(format!("frame_{:04}.bcc", k + 1)).exists());
+    let next = (k + 1).to_string();
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .args(["--frames", &next, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(dir.join(format!("frame_{next:0>4}.bcc")).exists());
+}
