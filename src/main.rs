@@ -975,10 +975,7 @@ fn run(mut a: RunArgs) -> Result<()> {
                 yarnsim::interrupt::signal_name(sig),
                 dir.display()
             );
-            match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                Some(bar) => bar.suspend(|| eprintln!("{line}")),
-                None => eprintln!("{line}"),
-            }
+            say_over_bar(&line);
         })));
     }
     // What the relaxation's GPU step learned (its capacities and budgets), where the frames' step
@@ -1282,6 +1279,14 @@ struct RelaxSaves<'a> {
 /// between its redraws must suspend; `None` in a log, where the bars are hidden.
 static SHOWN_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
 
+/// Prints `line` on stderr, suspending the bar on the terminal (if any) around it.
+fn say_over_bar(line: &str) {
+    match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+}
+
 /// Makes `bar` the one [`SHOWN_BAR`] names (`None`: none).
 fn show_bar(bar: Option<&ProgressBar>) {
     *SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()) = bar.cloned();
@@ -1311,10 +1316,7 @@ fn report_slow_reruns(gpu: &Gpu) {
             duration_words(n.attempt),
             n.why
         );
-        match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
-        }
+        say_over_bar(&line);
     });
 }
 
@@ -2274,20 +2276,41 @@ fn capture_frame(
     }
     let mut obstacles = scene.obstacles_at(sim.time);
     obstacles.extend(yarnsim::balls::as_obstacles(&sim.world_balls()));
-    c.frame(
-        k,
-        &RenderInput {
-            topo: &sim.topo,
-            pos: &sim.world_pos(),
-            radius: scene.yarn.radius,
-            obstacles: &obstacles,
-            camera: &scene.camera,
-            color: c.color,
-            segment_values: kind.map(|_| &values[..]),
-        },
-    )
-    .with_context(|| format!("capturing frame {k}"))?;
+    let (_, seen) = c
+        .frame(
+            k,
+            &RenderInput {
+                topo: &sim.topo,
+                pos: &sim.world_pos(),
+                radius: scene.yarn.radius,
+                obstacles: &obstacles,
+                camera: &scene.camera,
+                color: c.color,
+                segment_values: kind.map(|_| &values[..]),
+            },
+        )
+        .with_context(|| format!("capturing frame {k}"))?;
+    if let Some(why) = seen.and_then(|s| blank_image(s, "the scene's [camera]")) {
+        say_over_bar(&format!("warning: --capture: frame {k}: {why}"));
+    }
     Ok(())
+}
+
+/// Why an image shows no yarn, given what its `camera` saw ([`yarnsim::render::ViewCount`]);
+/// `None` when it shows some.
+fn blank_image(seen: yarnsim::render::ViewCount, camera: &str) -> Option<String> {
+    if !seen.blank() {
+        return None;
+    }
+    if seen.points == 0 {
+        return Some(
+            "there is no yarn to draw: the image shows the background and obstacles only".into(),
+        );
+    }
+    Some(format!(
+        "none of the yarn's {} control points is in view of {camera}: the image shows no yarn (a [camera] position or target left out frames the cloth)",
+        seen.points
+    ))
 }
 
 /// Writes the contact matrices requested for frame `k` (seed Figure 2) into `dir`.
@@ -2343,7 +2366,7 @@ fn render(a: RenderArgs) -> Result<()> {
         }),
         None => None,
     };
-    render_bcc_command(
+    let seen = render_bcc_command(
         &a.state,
         scene.as_ref(),
         &a.out,
@@ -2353,6 +2376,13 @@ fn render(a: RenderArgs) -> Result<()> {
     )
     .with_context(|| format!("rendering {}", a.state.display()))?;
     eprintln!("wrote {}", a.out.display());
+    let camera = match &a.scene {
+        Some(p) => format!("the [camera] of {}", p.display()),
+        None => "the default camera".into(),
+    };
+    if let Some(why) = blank_image(seen, &camera) {
+        eprintln!("warning: {}: {why}", a.state.display());
+    }
     Ok(())
 }
 

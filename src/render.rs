@@ -608,6 +608,26 @@ impl Renderer {
         self.prepare(input, &mut mesh)
     }
 
+    /// How many of `input`'s control points the camera sees (in front of it and within the
+    /// image), and how many there are: a camera of the scene's that looks away from the cloth
+    /// draws no yarn, which a caller can say instead of writing a blank image without a word.
+    pub fn points_in_view(&self, input: &RenderInput) -> Result<ViewCount, RenderError> {
+        let view = self.camera_view(input)?;
+        let (w, h) = (self.width as f32, self.height as f32);
+        let in_view = input
+            .pos
+            .iter()
+            .filter(|p| {
+                view.project([p[0], p[1], p[2]], self.width, self.height)
+                    .is_some_and(|[x, y]| (0.0..=w).contains(&x) && (0.0..=h).contains(&y))
+            })
+            .count();
+        Ok(ViewCount {
+            in_view,
+            points: input.pos.len(),
+        })
+    }
+
     /// Draws one frame and reads it back.
     pub fn render(&mut self, input: &RenderInput) -> Result<image::RgbaImage, RenderError> {
         let mut mesh_v = std::mem::take(&mut self.scratch_mesh);
@@ -825,6 +845,24 @@ pub struct Capture {
     pub every: u32,
     pub color: ColorMode,
     renderer: Renderer,
+    /// Whether a frame was captured yet ([`Capture::frame`] counts the first one's points in view).
+    captured: bool,
+}
+
+/// What a camera sees of the yarn ([`Renderer::points_in_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewCount {
+    /// Control points in front of the camera and within the image.
+    pub in_view: usize,
+    /// Control points in all.
+    pub points: usize,
+}
+
+impl ViewCount {
+    /// Whether the image shows no yarn: there is none, or the camera sees none of it.
+    pub fn blank(&self) -> bool {
+        self.in_view == 0
+    }
 }
 
 impl Capture {
@@ -855,6 +893,7 @@ impl Capture {
             every,
             color,
             renderer,
+            captured: false,
         })
     }
 
@@ -869,22 +908,28 @@ impl Capture {
     }
 
     /// Renders and writes frame `frame_index` when [`Self::wants`] it (in the capture's colour mode,
-    /// whatever `input.color` says); returns the path written, or `None` for a skipped frame.
+    /// whatever `input.color` says); returns the path written, or `None` for a skipped frame, and
+    /// for the first frame captured what its camera saw of the yarn ([`Renderer::points_in_view`]).
     pub fn frame(
         &mut self,
         frame_index: u32,
         input: &RenderInput,
-    ) -> Result<Option<PathBuf>, RenderError> {
+    ) -> Result<(Option<PathBuf>, Option<ViewCount>), RenderError> {
         if !self.wants(frame_index) {
-            return Ok(None);
+            return Ok((None, None));
         }
+        let seen = match self.captured {
+            false => Some(self.renderer.points_in_view(input)?),
+            true => None,
+        };
         let img = self.renderer.render(&RenderInput {
             color: self.color,
             ..*input
         })?;
         let path = self.path_for(frame_index);
         save_png(&img, &path)?;
-        Ok(Some(path))
+        self.captured = true;
+        Ok((Some(path), seen))
     }
 }
 
@@ -894,7 +939,8 @@ impl Capture {
 /// are not applied, and figures stand as at t = 0) and camera come from `scene` when given, else from the defaults. Free balls come
 /// from the file `yarnsim run --out` writes beside each frame of a scene with balls
 /// (`frame_NNNN_balls.csv` beside `frame_NNNN.bcc`, [`frame_balls`]), when it is there. A BCC file
-/// holds positions only, so only `ColorMode::Yarn` is possible.
+/// holds positions only, so only `ColorMode::Yarn` is possible. Returns what the camera saw of
+/// the yarn ([`ViewCount`]), for the caller to say when the image shows none.
 pub fn render_bcc_command(
     bcc_path: &Path,
     scene: Option<&Scene>,
@@ -902,7 +948,7 @@ pub fn render_bcc_command(
     width: u32,
     height: u32,
     color: ColorMode,
-) -> Result<(), RenderError> {
+) -> Result<ViewCount, RenderError> {
     if color != ColorMode::Yarn {
         return Err(RenderError::InvalidInput(format!(
             "colour mode {color} needs per-segment values from a simulation; a saved state has none (use yarn)"
@@ -922,7 +968,7 @@ pub fn render_bcc_command(
     obstacles.extend(frame_balls(bcc_path)?);
     let gpu = Gpu::new()?;
     let mut renderer = Renderer::new(&gpu, width, height)?;
-    let img = renderer.render(&RenderInput {
+    let input = RenderInput {
         topo: &topo,
         pos: &pos,
         radius: scene.yarn.radius,
@@ -930,8 +976,11 @@ pub fn render_bcc_command(
         camera: &scene.camera,
         color,
         segment_values: None,
-    })?;
-    save_png(&img, out_png)
+    };
+    let seen = renderer.points_in_view(&input)?;
+    let img = renderer.render(&input)?;
+    save_png(&img, out_png)?;
+    Ok(seen)
 }
 
 /// The file of the free balls saved beside the frame `bcc_path`: `STEM_balls.csv` (none for a

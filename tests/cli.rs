@@ -701,8 +701,74 @@ fn render_and_capture_write_pngs() {
         .output()
         .unwrap();
     check_ok(&out);
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
     let img = image::open(dir.join("state.png")).unwrap();
     assert_eq!((img.width(), img.height()), (32, 24));
+    // A camera that looks away from the cloth draws no yarn: said, not a blank image without a
+    // word (render and capture alike); so is a state with no yarn at all.
+    let away = dir.join("away.toml");
+    let text_of = std::fs::read_to_string(&scene).unwrap();
+    std::fs::write(
+        &away,
+        format!("{text_of}\n[camera]\nposition = [0, 0, 50]\ntarget = [0, 0, 100]\n"),
+    )
+    .unwrap();
+    let out = bin()
+        .arg("render")
+        .arg(dir.join("tiny.bcc"))
+        .arg("--out")
+        .arg(dir.join("away.png"))
+        .args(["--width", "32", "--height", "24", "--scene"])
+        .arg(&away)
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning:")
+            && err.contains("control points is in view of the [camera] of")
+            && err.contains("away.toml"),
+        "{err}"
+    );
+    let out = bin()
+        .arg("run")
+        .arg(&away)
+        .args([
+            "--frames",
+            "0",
+            "--width",
+            "32",
+            "--height",
+            "24",
+            "--capture",
+        ])
+        .arg(dir.join("away"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning: --capture: frame 0: none of the yarn's")
+            && err.contains("in view of the scene's [camera]"),
+        "{err}"
+    );
+    let empty = dir.join("empty.bcc");
+    yarnsim::bcc::write(&empty, &[]).unwrap();
+    let out = bin()
+        .arg("render")
+        .arg(&empty)
+        .arg("--out")
+        .arg(dir.join("empty.png"))
+        .args(["--width", "32", "--height", "24"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(err.contains("there is no yarn to draw"), "{err}");
 }
 
 /// `scenes/tiny.toml`: a 4 × 4-loop swatch that starts in contact (540 steps a frame).

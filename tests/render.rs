@@ -593,9 +593,18 @@ fn capture_writes_numbered_frames() {
     let dir = out_dir().join("swatch");
     let _ = std::fs::remove_dir_all(&dir);
     let mut cap = Capture::new(&gpu, &dir, 320, 240, 2, ColorMode::Yarn).unwrap();
-    assert_eq!(cap.frame(1, &input).unwrap(), None);
-    let path = cap.frame(2, &input).unwrap().expect("frame 2 is captured");
+    assert_eq!(cap.frame(1, &input).unwrap(), (None, None));
+    let (path, seen) = cap.frame(2, &input).unwrap();
+    let path = path.expect("frame 2 is captured");
     assert_eq!(path, dir.join("frame_0002.png"));
+    // The first frame captured says what its camera saw (the default camera frames the cloth),
+    // the later ones nothing.
+    let all = yarnsim::render::ViewCount {
+        in_view: pos.len(),
+        points: pos.len(),
+    };
+    assert_eq!(seen, Some(all));
+    assert_eq!(cap.frame(4, &input).unwrap().1, None);
     assert!(!dir.join("frame_0001.png").exists());
     let img = image::open(&path).unwrap().to_rgba8();
     assert_eq!(img.dimensions(), (320, 240));

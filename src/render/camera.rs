@@ -98,6 +98,11 @@ fn fit_distance(b: &Bounds, target: Vec3, dir: Vec3, tan_y: f32, tan_x: f32) -> 
     d.max(inside * 1.01) * 1.05
 }
 
+/// How far from the origin a camera's position and target may lie (cm): 100 km, where an f32
+/// still resolves 1 cm (beyond it the view matrix cannot tell a yarn's width from nothing, and
+/// squared distances overflow not much further out).
+pub const MAX_REACH: f64 = 1e7;
+
 impl CameraView {
     /// Resolves the scene camera: missing fields frame `cloth`; the depth range covers `all` (cloth and
     /// obstacles), so nothing drawn is clipped by the near or far plane.
@@ -118,6 +123,14 @@ impl CameraView {
             if let Some(p) = v {
                 if !p.iter().all(|x| x.is_finite()) {
                     return bad(format!("{name} {p:?} is not finite"));
+                }
+                // (In f64: the f32 length of a point at 1e30 overflows to infinity, and such a
+                // camera was said to coincide with its target.)
+                let reach = p.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+                if reach > MAX_REACH {
+                    return bad(format!(
+                        "{name} {p:?} lies {reach:.3e} cm from the origin; a camera is drawn in f32 and must stay within {MAX_REACH:e} cm of it"
+                    ));
                 }
             }
         }
@@ -365,5 +378,27 @@ mod tests {
             ..Camera::default()
         };
         assert!(CameraView::resolve(&nan, &b, &b, 10, 10).is_err());
+        // Far out, said to be far out (it was said to coincide with its target: the f32 length
+        // of its distance overflowed).
+        for far in [[1e30, 1e30, 1e30], [0.0, 2e7, 0.0]] {
+            let cam = Camera {
+                position: Some(far),
+                target: Some([0.0; 3]),
+                fov_deg: None,
+            };
+            let err = CameraView::resolve(&cam, &b, &b, 10, 10)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("from the origin") && err.contains("position"),
+                "{err}"
+            );
+        }
+        let near = Camera {
+            position: Some([0.0, 5e6, 0.0]),
+            target: Some([0.0; 3]),
+            fov_deg: None,
+        };
+        assert!(CameraView::resolve(&near, &b, &b, 10, 10).is_ok());
     }
 }
