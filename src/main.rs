@@ -861,18 +861,8 @@ fn run(mut a: RunArgs) -> Result<()> {
                 .with_context(|| {
                     format!("setting up the simulation of {}", scene_path.display())
                 })?;
-            let (far, _) = yarnsim::sim::largest_coordinate(&sim.world_pos());
-            let spacing = yarnsim::sim::f32_spacing(far);
-            if spacing >= 0.01 * scene.yarn.radius {
-                eprintln!(
-                    "warning: the cloth reaches {far:e} cm from the scene's origin, where f32 coordinates (the scene's, and a BCC file's) are {spacing:e} cm apart, {:.3} of the yarn radius: its shape is rounded to that as it starts (the simulation then runs about a local origin, at full precision)",
-                    spacing / scene.yarn.radius
-                );
-            }
-            if scene.contact.model != ContactModel::None {
-                if let Some(hidden) = sim.hidden_self_contact() {
-                    eprintln!("warning: {hidden}");
-                }
+            for w in start_warnings(&scene, &sim) {
+                eprintln!("warning: {w}");
             }
             sim
         }
@@ -1246,6 +1236,27 @@ fn run(mut a: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// What a user should know of a cloth as it starts, which the simulation takes nonetheless: f32
+/// coordinates coarse beside the yarn radius where the cloth lies far from the scene's origin,
+/// and contacts of a yarn with itself that `contact.exclusion_arc` hides.
+fn start_warnings(scene: &Scene, sim: &Sim) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let (far, _) = yarnsim::sim::largest_coordinate(&sim.world_pos());
+    let spacing = yarnsim::sim::f32_spacing(far);
+    if spacing >= 0.01 * scene.yarn.radius {
+        warnings.push(format!(
+            "the cloth reaches {far:e} cm from the scene's origin, where f32 coordinates (the scene's, and a BCC file's) are {spacing:e} cm apart, {:.3} of the yarn radius: its shape is rounded to that as it starts (the simulation then runs about a local origin, at full precision)",
+            spacing / scene.yarn.radius
+        ));
+    }
+    if scene.contact.model != ContactModel::None {
+        if let Some(hidden) = sim.hidden_self_contact() {
+            warnings.push(hidden.to_string());
+        }
+    }
+    warnings
+}
+
 /// The frame a run is computing (0: it has not begun its frames), for what a signal's notice says.
 static RUN_FRAME: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -1548,6 +1559,15 @@ fn table(a: TableArgs) -> Result<()> {
         .iter()
         .map(|path| load(path, &a.sets))
         .collect::<Result<Vec<_>>>()?;
+    // What `run` warns of a cloth as it starts, before hours of measuring it. (A cloth the
+    // simulation refuses is left to the measuring, which says why.)
+    for (path, l) in scenes.iter().zip(&loaded) {
+        if let Ok(sim) = Sim::from_build(&l.scene, &l.build, &l.pins) {
+            for w in start_warnings(&l.scene, &sim) {
+                eprintln!("warning: {}: {w}", path.display());
+            }
+        }
+    }
     // The JSON never replaces what the table reads.
     if let Some(p) = &a.json {
         let inputs = scenes

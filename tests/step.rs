@@ -1086,4 +1086,25 @@ fn an_exclusion_arc_that_hides_self_contacts_is_reported() {
             && err.contains("set contact.exclusion_arc below 2.593 cm"),
         "{err}"
     );
+    // `yarnsim table` says so too, naming the scene, before it measures.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+        .args([
+            "table",
+            "scenes/tiny.toml",
+            "-q",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(["--set", "relax.time=0", "--set", "contact.exclusion_arc=10"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.starts_with("warning: scenes/tiny.toml: contact.exclusion_arc = 10 cm hides contacts of a yarn with itself"),
+        "{err}"
+    );
 }
