@@ -1711,8 +1711,9 @@ fn table(a: TableArgs) -> Result<()> {
                 &l.pins,
                 yarnsim::table::Start::Relax,
             )?);
-            write_json(&tables, false)?;
+            // (The rows to print first: a signal that comes once the JSON has them prints them.)
             leave_rows(&tables);
+            write_json(&tables, false)?;
         }
         for (dir, ck, build, pins) in &saved {
             let stem = ck
@@ -1735,8 +1736,9 @@ fn table(a: TableArgs) -> Result<()> {
                     label,
                 },
             )?);
-            write_json(&tables, false)?;
+            // (The rows to print first: a signal that comes once the JSON has them prints them.)
             leave_rows(&tables);
+            write_json(&tables, false)?;
         }
         Ok(())
     };
