@@ -29,7 +29,8 @@
 //! when the model is the scene's own, whose state a checkpoint carries), with the scene's
 //! parameters in place of the relaxation's, and goes on from such a checkpoint ([`RelaxPoint`]:
 //! the steps taken and the start radius, which an automatic start radius measured on half-relaxed
-//! curves would not give again).
+//! curves would not give again). Asked to stop ([`Saves::stop`]: a signal, in `yarnsim run`), it
+//! hands over the state at the next such point and returns [`RelaxError::Stopped`].
 //!
 //! [`relax_gpu`] runs the same steps on the GPU step ([`GpuSim`], a new one per radius stage, each
 //! built from the state the last one gave back, with the capacities, length budget and batch
