@@ -941,14 +941,31 @@ fn run(mut a: RunArgs) -> Result<()> {
     let checkpointing = match &a.out {
         Some(dir) => {
             let every = a.checkpoint_every.unwrap_or(0);
-            Some(Checkpointing {
-                every,
-                dir: dir.clone(),
-                saved: serde_json::to_value(SavedRun::new(&a, &scene_path, frames, every, dir))?,
-            })
+            match serde_json::to_value(SavedRun::new(&a, &scene_path, frames, every, dir)) {
+                Ok(saved) => Some(Checkpointing {
+                    every,
+                    dir: dir.clone(),
+                    saved,
+                }),
+                Err(e) if every > 0 => {
+                    return Err(anyhow::Error::new(e).context(
+                        "--checkpoint-every: the run's options cannot be recorded in a checkpoint",
+                    ))
+                }
+                // (No checkpoint was asked for: the run goes on, and a signal ends it at once.)
+                Err(e) => {
+                    eprintln!("note: Ctrl-C will end this run at once, not save it: its options cannot be recorded in a checkpoint ({e})");
+                    None
+                }
+            }
         }
         None => None,
     };
+    // The frame the run computes next, for a signal's notice (0: its relaxation, or frame 0).
+    RUN_FRAME.store(
+        if frames_resumed { first_frame + 1 } else { 0 },
+        std::sync::atomic::Ordering::SeqCst,
+    );
     // From here a signal stops the run where it can be saved (into --out), not at once.
     if let Some(c) = &checkpointing {
         let (dir, quiet) = (c.dir.clone(), a.quiet);
@@ -956,14 +973,15 @@ fn run(mut a: RunArgs) -> Result<()> {
             if quiet {
                 return;
             }
+            let save = format!("writes a checkpoint into {}", dir.display());
             let at = match RUN_FRAME.load(std::sync::atomic::Ordering::SeqCst) {
-                0 => "where its relaxation before t = 0 can be saved next (its next step once the radius is grown; before that, where its next radius stage begins), or before its first frame".to_string(),
-                k => format!("at the end of frame {k}"),
+                0 => format!("where its relaxation before t = 0 can be saved next (its next step once the radius is grown; before that, where its next radius stage begins), or before its first frame, and {save}"),
+                k if k >= frames => format!("once its last frame, {k}, is written"),
+                k => format!("at the end of frame {k} and {save}"),
             };
             let line = format!(
-                "{}: the run stops {at} and writes a checkpoint into {} (interrupt again to stop at once, losing the steps since its last checkpoint)",
-                yarnsim::interrupt::signal_name(sig),
-                dir.display()
+                "{}: the run stops {at} (interrupt again to stop at once, losing the steps since its last checkpoint)",
+                yarnsim::interrupt::signal_name(sig)
             );
             say_over_bar(&line);
         })));
@@ -1007,8 +1025,9 @@ fn run(mut a: RunArgs) -> Result<()> {
     if color == ColorMode::Updates {
         sim.record_rebuilds(true);
     }
-    // The frame of the checkpoint in --out, where this run wrote or resumed from one.
-    let mut saved_at: Option<u32> = frames_resumed.then_some(first_frame);
+    // The frame of the checkpoint this run wrote in --out (one it resumed from holds its
+    // previous options: a stop writes its own).
+    let mut saved_at: Option<u32> = None;
     let mut runner = match (&gpu, a.backend()) {
         (Some(g), Backend::Gpu) => {
             let mut gs = GpuSim::new(g, sim, &scene.contact)
@@ -1142,6 +1161,7 @@ fn run(mut a: RunArgs) -> Result<()> {
                     )?;
                 }
                 manifest.stopped()?;
+                yarnsim::interrupt::wait_notice();
                 eprintln!(
                     "stopped by {} after frame {} of {frames}: the checkpoint in {2} holds it; `yarnsim run --resume {2}` goes on",
                     yarnsim::interrupt::signal_name(sig),
@@ -1221,6 +1241,8 @@ fn run(mut a: RunArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     show_bar(None);
+    // (From here a signal ends the process at once: there is nothing left to save.)
+    yarnsim::interrupt::set_graceful(None);
     manifest.finish()?;
     let wall = start.elapsed().as_secs_f64();
     let steps_run = runner.sim().steps - steps_before;
@@ -1476,6 +1498,7 @@ fn relax_sim(
         Ok(done) => done,
         Err(yarnsim::relax::RelaxError::Stopped { steps }) => {
             let sig = yarnsim::interrupt::requested().unwrap_or(0);
+            yarnsim::interrupt::wait_notice();
             let dir = saves.as_ref().map_or(Path::new("."), |s| s.dir);
             eprintln!(
                 "stopped by {} in the relaxation before t = 0, after {steps} of its steps: the checkpoint in {1} holds it; `yarnsim run --resume {1}` goes on",
@@ -1689,11 +1712,15 @@ fn table(a: TableArgs) -> Result<()> {
         let rows = yarnsim::table::markdown(tables);
         let on_bar = std::io::stderr().is_terminal() && !a.quiet;
         yarnsim::interrupt::set_last_words(Some(Box::new(move || {
+            // (Failed prints are let be: the process ends anyway.)
             if on_bar {
-                eprintln!();
+                let _ = writeln!(std::io::stderr());
             }
-            print!("{rows}");
-            eprintln!("stopped by a signal: the rows above are the scenes the table finished");
+            let _ = write!(std::io::stdout().lock(), "{rows}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "stopped by a signal: the rows above are the scenes the table finished"
+            );
         })));
     };
     let mut measure_all = || -> Result<()> {

@@ -201,14 +201,14 @@ struct TempGuard<'a> {
 static LIVE_TEMPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 impl TempGuard<'_> {
-    /// Guards `tmp`, listed in [`LIVE_TEMPS`] before it is created (a signal between the two then
-    /// finds a name with no file, never a file with no name).
-    fn new(tmp: &Path) -> TempGuard<'_> {
-        LIVE_TEMPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(tmp.to_path_buf());
-        TempGuard { tmp, armed: true }
+    /// Creates the temporary file `tmp` (it must not exist) and guards it, listed in
+    /// [`LIVE_TEMPS`] as it is created, under the list's lock: [`abandon_writes`] finds every
+    /// temporary file that exists.
+    fn create(tmp: &Path) -> io::Result<(TempGuard<'_>, File)> {
+        let mut live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
+        let file = File::options().write(true).create_new(true).open(tmp)?;
+        live.push(tmp.to_path_buf());
+        Ok((TempGuard { tmp, armed: true }, file))
     }
 }
 
@@ -226,9 +226,9 @@ impl Drop for TempGuard<'_> {
 
 /// For a process about to end by a signal ([`crate::interrupt`]): removes the temporary files of
 /// the writes in progress and holds their list, so that while the returned hold lives no write
-/// starts or finishes (each waits for it; the process ends first). What those writes were
-/// replacing keeps its previous contents: the rename that would replace it either happened
-/// before (then its temporary file is gone already) or fails for want of the file.
+/// starts (each waits for it; the process ends first). A write in progress either had renamed its
+/// file into place (then its target is whole, and its temporary file gone) or now fails for want
+/// of the file, its target keeping its previous contents.
 pub fn abandon_writes() -> WritesHeld {
     let live = LIVE_TEMPS.lock().unwrap_or_else(|e| e.into_inner());
     for tmp in live.iter() {
@@ -262,19 +262,11 @@ where
         });
     };
     let err_path = || path.to_path_buf();
-    let mut guard = TempGuard::new(&tmp);
-    let file = match File::options().write(true).create_new(true).open(&tmp) {
-        Ok(file) => file,
-        Err(source) => {
-            // (Not ours to remove: create_new found the name taken.)
-            guard.armed = false;
-            return Err(OutputError::Create {
-                path: err_path(),
-                tmp: tmp.clone(),
-                source,
-            });
-        }
-    };
+    let (mut guard, file) = TempGuard::create(&tmp).map_err(|source| OutputError::Create {
+        path: err_path(),
+        tmp: tmp.clone(),
+        source,
+    })?;
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let written = write(&mut w).and_then(|()| w.flush());
     if let Err(source) = written {
@@ -319,15 +311,8 @@ pub fn probe_writable(path: &Path) -> io::Result<()> {
     };
     let tmp = temp_path(path)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let mut guard = TempGuard::new(&tmp);
-    if let Err(e) = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-    {
-        guard.armed = false;
-        return Err(e);
-    }
+    let (mut guard, file) = TempGuard::create(&tmp)?;
+    drop(file);
     guard.armed = false;
     std::fs::remove_file(&tmp)
 }

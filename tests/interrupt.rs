@@ -220,8 +220,11 @@ fn a_run_stopped_while_relaxing_resumes_the_relaxation_bitwise() {
         let (status, _, _) = finish(child);
         seen.push(rest);
         let err = seen.concat();
-        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}: {err}");
-        if err.contains("stopped by SIGTERM after frame 0") {
+        assert!(
+            status.signal() == Some(libc::SIGTERM) || status.success(),
+            "{status:?}: {err}"
+        );
+        if !err.contains("stopped by SIGTERM in the relaxation") {
             eprintln!("attempt {attempt}: the relaxation had ended before the signal; again");
             continue;
         }
@@ -273,13 +276,14 @@ fn a_second_ctrl_c_stops_at_once() {
         .arg(&dir)
         .args(["--frames", "100", "--set", "relax.time=0"])
         .args(["--set", "simulation.fps=10"])
+        .env("YARNSIM_PROGRESS_SECS", "0.01")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The line before the frames: from here a signal stops the run where it can be saved.
+    // Within frame 1 (its progress lines), where a signal stops the run at the frame's end.
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    read_until(&mut stderr, |l| l.contains("control points"));
+    read_until(&mut stderr, |l| l.starts_with("frame 1/100: step"));
     send(&child, libc::SIGINT);
     // The second once the first was taken (a signal sent while the first is pending merges
     // with it).
@@ -375,14 +379,17 @@ fn a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead() {
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
     let asked = number_after(&err, "SIGINT: the run stops at the end of frame ") as u32;
     let k = number_after(&err, "stopped by SIGINT after frame ") as u32;
+    // (The notice reads the frame the run is in as it prints: the frame the GPU began ahead, if
+    // the run got there first.)
     if err.contains("the GPU had begun frame") {
         assert!(
             err.contains(&format!(
-                "the GPU had begun frame {k} while frame {asked} ended"
+                "the GPU had begun frame {k} while frame {} ended",
+                k - 1
             )),
             "{err}"
         );
-        assert_eq!(k, asked + 1, "{err}");
+        assert!(asked == k - 1 || asked == k, "{err}");
     } else {
         assert_eq!(k, asked, "{err}");
     }
@@ -402,4 +409,146 @@ fn a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead() {
         .unwrap();
     check_ok(&out);
     assert!(dir.join(format!("frame_{next:0>4}.bcc")).exists());
+}
+
+/// What a process ending by a signal does with the writes in progress (`output::abandon_writes`,
+/// called by `interrupt::end_by_signal`): their temporary files are removed and a write in
+/// progress fails, the file it was replacing keeping what it held; while the hold lives no write
+/// gets by it (a temporary file's guard does not run when a signal ends the process, so without
+/// this every Ctrl-C during a write left a `.NAME.PID.N.tmp` behind). In this file, whose other
+/// tests write nothing in-process: the hold is the process's.
+#[test]
+fn abandoned_writes_leave_no_temporary_file_and_the_old_contents() {
+    let dir = scratch("abandon");
+    let path = dir.join("frame.bcc");
+    std::fs::write(&path, b"old").unwrap();
+    let (started, wait_started) = std::sync::mpsc::channel();
+    let (go_on, wait_go_on) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            yarnsim::output::write_atomic(&path, |w| {
+                w.write_all(b"new")?;
+                started.send(()).unwrap();
+                wait_go_on.recv().unwrap();
+                Ok(())
+            })
+        })
+    };
+    wait_started.recv().unwrap();
+    let temps = || -> Vec<PathBuf> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                yarnsim::output::temp_target(&e.file_name().to_string_lossy()) == Some("frame.bcc")
+            })
+            .map(|e| e.path())
+            .collect()
+    };
+    assert_eq!(
+        temps().len(),
+        1,
+        "the write in progress has its temporary file"
+    );
+    let held = yarnsim::output::abandon_writes();
+    assert!(temps().is_empty(), "{:?}", temps());
+    go_on.send(()).unwrap();
+    // The write does not get by the hold (the process would have ended by then).
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!writer.is_finished());
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    drop(held);
+    let err = writer.join().unwrap().unwrap_err();
+    assert!(
+        matches!(err, yarnsim::output::OutputError::Rename { .. }),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    assert!(temps().is_empty(), "{:?}", temps());
+}
+
+/// A signal the parent set to be ignored (a background job of a script, `trap '' INT`) stays
+/// ignored: the run goes on to its end (the signals' thread must not take it over).
+#[test]
+fn an_ignored_signal_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("ignored");
+    let mut cmd = bin();
+    cmd.arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(&dir)
+        .args(["--frames", "20", "--set", "simulation.fps=300"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec asks.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with("frame    1/20"));
+    send(&child, libc::SIGINT);
+    let (status, _, err) = finish(child);
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(!err.contains("SIGINT"), "{err}");
+    assert_eq!(manifest(&dir)["finished"], true);
+}
+
+/// A run whose standard output nobody reads (`yarnsim run … | less`, not scrolled) blocks on its
+/// next line; a signal still ends it: without `--out` the first, with `--out` (whose frame end
+/// never comes) the second, within a few seconds. (While the signals' thread printed the notice
+/// itself, it waited for the progress bar's lock, which the blocked line holds, and no signal
+/// ended the run.)
+#[test]
+fn a_run_blocked_on_its_output_still_ends_on_a_signal() {
+    use std::os::unix::io::AsRawFd;
+    for with_out in [false, true] {
+        let dir = scratch(&format!("blocked-{with_out}"));
+        let mut cmd = bin();
+        cmd.arg("run")
+            .arg(scene("tiny"))
+            .args(["--frames", "100000", "--set", "simulation.fps=1620"])
+            .args(["--set", "relax.time=0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if with_out {
+            cmd.arg("--out").arg(dir.join("out"));
+        }
+        let mut child = cmd.spawn().unwrap();
+        // A one-page pipe, never read: full after a few dozen frame lines.
+        let fd = child.stdout.as_ref().unwrap().as_raw_fd();
+        // SAFETY: F_SETPIPE_SZ on the pipe this test holds open.
+        unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 4096) };
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "--out {with_out}: ended"
+        );
+        send(&child, libc::SIGINT);
+        if with_out {
+            std::thread::sleep(Duration::from_millis(300));
+            send(&child, libc::SIGINT);
+        }
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("--out {with_out}: still running 20 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGINT),
+            "--out {with_out}: {status:?}"
+        );
+    }
 }
