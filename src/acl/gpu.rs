@@ -711,6 +711,11 @@ pub enum AclGpuError {
         "a contact-set merge looked at more index items than its bound (the CPU path stops alike)"
     )]
     ScanLimit,
+    /// A step still had sets to rebuild after [`MAX_REBUILD_ROUNDS`] rounds.
+    #[error(
+        "ACL's contact sets still had to be rebuilt after {rounds} rebuild rounds in one step"
+    )]
+    TooManyRounds { rounds: u32 },
     #[error("the ACL GPU step raised error bits: scheduler {sched:#x}, forces {acl:#x} (first bad set {set}, point {point}), pools {pools:#x}, merge {merge:#x}")]
     Flags {
         sched: u32,
@@ -1779,6 +1784,14 @@ pub fn newcomer_level(c: &SchedCounters) -> u32 {
     }
 }
 
+/// The most rebuild rounds a step of ACL's GPU step records: a step that needs more fails
+/// ([`AclGpuError::TooManyRounds`]) instead of rerunning with twice as many. The CPU path's steps
+/// of the scenes here need 1 or 2 (`examples/acl_budgets` on the relaxed scarf: a second round
+/// on 8 of 1,070 steps); each round is some ten dispatches and room for its releases, so rounds
+/// doubled without bound ran a 137-point swatch with `contact.padding = 28` out of memory at
+/// 2,048.
+pub const MAX_REBUILD_ROUNDS: u32 = 256;
+
 /// Why a step that ran with `ran` must rerun with `need` (its verdict): each budget it needs more
 /// of (`rebuild_rounds`, `merge_passes`, `label_rounds`, `coalesce`, `newcomers`, `indexed`: a
 /// stage left out or the set index cut, that the step needs), and `capacity` when a buffer must
@@ -2168,7 +2181,12 @@ impl AclGpu {
             g.records = grow(caps.records, c.acl.records);
         }
         if c.sizes.errors & ACL_SIZES_MORE_ROUNDS != 0 {
-            g.rounds = 2 * caps.rounds;
+            if caps.rounds >= MAX_REBUILD_ROUNDS {
+                return Err(AclGpuError::TooManyRounds {
+                    rounds: caps.rounds,
+                });
+            }
+            g.rounds = (2 * caps.rounds).min(MAX_REBUILD_ROUNDS);
         }
         if caps.coalesce == 0 && c.sched.touching.count > 0 {
             g.coalesce = 1;
@@ -2720,6 +2738,15 @@ pub enum AclStepFailure {
 pub fn step_failure(e: &AclGpuError, c: &AclStepCounters) -> AclStepFailure {
     use crate::contact::ContactError;
     use crate::layout::{ACL_ERROR_GATHER_FULL, ACL_ERROR_NOT_FINITE, ACL_ERROR_SET_TOO_BIG};
+    if let AclGpuError::TooManyRounds { .. } = e {
+        return AclStepFailure::KernelLimit(format!(
+            "{e}, the most the GPU step records (each round rebuilds the sets that grew and \
+             merges what they overlap; the rounds double on each rerun of the step). Seen with \
+             contact.padding far above its default, where the CPU path ends the same step in one \
+             round: a difference of the GPU step's, not understood yet (before this limit the \
+             reruns went on doubling until the adapter ran out of memory)"
+        ));
+    }
     let contact = AclStepFailure::Contact;
     if let Some(s) = crate::sched::counters_error(&c.sched) {
         return contact(super::AclError::Sched(s).into());
