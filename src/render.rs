@@ -19,7 +19,7 @@
 //! The camera maths ([`CameraView`]) is written once and used by the tests to project points.
 //! [`contact_matrix`] draws the seed's Figure 2 on the CPU; [`Capture`] writes numbered PNG frames.
 
-mod camera;
+pub mod camera;
 mod contact_matrix;
 mod mesh;
 

@@ -1009,6 +1009,18 @@ impl Scene {
         in_range("simulation.frames", s.frames as f64, 1.0, 1e7)?;
         // Up to one frame per step (the next rule); dt ≥ 1e-8 bounds fps by 1e8.
         in_range("simulation.fps", s.fps, 1e-3, 1e8)?;
+        let steps_per_frame = (1.0 / (s.fps * s.dt)).round();
+        if steps_per_frame >= u32::MAX as f64 {
+            return Err((
+                "simulation.fps".into(),
+                format!(
+                    "a frame (1/fps = {} s) is {steps_per_frame:e} steps of dt = {} s, more than the {} a frame may take",
+                    1.0 / s.fps,
+                    s.dt,
+                    u32::MAX - 1
+                ),
+            ));
+        }
         if 1.0 / s.fps < s.dt {
             return Err((
                 "simulation.fps".into(),
@@ -1087,6 +1099,16 @@ impl Scene {
         non_negative("contact.stiffness", c.stiffness as f64)?;
         non_negative("contact.tolerance", c.tolerance as f64)?;
         in_range("contact.quadrature", c.quadrature as f64, 1.0, 32.0)?;
+        if c.model == ContactModel::Acl && c.quadrature > crate::sched::MAX_QUADRATURE {
+            return Err((
+                "contact.quadrature".into(),
+                format!(
+                    "must be at most {0} with contact.model = \"acl\" (its scheduler's bitmap holds {0} × {0} quadrature pairs a segment pair; \"exact\" takes up to 32), got {1}",
+                    crate::sched::MAX_QUADRATURE,
+                    c.quadrature
+                ),
+            ));
+        }
         in_range("contact.padding", c.padding as f64, 0.0, 64.0)?;
         positive("contact.grid_cell", c.grid_cell as f64)?;
         in_range("contact.max_bin", c.max_bin as f64, 0.0, 24.0)?;
@@ -1372,18 +1394,32 @@ impl Scene {
             }
         }
 
+        // The renderer's rules (`render::camera`), here so that a bad camera is named with its
+        // line when the scene loads, not after a relaxation of hours at the first capture.
         let cam = &self.camera;
-        if let Some(p) = cam.position {
-            finite3("camera.position", p)?;
-        }
-        if let Some(t) = cam.target {
-            finite3("camera.target", t)?;
+        for (key, v) in [
+            ("camera.position", cam.position),
+            ("camera.target", cam.target),
+        ] {
+            if let Some(p) = v {
+                finite3(key, p)?;
+                let reach = p.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+                if reach > crate::render::camera::MAX_REACH {
+                    return Err((
+                        key.into(),
+                        format!(
+                            "lies {reach:.3e} cm from the origin; a camera is drawn in f32 and must stay within {:e} cm of it",
+                            crate::render::camera::MAX_REACH
+                        ),
+                    ));
+                }
+            }
         }
         if let (Some(p), Some(t)) = (cam.position, cam.target) {
-            if p == t {
+            if crate::render::camera::coincide(p, t) {
                 return Err((
                     "camera.target".into(),
-                    "must differ from camera.position".into(),
+                    format!("must differ from camera.position {p:?} (as f32 the two coincide)"),
                 ));
             }
         }

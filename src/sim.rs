@@ -690,11 +690,18 @@ fn params_from_scene(scene: &Scene) -> Result<SimParams, SimError> {
         ));
     }
     let spf = (1.0 / (s.fps * s.dt)).round();
-    if !(spf >= 1.0 && spf < u32::MAX as f64) {
+    if spf.is_nan() || spf < 1.0 {
         return Err(param_err(
             "simulation.fps",
             s.fps,
             "gives less than one time step per frame",
+        ));
+    }
+    if spf >= u32::MAX as f64 {
+        return Err(param_err(
+            "simulation.fps",
+            s.fps,
+            "gives more time steps per frame than a frame may take (4294967294)",
         ));
     }
     if !s.gravity.iter().all(|g| g.is_finite()) {

@@ -173,6 +173,22 @@ fn out_of_range_values_name_line_and_key() {
             "pin.0.range.last",
         ),
         ("[camera]\nfov_deg = 200\n", 6, "camera.fov_deg"),
+        // The renderer's rules, when the scene loads (they were met at the first capture, after
+        // the relaxation): too far for f32, and coinciding as f32 though not as written.
+        ("[camera]\nposition = [0, 0, 1e30]\n", 6, "camera.position"),
+        (
+            "[camera]\nposition = [0, 1e-9, 0]\ntarget = [0, 0, 0]\n",
+            7,
+            "camera.target",
+        ),
+        // More steps in a frame than a frame may take (it said "less than one").
+        (
+            "[simulation]\nfps = 0.001\ndt = 1e-8\n",
+            6,
+            "simulation.fps",
+        ),
+        // Past what ACL's scheduler takes (documented up to 32, which exact contact takes).
+        ("[contact]\nquadrature = 12\n", 6, "contact.quadrature"),
     ];
     for (i, (extra, line, key)) in cases.iter().enumerate() {
         let err = load_err(&format!("range{i}"), &format!("{MINIMAL}\n{extra}"));

@@ -103,6 +103,16 @@ fn fit_distance(b: &Bounds, target: Vec3, dir: Vec3, tan_y: f32, tan_x: f32) -> 
 /// squared distances overflow not much further out).
 pub const MAX_REACH: f64 = 1e7;
 
+/// Whether a camera at `eye` looking at `target` has no direction to look in: the two within a
+/// millionth of the eye's distance from the origin (plus 1e-6 cm) of each other, where the f32
+/// view matrix cannot tell them apart. In f64, as the scene's check uses it too.
+pub fn coincide(eye: [f32; 3], target: [f32; 3]) -> bool {
+    let len = |v: [f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let e = eye.map(f64::from);
+    let d = [0, 1, 2].map(|k| target[k] as f64 - e[k]);
+    len(d) <= 1e-6 * (1.0 + len(e))
+}
+
 impl CameraView {
     /// Resolves the scene camera: missing fields frame `cloth`; the depth range covers `all` (cloth and
     /// obstacles), so nothing drawn is clipped by the near or far plane.
@@ -157,7 +167,7 @@ impl CameraView {
                 }
             }
         };
-        if (target - eye).length() <= 1e-6 * (1.0 + eye.length()) {
+        if coincide(eye.to_array(), target.to_array()) {
             return bad(format!("position {eye} and target {target} coincide"));
         }
         let fwd = (target - eye).normalize();
