@@ -1215,6 +1215,19 @@ fn run(mut a: RunArgs) -> Result<()> {
                 st.projection_error
             );
         }
+        if let Some((b, ball)) = runner
+            .sim()
+            .world_balls()
+            .iter()
+            .enumerate()
+            .find(|(_, b)| !b.center.iter().all(|x| x.is_finite()))
+        {
+            bail!(
+                "frame {k} of {}: ball.{b}'s position is not finite (its velocity {:?} cm/s): try a smaller simulation.dt, or check ball.{b}.velocity",
+                scene_path.display(),
+                &ball.vel[..3]
+            );
+        }
         if st.max_length_error >= STRETCH_WARNS && !warned_stretch {
             warned_stretch = true;
             say_over_bar(&format!(

@@ -96,6 +96,23 @@ pub enum SimError {
         radius: f32,
         within: f32,
     },
+    #[error("{solid} reaches {reach:e} cm from where the cloth is simulated, where f32 coordinates are {spacing:e} cm apart ({} yarn radii, r = {radius} cm): contact with it would be computed that coarsely; keep the scene's solids within {within:e} cm of the cloth (a plane for a ground, not a sphere of {reach:.0e} cm)", ratio_text(spacing / radius))]
+    ObstacleTooFar {
+        /// The solid in words (`obstacle.0 (a sphere)`, `figure.0's head`).
+        solid: String,
+        reach: f32,
+        spacing: f32,
+        radius: f32,
+        within: f32,
+    },
+    #[error("{ball} starts inside {solid}: its centre is {}, nearer than its radius ({radius} cm), so the ball sinks {depth:.3} cm into it; move it ({ball}.center), as the first step would throw it out", if *distance < 0.0 { format!("{:.3} cm inside it", -distance) } else { format!("{distance:.3} cm from its surface") })]
+    BallStartsInside {
+        ball: String,
+        solid: String,
+        distance: f32,
+        depth: f32,
+        radius: f32,
+    },
     #[error("damping blocks are given for {given} control points, but the scene has {count}")]
     DampingBlocks { given: usize, count: usize },
     #[error("step {step}: the {what} of control point {point} (yarn {yarn}, point {local} of it) is not finite; try a smaller simulation.dt or check the scene's stiffnesses")]
@@ -997,11 +1014,7 @@ fn check_coordinates(topo: &Topology, pos: &[[f32; 4]], radius: f32) -> Result<(
     if spacing < COARSEST_SPACING * radius {
         return Ok(());
     }
-    // The largest power of two below which the spacing stays under the bound.
-    let mut within = 1.0f32;
-    while f32_spacing(2.0 * within) < COARSEST_SPACING * radius && within < 1e30 {
-        within *= 2.0;
-    }
+    let within = f32_reach(COARSEST_SPACING * radius);
     let yarn = topo
         .yarns
         .iter()
@@ -1013,8 +1026,17 @@ fn check_coordinates(topo: &Topology, pos: &[[f32; 4]], radius: f32) -> Result<(
         distance,
         spacing,
         radius,
-        within: 2.0 * within,
+        within,
     })
+}
+
+/// The largest power of two (cm) up to which f32 coordinates stay spaced less than `spacing`.
+fn f32_reach(spacing: f32) -> f32 {
+    let mut within = 1.0f32;
+    while f32_spacing(2.0 * within) < spacing && within < 1e30 {
+        within *= 2.0;
+    }
+    2.0 * within
 }
 
 /// Offset of a keyframed obstacle at time `t`: linear interpolation, held constant outside the keys.
@@ -1292,8 +1314,56 @@ impl Sim {
     /// and then move its points (a cloth lifted clear of a floor by a radius), and a checkpoint's
     /// state is put back into a simulation built from the scene's cloth as it started.
     pub fn check_start(&self, build: &crate::scene::ClothBuild) -> Result<(), SimError> {
+        self.check_solids_in_reach()?;
         self.check_starts_clear()?;
         self.check_no_coincident_yarns(&build.piece_first_point)
+    }
+
+    /// The scene's solid `k` (an obstacle or a walking figure's part) in words, and the scene key
+    /// that places it.
+    fn solid_words(&self, k: usize) -> (String, String) {
+        match self.obstacle_defs[k].part {
+            Some((f, part)) => (
+                format!("figure.{f}'s {}", crate::figure::PART_NAMES[part]),
+                format!("figure.{f}.position"),
+            ),
+            None => {
+                let kind = match self.obstacles[k].kind {
+                    step::OBSTACLE_PLANE => "a plane",
+                    step::OBSTACLE_SPHERE => "a sphere",
+                    _ => "a capsule",
+                };
+                (format!("obstacle.{k} ({kind})"), format!("obstacle.{k}"))
+            }
+        }
+    }
+
+    /// Whether every solid lies where f32 resolves contact with it ([`SimError::ObstacleTooFar`]):
+    /// its farthest extent from the simulation's origin (a sphere's or capsule's ends plus its
+    /// radius, a plane's point, as placed for the first step), where f32 coordinates must be
+    /// spaced less than [`COARSEST_SPACING`] yarn radii, as the cloth's must ([`SimError::TooFar`]).
+    /// A sphere of 1e7 cm standing for the ground threw a swatch resting on it at 14 m/s.
+    pub fn check_solids_in_reach(&self) -> Result<(), SimError> {
+        let r = self.params.radius;
+        for (k, o) in self.obstacles.iter().enumerate() {
+            let norm = |p: [f32; 4]| (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+            let reach = match o.kind {
+                step::OBSTACLE_PLANE => norm(o.a),
+                step::OBSTACLE_SPHERE => norm(o.a) + o.radius,
+                _ => norm(o.a).max(norm(o.b)) + o.radius,
+            };
+            let spacing = f32_spacing(reach);
+            if spacing.is_nan() || spacing >= COARSEST_SPACING * r {
+                return Err(SimError::ObstacleTooFar {
+                    solid: self.solid_words(k).0,
+                    reach,
+                    spacing,
+                    radius: r,
+                    within: f32_reach(COARSEST_SPACING * r),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The first contact of a yarn with itself that `contact.exclusion_arc` hides as the cloth
@@ -1359,30 +1429,35 @@ impl Sim {
                 depth,
             }
         };
-        for (k, (o, d)) in self.obstacles.iter().zip(&self.obstacle_defs).enumerate() {
+        for (k, o) in self.obstacles.iter().enumerate() {
             let Some(found) = first_inside(&|x| step::obstacle_distance(o, x).0) else {
                 continue;
             };
-            let (solid, key) = match d.part {
-                Some((f, part)) => (
-                    format!("figure.{f}'s {}", crate::figure::PART_NAMES[part]),
-                    format!("figure.{f}.position"),
-                ),
-                None => {
-                    let kind = match o.kind {
-                        step::OBSTACLE_PLANE => "a plane",
-                        step::OBSTACLE_SPHERE => "a sphere",
-                        _ => "a capsule",
-                    };
-                    (format!("obstacle.{k} ({kind})"), format!("obstacle.{k}"))
-                }
-            };
+            let (solid, key) = self.solid_words(k);
             return Err(fail(solid, key, found));
         }
         for (k, b) in self.balls.iter().enumerate() {
             let c = V3::from4(b.center);
             if let Some(found) = first_inside(&|x| (x - c).norm() - b.center[3]) {
                 return Err(fail(format!("ball.{k}"), format!("ball.{k}.center"), found));
+            }
+        }
+        // A ball overlapping a solid by more than a hundredth of its radius (one resting on a
+        // floor touches it; rounding may sink it a little): the first step's impulse threw one
+        // started 7 cm inside a floor out at 1.3 km/s.
+        for (k, b) in self.balls.iter().enumerate() {
+            let (c, radius) = (V3::from4(b.center), b.center[3]);
+            for (j, o) in self.obstacles.iter().enumerate() {
+                let distance = step::obstacle_distance(o, c).0;
+                if distance < 0.99 * radius {
+                    return Err(SimError::BallStartsInside {
+                        ball: format!("ball.{k}"),
+                        solid: self.solid_words(j).0,
+                        distance,
+                        depth: radius - distance,
+                        radius,
+                    });
+                }
             }
         }
         Ok(())

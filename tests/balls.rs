@@ -474,3 +474,52 @@ fn a_fast_balls_kinetic_energy_is_finite() {
         "{ke} vs {want}"
     );
 }
+
+/// What a ball cannot start or end a frame as: sunk into a solid (the first step's impulse threw
+/// a ball started 7 cm inside a floor out at 1.3 km/s, and the run went on), or past f32 (a ball
+/// launched at 3e38 cm/s was written as `inf,inf` and the run exited 0). A ball resting on the
+/// floor, touching it, starts.
+#[test]
+fn a_ball_in_a_solid_or_past_f32_is_an_error() {
+    let run = |name: &str, ball: &str, extra: &[&str]| {
+        let p = scene_file(
+            name,
+            &format!(
+                "[simulation]\nframes = 1\ngravity = [0, 0, 0]\n[relax]\ntime = 0\n[[cloth]]\nsource.generator = {{ pattern = \"stockinette\", wales = 4, courses = 4 }}\n[[obstacle]]\ntype = \"plane\"\npoint = [0, -5, 0]\nnormal = [0, 1, 0]\n[[ball]]\n{ball}\n"
+            ),
+        );
+        Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+            .args(["run", "-q", "--set", "contact.model=none"])
+            .args(extra)
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let out = run("sunk", "center = [20, -10, 0]\nradius = 1", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ball.0 starts inside obstacle.0 (a plane): its centre is 5.000 cm inside it")
+            && err.contains("ball.0.center"),
+        "{err}"
+    );
+    let out = run("resting", "center = [20, -4, 0]\nradius = 1", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Far from the cloth and the floor, flying off at nearly f32's largest speed: past f32
+    // within the second frame's 16,200 steps.
+    let out = run(
+        "inf",
+        "center = [100, 0, 0]\nradius = 1\nvelocity = [3e38, 0, 0]",
+        &["--frames", "2", "--set", "simulation.fps=1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("frame 2 of ") && err.contains("ball.0's position is not finite"),
+        "{err}"
+    );
+}

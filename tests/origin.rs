@@ -221,3 +221,31 @@ fn the_local_origin_is_chosen_axis_by_axis() {
     assert_eq!(origin([10.0, 10.0, 10.0], [15.0, 15.0, 15.0]), [0.0; 3]);
     assert_eq!(yarnsim::sim::local_origin(&[]), [0.0; 3]);
 }
+
+/// A solid reaching where f32 cannot resolve contact near the cloth is refused, as a cloth that
+/// far is: a sphere of 1e7 cm standing for the ground (its top at y = 0) threw the swatch resting
+/// on it at 14 m/s, where the same sphere of 1e5 cm held it as a plane does.
+#[test]
+fn a_solid_too_far_for_f32_is_refused() {
+    let sphere = |radius: f64| {
+        format!(
+            "[relax]\ntime = 0\n[[cloth]]\nsource.generator = {{ pattern = \"stockinette\", wales = 4, courses = 4 }}\nrotate_deg = [-90, 0, 0]\ntranslate = [0, 0.5, 0]\n[[obstacle]]\ntype = \"sphere\"\ncenter = [0, {}, 0]\nradius = {radius}\n",
+            -radius
+        )
+    };
+    let start = |text: &str| {
+        let scene = Scene::from_toml_str(text, "sphere.toml").unwrap();
+        let build = build_curves(&scene, std::path::Path::new(".")).unwrap();
+        let pins = scene::pinned_points(&scene, &build).unwrap();
+        Sim::from_build(&scene, &build, &pins)
+            .unwrap()
+            .check_start(&build)
+    };
+    assert!(start(&sphere(1e5)).is_ok());
+    let err = start(&sphere(1e7)).unwrap_err().to_string();
+    assert!(
+        err.contains("obstacle.0 (a sphere) reaches 2e7 cm")
+            && err.contains("a plane for a ground"),
+        "{err}"
+    );
+}
