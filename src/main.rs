@@ -523,7 +523,7 @@ fn error_report(e: &anyhow::Error) -> String {
     if let Some(values) = FAR_FROM_DEFAULTS.get().filter(|v| !v.is_empty()) {
         if report.contains("simulation.dt") {
             report.push_str(&format!(
-                "\nnote: the scene sets {} ({STIFF_FACTOR}× or more from the default's stiffness): the time step may be too long for {}",
+                "\nnote: the scene sets {} (each stiffening the forces {STIFF_FACTOR}× or more beyond the defaults': a heavier pull, a lighter yarn, a stiffer one): the time step may be too long for {}",
                 values.join(", "),
                 if values.len() > 1 { "these" } else { "that" }
             ));

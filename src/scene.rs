@@ -821,6 +821,10 @@ impl Scene {
             let span = e.span().unwrap_or(0..0);
             let (key, line, message) = nodes.explain(text, &span, e.message().trim());
             let message = plain_types(&message);
+            let message = match structure_hint(&key, &message) {
+                Some(hint) => format!("{message} ({hint})"),
+                None => message,
+            };
             let unknown =
                 message.starts_with("unknown field") || message.starts_with("unexpected keys");
             if unknown {
@@ -2247,6 +2251,50 @@ fn plain_types(message: &str) -> String {
         _ => "a table",
     };
     format!("{head}expected {table}")
+}
+
+/// The scene's arrays of tables (`[[cloth]]`, …); its other sections are single tables.
+const TABLE_ARRAYS: [&str; 6] = ["cloth", "pin", "obstacle", "ball", "figure", "seam"];
+
+/// What serde's words on a scene's structure mean in the scene's terms, for the common mistakes:
+/// `[cloth]` for `[[cloth]]` and the reverse, a `[[pin]]` with both or neither of its forms, a
+/// source named as a string. `None` for anything else.
+fn structure_hint(key: &str, message: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if message.starts_with("invalid type: map, expected a sequence") && TABLE_ARRAYS.contains(&key)
+    {
+        return Some(format!(
+            "write [[{key}]], one per entry: [{key}] is a single table"
+        ));
+    }
+    if let [top, index] = parts[..] {
+        let sections = [
+            "simulation",
+            "yarn",
+            "contact",
+            "camera",
+            "damping",
+            "relax",
+        ];
+        if sections.contains(&top) && index.parse::<usize>().is_ok() {
+            return Some(format!(
+                "write [{top}]: it is a single table, not [[{top}]]"
+            ));
+        }
+    }
+    let forms = match parts[..] {
+        ["pin", _] => "range = { first, last } or region = { min, max }",
+        ["cloth", _, "source"] => "generator = { … } or bcc = { path = … }",
+        ["obstacle", _] => "type = \"plane\", \"sphere\" or \"capsule\" with its fields",
+        _ => "",
+    };
+    if message.starts_with("wanted exactly 1 element") && !forms.is_empty() {
+        return Some(format!("give exactly one of {forms}"));
+    }
+    if message.contains("unit variant, expected a table") && !forms.is_empty() {
+        return Some(format!("it takes a table: {forms}"));
+    }
+    None
 }
 
 /// Parses the value of a `--set` assignment as a TOML value (a bare word becomes a string).

@@ -834,7 +834,7 @@ fn a_failed_step_names_stiffnesses_far_from_their_defaults() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("try a smaller simulation.dt"), "{err}");
     assert!(
-        err.contains("\nnote: the scene sets contact.stiffness = 1e12 (default 3500), yarn.linear_density = 1e-6 (default 0.003) (100× or more from the default's stiffness)"),
+        err.contains("\nnote: the scene sets contact.stiffness = 1e12 (default 3500), yarn.linear_density = 1e-6 (default 0.003) (each stiffening the forces 100× or more beyond the defaults': a heavier pull, a lighter yarn, a stiffer one)"),
         "{err}"
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");

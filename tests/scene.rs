@@ -804,6 +804,34 @@ fn bounds_hold_as_written_and_values_show_as_written() {
 
 /// Errors in the scene file's terms: a table where serde would name a Rust type, the table whose
 /// header is broken (not the key before it), a `--set` integer past 64 bits as too large.
+/// serde's words on a scene's structure come with what they mean in the scene's terms, for the
+/// common mistakes: `[cloth]` for `[[cloth]]` and the reverse, a `[[pin]]` with both forms or
+/// neither, a source named as a string.
+#[test]
+fn structure_mistakes_are_explained() {
+    let gen = "source.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n";
+    let cases = [
+        (format!("[cloth]\n{gen}"), "write [[cloth]], one per entry"),
+        (
+            format!("[[simulation]]\nfps = 30\n[[cloth]]\n{gen}"),
+            "write [simulation]: it is a single table",
+        ),
+        (
+            format!("[[cloth]]\n{gen}[[pin]]\nrange = {{ first = 0, last = 1 }}\nregion = {{ min = [0, 0, 0], max = [1, 1, 1] }}\n"),
+            "give exactly one of range = { first, last } or region = { min, max }",
+        ),
+        (format!("[[cloth]]\n{gen}[[pin]]\n"), "give exactly one of range"),
+        (
+            "[[cloth]]\nsource = \"generator\"\n".to_string(),
+            "it takes a table: generator = { … } or bcc = { path = … }",
+        ),
+    ];
+    for (i, (text, hint)) in cases.iter().enumerate() {
+        let err = load_err(&format!("structure{i}"), text).to_string();
+        assert!(err.contains(hint), "{text}: {err}");
+    }
+}
+
 #[test]
 fn errors_speak_of_tables_and_headers() {
     let err = load_err("bcc-string", "[[cloth]]\nsource.bcc = \"x.bcc\"\n");
