@@ -1115,6 +1115,23 @@ impl Scene {
         }
         in_range("contact.padding", c.padding as f64, 0.0, 64.0)?;
         positive("contact.grid_cell", c.grid_cell as f64)?;
+        // Far below the yarn's radius a segment's box spans more cells than a segment may cover
+        // (`contact::grid::MAX_CELLS_PER_SEGMENT`), which failed at the first step (0.03 cm on
+        // a 4 × 4 swatch at r = 0.125; 0.04 ran).
+        if !self.yarn.radius_auto
+            && c.model != ContactModel::None
+            && (c.grid_cell as f64) < self.yarn.radius as f64 / 4.0
+        {
+            return Err((
+                "contact.grid_cell".into(),
+                format!(
+                    "must be at least a quarter of yarn.radius ({} cm) with contact, got {}: finer, a segment's box spans more grid cells than the {} a segment may cover (the default is 0.6 cm)",
+                    self.yarn.radius / 4.0,
+                    c.grid_cell,
+                    crate::contact::grid::MAX_CELLS_PER_SEGMENT
+                ),
+            ));
+        }
         in_range("contact.max_bin", c.max_bin as f64, 0.0, 24.0)?;
         non_negative("contact.omega", c.omega as f64)?;
         non_negative("contact.exclusion_arc", c.exclusion_arc as f64)?;

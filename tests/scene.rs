@@ -189,6 +189,8 @@ fn out_of_range_values_name_line_and_key() {
         ),
         // Past what ACL's scheduler takes (documented up to 32, which exact contact takes).
         ("[contact]\nquadrature = 12\n", 6, "contact.quadrature"),
+        // Finer than a segment may cover (it failed at the first step).
+        ("[contact]\ngrid_cell = 0.03\n", 6, "contact.grid_cell"),
     ];
     for (i, (extra, line, key)) in cases.iter().enumerate() {
         let err = load_err(&format!("range{i}"), &format!("{MINIMAL}\n{extra}"));
