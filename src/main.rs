@@ -2939,6 +2939,16 @@ fn scene_size(path: &Path, sets: &[String]) -> Result<SceneSize> {
         pins,
         fit,
     } = load(path, sets)?;
+    // What `yarnsim run` checks before it starts (a cloth inside a solid, two pieces in one
+    // place, a solid or cloth beyond f32's reach): info said such a scene fits.
+    Sim::from_build(&scene, &build, &pins)
+        .and_then(|sim| sim.check_start(&build))
+        .with_context(|| {
+            format!(
+                "{}: yarnsim run would refuse this scene as it starts",
+                path.display()
+            )
+        })?;
     let (topo, pos) = Topology::from_curves(&build.curves)
         .with_context(|| format!("laying out the yarns of {}", path.display()))?;
     // A fit comes back exactly when the radius was "auto".

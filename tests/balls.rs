@@ -503,6 +503,20 @@ fn a_ball_in_a_solid_or_past_f32_is_an_error() {
             && err.contains("ball.0.center"),
         "{err}"
     );
+    // `info` says so too (it said the scene fits).
+    let sunk = Path::new(env!("CARGO_TARGET_TMPDIR")).join("balls-sunk/scene.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_yarnsim"))
+        .arg("info")
+        .arg(&sunk)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("yarnsim run would refuse this scene as it starts")
+            && err.contains("ball.0 starts inside obstacle.0"),
+        "{err}"
+    );
     let out = run("resting", "center = [20, -4, 0]\nradius = 1", &[]);
     assert!(
         out.status.success(),
