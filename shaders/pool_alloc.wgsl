@@ -10,7 +10,9 @@
 //   only below acl_sizes.released.capacity;
 // - unless plan t deletes the set: its cp_off, k_off (0 for a zero-force plan), w_off and
 //   term_off, appended at pool_counters.base, and POOL_TOO_MUCH_WORK with the first such t when
-//   the plan is beyond MAX_REBUILD_WORK.
+//   the plan is beyond MAX_REBUILD_WORK;
+// - POOL_BOX_TOO_LARGE with the first such t when plan t is PLAN_TOO_LARGE (set_rebuild_size:
+//   a box beyond its bounds).
 // Thread D: the pools' new lengths, and bit k of errors when pool k's passes its capacity; the
 // release list's new length into released.count, and released.overflow past its capacity.
 // 256-thread workgroups over the dirty sets plus one; a workgroup wholly past thread D returns at
@@ -23,6 +25,9 @@
 #import alloc_group
 
 const POOL_TOO_MUCH_WORK: u32 = 16u;
+// acl::rebuild::POOL_BOX_TOO_LARGE: a plan set_rebuild_size gave PLAN_TOO_LARGE (no model: the set
+// stays dirty, so the host must stop the step, not add rebuild rounds).
+const POOL_BOX_TOO_LARGE: u32 = 32u;
 // sched::EMPTY_BOX: the box that holds no pair.
 const EMPTY_BOX: vec4<u32> = vec4<u32>(1u, 0u, 1u, 0u);
 
@@ -76,6 +81,10 @@ fn pool_alloc(
     atomicAdd(&acl_sizes.garbage_k, g.y);
     atomicAdd(&acl_sizes.garbage_w, g.z);
     var p = plans[t];
+    if (p.flags & PLAN_TOO_LARGE) != 0u {
+        atomicOr(&pool_counters.errors, POOL_BOX_TOO_LARGE);
+        atomicMin(&pool_counters.first_too_large, t);
+    }
     let deleted = (p.flags & PLAN_DELETE) != 0u;
     if deleted || any(p.new_bx != old.bx) {
         let slot = released_base + before.releases;

@@ -20,8 +20,9 @@
 // RebuildTables::quad_point does; w its arc position). Writes plans[t] (offsets 0: pool_alloc gives
 // them).
 // Bounds: a box of at most MAX_BOX_PAIRS = 65,536 (i, j) positions and MAX_BOX_CPS = 512 raw control
-// points (4 per segment of its two ranges); a larger set gets PLAN_TOO_LARGE and nothing else (the
-// GPU step must then stop and name the limit). Loop bound per thread: 1,024 (measure) + 33 × 1,024
+// points (4 per segment of its two ranges); a larger set gets PLAN_TOO_LARGE, its old box and
+// nothing else (pool_alloc raises POOL_BOX_TOO_LARGE, and the GPU step stops naming the limit: the
+// set has no model and would stay dirty in every round). Loop bound per thread: 1,024 (measure) + 33 × 1,024
 // (selection: at most a scan per round, when the thread's candidate is picked every time) + 8 × 512
 // (distinct count) + 8 × 512 (local indices) = 43,008 < 65,535.
 
@@ -123,6 +124,7 @@ fn set_rebuild_size(
     if nu > MAX_BOX_PAIRS || nv > MAX_BOX_PAIRS || nu * nv > MAX_BOX_PAIRS {
         if lid == 0u {
             plan.flags = PLAN_TOO_LARGE;
+            plan.new_bx = bx;
             write_plan(t, plan);
         }
         return;
@@ -191,6 +193,7 @@ fn set_rebuild_size(
         if lid == 0u {
             var big: RebuildPlan;
             big.flags = PLAN_TOO_LARGE;
+            big.new_bx = bx;
             write_plan(t, big);
         }
         return;

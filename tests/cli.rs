@@ -1750,11 +1750,11 @@ fn a_gpu_run_starts_its_frames_from_its_relaxation() {
     assert_eq!(r["reruns_capacity"].as_f64(), Some(0.0), "{r}");
 }
 
-/// A step of ACL's GPU step whose contact sets keep needing rebuild rounds stops at
-/// `acl::gpu::MAX_REBUILD_ROUNDS` with an error naming the limit and the CPU path, where its
-/// reruns doubled the rounds until the adapter ran out of memory and wgpu panicked (a 4 × 4 swatch
-/// with `contact.padding = 28`, inside its documented range; the CPU path runs it, merging every
-/// set into a few in one round: why the GPU step does not is not known yet).
+/// A step of ACL's GPU step whose contact sets' boxes outgrow what the GPU rebuild kernels take
+/// (`acl::pages::MAX_BOX_PAIRS`) stops with an error naming the limit and the CPU path, where such
+/// a set, left without a model and still dirty, had the step rerun with twice the rebuild rounds
+/// until the adapter ran out of memory and wgpu panicked (a 4 × 4 swatch with `contact.padding =
+/// 28`, inside its documented range; the CPU path, which has no such bound, runs it).
 #[test]
 fn a_gpu_step_that_needs_too_many_rebuild_rounds_fails_cleanly() {
     if yarnsim::gpu::testing::gpu_or_skip(
@@ -1790,7 +1790,8 @@ fn a_gpu_step_that_needs_too_many_rebuild_rounds_fails_cleanly() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(
-        err.contains("after 256 rebuild rounds in one step")
+        err.contains("a contact set's box spans more than 65536 quadrature pairs")
+            && err.contains("set_rebuild_size")
             && err.contains("the CPU path has no such limit")
             && err.contains("--backend cpu"),
         "{err}"

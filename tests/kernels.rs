@@ -215,10 +215,28 @@ fn acl_wgsl_constants_match_rust() {
 /// workgroup arrays with (shaders/shared/acl_rebuild.wgsl).
 #[test]
 fn the_pages_room_follows_the_rebuild_kernels_bound() {
-    let want = [("MAX_BOX_CPS", yarnsim::acl::pages::MAX_BOX_CPS)];
+    let want = [
+        ("MAX_BOX_CPS", yarnsim::acl::pages::MAX_BOX_CPS),
+        ("MAX_BOX_PAIRS", yarnsim::acl::pages::MAX_BOX_PAIRS),
+    ];
     for kernel in ["set_rebuild_size", "set_rebuild"] {
         assert_u32_constants(kernel, &want);
     }
+    // The flag a box beyond them gets, and the error bit pool_alloc raises for it.
+    assert_u32_constants(
+        "set_rebuild_size",
+        &[("PLAN_TOO_LARGE", yarnsim::acl::rebuild::PLAN_TOO_LARGE)],
+    );
+    assert_u32_constants(
+        "pool_alloc",
+        &[
+            ("PLAN_TOO_LARGE", yarnsim::acl::rebuild::PLAN_TOO_LARGE),
+            (
+                "POOL_BOX_TOO_LARGE",
+                yarnsim::acl::rebuild::POOL_BOX_TOO_LARGE,
+            ),
+        ],
+    );
 }
 
 fn assert_u32_constants(kernel: &str, want: &[(&str, u32)]) {

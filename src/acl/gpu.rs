@@ -1789,7 +1789,9 @@ pub fn newcomer_level(c: &SchedCounters) -> u32 {
 /// of the scenes here need 1 or 2 (`examples/acl_budgets` on the relaxed scarf: a second round
 /// on 8 of 1,070 steps); each round is some ten dispatches and room for its releases, so rounds
 /// doubled without bound ran a 137-point swatch with `contact.padding = 28` out of memory at
-/// 2,048.
+/// 2,048. (Its sets' boxes had outgrown what `set_rebuild_size` takes, so they stayed dirty
+/// round after round; that now stops the step at once, [`super::rebuild::POOL_BOX_TOO_LARGE`].
+/// This bound is the backstop for any other set that never comes clean.)
 pub const MAX_REBUILD_ROUNDS: u32 = 256;
 
 /// Why a step that ran with `ran` must rerun with `need` (its verdict): each budget it needs more
@@ -2180,6 +2182,19 @@ impl AclGpu {
         if c.acl.errors & crate::layout::ACL_ERROR_RECORDS_FULL != 0 {
             g.records = grow(caps.records, c.acl.records);
         }
+        // A set whose box is beyond the rebuild kernels' bounds stays dirty in every round (it gets
+        // no model): more rounds never end the step. Unless a capacity overflowed (the attempt's
+        // sets may then not be the step's), stop and name the limit.
+        let capacity_grown = AclCaps {
+            merge: MergeCaps {
+                passes: caps.merge.passes,
+                ..g.merge
+            },
+            ..g
+        } != caps;
+        if c.pools.errors & super::rebuild::POOL_BOX_TOO_LARGE != 0 && !capacity_grown {
+            return Err(AclGpuError::flags(c));
+        }
         if c.sizes.errors & ACL_SIZES_MORE_ROUNDS != 0 {
             if caps.rounds >= MAX_REBUILD_ROUNDS {
                 return Err(AclGpuError::TooManyRounds {
@@ -2195,7 +2210,8 @@ impl AclGpu {
         if g != caps {
             return Ok(Some(g));
         }
-        let pools = c.pools.errors & super::rebuild::POOL_TOO_MUCH_WORK;
+        let pools = c.pools.errors
+            & (super::rebuild::POOL_TOO_MUCH_WORK | super::rebuild::POOL_BOX_TOO_LARGE);
         if c.sched.errors != 0 || c.acl.errors != 0 || c.merge.errors != 0 || pools != 0 {
             return Err(AclGpuError::flags(c));
         }
@@ -2741,10 +2757,7 @@ pub fn step_failure(e: &AclGpuError, c: &AclStepCounters) -> AclStepFailure {
     if let AclGpuError::TooManyRounds { .. } = e {
         return AclStepFailure::KernelLimit(format!(
             "{e}, the most the GPU step records (each round rebuilds the sets that grew and \
-             merges what they overlap; the rounds double on each rerun of the step). Seen with \
-             contact.padding far above its default, where the CPU path ends the same step in one \
-             round: a difference of the GPU step's, not understood yet (before this limit the \
-             reruns went on doubling until the adapter ran out of memory)"
+             merges what they overlap; the rounds double on each rerun of the step)"
         ));
     }
     let contact = AclStepFailure::Contact;
@@ -2763,6 +2776,15 @@ pub fn step_failure(e: &AclGpuError, c: &AclStepCounters) -> AclStepFailure {
              set_evaluate and set_force take (the cloth is crushed together, or contact.padding \
              is large)",
             super::evaluate::MAX_SET_POINTS
+        ));
+    }
+    if c.pools.errors & super::rebuild::POOL_BOX_TOO_LARGE != 0 {
+        return AclStepFailure::KernelLimit(format!(
+            "a contact set's box spans more than {} quadrature pairs or {} raw control points, \
+             the most the GPU kernel set_rebuild_size takes (contact.padding is large, or the \
+             cloth is crushed together)",
+            super::pages::MAX_BOX_PAIRS,
+            super::pages::MAX_BOX_CPS
         ));
     }
     if c.pools.errors & super::rebuild::POOL_TOO_MUCH_WORK != 0 {
@@ -2940,6 +2962,13 @@ mod tests {
         c.pools.errors = super::super::rebuild::POOL_TOO_MUCH_WORK;
         let msg = limit(&c);
         assert!(msg.contains("more than 16384 units of work"), "{msg}");
+        let mut c = fresh();
+        c.pools.errors = super::super::rebuild::POOL_BOX_TOO_LARGE;
+        let msg = limit(&c);
+        assert!(
+            msg.contains("more than 65536 quadrature pairs or 512 raw control points"),
+            "{msg}"
+        );
         let mut c = fresh();
         c.merge.errors = MERGE_SCAN_LIMIT;
         assert_eq!(contact(&c), AclGpuError::ScanLimit.to_string());

@@ -44,6 +44,12 @@ use bytemuck::{Pod, Zeroable};
 /// shaders/shared/acl_rebuild.wgsl).
 pub const MAX_BOX_CPS: u32 = 512;
 
+/// The most (i, j) quadrature positions of a rebuilt set's box on the GPU (`MAX_BOX_PAIRS` of
+/// shaders/shared/acl_rebuild.wgsl): a set whose box spans more gets no model there, and the GPU
+/// step stops naming the limit (`acl::rebuild::POOL_BOX_TOO_LARGE`). The CPU path has no such
+/// bound.
+pub const MAX_BOX_PAIRS: u32 = 65536;
+
 /// The most `K̄` blocks a set built on the GPU keeps: `n(n+1)/2` for `n = MAX_BOX_CPS`.
 pub const MAX_SET_BLOCKS: u32 = MAX_BOX_CPS * (MAX_BOX_CPS + 1) / 2;
 

@@ -319,6 +319,10 @@ pub const PLAN_ZERO: u32 = 1;
 pub const PLAN_DELETE: u32 = 2;
 /// Plan flag: a member pair's distance is not finite (`error_point` names a control point).
 pub const PLAN_ERROR: u32 = 4;
+/// Plan flag (GPU only, `shaders/set_rebuild_size.wgsl`): the box has more than `MAX_BOX_PAIRS`
+/// positions or its new box more than [`super::pages::MAX_BOX_CPS`] raw control points; the plan
+/// keeps the old box and has no model, so the set stays dirty ([`POOL_BOX_TOO_LARGE`]).
+pub const PLAN_TOO_LARGE: u32 = 8;
 
 /// What `set_rebuild_size` found for one dirty set, and (from `pool_alloc`) where its model goes.
 #[repr(C)]
@@ -529,6 +533,11 @@ pub fn rebuild_work(plan: &RebuildPlan) -> u64 {
 /// needs more than its capacity; this bit — a set beyond [`MAX_REBUILD_WORK`].
 pub const POOL_TOO_MUCH_WORK: u32 = 16;
 
+/// [`PoolAlloc::errors`]: a plan has [`PLAN_TOO_LARGE`] (a box beyond the GPU rebuild kernels'
+/// bounds). The set cannot be rebuilt and stays dirty whatever the rounds: the GPU step must stop
+/// and name the limit (more rounds would only rebuild it again, without end).
+pub const POOL_BOX_TOO_LARGE: u32 = 32;
+
 /// The `pool_counters` block of the pool allocation: lengths, capacities and errors of the four
 /// pools a rebuild appends to — points (`cp_pool`, `f0_pool`, `dbar_pool`, `m_pool`), blocks
 /// (`k_pool`), watched pairs (`watch_pool`, `watch_loc_pool`) and the touching pairs' terms
@@ -729,6 +738,10 @@ pub fn pool_alloc(
                 break;
             }
             let (plan, s) = (&mut plans[t], &sets[dirty[t] as usize]);
+            if plan.flags & PLAN_TOO_LARGE != 0 {
+                c.errors |= POOL_BOX_TOO_LARGE;
+                c.first_too_large = c.first_too_large.min(t as u32);
+            }
             let (sizes, release) = (plan_sizes(plan), plan_release(s, plan));
             let [n, nk, nw] = model_sizes(s);
             acl_sizes.garbage_cp = acl_sizes.garbage_cp.wrapping_add(n as u32);
