@@ -273,18 +273,28 @@ impl std::fmt::Display for HiddenSelfContact {
         let r = self.radius as f64;
         write!(
             f,
-            "contact.exclusion_arc = {} cm hides contacts of a yarn with itself: yarn {} touches itself at {:.3} and {:.3} cm along it ({:.4} cm apart, closer than 2r = {:.4} cm), {:.3} cm apart along it, within the exclusion arc, so there is no contact there and its loops may pass through each other; set contact.exclusion_arc below {:.3} cm (and at least πr = {:.3} cm)",
+            "contact.exclusion_arc = {} cm hides contacts of a yarn with itself: yarn {} touches itself at {:.3} and {:.3} cm along it ({} cm apart, closer than 2r = {} cm), {} cm apart along it, within the exclusion arc, so there is no contact there and its loops may pass through each other; set contact.exclusion_arc below {} cm (and at least πr = {} cm)",
             self.exclusion_arc,
             self.yarn,
             self.at[0],
             self.at[1],
-            self.distance,
-            2.0 * r,
-            self.arc,
-            self.arc,
-            std::f64::consts::PI * r
+            sig4(self.distance),
+            sig4(2.0 * r),
+            sig4(self.arc),
+            sig4(self.arc),
+            sig4(std::f64::consts::PI * r)
         )
     }
+}
+
+/// `v` to 4 significant digits in fixed notation (a length of a yarn as thin as 1e-4 cm showed
+/// as `0.000` at 3 decimals).
+fn sig4(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 15) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// Step parameters, taken from the scene with the seed's defaults; public so tests and tools may tune
@@ -2745,6 +2755,16 @@ fn pass_through_scan(
 mod pass_through_tests {
     use super::*;
     use crate::state::Curve;
+
+    // (Not pass-through: the one formatting helper of this module's messages.)
+    #[test]
+    fn lengths_in_messages_keep_four_significant_digits() {
+        assert_eq!(sig4(2.59321), "2.593");
+        assert_eq!(sig4(0.392699), "0.3927");
+        assert_eq!(sig4(3.14159e-4), "0.0003142");
+        assert_eq!(sig4(65.8412), "65.84");
+        assert_eq!(sig4(0.0), "0");
+    }
 
     const R: f32 = 0.125;
     const B: u32 = 11;
