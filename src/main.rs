@@ -1075,15 +1075,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         // Frame 0 is the relaxed state, which can take hours at garment scale: a run stopped
         // during its first frames resumes from it instead of relaxing again.
         if let Some(c) = checkpointing.as_ref().filter(|c| c.every > 0) {
-            let gpu_state = runner.sync_for_checkpoint(&scene)?;
-            write_checkpoint(
-                &c.dir,
-                runner.sim(),
-                &gpu_state,
-                &scene,
-                &scene_dir,
-                &c.saved,
-            )?;
+            c.write(&mut runner, &scene, &scene_dir)?;
             saved_at = Some(0);
         }
     }
@@ -1151,15 +1143,7 @@ fn run(mut a: RunArgs) -> Result<()> {
                 bar.finish_and_clear();
                 show_bar(None);
                 if saved_at != Some(k - 1) {
-                    let gpu_state = runner.sync_for_checkpoint(&scene)?;
-                    write_checkpoint(
-                        &c.dir,
-                        runner.sim(),
-                        &gpu_state,
-                        &scene,
-                        &scene_dir,
-                        &c.saved,
-                    )?;
+                    c.write(&mut runner, &scene, &scene_dir)?;
                 }
                 manifest.stopped()?;
                 yarnsim::interrupt::wait_notice();
@@ -1251,17 +1235,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         manifest.frame_written(k)?;
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
         if let Some(c) = checkpointing.as_ref().filter(|c| c.due(k, frames)) {
-            let gpu_state = runner.sync_for_checkpoint(&scene)?;
-            bar.suspend(|| {
-                write_checkpoint(
-                    &c.dir,
-                    runner.sim(),
-                    &gpu_state,
-                    &scene,
-                    &scene_dir,
-                    &c.saved,
-                )
-            })?;
+            bar.suspend(|| c.write(&mut runner, &scene, &scene_dir))?;
             saved_at = Some(k);
         }
         if !quiet {
@@ -1337,6 +1311,19 @@ impl Checkpointing {
     /// Whether the schedule writes a checkpoint after frame `k` of `frames`.
     fn due(&self, k: u32, frames: u32) -> bool {
         self.every > 0 && (k.is_multiple_of(self.every) || k == frames)
+    }
+
+    /// Writes the checkpoint of `runner`'s state (on the GPU path, brought to the host first).
+    fn write(&self, runner: &mut Runner, scene: &Scene, scene_dir: &Path) -> Result<()> {
+        let gpu_state = runner.sync_for_checkpoint(scene)?;
+        write_checkpoint(
+            &self.dir,
+            runner.sim(),
+            &gpu_state,
+            scene,
+            scene_dir,
+            &self.saved,
+        )
     }
 }
 
