@@ -820,6 +820,12 @@ impl Scene {
         let scene: Scene = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let (key, line, message) = nodes.explain(text, &span, e.message().trim());
+            // (An obstacle is a tagged enum, whose errors lose the path inside it: a bad
+            // keyframe is found by reading each alone.)
+            let (key, line, message) = match keyframe_error(text, &key) {
+                Some((key, message)) => (key.clone(), nodes.line_of_path(text, &key), message),
+                None => (key, line, message),
+            };
             let message = plain_types(&message);
             let message = match structure_hint(&key, &message) {
                 Some(hint) => format!("{message} ({hint})"),
@@ -2268,6 +2274,32 @@ fn plain_types(message: &str) -> String {
         _ => "a table",
     };
     format!("{head}expected {table}")
+}
+
+/// The first keyframe of the obstacle an error's `key` names (`obstacle.N…`) that does not read as
+/// a [`Keyframe`] on its own: its key (`obstacle.N.keyframes.M`) and serde's words. `None` when
+/// the key is not an obstacle's or every keyframe reads.
+fn keyframe_error(text: &str, key: &str) -> Option<(String, String)> {
+    let mut parts = key.split('.');
+    if parts.next()? != "obstacle" {
+        return None;
+    }
+    let n: usize = parts.next()?.parse().ok()?;
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let frames = table
+        .get("obstacle")?
+        .as_array()?
+        .get(n)?
+        .get("keyframes")?
+        .as_array()?;
+    frames.iter().enumerate().find_map(|(m, f)| {
+        Keyframe::deserialize(f.clone()).err().map(|e| {
+            (
+                format!("obstacle.{n}.keyframes.{m}"),
+                e.message().trim().to_string(),
+            )
+        })
+    })
 }
 
 /// The scene's arrays of tables (`[[cloth]]`, …); its other sections are single tables.

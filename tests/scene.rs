@@ -834,6 +834,31 @@ fn structure_mistakes_are_explained() {
     }
 }
 
+/// A bad keyframe is named with its index and line (an obstacle is a tagged enum, whose errors
+/// lose the path inside it: they named `obstacle.0.offset` at the `[[obstacle]]` header).
+#[test]
+fn keyframe_errors_name_the_keyframe_and_its_line() {
+    let head = "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n[[obstacle]]\ntype = \"sphere\"\ncenter = [0, -5, 0]\nradius = 1\n";
+    let cases = [
+        (
+            "keyframes = [\n  { t = 0.0, offset = [0, 0, 0] },\n  { t = 1.0 },\n]\n",
+            9,
+            "missing field `offset`",
+        ),
+        (
+            "keyframes = [\n  { t = 0.0, offset = [0, 0, 0] },\n  { t = 1.0, offset = [0, 1, 0], extra = 2 },\n]\n",
+            9,
+            "unknown field `extra`",
+        ),
+    ];
+    for (i, (frames, line, words)) in cases.iter().enumerate() {
+        let err = load_err(&format!("keyframe{i}"), &format!("{head}{frames}"));
+        assert_eq!(err.line(), Some(*line), "{err}");
+        assert_eq!(err.key(), Some("obstacle.0.keyframes.1"), "{err}");
+        assert!(err.to_string().contains(words), "{err}");
+    }
+}
+
 #[test]
 fn errors_speak_of_tables_and_headers() {
     let err = load_err("bcc-string", "[[cloth]]\nsource.bcc = \"x.bcc\"\n");
