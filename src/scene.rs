@@ -822,7 +822,8 @@ impl Scene {
             let (key, line, message) = nodes.explain(text, &span, e.message().trim());
             // (An obstacle is a tagged enum, whose errors lose the path inside it: a bad
             // keyframe is found by reading each alone.)
-            let (key, line, message) = match keyframe_error(text, &key) {
+            let inside = key.contains(".keyframes.");
+            let (key, line, message) = match keyframe_error(text, &key).filter(|_| !inside) {
                 Some((key, message)) => (key.clone(), nodes.line_of_path(text, &key), message),
                 None => (key, line, message),
             };
@@ -852,7 +853,7 @@ impl Scene {
         if let Err((key, message)) = if check { scene.check() } else { Ok(()) } {
             return Err(SceneError::Invalid {
                 path: origin.to_string(),
-                line: nodes.line_of_path(text, &key),
+                line: nodes.line_of_rule(text, &key, &message),
                 key,
                 message,
             });
@@ -2134,6 +2135,26 @@ impl Nodes {
 
     fn by_path(&self, path: &str) -> Option<&Node> {
         self.0.iter().find(|n| n.path == path)
+    }
+
+    /// The line of a broken rule about `key`: `key`'s where the file sets it, else that of the
+    /// first other key the message names that the file sets (a default `contact.exclusion_arc`
+    /// broken by `yarn.radius = 0.5` is that line's doing), else `key`'s table's
+    /// ([`Nodes::line_of_path`]).
+    fn line_of_rule(&self, text: &str, key: &str, message: &str) -> usize {
+        if let Some(n) = self.by_path(key) {
+            return Self::node_line(text, n);
+        }
+        let named = message
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map(|w| w.trim_end_matches('.'))
+            .filter(|w| w.contains('.') && *w != key);
+        for w in named {
+            if let Some(n) = self.by_path(w) {
+                return Self::node_line(text, n);
+            }
+        }
+        self.line_of_path(text, key)
     }
 
     fn node_line(text: &str, n: &Node) -> usize {

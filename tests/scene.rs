@@ -189,6 +189,9 @@ fn out_of_range_values_name_line_and_key() {
         ),
         // Past what ACL's scheduler takes (documented up to 32, which exact contact takes).
         ("[contact]\nquadrature = 12\n", 6, "contact.quadrature"),
+        // A rule about a key the file leaves at its default, broken by another it sets: that
+        // line (it named line 1, or the rule's table).
+        ("[yarn]\nradius = 0.5\n", 6, "contact.exclusion_arc"),
         // Finer than a segment may cover (it failed at the first step).
         ("[contact]\ngrid_cell = 0.03\n", 6, "contact.grid_cell"),
     ];
