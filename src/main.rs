@@ -1541,13 +1541,13 @@ fn relax_sim(
     if report.settled {
         if !quiet {
             eprintln!(
-                "relaxed in {} steps ({:.4} s): radius {:.4} → {:.4} cm, fastest point {:.3} cm/s (relax.speed = {})",
+                "relaxed in {} steps ({:.4} s): radius {:.4} → {:.4} cm, fastest point {:.3} cm/s (relax.speed = {:?})",
                 report.steps, report.time, report.start_radius, report.radius, report.max_speed, scene.relax.speed
             );
         }
     } else {
         eprintln!(
-            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps, radius {:.4} → {:.4} cm): the fastest point still moves at {:.3} cm/s (relax.speed = {}), so frame 0 is not at rest; raise relax.time or relax.speed",
+            "warning: the relaxation did not come to rest in relax.time = {} s ({} steps, radius {:.4} → {:.4} cm): the fastest point still moves at {:.3} cm/s (relax.speed = {:?}), so frame 0 is not at rest; raise relax.time or relax.speed",
             scene.relax.time, report.steps, report.start_radius, report.radius, report.max_speed, scene.relax.speed
         );
     }
@@ -1706,7 +1706,7 @@ fn table(a: TableArgs) -> Result<()> {
         bar.finish_and_clear();
         if let Some(r) = t.relax.as_ref().filter(|r| !r.settled) {
             eprintln!(
-                "warning: {what}: the relaxation did not come to rest in relax.time = {} s (fastest point {:.3} cm/s, relax.speed = {}); the start state is not at rest",
+                "warning: {what}: the relaxation did not come to rest in relax.time = {} s (fastest point {:.3} cm/s, relax.speed = {:?}); the start state is not at rest",
                 scene.relax.time,
                 r.max_speed,
                 scene.relax.speed

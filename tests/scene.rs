@@ -805,10 +805,14 @@ fn bounds_hold_as_written_and_values_show_as_written() {
         err.to_string().ends_with("must be in [0, 24], got 25"),
         "{err}"
     );
+    // A whole number shows whole (it showed as 4.294967295e9).
+    let err = load_err(
+        "frames",
+        &format!("{MINIMAL}\n[simulation]\nframes = 4294967295\n"),
+    );
+    assert!(err.to_string().ends_with("got 4294967295"), "{err}");
 }
 
-/// Errors in the scene file's terms: a table where serde would name a Rust type, the table whose
-/// header is broken (not the key before it), a `--set` integer past 64 bits as too large.
 /// serde's words on a scene's structure come with what they mean in the scene's terms, for the
 /// common mistakes: `[cloth]` for `[[cloth]]` and the reverse, a `[[pin]]` with both forms or
 /// neither, a source named as a string.
@@ -862,6 +866,8 @@ fn keyframe_errors_name_the_keyframe_and_its_line() {
     }
 }
 
+/// Errors in the scene file's terms: a table where serde would name a Rust type, the table whose
+/// header is broken (not the key before it), a `--set` integer past 64 bits as too large.
 #[test]
 fn errors_speak_of_tables_and_headers() {
     let err = load_err("bcc-string", "[[cloth]]\nsource.bcc = \"x.bcc\"\n");
