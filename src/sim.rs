@@ -1343,7 +1343,19 @@ impl Sim {
                     step::OBSTACLE_SPHERE => "a sphere",
                     _ => "a capsule",
                 };
-                (format!("obstacle.{k} ({kind})"), format!("obstacle.{k}"))
+                // (A keyframed one is where its keyframes have it for the first step, not where
+                // the scene puts it at rest.)
+                let moved = if self.obstacle_defs[k].keyframes.is_empty() {
+                    ""
+                } else {
+                    ", where its keyframes place it for the first step"
+                };
+                let key = if moved.is_empty() {
+                    format!("obstacle.{k}")
+                } else {
+                    format!("obstacle.{k} or its keyframes")
+                };
+                (format!("obstacle.{k} ({kind}{moved})"), key)
             }
         }
     }

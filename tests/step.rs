@@ -966,6 +966,18 @@ fn a_cloth_starting_inside_a_solid_is_an_error() {
         } => assert_eq!((solid.as_str(), inside), ("obstacle.0 (a sphere)", points)),
         other => panic!("{other}"),
     }
+    // A sphere clear of the cloth at rest that its first keyframe moves into it is named so.
+    let moved = "[[obstacle]]\ntype = \"sphere\"\ncenter = [0, 200, 0]\nradius = 50\nkeyframes = [{ t = 0.0, offset = [0, -200, 0] }]\n";
+    match build(moved).0.unwrap_err() {
+        SimError::StartsInside { solid, key, .. } => assert_eq!(
+            (solid.as_str(), key.as_str()),
+            (
+                "obstacle.0 (a sphere, where its keyframes place it for the first step)",
+                "obstacle.0 or its keyframes"
+            )
+        ),
+        other => panic!("{other}"),
+    }
     let err = build("[[ball]]\ncenter = [0, 0, 0]\nradius = 50\n")
         .0
         .unwrap_err();
