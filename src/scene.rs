@@ -1976,8 +1976,10 @@ fn in_range(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), Bad> {
 /// `-0.10000000149011612`), and in exponent form where it is very small or large (`1e-300`, not
 /// three hundred digits).
 fn shown(v: f64) -> String {
-    // A whole number up to 2^53 in full (an integer field past its range showed as 4.294967295e9).
-    if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 && v.abs() >= 1e9 {
+    // A whole number up to 2^53 that no f32 holds (an integer field's) in full: an integer field
+    // past its range showed as 4.294967295e9. (An f32 field's value shows as its f32, 1e12.)
+    let integer = v.fract() == 0.0 && (v as f32) as f64 != v;
+    if integer && v.abs() < 9.007_199_254_740_992e15 && v.abs() >= 1e9 {
         return format!("{}", v as i64);
     }
     let small_or_large = v != 0.0 && v.is_finite() && !(1e-4..1e9).contains(&v.abs());
