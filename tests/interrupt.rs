@@ -80,6 +80,26 @@ fn finish(mut child: Child) -> (ExitStatus, String, String) {
     (child.wait().unwrap(), out, err)
 }
 
+/// `yarnsim run` of the tiny swatch into `out` with `args`, sent SIGINT once its standard output
+/// has a line starting with `line`: its status and standard error.
+fn ctrl_c_after(out: &Path, args: &[&str], line: &str) -> (ExitStatus, String) {
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with(line));
+    send(&child, libc::SIGINT);
+    let (status, _, err) = finish(child);
+    (status, err)
+}
+
 fn frame(dir: &Path, k: u32) -> Vec<u8> {
     std::fs::read(dir.join(format!("frame_{k:04}.bcc"))).unwrap()
 }
@@ -120,20 +140,7 @@ fn number_after(text: &str, prefix: &str) -> u64 {
 fn a_run_stopped_by_ctrl_c_saves_its_frame_and_resumes_bitwise() {
     let dir = scratch("frames");
     let (full, part) = (dir.join("full"), dir.join("part"));
-    let mut child = bin()
-        .arg("run")
-        .arg(scene("tiny"))
-        .arg("--out")
-        .arg(&part)
-        .args(["--frames", "500"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    read_until(&mut stdout, |l| l.starts_with("frame    2/500"));
-    send(&child, libc::SIGINT);
-    let (status, _, err) = finish(child);
+    let (status, err) = ctrl_c_after(&part, &["--frames", "500"], "frame    2/500");
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
     assert!(
         err.contains("SIGINT: the run stops at the end of frame"),
@@ -360,22 +367,16 @@ fn a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead() {
         return;
     }
     let dir = scratch("gpu");
-    let mut child = bin()
-        .arg("run")
-        .arg(scene("tiny"))
-        .arg("--out")
-        .arg(&dir)
-        .args(["--frames", "100", "--backend", "gpu"])
-        // (Frames of 54 steps: a moment each on lavapipe.)
-        .args(["--set", "simulation.fps=300"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    read_until(&mut stdout, |l| l.starts_with("frame    1/100"));
-    send(&child, libc::SIGINT);
-    let (status, _, err) = finish(child);
+    // (Frames of 54 steps: a moment each on lavapipe.)
+    let args = [
+        "--frames",
+        "100",
+        "--backend",
+        "gpu",
+        "--set",
+        "simulation.fps=300",
+    ];
+    let (status, err) = ctrl_c_after(&dir, &args, "frame    1/100");
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
     let asked = number_after(&err, "SIGINT: the run stops at the end of frame ") as u32;
     let k = number_after(&err, "stopped by SIGINT after frame ") as u32;
