@@ -2772,7 +2772,7 @@ mod pass_through_tests {
     #[test]
     fn lengths_in_messages_keep_four_significant_digits() {
         assert_eq!(sig4(2.59321), "2.593");
-        assert_eq!(sig4(0.392699), "0.3927");
+        assert_eq!(sig4(0.456789), "0.4568");
         assert_eq!(sig4(3.14159e-4), "0.0003142");
         assert_eq!(sig4(65.8412), "65.84");
         assert_eq!(sig4(0.0), "0");
