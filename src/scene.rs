@@ -820,13 +820,13 @@ impl Scene {
         let scene: Scene = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let (key, line, message) = nodes.explain(text, &span, e.message().trim());
-            // (An obstacle is a tagged enum, whose errors lose the path inside it: a bad
-            // keyframe is found by reading each alone.)
-            let inside = key.contains(".keyframes.");
-            let (key, line, message) = match keyframe_error(text, &key).filter(|_| !inside) {
-                Some((key, message)) => (key.clone(), nodes.line_of_path(text, &key), message),
-                None => (key, line, message),
-            };
+            // An obstacle is a tagged enum, whose errors carry the span of the whole array of
+            // obstacles: the one at fault is found by reading each alone.
+            let (key, line, message) =
+                match obstacle_error(text).filter(|_| key.starts_with("obstacle")) {
+                    Some((key, message)) => (key.clone(), nodes.line_of_path(text, &key), message),
+                    None => (key, line, message),
+                };
             let message = plain_types(&message);
             let message = match structure_hint(&key, &message) {
                 Some(hint) => format!("{message} ({hint})"),
@@ -2303,30 +2303,81 @@ fn plain_types(message: &str) -> String {
     format!("{head}expected {table}")
 }
 
-/// The first keyframe of the obstacle an error's `key` names (`obstacle.N…`) that does not read as
-/// a [`Keyframe`] on its own: its key (`obstacle.N.keyframes.M`) and serde's words. `None` when
-/// the key is not an obstacle's or every keyframe reads.
-fn keyframe_error(text: &str, key: &str) -> Option<(String, String)> {
-    let mut parts = key.split('.');
-    if parts.next()? != "obstacle" {
-        return None;
-    }
-    let n: usize = parts.next()?.parse().ok()?;
+/// The first obstacle of the scene's text that does not read on its own: the dotted key of what
+/// is wrong in it (`obstacle.N.field`, `obstacle.N.keyframes.M…`) and serde's words. `None` when
+/// every obstacle reads alone (or the text has none).
+///
+/// Why: serde buffers an internally tagged enum before it reads the variant, so an error inside an
+/// obstacle carries the span of the whole `[[obstacle]]` array, which names the first obstacle
+/// whichever is at fault. Read alone, in a document of its own, an obstacle's error is found within
+/// it ([`Nodes::explain`]); a keyframe, a plain struct, is read alone too, to name its field.
+fn obstacle_error(text: &str) -> Option<(String, String)> {
     let table: toml::Table = toml::from_str(text).ok()?;
-    let frames = table
-        .get("obstacle")?
-        .as_array()?
-        .get(n)?
-        .get("keyframes")?
-        .as_array()?;
-    frames.iter().enumerate().find_map(|(m, f)| {
-        Keyframe::deserialize(f.clone()).err().map(|e| {
-            (
-                format!("obstacle.{n}.keyframes.{m}"),
-                e.message().trim().to_string(),
-            )
-        })
-    })
+    let obstacles = table.get("obstacle")?.as_array()?;
+    let (n, obstacle) = obstacles
+        .iter()
+        .enumerate()
+        .find(|(_, o)| Obstacle::deserialize((*o).clone()).is_err())?;
+    let frames = obstacle.get("keyframes").and_then(|k| k.as_array());
+    let keyframe = frames.into_iter().flatten().enumerate().find_map(|(m, f)| {
+        let e = Keyframe::deserialize(f.clone()).err()?;
+        let alone = toml::to_string(&f).ok()?;
+        let e = toml::from_str::<Keyframe>(&alone).err().unwrap_or(e);
+        let doc = toml::de::DeTable::parse(&alone).ok()?;
+        let span = e.span().unwrap_or(0..0);
+        let (key, _, message) =
+            Nodes::new(doc.get_ref()).explain(&alone, &span, e.message().trim());
+        // A missing field's span is the whole keyframe, which starts at its first key.
+        let key = match message.strip_prefix("missing field `") {
+            Some(rest) => rest.split('`').next().unwrap_or_default().to_string(),
+            None => key,
+        };
+        let key = match key.as_str() {
+            "" => format!("obstacle.{n}.keyframes.{m}"),
+            k => format!("obstacle.{n}.keyframes.{m}.{k}"),
+        };
+        Some((key, message))
+    });
+    if keyframe.is_some() {
+        return keyframe;
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Alone {
+        #[allow(dead_code)]
+        obstacle: Vec<Obstacle>,
+    }
+    let mut doc = toml::Table::new();
+    doc.insert(
+        "obstacle".into(),
+        toml::Value::Array(vec![obstacle.clone()]),
+    );
+    let alone = toml::to_string(&doc).ok()?;
+    let e = toml::from_str::<Alone>(&alone).err()?;
+    let parsed = toml::de::DeTable::parse(&alone).ok()?;
+    let span = e.span().unwrap_or(0..0);
+    let (key, _, message) = Nodes::new(parsed.get_ref()).explain(&alone, &span, e.message().trim());
+    let inner = key
+        .strip_prefix("obstacle.0")
+        .filter(|k| k.is_empty() || k.starts_with('.'))?;
+    if inner.is_empty() {
+        // A value the message does not single out (`radius = [1]` beside `center = [0, 0, 0]`):
+        // the field that gives the same words read with the type alone.
+        let fields = obstacle.as_table()?;
+        let culprit = fields.iter().filter(|(k, _)| *k != "type").find(|(k, v)| {
+            let mut one = toml::Table::new();
+            if let Some(tag) = fields.get("type") {
+                one.insert("type".into(), tag.clone());
+            }
+            one.insert((*k).clone(), (*v).clone());
+            Obstacle::deserialize(toml::Value::Table(one))
+                .is_err_and(|e| e.message().trim() == message)
+        });
+        if let Some((k, _)) = culprit {
+            return Some((format!("obstacle.{n}.{k}"), message));
+        }
+    }
+    Some((format!("obstacle.{n}{inner}"), message))
 }
 
 /// The scene's arrays of tables (`[[cloth]]`, …); its other sections are single tables.

@@ -851,19 +851,101 @@ fn keyframe_errors_name_the_keyframe_and_its_line() {
             "keyframes = [\n  { t = 0.0, offset = [0, 0, 0] },\n  { t = 1.0 },\n]\n",
             9,
             "missing field `offset`",
+            "offset",
         ),
         (
             "keyframes = [\n  { t = 0.0, offset = [0, 0, 0] },\n  { t = 1.0, offset = [0, 1, 0], extra = 2 },\n]\n",
             9,
             "unknown field `extra`",
+            "extra",
+        ),
+        (
+            "keyframes = [\n  { t = 0.0, offset = [0, 0, 0] },\n  { t = \"one\", offset = [0, 1, 0] },\n]\n",
+            9,
+            "invalid type: string \"one\"",
+            "t",
         ),
     ];
-    for (i, (frames, line, words)) in cases.iter().enumerate() {
+    for (i, (frames, line, words, field)) in cases.iter().enumerate() {
         let err = load_err(&format!("keyframe{i}"), &format!("{head}{frames}"));
         assert_eq!(err.line(), Some(*line), "{err}");
-        assert_eq!(err.key(), Some("obstacle.0.keyframes.1"), "{err}");
+        let key = format!("obstacle.0.keyframes.1.{field}");
+        assert_eq!(err.key(), Some(key.as_str()), "{err}");
         assert!(err.to_string().contains(words), "{err}");
     }
+}
+
+/// An error inside an obstacle after the first names that obstacle, its field and line (serde
+/// buffers an obstacle, a tagged enum, and its errors carried the span of the whole array of
+/// obstacles, so that every such error named `obstacle.0` at the first `[[obstacle]]` header).
+#[test]
+fn errors_in_a_later_obstacle_name_it_and_the_field() {
+    let head =
+        "[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n\
+                [[obstacle]]\ntype = \"plane\"\npoint = [0, -6, 0]\nnormal = [0, 1, 0]\n\
+                [[obstacle]]\ntype = \"sphere\"\n";
+    let cases = [
+        (
+            "center = [0, -5, 0]\nradius = \"big\"\n",
+            10,
+            "obstacle.1.radius",
+            "invalid type: string",
+        ),
+        (
+            "center = [0, -5]\nradius = 1\n",
+            9,
+            "obstacle.1.center",
+            "invalid length 2",
+        ),
+        (
+            "center = 7\nradius = 1\n",
+            9,
+            "obstacle.1.center",
+            "invalid type: integer `7`",
+        ),
+        (
+            "center = [0, -5, 0]\nradius = [1]\n",
+            10,
+            "obstacle.1.radius",
+            "invalid type: sequence",
+        ),
+        (
+            "center = [0, -5, 0]\nradius = 1\nfriction = true\n",
+            11,
+            "obstacle.1.friction",
+            "boolean",
+        ),
+        (
+            "center = [0, -5, 0]\n",
+            7,
+            "obstacle.1.radius",
+            "missing field `radius`",
+        ),
+        (
+            "center = [0, -5, 0]\nradiu = 1\n",
+            10,
+            "obstacle.1.radiu",
+            "unknown field `radiu`",
+        ),
+        (
+            "center = [0, -5, 0]\nradius = 1\nkeyframes = [{ t = 0, offset = [0, 0] }]\n",
+            11,
+            "obstacle.1.keyframes.0.offset",
+            "invalid length 2",
+        ),
+    ];
+    for (i, (rest, line, key, words)) in cases.iter().enumerate() {
+        let err = load_err(&format!("later{i}"), &format!("{head}{rest}"));
+        assert_eq!((err.key(), err.line()), (Some(*key), Some(*line)), "{err}");
+        assert!(err.to_string().contains(words), "{err}");
+    }
+    // The first obstacle's errors are named as before.
+    let err = load_err("first", &head.replace("normal = [0, 1, 0]", "normal = 5"));
+    assert_eq!(
+        (err.key(), err.line()),
+        (Some("obstacle.0.normal"), Some(6)),
+        "{err}"
+    );
 }
 
 /// Errors in the scene file's terms: a table where serde would name a Rust type, the table whose
