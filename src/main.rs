@@ -1937,7 +1937,12 @@ fn check_output_dirs(a: &RunArgs, resuming: bool) -> Result<()> {
             }
         }
     }
-    if let Some(given) = &a.stats {
+    // A stream (`/dev/stdout`, a pipe, a device) takes the records as they come, whatever the
+    // descriptor behind it is open on: nothing there is replaced or read back.
+    if let Some(given) = a.stats.as_ref().filter(|p| yarnsim::output::is_stream(p)) {
+        yarnsim::output::probe_writable(given)
+            .with_context(|| format!("--stats {}: cannot write there", given.display()))?;
+    } else if let Some(given) = &a.stats {
         // A link is judged by the file it names, which is what a write through it replaces.
         let real = given
             .is_symlink()
@@ -2136,6 +2141,14 @@ impl StatsFile {
     /// The stats file of a run resumed at frame `k`: its records of frames 1 to `k` are kept (later
     /// ones, of frames the resumed run writes again, and partial lines are dropped).
     fn resume(path: &Path, k: u32) -> Result<StatsFile> {
+        // A stream is not read back (reading the stdout it writes would wait for ever): the
+        // resumed run's records follow on it.
+        if yarnsim::output::is_stream(path) {
+            return Ok(StatsFile {
+                path: path.to_path_buf(),
+                text: Vec::new(),
+            });
+        }
         let old = match std::fs::read(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),

@@ -10,7 +10,12 @@
 //! final name is left as it was.
 //!
 //! A path naming a symbolic link to a file writes that file (the link stays); one naming a device,
-//! a pipe or a socket (`/dev/null`) is written in place, not replaced.
+//! a pipe or a socket (`/dev/null`) is written in place, not replaced. A path naming one of this
+//! process's open files (`/dev/stdout`, `/dev/fd/3`, `/proc/self/fd/N`) is a stream whatever the
+//! descriptor is open on: written through the descriptor, after what went before, so that
+//! `--stats /dev/stdout > log` adds to `log` as the shell's redirection does (a rename through
+//! `/proc/self/fd/1` replaced the shell's file with a new one, and run as root the next write
+//! replaced the `/dev/stdout` link itself with a file).
 //!
 //! The directory itself is not flushed after the rename: after a power loss the rename may be undone
 //! (the final name then holds the previous file, or nothing), but never a partial file.
@@ -156,15 +161,51 @@ enum Target {
     /// over it would replace the device node with a file (`table --json /dev/null`, run as root,
     /// did).
     Special,
+    /// One of this process's open file descriptors, named through `/proc/self/fd/N`, `/dev/fd/N`
+    /// or a link to them (`/dev/stdout`): written through the descriptor, whatever it is open on.
+    OwnFd(i32),
 }
 
-/// Whether `path` names a device, a pipe or a socket (`/dev/stdout`), which [`write_atomic`]
-/// writes in place: each write goes out as it is, after what went before, not over it.
+/// Whether `path` names a device, a pipe or a socket, or one of this process's open descriptors
+/// (`/dev/stdout`, whatever it is redirected to), which [`write_atomic`] writes in place: each
+/// write goes out as it is, after what went before, not over it.
 pub fn is_stream(path: &Path) -> bool {
-    matches!(target_of(path), Target::Special)
+    matches!(target_of(path), Target::Special | Target::OwnFd(_))
+}
+
+/// The descriptor `path` names when it is, or links (through at most 40 links) to, one of this
+/// process's: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/PID/fd/N` with this process's
+/// PID, or `/dev/fd/N`.
+fn own_fd(path: &Path) -> Option<i32> {
+    let pid = format!("/proc/{}/fd/", std::process::id());
+    let prefixes = [
+        "/proc/self/fd/",
+        "/proc/thread-self/fd/",
+        "/dev/fd/",
+        pid.as_str(),
+    ];
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let text = p.to_str()?;
+        if let Some(n) = prefixes
+            .iter()
+            .find_map(|pre| text.strip_prefix(pre)?.parse::<i32>().ok())
+        {
+            return Some(n);
+        }
+        let to = std::fs::read_link(&p).ok()?;
+        p = match p.parent() {
+            Some(dir) if to.is_relative() => dir.join(to),
+            _ => to,
+        };
+    }
+    None
 }
 
 fn target_of(path: &Path) -> Target {
+    if let Some(fd) = own_fd(path) {
+        return Target::OwnFd(fd);
+    }
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() && !m.is_dir() => Target::Special,
         Ok(m) if m.is_file() && path.is_symlink() => match std::fs::canonicalize(path) {
@@ -188,6 +229,41 @@ where
     let file = File::options().write(true).open(path).map_err(err)?;
     let mut w = BufWriter::new(file);
     write(&mut w).and_then(|()| w.flush()).map_err(err)
+}
+
+/// [`write_atomic`] of one of this process's descriptors: standard output and error through
+/// Rust's own handles (so that the bytes keep their place among the process's other lines),
+/// another descriptor through a duplicate of it (sharing its offset).
+fn write_to_fd<F>(path: &Path, fd: i32, write: F) -> Result<(), OutputError>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    let err = |source| OutputError::InPlace {
+        path: path.to_path_buf(),
+        source,
+    };
+    match fd {
+        1 => {
+            let mut out = io::stdout().lock();
+            write(&mut out).and_then(|()| out.flush()).map_err(err)
+        }
+        2 => {
+            let mut out = io::stderr().lock();
+            write(&mut out).and_then(|()| out.flush()).map_err(err)
+        }
+        _ => {
+            use std::os::fd::FromRawFd;
+            // SAFETY: `dup` only reads the descriptor table; a descriptor not open gives EBADF.
+            let copy = unsafe { libc::dup(fd) };
+            if copy < 0 {
+                return Err(err(io::Error::last_os_error()));
+            }
+            // SAFETY: `copy` is a new descriptor that nothing else owns.
+            let file = unsafe { File::from_raw_fd(copy) };
+            let mut w = BufWriter::new(file);
+            write(&mut w).and_then(|()| w.flush()).map_err(err)
+        }
+    }
 }
 
 /// Removes the temporary file when dropped unless disarmed (also when the writer panics).
@@ -250,6 +326,7 @@ where
     let resolved;
     let path = match target_of(path) {
         Target::Special => return write_in_place(path, write),
+        Target::OwnFd(fd) => return write_to_fd(path, fd, write),
         Target::Linked(to) => {
             resolved = to;
             resolved.as_path()
@@ -303,6 +380,18 @@ pub fn probe_writable(path: &Path) -> io::Result<()> {
     let resolved;
     let path = match target_of(path) {
         Target::Special => return File::options().write(true).open(path).map(drop),
+        Target::OwnFd(fd) => {
+            // SAFETY: `fcntl(F_GETFL)` only reads the descriptor's flags.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            return match flags {
+                f if f < 0 => Err(io::Error::last_os_error()),
+                f if f & libc::O_ACCMODE == libc::O_RDONLY => Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("descriptor {fd} is open for reading only"),
+                )),
+                _ => Ok(()),
+            };
+        }
         Target::Linked(to) => {
             resolved = to;
             resolved.as_path()

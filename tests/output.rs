@@ -917,6 +917,90 @@ fn outputs_write_through_links_and_into_devices() {
     assert_eq!(frames, [1, 2]);
 }
 
+/// Stats into standard output redirected to a file (`--stats /proc/self/fd/1 >> log`) add to that
+/// file as the shell's redirection does: the file keeps what it held and its identity (a rename
+/// through the descriptor's link had replaced it with a new file, losing the records; run as root
+/// with `/dev/stdout` the next write replaced that link itself with a file). A resumed run whose
+/// stats go to a pipe does not read the pipe back (it waited for ever).
+#[test]
+fn stats_into_a_redirected_standard_output_add_to_its_file() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = scratch("stdout-file");
+    let log = dir.join("log.txt");
+    std::fs::write(&log, "my log\n").unwrap();
+    let ino = std::fs::metadata(&log).unwrap().ino();
+    let file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let status = bin()
+        .arg("run")
+        .arg(tiny_scene())
+        .args(["--set", "contact.model=none", "--quiet", "--frames", "2"])
+        .args(["--stats", "/proc/self/fd/1"])
+        .stdout(file)
+        .status()
+        .unwrap();
+    assert!(status.success(), "exit {status:?}");
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().ino(),
+        ino,
+        "log.txt was replaced"
+    );
+    let got = std::fs::read_to_string(&log).unwrap();
+    let mut lines = got.lines();
+    assert_eq!(lines.next(), Some("my log"), "{got}");
+    let frames: Vec<u64> = lines
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(frames, [1, 2], "{got}");
+    assert_no_temp_files(&dir);
+
+    // A resumed run with its stats on a pipe: the records of its frames follow there.
+    let run = dir.join("run");
+    let first = run_tiny(
+        1,
+        &[
+            os("--out"),
+            run.as_os_str(),
+            os("--checkpoint-every"),
+            os("1"),
+            os("--stats"),
+            os("/dev/stdout"),
+        ],
+    );
+    check_ok(&first);
+    let mut child = bin()
+        .args(["run", "--resume"])
+        .arg(&run)
+        .args(["--quiet", "--frames", "2"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the resumed run did not end in 60 s (reading its own stdout?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    check_ok(&out);
+    let frames: Vec<u64> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(frames, [2]);
+}
+
 /// `render` and `table` never replace what they read: an image over its BCC state, its balls or
 /// its scene, a table's JSON over one of its scenes or a `--from` checkpoint are refused before
 /// anything is drawn or measured. And `table` reads every scene before measuring any, so a bad
