@@ -4,7 +4,7 @@
 // b = params.first_block + g, whose k points are block_points[block_start[b] .. block_start[b + 1]]
 // (blocks with k < 2 are left alone). The workgroup fits the block's rigid motion (mass, centre of
 // mass, linear velocity; angular momentum and inertia tensor about the centre, ω from a 3×3
-// cofactor solve), sums the squared non-rigid speed ‖v_nr‖², then every free point (inv_mass ≠ 0)
+// cofactor solve refined RIGID_REFINEMENTS times), sums the squared non-rigid speed ‖v_nr‖², then every free point (inv_mass ≠ 0)
 // loses v_nr · min(1, max(h μ_prop, h μ_const √k / ‖v_nr‖)). The blocks of one phase are disjoint,
 // so workgroups never write the same velocity.
 // Fixed reduction order, mirrored by the twin operation for operation: thread t sums the block's
@@ -13,8 +13,8 @@
 // 8, not a 6-level tree: a reduction costs 3 workgroup barriers instead of 7 (lavapipe pays for
 // every barrier of every workgroup).
 // Loop bound per thread: 4 ⌈k / 64⌉ (three sums, one update) + 3 reductions × (2 groups × (1 + 7)
-// + 7) = 4 ⌈k / 64⌉ + 69; setup refuses blocks of more than 64 × 4096 points
-// (step::check_damping_blocks), so at most 16,453.
+// + 7) + 1 + RIGID_REFINEMENTS (the spin) = 4 ⌈k / 64⌉ + 72; setup refuses blocks of more than
+// 64 × 4096 points (step::check_damping_blocks), so at most 16,456.
 // The work is shared/damping.wgsl's damp_block, which nonrigid_damping_integrate also runs before
 // the block's points' obstacle contact and positions (in a scene without free balls the step
 // dispatches that kernel instead of this one, object_contact and integrate_position).

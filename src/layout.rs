@@ -439,6 +439,10 @@ pub struct GridSpec {
 }
 const _: () = assert!(size_of::<GridSpec>() == 16);
 
+/// How often the damping stage's rigid fit refines its spin towards `I ω = L` (see
+/// `step::rigid_motion`, twin of shaders/shared/damping.wgsl).
+pub const RIGID_REFINEMENTS: u32 = 2;
+
 /// Elements each thread of a scan kernel handles (src/scan.rs).
 pub const SCAN_PER_THREAD: u32 = 8;
 /// Elements of one scan block, one workgroup of 256 threads: a level of `n` elements has
@@ -984,6 +988,7 @@ pub fn constants() -> Vec<(&'static str, u32)> {
         ("COUNT_PLAN_GRID", COUNT_PLAN_GRID),
         ("COUNT_PLAN_GRIDS", COUNT_PLAN_GRIDS),
         ("COUNT_PLAN_MAX_GRIDS", COUNT_PLAN_MAX_GRIDS),
+        ("RIGID_REFINEMENTS", RIGID_REFINEMENTS),
         ("SCAN_PER_THREAD", SCAN_PER_THREAD),
         ("SCAN_BLOCK", SCAN_BLOCK),
         ("SCHED_NO_MOVEMENT_UPDATE", SCHED_NO_MOVEMENT_UPDATE),

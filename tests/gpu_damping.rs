@@ -166,8 +166,10 @@ impl DampingCase {
 /// - componentwise, `ΔL_a ≤ γ Σ m (|r_j u_k| + |r_k u_j|) + Σ m (Δc |u| + |r| Δvcm)` (u = v − vcm,
 ///   (a, j, k) cyclic), `ΔI_ab ≤ γ Σ m |terms of I_ab| + 2 Σ m|r| Δc`, plus 1e-5 of the trace's on
 ///   the diagonal (the regularisation);
-/// - ω = I⁻¹L by cofactors, componentwise: `Δω ≤ |I⁻¹| (ΔL + ΔI |ω|) + (the solve's own rounding,
-///   [`solve_stray`])`, and `|Δω × r| ≤ Σ_a Δω_a |r ⊥ e_a|`;
+/// - ω = A⁻¹L by cofactors (A the regularised inertia, e its regularisation), componentwise:
+///   `Δω ≤ |A⁻¹| (ΔL + ΔA |ω|) + (the solve's own rounding, [`solve_stray`])`; then each of the
+///   `RIGID_REFINEMENTS` refinements `ω' = A⁻¹ (L + e ω)` alike, with `ΔL + Δe |ω| + e Δω` and the
+///   rounding of `L + e ω` in place of ΔL; and `|Δω × r| ≤ Σ_a Δω_a |r ⊥ e_a|`;
 /// - per point `Δv_nr ≤ Δvcm + |Δω × r| + |ω| Δc + γ (|v| + |vcm| + |ω||r|)`;
 /// - `Δ‖v_nr‖ ≤ γ ‖v_nr‖ + √k max Δv_nr`, and the factor `f = min(1, max(hμ_p, hμ_c √k/‖v_nr‖))`:
 ///   `Δf ≤ f (γ + Δ‖v_nr‖ / ‖v_nr‖)`;
@@ -235,23 +237,40 @@ fn damping_bounds(case: &DampingCase) -> (Vec<f64>, Vec<V3d>) {
             d_i[a][a] += 1e-5 * d_tr;
         }
         let inv = inverse3(&inertia);
-        let omega = V3d::new(
-            inv[0][0] * l.x + inv[0][1] * l.y + inv[0][2] * l.z,
-            inv[1][0] * l.x + inv[1][1] * l.y + inv[1][2] * l.z,
-            inv[2][0] * l.x + inv[2][1] * l.y + inv[2][2] * l.z,
-        );
+        // The solve and its RIGID_REFINEMENTS refinements ω ← A⁻¹ (L + e ω), e = 1e-5 tr.
+        let (e, d_e) = (1e-5 * tr, 1e-5 * d_tr);
+        let ll = [l.x, l.y, l.z];
+        let mut ww = [0.0f64; 3];
+        let mut d_w = [0.0f64; 3];
+        for it in 0..=yarnsim::layout::RIGID_REFINEMENTS {
+            let rhs: [f64; 3] =
+                std::array::from_fn(|j| ll[j] + if it == 0 { 0.0 } else { e * ww[j] });
+            // Its perturbation: L's, the regularisation's and the previous spin's, and the
+            // rounding of `L + e ω` (two operations, two evaluations).
+            let d_rhs0: [f64; 3] = std::array::from_fn(|j| {
+                d_l[j]
+                    + if it == 0 {
+                        0.0
+                    } else {
+                        d_e * ww[j].abs() + e * d_w[j] + 4.0 * U * (ll[j].abs() + e * ww[j].abs())
+                    }
+            });
+            let next: [f64; 3] = std::array::from_fn(|a| (0..3).map(|j| inv[a][j] * rhs[j]).sum());
+            let solve = solve_stray(&inertia, rhs, next);
+            d_w = std::array::from_fn(|a| {
+                (0..3)
+                    .map(|j| {
+                        let d_rhs =
+                            d_rhs0[j] + (0..3).map(|k| d_i[j][k] * next[k].abs()).sum::<f64>();
+                        inv[a][j].abs() * d_rhs
+                    })
+                    .sum::<f64>()
+                    + solve[a]
+            });
+            ww = next;
+        }
+        let omega = V3d::new(ww[0], ww[1], ww[2]);
         let w = omega.norm();
-        let ww = [omega.x, omega.y, omega.z];
-        let solve = solve_stray(&inertia, [l.x, l.y, l.z], ww);
-        let d_w: [f64; 3] = std::array::from_fn(|a| {
-            (0..3)
-                .map(|j| {
-                    let d_rhs = d_l[j] + (0..3).map(|k| d_i[j][k] * ww[k].abs()).sum::<f64>();
-                    inv[a][j].abs() * d_rhs
-                })
-                .sum::<f64>()
-                + solve[a]
-        });
         // |Δω × r| ≤ Σ_a Δω_a |r ⊥ e_a|.
         let d_wr = |r: V3d| -> f64 {
             let rr = [r.x, r.y, r.z];

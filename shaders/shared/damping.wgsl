@@ -133,7 +133,8 @@ fn damp_block(g: u32, t: u32) -> vec2<u32> {
     let syz = red[8u * WG];
     workgroupBarrier();
     // Inertia regularised by 1e-5 of its trace; symmetric inverse by cofactors of
-    // [[a d e] [d b f] [e f cc]].
+    // [[a d e] [d b f] [e f cc]], refined RIGID_REFINEMENTS times towards I ω = L (twin:
+    // rigid_motion, whose doc says why).
     let reg = 1e-5 * (sxx + syy + szz);
     let a = sxx + reg;
     let bb = syy + reg;
@@ -150,11 +151,15 @@ fn damp_block(g: u32, t: u32) -> vec2<u32> {
     let det = a * c00 + d * c01 + e * c02;
     var omega = vec3<f32>(0.0);
     if massive && det > 0.0 {
-        omega = vec3<f32>(
-            c00 * lt.x + c01 * lt.y + c02 * lt.z,
-            c01 * lt.x + c11 * lt.y + c12 * lt.z,
-            c02 * lt.x + c12 * lt.y + c22 * lt.z,
-        ) / det;
+        var rhs = lt;
+        for (var it = 0u; it <= RIGID_REFINEMENTS; it += 1u) {
+            omega = vec3<f32>(
+                c00 * rhs.x + c01 * rhs.y + c02 * rhs.z,
+                c01 * rhs.x + c11 * rhs.y + c12 * rhs.z,
+                c02 * rhs.x + c12 * rhs.y + c22 * rhs.z,
+            ) / det;
+            rhs = lt + omega * reg;
+        }
     }
 
     // 3. Squared non-rigid speed.

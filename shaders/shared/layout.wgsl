@@ -198,6 +198,9 @@ const COUNT_PLAN_GRID: u32 = 2u;
 const COUNT_PLAN_GRIDS: u32 = 3u;
 const COUNT_PLAN_MAX_GRIDS: u32 = 4u;
 
+// Refinements of the damping stage's rigid spin towards I ω = L (shared/damping.wgsl).
+const RIGID_REFINEMENTS: u32 = 2u;
+
 // Elements per thread of the scan kernels, and per scan block (one workgroup of 256 threads).
 const SCAN_PER_THREAD: u32 = 8u;
 const SCAN_BLOCK: u32 = 2048u;
