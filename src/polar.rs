@@ -149,7 +149,7 @@ pub fn quat_to_matrix<T: Real>(q: [T; 4]) -> M3<T> {
 
 /// Solves `H θ = g` for a symmetric `H`, if `H` is positive definite with a margin relative to `scale`
 /// (Sylvester's criterion on the leading minors); `None` otherwise.
-fn solve_spd<T: Real>(h: &M3<T>, g: V3<T>, scale: T) -> Option<V3<T>> {
+pub(crate) fn solve_spd<T: Real>(h: &M3<T>, g: V3<T>, scale: T) -> Option<V3<T>> {
     let margin = T::from_f64(1e-6) * scale;
     let m1 = h.at(0, 0);
     let m2 = h.at(0, 0) * h.at(1, 1) - h.at(0, 1) * h.at(1, 0);
@@ -165,9 +165,12 @@ fn solve_spd<T: Real>(h: &M3<T>, g: V3<T>, scale: T) -> Option<V3<T>> {
     Some(V3::new(c0.dot(g), c1.dot(g), c2.dot(g)) / det)
 }
 
-/// The gradient `g` and Hessian `H` of `tr(Rᵀ A)`, for rotation `r` and matrix `a`.
+/// The gradient `g` and Hessian `H` of `tr(Rᵀ A)`, for rotation `r` and matrix `a`. At the polar
+/// factor of `A = R S`, `H = R (tr S · I − S) Rᵀ` also maps a small turn `δθ` of the factor to the
+/// change of `A` that makes it (`H δθ = Σ_i r_i × δa_i`), which the stiction springs' force uses
+/// ([`crate::acl::stiction`]).
 #[inline]
-fn ascent_terms<T: Real>(r: &M3<T>, a: &M3<T>) -> (V3<T>, M3<T>) {
+pub(crate) fn ascent_terms<T: Real>(r: &M3<T>, a: &M3<T>) -> (V3<T>, M3<T>) {
     let mut g = V3::zero();
     let mut tr = T::zero();
     let mut n = M3::zero();

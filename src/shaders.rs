@@ -1162,6 +1162,7 @@ pub const KERNELS: &[Kernel] = &[
             read("seg_cp"),
             read("sets"),
             read("cp_pool"),
+            read("dbar_pool"),
             read_write("springs"),
             read_write("fout_pool"),
         ],

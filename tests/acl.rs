@@ -770,10 +770,13 @@ fn crossing_pair() -> (Topology, Vec<[f32; 4]>) {
     Topology::from_curves(&[a, b]).unwrap()
 }
 
-/// Stiction springs resist sliding along the contact — the force on the slid yarn is
-/// `Σ_springs k (y_i − y_j − R d0)` with `R` the set's rotation and points against the slide — and
-/// break, giving way, once their energy passes the threshold. (The best-fit rotation of the set takes
-/// up part of a pure slide, so the force is below the fixed-frame `4 k dx`.)
+/// Stiction springs resist sliding along the contact — the force on the slid yarn is the slope of
+/// the springs' energy `Σ ½ k |y_i − y_j − R d0|²` as the yarn slides, `R` the set's rotation
+/// recomputed (in f64, by central differences) as the polar factor of `F = Σ (q_i − c) d̄_iᵀ` at
+/// each position, and points against the slide — and break, giving way, once their energy passes
+/// the threshold. (The best-fit rotation of the set takes up part of a pure slide, so the force is
+/// below the fixed-frame `4 k dx`; with `R` held fixed, as the springs' force had it until
+/// 2026-12-08, it was twice the slope.)
 #[test]
 fn stiction_springs_resist_sliding_and_break() {
     let (topo, pos0) = crossing_pair();
@@ -838,14 +841,62 @@ fn stiction_springs_resist_sliding_and_break() {
             .iter()
             .find(|s| s.flags & SET_LIVE != 0)
             .unwrap();
+        let (o, n) = (set.cp_off as usize, set.n_cp as usize);
+        let (cps, dbar) = (&with.pools().cp[o..o + n], &with.pools().dbar[o..o + n]);
+        let warm = set.quat.map(|x| x as f64);
+        // The springs' energy with yarn B slid by `e` more than `p`, its rotation recomputed.
+        let energy = |e: f64, intact: &[bool]| -> f64 {
+            let q: Vec<V3<f64>> = p
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let v = V3::<f32>::from4(*x).cast::<f64>();
+                    if i >= first_b {
+                        v + V3::new(e, 0.0, 0.0)
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            let pts: Vec<V3<f64>> = cps.iter().map(|&c| q[c as usize]).collect();
+            let d: Vec<V3<f64>> = dbar.iter().map(|d| V3::<f32>::from4(*d).cast()).collect();
+            let (_, polar) = model::set_rotation(&pts, &d, warm).unwrap();
+            let y = |i: u32| -> V3<f64> {
+                let seg = &topo.segments[(i / b) as usize];
+                let w = table.weights[(i % b) as usize];
+                let mut s = V3::zero();
+                for m in 0..4 {
+                    s += q[seg.cp[m] as usize] * w[m] as f64;
+                }
+                s
+            };
+            springs_before
+                .iter()
+                .filter(|s| s.flags & 1 != 0)
+                .zip(intact)
+                .filter(|(_, &ok)| ok)
+                .map(|(sp, _)| {
+                    let x = y(sp.i) - y(sp.j) - polar.r.mul_v(V3::<f64>::from4(sp.rest));
+                    0.5 * k as f64 * x.norm2()
+                })
+                .sum()
+        };
+        // Which springs are intact at `p` (the step's own test, on its rotation).
         let rot: M3<f64> = quat_to_matrix(set.quat.map(|x| x as f64));
-        let mut predicted = 0.0f64;
-        for sp in springs_before.iter().filter(|s| s.flags & 1 != 0) {
-            let x = qp(&p, sp.i) - qp(&p, sp.j) - rot.mul_v(V3::<f64>::from4(sp.rest));
-            if 0.5 * k as f64 * x.norm2() <= sticky.stiction_break_energy as f64 {
-                predicted += k as f64 * x.x;
-            }
-        }
+        let intact: Vec<bool> = springs_before
+            .iter()
+            .filter(|s| s.flags & 1 != 0)
+            .map(|sp| {
+                let x = qp(&p, sp.i) - qp(&p, sp.j) - rot.mul_v(V3::<f64>::from4(sp.rest));
+                0.5 * k as f64 * x.norm2() <= sticky.stiction_break_energy as f64
+            })
+            .collect();
+        let h = 1e-6;
+        let predicted = if intact.iter().any(|&ok| ok) {
+            -(energy(h, &intact) - energy(-h, &intact)) / (2.0 * h)
+        } else {
+            0.0
+        };
         (fx, fyz, predicted, st.rebuilds)
     };
     // No force without sliding.
@@ -876,6 +927,49 @@ fn stiction_springs_resist_sliding_and_break() {
         "the springs should all be past their break energy"
     );
     assert!(fx.abs() < 1e-5, "broken springs still pull: {fx}");
+}
+
+/// Stiction springs on a free knit in zero gravity neither spin it up nor give it energy: their
+/// forces are the gradient of their energy with the set's rotation a function of its points, so
+/// they add no net torque. (Held at a fixed rotation, each stretched spring was a couple on the
+/// cloth: from rest its kinetic energy rose 250-fold in 6,000 steps and it spun as a whole.)
+#[test]
+fn stiction_springs_do_not_spin_up_a_free_knit() {
+    let text = "[simulation]\ngravity = [0, 0, 0]\n[relax]\ntime = 0\n\
+                [contact]\nstiction_stiffness = 1000\n\
+                [[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n";
+    let scene = Scene::from_toml_str(text, "free.toml").unwrap();
+    let build = yarnsim::scene::build_curves(&scene, std::path::Path::new(".")).unwrap();
+    let mut sim = Sim::from_build(&scene, &build, &[]).unwrap();
+    let spin = |sim: &Sim| -> f64 {
+        let x = |p: &[f32; 4]| V3::<f32>::from4(*p).cast::<f64>();
+        let m: f64 = sim.mass.iter().map(|&m| m as f64).sum();
+        let mut c = V3::<f64>::zero();
+        for (p, &w) in sim.pos.iter().zip(&sim.mass) {
+            c += x(p) * (w as f64 / m);
+        }
+        let mut l = V3::<f64>::zero();
+        for ((p, v), &w) in sim.pos.iter().zip(&sim.vel).zip(&sim.mass) {
+            l += (x(p) - c).cross(x(v)) * w as f64;
+        }
+        l.norm()
+    };
+    for _ in 0..500 {
+        sim.step().unwrap();
+    }
+    let (e0, _) = sim.kinetic_energy_and_max_speed();
+    let l0 = spin(&sim);
+    for _ in 0..3000 {
+        sim.step().unwrap();
+    }
+    let (e1, _) = sim.kinetic_energy_and_max_speed();
+    let l1 = spin(&sim);
+    eprintln!("kinetic energy {e0:.3e} → {e1:.3e}, angular momentum {l0:.3e} → {l1:.3e}");
+    assert!(e1 < 1.5 * e0, "kinetic energy grew from {e0:e} to {e1:e}");
+    assert!(
+        l1 < 2.0 * l0 + 1e-4,
+        "the knit spun up: |L| {l0:e} → {l1:e}"
+    );
 }
 
 /// ACL's forces, contact sets and scheduler counters do not depend on the number of threads

@@ -691,6 +691,7 @@ fn stiction_forces_match_their_twin() {
         acl.seg_cp(),
         &sets,
         &p.cp,
+        &p.dbar,
         &mut springs_c,
         &mut fout_c,
     );
@@ -703,6 +704,7 @@ fn stiction_forces_match_their_twin() {
             ("seg_cp", bytes(acl.seg_cp())),
             ("sets", bytes(&sets)),
             ("cp_pool", bytes(&p.cp)),
+            ("dbar_pool", bytes(&p.dbar)),
             ("springs", bytes(&springs)),
             ("fout_pool", bytes(&fout)),
         ],
@@ -747,12 +749,20 @@ fn stiction_forces_match_their_twin() {
     // 4U|x| ≤ 24UP of the twin's, |Δx| ≤ 42UP, and a term within k·|w|·42UP (|w| ≤ 1). On lavapipe
     // (no fusing) the measured difference is 0.
     let spring_tol = 4.0 * u.stiction_stiffness as f64 * 42.0 * U * coord_scale(&sim.pos);
+    let mut rotation_tol =
+        rotation_term_bounds(&u, &sim.pos, acl.seg_cp(), &sets, p, &springs, &springs_c);
+    rotation_tol.resize(rotation_tol.len().max(fout.len()), 0.0);
+    assert!(
+        rotation_tol.iter().filter(|&&t| t > 0.0).count() > 1000,
+        "few points got the springs' rotation term"
+    );
     let mut worst = 0.0f64;
     for (i, (c, g)) in fout_c.iter().zip(&fout_g).enumerate() {
         let d = (v(*c) - v(*g)).norm();
         let added = (v(*c) - v(fout[i])).norm();
         let tol = 2.0 * 40.0 * U * (v(*c).norm() + v(fout[i]).norm() + 2.0 * added)
-            + if added > 0.0 { spring_tol } else { 0.0 };
+            + if added > 0.0 { spring_tol } else { 0.0 }
+            + rotation_tol[i];
         if tol > 0.0 {
             worst = worst.max(d / tol);
         }
@@ -762,6 +772,125 @@ fn stiction_forces_match_their_twin() {
         "{broke} of {} springs broke; forces worst {worst:.3} of the bound",
         energies.len()
     );
+}
+
+/// Per `fout_pool` entry, a first-order bound on |gpu − twin| of the springs' rotation term
+/// `Ω × (R d̄_i)`, `H Ω = τ` (acl::stiction::rotation_term), for two evaluations that may each fuse
+/// multiply-adds: 0 for the points of sets without an intact spring.
+///
+/// Derivation, in f64 from the inputs (U = 2⁻²⁴, each bound doubled for two evaluations):
+/// - the centre `c`, a sum of `n` points over `n`: `Δc ≤ 2 (n + 1) U max|q|` per coordinate;
+/// - `F = Σ (q_i − c) d̄_iᵀ`, entrywise: `ΔF_ab ≤ 2 (n + 2) U Σ |r_a d̄_b| + Δc Σ |d̄_b|`;
+/// - `H = tr(RᵀF) I − sym(F Rᵀ)` from `R` (the same quaternion, 8 roundings of `U` each entry):
+///   `ΔH ≤ 4 max ΔF + 2 · 24 U max|F|` entrywise (sums of three products of `R` and `F`, twice);
+/// - `τ = Σ (R d0) × k x`, `x`'s coordinates within 24 U P of the twin's (P the largest
+///   coordinate: the force bound's derivation above): `Δτ ≤ Σ |R d0| k 42 U P + 2 · 8 U Σ |R d0||k x|`;
+/// - `Ω = H⁻¹ τ` by cofactors, componentwise: `ΔΩ ≤ |H⁻¹| (Δτ + ΔH Σ|Ω|) + 2 · 16 U |H⁻¹| |τ|
+///   κ`, κ = |H| |H⁻¹| (the cofactors' and determinant's own rounding, relative to the terms);
+/// - per point, `Δ(Ω × a) ≤ |ΔΩ| |a| + 2 · 12 U |Ω| |a|` (`a = R d̄`: a rotation and a cross).
+fn rotation_term_bounds(
+    u: &AclUniform,
+    pos: &[[f32; 4]],
+    seg_cp: &[[u32; 4]],
+    sets: &[ContactSet],
+    pools: &yarnsim::acl::rebuild::Pools,
+    before: &[yarnsim::acl::StictionSpring],
+    after: &[yarnsim::acl::StictionSpring],
+) -> Vec<f64> {
+    let mut tol = vec![0.0f64; pools.dbar.len()];
+    let big_p = coord_scale(pos);
+    let k = u.stiction_stiffness as f64;
+    let b = u.quadrature;
+    for (s, set) in sets.iter().enumerate() {
+        if set.flags & SET_LIVE == 0 {
+            continue;
+        }
+        let rot: M3<f64> = quat_to_matrix(set.quat.map(|x| x as f64));
+        let (o, n) = (set.cp_off as usize, set.n_cp as usize);
+        let mut tau = V3::<f64>::zero();
+        let (mut d_tau, mut tau_terms) = (0.0f64, 0.0f64);
+        let mut intact = false;
+        for m in 0..4 {
+            let (sb, sa) = (before[4 * s + m], after[4 * s + m]);
+            if sb.flags & SPRING_ACTIVE == 0 || sa != sb {
+                continue;
+            }
+            intact = true;
+            let rd0 = rot.mul_v(v(sb.rest));
+            let y = |i: u32| -> V3<f64> {
+                let cp = seg_cp[(i / b) as usize];
+                let w = u.weights[(i % b) as usize];
+                (0..4).fold(V3::zero(), |acc, m| {
+                    acc + v(pos[cp[m] as usize]) * w[m] as f64
+                })
+            };
+            let x = y(sb.i) - y(sb.j) - rd0;
+            tau += rd0.cross(x * k);
+            d_tau += rd0.norm() * k * 42.0 * U * big_p;
+            tau_terms += rd0.norm() * (x * k).norm();
+        }
+        if !intact || n == 0 {
+            continue;
+        }
+        d_tau += 16.0 * U * tau_terms;
+        let q: Vec<V3<f64>> = pools.cp[o..o + n]
+            .iter()
+            .map(|&c| v(pos[c as usize]))
+            .collect();
+        let d: Vec<V3<f64>> = pools.dbar[o..o + n].iter().map(|&x| v(x)).collect();
+        let c = q.iter().fold(V3::zero(), |a, &x| a + x) / n as f64;
+        let qmax = q.iter().map(|x| x.norm()).fold(0.0, f64::max);
+        let d_c = 2.0 * (n as f64 + 1.0) * U * qmax;
+        let mut f = M3::<f64>::zero();
+        let mut d_f = 0.0f64;
+        for (qi, di) in q.iter().zip(&d) {
+            f = f.add_m(&(*qi - c).outer(*di));
+        }
+        for a in 0..3 {
+            for bb in 0..3 {
+                let terms: f64 = q
+                    .iter()
+                    .zip(&d)
+                    .map(|(qi, di)| ((*qi - c).get(a) * di.get(bb)).abs())
+                    .sum();
+                let dsum: f64 = d.iter().map(|di| di.get(bb).abs()).sum();
+                d_f = d_f.max(2.0 * (n as f64 + 2.0) * U * terms + d_c * dsum);
+            }
+        }
+        let fmax = (0..9).map(|e| f.at(e % 3, e / 3).abs()).fold(0.0, f64::max);
+        let d_h = 4.0 * d_f + 48.0 * U * fmax;
+        // H = tr(RᵀF) I − sym(F Rᵀ).
+        let frt = f.mul_m(&rot.transpose());
+        let tr = (0..3).map(|i| rot.c[i].dot(f.c[i])).sum::<f64>();
+        let h = M3::diag(tr).sub_m(&frt.add_m(&frt.transpose()).scale(0.5));
+        let det = h.det();
+        if det.is_nan() || det <= 0.0 {
+            continue;
+        }
+        let inv = M3::from_cols(
+            h.c[1].cross(h.c[2]),
+            h.c[2].cross(h.c[0]),
+            h.c[0].cross(h.c[1]),
+        )
+        .transpose()
+        .scale(1.0 / det);
+        let omega = inv.mul_v(tau);
+        let om_sum = omega.x.abs() + omega.y.abs() + omega.z.abs();
+        let inv_abs = |a: usize| (0..3).map(|j| inv.at(a, j).abs()).sum::<f64>();
+        let kappa = h.norm() * inv.norm();
+        let d_om: f64 = (0..3)
+            .map(|a| {
+                inv_abs(a) * (d_tau + d_h * om_sum) + 32.0 * U * inv_abs(a) * tau.norm() * kappa
+            })
+            .map(|x| x * x)
+            .sum::<f64>()
+            .sqrt();
+        for (i, di) in d.iter().enumerate() {
+            let a = rot.mul_v(*di).norm();
+            tol[o + i] += d_om * a + 24.0 * U * omega.norm() * a;
+        }
+    }
+    tol
 }
 
 /// Kernel `set_point_write` on a records buffer of `len` slots (all `[9, 9]` before): the records

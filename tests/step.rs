@@ -268,8 +268,8 @@ fn damping_keeps_a_rigid_spin() {
         let m: f64 = sim.mass.iter().map(|&m| m as f64).sum();
         let mut c = [0.0; 3];
         for (p, &w) in sim.pos.iter().zip(&sim.mass) {
-            for k in 0..3 {
-                c[k] += x(p)[k] * w as f64 / m;
+            for (ck, xk) in c.iter_mut().zip(x(p)) {
+                *ck += xk * w as f64 / m;
             }
         }
         let mut l = [0.0; 3];

@@ -898,6 +898,7 @@ impl AclContact {
                 &self.seg_cp,
                 &self.sets,
                 &self.pools.cp,
+                &self.pools.dbar,
                 &mut self.springs,
                 &mut self.fout_pool,
             );

@@ -7,9 +7,23 @@
 //! at the current offset. Springs are (re)made when the set is rebuilt ([`springs_make`], called by
 //! `set_rebuild`). `k = 0` disables them.
 //!
+//! The force is the energy's gradient with `R` too taken as the function of the set's points it
+//! is (the polar factor of `F = Σ_i (q_i − c) d̄_iᵀ`, [`super::model::set_rotation`]): besides
+//! `−k x` at `y_i` and `+k x` at `y_j` (`x = y_i − y_j − R d0`), every point of the set gets
+//! `Ω × (R d̄_i)`, where `H Ω = τ`, `τ = Σ_springs k (R d0) × x` and `H = R (tr S · I − S) Rᵀ`
+//! (`F = R S`; [`crate::polar`]'s Newton Hessian at the polar factor). Why: a turn `δθ` of the set's
+//! frame moves `R d0` by `δθ × R d0` and is made by `H δθ = Σ_i (R d̄_i) × δq_i`. Without that term
+//! the two forces of a spring are opposite but not collinear: each stretched spring was a couple
+//! `−k d × x` on the cloth, which spun up a free cloth in zero gravity and gave it energy (an audit
+//! measured its kinetic energy rising 250-fold in 11 frames with `k = 1000`). With it the springs'
+//! forces have no net force (`Σ_i d̄_i = 0`) nor torque (`Σ_i r_i × (Ω × R d̄_i) = H Ω = τ`, which
+//! cancels the couple). A set whose `H` is not positive definite (all its points on a line) gets
+//! no such term.
+//!
 //! `stiction_forces` reads the `acl` uniform (stiffness, break energy, quadrature weights), the
-//! positions, the segments' control points (`seg_cp`), the set headers (rotation) and `cp_pool`; it
-//! writes the springs (a broken spring's new rest offset)
+//! positions, the segments' control points (`seg_cp`), the set headers (rotation), `cp_pool` and
+//! `dbar_pool` (the reference offsets `d̄_i`); it writes the springs (a broken spring's new rest
+//! offset)
 //! and adds each spring's force into its set's range of `fout_pool`: both quadrature points of a
 //! spring lie in the set's box, so the 4 + 4 control points it pulls on are among the set's. The
 //! force then reaches the control points with the set's own force, through the gather
@@ -23,7 +37,7 @@ use super::sets::{in_box, ContactSet, SET_LIVE};
 use super::SyncPtr;
 use crate::layout::AclUniform;
 use crate::math::{M3, V3};
-use crate::polar::quat_to_matrix;
+use crate::polar::{ascent_terms, quat_to_matrix, solve_spd};
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
@@ -97,7 +111,8 @@ fn local(cps: &[u32], c: u32) -> usize {
 }
 
 /// One spring of a set of rotation `rot` whose points are `cps`: a broken spring is re-made (its new
-/// rest offset), an intact one adds its force into `fout`. Returns whether it broke.
+/// rest offset) and gives `None`; an intact one adds its forces at its quadrature points into `fout`
+/// and gives its torque on the set's frame, `k (R d0) × x` (see the module doc).
 #[allow(clippy::too_many_arguments)]
 pub fn spring_force(
     p: &AclUniform,
@@ -107,15 +122,16 @@ pub fn spring_force(
     cps: &[u32],
     sp: &mut StictionSpring,
     fout: &mut [[f32; 4]],
-) -> bool {
+) -> Option<V3<f32>> {
     let b = p.quadrature;
     let d = quad_point(p, pos, seg_cp, sp.i) - quad_point(p, pos, seg_cp, sp.j);
-    let x = d - rot.mul_v(V3::from4(sp.rest));
+    let rd0 = rot.mul_v(V3::from4(sp.rest));
+    let x = d - rd0;
     let energy = 0.5 * p.stiction_stiffness * x.norm2();
     if energy > p.stiction_break_energy {
         // Broken: re-made at the current offset (in the set's reference frame).
         sp.rest = rot.transpose().mul_v(d).to4(0.0);
-        return true;
+        return None;
     }
     // Force on y_i is −k x, on y_j +k x, spread through the basis weights.
     let g = x * p.stiction_stiffness;
@@ -129,7 +145,38 @@ pub fn spring_force(
         fout[li] = (V3::from4(fout[li]) + g * (-wi[m])).to4(0.0);
         fout[lj] = (V3::from4(fout[lj]) + g * wj[m]).to4(0.0);
     }
-    false
+    Some(rd0.cross(g))
+}
+
+/// The springs' pull through the set's rotation (see the module doc): with the set's points `cps`,
+/// reference offsets `dbar` and rotation `rot`, and `torque` the sum of its intact springs'
+/// torques, adds `Ω × (R d̄_i)` into `fout[i]`, `H Ω = τ`. Nothing for a set whose `H` is not
+/// positive definite (its points on a line) or whose `F` is zero.
+pub fn rotation_term(
+    pos: &[[f32; 4]],
+    cps: &[u32],
+    dbar: &[[f32; 4]],
+    rot: &M3<f32>,
+    torque: V3<f32>,
+    fout: &mut [[f32; 4]],
+) {
+    let n = cps.len();
+    let mut c = V3::<f32>::zero();
+    for &p in cps {
+        c += V3::from4(pos[p as usize]);
+    }
+    c = c / n.max(1) as f32;
+    let mut f = M3::<f32>::zero();
+    for (&p, d) in cps.iter().zip(dbar) {
+        f = f.add_m(&(V3::<f32>::from4(pos[p as usize]) - c).outer(V3::from4(*d)));
+    }
+    let (_, h) = ascent_terms(rot, &f);
+    let Some(omega) = solve_spd(&h, torque, f.norm()) else {
+        return;
+    };
+    for (o, d) in fout[..n].iter_mut().zip(dbar) {
+        *o = (V3::from4(*o) + omega.cross(rot.mul_v(V3::from4(*d)))).to4(0.0);
+    }
 }
 
 /// Stage `stiction_forces` (see the module doc; kernel and CPU step alike): springs
@@ -142,6 +189,7 @@ pub fn stiction_forces(
     seg_cp: &[[u32; 4]],
     sets: &[ContactSet],
     cp_pool: &[u32],
+    dbar_pool: &[[f32; 4]],
     springs: &mut [StictionSpring],
     fout_pool: &mut [[f32; 4]],
 ) {
@@ -158,10 +206,16 @@ pub fn stiction_forces(
             // SAFETY: live sets own disjoint ranges of the point pools (and `fout_pool` is as long).
             let fout = unsafe { fp.slice(o, n) };
             let rot = quat_to_matrix(s.quat);
+            let mut torque = None;
             for sp in springs.iter_mut() {
                 if sp.flags & SPRING_ACTIVE != 0 {
-                    spring_force(acl, pos, seg_cp, &rot, cps, sp, fout);
+                    if let Some(t) = spring_force(acl, pos, seg_cp, &rot, cps, sp, fout) {
+                        torque = Some(torque.unwrap_or(V3::zero()) + t);
+                    }
                 }
+            }
+            if let Some(t) = torque {
+                rotation_term(pos, cps, &dbar_pool[o..o + n], &rot, t, fout);
             }
         });
 }
