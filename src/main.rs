@@ -928,9 +928,16 @@ fn run(mut a: RunArgs) -> Result<()> {
     }
     // The manifest and the stats file before the relaxation (hours for a garment on the CPU
     // path), so that a run that fails or is stopped there says what it was.
-    let resumed_at = frames_resumed.then_some(first_frame);
+    // (A run resumed in its relaxation continues the manifest of the run it resumes as one
+    // resumed at a frame does: it was a fresh manifest, the original command line and start time
+    // lost, and no `resumed` entry.)
+    let resumed_from = match (&resumed, &relaxing) {
+        (None, _) => None,
+        (Some(_), Some(r)) => Some(ResumedFrom::Relaxation { steps: r.steps }),
+        (Some(_), None) => Some(ResumedFrom::Frame(first_frame)),
+    };
     let mut manifest =
-        RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_at)?;
+        RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_from)?;
     let mut stats_out = match &a.stats {
         Some(p) if frames_resumed => Some(StatsFile::resume(p, first_frame)?),
         Some(p) => Some(StatsFile::create(p)?),
@@ -2201,17 +2208,27 @@ struct RunManifest {
     finished: bool,
 }
 
+/// Where a resumed run goes on from ([`RunManifest::start`]).
+#[derive(Clone, Copy)]
+enum ResumedFrom {
+    /// The checkpoint at frame `k`: frames 0 to `k` are on disk.
+    Frame(u32),
+    /// A checkpoint taken during the relaxation before t = 0, after `steps` of its steps: no frame
+    /// of the run is written yet.
+    Relaxation { steps: u64 },
+}
+
 impl RunManifest {
-    /// The manifest of a run; for a run resumed at frame `k` (`resumed_at`), the manifest of the
-    /// run it continues (from the first directory), with the frames now requested and the resumption
-    /// appended to `resumed`.
+    /// The manifest of a run; for a resumed run (`resumed`), the manifest of the run it continues
+    /// (from the first directory), with the frames now requested and the resumption appended to
+    /// `resumed`.
     fn start(
         a: &RunArgs,
         scene_path: &Path,
         scene: &Scene,
         gpu: Option<&Gpu>,
         frames: u32,
-        resumed_at: Option<u32>,
+        resumed: Option<ResumedFrom>,
     ) -> Result<RunManifest> {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut seen = Vec::new();
@@ -2246,9 +2263,9 @@ impl RunManifest {
         }) else {
             unreachable!("json! of an object literal is an object")
         };
-        let fields = match resumed_at {
+        let fields = match resumed {
             None => fields,
-            Some(k) => {
+            Some(from) => {
                 let old = dirs
                     .first()
                     .and_then(|d| std::fs::read(d.join(MANIFEST)).ok())
@@ -2261,14 +2278,20 @@ impl RunManifest {
                 // (This run is not stopped: the resumption's entry below says where it went on.)
                 merged.remove("stopped_by");
                 merged.insert("checkpoint_every".into(), a.checkpoint_every.into());
-                let entry = serde_json::json!({
-                    "from_frame": k,
+                let mut entry = serde_json::json!({
+                    "from_frame": match from {
+                        ResumedFrom::Frame(k) => Some(k),
+                        ResumedFrom::Relaxation { .. } => None,
+                    },
                     "backend": fields.get("backend"),
                     "adapter": fields.get("adapter"),
                     "command_line": fields.get("command_line"),
                     "start_time_unix": start,
                     "yarnsim_version": env!("CARGO_PKG_VERSION"),
                 });
+                if let ResumedFrom::Relaxation { steps } = from {
+                    entry["from_relaxation_step"] = steps.into();
+                }
                 match merged.get_mut("resumed") {
                     Some(serde_json::Value::Array(list)) => list.push(entry),
                     _ => {
@@ -2281,8 +2304,11 @@ impl RunManifest {
         let m = RunManifest {
             dirs,
             fields,
-            // (A resumed run's frames up to its checkpoint's are on disk already.)
-            frames_written: resumed_at.map_or(0, |k| k + 1),
+            // (A run resumed at a frame has the frames up to its checkpoint's on disk already.)
+            frames_written: match resumed {
+                Some(ResumedFrom::Frame(k)) => k + 1,
+                Some(ResumedFrom::Relaxation { .. }) | None => 0,
+            },
             finished: false,
         };
         m.write()?;

@@ -282,6 +282,7 @@ fn killed_while_relaxing(name: &str, args: &[&str]) {
     }
     let steps = relaxing.expect("no kill landed during the relaxation in 10 attempts");
     assert!(!part.join("frame_0000.bcc").exists());
+    let started = manifest(&part);
     let out = resume_output(&part, &[]);
     check_ok(&out);
     let err = text(&out.stderr);
@@ -296,6 +297,21 @@ fn killed_while_relaxing(name: &str, args: &[&str]) {
     }
     // The run checkpointed its frames as it went on: the last one is frame 1's.
     assert_eq!(Checkpoint::read(&ckpt).unwrap().frames(), 1);
+    // The manifest is the run's, with the resumption listed (a resume in the relaxation wrote a
+    // fresh one: the resume's command line and start time, no `resumed`).
+    let m = manifest(&part);
+    for key in ["command_line", "start_time_unix"] {
+        assert_eq!(m[key], started[key], "{key}: {m:#}");
+    }
+    let resumed = m["resumed"].as_array().expect("a `resumed` list");
+    assert_eq!(resumed.len(), 1, "{m:#}");
+    assert_eq!(resumed[0]["from_relaxation_step"], steps, "{m:#}");
+    assert!(resumed[0]["from_frame"].is_null(), "{m:#}");
+    assert_eq!(resumed[0]["command_line"][2], "--resume", "{m:#}");
+    assert_eq!(
+        (m["frames_written"].as_u64(), m["finished"].as_bool()),
+        (Some(2), Some(true))
+    );
 }
 
 /// Through the library, mid-frame: a simulation restored from the checkpoint of another after 77

@@ -246,9 +246,15 @@ fn a_run_stopped_while_relaxing_resumes_the_relaxation_bitwise() {
     assert_eq!(ck.meta.options["relaxing"]["steps"], steps);
     assert!(!part.join("frame_0000.bcc").exists());
     assert!(temps(&part).is_empty(), "{:?}", temps(&part));
-    assert_eq!(manifest(&part)["stopped_by"], "SIGTERM");
+    let stopped_manifest = manifest(&part);
+    assert_eq!(stopped_manifest["stopped_by"], "SIGTERM");
     let out = bin().args(["run", "--resume"]).arg(&part).output().unwrap();
     check_ok(&out);
+    // The manifest stays the run's, the resumption listed.
+    let m = manifest(&part);
+    assert_eq!(m["command_line"], stopped_manifest["command_line"], "{m:#}");
+    assert_eq!(m["resumed"][0]["from_relaxation_step"], steps, "{m:#}");
+    assert!(m.get("stopped_by").is_none(), "{m:#}");
     assert!(
         text(&out.stderr).contains(&format!(
             "resuming the relaxation before t = 0 from its checkpoint after {steps} steps"
