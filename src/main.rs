@@ -921,13 +921,6 @@ fn run(mut a: RunArgs) -> Result<()> {
             remove_old_outputs(dir)?;
         }
     }
-    if resumed.is_some() {
-        if let Some(dir) = &a.out {
-            remove_stale_checkpoint_temps(dir)?;
-        }
-    }
-    // The manifest and the stats file before the relaxation (hours for a garment on the CPU
-    // path), so that a run that fails or is stopped there says what it was.
     // (A run resumed in its relaxation continues the manifest of the run it resumes as one
     // resumed at a frame does: it was a fresh manifest, the original command line and start time
     // lost, and no `resumed` entry.)
@@ -936,6 +929,28 @@ fn run(mut a: RunArgs) -> Result<()> {
         (Some(_), Some(r)) => Some(ResumedFrom::Relaxation { steps: r.steps }),
         (Some(_), None) => Some(ResumedFrom::Frame(first_frame)),
     };
+    if let Some(from) = resumed_from {
+        if let Some(dir) = &a.out {
+            remove_stale_checkpoint_temps(dir)?;
+        }
+        // The files of frames past the checkpoint (a killed run's, or those of a run that went
+        // further than this one goes, with a smaller --frames) are removed as the resumed run
+        // starts, not as it ends. The run never reads them: it needs the checkpoint and the
+        // frames up to it, which stay, so a resumed run that fails can be resumed again as
+        // before. Each is rewritten or lies past the run's end, and on another backend is not
+        // even of the trajectory the run goes on with. Left until the end, they sat beside the
+        // run's own frames for its whole length, and for good when it failed or ended before
+        // them, looking like part of it.
+        let past = match from {
+            ResumedFrom::Frame(k) => Some(k),
+            ResumedFrom::Relaxation { .. } => None,
+        };
+        for dir in a.out.iter().chain(&a.capture) {
+            remove_frames_past(dir, past)?;
+        }
+    }
+    // The manifest and the stats file before the relaxation (hours for a garment on the CPU
+    // path), so that a run that fails or is stopped there says what it was.
     let mut manifest =
         RunManifest::start(&a, &scene_path, &scene, gpu.as_ref(), frames, resumed_from)?;
     let mut stats_out = match &a.stats {
@@ -1913,6 +1928,36 @@ fn remove_stale_checkpoint_temps(dir: &Path) -> Result<()> {
     })?;
     for path in stale {
         std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Removes from `dir` the files of frames after frame `k` (`None`: of every frame, frame 0
+/// included): frame files ([`is_frame_file`]) and contact matrices (`contact_matrix_NNNN.png`).
+fn remove_frames_past(dir: &Path, k: Option<u32>) -> Result<()> {
+    let past = |name: &str| {
+        // (Digits past u64 are a frame no run reaches: past any.)
+        let frame = |digits: &str| digits.parse::<u64>().unwrap_or(u64::MAX);
+        let of = if is_frame_file(name) {
+            name.strip_prefix("frame_").map(|rest| {
+                let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+                frame(&rest[..n])
+            })
+        } else {
+            name.strip_prefix("contact_matrix_")
+                .and_then(|rest| rest.strip_suffix(".png"))
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                .map(frame)
+        };
+        of.is_some_and(|f| k.is_none_or(|k| f > u64::from(k)))
+    };
+    for path in old_outputs(dir, past)? {
+        std::fs::remove_file(&path).with_context(|| {
+            format!(
+                "cannot remove {}, a frame past the checkpoint",
+                path.display()
+            )
+        })?;
     }
     Ok(())
 }

@@ -282,6 +282,9 @@ fn killed_while_relaxing(name: &str, args: &[&str]) {
     }
     let steps = relaxing.expect("no kill landed during the relaxation in 10 attempts");
     assert!(!part.join("frame_0000.bcc").exists());
+    // A frame file past the checkpoint (as a run that relaxed, wrote frames and was killed before
+    // its next checkpoint leaves): the resumed relaxation's run removes it.
+    std::fs::copy(full.join("frame_0001.bcc"), part.join("frame_0002.bcc")).unwrap();
     let started = manifest(&part);
     let out = resume_output(&part, &[]);
     check_ok(&out);
@@ -295,6 +298,7 @@ fn killed_while_relaxing(name: &str, args: &[&str]) {
     for k in 0..=1 {
         assert!(frame(&full, k) == frame(&part, k), "frame {k} differs");
     }
+    assert!(!part.join("frame_0002.bcc").exists());
     // The run checkpointed its frames as it went on: the last one is frame 1's.
     assert_eq!(Checkpoint::read(&ckpt).unwrap().frames(), 1);
     // The manifest is the run's, with the resumption listed (a resume in the relaxation wrote a
@@ -395,6 +399,66 @@ fn resume_after_a_killed_checkpoint_write() {
         (Some(4), Some(true))
     );
     assert_eq!(m["resumed"].as_array().map(|l| l.len()), Some(2), "{m:#}");
+}
+
+/// A resume with fewer frames than the run it continues had written (a checkpoint at frame 2,
+/// frames 0 to 4 on disk, as a kill after frame 4 leaves a run checkpointing every 2 frames
+/// whose last checkpoint write did not complete) removes the frame files past the checkpoint as
+/// it starts: the frames and their OBJ companions past its end are gone, those up to the
+/// checkpoint stay and the one between is rewritten. Before, frames 4's files stayed, beside a
+/// manifest saying 4 frames were written (from another trajectory, on another backend).
+#[test]
+fn a_resume_removes_the_frames_past_its_checkpoint() {
+    let dir = scratch("past-checkpoint");
+    let out = dir.join("out");
+    let stats = out.join("stats.jsonl");
+    run(
+        &out,
+        &[
+            "--frames",
+            "2",
+            "--checkpoint-every",
+            "2",
+            "--obj",
+            "--set",
+            "relax.time=0",
+            "--stats",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let ckpt = out.join(checkpoint::FILE_NAME);
+    let at_2 = read(&ckpt);
+    let kept: Vec<Vec<u8>> = (0..=2).map(|k| frame(&out, k)).collect();
+    resume(&out, &["--frames", "4"]);
+    let third = frame(&out, 3);
+    std::fs::write(&ckpt, &at_2).unwrap();
+    assert!(out.join("frame_0004.obj").exists());
+    // A contact matrix past the checkpoint goes too; a file that only looks like a frame stays.
+    std::fs::write(out.join("contact_matrix_0004.png"), b"png").unwrap();
+    std::fs::write(out.join("frame_notes.txt"), b"mine").unwrap();
+    resume(&out, &["--frames", "3"]);
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = (0..=3)
+        .flat_map(|k| [format!("frame_{k:04}.bcc"), format!("frame_{k:04}.obj")])
+        .collect();
+    expected.extend(["frame_notes.txt", "manifest.json", "stats.jsonl"].map(String::from));
+    expected.push(checkpoint::FILE_NAME.into());
+    expected.sort();
+    assert_eq!(names, expected);
+    for (k, bytes) in kept.iter().enumerate() {
+        assert!(frame(&out, k as u32) == *bytes, "frame {k} changed");
+    }
+    assert!(frame(&out, 3) == third, "frame 3 differs");
+    assert_eq!(stats_frames(&stats), [1, 2, 3]);
+    let m = manifest(&out);
+    assert_eq!(
+        (m["frames_written"].as_u64(), m["finished"].as_bool()),
+        (Some(4), Some(true))
+    );
 }
 
 /// Real kill -9s, alternately in the middle of a checkpoint write (while its temporary file
