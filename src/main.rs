@@ -840,6 +840,15 @@ fn run(mut a: RunArgs) -> Result<()> {
     // Everything about the output paths is checked before anything is created or removed, so a
     // rejected run leaves no directory or file behind.
     check_output_dirs(&a, resumed.is_some())?;
+    // Whether a checkpoint can record the run's options (its paths must be UTF-8), asked here:
+    // below, the directories, the manifest and an emptied stats file came first. (The record
+    // itself is made once the --out directory exists, its paths relative to it.)
+    if let (Some(dir), Some(every)) = (&a.out, a.checkpoint_every) {
+        serde_json::to_value(SavedRun::new(&a, &scene_path, frames, every, dir)).map_err(|e| {
+            anyhow::Error::new(e)
+                .context("--checkpoint-every: the run's options cannot be recorded in a checkpoint")
+        })?;
+    }
     let sim = match (&resumed, cloth) {
         (Some(ck), _) => ck.build_sim().with_context(|| {
             format!(

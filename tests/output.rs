@@ -597,6 +597,37 @@ fn rejected_options_leave_no_directory() {
     assert!(names(&dir).is_empty(), "{:?}", names(&dir));
 }
 
+/// A run whose options a checkpoint cannot record (a `--stats` path that is not UTF-8) with
+/// `--checkpoint-every` is refused before anything is made or removed: before, the `--out`
+/// directory and its manifest were made and the stats file emptied first.
+#[cfg(unix)]
+#[test]
+fn options_a_checkpoint_cannot_record_are_refused_before_anything_is_made() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("unrecordable");
+    let out = dir.join("out");
+    let stats = dir.join(std::ffi::OsStr::from_bytes(b"stats_\xff\xfe.jsonl"));
+    let records = b"{\"frame\":1}\n";
+    std::fs::write(&stats, records).unwrap();
+    let err = check_failed(&run_tiny(
+        2,
+        &[
+            os("--set"),
+            os("relax.time=0"),
+            os("--out"),
+            out.as_os_str(),
+            os("--stats"),
+            stats.as_os_str(),
+            os("--checkpoint-every"),
+            os("1"),
+        ],
+    ));
+    assert!(err.contains("cannot be recorded in a checkpoint"), "{err}");
+    assert!(!out.exists(), "{out:?} was made:\n{err}");
+    assert_eq!(std::fs::read(&stats).unwrap(), records);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
 /// `--stats` never replaces the scene, a file the run writes itself, or a file of the user's that
 /// is no stats file (unless `--overwrite`); a path it cannot write is refused before anything is
 /// made or removed (`--overwrite` included).
