@@ -1251,9 +1251,6 @@ fn run(mut a: RunArgs) -> Result<()> {
                 st.projection_error
             ));
         }
-        if let Some(s) = stats_out.as_mut() {
-            s.record(&st)?;
-        }
         if let Some(dir) = &a.out {
             write_frame(dir, k, runner.sim(), a.obj)?;
         }
@@ -1262,6 +1259,11 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         if let Some(dir) = &matrix_dir {
             bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner))?;
+        }
+        // After the frame's files, as the manifest's count: a record is of a frame written (one
+        // whose files failed to be written had its record).
+        if let Some(s) = stats_out.as_mut() {
+            s.record(&st)?;
         }
         manifest.frame_written(k)?;
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
