@@ -939,9 +939,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         (Some(_), None) => Some(ResumedFrom::Frame(first_frame)),
     };
     if let Some(from) = resumed_from {
-        if let Some(dir) = &a.out {
-            remove_stale_checkpoint_temps(dir)?;
-        }
+        remove_stale_temps(&a)?;
         // The files of frames past the checkpoint (a killed run's, or those of a run that went
         // further than this one goes, with a smaller --frames) are removed as the resumed run
         // starts, not as it ends. The run never reads them: it needs the checkpoint and the
@@ -1932,13 +1930,30 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, R
     Ok((ck, point))
 }
 
-/// Removes the temporary files of checkpoint writes that never finished (a killed run's).
-fn remove_stale_checkpoint_temps(dir: &Path) -> Result<()> {
-    let stale = old_outputs(dir, |name| {
-        yarnsim::output::temp_target(name) == Some(checkpoint::FILE_NAME)
-    })?;
-    for path in stale {
-        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+/// Removes from a resumed run's `--out` and `--capture` directories the temporary files of its
+/// writes that never finished (a killed run's): of its frame files, contact matrices, manifest and
+/// checkpoint, and of its `--stats` file where that is in one of them. Called with the
+/// directories locked by this run, so no other run is writing there; and this one has written
+/// nothing yet. (A `--stats` file elsewhere is in a directory no run locks: its temporary files
+/// are left alone, for they may be another process's writes in progress.)
+fn remove_stale_temps(a: &RunArgs) -> Result<()> {
+    for dir in a.out.iter().chain(&a.capture) {
+        let stats = a
+            .stats
+            .as_deref()
+            .filter(|p| {
+                let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+                same_dir(parent.unwrap_or(Path::new(".")), dir)
+            })
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str());
+        let stale = old_outputs(dir, |name| {
+            yarnsim::output::temp_target(name).is_some_and(|t| is_run_file(t) || Some(t) == stats)
+        })?;
+        for path in stale {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
     }
     Ok(())
 }

@@ -461,6 +461,48 @@ fn a_resume_removes_the_frames_past_its_checkpoint() {
     );
 }
 
+/// A resume removes the temporary files that killed writes of the run left in its directory
+/// (before, only the checkpoint's): of its frames, their OBJ files, its manifest and its stats
+/// file there; temporary files of other names are not the run's and stay.
+#[test]
+fn a_resume_removes_the_temporary_files_of_killed_writes() {
+    let dir = scratch("stale-temps");
+    let out = dir.join("out");
+    let stats = out.join("stats.jsonl");
+    run(
+        &out,
+        &[
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "--obj",
+            "--set",
+            "relax.time=0",
+            "--stats",
+            stats.to_str().unwrap(),
+        ],
+    );
+    let runs = [
+        ".frame_0002.bcc.4242424.7.tmp",
+        ".frame_0002.obj.4242424.8.tmp",
+        ".manifest.json.4242424.9.tmp",
+        ".stats.jsonl.4242424.10.tmp",
+        ".checkpoint.bin.4242424.11.tmp",
+    ];
+    let others = [".notes.txt.4242424.1.tmp", ".frame_notes.txt.4242424.2.tmp"];
+    for name in runs.iter().chain(&others) {
+        std::fs::write(out.join(name), b"partial").unwrap();
+    }
+    resume(&out, &["--frames", "2"]);
+    for name in runs {
+        assert!(!out.join(name).exists(), "{name} is left");
+    }
+    for name in others {
+        assert!(out.join(name).exists(), "{name} was removed");
+    }
+}
+
 /// Real kill -9s, alternately in the middle of a checkpoint write (while its temporary file
 /// exists) and during a frame, each run resumed until the run is done: every frame equals the
 /// uninterrupted run's, and no temporary file is left. A 1,177-point swatch with 10 steps per
