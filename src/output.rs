@@ -17,6 +17,12 @@
 //! `/proc/self/fd/1` replaced the shell's file with a new one, and run as root the next write
 //! replaced the `/dev/stdout` link itself with a file).
 //!
+//! A regular file that is replaced keeps its permission bits (a `--stats` file made private stays
+//! private): the temporary file gets them before anything is written to it. It is a new file all
+//! the same, as an atomic replace must make it: its owner and group are the writing process's,
+//! and other hard links to the old file keep the old contents (the name is moved to the new file;
+//! a write in place, which would keep them, could leave a partial file).
+//!
 //! The directory itself is not flushed after the rename: after a power loss the rename may be undone
 //! (the final name then holds the previous file, or nothing), but never a partial file.
 //!
@@ -344,6 +350,12 @@ where
         tmp: tmp.clone(),
         source,
     })?;
+    // (Before the contents, so that a private file's never sit in a file others may read.)
+    keep_permissions(path, &file).map_err(|source| OutputError::Create {
+        path: err_path(),
+        tmp: tmp.clone(),
+        source,
+    })?;
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let written = write(&mut w).and_then(|()| w.flush());
     if let Err(source) = written {
@@ -371,6 +383,27 @@ where
     })?;
     guard.armed = false;
     Ok(())
+}
+
+/// Gives `tmp`, the temporary file of a write of `path`, the permission bits (read, write and
+/// execute) of the regular file at `path`, if there is one (a new file keeps those the process's
+/// umask gives).
+fn keep_permissions(path: &Path, tmp: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => tmp.set_permissions(std::fs::Permissions::from_mode(
+                m.permissions().mode() & 0o777,
+            )),
+            _ => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, tmp);
+        Ok(())
+    }
 }
 
 /// Whether a file can be written at `path` as [`write_atomic`] writes it, asked before a run does

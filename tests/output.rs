@@ -104,6 +104,40 @@ fn atomic_write_writes_the_whole_content_and_leaves_no_temp_file() {
     assert_eq!(names(&dir), ["a.txt"]);
 }
 
+/// A file replaced keeps its permission bits (a private `--stats` file was made readable to all,
+/// 0644 by the umask, by its first record).
+#[cfg(unix)]
+#[test]
+fn a_replaced_file_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("atomic-mode");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    for bits in [0o600, 0o640, 0o604, 0o755, 0o400] {
+        let path = dir.join(format!("file_{bits:o}"));
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(bits)).unwrap();
+        write_bytes_atomic(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(mode(&path), bits, "{path:?}");
+    }
+    // Through the CLI: a private stats file stays private.
+    let stats = dir.join("stats.jsonl");
+    std::fs::write(&stats, b"").unwrap();
+    std::fs::set_permissions(&stats, std::fs::Permissions::from_mode(0o600)).unwrap();
+    check_ok(&run_tiny(
+        1,
+        &[
+            os("--set"),
+            os("relax.time=0"),
+            os("--stats"),
+            stats.as_os_str(),
+        ],
+    ));
+    assert_eq!(std::fs::read_to_string(&stats).unwrap().lines().count(), 1);
+    assert_eq!(mode(&stats), 0o600);
+    assert_no_temp_files(&dir);
+}
+
 #[test]
 fn a_write_failing_midway_leaves_no_partial_file() {
     let dir = scratch("atomic-fail");
