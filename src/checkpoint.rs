@@ -675,6 +675,25 @@ pub fn write_with(
     Ok(())
 }
 
+/// The most characters of a checkpoint's version string an error shows.
+const SHOWN_VERSION_CHARS: usize = 32;
+
+/// A checkpoint's version string as an error shows it: escaped (`\0`, `\u{1b}`), for a damaged
+/// header's length field takes up to 256 bytes of whatever follows (NULs and terminal escapes
+/// printed raw), and cut after [`SHOWN_VERSION_CHARS`] characters.
+fn shown_version(version: &[u8]) -> String {
+    let text = String::from_utf8_lossy(version);
+    let mut shown: String = text
+        .chars()
+        .take(SHOWN_VERSION_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().count() > SHOWN_VERSION_CHARS {
+        shown.push('…');
+    }
+    shown
+}
+
 /// A checkpoint read back: its metadata, scene and state.
 #[derive(Debug)]
 pub struct Checkpoint {
@@ -732,7 +751,7 @@ impl Checkpoint {
         let version = bytes
             .get(16..vend)
             .ok_or_else(|| truncated(vend as u64 + 16))?;
-        let file_crate = String::from_utf8_lossy(version).into_owned();
+        let file_crate = shown_version(version);
         // The header's own checksum, where every format from 4 on has it: right after the body
         // length. It tells a header damaged on disk (which would read as another version, or a
         // body of 10^19 bytes) from a file of another version, and is checked before the body
@@ -743,7 +762,7 @@ impl Checkpoint {
             h.update(&bytes[..header_end]);
             h.finish() == stored
         });
-        if format != FORMAT_VERSION || file_crate != CRATE_VERSION {
+        if format != FORMAT_VERSION || version != CRATE_VERSION.as_bytes() {
             // Formats 1 to 3 had no header checksum; a later one with a checksum that does not
             // match is this format's header damaged, as likely as another version.
             if !header_sum_ok && !(1..=3).contains(&format) {

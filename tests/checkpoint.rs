@@ -728,6 +728,27 @@ fn truncated_or_damaged_checkpoints_are_clear_errors() {
     resume(&out, &["--frames", "2"]);
 }
 
+/// A damaged version-length field makes the header's version string take up to 256 bytes of
+/// what follows it (lengths, checksums, the body): the error shows it escaped and cut short
+/// (before, raw, NULs included).
+#[test]
+fn a_damaged_version_length_is_shown_escaped_and_short() {
+    let scene = Scene::load(&tiny()).unwrap();
+    let dir = tiny().parent().unwrap().to_path_buf();
+    let build = yarnsim::scene::build_curves(&scene, &dir).unwrap();
+    let pins = yarnsim::scene::pinned_points(&scene, &build).unwrap();
+    let sim = Sim::from_build(&scene, &build, &pins).unwrap();
+    let good = checkpoint::encode(&sim, &scene, &dir, serde_json::Value::Null).unwrap();
+    for len in [0u8, 4, 6, 7, 30, 100, 200, 255] {
+        let mut b = good.clone();
+        b[12] = len;
+        let err = Checkpoint::decode(b, "damaged").unwrap_err().to_string();
+        assert!(err.contains("its header is damaged"), "{len}: {err}");
+        assert!(!err.chars().any(char::is_control), "{len}: {err:?}");
+        assert!(err.chars().count() < 260, "{len}: {err:?}");
+    }
+}
+
 /// Damage that the checksum does not catch (the checksum recomputed, as a bug writing wrong values
 /// would leave it): decoding and restoring give an error or a simulation, never a panic.
 #[test]
