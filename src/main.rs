@@ -1926,8 +1926,75 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, R
             path.display()
         )
     })?;
+    check_checkpoint_is_the_runs(dir, &ck, &saved)?;
     let point = saved.apply(a, dir);
     Ok((ck, point))
+}
+
+/// Refuses the checkpoint in `dir` when its scene is not the one the directory's manifest records:
+/// a checkpoint of another run (copied there, or a manifest copied beside it), whose frames would
+/// go on beside frames of the manifest's run.
+///
+/// The checkpoint decides what the resumed run simulates; the manifest only records what made the
+/// frames already in the directory, so it cannot decide instead. But making it follow the
+/// checkpoint would hide that the frames up to the checkpoint's are the other run's. A run's scene
+/// never changes over its checkpoints and resumptions (a resume takes no scene or --set), so the
+/// scenes of one run always agree. The comparison is of the resolved scenes, as the manifest
+/// records them (serialised to JSON and read back), so the same file with other overrides, or
+/// changed between the runs, is another scene too. A directory without a manifest, or whose
+/// manifest records no scene, has nothing to compare.
+fn check_checkpoint_is_the_runs(
+    dir: &Path,
+    ck: &checkpoint::Checkpoint,
+    saved: &SavedRun,
+) -> Result<()> {
+    let path = dir.join(MANIFEST);
+    let Some(manifest) = std::fs::read(&path)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t).ok())
+    else {
+        return Ok(());
+    };
+    let Some(recorded) = manifest.get("scene") else {
+        return Ok(());
+    };
+    // (As RunManifest::start writes it: f32 fields widened to f64 by `to_value`, then as text.)
+    let of_checkpoint = serde_json::to_value(&ck.scene)
+        .and_then(|v| serde_json::to_vec(&v))
+        .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t))
+        .context("recording the checkpoint's scene as the manifest does")?;
+    if *recorded == of_checkpoint {
+        return Ok(());
+    }
+    let with_sets = |scene: String, sets: Vec<String>| {
+        if sets.is_empty() {
+            scene
+        } else {
+            format!("{scene} with --set {}", sets.join(" --set "))
+        }
+    };
+    let checkpoint_run = with_sets(saved.scene_path.display().to_string(), saved.set.clone());
+    let manifest_run = with_sets(
+        manifest
+            .get("scene_path")
+            .and_then(|p| p.as_str())
+            .unwrap_or("an unnamed scene")
+            .to_string(),
+        manifest
+            .get("overrides")
+            .and_then(|o| serde_json::from_value::<Vec<String>>(o.clone()).ok())
+            .unwrap_or_default(),
+    );
+    let same_words = if checkpoint_run == manifest_run {
+        " (the same words, but the scenes differ: the file changed between the runs)"
+    } else {
+        ""
+    };
+    bail!(
+        "--resume {}: the checkpoint is of another run than the frames there: it holds the scene of {checkpoint_run}, the manifest {} records {manifest_run}{same_words}; resuming would write the checkpoint's frames beside the other run's. Resume the checkpoint in the directory of its own run, or put the run's own checkpoint back",
+        dir.display(),
+        path.display()
+    );
 }
 
 /// Removes from a resumed run's `--out` and `--capture` directories the temporary files of its

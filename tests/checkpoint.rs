@@ -503,6 +503,96 @@ fn a_resume_removes_the_temporary_files_of_killed_writes() {
     }
 }
 
+/// A checkpoint of another run (another scene, or the same file with other overrides) copied into
+/// a run's directory is refused, naming both runs' scenes, and nothing there changes: before, it
+/// was resumed, writing its scene's frames beside the other run's under a manifest naming that one.
+#[test]
+fn a_checkpoint_of_another_run_is_refused() {
+    let dir = scratch("foreign");
+    let run_dir = dir.join("run");
+    run(
+        &run_dir,
+        &[
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "relax.time=0",
+        ],
+    );
+    let swatch = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/swatch.toml");
+    let other = dir.join("other");
+    check_ok(
+        &bin()
+            .arg("run")
+            .arg(&swatch)
+            .arg("--out")
+            .arg(&other)
+            .args([
+                "--frames",
+                "0",
+                "--checkpoint-every",
+                "1",
+                "--set",
+                "relax.time=0",
+                "-q",
+            ])
+            .output()
+            .unwrap(),
+    );
+    let overridden = dir.join("overridden");
+    run(
+        &overridden,
+        &[
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "relax.time=0",
+            "--set",
+            "contact.model=none",
+        ],
+    );
+    let ckpt = run_dir.join(checkpoint::FILE_NAME);
+    let own = read(&ckpt);
+    let listing = |d: &Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    read(&e.path()),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for (from, names) in [(&other, "swatch.toml"), (&overridden, "contact.model=none")] {
+        std::fs::copy(from.join(checkpoint::FILE_NAME), &ckpt).unwrap();
+        let before = listing(&run_dir);
+        let err = failure(
+            bin()
+                .args(["run", "--resume"])
+                .arg(&run_dir)
+                .args(["--frames", "2"]),
+        );
+        assert!(
+            err.contains("the checkpoint is of another run") && err.contains(names),
+            "{err}"
+        );
+        assert!(err.contains("tiny.toml with --set relax.time=0"), "{err}");
+        assert!(listing(&run_dir) == before, "the directory changed");
+    }
+    // Its own checkpoint back: the run goes on.
+    std::fs::write(&ckpt, &own).unwrap();
+    resume(&run_dir, &["--frames", "2"]);
+    assert_eq!(manifest(&run_dir)["frames_written"], 3);
+}
+
 /// Real kill -9s, alternately in the middle of a checkpoint write (while its temporary file
 /// exists) and during a frame, each run resumed until the run is done: every frame equals the
 /// uninterrupted run's, and no temporary file is left. A 1,177-point swatch with 10 steps per
