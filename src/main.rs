@@ -816,7 +816,7 @@ fn run(mut a: RunArgs) -> Result<()> {
     if color != ColorMode::Yarn && scene.contact.model == ContactModel::None {
         bail!("--color {color} needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
     }
-    let matrices = a
+    let mut matrices = a
         .contact_matrix
         .iter()
         .map(|s| parse_matrix_request(s))
@@ -830,6 +830,20 @@ fn run(mut a: RunArgs) -> Result<()> {
     };
     if !matrices.is_empty() && scene.contact.model == ContactModel::None {
         bail!("--contact-matrix needs a contact model; the scene has contact.model = none (set contact.model=exact or acl)");
+    }
+    // A resumed run asked to end sooner (--frames) leaves out the matrices of the run it resumes
+    // that lie past its new end, saying so: the user gave no --contact-matrix to refuse.
+    if resumed.is_some() {
+        let (kept, past): (Vec<_>, Vec<_>) = matrices.into_iter().partition(|m| m.frame <= frames);
+        if !past.is_empty() && !a.quiet {
+            let list: Vec<String> = past.iter().map(|m| m.frame.to_string()).collect();
+            eprintln!(
+                "warning: --frames {frames}: the contact matrices the run asked for at frame{} {} lie past its end and are not written",
+                if past.len() == 1 { "" } else { "s" },
+                list.join(", ")
+            );
+        }
+        matrices = kept;
     }
     if let Some(m) = matrices.iter().find(|m| m.frame > frames) {
         bail!(

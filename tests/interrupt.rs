@@ -196,6 +196,43 @@ fn a_run_stopped_by_ctrl_c_saves_its_frame_and_resumes_bitwise() {
     assert!(m.get("stopped_by").is_none(), "{m:#}");
 }
 
+/// A run resumed to end before a contact matrix it asked for (`--frames` below a `--contact-matrix`
+/// frame) leaves that matrix out, saying so, and writes the others; it was refused, naming a
+/// `--contact-matrix` the resume was not given.
+#[test]
+fn a_resume_ending_before_a_contact_matrix_leaves_it_out() {
+    let part = scratch("matrix-past-end").join("part");
+    let args = [
+        "--frames",
+        "500",
+        "--contact-matrix",
+        "0",
+        "--contact-matrix",
+        "400:64",
+    ];
+    let (status, err) = ctrl_c_after(&part, &args, "frame    1/500");
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {err}");
+    let k = number_after(&err, "stopped by SIGINT after frame ") as u32;
+    let last = (k + 1).to_string();
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(&part)
+        .args(["--frames", &last])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "--frames {last}: the contact matrices the run asked for at frame 400 lie past its end"
+        )),
+        "{err}"
+    );
+    assert!(part.join("contact_matrix_0000.png").exists());
+    assert!(!part.join("contact_matrix_0400.png").exists());
+    assert!(part.join(format!("frame_{last:0>4}.bcc")).exists());
+}
+
 /// SIGTERM during the relaxation before t = 0: the relaxation goes on to its next resume point,
 /// saves there and the run ends by SIGTERM; resumed, the relaxation and the frame after it are
 /// the uninterrupted run's, bit for bit.
