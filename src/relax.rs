@@ -239,7 +239,7 @@ fn begin(sim: &mut Sim, scene: &Scene) -> ([f32; 3], f32) {
     let saved = (sim.params.gravity, sim.air_factor());
     let h = sim.params.h as f64;
     sim.set_gravity([0.0; 3]);
-    sim.hold_obstacles(true);
+    sim.hold_obstacles(Some(0.0));
     sim.set_air_factor((1.0 / (1.0 + h * scene.relax.drag as f64)) as f32);
     saved
 }
@@ -248,7 +248,7 @@ fn begin(sim: &mut Sim, scene: &Scene) -> ([f32; 3], f32) {
 fn finish(sim: &mut Sim, scene: &Scene, saved: ([f32; 3], f32)) -> Result<(), SimError> {
     sim.set_gravity(saved.0);
     sim.set_air_factor(saved.1);
-    sim.hold_obstacles(false);
+    sim.hold_obstacles(None);
     sim.set_radius(scene.yarn.radius, model_at(scene, scene.yarn.radius)?);
     for v in sim.vel.iter_mut() {
         *v = [0.0; 4];

@@ -670,8 +670,8 @@ pub struct Sim {
     rebuilds_known: bool,
     /// The end-of-frame pass-through check's switch, scratch and last crossings.
     pass: PassCheck,
-    /// Obstacles held in place ([`Sim::hold_obstacles`]).
-    obstacles_held: bool,
+    /// The time at which the obstacles are held in place, if they are ([`Sim::hold_obstacles`]).
+    obstacles_held: Option<f64>,
 }
 
 impl SimError {
@@ -1279,7 +1279,7 @@ impl Sim {
             record_rebuilds: false,
             rebuilds_known: false,
             pass: PassCheck::default(),
-            obstacles_held: false,
+            obstacles_held: None,
             topo,
         };
         sim.place_obstacles();
@@ -1601,10 +1601,15 @@ impl Sim {
         self.base_params.length_max_iterations = cap;
     }
 
-    /// Holds the obstacles at their places at the current `time`, at rest, in the steps that follow
-    /// (the steps still advance `time`: the caller resets it), or lets them follow their keyframes.
-    pub fn hold_obstacles(&mut self, on: bool) {
-        self.obstacles_held = on;
+    /// Holds the obstacles (keyframed solids, figures' parts, and the balls) at their places at
+    /// time `at`, at rest, in the steps that follow, whatever `time` those steps advance to; `None`
+    /// lets them follow their keyframes. Why a time of its own: the GPU step advances `time` over
+    /// a batch, and held "at the current time" the relaxation's obstacles and figures played
+    /// their keyframes through on the GPU (at rest, but moved: a keyframed sphere had dragged the
+    /// cloth 2 cm by frame 0, a walking figure 9 cm), where the CPU relaxation reset the time to 0
+    /// before each step.
+    pub fn hold_obstacles(&mut self, at: Option<f64>) {
+        self.obstacles_held = at;
     }
 
     /// Replaces gravity (cm/s²) for the steps that follow.
@@ -1641,11 +1646,10 @@ impl Sim {
     /// over it).
     pub fn place_obstacles(&mut self) {
         let h = self.params.h as f64;
-        // Held obstacles stay at `time`, at rest.
-        let (t0, t1) = if self.obstacles_held {
-            (self.time, self.time)
-        } else {
-            (self.time, self.time + h)
+        // Held obstacles stay where they are at the time they are held at, at rest.
+        let (t0, t1) = match self.obstacles_held {
+            Some(t) => (t, t),
+            None => (self.time, self.time + h),
         };
         // A figure's parts at the step's start and end, computed once per figure (its parts are
         // consecutive obstacles).
@@ -1737,7 +1741,7 @@ impl Sim {
             num_blocks,
             num_obstacles: self.obstacles.len() as u32,
             num_balls: self.balls.len() as u32,
-            balls_held: self.obstacles_held as u32,
+            balls_held: self.obstacles_held.is_some() as u32,
             ball_hit_capacity: u32::MAX,
             ..self.base_params
         }

@@ -259,6 +259,61 @@ fn the_gpu_relaxation_comes_to_rest_like_the_cpu_one() {
     assert!(v < AT_REST, "GPU-relaxed swatch moved at {v} cm/s");
 }
 
+/// A hanging swatch and a sphere whose keyframes carry it 1.5 cm into the cloth over the first
+/// 0.1 s, and a capsule turning into it: the relaxation holds both where they are at t = 0.
+const MOVING_SOLIDS: &str = r#"
+[[cloth]]
+source.generator = { pattern = "stockinette", wales = 4, courses = 4 }
+translate = [0, 3, 0]
+[[pin]]
+region = { min = [-10, 3.9, -1], max = [10, 10, 1] }
+[[obstacle]]
+type = "sphere"
+center = [-0.8, 3.3, -1.6]
+radius = 1.0
+friction = 0.3
+keyframes = [{ t = 0.0, offset = [0, 0, 0] }, { t = 0.1, offset = [0, 0, 1.5] }]
+[[obstacle]]
+type = "capsule"
+a = [-1.5, 1.9, -1.0]
+b = [1.5, 1.9, -1.0]
+radius = 0.4
+keyframes = [{ t = 0.0, offset = [0, 0, 0], offset_b = [0, 0, 0] }, { t = 0.1, offset = [0, 0, 0], offset_b = [0, 0, 1.6] }]
+"#;
+
+/// The GPU relaxation holds keyframed solids (and figures: the same placement) where they are at
+/// t = 0, as the CPU one does: it held them at rest at the batch's advancing time, so they played
+/// their keyframes through during the relaxation and dragged the cloth (18 r by frame 0 here, 75 r
+/// for a walking figure), where the CPU relaxation set the time to 0 before each step.
+#[test]
+fn the_gpu_relaxation_holds_moving_solids_at_their_start() {
+    let name = "the_gpu_relaxation_holds_moving_solids_at_their_start";
+    let Some(gpu) = yarnsim::gpu::testing::gpu_or_skip(name) else {
+        return;
+    };
+    let dir = temp_dir("relax", "moving");
+    let (scene, mut cpu) = sim_of(&dir, MOVING_SOLIDS);
+    let on_cpu = relaxed(&mut cpu, &scene);
+    let (_, sim) = sim_of(&dir, MOVING_SOLIDS);
+    let (gsim, report) = yarnsim::relax::relax_gpu(sim, &scene, &gpu, &mut |_| {}).unwrap();
+    drop(gpu);
+    // Long enough for the keyframes to have moved the solids, had they followed them.
+    assert!(
+        report.steps as f64 * scene.simulation.dt > 0.02,
+        "{report:?}"
+    );
+    assert_eq!(gsim.obstacles, cpu.obstacles, "the solids' t = 0 places");
+    let d = max_distance(&gsim, &cpu);
+    eprintln!(
+        "CPU relaxation {} steps, GPU {}: {d:.3e} cm apart",
+        on_cpu.steps, report.steps
+    );
+    assert!(
+        d < 0.01 * scene.yarn.radius as f64,
+        "the GPU-relaxed swatch is {d} cm from the CPU-relaxed one"
+    );
+}
+
 /// A garter swatch: denser in contacts than the stockinette whose first steps sized ACL's first
 /// capacities ([`yarnsim::acl::gpu::AclCaps::for_segments`]), so a step started afresh reruns.
 const GARTER: &str = r#"
