@@ -43,6 +43,17 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The `frame` of each stats record, one per line of `text`.
+fn record_frames(text: &str) -> Vec<u64> {
+    text.lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}
+
 fn check_ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -970,14 +981,7 @@ fn outputs_write_through_links_and_into_devices() {
     // Stats into a pipe (standard output, captured): each record once, in order.
     let out = run_tiny(2, &[os("--stats"), os("/dev/stdout")]);
     check_ok(&out);
-    let frames: Vec<u64> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
+    let frames = record_frames(&text(&out.stdout));
     assert_eq!(frames, [1, 2]);
 }
 
@@ -1009,16 +1013,10 @@ fn stats_into_a_redirected_standard_output_add_to_its_file() {
         "log.txt was replaced"
     );
     let got = std::fs::read_to_string(&log).unwrap();
-    let mut lines = got.lines();
-    assert_eq!(lines.next(), Some("my log"), "{got}");
-    let frames: Vec<u64> = lines
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(frames, [1, 2], "{got}");
+    let records = got
+        .strip_prefix("my log\n")
+        .unwrap_or_else(|| panic!("{got}"));
+    assert_eq!(record_frames(records), [1, 2], "{got}");
     assert_no_temp_files(&dir);
 
     // A resumed run with its stats on a pipe: the records of its frames follow there.
@@ -1054,14 +1052,7 @@ fn stats_into_a_redirected_standard_output_add_to_its_file() {
     }
     let out = child.wait_with_output().unwrap();
     check_ok(&out);
-    let frames: Vec<u64> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
+    let frames = record_frames(&text(&out.stdout));
     assert_eq!(frames, [2]);
 }
 
