@@ -184,7 +184,20 @@ impl CameraView {
             let d = (scene.center() - eye).length();
             let rad = scene.radius();
             let far = (d + rad) * 1.01 + 1e-3;
-            (((d - rad) * 0.99).max(far * 1e-4), far)
+            let near = ((d - rad) * 0.99).max(far * 1e-4);
+            // Never past the cloth: a solid far away (a sphere 2e5 cm off) made the depth range
+            // so deep that its floor, 1e-4 of it, put the near plane behind the cloth, and the
+            // image showed no yarn. The cloth's own nearest distance bounds it (f32 depth keeps
+            // a fine enough resolution over the cloth at 1e-7 of the range).
+            let near = if cloth.is_empty() {
+                near
+            } else {
+                let dc = (cloth.center() - eye).length();
+                let rc = cloth.radius();
+                let cloth_near = if dc > rc { (dc - rc) * 0.99 } else { rc * 1e-3 };
+                near.min(cloth_near).max(far * 1e-7)
+            };
+            (near, far)
         };
         Ok(CameraView {
             eye,
@@ -229,10 +242,12 @@ impl CameraView {
     }
 
     /// Pixel coordinates `(x, y)` of world point `p` in a `width × height` image, or `None` when the
-    /// point is behind the eye.
+    /// point is not drawn for its depth: behind the eye, nearer than the near plane or past the
+    /// far one.
     pub fn project(&self, p: [f32; 3], width: u32, height: u32) -> Option<[f32; 2]> {
         let c = self.view_proj() * Vec4::new(p[0], p[1], p[2], 1.0);
-        if c.w <= 0.0 {
+        // c.w is the point's depth along the view axis.
+        if c.w <= 0.0 || c.w < self.near || c.w > self.far {
             return None;
         }
         let (x, y) = (c.x / c.w, c.y / c.w);
@@ -314,6 +329,26 @@ mod tests {
         assert!(up[1] < 100.0);
         // Behind the eye: no projection.
         assert!(v.project([1.0, 2.0, 9.0], 300, 200).is_none());
+    }
+
+    /// A solid far from the cloth deepens the depth range, but the near plane stays before the
+    /// cloth: a sphere 2e5 cm away had put it behind the cloth (the image showed no yarn).
+    #[test]
+    fn a_far_solid_leaves_the_cloth_in_the_depth_range() {
+        let cloth = bounds([-1.0, 0.0, -1.0], [1.0, 0.5, 1.0]);
+        for far_x in [1e3f32, 2e5, 1e6] {
+            let all = bounds([-1.0, 0.0, -1.0], [far_x, 0.5, 1.0]);
+            let v = CameraView::resolve(&Camera::default(), &cloth, &all, 320, 240).unwrap();
+            for c in corners(&cloth) {
+                assert!(
+                    v.project(c, 320, 240).is_some(),
+                    "solid at x = {far_x}: cloth corner {c:?} is not drawn (near {}, far {})",
+                    v.near,
+                    v.far
+                );
+            }
+            assert!(v.far > far_x, "solid at x = {far_x}: far {}", v.far);
+        }
     }
 
     #[test]
