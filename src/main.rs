@@ -286,6 +286,16 @@ struct SavedPath {
 
 impl SavedPath {
     fn new(p: &Path, out: &Path) -> SavedPath {
+        // One of the process's descriptors (`/dev/fd/1`, `/proc/self/fd/1`, `/dev/stdout`) is
+        // kept as given: canonicalised, its directory became `/proc/PID/fd` of the run that saved
+        // it, no descriptor of the resumed run (whose resume failed, or wrote over another
+        // process's file).
+        if yarnsim::output::is_own_descriptor(p) {
+            return SavedPath {
+                path: p.to_path_buf(),
+                in_out: false,
+            };
+        }
         let canon = |p: &Path| {
             std::fs::canonicalize(p)
                 .or_else(|_| std::path::absolute(p))

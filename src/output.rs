@@ -179,6 +179,12 @@ pub fn is_stream(path: &Path) -> bool {
     matches!(target_of(path), Target::Special | Target::OwnFd(_))
 }
 
+/// Whether `path` names one of this process's open descriptors (`/dev/stdout`, `/dev/fd/N`,
+/// `/proc/self/fd/N`, or a link to them), whatever it is open on.
+pub fn is_own_descriptor(path: &Path) -> bool {
+    own_fd(path).is_some()
+}
+
 /// The descriptor `path` names when it is, or links (through at most 40 links) to, one of this
 /// process's: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/PID/fd/N` with this process's
 /// PID, or `/dev/fd/N`.

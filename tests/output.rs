@@ -989,7 +989,9 @@ fn outputs_write_through_links_and_into_devices() {
 /// file as the shell's redirection does: the file keeps what it held and its identity (a rename
 /// through the descriptor's link had replaced it with a new file, losing the records; run as root
 /// with `/dev/stdout` the next write replaced that link itself with a file). A resumed run whose
-/// stats go to a pipe does not read the pipe back (it waited for ever).
+/// stats go to a pipe does not read the pipe back (it waited for ever), and its checkpoint keeps
+/// the descriptor's path as given (canonicalised, `/proc/self/fd/1` became `/proc/PID/fd/1` of
+/// the first run, and the resume failed).
 #[test]
 fn stats_into_a_redirected_standard_output_add_to_its_file() {
     use std::os::unix::fs::MetadataExt;
@@ -1029,7 +1031,7 @@ fn stats_into_a_redirected_standard_output_add_to_its_file() {
             os("--checkpoint-every"),
             os("1"),
             os("--stats"),
-            os("/dev/stdout"),
+            os("/proc/self/fd/1"),
         ],
     );
     check_ok(&first);
