@@ -1963,10 +1963,10 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, R
 /// frames already in the directory, so it cannot decide instead. But making it follow the
 /// checkpoint would hide that the frames up to the checkpoint's are the other run's. A run's scene
 /// never changes over its checkpoints and resumptions (a resume takes no scene or --set), so the
-/// scenes of one run always agree. The comparison is of the resolved scenes, as the manifest
-/// records them (serialised to JSON and read back), so the same file with other overrides, or
-/// changed between the runs, is another scene too. A directory without a manifest, or whose
-/// manifest records no scene, has nothing to compare.
+/// scenes of one run always agree. The comparison is of the resolved scenes (the manifest's read
+/// back as a scene), so the same file with other overrides, or changed between the runs, is
+/// another scene too. A directory without a manifest, or whose manifest records no scene or one
+/// this build cannot read, has nothing to compare.
 fn check_checkpoint_is_the_runs(
     dir: &Path,
     ck: &checkpoint::Checkpoint,
@@ -1982,12 +1982,25 @@ fn check_checkpoint_is_the_runs(
     let Some(recorded) = manifest.get("scene") else {
         return Ok(());
     };
-    // (As RunManifest::start writes it: f32 fields widened to f64 by `to_value`, then as text.)
-    let of_checkpoint = serde_json::to_value(&ck.scene)
-        .and_then(|v| serde_json::to_vec(&v))
-        .and_then(|t| serde_json::from_slice::<serde_json::Value>(&t))
-        .context("recording the checkpoint's scene as the manifest does")?;
-    if *recorded == of_checkpoint {
+    // Compared as scenes, not as JSON: a field a later build of the same version added (with its
+    // default) is in the checkpoint's scene as read now but not in the manifest's text, and such
+    // a legitimate resume was refused. A manifest scene this build cannot read is not compared.
+    // (A field the scene leaves unset is `null` in the JSON, absent in TOML: read as absent.)
+    fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => m
+                .iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| (k.clone(), without_nulls(x)))
+                .collect(),
+            serde_json::Value::Array(a) => a.iter().map(without_nulls).collect(),
+            x => x.clone(),
+        }
+    }
+    let Ok(recorded) = serde_json::from_value::<Scene>(without_nulls(recorded)) else {
+        return Ok(());
+    };
+    if recorded == ck.scene {
         return Ok(());
     }
     let with_sets = |scene: String, sets: Vec<String>| {
@@ -2010,13 +2023,14 @@ fn check_checkpoint_is_the_runs(
             .unwrap_or_default(),
     );
     let same_words = if checkpoint_run == manifest_run {
-        " (the same words, but the scenes differ: the file changed between the runs)"
+        " (the same file and overrides, but not the same scene: the file was edited between the two runs)"
     } else {
         ""
     };
     bail!(
-        "--resume {}: the checkpoint is of another run than the frames there: it holds the scene of {checkpoint_run}, the manifest {} records {manifest_run}{same_words}; resuming would write the checkpoint's frames beside the other run's. Resume the checkpoint in the directory of its own run, or put the run's own checkpoint back",
+        "--resume {}: the checkpoint is of another run than the frames there: it holds the scene of {checkpoint_run}, the manifest {} records {manifest_run}{same_words}; resuming would write the checkpoint's frames beside the other run's. Resume the checkpoint in the directory of its own run, or put the run's own checkpoint back (if the checkpoint is this run's, removing {} lets it resume)",
         dir.display(),
+        path.display(),
         path.display()
     );
 }

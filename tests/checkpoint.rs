@@ -593,6 +593,38 @@ fn a_checkpoint_of_another_run_is_refused() {
     assert_eq!(manifest(&run_dir)["frames_written"], 3);
 }
 
+/// The run's own checkpoint resumes though its manifest's scene lacks a field this build has (a
+/// manifest written by an earlier build of the same version): the scenes are compared as scenes,
+/// the field taking its default, not as JSON text (it was refused as "another run").
+#[test]
+fn a_manifest_scene_without_a_newer_field_still_resumes() {
+    let out = scratch("older-manifest").join("run");
+    run(
+        &out,
+        &[
+            "--frames",
+            "1",
+            "--checkpoint-every",
+            "1",
+            "--set",
+            "relax.time=0",
+        ],
+    );
+    let mut m = manifest(&out);
+    let removed = m["scene"]["contact"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tolerance");
+    assert!(removed.is_some(), "{m:#}");
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+    resume(&out, &["--frames", "2"]);
+    assert!(out.join("frame_0002.bcc").exists());
+}
+
 /// Real kill -9s, alternately in the middle of a checkpoint write (while its temporary file
 /// exists) and during a frame, each run resumed until the run is done: every frame equals the
 /// uninterrupted run's, and no temporary file is left. A 1,177-point swatch with 10 steps per
