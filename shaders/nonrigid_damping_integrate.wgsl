@@ -9,7 +9,7 @@
 // velocity only, which its thread wrote, and no block reads another's points, so the dispatch
 // gives bit for bit what the three give one after the other (CPU twin:
 // step::nonrigid_damping_integrate, the twins in turn).
-// Loop bound per thread: nonrigid_damping's 4 ⌈k / 64⌉ + 69, then ⌈k / 64⌉ points × (1 +
+// Loop bound per thread: nonrigid_damping's 4 ⌈k / 64⌉ + 72, then ⌈k / 64⌉ points × (1 +
 // params.num_obstacles): the step dispatches this kernel only while that stays within lavapipe's
 // 65,535 (step::damping_integrate_iterations), and the three kernels otherwise.
 

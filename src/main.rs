@@ -962,22 +962,18 @@ fn run(mut a: RunArgs) -> Result<()> {
         (Some(_), Some(r)) => Some(ResumedFrom::Relaxation { steps: r.steps }),
         (Some(_), None) => Some(ResumedFrom::Frame(first_frame)),
     };
-    if let Some(from) = resumed_from {
+    if resumed_from.is_some() {
         remove_stale_temps(&a)?;
-        // The files of frames past the checkpoint (a killed run's, or those of a run that went
-        // further than this one goes, with a smaller --frames) are removed as the resumed run
-        // starts, not as it ends. The run never reads them: it needs the checkpoint and the
-        // frames up to it, which stay, so a resumed run that fails can be resumed again as
-        // before. Each is rewritten or lies past the run's end, and on another backend is not
-        // even of the trajectory the run goes on with. Left until the end, they sat beside the
-        // run's own frames for its whole length, and for good when it failed or ended before
-        // them, looking like part of it.
-        let past = match from {
-            ResumedFrom::Frame(k) => Some(k),
-            ResumedFrom::Relaxation { .. } => None,
-        };
+        // The files of frames past the run's new end (a run that went further than this one
+        // goes, with a smaller --frames, or a killed one's) are removed as the resumed run
+        // starts: it never writes them, and left, they stayed for good beside its frames, looking
+        // like part of it (of another trajectory after --backend switched). Those between the
+        // checkpoint and the end are replaced one by one as the run rewrites them, not removed
+        // first: a resume that fails early (a GPU that cannot take the scene) keeps the frames a
+        // killed run had written, which only its own backend remakes bit for bit; the manifest's
+        // `frames_written` says up to where the files are the run's.
         for dir in a.out.iter().chain(&a.capture) {
-            remove_frames_past(dir, past)?;
+            remove_frames_past(dir, frames)?;
         }
     }
     // The manifest and the stats file before the relaxation (hours for a garment on the CPU
@@ -2063,9 +2059,9 @@ fn remove_stale_temps(a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Removes from `dir` the files of frames after frame `k` (`None`: of every frame, frame 0
-/// included): frame files ([`is_frame_file`]) and contact matrices (`contact_matrix_NNNN.png`).
-fn remove_frames_past(dir: &Path, k: Option<u32>) -> Result<()> {
+/// Removes from `dir` the files of frames after frame `k`: frame files ([`is_frame_file`]) and
+/// contact matrices (`contact_matrix_NNNN.png`).
+fn remove_frames_past(dir: &Path, k: u32) -> Result<()> {
     let past = |name: &str| {
         // (Digits past u64 are a frame no run reaches: past any.)
         let frame = |digits: &str| digits.parse::<u64>().unwrap_or(u64::MAX);
@@ -2080,12 +2076,12 @@ fn remove_frames_past(dir: &Path, k: Option<u32>) -> Result<()> {
                 .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
                 .map(frame)
         };
-        of.is_some_and(|f| k.is_none_or(|k| f > u64::from(k)))
+        of.is_some_and(|f| f > u64::from(k))
     };
     for path in old_outputs(dir, past)? {
         std::fs::remove_file(&path).with_context(|| {
             format!(
-                "cannot remove {}, a frame past the checkpoint",
+                "cannot remove {}, a frame past the run's end",
                 path.display()
             )
         })?;

@@ -233,8 +233,8 @@ pub fn nonrigid_damping(
 /// `ε / (λ + ε)`, so a well-shaped block's rigid spin is fitted to `(ε/λ)³` (below f32's
 /// precision) and an axis without inertia gets at most three times the regularised spin. Why:
 /// unrefined, the fit kept `1 − ε/λ` of the spin, and damping then took the rest away from a
-/// rigidly spinning cloth, some 2e-5 of its angular momentum at every step, a loss per step, not
-/// per second (measured 2026-12-08: 0.33/s at the default step, twice that at half of it).
+/// rigidly spinning cloth, 1e-5 to 3e-5 of its angular momentum at every step, a loss per step,
+/// not per second (measured 2026-12-08: 0.33/s at the default step, twice that at half of it).
 fn rigid_motion(
     pts: &[u32],
     mass: &[f32],
@@ -485,10 +485,12 @@ pub fn nonrigid_damping_integrate(
 
 /// The most loop iterations a thread of `nonrigid_damping_integrate` makes with blocks of at most
 /// `max_block_points` points and `num_obstacles` obstacles: `nonrigid_damping`'s
-/// `4 ⌈k / 64⌉ + 69`, then `⌈k / 64⌉` points of its own, each through every obstacle.
+/// `4 ⌈k / 64⌉ + 69 + 1 + RIGID_REFINEMENTS` (its sums and reductions, then the spin's solves),
+/// then `⌈k / 64⌉` points of its own, each through every obstacle.
 pub fn damping_integrate_iterations(max_block_points: u32, num_obstacles: u32) -> u64 {
     let per = (max_block_points as u64).div_ceil(DAMPING_WG as u64);
-    4 * per + 69 + per * (1 + num_obstacles as u64)
+    let damping = 4 * per + 69 + 1 + crate::layout::RIGID_REFINEMENTS as u64;
+    damping + per * (1 + num_obstacles as u64)
 }
 
 /// The most loop iterations the GPU step lets a thread of `nonrigid_damping_integrate` make
@@ -517,8 +519,8 @@ mod tests {
     #[test]
     fn damping_integrate_bound_counts_the_damping_and_each_point_through_every_obstacle() {
         // A block of 137 points: 3 per thread.
-        assert_eq!(damping_integrate_iterations(137, 0), 4 * 3 + 69 + 3);
-        assert_eq!(damping_integrate_iterations(137, 2), 4 * 3 + 69 + 3 * 3);
+        assert_eq!(damping_integrate_iterations(137, 0), 4 * 3 + 72 + 3);
+        assert_eq!(damping_integrate_iterations(137, 2), 4 * 3 + 72 + 3 * 3);
         // The largest block the damping takes fits with a few obstacles, not with a walking
         // figure's 14 more.
         let max = DAMPING_MAX_BLOCK_POINTS;

@@ -403,12 +403,14 @@ fn resume_after_a_killed_checkpoint_write() {
 
 /// A resume with fewer frames than the run it continues had written (a checkpoint at frame 2,
 /// frames 0 to 4 on disk, as a kill after frame 4 leaves a run checkpointing every 2 frames
-/// whose last checkpoint write did not complete) removes the frame files past the checkpoint as
-/// it starts: the frames and their OBJ companions past its end are gone, those up to the
+/// whose last checkpoint write did not complete) removes the frame files past its end as it
+/// starts: the frames and their OBJ companions past its end are gone, those up to the
 /// checkpoint stay and the one between is rewritten. Before, frames 4's files stayed, beside a
-/// manifest saying 4 frames were written (from another trajectory, on another backend).
+/// manifest saying 4 frames were written (from another trajectory, on another backend). A resume
+/// that fails before rewriting the frames between its checkpoint and its end keeps them (they
+/// are removed only as they are replaced).
 #[test]
-fn a_resume_removes_the_frames_past_its_checkpoint() {
+fn a_resume_removes_the_frames_past_its_end() {
     let dir = scratch("past-checkpoint");
     let out = dir.join("out");
     let stats = out.join("stats.jsonl");
@@ -458,6 +460,21 @@ fn a_resume_removes_the_frames_past_its_checkpoint() {
     assert_eq!(
         (m["frames_written"].as_u64(), m["finished"].as_bool()),
         (Some(4), Some(true))
+    );
+    // Frames 3 and 4 of a run to 4, the checkpoint of frame 2 back, and a resume to 4 that fails
+    // as it starts (its stats file cannot be read: a directory stands in its place): frames 3
+    // and 4 stay as they were.
+    resume(&out, &["--frames", "4"]);
+    let fourth = frame(&out, 4);
+    std::fs::write(&ckpt, &at_2).unwrap();
+    std::fs::remove_file(&stats).unwrap();
+    std::fs::create_dir(&stats).unwrap();
+    let failed = resume_output(&out, &["-q", "--frames", "4"]);
+    assert!(!failed.status.success(), "the resume did not fail");
+    assert!(frame(&out, 3) == third, "frame 3 changed");
+    assert!(
+        frame(&out, 4) == fourth,
+        "frame 4 was removed or changed by a resume that failed before it"
     );
 }
 

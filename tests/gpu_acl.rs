@@ -781,8 +781,9 @@ fn stiction_forces_match_their_twin() {
 /// Derivation, in f64 from the inputs (U = 2⁻²⁴, each bound doubled for two evaluations):
 /// - the centre `c`, a sum of `n` points over `n`: `Δc ≤ 2 (n + 1) U max|q|` per coordinate;
 /// - `F = Σ (q_i − c) d̄_iᵀ`, entrywise: `ΔF_ab ≤ 2 (n + 2) U Σ |r_a d̄_b| + Δc Σ |d̄_b|`;
-/// - `H = tr(RᵀF) I − sym(F Rᵀ)` from `R` (the same quaternion, 8 roundings of `U` each entry):
-///   `ΔH ≤ 4 max ΔF + 2 · 24 U max|F|` entrywise (sums of three products of `R` and `F`, twice);
+/// - `H = tr(RᵀF) I − sym(F Rᵀ)` from `R` (the same quaternion, 8 roundings of `U` each entry,
+///   |R_ij| ≤ 1): an entry of `sym(F Rᵀ)` sums 2 × 3 products and the trace 9, with
+///   `Σ_k |R_ik| ≤ √3` per row, so `ΔH ≤ 4√3 max ΔF + 2 (9 · 16 + 24) U max|F|` entrywise;
 /// - `τ = Σ (R d0) × k x`, `x`'s coordinates within 24 U P of the twin's (P the largest
 ///   coordinate: the force bound's derivation above): `Δτ ≤ Σ |R d0| k 42 U P + 2 · 8 U Σ |R d0||k x|`;
 /// - `Ω = H⁻¹ τ` by cofactors, componentwise: `ΔΩ ≤ |H⁻¹| (Δτ + ΔH Σ|Ω|) + 2 · 16 U |H⁻¹| |τ|
@@ -858,7 +859,7 @@ fn rotation_term_bounds(
             }
         }
         let fmax = (0..9).map(|e| f.at(e % 3, e / 3).abs()).fold(0.0, f64::max);
-        let d_h = 4.0 * d_f + 48.0 * U * fmax;
+        let d_h = 4.0 * 3f64.sqrt() * d_f + 2.0 * (9.0 * 16.0 + 24.0) * U * fmax;
         // H = tr(RᵀF) I − sym(F Rᵀ).
         let frt = f.mul_m(&rot.transpose());
         let tr = (0..3).map(|i| rot.c[i].dot(f.c[i])).sum::<f64>();
