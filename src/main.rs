@@ -1671,7 +1671,8 @@ fn table(a: TableArgs) -> Result<()> {
             }
         }
     }
-    // The JSON never replaces what the table reads.
+    // The JSON never replaces what the table reads, nor a file of a --from run (its frames, its
+    // manifest: they were replaced, and the run's resume lost the manifest's record).
     if let Some(p) = &a.json {
         let inputs = scenes
             .iter()
@@ -1685,6 +1686,29 @@ fn table(a: TableArgs) -> Result<()> {
                     input.display()
                 );
             }
+        }
+        let real = p
+            .is_symlink()
+            .then(|| std::fs::canonicalize(p).ok())
+            .flatten();
+        let target = real.as_deref().unwrap_or(p);
+        let parent = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let records =
+            target.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) && is_stats_file(target);
+        if let Some(dir) = a
+            .from
+            .iter()
+            .find(|d| same_dir(parent, d) && (is_run_file(name) || records))
+        {
+            bail!(
+                "--json {}: that is a file of the run in {} (--from), which the table would replace; name the JSON otherwise",
+                p.display(),
+                dir.display()
+            );
         }
     }
     let opts = yarnsim::table::TableOptions {
@@ -1830,7 +1854,9 @@ fn table(a: TableArgs) -> Result<()> {
                 .and_then(|p| p.as_str())
                 .and_then(|p| Path::new(p).file_stem())
                 .map_or_else(|| "scene".to_string(), |s| s.to_string_lossy().into());
-            let label = format!("{}, frame {}", dir.display(), ck.frames());
+            // The state measured: the checkpoint's frame, then the --start-frame frames run on
+            // from it (the row had named the checkpoint's frame alone).
+            let label = format!("{}, frame {}", dir.display(), ck.frames() + a.start_frame);
             let what = format!("--from {}", dir.display());
             tables.push(measure(
                 &what,

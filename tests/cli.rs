@@ -1542,7 +1542,8 @@ fn table_prints_rows_whose_speedups_are_the_ratios_of_their_times() {
 }
 
 /// `yarnsim table --from DIR` measures a saved run from its checkpoint (no relaxation here): its row
-/// names the run and frame, its JSON has no relaxation report; a run stopped during its relaxation,
+/// names the run and the frame measured (the checkpoint's, plus any `--start-frame`), its JSON has
+/// no relaxation report; a run stopped during its relaxation,
 /// `--set` with `--from`, and a directory without a checkpoint are clear errors.
 #[test]
 fn table_measures_a_saved_run_from_its_checkpoint() {
@@ -1592,6 +1593,21 @@ fn table_measures_a_saved_run_from_its_checkpoint() {
     assert!(s["relax"].is_null(), "{s}");
     assert!(s["exact"]["contacts"].as_f64().unwrap() > 0.0, "{s}");
     assert_eq!(s["steps"], 10);
+    // With --start-frame the row names the frame measured: the checkpoint's and the frames run
+    // on from it (it named the checkpoint's alone).
+    let out = bin()
+        .arg("table")
+        .arg("--from")
+        .arg(&run_dir)
+        .args(["--steps", "2", "--warmup", "0", "--start-frame", "1", "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("{}, frame 2)", run_dir.display())),
+        "{stdout}"
+    );
 
     let fails = |args: &[&std::ffi::OsStr]| -> String {
         let out = bin().arg("table").args(args).output().unwrap();

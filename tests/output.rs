@@ -1059,8 +1059,8 @@ fn stats_into_a_redirected_standard_output_add_to_its_file() {
 }
 
 /// `render` and `table` never replace what they read: an image over its BCC state, its balls or
-/// its scene, a table's JSON over one of its scenes or a `--from` checkpoint are refused before
-/// anything is drawn or measured. And `table` reads every scene before measuring any, so a bad
+/// its scene, a table's JSON over one of its scenes, a `--from` checkpoint or another file of
+/// that run (a frame, its manifest) are refused before anything is drawn or measured. And `table` reads every scene before measuring any, so a bad
 /// last scene fails at once, not after the others' hours.
 #[test]
 fn render_and_table_never_write_over_their_inputs() {
@@ -1115,6 +1115,32 @@ fn render_and_table_never_write_over_their_inputs() {
         );
         assert!(err.contains("which the table reads"), "{err}");
     }
+    // Nor a file of the --from run (a frame, the manifest: they were replaced).
+    let (frame1, manifest) = (
+        before(&ck.join("frame_0001.bcc")),
+        before(&ck.join("manifest.json")),
+    );
+    for name in ["frame_0001.bcc", "manifest.json"] {
+        let err = check_failed(
+            &bin()
+                .arg("table")
+                .arg("--from")
+                .arg(&ck)
+                .arg("--json")
+                .arg(ck.join(name))
+                .args(["-q", "--steps", "1"])
+                .output()
+                .unwrap(),
+        );
+        assert!(err.contains("that is a file of the run in"), "{err}");
+    }
+    assert_eq!(
+        (
+            before(&ck.join("frame_0001.bcc")),
+            before(&ck.join("manifest.json"))
+        ),
+        (frame1, manifest)
+    );
     assert_eq!(
         (
             before(&scene),
