@@ -701,6 +701,15 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu> {
         Some(name) => Gpu::with_adapter_name(name),
         None => Gpu::new(),
     }?;
+    match binding_limit_asked()? {
+        Some(bytes) => Ok(gpu.with_binding_limit(bytes)?),
+        None => Ok(gpu),
+    }
+}
+
+/// The storage binding limit `YARNSIM_GPU_BINDING_LIMIT` asks for (bytes), if it is set; an
+/// error naming it when it is no such limit.
+fn binding_limit_asked() -> Result<Option<u64>> {
     const VAR: &str = "YARNSIM_GPU_BINDING_LIMIT";
     match std::env::var(VAR) {
         Ok(v) => {
@@ -714,9 +723,9 @@ fn open_gpu(adapter: &Option<String>) -> Result<Gpu> {
                         "{VAR}={v:?}: not a storage binding limit in bytes (a whole number ≥ 1024)"
                     )
                 })?;
-            Ok(gpu.with_binding_limit(bytes)?)
+            Ok(Some(bytes))
         }
-        Err(_) => Ok(gpu),
+        Err(_) => Ok(None),
     }
 }
 
@@ -2673,6 +2682,22 @@ fn render(a: RenderArgs) -> Result<()> {
             );
         }
     }
+    // Where the image goes, before it is drawn (it failed only after the drawing).
+    if a.out.is_dir() {
+        bail!("--out {}: is a directory", a.out.display());
+    }
+    yarnsim::output::probe_writable(&a.out)
+        .with_context(|| format!("--out {}: cannot write there", a.out.display()))?;
+    let png = a
+        .out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !png && !yarnsim::output::is_stream(&a.out) {
+        eprintln!(
+            "warning: --out {}: the image is written as PNG whatever the name says",
+            a.out.display()
+        );
+    }
     let scene = match &a.scene {
         // `yarn.radius = "auto"` is fitted to the scene's own cloth, as a run would.
         Some(p) => Some(match Scene::load(p)? {
@@ -2750,14 +2775,22 @@ fn links(a: LinksArgs) -> Result<ExitCode> {
         );
     }
     if changes.is_empty() && old.loops == cert.loops {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         eprintln!(
-            "certificate unchanged: {} closed loops, {} linked pairs",
-            cert.loops,
-            cert.links.len()
+            "certificate unchanged: {}, {}",
+            plural(cert.loops as usize, "closed loop", "closed loops"),
+            plural(cert.links.len(), "linked pair", "linked pairs")
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("{} loop pairs changed their linking number", changes.len());
+        eprintln!(
+            "{}",
+            match changes.len() {
+                1 => "1 loop pair changed its linking number".to_string(),
+                n => format!("{n} loop pairs changed their linking number"),
+            }
+        );
         Ok(ExitCode::from(EXIT_CHANGED))
     }
 }
@@ -2778,7 +2811,23 @@ fn summary_line(s: &FrameStats, frames: u32) -> String {
 }
 
 fn info(a: InfoArgs) -> Result<()> {
-    let with_limits = yarnsim::gpu::list_adapters_with_limits();
+    if a.scene.is_none() && !a.set.is_empty() {
+        bail!("--set changes a SCENE's fields; give the scene (yarnsim info SCENE --set ...)");
+    }
+    // The adapters' binding limits as a run would open them (`YARNSIM_GPU_BINDING_LIMIT`), so
+    // that info previews how a scene fares on a GPU that offers less.
+    let asked = binding_limit_asked()?;
+    let with_limits = yarnsim::gpu::list_adapters_with_limits().map(|list| {
+        list.into_iter()
+            .map(|(name, mut limits)| {
+                if let Some(b) = asked {
+                    limits.max_storage_buffer_binding_size =
+                        limits.max_storage_buffer_binding_size.min(b);
+                }
+                (name, limits)
+            })
+            .collect::<Vec<_>>()
+    });
     let adapters = with_limits
         .as_ref()
         .map(|l| l.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>())

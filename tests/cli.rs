@@ -470,6 +470,57 @@ fn info_json_reports_the_scene_size() {
     assert!(text(&out.stdout).contains("GPU adapters"));
 }
 
+/// `info` previews a run's GPU limits: `YARNSIM_GPU_BINDING_LIMIT` lowers each adapter's binding
+/// size in its rows as it lowers a run's (info ignored it, and a bad value), and `--set` without
+/// a scene is refused (it was ignored, exit 0).
+#[test]
+fn info_takes_the_binding_limit_a_run_takes() {
+    let dir = scratch("info_limit");
+    let scene = tiny_scene(&dir, "exact");
+    let out = bin()
+        .arg("info")
+        .arg(&scene)
+        .arg("--json")
+        .env("YARNSIM_GPU_BINDING_LIMIT", "1000000")
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for ad in v["gpu_needs"].as_array().into_iter().flatten() {
+        let offered: Vec<u64> = ad["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["limit"] == "max_storage_buffer_binding_size")
+            .map(|r| r["offered"].as_u64().unwrap())
+            .collect();
+        assert!(!offered.is_empty(), "{ad}");
+        assert!(offered.iter().all(|&o| o == 1_000_000), "{ad}");
+    }
+    let out = bin()
+        .arg("info")
+        .arg(&scene)
+        .env("YARNSIM_GPU_BINDING_LIMIT", "abc")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("YARNSIM_GPU_BINDING_LIMIT=\"abc\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = bin()
+        .args(["info", "--set", "contact.model=exact"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("give the scene"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// `info` counts the contact buffers too: with exact contact, the GPU path's first capacities (one
 /// detection of the initial state) and each adapter's rows for their buffers; with ACL, the first
 /// capacities the run lowers to the binding size (none for this small scene).
@@ -626,7 +677,7 @@ fn links_compare_names_the_pair_pushed_through() {
     assert_eq!(changed.status.code(), Some(3), "{}", text(&changed.stderr));
     let stdout = text(&changed.stdout);
     assert!(stdout == "1,2,0,1\n" || stdout == "1,2,0,-1\n", "{stdout}");
-    assert!(text(&changed.stderr).contains("1 loop pairs changed"));
+    assert!(text(&changed.stderr).contains("1 loop pair changed its linking number"));
     // The direct sum agrees on the pushed tube.
     let fast = bin().arg("links").arg(&pushed).output().unwrap();
     let direct = bin()

@@ -1164,6 +1164,33 @@ fn render_and_table_never_write_over_their_inputs() {
     assert!(!err.contains("measuring"), "{err}");
 }
 
+/// `render --out` into a directory that does not exist, or onto a directory, fails before the
+/// drawing, naming the path (it failed only after drawing the image).
+#[test]
+fn render_checks_its_output_path_first() {
+    let dir = scratch("render-out");
+    let out = run_tiny(0, &[os("--out"), dir.join("run").as_os_str()]);
+    check_ok(&out);
+    let state = dir.join("run/frame_0000.bcc");
+    for (target, words) in [
+        (dir.join("missing/x.png"), "cannot write there"),
+        (dir.clone(), "is a directory"),
+    ] {
+        let err = check_failed(
+            &bin()
+                .arg("render")
+                .arg(&state)
+                .arg("--out")
+                .arg(&target)
+                .env("YARNSIM_GPU_BACKEND", "none")
+                .output()
+                .unwrap(),
+        );
+        assert!(err.contains(words), "{err}");
+        assert!(err.contains(&target.display().to_string()), "{err}");
+    }
+}
+
 /// A table whose second scene fails while it is measured keeps the first's row: printed, and in
 /// the JSON (written after every scene, `"complete": false` until the last), where everything
 /// measured was lost before.

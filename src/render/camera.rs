@@ -167,6 +167,26 @@ impl CameraView {
                 }
             }
         };
+        // A camera placed by the cloth is checked as one given is: the cloth far away (a state at
+        // 1e8 cm) was said to make the camera coincide with its target.
+        for (name, p) in [("position", eye), ("target", target)] {
+            let reach = p
+                .to_array()
+                .iter()
+                .map(|&x| (x as f64).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            if reach.is_nan() || reach > MAX_REACH {
+                let cloth_reach = if cloth.is_empty() {
+                    0.0
+                } else {
+                    (cloth.center().as_dvec3().length()) + cloth.radius() as f64
+                };
+                return bad(format!(
+                    "the {name} {p} that frames the cloth lies {reach:.3e} cm from the origin (the cloth reaches {cloth_reach:.3e} cm from it); a camera is drawn in f32 and must stay within {MAX_REACH:e} cm of the origin"
+                ));
+            }
+        }
         if coincide(eye.to_array(), target.to_array()) {
             return bad(format!("position {eye} and target {target} coincide"));
         }
@@ -329,6 +349,20 @@ mod tests {
         assert!(up[1] < 100.0);
         // Behind the eye: no projection.
         assert!(v.project([1.0, 2.0, 9.0], 300, 200).is_none());
+    }
+
+    /// A cloth too far from the origin for an f32 camera is refused as a camera given there is,
+    /// naming the reach (it was said to make the camera coincide with its target).
+    #[test]
+    fn a_cloth_past_the_reach_names_it() {
+        for at in [1e8f32, 1e30] {
+            let cloth = bounds([at, 0.0, -1.0], [at + 2.0, 0.5, 1.0]);
+            let err = CameraView::resolve(&Camera::default(), &cloth, &cloth, 320, 240)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("that frames the cloth lies"), "{at}: {err}");
+            assert!(!err.contains("coincide"), "{at}: {err}");
+        }
     }
 
     /// A solid far from the cloth deepens the depth range, but the near plane stays before the
