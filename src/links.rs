@@ -115,10 +115,56 @@ pub fn segment_pair_linking(p1: V, p2: V, p3: V, p4: V) -> f64 {
         1.0
     } else if s < 0.0 {
         -1.0
+    } else if segments_touch(p1, p2, p3, p4) {
+        // Coplanar segments that meet: the integral is undefined there, and counting the pair
+        // as 0 certified two identical or crossing coplanar rings as unlinked.
+        return f64::NAN;
     } else {
         0.0
     };
     sign * omega / (4.0 * std::f64::consts::PI)
+}
+
+/// Whether segments `p1→p2` and `p3→p4` meet: their closest points lie within rounding
+/// (`1e-12` of the largest coordinate) of each other.
+fn segments_touch(p1: V, p2: V, p3: V, p4: V) -> bool {
+    let (d1, d2, r) = (p2 - p1, p4 - p3, p1 - p3);
+    let (a, e, f) = (d1.dot(d1), d2.dot(d2), d2.dot(r));
+    let (mut sp, mut tq);
+    if a == 0.0 && e == 0.0 {
+        (sp, tq) = (0.0, 0.0);
+    } else if a == 0.0 {
+        sp = 0.0;
+        tq = (f / e).clamp(0.0, 1.0);
+    } else {
+        let c = d1.dot(r);
+        if e == 0.0 {
+            tq = 0.0;
+            sp = (-c / a).clamp(0.0, 1.0);
+        } else {
+            let b = d1.dot(d2);
+            let denom = a * e - b * b;
+            sp = if denom > 0.0 {
+                ((b * f - c * e) / denom).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            tq = (b * sp + f) / e;
+            if tq < 0.0 {
+                tq = 0.0;
+                sp = (-c / a).clamp(0.0, 1.0);
+            } else if tq > 1.0 {
+                tq = 1.0;
+                sp = ((b - c) / a).clamp(0.0, 1.0);
+            }
+        }
+    }
+    let gap = (p1 + d1 * sp) - (p3 + d2 * tq);
+    let scale = [p1, p2, p3, p4]
+        .iter()
+        .flat_map(|p| [p.x.abs(), p.y.abs(), p.z.abs()])
+        .fold(1.0f64, f64::max);
+    gap.norm() <= 1e-12 * scale
 }
 
 /// The Gauss integral of two closed polylines (last point joins the first), unrounded.
