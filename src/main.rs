@@ -1623,7 +1623,15 @@ fn table(a: TableArgs) -> Result<()> {
         bail!("--steps must be at least 1");
     }
     if let Some(t) = a.tolerances.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
-        bail!("--tolerance {t}: must be a finite number ≥ 0");
+        bail!("--tolerance {t}: must be a finite number ≥ 0 (an f32: at most 3.4e38)");
+    }
+    if let Some((_, t)) = a
+        .tolerances
+        .iter()
+        .enumerate()
+        .find(|(i, t)| a.tolerances[..*i].contains(t))
+    {
+        bail!("--tolerance {t}: given twice (each tolerance is one row, measured once)");
     }
     if !a.sets.is_empty() && !a.from.is_empty() {
         bail!("--set changes the SCENES given; a --from run keeps its own scene and overrides (give them when the run starts)");
@@ -2905,6 +2913,13 @@ fn info(a: InfoArgs) -> Result<()> {
                     serde_json::json!({
                         "adapter": name,
                         "fits": ns.iter().all(|n| n.ok()),
+                        // As the text's verdict: "fits", "fits only if the contacts stay within
+                        // the limit" (ACL capacities lowered to the binding size), "does not fit".
+                        "verdict": match (ns.iter().all(|n| n.ok()), lowered.is_empty()) {
+                            (false, _) => "does_not_fit",
+                            (true, true) => "fits",
+                            (true, false) => "fits_if_contacts_stay_within_the_limit",
+                        },
                         "limits": ns.iter().map(|n| serde_json::json!({
                             "limit": n.limit_name,
                             "what": n.what,

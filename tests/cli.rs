@@ -497,6 +497,22 @@ fn info_takes_the_binding_limit_a_run_takes() {
         assert!(!offered.is_empty(), "{ad}");
         assert!(offered.iter().all(|&o| o == 1_000_000), "{ad}");
     }
+    // ACL's capacities lowered to a binding of 100,000 bytes: the JSON's verdict is the text's
+    // conditional one ("fits" alone read as unconditional).
+    let out = bin()
+        .args(["info", "--json", "--set", "contact.model=acl"])
+        .arg(&scene)
+        .env("YARNSIM_GPU_BINDING_LIMIT", "100000")
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for ad in v["gpu_needs"].as_array().into_iter().flatten() {
+        assert_eq!(
+            ad["verdict"], "fits_if_contacts_stay_within_the_limit",
+            "{ad}"
+        );
+    }
     let out = bin()
         .arg("info")
         .arg(&scene)
@@ -578,6 +594,7 @@ fn info_counts_the_contact_buffers() {
         assert_eq!(ad["acl_lowered"], serde_json::json!([]), "{ad}");
         assert_eq!(ad["acl_paged"], serde_json::json!([]), "{ad}");
         assert_eq!(ad["fits"], true);
+        assert_eq!(ad["verdict"], "fits");
     }
 }
 
@@ -1589,6 +1606,31 @@ fn table_prints_rows_whose_speedups_are_the_ratios_of_their_times() {
                 r[9]
             );
         }
+    }
+}
+
+/// `table`'s tolerances are checked before anything is measured: one given twice (it was measured
+/// twice, two equal rows), and one that is not a finite number ≥ 0.
+#[test]
+fn table_refuses_bad_tolerances_first() {
+    for (args, words) in [
+        (["0.04", "0.04"], "--tolerance 0.04: given twice"),
+        (["0.04", "NaN"], "--tolerance NaN: must be a finite number"),
+    ] {
+        let out = bin()
+            .args([
+                "table",
+                "scenes/missing.toml",
+                "--tolerance",
+                args[0],
+                "--tolerance",
+                args[1],
+            ])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(words), "{err}");
     }
 }
 
