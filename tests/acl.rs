@@ -59,6 +59,24 @@ struct Compare {
     oracle: Option<(Exclusion, ContactParams)>,
 }
 
+/// Quadrature point `i` in f64 from f64 control points `p` (`table` of the quadrature `b` its
+/// weights).
+fn quad_point_f64(
+    topo: &Topology,
+    table: &yarnsim::spline::QuadratureTable,
+    p: &[V3<f64>],
+    i: u32,
+) -> V3<f64> {
+    let b = table.b;
+    let seg = &topo.segments[(i / b) as usize];
+    let w = table.weights[(i % b) as usize];
+    let mut y = V3::zero();
+    for m in 0..4 {
+        y += p[seg.cp[m] as usize] * w[m] as f64;
+    }
+    y
+}
+
 /// The exact contact force in f64 at f32 positions, and per control point the sum of the magnitudes
 /// of the pair terms acting on it.
 fn exact_f64(
@@ -660,15 +678,7 @@ fn stored_stiffness_matches_finite_differences_of_the_force() {
     // The force of the set's member pairs on control point list `cps`, in f64.
     let set_force = |bx: [u32; 4], cps: &[u32], p: &[V3<f64>]| -> Vec<V3<f64>> {
         let mut out = vec![V3::<f64>::zero(); cps.len()];
-        let qp = |i: u32| -> V3<f64> {
-            let seg = &topo.segments[(i / b) as usize];
-            let w = table.weights[(i % b) as usize];
-            let mut y = V3::zero();
-            for m in 0..4 {
-                y += p[seg.cp[m] as usize] * w[m] as f64;
-            }
-            y
-        };
+        let qp = |i: u32| quad_point_f64(&topo, &table, p, i);
         for i in bx[0]..=bx[1] {
             for j in bx[2]..=bx[3] {
                 if i >= j || excl.excluded(i / b, i % b, j / b, j % b) {
@@ -861,15 +871,7 @@ fn stiction_springs_resist_sliding_and_break() {
             let pts: Vec<V3<f64>> = cps.iter().map(|&c| q[c as usize]).collect();
             let d: Vec<V3<f64>> = dbar.iter().map(|d| V3::<f32>::from4(*d).cast()).collect();
             let (_, polar) = model::set_rotation(&pts, &d, warm).unwrap();
-            let y = |i: u32| -> V3<f64> {
-                let seg = &topo.segments[(i / b) as usize];
-                let w = table.weights[(i % b) as usize];
-                let mut s = V3::zero();
-                for m in 0..4 {
-                    s += q[seg.cp[m] as usize] * w[m] as f64;
-                }
-                s
-            };
+            let y = |i: u32| quad_point_f64(&topo, &table, &q, i);
             springs_before
                 .iter()
                 .filter(|s| s.flags & 1 != 0)
