@@ -331,6 +331,16 @@ pub fn fmt_ms(ms: f64) -> String {
     format!("{r:.digits$}")
 }
 
+/// A tolerance as a reader writes it: `1e30`, not Rust's 31 digits of `f64`'s `Display` (which
+/// never uses an exponent); plain decimals between 1e-4 and 1e6.
+fn fmt_tolerance(t: f64) -> String {
+    if t == 0.0 || (1e-4..1e6).contains(&t.abs()) {
+        format!("{t}")
+    } else {
+        format!("{t:e}")
+    }
+}
+
 /// The table as Markdown: one row per ACL tolerance (the exact columns repeated), the seed's
 /// Table 2 columns and peak memory.
 pub fn markdown(tables: &[SceneTable]) -> String {
@@ -347,7 +357,7 @@ pub fn markdown(tables: &[SceneTable]) -> String {
                 t.scene,
                 t.loops,
                 t.segments,
-                a.tolerance.unwrap_or(f64::NAN),
+                a.tolerance.map_or("?".into(), fmt_tolerance),
                 a.contacts,
                 100.0 * a.updates.unwrap_or(f64::NAN),
                 fmt_ms(t.exact.contact_ms),
@@ -375,5 +385,17 @@ mod tests {
         assert_eq!(fmt_ms(0.012345), "0.0123");
         assert_eq!(fmt_ms(3063.0), "3060");
         assert_eq!(speedup(254.04, 41.66), 254.0 / 41.7);
+    }
+
+    #[test]
+    fn tolerances_print_as_written() {
+        // (The table's tolerances are f32 values carried as their shortest decimal, as
+        // `variant` does.)
+        let carried = |t: f32| fmt_tolerance(t.to_string().parse().unwrap());
+        assert_eq!(carried(1e30), "1e30");
+        assert_eq!(carried(1e-7), "1e-7");
+        assert_eq!(carried(0.01), "0.01");
+        assert_eq!(carried(0.0), "0");
+        assert_eq!(carried(250.5), "250.5");
     }
 }
