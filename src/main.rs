@@ -167,7 +167,7 @@ struct RunArgs {
     /// Write one JSON record per frame to this file.
     #[arg(long, value_name = "FILE.jsonl")]
     stats: Option<PathBuf>,
-    /// Print nothing but errors (no progress bar, no per-frame lines, no summary).
+    /// Print nothing but errors and warnings (no progress bar, no per-frame lines, no summary).
     #[arg(long, short)]
     quiet: bool,
     /// Render frames to DIR/frame_NNNN.png (frame 0 is the initial state; needs a GPU adapter).
@@ -589,10 +589,15 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
 }
 
 /// Says on stderr how each BCC piece of B-splines was converted (its points multiply; the report
-/// warns of curves beyond the tolerance).
-fn warn_imports(build: &scene::ClothBuild) {
+/// warns of curves beyond the tolerance). With `quiet`, only a piece with such a warning.
+fn warn_imports(build: &scene::ClothBuild, quiet: bool) {
     for imp in &build.imports {
-        if imp.report.bspline.is_some() {
+        let over = imp
+            .report
+            .bspline
+            .as_ref()
+            .is_some_and(|b| b.curves_over_tolerance > 0);
+        if imp.report.bspline.is_some() && (over || !quiet) {
             eprintln!(
                 "cloth.{}: {}: {}",
                 imp.piece,
@@ -797,10 +802,10 @@ fn run(mut a: RunArgs) -> Result<()> {
                 pins,
                 fit,
             } = load(&scene_path, &a.set)?;
-            if let Some(fit) = &fit {
+            if let (Some(fit), false) = (&fit, a.quiet) {
                 eprintln!("yarn.radius = \"auto\": fitted r = {}", fit_line(fit));
             }
-            warn_imports(&build);
+            warn_imports(&build, a.quiet);
             let dir = scene_path.parent().unwrap_or(Path::new("."));
             let dir = std::fs::canonicalize(if dir.as_os_str().is_empty() {
                 Path::new(".")
@@ -1128,7 +1133,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             capture_frame(c, 0, runner.sim_mut(), &scene, values)?;
         }
         if let Some(dir) = &matrix_dir {
-            write_matrices(dir, 0, &matrices, &mut runner)?;
+            write_matrices(dir, 0, &matrices, &mut runner, a.quiet)?;
         }
         // Frame 0 is the relaxed state, which can take hours at garment scale: a run stopped
         // during its first frames resumes from it instead of relaxing again.
@@ -1285,7 +1290,7 @@ fn run(mut a: RunArgs) -> Result<()> {
             capture_frame(c, k, runner.sim_mut(), &scene, values)?;
         }
         if let Some(dir) = &matrix_dir {
-            bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner))?;
+            bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner, quiet))?;
         }
         // After the frame's files, as the manifest's count: a record is of a frame written (one
         // whose files failed to be written had its record).
@@ -2651,6 +2656,7 @@ fn write_matrices(
     k: u32,
     requests: &[MatrixRequest],
     runner: &mut Runner,
+    quiet: bool,
 ) -> Result<()> {
     for m in requests.iter().filter(|m| m.frame == k) {
         let (mut touching, mut boxes) = (Vec::new(), Vec::new());
@@ -2668,6 +2674,9 @@ fn write_matrices(
         let path = dir.join(format!("contact_matrix_{k:04}.png"));
         yarnsim::render::save_png(&img, &path)
             .with_context(|| format!("writing {}", path.display()))?;
+        if quiet {
+            continue;
+        }
         eprintln!(
             "wrote {} (S = {s}, {} touching pairs, {} contact sets)",
             path.display(),

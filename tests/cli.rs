@@ -1252,6 +1252,77 @@ fn quiet_run_prints_nothing_and_writes_everything() {
     assert!(!line.contains("_ms"), "{line}");
 }
 
+/// `--quiet` holds back the lines that only report what a run did: the contact matrices it
+/// wrote, the radius `"auto"` fitted and how a `BS` file's B-splines were converted (they had
+/// gone to stderr whatever `--quiet` said).
+#[test]
+fn quiet_run_says_nothing_of_its_matrices_fit_or_conversion() {
+    let dir = scratch("quiet-reports");
+    // The tiny swatch as generated, a `C0` file to which `yarn.radius = "auto"` fits.
+    let out = bin()
+        .arg("run")
+        .arg(tiny_swatch())
+        .args(["--frames", "0", "--set", "relax.time=0", "-q", "--out"])
+        .arg(dir.join("gen"))
+        .output()
+        .unwrap();
+    check_ok(&out);
+    // Beside it, two wavy yarns 10 cm away whose control points are read as uniform cubic
+    // B-splines: a `BS` file.
+    let mut wavy = tiny_curves();
+    wavy.truncate(2);
+    for p in wavy.iter_mut().flat_map(|c| &mut c.points) {
+        p[0] += 10.0;
+    }
+    let mut bytes = yarnsim::bcc::write_bytes(&wavy);
+    bytes[4..6].copy_from_slice(b"BS");
+    std::fs::write(dir.join("wavy_bs.bcc"), bytes).unwrap();
+    let scene = dir.join("bs.toml");
+    std::fs::write(
+        &scene,
+        r#"[simulation]
+dt = 6.25e-5
+fps = 1000.0
+
+[yarn]
+radius = "auto"
+
+[contact]
+model = "exact"
+
+[[cloth]]
+source = { bcc = { path = "gen/frame_0000.bcc" } }
+
+[[cloth]]
+source = { bcc = { path = "wavy_bs.bcc" } }
+"#,
+    )
+    .unwrap();
+    let run = |quiet: bool| {
+        let mut cmd = bin();
+        cmd.arg("run")
+            .arg(&scene)
+            .args(["--frames", "1", "--set", "relax.time=0"])
+            .args(["--contact-matrix", "1", "--overwrite", "--out"])
+            .arg(dir.join("frames"));
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        let out = cmd.output().unwrap();
+        check_ok(&out);
+        assert!(dir.join("frames/contact_matrix_0001.png").is_file());
+        out
+    };
+    // Without --quiet the three lines are there, so the quiet run below has them to hold back.
+    let loud = text(&run(false).stderr);
+    for want in ["fitted r = ", "B-splines subdivided", "wrote "] {
+        assert!(loud.contains(want), "{want}: {loud}");
+    }
+    let quiet = run(true);
+    assert!(quiet.stdout.is_empty(), "stdout: {}", text(&quiet.stdout));
+    assert!(quiet.stderr.is_empty(), "stderr: {}", text(&quiet.stderr));
+}
+
 /// `yarnsim run SCENE ARGS` with stderr in a pipe, `YARNSIM_PROGRESS_SECS` = `secs` (unset:
 /// `None`), with `--quiet` or not; asserts success and returns its stderr.
 fn logged_run(scene: &Path, args: &[&str], secs: Option<&str>, quiet: bool) -> String {
