@@ -174,13 +174,13 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     capture: Option<PathBuf>,
     /// Capture every N-th frame.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "capture")]
     capture_every: u32,
     /// Width of captured frames in pixels.
-    #[arg(long, default_value_t = 640)]
+    #[arg(long, default_value_t = 640, requires = "capture")]
     width: u32,
     /// Height of captured frames in pixels.
-    #[arg(long, default_value_t = 480)]
+    #[arg(long, default_value_t = 480, requires = "capture")]
     height: u32,
     /// Colour of captured yarn: per yarn, contact-model rebuilds of the frame in red, or contact
     /// density (the last two need contact.model = exact or acl).

@@ -941,6 +941,28 @@ fn colour_mode_errors() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The capture's options are refused without `--capture`, as `--color` is, rather than ignored by
+/// a run that captures nothing (the README's usage nests them under it).
+#[test]
+fn capture_options_need_a_capture() {
+    for args in [
+        &["--width", "96"][..],
+        &["--height", "72"][..],
+        &["--capture-every", "2"][..],
+    ] {
+        let out = bin()
+            .arg("run")
+            .arg(tiny_swatch())
+            .args(["--frames", "0", "--set", "relax.time=0", "-q"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("--capture <DIR>"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn contact_matrix_shows_pairs_and_boxes() {
     let dir = scratch("matrix");
