@@ -114,7 +114,7 @@ pub enum GpuStepError {
     },
     #[error("step {step}: the velocity of ball {ball} is not finite; try a smaller simulation.dt or check the balls' masses")]
     BallNotFinite { step: u64, ball: u32 },
-    #[error("{balls} free balls and {obstacles} obstacles need up to {iterations} loop iterations in the one GPU thread of ball_contact, more than its limit of {limit} (lavapipe ends a GPU thread after 65,535); run this scene with --backend cpu")]
+    #[error("{balls} free balls and {} need up to {iterations} loop iterations in the one GPU thread of ball_contact, more than its limit of {limit} (lavapipe ends a GPU thread after 65,535); run this scene with --backend cpu", count(*obstacles, "obstacle"))]
     TooManyBalls {
         balls: usize,
         obstacles: usize,
@@ -174,6 +174,11 @@ fn binding_error(
         limit,
         count_bytes: count_bytes(what),
     }
+}
+
+/// `n` and `noun`, the noun plural unless `n` is 1 ("1 obstacle", "3 obstacles").
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// [`GpuStepError::Binding`]'s words on the count that overflowed, if known.

@@ -597,7 +597,7 @@ fn gpu_refuses_more_balls_than_ball_contact_can_sweep() {
     assert!(matches!(err, GpuStepError::TooManyBalls { balls: 120, .. }));
     let msg = err.to_string();
     assert!(
-        msg.contains("120 free balls") && msg.contains("--backend cpu"),
+        msg.contains("120 free balls and 1 obstacle need") && msg.contains("--backend cpu"),
         "{msg}"
     );
 }
