@@ -12,6 +12,8 @@ use yarnsim::sim::{ContactForce, ContactStats};
 use yarnsim::spline::{basis, quad_param};
 use yarnsim::state::{Curve, Topology};
 
+#[path = "support/contact_oracle.rs"]
+mod contact_oracle;
 #[path = "support/interlock.rs"]
 mod interlock;
 use interlock::{interlock_numbers_of, interlock_runs};
@@ -293,6 +295,113 @@ fn energy_and_force_vanish_continuously_at_two_r() {
 
 // ---------------------------------------------------------------------------------------------------
 // Whole configurations.
+
+/// The exact path's energy against the continuous energy `k ∫∫ f` of straight yarns in closed
+/// form: yarns crossing at right angles and a short yarn parallel to a long one, at depths from
+/// near the contact distance to 0.4 r. This pins the pair weights `k (ℓ/b)²` and the one count
+/// of each pair (`i < j`) against the seed's integral, which the library's own f64 terms cannot
+/// (they share the weights). Measured: within 8e-4 at 0.15 cm control-point spacing, the largest
+/// where the contact is shallow (its width then spans a few quadrature points), and within 3.2e-3
+/// at 0.3 cm, the error falling as the square of the spacing.
+#[test]
+fn exact_energy_matches_the_closed_forms_for_straight_yarns() {
+    use contact_oracle::{crossing_energy, parallel_energy_per_length, straight};
+    let p = params();
+    let k = p.stiffness as f64;
+    let energy = |curves: &[Curve]| {
+        let (topo, pos) = Topology::from_curves(curves).unwrap();
+        let mut exact = ExactContact::new(R as f32, &p).unwrap();
+        let mut force = vec![[0.0f32; 4]; pos.len()];
+        exact
+            .add_forces(&topo, &pos, &pos, &mut force, &mut ContactStats::default())
+            .unwrap();
+        exact.last_energy()
+    };
+    let (x, y) = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]);
+    for &d in &[0.05, 0.125, 0.2, 0.24] {
+        let mut err = [0.0f64; 2];
+        for (e, h) in err.iter_mut().zip([0.3, 0.15]) {
+            let crossing = energy(&[
+                straight([0.0; 3], x, 21, h),
+                straight([0.0, 0.0, d], y, 21, h),
+            ]);
+            let want = crossing_energy(d, k, R);
+            let rel = crossing / want - 1.0;
+            assert!(
+                rel.abs() < 1e-3,
+                "crossing {d} cm apart, spacing {h}: {crossing} vs {want}"
+            );
+            // The short yarn's segments cover its points 1 to 9: 8 spacings.
+            let parallel = energy(&[
+                straight([0.0; 3], x, 11, h),
+                straight([0.0, 0.0, d], x, 31, h),
+            ]);
+            let want = parallel_energy_per_length(d, k, R) * 8.0 * h;
+            *e = parallel / want - 1.0;
+            assert!(
+                e.abs() < 5e-3,
+                "parallel {d} cm apart, spacing {h}: {parallel} vs {want}"
+            );
+        }
+        eprintln!(
+            "parallel at {d} cm: relative error {:.1e} (spacing 0.3), {:.1e} (0.15)",
+            err[0], err[1]
+        );
+        assert!(
+            err[1].abs() < 1e-3,
+            "parallel {d} cm apart at spacing 0.15: {:.2e}",
+            err[1]
+        );
+    }
+}
+
+/// The exact path's force (f32, the product code) is minus the gradient of the contact energy as
+/// an oracle written apart from the library computes it (central differences in f64), and its
+/// energy is that energy, on crossing, parallel, nearly parallel and end-to-end yarns and on a
+/// yarn touching itself in a hairpin. The force balances: total force and torque vanish to the
+/// f32 rounding of the gather (some 10 slot forces of up to |F| summed per point, 6e-8 each).
+/// Measured: force within 3.3e-7 of the largest, energy within 5e-6, imbalance below 8e-8.
+#[test]
+fn exact_force_is_minus_the_gradient_of_an_independent_energy_and_balances() {
+    let p = params();
+    let k = p.stiffness as f64;
+    for (name, curves) in contact_oracle::configurations() {
+        let (topo, pos) = Topology::from_curves(&curves).unwrap();
+        let mut exact = ExactContact::new(R as f32, &p).unwrap();
+        let mut force = vec![[0.0f32; 4]; pos.len()];
+        exact
+            .add_forces(&topo, &pos, &pos, &mut force, &mut ContactStats::default())
+            .unwrap();
+        let p64 = contact_oracle::widen(&pos);
+        let arc = p.exclusion_arc as f64;
+        let b = p.quadrature;
+        let want = contact_oracle::energy(&topo, &p64, k, R, b, arc);
+        assert!(want > 0.0, "{name}: not in contact");
+        assert!(
+            (exact.last_energy() / want - 1.0).abs() < 2e-5,
+            "{name}: energy {} vs {want}",
+            exact.last_energy()
+        );
+        let fd = contact_oracle::force_by_differences(&topo, &p64, k, R, b, arc, 1e-6);
+        let scale = fd
+            .iter()
+            .map(|f| V3d::new(f[0], f[1], f[2]).norm())
+            .fold(0.0, f64::max);
+        for (i, (f, g)) in force.iter().zip(&fd).enumerate() {
+            let diff = V3d::from4(*f) - V3d::new(g[0], g[1], g[2]);
+            assert!(
+                diff.norm() <= 1e-5 * scale,
+                "{name}: point {i}: force {f:?} vs −∇E {g:?}"
+            );
+        }
+        let (net, torque) = contact_oracle::imbalance(&pos, &force);
+        eprintln!("{name}: E {want:.4e}, |ΣF|/Σ|F| {net:.1e}, |Στ|/Σ|r||F| {torque:.1e}");
+        assert!(
+            net < 1e-6 && torque < 1e-6,
+            "{name}: net force {net:.2e}, torque {torque:.2e}"
+        );
+    }
+}
 
 /// Smooth random walks (open) and randomly placed rings (closed) crowded into a few cm³.
 fn random_curves(rng: &mut Rng, open: usize, rings: usize, size: f64) -> Vec<Curve> {
