@@ -3045,28 +3045,39 @@ fn print_import(im: &ImportInfo) {
     for p in &im.pieces {
         println!("    cloth.{} {}: {}", p.piece, p.path, p.summary);
     }
-    println!(
-        "    import.fit_radius {:.4} cm: half the {}% quantile, {:.4} cm, of the distances from a \
-         quadrature point to another strand (nearest {:.4} cm, median {:.4} cm); {:.1}% of \
-         quadrature points start closer than 2r at it",
-        im.fit_radius,
-        im.fit_percentile * 100.0,
-        im.fit_distance,
-        im.nearest_min,
-        im.nearest_median,
-        100.0 * im.overlap_at_fit
-    );
-    println!(
-        "    yarn.radius       {:.4} cm{}: {:.1}% of quadrature points start closer than 2r to \
-         another strand",
-        im.yarn_radius,
-        if im.radius_auto {
-            " (\"auto\": the fit)"
-        } else {
-            ""
-        },
-        100.0 * im.overlap_at_radius
-    );
+    let auto = if im.radius_auto {
+        " (\"auto\": the fit)"
+    } else {
+        ""
+    };
+    match (&im.fit, &im.fit_error) {
+        (Some(fit), _) => {
+            println!(
+                "    import.fit_radius {:.4} cm: half the {}% quantile, {:.4} cm, of the distances \
+                 from a quadrature point to another strand (nearest {:.4} cm, median {:.4} cm); \
+                 {:.1}% of quadrature points start closer than 2r at it",
+                fit.fit_radius,
+                fit.fit_percentile * 100.0,
+                fit.fit_distance,
+                fit.nearest_min,
+                fit.nearest_median,
+                100.0 * fit.overlap_at_fit
+            );
+            println!(
+                "    yarn.radius       {:.4} cm{auto}: {:.1}% of quadrature points start closer \
+                 than 2r to another strand",
+                im.yarn_radius,
+                100.0 * fit.overlap_at_radius
+            );
+        }
+        (None, error) => {
+            println!(
+                "    import.fit_radius none: {}",
+                error.as_deref().unwrap_or("no fit")
+            );
+            println!("    yarn.radius       {:.4} cm{auto}", im.yarn_radius);
+        }
+    }
     println!(
         "    sharp rest bends  {} of {} bending elements start beyond yarn.plastic_max (largest \
          rest curvature {:.3}); they keep their imported shape as rest shape",
@@ -3123,6 +3134,28 @@ struct SceneSize {
 #[derive(serde::Serialize)]
 struct ImportInfo {
     pieces: Vec<PieceInfo>,
+    /// The radius fit and the distances it comes from; absent (with `fit_error`) where the cloth
+    /// has no spacing to fit (one yarn alone), which a run with a numeric radius does not need.
+    #[serde(flatten)]
+    fit: Option<FitInfo>,
+    /// Why there is no fit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fit_error: Option<String>,
+    /// The scene's yarn radius (cm; the fit when `"auto"`).
+    yarn_radius: f64,
+    radius_auto: bool,
+    /// Bending elements whose rest curvature is beyond `yarn.plastic_max` (they keep it: the bound
+    /// acts on plastic flow only), and the largest rest curvature.
+    bends_beyond_plastic_max: usize,
+    bends: usize,
+    largest_rest_curvature: f32,
+    /// Size of the placed cloth's bounding box (cm).
+    extent: [f64; 3],
+}
+
+/// `import.fit_radius` and the nearest-strand distances behind it (JSON: flat in `import`).
+#[derive(serde::Serialize)]
+struct FitInfo {
     /// The radius the cloth's own spacing fits (cm), `import.fit_radius`.
     fit_radius: f64,
     /// Nearest distances from a quadrature point to another strand (cm): the percentile the fit
@@ -3133,17 +3166,8 @@ struct ImportInfo {
     nearest_median: f64,
     /// Fraction of quadrature points closer than 2r to another strand at the fitted radius.
     overlap_at_fit: f64,
-    /// The scene's yarn radius (cm; the fit when `"auto"`), and the same fraction at it.
-    yarn_radius: f64,
-    radius_auto: bool,
+    /// The same fraction at the scene's yarn radius.
     overlap_at_radius: f64,
-    /// Bending elements whose rest curvature is beyond `yarn.plastic_max` (they keep it: the bound
-    /// acts on plastic flow only), and the largest rest curvature.
-    bends_beyond_plastic_max: usize,
-    bends: usize,
-    largest_rest_curvature: f32,
-    /// Size of the placed cloth's bounding box (cm).
-    extent: [f64; 3],
 }
 
 #[derive(serde::Serialize)]
@@ -3176,10 +3200,10 @@ fn import_info(
     if build.imports.is_empty() {
         return Ok(None);
     }
+    // (A numeric radius needs no fit: a cloth without one, such as a single yarn, still runs.)
     let fit = match fit {
-        Some(f) => f,
-        None => yarnsim::import::fit_radius(&build.curves, scene.contact.quadrature)
-            .context("fitting a yarn radius to the cloth")?,
+        Some(f) => Ok(f),
+        None => yarnsim::import::fit_radius(&build.curves, scene.contact.quadrature),
     };
     let rod = yarnsim::rod::RodState::new(topo, pos).context("the rest state of the cloth")?;
     let sharp = yarnsim::rod::bends_beyond(&rod, scene.yarn.plastic_max);
@@ -3213,15 +3237,18 @@ fn import_info(
                 summary: imp.report.to_string(),
             })
             .collect(),
-        fit_radius: fit.radius,
-        fit_percentile: pct,
-        fit_distance: fit.quantile(pct),
-        nearest_min: fit.quantile(0.0),
-        nearest_median: fit.quantile(0.5),
-        overlap_at_fit: fit.fraction_closer_than_2r(fit.radius),
+        fit_error: fit.as_ref().err().map(|e| e.to_string()),
+        fit: fit.ok().map(|fit| FitInfo {
+            fit_radius: fit.radius,
+            fit_percentile: pct,
+            fit_distance: fit.quantile(pct),
+            nearest_min: fit.quantile(0.0),
+            nearest_median: fit.quantile(0.5),
+            overlap_at_fit: fit.fraction_closer_than_2r(fit.radius),
+            overlap_at_radius: fit.fraction_closer_than_2r(r),
+        }),
         yarn_radius: r,
         radius_auto,
-        overlap_at_radius: fit.fraction_closer_than_2r(r),
         bends_beyond_plastic_max: sharp.count,
         bends: rod.bends.len(),
         largest_rest_curvature: sharp.largest,

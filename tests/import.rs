@@ -531,3 +531,45 @@ fn bad_bcc_geometry_names_the_file_and_curve() {
         "{err}"
     );
 }
+
+/// A BCC cloth with no spacing to fit a radius to (one yarn alone: no other strand near it) is
+/// still a scene `yarnsim run` runs, so `yarnsim info` describes it too and says why there is no
+/// fit (it failed with the fit's error, where the run went on).
+#[test]
+fn info_describes_a_model_without_a_fit() {
+    let dir = temp_dir("import", "nofit");
+    let yarn = Curve {
+        points: (0..12)
+            .map(|i| [0.25 * i as f32, 0.1 * (i as f32).sin(), 0.0])
+            .collect(),
+        closed: false,
+    };
+    yarnsim::bcc::write(&dir.join("one.bcc"), &[yarn]).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, "[[cloth]]\nsource.bcc = { path = \"one.bcc\" }\n").unwrap();
+    let info = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
+        c.arg("info");
+        if json {
+            c.arg("--json");
+        }
+        let out = c.arg(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let v: serde_json::Value = serde_json::from_str(&info(true)).unwrap();
+    let im = &v["import"];
+    assert!(im["fit_radius"].is_null(), "{im}");
+    assert!(
+        im["fit_error"].as_str().unwrap().contains("no two strands"),
+        "{im}"
+    );
+    assert_eq!(im["pieces"][0]["curve_type"], "C0");
+    let s = info(false);
+    assert!(s.contains("import.fit_radius none: no two strands"), "{s}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
