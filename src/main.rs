@@ -3054,13 +3054,16 @@ fn print_import(im: &ImportInfo) {
         (Some(fit), _) => {
             println!(
                 "    import.fit_radius {:.4} cm: half the {}% quantile, {:.4} cm, of the distances \
-                 from a quadrature point to another strand (nearest {:.4} cm, median {:.4} cm); \
+                 from a quadrature point to another strand (nearest {:.4} cm, median {}); \
                  {:.1}% of quadrature points start closer than 2r at it",
                 fit.fit_radius,
                 fit.fit_percentile * 100.0,
                 fit.fit_distance,
                 fit.nearest_min,
-                fit.nearest_median,
+                match fit.nearest_median {
+                    Some(d) => format!("{d:.4} cm"),
+                    None => format!("beyond {:.4} cm, as far as the fit looked", fit.search_radius),
+                },
                 100.0 * fit.overlap_at_fit
             );
             println!(
@@ -3163,7 +3166,12 @@ struct FitInfo {
     fit_percentile: f64,
     fit_distance: f64,
     nearest_min: f64,
-    nearest_median: f64,
+    /// Absent where fewer than half the points found another strand within `search_radius`
+    /// (their distances are unknown, beyond it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nearest_median: Option<f64>,
+    /// How far the fit looked for another strand (cm).
+    search_radius: f64,
     /// Fraction of quadrature points closer than 2r to another strand at the fitted radius.
     overlap_at_fit: f64,
     /// The same fraction at the scene's yarn radius.
@@ -3243,7 +3251,8 @@ fn import_info(
             fit_percentile: pct,
             fit_distance: fit.quantile(pct),
             nearest_min: fit.quantile(0.0),
-            nearest_median: fit.quantile(0.5),
+            nearest_median: Some(fit.quantile(0.5)).filter(|d| d.is_finite()),
+            search_radius: fit.search_radius,
             overlap_at_fit: fit.fraction_closer_than_2r(fit.radius),
             overlap_at_radius: fit.fraction_closer_than_2r(r),
         }),

@@ -573,3 +573,49 @@ fn info_describes_a_model_without_a_fit() {
     assert!(s.contains("import.fit_radius none: no two strands"), "{s}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Where fewer than half the quadrature points find another strand within the fit's search radius
+/// (a lone loop: only its far side), the median nearest distance is not a number `info` can show:
+/// it says "beyond" the search radius instead of `inf cm`, and `--json` leaves it out instead of
+/// writing `null` for a number.
+#[test]
+fn info_shows_a_median_beyond_the_search_radius_as_such() {
+    let dir = temp_dir("import", "median");
+    let ring = Curve {
+        points: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+        closed: true,
+    };
+    yarnsim::bcc::write(&dir.join("ring.bcc"), &[ring]).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, "[[cloth]]\nsource.bcc = { path = \"ring.bcc\" }\n").unwrap();
+    let info = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
+        c.arg("info");
+        if json {
+            c.arg("--json");
+        }
+        let out = c.arg(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let v: serde_json::Value = serde_json::from_str(&info(true)).unwrap();
+    let im = &v["import"];
+    assert!(im["fit_radius"].as_f64().is_some(), "{im}");
+    let nulls: Vec<_> = im
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, x)| x.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert!(nulls.is_empty(), "null numbers {nulls:?} in {im}");
+    assert!(im["search_radius"].as_f64().unwrap() > 0.0, "{im}");
+    let s = info(false);
+    assert!(!s.contains("inf cm"), "{s}");
+    assert!(s.contains("median beyond"), "{s}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
