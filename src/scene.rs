@@ -2428,6 +2428,11 @@ fn structure_hint(key: &str, message: &str) -> Option<String> {
 fn parse_set_value(value: &str) -> Result<toml::Value, String> {
     let doc = format!("v = {value}");
     match doc.parse::<toml::Table>() {
+        // More than `v`: the value went on past a line break into assignments or tables of its
+        // own, which would be dropped without a word.
+        Ok(t) if t.len() > 1 => Err(format!(
+            "{value:?} is more than one TOML value (it goes on to another line)"
+        )),
         Ok(mut t) => Ok(t.remove("v").expect("the key just written")),
         Err(e) => {
             let bare = !value.is_empty()

@@ -1031,3 +1031,26 @@ region = { min = [-10, 3.9, -1], max = [10, 10, 1] }
     );
     assert_eq!(scene, before);
 }
+
+/// An override's value is one TOML value: text after it on another line (a second assignment, a
+/// table header) was parsed as more of the wrapper document and dropped without a word, so
+/// `--set $'contact.stiffness=5\nyarn.radius=0.2'` set the stiffness and silently not the radius.
+#[test]
+fn set_refuses_more_than_one_value() {
+    let mut s = Scene::from_toml_str(MINIMAL, "m.toml").unwrap();
+    for bad in [
+        "contact.stiffness=5\nyarn.radius=0.2",
+        "contact.stiffness=5\n[x]\ny = 1",
+    ] {
+        let e = s.apply_set(bad).unwrap_err().to_string();
+        assert!(e.contains("contact.stiffness"), "{e}");
+        assert!(e.contains("one TOML value"), "{e}");
+    }
+    assert_eq!(
+        s.contact.stiffness,
+        yarnsim::scene::ContactParams::default().stiffness
+    );
+    // A comment after the value is still one value.
+    s.apply_set("contact.stiffness=5 # softer").unwrap();
+    assert_eq!(s.contact.stiffness, 5.0);
+}
