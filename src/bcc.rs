@@ -276,7 +276,7 @@ pub fn read_with_options(
     path: &Path,
     options: &ReadOptions,
 ) -> Result<(Vec<Curve>, ImportReport), BccError> {
-    let bytes = std::fs::read(path).map_err(|source| BccError::Io {
+    let bytes = read_file(path).map_err(|source| BccError::Io {
         path: path.display().to_string(),
         source,
     })?;
@@ -284,6 +284,31 @@ pub fn read_with_options(
         path: path.display().to_string(),
         error: Box::new(e),
     })
+}
+
+/// The bytes of a BCC file. A regular file is read whole (the parser names what is wrong with
+/// it); anything else (a device, a pipe) only as far as its header says the file goes, and one
+/// byte more to see that nothing follows: `/dev/zero` was read until memory ran out.
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    if file.metadata()?.is_file() {
+        file.read_to_end(&mut bytes)?;
+        return Ok(bytes);
+    }
+    (&mut file)
+        .take(HEADER_BYTES as u64)
+        .read_to_end(&mut bytes)?;
+    // (A header that is not a BCC one stops here: the parser says why.)
+    if bytes.len() == HEADER_BYTES && &bytes[0..3] == b"BCC" && bytes[3] == 0x44 {
+        let count = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let body = 4u64
+            .saturating_mul(count(8))
+            .saturating_add(12u64.saturating_mul(count(16)));
+        file.take(body.saturating_add(1)).read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
 }
 
 /// Parses a BCC buffer into Catmull-Rom curves (see the module doc for the conversions).

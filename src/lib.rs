@@ -14,6 +14,7 @@ pub mod figure;
 pub mod gpu;
 pub mod gpu_step;
 pub mod import;
+pub mod input;
 pub mod interrupt;
 pub mod knit;
 pub mod layout;

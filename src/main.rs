@@ -2774,8 +2774,11 @@ fn links(a: LinksArgs) -> Result<ExitCode> {
         print!("{cert}");
         return Ok(ExitCode::SUCCESS);
     };
-    let old = std::fs::read_to_string(saved)
+    // (Far beyond a certificate: a line per linked pair of loops.)
+    const MAX_CERTIFICATE_BYTES: u64 = 256 << 20;
+    let old = yarnsim::input::read_at_most(saved, MAX_CERTIFICATE_BYTES, "a certificate")
         .map_err(anyhow::Error::from)
+        .and_then(|b| Ok(String::from_utf8(b)?))
         .and_then(|t| Ok(Certificate::parse(&t)?))
         .with_context(|| format!("reading the certificate {}", saved.display()))?;
     let changes = old.changes_to(&cert);

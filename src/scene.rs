@@ -587,6 +587,11 @@ pub struct Camera {
     pub fov_deg: Option<f32>,
 }
 
+/// Most bytes a scene file may hold: far beyond any scene (the sack, the largest here, is 8 KB; a
+/// thousand balls take some 200 KB), so that a path naming something else is refused before it
+/// fills memory.
+pub const MAX_SCENE_BYTES: u64 = 64 << 20;
+
 /// Why a scene could not be loaded, overridden or built. Errors about the file name it, the line and
 /// the dotted key (`cloth.0.scale`, array entries counted from 0); `--set` errors name the assignment.
 #[derive(Debug, thiserror::Error)]
@@ -759,9 +764,19 @@ impl Scene {
     /// Reads, parses and validates a scene file. Relative BCC paths in it are resolved by
     /// [`build_curves`] against the directory given there (normally the file's own directory).
     pub fn load(path: &std::path::Path) -> Result<Scene, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+        let io = |source| SceneError::Io {
             path: path.display().to_string(),
             source,
+        };
+        let bytes =
+            crate::input::read_at_most(path, MAX_SCENE_BYTES, "a scene file").map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let line = line_of_bytes(e.as_bytes(), at);
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 text: line {line} ({})", e.utf8_error()),
+            ))
         })?;
         Scene::from_toml_str(&text, &path.display().to_string())
     }
@@ -2021,14 +2036,17 @@ fn finite3(key: &str, v: [f32; 3]) -> Result<(), Bad> {
     }
 }
 
-/// 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    let offset = offset.min(text.len());
-    text.as_bytes()[..offset]
+/// 1-based line of byte `offset` in `bytes`.
+fn line_of_bytes(bytes: &[u8], offset: usize) -> usize {
+    1 + bytes[..offset.min(bytes.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
-        + 1
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    line_of_bytes(text.as_bytes(), offset)
 }
 
 /// A key or an array entry of the parsed document, with its dotted path and source spans.

@@ -2000,3 +2000,50 @@ fn a_gpu_step_that_needs_too_many_rebuild_rounds_fails_cleanly() {
     );
     check_ok(&run("cpu"));
 }
+
+/// A file that never ends (a device such as `/dev/zero`, or a pipe whose writer never stops)
+/// named as a scene, a BCC file or a certificate is refused once it is past what such a file
+/// holds, instead of being read until the machine runs out of memory. (The child's address space
+/// is capped, so that a regression fails on its "out of memory" instead of taking the machine.)
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_inputs_are_refused_not_read_until_memory_runs_out() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("endless");
+    let scene = tiny_scene(&dir, "none");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let mut c = bin();
+        c.args(args);
+        // SAFETY: setrlimit(2) is async-signal-safe, as pre_exec asks.
+        unsafe {
+            c.pre_exec(|| {
+                let cap = 3 << 30;
+                let lim = libc::rlimit {
+                    rlim_cur: cap,
+                    rlim_max: cap,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &lim);
+                Ok(())
+            });
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let zero = std::ffi::OsStr::new("/dev/zero");
+    let e = run(&["info".as_ref(), zero]);
+    assert!(e.contains("/dev/zero") && e.contains("more than"), "{e}");
+    let e = run(&["links".as_ref(), zero]);
+    assert!(
+        e.contains("/dev/zero") && e.contains("not a BCC file"),
+        "{e}"
+    );
+    let e = run(&[
+        "links".as_ref(),
+        scene.as_os_str(),
+        "--compare".as_ref(),
+        zero,
+    ]);
+    assert!(e.contains("/dev/zero") && e.contains("more than"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1054,3 +1054,16 @@ fn set_refuses_more_than_one_value() {
     s.apply_set("contact.stiffness=5 # softer").unwrap();
     assert_eq!(s.contact.stiffness, 5.0);
 }
+
+/// A scene file that is not UTF-8 text is an error naming the file and the line of the first byte
+/// that is not (it said only "stream did not contain valid UTF-8").
+#[test]
+fn a_scene_that_is_not_utf8_names_the_line() {
+    let dir = std::env::temp_dir().join(format!("yarnsim-scene-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latin1.toml");
+    std::fs::write(&path, b"[simulation]\nframes = 2\n# caf\xe9\n").unwrap();
+    let e = Scene::load(&path).unwrap_err().to_string();
+    assert!(e.contains("latin1.toml") && e.contains("line 3"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
