@@ -96,12 +96,13 @@ pub enum SimError {
         radius: f32,
         within: f32,
     },
-    #[error("{solid} reaches {reach:e} cm from where the cloth is simulated, where f32 coordinates are {spacing:e} cm apart ({} yarn radii, r = {radius} cm): contact with it would be computed that coarsely; keep the scene's solids within {within:e} cm of the cloth (a plane for a ground, not a sphere of {reach:.0e} cm)", ratio_text(spacing / radius))]
+    #[error("{solid} reaches {} cm from where the cloth is simulated, where f32 coordinates are {} cm apart ({} yarn radii, r = {radius} cm): contact with it would be computed that coarsely; keep the scene's solids within {within:e} cm of the cloth (a plane for a ground, not a sphere of {reach:.0e} cm)", as_f32_if_held(*reach), as_f32_if_held(*spacing), ratio_text((spacing / *radius as f64) as f32))]
     ObstacleTooFar {
         /// The solid in words (`obstacle.0 (a sphere)`, `figure.0's head`).
         solid: String,
-        reach: f32,
-        spacing: f32,
+        /// (In f64: a solid's reach past f32's range, a sphere at 1e30 cm, overflowed to inf.)
+        reach: f64,
+        spacing: f64,
         radius: f32,
         within: f32,
     },
@@ -996,6 +997,27 @@ fn ratio_text(r: f32) -> String {
     }
 }
 
+/// [`f32_spacing`] at a distance that may lie past f32's range: there, the spacing f32's exponent
+/// would give if it went on (2^(e − 23) at 2^e).
+fn f32_spacing_f64(x: f64) -> f64 {
+    let a = x.abs();
+    if a < f32::MAX as f64 {
+        f32_spacing(a as f32) as f64
+    } else {
+        2f64.powi(a.log2().floor() as i32 - 23)
+    }
+}
+
+/// `x` as the f32 it rounds to where f32 holds it (`2e7`, not `20000000.000000004`), else in
+/// f64 to 4 digits.
+fn as_f32_if_held(x: f64) -> String {
+    if (x as f32).is_finite() {
+        format!("{:e}", x as f32)
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
 /// The spacing of f32 numbers at `x` (cm): the ulp of `|x|`.
 pub fn f32_spacing(x: f32) -> f32 {
     let a = x.abs();
@@ -1368,14 +1390,14 @@ impl Sim {
     pub fn check_solids_in_reach(&self) -> Result<(), SimError> {
         let r = self.params.radius;
         for (k, o) in self.obstacles.iter().enumerate() {
-            let norm = |p: [f32; 4]| (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+            let norm = |p: [f32; 4]| (0..3).map(|k| (p[k] as f64).powi(2)).sum::<f64>().sqrt();
             let reach = match o.kind {
                 step::OBSTACLE_PLANE => norm(o.a),
-                step::OBSTACLE_SPHERE => norm(o.a) + o.radius,
-                _ => norm(o.a).max(norm(o.b)) + o.radius,
+                step::OBSTACLE_SPHERE => norm(o.a) + o.radius as f64,
+                _ => norm(o.a).max(norm(o.b)) + o.radius as f64,
             };
-            let spacing = f32_spacing(reach);
-            if spacing.is_nan() || spacing >= COARSEST_SPACING * r {
+            let spacing = f32_spacing_f64(reach);
+            if spacing.is_nan() || spacing >= (COARSEST_SPACING * r) as f64 {
                 return Err(SimError::ObstacleTooFar {
                     solid: self.solid_words(k).0,
                     reach,

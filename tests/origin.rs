@@ -249,3 +249,38 @@ fn a_solid_too_far_for_f32_is_refused() {
         "{err}"
     );
 }
+
+/// A solid far past f32's range (a sphere at 1e30 cm, a figure 1e30 cm tall) is refused with its
+/// distance and f32's spacing there as numbers: the reach was summed in f32, which overflowed, and
+/// the message said it "reaches inf cm ... where f32 coordinates are NaN cm apart (NaN yarn
+/// radii)".
+#[test]
+fn a_solid_past_f32_range_is_refused_with_numbers() {
+    let cloth = "[relax]\ntime = 0\n[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n";
+    let start = |extra: &str| {
+        let scene = Scene::from_toml_str(&format!("{cloth}{extra}"), "far.toml").unwrap();
+        let build = build_curves(&scene, std::path::Path::new(".")).unwrap();
+        Sim::from_build(&scene, &build, &[])
+            .unwrap()
+            .check_start(&build)
+            .unwrap_err()
+            .to_string()
+    };
+    for (extra, what) in [
+        (
+            "[[obstacle]]\ntype = \"sphere\"\ncenter = [1e30, 1e30, 0]\nradius = 1\n",
+            "obstacle.0 (a sphere) reaches 1.4",
+        ),
+        (
+            "[[figure]]\nheight = 1e30\nposition = [0, -100, 0]\n",
+            "figure.0's",
+        ),
+    ] {
+        let err = start(extra);
+        assert!(err.contains(what), "{err}");
+        assert!(
+            !err.contains("inf") && !err.contains("NaN"),
+            "{extra}: {err}"
+        );
+    }
+}
