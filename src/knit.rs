@@ -70,7 +70,7 @@ use crate::state::Curve;
 
 /// Fewest wales a tube may have (its circumference must leave room for the loops' depth).
 pub const MIN_TUBE_WALES: u32 = 8;
-/// Most loops one generated piece may have.
+/// Most loops one generated piece, and all the generated pieces of a scene together, may have.
 pub const MAX_LOOPS: u32 = 4_000_000;
 
 /// A generated piece of knit.

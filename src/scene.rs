@@ -1207,6 +1207,9 @@ impl Scene {
                 "the scene has no cloth piece (add a [[cloth]] table)".into(),
             ));
         }
+        // Across pieces too: the bound keeps a scene within memory, and pieces each at it took
+        // it several times over.
+        let mut generated_loops = 0u64;
         for (i, p) in self.cloth.iter().enumerate() {
             let k = |f: &str| format!("cloth.{i}.{f}");
             match &p.source {
@@ -1243,6 +1246,17 @@ impl Scene {
                             k("source.generator"),
                             format!(
                                 "{wales} × {courses} loops is more than the {} a generator makes",
+                                crate::knit::MAX_LOOPS
+                            ),
+                        ));
+                    }
+                    generated_loops += *wales as u64 * *courses as u64;
+                    if generated_loops > crate::knit::MAX_LOOPS as u64 {
+                        return Err((
+                            k("source.generator"),
+                            format!(
+                                "the generated pieces up to cloth.{i} make {generated_loops} loops \
+                                 in all, more than the {} the generators of a scene make",
                                 crate::knit::MAX_LOOPS
                             ),
                         ));

@@ -1067,3 +1067,24 @@ fn a_scene_that_is_not_utf8_names_the_line() {
     assert!(e.contains("latin1.toml") && e.contains("line 3"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The loops a scene's generators make are bounded in all, not only per piece: the bound is what
+/// keeps a scene from allocating past any machine's memory, and three pieces at the bound each
+/// took it three times over (`yarnsim info` of one piece at the bound ran past 8 GB).
+#[test]
+fn generated_loops_are_bounded_across_pieces() {
+    let piece = |w: u32, c: u32| {
+        format!(
+            "[[cloth]]\nsource.generator = {{ pattern = \"stockinette\", wales = {w}, courses = {c} }}\n"
+        )
+    };
+    let text = format!("{}{}", piece(2000, 1500), piece(2000, 1500));
+    let e = Scene::from_toml_str(&text, "two.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("two.toml:4: cloth.1.source.generator"), "{e}");
+    assert!(e.contains("6000000"), "{e}");
+    // At the bound in all, it loads.
+    let text = format!("{}{}", piece(2000, 1000), piece(2000, 1000));
+    Scene::from_toml_str(&text, "two.toml").unwrap();
+}
