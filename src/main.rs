@@ -941,6 +941,21 @@ fn run(mut a: RunArgs) -> Result<()> {
                 .with_context(|| {
                     format!("--capture {}: cannot set up the capture", dir.display())
                 })?;
+            // The camera on the cloth as it starts, so that one that cannot frame it fails here,
+            // not after the relaxation (hours for a garment) at frame 0; the relaxation moves the
+            // cloth by far less than what takes a camera past its reach.
+            let mut obstacles = scene.obstacles_at(sim.time);
+            obstacles.extend(yarnsim::balls::as_obstacles(&sim.world_balls()));
+            c.check_view(&RenderInput {
+                topo: &sim.topo,
+                pos: &sim.world_pos(),
+                radius: scene.yarn.radius,
+                obstacles: &obstacles,
+                camera: &scene.camera,
+                color: ColorMode::Yarn,
+                segment_values: None,
+            })
+            .with_context(|| format!("--capture {}: the scene's [camera]", dir.display()))?;
             Some((c, Vec::new()))
         }
         _ => None,

@@ -897,6 +897,12 @@ impl Capture {
         })
     }
 
+    /// Whether the capture's camera can frame `input` (the camera [`Self::frame`] resolves); a run
+    /// asks at its start, so that a camera that cannot fails it there, not after the relaxation.
+    pub fn check_view(&self, input: &RenderInput) -> Result<(), RenderError> {
+        self.renderer.camera_view(input).map(|_| ())
+    }
+
     /// Whether frame `frame_index` is one to capture.
     pub fn wants(&self, frame_index: u32) -> bool {
         frame_index.is_multiple_of(self.every)

@@ -2047,3 +2047,43 @@ fn endless_inputs_are_refused_not_read_until_memory_runs_out() {
     assert!(e.contains("/dev/zero") && e.contains("more than"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A `[camera]` that cannot frame the cloth (a `fov_deg` so narrow that the camera framing the
+/// cloth in it would stand past f32's reach) fails a run with `--capture` as it starts, naming
+/// `camera.fov_deg`, not after the relaxation (hours for a garment) at the first capture with a
+/// message about a camera position the scene never gave.
+#[test]
+fn capture_refuses_a_camera_that_cannot_frame_the_cloth_before_relaxing() {
+    if yarnsim::gpu::testing::gpu_or_skip(
+        "capture_refuses_a_camera_that_cannot_frame_the_cloth_before_relaxing",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = scratch("narrow");
+    let scene = tiny_scene(&dir, "none");
+    let narrow = dir.join("narrow.toml");
+    let text_of = std::fs::read_to_string(&scene).unwrap();
+    std::fs::write(&narrow, format!("{text_of}\n[camera]\nfov_deg = 1e-30\n")).unwrap();
+    let out = bin()
+        .arg("run")
+        .arg(&narrow)
+        .args([
+            "--frames",
+            "1",
+            "--width",
+            "32",
+            "--height",
+            "24",
+            "--capture",
+        ])
+        .arg(dir.join("png"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("camera.fov_deg = 1e-30"), "{err}");
+    assert!(!err.contains("relaxed"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

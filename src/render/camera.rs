@@ -182,6 +182,18 @@ impl CameraView {
                 } else {
                     (cloth.center().as_dvec3().length()) + cloth.radius() as f64
                 };
+                // A narrow field of view the scene gives, not the cloth, puts a camera that
+                // frames the cloth that far: name it, not a position the scene never gave.
+                if let (None, Some(f), "position") = (cam.position, cam.fov_deg, name) {
+                    let f = if f < 1e-3 {
+                        format!("{f:e}")
+                    } else {
+                        format!("{f}")
+                    };
+                    return bad(format!(
+                        "camera.fov_deg = {f} is too narrow: the position that frames the cloth in it lies {reach:.3e} cm from the origin (the cloth reaches {cloth_reach:.3e} cm from it), and a camera is drawn in f32 and must stay within {MAX_REACH:e} cm of the origin; widen camera.fov_deg or give camera.position"
+                    ));
+                }
                 return bad(format!(
                     "the {name} {p} that frames the cloth lies {reach:.3e} cm from the origin (the cloth reaches {cloth_reach:.3e} cm from it); a camera is drawn in f32 and must stay within {MAX_REACH:e} cm of the origin"
                 ));
