@@ -1407,6 +1407,22 @@ impl Sim {
                 });
             }
         }
+        // A free ball too: one that starts that far meets the cloth, if ever, as coarsely (and
+        // one at 1e30 cm was simulated where a sphere obstacle there is refused).
+        for (k, b) in self.balls.iter().enumerate() {
+            let c = &b.center;
+            let reach = (0..3).map(|a| (c[a] as f64).powi(2)).sum::<f64>().sqrt() + c[3] as f64;
+            let spacing = f32_spacing_f64(reach);
+            if spacing.is_nan() || spacing >= (COARSEST_SPACING * r) as f64 {
+                return Err(SimError::ObstacleTooFar {
+                    solid: format!("ball.{k}"),
+                    reach,
+                    spacing,
+                    radius: r,
+                    within: f32_reach(COARSEST_SPACING * r),
+                });
+            }
+        }
         Ok(())
     }
 

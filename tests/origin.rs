@@ -275,6 +275,10 @@ fn a_solid_past_f32_range_is_refused_with_numbers() {
             "[[figure]]\nheight = 1e30\nposition = [0, -100, 0]\n",
             "figure.0's",
         ),
+        (
+            "[[ball]]\ncenter = [1e30, 0, 0]\nradius = 1\n",
+            "ball.0 reaches 1e30 cm",
+        ),
     ] {
         let err = start(extra);
         assert!(err.contains(what), "{err}");
