@@ -1422,10 +1422,21 @@ impl Scene {
             }
             let m = b.mass();
             if !(m.is_finite() && m > 0.0) {
-                return Err((
-                    k("mass"),
-                    format!("gives a mass of {m} g, which is not a positive f32"),
-                ));
+                // (Without `mass`, the mass is the radius's and density's: name what was given.)
+                return Err(match b.mass {
+                    Some(_) => (
+                        k("mass"),
+                        format!("gives a mass of {m} g, which is not a positive f32"),
+                    ),
+                    None => (
+                        k("radius"),
+                        format!(
+                            "{} cm with density {} g/cm³ gives a mass of {m} g, which is not a \
+                             positive f32; give ball.{i}.mass, or another radius or density",
+                            b.radius, b.density
+                        ),
+                    ),
+                });
             }
             if !(0.0..=1.0).contains(&b.restitution) {
                 return Err((

@@ -1088,3 +1088,20 @@ fn generated_loops_are_bounded_across_pieces() {
     let text = format!("{}{}", piece(2000, 1000), piece(2000, 1000));
     Scene::from_toml_str(&text, "two.toml").unwrap();
 }
+
+/// A ball too small to have a mass at its density is named by its radius, which the scene gave,
+/// not by the mass it left out.
+#[test]
+fn a_massless_ball_is_named_by_what_gave_its_mass() {
+    let err = load_err(
+        "massless-ball",
+        &format!("{MINIMAL}\n[[ball]]\ncenter = [0, 50, 0]\nradius = 1e-30\n"),
+    );
+    assert_eq!(err.key(), Some("ball.0.radius"), "{err}");
+    assert!(err.to_string().contains("give ball.0.mass"), "{err}");
+    let err = load_err(
+        "massless-ball-mass",
+        &format!("{MINIMAL}\n[[ball]]\ncenter = [0, 50, 0]\nradius = 1\nmass = 1e-46\n"),
+    );
+    assert_eq!(err.key(), Some("ball.0.mass"), "{err}");
+}
