@@ -1094,7 +1094,8 @@ impl Scene {
                 "yarn.plastic_max".into(),
                 format!(
                     "must be at least yarn.plastic_radius ({}), got {}",
-                    y.plastic_radius, y.plastic_max
+                    shown(y.plastic_radius as f64),
+                    shown(y.plastic_max as f64)
                 ),
             ));
         }
@@ -1148,8 +1149,8 @@ impl Scene {
                 "contact.grid_cell".into(),
                 format!(
                     "must be at least a quarter of yarn.radius ({} cm) with contact, got {}: finer, a segment's box spans more grid cells than the {} a segment may cover (the default is 0.6 cm)",
-                    self.yarn.radius / 4.0,
-                    c.grid_cell,
+                    shown((self.yarn.radius / 4.0) as f64),
+                    shown(c.grid_cell as f64),
                     crate::contact::grid::MAX_CELLS_PER_SEGMENT
                 ),
             ));
@@ -1355,7 +1356,7 @@ impl Scene {
                 if !kf.t.is_finite() || kf.t < 0.0 {
                     return Err((
                         kk("t"),
-                        format!("must be a finite time ≥ 0 s, got {}", kf.t),
+                        format!("must be a finite time ≥ 0 s, got {}", shown(kf.t as f64)),
                     ));
                 }
                 if j > 0 && kf.t <= keyframes[j - 1].t {
@@ -1405,7 +1406,10 @@ impl Scene {
             if !(m.distance.is_finite() && m.distance > 0.0) {
                 return Err((
                     k("distance"),
-                    format!("must be a finite distance > 0 cm, got {}", m.distance),
+                    format!(
+                        "must be a finite distance > 0 cm, got {}",
+                        shown(m.distance as f64)
+                    ),
                 ));
             }
         }
@@ -1433,7 +1437,8 @@ impl Scene {
                         format!(
                             "{} cm with density {} g/cm³ gives a mass of {m} g, which is not a \
                              positive f32; give ball.{i}.mass, or another radius or density",
-                            b.radius, b.density
+                            shown(b.radius as f64),
+                            shown(b.density as f64)
                         ),
                     ),
                 });
@@ -1441,7 +1446,10 @@ impl Scene {
             if !(0.0..=1.0).contains(&b.restitution) {
                 return Err((
                     k("restitution"),
-                    format!("must be between 0 and 1, got {}", b.restitution),
+                    format!(
+                        "must be between 0 and 1, got {}",
+                        shown(b.restitution as f64)
+                    ),
                 ));
             }
             for (j, o) in self.ball[..i].iter().enumerate() {

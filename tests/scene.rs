@@ -1105,3 +1105,19 @@ fn a_massless_ball_is_named_by_what_gave_its_mass() {
     );
     assert_eq!(err.key(), Some("ball.0.mass"), "{err}");
 }
+
+/// Numbers in the checks' messages read as written: `1e38`, not f32's 39 digits.
+#[test]
+fn huge_values_show_as_written_in_messages() {
+    let err = load_err(
+        "huge-plastic",
+        &format!("{MINIMAL}\n[yarn]\nplastic_radius = 1e38\n"),
+    );
+    assert_eq!(err.key(), Some("yarn.plastic_max"), "{err}");
+    assert!(err.to_string().contains("(1e38), got 2.5"), "{err}");
+    let err = load_err(
+        "huge-restitution",
+        &format!("{MINIMAL}\n[[ball]]\ncenter = [0, 50, 0]\nrestitution = 1e30\n"),
+    );
+    assert!(err.to_string().contains("got 1e30"), "{err}");
+}
