@@ -276,26 +276,39 @@ pub fn read_with_options(
     path: &Path,
     options: &ReadOptions,
 ) -> Result<(Vec<Curve>, ImportReport), BccError> {
-    let bytes = read_file(path).map_err(|source| BccError::Io {
+    let (bytes, more) = read_file(path).map_err(|source| BccError::Io {
         path: path.display().to_string(),
         source,
     })?;
-    read_bytes_with_options(&bytes, options).map_err(|e| BccError::InFile {
+    let in_file = |e| BccError::InFile {
         path: path.display().to_string(),
         error: Box::new(e),
-    })
+    };
+    let (curves, report) = read_bytes_with_options(&bytes, options).map_err(in_file)?;
+    if more {
+        // (How many is not known: the stream was read no further.)
+        return Err(in_file(BccError::Counts(format!(
+            "more bytes follow the last of {} curves, past the {} bytes its header gives (a \
+             stream, read no further)",
+            curves.len(),
+            bytes.len()
+        ))));
+    }
+    Ok((curves, report))
 }
 
-/// The bytes of a BCC file. A regular file is read whole (the parser names what is wrong with
-/// it); anything else (a device, a pipe) only as far as its header says the file goes, and one
-/// byte more to see that nothing follows: `/dev/zero` was read until memory ran out.
-fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+/// The bytes of a BCC file, and whether more follow them unread. A regular file is read whole
+/// (the parser names what is wrong with it, trailing bytes counted); anything else (a device, a
+/// pipe) only as far as its header says the file goes, and one byte more to see that nothing
+/// follows (that byte is not returned: the flag says it was there): `/dev/zero` was read until
+/// memory ran out.
+fn read_file(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
     if file.metadata()?.is_file() {
         file.read_to_end(&mut bytes)?;
-        return Ok(bytes);
+        return Ok((bytes, false));
     }
     (&mut file)
         .take(HEADER_BYTES as u64)
@@ -307,8 +320,12 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
             .saturating_mul(count(8))
             .saturating_add(12u64.saturating_mul(count(16)));
         file.take(body.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 == (HEADER_BYTES as u64).saturating_add(body).saturating_add(1) {
+            bytes.pop();
+            return Ok((bytes, true));
+        }
     }
-    Ok(bytes)
+    Ok((bytes, false))
 }
 
 /// Parses a BCC buffer into Catmull-Rom curves (see the module doc for the conversions).

@@ -601,3 +601,45 @@ fn loop_like_helix() -> Vec<[f32; 3]> {
         })
         .collect()
 }
+
+/// A BCC file read from a pipe: read as far as its header says, and data past that refused
+/// without claiming a count it never read (the reader stops one byte past the header's length).
+#[cfg(unix)]
+#[test]
+fn a_stream_with_bytes_past_its_header_is_refused_without_a_false_count() {
+    let dir = std::env::temp_dir().join(format!("yarnsim-bcc-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = bcc::write_bytes(&sample_curves());
+    for (name, extra) in [("clean", 0usize), ("trailing", 10)] {
+        let fifo = dir.join(name);
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut data = body.clone();
+        data.extend(std::iter::repeat_n(7u8, extra));
+        let writer = {
+            let fifo = fifo.clone();
+            // (A broken pipe, once the reader stops, is the writer's expected end.)
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&fifo)
+                    .and_then(|mut f| f.write_all(&data));
+            })
+        };
+        let got = bcc::read(&fifo);
+        writer.join().unwrap();
+        match (extra, got) {
+            (0, Ok(curves)) => assert_eq!(curves.len(), sample_curves().len()),
+            (0, Err(e)) => panic!("a clean stream was refused: {e}"),
+            (_, Ok(_)) => panic!("bytes past the header's length were taken"),
+            (_, Err(e)) => {
+                let e = e.to_string();
+                assert!(e.contains("more bytes follow"), "{e}");
+                assert!(!e.contains("1 trailing"), "{e}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
