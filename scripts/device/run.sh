@@ -43,28 +43,37 @@
 #                    to the time left, so the call ends within it (default 540)
 #
 # The device tool brings back at most 8 files from $OUT: everything is written to a work folder and
-# packed into $OUT/all.tar.gz at the end, beside $OUT/summary.txt.
+# packed into $OUT/all.tar.gz at the end, beside $OUT/summary.txt (written as the call goes).
+# Give the call timeout_s 600: the deadline leaves the last step's kill and the packing inside it.
 set -uo pipefail
 FINAL=${OUT:-/tmp/out}
 OUT=/tmp/yarnsim-out
-rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL" && rm -f "$FINAL/summary.txt" "$FINAL/all.tar.gz"
 t0=$(date +%s)
 DEADLINE=${DEADLINE:-540}
 pack() {
-  cp "$OUT/summary.txt" "$FINAL/" 2>/dev/null
+  log "end: $(($(date +%s) - t0)) s after the start (deadline $DEADLINE s)"
   tar -C "$OUT" -czf "$FINAL/all.tar.gz" .
 }
 trap pack EXIT
-log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+# The summary goes straight to $FINAL too: a call killed at its limit (a step stuck in the driver,
+# past timeout's reach) still brings it back, though not all.tar.gz.
+log() { echo "== $*" | tee -a "$OUT/summary.txt" "$FINAL/summary.txt"; }
+# Lines of a log into the summary as well.
+note() { tee -a "$OUT/summary.txt" "$FINAL/summary.txt"; }
 now() { date +%s%N; }
 secs() { echo "$((($(now) - $1) / 1000000)) ms"; }
-# The seconds a step may take: its own limit, cut to what is left before the deadline.
+# The seconds a step may take: its own limit, cut to what is left before the deadline, and at least
+# 1 (timeout takes 0 as no limit at all, and refuses a negative one).
 budget() {
   local left=$((DEADLINE - ($(date +%s) - t0)))
+  [ "$left" -ge 1 ] || left=1
   if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
 }
 
-if ls .gl/*.deb >/dev/null 2>&1; then
+# The loaders only where the image lacks them: unpacked over /, they would replace its own.
+if ls .gl/*.deb >/dev/null 2>&1 &&
+  ! { ldconfig -p | grep -q 'libvulkan\.so\.1 ' && ldconfig -p | grep -q 'libGLdispatch\.so\.0 '; }; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
@@ -82,16 +91,21 @@ bins=/tmp/yarnsim-bins
 rm -rf "$bins" && mkdir -p "$bins"
 tar -C "$bins" -xJf .devbin/bins.tar.xz || { log "no .devbin/bins.tar.xz"; exit 1; }
 B=$bins/bin
-# Tests that run the CLI find it where cargo built it (CARGO_BIN_EXE_yarnsim).
-mkdir -p "$built/target/release" && cp "$B/yarnsim" "$built/target/release/yarnsim"
+# Tests that run the CLI find it where cargo built it (CARGO_BIN_EXE_yarnsim), under the target
+# folder pack.sh used (CARGO_TARGET_DIR, or target/ of the checkout), and write scratch files in
+# its tmp/ (CARGO_TARGET_TMPDIR).
+tgt=$(cat .devbin/TARGET 2>/dev/null || echo "$built/target")
+mkdir -p "$tgt/release" "$tgt/tmp" && cp "$B/yarnsim" "$tgt/release/yarnsim"
 log "build $(cat "$B/HEAD") (baseline $(cat "$B/BASE" 2>/dev/null || echo none)) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+# The adapters wgpu sees (a CPU adapter alone means the NVIDIA driver was not found).
+timeout -k 5 "$(budget 30)" "$B/yarnsim" info 2>&1 | note
 
 tests() {
   [ -n "${NOTESTS:-}" ] && return
   if [ -n "${TESTS:-}" ]; then
     list=${TESTS//,/ }
   else
-    list=$(cd "$B" && ls | grep -v -e '^bench_' -e '^example_' -e '^yarnsim$' -e '^HEAD$' -e '^BASE$')
+    list=$(cd "$B" && ls | grep -v -e '^bench_' -e '^example_' -e '^yarnsim' -e '^HEAD$' -e '^BASE$')
   fi
   for t in $list; do
     lim=$(budget "${TEST_TIMEOUT:-120}")
@@ -100,9 +114,15 @@ tests() {
       continue
     fi
     start=$(now)
-    timeout "$lim" "$B/$t" --test-threads=1 >"$OUT/test_$t.log" 2>&1
+    timeout -k 5 "$lim" "$B/$t" --test-threads=1 >"$OUT/test_$t.log" 2>&1
     rc=$?
     log "test $t: rc $rc, $(secs "$start"), $(grep -h '^test result' "$OUT/test_$t.log" | tail -1)"
+    # Which tests failed, or the one a time limit stopped (its line has no result yet): the summary
+    # may be all that comes back.
+    if [ "$rc" -ne 0 ]; then
+      { grep -E '^test .* FAILED$' "$OUT/test_$t.log" | head -10
+        grep -E '^test ' "$OUT/test_$t.log" | tail -1 | grep -vE ' (ok|FAILED|ignored)$'; } | note
+    fi
   done
 }
 [ -z "${BENCH_FIRST:-}" ] && tests
@@ -118,7 +138,7 @@ if [[ ",$scenes," == *",scarf_relaxed,"* ]]; then
     log "scarf relaxed: carried ($SCARF_BCC)"
   else
     start=$(now)
-    timeout "$(budget 300)" "$B/yarnsim" run scenes/scarf.toml --backend gpu --frames 0 --quiet \
+    timeout -k 5 "$(budget 300)" "$B/yarnsim" run scenes/scarf.toml --backend gpu --frames 0 --quiet \
       --out /tmp/scarf_relaxed >"$OUT/relax_scarf.log" 2>&1
     log "scarf relaxed on the GPU: rc $?, $(secs "$start")"
   fi
@@ -144,18 +164,22 @@ bench() { # name binary [env...]
   shift 2
   lim=$(budget "${BENCH_TIMEOUT:-150}")
   [ "$lim" -lt 10 ] && { log "bench $name: not run (deadline)"; return; }
+  local start
+  start=$(now)
   env YARNSIM_BENCH_SCENES="$scenes" YARNSIM_BENCH_MODELS="${MODELS:-none,exact,acl}" \
     YARNSIM_BENCH_PATHS="${PATHS:-gpu}" YARNSIM_BENCH_STEPS="${STEPS:-1080}" \
     YARNSIM_BENCH_SECONDS="${SECS:-6}" YARNSIM_BENCH_JSON="$OUT/bench_$name.jsonl" \
     ${CHUNK:+YARNSIM_BENCH_CHUNK=$CHUNK} "$@" \
-    timeout "$lim" "$B/$bin" --bench >"$OUT/bench_$name.log" 2>&1
-  log "bench $name: rc $?"
-  grep -E '^ +(none|exact|acl) +gpu' "$OUT/bench_$name.log" | tee -a "$OUT/summary.txt"
+    timeout -k 5 "$lim" "$B/$bin" --bench >"$OUT/bench_$name.log" 2>&1
+  log "bench $name: rc $?, $(secs "$start")"
+  # Each scene's heading, then its rows (the bench's closing table only comes if it finished).
+  grep -E '^[^ |].* \(set up in |^ +(none|exact|acl) +gpu' "$OUT/bench_$name.log" | note
 }
 if [ -n "${DISPATCH:-}" ] && [ -x "$B/bench_dispatch" ]; then
-  timeout "$(budget 120)" "$B/bench_dispatch" --bench >"$OUT/bench_dispatch.log" 2>&1
-  log "bench dispatch: rc $?"
-  tee -a "$OUT/summary.txt" <"$OUT/bench_dispatch.log"
+  start=$(now)
+  timeout -k 5 "$(budget 120)" "$B/bench_dispatch" --bench >"$OUT/bench_dispatch.log" 2>&1
+  log "bench dispatch: rc $?, $(secs "$start")"
+  note <"$OUT/bench_dispatch.log"
 fi
 [ -z "${NOBENCH:-}" ] && bench new bench_gpu
 [ -n "${UNTIMED:-}" ] && bench new_untimed bench_gpu YARNSIM_BENCH_UNTIMED=1
@@ -179,7 +203,7 @@ for m in ${RUNS//,/ }; do
     lim=$(budget "${RUN_TIMEOUT:-120}")
     [ "$lim" -lt 10 ] && { log "run scarf_relaxed $tag: not run (deadline)"; continue; }
     start=$(now)
-    timeout "$lim" "$B/$cli" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
+    timeout -k 5 "$lim" "$B/$cli" run /tmp/scarf_relaxed/scarf_relaxed.toml --backend gpu \
       --frames "${RUN_FRAMES:-2}" --set "contact.model=$m" --stats "$OUT/run_$tag.jsonl" >"$OUT/run_$tag.log" 2>&1
     log "run scarf_relaxed --backend gpu, $tag: rc $?, $(secs "$start"): $(grep -h 'steps/s' "$OUT/run_$tag.log" | tail -1); $(grep -c '^rerun: ' "$OUT/run_$tag.log") slow reruns"
   done
@@ -190,18 +214,18 @@ for p in ${PARITY//,/ }; do
   lim=$(budget 120)
   [ "$lim" -lt 10 ] && { log "parity $p: not run (deadline)"; continue; }
   start=$(now)
-  timeout "$lim" "$B/example_gpu_parity" "scenes/${p%%:*}.toml" "${p#*:}" >"$OUT/parity_${p%%:*}.log" 2>&1
+  timeout -k 5 "$lim" "$B/example_gpu_parity" "scenes/${p%%:*}.toml" "${p#*:}" >"$OUT/parity_${p%%:*}.log" 2>&1
   log "parity ${p%%:*} (${p#*:} steps): rc $?, $(secs "$start")"
-  grep -E '^(after|counts|rebuilds)' "$OUT/parity_${p%%:*}.log" | tail -4 | tee -a "$OUT/summary.txt"
+  grep -E '^(after|counts|rebuilds)' "$OUT/parity_${p%%:*}.log" | tail -4 | note
 done
 RELAX=${RELAX:-}
 for s in ${RELAX//,/ }; do
   lim=$(budget 300)
   [ "$lim" -lt 10 ] && { log "run $s: not run (deadline)"; continue; }
   start=$(now)
-  timeout "$lim" "$B/yarnsim" run "scenes/$s.toml" --backend gpu --frames 1 --stats "$OUT/stats_$s.jsonl" \
+  timeout -k 5 "$lim" "$B/yarnsim" run "scenes/$s.toml" --backend gpu --frames 1 --stats "$OUT/stats_$s.jsonl" \
     >"$OUT/relax_$s.log" 2>&1
   log "run $s --frames 1 on the GPU (relaxation included): rc $?, $(secs "$start"), $(grep -c '^rerun: ' "$OUT/relax_$s.log") slow reruns"
-  grep '^rerun: ' "$OUT/relax_$s.log" | head -5 | tee -a "$OUT/summary.txt"
+  grep '^rerun: ' "$OUT/relax_$s.log" | head -5 | note
 done
 true
