@@ -1356,7 +1356,7 @@ impl Scene {
                 if !kf.t.is_finite() || kf.t < 0.0 {
                     return Err((
                         kk("t"),
-                        format!("must be a finite time ≥ 0 s, got {}", shown(kf.t as f64)),
+                        format!("must be a finite time ≥ 0 s, got {}", shown(kf.t)),
                     ));
                 }
                 if j > 0 && kf.t <= keyframes[j - 1].t {
