@@ -256,13 +256,14 @@ fn resume_hint(a: &RunArgs, e: &anyhow::Error) {
         return;
     }
     match &a.out {
-        Some(dir) if dir.join(checkpoint::FILE_NAME).exists() => eprintln!(
+        // (Over the bar: the frames' bar is still on the terminal.)
+        Some(dir) if dir.join(checkpoint::FILE_NAME).exists() => say_over_bar(&format!(
             "note: the run's last checkpoint is in {0}; `yarnsim run --resume {0} --backend cpu` goes on from there on the CPU",
             dir.display()
-        ),
+        )),
         // (Too many balls for the GPU step: its message says so already.)
         _ if gpu_error(e, |g| matches!(g, GpuStepError::TooManyBalls { .. })) => {}
-        _ => eprintln!(
+        _ => say_over_bar(
             "note: this stops the GPU step, not the CPU path: the same command with `--backend cpu` runs the scene (a GPU run with `--checkpoint-every N` that stops so can go on from its last checkpoint on the CPU)"
         ),
     }
@@ -494,7 +495,8 @@ fn main() -> ExitCode {
     };
     if let Err(e) = &result {
         if !stopped {
-            eprintln!("{}", error_report(e));
+            clear_shown_bar();
+            say_line(&error_report(e));
         }
     }
     // A command asked to stop by a signal ends by it, once it has stopped (as the signal's
@@ -1308,9 +1310,11 @@ fn run(mut a: RunArgs) -> Result<()> {
             bar.suspend(|| write_matrices(dir, k, &matrices, &mut runner, quiet))?;
         }
         // After the frame's files, as the manifest's count: a record is of a frame written (one
-        // whose files failed to be written had its record).
+        // whose files failed to be written had its record). With the bar cleared around it: on
+        // the bar's terminal (`--stats /dev/stderr`) a record written after the bar began on the
+        // bar's line, and the bar's next redraw erased the record's last row.
         if let Some(s) = stats_out.as_mut() {
-            s.record(&st)?;
+            bar.suspend(|| s.record(&st))?;
         }
         manifest.frame_written(k)?;
         // After the frame's files: a checkpoint at frame k means frames 0..=k are written.
@@ -1424,8 +1428,23 @@ static SHOWN_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(
 /// Prints `line` on stderr, suspending the bar on the terminal (if any) around it.
 fn say_over_bar(line: &str) {
     match SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        Some(bar) => bar.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
+        Some(bar) => bar.suspend(|| say_line(line)),
+        None => say_line(line),
+    }
+}
+
+/// Prints `line` on stderr, come what may: where stderr is gone (its terminal hung up, SIGHUP on
+/// its way) `eprintln!` panics, and a run stopping on that signal, its checkpoint written, ended
+/// by the panic (status 101) instead of by the signal.
+fn say_line(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Clears the bar on the terminal, if any, for good: what is printed next (an error ending the
+/// command) is on a line of its own, not after the bar's text.
+fn clear_shown_bar() {
+    if let Some(bar) = SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        bar.finish_and_clear();
     }
 }
 

@@ -7,6 +7,10 @@ use std::process::{Command, Output};
 
 use yarnsim::output::{temp_target, write_atomic, write_bytes_atomic, OutputError};
 
+#[cfg(unix)]
+#[path = "support/pty.rs"]
+mod pty;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yarnsim"))
 }
@@ -1285,4 +1289,135 @@ fn a_frame_whose_yarn_the_step_stretched_is_refused() {
             && err.contains("a smaller simulation.dt"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a run shows on a terminal.
+
+/// The width of the terminal of the tests below: narrower than a stats record, which wraps.
+#[cfg(unix)]
+const TERM_COLS: u16 = 300;
+
+/// Whether `text` holds a progress bar (its characters, which only a bar draws).
+#[cfg(unix)]
+fn has_bar(text: &str) -> bool {
+    text.contains(['░', '█'])
+}
+
+/// `yarnsim run` of the tiny swatch with `args`, its standard error a terminal (standard output
+/// to `stdout`): its status and the lines of that terminal's screen ([`pty::screen`]), with the
+/// raw bytes' text.
+#[cfg(unix)]
+fn run_on_a_terminal(
+    args: &[&str],
+    stdout: std::process::Stdio,
+) -> (std::process::ExitStatus, Vec<String>, String) {
+    let (master, slave) = pty::open(TERM_COLS, 50);
+    let reading = pty::drain(master);
+    let mut cmd = bin();
+    cmd.arg("run")
+        .arg(tiny_scene())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(slave);
+    let status = cmd.status().unwrap();
+    // (The terminal reads to its end once no one holds its other side.)
+    drop(cmd);
+    let raw = reading.join().unwrap();
+    (status, pty::screen(&raw, TERM_COLS as usize), text(&raw))
+}
+
+#[test]
+#[cfg(unix)]
+fn the_screen_model_applies_returns_erasures_and_wraps() {
+    let bytes = b"bar 1\r\x1b[2Kbar 2\r\x1b[2K{\"a\":1}\nbar 3\x1b[1A\r\x1b[2Kx\x1b[1B\r\x1b[K";
+    assert_eq!(pty::screen(bytes, 80), ["x", ""]);
+    assert_eq!(pty::screen(b"ab\rc\r\n", 80), ["cb", ""]);
+    // A line wider than the terminal wraps, and is one line; erasing its last row loses it.
+    assert_eq!(pty::screen(b"abcdefg\r\n", 3), ["abcdefg", ""]);
+    assert_eq!(pty::screen(b"abcdefg\x1b[2K", 3), ["abcdef"]);
+}
+
+/// `--stats /dev/stderr` on the terminal that shows the progress bar: each record is a line of its
+/// own, whole, and the bar is gone at the end; with `--quiet` the records are all there is.
+/// Before, a record was written after the bar as it stood, so its line began with the bar's text,
+/// and the bar's next redraw erased the last row of the wrapped record.
+#[test]
+#[cfg(unix)]
+fn stats_records_on_the_progress_bars_terminal_are_whole_lines() {
+    // (Frames of 1,620 steps, a few tenths of a second each: the bar is drawn during each.)
+    let args = [
+        "--frames",
+        "3",
+        "--set",
+        "simulation.fps=10",
+        "--stats",
+        "/dev/stderr",
+    ];
+    for quiet in [false, true] {
+        let mut args = args.to_vec();
+        if quiet {
+            args.push("--quiet");
+        }
+        let (status, screen, raw) = run_on_a_terminal(&args, std::process::Stdio::null());
+        assert!(status.success(), "{status:?}: {screen:#?}");
+        let records: Vec<&String> = screen.iter().filter(|l| l.contains("\"frame\"")).collect();
+        let frames: Vec<u64> = records
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .unwrap_or_else(|e| panic!("not a whole record ({e}): {l}"))["frame"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(frames, [1, 2, 3], "{screen:#?}");
+        assert!(
+            !screen.iter().any(|l| has_bar(l)),
+            "a bar stayed on the screen: {screen:#?}"
+        );
+        if quiet {
+            assert!(!has_bar(&raw), "--quiet drew a bar: {raw:?}");
+            let rest: Vec<&String> = screen
+                .iter()
+                .filter(|l| !l.is_empty() && !l.contains("\"frame\""))
+                .collect();
+            assert!(rest.is_empty(), "{rest:#?}");
+        } else {
+            // (The bars were drawn: the test saw the terminal they are drawn on.)
+            assert!(
+                raw.contains("relaxing") && raw.contains("/4860 steps"),
+                "{raw:?}"
+            );
+        }
+    }
+}
+
+/// An error that ends a run while its bar is on the terminal is on a line of its own: it was
+/// printed after the bar, on the bar's line (`███ frame 1/2 … (eta 1s)  error: frame 1: …`).
+#[test]
+#[cfg(unix)]
+fn an_error_during_the_frames_is_not_printed_on_the_bar() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let args = [
+        "--frames",
+        "2",
+        "--set",
+        "relax.time=0",
+        "--set",
+        "simulation.fps=10",
+    ];
+    let (status, screen, raw) = run_on_a_terminal(&args, full.into());
+    assert!(!status.success(), "{screen:#?}");
+    assert!(raw.contains("/3240 steps"), "no bar was drawn: {raw:?}");
+    let error = screen
+        .iter()
+        .find(|l| l.contains("error: frame 1: writing its line to standard output"))
+        .unwrap_or_else(|| panic!("{screen:#?}"));
+    assert!(error.starts_with("error: "), "{error}");
+    assert!(!screen.iter().any(|l| has_bar(l)), "{screen:#?}");
 }
