@@ -1,7 +1,7 @@
-//! What SIGINT (Ctrl-C) and SIGTERM do to a command: stop where the work done can be kept, or end
-//! without leaving temporary files behind.
+//! What SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed: an ssh session dropped) do to a
+//! command: stop where the work done can be kept, or end without leaving temporary files behind.
 //!
-//! [`install`] (first thing in `main`, while the process has one thread) blocks both signals in
+//! [`install`] (first thing in `main`, while the process has one thread) blocks the signals in
 //! the calling thread, so every thread started later has them blocked too, and starts one thread
 //! that waits for them (`sigwait`). What a signal does therefore runs as ordinary code, not in a
 //! signal handler, and may lock, allocate and print:
@@ -55,15 +55,20 @@ pub const LAST_WORDS_WAIT: Duration = Duration::from_secs(2);
 /// Why [`install`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InterruptError {
-    #[error("cannot block SIGINT and SIGTERM for their watcher thread (error {0})")]
+    #[error("cannot block SIGINT, SIGTERM and SIGHUP for their watcher thread (error {0})")]
     Mask(i32),
-    #[error("cannot start the thread that watches for SIGINT and SIGTERM: {0}")]
+    #[error("cannot start the thread that watches for SIGINT, SIGTERM and SIGHUP: {0}")]
     Thread(#[source] std::io::Error),
 }
 
-/// The signals handled here: SIGINT and SIGTERM, except one whose disposition is "ignore" (a
-/// blocked signal is still queued, and `sigwait` would take a signal the parent meant to be
-/// ignored). `None` when there is none to handle.
+/// The signals handled here: SIGINT, SIGTERM and SIGHUP, except one whose disposition is "ignore"
+/// (a blocked signal is still queued, and `sigwait` would take a signal the parent meant to be
+/// ignored: `nohup` ignores SIGHUP). `None` when there is none to handle.
+///
+/// SIGHUP is a terminal that went away (an ssh session dropped, a terminal window closed) as much
+/// as a request to stop: left to its default action it ended a run at once, losing every frame
+/// since its last checkpoint (all of them without `--checkpoint-every`) and leaving the temporary
+/// files of its writes in progress.
 #[cfg(unix)]
 fn signal_set() -> Option<libc::sigset_t> {
     // SAFETY: sigemptyset initializes the set it is given; sigaction with a null new action only
@@ -72,7 +77,7 @@ fn signal_set() -> Option<libc::sigset_t> {
         let mut set = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut set);
         let mut any = false;
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             let mut old = std::mem::zeroed::<libc::sigaction>();
             let ignored = libc::sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == libc::SIG_IGN;
@@ -85,10 +90,10 @@ fn signal_set() -> Option<libc::sigset_t> {
     }
 }
 
-/// Blocks SIGINT and SIGTERM in this thread (and so in every thread it starts after) and starts
-/// the thread that handles them (see the module doc). Call it before any other thread exists: a
-/// thread started earlier keeps the signals unblocked, and one delivered to it would end the
-/// process by the default action, as if this had not been called.
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and so in every thread it starts after) and
+/// starts the thread that handles them (see the module doc). Call it before any other thread
+/// exists: a thread started earlier keeps the signals unblocked, and one delivered to it would end
+/// the process by the default action, as if this had not been called.
 #[cfg(unix)]
 pub fn install() -> Result<(), InterruptError> {
     let Some(set) = signal_set() else {
@@ -182,6 +187,9 @@ pub fn signal_name(sig: i32) -> &'static str {
         }
         if sig == libc::SIGTERM {
             return "SIGTERM";
+        }
+        if sig == libc::SIGHUP {
+            return "SIGHUP";
         }
     }
     "a signal"

@@ -460,7 +460,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    // Ctrl-C and SIGTERM are handled on a thread of their own (a run with --out stops where it
+    // Ctrl-C, SIGTERM and SIGHUP are handled on a thread of their own (a run with --out stops where it
     // can write a checkpoint; every command removes its temporary files): installed while the
     // process has one thread, so that every later thread leaves the signals to it.
     if let Err(e) = yarnsim::interrupt::install() {
@@ -1227,21 +1227,19 @@ fn run(mut a: RunArgs) -> Result<()> {
                 }
                 manifest.stopped()?;
                 yarnsim::interrupt::wait_notice();
-                eprintln!(
+                say_line(&format!(
                     "stopped by {} after frame {} of {frames}: the checkpoint in {2} holds it; `yarnsim run --resume {2}` goes on",
                     yarnsim::interrupt::signal_name(sig),
                     k - 1,
                     c.dir.display()
-                );
+                ));
                 return Err(Stopped.into());
             }
             if !quiet {
-                bar.suspend(|| {
-                    eprintln!(
-                        "the GPU had begun frame {k} while frame {} ended: the run stops at its end",
-                        k - 1
-                    )
-                });
+                say_over_bar(&format!(
+                    "the GPU had begun frame {k} while frame {} ended: the run stops at its end",
+                    k - 1
+                ));
             }
         }
         RUN_FRAME.store(k, std::sync::atomic::Ordering::SeqCst);
@@ -1324,11 +1322,26 @@ fn run(mut a: RunArgs) -> Result<()> {
         }
         if !quiet {
             // (A full disk or device behind standard output is an error, not a panic.)
-            bar.suspend(|| {
+            let written = bar.suspend(|| {
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{}", summary_line(&st, frames)).and_then(|()| out.flush())
-            })
-            .with_context(|| format!("frame {k}: writing its line to standard output"))?;
+            });
+            if let Err(e) = written {
+                // Frame k and its files are written: the run is saved there before it fails, so
+                // that it can go on (a terminal that hung up, whose SIGHUP may come after the
+                // write failed; a full disk behind a redirected standard output).
+                if let Some(c) = &checkpointing {
+                    if saved_at != Some(k) {
+                        c.write(&mut runner, &scene, &scene_dir)?;
+                    }
+                    say_over_bar(&format!(
+                        "note: the checkpoint in {0} holds frame {k}; `yarnsim run --resume {0}` goes on",
+                        c.dir.display()
+                    ));
+                }
+                return Err(anyhow::Error::new(e)
+                    .context(format!("frame {k}: writing its line to standard output")));
+            }
         }
     }
     bar.finish_and_clear();
@@ -1628,11 +1641,11 @@ fn relax_sim(
             let sig = yarnsim::interrupt::requested().unwrap_or(0);
             yarnsim::interrupt::wait_notice();
             let dir = saves.as_ref().map_or(Path::new("."), |s| s.dir);
-            eprintln!(
+            say_line(&format!(
                 "stopped by {} in the relaxation before t = 0, after {steps} of its steps: the checkpoint in {1} holds it; `yarnsim run --resume {1}` goes on",
                 yarnsim::interrupt::signal_name(sig),
                 dir.display()
-            );
+            ));
             return Err(Stopped.into());
         }
         Err(e) => return Err(anyhow::Error::new(e).context(context())),
@@ -2015,7 +2028,7 @@ fn open_resume(a: &mut RunArgs, dir: &Path) -> Result<(checkpoint::Checkpoint, R
     }
     if !path.exists() {
         bail!(
-            "--resume {}: no checkpoint ({}) there; a run writes one with --out DIR --checkpoint-every N, and where Ctrl-C or SIGTERM stops a run with --out",
+            "--resume {}: no checkpoint ({}) there; a run writes one with --out DIR --checkpoint-every N, and where Ctrl-C, SIGTERM or SIGHUP stops a run with --out",
             dir.display(),
             checkpoint::FILE_NAME
         );

@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM (`yarnsim::interrupt`): a run with `--out` stops where it can be saved (the
+//! Ctrl-C, SIGTERM and SIGHUP (`yarnsim::interrupt`): a run with `--out` stops where it can be saved (the
 //! end of its frame; in the relaxation before t = 0, its next resume point), writes a checkpoint
 //! there and ends by the signal, and `--resume` goes on to the frames of an uninterrupted run, bit
 //! for bit; a second signal ends it at once, leaving no temporary file; a table stopped by a signal
@@ -12,6 +12,9 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use yarnsim::checkpoint::{self, Checkpoint};
+
+#[path = "support/pty.rs"]
+mod pty;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yarnsim"))
@@ -595,4 +598,202 @@ fn a_run_blocked_on_its_output_still_ends_on_a_signal() {
             "--out {with_out}: {status:?}"
         );
     }
+}
+
+/// `yarnsim run` of the tiny swatch into `out` for 500 frames, on a terminal of its own (its
+/// controlling terminal: standard input and error, and standard output with `stdout_too`, else a
+/// pipe) that goes away (hangs up) once frame 1 is done: its status once it ended.
+fn run_until_its_terminal_hangs_up(out: &Path, stdout_too: bool) -> ExitStatus {
+    use std::os::unix::process::CommandExt;
+    let (mut master, slave) = pty::open(200, 50);
+    let mut cmd = bin();
+    cmd.arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(out)
+        .args(["--frames", "500"])
+        .stdin(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    if stdout_too {
+        cmd.stdout(slave);
+    } else {
+        cmd.stdout(Stdio::piped());
+        drop(slave);
+    }
+    // SAFETY: setsid(2) and ioctl(2) are async-signal-safe, as pre_exec asks; the terminal (its
+    // standard input, set up before this runs) becomes the new session's controlling terminal,
+    // whose hang-up sends it SIGHUP.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    let t0 = Instant::now();
+    if stdout_too {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !text(&seen).contains("frame    1/500") {
+            assert!(t0.elapsed() < Duration::from_secs(120), "{}", text(&seen));
+            match master.read(&mut buf) {
+                Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                r => panic!("the terminal ended ({r:?}): {}", text(&seen)),
+            }
+        }
+        drop(master);
+    } else {
+        let terminal = pty::Reader::new(master);
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        read_until(&mut stdout, |l| l.starts_with("frame    1/500"));
+        terminal.close();
+        // (Read to its end on a thread of its own: the run goes on writing its lines there.)
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stdout.read_to_string(&mut rest);
+        });
+    }
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("still running 120 s after the hang-up");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A run whose terminal goes away (an ssh session dropped, a terminal window closed: its
+/// controlling terminal hangs up, and the run gets SIGHUP, its prints to the terminal failing from
+/// then on) stops as Ctrl-C stops it: at the end of its frame, with a checkpoint, ending by SIGHUP,
+/// and a resume goes on bitwise. Before, SIGHUP's default action ended it at once with no
+/// checkpoint (every frame of a run without `--checkpoint-every` lost for resuming), and once it
+/// was handled, the stop's message, printed to the terminal that was gone, panicked (status 101).
+#[test]
+fn a_run_whose_terminal_hangs_up_saves_its_frame_and_resumes() {
+    let dir = scratch("hangup");
+    let (full, part) = (dir.join("full"), dir.join("part"));
+    let status = run_until_its_terminal_hangs_up(&part, false);
+    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}");
+    // Frames 0..=k and a checkpoint of frame k, nothing after it, no temporary file.
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    let k = ck.frames();
+    assert!(k >= 1, "{k}");
+    assert!(part.join(format!("frame_{k:04}.bcc")).exists());
+    assert!(!part.join(format!("frame_{:04}.bcc", k + 1)).exists());
+    assert!(temps(&part).is_empty(), "{:?}", temps(&part));
+    let m = manifest(&part);
+    assert_eq!(m["stopped_by"], "SIGHUP", "{m:#}");
+    assert_eq!(m["frames_written"], k + 1);
+    let last = (k + 1).to_string();
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(&part)
+        .args(["--frames", &last, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    let out = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(&full)
+        .args(["--frames", &last, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for j in 0..=k + 1 {
+        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
+    }
+}
+
+/// The same with the run's standard output on that terminal too: its frame's line fails to be
+/// written, perhaps before the signal is taken. Either way the run is saved at the frame it wrote
+/// last and can go on: it ends by SIGHUP, or by the failed line's error (status 1) with a
+/// checkpoint of the frame, never a panic. Before (SIGHUP handled), the failed line ended the run
+/// with no checkpoint, and the error, printed to the terminal that was gone, panicked.
+#[test]
+fn a_run_whose_terminal_with_its_output_hangs_up_can_go_on() {
+    let part = scratch("hangup-stdout").join("part");
+    let status = run_until_its_terminal_hangs_up(&part, true);
+    assert!(
+        status.signal() == Some(libc::SIGHUP) || status.code() == Some(1),
+        "{status:?}"
+    );
+    let m = manifest(&part);
+    let written = m["frames_written"].as_u64().unwrap() as u32;
+    let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
+    assert_eq!(ck.frames() + 1, written, "{m:#}");
+    assert!(temps(&part).is_empty(), "{:?}", temps(&part));
+    let next = written.to_string();
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(&part)
+        .args(["--frames", &next, "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    assert!(part.join(format!("frame_{written:04}.bcc")).exists());
+}
+
+/// SIGHUP sent to a run (`kill -HUP`, its terminal still there) stops it as SIGTERM does, saying
+/// so; one the parent set to be ignored (`nohup`) stays ignored.
+#[test]
+fn sighup_stops_a_run_where_it_can_be_saved_unless_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("sighup");
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(dir.join("hup"))
+        .args(["--frames", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with("frame    1/500"));
+    send(&child, libc::SIGHUP);
+    let (status, _, err) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}: {err}");
+    assert!(
+        err.contains("SIGHUP: the run stops at the end of frame"),
+        "{err}"
+    );
+    let k = number_after(&err, "stopped by SIGHUP after frame ") as u32;
+    assert_eq!(
+        Checkpoint::read(&dir.join("hup").join(checkpoint::FILE_NAME))
+            .unwrap()
+            .frames(),
+        k
+    );
+
+    let mut cmd = bin();
+    cmd.arg("run")
+        .arg(scene("tiny"))
+        .arg("--out")
+        .arg(dir.join("nohup"))
+        .args(["--frames", "20", "--set", "simulation.fps=300"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec asks.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    read_until(&mut stdout, |l| l.starts_with("frame    1/20"));
+    send(&child, libc::SIGHUP);
+    let (status, _, err) = finish(child);
+    assert!(status.success(), "{status:?}: {err}");
+    assert_eq!(manifest(&dir.join("nohup"))["finished"], true);
 }

@@ -821,6 +821,54 @@ fn a_closed_or_full_standard_output_ends_the_run_cleanly() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A run with `--out` whose standard output fails (a full disk behind a redirection; a terminal
+/// that hung up) writes a checkpoint of the frame it had written before it ends with the error,
+/// and says so: the run goes on with `--resume`. Before, only a run with `--checkpoint-every` could
+/// go on, from its last scheduled checkpoint.
+#[test]
+fn a_run_whose_standard_output_fails_can_go_on() {
+    let dir = scratch("full-stdout-resume");
+    let out = dir.join("frames");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let done = bin()
+        .arg("run")
+        .arg(tiny_scene())
+        .args(["--set", "contact.model=none", "--frames", "3", "--out"])
+        .arg(&out)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = check_failed(&done);
+    assert!(
+        err.contains("frame 1: writing its line to standard output"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "note: the checkpoint in {0} holds frame 1; `yarnsim run --resume {0}` goes on",
+            out.display()
+        )),
+        "{err}"
+    );
+    let ck =
+        yarnsim::checkpoint::Checkpoint::read(&out.join(yarnsim::checkpoint::FILE_NAME)).unwrap();
+    assert_eq!(ck.frames(), 1);
+    let resumed = bin()
+        .args(["run", "--resume"])
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    check_ok(&resumed);
+    assert!(out.join("frame_0003.bcc").is_file());
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["finished"], true);
+}
+
 /// A run that fails before its first frame (in its relaxation) leaves a manifest that says so.
 #[test]
 fn a_run_failing_in_its_relaxation_leaves_a_manifest() {
