@@ -825,6 +825,7 @@ fn run(mut a: RunArgs) -> Result<()> {
     if frames > 10_000_000 {
         bail!("--frames {frames}: at most 10000000, as simulation.frames");
     }
+    LogLines::asked()?;
     if frames < first_frame {
         bail!(
             "--frames {frames}: the checkpoint is at frame {first_frame}; a resumed run can only go on from there"
@@ -1528,14 +1529,33 @@ impl LogLines {
         }
     }
 
-    /// `YARNSIM_PROGRESS_SECS` (default 60 s).
+    /// `YARNSIM_PROGRESS_SECS` (default 60 s; a value [`LogLines::asked`] refuses, which a run
+    /// checks first, gives the default).
     fn interval() -> std::time::Duration {
-        let secs = std::env::var("YARNSIM_PROGRESS_SECS")
+        Self::asked()
             .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
+            .flatten()
+            .unwrap_or(std::time::Duration::from_secs(60))
+    }
+
+    /// The interval `YARNSIM_PROGRESS_SECS` asks for, if it is set; a value that is not a number
+    /// of seconds is an error (it was taken silently for the default, 60 s: a log asked for a line
+    /// every `5s` had none for a minute).
+    fn asked() -> Result<Option<std::time::Duration>> {
+        const VAR: &str = "YARNSIM_PROGRESS_SECS";
+        let Some(v) = std::env::var_os(VAR) else {
+            return Ok(None);
+        };
+        let secs = v
+            .to_str()
+            .and_then(|t| t.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
-            .unwrap_or(60.0);
-        std::time::Duration::from_secs_f64(secs)
+            .with_context(|| {
+                format!(
+                    "{VAR}={v:?}: not an interval in seconds between progress lines (seconds, 0 or more and below 1e9: 0.5, 60)"
+                )
+            })?;
+        Ok(Some(std::time::Duration::from_secs_f64(secs)))
     }
 
     /// Prints `line()` when the interval has passed since the last line (or the start).

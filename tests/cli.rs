@@ -1403,6 +1403,35 @@ fn a_run_logs_its_progress_where_no_bar_shows() {
     );
 }
 
+/// A `YARNSIM_PROGRESS_SECS` that is not a number of seconds is refused before the run makes
+/// anything, naming the variable and its value; it was taken silently for the default, 60 s.
+#[test]
+fn a_progress_interval_that_is_not_seconds_is_refused() {
+    let dir = scratch("progress-bad");
+    let scene = tiny_scene(&dir, "none");
+    for bad in ["5s", "-1", "nan", ""] {
+        let out = dir.join("out");
+        let err = failure(
+            bin()
+                .arg("run")
+                .arg(&scene)
+                .args(["--frames", "1", "--out"])
+                .arg(&out)
+                .env("YARNSIM_PROGRESS_SECS", bad),
+        );
+        assert!(
+            err.contains(&format!(
+                "YARNSIM_PROGRESS_SECS={bad:?}: not an interval in seconds"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!out.exists(), "{bad}");
+    }
+    // Spaces around a number are fine.
+    let log = logged_run(&scene, &["--frames", "1"], Some(" 0.5 "), true);
+    assert!(log.is_empty(), "{log}");
+}
+
 /// A GPU run says why a step takes long: each batch rerun whose failed attempt took at least
 /// the shorter of 10 s and `YARNSIM_PROGRESS_SECS` (0 here: every one) prints a line naming what
 /// grew or which budget was raised, and up to which step it runs again when that is before the
