@@ -107,6 +107,34 @@ fn frame(dir: &Path, k: u32) -> Vec<u8> {
     std::fs::read(dir.join(format!("frame_{k:04}.bcc"))).unwrap()
 }
 
+/// `yarnsim run --resume DIR --frames FRAMES -q`, which must succeed.
+fn resume_to(dir: &Path, frames: u32) {
+    let out = bin()
+        .args(["run", "--resume"])
+        .arg(dir)
+        .args(["--frames", &frames.to_string(), "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+}
+
+/// The run that `part` stood for, uninterrupted into `full` to frame `last`: its frames must be
+/// `part`'s, bit for bit.
+fn same_as_uninterrupted(part: &Path, full: &Path, scene_name: &str, last: u32) {
+    let out = bin()
+        .arg("run")
+        .arg(scene(scene_name))
+        .arg("--out")
+        .arg(full)
+        .args(["--frames", &last.to_string(), "-q"])
+        .output()
+        .unwrap();
+    check_ok(&out);
+    for j in 0..=last {
+        assert!(frame(full, j) == frame(part, j), "frame {j} differs");
+    }
+}
+
 fn manifest(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
@@ -167,26 +195,8 @@ fn a_run_stopped_by_ctrl_c_saves_its_frame_and_resumes_bitwise() {
     assert_eq!(m["finished"], false);
     // Resumed (the saved run asked for no checkpoints: the resumed one writes none on a
     // schedule) and run uninterrupted: the same frames.
-    let last = (k + 2).to_string();
-    let out = bin()
-        .args(["run", "--resume"])
-        .arg(&part)
-        .args(["--frames", &last, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    let out = bin()
-        .arg("run")
-        .arg(scene("tiny"))
-        .arg("--out")
-        .arg(&full)
-        .args(["--frames", &last, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    for j in 0..=k + 2 {
-        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
-    }
+    resume_to(&part, k + 2);
+    same_as_uninterrupted(&part, &full, "tiny", k + 2);
     assert_eq!(
         Checkpoint::read(&part.join(checkpoint::FILE_NAME))
             .unwrap()
@@ -302,18 +312,7 @@ fn a_run_stopped_while_relaxing_resumes_the_relaxation_bitwise() {
         "{}",
         text(&out.stderr)
     );
-    let out = bin()
-        .arg("run")
-        .arg(scene("swatch"))
-        .arg("--out")
-        .arg(&full)
-        .args(["--frames", "1", "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    for j in 0..=1 {
-        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
-    }
+    same_as_uninterrupted(&part, &full, "swatch", 1);
 }
 
 /// A second Ctrl-C does not wait for the frame's end: the run ends at once by SIGINT, with no
@@ -447,15 +446,8 @@ fn a_gpu_run_stopped_by_ctrl_c_saves_where_no_steps_ran_ahead() {
         k
     );
     assert!(!dir.join(format!("frame_{:04}.bcc", k + 1)).exists());
-    let next = (k + 1).to_string();
-    let out = bin()
-        .args(["run", "--resume"])
-        .arg(&dir)
-        .args(["--frames", &next, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    assert!(dir.join(format!("frame_{next:0>4}.bcc")).exists());
+    resume_to(&dir, k + 1);
+    assert!(dir.join(format!("frame_{:04}.bcc", k + 1)).exists());
 }
 
 /// What a process ending by a signal does with the writes in progress (`output::abandon_writes`,
@@ -690,26 +682,8 @@ fn a_run_whose_terminal_hangs_up_saves_its_frame_and_resumes() {
     let m = manifest(&part);
     assert_eq!(m["stopped_by"], "SIGHUP", "{m:#}");
     assert_eq!(m["frames_written"], k + 1);
-    let last = (k + 1).to_string();
-    let out = bin()
-        .args(["run", "--resume"])
-        .arg(&part)
-        .args(["--frames", &last, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    let out = bin()
-        .arg("run")
-        .arg(scene("tiny"))
-        .arg("--out")
-        .arg(&full)
-        .args(["--frames", &last, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
-    for j in 0..=k + 1 {
-        assert!(frame(&full, j) == frame(&part, j), "frame {j} differs");
-    }
+    resume_to(&part, k + 1);
+    same_as_uninterrupted(&part, &full, "tiny", k + 1);
 }
 
 /// The same with the run's standard output on that terminal too: its frame's line fails to be
@@ -730,14 +704,7 @@ fn a_run_whose_terminal_with_its_output_hangs_up_can_go_on() {
     let ck = Checkpoint::read(&part.join(checkpoint::FILE_NAME)).unwrap();
     assert_eq!(ck.frames() + 1, written, "{m:#}");
     assert!(temps(&part).is_empty(), "{:?}", temps(&part));
-    let next = written.to_string();
-    let out = bin()
-        .args(["run", "--resume"])
-        .arg(&part)
-        .args(["--frames", &next, "-q"])
-        .output()
-        .unwrap();
-    check_ok(&out);
+    resume_to(&part, written);
     assert!(part.join(format!("frame_{written:04}.bcc")).exists());
 }
 
