@@ -547,20 +547,7 @@ fn info_describes_a_model_without_a_fit() {
     yarnsim::bcc::write(&dir.join("one.bcc"), &[yarn]).unwrap();
     let path = dir.join("s.toml");
     std::fs::write(&path, "[[cloth]]\nsource.bcc = { path = \"one.bcc\" }\n").unwrap();
-    let info = |json: bool| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
-        c.arg("info");
-        if json {
-            c.arg("--json");
-        }
-        let out = c.arg(&path).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let info = |json: bool| info_of(&path, json);
     let v: serde_json::Value = serde_json::from_str(&info(true)).unwrap();
     let im = &v["import"];
     assert!(im["fit_radius"].is_null(), "{im}");
@@ -572,6 +559,22 @@ fn info_describes_a_model_without_a_fit() {
     let s = info(false);
     assert!(s.contains("import.fit_radius none: no two strands"), "{s}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `yarnsim info [--json] PATH`'s standard output; the command must succeed.
+fn info_of(path: &std::path::Path, json: bool) -> String {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
+    c.arg("info");
+    if json {
+        c.arg("--json");
+    }
+    let out = c.arg(path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Where fewer than half the quadrature points find another strand within the fit's search radius
@@ -588,20 +591,7 @@ fn info_shows_a_median_beyond_the_search_radius_as_such() {
     yarnsim::bcc::write(&dir.join("ring.bcc"), &[ring]).unwrap();
     let path = dir.join("s.toml");
     std::fs::write(&path, "[[cloth]]\nsource.bcc = { path = \"ring.bcc\" }\n").unwrap();
-    let info = |json: bool| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_yarnsim"));
-        c.arg("info");
-        if json {
-            c.arg("--json");
-        }
-        let out = c.arg(&path).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let info = |json: bool| info_of(&path, json);
     let v: serde_json::Value = serde_json::from_str(&info(true)).unwrap();
     let im = &v["import"];
     assert!(im["fit_radius"].as_f64().is_some(), "{im}");
