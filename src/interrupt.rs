@@ -10,11 +10,12 @@
 //!   which then stops at the next point where a checkpoint can be written, writes one and ends),
 //!   the first signal sets the flag [`stop_flag`] (read by the command's loops: a run's frames,
 //!   [`crate::relax::Saves::stop`]) and prints the command's notice;
-//! * otherwise, and on a second signal, the process ends at once ([`end_by_signal`]): the
-//!   temporary files of writes in progress are removed ([`crate::output::abandon_writes`]), the
-//!   command's last words are said ([`set_last_words`]: `yarnsim table` prints the rows it
-//!   finished), and the signal is raised again with its default action, so that the parent sees
-//!   the process end by the signal, as it did before (a shell loop over runs stops at Ctrl-C).
+//! * otherwise, and on a second signal (other than SIGHUP: a hang-up repeats itself), the
+//!   process ends at once ([`end_by_signal`]): the temporary files of writes in progress are
+//!   removed ([`crate::output::abandon_writes`]), the command's last words are said
+//!   ([`set_last_words`]: `yarnsim table` prints the rows it finished), and the signal is
+//!   raised again with its default action, so that the parent sees the process end by the
+//!   signal, as it did before (a shell loop over runs stops at Ctrl-C).
 //!
 //! The watcher itself never waits on the command: the notice and the last words print on threads
 //! of their own (a command blocked writing to a full pipe holds the locks of standard output and
@@ -125,6 +126,11 @@ pub fn install() -> Result<(), InterruptError> {
                         .spawn(move || notice(sig));
                     *NOTICE.lock().unwrap_or_else(|e| e.into_inner()) = printing.ok();
                 }
+                // A hang-up comes more than once (an interactive shell forwards it to its jobs,
+                // and the kernel sends it again to the terminal's foreground job as the shell
+                // exits, under bash 0.2 ms apart): a repeat is no request to stop at once, and
+                // taken as one it lost the checkpoint the first one asked for.
+                Some(_) if sig == libc::SIGHUP => {}
                 _ => end_by_signal(sig),
             }
         })

@@ -764,3 +764,45 @@ fn sighup_stops_a_run_where_it_can_be_saved_unless_ignored() {
     assert!(status.success(), "{status:?}: {err}");
     assert_eq!(manifest(&dir.join("nohup"))["finished"], true);
 }
+
+/// A hang-up comes more than once: an interactive shell whose terminal went away forwards SIGHUP
+/// to its jobs, and the kernel sends it again to the terminal's foreground job as the shell exits
+/// (0.2 ms apart under bash). The repeat is no request to stop at once: the run still stops at the
+/// end of its frame with a checkpoint. Before, the second SIGHUP was taken as a second Ctrl-C and
+/// ended the run at once, with no checkpoint, unless the two happened to merge.
+#[test]
+fn a_repeated_sighup_still_saves_the_frame() {
+    let dir = scratch("hup-twice");
+    // Frames of 3,240 steps (some seconds each), so the second signal comes within the first.
+    let mut child = bin()
+        .arg("run")
+        .arg(scene("swatch"))
+        .arg("--out")
+        .arg(&dir)
+        .args(["--frames", "100", "--set", "relax.time=0"])
+        .args(["--set", "simulation.fps=10"])
+        .env("YARNSIM_PROGRESS_SECS", "0.01")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    read_until(&mut stderr, |l| l.starts_with("frame 1/100: step"));
+    send(&child, libc::SIGHUP);
+    // The second once the first was taken (a signal sent while the first is pending merges
+    // with it).
+    read_until(&mut stderr, |l| l.starts_with("SIGHUP: the run stops"));
+    send(&child, libc::SIGHUP);
+    let mut err = String::new();
+    stderr.read_to_string(&mut err).unwrap();
+    let (status, _, _) = finish(child);
+    assert_eq!(status.signal(), Some(libc::SIGHUP), "{status:?}: {err}");
+    let k = number_after(&err, "stopped by SIGHUP after frame ") as u32;
+    assert_eq!(
+        Checkpoint::read(&dir.join(checkpoint::FILE_NAME))
+            .unwrap()
+            .frames(),
+        k
+    );
+    assert!(temps(&dir).is_empty(), "{:?}", temps(&dir));
+}
