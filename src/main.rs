@@ -1215,6 +1215,8 @@ fn run(mut a: RunArgs) -> Result<()> {
     let mut log = LogLines::new(quiet);
     let mut warned_stretch = false;
     show_bar(Some(&bar));
+    // The frame whose line standard output failed to take, and why (see below, after the line).
+    let mut stdout_failed: Option<(u32, std::io::Error)> = None;
     for k in first_frame + 1..=frames {
         // Asked to stop (a signal; only with --out): here, after frame k − 1 and its files, with
         // a checkpoint of it; on the GPU path, once no steps of the next frame have run ahead (a
@@ -1250,7 +1252,7 @@ fn run(mut a: RunArgs) -> Result<()> {
         // contact matrix, a stop a signal asked for) or there is no next frame.
         let checkpoint_after = checkpointing.as_ref().is_some_and(|c| c.due(k, frames));
         let matrix_after = matrices.iter().any(|m| m.frame == k);
-        let stopping = yarnsim::interrupt::requested().is_some();
+        let stopping = yarnsim::interrupt::requested().is_some() || stdout_failed.is_some();
         runner.set_run_ahead(k < frames && !checkpoint_after && !matrix_after && !stopping);
         let st = runner
             .frame(&mut || {
@@ -1321,28 +1323,34 @@ fn run(mut a: RunArgs) -> Result<()> {
             bar.suspend(|| c.write(&mut runner, &scene, &scene_dir))?;
             saved_at = Some(k);
         }
-        if !quiet {
+        if !quiet && stdout_failed.is_none() {
             // (A full disk or device behind standard output is an error, not a panic.)
             let written = bar.suspend(|| {
                 let mut out = std::io::stdout().lock();
                 writeln!(out, "{}", summary_line(&st, frames)).and_then(|()| out.flush())
             });
-            if let Err(e) = written {
-                // Frame k and its files are written: the run is saved there before it fails, so
-                // that it can go on (a terminal that hung up, whose SIGHUP may come after the
-                // write failed; a full disk behind a redirected standard output).
-                if let Some(c) = &checkpointing {
-                    if saved_at != Some(k) {
-                        c.write(&mut runner, &scene, &scene_dir)?;
-                    }
-                    say_over_bar(&format!(
-                        "note: the checkpoint in {0} holds frame {k}; `yarnsim run --resume {0}` goes on",
-                        c.dir.display()
-                    ));
+            stdout_failed = written.err().map(|e| (k, e));
+        }
+        // Frame k and its files are written: a run whose standard output failed is saved there
+        // before it fails, so that it can go on (a terminal that hung up, whose SIGHUP may come
+        // after the write failed; a full disk behind a redirected standard output). Where the GPU
+        // had run steps of the next frame ahead, its state is not frame k's and cannot be saved
+        // (its download is refused): that frame is run and written first, without its line, as a
+        // signal's stop does.
+        if let Some((at, e)) =
+            stdout_failed.take_if(|_| checkpointing.is_none() || runner.steps_ahead() == 0)
+        {
+            if let Some(c) = &checkpointing {
+                if saved_at != Some(k) {
+                    c.write(&mut runner, &scene, &scene_dir)?;
                 }
-                return Err(anyhow::Error::new(e)
-                    .context(format!("frame {k}: writing its line to standard output")));
+                say_over_bar(&format!(
+                    "note: the checkpoint in {0} holds frame {k}; `yarnsim run --resume {0}` goes on",
+                    c.dir.display()
+                ));
             }
+            return Err(anyhow::Error::new(e)
+                .context(format!("frame {at}: writing its line to standard output")));
         }
     }
     bar.finish_and_clear();

@@ -869,6 +869,62 @@ fn a_run_whose_standard_output_fails_can_go_on() {
     assert_eq!(m["finished"], true);
 }
 
+/// The same on the GPU step, which runs the next frame's first steps while a frame's pass-through
+/// check runs, so that when the frame's line fails the GPU's state is already past the frame: the
+/// run goes on to the end of the frame it had begun (writing it, not its line), saves there and
+/// then fails with the line's error. Before, the checkpoint's download was refused while steps
+/// were ahead, and the run ended with that refusal ("the GPU step ran 54 steps of the next frame
+/// ahead ... turn run-ahead off"), no checkpoint and no word of standard output.
+#[test]
+fn a_gpu_run_whose_standard_output_fails_can_go_on() {
+    if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_whose_standard_output_fails_can_go_on")
+        .is_none()
+    {
+        return;
+    }
+    let dir = scratch("full-stdout-resume-gpu");
+    let out = dir.join("frames");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    // (Frames of 54 steps: a moment each on lavapipe.)
+    let done = bin()
+        .arg("run")
+        .arg(tiny_scene())
+        .args(["--backend", "gpu", "--set", "simulation.fps=300"])
+        .args(["--frames", "3", "--out"])
+        .arg(&out)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = check_failed(&done);
+    assert!(
+        err.contains("frame 1: writing its line to standard output"),
+        "{err}"
+    );
+    let ck =
+        yarnsim::checkpoint::Checkpoint::read(&out.join(yarnsim::checkpoint::FILE_NAME)).unwrap();
+    let k = ck.frames();
+    assert!(k == 1 || k == 2, "{k}");
+    assert!(
+        err.contains(&format!(
+            "note: the checkpoint in {0} holds frame {k}; `yarnsim run --resume {0}` goes on",
+            out.display()
+        )),
+        "{err}"
+    );
+    assert!(out.join(format!("frame_{k:04}.bcc")).is_file());
+    let resumed = bin()
+        .args(["run", "--resume"])
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    check_ok(&resumed);
+    assert!(out.join("frame_0003.bcc").is_file());
+}
+
 /// A run that fails before its first frame (in its relaxation) leaves a manifest that says so.
 #[test]
 fn a_run_failing_in_its_relaxation_leaves_a_manifest() {
