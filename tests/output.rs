@@ -826,6 +826,7 @@ fn a_closed_or_full_standard_output_ends_the_run_cleanly() {
 /// and says so: the run goes on with `--resume`. Before, only a run with `--checkpoint-every` could
 /// go on, from its last scheduled checkpoint.
 #[test]
+#[cfg(unix)]
 fn a_run_whose_standard_output_fails_can_go_on() {
     let dir = scratch("full-stdout-resume");
     let out = dir.join("frames");
@@ -876,6 +877,7 @@ fn a_run_whose_standard_output_fails_can_go_on() {
 /// were ahead, and the run ended with that refusal ("the GPU step ran 54 steps of the next frame
 /// ahead ... turn run-ahead off"), no checkpoint and no word of standard output.
 #[test]
+#[cfg(unix)]
 fn a_gpu_run_whose_standard_output_fails_can_go_on() {
     if yarnsim::gpu::testing::gpu_or_skip("a_gpu_run_whose_standard_output_fails_can_go_on")
         .is_none()
