@@ -567,7 +567,10 @@ fn load(path: &Path, sets: &[String]) -> Result<Loaded> {
     // The file and the line of the table an error is about (`tiny.toml:7` for `pin.0`): these
     // errors are raised after the file is read, and know the key but not the line.
     let located = |what: &str, e: scene::SceneError| {
+        // (Only a regular file is read again: a named pipe's second open waits for a writer that
+        // never comes, and a stream's second read is not the scene.)
         let line = e.table_key().and_then(|key| {
+            std::fs::metadata(path).ok().filter(|m| m.is_file())?;
             let text = std::fs::read_to_string(path).ok()?;
             scene::line_of_key(&text, &key)
         });

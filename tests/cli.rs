@@ -2116,3 +2116,51 @@ fn capture_refuses_a_camera_that_cannot_frame_the_cloth_before_relaxing() {
     assert!(!err.contains("relaxed"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A scene read from a named pipe whose cloth cannot be built (a pin region with no point in it)
+/// fails with the error, not waiting forever: the error's line was looked for by reading the file
+/// again, and opening a named pipe for reading waits for a writer that never comes.
+#[cfg(unix)]
+#[test]
+fn a_scene_from_a_named_pipe_that_fails_to_build_ends() {
+    use std::io::Write;
+    let dir = scratch("fifo-scene");
+    let fifo = dir.join("scene.toml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) of a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            f.write_all(
+                b"[[cloth]]\nsource.generator = { pattern = \"stockinette\", wales = 4, courses = 4 }\n\
+                  [[pin]]\nregion = { min = [100, 100, 100], max = [101, 101, 101] }\n",
+            )
+            .unwrap();
+        })
+    };
+    let mut child = bin()
+        .arg("info")
+        .arg(&fifo)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writer.join().unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("still reading the scene 30 s after it was written");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("pin.0"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
