@@ -1063,8 +1063,14 @@ fn run(mut a: RunArgs) -> Result<()> {
                 k if k >= frames => format!("once its last frame, {k}, is written"),
                 k => format!("at the end of frame {k} and {save}"),
             };
+            // (A repeated SIGHUP does not stop it at once: a hang-up sends more than one.)
+            let again = if yarnsim::interrupt::signal_name(sig) == "SIGHUP" {
+                "Ctrl-C or SIGTERM"
+            } else {
+                "interrupt again"
+            };
             let line = format!(
-                "{}: the run stops {at} (interrupt again to stop at once, losing the steps since its last checkpoint)",
+                "{}: the run stops {at} ({again} to stop at once, losing the steps since its last checkpoint)",
                 yarnsim::interrupt::signal_name(sig)
             );
             say_over_bar(&line);
@@ -1554,7 +1560,9 @@ impl LogLines {
     /// every `5s` had none for a minute).
     fn asked() -> Result<Option<std::time::Duration>> {
         const VAR: &str = "YARNSIM_PROGRESS_SECS";
-        let Some(v) = std::env::var_os(VAR) else {
+        // (Set but empty, as `export YARNSIM_PROGRESS_SECS=` leaves it: unset, not an error
+        // that would stop every run.)
+        let Some(v) = std::env::var_os(VAR).filter(|v| !v.is_empty()) else {
             return Ok(None);
         };
         let secs = v

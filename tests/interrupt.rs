@@ -791,7 +791,13 @@ fn a_repeated_sighup_still_saves_the_frame() {
     send(&child, libc::SIGHUP);
     // The second once the first was taken (a signal sent while the first is pending merges
     // with it).
-    read_until(&mut stderr, |l| l.starts_with("SIGHUP: the run stops"));
+    let notice = read_until(&mut stderr, |l| l.starts_with("SIGHUP: the run stops"));
+    // (It names what does stop it at once: not a repeated SIGHUP.)
+    let notice = notice.last().unwrap();
+    assert!(
+        notice.contains("(Ctrl-C or SIGTERM to stop at once"),
+        "{notice}"
+    );
     send(&child, libc::SIGHUP);
     let mut err = String::new();
     stderr.read_to_string(&mut err).unwrap();
