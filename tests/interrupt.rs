@@ -315,17 +315,15 @@ fn a_run_stopped_while_relaxing_resumes_the_relaxation_bitwise() {
     same_as_uninterrupted(&part, &full, "swatch", 1);
 }
 
-/// A second Ctrl-C does not wait for the frame's end: the run ends at once by SIGINT, with no
-/// checkpoint (none was due) and no temporary file, its manifest counting the frames on disk.
-#[test]
-fn a_second_ctrl_c_stops_at_once() {
-    let dir = scratch("twice");
-    // Frames of 3,240 steps (some seconds each), so the second signal comes within the first.
+/// A run of the swatch into `dir` in frames of 3,240 steps (some seconds each, so that a second
+/// signal comes within the first frame), and its stderr, read into frame 1 (its progress lines),
+/// where a signal stops the run at the frame's end.
+fn within_a_long_frame(dir: &Path) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
     let mut child = bin()
         .arg("run")
         .arg(scene("swatch"))
         .arg("--out")
-        .arg(&dir)
+        .arg(dir)
         .args(["--frames", "100", "--set", "relax.time=0"])
         .args(["--set", "simulation.fps=10"])
         .env("YARNSIM_PROGRESS_SECS", "0.01")
@@ -333,9 +331,17 @@ fn a_second_ctrl_c_stops_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Within frame 1 (its progress lines), where a signal stops the run at the frame's end.
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     read_until(&mut stderr, |l| l.starts_with("frame 1/100: step"));
+    (child, stderr)
+}
+
+/// A second Ctrl-C does not wait for the frame's end: the run ends at once by SIGINT, with no
+/// checkpoint (none was due) and no temporary file, its manifest counting the frames on disk.
+#[test]
+fn a_second_ctrl_c_stops_at_once() {
+    let dir = scratch("twice");
+    let (child, mut stderr) = within_a_long_frame(&dir);
     send(&child, libc::SIGINT);
     // The second once the first was taken (a signal sent while the first is pending merges
     // with it).
@@ -773,21 +779,7 @@ fn sighup_stops_a_run_where_it_can_be_saved_unless_ignored() {
 #[test]
 fn a_repeated_sighup_still_saves_the_frame() {
     let dir = scratch("hup-twice");
-    // Frames of 3,240 steps (some seconds each), so the second signal comes within the first.
-    let mut child = bin()
-        .arg("run")
-        .arg(scene("swatch"))
-        .arg("--out")
-        .arg(&dir)
-        .args(["--frames", "100", "--set", "relax.time=0"])
-        .args(["--set", "simulation.fps=10"])
-        .env("YARNSIM_PROGRESS_SECS", "0.01")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    read_until(&mut stderr, |l| l.starts_with("frame 1/100: step"));
+    let (child, mut stderr) = within_a_long_frame(&dir);
     send(&child, libc::SIGHUP);
     // The second once the first was taken (a signal sent while the first is pending merges
     // with it).
