@@ -830,43 +830,9 @@ fn a_closed_or_full_standard_output_ends_the_run_cleanly() {
 fn a_run_whose_standard_output_fails_can_go_on() {
     let dir = scratch("full-stdout-resume");
     let out = dir.join("frames");
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let done = bin()
-        .arg("run")
-        .arg(tiny_scene())
-        .args(["--set", "contact.model=none", "--frames", "3", "--out"])
-        .arg(&out)
-        .stdout(full)
-        .output()
-        .unwrap();
-    let err = check_failed(&done);
-    assert!(
-        err.contains("frame 1: writing its line to standard output"),
-        "{err}"
-    );
-    assert!(
-        err.contains(&format!(
-            "note: the checkpoint in {0} holds frame 1; `yarnsim run --resume {0}` goes on",
-            out.display()
-        )),
-        "{err}"
-    );
-    let ck =
-        yarnsim::checkpoint::Checkpoint::read(&out.join(yarnsim::checkpoint::FILE_NAME)).unwrap();
-    assert_eq!(ck.frames(), 1);
-    let resumed = bin()
-        .args(["run", "--resume"])
-        .arg(&out)
-        .arg("-q")
-        .output()
-        .unwrap();
-    check_ok(&resumed);
-    assert!(out.join("frame_0003.bcc").is_file());
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let k = saved_when_standard_output_fails(&out, &["--set", "contact.model=none"]);
+    assert_eq!(k, 1);
+    let m = resume_to_frame_3(&out);
     assert_eq!(m["finished"], true);
 }
 
@@ -886,17 +852,28 @@ fn a_gpu_run_whose_standard_output_fails_can_go_on() {
     }
     let dir = scratch("full-stdout-resume-gpu");
     let out = dir.join("frames");
+    // (Frames of 54 steps: a moment each on lavapipe.)
+    let args = ["--backend", "gpu", "--set", "simulation.fps=300"];
+    let k = saved_when_standard_output_fails(&out, &args);
+    assert!(k == 1 || k == 2, "{k}");
+    resume_to_frame_3(&out);
+}
+
+/// A run of the tiny swatch with `args` to frame 3 into `out`, its standard output `/dev/full`:
+/// it must fail on frame 1's line, saying which frame its checkpoint holds (returned), and that
+/// frame must be on disk.
+#[cfg(unix)]
+fn saved_when_standard_output_fails(out: &Path, args: &[&str]) -> u32 {
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .unwrap();
-    // (Frames of 54 steps: a moment each on lavapipe.)
     let done = bin()
         .arg("run")
         .arg(tiny_scene())
-        .args(["--backend", "gpu", "--set", "simulation.fps=300"])
+        .args(args)
         .args(["--frames", "3", "--out"])
-        .arg(&out)
+        .arg(out)
         .stdout(full)
         .output()
         .unwrap();
@@ -908,7 +885,6 @@ fn a_gpu_run_whose_standard_output_fails_can_go_on() {
     let ck =
         yarnsim::checkpoint::Checkpoint::read(&out.join(yarnsim::checkpoint::FILE_NAME)).unwrap();
     let k = ck.frames();
-    assert!(k == 1 || k == 2, "{k}");
     assert!(
         err.contains(&format!(
             "note: the checkpoint in {0} holds frame {k}; `yarnsim run --resume {0}` goes on",
@@ -917,14 +893,21 @@ fn a_gpu_run_whose_standard_output_fails_can_go_on() {
         "{err}"
     );
     assert!(out.join(format!("frame_{k:04}.bcc")).is_file());
+    k
+}
+
+/// `yarnsim run --resume OUT -q`, which must succeed and write frame 3; its manifest.
+#[cfg(unix)]
+fn resume_to_frame_3(out: &Path) -> serde_json::Value {
     let resumed = bin()
         .args(["run", "--resume"])
-        .arg(&out)
+        .arg(out)
         .arg("-q")
         .output()
         .unwrap();
     check_ok(&resumed);
     assert!(out.join("frame_0003.bcc").is_file());
+    serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap()
 }
 
 /// A run that fails before its first frame (in its relaxation) leaves a manifest that says so.
