@@ -802,10 +802,7 @@ fn a_closed_or_full_standard_output_ends_the_run_cleanly() {
     assert_eq!(m["finished"], false);
     assert!(out.join(format!("frame_{:04}.bcc", written - 1)).is_file());
 
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
+    let full = dev_full();
     let done = bin()
         .arg("run")
         .arg(tiny_scene())
@@ -859,15 +856,21 @@ fn a_gpu_run_whose_standard_output_fails_can_go_on() {
     resume_to_frame_3(&out);
 }
 
+/// `/dev/full` open for writing: every write to it fails (no space left).
+#[cfg(unix)]
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
+}
+
 /// A run of the tiny swatch with `args` to frame 3 into `out`, its standard output `/dev/full`:
 /// it must fail on frame 1's line, saying which frame its checkpoint holds (returned), and that
 /// frame must be on disk.
 #[cfg(unix)]
 fn saved_when_standard_output_fails(out: &Path, args: &[&str]) -> u32 {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
+    let full = dev_full();
     let done = bin()
         .arg("run")
         .arg(tiny_scene())
@@ -1488,10 +1491,7 @@ fn stats_records_on_the_progress_bars_terminal_are_whole_lines() {
 #[test]
 #[cfg(unix)]
 fn an_error_during_the_frames_is_not_printed_on_the_bar() {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
+    let full = dev_full();
     let args = [
         "--frames",
         "2",
